@@ -1,0 +1,3 @@
+#include "koordlet_native.h"
+
+int kn_abi_version(void) { return 1; }

@@ -1,0 +1,1 @@
+"""Metric cache: typed ring-buffer time series and a key-value store, persisted across restarts."""

@@ -1,0 +1,1 @@
+"""Metrics advisor: collectors (node, pod, container, system, BE, PSI, host apps) feeding the cache."""

@@ -1,0 +1,1 @@
+"""QoS manager: the plugin host (discovery, flags, feature gates, setup/run/shutdown) and the evictor."""

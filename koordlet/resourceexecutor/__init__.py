@@ -1,0 +1,1 @@
+"""Resource executor: every cgroup, resctrl and sysfs write (validated, cached, leveled, audited)."""

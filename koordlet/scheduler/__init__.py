@@ -1,0 +1,1 @@
+"""Scheduler side: a load-aware scheduler extender reading NodeMetric."""
