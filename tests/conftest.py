@@ -1,0 +1,52 @@
+"""Shared fixtures and the root/tool gating rules.
+
+Tests that need root and the real kernel are marked ``@pytest.mark.root``; tests that need a system tool
+are marked ``@pytest.mark.tool("stress-ng")``. Off CI they skip when the need is not met; with ``CI=true``
+an unmet need is a failure, so CI can never pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakeclock import FakeClock
+
+ON_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _unmet(item: pytest.Item) -> str | None:
+    if item.get_closest_marker("root") is not None and os.geteuid() != 0:
+        return "needs root"
+    for marker in item.iter_markers("tool"):
+        for tool in marker.args:
+            if shutil.which(str(tool)) is None:
+                return f"needs the system tool {tool!r}"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    why = _unmet(item)
+    if why is None:
+        return
+    if ON_CI:
+        pytest.fail(f"{why}, and CI=true: CI must run this test (install the tool in .ci/run)")
+    pytest.skip(why)
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def fake_host(tmp_path: Path) -> Iterator[Any]:
+    """A throw-away host tree (cgroup v1 and v2 layouts, procfs, resctrl) wired through ``HostPaths``."""
+    from tests.fakehost import FakeHost
+
+    yield FakeHost(tmp_path)
