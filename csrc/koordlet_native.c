@@ -1,3 +1,251 @@
+/* koordlet native helpers: batch reader over cached descriptors, ordered batch writer, resctrl
+ * schemata writer. Plain syscalls only; every result goes into caller-provided buffers. */
+#define _GNU_SOURCE
 #include "koordlet_native.h"
 
-int kn_abi_version(void) { return 1; }
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int kn_abi_version(void) { return 2; }
+
+int64_t kn_missing(void) { return INT64_MIN; }
+
+struct kn_file {
+    char *path;
+    int fd;      /* -1 when not open (never opened, or dropped after ENOENT/ENODEV) */
+    int kind;
+    int nkeys;
+    int slot;    /* first value slot */
+    char **keys; /* points into keybuf */
+    size_t *keylens;
+    char *keybuf;
+};
+
+struct kn_reader {
+    struct kn_file *files;
+    int n;
+    int cap;
+    int slots;
+    char *buf;
+    size_t bufsize;
+};
+
+kn_reader *kn_reader_new(int capacity, size_t bufsize) {
+    if (capacity < 0 || bufsize < 64) return NULL;
+    kn_reader *r = calloc(1, sizeof(*r));
+    if (r == NULL) return NULL;
+    r->files = calloc(capacity > 0 ? (size_t)capacity : 1, sizeof(struct kn_file));
+    r->buf = malloc(bufsize);
+    if (r->files == NULL || r->buf == NULL) {
+        free(r->files);
+        free(r->buf);
+        free(r);
+        return NULL;
+    }
+    r->cap = capacity;
+    r->bufsize = bufsize;
+    return r;
+}
+
+void kn_reader_free(kn_reader *r) {
+    if (r == NULL) return;
+    for (int i = 0; i < r->n; i++) {
+        struct kn_file *f = &r->files[i];
+        if (f->fd >= 0) close(f->fd);
+        free(f->path);
+        free(f->keys);
+        free(f->keylens);
+        free(f->keybuf);
+    }
+    free(r->files);
+    free(r->buf);
+    free(r);
+}
+
+int kn_reader_add(kn_reader *r, const char *path, int kind, const char *keys, size_t keys_len, int nkeys) {
+    if (r->n >= r->cap) return -ENOSPC;
+    if (kind != KN_COUNTER && kind != KN_KEYVALUE) return -EINVAL;
+    if (kind == KN_KEYVALUE && (nkeys <= 0 || keys == NULL)) return -EINVAL;
+    struct kn_file *f = &r->files[r->n];
+    memset(f, 0, sizeof(*f));
+    f->fd = -1;
+    f->kind = kind;
+    f->slot = r->slots;
+    f->path = strdup(path);
+    if (f->path == NULL) return -ENOMEM;
+    if (kind == KN_COUNTER) {
+        f->nkeys = 0;
+        r->slots += 1;
+    } else {
+        f->nkeys = nkeys;
+        f->keybuf = malloc(keys_len + 1);
+        f->keys = calloc((size_t)nkeys, sizeof(char *));
+        f->keylens = calloc((size_t)nkeys, sizeof(size_t));
+        if (f->keybuf == NULL || f->keys == NULL || f->keylens == NULL) {
+            free(f->path);
+            free(f->keybuf);
+            free(f->keys);
+            free(f->keylens);
+            return -ENOMEM;
+        }
+        memcpy(f->keybuf, keys, keys_len);
+        f->keybuf[keys_len] = '\0';
+        char *p = f->keybuf;
+        for (int k = 0; k < nkeys; k++) {
+            if (p >= f->keybuf + keys_len + 1) {
+                free(f->path);
+                free(f->keybuf);
+                free(f->keys);
+                free(f->keylens);
+                return -EINVAL;
+            }
+            f->keys[k] = p;
+            f->keylens[k] = strlen(p);
+            p += f->keylens[k] + 1;
+        }
+        r->slots += nkeys;
+    }
+    return r->n++;
+}
+
+int kn_reader_slots(const kn_reader *r) { return r->slots; }
+
+int kn_reader_open_fds(const kn_reader *r) {
+    int c = 0;
+    for (int i = 0; i < r->n; i++) c += r->files[i].fd >= 0;
+    return c;
+}
+
+/* Parse a decimal integer (optional '-') or the word "max" from [p, end); no surrounding blanks. */
+static int parse_int(const char *p, const char *end, int64_t *out) {
+    if (end - p == 3 && memcmp(p, "max", 3) == 0) {
+        *out = INT64_MAX;
+        return 0;
+    }
+    int neg = 0;
+    if (p < end && *p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p >= end) return -EINVAL;
+    uint64_t v = 0;
+    for (; p < end; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (d > 9) return -EINVAL;
+        /* counters are u64 in the kernel; anything past INT64_MAX is refused, not wrapped */
+        if (v > ((uint64_t)INT64_MAX - d) / 10) return -ERANGE;
+        v = v * 10 + d;
+    }
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static int parse_counter(const char *buf, size_t n, int64_t *out) {
+    const char *p = buf, *end = buf + n;
+    while (p < end && is_blank(*p)) p++;
+    while (end > p && is_blank(end[-1])) end--;
+    return parse_int(p, end, out);
+}
+
+static int parse_keyvalue(const struct kn_file *f, const char *buf, size_t n, int64_t *out) {
+    const char *p = buf, *end = buf + n;
+    int found = 0;
+    while (p < end && found < f->nkeys) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL) eol = end;
+        const char *sp = p;
+        while (sp < eol && *sp != ' ') sp++;
+        size_t klen = (size_t)(sp - p);
+        for (int k = 0; k < f->nkeys; k++) {
+            if (f->keylens[k] == klen && out[k] == INT64_MIN && memcmp(f->keys[k], p, klen) == 0) {
+                const char *v = sp, *ve = eol;
+                while (v < ve && is_blank(*v)) v++;
+                while (ve > v && is_blank(ve[-1])) ve--;
+                int rc = parse_int(v, ve, &out[k]);
+                if (rc < 0) return rc;
+                found++;
+                break;
+            }
+        }
+        p = eol + 1;
+    }
+    return 0;
+}
+
+int kn_reader_read(kn_reader *r, int64_t *values, int *status) {
+    int failed = 0;
+    for (int i = 0; i < r->n; i++) {
+        struct kn_file *f = &r->files[i];
+        int nslots = f->kind == KN_COUNTER ? 1 : f->nkeys;
+        int64_t *out = values + f->slot;
+        for (int k = 0; k < nslots; k++) out[k] = INT64_MIN;
+        int st = 0;
+        if (f->fd < 0) {
+            f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+            if (f->fd < 0) st = -errno;
+        }
+        if (st == 0) {
+            ssize_t got = pread(f->fd, r->buf, r->bufsize, 0);
+            if (got < 0) {
+                st = -errno;
+                /* ENODEV: the cgroup was removed while we held its file; a new cgroup at the same
+                 * path needs a fresh open */
+                if (st == -ENODEV || st == -ENOENT) {
+                    close(f->fd);
+                    f->fd = -1;
+                }
+            } else if ((size_t)got == r->bufsize) {
+                st = -EOVERFLOW;
+            } else if (f->kind == KN_COUNTER) {
+                st = parse_counter(r->buf, (size_t)got, out);
+            } else {
+                st = parse_keyvalue(f, r->buf, (size_t)got, out);
+            }
+            if (st < 0)
+                for (int k = 0; k < nslots; k++) out[k] = INT64_MIN;
+        }
+        status[i] = st;
+        failed += st != 0;
+    }
+    return failed;
+}
+
+static int write_one(const char *path, const char *data, size_t len) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    ssize_t n = write(fd, data, len);
+    /* cgroup files take one value per write(2); a short write means the kernel took part of it */
+    int err = n < 0 ? errno : ((size_t)n != len ? EIO : 0);
+    if (close(fd) < 0 && err == 0) err = errno;
+    return err;
+}
+
+int kn_write_batch(const char *const *paths, const char *const *values, const size_t *lens, int n, int *errs) {
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        errs[i] = write_one(paths[i], values[i], lens[i]);
+        failed += errs[i] != 0;
+    }
+    return failed;
+}
+
+int kn_write_schemata(const char *path, const char *data, size_t len, const char *status_path, char *msg,
+                      size_t msgcap) {
+    if (msgcap > 0) msg[0] = '\0';
+    int err = write_one(path, data, len);
+    if (err == 0 || msgcap == 0) return err;
+    /* resctrl explains EINVAL only through info/last_cmd_status (e.g. "Mask out of range") */
+    int fd = open(status_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return err;
+    ssize_t got = read(fd, msg, msgcap - 1);
+    close(fd);
+    if (got < 0) got = 0;
+    while (got > 0 && is_blank(msg[got - 1])) got--;
+    msg[got] = '\0';
+    return err;
+}

@@ -1,4 +1,45 @@
 /* koordlet native helpers: thin syscall wrappers called through cffi (API mode).
  * No Python.h, no memory ownership crossing the boundary: callers pass buffers.
- * Return >= 0 on success, -errno on failure unless stated otherwise. */
+ * Return >= 0 on success, -errno on failure unless stated otherwise.
+ * This header is also the cffi cdef: '#' lines are dropped, so constants live in the enum. */
+#include <stddef.h>
+#include <stdint.h>
+
 int kn_abi_version(void);
+
+/* File kinds of the batch reader. */
+enum {
+    KN_COUNTER = 0,  /* one integer (cpuacct.usage, memory.usage_in_bytes); "max" reads as INT64_MAX */
+    KN_KEYVALUE = 1  /* "key value" lines (memory.stat, cpu.stat): values of the caller's keys */
+};
+
+/* Value stored for a requested key the file does not contain (INT64_MIN). */
+int64_t kn_missing(void);
+
+/* Batch reader: caches one O_RDONLY|O_CLOEXEC descriptor per file index and reads every file with
+ * pread(fd, buf, cap, 0). One reader is used by one thread at a time. */
+typedef struct kn_reader kn_reader;
+
+kn_reader *kn_reader_new(int capacity, size_t bufsize);
+void kn_reader_free(kn_reader *r);
+/* Append a file; `keys` holds `nkeys` NUL-terminated names back to back (KN_KEYVALUE only).
+ * Returns the file index or -errno (-ENOSPC when full, -EINVAL on a bad kind). */
+int kn_reader_add(kn_reader *r, const char *path, int kind, const char *keys, size_t keys_len, int nkeys);
+/* Number of int64 slots read() fills: 1 per counter file, nkeys per key-value file. */
+int kn_reader_slots(const kn_reader *r);
+/* Read every file: values[] gets the slots in file order, status[i] is 0 or -errno per file.
+ * ENODEV (cgroup removed under a held fd) and ENOENT close and forget the descriptor; the next
+ * call reopens the path. A full buffer is -EOVERFLOW, an unparsable wanted value -EINVAL.
+ * Returns the number of files with a non-zero status. */
+int kn_reader_read(kn_reader *r, int64_t *values, int *status);
+/* Descriptors currently held (for leak tests). */
+int kn_reader_open_fds(const kn_reader *r);
+
+/* Ordered writes: open(O_WRONLY|O_CLOEXEC), one write of the whole value, close.
+ * errs[i] is 0 or the positive errno (EIO for a short write). Returns the number of failures. */
+int kn_write_batch(const char *const *paths, const char *const *values, const size_t *lens, int n, int *errs);
+
+/* Write a resctrl schemata; on failure read `status_path` (info/last_cmd_status) into msg
+ * (NUL-terminated, truncated to msgcap - 1). Returns 0 or the positive errno. */
+int kn_write_schemata(const char *path, const char *data, size_t len, const char *status_path, char *msg,
+                      size_t msgcap);

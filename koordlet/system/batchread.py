@@ -1,0 +1,249 @@
+"""Batch reading of many small cgroup files: the shared result types and the pure-Python reader.
+
+Layer: ``koordlet.system``. :class:`PyBatchReader` is the fallback for the C reader in ``native.py`` and
+gives identical results: one cached ``O_RDONLY|O_CLOEXEC`` descriptor per file, ``os.pread`` at offset 0,
+the same parsing and the same per-file status (0 or -errno). Use ``native.open_batch_reader`` to get the
+fast one when it is built.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Protocol
+
+MISSING: Final = -(2**63)
+"""Slot value for a wanted key the file lacks (and for every slot of a failed file): INT64_MIN."""
+INT64_MAX: Final = 2**63 - 1
+DEFAULT_BUFSIZE: Final = 16384
+"""One pread per file: v1 ``memory.stat`` is ~0.7 KiB, v2 ~3 KiB; a full buffer is -EOVERFLOW."""
+GONE_STATUSES: Final = frozenset({-errno.ENOENT, -errno.ENODEV})
+
+_BLANKS = b" \t\n\r"
+
+
+class FileKind(enum.IntEnum):
+    """Values match the C enum (``KN_COUNTER``, ``KN_KEYVALUE``)."""
+
+    COUNTER = 0
+    """One integer (``cpuacct.usage``); ``max`` reads as INT64_MAX."""
+    KEY_VALUE = 1
+    """``key value`` lines (``memory.stat``, ``cpu.stat``); the caller names the keys it wants."""
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where each file's values sit in the flat slot list."""
+
+    paths: tuple[str, ...]
+    kinds: tuple[FileKind, ...]
+    keys: tuple[tuple[str, ...], ...]
+    offsets: tuple[int, ...]
+    slots: int
+
+    @classmethod
+    def build(
+        cls, paths: Sequence[str | Path], kinds: Sequence[FileKind], keys: Sequence[Sequence[str]]
+    ) -> Layout:
+        if not len(paths) == len(kinds) == len(keys):
+            raise ValueError("paths, kinds and keys must have the same length")
+        offsets: list[int] = []
+        slot = 0
+        norm_keys: list[tuple[str, ...]] = []
+        for kind, file_keys in zip(kinds, keys, strict=True):
+            offsets.append(slot)
+            if kind == FileKind.COUNTER:
+                norm_keys.append(())
+                slot += 1
+                continue
+            if not file_keys:
+                raise ValueError("a key-value file needs at least one key")
+            for key in file_keys:
+                if not key or any(c in key for c in " \n\t\r\0"):
+                    raise ValueError(f"bad key {key!r}")
+            norm_keys.append(tuple(file_keys))
+            slot += len(file_keys)
+        return cls(
+            paths=tuple(os.fspath(p) for p in paths),
+            kinds=tuple(FileKind(k) for k in kinds),
+            keys=tuple(norm_keys),
+            offsets=tuple(offsets),
+            slots=slot,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResults:
+    """One sweep: ``status[i]`` is 0 or -errno for file ``i``; ``values`` are the flat slots."""
+
+    layout: Layout
+    status: list[int]
+    values: list[int]
+
+    def ok(self, i: int) -> bool:
+        return self.status[i] == 0
+
+    def gone(self, i: int) -> bool:
+        """The file's cgroup vanished (ENOENT on open, ENODEV on a held descriptor)."""
+        return self.status[i] in GONE_STATUSES
+
+    def value(self, i: int, k: int = 0) -> int | None:
+        """Value of key ``k`` of file ``i`` (the counter for ``k == 0``), ``None`` if missing or failed."""
+        v = self.values[self.layout.offsets[i] + k]
+        return None if v == MISSING else v
+
+    def file_values(self, i: int) -> dict[str, int | None] | int | None:
+        """A counter's value, or a key-value file's ``{key: value-or-None}``; ``None`` if the read failed."""
+        if self.status[i] != 0:
+            return None
+        if self.layout.kinds[i] == FileKind.COUNTER:
+            return self.value(i)
+        return {key: self.value(i, k) for k, key in enumerate(self.layout.keys[i])}
+
+
+class BatchReader(Protocol):
+    """What both implementations offer; one thread reads at a time (calls are serialised)."""
+
+    layout: Layout
+
+    def read(self) -> ReadResults: ...
+
+    def open_fds(self) -> int: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> BatchReader: ...
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+def _parse_int(raw: bytes) -> int:
+    """Decimal with optional ``-``, or ``max``; returns -errno on failure (mirrors the C parser)."""
+    if raw == b"max":
+        return INT64_MAX
+    digits = raw[1:] if raw[:1] == b"-" else raw
+    # bytes.isdigit is ASCII-only, unlike int(), which takes "+1", "1_0" and non-ASCII digits
+    if not digits or not digits.isdigit():
+        raise _ParseError(-errno.EINVAL)
+    significant = digits.lstrip(b"0")
+    # int() refuses over 4300 digits; anything over 19 significant digits is past INT64_MAX anyway
+    if len(significant) > 19:
+        raise _ParseError(-errno.ERANGE)
+    v = int(digits)
+    if v > INT64_MAX:
+        raise _ParseError(-errno.ERANGE)
+    return -v if digits is not raw else v
+
+
+class _ParseError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class PyBatchReader:
+    """Pure-Python batch reader: ``os.pread`` on descriptors cached per file index."""
+
+    def __init__(
+        self,
+        paths: Sequence[str | Path],
+        kinds: Sequence[FileKind],
+        keys: Sequence[Sequence[str]],
+        *,
+        bufsize: int = DEFAULT_BUFSIZE,
+    ) -> None:
+        self.layout = Layout.build(paths, kinds, keys)
+        self._bufsize = bufsize
+        self._fds: list[int] = [-1] * len(self.layout.paths)
+        self._lock = threading.Lock()
+        # key -> slot indexes within the file (a key may be asked twice, as the C side allows)
+        self._want: list[dict[bytes, list[int]]] = []
+        for file_keys in self.layout.keys:
+            want: dict[bytes, list[int]] = {}
+            for k, key in enumerate(file_keys):
+                want.setdefault(key.encode(), []).append(k)
+            self._want.append(want)
+
+    def read(self) -> ReadResults:
+        layout = self.layout
+        status = [0] * len(layout.paths)
+        values = [MISSING] * layout.slots
+        with self._lock:
+            fds = self._fds
+            for i, path in enumerate(layout.paths):
+                fd = fds[i]
+                try:
+                    if fd < 0:
+                        fd = fds[i] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                    data = os.pread(fd, self._bufsize, 0)
+                except OSError as err:
+                    st = -(err.errno or errno.EIO)
+                    # ENODEV: the cgroup was removed under the held descriptor; reopen next time
+                    if fd >= 0 and st in GONE_STATUSES:
+                        os.close(fd)
+                        fds[i] = -1
+                    status[i] = st
+                    continue
+                if len(data) == self._bufsize:
+                    status[i] = -errno.EOVERFLOW
+                    continue
+                base = layout.offsets[i]
+                try:
+                    if layout.kinds[i] == FileKind.COUNTER:
+                        values[base] = _parse_int(data.strip(_BLANKS))
+                    else:
+                        self._parse_kv(data, self._want[i], len(layout.keys[i]), values, base)
+                except _ParseError as err:
+                    status[i] = err.status
+                    for k in range(max(1, len(layout.keys[i]))):
+                        values[base + k] = MISSING
+        return ReadResults(layout, status, values)
+
+    @staticmethod
+    def _parse_kv(data: bytes, want: dict[bytes, list[int]], nkeys: int, out: list[int], base: int) -> None:
+        found = 0
+        for line in data.split(b"\n"):
+            if found >= nkeys:
+                break
+            key, _, rest = line.partition(b" ")
+            slots = want.get(key)
+            if slots is None:
+                continue
+            for k in slots:
+                if out[base + k] == MISSING:
+                    out[base + k] = _parse_int(rest.strip(_BLANKS))
+                    found += 1
+                    break
+
+    def open_fds(self) -> int:
+        with self._lock:
+            return sum(1 for fd in self._fds if fd >= 0)
+
+    def close(self) -> None:
+        with self._lock:
+            for i, fd in enumerate(self._fds):
+                if fd >= 0:
+                    os.close(fd)
+                    self._fds[i] = -1
+
+    def __enter__(self) -> PyBatchReader:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
