@@ -1,0 +1,367 @@
+"""The metric cache: per-kind typed ring-buffer series, windowed aggregation, a KV store, persistence.
+
+Koordlet's ``MetricCache`` (TSDB + KVStorage) re-done in memory. One lock guards everything: appends are
+O(1) array writes and queries hold it only to copy their window out (C-level slices), so aggregation,
+sorting and checkpoint encoding run unlocked. Timestamps are the injected monotonic clock's seconds, so
+windows never move with wall-clock steps; the wall clock is only used to stamp checkpoints (see
+:mod:`koordlet.metriccache.persist`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from koordlet.api import Aggregation, QueryResult
+from koordlet.errors import InvalidValue
+from koordlet.metriccache import persist
+from koordlet.metriccache.aggregate import DEFAULT_AGGS, Aggregates, aggregate_windows, normalize_agg
+from koordlet.metriccache.checkpoint import FILE_NAME, CorruptCheckpoint
+from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
+from koordlet.metriccache.ring import Ring, Window
+from koordlet.metriccache.schema import PROPERTIES, SeriesKey, key_labels, normalize_key, series_key
+from koordlet.metriccache.selfmetrics import CacheStats, MetricCacheCollector
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+class Series(Ring):
+    """A ring plus the label set it was created with (shared with :meth:`MetricCache.latest` callers)."""
+
+    __slots__ = ("labels",)
+
+    def __init__(self, capacity: int, labels: Mapping[str, str]) -> None:
+        super().__init__(capacity)
+        self.labels = labels
+
+
+class _Kind:
+    """All series of one metric kind."""
+
+    __slots__ = ("capacity", "props", "series")
+
+    def __init__(self, metric: str, capacity: int) -> None:
+        self.capacity = capacity
+        self.props = PROPERTIES.get(metric)
+        self.series: dict[SeriesKey, Series] = {}
+
+
+class MetricCache:
+    """Thread-safe time series and KV store; implements :class:`koordlet.api.MetricReader`."""
+
+    def __init__(
+        self,
+        config: MetricCacheConfig | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        wall_clock: Clock = time.time,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.config = config or MetricCacheConfig()
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._lock = threading.Lock()
+        self._kinds: dict[str, _Kind] = {}
+        self._kv: dict[str, str] = {}
+        self._stats = CacheStats()
+        if registry is not None:
+            registry.register(MetricCacheCollector(self))
+
+    # ---- appends ---------------------------------------------------------------------------------
+
+    def _kind(self, metric: str) -> _Kind:
+        kind = self._kinds.get(metric)
+        if kind is None:
+            kind = self._kinds[metric] = _Kind(metric, self.config.capacity_for(metric))
+        return kind
+
+    def _new_series(self, metric: str, kind: _Kind, key: SeriesKey) -> Series:
+        canonical = normalize_key(metric, key)
+        series = kind.series.get(canonical)
+        if series is None:
+            series = kind.series[canonical] = Series(kind.capacity, key_labels(metric, canonical))
+        return series
+
+    def append(
+        self, metric: str, labels: Mapping[str, str] | None, value: float, t: float | None = None
+    ) -> None:
+        """Add one sample; ``labels`` must be exactly the kind's properties (``InvalidValue`` if not)."""
+        key = series_key(metric, labels)
+        if t is None:
+            t = self._clock()
+        with self._lock:
+            kind = self._kind(metric)
+            series = kind.series.get(key)
+            if series is None:
+                series = self._new_series(metric, kind, key)
+            series.append(t, value)
+
+    def append_batch(
+        self, metric: str, samples: Iterable[tuple[SeriesKey, float]], t: float | None = None
+    ) -> int:
+        """Add one sample per series at the same time ``t``: the collector's per-tick path.
+
+        Keys are canonical (:func:`koordlet.metriccache.schema.series_key`): the property value for
+        one-property kinds (``pod_uid``, ``container_id``), ``()`` for kinds without properties, else the
+        ``(name, value)`` pairs sorted by name. Other spellings are accepted but take a slower path.
+        """
+        if t is None:
+            t = self._clock()
+        n = 0
+        with self._lock:
+            kind = self._kind(metric)
+            known = kind.series
+            for key, value in samples:
+                series = known.get(key)
+                if series is None:
+                    series = self._new_series(metric, kind, key)
+                series.append(t, value)
+                n += 1
+        return n
+
+    # ---- queries ---------------------------------------------------------------------------------
+
+    def _matching(self, metric: str, labels: Mapping[str, str] | None) -> list[Series]:
+        kind = self._kinds.get(metric)
+        if kind is None:
+            return []
+        if not labels:
+            return list(kind.series.values())
+        props = kind.props
+        if props is not None and len(labels) == len(props) and all(p in labels for p in props):
+            # A full label set of a known kind names at most one series: look it up directly.
+            key = labels[props[0]] if len(props) == 1 else tuple(sorted(labels.items()))
+            hit = kind.series.get(key)
+            return [] if hit is None else [hit]
+        wanted = list(labels.items())
+        return [s for s in kind.series.values() if all(s.labels.get(k) == v for k, v in wanted)]
+
+    def _windows(self, metric: str, window: float, labels: Mapping[str, str] | None) -> list[Window]:
+        if not window > 0:
+            raise ValueError(f"window must be positive seconds, got {window}")
+        end = self._clock()
+        start = end - window
+        with self._lock:
+            found = [s.window(start, end) for s in self._matching(metric, labels)]
+        return [w for w in found if w is not None]
+
+    def aggregate(
+        self,
+        metric: str,
+        *,
+        window: float,
+        aggs: Sequence[str] = DEFAULT_AGGS,
+        labels: Mapping[str, str] | None = None,
+    ) -> Aggregates | None:
+        """Several aggregations over the last ``window`` seconds of every series matching ``labels``
+        (any subset of the properties), with sample count and time span; ``None`` without samples."""
+        names = [normalize_agg(a) for a in aggs]
+        return aggregate_windows(self._windows(metric, window, labels), names)
+
+    def query(
+        self,
+        metric: str,
+        *,
+        window: float,
+        agg: Aggregation = "last",
+        labels: Mapping[str, str] | None = None,
+    ) -> QueryResult | None:
+        """One aggregation over the last ``window`` seconds (:class:`koordlet.api.MetricReader`)."""
+        name = normalize_agg(agg)
+        result = aggregate_windows(self._windows(metric, window, labels), [name])
+        if result is None:
+            return None
+        return QueryResult(value=result.values[name], count=result.count, duration=result.duration)
+
+    def latest(self, metric: str) -> list[tuple[Mapping[str, str], float, float]]:
+        """``(labels, t, value)`` of the newest sample of every series of ``metric`` (for scrapes).
+        The label mappings are the cache's own: read them, do not modify them."""
+        out: list[tuple[Mapping[str, str], float, float]] = []
+        with self._lock:
+            kind = self._kinds.get(metric)
+            if kind is None:
+                return out
+            for series in kind.series.values():
+                newest = series.newest()
+                if newest is not None:
+                    out.append((series.labels, newest[0], newest[1]))
+        return out
+
+    def metrics(self) -> list[str]:
+        """Metric kinds that have at least one series."""
+        with self._lock:
+            return sorted(m for m, k in self._kinds.items() if k.series)
+
+    def series(self, metric: str) -> list[dict[str, str]]:
+        """The label sets of ``metric``'s series."""
+        with self._lock:
+            kind = self._kinds.get(metric)
+            return [] if kind is None else [dict(s.labels) for s in kind.series.values()]
+
+    # ---- removal ---------------------------------------------------------------------------------
+
+    def _drop(self, keep_if: Callable[[str, Series], bool]) -> int:
+        dropped = 0
+        with self._lock:
+            for metric, kind in self._kinds.items():
+                doomed = [k for k, s in kind.series.items() if not keep_if(metric, s)]
+                for key in doomed:
+                    del kind.series[key]
+                dropped += len(doomed)
+        return dropped
+
+    def drop_series(self, metric: str, labels: Mapping[str, str] | None) -> int:
+        """Remove the series of ``metric`` matching ``labels`` (a subset; ``None`` removes all)."""
+        with self._lock:
+            doomed = {id(s) for s in self._matching(metric, labels)}
+        return self._drop(lambda m, s: m != metric or id(s) not in doomed)
+
+    def drop_where(self, label: str, value: str) -> int:
+        """Remove every series, of any kind, whose ``label`` equals ``value`` (a deleted pod's uid)."""
+        return self._drop(lambda _m, s: s.labels.get(label) != value)
+
+    def gc(self, older_than: float) -> int:
+        """Remove series whose newest sample is older than ``older_than`` (monotonic seconds)."""
+        return self._drop(lambda _m, s: s.t_newest() >= older_than)
+
+    def expire(self) -> int:
+        """Remove series with no sample within their family's retention."""
+        now = self._clock()
+        cutoffs = {f: now - self.config.retention(f) for f in Family}
+        return self._drop(lambda m, s: s.t_newest() >= cutoffs[family_of(m)])
+
+    # ---- KV --------------------------------------------------------------------------------------
+
+    def kv_set(self, key: str, value: Any) -> None:
+        """Store a JSON-able value (koordlet's KVStorage: ``node_cpu_info``...); kept as a private copy."""
+        try:
+            text = json.dumps(value, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError) as err:
+            raise InvalidValue(f"kv:{key}", value, f"not JSON-able: {err}") from err
+        with self._lock:
+            self._kv[key] = text
+
+    def kv_get(self, key: str, default: Any = None) -> Any:
+        """A fresh copy of the value stored under ``key``, or ``default``."""
+        with self._lock:
+            text = self._kv.get(key)
+        return default if text is None else json.loads(text)
+
+    # ---- stats -----------------------------------------------------------------------------------
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            series = {m: len(k.series) for m, k in self._kinds.items() if k.series}
+            samples = sum(len(s) for k in self._kinds.values() for s in k.series.values())
+            return dataclasses.replace(self._stats, series=series, samples=samples)
+
+    # ---- persistence -----------------------------------------------------------------------------
+
+    def checkpoint(self) -> int:
+        """Write the whole cache to ``<tsdb-path>/metriccache.ckpt`` atomically; returns bytes written
+        (0 without a path). Raises ``OSError`` when the file cannot be written."""
+        if self.config.tsdb_path is None:
+            return 0
+        started = time.perf_counter()
+        now = self._clock()
+        offset = self._wall_clock() - now
+        with self._lock:
+            snap = [
+                (m, s.labels, *persist.ordered(s)) for m, k in self._kinds.items() for s in k.series.values()
+            ]
+            kv = dict(self._kv)
+        try:
+            image = persist.to_image(snap, kv, self.config, now=now, offset=offset)
+            size, trimmed = persist.save(self.config, image)
+        except OSError:
+            with self._lock:
+                self._stats = dataclasses.replace(
+                    self._stats, checkpoint_errors=self._stats.checkpoint_errors + 1
+                )
+            raise
+        if trimmed:
+            log.warning(
+                "metric cache checkpoint over --tsdb-max-bytes=%d: left out the %d oldest samples "
+                "(pod/container first)",
+                self.config.tsdb_max_bytes,
+                trimmed,
+            )
+        elapsed = time.perf_counter() - started
+        with self._lock:
+            st = self._stats
+            self._stats = dataclasses.replace(
+                st,
+                checkpoints=st.checkpoints + 1,
+                trimmed_samples=st.trimmed_samples + trimmed,
+                checkpoint_seconds=elapsed,
+                checkpoint_bytes=size,
+            )
+        return size
+
+    def load(self) -> int:
+        """Restore a checkpoint written by any earlier run (even another boot); returns the number of
+        series restored. A corrupt, truncated or foreign file is renamed ``*.corrupt`` and the cache starts
+        empty with a warning; this never raises."""
+        path = self.config.tsdb_path
+        if path is None:
+            return 0
+        try:
+            image = persist.read(path)
+        except FileNotFoundError:
+            return 0
+        except (CorruptCheckpoint, OSError) as err:
+            log.warning("metric cache: cannot load %s (%s); starting empty", path / FILE_NAME, err)
+            persist.move_aside(path)
+            with self._lock:
+                self._stats = dataclasses.replace(self._stats, load_errors=self._stats.load_errors + 1)
+            return 0
+        now = self._clock()
+        offset = self._wall_clock() - now
+        restored, skipped = persist.from_image(image, self.config, now=now, offset=offset)
+        with self._lock:
+            for (metric, key), (labels, saved_ts, saved_vs) in restored.items():
+                kind = self._kind(metric)
+                live = kind.series.get(key)
+                series = Series(kind.capacity, labels)
+                if live is None:
+                    series.reset(saved_ts, saved_vs)
+                else:
+                    # Appends that raced ahead of the load are newer than anything on disk.
+                    lts, lvs = persist.ordered(live)
+                    series.reset(saved_ts + lts, saved_vs + lvs)
+                kind.series[key] = series
+            for k, text in persist.kv_texts(image.kv).items():
+                self._kv.setdefault(k, text)
+        if skipped:
+            log.warning("metric cache: skipped %d checkpointed series that no longer fit the schema", skipped)
+        log.info("metric cache: restored %d series from %s", len(restored), path / FILE_NAME)
+        return len(restored)
+
+    def run(self, stop: threading.Event) -> threading.Thread:
+        """Checkpoint every ``checkpoint_interval`` (and expire idle series) until ``stop``, then once
+        more; returns the started thread at once."""
+        thread = threading.Thread(target=self._loop, args=(stop,), name="metriccache-checkpoint")
+        thread.start()
+        return thread
+
+    def _loop(self, stop: threading.Event) -> None:
+        while not stop.wait(self.config.checkpoint_interval):
+            self._tick()
+        self._tick()
+
+    def _tick(self) -> None:
+        self.expire()
+        try:
+            self.checkpoint()
+        except OSError as err:
+            # A full or read-only volume must not stop the agent; the next tick retries.
+            log.error("metric cache checkpoint failed: %s", err)

@@ -1,0 +1,124 @@
+"""Between the live cache and the checkpoint file: clock conversion, retention cut, size bound, recovery.
+
+Live timestamps are monotonic seconds, which restart from zero at every boot. A checkpoint therefore stores
+epoch seconds: ``epoch = t + offset`` with ``offset = wall_clock() - clock()`` taken at save time, and the
+load maps back with the offset of the loading process. History thus survives an agent restart and a
+reboot. Samples that come back older than their retention are dropped; samples that come back in the
+future (the wall clock was stepped back in between) are dropped too, since a future sample would shadow
+every new one as ``last``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import os
+from array import array
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from koordlet.errors import InvalidValue
+from koordlet.metriccache import checkpoint
+from koordlet.metriccache.checkpoint import FILE_NAME, Image, SeriesImage
+from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
+from koordlet.metriccache.ring import Ring
+from koordlet.metriccache.schema import SeriesKey, key_labels, series_key
+
+log = logging.getLogger(__name__)
+
+LiveSeries = tuple[str, Mapping[str, str], "array[float]", "array[float]"]
+"""``(metric, labels, ts, vs)`` copied out of the cache, timestamps ascending (monotonic)."""
+
+Restored = dict[tuple[str, SeriesKey], tuple[dict[str, str], "array[float]", "array[float]"]]
+
+
+def ordered(ring: Ring) -> tuple[array[float], array[float]]:
+    """Copies of a ring's samples sorted by timestamp (append order among equal timestamps)."""
+    ts, vs = ring.chronological()
+    if ring.in_order:
+        return ts, vs
+    pairs = sorted(zip(ts, vs, strict=True), key=lambda p: p[0])
+    return array("d", [p[0] for p in pairs]), array("d", [p[1] for p in pairs])
+
+
+def to_image(
+    live: Sequence[LiveSeries], kv: Mapping[str, str], config: MetricCacheConfig, *, now: float, offset: float
+) -> Image:
+    """The checkpoint image of ``live`` series: retention applied, timestamps moved to epoch."""
+    series: list[SeriesImage] = []
+    for metric, labels, ts, vs in live:
+        first = bisect.bisect_left(ts, now - config.retention_for(metric))
+        if first >= len(ts):
+            continue
+        epoch = array("d", [t + offset for t in ts[first:]])
+        series.append(SeriesImage(metric, dict(labels), epoch, vs[first:]))
+    values = {k: json.loads(text) for k, text in kv.items()}
+    return Image(saved_at=now + offset, series=series, kv=values)
+
+
+def _trim_first(metric: str) -> bool:
+    return family_of(metric) is Family.POD
+
+
+def save(config: MetricCacheConfig, image: Image) -> tuple[int, int]:
+    """Bound ``image`` by ``tsdb_max_bytes`` and write it; returns ``(bytes written, samples trimmed)``."""
+    assert config.tsdb_path is not None
+    image, trimmed = checkpoint.fit(image, config.tsdb_max_bytes, _trim_first)
+    if trimmed and checkpoint.estimated_size(image) > config.tsdb_max_bytes:
+        log.error(
+            "metric cache: the checkpoint exceeds --tsdb-max-bytes=%d even without samples (KV too big)",
+            config.tsdb_max_bytes,
+        )
+    config.tsdb_path.mkdir(parents=True, exist_ok=True)
+    size = checkpoint.write_atomic(config.tsdb_path / FILE_NAME, checkpoint.encode(image))
+    return size, trimmed
+
+
+def read(directory: Path) -> Image:
+    """Decode ``<directory>/metriccache.ckpt``; raises ``FileNotFoundError``, ``OSError`` or
+    :class:`~koordlet.metriccache.checkpoint.CorruptCheckpoint`."""
+    path = directory / FILE_NAME
+    checkpoint.remove_stale_temps(path)
+    return checkpoint.decode(path.read_bytes())
+
+
+def move_aside(directory: Path) -> None:
+    """Keep a bad checkpoint for inspection as ``*.corrupt`` (replacing an older one)."""
+    path = directory / FILE_NAME
+    try:
+        os.replace(path, path.with_name(path.name + ".corrupt"))
+    except OSError as err:
+        log.warning("metric cache: cannot move %s aside: %s", path, err)
+
+
+def from_image(image: Image, config: MetricCacheConfig, *, now: float, offset: float) -> tuple[Restored, int]:
+    """Series of ``image`` back in monotonic time within retention; also how many series were invalid."""
+    restored: Restored = {}
+    skipped = 0
+    for s in image.series:
+        try:
+            key = series_key(s.metric, s.labels)
+        except InvalidValue:
+            skipped += 1
+            continue
+        if len(s.ts) != len(s.vs):
+            skipped += 1
+            continue
+        oldest = now - config.retention_for(s.metric)
+        keep = [(t - offset, v) for t, v in zip(s.ts, s.vs, strict=True) if oldest <= t - offset <= now]
+        if not keep:
+            continue
+        ts = array("d", [p[0] for p in keep])
+        vs = array("d", [p[1] for p in keep])
+        prev = restored.get((s.metric, key))
+        if prev is not None:
+            ts, vs = prev[1] + ts, prev[2] + vs
+        restored[(s.metric, key)] = (key_labels(s.metric, key), ts, vs)
+    return restored, skipped
+
+
+def kv_texts(kv: Mapping[str, Any]) -> dict[str, str]:
+    """KV values from a checkpoint in the cache's stored (JSON text) form."""
+    return {str(k): json.dumps(v, separators=(",", ":")) for k, v in kv.items()}
