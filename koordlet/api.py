@@ -343,9 +343,14 @@ CONTAINER_CPU_THROTTLED = "container_cpu_throttled"
 NODE_BE = "node_be"
 HOST_APP_CPU_USAGE = "host_application_cpu_usage"
 HOST_APP_MEMORY_USAGE = "host_application_memory_usage"
+NODE_CPU_USAGE_FAST = "node_cpu_usage_fast"
+"""Node CPU (cores) from the fast sampler (~100 ms windows); short retention, for QoS reaction only."""
+BE_CPU_USAGE_FAST = "be_cpu_usage_fast"
+"""CPU (cores) of the besteffort tier from the fast sampler; pairs with ``NODE_CPU_USAGE_FAST``."""
 
 EVENT_NODE_SAMPLE = "node_sample"
-"""Fired after each fast node-level sample (used for sub-second reaction to LS load)."""
+"""Fired after each fast node-level sample, once ``NODE_CPU_USAGE_FAST`` and ``BE_CPU_USAGE_FAST`` hold
+it (used for sub-second reaction to LS load; the 1 s ``NODE_CPU_USAGE`` series keeps koordlet's meaning)."""
 EVENT_PODS_CHANGED = "pods_changed"
 EVENT_NODE_SLO_CHANGED = "node_slo_changed"
 
