@@ -1,0 +1,167 @@
+"""CPU pools and the BE cpuset pick of the ``BECPUSuppress`` cpuset policy (koordlet.md §6.1).
+
+Pools: the usable CPUs are the online ones minus the node's reserved CPUs (annotation
+``node.koordinator.sh/reservation``) and minus CPUs bound to LSE pods; CPUs bound to LSR pods form the
+``lsr`` pool and the rest the ``ls`` pool (binding from ``scheduling.koordinator.sh/resource-status``).
+The pick spreads BE over NUMA node/socket buckets round-robin and prefers whole hyper-thread sibling
+pairs, so BE shares physical cores with itself rather than with LS.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from koordlet import api
+from qosplugins import _shared
+
+NODE_RESERVATION_ANNOTATION = "node.koordinator.sh/reservation"
+RESOURCE_STATUS_ANNOTATION = "scheduling.koordinator.sh/resource-status"
+
+
+@dataclass(frozen=True, slots=True)
+class CPUPools:
+    """Where BE may run: ``usable`` = ``lsr`` | ``ls`` (all online, not reserved, not LSE-bound)."""
+
+    online: tuple[api.CPUInfo, ...]
+    usable: tuple[api.CPUInfo, ...]
+    lsr: tuple[api.CPUInfo, ...]
+    ls: tuple[api.CPUInfo, ...]
+
+    @property
+    def usable_ids(self) -> frozenset[int]:
+        return frozenset(c.cpu for c in self.usable)
+
+
+def _json_object(text: str | None) -> dict[str, object]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def pod_bound_cpus(pod: api.PodInfo) -> frozenset[int]:
+    """CPUs the scheduler bound the pod to (``resource-status`` ``cpuset``), empty when shared."""
+    status = _json_object(pod.annotations.get(RESOURCE_STATUS_ANNOTATION))
+    text = status.get("cpuset")
+    cpus = _shared.parse_cpuset(text) if isinstance(text, str) else None
+    return cpus or frozenset()
+
+
+def reserved_cpus(node: api.NodeInfo | None) -> frozenset[int]:
+    """CPUs kept from pods by the node annotation's ``reservedCPUs``."""
+    if node is None:
+        return frozenset()
+    text = _json_object(node.annotations.get(NODE_RESERVATION_ANNOTATION)).get("reservedCPUs")
+    cpus = _shared.parse_cpuset(text) if isinstance(text, str) else None
+    return cpus or frozenset()
+
+
+def _cpu_quantity_milli(value: object) -> int:
+    """A Kubernetes CPU quantity (``2``, ``1.5``, ``500m``) in millicores; 0 when malformed."""
+    text = str(value).strip()
+    try:
+        if text.endswith("m"):
+            return max(int(text[:-1]), 0)
+        return max(int(float(text) * 1000), 0)
+    except ValueError:
+        return 0
+
+
+def reserved_milli(node: api.NodeInfo | None) -> int:
+    """Koordlet's node reservation: the larger of kubelet's (capacity - allocatable) and the annotation's."""
+    if node is None:
+        return 0
+    annotation = _json_object(node.annotations.get(NODE_RESERVATION_ANNOTATION))
+    resources = annotation.get("resources")
+    by_quantity = _cpu_quantity_milli(resources.get("cpu", 0)) if isinstance(resources, dict) else 0
+    by_cpus = 1000 * len(reserved_cpus(node))
+    return max(node.cpu_reserved_milli, by_quantity, by_cpus)
+
+
+def cpu_pools(
+    topology: Sequence[api.CPUInfo], node: api.NodeInfo | None, pods: Sequence[api.PodInfo]
+) -> CPUPools:
+    online = tuple(sorted(topology, key=lambda c: c.cpu))
+    lse: set[int] = set()
+    lsr: set[int] = set()
+    for pod in pods:
+        if not pod.is_active:
+            continue
+        if pod.qos is api.QOSClass.LSE:
+            lse |= pod_bound_cpus(pod)
+        elif pod.qos is api.QOSClass.LSR:
+            lsr |= pod_bound_cpus(pod)
+    excluded = reserved_cpus(node) | lse
+    usable = tuple(c for c in online if c.cpu not in excluded)
+    floor = _shared.bound_cpuset_cores(len(online))
+    if len(usable) < floor:
+        # Reservations leave fewer CPUs than BE's minimum: BE still needs somewhere to run, so fall back
+        # to every online CPU rather than write an (invalid) empty or single-CPU set.
+        usable = online
+    return CPUPools(
+        online=online,
+        usable=usable,
+        lsr=tuple(c for c in usable if c.cpu in lsr),
+        ls=tuple(c for c in usable if c.cpu not in lsr),
+    )
+
+
+def pick_spread(cpus: Sequence[api.CPUInfo], need: int) -> list[int]:
+    """``need`` CPUs spread over (NUMA node, socket) buckets, whole HT sibling pairs first.
+
+    Buckets are ordered largest first (then by lowest CPU id); inside a bucket CPUs are ordered by
+    (core, cpu) so siblings sit next to each other. Each round visits every bucket once and takes a
+    sibling pair while two or more CPUs are still needed, else one CPU. Returns ``[]`` if ``need``
+    exceeds the CPUs offered.
+    """
+    if need <= 0:
+        return []
+    if need > len(cpus):
+        return []
+    buckets: dict[tuple[int, int], list[api.CPUInfo]] = {}
+    for c in cpus:
+        buckets.setdefault((c.node, c.socket), []).append(c)
+    queues = [sorted(b, key=lambda c: (c.core, c.cpu)) for b in buckets.values()]
+    queues.sort(key=lambda q: (-len(q), q[0].cpu))
+    picked: list[int] = []
+    while len(picked) < need:
+        for q in queues:
+            remaining = need - len(picked)
+            if remaining <= 0 or not q:
+                continue
+            if remaining >= 2 and len(q) >= 2 and q[0].core == q[1].core:
+                picked.extend((q.pop(0).cpu, q.pop(0).cpu))
+            else:
+                picked.append(q.pop(0).cpu)
+    return sorted(picked)
+
+
+def choose_be_cpus(pools: CPUPools, suppress_milli: float, old_count: int | None) -> list[int]:
+    """The BE cpuset for a budget of ``suppress_milli``: at least 2 CPUs, growth ≤ 10 % of CPUs a step.
+
+    The share taken from the LSR pool is proportional to its size, so BE does not pile onto one pool.
+    """
+    total = len(pools.usable)
+    floor = _shared.bound_cpuset_cores(len(pools.online))
+    want = max(math.ceil(max(suppress_milli, 0.0) / 1000.0), floor)
+    if old_count is not None and old_count > 0:
+        # Slow scale-up (koordlet's beMaxIncreaseCPUPercent): shrink at once, grow by 10 % of CPUs per tick.
+        want = min(want, old_count + math.ceil(len(pools.online) * 0.1))
+    want = max(min(want, total), floor)
+    if want >= total:
+        return sorted(c.cpu for c in pools.usable)
+    lsr_n = want * len(pools.lsr) // total if total else 0
+    ls_n = want - lsr_n
+    if ls_n > len(pools.ls):
+        ls_n = len(pools.ls)
+        lsr_n = want - ls_n
+    picked = pick_spread(pools.lsr, lsr_n) + pick_spread(pools.ls, ls_n)
+    if len(picked) != want:
+        picked = pick_spread(pools.usable, want)
+    return sorted(picked)

@@ -1,0 +1,161 @@
+"""Plugin-side helpers shared by the built-in QoS plugins: cpu lists, quota values, options, gauges.
+
+Everything here sees only :mod:`koordlet.api` (plus stdlib and prometheus_client), like the plugins
+themselves; import-linter checks it. Values read back from cgroups are parsed defensively: a plugin must
+never act on a half-read or unexpected value, so unparseable input returns ``None`` and the caller skips.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from koordlet import api
+
+CFS_PERIOD_US = 100_000
+"""The kubelet's CFS period: quotas are expressed against it (1 core = 100000 us)."""
+
+MIN_BE_QUOTA_US = 2_000
+"""Floor for any BE quota koordlet writes (``beMinQuota``); below 1000 us the kernel refuses it."""
+
+UNLIMITED = -1
+
+WINDOW_LAST_SECONDS = 2.0
+"""Koordlet queries ``last`` samples over a 2 s window unless a strategy says otherwise."""
+
+
+def parse_cpuset(text: str | None) -> frozenset[int] | None:
+    """Kernel cpu-list syntax (``0-3,8,10-11``) to a set; ``None`` when the text is not a cpu list."""
+    if text is None:
+        return None
+    text = text.strip()
+    if not text:
+        return frozenset()
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            return None
+        first, last = int(lo), int(hi) if sep else int(lo)
+        if last < first:
+            return None
+        cpus.update(range(first, last + 1))
+    return frozenset(cpus)
+
+
+def format_cpuset(cpus: Iterable[int]) -> str:
+    """A set of cpu ids in the kernel's compact range syntax, ascending."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def parse_quota(text: str | None) -> int | None:
+    """A CFS quota in microseconds, ``-1`` for unlimited; accepts v1 (``-1``) and v2 (``max 100000``)."""
+    if text is None:
+        return None
+    fields = text.split()
+    if not fields:
+        return None
+    head = fields[0]
+    if head == "max":
+        return UNLIMITED
+    try:
+        value = int(head)
+    except ValueError:
+        return None
+    # The kernel reads any negative v1 quota back as -1: treat them all as unlimited.
+    return UNLIMITED if value < 0 else value
+
+
+def parse_int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def float_option(ctx: api.PluginContext, name: str, default: float) -> float:
+    """A numeric option from ``ctx.options``; a missing or malformed value falls back to ``default``."""
+    raw = ctx.options.get(name, default)
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+    return value if math.isfinite(value) else default
+
+
+def threshold_enabled(ctx: api.PluginContext) -> bool:
+    """The runtime switch of koordlet's BE strategies: ``resourceUsedThresholdWithBE.enable``."""
+    return bool(ctx.states.node_slo().resource_used_threshold_with_be.enable)
+
+
+def capacity_milli(ctx: api.PluginContext) -> int:
+    """Node CPU capacity in millicores; falls back to the online CPU count when the node is unknown."""
+    node = ctx.states.node()
+    if node is not None and node.cpu_capacity_milli > 0:
+        return node.cpu_capacity_milli
+    return len(ctx.host.cpu_topology()) * 1000
+
+
+def last_value(
+    ctx: api.PluginContext,
+    metric: str,
+    labels: dict[str, str] | None = None,
+    window: float = WINDOW_LAST_SECONDS,
+) -> float | None:
+    result = ctx.metrics.query(metric, window=window, agg="last", labels=labels)
+    if result is None or result.count <= 0 or not math.isfinite(result.value):
+        return None
+    return result.value
+
+
+def be_cpu_labels(allocation: str) -> dict[str, str]:
+    """Labels of the ``node_be`` series (millicores) for ``usage``, ``request`` or ``real-limit``."""
+    return {"be_resource": "cpu", "be_allocation": allocation}
+
+
+def gauge(registry: object, name: str, doc: str, labels: Sequence[str]) -> Gauge | None:
+    """A gauge on the agent's registry, or ``None`` when there is none (tests, embedding)."""
+    if not isinstance(registry, CollectorRegistry):
+        return None
+    try:
+        return Gauge(name, doc, list(labels), registry=registry)
+    except ValueError:
+        # Already registered by an earlier setup of the same plugin on this registry: go without.
+        return None
+
+
+def evict_reason(gate: str) -> str:
+    """Koordlet's eviction reason string, which dashboards and audit readers match on."""
+    return f"trigger by koordlet feature {gate}"
+
+
+def bound_cpuset_cores(total_cpus: int) -> int:
+    """The smallest cpuset BE may be left with: 2 CPUs, or all of them on a smaller machine."""
+    return min(2, total_cpus)
+
+
+def dirs_by_depth(root: str, dirs: Sequence[str]) -> list[list[str]]:
+    """Split ``list_cgroups(root, 2)`` into ``[[root], [pods], [containers]]`` by depth below ``root``."""
+    levels: list[list[str]] = [[], [], []]
+    base = root.rstrip("/")
+    for d in dirs:
+        rel = d.rstrip("/")[len(base) :].strip("/") if d.startswith(base) else None
+        if rel is None:
+            continue
+        depth = 0 if not rel else rel.count("/") + 1
+        if depth < len(levels):
+            levels[depth].append(d)
+    return levels

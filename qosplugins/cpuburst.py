@@ -1,0 +1,313 @@
+"""``CPUBurst``: let LS containers borrow CPU over their limit (koordlet.md §6.2).
+
+Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), for active pods whose QoS is not LSR, LSE or
+BE, with the node's ``cpuBurstStrategy`` merged with the pod's ``koordinator.sh/cpuBurst`` annotation:
+
+* ``cpuBurstOnly``/``auto``: ``cpu.cfs_burst_us`` = limit cores * cpuBurstPercent% * 100000, capped at
+  the container's base quota because the kernel refuses a burst above the quota (EINVAL, checked on
+  6.x); the pod gets the sum. Other policies write 0 where a burst is left.
+* ``cfsQuotaBurstOnly``/``auto``: a throttled container's quota grows *1.2 per tick up to
+  cfsQuotaBurstPercent% of its base (and never above node capacity); a token bucket
+  (``cfsQuotaBurstPeriodSeconds`` >= 0) bounds how long it may run above its limit, and the node's share
+  pool state vetoes growth (cooling) or forces shrink *0.8 (overload). The pod quota moves by the same
+  delta, ordered by the executor (v1 refuses a child quota above its parent's). Other policies reset
+  scaled quotas to base.
+
+Never below the base quota, so a container is never throttled harder than its own limit; ``shutdown``
+puts every quota this plugin scaled back to base.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import random
+import threading
+from dataclasses import dataclass, replace
+
+from koordlet import api
+from qosplugins import _shared
+
+INTERVAL_FLAG = "reconcile-interval-seconds"
+ANNOTATION = "koordinator.sh/cpuBurst"
+BURST_POLICIES = ("cpuBurstOnly", "auto")
+QUOTA_POLICIES = ("cfsQuotaBurstOnly", "auto")
+KNOWN_POLICIES = ("none", "cpuBurstOnly", "cfsQuotaBurstOnly", "auto")
+SKIPPED_QOS = (api.QOSClass.LSR, api.QOSClass.LSE, api.QOSClass.BE)
+
+
+class NodeState(enum.StrEnum):
+    OVERLOAD = "overload"
+    COOLING = "cooling"
+    IDLE = "idle"
+    UNKNOWN = "unknown"
+
+
+class Op(enum.StrEnum):
+    UP = "scaleUp"
+    DOWN = "scaleDown"
+    REMAIN = "remain"
+    RESET = "reset"
+
+
+def pod_config(node_cfg: api.CPUBurstStrategy, pod: api.PodInfo) -> api.CPUBurstStrategy | None:
+    """The node strategy overlaid with the pod annotation; ``None`` when the result is invalid."""
+    cfg = node_cfg
+    text = pod.annotations.get(ANNOTATION)
+    if text:
+        try:
+            raw = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(raw, dict):
+            return None
+        fields = {
+            "policy": "policy",
+            "cpuBurstPercent": "cpu_burst_percent",
+            "cfsQuotaBurstPercent": "cfs_quota_burst_percent",
+            "cfsQuotaBurstPeriodSeconds": "cfs_quota_burst_period_seconds",
+        }
+        changes: dict[str, object] = {}
+        for key, attr in fields.items():
+            if key in raw:
+                value = raw[key]
+                if (attr == "policy") != isinstance(value, str) or isinstance(value, bool):
+                    return None
+                changes[attr] = value
+        cfg = replace(cfg, **changes)  # type: ignore[arg-type]
+    if cfg.policy not in KNOWN_POLICIES or cfg.cpu_burst_percent <= 0 or cfg.cfs_quota_burst_percent <= 0:
+        return None
+    return cfg
+
+
+@dataclass(slots=True)
+class TokenBucket:
+    """Percent-seconds a container may spend above its limit (``cfsQuotaBurstPeriodSeconds``)."""
+
+    capacity: float
+    tokens: float
+    last: float
+    period: float
+
+    def update(self, now: float, usage_percent: float) -> float:
+        dt = max(now - self.last, 0.0)
+        self.last = now
+        if usage_percent >= 100:
+            self.tokens -= (usage_percent - 100) * dt
+        elif usage_percent < 60:
+            self.tokens += (100 - usage_percent) * dt
+        self.tokens = min(max(self.tokens, -self.capacity), self.capacity)
+        return self.tokens
+
+
+class CPUBurst(api.QOSPluginBase):
+    """CFS burst and quota scaling for LS containers with CPU limits."""
+
+    name = "CPUBurst"
+    feature = api.FeatureSpec(default=True, stage=api.Stage.BETA)
+
+    def setup(self, ctx: api.PluginContext) -> None:
+        self.ctx = ctx
+        self._rng = random.Random()
+        self._buckets: dict[str, TokenBucket] = {}
+        self._scaled: dict[str, tuple[str, int]] = {}
+        """container dir -> (pod dir, base quota) for every quota moved off its base."""
+        labels = ["node", "pod_namespace", "pod_name", "container_id", "container_name"]
+        self._burst_gauge = _shared.gauge(
+            ctx.registry, "koordlet_container_scaled_cfs_burst_us", "cfs burst set by CPUBurst", labels
+        )
+        self._quota_gauge = _shared.gauge(
+            ctx.registry, "koordlet_container_scaled_cfs_quota_us", "cfs quota set by CPUBurst", labels
+        )
+
+    def run(self, stop: threading.Event) -> None:
+        self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
+
+    def shutdown(self) -> None:
+        for container_dir, (pod_dir, base) in list(self._scaled.items()):
+            self._move_quota(pod_dir, container_dir, base, Op.RESET)
+        self._scaled.clear()
+        self.ctx.executor.release(self.name)
+
+    def reconcile(self) -> None:
+        ctx = self.ctx
+        strategy = ctx.states.node_slo().cpu_burst_strategy
+        now = ctx.clock()
+        state = self.node_state(strategy)
+        burst_supported = ctx.host.supports("cpu.cfs_burst_us")
+        capacity_quota = _shared.capacity_milli(ctx) * _shared.CFS_PERIOD_US // 1000
+        seen: set[str] = set()
+        for pod in ctx.states.pods():
+            if pod.qos in SKIPPED_QOS or not pod.is_active or not pod.cgroup_dir:
+                continue
+            cfg = pod_config(strategy, pod)
+            if cfg is None:
+                ctx.logger.warning(
+                    "CPUBurst: invalid cpuBurst config for %s/%s, skipped", pod.namespace, pod.name
+                )
+                continue
+            if burst_supported:
+                self._apply_burst(pod, cfg)
+            for c in pod.containers:
+                if not c.cgroup_dir or not c.running or c.cpu_limit_milli <= 0:
+                    continue
+                seen.add(c.cgroup_dir)
+                op = self._quota_op(c, cfg, state, now) if cfg.policy in QUOTA_POLICIES else Op.RESET
+                base = c.cpu_limit_milli * _shared.CFS_PERIOD_US // 1000
+                ceil = (
+                    base * cfg.cfs_quota_burst_percent // 100 if cfg.cfs_quota_burst_percent > 100 else base
+                )
+                target = self._move_quota(
+                    pod.cgroup_dir, c.cgroup_dir, base, op, max(min(ceil, capacity_quota), base)
+                )
+                if target is not None and self._quota_gauge is not None:
+                    self._quota_gauge.labels(
+                        ctx.node_name, pod.namespace, pod.name, c.container_id, c.name
+                    ).set(target)
+        for gone in set(self._scaled) - seen:
+            del self._scaled[gone]
+        interval = _shared.float_option(ctx, INTERVAL_FLAG, 1.0)
+        for key in [k for k, b in self._buckets.items() if now - b.last > 2 * max(b.period, interval)]:
+            del self._buckets[key]
+
+    def node_state(self, strategy: api.CPUBurstStrategy) -> NodeState:
+        """Share-pool load: CPU not bound to LSE/LSR, used by everyone but LSE/LSR/BE pods."""
+        ctx = self.ctx
+        window = min(5 * _shared.float_option(ctx, INTERVAL_FLAG, 1.0), 10.0)
+        node = ctx.metrics.query(api.NODE_CPU_USAGE, window=window, agg="avg")
+        if node is None or node.count <= 0:
+            return NodeState.UNKNOWN
+        total = _shared.capacity_milli(ctx) / 1000.0
+        used = node.value
+        for pod in ctx.states.pods():
+            if pod.qos in (api.QOSClass.LSE, api.QOSClass.LSR):
+                total -= pod.cpu_request_milli / 1000.0
+            if pod.qos in SKIPPED_QOS:
+                pod_used = ctx.metrics.query(
+                    api.POD_CPU_USAGE, window=window, agg="avg", labels={"pod_uid": pod.uid}
+                )
+                if pod_used is not None and pod_used.count > 0:
+                    used -= pod_used.value
+        ratio = used / total if total > 0 else 1.0
+        threshold = strategy.share_pool_threshold_percent / 100.0
+        if ratio >= threshold:
+            return NodeState.OVERLOAD
+        if ratio >= 0.9 * threshold:
+            return NodeState.COOLING
+        return NodeState.IDLE
+
+    def _apply_burst(self, pod: api.PodInfo, cfg: api.CPUBurstStrategy) -> None:
+        total = 0
+        for c in pod.containers:
+            if not c.cgroup_dir:
+                continue
+            value = 0
+            if cfg.policy in BURST_POLICIES and c.cpu_limit_milli > 0:
+                base = c.cpu_limit_milli * _shared.CFS_PERIOD_US // 1000
+                value = min(
+                    c.cpu_limit_milli * cfg.cpu_burst_percent * _shared.CFS_PERIOD_US // 100_000, base
+                )
+            total += value
+            self._write_if_changed("cpu.cfs_burst_us", c.cgroup_dir, value)
+            if self._burst_gauge is not None:
+                self._burst_gauge.labels(
+                    self.ctx.node_name, pod.namespace, pod.name, c.container_id, c.name
+                ).set(value)
+        self._write_if_changed("cpu.cfs_burst_us", pod.cgroup_dir, total)
+
+    def _quota_op(self, c: api.ContainerInfo, cfg: api.CPUBurstStrategy, state: NodeState, now: float) -> Op:
+        op = Op.REMAIN
+        usage = _shared.last_value(self.ctx, api.CONTAINER_CPU_USAGE, {"container_id": c.container_id})
+        bucket = None
+        if cfg.cfs_quota_burst_period_seconds >= 0:
+            capacity = float(cfg.cfs_quota_burst_period_seconds * max(cfg.cfs_quota_burst_percent - 100, 0))
+            bucket = self._buckets.get(c.cgroup_dir)
+            if bucket is None or bucket.capacity != capacity:
+                # A random start spreads containers so they do not all run out of tokens together.
+                bucket = TokenBucket(
+                    capacity,
+                    self._rng.random() * 0.5 * capacity,
+                    now,
+                    float(cfg.cfs_quota_burst_period_seconds),
+                )
+                self._buckets[c.cgroup_dir] = bucket
+        if bucket is not None and usage is not None:
+            bucket.update(now, usage * 1000 * 100 / c.cpu_limit_milli)
+        if bucket is not None and bucket.tokens <= 0:
+            op = Op.DOWN
+        else:
+            throttled = _shared.last_value(
+                self.ctx, api.CONTAINER_CPU_THROTTLED, {"container_id": c.container_id}
+            )
+            if throttled is not None and throttled > 0:
+                op = Op.UP
+        if state is NodeState.OVERLOAD and op in (Op.UP, Op.REMAIN):
+            op = Op.DOWN
+        elif state in (NodeState.COOLING, NodeState.UNKNOWN) and op is Op.UP:
+            op = Op.REMAIN
+        return op
+
+    def _move_quota(
+        self, pod_dir: str, container_dir: str, base: int, op: Op, ceil: int | None = None
+    ) -> int | None:
+        """Scale one container quota (and its pod's by the same delta); returns the new container quota."""
+        host = self.ctx.host
+        cur = _shared.parse_quota(host.read("cpu.cfs_quota_us", container_dir))
+        if cur is None or cur == _shared.UNLIMITED or op is Op.REMAIN:
+            return cur
+        top = ceil if ceil is not None else base
+        if op is Op.UP:
+            target = int(cur * 1.2)
+        elif op is Op.DOWN:
+            target = int(cur * 0.8)
+        else:
+            target = base
+        target = max(min(target, top), base)
+        if target == base:
+            self._scaled.pop(container_dir, None)
+        else:
+            self._scaled[container_dir] = (pod_dir, base)
+        if target == cur:
+            return cur
+        delta = target - cur
+        levels: list[list[api.CgroupUpdate]] = [[], [], []]
+        pod_cur = _shared.parse_quota(host.read("cpu.cfs_quota_us", pod_dir))
+        if (
+            pod_cur is not None
+            and pod_cur != _shared.UNLIMITED
+            and pod_cur + delta >= _shared.MIN_BE_QUOTA_US
+        ):
+            levels[1].append(self._update(pod_dir, pod_cur + delta, op))
+        levels[2].append(self._update(container_dir, target, op))
+        self.ctx.logger.info(
+            "CPUBurst: %s cfs quota %s %d -> %d%s",
+            op,
+            container_dir,
+            cur,
+            target,
+            " [dry-run]" if self.ctx.dry_run else "",
+        )
+        self._report(self.ctx.executor.leveled_update(levels))
+        return target
+
+    def _update(self, cgroup_dir: str, quota: int, op: Op) -> api.CgroupUpdate:
+        return api.CgroupUpdate("cpu.cfs_quota_us", cgroup_dir, str(quota), owner=self.name, reason=str(op))
+
+    def _write_if_changed(self, resource: str, cgroup_dir: str, value: int) -> None:
+        current = _shared.parse_int(self.ctx.host.read(resource, cgroup_dir))
+        if current is None or current == value:
+            return
+        self._report(
+            [self.ctx.executor.update(api.CgroupUpdate(resource, cgroup_dir, str(value), owner=self.name))]
+        )
+
+    def _report(self, results: list[api.UpdateResult]) -> None:
+        for r in results:
+            if not r.ok:
+                self.ctx.logger.warning(
+                    "CPUBurst: %s=%s on %s refused: %s",
+                    r.update.resource,
+                    r.update.value,
+                    r.update.cgroup_dir,
+                    r.error,
+                )

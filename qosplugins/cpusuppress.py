@@ -1,0 +1,396 @@
+"""``BECPUSuppress``: keep best-effort pods inside what LS leaves free (koordlet.md §6.1).
+
+Budget (millicores), every ``cpu-suppress-interval-seconds`` (1 s)::
+
+    system  = max(node - Σ all pods - Σ host apps, 0, node reservation)
+    non_be  = Σ non-BE pods + Σ non-BE host apps + system
+    be      = capacity * cpuSuppressThresholdPercent/100 - non_be
+              (at least capacity * cpuSuppressMinPercent/100 when that is set)
+
+Policy ``cpuset`` (the default) confines the BE tier, its pods and containers to ``ceil(be/1000)`` CPUs
+(≥ 2), picked over NUMA/socket buckets in HT sibling pairs; the executor orders the levels (shrink
+children first, grow parents first). Policy ``cfsQuota`` writes ``cpu.cfs_quota_us`` of the BE tier:
+``max(be * 100, 2000)`` us, capped at capacity, skipped inside a 1 % band, growing ≤ 10 % of capacity per
+tick. Each policy recovers the other's setting; with the NodeSLO switch off both are restored once.
+
+Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~100 ms and publishes
+``EVENT_NODE_SAMPLE``. The handler estimates non-BE usage as ``node - BE tier`` (fresh) but never below
+the last periodic sum of non-BE pods and host apps plus the reservation (slower but per pod), and when
+that estimate has risen by ≥ 1 % of capacity since the last decision it re-decides at once and writes only
+if the result *shrinks* BE; growth stays with the periodic tick and its +10 % step. Both paths run under
+one lock; the handler never waits for it (a running reconcile already uses the newest samples), so the
+publisher's thread is not held up. The periodic path also takes the larger of both estimates.
+
+LS demand (performance-reliability A3). A controller fed by LS's *observed* usage has a fixed point under
+``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default
+(BE never shares a CPU with LS there); the fast path above feeds LS rises within ~100 ms; shrink is
+immediate and growth slow, so BE gives way faster than it comes back. ``koordlet.api`` offers no LS
+pressure series (PSI), so the quota fixed point itself is not detected; the quota policy is kept for
+koordlet parity and documented as the weaker one.
+
+Safety: only the BE tier and what lies below it is written, and not at all while a non-BE pod sits in that
+tier (it would be confined too); quotas stay in [2000, capacity] or -1 on restore; cpusets keep ≥ 2
+online CPUs. Invalid thresholds skip the tick with a warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prometheus_client import Gauge
+
+from koordlet import api
+from qosplugins import _cpuset, _shared
+
+POLICY_CPUSET = "cpuset"
+POLICY_CFS_QUOTA = "cfsQuota"
+INTERVAL_FLAG = "cpu-suppress-interval-seconds"
+FAST_RISE_FRACTION = 0.01
+"""A non-BE rise of 1 % of capacity since the last decision wakes the fast path (noise stays below)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The split of node CPU the budget is computed from (millicores)."""
+
+    capacity_milli: int
+    node_used_milli: float
+    pod_non_be_milli: float
+    host_app_non_be_milli: float
+    be_pods_milli: float
+    system_milli: float
+    reserved_milli: int
+
+    @property
+    def non_be_milli(self) -> float:
+        return self.pod_non_be_milli + self.host_app_non_be_milli + self.system_milli
+
+    @property
+    def non_be_floor_milli(self) -> float:
+        """What is known non-BE from per-pod samples alone (a lower bound for the fast estimate)."""
+        return self.pod_non_be_milli + self.host_app_non_be_milli + self.reserved_milli
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The last applied decision: what the fast path compares against and re-uses."""
+
+    at: float
+    policy: str
+    be_dir: str
+    capacity_milli: int
+    threshold_percent: int
+    min_percent: int | None
+    non_be_milli: float
+    non_be_floor_milli: float
+    pools: _cpuset.CPUPools
+
+
+def be_budget_milli(
+    capacity_milli: int, threshold_percent: int, min_percent: int | None, non_be: float
+) -> float:
+    """Koordlet's ``calculateBESuppressCPU``: the CPU BE may use, in millicores."""
+    budget = capacity_milli * threshold_percent / 100.0 - non_be
+    if min_percent is not None:
+        budget = max(budget, capacity_milli * min_percent / 100.0)
+    return budget
+
+
+def invalid_reason(slo: api.ResourceThresholdStrategy) -> str:
+    """Why the suppress part of a NodeSLO cannot be used, or ``""``."""
+    if not 0 < slo.cpu_suppress_threshold_percent <= 100:
+        return f"cpuSuppressThresholdPercent {slo.cpu_suppress_threshold_percent} outside (0, 100]"
+    low = slo.cpu_suppress_min_percent
+    if low is not None and not 0 <= low <= slo.cpu_suppress_threshold_percent:
+        return f"cpuSuppressMinPercent {low} outside [0, cpuSuppressThresholdPercent]"
+    if slo.cpu_suppress_policy not in (POLICY_CPUSET, POLICY_CFS_QUOTA):
+        return f"unknown cpuSuppressPolicy {slo.cpu_suppress_policy!r}"
+    return ""
+
+
+class BECPUSuppress(api.QOSPluginBase):
+    """Suppress BE CPU by cpuset or CFS quota from the LS usage of the node."""
+
+    name = "BECPUSuppress"
+    feature = api.FeatureSpec(default=True, stage=api.Stage.BETA)
+
+    def init_flags(self, flags: api.FlagSet) -> None:
+        flags.add(api.Flag(INTERVAL_FLAG, float, 1.0, "BE CPU suppress interval in seconds"))
+
+    def setup(self, ctx: api.PluginContext) -> None:
+        self.ctx = ctx
+        self._lock = threading.Lock()
+        self._decision: Decision | None = None
+        self._restored = False
+        self._warned = ""
+        node = ctx.node_name
+        self._labels = {"node": node}
+        self._cores = _shared.gauge(
+            ctx.registry, "koordlet_be_suppress_cpu_cores", "BE CPU allowed by suppression", ["node", "type"]
+        )
+        self._ls_used = _shared.gauge(
+            ctx.registry, "koordlet_be_suppress_ls_used_cpu_cores", "non-BE CPU used at suppression", ["node"]
+        )
+        self._be_used = _shared.gauge(
+            ctx.registry, "koordlet_be_suppress_be_used_cpu_cores", "BE CPU used at suppression", ["node"]
+        )
+
+    def run(self, stop: threading.Event) -> None:
+        self.ctx.subscribe(api.EVENT_NODE_SAMPLE, self.on_node_sample)
+        self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._restore("agent stopping")
+            self._decision = None
+        self.ctx.executor.release(self.name)
+
+    # -- periodic path -------------------------------------------------------------------------------
+
+    def reconcile(self) -> None:
+        with self._lock:
+            self._reconcile_locked()
+
+    def _reconcile_locked(self) -> None:
+        slo = self.ctx.states.node_slo().resource_used_threshold_with_be
+        if not slo.enable:
+            self._decision = None
+            if not self._restored:
+                self._restore("resourceUsedThresholdWithBE disabled")
+            return
+        reason = invalid_reason(slo)
+        if reason:
+            self._warn_once(f"invalid NodeSLO, not suppressing: {reason}")
+            return
+        be_dir = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
+        pods = self.ctx.states.pods()
+        intruder = _non_be_pod_in(be_dir, pods)
+        if intruder is not None:
+            self._warn_once(
+                f"pod {intruder.namespace}/{intruder.name} ({intruder.qos or 'no QoS'}) is in the BE tier "
+                "and would be confined with it: BE suppression restored and paused"
+            )
+            self._decision = None
+            if not self._restored:
+                self._restore("non-BE pod in the BE tier")
+            return
+        usage = self._usage(pods)
+        if usage is None:
+            self.ctx.logger.debug("BECPUSuppress: no node CPU sample yet")
+            return
+        self._warned = ""
+        non_be = max(usage.non_be_milli, self._fast_non_be(usage.non_be_floor_milli) or 0.0)
+        budget = be_budget_milli(
+            usage.capacity_milli, slo.cpu_suppress_threshold_percent, slo.cpu_suppress_min_percent, non_be
+        )
+        pools = _cpuset.cpu_pools(self.ctx.host.cpu_topology(), self.ctx.states.node(), pods)
+        decision = Decision(
+            at=self.ctx.clock(),
+            policy=slo.cpu_suppress_policy,
+            be_dir=be_dir,
+            capacity_milli=usage.capacity_milli,
+            threshold_percent=slo.cpu_suppress_threshold_percent,
+            min_percent=slo.cpu_suppress_min_percent,
+            non_be_milli=non_be,
+            non_be_floor_milli=usage.non_be_floor_milli,
+            pools=pools,
+        )
+        self._set(self._ls_used, (usage.pod_non_be_milli + usage.host_app_non_be_milli) / 1000.0)
+        self._set(self._be_used, usage.be_pods_milli / 1000.0)
+        self._apply(decision, budget, shrink_only=False)
+        if decision.policy == POLICY_CFS_QUOTA:
+            self._recover_cpuset(be_dir, pools, only_if_changed=True)
+        else:
+            self._recover_quota(be_dir)
+        self._decision = decision
+        self._restored = False
+
+    def _usage(self, pods: Sequence[api.PodInfo]) -> Usage | None:
+        ctx = self.ctx
+        node_cores = _shared.last_value(ctx, api.NODE_CPU_USAGE)
+        if node_cores is None:
+            return None
+        all_pods = non_be_pods = 0.0
+        for pod in pods:
+            cores = _shared.last_value(ctx, api.POD_CPU_USAGE, {"pod_uid": pod.uid})
+            if cores is None:
+                continue
+            all_pods += cores * 1000
+            # Stricter than koordlet: anything not BE counts as LS demand (a mislabelled pod is protected).
+            if not pod.is_best_effort:
+                non_be_pods += cores * 1000
+        apps = non_be_apps = 0.0
+        for app in ctx.states.node_slo().host_applications:
+            cores = _shared.last_value(ctx, api.HOST_APP_CPU_USAGE, {"host_app_name": app.name})
+            if cores is None:
+                continue
+            apps += cores * 1000
+            if not (app.qos is api.QOSClass.BE and app.cgroup_base == "KubepodsBesteffort"):
+                non_be_apps += cores * 1000
+        node = ctx.states.node()
+        reserved = _cpuset.reserved_milli(node)
+        node_milli = node_cores * 1000
+        return Usage(
+            capacity_milli=_shared.capacity_milli(ctx),
+            node_used_milli=node_milli,
+            pod_non_be_milli=non_be_pods,
+            host_app_non_be_milli=non_be_apps,
+            be_pods_milli=all_pods - non_be_pods,
+            system_milli=max(node_milli - all_pods - apps, 0.0, float(reserved)),
+            reserved_milli=reserved,
+        )
+
+    # -- fast path -----------------------------------------------------------------------------------
+
+    def on_node_sample(self) -> None:
+        """``EVENT_NODE_SAMPLE`` handler: shrink BE at once when non-BE usage rises (see module doc)."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            decision = self._decision
+            if decision is None or not _shared.threshold_enabled(self.ctx):
+                return
+            non_be = self._fast_non_be(decision.non_be_floor_milli)
+            if (
+                non_be is None
+                or non_be < decision.non_be_milli + FAST_RISE_FRACTION * decision.capacity_milli
+            ):
+                return
+            budget = be_budget_milli(
+                decision.capacity_milli, decision.threshold_percent, decision.min_percent, non_be
+            )
+            self._apply(decision, budget, shrink_only=True)
+            self._decision = dataclasses.replace(decision, at=self.ctx.clock(), non_be_milli=non_be)
+        finally:
+            self._lock.release()
+
+    def _fast_non_be(self, floor_milli: float) -> float | None:
+        """``node - BE tier`` from the fast sampler, never below the per-pod non-BE floor."""
+        node_cores = _shared.last_value(self.ctx, api.NODE_CPU_USAGE)
+        be_milli = _shared.last_value(self.ctx, api.NODE_BE, _shared.be_cpu_labels("usage"))
+        if node_cores is None or be_milli is None:
+            return None
+        return max(node_cores * 1000 - be_milli, floor_milli)
+
+    # -- writers -------------------------------------------------------------------------------------
+
+    def _apply(self, decision: Decision, budget: float, shrink_only: bool) -> None:
+        if decision.policy == POLICY_CFS_QUOTA:
+            self._apply_quota(decision, budget, shrink_only)
+        else:
+            self._apply_cpuset(decision, budget, shrink_only)
+
+    def _apply_cpuset(self, decision: Decision, budget: float, shrink_only: bool) -> None:
+        online = frozenset(c.cpu for c in decision.pools.online)
+        old = _shared.parse_cpuset(self.ctx.host.read("cpuset.cpus", decision.be_dir))
+        old_count = len(old & online) if old is not None else None
+        target = _cpuset.choose_be_cpus(decision.pools, budget, old_count)
+        if not target:
+            return
+        if shrink_only and (old_count is None or len(target) >= old_count):
+            return
+        reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
+        self._write_cpuset(decision.be_dir, _shared.format_cpuset(target), reason)
+        self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
+
+    def _apply_quota(self, decision: Decision, budget: float, shrink_only: bool) -> None:
+        capacity_quota = decision.capacity_milli * _shared.CFS_PERIOD_US // 1000
+        new = min(max(int(budget * _shared.CFS_PERIOD_US / 1000), _shared.MIN_BE_QUOTA_US), capacity_quota)
+        new = max(new, _shared.MIN_BE_QUOTA_US)
+        cur = _shared.parse_quota(self.ctx.host.read("cpu.cfs_quota_us", decision.be_dir))
+        if cur is None:
+            return
+        if cur != _shared.UNLIMITED:
+            if new == cur or (abs(new - cur) < capacity_quota * 0.01 and new != _shared.MIN_BE_QUOTA_US):
+                return
+            step = int(capacity_quota * 0.1)
+            if new - cur > step:
+                new = min(cur + step, capacity_quota)
+            if shrink_only and new >= cur:
+                return
+        reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
+        self._write_quota(decision.be_dir, new, reason)
+        self._set(self._cores, new / _shared.CFS_PERIOD_US, type=POLICY_CFS_QUOTA)
+
+    def _write_cpuset(self, be_dir: str, value: str, reason: str) -> None:
+        levels = _shared.dirs_by_depth(be_dir, self.ctx.host.list_cgroups(be_dir, 2))
+        if not levels[0]:
+            return
+        self.ctx.logger.info(
+            "BECPUSuppress: BE cpuset -> %s (%s)%s", value, reason, " [dry-run]" if self.ctx.dry_run else ""
+        )
+        updates = [
+            [api.CgroupUpdate("cpuset.cpus", d, value, owner=self.name, reason=reason) for d in level]
+            for level in levels
+        ]
+        self._report(self.ctx.executor.leveled_update(updates))
+
+    def _write_quota(self, be_dir: str, quota: int, reason: str) -> None:
+        self.ctx.logger.info(
+            "BECPUSuppress: BE cfs quota -> %d (%s)%s",
+            quota,
+            reason,
+            " [dry-run]" if self.ctx.dry_run else "",
+        )
+        update = api.CgroupUpdate(
+            "cpu.cfs_quota_us", be_dir, str(quota), owner=self.name, reason=reason, cacheable=False
+        )
+        self._report([self.ctx.executor.update(update)])
+
+    def _recover_quota(self, be_dir: str) -> None:
+        cur = _shared.parse_quota(self.ctx.host.read("cpu.cfs_quota_us", be_dir))
+        if cur is not None and cur != _shared.UNLIMITED:
+            self._write_quota(be_dir, _shared.UNLIMITED, "recover: cpuset policy in use")
+
+    def _recover_cpuset(self, be_dir: str, pools: _cpuset.CPUPools, only_if_changed: bool) -> None:
+        value = _shared.format_cpuset(pools.usable_ids)
+        if (
+            only_if_changed
+            and _shared.parse_cpuset(self.ctx.host.read("cpuset.cpus", be_dir)) == pools.usable_ids
+        ):
+            return
+        self._write_cpuset(be_dir, value, "recover: all usable CPUs")
+
+    def _restore(self, why: str) -> None:
+        """Quota back to unlimited and cpusets to every usable CPU (once per disable)."""
+        be_dir = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
+        self.ctx.logger.info("BECPUSuppress: restoring BE CPU (%s)", why)
+        if self.ctx.host.read("cpu.cfs_quota_us", be_dir) is not None:
+            self._write_quota(be_dir, _shared.UNLIMITED, f"recover: {why}")
+        pools = _cpuset.cpu_pools(
+            self.ctx.host.cpu_topology(), self.ctx.states.node(), self.ctx.states.pods()
+        )
+        if pools.usable:
+            self._recover_cpuset(be_dir, pools, only_if_changed=False)
+        self._restored = True
+
+    def _report(self, results: list[api.UpdateResult]) -> None:
+        for r in results:
+            if not r.ok:
+                self.ctx.logger.warning(
+                    "BECPUSuppress: %s=%s on %s refused: %s",
+                    r.update.resource,
+                    r.update.value,
+                    r.update.cgroup_dir,
+                    r.error,
+                )
+
+    def _set(self, gauge: Gauge | None, value: float, **extra: str) -> None:
+        if gauge is not None:
+            gauge.labels(**self._labels, **extra).set(value)
+
+    def _warn_once(self, message: str) -> None:
+        if message != self._warned:
+            self.ctx.logger.warning("BECPUSuppress: %s", message)
+            self._warned = message
+
+
+def _non_be_pod_in(be_dir: str, pods: Sequence[api.PodInfo]) -> api.PodInfo | None:
+    prefix = be_dir.rstrip("/") + "/"
+    for pod in pods:
+        if not pod.is_best_effort and pod.cgroup_dir.startswith(prefix):
+            return pod
+    return None

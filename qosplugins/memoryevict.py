@@ -1,0 +1,107 @@
+"""``BEMemoryEvict``: evict BE pods when node memory crosses the NodeSLO threshold (koordlet.md §6.4).
+
+Every ``memory-evict-interval-seconds`` (1 s), unless an eviction happened within
+``memory-evict-cool-time-seconds`` (4 s)::
+
+    usage% = int(used * 100 / capacity)                    # node memory, last sample
+    if usage% >= memoryEvictThresholdPercent:
+        release = used - capacity * lower / 100            # lower = memoryEvictLowerPercent or threshold - 2
+
+Koordlet computes ``capacity * (usage% - lower%) / 100`` from the truncated percentage, which can stop
+up to 1 % of memory above the lower bound; we release down to the bound itself. Victims are BE pods only
+(see ``_evict``), each counted with its last ``pod_memory_usage``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+from koordlet import api
+from qosplugins import _evict, _shared
+
+INTERVAL_FLAG = "memory-evict-interval-seconds"
+COOL_FLAG = "memory-evict-cool-time-seconds"
+
+
+def lower_percent(slo: api.ResourceThresholdStrategy) -> int:
+    lower = slo.memory_evict_lower_percent
+    return slo.memory_evict_threshold_percent - 2 if lower is None else lower
+
+
+def invalid_reason(slo: api.ResourceThresholdStrategy) -> str:
+    threshold = slo.memory_evict_threshold_percent
+    if not 0 < threshold <= 100:
+        return f"memoryEvictThresholdPercent {threshold} outside (0, 100]"
+    lower = lower_percent(slo)
+    if not 0 <= lower < threshold:
+        return f"memoryEvictLowerPercent {lower} not in [0, memoryEvictThresholdPercent)"
+    return ""
+
+
+def release_bytes(used: float, capacity: int, slo: api.ResourceThresholdStrategy) -> float:
+    """Bytes to free now (0 below the threshold)."""
+    if capacity <= 0:
+        return 0.0
+    usage_percent = int(used) * 100 // capacity
+    if usage_percent < slo.memory_evict_threshold_percent:
+        return 0.0
+    return max(used - capacity * lower_percent(slo) / 100.0, 0.0)
+
+
+class BEMemoryEvict(api.QOSPluginBase):
+    """Release node memory by evicting BE pods, largest first."""
+
+    name = "BEMemoryEvict"
+    feature = api.FeatureSpec(default=False, stage=api.Stage.ALPHA)
+
+    def init_flags(self, flags: api.FlagSet) -> None:
+        flags.add(api.Flag(INTERVAL_FLAG, float, 1.0, "BE memory eviction interval in seconds"))
+        flags.add(api.Flag(COOL_FLAG, float, 4.0, "seconds without memory eviction after one"))
+
+    def setup(self, ctx: api.PluginContext) -> None:
+        self.ctx = ctx
+        self._last_evict = -math.inf
+        self._warned = ""
+
+    def run(self, stop: threading.Event) -> None:
+        self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
+
+    def reconcile(self) -> None:
+        ctx = self.ctx
+        now = ctx.clock()
+        if now - self._last_evict < _shared.float_option(ctx, COOL_FLAG, 4.0):
+            return
+        slo = ctx.states.node_slo().resource_used_threshold_with_be
+        if not slo.enable:
+            return
+        reason = invalid_reason(slo)
+        if reason:
+            if reason != self._warned:
+                ctx.logger.warning("BEMemoryEvict: invalid NodeSLO, not evicting: %s", reason)
+                self._warned = reason
+            return
+        self._warned = ""
+        node = ctx.states.node()
+        used = _shared.last_value(ctx, api.NODE_MEMORY_USAGE)
+        if node is None or used is None:
+            return
+        to_release = release_bytes(used, node.memory_capacity_bytes, slo)
+        if to_release <= 0:
+            return
+        ctx.logger.info(
+            "BEMemoryEvict: node memory %.0f of %d bytes >= %d%%, releasing %.0f bytes",
+            used,
+            node.memory_capacity_bytes,
+            slo.memory_evict_threshold_percent,
+            to_release,
+        )
+        victims = []
+        for pod in ctx.states.pods():
+            if not _evict.evictable(pod, self.name):
+                continue
+            mem = _shared.last_value(ctx, api.POD_MEMORY_USAGE, {"pod_uid": pod.uid}) or 0.0
+            victims.append(_evict.Victim(pod, used=mem, contribution=mem))
+        done = _evict.evict_until(ctx, self.name, _evict.sort_victims(victims), to_release, "B")
+        if done.evicted:
+            self._last_evict = now
