@@ -261,7 +261,9 @@ def shares_to_weight(shares: int) -> int:
 
 
 def weight_to_shares(weight: int) -> int:
-    return (weight - 1) * (SHARES_MAX - SHARES_MIN) // (WEIGHT_MAX - 1) + SHARES_MIN
+    """cpu.weight -> cpu.shares, rounded up so that ``shares_to_weight(weight_to_shares(w)) == w``: a
+    value read back from v2 and written again does not drift."""
+    return -(-(weight - 1) * (SHARES_MAX - SHARES_MIN) // (WEIGHT_MAX - 1)) + SHARES_MIN
 
 
 def _cpu_max_fields(current: str | None) -> tuple[str, str]:
