@@ -1,0 +1,47 @@
+# Two entry points, each doing all of its own set-up on a fresh clone:
+#   make run   venv -> install -> the agent running standalone on this host
+#   make test  venv -> install (+ Debian packages the tests need, when root) -> lint, types, imports, tests
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+STATE   ?= $(CURDIR)/var
+ARGS    ?=
+PYTEST_ARGS ?=
+DEBIAN_TOOLS := stress-ng:stress-ng iperf3:iperf3 prometheus:prometheus promtool:prometheus gcc:gcc
+
+.PHONY: run test lint bench deps-system clean
+
+$(STAMP): pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h)
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+deps-system:
+	@missing=""; for pair in $(DEBIAN_TOOLS); do \
+	  tool=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "note: missing tools ($$missing); tests that need them will be skipped (run as root to install)"; fi; \
+	fi
+
+run: $(STAMP)
+	@mkdir -p $(STATE)/run
+	$(BIN)/koordlet run --tsdb-path $(STATE)/metric-data --var-run-root-dir $(STATE)/run $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check koordlet qosplugins tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: $(STAMP) deps-system lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b --quick || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info $(STATE) koordlet/system/_native*.so

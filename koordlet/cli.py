@@ -1,0 +1,235 @@
+"""The ``koordlet`` command: ``run``, ``plugins list``, ``version``.
+
+Plugins are discovered before click parses anything, so each plugin's flags become options of
+``koordlet run`` and show in its ``--help``. Go-style single-dash long flags (``-feature-gates=...``, as in
+koordlet's DaemonSet args) and ``--bool-flag=true`` are accepted. Bad flags, gates or values exit 2 with a
+message naming the problem. The one stop ``threading.Event`` of the agent is made here.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from types import FrameType
+from typing import Any
+
+import click
+
+from koordlet import __version__, api, config, featuregates
+from koordlet.errors import ConfigError, PluginError
+from koordlet.qosmanager import loader
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+class Seconds(click.ParamType):  # type: ignore[type-arg]
+    """Seconds as a number or a Go duration (``500ms``, ``1s``, ``2m``)."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            return config.parse_seconds(value)
+        except ConfigError as err:
+            self.fail(str(err), param, ctx)
+
+
+def _param(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def flag_option(flag: api.Flag, *, owner: str = "") -> click.Option:
+    """An ``api.Flag`` as a click option with its ``KOORDLET_*`` environment variable."""
+    help_text = flag.help + (f" [plugin {owner}]" if owner else "")
+    common: dict[str, Any] = {"envvar": config.env_name(flag.name), "show_default": True, "help": help_text}
+    if flag.type is bool:
+        return click.Option(
+            [f"--{flag.name}/--no-{flag.name}", _param(flag.name)], default=bool(flag.default), **common
+        )
+    ptype: Any = Seconds() if flag.type is float else flag.type
+    return click.Option([f"--{flag.name}", _param(flag.name)], type=ptype, default=flag.default, **common)
+
+
+def normalize_args(args: Sequence[str], long_names: set[str], bool_names: set[str]) -> list[str]:
+    """Accept Go spellings: ``-name=v`` → ``--name=v``; ``--b=true``/``false`` → ``--b``/``--no-b``."""
+    out: list[str] = []
+    for index, arg in enumerate(args):
+        if arg == "--":
+            out.extend(args[index:])
+            break
+        name, eq, value = arg.lstrip("-").partition("=")
+        dashes = len(arg) - len(arg.lstrip("-"))
+        if dashes in (1, 2) and name == "v" and eq:
+            out.extend(["-v", value])
+            continue
+        if dashes in (1, 2) and name in long_names:
+            if name in bool_names and eq:
+                try:
+                    on = featuregates.parse_bool(name, value, flag=f"--{name}")
+                except ConfigError as err:
+                    raise click.UsageError(str(err)) from err
+                out.append(f"--{name}" if on else f"--no-{name}")
+                continue
+            out.append(f"--{name}{eq}{value}")
+            continue
+        out.append(arg)
+    return out
+
+
+def _gates(
+    entries: Sequence[loader.PluginEntry], feature: str, ext: str
+) -> tuple[featuregates.FeatureGate, featuregates.FeatureGate]:
+    gates = featuregates.FeatureGate(featuregates.KOORDLET_GATES, flag="--feature-gates")
+    ext_gates = featuregates.FeatureGate({}, flag="--qos-extension-plugins")
+    for entry in entries:
+        (gates if entry.builtin else ext_gates).add(entry.name, entry.spec)
+    gates.set_from_string(feature)
+    ext_gates.set_from_string(ext)
+    return gates, ext_gates
+
+
+def _load_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value:
+        known = {p.name.replace("_", "-") for p in ctx.command.params if p.name}
+        try:
+            data = config.load_config_file(value, known)
+        except ConfigError as err:
+            raise click.BadParameter(str(err)) from err
+        ctx.default_map = {**(ctx.default_map or {}), **{_param_key(k): v for k, v in data.items()}}
+    return value
+
+
+def _param_key(name: str) -> str:
+    return _param(name)
+
+
+def _install_signals(stop: threading.Event) -> None:
+    """First SIGTERM/SIGINT stops gracefully; a second forces exit (uvicorn's force_exit)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    count = [0]
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        count[0] += 1
+        if count[0] > 1:
+            os._exit(130 if signum == signal.SIGINT else 143)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def build_cli(
+    entries: Sequence[loader.PluginEntry], plugin_flags: Sequence[tuple[loader.PluginEntry, api.Flag]]
+) -> click.Group:
+    @click.group(context_settings=CONTEXT)
+    def cli() -> None:
+        """koordlet: a node agent for Kubernetes colocation of latency-sensitive and best-effort pods."""
+
+    @cli.command("run", context_settings=CONTEXT)
+    @click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False),
+        is_eager=True,
+        expose_value=False,
+        callback=_load_config,
+        envvar="KOORDLET_CONFIG",
+        help="YAML file with flag names as keys",
+    )
+    @click.option(
+        "-v", "--v", "verbosity", type=int, default=0, envvar="KOORDLET_V", help="log verbosity (klog)"
+    )
+    def run(verbosity: int, **values: Any) -> None:
+        """Run the agent (standalone on this host when no cluster credentials are found)."""
+        from koordlet import logs
+
+        options = {k.replace("_", "-"): v for k, v in values.items()}
+        try:
+            gates, ext_gates = _gates(
+                entries, str(options["feature-gates"]), str(options["qos-extension-plugins"])
+            )
+            cfg = config.build(options)
+        except ConfigError as err:
+            raise click.UsageError(str(err)) from err
+        logs.setup(verbosity, str(options["log-format"]))
+        from koordlet import assembly
+
+        stop = threading.Event()
+        _install_signals(stop)
+        try:
+            daemon = assembly.build_daemon(cfg, entries, gates, ext_gates, stop)
+        except ConfigError as err:
+            click.echo(f"Error: {err}", err=True)
+            sys.exit(2)
+        sys.exit(daemon.run(stop))
+
+    for flag in config.AGENT_FLAGS:
+        run.params.append(flag_option(flag))
+    for entry, flag in plugin_flags:
+        run.params.append(flag_option(flag, owner=entry.name))
+
+    @cli.group("plugins", context_settings=CONTEXT)
+    def plugins() -> None:
+        """Inspect QoS plugins."""
+
+    @plugins.command("list", context_settings=CONTEXT)
+    @click.option("--feature-gates", default="", envvar="KOORDLET_FEATURE_GATES", help="as for run")
+    @click.option(
+        "--qos-extension-plugins", default="", envvar="KOORDLET_QOS_EXTENSION_PLUGINS", help="as for run"
+    )
+    def plugins_list(feature_gates: str, qos_extension_plugins: str) -> None:
+        """Every plugin: name, source, stage, default and whether it is enabled."""
+        try:
+            gates, ext_gates = _gates(entries, feature_gates, qos_extension_plugins)
+        except ConfigError as err:
+            raise click.UsageError(str(err)) from err
+        rows = [("NAME", "SOURCE", "STAGE", "DEFAULT", "ENABLED")]
+        for e in entries:
+            on = (gates if e.builtin else ext_gates).enabled(e.name)
+            rows.append((e.name, e.source, str(e.spec.stage), str(e.spec.default).lower(), str(on).lower()))
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        for r in rows:
+            click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+    @cli.command("version", context_settings=CONTEXT)
+    def version() -> None:
+        """Print the version, the plugin API version and whether the C helpers are compiled."""
+        from koordlet.system import native
+
+        helpers = "compiled" if native.HAS_NATIVE else "absent (pure-Python fallback)"
+        click.echo(f"koordlet {__version__}\nplugin API {api.API_VERSION}\nnative helpers: {helpers}")
+
+    return cli
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        entries = loader.discover()
+        plugin_flags = loader.collect_flags(entries)
+    except PluginError as err:
+        if args[:1] == ["version"]:
+            entries, plugin_flags = [], []
+        else:
+            click.echo(f"Error: {err}", err=True)
+            sys.exit(2)
+    long_names = {f.name for f in config.AGENT_FLAGS} | {f.name for _, f in plugin_flags} | {"config"}
+    bool_names = {f.name for f in config.AGENT_FLAGS if f.type is bool} | {
+        f.name for _, f in plugin_flags if f.type is bool
+    }
+    cli = build_cli(entries, plugin_flags)
+    try:
+        args = normalize_args(args, long_names, bool_names)
+    except click.UsageError as err:
+        err.show()
+        sys.exit(2)
+    cli.main(args=args, prog_name="koordlet")
+
+
+def plugin_options(values: Mapping[str, object]) -> dict[str, object]:
+    """Option values keyed by flag name (for contexts built outside the CLI)."""
+    return {k.replace("_", "-"): v for k, v in values.items()}

@@ -1,0 +1,215 @@
+"""Agent configuration: koordlet's flag names, one table, and the frozen :class:`Configuration`.
+
+Every agent flag is an ``api.Flag`` (the same type plugins use), turned into a click option by ``cli``.
+Precedence: command-line flag > ``KOORDLET_<FLAG>`` environment variable > ``--config`` YAML file (same
+keys) > default. Float flags are seconds and also accept Go durations (``500ms``, ``1s``, ``2m``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from koordlet.api import Flag
+from koordlet.errors import ConfigError
+from koordlet.system import paths as syspaths
+
+MIN_COLLECT_INTERVAL = 0.1
+"""koordlet refuses anything under 1 s; we allow down to 100 ms for fast reaction."""
+
+AGENT_FLAGS: tuple[Flag, ...] = (
+    Flag("addr", str, "127.0.0.1:9316", "HTTP address for /metrics, /healthz, /readyz, /nodemetric, /events"),
+    Flag("feature-gates", str, "", "koordlet feature gates: Name=true,... (AllAlpha, AllBeta accepted)"),
+    Flag("qos-extension-plugins", str, "", "extension plugin gates: Name=true,..."),
+    Flag("node-name", str, "", "node name (env NODE_NAME; hostname when standalone)"),
+    Flag("standalone", bool, False, "run without a cluster: pods from cgroups, NodeSLO from a file"),
+    Flag("kubeconfig", str, "", "kubeconfig file (in-cluster config when empty)"),
+    Flag("dry-run", bool, False, "compute and log QoS decisions; never write cgroups or evict"),
+    Flag("cgroup-root-dir", str, syspaths.DEFAULT_CGROUP_ROOT, "cgroup mount root"),
+    Flag("proc-root-dir", str, syspaths.DEFAULT_PROC_ROOT, "procfs root"),
+    Flag("sys-root-dir", str, syspaths.DEFAULT_SYS_ROOT, "sysfs root"),
+    Flag("sys-fs-root-dir", str, syspaths.DEFAULT_SYS_FS_ROOT, "root holding resctrl"),
+    Flag("var-run-root-dir", str, syspaths.DEFAULT_VAR_RUN_ROOT, "var-run root (standalone NodeMetric file)"),
+    Flag("cgroup-root", str, "/", "kubelet's --cgroup-root: parent of the kubepods tree"),
+    Flag("cgroup-driver", str, "", "cgroupfs or systemd (detected when empty)"),
+    Flag("collect-res-used-interval", float, 1.0, "resource usage collection interval (>= 100ms)"),
+    Flag(
+        "fast-sample-interval", float, 0.1, "node-level fast sampling interval for QoS reaction (0 disables)"
+    ),
+    Flag("collect-sys-metric-outdated-interval", float, 10.0, "staleness bound for shared node state"),
+    Flag("psi-collector-interval", float, 10.0, "PSI collection interval"),
+    Flag("reconcile-interval-seconds", int, 1, "reconcile interval of QoS strategies"),
+    Flag("resource-force-update-seconds", int, 60, "re-apply owned cgroup values this often"),
+    Flag("only-evict-by-api", bool, False, "evict with the Eviction API instead of killing processes"),
+    Flag("kubelet-preferred-address-type", str, "InternalIP", "node address type used to reach the kubelet"),
+    Flag("kubelet-sync-interval", float, 10.0, "pod sync interval from the kubelet"),
+    Flag("kubelet-sync-timeout", float, 3.0, "kubelet request timeout"),
+    Flag("kubelet-insecure-tls", bool, False, "use the kubelet read-only port over plain HTTP"),
+    Flag("kubelet-read-only-port", int, 10255, "kubelet read-only port"),
+    Flag("pod-list", str, "", "standalone: PodList JSON file or URL enriching cgroup-discovered pods"),
+    Flag("node-slo-file", str, "", "standalone: NodeSLO YAML/JSON file, reloaded when it changes"),
+    Flag("enable-node-metric-report", bool, True, "report NodeMetric status"),
+    Flag("tsdb-path", str, "/var/lib/koordlet/metric-data", "metric cache persistence directory"),
+    Flag("tsdb-max-bytes", int, 100 * 1024 * 1024, "bound of the persisted metric cache"),
+    Flag("audit-max-events-limit", int, 2048, "audit events kept in memory for /events"),
+    Flag("log-format", str, "text", "text or json"),
+)
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_GO_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_seconds(text: object) -> float:
+    """``1.5``, ``"1.5"``, ``"500ms"``, ``"1m30s"`` → seconds."""
+    if isinstance(text, bool):
+        raise ConfigError(f"not a duration: {text!r}")
+    if isinstance(text, int | float):
+        return float(text)
+    raw = str(text).strip()
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    if not _GO_DURATION.match(raw):
+        raise ConfigError(f"not a duration: {text!r} (use seconds or Go syntax like 500ms, 1s, 2m)")
+    return sum(float(n) * _UNITS[u] for n, u in _DURATION_PART.findall(raw))
+
+
+def env_name(flag_name: str) -> str:
+    return "KOORDLET_" + flag_name.upper().replace("-", "_")
+
+
+def load_config_file(path: str, known: set[str]) -> dict[str, Any]:
+    """Read the ``--config`` YAML (flag names as keys, kebab or snake case); unknown keys are errors."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+    except OSError as err:
+        raise ConfigError(f"--config {path}: cannot read: {err.strerror}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"--config {path}: not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: want a mapping of flag names to values")
+    out: dict[str, Any] = {}
+    unknown = []
+    for key, raw in data.items():
+        name = str(key).replace("_", "-")
+        if name not in known:
+            unknown.append(str(key))
+            continue
+        value = raw
+        if name in ("feature-gates", "qos-extension-plugins") and isinstance(raw, dict):
+            value = ",".join(f"{k}={str(v).lower()}" for k, v in raw.items())
+        out[name] = value
+    if unknown:
+        raise ConfigError(f"--config {path}: unknown key(s): {', '.join(sorted(unknown))}")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """The agent's parsed configuration (plugin options stay in ``options``)."""
+
+    node_name: str
+    addr: str
+    standalone: bool
+    kubeconfig: str
+    dry_run: bool
+    paths: syspaths.HostPaths
+    collect_interval: float
+    fast_sample_interval: float
+    psi_interval: float
+    reconcile_interval: float
+    force_update_seconds: float
+    only_evict_by_api: bool
+    kubelet_preferred_address_type: str
+    kubelet_sync_interval: float
+    kubelet_sync_timeout: float
+    kubelet_insecure_tls: bool
+    kubelet_read_only_port: int
+    pod_list: str
+    node_slo_file: str
+    enable_node_metric_report: bool
+    tsdb_path: str
+    tsdb_max_bytes: int
+    audit_max_events: int
+    options: Mapping[str, object]
+
+    @property
+    def host(self) -> str:
+        return self.addr.rpartition(":")[0] or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return int(self.addr.rpartition(":")[2])
+
+
+def build(options: Mapping[str, object], environ: Mapping[str, str] | None = None) -> Configuration:
+    """Validate parsed option values into a :class:`Configuration` (raises :class:`ConfigError`)."""
+    env = os.environ if environ is None else environ
+    o = options
+
+    def seconds(name: str) -> float:
+        return parse_seconds(o[name])
+
+    collect = seconds("collect-res-used-interval")
+    if collect < MIN_COLLECT_INTERVAL:
+        raise ConfigError(f"--collect-res-used-interval={collect}s is below the minimum 100ms")
+    addr = str(o["addr"])
+    _host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"--addr {addr!r}: want host:port, e.g. 127.0.0.1:9316")
+    driver = str(o["cgroup-driver"])
+    if driver not in ("", "cgroupfs", "systemd"):
+        raise ConfigError(f"--cgroup-driver {driver!r}: want cgroupfs or systemd")
+    if str(o["log-format"]) not in ("text", "json"):
+        raise ConfigError(f"--log-format {o['log-format']!r}: want text or json")
+    node = str(o["node-name"]) or env.get("NODE_NAME", "")
+    standalone = bool(o["standalone"])
+    if not node:
+        if not standalone and env.get("KUBERNETES_SERVICE_HOST"):
+            raise ConfigError("NODE_NAME is empty: set it from spec.nodeName in the DaemonSet")
+        node = socket.gethostname()
+    paths = syspaths.HostPaths(
+        cgroup_root=Path(str(o["cgroup-root-dir"])),
+        proc_root=Path(str(o["proc-root-dir"])),
+        sys_root=Path(str(o["sys-root-dir"])),
+        sys_fs_root=Path(str(o["sys-fs-root-dir"])),
+        var_run_root=Path(str(o["var-run-root-dir"])),
+        cgroup_parent=str(o["cgroup-root"]) or "/",
+        cgroup_driver=driver,
+    )
+    return Configuration(
+        node_name=node,
+        addr=addr,
+        standalone=standalone,
+        kubeconfig=str(o["kubeconfig"]),
+        dry_run=bool(o["dry-run"]),
+        paths=paths,
+        collect_interval=collect,
+        fast_sample_interval=seconds("fast-sample-interval"),
+        psi_interval=seconds("psi-collector-interval"),
+        reconcile_interval=float(o["reconcile-interval-seconds"]),  # type: ignore[arg-type]
+        force_update_seconds=float(o["resource-force-update-seconds"]),  # type: ignore[arg-type]
+        only_evict_by_api=bool(o["only-evict-by-api"]),
+        kubelet_preferred_address_type=str(o["kubelet-preferred-address-type"]),
+        kubelet_sync_interval=seconds("kubelet-sync-interval"),
+        kubelet_sync_timeout=seconds("kubelet-sync-timeout"),
+        kubelet_insecure_tls=bool(o["kubelet-insecure-tls"]),
+        kubelet_read_only_port=int(o["kubelet-read-only-port"]),  # type: ignore[call-overload]
+        pod_list=str(o["pod-list"]),
+        node_slo_file=str(o["node-slo-file"]),
+        enable_node_metric_report=bool(o["enable-node-metric-report"]),
+        tsdb_path=str(o["tsdb-path"]),
+        tsdb_max_bytes=int(o["tsdb-max-bytes"]),  # type: ignore[call-overload]
+        audit_max_events=int(o["audit-max-events-limit"]),  # type: ignore[call-overload]
+        options=dict(o),
+    )

@@ -1,0 +1,135 @@
+"""Plugin discovery and validation: built-ins, in-process registrations and entry points.
+
+Builds the plugin table once at startup: ``qosplugins.BUILTIN`` (gated by ``--feature-gates``), then
+``koordlet.api.register_qos_ext_plugin`` registrations and the ``koordlet.qos_plugins`` entry-point group
+(gated by ``--qos-extension-plugins``). Any invalid plugin (missing methods, duplicate name, entry-point
+name not equal to the plugin's ``name``, bad feature spec, wrong API version) is a :class:`PluginError`
+naming it; we fail at startup rather than on the first tick.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from koordlet import api
+from koordlet.errors import PluginError
+
+ENTRY_POINT_GROUP = "koordlet.qos_plugins"
+
+SOURCE_BUILTIN = "builtin"
+SOURCE_REGISTERED = "registered"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginEntry:
+    """A validated plugin instance and where it came from."""
+
+    name: str
+    plugin: api.QOSPlugin
+    spec: api.FeatureSpec
+    source: str
+    """``builtin``, ``registered`` or ``entrypoint:<distribution>``."""
+    builtin: bool
+
+    @property
+    def gate_flag(self) -> str:
+        return "--feature-gates" if self.builtin else "--qos-extension-plugins"
+
+
+def _instantiate(name: str, obj: Any) -> Any:
+    if inspect.isclass(obj):
+        try:
+            return obj()
+        except Exception as err:
+            raise PluginError(name, f"cannot be instantiated: {err!r}") from err
+    return obj
+
+
+def validate(
+    name: str, obj: Any, *, spec: api.FeatureSpec | None = None
+) -> tuple[api.QOSPlugin, api.FeatureSpec]:
+    """Check the contract; return the plugin instance and its feature spec."""
+    plugin = _instantiate(name, obj)
+    missing = [m for m in api.REQUIRED_METHODS if not callable(getattr(plugin, m, None))]
+    if missing:
+        raise PluginError(name, f"missing method(s) {', '.join(missing)} of the QOSPlugin contract")
+    declared = getattr(plugin, "name", None)
+    if declared != name:
+        raise PluginError(name, f"declares name {declared!r}; the registry/entry-point name must equal it")
+    feature = spec if spec is not None else getattr(plugin, "feature", None)
+    if not isinstance(feature, api.FeatureSpec):
+        raise PluginError(name, "has no `feature` FeatureSpec(default, stage)")
+    version = getattr(plugin, "api_version", api.API_VERSION)
+    if version != api.API_VERSION:
+        raise PluginError(name, f"built for koordlet.api version {version}, this agent has {api.API_VERSION}")
+    return plugin, feature
+
+
+EntryPoints = Callable[[], Iterable[importlib.metadata.EntryPoint]]
+
+
+def _entry_points() -> Iterable[importlib.metadata.EntryPoint]:
+    return importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+
+def discover(
+    builtins: Iterable[Any] | None = None,
+    *,
+    entry_points: EntryPoints = _entry_points,
+    registered: dict[str, tuple[api.FeatureSpec, api.QOSPlugin]] | None = None,
+) -> list[PluginEntry]:
+    """Every plugin, validated, in a stable order: built-ins first, then extensions by name."""
+    if builtins is None:
+        import qosplugins
+
+        builtins = qosplugins.BUILTIN
+    table: dict[str, PluginEntry] = {}
+
+    def put(entry: PluginEntry) -> None:
+        if entry.name in table:
+            raise PluginError(
+                entry.name, f"duplicate plugin name (from {table[entry.name].source} and {entry.source})"
+            )
+        table[entry.name] = entry
+
+    for obj in builtins:
+        name = str(getattr(obj, "name", "") or getattr(obj, "__name__", repr(obj)))
+        plugin, spec = validate(name, obj)
+        put(PluginEntry(name, plugin, spec, SOURCE_BUILTIN, True))
+    reg = api.registered_ext_plugins() if registered is None else registered
+    for name, (declared, obj) in sorted(reg.items()):
+        plugin, spec = validate(name, obj, spec=declared)
+        put(PluginEntry(name, plugin, spec, SOURCE_REGISTERED, False))
+    for ep in sorted(entry_points(), key=lambda e: e.name):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or ep.value
+        try:
+            obj = ep.load()
+        except Exception as err:
+            raise PluginError(ep.name, f"entry point {ep.value!r} ({dist}) failed to load: {err!r}") from err
+        plugin, spec = validate(ep.name, obj)
+        put(PluginEntry(ep.name, plugin, spec, f"entrypoint:{dist}", False))
+    return list(table.values())
+
+
+def collect_flags(entries: Iterable[PluginEntry]) -> list[tuple[PluginEntry, api.Flag]]:
+    """Call ``init_flags`` on every plugin (enabled or not, so ``--help`` lists them all)."""
+    seen: dict[str, str] = {}
+    out: list[tuple[PluginEntry, api.Flag]] = []
+    for entry in entries:
+        flags = api.FlagSet(entry.name)
+        try:
+            entry.plugin.init_flags(flags)
+        except PluginError:
+            raise
+        except Exception as err:
+            raise PluginError(entry.name, f"init_flags failed: {err!r}") from err
+        for flag in flags:
+            if flag.name in seen:
+                raise PluginError(entry.name, f"flag --{flag.name} already declared by {seen[flag.name]}")
+            seen[flag.name] = entry.name
+            out.append((entry, flag))
+    return out

@@ -1,0 +1,162 @@
+"""Threads and the one stop Event: Go's ``wait.Until`` and goroutine supervision, for the whole agent.
+
+Threads are created only here. ``until`` runs a periodic tick until stop (a raising tick is logged and
+counted, never fatal); ``Supervisor`` starts named root threads and turns the death of one into an agent
+stop with a non-zero exit, so the kubelet restarts the pod (koordlet's ``klog.Fatal``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+TickErrorHook = Callable[[str, BaseException], None]
+TickTimingHook = Callable[[str, float, float], None]
+"""``(name, duration_seconds, lateness_seconds)`` after every tick."""
+
+
+def until(
+    fn: Callable[[], None],
+    period: float,
+    stop: threading.Event,
+    *,
+    name: str,
+    on_error: TickErrorHook | None = None,
+    on_tick: TickTimingHook | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Call ``fn`` now and then every ``period`` seconds until ``stop`` is set.
+
+    Ticks are scheduled on a fixed grid (not sliding) so a slow tick does not drift the schedule; a tick
+    that overruns skips the missed slots instead of bursting. Lateness (start minus planned start) is
+    reported to ``on_tick`` because the agent is slowest exactly when LS load saturates the node.
+    """
+    period = max(period, 0.001)
+    planned = clock()
+    while not stop.is_set():
+        started = clock()
+        try:
+            fn()
+        except Exception as err:  # a failed tick is logged and counted, never fatal
+            log.exception("%s: tick failed", name)
+            if on_error is not None:
+                on_error(name, err)
+        finished = clock()
+        if on_tick is not None:
+            on_tick(name, finished - started, max(started - planned, 0.0))
+        planned += period
+        if planned < finished:
+            missed = int((finished - planned) // period) + 1
+            planned += missed * period
+        if stop.wait(max(planned - clock(), 0.0)):
+            return
+
+
+@dataclass
+class Supervisor:
+    """Starts named, non-daemon root threads; a thread that dies with an exception stops the agent."""
+
+    stop: threading.Event
+    threads: list[threading.Thread] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def go(self, name: str, target: Callable[[], None], *, daemon: bool = False) -> threading.Thread:
+        """Run ``target`` in a thread named ``name``; if it raises, record the failure and set stop."""
+
+        def wrapper() -> None:
+            try:
+                target()
+            except BaseException as err:
+                log.error("component %s died: %r; stopping the agent", name, err, exc_info=err)
+                with self._lock:
+                    self.failures.append(f"{name}: {err!r}")
+                self.stop.set()
+
+        thread = threading.Thread(target=wrapper, name=name, daemon=daemon)
+        with self._lock:
+            self.threads.append(thread)
+        thread.start()
+        return thread
+
+    def every(
+        self,
+        name: str,
+        period: float,
+        fn: Callable[[], None],
+        *,
+        on_error: TickErrorHook | None = None,
+        on_tick: TickTimingHook | None = None,
+    ) -> threading.Thread:
+        """A periodic tick in its own thread (``until`` under supervision)."""
+        return self.go(
+            name, lambda: until(fn, period, self.stop, name=name, on_error=on_error, on_tick=on_tick)
+        )
+
+    def join(self, deadline: float) -> list[str]:
+        """Join every thread until ``deadline`` (monotonic); return the names still alive."""
+        with self._lock:
+            threads = list(self.threads)
+        for thread in threads:
+            if thread is threading.current_thread():
+                continue
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        return [t.name for t in threads if t.is_alive() and t is not threading.current_thread()]
+
+    @property
+    def failed(self) -> bool:
+        with self._lock:
+            return bool(self.failures)
+
+
+def wait_for(
+    condition: Callable[[], bool], stop: threading.Event, *, timeout: float, poll: float = 0.05
+) -> bool:
+    """Wait until ``condition()`` holds (True), ``stop`` is set or ``timeout`` passes (False)."""
+    deadline = time.monotonic() + timeout
+    while not stop.is_set():
+        if condition():
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        stop.wait(min(poll, left))
+    return False
+
+
+class EventBus:
+    """Named in-process events (``api.EVENT_*``): publishers call subscribers on their own thread.
+
+    A raising subscriber is logged and reported to ``on_error`` and does not affect the publisher or the
+    other subscribers, so a plugin's bug cannot stall the sampler that publishes node samples.
+    """
+
+    def __init__(self, on_error: TickErrorHook | None = None) -> None:
+        self._lock = threading.Lock()
+        self._subs: dict[str, list[tuple[str, Callable[[], None]]]] = {}
+        self._on_error = on_error
+
+    def subscribe(self, event: str, fn: Callable[[], None], *, owner: str = "") -> None:
+        with self._lock:
+            self._subs.setdefault(event, []).append((owner, fn))
+
+    def unsubscribe_owner(self, owner: str) -> None:
+        with self._lock:
+            for event, subs in self._subs.items():
+                self._subs[event] = [(o, f) for o, f in subs if o != owner]
+
+    def publish(self, event: str) -> None:
+        with self._lock:
+            subs = list(self._subs.get(event, ()))
+        for owner, fn in subs:
+            try:
+                fn()
+            except Exception as err:
+                log.exception("subscriber %s of %s failed", owner or "?", event)
+                if self._on_error is not None:
+                    self._on_error(owner or event, err)

@@ -1,0 +1,82 @@
+"""Configuration: durations, validation, config-file keys, node name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from koordlet import config
+from koordlet.errors import ConfigError
+
+
+def defaults(**over: object) -> dict[str, object]:
+    values: dict[str, object] = {f.name: f.default for f in config.AGENT_FLAGS}
+    values.update({k.replace("_", "-"): v for k, v in over.items()})
+    return values
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1", 1.0), ("0.5", 0.5), ("500ms", 0.5), ("1s", 1.0), ("2m", 120.0), ("1m30s", 90.0), (3, 3.0)],
+)
+def test_parse_seconds(text: object, seconds: float) -> None:
+    assert config.parse_seconds(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["fast", "1x", "s", "1s junk", True])
+def test_parse_seconds_refuses_garbage(text: object) -> None:
+    with pytest.raises(ConfigError):
+        config.parse_seconds(text)
+
+
+def test_build_defaults_and_node_name_from_env() -> None:
+    cfg = config.build(defaults(), environ={"NODE_NAME": "node-7"})
+    assert cfg.node_name == "node-7"
+    assert cfg.port == 9316 and cfg.host == "127.0.0.1"
+    assert cfg.collect_interval == 1.0
+    assert str(cfg.paths.cgroup_root) == "/sys/fs/cgroup"
+
+
+def test_in_cluster_without_node_name_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="NODE_NAME"):
+        config.build(defaults(), environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1"})
+
+
+@pytest.mark.parametrize(
+    ("over", "needle"),
+    [
+        ({"collect-res-used-interval": 0.05}, "100ms"),
+        ({"addr": "9316"}, "--addr"),
+        ({"cgroup-driver": "lxc"}, "--cgroup-driver"),
+        ({"log-format": "xml"}, "--log-format"),
+    ],
+)
+def test_bad_values_name_the_flag(over: dict[str, object], needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        config.build(defaults(**over), environ={})
+
+
+def test_config_file_keys_kebab_snake_and_gate_maps(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("addr: 127.0.0.1:1\ncollect_res_used_interval: 500ms\nfeature-gates: {CPUBurst: false}\n")
+    known = {fl.name for fl in config.AGENT_FLAGS}
+    data = config.load_config_file(str(f), known)
+    assert data == {
+        "addr": "127.0.0.1:1",
+        "collect-res-used-interval": "500ms",
+        "feature-gates": "CPUBurst=false",
+    }
+
+
+def test_config_file_unknown_key_and_bad_yaml(tmp_path: Path) -> None:
+    known = {fl.name for fl in config.AGENT_FLAGS}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("no-such-flag: 1\n")
+    with pytest.raises(ConfigError, match="no-such-flag"):
+        config.load_config_file(str(bad), known)
+    bad.write_text("addr: [unclosed\n")
+    with pytest.raises(ConfigError, match="YAML"):
+        config.load_config_file(str(bad), known)
+    with pytest.raises(ConfigError, match="cannot read"):
+        config.load_config_file(str(tmp_path / "missing.yaml"), known)

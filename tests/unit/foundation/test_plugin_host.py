@@ -1,0 +1,171 @@
+"""Plugin host: discovery and validation, gating, setup/run/shutdown order, failure isolation."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import threading
+import time
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from koordlet import api
+from koordlet.errors import PluginError
+from koordlet.featuregates import KOORDLET_GATES, FeatureGate
+from koordlet.metrics import AgentMetrics
+from koordlet.qosmanager import loader
+from koordlet.qosmanager.manager import QOSManager, Services
+from koordlet.runtime import EventBus, Supervisor
+from tests.unit.foundation import plugins_sample as ps
+
+
+def ep(name: str, value: str) -> importlib.metadata.EntryPoint:
+    return importlib.metadata.EntryPoint(name=name, value=value, group=loader.ENTRY_POINT_GROUP)
+
+
+def discover(
+    builtins: list[Any], eps: list[importlib.metadata.EntryPoint] | None = None
+) -> list[loader.PluginEntry]:
+    return loader.discover(builtins, entry_points=lambda: eps or [], registered={})
+
+
+def test_discovery_orders_builtins_then_extensions() -> None:
+    entries = discover([ps.Good], [ep("Second", "tests.unit.foundation.plugins_sample:Second")])
+    assert [(e.name, e.builtin) for e in entries] == [("Good", True), ("Second", False)]
+    assert entries[1].source.startswith("entrypoint:")
+
+
+@pytest.mark.parametrize(
+    ("builtins", "eps", "needle"),
+    [
+        ([ps.NoShutdown], [], "missing method(s) shutdown"),
+        ([ps.Good, ps.Good], [], "duplicate"),
+        ([], [ep("Other", "tests.unit.foundation.plugins_sample:Good")], "declares name 'Good'"),
+        ([], [ep("Broken", "no_such_module_xyz:Plugin")], "failed to load"),
+    ],
+)
+def test_invalid_plugins_fail_with_their_name(builtins: list[Any], eps: list[Any], needle: str) -> None:
+    with pytest.raises(PluginError) as err:
+        discover(builtins, eps)
+    assert needle in str(err.value)
+
+
+def test_in_process_registration_rejects_duplicates() -> None:
+    plugin = ps.Second()
+    api.register_qos_ext_plugin("Second", ps.Second.feature, plugin)
+    try:
+        with pytest.raises(PluginError, match="already registered"):
+            api.register_qos_ext_plugin("Second", ps.Second.feature, plugin)
+        entries = loader.discover([], entry_points=lambda: [])
+        assert [(e.name, e.source) for e in entries] == [("Second", "registered")]
+    finally:
+        api.unregister_qos_ext_plugin("Second")
+
+
+def test_flags_are_collected_for_every_plugin_and_clashes_refused() -> None:
+    entries = discover([ps.Good, ps.Disabled])
+    flags = loader.collect_flags(entries)
+    assert [(e.name, f.name) for e, f in flags] == [("Good", "good-interval-seconds")]
+
+    class Clash(ps.Good):
+        name = "Clash"
+
+    with pytest.raises(PluginError, match="already declared"):
+        loader.collect_flags(discover([ps.Good, Clash]))
+
+
+class Nothing:
+    """Stands in for services these plugins never touch."""
+
+
+def make_manager(
+    entries: list[loader.PluginEntry], stop: threading.Event, gates_text: str = ""
+) -> tuple[QOSManager, AgentMetrics, Supervisor]:
+    gates = FeatureGate(KOORDLET_GATES)
+    ext = FeatureGate({}, flag="--qos-extension-plugins")
+    for e in entries:
+        (gates if e.builtin else ext).add(e.name, e.spec)
+    gates.set_from_string(gates_text)
+    metrics = AgentMetrics(CollectorRegistry(), "n1")
+    sup = Supervisor(stop)
+    n: Any = Nothing()
+    services = Services("n1", n, n, n, n, n, time.monotonic, time.time, EventBus(), None)
+    options = {f.name: f.default for _, f in loader.collect_flags(entries)}
+    return QOSManager(entries, gates, ext, options, services, sup, metrics), metrics, sup
+
+
+def wait_until(cond: Any, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_disabled_plugin_is_never_set_up_and_shutdown_is_reversed() -> None:
+    ps.EVENTS.clear()
+    stop = threading.Event()
+    entries = discover([ps.Good, ps.Disabled, ps.Second])
+    manager, metrics, sup = make_manager(entries, stop)
+    manager.run(stop)
+    assert manager.states() == {"Good": "running", "Disabled": "disabled", "Second": "running"}
+    assert "setup Disabled" not in ps.EVENTS
+    manager.shutdown()
+    stop.set()
+    assert sup.join(time.monotonic() + 2) == []
+    assert ps.EVENTS == [
+        "setup Good",
+        "run Good",
+        "setup Second",
+        "run Second",
+        "shutdown Second",
+        "shutdown Good",
+    ]
+    assert (
+        metrics.registry.get_sample_value(
+            "koordlet_plugin_state", {"plugin": "Disabled", "source": "builtin", "state": "disabled"}
+        )
+        == 1.0
+    )
+
+
+def test_gate_can_disable_a_default_on_plugin() -> None:
+    ps.EVENTS.clear()
+    stop = threading.Event()
+    manager, _, _ = make_manager(discover([ps.Good, ps.Second]), stop, "Good=false")
+    manager.run(stop)
+    stop.set()
+    manager.shutdown()
+    assert "setup Good" not in ps.EVENTS and "setup Second" in ps.EVENTS
+
+
+def test_raising_plugins_do_not_stop_the_others() -> None:
+    stop = threading.Event()
+    entries = discover([ps.RaisingRun, ps.RaisingTick, ps.Good])
+    manager, metrics, sup = make_manager(entries, stop)
+    manager.run(stop)
+    good = next(e.plugin for e in entries if e.name == "Good")
+    try:
+        assert wait_until(lambda: good.ticks >= 5)  # type: ignore[attr-defined]
+        assert wait_until(
+            lambda: (
+                (
+                    metrics.registry.get_sample_value(
+                        "koordlet_tick_errors_total",
+                        {"component": "plugin/RaisingTick", "kind": "RuntimeError"},
+                    )
+                    or 0
+                )
+                >= 3
+            )
+        )
+        assert manager.states()["RaisingRun"] == "failed"
+        assert manager.states()["Good"] == "running"
+        assert not stop.is_set()  # a plugin's failure is not an agent failure
+    finally:
+        stop.set()
+        manager.shutdown()
+        assert sup.join(time.monotonic() + 2) == []
+    assert not sup.failed

@@ -1,0 +1,138 @@
+"""Runtime (until, supervisor, event bus) and the daemon's start order, readiness and exit codes."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from prometheus_client import CollectorRegistry
+
+from koordlet.daemon import Daemon, FuncComponent
+from koordlet.httpserver import AgentHTTPServer
+from koordlet.runtime import EventBus, Supervisor, until, wait_for
+
+
+def test_until_keeps_going_after_a_failed_tick_and_stops_promptly() -> None:
+    stop = threading.Event()
+    calls: list[int] = []
+    errors: list[str] = []
+
+    def tick() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise ValueError("bad tick")
+        if len(calls) == 5:
+            stop.set()
+
+    t0 = time.monotonic()
+    until(tick, 0.01, stop, name="t", on_error=lambda n, e: errors.append(f"{n}:{e}"))
+    assert len(calls) == 5 and errors == ["t:bad tick"]
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_until_reports_lateness_and_skips_missed_slots() -> None:
+    stop = threading.Event()
+    timings: list[tuple[float, float]] = []
+
+    def slow() -> None:
+        if len(timings) == 0:
+            time.sleep(0.12)  # overruns ~2 slots of 50 ms
+        if len(timings) >= 3:
+            stop.set()
+
+    until(slow, 0.05, stop, name="s", on_tick=lambda _n, d, late: timings.append((d, late)))
+    assert timings[0][0] >= 0.1
+    assert all(late < 0.05 for _d, late in timings[1:])  # no burst of catch-up ticks
+
+
+def test_supervisor_turns_a_dead_root_component_into_stop() -> None:
+    stop = threading.Event()
+    sup = Supervisor(stop)
+
+    def die() -> None:
+        raise RuntimeError("informer crashed")
+
+    sup.go("informer", die)
+    assert stop.wait(2.0)
+    assert sup.failed and "informer" in sup.failures[0]
+    assert sup.join(time.monotonic() + 1) == []
+
+
+def test_event_bus_isolates_a_raising_subscriber() -> None:
+    errors: list[str] = []
+    bus = EventBus(on_error=lambda owner, err: errors.append(owner))
+    seen: list[str] = []
+    bus.subscribe("e", lambda: (_ for _ in ()).throw(RuntimeError("x")), owner="bad")
+    bus.subscribe("e", lambda: seen.append("ok"), owner="good")
+    bus.publish("e")
+    assert seen == ["ok"] and errors == ["bad"]
+    bus.unsubscribe_owner("good")
+    bus.publish("e")
+    assert seen == ["ok"]
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_daemon_start_order_readiness_and_reverse_shutdown() -> None:
+    stop = threading.Event()
+    order: list[str] = []
+    informer_synced = threading.Event()
+
+    def comp(name: str, synced: threading.Event | None = None) -> FuncComponent:
+        return FuncComponent(
+            name,
+            lambda _s, _sup: order.append(f"start {name}"),
+            (synced.is_set if synced else lambda: True),
+            lambda: order.append(f"stop {name}"),
+        )
+
+    http = AgentHTTPServer("127.0.0.1", 0, CollectorRegistry())
+    daemon = Daemon(
+        [comp("executor"), comp("informer", informer_synced), comp("qos")],
+        Supervisor(stop),
+        http,
+        sync_timeout=10,
+    )
+    code: list[int] = []
+    t = threading.Thread(target=lambda: code.append(daemon.run(stop)))
+    t.start()
+    base = f"http://127.0.0.1:{http.port}"
+    assert wait_for(lambda: "start informer" in order, threading.Event(), timeout=3)
+    assert get(base + "/healthz") == (200, "ok\n")
+    status, body = get(base + "/readyz")
+    assert status == 503 and "informer" in body
+    assert "start qos" not in order  # waits for the informer to sync
+    informer_synced.set()
+    assert daemon.ready.wait(3)
+    assert get(base + "/readyz")[0] == 200
+    assert get(base + "/metrics")[0] == 200
+    stop.set()
+    t.join(5)
+    assert code == [0]
+    assert order == [
+        "start executor",
+        "start informer",
+        "start qos",
+        "stop qos",
+        "stop informer",
+        "stop executor",
+    ]
+
+
+def test_daemon_exits_non_zero_when_a_root_component_dies() -> None:
+    stop = threading.Event()
+    sup = Supervisor(stop)
+
+    def start(_s: threading.Event, s: Supervisor) -> None:
+        s.go("collector", lambda: (_ for _ in ()).throw(OSError("disk gone")))
+
+    daemon = Daemon([FuncComponent("advisor", start)], sup, None)
+    assert daemon.run(stop) == 1
