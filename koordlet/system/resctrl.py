@@ -166,7 +166,10 @@ def _domains(prefix: str, body: str, base: int, text: str) -> dict[int, int]:
         m = _DOMAIN.match(item)
         if m is None:
             raise InvalidValue("schemata", text[:200], f"bad {prefix} domain {item!r}")
-        out[int(m.group(1))] = int(m.group(2), base)
+        try:
+            out[int(m.group(1))] = int(m.group(2), base)
+        except ValueError as err:
+            raise InvalidValue("schemata", text[:200], f"bad {prefix} value {item!r}") from err
     return out
 
 
