@@ -1,0 +1,244 @@
+"""Checkpoints: round trip across a 'reboot', retention and clock checks on load, corruption, size bound."""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from koordlet import api
+from koordlet.metriccache import MetricCache, MetricCacheConfig
+from koordlet.metriccache.checkpoint import FILE_NAME, MAGIC
+from tests.fakeclock import FakeClock
+
+
+def _cache(path: Path, clock: FakeClock, **cfg: Any) -> MetricCache:
+    config = MetricCacheConfig(tsdb_path=path, **cfg)
+    return MetricCache(config, clock=clock, wall_clock=clock.wall)
+
+
+def _fill(cache: MetricCache, clock: FakeClock, seconds: int, pods: int = 3) -> None:
+    for i in range(seconds):
+        cache.append(api.NODE_CPU_USAGE, None, float(i))
+        cache.append_batch(api.POD_CPU_USAGE, [(f"pod-{p}", float(i * 10 + p)) for p in range(pods)])
+        clock.advance(1)
+
+
+def _reboot(clock: FakeClock, downtime: float) -> FakeClock:
+    """A clock of a new boot: monotonic time restarts near zero, wall time has moved on."""
+    return FakeClock(start=3.0, wall_start=clock.wall() + downtime)
+
+
+def test_round_trip_across_a_reboot(tmp_path: Path) -> None:
+    clock = FakeClock(start=50_000.0)
+    cache = _cache(tmp_path, clock)
+    _fill(cache, clock, 120)
+    cache.kv_set("node_cpu_info", {"cpus": [0, 1]})
+    before = cache.aggregate(api.NODE_CPU_USAGE, window=300)
+    written = cache.checkpoint()
+    assert written == (tmp_path / FILE_NAME).stat().st_size > 120 * 4 * 16
+    assert not list(tmp_path.glob("*.tmp.*"))
+
+    later = _reboot(clock, downtime=0.0)
+    restored = _cache(tmp_path, later)
+    assert restored.load() == 4
+    after = restored.aggregate(api.NODE_CPU_USAGE, window=300)
+    assert before is not None and after is not None
+    assert after.values == before.values and after.count == before.count == 120
+    assert after.duration == pytest.approx(before.duration)
+    pod = restored.query(api.POD_CPU_USAGE, window=300, agg="last", labels={"pod_uid": "pod-2"})
+    assert pod is not None and pod.value == 1192.0
+    assert restored.kv_get("node_cpu_info") == {"cpus": [0, 1]}
+    # New samples continue the restored series, on the new boot's clock.
+    restored.append(api.NODE_CPU_USAGE, None, 1000.0)
+    last = restored.query(api.NODE_CPU_USAGE, window=1.5)
+    assert last is not None and (last.value, last.count) == (1000.0, 2)  # restored 119, new 1000
+
+
+def test_downtime_shifts_windows_and_retention_drops_old_samples(tmp_path: Path) -> None:
+    clock = FakeClock()
+    cache = _cache(tmp_path, clock)
+    _fill(cache, clock, 100)
+    cache.checkpoint()
+    # 550 s later: pod samples (600 s retention) from t < 50 s after start have expired, node ones kept.
+    later = _reboot(clock, downtime=550.0)
+    restored = _cache(tmp_path, later)
+    restored.load()
+    node = restored.aggregate(api.NODE_CPU_USAGE, window=1800, aggs=("count", "avg"))
+    assert node is not None and node.count == 100
+    pod = restored.aggregate(api.POD_CPU_USAGE, window=1800, aggs=("count",), labels={"pod_uid": "pod-0"})
+    assert pod is not None and pod.count == 50  # samples 50..99 are within 600 s of the new "now"
+    # The 5-minute window now only reaches back to 300 s before the restart moment, i.e. 250 s of downtime.
+    assert restored.query(api.NODE_CPU_USAGE, window=300) is None
+    recent = restored.query(api.NODE_CPU_USAGE, window=600, agg="count")
+    assert recent is not None and recent.value == 50
+
+
+def test_samples_from_the_future_are_dropped(tmp_path: Path) -> None:
+    clock = FakeClock()
+    cache = _cache(tmp_path, clock)
+    _fill(cache, clock, 10)
+    cache.checkpoint()
+    stepped_back = FakeClock(start=3.0, wall_start=clock.wall() - 5.0)  # wall clock stepped back 5 s
+    restored = _cache(tmp_path, stepped_back)
+    restored.load()
+    node = restored.aggregate(api.NODE_CPU_USAGE, window=100, aggs=("count", "last"))
+    assert node is not None
+    assert node.count == 6 and node["last"] == 5.0  # samples 6..9 would lie after "now"
+
+
+def _corrupt_variants(good: bytes) -> dict[str, bytes]:
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0x40
+    wrong_version = bytearray(good)
+    struct.pack_into("<H", wrong_version, len(MAGIC), 99)
+    return {
+        "garbage": b"this is not a checkpoint at all" * 10,
+        "empty": b"",
+        "truncated": good[: len(good) - 37],
+        "header-only": good[:12],
+        "bit-flip": bytes(flipped),
+        "wrong-version": bytes(wrong_version),
+    }
+
+
+@pytest.mark.parametrize(
+    "variant", ["garbage", "empty", "truncated", "header-only", "bit-flip", "wrong-version"]
+)
+def test_bad_file_is_moved_aside_and_cache_starts_empty(
+    tmp_path: Path, variant: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    cache = _cache(tmp_path, clock)
+    _fill(cache, clock, 20)
+    cache.checkpoint()
+    path = tmp_path / FILE_NAME
+    path.write_bytes(_corrupt_variants(path.read_bytes())[variant])
+
+    registry = CollectorRegistry()
+    fresh = MetricCache(
+        MetricCacheConfig(tsdb_path=tmp_path), clock=clock, wall_clock=clock.wall, registry=registry
+    )
+    with caplog.at_level(logging.WARNING, logger="koordlet.metriccache"):
+        assert fresh.load() == 0
+    assert any("cannot load" in r.getMessage() for r in caplog.records)
+    assert fresh.metrics() == []
+    assert not path.exists()
+    assert (tmp_path / (FILE_NAME + ".corrupt")).exists()
+    assert registry.get_sample_value("koordlet_metric_cache_load_errors_total") == 1
+    # ...and the cache keeps working and persisting.
+    fresh.append(api.NODE_CPU_USAGE, None, 1.0)
+    assert fresh.checkpoint() > 0
+    again = _cache(tmp_path, clock)
+    assert again.load() == 1
+
+
+def test_missing_file_and_no_path(tmp_path: Path) -> None:
+    clock = FakeClock()
+    assert _cache(tmp_path / "absent", clock).load() == 0
+    memory_only = MetricCache(clock=clock)
+    memory_only.append(api.NODE_CPU_USAGE, None, 1.0)
+    assert memory_only.checkpoint() == 0
+    assert memory_only.load() == 0
+
+
+def test_stale_temp_from_a_killed_writer_is_removed(tmp_path: Path) -> None:
+    clock = FakeClock()
+    cache = _cache(tmp_path, clock)
+    _fill(cache, clock, 5)
+    cache.checkpoint()
+    stale = tmp_path / f"{FILE_NAME}.tmp.12345"
+    stale.write_bytes(b"half a checkpoint")
+    assert _cache(tmp_path, clock).load() == 4
+    assert not stale.exists()
+
+
+def test_size_bound_trims_pod_samples_first_then_oldest_node(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    unbounded = _cache(tmp_path / "full", clock)
+    _fill(unbounded, clock, 200, pods=20)
+    full_size = unbounded.checkpoint()
+
+    limit = full_size // 2
+    bounded = _cache(tmp_path / "bounded", clock, tsdb_max_bytes=limit)
+    _copy_history(unbounded, bounded)
+    with caplog.at_level(logging.WARNING, logger="koordlet.metriccache"):
+        size = bounded.checkpoint()
+    assert size <= limit
+    assert (tmp_path / "bounded" / FILE_NAME).stat().st_size == size
+    assert any("tsdb-max-bytes" in r.getMessage() for r in caplog.records)
+    assert bounded.stats().trimmed_samples > 0
+
+    restored = _cache(tmp_path / "bounded", clock)
+    restored.load()
+    node = restored.aggregate(api.NODE_CPU_USAGE, window=1800, aggs=("count",))
+    assert node is not None and node.count == 200  # node history untouched
+    pods = restored.aggregate(api.POD_CPU_USAGE, window=1800, aggs=("count",), labels={"pod_uid": "pod-0"})
+    assert pods is not None and 0 < pods.count < 200
+    newest = restored.query(api.POD_CPU_USAGE, window=2, labels={"pod_uid": "pod-0"})
+    assert newest is not None and newest.value == 1990.0  # the newest samples are the ones kept
+
+    # A bound below the node history alone trims node samples too, oldest first.
+    tiny = _cache(tmp_path / "tiny", clock, tsdb_max_bytes=2000)
+    _copy_history(unbounded, tiny)
+    assert tiny.checkpoint() <= 2000
+    t = _cache(tmp_path / "tiny", clock)
+    t.load()
+    assert t.series(api.POD_CPU_USAGE) == []
+    node = t.aggregate(api.NODE_CPU_USAGE, window=1800, aggs=("count", "last"))
+    assert node is not None and 0 < node.count < 200 and node["last"] == 199.0
+
+
+def _copy_history(src: MetricCache, dst: MetricCache) -> None:
+    """Give ``dst`` exactly ``src``'s history, through an unbounded checkpoint of ``src``."""
+    assert src.config.tsdb_path is not None and dst.config.tsdb_path is not None
+    os.makedirs(dst.config.tsdb_path, exist_ok=True)
+    src.checkpoint()
+    (dst.config.tsdb_path / FILE_NAME).write_bytes((src.config.tsdb_path / FILE_NAME).read_bytes())
+    assert dst.load() == len(src.series(api.POD_CPU_USAGE)) + 1
+
+
+def test_checkpoint_failure_is_counted_and_the_loop_survives(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    clock = FakeClock()
+    cache = _cache(blocker, clock, checkpoint_interval=0.01)
+    cache.append(api.NODE_CPU_USAGE, None, 1.0)
+    with pytest.raises(OSError):
+        cache.checkpoint()
+    stop = threading.Event()
+    thread = cache.run(stop)
+    stop.set()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert cache.stats().checkpoint_errors >= 2
+
+
+def test_run_checkpoints_periodically_and_at_stop(tmp_path: Path) -> None:
+    clock = FakeClock()
+    cache = _cache(tmp_path, clock, checkpoint_interval=0.02)
+    cache.append(api.NODE_CPU_USAGE, None, 1.0)
+    stop = threading.Event()
+    thread = cache.run(stop)
+    waiter = threading.Event()
+    for _ in range(500):  # up to 10 s for the first periodic checkpoint
+        if cache.stats().checkpoints >= 2:
+            break
+        waiter.wait(0.02)
+    assert cache.stats().checkpoints >= 2
+    cache.append(api.NODE_CPU_USAGE, None, 2.0)
+    stop.set()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    restored = _cache(tmp_path, clock)
+    restored.load()
+    r = restored.query(api.NODE_CPU_USAGE, window=10, agg="count")
+    assert r is not None and r.value == 2  # the final checkpoint at stop has the last append
