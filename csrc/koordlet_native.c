@@ -216,7 +216,7 @@ int kn_reader_read(kn_reader *r, int64_t *values, int *status) {
 }
 
 static int write_one(const char *path, const char *data, size_t len) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
     if (fd < 0) return errno;
     ssize_t n = write(fd, data, len);
     /* cgroup files take one value per write(2); a short write means the kernel took part of it */

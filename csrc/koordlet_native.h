@@ -35,7 +35,8 @@ int kn_reader_read(kn_reader *r, int64_t *values, int *status);
 /* Descriptors currently held (for leak tests). */
 int kn_reader_open_fds(const kn_reader *r);
 
-/* Ordered writes: open(O_WRONLY|O_CLOEXEC), one write of the whole value, close.
+/* Ordered writes: open(O_WRONLY|O_TRUNC|O_CLOEXEC) (no O_CREAT: a gone cgroup stays gone), one write
+ * of the whole value, close.
  * errs[i] is 0 or the positive errno (EIO for a short write). Returns the number of failures. */
 int kn_write_batch(const char *const *paths, const char *const *values, const size_t *lens, int n, int *errs);
 

@@ -127,7 +127,8 @@ def _as_bytes(value: str | bytes) -> bytes:
 def write_one_py(path: str | Path, data: bytes) -> int:
     """``os.open``/``os.write``/``os.close``; 0 or the errno (EIO for a short write)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        # O_TRUNC as ``echo >`` and Go's os.WriteFile: ignored by cgroupfs/resctrl, right for plain files
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
     except OSError as err:
         return err.errno or errno.EIO
     err_no = 0

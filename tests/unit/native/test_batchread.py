@@ -166,9 +166,9 @@ def test_write_batch_reports_errno_per_item_in_order(tmp_path: Path, impl: str) 
         force_python=impl == "python",
     )
     assert errs == [0, errno.ENOENT, errno.EISDIR, 0, 0]
-    # each item opened fresh without O_TRUNC, as cgroup files expect: the later write to `a` wins at offset 0
-    assert a.read_text() == "5ld"
-    assert b.read_text() == "4ld"
+    # in order, each opened fresh (O_TRUNC, like `echo >`): the later write to `a` wins
+    assert a.read_text() == "5"
+    assert b.read_text() == "4"
     assert native.write_batch([], force_python=impl == "python") == []
 
 
@@ -184,7 +184,7 @@ def test_write_schemata_returns_last_cmd_status_on_failure(tmp_path: Path, impl:
         group / "schemata", "L3:0=f\n", info / "last_cmd_status", force_python=impl == "python"
     )
     assert ok.ok and ok.message == ""
-    assert (group / "schemata").read_text().startswith("L3:0=f\n")
+    assert (group / "schemata").read_text() == "L3:0=f\n"
     bad = native.write_schemata(
         tmp_path / "gone" / "schemata", "L3:0=f\n", info / "last_cmd_status", force_python=impl == "python"
     )

@@ -1,0 +1,392 @@
+"""The resource executor (koordlet's ``ResourceUpdateExecutor``): the one path for cgroup writes.
+
+Layer: ``koordlet.resourceexecutor``; uses ``koordlet.system`` only. Every update is validated before any
+write (a refused value never reaches the kernel), skipped when unchanged (cache keyed by absolute path,
+values compared as the kernel means them), written unbuffered with the result checked, audited, and
+re-applied every ``force_update_seconds`` by :meth:`ResourceExecutor.reconcile_owned` to repair
+out-of-band changes. :meth:`leveled_update` orders hierarchical writes so cgroup v1 never refuses them.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from koordlet.api import CgroupUpdate, UpdateResult
+from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
+from koordlet.resourceexecutor import values
+from koordlet.resourceexecutor.audit import AuditLog
+from koordlet.resourceexecutor.metrics import ExecutorMetrics
+from koordlet.system import cgroups, cpuset, native
+from koordlet.system.cgroups import CgroupMode
+from koordlet.system.paths import HostPaths
+
+log = logging.getLogger(__name__)
+
+Writer = Callable[[Sequence[tuple[str | Path, str | bytes]]], list[int]]
+"""Ordered writes, per-item 0 or errno (``native.write_batch``'s shape)."""
+
+GONE_ERRNOS = frozenset({errno.ENOENT, errno.ENODEV})
+"""ENOENT: the cgroup dir is gone; ENODEV: it was removed while a descriptor was held."""
+READ_CAP = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorConfig:
+    """Executor options (``koordlet run`` flags)."""
+
+    force_update_seconds: float = 60.0
+    """``--resource-force-update-seconds``: owned values are re-checked and re-applied this often."""
+    dry_run: bool = False
+    """Log what would be written; write nothing."""
+    audit_size: int = 1000
+    """Events kept in the in-memory audit log."""
+    force_python: bool = False
+    """Write with ``os.open``/``os.write`` even when the C helper is built."""
+    unowned_ttl_seconds: float = 120.0
+    """Cache entries without an owner are dropped after this long (koordlet's 2 min expiry)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A validated update and the absolute path of its file."""
+
+    update: CgroupUpdate
+    value: str
+    """Normalized value with v1 semantics (what ``cgroups.validate`` returned)."""
+    path: Path
+
+
+@dataclass(slots=True)
+class _Entry:
+    target: Target
+    checked: float
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text, or ``None`` when its cgroup is gone; other errors raise ``OSError``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno in GONE_ERRNOS or err.errno == errno.ENOTDIR:
+            return None
+        raise
+    try:
+        return os.read(fd, READ_CAP).decode(errors="replace")
+    except OSError as err:
+        if err.errno in GONE_ERRNOS:
+            return None
+        raise
+    finally:
+        os.close(fd)
+
+
+class ResourceExecutor:
+    """Implements ``koordlet.api.ResourceWriter``; thread-safe (one lock around every update)."""
+
+    def __init__(
+        self,
+        paths: HostPaths,
+        *,
+        config: ExecutorConfig | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        registry: CollectorRegistry | None = None,
+        mode: CgroupMode | None = None,
+        online_cpus: Callable[[], frozenset[int] | None] | None = None,
+        writer: Writer | None = None,
+    ) -> None:
+        self.paths = paths
+        self.config = config or ExecutorConfig()
+        self.mode = mode if mode is not None else cgroups.detect_mode(paths)
+        self._clock = clock
+        self._online = online_cpus or self._read_online_cpus
+        self._writer: Writer = writer or functools.partial(
+            native.write_batch, force_python=self.config.force_python
+        )
+        self._cache: dict[str, _Entry] = {}
+        self._lock = threading.RLock()
+        self.audit = AuditLog(self.config.audit_size, wall_clock=wall_clock)
+        self.metrics = ExecutorMetrics(registry if registry is not None else CollectorRegistry())
+
+    # -- public API (koordlet.api.ResourceWriter) -------------------------------------------------------
+
+    def update(self, update: CgroupUpdate) -> UpdateResult:
+        return self.update_batch([update])[0]
+
+    def update_batch(self, updates: Sequence[CgroupUpdate]) -> list[UpdateResult]:
+        """Apply in order; a refused, failed or vanished item does not stop the rest."""
+        with self._lock:
+            online = self._online()
+            results: list[UpdateResult] = []
+            for u in updates:
+                start = time.perf_counter()
+                target = self._target(u, online)
+                res = target if isinstance(target, UpdateResult) else self._apply(target, force=False)
+                self._observe(res, start)
+                results.append(res)
+            return results
+
+    def leveled_update(self, levels: Sequence[Sequence[CgroupUpdate]]) -> list[UpdateResult]:
+        """Levels are ``[qos, pods, containers]``; results come flat, in input order.
+
+        Pass 1 goes top-down writing ``merge(current, new)`` (cpu union, larger limit) where that
+        loosens; pass 2 goes bottom-up writing the final values. Growth thus reaches parents before
+        children and shrink reaches children before parents: v1 refuses a child wider than its parent
+        (cpuset EACCES, cfs quota EINVAL) and a parent narrower than a child (cpuset EBUSY).
+        """
+        with self._lock:
+            return self._leveled(levels, self._online(), force=False)
+
+    def release(self, owner: str) -> None:
+        """Stop caching and re-applying ``owner``'s values (its plugin restored them or is gone)."""
+        with self._lock:
+            for key in [k for k, e in self._cache.items() if e.target.update.owner == owner]:
+                del self._cache[key]
+
+    def reconcile_owned(self) -> list[UpdateResult]:
+        """Re-check owned values older than the force period and rewrite any changed out of band.
+
+        The daemon calls this every few seconds; repairs go through the leveled path (grouped by
+        cgroup depth) so restoring a hierarchy cannot trip v1's ordering rules.
+        """
+        with self._lock:
+            now = self._clock()
+            period = self.config.force_update_seconds
+            due: dict[int, list[CgroupUpdate]] = {}
+            for key, entry in list(self._cache.items()):
+                age = now - entry.checked
+                u = entry.target.update
+                if not u.owner:
+                    if age >= self.config.unowned_ttl_seconds:
+                        del self._cache[key]
+                    continue
+                if age >= period:
+                    depth = len([p for p in u.cgroup_dir.split("/") if p])
+                    due.setdefault(depth, []).append(replace(u, value=entry.target.value))
+            if not due:
+                return []
+            levels = [due[d] for d in sorted(due)]
+            return self._leveled(levels, self._online(), force=True)
+
+    def events(self, *, since_seq: int = 0, limit: int | None = None) -> list[dict[str, object]]:
+        """Recent audit events as JSON-able dicts (``/events``)."""
+        return self.audit.events(since_seq=since_seq, limit=limit)
+
+    def cached_paths(self) -> list[str]:
+        with self._lock:
+            return sorted(self._cache)
+
+    # -- steps ----------------------------------------------------------------------------------------
+
+    def _read_online_cpus(self) -> frozenset[int] | None:
+        try:
+            text = self.paths.sys("devices", "system", "cpu", "online").read_text()
+            return cpuset.parse_cpuset(text)
+        except (OSError, InvalidValue):
+            return None
+
+    def _target(self, u: CgroupUpdate, online: frozenset[int] | None) -> Target | UpdateResult:
+        try:
+            path = cgroups.resource_path(self.paths, self.mode, u.resource, u.cgroup_dir)
+        except ResourceUnsupported as err:
+            log.debug("skip %s in %s: %s", u.resource, u.cgroup_dir, err)
+            self.metrics.count_error(u.resource, "unsupported")
+            return UpdateResult(u, False, skipped="unsupported")
+        except UnsafePath as err:
+            return self._failed(u, "unsafe", f"refused {u.value!r} for {u.resource}: {err}")
+        try:
+            value = cgroups.validate(u.resource, u.value, online_cpus=online)
+        except InvalidValue as err:
+            return self._failed(u, "invalid", f"refused before writing {path}: {err}")
+        return Target(u, value, path)
+
+    def _cached_unchanged(self, t: Target, now: float) -> bool:
+        entry = self._cache.get(_key(t))
+        return (
+            entry is not None
+            and values.same(t.update.resource, entry.target.value, t.value)
+            and now - entry.checked < self.config.force_update_seconds
+        )
+
+    def _remember(self, t: Target, now: float) -> None:
+        if t.update.cacheable:
+            self._cache[_key(t)] = _Entry(t, now)
+
+    def _current(self, t: Target) -> tuple[str | None, str | None] | UpdateResult:
+        """``(raw, v1 value)`` now in the file (value ``None`` if unparsable), or a gone/error result."""
+        try:
+            raw = read_text(t.path)
+        except OSError as err:
+            return self._failed(t.update, _kind(err.errno), f"read {t.path} failed: {err}")
+        if raw is None:
+            return self._gone(t)
+        try:
+            return raw, cgroups.from_kernel(t.update.resource, self.mode, raw)
+        except InvalidValue:
+            return raw, None
+
+    def _apply(self, t: Target, *, force: bool, phase: str = "final") -> UpdateResult:
+        u = t.update
+        now = self._clock()
+        if u.resource in values.APPEND_ONLY:
+            return self._append(t)
+        if u.cacheable and not force and self._cached_unchanged(t, now):
+            return UpdateResult(u, False, skipped="unchanged")
+        cur = self._current(t)
+        if isinstance(cur, UpdateResult):
+            return cur
+        raw, current = cur
+        if values.same(u.resource, current, t.value):
+            self._remember(t, now)
+            return UpdateResult(u, False, skipped="unchanged")
+        res = self._write(t, t.value, raw, current, phase)
+        if res.written:
+            self._remember(t, now)
+        return res
+
+    def _append(self, t: Target) -> UpdateResult:
+        """``tasks``/``cgroup.procs``: write the id only if it is not already listed (never cached)."""
+        cur = self._current(t)
+        if isinstance(cur, UpdateResult):
+            return cur
+        raw, _ = cur
+        if t.value in (raw or "").split():
+            return UpdateResult(t.update, False, skipped="unchanged")
+        return self._write(t, t.value, None, None, "final")
+
+    def _write(self, t: Target, value: str, raw: str | None, current: str | None, phase: str) -> UpdateResult:
+        u = t.update
+        try:
+            file_name, text = cgroups.to_kernel(u.resource, self.mode, value, raw)
+        except InvalidValue as err:
+            return self._failed(u, "invalid", f"refused before writing {t.path}: {err}")
+        path = t.path.with_name(file_name)
+        why = values.guard_kernel_text(u.resource, file_name, text)
+        if why is not None:
+            return self._failed(u, "invalid", f"refused write {text!r} to {path}: {why}")
+        if self.config.dry_run:
+            log.info(
+                "dry-run: would write %r to %s (was %r; owner %s: %s)", text, path, current, u.owner, u.reason
+            )
+            return UpdateResult(u, False, skipped="dry-run")
+        err_no = self._writer([(path, text)])[0]
+        if err_no == 0:
+            self.audit.record(
+                owner=u.owner,
+                reason=u.reason,
+                resource=u.resource,
+                path=str(path),
+                before=current if current is not None else raw,
+                after=text,
+                phase=phase,
+            )
+            log.debug("wrote %r to %s (was %r; owner %s, %s)", text, path, current, u.owner, phase)
+            return UpdateResult(u, True)
+        if err_no in GONE_ERRNOS or (err_no == errno.ESRCH and u.resource in values.APPEND_ONLY):
+            # ESRCH: the thread/process to move exited meanwhile; as good as gone
+            return self._gone(t)
+        return self._failed(
+            u, _kind(err_no), f"write {text!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}"
+        )
+
+    def _gone(self, t: Target) -> UpdateResult:
+        self._cache.pop(_key(t), None)
+        log.debug("skip %s: %s is gone", t.update.resource, t.path)
+        self.metrics.count_error(t.update.resource, "gone")
+        return UpdateResult(t.update, False, skipped="gone")
+
+    def _failed(self, u: CgroupUpdate, kind: str, message: str) -> UpdateResult:
+        log.warning("%s (owner %s, reason %s)", message, u.owner, u.reason or "-")
+        self.metrics.count_error(u.resource, kind)
+        return UpdateResult(u, False, error=message)
+
+    def _observe(self, res: UpdateResult, start: float) -> None:
+        status = "error" if res.error else ("written" if res.written else res.skipped or "unchanged")
+        self.metrics.observe(res.update.resource, status, (time.perf_counter() - start) * 1000.0)
+
+    def _leveled(
+        self, levels: Sequence[Sequence[CgroupUpdate]], online: frozenset[int] | None, *, force: bool
+    ) -> list[UpdateResult]:
+        results: list[UpdateResult | None] = []
+        spent: list[float] = []
+        pending: list[tuple[int, Target, bool]] = []
+        final_phase = "force" if force else "final"
+        for level in levels:
+            for u in level:
+                idx = len(results)
+                start = time.perf_counter()
+                results.append(self._merge_pass(u, online, force=force, pending=pending, idx=idx))
+                spent.append(time.perf_counter() - start)
+        for idx, t, merged in reversed(pending):
+            start = time.perf_counter()
+            res = self._apply(t, force=True, phase=final_phase)
+            if merged and res.skipped == "unchanged":
+                res = UpdateResult(t.update, True)  # the merge already was the final value
+            results[idx] = res
+            spent[idx] += time.perf_counter() - start
+        out: list[UpdateResult] = []
+        for maybe, secs in zip(results, spent, strict=True):
+            assert maybe is not None
+            self._observe(maybe, time.perf_counter() - secs)
+            out.append(maybe)
+        return out
+
+    def _merge_pass(
+        self,
+        u: CgroupUpdate,
+        online: frozenset[int] | None,
+        *,
+        force: bool,
+        pending: list[tuple[int, Target, bool]],
+        idx: int,
+    ) -> UpdateResult | None:
+        """Pass 1 for one update: a result if it is done, else ``None`` and an entry in ``pending``."""
+        target = self._target(u, online)
+        if isinstance(target, UpdateResult):
+            return target
+        if u.resource not in values.MERGEABLE:
+            return self._apply(target, force=force, phase="force" if force else "final")
+        now = self._clock()
+        if u.cacheable and not force and self._cached_unchanged(target, now):
+            return UpdateResult(u, False, skipped="unchanged")
+        cur = self._current(target)
+        if isinstance(cur, UpdateResult):
+            return cur
+        raw, current = cur
+        if values.same(u.resource, current, target.value):
+            self._remember(target, now)
+            return UpdateResult(u, False, skipped="unchanged")
+        wrote = False
+        if current is not None:
+            merged = values.merge(u.resource, current, target.value)
+            if merged is not None and not values.same(u.resource, merged, current):
+                res = self._write(target, merged, raw, current, "merge")
+                if res.error or res.skipped == "gone":
+                    return res
+                wrote = res.written
+        pending.append((idx, target, wrote))
+        return None
+
+
+def _key(t: Target) -> str:
+    """Cache key: the absolute path, plus the resource where v2 keeps two of them in one file (cpu.max)."""
+    if t.path.name == t.update.resource:
+        return str(t.path)
+    return f"{t.path}#{t.update.resource}"
+
+
+def _kind(err_no: int | None) -> str:
+    """Metric label for a failed syscall: the errno name in lower case (``einval``, ``ebusy``)."""
+    if err_no is None:
+        return "other"
+    return errno.errorcode.get(err_no, str(err_no)).lower()
