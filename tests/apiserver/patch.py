@@ -1,0 +1,63 @@
+"""PATCH bodies by Content-Type: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge.
+
+Strategic merge is approximated as a JSON merge patch: lists are replaced whole and ``$patch``/
+``$setElementOrder`` directives are not understood (the real server merges lists by their patch keys,
+e.g. containers by name). Server-side apply (``application/apply-patch+yaml``) answers 415.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+
+from tests.apiserver.status import APIError, bad_request
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge recursively, ``null`` deletes a key, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def apply(target: dict[str, Any], body: Any, content_type: str) -> dict[str, Any]:
+    """``target`` patched per ``content_type`` (parameters ignored); ``target`` itself is not changed."""
+    media = content_type.split(";", maxsplit=1)[0].strip().lower()
+    if media in (MERGE, STRATEGIC):
+        if not isinstance(body, dict):
+            raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
+        result = merge_patch(target, body)
+        assert isinstance(result, dict)
+        return result
+    if media == JSON_PATCH:
+        if not isinstance(body, list):
+            raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+        try:
+            patched = jsonpatch.apply_patch(target, body, in_place=False)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
+            raise APIError(
+                422, f"the server rejected our request due to an error in our request: {err}"
+            ) from err
+        if not isinstance(patched, dict):
+            raise bad_request("a JSON patch must leave an object")
+        return patched
+    if media == APPLY:
+        raise APIError(415, "server-side apply is not supported by the test API server")
+    raise APIError(
+        415,
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{JSON_PATCH}, {MERGE}, {STRATEGIC}",
+    )

@@ -1,0 +1,201 @@
+"""Resource types the test API server serves, CRD registration, and the discovery documents.
+
+Built in: core ``v1`` pods, nodes, namespaces, events and ``events.k8s.io/v1`` events (kept apart from core
+events, unlike a real cluster where both are views of one object). Custom resources come from registered
+``apiextensions.k8s.io/v1`` CRDs, whose ``openAPIV3Schema`` then checks every write (see ``tests.crdschema``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from tests import crdschema
+
+# Field selectors the real server accepts per resource (others answer 400 "field label not supported").
+_COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+_POD_FIELDS = _COMMON_FIELDS | {
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+}
+_EVENT_FIELDS = _COMMON_FIELDS | {
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ResourceType:
+    """One served resource (group/version/plural) and how writes to it behave."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    status_subresource: bool
+    fields: frozenset[str] = _COMMON_FIELDS
+    short_names: tuple[str, ...] = ()
+    crd: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Storage key: one object set per group and plural, shared by all versions."""
+        return (self.group, self.plural)
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    def schema_errors(self, obj: Any, *, strict: bool) -> list[tuple[str, str]]:
+        if self.crd is None:
+            return []
+        return crdschema.errors(obj, self.crd, version=self.version, strict=strict)
+
+    def prune(self, obj: Any) -> Any:
+        if self.crd is None:
+            return obj
+        return crdschema.prune(obj, self.crd, version=self.version)
+
+
+BUILTIN = (
+    ResourceType("", "v1", "pods", "Pod", True, True, _POD_FIELDS, ("po",)),
+    ResourceType("", "v1", "nodes", "Node", False, True, _COMMON_FIELDS | {"spec.unschedulable"}, ("no",)),
+    ResourceType(
+        "", "v1", "namespaces", "Namespace", False, True, _COMMON_FIELDS | {"status.phase"}, ("ns",)
+    ),
+    ResourceType("", "v1", "events", "Event", True, False, _EVENT_FIELDS, ("ev",)),
+    ResourceType("events.k8s.io", "v1", "events", "Event", True, False, _COMMON_FIELDS, ("ev",)),
+)
+
+# Subresources other than status that discovery advertises (verbs as the real server lists them).
+_EXTRA_SUBRESOURCES = {("", "pods"): {"eviction": ("create",), "log": ("get",), "binding": ("create",)}}
+_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+class Registry:
+    """The served resource types; thread-safe because CRDs may be registered while serving."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._types: dict[tuple[str, str, str], ResourceType] = {}
+        for rt in BUILTIN:
+            self.add(rt)
+
+    def add(self, rt: ResourceType) -> None:
+        with self._lock:
+            self._types[(rt.group, rt.version, rt.plural)] = rt
+
+    def add_crd(self, crd: crdschema.CRDSource) -> list[ResourceType]:
+        """Serve every served version of the CRD; returns the types added."""
+        doc = crdschema.load_crd(crd)
+        spec = doc["spec"]
+        names = spec["names"]
+        added = []
+        for v in spec["versions"]:
+            if not v.get("served", True):
+                continue
+            status = "status" in (v.get("subresources") or {})
+            rt = ResourceType(
+                spec["group"],
+                v["name"],
+                names["plural"],
+                names["kind"],
+                spec["scope"] == "Namespaced",
+                status,
+                _COMMON_FIELDS,
+                tuple(names.get("shortNames", ())),
+                doc,
+            )
+            self.add(rt)
+            added.append(rt)
+        return added
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        with self._lock:
+            return self._types.get((group, version, plural))
+
+    def all(self) -> list[ResourceType]:
+        with self._lock:
+            return list(self._types.values())
+
+    # ---- discovery ------------------------------------------------------------------------------------
+
+    def group_versions(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for rt in self.all():
+            versions = out.setdefault(rt.group, [])
+            if rt.version not in versions:
+                versions.append(rt.version)
+        return out
+
+    def api_versions(self) -> dict[str, Any]:
+        return {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+        }
+
+    def _group(self, group: str, versions: list[str]) -> dict[str, Any]:
+        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
+
+    def api_group_list(self) -> dict[str, Any]:
+        groups = [self._group(g, vs) for g, vs in sorted(self.group_versions().items()) if g]
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+    def api_group(self, group: str) -> dict[str, Any] | None:
+        versions = self.group_versions().get(group)
+        if not group or versions is None:
+            return None
+        return {"kind": "APIGroup", "apiVersion": "v1", **self._group(group, versions)}
+
+    def resource_list(self, group: str, version: str) -> dict[str, Any] | None:
+        types = sorted(
+            (rt for rt in self.all() if rt.group == group and rt.version == version), key=lambda t: t.plural
+        )
+        if not types:
+            return None
+        resources: list[dict[str, Any]] = []
+        for rt in types:
+            base = {"namespaced": rt.namespaced, "kind": rt.kind}
+            resources.append(
+                {
+                    "name": rt.plural,
+                    "singularName": rt.kind.lower(),
+                    **base,
+                    "verbs": _VERBS,
+                    "shortNames": list(rt.short_names),
+                }
+            )
+            if rt.status_subresource:
+                resources.append({"name": f"{rt.plural}/status", **base, "verbs": ["get", "patch", "update"]})
+            for sub, verbs in _EXTRA_SUBRESOURCES.get(rt.key, {}).items():
+                resources.append({"name": f"{rt.plural}/{sub}", **base, "verbs": list(verbs)})
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources,
+        }

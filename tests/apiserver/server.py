@@ -1,0 +1,259 @@
+"""The test API server object: lifecycle on 127.0.0.1:<free port>, fault switches and the request log.
+
+``down()`` closes the listening socket and every open connection (clients then get "connection
+refused", the closest thing to an unreachable server); ``down("503")`` keeps listening but answers 503.
+``up()`` reopens the same port. ``fail_next(n, code)`` makes the next ``n`` matching requests fail with a
+proper Status; ``evictions_answer_429(True)`` blocks evictions like a PodDisruptionBudget would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+from collections.abc import Iterable
+from http.server import ThreadingHTTPServer
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from tests import crdschema
+from tests.apiserver.handler import Handler
+from tests.apiserver.resources import Registry, ResourceType
+from tests.apiserver.status import APIError
+from tests.apiserver.store import Store
+
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
+
+THREAD_PREFIX = "test-apiserver"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Request:
+    """One answered request, as the request log keeps it (``body`` is the decoded JSON)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+    status: int
+
+
+@dataclasses.dataclass(slots=True)
+class _Injection:
+    remaining: int
+    code: int
+    method: str | None
+    path_contains: str | None
+    retry_after: int | None
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """Tracks connection threads so ``down()``/``stop()`` can cut them and join them."""
+
+    daemon_threads = True
+    block_on_close = False  # joined by close_connections(), with a deadline
+
+    def __init__(self, address: tuple[str, int], api: APIServer) -> None:
+        self.api = api
+        self._conn_lock = threading.Lock()
+        self._conns: dict[socket.socket, threading.Thread] = {}
+        super().__init__(address, Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        t = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name=f"{THREAD_PREFIX}-conn",
+            daemon=True,
+        )
+        with self._conn_lock:
+            self._conns[request] = t
+        t.start()
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._conn_lock:
+            self._conns.pop(request, None)
+        super().shutdown_request(request)
+
+    def close_connections(self, timeout: float) -> list[threading.Thread]:
+        """Cut every open connection and join its thread; returns threads still alive after ``timeout``."""
+        with self._conn_lock:
+            conns = list(self._conns.items())
+        for sock, _ in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for _, thread in conns:
+            thread.join(timeout)
+        return [t for _, t in conns if t.is_alive()]
+
+
+class APIServer:
+    """A Kubernetes API server for tests; use as a context manager or ``start()``/``stop()``."""
+
+    def __init__(
+        self,
+        *,
+        crds: Iterable[crdschema.CRDSource] = (),
+        history_limit: int = 1000,
+        bookmark_interval: float = 60.0,
+        default_watch_timeout: float = 1800.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.registry = Registry()
+        self.store = Store(self.registry, history_limit=history_limit)
+        self.bookmark_interval = bookmark_interval
+        self.default_watch_timeout = default_watch_timeout
+        self.evictions_blocked = False
+        self._host, self._port = host, port
+        self._lock = threading.Lock()
+        self._requests: list[Request] = []
+        self._injections: list[_Injection] = []
+        self._unavailable = False
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        for crd in crds:
+            self.register_crd(crd)
+
+    # ---- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self) -> APIServer:
+        if self._httpd is None:
+            self._listen()
+        return self
+
+    def stop(self) -> None:
+        """Shut down: end watches, cut connections, join every thread (raises if one will not end)."""
+        self._unavailable = False
+        self._close()
+
+    def __enter__(self) -> APIServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _listen(self) -> None:
+        self.store.open_watches()
+        httpd = _HTTPServer((self._host, self._port), self)
+        self._port = httpd.server_address[1]
+        thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"{THREAD_PREFIX}-{self._port}"
+        )
+        thread.start()
+        self._httpd, self._thread = httpd, thread
+
+    def _close(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        if httpd is None or thread is None:
+            return
+        self._httpd = self._thread = None
+        httpd.shutdown()
+        self.store.close_watchers()
+        stuck = httpd.close_connections(timeout=5.0)
+        httpd.server_close()
+        thread.join(5.0)
+        if stuck or thread.is_alive():
+            raise RuntimeError(f"test API server threads did not end: {[t.name for t in stuck]}")
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self._port}"
+
+    def client_config(self) -> Configuration:
+        """A ``kubernetes.client.Configuration`` for this server (no global client state is touched)."""
+        from kubernetes import client
+
+        return client.Configuration(host=self.url)
+
+    def register_crd(self, crd: crdschema.CRDSource) -> list[ResourceType]:
+        """Serve the CRD's resources and validate their objects against its schema."""
+        return self.registry.add_crd(crd)
+
+    # ---- fault switches -------------------------------------------------------------------------------
+
+    def down(self, mode: str = "refuse") -> None:
+        """Make the server unreachable: ``"refuse"`` closes the port, ``"503"`` answers ServiceUnavailable."""
+        if mode == "503":
+            self._unavailable = True
+            self.store.close_watchers()
+        elif mode == "refuse":
+            self._close()
+        else:
+            raise ValueError(f"unknown down mode {mode!r}")
+
+    def up(self) -> None:
+        """Serve again on the same port."""
+        self._unavailable = False
+        self.store.open_watches()
+        if self._httpd is None:
+            self._listen()
+
+    @property
+    def is_down(self) -> bool:
+        return self._unavailable or self._httpd is None
+
+    def evictions_answer_429(self, blocked: bool = True) -> None:
+        """While set, evictions answer 429 TooManyRequests, as when a PodDisruptionBudget blocks them."""
+        self.evictions_blocked = blocked
+
+    def fail_next(
+        self,
+        n: int,
+        status: int,
+        *,
+        method: str | None = None,
+        path_contains: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        """The next ``n`` requests (matching ``method``/``path_contains`` if given) answer ``status``.
+
+        ``retry_after`` adds a Retry-After header; note urllib3 then retries idempotent requests on
+        429/503 by itself, as it would against a real server.
+        """
+        with self._lock:
+            self._injections.append(_Injection(n, status, method, path_contains, retry_after))
+
+    def check_injected(self, method: str, path: str) -> None:
+        """Raise the APIError an active switch calls for (used by the request handler)."""
+        if self._unavailable:
+            raise APIError(503, "the test API server is down", reason="ServiceUnavailable")
+        with self._lock:
+            for inj in self._injections:
+                if inj.remaining <= 0:
+                    continue
+                if inj.method is not None and inj.method != method:
+                    continue
+                if inj.path_contains is not None and inj.path_contains not in path:
+                    continue
+                inj.remaining -= 1
+                headers = {"Retry-After": str(inj.retry_after)} if inj.retry_after is not None else None
+                raise APIError(inj.code, f"injected failure ({inj.code})", headers=headers)
+
+    # ---- request log ----------------------------------------------------------------------------------
+
+    def record(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: Any, code: int
+    ) -> None:
+        with self._lock:
+            self._requests.append(Request(method, path, query, headers, body, code))
+
+    @property
+    def requests(self) -> list[Request]:
+        """Answered requests so far, oldest first (a copy; watches are logged when they end)."""
+        with self._lock:
+            return list(self._requests)
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._requests.clear()
