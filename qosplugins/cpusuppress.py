@@ -13,13 +13,14 @@ children first, grow parents first). Policy ``cfsQuota`` writes ``cpu.cfs_quota_
 ``max(be * 100, 2000)`` us, capped at capacity, skipped inside a 1 % band, growing ≤ 10 % of capacity per
 tick. Each policy recovers the other's setting; with the NodeSLO switch off both are restored once.
 
-Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~100 ms and publishes
-``EVENT_NODE_SAMPLE``. The handler estimates non-BE usage as ``node - BE tier`` (fresh) but never below
-the last periodic sum of non-BE pods and host apps plus the reservation (slower but per pod), and when
-that estimate has risen by ≥ 1 % of capacity since the last decision it re-decides at once and writes only
-if the result *shrinks* BE; growth stays with the periodic tick and its +10 % step. Both paths run under
-one lock; the handler never waits for it (a running reconcile already uses the newest samples), so the
-publisher's thread is not held up. The periodic path also takes the larger of both estimates.
+Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~100 ms into
+``node_cpu_usage_fast``/``be_cpu_usage_fast`` and publishes ``EVENT_NODE_SAMPLE``. The handler
+estimates non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE
+pods and host apps plus the reservation (slower but per pod). When that estimate has risen by ≥ 1 % of
+capacity since the last decision it re-decides at once and writes only if the result *shrinks* BE;
+growth stays with the periodic tick and its +10 % step. Both paths run under one lock; the handler
+never waits for it (a running reconcile already reads the newest samples), so the publisher's thread
+is not held up. The periodic path also takes the larger of the per-pod and the fast estimate.
 
 LS demand (performance-reliability A3). A controller fed by LS's *observed* usage has a fixed point under
 ``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default
@@ -48,6 +49,8 @@ from qosplugins import _cpuset, _shared
 POLICY_CPUSET = "cpuset"
 POLICY_CFS_QUOTA = "cfsQuota"
 INTERVAL_FLAG = "cpu-suppress-interval-seconds"
+FAST_WINDOW_SECONDS = 1.0
+"""Fast samples older than this are stale (the sampler runs every ~100 ms)."""
 FAST_RISE_FRACTION = 0.01
 """A non-BE rise of 1 % of capacity since the last decision wakes the fast path (noise stays below)."""
 
@@ -268,12 +271,21 @@ class BECPUSuppress(api.QOSPluginBase):
             self._lock.release()
 
     def _fast_non_be(self, floor_milli: float) -> float | None:
-        """``node - BE tier`` from the fast sampler, never below the per-pod non-BE floor."""
-        node_cores = _shared.last_value(self.ctx, api.NODE_CPU_USAGE)
-        be_milli = _shared.last_value(self.ctx, api.NODE_BE, _shared.be_cpu_labels("usage"))
-        if node_cores is None or be_milli is None:
+        """``node - BE tier`` from the fast sampler, never below the per-pod non-BE floor.
+
+        Falls back to the 1 s ``node_cpu_usage``/``node_be`` pair when the fast series are absent
+        (an advisor without the fast sampler); ``None`` when neither pair is complete.
+        """
+        ctx = self.ctx
+        node = _shared.last_value(ctx, api.NODE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
+        be = _shared.last_value(ctx, api.BE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
+        if node is not None and be is not None:
+            return max((node - be) * 1000, floor_milli)
+        node = _shared.last_value(ctx, api.NODE_CPU_USAGE)
+        be_milli = _shared.last_value(ctx, api.NODE_BE, _shared.be_cpu_labels("usage"))
+        if node is None or be_milli is None:
             return None
-        return max(node_cores * 1000 - be_milli, floor_milli)
+        return max(node * 1000 - be_milli, floor_milli)
 
     # -- writers -------------------------------------------------------------------------------------
 

@@ -1,0 +1,471 @@
+"""Hand-written fakes of the ``koordlet.api`` Protocols, and a harness that builds a ``PluginContext``.
+
+The fakes keep state in plain dicts and record every call, so tests assert on behaviour (what was
+written, in which order, who was evicted) rather than on mocks. ``FakeExecutor`` applies writes to the
+``FakeHostReader``'s values and, on a v1 host, refuses cpuset writes in the kernel's bad orders (EBUSY when
+a parent would shrink below a child, EACCES when a child would grow beyond its parent).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from koordlet import api
+from tests.fakeclock import FakeClock
+
+QOS_TIER = {
+    api.KubeQOSClass.GUARANTEED: "kubepods",
+    api.KubeQOSClass.BURSTABLE: "kubepods/burstable",
+    api.KubeQOSClass.BESTEFFORT: "kubepods/besteffort",
+}
+KUBE_QOS_OF = {
+    api.QOSClass.BE: api.KubeQOSClass.BESTEFFORT,
+    api.QOSClass.LS: api.KubeQOSClass.BURSTABLE,
+    api.QOSClass.LSR: api.KubeQOSClass.GUARANTEED,
+    api.QOSClass.LSE: api.KubeQOSClass.GUARANTEED,
+    api.QOSClass.SYSTEM: api.KubeQOSClass.BURSTABLE,
+    api.QOSClass.NONE: api.KubeQOSClass.BURSTABLE,
+}
+
+
+def cpus_of(text: str) -> set[int]:
+    """Cpu-list syntax to a set (independent of the plugin's parser, so tests check it)."""
+    out: set[int] = set()
+    for part in text.split(","):
+        if part.strip():
+            lo, _, hi = part.partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def topology(
+    sockets: int = 1, cores: int = 2, threads: int = 1, numa_per_socket: int = 1
+) -> list[api.CPUInfo]:
+    """CPUs numbered like Linux does on x86: sibling threads are ``cpu`` and ``cpu + ncores``."""
+    ncores = sockets * cores
+    out = []
+    for t in range(threads):
+        for s in range(sockets):
+            for c in range(cores):
+                core = s * cores + c
+                node = s * numa_per_socket + (c * numa_per_socket // cores)
+                out.append(api.CPUInfo(cpu=t * ncores + core, core=core, socket=s, node=node))
+    return sorted(out, key=lambda c: c.cpu)
+
+
+class FakeStates:
+    """``StatesReader`` over attributes a test sets directly."""
+
+    def __init__(
+        self,
+        node: api.NodeInfo | None = None,
+        pods: Sequence[api.PodInfo] = (),
+        slo: api.NodeSLO | None = None,
+    ) -> None:
+        self.node_info = node
+        self.pod_list: list[api.PodInfo] = list(pods)
+        self.slo = slo or api.NodeSLO()
+        self.synced = True
+
+    def node(self) -> api.NodeInfo | None:
+        return self.node_info
+
+    def pods(self) -> Sequence[api.PodInfo]:
+        return tuple(self.pod_list)
+
+    def node_slo(self) -> api.NodeSLO:
+        return self.slo
+
+    def has_synced(self) -> bool:
+        return self.synced
+
+
+class FakeMetrics:
+    """``MetricReader`` over series a test appends to; windows are judged by the fake clock."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._series: dict[tuple[str, frozenset[tuple[str, str]]], list[tuple[float, float]]] = {}
+        self.queries = 0
+
+    def set(
+        self, metric: str, value: float, labels: Mapping[str, str] | None = None, at: float | None = None
+    ) -> None:
+        key = (metric, frozenset((labels or {}).items()))
+        self._series.setdefault(key, []).append((self._clock() if at is None else at, float(value)))
+
+    def clear(self, metric: str | None = None) -> None:
+        for key in [k for k in self._series if metric is None or k[0] == metric]:
+            del self._series[key]
+
+    def query(
+        self,
+        metric: str,
+        *,
+        window: float,
+        agg: api.Aggregation = "last",
+        labels: Mapping[str, str] | None = None,
+    ) -> api.QueryResult | None:
+        self.queries += 1
+        now = self._clock()
+        want = set((labels or {}).items())
+        samples = [
+            s
+            for (name, props), series in self._series.items()
+            if name == metric and want <= set(props)
+            for s in series
+            if now - window <= s[0] <= now
+        ]
+        if not samples:
+            return None
+        samples.sort()
+        values = [v for _, v in samples]
+        duration = samples[-1][0] - samples[0][0]
+        if agg == "last":
+            value = values[-1]
+        elif agg == "avg":
+            value = sum(values) / len(values)
+        elif agg == "count":
+            value = float(len(values))
+        else:
+            ordered = sorted(values)
+            rank = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}[agg]
+            value = ordered[max(int(len(ordered) * rank) - 1, 0)]
+        return api.QueryResult(value=value, count=len(values), duration=duration)
+
+
+class FakeHostReader:
+    """``HostReader`` over a dict ``(resource, cgroup_dir) -> value`` and a set of cgroup dirs."""
+
+    def __init__(self, version: int = 1, cpus: Sequence[api.CPUInfo] | None = None) -> None:
+        self.version = version
+        self.topology = list(cpus if cpus is not None else topology())
+        self.values: dict[tuple[str, str], str] = {}
+        self.dirs: set[str] = set()
+        self.supported = {"cpu.cfs_burst_us", "cpu.cfs_quota_us", "cpuset.cpus"}
+
+    def add_cgroup(self, cgroup_dir: str, **values: str) -> None:
+        """Create ``cgroup_dir`` (and parents) with resource values (``cpuset_cpus=`` for ``cpuset.cpus``)."""
+        d = cgroup_dir
+        while d and d not in self.dirs:
+            self.dirs.add(d)
+            d = posixpath.dirname(d)
+        for key, value in values.items():
+            self.values[(key.replace("_", ".", 1), cgroup_dir)] = value
+
+    def remove_cgroup(self, cgroup_dir: str) -> None:
+        for d in [d for d in self.dirs if d == cgroup_dir or d.startswith(cgroup_dir + "/")]:
+            self.dirs.discard(d)
+            for key in [k for k in self.values if k[1] == d]:
+                del self.values[key]
+
+    def quota_text(self, quota: int) -> str:
+        """How the host shows a quota: v1 ``cpu.cfs_quota_us`` or v2 ``cpu.max``."""
+        if self.version == 2:
+            return f"{'max' if quota < 0 else quota} 100000"
+        return str(quota)
+
+    def cgroup_version(self) -> int:
+        return self.version
+
+    def cpu_topology(self) -> Sequence[api.CPUInfo]:
+        return tuple(self.topology)
+
+    def supports(self, resource: str) -> bool:
+        return resource in self.supported
+
+    def qos_cgroup_dir(self, qos: api.KubeQOSClass) -> str:
+        return QOS_TIER[qos]
+
+    def read(self, resource: str, cgroup_dir: str) -> str | None:
+        if cgroup_dir not in self.dirs:
+            return None
+        return self.values.get((resource, cgroup_dir))
+
+    def list_cgroups(self, cgroup_dir: str, depth: int) -> Sequence[str]:
+        if cgroup_dir not in self.dirs:
+            return []
+        base = cgroup_dir.count("/")
+        found = [d for d in self.dirs if d == cgroup_dir or d.startswith(cgroup_dir + "/")]
+        found = [d for d in found if d.count("/") - base <= depth]
+        return sorted(found, key=lambda d: (d.count("/"), d))
+
+
+class FakeExecutor:
+    """``ResourceWriter`` that records every request and applies it to a ``FakeHostReader``."""
+
+    def __init__(
+        self, host: FakeHostReader, dry_run: bool = False, strict_cpuset: bool | None = None
+    ) -> None:
+        self.host = host
+        self.dry_run = dry_run
+        self.strict_cpuset = host.version == 1 if strict_cpuset is None else strict_cpuset
+        self.updates: list[api.CgroupUpdate] = []
+        """Every update requested, in the order it reached the (fake) kernel."""
+        self.leveled: list[list[list[api.CgroupUpdate]]] = []
+        self.errors: list[api.UpdateResult] = []
+        self.released: list[str] = []
+        self.fail: dict[tuple[str, str], str] = {}
+        """Inject a kernel error for ``(resource, cgroup_dir)``."""
+        self._lock = threading.Lock()
+
+    def update(self, update: api.CgroupUpdate) -> api.UpdateResult:
+        with self._lock:
+            return self._apply(update)
+
+    def update_batch(self, updates: Sequence[api.CgroupUpdate]) -> list[api.UpdateResult]:
+        return [self.update(u) for u in updates]
+
+    def leveled_update(self, levels: Sequence[Sequence[api.CgroupUpdate]]) -> list[api.UpdateResult]:
+        """Like the real executor: cpusets widen to the union top-down, then narrow bottom-up; other
+        values grow parents first and shrink children first."""
+        self.leveled.append([list(level) for level in levels])
+        flat = [u for level in levels for u in level]
+        results: list[api.UpdateResult] = []
+        cpuset = [u for u in flat if u.resource == "cpuset.cpus"]
+        if cpuset:
+            for u in cpuset:
+                old = self.host.read(u.resource, u.cgroup_dir)
+                union = cpus_of(u.value) | (cpus_of(old) if old else set())
+                widened = api.CgroupUpdate(
+                    u.resource, u.cgroup_dir, _fmt(union), u.owner, u.reason, u.cacheable
+                )
+                results.append(self.update(widened))
+            results += [self.update(u) for u in reversed(cpuset)]
+        others = [u for u in flat if u.resource != "cpuset.cpus"]
+        grow = [u for u in others if _num(u.value) >= _num(self.host.read(u.resource, u.cgroup_dir))]
+        shrink = [u for u in others if u not in grow]
+        results += [self.update(u) for u in grow]
+        results += [self.update(u) for u in reversed(shrink)]
+        return results
+
+    def release(self, owner: str) -> None:
+        self.released.append(owner)
+
+    def values_written(self, resource: str, cgroup_dir: str) -> list[str]:
+        return [u.value for u in self.updates if u.resource == resource and u.cgroup_dir == cgroup_dir]
+
+    def _apply(self, u: api.CgroupUpdate) -> api.UpdateResult:
+        self.updates.append(u)
+        error = self.fail.get((u.resource, u.cgroup_dir)) or self._refusal(u)
+        if error:
+            result = api.UpdateResult(u, written=False, error=error)
+            self.errors.append(result)
+            return result
+        if u.cgroup_dir not in self.host.dirs:
+            return api.UpdateResult(u, written=False, skipped="gone")
+        if self.dry_run:
+            return api.UpdateResult(u, written=False, skipped="dry-run")
+        value = u.value
+        if u.resource == "cpu.cfs_quota_us":
+            value = self.host.quota_text(int(u.value))
+        self.host.values[(u.resource, u.cgroup_dir)] = value
+        return api.UpdateResult(u, written=True)
+
+    def _refusal(self, u: api.CgroupUpdate) -> str:
+        if u.resource == "cpu.cfs_quota_us":
+            q = int(u.value)
+            if q != -1 and q < 1000:
+                return f"EINVAL: quota {q}"
+        if u.resource != "cpuset.cpus":
+            return ""
+        new = cpus_of(u.value)
+        online = {c.cpu for c in self.host.topology}
+        if not new or not new <= online:
+            return f"ERANGE/EINVAL: cpuset {u.value!r}"
+        if not self.strict_cpuset:
+            return ""
+        parent = self.host.read("cpuset.cpus", posixpath.dirname(u.cgroup_dir))
+        if parent is not None and not new <= cpus_of(parent):
+            return f"EACCES: {u.cgroup_dir} wider than its parent"
+        for (res, d), v in self.host.values.items():
+            if res == "cpuset.cpus" and posixpath.dirname(d) == u.cgroup_dir and not cpus_of(v) <= new:
+                return f"EBUSY: {u.cgroup_dir} narrower than child {d}"
+        return ""
+
+
+def _fmt(cpus: Iterable[int]) -> str:
+    return ",".join(str(c) for c in sorted(cpus))
+
+
+def _num(text: str | None) -> float:
+    if text is None:
+        return float("-inf")
+    head = text.split()[0] if text.split() else ""
+    if head in ("-1", "max"):
+        return float("inf")
+    try:
+        return float(head)
+    except ValueError:
+        return float("-inf")
+
+
+class FakeEvictor:
+    """``Evictor`` that records evictions; ``refuse`` holds UIDs whose eviction fails."""
+
+    def __init__(self) -> None:
+        self.evicted: list[tuple[api.PodInfo, str, str]] = []
+        self.recent: set[str] = set()
+        self.refuse: set[str] = set()
+
+    def evict(self, pod: api.PodInfo, reason: str, message: str) -> bool:
+        if pod.uid in self.refuse:
+            return False
+        self.evicted.append((pod, reason, message))
+        self.recent.add(pod.uid)
+        return True
+
+    def recently_evicted(self, uid: str) -> bool:
+        return uid in self.recent
+
+    @property
+    def uids(self) -> list[str]:
+        return [p.uid for p, _, _ in self.evicted]
+
+
+@dataclass
+class Harness:
+    """All fakes wired together; ``ctx`` is the ``PluginContext`` a plugin's ``setup`` receives."""
+
+    clock: FakeClock
+    states: FakeStates
+    metrics: FakeMetrics
+    host: FakeHostReader
+    executor: FakeExecutor
+    evictor: FakeEvictor
+    registry: CollectorRegistry
+    options: dict[str, object] = field(default_factory=dict)
+    scheduled: list[tuple[float, Callable[[], None]]] = field(default_factory=list)
+    handlers: dict[str, list[Callable[[], None]]] = field(default_factory=dict)
+    dry_run: bool = False
+
+    @property
+    def ctx(self) -> api.PluginContext:
+        return api.PluginContext(
+            node_name="node-1",
+            options=self.options,
+            states=self.states,
+            metrics=self.metrics,
+            host=self.host,
+            executor=self.executor,
+            evictor=self.evictor,
+            clock=self.clock,
+            logger=__import__("logging").getLogger("test.qosplugins"),
+            every=lambda interval, fn: self.scheduled.append((interval, fn)),
+            subscribe=lambda event, fn: self.handlers.setdefault(event, []).append(fn),
+            registry=self.registry,
+            dry_run=self.dry_run,
+            wall_clock=self.clock.wall,
+        )
+
+    def publish(self, event: str) -> None:
+        for fn in self.handlers.get(event, []):
+            fn()
+
+    def start(self, plugin: api.QOSPlugin) -> api.QOSPlugin:
+        """Declare flags (defaults into ``options`` unless set), ``setup`` and ``run`` the plugin."""
+        flags = api.FlagSet(plugin.name)
+        plugin.init_flags(flags)
+        for flag in flags:
+            self.options.setdefault(flag.name, flag.default)
+        plugin.setup(self.ctx)
+        plugin.run(threading.Event())
+        return plugin
+
+    def add_pod(self, pod: api.PodInfo, cpuset: str | None = None, quota: int = -1) -> api.PodInfo:
+        """Add ``pod`` to the states and its (and its containers') cgroups to the host."""
+        self.states.pod_list.append(pod)
+        everything = cpuset or _fmt(c.cpu for c in self.host.topology)
+        for d, q in [(pod.cgroup_dir, quota)] + [(c.cgroup_dir, quota) for c in pod.containers]:
+            if d:
+                self.host.add_cgroup(d, cpuset_cpus=everything, cpu_cfs_quota_us=self.host.quota_text(q))
+        return pod
+
+
+def make_harness(
+    version: int = 1,
+    cpus: Sequence[api.CPUInfo] | None = None,
+    node: api.NodeInfo | None = None,
+    slo: api.NodeSLO | None = None,
+    dry_run: bool = False,
+) -> Harness:
+    """A fresh harness: tiers ``kubepods``, ``burstable``, ``besteffort`` exist with all CPUs, quota -1."""
+    clock = FakeClock()
+    host = FakeHostReader(version, cpus)
+    ncpu = len(host.topology)
+    for tier in QOS_TIER.values():
+        host.add_cgroup(
+            tier, cpuset_cpus=_fmt(c.cpu for c in host.topology), cpu_cfs_quota_us=host.quota_text(-1)
+        )
+    return Harness(
+        clock=clock,
+        states=FakeStates(node or make_node(ncpu * 1000, 16 << 30), (), slo),
+        metrics=FakeMetrics(clock),
+        host=host,
+        executor=FakeExecutor(host, dry_run=dry_run),
+        evictor=FakeEvictor(),
+        registry=CollectorRegistry(),
+        dry_run=dry_run,
+    )
+
+
+def make_node(cpu_milli: int, memory_bytes: int, **kw: Any) -> api.NodeInfo:
+    return api.NodeInfo(name="node-1", cpu_capacity_milli=cpu_milli, memory_capacity_bytes=memory_bytes, **kw)
+
+
+def make_pod(
+    name: str,
+    qos: api.QOSClass = api.QOSClass.BE,
+    *,
+    kube_qos: api.KubeQOSClass | None = None,
+    containers: int = 1,
+    cpu_limit_milli: int = 0,
+    cpu_request_milli: int = 0,
+    batch_cpu_request_milli: int = 0,
+    priority: int | None = None,
+    phase: str = "Running",
+    owner_kind: str = "ReplicaSet",
+    annotations: Mapping[str, str] | None = None,
+) -> api.PodInfo:
+    """A pod with a cgroupfs-layout cgroup dir in its kube QoS tier and ``containers`` containers."""
+    uid = str(uuid.uuid4())
+    kq = kube_qos or KUBE_QOS_OF[qos]
+    pod_dir = f"{QOS_TIER[kq]}/pod{uid}"
+    cs = tuple(
+        api.ContainerInfo(
+            name=f"c{i}",
+            container_id=f"{uid[:8]}{i:056x}",
+            cgroup_dir=f"{pod_dir}/{uid[:8]}{i:056x}",
+            cpu_limit_milli=cpu_limit_milli,
+            cpu_request_milli=cpu_request_milli,
+            batch_cpu_request_milli=batch_cpu_request_milli,
+        )
+        for i in range(containers)
+    )
+    return api.PodInfo(
+        uid=uid,
+        namespace="default",
+        name=name,
+        qos=qos,
+        kube_qos=kq,
+        priority=priority,
+        phase=phase,
+        owner_kind=owner_kind,
+        annotations=dict(annotations or {}),
+        cgroup_dir=pod_dir,
+        containers=cs,
+    )
+
+
+def be_slo(**threshold: Any) -> api.NodeSLO:
+    """A NodeSLO with ``resourceUsedThresholdWithBE.enable`` on and the given fields."""
+    return api.NodeSLO(
+        resource_used_threshold_with_be=api.ResourceThresholdStrategy(enable=True, **threshold)
+    )
