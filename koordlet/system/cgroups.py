@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import enum
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from koordlet.system.cgroupvalues import (
 from koordlet.system.paths import HostPaths
 
 CGROUP2_SUPER_MAGIC = 0x63677270
+CGROUP_SUPER_MAGIC = 0x27E0EB
 
 CFS_BASE_PERIOD_US = 100000
 CFS_QUOTA_MIN_US = 1000
@@ -139,11 +141,18 @@ def get_resource(resource: str) -> CgroupResource:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _statfs_type(path: Path) -> int | None:
-    """``f_type`` of ``statfs(path)``; ``None`` when libc cannot be called (then the caller falls back)."""
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL | None:
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     except OSError:
+        return None
+
+
+def _statfs_type(path: Path | str) -> int | None:
+    """``f_type`` of ``statfs(path)``; ``None`` when libc cannot be called (then the caller falls back)."""
+    libc = _libc()
+    if libc is None:
         return None
     # struct statfs starts with f_type (__fsword_t, a C long) on every Linux ABI; 256 bytes covers it all.
     buf = ctypes.create_string_buffer(256)
@@ -198,9 +207,19 @@ def cgroup_dir_path(paths: HostPaths, mode: CgroupMode, subsystem: str, cgroup_d
     return full
 
 
+@functools.lru_cache(maxsize=64)
+def _is_cgroup_mount(base: Path) -> bool:
+    """Whether ``base`` is (in) a real cgroup v1/v2 filesystem; mounts do not come and go under us."""
+    return _statfs_type(base) in (CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC)
+
+
 def _check_under(base: Path, full: Path) -> None:
-    # Resolve symlinks of both: the subsystem dir itself may legitimately be a link (cpu -> cpu,cpuacct),
-    # but nothing below it may point outside.
+    if _is_cgroup_mount(base):
+        # kernfs refuses symlink(2) (EPERM, checked on this kernel), so inside a real cgroup mount the
+        # lexical checks of check_cgroup_dir are exact and the per-component lstat walk can be skipped.
+        return
+    # Elsewhere (a tmp tree, a bind-mounted copy) resolve symlinks of both: the subsystem dir itself may
+    # legitimately be a link (cpu -> cpu,cpuacct), but nothing below it may point outside.
     real_base = os.path.realpath(base)
     real_full = os.path.realpath(full)
     if os.path.commonpath([real_base, real_full]) != real_base:
@@ -226,13 +245,22 @@ def resource_path(
     (``for_read`` picks the ``*.effective`` file where v2 reads differ from writes). Raises
     :class:`ResourceUnsupported` and :class:`UnsafePath`.
     """
-    res = get_resource(resource)
-    file_name = _file_for(res, mode, for_read=for_read)
-    base = subsystem_root(paths, mode, res.subsystem)
-    trimmed = check_cgroup_dir(cgroup_dir)
-    full = (base / trimmed / file_name) if trimmed else base / file_name
+    base, full = _lexical_path(paths.cgroup_root, mode, resource, cgroup_dir, for_read)
     _check_under(base, full)
     return full
+
+
+@functools.lru_cache(maxsize=16384)
+def _lexical_path(
+    cgroup_root: Path, mode: CgroupMode, resource: str, cgroup_dir: str, for_read: bool
+) -> tuple[Path, Path]:
+    # Pure string work, so it is memoized (collectors build the same few thousand paths every tick);
+    # refusals raise and are therefore never cached.
+    res = get_resource(resource)
+    file_name = _file_for(res, mode, for_read=for_read)
+    base = cgroup_root / res.subsystem if mode is CgroupMode.V1 else cgroup_root
+    trimmed = check_cgroup_dir(cgroup_dir)
+    return base, (base / trimmed / file_name) if trimmed else base / file_name
 
 
 # ---------------------------------------------------------------------------------------------------

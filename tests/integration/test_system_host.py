@@ -151,3 +151,17 @@ def test_cgroup_removed_between_listing_and_read(tree: CgTree) -> None:
     assert results[victim] is None
     assert all(v is not None and v.isdigit() for cg, v in results.items() if cg != victim)
     assert read_file_text(REAL.cgroup_root / "cpuacct" / listed[1] / "cpuacct.usage").strip().isdigit()
+
+
+def test_real_mount_refuses_lexical_escapes_on_the_fast_path() -> None:
+    from koordlet.errors import UnsafePath
+    from koordlet.system.cgroups import resource_path
+
+    # Real cgroup mounts skip the realpath walk (kernfs has no symlinks): the lexical checks must hold.
+    link = REAL.cgroup_root / "cpu" / f"koordlet-test-link-{uuid.uuid4().hex[:6]}"
+    with pytest.raises(PermissionError):
+        os.symlink("/etc", link)
+    for bad in ("../../../etc", "/etc", "a/../..", "a\x00"):
+        with pytest.raises(UnsafePath):
+            resource_path(REAL, CgroupMode.V1, "cpu.shares", bad)
+    assert resource_path(REAL, CgroupMode.V1, "cpu.shares", "") == REAL.cgroup_root / "cpu" / "cpu.shares"
