@@ -385,7 +385,9 @@ class Harness:
         everything = cpuset or _fmt(c.cpu for c in self.host.topology)
         for d, q in [(pod.cgroup_dir, quota)] + [(c.cgroup_dir, quota) for c in pod.containers]:
             if d:
-                self.host.add_cgroup(d, cpuset_cpus=everything, cpu_cfs_quota_us=self.host.quota_text(q))
+                self.host.add_cgroup(
+                    d, cpuset_cpus=everything, cpu_cfs_quota_us=self.host.quota_text(q), cpu_cfs_burst_us="0"
+                )
         return pod
 
 

@@ -1,0 +1,176 @@
+"""BECPUEvict: satisfaction window, last-vs-average rule, victim order, start and post-eviction cool-down."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from koordlet import api
+from qosplugins.cpuevict import BECPUEvict
+from tests.fakes import Harness, be_slo, make_harness, make_node, make_pod
+
+SLO = {
+    "cpu_evict_be_satisfaction_lower_percent": 40,
+    "cpu_evict_be_satisfaction_upper_percent": 60,
+    "cpu_evict_time_window_seconds": 10,
+}
+
+
+def harness(version: int = 1, **extra: object) -> Harness:
+    return make_harness(
+        version, node=make_node(8000, 1 << 30, batch_cpu_allocatable_milli=2000), slo=be_slo(**SLO | extra)
+    )
+
+
+def be_series(h: Harness, usage: list[float], request: list[float], limit: list[float] | None) -> None:
+    """One sample a second ending now, for node_be usage/request/real-limit (millicores)."""
+    now = h.clock()
+    n = len(usage)
+    series = {"usage": usage, "request": request} | ({"real-limit": limit} if limit is not None else {})
+    for allocation, values in series.items():
+        for i, v in enumerate(values):
+            labels = {"be_resource": "cpu", "be_allocation": allocation}
+            h.metrics.set(api.NODE_BE, v, labels, at=now - (n - 1 - i))
+
+
+def be_pod(h: Harness, name: str, batch_request: int, used_cores: float, **kw: object) -> api.PodInfo:
+    pod = h.add_pod(make_pod(name, batch_cpu_request_milli=batch_request, **kw))  # type: ignore[arg-type]
+    h.metrics.set(api.POD_CPU_USAGE, used_cores, {"pod_uid": pod.uid})
+    return pod
+
+
+def started(h: Harness) -> BECPUEvict:
+    plugin = BECPUEvict()
+    h.start(plugin)
+    return plugin
+
+
+def names(h: Harness) -> list[str]:
+    return [p.name for p, _, _ in h.evictor.evicted]
+
+
+def test_no_cpu_eviction_in_the_first_20_seconds() -> None:
+    h = harness()
+    plugin = started(h)
+    be_pod(h, "a", 1500, 1.2)
+    be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
+    plugin.reconcile()
+    assert h.evictor.evicted == []
+    h.clock.advance(20)
+    be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
+    plugin.reconcile()
+    assert names(h) == ["a"]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_release_from_satisfaction_and_victim_order(version: int) -> None:
+    h = harness(version)
+    plugin = started(h)
+    h.clock.advance(20)
+    be_pod(h, "calm", 800, 0.4)  # 400m / 800m = 0.5
+    be_pod(h, "busy", 1500, 1.2)  # 1200m / 1500m = 0.8
+    ls = h.add_pod(make_pod("ls", api.QOSClass.LS))  # not BE: never a victim, however busy
+    h.metrics.set(api.POD_CPU_USAGE, 3.0, {"pod_uid": ls.uid})
+    be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
+    plugin.reconcile()
+    # usage/limit = 1800/2000 = 90% >= 90%; satisfaction = 2000/5000 = 0.40 <= 0.40
+    # release = 5000 * (0.60 - 0.40) = 1000m; "busy" (ratio 0.8) first releases 1500m -> done
+    assert names(h) == ["busy"]
+    assert h.evictor.evicted[0][1] == "trigger by koordlet feature BECPUEvict"
+    h.clock.advance(5)
+    be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
+    plugin.reconcile()
+    assert names(h) == ["busy"]  # 20 s cool-down after an eviction
+
+
+def test_last_reading_differs_takes_the_smaller_release() -> None:
+    h = harness()
+    plugin = started(h)
+    h.clock.advance(20)
+    be_pod(h, "first", 1050, 1.0)  # ratio 0.95
+    be_pod(h, "second", 100, 0.05)  # ratio 0.5
+    be_pod(h, "third", 100, 0.01)  # ratio 0.1
+    be_series(h, [1800] * 10, [5000] * 10, [2000] * 9 + [1000])
+    plugin.reconcile()
+    # avg limit = (9*2000 + 1000)/10 = 1900: 1800/1900 >= 90%, satisfaction 0.38 -> 5000*(0.60-0.38) = 1100
+    # last limit 1000 differs: 1800/1000 >= 90%, satisfaction 0.20 -> 2000; min(1100, 2000) = 1100
+    # first (1050) < 1100, second brings 1150 -> stop
+    assert names(h) == ["first", "second"]
+
+
+def test_satisfied_or_idle_be_is_left_alone() -> None:
+    h = harness()
+    plugin = started(h)
+    h.clock.advance(20)
+    be_pod(h, "a", 1500, 1.2)
+    be_series(h, [1800] * 10, [5000] * 10, [2100] * 10)  # satisfaction 0.42 > 0.40
+    plugin.reconcile()
+    h.clock.advance(1)
+    be_series(h, [1700] * 10, [5000] * 10, [2000] * 10)  # usage 85% < 90%
+    plugin.reconcile()
+    assert h.evictor.evicted == []
+
+
+def test_short_history_is_not_a_trend() -> None:
+    h = harness()
+    plugin = started(h)
+    h.clock.advance(20)
+    be_pod(h, "a", 1500, 1.2)
+    be_series(h, [1800] * 3, [5000] * 3, [2000] * 3)  # 3 samples * 1 s < 10 s / 3
+    plugin.reconcile()
+    assert h.evictor.evicted == []
+
+
+def test_evict_by_allocatable_uses_node_batch_allocatable() -> None:
+    h = harness(cpu_evict_policy="evictByAllocatable")
+    plugin = started(h)
+    h.clock.advance(20)
+    be_pod(h, "a", 1500, 1.2)
+    be_series(h, [1800] * 10, [5000] * 10, None)  # no real-limit series needed
+    plugin.reconcile()
+    # limit = batch-cpu allocatable 2000m: same arithmetic as above -> release 1000m
+    assert names(h) == ["a"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"cpu_evict_be_satisfaction_lower_percent": None},
+        {"cpu_evict_be_satisfaction_lower_percent": 70, "cpu_evict_be_satisfaction_upper_percent": 80},
+        {"cpu_evict_be_satisfaction_lower_percent": 50, "cpu_evict_be_satisfaction_upper_percent": 40},
+        {"cpu_evict_be_satisfaction_upper_percent": 100},
+        {"cpu_evict_policy": "bogus"},
+    ],
+)
+def test_invalid_config_skips_with_warning(
+    fields: dict[str, object], caplog: pytest.LogCaptureFixture
+) -> None:
+    h = harness(**fields)
+    plugin = started(h)
+    h.clock.advance(20)
+    be_pod(h, "a", 1500, 1.2)
+    be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
+    with caplog.at_level(logging.WARNING):
+        plugin.reconcile()
+    assert h.evictor.evicted == []
+    assert "invalid NodeSLO" in caplog.text
+
+
+def test_switch_off() -> None:
+    h = harness()
+    h.states.slo = api.NodeSLO()
+    plugin = started(h)
+    h.clock.advance(20)
+    be_pod(h, "a", 1500, 1.2)
+    be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
+    plugin.reconcile()
+    assert h.evictor.evicted == []
+
+
+def test_flags() -> None:
+    h = harness()
+    h.options["cpu-evict-interval-seconds"] = 2.0
+    started(h)
+    assert [i for i, _ in h.scheduled] == [2.0]
+    assert h.options["cpu-evict-cool-time-seconds"] == 20.0
