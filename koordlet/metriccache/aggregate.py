@@ -50,8 +50,8 @@ def percentile(sorted_values: Sequence[float], p: float) -> float:
 
 
 def aggregate_windows(windows: Iterable[Window], aggs: Sequence[str]) -> Aggregates | None:
-    """Merge the windows' samples and compute ``aggs``; ``None`` when there is no sample at all."""
-    names = [normalize_agg(a) for a in aggs]
+    """Merge the windows' samples and compute ``aggs`` (names as :func:`normalize_agg` returns them);
+    ``None`` when there is no sample at all."""
     parts = list(windows)
     count = sum(len(w.values) for w in parts)
     if count == 0:
@@ -60,15 +60,17 @@ def aggregate_windows(windows: Iterable[Window], aggs: Sequence[str]) -> Aggrega
     newest = max(parts, key=lambda w: w.t_max)
     values: dict[str, float] = {}
     ordered: list[float] | None = None
-    for name in names:
+    for name in aggs:
         if name == "avg":
             values[name] = math.fsum(itertools.chain.from_iterable(w.values for w in parts)) / count
         elif name == "count":
             values[name] = float(count)
         elif name == "last":
             values[name] = newest.last
-        else:
+        elif name in PERCENTILES:
             if ordered is None:
                 ordered = sorted(itertools.chain.from_iterable(w.values for w in parts))
             values[name] = percentile(ordered, PERCENTILES[name])
+        else:
+            raise ValueError(f"unknown aggregation {name!r}")
     return Aggregates(values=values, count=count, duration=newest.t_max - t_min)

@@ -70,6 +70,8 @@ class MetricCache:
         self._clock = clock
         self._wall_clock = wall_clock
         self._lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()
+        """Serialises whole checkpoints: they share one temp file name and must not interleave."""
         self._kinds: dict[str, _Kind] = {}
         self._kv: dict[str, str] = {}
         self._stats = CacheStats()
@@ -209,10 +211,12 @@ class MetricCache:
 
     # ---- removal ---------------------------------------------------------------------------------
 
-    def _drop(self, keep_if: Callable[[str, Series], bool]) -> int:
+    def _drop(self, keep_if: Callable[[str, Series], bool], only: str | None = None) -> int:
         dropped = 0
         with self._lock:
             for metric, kind in self._kinds.items():
+                if only is not None and metric != only:
+                    continue
                 doomed = [k for k, s in kind.series.items() if not keep_if(metric, s)]
                 for key in doomed:
                     del kind.series[key]
@@ -221,9 +225,8 @@ class MetricCache:
 
     def drop_series(self, metric: str, labels: Mapping[str, str] | None) -> int:
         """Remove the series of ``metric`` matching ``labels`` (a subset; ``None`` removes all)."""
-        with self._lock:
-            doomed = {id(s) for s in self._matching(metric, labels)}
-        return self._drop(lambda m, s: m != metric or id(s) not in doomed)
+        wanted = list((labels or {}).items())
+        return self._drop(lambda _m, s: not all(s.labels.get(k) == v for k, v in wanted), only=metric)
 
     def drop_where(self, label: str, value: str) -> int:
         """Remove every series, of any kind, whose ``label`` equals ``value`` (a deleted pod's uid)."""
@@ -271,6 +274,10 @@ class MetricCache:
         (0 without a path). Raises ``OSError`` when the file cannot be written."""
         if self.config.tsdb_path is None:
             return 0
+        with self._checkpoint_lock:
+            return self._checkpoint()
+
+    def _checkpoint(self) -> int:
         started = time.perf_counter()
         now = self._clock()
         offset = self._wall_clock() - now

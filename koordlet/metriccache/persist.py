@@ -106,12 +106,13 @@ def from_image(image: Image, config: MetricCacheConfig, *, now: float, offset: f
         if len(s.ts) != len(s.vs):
             skipped += 1
             continue
-        oldest = now - config.retention_for(s.metric)
-        keep = [(t - offset, v) for t, v in zip(s.ts, s.vs, strict=True) if oldest <= t - offset <= now]
-        if not keep:
+        # Saved series are ascending in time, so the retention window is one slice.
+        mono = array("d", [t - offset for t in s.ts])
+        lo = bisect.bisect_left(mono, now - config.retention_for(s.metric))
+        hi = bisect.bisect_right(mono, now)
+        if lo >= hi:
             continue
-        ts = array("d", [p[0] for p in keep])
-        vs = array("d", [p[1] for p in keep])
+        ts, vs = mono[lo:hi], s.vs[lo:hi]
         prev = restored.get((s.metric, key))
         if prev is not None:
             ts, vs = prev[1] + ts, prev[2] + vs

@@ -95,10 +95,12 @@ class Ring:
 
     def _lower(self, t: float) -> int:
         """First logical index with timestamp >= t (in-order series only)."""
-        lo, hi = 0, len(self.ts)
+        ts, h = self.ts, self.head
+        n = len(ts)
+        lo, hi = 0, n
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._t_at(mid) < t:
+            if ts[(h + mid) % n] < t:
                 lo = mid + 1
             else:
                 hi = mid
@@ -130,7 +132,9 @@ class Ring:
         if not self.ts:
             return None
         if self.in_order:
-            a, b = self._lower(start), self._upper(end)
+            # The usual window ends at "now", after the newest sample: skip the second search then.
+            b = len(self.ts) if self.t_last <= end else self._upper(end)
+            a = self._lower(start)
             if a >= b:
                 return None
             vals = self._copy(self.vs, a, b)
@@ -167,10 +171,7 @@ class Ring:
         skip = max(len(ts) - self.capacity, 0)
         self.ts, self.vs = array("d", ts[skip:]), array("d", vs[skip:])
         self.head = 0
-        self.in_order = True
-        self.t_last = float("-inf")
-        for t in self.ts:
-            if t < self.t_last:
-                self.in_order = False
-            else:
-                self.t_last = t
+        # One C-level sort is far cheaper than a Python loop over every sample.
+        ordered = sorted(self.ts)
+        self.in_order = ordered == self.ts.tolist()
+        self.t_last = ordered[-1] if ordered else float("-inf")
