@@ -1,4 +1,8 @@
 """Host access (reads): host paths, cgroup v1/v2 resources and path formatting, procfs, resctrl, PSI.
 
-The only layer that builds host paths; ``native.py`` is the only importer of the cffi module.
+The only layer that builds host paths; ``native.py`` is the only importer of the cffi module. Modules:
+``paths`` (HostPaths), ``cgroups`` (resource table, mode, paths, v1<->v2 values) with ``cgroupvalues``
+(validators) and ``cpuset``; ``podpath`` (kubepods layout, ID validation) and ``discovery``; ``procfs``,
+``cgstats``, ``topology``, ``probes``; ``resctrl``; ``host`` (the ``HostReader``); ``native`` and its
+helpers for the batched C paths.
 """
