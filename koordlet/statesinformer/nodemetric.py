@@ -1,0 +1,218 @@
+"""The NodeMetric ``status`` built from the metric cache, per ``spec.metricCollectPolicy`` (koordlet's
+``states_nodemetric.go``), and the atomic file the standalone agent writes it to.
+
+Usage is the average over ``aggregateDurationSeconds`` (at least 60 s); the aggregated usages cover each
+policy duration with avg/p50/p90/p95/p99 and are left out while the samples span less than half of it
+(cold start), so a fresh agent never reports a 30-minute p99 from 20 seconds of data. CPU is printed in
+millicores (``"1500m"``), memory in bytes with the largest exact binary suffix, as Kubernetes prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from koordlet import api
+from koordlet.errors import InvalidValue
+from koordlet.metriccache import MetricCache
+from koordlet.metriccache.schema import (
+    NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
+    NODE_MEMORY_WITH_HOT_PAGE_USAGE,
+    POD_MEMORY_USAGE_WITH_PAGE_CACHE,
+)
+from koordlet.statesinformer.quantity import format_bytes, format_duration, format_milli, parse_duration
+
+AGGREGATIONS = ("avg", "p50", "p90", "p95", "p99")
+MIN_AGGREGATE_SECONDS = 60
+USAGE_WITHOUT_PAGE_CACHE = "usageWithoutPageCache"
+USAGE_WITH_HOT_PAGE_CACHE = "usageWithHotPageCache"
+USAGE_WITH_PAGE_CACHE = "usageWithPageCache"
+_POD_HOT_PAGE = "pod_memory_with_hot_page_usage"
+
+
+@dataclass(frozen=True, slots=True)
+class CollectPolicy:
+    """``spec.metricCollectPolicy`` with koordlet's defaults."""
+
+    aggregate_duration_seconds: int = 300
+    report_interval_seconds: int = 60
+    durations: tuple[float, ...] = (300.0, 600.0, 1800.0)
+    memory_policy: str = USAGE_WITHOUT_PAGE_CACHE
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> CollectPolicy:
+        """From a NodeMetric ``spec``; missing or malformed fields keep their defaults."""
+        policy = (spec or {}).get("metricCollectPolicy") or {}
+        if not isinstance(policy, Mapping):
+            return cls()
+        d = cls()
+        agg = policy.get("aggregateDurationSeconds")
+        rep = policy.get("reportIntervalSeconds")
+        durations: tuple[float, ...] = d.durations
+        raw = (policy.get("nodeAggregatePolicy") or {}).get("durations")
+        if isinstance(raw, list) and raw:
+            try:
+                durations = tuple(parse_duration(str(x)) for x in raw)
+            except InvalidValue:
+                durations = d.durations
+        mem = policy.get("nodeMemoryCollectPolicy")
+        return cls(
+            aggregate_duration_seconds=agg
+            if isinstance(agg, int) and agg > 0
+            else d.aggregate_duration_seconds,
+            report_interval_seconds=rep if isinstance(rep, int) and rep > 0 else d.report_interval_seconds,
+            durations=tuple(x for x in durations if x > 0) or d.durations,
+            memory_policy=mem if isinstance(mem, str) and mem else d.memory_policy,
+        )
+
+
+def rfc3339(wall: float) -> str:
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatusBuilder:
+    """Builds the status dict from a :class:`MetricCache` (whose clock defines "now")."""
+
+    def __init__(self, cache: MetricCache, wall_clock: Callable[[], float]) -> None:
+        self.cache = cache
+        self.wall_clock = wall_clock
+
+    def _avg(self, metric: str, window: float, labels: Mapping[str, str] | None = None) -> float | None:
+        res = self.cache.aggregate(metric, window=window, aggs=("avg",), labels=labels)
+        return None if res is None else res.values["avg"]
+
+    @staticmethod
+    def _resources(cpu: float | None, memory: float | None) -> dict[str, Any]:
+        out: dict[str, str] = {}
+        if cpu is not None:
+            out["cpu"] = format_milli(int(cpu * 1000))
+        if memory is not None:
+            out["memory"] = format_bytes(int(memory))
+        return {"resources": out} if out else {}
+
+    def _node_memory_metric(self, policy: CollectPolicy, window: float) -> str:
+        if policy.memory_policy == USAGE_WITH_PAGE_CACHE:
+            return NODE_MEMORY_USAGE_WITH_PAGE_CACHE
+        if (
+            policy.memory_policy == USAGE_WITH_HOT_PAGE_CACHE
+            and self._avg(NODE_MEMORY_WITH_HOT_PAGE_USAGE, window) is not None
+        ):
+            # Hot-page usage exists only while kidled runs; without it koordlet reports plain usage.
+            return NODE_MEMORY_WITH_HOT_PAGE_USAGE
+        return api.NODE_MEMORY_USAGE
+
+    def _pod_memory_metric(self, policy: CollectPolicy) -> str:
+        if policy.memory_policy == USAGE_WITH_PAGE_CACHE:
+            return POD_MEMORY_USAGE_WITH_PAGE_CACHE
+        if policy.memory_policy == USAGE_WITH_HOT_PAGE_CACHE:
+            return _POD_HOT_PAGE
+        return api.POD_MEMORY_USAGE
+
+    def _aggregated(
+        self, cpu_metric: str, mem_metric: str, durations: Sequence[float]
+    ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for d in durations:
+            parts: dict[str, dict[str, str]] = {}
+            for resource, metric in (("cpu", cpu_metric), ("memory", mem_metric)):
+                agg = self.cache.aggregate(metric, window=d, aggs=AGGREGATIONS)
+                if agg is None or agg.duration < d / 2:
+                    continue  # cold start: the samples do not cover half the window yet
+                for name in AGGREGATIONS:
+                    value = agg.values[name]
+                    text = format_milli(int(value * 1000)) if resource == "cpu" else format_bytes(int(value))
+                    parts.setdefault(name, {})[resource] = text
+            out.append(
+                {"duration": format_duration(d), "usage": {k: {"resources": v} for k, v in parts.items()}}
+            )
+        return out
+
+    def build(
+        self,
+        policy: CollectPolicy,
+        pods: Sequence[api.PodInfo],
+        host_apps: Sequence[api.HostApplication] = (),
+    ) -> dict[str, Any]:
+        window = float(max(policy.aggregate_duration_seconds, MIN_AGGREGATE_SECONDS))
+        mem_metric = self._node_memory_metric(policy, window)
+        node_metric = {
+            "nodeUsage": self._resources(
+                self._avg(api.NODE_CPU_USAGE, window), self._avg(mem_metric, window)
+            ),
+            "aggregatedNodeUsages": self._aggregated(api.NODE_CPU_USAGE, mem_metric, policy.durations),
+            "systemUsage": self._resources(
+                self._avg(api.SYS_CPU_USAGE, window), self._avg(api.SYS_MEMORY_USAGE, window)
+            ),
+            "aggregatedSystemUsages": self._aggregated(
+                api.SYS_CPU_USAGE, api.SYS_MEMORY_USAGE, policy.durations
+            ),
+        }
+        pod_mem = self._pod_memory_metric(policy)
+        pods_metric: list[dict[str, Any]] = []
+        for pod in pods:
+            labels = {"pod_uid": pod.uid}
+            usage = self._resources(
+                self._avg(api.POD_CPU_USAGE, window, labels), self._avg(pod_mem, window, labels)
+            )
+            if not usage:
+                continue  # koordlet leaves out pods without samples in the window
+            pods_metric.append(
+                {
+                    "namespace": pod.namespace,
+                    "name": pod.name,
+                    "priority": pod.priority_class.value,
+                    "qos": pod.qos.value,
+                    "podUsage": usage,
+                }
+            )
+        pods_metric.sort(key=lambda p: (p["namespace"], p["name"]))
+        apps: list[dict[str, Any]] = []
+        for app in sorted(host_apps, key=lambda a: a.name):
+            labels = {"host_app_name": app.name}
+            usage = self._resources(
+                self._avg(api.HOST_APP_CPU_USAGE, window, labels),
+                self._avg(api.HOST_APP_MEMORY_USAGE, window, labels),
+            )
+            if usage:
+                apps.append(
+                    {"name": app.name, "priority": app.priority.value, "qos": app.qos.value, "usage": usage}
+                )
+        return {
+            "updateTime": rfc3339(self.wall_clock()),
+            "nodeMetric": node_metric,
+            "podsMetric": pods_metric,
+            "hostApplicationMetric": apps,
+        }
+
+
+def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
+    """Write ``doc`` as JSON to ``path`` so readers see the old or the new file, never a torn one:
+    temp file in the same directory, fsync, rename, fsync the directory (the rename's durability)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(doc, indent=1, sort_keys=True).encode()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            if n <= 0:
+                raise OSError(f"short write to {tmp}")
+            view = view[n:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)

@@ -1,0 +1,415 @@
+"""NodeSLO: merge over Koordinator's defaults, validate, keep the last good one (statesinformer layer).
+
+The merge is Koordinator's: each section of the spec is laid over the default section and only fields
+that are present and not ``null`` override. Validation refuses what could make a QoS plugin act on
+nonsense (percentages outside 0..100, lower bounds not below upper ones, unknown policies, wrong types);
+a refused spec leaves the previous NodeSLO in force and is reported (log, counter, Node Event) by
+:class:`NodeSLOStore`. Unknown fields are ignored with a debug line, as the API server would prune them.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from koordlet import api
+
+log = logging.getLogger(__name__)
+
+_NONE_CPU_QOS = {"groupIdentity": 0, "schedIdle": 0, "coreExpeller": False}
+_NONE_RESCTRL_QOS = {"catRangeStartPercent": 0, "catRangeEndPercent": 100, "mbaPercent": 100}
+_NONE_MEMORY_QOS = {
+    "minLimitPercent": 0,
+    "lowLimitPercent": 0,
+    "throttlingPercent": 0,
+    "wmarkRatio": 0,
+    "wmarkScalePermill": 50,
+    "wmarkMinAdj": 0,
+    "priorityEnable": 0,
+    "priority": 0,
+    "oomKillGroup": 0,
+}
+
+
+def _qos_class(gi: int, core_expeller: bool, cat_end: int, wmark_ratio: int, permill: int, adj: int) -> Any:
+    return {
+        "cpuQOS": {"enable": False, "groupIdentity": gi, "schedIdle": 0, "coreExpeller": core_expeller},
+        "resctrlQOS": {
+            "enable": False,
+            "catRangeStartPercent": 0,
+            "catRangeEndPercent": cat_end,
+            "mbaPercent": 100,
+        },
+        "memoryQOS": {
+            "enable": False,
+            **_NONE_MEMORY_QOS,
+            "wmarkRatio": wmark_ratio,
+            "wmarkScalePermill": permill,
+            "wmarkMinAdj": adj,
+        },
+        "blkioQOS": {"enable": False, "blocks": []},
+        "networkQOS": {
+            "enable": False,
+            "ingressRequest": 0,
+            "ingressLimit": 0,
+            "egressRequest": 0,
+            "egressLimit": 0,
+        },
+    }
+
+
+def default_spec() -> dict[str, Any]:
+    """Koordinator's ``DefaultNodeSLOSpecConfig`` (fields that default to nil are absent)."""
+    return {
+        "resourceUsedThresholdWithBE": {
+            "enable": False,
+            "cpuSuppressThresholdPercent": 65,
+            "cpuSuppressPolicy": "cpuset",
+            "memoryEvictThresholdPercent": 70,
+            "cpuEvictPolicy": "evictByRealLimit",
+        },
+        "resourceQOSStrategy": {
+            "policies": {"cpuPolicy": "groupIdentity", "netQOSPolicy": "tc"},
+            "lsrClass": _qos_class(2, True, 100, 95, 20, -25),
+            "lsClass": _qos_class(2, True, 100, 95, 20, -25),
+            "beClass": _qos_class(-1, False, 30, 95, 20, 50),
+            "systemClass": _qos_class(0, False, 100, 0, 50, 0),
+            "cgroupRoot": _qos_class(0, False, 100, 0, 50, 0),
+        },
+        "cpuBurstStrategy": {
+            "policy": "none",
+            "cpuBurstPercent": 1000,
+            "cfsQuotaBurstPercent": 300,
+            "cfsQuotaBurstPeriodSeconds": -1,
+            "sharePoolThresholdPercent": 50,
+        },
+        "systemStrategy": {"totalNetworkBandwidth": "0"},
+        "hostApplications": [],
+        "extensions": {},
+    }
+
+
+def merge(base: Any, over: Any) -> Any:
+    """``over`` laid onto ``base``: mappings merge key by key, ``null`` keeps the base, other values
+    (lists included) replace it. Inputs are not modified."""
+    if over is None:
+        return copy.deepcopy(base)
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        out = {k: copy.deepcopy(v) for k, v in base.items()}
+        for key, value in over.items():
+            out[key] = merge(base.get(key), value) if key in base else copy.deepcopy(value)
+        return out
+    return copy.deepcopy(over)
+
+
+class InvalidNodeSLO(ValueError):
+    """A NodeSLO spec that must not take effect; ``problems`` lists every reason."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def section(self, spec: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+        value = spec.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.problems.append(f"{key}: must be an object, got {type(value).__name__}")
+            return {}
+        return value
+
+    def boolean(self, sec: Mapping[str, Any], path: str, key: str) -> None:
+        if sec.get(key) is not None and not isinstance(sec[key], bool):
+            self.problems.append(f"{path}.{key}: must be a boolean, got {sec[key]!r}")
+
+    def integer(self, sec: Mapping[str, Any], path: str, key: str, low: int, high: int | None) -> int | None:
+        value = sec.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool):
+            self.problems.append(f"{path}.{key}: must be an integer, got {value!r}")
+            return None
+        if value < low or (high is not None and value > high):
+            self.problems.append(
+                f"{path}.{key}: {value} outside [{low}, {high if high is not None else '∞'}]"
+            )
+            return None
+        return value
+
+    def percent(self, sec: Mapping[str, Any], path: str, key: str) -> int | None:
+        return self.integer(sec, path, key, 0, 100)
+
+    def enum(self, sec: Mapping[str, Any], path: str, key: str, allowed: tuple[str, ...]) -> None:
+        value = sec.get(key)
+        if value is not None and value not in allowed:
+            self.problems.append(f"{path}.{key}: {value!r} not one of {list(allowed)}")
+
+    def below(self, path: str, low_key: str, low: int | None, high_key: str, high: int | None) -> None:
+        if low is not None and high is not None and low >= high:
+            self.problems.append(f"{path}: {low_key} ({low}) must be below {high_key} ({high})")
+
+
+_RT = "resourceUsedThresholdWithBE"
+
+
+def _check_thresholds(c: _Checker, sec: Mapping[str, Any]) -> None:
+    c.boolean(sec, _RT, "enable")
+    suppress = c.percent(sec, _RT, "cpuSuppressThresholdPercent")
+    suppress_min = c.percent(sec, _RT, "cpuSuppressMinPercent")
+    if suppress is not None and suppress_min is not None and suppress_min > suppress:
+        c.problems.append(f"{_RT}: cpuSuppressMinPercent ({suppress_min}) above the threshold ({suppress})")
+    c.enum(sec, _RT, "cpuSuppressPolicy", ("cpuset", "cfsQuota"))
+    c.enum(sec, _RT, "cpuEvictPolicy", ("evictByRealLimit", "evictByAllocatable"))
+    for prefix in ("memoryEvict", "cpuEvict"):
+        high = c.percent(sec, _RT, f"{prefix}ThresholdPercent")
+        low = c.percent(sec, _RT, f"{prefix}LowerPercent")
+        c.below(_RT, f"{prefix}LowerPercent", low, f"{prefix}ThresholdPercent", high)
+    for prefix in ("memoryAllocatableEvict", "cpuAllocatableEvict"):
+        # Allocatable-based thresholds may exceed 100 (Koordinator documents 110 as an example).
+        high = c.integer(sec, _RT, f"{prefix}ThresholdPercent", 0, 1000)
+        low = c.integer(sec, _RT, f"{prefix}LowerPercent", 0, 1000)
+        c.below(_RT, f"{prefix}LowerPercent", low, f"{prefix}ThresholdPercent", high)
+    lower = c.percent(sec, _RT, "cpuEvictBESatisfactionLowerPercent")
+    upper = c.percent(sec, _RT, "cpuEvictBESatisfactionUpperPercent")
+    # koordlet's cpuevict bounds: 0 < lower <= 60 and lower <= upper < 100, else the strategy misfires.
+    if lower is not None and not 0 < lower <= 60:
+        c.problems.append(f"{_RT}.cpuEvictBESatisfactionLowerPercent: {lower} outside (0, 60]")
+    if upper is not None and upper >= 100:
+        c.problems.append(f"{_RT}.cpuEvictBESatisfactionUpperPercent: {upper} must be below 100")
+    if lower is not None and upper is not None and lower > upper:
+        c.problems.append(f"{_RT}: BE satisfaction lower ({lower}) above upper ({upper})")
+    c.percent(sec, _RT, "cpuEvictBEUsageThresholdPercent")
+    c.integer(sec, _RT, "cpuEvictTimeWindowSeconds", 1, None)
+    c.integer(sec, _RT, "evictEnabledPriorityThreshold", 0, None)
+    c.integer(sec, _RT, "allocatableEvictPriorityThreshold", 0, 7999)
+
+
+_QOS_CLASSES = ("lsrClass", "lsClass", "beClass", "systemClass", "cgroupRoot")
+
+
+def _check_qos(c: _Checker, sec: Mapping[str, Any]) -> None:
+    path = "resourceQOSStrategy"
+    policies = c.section(sec, "policies")
+    c.enum(policies, f"{path}.policies", "cpuPolicy", ("groupIdentity", "coreSched"))
+    c.enum(policies, f"{path}.policies", "netQOSPolicy", ("tc", "terway-qos"))
+    for cls in _QOS_CLASSES:
+        qos = c.section(sec, cls)
+        p = f"{path}.{cls}"
+        cpu = c.section(qos, "cpuQOS")
+        c.boolean(cpu, f"{p}.cpuQOS", "enable")
+        c.integer(cpu, f"{p}.cpuQOS", "groupIdentity", -1, 2)
+        c.integer(cpu, f"{p}.cpuQOS", "schedIdle", 0, 1)
+        resctrl = c.section(qos, "resctrlQOS")
+        start = c.percent(resctrl, f"{p}.resctrlQOS", "catRangeStartPercent")
+        end = c.percent(resctrl, f"{p}.resctrlQOS", "catRangeEndPercent")
+        c.below(f"{p}.resctrlQOS", "catRangeStartPercent", start, "catRangeEndPercent", end)
+        c.percent(resctrl, f"{p}.resctrlQOS", "mbaPercent")
+        mem = c.section(qos, "memoryQOS")
+        for key in ("minLimitPercent", "lowLimitPercent", "throttlingPercent", "wmarkRatio"):
+            c.percent(mem, f"{p}.memoryQOS", key)
+        c.integer(mem, f"{p}.memoryQOS", "wmarkScalePermill", 0, 1000)
+        c.integer(mem, f"{p}.memoryQOS", "wmarkMinAdj", -25, 50)
+
+
+def _check_burst(c: _Checker, sec: Mapping[str, Any]) -> None:
+    path = "cpuBurstStrategy"
+    c.enum(sec, path, "policy", ("none", "cpuBurstOnly", "cfsQuotaBurstOnly", "auto"))
+    c.integer(sec, path, "cpuBurstPercent", 0, None)
+    c.integer(sec, path, "cfsQuotaBurstPercent", 100, None)
+    c.integer(sec, path, "cfsQuotaBurstPeriodSeconds", -1, None)
+    c.percent(sec, path, "sharePoolThresholdPercent")
+
+
+_PRIORITIES = tuple(p.value for p in api.PriorityClass)
+_QOS_NAMES = tuple(q.value for q in api.QOSClass)
+_CGROUP_BASES = ("CgroupRoot", "Kubepods", "KubepodsBurstable", "KubepodsBesteffort")
+_SAFE_REL = re.compile(r"^[A-Za-z0-9_.:@-]+(?:/[A-Za-z0-9_.:@-]+)*$")
+
+
+def _check_host_apps(c: _Checker, apps: Any) -> None:
+    if apps is None:
+        return
+    if not isinstance(apps, list):
+        c.problems.append("hostApplications: must be a list")
+        return
+    for i, app in enumerate(apps):
+        p = f"hostApplications[{i}]"
+        if not isinstance(app, Mapping) or not isinstance(app.get("name"), str) or not app["name"]:
+            c.problems.append(f"{p}: needs a non-empty name")
+            continue
+        c.enum(app, p, "priority", _PRIORITIES)
+        c.enum(app, p, "qos", _QOS_NAMES)
+        cg = c.section(app, "cgroupPath")
+        c.enum(cg, f"{p}.cgroupPath", "base", _CGROUP_BASES)
+        for key in ("parentDir", "relativePath"):
+            value = cg.get(key)
+            # These become cgroup paths later: refuse '..' and odd characters here, not at write time.
+            if value and (
+                not isinstance(value, str) or ".." in value or not _SAFE_REL.match(value.strip("/"))
+            ):
+                c.problems.append(f"{p}.cgroupPath.{key}: unsafe path {value!r}")
+
+
+def validate_spec(spec: Any) -> None:
+    """Raise :class:`InvalidNodeSLO` listing every problem of ``spec`` (before the merge)."""
+    if not isinstance(spec, Mapping):
+        raise InvalidNodeSLO([f"spec must be an object, got {type(spec).__name__}"])
+    c = _Checker()
+    _check_thresholds(c, c.section(spec, _RT))
+    _check_qos(c, c.section(spec, "resourceQOSStrategy"))
+    _check_burst(c, c.section(spec, "cpuBurstStrategy"))
+    c.section(spec, "systemStrategy")
+    c.section(spec, "extensions")
+    _check_host_apps(c, spec.get("hostApplications"))
+    if c.problems:
+        raise InvalidNodeSLO(c.problems)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower().replace("b_e_", "be_")
+
+
+def _fields(cls: type[Any], sec: Mapping[str, Any]) -> dict[str, Any]:
+    known = set(cls.__dataclass_fields__)
+    out: dict[str, Any] = {}
+    for key, value in sec.items():
+        name = _snake(key)
+        if name in known and value is not None:
+            out[name] = value
+        elif name not in known:
+            log.debug("NodeSLO: ignoring unknown field %s", key)
+    return out
+
+
+def _host_app(app: Mapping[str, Any]) -> api.HostApplication:
+    cg = app.get("cgroupPath") or {}
+    return api.HostApplication(
+        name=str(app["name"]),
+        priority=api.PriorityClass(app.get("priority") or ""),
+        qos=api.QOSClass(app.get("qos") or ""),
+        cgroup_base=str(cg.get("base") or ""),
+        cgroup_parent_dir=str(cg.get("parentDir") or ""),
+        cgroup_relative_path=str(cg.get("relativePath") or ""),
+    )
+
+
+def _disable_off_sections(qos: dict[str, Any]) -> None:
+    # Koordinator replaces a disabled sub-config by its "None" values so plugins see neutral settings.
+    for cls in ("lsrClass", "lsClass", "beClass"):
+        section = qos.get(cls)
+        if not isinstance(section, dict):
+            continue
+        for key, neutral in (
+            ("cpuQOS", _NONE_CPU_QOS),
+            ("resctrlQOS", _NONE_RESCTRL_QOS),
+            ("memoryQOS", _NONE_MEMORY_QOS),
+        ):
+            sub = section.get(key)
+            if isinstance(sub, dict) and sub.get("enable") is False:
+                sub.update(neutral)
+
+
+def build(spec: Mapping[str, Any] | None, generation: int = 0) -> api.NodeSLO:
+    """Validate ``spec`` and merge it over the defaults (``None`` -> the defaults)."""
+    if spec is not None:
+        validate_spec(spec)
+    merged = merge(default_spec(), spec or {})
+    qos = merged["resourceQOSStrategy"]
+    _disable_off_sections(qos)
+    return api.NodeSLO(
+        resource_used_threshold_with_be=api.ResourceThresholdStrategy(
+            **_fields(api.ResourceThresholdStrategy, merged[_RT])
+        ),
+        cpu_burst_strategy=api.CPUBurstStrategy(**_fields(api.CPUBurstStrategy, merged["cpuBurstStrategy"])),
+        resource_qos_strategy=qos,
+        system_strategy=merged["systemStrategy"],
+        host_applications=tuple(_host_app(a) for a in merged.get("hostApplications") or ()),
+        extensions=merged.get("extensions") or {},
+        generation=generation,
+    )
+
+
+InvalidHook = Callable[[str], None]
+
+
+class NodeSLOStore:
+    """The NodeSLO in force. :meth:`apply` takes a raw spec; invalid ones are refused and reported."""
+
+    def __init__(
+        self,
+        *,
+        on_change: Callable[[], None] | None = None,
+        on_invalid: InvalidHook | None = None,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._current = build(None)
+        self._raw: Any = None
+        self._seen = False
+        self._on_change = on_change
+        self._on_invalid = on_invalid
+
+    def current(self) -> api.NodeSLO:
+        with self._lock:
+            return self._current
+
+    @property
+    def seen(self) -> bool:
+        """Whether a spec (or the decision that there is none) has been applied at least once."""
+        with self._lock:
+            return self._seen
+
+    def mark_seen(self) -> None:
+        with self._lock:
+            self._seen = True
+
+    def apply(self, spec: Any) -> bool:
+        """Make ``spec`` (``None`` = no NodeSLO: defaults) current if valid; True when it took effect or
+        was already in force, False when refused (the previous NodeSLO stays)."""
+        try:
+            candidate = build(spec)
+        except InvalidNodeSLO as err:
+            log.warning("NodeSLO refused, keeping generation %d: %s", self.current().generation, err)
+            with self._lock:
+                self._seen = True
+            if self._on_invalid is not None:
+                self._on_invalid(str(err))
+            return False
+        with self._lock:
+            self._seen = True
+            if spec == self._raw:
+                return True
+            current = self._current
+            same = (
+                candidate.resource_used_threshold_with_be == current.resource_used_threshold_with_be
+                and candidate.cpu_burst_strategy == current.cpu_burst_strategy
+                and candidate.resource_qos_strategy == current.resource_qos_strategy
+                and candidate.system_strategy == current.system_strategy
+                and candidate.host_applications == current.host_applications
+                and candidate.extensions == current.extensions
+            )
+            self._raw = copy.deepcopy(spec)
+            if same:
+                return True
+            self._current = api.NodeSLO(
+                resource_used_threshold_with_be=candidate.resource_used_threshold_with_be,
+                cpu_burst_strategy=candidate.cpu_burst_strategy,
+                resource_qos_strategy=candidate.resource_qos_strategy,
+                system_strategy=candidate.system_strategy,
+                host_applications=candidate.host_applications,
+                extensions=candidate.extensions,
+                generation=current.generation + 1,
+            )
+            generation = self._current.generation
+        log.info("NodeSLO generation %d in force", generation)
+        if self._on_change is not None:
+            self._on_change()
+        return True

@@ -1,0 +1,241 @@
+"""Turn a pod object (the JSON of ``v1.Pod``) into an :class:`api.PodInfo` (statesinformer layer).
+
+Koordinator's defaulting is applied here: the QoS class comes from the ``koordinator.sh/qosClass`` label,
+else from the Kubernetes QoS class (computed from requests and limits when ``status.qosClass`` is absent);
+the priority band from ``koordinator.sh/priority-class``, else ``spec.priority``, else the QoS. UIDs and
+container IDs come from objects anyone with ``pods/status`` may write, so they are validated before a
+cgroup path is built from them; a bad one leaves the pod (or container) without a cgroup dir.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from koordlet import api
+from koordlet.errors import InvalidValue, UnsafePath
+from koordlet.statesinformer.quantity import to_int, to_milli
+from koordlet.system.podpath import CgroupLayout, check_pod_uid, parse_container_id
+
+log = logging.getLogger(__name__)
+
+LABEL_QOS = "koordinator.sh/qosClass"
+LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
+BATCH_CPU = "kubernetes.io/batch-cpu"
+BATCH_MEMORY = "kubernetes.io/batch-memory"
+
+# koordinator's priority bands: [low, high] of spec.priority per class.
+PRIORITY_BANDS: tuple[tuple[api.PriorityClass, int, int], ...] = (
+    (api.PriorityClass.PROD, 9000, 9999),
+    (api.PriorityClass.MID, 7000, 7999),
+    (api.PriorityClass.BATCH, 5000, 5999),
+    (api.PriorityClass.FREE, 3000, 3999),
+)
+_KUBE_TO_KOORD = {
+    api.KubeQOSClass.GUARANTEED: api.QOSClass.LSR,
+    api.KubeQOSClass.BURSTABLE: api.QOSClass.LS,
+    api.KubeQOSClass.BESTEFFORT: api.QOSClass.BE,
+}
+_COMPUTE = ("cpu", "memory")
+
+Obj = Mapping[str, Any]
+
+
+def _map(obj: Any, key: str) -> Mapping[str, Any]:
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(obj: Any, key: str) -> list[Any]:
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, list) else []
+
+
+def _str_map(value: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def kube_qos_of(pod: Obj) -> api.KubeQOSClass:
+    """``status.qosClass`` if valid, else Kubernetes' ``GetPodQOS`` over init and app containers."""
+    raw = _map(pod, "status").get("qosClass")
+    if isinstance(raw, str):
+        try:
+            return api.KubeQOSClass(raw)
+        except ValueError:
+            pass
+    spec = _map(pod, "spec")
+    containers = _list(spec, "containers") + _list(spec, "initContainers")
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = _map(c, "resources")
+        requests, limits = _map(res, "requests"), _map(res, "limits")
+        for name in _COMPUTE:
+            req, lim = requests.get(name), limits.get(name)
+            if req is not None or lim is not None:
+                any_set = True
+            if lim is None or (req is not None and _safe_quantity(req) != _safe_quantity(lim)):
+                guaranteed = False
+    if not any_set:
+        return api.KubeQOSClass.BESTEFFORT
+    return api.KubeQOSClass.GUARANTEED if guaranteed and containers else api.KubeQOSClass.BURSTABLE
+
+
+def _safe_quantity(value: Any) -> int | None:
+    try:
+        return to_milli(value)
+    except (InvalidValue, TypeError):
+        return None
+
+
+def qos_of(labels: Mapping[str, str], kube_qos: api.KubeQOSClass) -> api.QOSClass:
+    """Koordinator's ``GetPodQoSClassWithDefault``: a known label wins; otherwise from the kube QoS."""
+    raw = labels.get(LABEL_QOS, "")
+    if raw:
+        try:
+            qos = api.QOSClass(raw)
+        except ValueError:
+            qos = api.QOSClass.NONE
+        if qos is not api.QOSClass.NONE:
+            return qos
+    return _KUBE_TO_KOORD[kube_qos]
+
+
+def priority_class_of(
+    labels: Mapping[str, str], priority: int | None, qos: api.QOSClass
+) -> api.PriorityClass:
+    """Label, else ``spec.priority`` band, else from the QoS (BE -> batch, every other class -> prod)."""
+    raw = labels.get(LABEL_PRIORITY_CLASS, "")
+    if raw:
+        try:
+            cls = api.PriorityClass(raw)
+        except ValueError:
+            cls = api.PriorityClass.NONE
+        if cls is not api.PriorityClass.NONE:
+            return cls
+    if priority is not None:
+        for cls, low, high in PRIORITY_BANDS:
+            if low <= priority <= high:
+                return cls
+    if qos is api.QOSClass.BE:
+        return api.PriorityClass.BATCH
+    if qos is api.QOSClass.NONE:
+        return api.PriorityClass.NONE
+    return api.PriorityClass.PROD
+
+
+def _resource(values: Mapping[str, Any], name: str, *, milli: bool, where: str) -> int:
+    raw = values.get(name)
+    if raw is None:
+        return 0
+    try:
+        return to_milli(raw) if milli else to_int(raw)
+    except (InvalidValue, TypeError):
+        log.warning("%s: ignoring unparsable %s quantity %r", where, name, raw)
+        return 0
+
+
+def _container(
+    spec: Obj, status: Obj | None, layout: CgroupLayout | None, uid: str, kube_qos: api.KubeQOSClass, who: str
+) -> api.ContainerInfo:
+    name = str(spec.get("name", ""))
+    res = _map(spec, "resources")
+    req, lim = _map(res, "requests"), _map(res, "limits")
+    where = f"{who}/{name}"
+    cid, runtime, cgroup_dir = "", "", ""
+    raw_id = status.get("containerID") if status else None
+    if isinstance(raw_id, str) and raw_id:
+        try:
+            runtime, cid = parse_container_id(raw_id)
+        except UnsafePath as err:
+            log.warning("%s: refusing container ID: %s", where, err)
+        else:
+            if layout is not None:
+                try:
+                    cgroup_dir = layout.container_dir(uid, kube_qos, raw_id)
+                except UnsafePath as err:
+                    log.warning("%s: no cgroup dir: %s", where, err)
+    running = bool(status is not None and "running" in _map(status, "state"))
+    # batch-cpu is an extended resource counted in millicores, so its integer value IS the millis.
+    return api.ContainerInfo(
+        name=name,
+        container_id=cid,
+        runtime=runtime,
+        cgroup_dir=cgroup_dir,
+        running=running,
+        cpu_request_milli=_resource(req, "cpu", milli=True, where=where),
+        cpu_limit_milli=_resource(lim, "cpu", milli=True, where=where),
+        memory_request_bytes=_resource(req, "memory", milli=False, where=where),
+        memory_limit_bytes=_resource(lim, "memory", milli=False, where=where),
+        batch_cpu_request_milli=_resource(req, BATCH_CPU, milli=False, where=where),
+        batch_cpu_limit_milli=_resource(lim, BATCH_CPU, milli=False, where=where),
+        batch_memory_request_bytes=_resource(req, BATCH_MEMORY, milli=False, where=where),
+        batch_memory_limit_bytes=_resource(lim, BATCH_MEMORY, milli=False, where=where),
+    )
+
+
+def _created_at(meta: Obj) -> float:
+    raw = meta.get("creationTimestamp")
+    if not isinstance(raw, str) or not raw:
+        return 0.0
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _owner_kind(meta: Obj) -> str:
+    for ref in _list(meta, "ownerReferences"):
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return str(ref.get("kind", ""))
+    return ""
+
+
+def pod_info(pod: Obj, layout: CgroupLayout | None) -> api.PodInfo | None:
+    """The :class:`api.PodInfo` of ``pod``; ``None`` when it has no UID at all (not a pod object).
+
+    ``layout`` builds the cgroup dirs; ``None`` (layout unknown) leaves them empty.
+    """
+    meta, spec, status = _map(pod, "metadata"), _map(pod, "spec"), _map(pod, "status")
+    raw_uid = meta.get("uid")
+    if not isinstance(raw_uid, str) or not raw_uid:
+        return None
+    who = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    labels, annotations = _str_map(_map(meta, "labels")), _str_map(_map(meta, "annotations"))
+    kube_qos = kube_qos_of(pod)
+    qos = qos_of(labels, kube_qos)
+    raw_priority = spec.get("priority")
+    priority = raw_priority if isinstance(raw_priority, int) and not isinstance(raw_priority, bool) else None
+    try:
+        uid = check_pod_uid(raw_uid)
+        safe_layout = layout
+    except UnsafePath as err:
+        log.warning("pod %s: %s; kept without cgroup dirs", who, err)
+        uid, safe_layout = raw_uid[:64], None
+    statuses = {
+        str(s.get("name", "")): s for s in _list(status, "containerStatuses") if isinstance(s, Mapping)
+    }
+    containers = tuple(
+        _container(c, statuses.get(str(c.get("name", ""))), safe_layout, uid, kube_qos, who)
+        for c in _list(spec, "containers")
+        if isinstance(c, Mapping)
+    )
+    return api.PodInfo(
+        uid=uid,
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        qos=qos,
+        kube_qos=kube_qos,
+        priority_class=priority_class_of(labels, priority, qos),
+        priority=priority,
+        phase=str(status.get("phase", "") or "Pending"),
+        labels=labels,
+        annotations=annotations,
+        cgroup_dir=safe_layout.pod_dir(uid, kube_qos) if safe_layout is not None else "",
+        containers=containers,
+        node_name=str(spec.get("nodeName", "")),
+        owner_kind=_owner_kind(meta),
+        created_at=_created_at(meta),
+    )

@@ -1,0 +1,195 @@
+"""Pods on this node: the kubelet ``/pods`` source and the :class:`PodsInformer` that keeps the snapshot.
+
+Three sources share one small interface, ``list_pods() -> [pod JSON]`` raising :class:`APIUnavailable`:
+the kubelet (:class:`KubeletPodSource`), the API server list+watch (``kube.APIPodSource``) and standalone
+cgroup discovery (``discovery.CgroupDiscovery``). The informer refreshes periodically and early on PLEG
+events (rate limited); an error or an empty list keeps the old pods (a restarting kubelet answers
+``[]``), and after ``staleness`` seconds without a good answer it reports itself degraded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import ssl
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from koordlet import api
+from koordlet.errors import APIUnavailable
+from koordlet.statesinformer.podinfo import pod_info
+from koordlet.statesinformer.ratelimit import TokenBucket
+from koordlet.system.podpath import CgroupLayout
+
+log = logging.getLogger(__name__)
+
+MAX_POD_LIST_BYTES = 64 * 1024 * 1024
+
+
+class PodSource(Protocol):
+    def list_pods(self) -> Sequence[Mapping[str, Any]]:
+        """Every pod of this node as ``v1.Pod`` JSON; :class:`APIUnavailable` when the source fails."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletEndpoint:
+    """Where and how to reach the kubelet's ``/pods``."""
+
+    address: str = "127.0.0.1"
+    port: int = 10250
+    insecure: bool = False
+    """``--kubelet-insecure-tls``: plain HTTP on the read-only port, no token (tests and dev only)."""
+    read_only_port: int = 10255
+    token_file: str = ""
+    """Service-account bearer token, re-read on every request (tokens rotate)."""
+    ca_file: str = ""
+    """CA for the kubelet's serving certificate; empty = do not verify (koordlet's own behaviour)."""
+    timeout: float = 3.0
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        if self.insecure:
+            return f"http://{host}:{self.read_only_port}/pods/"
+        return f"https://{host}:{self.port}/pods/"
+
+
+class KubeletPodSource:
+    """``GET /pods/`` of the kubelet, decoded as a PodList."""
+
+    def __init__(self, endpoint: Callable[[], KubeletEndpoint]) -> None:
+        self._endpoint = endpoint
+        self._warned_unverified = False
+
+    def _context(self, ep: KubeletEndpoint) -> ssl.SSLContext | None:
+        if ep.insecure:
+            return None
+        if ep.ca_file:
+            ctx = ssl.create_default_context(cafile=ep.ca_file)
+            # Kubelet serving certificates name the node, not the IP we dial: verify the chain only.
+            ctx.check_hostname = False
+            return ctx
+        if not self._warned_unverified:
+            log.warning("kubelet: no CA configured, the serving certificate is not verified")
+            self._warned_unverified = True
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+
+    def list_pods(self) -> Sequence[Mapping[str, Any]]:
+        ep = self._endpoint()
+        req = urllib.request.Request(ep.url, headers={"Accept": "application/json"})
+        if not ep.insecure and ep.token_file:
+            try:
+                token = Path(ep.token_file).read_text().strip()
+            except OSError as err:
+                raise APIUnavailable(f"kubelet: cannot read token {ep.token_file}: {err}") from err
+            req.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(req, timeout=ep.timeout, context=self._context(ep)) as resp:
+                body = resp.read(MAX_POD_LIST_BYTES + 1)
+        except (urllib.error.URLError, OSError, ValueError) as err:
+            raise APIUnavailable(f"kubelet {ep.url}: {err}") from err
+        if len(body) > MAX_POD_LIST_BYTES:
+            raise APIUnavailable(f"kubelet {ep.url}: PodList larger than {MAX_POD_LIST_BYTES} bytes")
+        try:
+            doc = json.loads(body)
+        except ValueError as err:
+            raise APIUnavailable(f"kubelet {ep.url}: bad JSON: {err}") from err
+        items = doc.get("items") if isinstance(doc, Mapping) else None
+        if not isinstance(items, list):
+            raise APIUnavailable(f"kubelet {ep.url}: not a PodList")
+        return [p for p in items if isinstance(p, Mapping)]
+
+
+Hook = Callable[[], None]
+
+
+class PodsInformer:
+    """The pod snapshot: :meth:`refresh` is the unit of work; :meth:`kick` asks for an early one."""
+
+    def __init__(
+        self,
+        source: PodSource,
+        layout: Callable[[], CgroupLayout | None],
+        *,
+        clock: Callable[[], float],
+        staleness: float,
+        on_change: Hook | None = None,
+        on_refresh: Callable[[bool, int], None] | None = None,
+        kick_rate: float = 5.0,
+        kick_burst: int = 10,
+    ) -> None:
+        self.source = source
+        self._layout = layout
+        self._clock = clock
+        self.staleness = staleness
+        self._on_change = on_change
+        self._on_refresh = on_refresh
+        self._limiter = TokenBucket(kick_rate, kick_burst, clock)
+        self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
+        self._pods: tuple[api.PodInfo, ...] = ()
+        self._synced = False
+        self._last_good: float | None = None
+        self._started = clock()
+
+    def pods(self) -> tuple[api.PodInfo, ...]:
+        with self._lock:
+            return self._pods
+
+    def has_synced(self) -> bool:
+        with self._lock:
+            return self._synced
+
+    def degraded(self) -> bool:
+        """No good pod list for longer than ``staleness`` (the snapshot is kept but may be wrong)."""
+        with self._lock:
+            since = self._last_good if self._last_good is not None else self._started
+        return self._clock() - since > self.staleness
+
+    def refresh(self) -> bool:
+        """Fetch and rebuild the snapshot; False when the source failed or answered an empty list
+        (the old pods stay). Concurrent calls are serialized."""
+        with self._refresh_lock:
+            try:
+                raw = self.source.list_pods()
+            except APIUnavailable as err:
+                log.warning("pods: refresh failed, keeping %d pods: %s", len(self.pods()), err)
+                self._report(False, 0)
+                return False
+            layout = self._layout()
+            built = tuple(p for p in (pod_info(obj, layout) for obj in raw) if p is not None)
+            if not built and self.pods():
+                # A restarting kubelet answers an empty list: do not forget every pod because of it.
+                log.info("pods: source answered no pods, keeping the %d known", len(self.pods()))
+                self._report(False, 0)
+                return False
+            built = tuple(sorted(built, key=lambda p: (p.namespace, p.name, p.uid)))
+            with self._lock:
+                changed = built != self._pods
+                self._pods = built
+                self._synced = True
+                self._last_good = self._clock()
+            self._report(True, len(built))
+        if changed and self._on_change is not None:
+            self._on_change()
+        return True
+
+    def _report(self, ok: bool, n: int) -> None:
+        if self._on_refresh is not None:
+            self._on_refresh(ok, n)
+
+    def kick(self) -> bool:
+        """An early refresh if the rate limiter allows (PLEG events); True if it ran."""
+        if not self._limiter.allow():
+            return False
+        self.refresh()
+        return True

@@ -1,0 +1,125 @@
+"""Kubernetes resource quantities and Go durations: parsing and canonical formatting (statesinformer layer).
+
+Quantities follow ``k8s.io/apimachinery/pkg/api/resource``: a signed decimal with an optional binary
+suffix (``Ki``..``Ei``), decimal suffix (``n``, ``u``, ``m``, ``k``..``E``) or exponent (``1e3``). Values
+are kept exact (``Fraction``) and rounded up when reduced to an integer, as ``Quantity.Value()`` and
+``MilliValue()`` do, so ``"0.1m"`` of CPU is 1 millicore, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+from koordlet.errors import InvalidValue
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_QUANTITY = re.compile(
+    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
+_MAX_TEXT = 64
+_MAX_EXPONENT = 30
+"""Refuse ``1e999999``: Kubernetes caps quantities far below this and a huge power would stall us."""
+
+
+def parse_quantity(text: str | int | float) -> Fraction:
+    """The exact value of a quantity (``"500m"`` -> 1/2, ``"1Gi"`` -> 1073741824); :class:`InvalidValue`
+    for anything Kubernetes would refuse. JSON numbers (int/float) are accepted as the API does."""
+    if isinstance(text, bool):
+        raise InvalidValue("quantity", text, "a boolean is not a quantity")
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise InvalidValue("quantity", text, "not finite")
+        return Fraction(str(text))
+    s = text.strip()
+    m = _QUANTITY.match(s) if len(s) <= _MAX_TEXT else None
+    if m is None:
+        raise InvalidValue("quantity", text, "not a Kubernetes quantity")
+    number, suffix = Fraction(m.group(1)), m.group(2) or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    exponent = int(suffix[1:])
+    if abs(exponent) > _MAX_EXPONENT:
+        raise InvalidValue("quantity", text, "exponent out of range")
+    return number * Fraction(10) ** exponent
+
+
+def to_milli(text: str | int | float) -> int:
+    """Millis of a quantity, rounded up (``MilliValue``): CPU ``"1.5"`` -> 1500, ``"100m"`` -> 100."""
+    return math.ceil(parse_quantity(text) * 1000)
+
+
+def to_int(text: str | int | float) -> int:
+    """The integer value, rounded up (``Value``): memory ``"1Gi"`` -> 1073741824."""
+    return math.ceil(parse_quantity(text))
+
+
+def format_milli(milli: int) -> str:
+    """CPU as Kubernetes prints ``NewMilliQuantity(v, DecimalSI)``: 1500 -> ``"1500m"``, 2000 -> ``"2"``."""
+    if milli % 1000 == 0:
+        return str(milli // 1000)
+    return f"{milli}m"
+
+
+def format_bytes(value: int) -> str:
+    """Memory as Kubernetes prints ``NewQuantity(v, BinarySI)``: the largest exact binary suffix
+    (``2147483648`` -> ``"2Gi"``), else the plain integer (``1536`` -> ``"1536"``)."""
+    if value == 0:
+        return "0"
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        unit = _BINARY[suffix]
+        if value % unit == 0:
+            return f"{value // unit}{suffix}"
+    return str(value)
+
+
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a Go ``time.Duration`` string (``"5m"``, ``"1h30m"``, ``"300s"``, ``"5m0s"``)."""
+    s = text.strip()
+    if not s or len(s) > _MAX_TEXT:
+        raise InvalidValue("duration", text, "empty or too long")
+    pos, total = 0, 0.0
+    for m in _DURATION_PART.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(s):
+        raise InvalidValue("duration", text, "not a Go duration")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """Go's ``Duration.String()`` for whole seconds: 300 -> ``"5m0s"``, 3600 -> ``"1h0m0s"``."""
+    total = round(seconds)
+    if total == 0:
+        return "0s"
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
