@@ -1,0 +1,54 @@
+"""The real agent process: /healthz within 3 s, /readyz once started, SIGTERM → exit 0 within 5 s,
+a second signal forces exit, a port already in use is a clear non-zero exit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.integration.agentproc import free_port, http_get, standalone_args, wait_http
+
+
+def start(tmp: Path, port: int, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "NODE_NAME": "lifecycle-node"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "koordlet", "run", *standalone_args(tmp, port, *extra)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_healthz_fast_ready_and_graceful_sigterm(tmp_path: Path) -> None:
+    port = free_port()
+    proc = start(tmp_path, port)
+    try:
+        took = wait_http(f"http://127.0.0.1:{port}/healthz", timeout=3.0)
+        assert took is not None, "healthz did not answer within 3 s"
+        assert wait_http(f"http://127.0.0.1:{port}/readyz", timeout=30.0) is not None
+        status, body = http_get(f"http://127.0.0.1:{port}/metrics")
+        assert status == 200 and b"koordlet_start_time" in body and b"koordlet_build_info" in body
+        assert b"koordlet_plugin_state" in body
+    finally:
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err[-3000:]
+    assert time.monotonic() - t0 < 5.0
+
+
+def test_port_in_use_exits_non_zero_with_a_clear_message(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        proc = start(tmp_path, port)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert f"127.0.0.1:{port}" in err and "cannot listen" in err

@@ -1,0 +1,87 @@
+"""Standalone end-to-end on the real kernel: pods under a test kubepods parent (real processes) show in
+``/nodemetric`` (and the NodeMetric file) with the right QoS classes and usage."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from koordlet.api import KubeQOSClass
+from tests.integration.agentproc import Agent
+from tests.integration.kubepods import RealKubepods
+
+pytestmark = pytest.mark.root
+
+
+@pytest.fixture
+def kubepods() -> Iterator[RealKubepods]:
+    kp = RealKubepods()
+    try:
+        yield kp
+    finally:
+        kp.cleanup()
+
+
+def pod_list(tmp: Path, *items: dict[str, object]) -> Path:
+    path = tmp / "pods.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "PodList", "items": list(items)}))
+    return path
+
+
+def test_pods_show_in_nodemetric_with_qos_and_usage(tmp_path: Path, kubepods: RealKubepods) -> None:
+    be = kubepods.add_pod(KubeQOSClass.BESTEFFORT)
+    kubepods.busy(kubepods.add_container(be), duty=0.5)
+    ls = kubepods.add_pod(KubeQOSClass.BURSTABLE)
+    kubepods.busy(kubepods.add_container(ls), duty=0.25)
+    podlist = pod_list(
+        tmp_path,
+        {
+            "metadata": {
+                "uid": be.uid,
+                "name": "batch-0",
+                "namespace": "jobs",
+                "labels": {"koordinator.sh/qosClass": "BE"},
+            },
+            "spec": {"containers": [{"name": "main"}]},
+            "status": {"qosClass": "BestEffort", "phase": "Running"},
+        },
+    )
+    agent = Agent(
+        tmp_path,
+        f"--cgroup-root=/{kubepods.parent}",
+        f"--pod-list={podlist}",
+        "--collect-res-used-interval=500ms",
+    )
+    try:
+        agent.wait_ready()
+        deadline = time.monotonic() + 40
+        pods: dict[str, dict[str, object]] = {}
+        while time.monotonic() < deadline:
+            status = agent.get("/nodemetric")
+            pods = {p["name"]: p for p in status.get("podsMetric") or []}
+            if "batch-0" in pods and len(pods) >= 2:
+                break
+            time.sleep(0.5)
+        assert "batch-0" in pods and len(pods) == 2, (pods, agent.tail())
+        assert pods["batch-0"]["qos"] == "BE" and pods["batch-0"]["namespace"] == "jobs"
+        other = next(p for name, p in pods.items() if name != "batch-0")
+        assert other["qos"] == "LS"  # burstable tier, no label: Koordinator's default
+        time.sleep(3)
+        status = agent.get("/nodemetric")
+        pods = {p["name"]: p for p in status["podsMetric"]}
+        be_cpu = quantity_cores(pods["batch-0"]["podUsage"]["resources"]["cpu"])
+        assert 0.3 <= be_cpu <= 0.7, be_cpu
+        assert quantity_cores(status["nodeMetric"]["nodeUsage"]["resources"]["cpu"]) >= be_cpu
+        written = tmp_path / "run" / "koordlet" / "nodemetric.json"
+        assert written.exists() and "podsMetric" in json.loads(written.read_text())
+    finally:
+        assert agent.stop() == 0, agent.tail()
+
+
+def quantity_cores(q: object) -> float:
+    text = str(q)
+    return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
