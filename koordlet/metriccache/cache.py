@@ -321,19 +321,21 @@ class MetricCache:
         path = self.config.tsdb_path
         if path is None:
             return 0
+        now = self._clock()
+        offset = self._wall_clock() - now
         try:
             image = persist.read(path)
+            restored, skipped = persist.from_image(image, self.config, now=now, offset=offset)
+            kv = persist.kv_texts(image.kv)
         except FileNotFoundError:
             return 0
-        except (CorruptCheckpoint, OSError) as err:
+        except (CorruptCheckpoint, OSError, ValueError, TypeError, KeyError) as err:
+            # ValueError/TypeError/KeyError: a file that passed its checksum but does not make sense.
             log.warning("metric cache: cannot load %s (%s); starting empty", path / FILE_NAME, err)
             persist.move_aside(path)
             with self._lock:
                 self._stats = dataclasses.replace(self._stats, load_errors=self._stats.load_errors + 1)
             return 0
-        now = self._clock()
-        offset = self._wall_clock() - now
-        restored, skipped = persist.from_image(image, self.config, now=now, offset=offset)
         with self._lock:
             for (metric, key), (labels, saved_ts, saved_vs) in restored.items():
                 kind = self._kind(metric)
@@ -346,7 +348,7 @@ class MetricCache:
                     lts, lvs = persist.ordered(live)
                     series.reset(saved_ts + lts, saved_vs + lvs)
                 kind.series[key] = series
-            for k, text in persist.kv_texts(image.kv).items():
+            for k, text in kv.items():
                 self._kv.setdefault(k, text)
         if skipped:
             log.warning("metric cache: skipped %d checkpointed series that no longer fit the schema", skipped)

@@ -239,3 +239,14 @@ def test_concurrent_appends_and_queries(fake_clock: FakeClock) -> None:
     assert agg is not None
     assert agg.count == len(keys) * ticks
     assert agg["avg"] == (ticks - 1) / 2
+
+
+def test_out_of_order_appends_last_is_greatest_timestamp(cache: MetricCache, fake_clock: FakeClock) -> None:
+    now = fake_clock()
+    cache.append(api.NODE_CPU_USAGE, None, 5.0, t=now - 1)
+    cache.append(api.NODE_CPU_USAGE, None, 9.0, t=now - 3)  # a late sample from an earlier tick
+    cache.append(api.NODE_CPU_USAGE, None, 1.0, t=now - 20)  # outside the window below
+    agg = cache.aggregate(api.NODE_CPU_USAGE, window=10, aggs=("last", "avg", "count"))
+    assert agg is not None
+    assert (agg["last"], agg["avg"], agg.count, agg.duration) == (5.0, 7.0, 2, 2.0)
+    assert cache.latest(api.NODE_CPU_USAGE) == [({}, now - 1, 5.0)]

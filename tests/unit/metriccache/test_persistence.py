@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import struct
 import threading
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
-from koordlet.metriccache import MetricCache, MetricCacheConfig
+from koordlet.metriccache import MetricCache, MetricCacheConfig, checkpoint
 from koordlet.metriccache.checkpoint import FILE_NAME, MAGIC
 from tests.fakeclock import FakeClock
 
@@ -242,3 +245,67 @@ def test_run_checkpoints_periodically_and_at_stop(tmp_path: Path) -> None:
     restored.load()
     r = restored.query(api.NODE_CPU_USAGE, window=10, agg="count")
     assert r is not None and r.value == 2  # the final checkpoint at stop has the last append
+
+
+def _handmade(meta: dict[str, Any], data: bytes = b"") -> bytes:
+    """A checkpoint with a valid header and checksum around arbitrary metadata."""
+    body = json.dumps(meta).encode()
+    head = struct.pack("<4sHHIQ", MAGIC, 1, 0, len(body), len(data)) + body + data
+    return head + struct.pack("<I", zlib.crc32(head))
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"saved_at": 1.0, "kv": {}, "series": [["node_cpu_usage", {}, "3"]]},
+        {"saved_at": 1.0, "kv": [], "series": []},
+        {"saved_at": "soon", "kv": {}, "series": []},
+        {"kv": {}, "series": []},
+        {"saved_at": 1.0, "kv": {}, "series": [["node_cpu_usage", {}]]},
+        {"saved_at": 1.0, "kv": {}, "series": [["node_cpu_usage", {}, 5]]},
+    ],
+)
+def test_checksummed_but_nonsensical_metadata_is_rejected(tmp_path: Path, meta: dict[str, Any]) -> None:
+    (tmp_path / FILE_NAME).write_bytes(_handmade(meta))
+    cache = _cache(tmp_path, FakeClock())
+    assert cache.load() == 0
+    assert cache.stats().load_errors == 1
+    assert (tmp_path / (FILE_NAME + ".corrupt")).exists()
+
+
+def test_series_that_no_longer_fit_the_schema_are_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    t = clock.wall() - 1.0
+    good = struct.pack("<2d", t, 0.5)
+    meta = {
+        "saved_at": clock.wall(),
+        "kv": {},
+        "series": [["pod_cpu_usage", {"container_id": "c"}, 1], ["pod_cpu_usage", {"pod_uid": "p"}, 1]],
+    }
+    (tmp_path / FILE_NAME).write_bytes(_handmade(meta, good + good))
+    cache = _cache(tmp_path, clock)
+    with caplog.at_level(logging.WARNING, logger="koordlet.metriccache"):
+        assert cache.load() == 1
+    assert any("no longer fit" in r.getMessage() for r in caplog.records)
+    assert cache.series(api.POD_CPU_USAGE) == [{"pod_uid": "p"}]
+    r = cache.query(api.POD_CPU_USAGE, window=5)
+    assert r is not None and r.value == 0.5
+
+
+def test_failed_write_keeps_the_previous_checkpoint(tmp_path: Path) -> None:
+    clock = FakeClock()
+    cache = _cache(tmp_path, clock)
+    _fill(cache, clock, 10)
+    cache.checkpoint()
+    before = (tmp_path / FILE_NAME).read_bytes()
+
+    def broken() -> Iterator[bytes]:
+        yield b"KMC\x01 partial"
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        checkpoint.write_atomic(tmp_path / FILE_NAME, broken())
+    assert (tmp_path / FILE_NAME).read_bytes() == before
+    assert not list(tmp_path.glob("*.tmp.*"))
