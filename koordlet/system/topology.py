@@ -97,3 +97,32 @@ def read_numa_nodes(paths: HostPaths) -> dict[int, frozenset[int]]:
         except (FileNotFoundError, InvalidValue):
             continue
     return out or {0: read_online_cpus(paths)}
+
+
+def parse_node_meminfo(text: str) -> dict[str, int]:
+    """``<sys>/devices/system/node/nodeN/meminfo`` (``Node 0 MemTotal: 4942040 kB``) in bytes."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        head, sep, rest = line.partition(":")
+        words, parts = head.split(), rest.split()
+        if not sep or len(words) != 3 or not parts or not parts[0].isdigit():
+            continue
+        out[words[2]] = int(parts[0]) * (1024 if len(parts) > 1 and parts[1] == "kB" else 1)
+    if "MemTotal" not in out:
+        raise InvalidValue("node meminfo", text[:200], "no MemTotal")
+    return out
+
+
+def read_numa_memory_usage(paths: HostPaths) -> dict[int, int]:
+    """Per NUMA node, koordlet's usage: MemTotal - (MemFree + Active(file) + Inactive(file) +
+    SReclaimable)."""
+    out: dict[int, int] = {}
+    node_dir = paths.sys("devices", "system", "node")
+    for node in sorted(read_numa_nodes(paths)):
+        try:
+            info = parse_node_meminfo((node_dir / f"node{node}" / "meminfo").read_text())
+        except FileNotFoundError:
+            continue
+        free = sum(info.get(k, 0) for k in ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable"))
+        out[node] = max(info["MemTotal"] - free, 0)
+    return out
