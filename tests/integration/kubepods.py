@@ -123,7 +123,9 @@ class RealKubepods:
         pod.containers.append(container)
         return container
 
-    def spawn(self, container: RealContainer, script: str, *args: str) -> subprocess.Popen[bytes]:
+    def spawn(
+        self, container: RealContainer, script: str, *args: str, stdin: bool = False
+    ) -> subprocess.Popen[bytes]:
         """Start ``python -c script args`` inside the container's cgroups (moved before exec)."""
         files = [self.path(sub, container.cgroup_dir, "cgroup.procs") for sub in SUBSYSTEMS]
 
@@ -135,6 +137,7 @@ class RealKubepods:
         proc = subprocess.Popen(
             [sys.executable, "-c", script, *args],
             preexec_fn=enter,  # noqa: PLW1509 - single-threaded enough for a test helper
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
