@@ -132,9 +132,9 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply | None:
         registry = self.api.registry
         parts = [p for p in path.split("/") if p]
-        if path in ("/healthz", "/livez", "/readyz"):
+        if parts in (["healthz"], ["livez"], ["readyz"]):
             return 200, b"ok"
-        if path == "/version":
+        if parts == ["version"]:
             return 200, VERSION_INFO
         if parts == ["api"]:
             return 200, registry.api_versions()
@@ -321,6 +321,7 @@ class Handler(BaseHTTPRequestHandler):
             self._chunk({"type": "ERROR", "object": err.body()})
             self.wfile.write(b"0\r\n\r\n")
             return
+        self.api.stream_started()
         try:
             self._start_stream()
             for typ, obj in initial:
@@ -351,6 +352,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client went away (Watch.stop() shuts its socket)
         finally:
             watcher.close()
+            self.api.stream_ended()
 
 
 def _no_route() -> APIError:

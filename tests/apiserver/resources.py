@@ -179,12 +179,12 @@ class Registry:
             return None
         resources: list[dict[str, Any]] = []
         for rt in types:
-            base = {"namespaced": rt.namespaced, "kind": rt.kind}
+            base = {"namespaced": rt.namespaced, "kind": rt.kind, "singularName": ""}
             resources.append(
                 {
                     "name": rt.plural,
-                    "singularName": rt.kind.lower(),
                     **base,
+                    "singularName": rt.kind.lower(),
                     "verbs": _VERBS,
                     "shortNames": list(rt.short_names),
                 }

@@ -95,7 +95,7 @@ def _split_top(selector: str) -> list[str]:
     return [t.strip() for t in terms if t.strip()]
 
 
-_KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
+_KEY = r"[A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?"
 
 
 def parse_labels(selector: str | None) -> list[LabelRequirement]:

@@ -114,6 +114,8 @@ class APIServer:
         self._requests: list[Request] = []
         self._injections: list[_Injection] = []
         self._unavailable = False
+        self._streams = 0
+        self._streams_done = threading.Condition(self._lock)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         for crd in crds:
@@ -156,6 +158,9 @@ class APIServer:
         self._httpd = self._thread = None
         httpd.shutdown()
         self.store.close_watchers()
+        # Let open watch streams write their final chunk, so clients see a clean end, not a cut.
+        with self._lock:
+            self._streams_done.wait_for(lambda: self._streams == 0, timeout=2.0)
         stuck = httpd.close_connections(timeout=5.0)
         httpd.server_close()
         thread.join(5.0)
@@ -239,6 +244,15 @@ class APIServer:
                 inj.remaining -= 1
                 headers = {"Retry-After": str(inj.retry_after)} if inj.retry_after is not None else None
                 raise APIError(inj.code, f"injected failure ({inj.code})", headers=headers)
+
+    def stream_started(self) -> None:
+        with self._lock:
+            self._streams += 1
+
+    def stream_ended(self) -> None:
+        with self._lock:
+            self._streams -= 1
+            self._streams_done.notify_all()
 
     # ---- request log ----------------------------------------------------------------------------------
 

@@ -120,6 +120,7 @@ class Store:
         self.registry = registry
         self._clock = clock
         self._lock = threading.RLock()
+        self._watchers_changed = threading.Condition(self._lock)
         self._rv = 0
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
         self._history: deque[WatchEvent] = deque(maxlen=history_limit)
@@ -410,11 +411,18 @@ class Store:
                 watcher.offer(None)
             else:
                 self._watchers.add(watcher)
+                self._watchers_changed.notify_all()
             return watcher, initial
 
     def unsubscribe(self, watcher: Watcher) -> None:
         with self._lock:
             self._watchers.discard(watcher)
+            self._watchers_changed.notify_all()
+
+    def wait_for_watchers(self, n: int = 1, timeout: float = 5.0) -> bool:
+        """Block until at least ``n`` watches are open (a test's cue that a client is listening)."""
+        with self._lock:
+            return self._watchers_changed.wait_for(lambda: len(self._watchers) >= n, timeout)
 
     def close_watchers(self) -> None:
         """End every open watch (their streams then finish) and any started until :meth:`open_watches`."""

@@ -1,0 +1,36 @@
+"""Builders shared by the test API server's tests: official-client handles and small objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.apiserver import APIServer
+
+GROUP, VERSION = "slo.koordinator.sh", "v1alpha1"
+
+
+def clients(server: APIServer) -> tuple[Any, Any]:
+    """``(CoreV1Api, CustomObjectsApi)`` of the official client, pointed at ``server``."""
+    from kubernetes import client
+
+    api = client.ApiClient(server.client_config())
+    return client.CoreV1Api(api), client.CustomObjectsApi(api)
+
+
+def pod(name: str, node: str = "node-a", namespace: str = "default", **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+def nodemetric(name: str = "node-a", **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "NodeMetric",
+        "metadata": {"name": name},
+        "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 60}},
+        **({"status": status} if status else {}),
+    }

@@ -1,0 +1,122 @@
+"""Server lifecycle: down()/up() as seen by the client, 503 mode, and clean shutdown."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+
+import pytest
+
+from tests.apiserver import APIServer
+from tests.apiserver.server import THREAD_PREFIX
+from tests.unit.apiserver.helpers import clients, pod
+
+
+def _server_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
+
+
+def test_down_refuses_connections_and_up_restores(api_server: APIServer) -> None:
+    import urllib3
+
+    core, _ = clients(api_server)
+    core.create_namespaced_pod("default", pod("p1"))  # leaves a kept-alive pooled connection
+    port = api_server.port
+    api_server.down()
+    assert api_server.is_down
+    with pytest.raises(urllib3.exceptions.MaxRetryError) as err:
+        core.list_namespaced_pod("default")
+    assert isinstance(err.value.reason, urllib3.exceptions.NewConnectionError)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    api_server.up()
+    assert api_server.port == port and not api_server.is_down
+    assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["p1"]
+
+
+def test_down_ends_open_watches(api_server: APIServer) -> None:
+    from kubernetes import watch
+
+    core, _ = clients(api_server)
+    ended = threading.Event()
+    errors: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            for _ in watch.Watch().stream(core.list_namespaced_pod, "default", timeout_seconds=30):
+                pass
+        except Exception as exc:  # either a clean end or a cut connection is fine
+            errors.append(exc)
+        ended.set()
+
+    t = threading.Thread(target=consume)
+    t.start()
+    assert api_server.store.wait_for_watchers(1)
+    api_server.down()
+    assert ended.wait(5), "a watch must not outlive down()"
+    t.join(5)
+    api_server.up()
+
+
+def test_down_503_answers_service_unavailable(api_server: APIServer) -> None:
+    from kubernetes.client.rest import ApiException
+
+    core, _ = clients(api_server)
+    api_server.down("503")
+    with pytest.raises(ApiException) as err:
+        core.list_namespaced_pod("default")
+    assert err.value.status == 503
+    api_server.up()
+    assert core.list_namespaced_pod("default").items == []
+
+
+def test_stop_joins_every_thread_even_with_an_open_watch() -> None:
+    from kubernetes import watch
+
+    before = set(_server_threads())
+    server = APIServer().start()
+    core, _ = clients(server)
+    core.list_namespaced_pod("default")
+    outcome: list[object] = []
+
+    def consume() -> None:
+        try:
+            outcome.extend(watch.Watch().stream(core.list_namespaced_pod, "default", timeout_seconds=30))
+            outcome.append("clean end")
+        except Exception as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=consume)
+    t.start()
+    assert server.store.wait_for_watchers(1)
+    server.stop()
+    t.join(5)
+    assert not t.is_alive()
+    assert outcome == ["clean end"]
+    assert set(_server_threads()) <= before
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+
+
+def test_factory_fixture_stops_its_servers(api_server_factory: Any) -> None:
+    a = api_server_factory()
+    b = api_server_factory(crds=())
+    assert a.port != b.port
+    assert b.registry.lookup("slo.koordinator.sh", "v1alpha1", "nodemetrics") is None
+    assert a.registry.lookup("slo.koordinator.sh", "v1alpha1", "nodemetrics") is not None
+
+
+def test_request_log_and_store_seeding(api_server: APIServer) -> None:
+    seeded = api_server.store.create("pods", {**pod("seeded"), "status": {"phase": "Running"}})
+    assert seeded["status"] == {"phase": "Running"}  # direct store writes may seed status
+    core, _ = clients(api_server)
+    got = core.read_namespaced_pod("seeded", "default")
+    assert got.status.phase == "Running"
+    via_api = core.create_namespaced_pod("default", {**pod("api"), "status": {"phase": "Running"}})
+    assert via_api.status is None  # API creates drop status on resources with a status subresource
+    api_server.store.update("pods", {**seeded, "metadata": {**seeded["metadata"], "labels": {"a": "b"}}})
+    assert api_server.store.get("pods", "seeded", "default")["metadata"]["labels"] == {"a": "b"}
+    assert [(r.method, r.status) for r in api_server.requests] == [("GET", 200), ("POST", 201)]
+    api_server.clear_requests()
+    assert api_server.requests == []

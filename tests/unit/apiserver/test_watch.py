@@ -1,0 +1,219 @@
+"""Watch semantics with the official client: replay from a resourceVersion, timeouts, 410, bookmarks."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from tests.apiserver import APIServer
+from tests.unit.apiserver.helpers import GROUP, VERSION, clients, nodemetric, pod
+
+
+def test_watch_from_resource_version_gets_later_events_and_ends_by_itself(api_server: APIServer) -> None:
+    from kubernetes import watch
+
+    core, _ = clients(api_server)
+    core.create_namespaced_pod("default", pod("before"))
+    rv = core.list_pod_for_all_namespaces().metadata.resource_version
+    core.create_namespaced_pod("default", pod("p1"))
+    core.patch_namespaced_pod("p1", "default", {"metadata": {"labels": {"x": "1"}}})
+    core.delete_namespaced_pod("p1", "default")
+    core.create_namespaced_pod("default", pod("other-node", node="node-b"))
+
+    started = time.monotonic()
+    seen = [
+        (ev["type"], ev["object"].metadata.name, ev["object"].metadata.resource_version)
+        for ev in watch.Watch().stream(
+            core.list_pod_for_all_namespaces,
+            field_selector="spec.nodeName=node-a",
+            resource_version=rv,
+            timeout_seconds=2,
+        )
+    ]
+    took = time.monotonic() - started
+    assert [(t, n) for t, n, _ in seen] == [("ADDED", "p1"), ("MODIFIED", "p1"), ("DELETED", "p1")]
+    versions = [int(v) for _, _, v in seen]
+    assert versions == sorted(versions) and versions[0] > int(rv)
+    assert 1.5 < took < 5, "the server must end the stream at timeoutSeconds"
+
+
+def test_watch_receives_live_events(api_server: APIServer) -> None:
+    from kubernetes import watch
+
+    core, _ = clients(api_server)
+    rv = core.list_namespaced_pod("default").metadata.resource_version
+    got: list[tuple[str, str]] = []
+
+    def consume() -> None:
+        w = watch.Watch()
+        for ev in w.stream(core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=5):
+            got.append((ev["type"], ev["object"].metadata.name))
+            if len(got) == 2:
+                w.stop()
+
+    t = threading.Thread(target=consume)
+    t.start()
+    assert api_server.store.wait_for_watchers(1)
+    api_server.store.create("pods", pod("live"))
+    api_server.store.delete("pods", "live", "default")
+    t.join(10)
+    assert not t.is_alive()
+    assert got == [("ADDED", "live"), ("DELETED", "live")]
+
+
+def test_watch_without_version_starts_with_current_objects(api_server: APIServer) -> None:
+    from kubernetes import watch
+
+    core, _ = clients(api_server)
+    api_server.store.create("pods", pod("a"))
+    api_server.store.create("pods", pod("b"))
+    api_server.store.delete("pods", "a", "default")
+    events = [
+        (e["type"], e["object"].metadata.name)
+        for e in watch.Watch().stream(core.list_namespaced_pod, "default", timeout_seconds=1)
+    ]
+    assert events == [("ADDED", "b")]
+
+
+def test_expired_resource_version_is_410(api_server_factory: Any) -> None:
+    from kubernetes import watch
+    from kubernetes.client.rest import ApiException
+
+    server = api_server_factory(history_limit=3)
+    core, _ = clients(server)
+    core.create_namespaced_pod("default", pod("first"))
+    rv = core.list_namespaced_pod("default").metadata.resource_version
+    for i in range(5):
+        core.create_namespaced_pod("default", pod(f"p{i}"))
+    with pytest.raises(ApiException) as err:
+        for _ in watch.Watch().stream(
+            core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1
+        ):
+            pass
+    assert err.value.status == 410
+    assert "too old resource version" in str(err.value.reason)
+    # the newest kept window still resumes
+    recent = str(server.store.resource_version - 2)
+    names = [
+        e["object"].metadata.name
+        for e in watch.Watch().stream(
+            core.list_namespaced_pod, "default", resource_version=recent, timeout_seconds=1
+        )
+    ]
+    assert names == ["p3", "p4"]
+
+
+def test_compaction_expires_every_older_version(api_server: APIServer) -> None:
+    from tests.apiserver.status import APIError
+
+    api_server.store.create("pods", pod("a"))
+    api_server.store.create("pods", pod("b"))
+    api_server.store.compact()
+    with pytest.raises(APIError) as err:
+        api_server.store.watch("pods", resource_version="1")
+    assert err.value.code == 410
+    watcher, initial = api_server.store.watch("pods", resource_version=str(api_server.store.resource_version))
+    watcher.close()
+    assert initial == []
+
+
+def test_bookmarks_carry_the_current_version(api_server_factory: Any) -> None:
+    from kubernetes import watch
+
+    server = api_server_factory(bookmark_interval=0.2)
+    core, _ = clients(server)
+    server.store.create("pods", pod("a"))
+    server.store.create("pods", pod("elsewhere", namespace="other"))
+    w = watch.Watch()
+    types = [
+        e["type"]
+        for e in w.stream(
+            core.list_namespaced_pod,
+            "default",
+            resource_version="1",
+            allow_watch_bookmarks=True,
+            timeout_seconds=1,
+        )
+    ]
+    assert "BOOKMARK" in types
+    # the filtered-out write in namespace "other" still advances the bookmark's version
+    assert w.resource_version == str(server.store.resource_version)
+
+
+def test_custom_object_watch(api_server: APIServer) -> None:
+    from kubernetes import watch
+
+    _, co = clients(api_server)
+    co.create_cluster_custom_object(GROUP, VERSION, "nodemetrics", nodemetric())
+    co.patch_cluster_custom_object_status(
+        GROUP, VERSION, "nodemetrics", "node-a", {"status": {"updateTime": "2026-01-01T00:00:00Z"}}
+    )
+    events = [
+        (e["type"], e["object"]["metadata"]["name"])
+        for e in watch.Watch().stream(
+            co.list_cluster_custom_object,
+            GROUP,
+            VERSION,
+            "nodemetrics",
+            resource_version="0",
+            timeout_seconds=1,
+        )
+    ]
+    assert events == [("ADDED", "node-a")]
+
+
+def test_selector_transitions_become_added_and_deleted(api_server: APIServer) -> None:
+    store = api_server.store
+    store.create("pods", pod("p", app="web"))
+    watcher, _ = store.watch("pods", label_selector="app=web", resource_version=str(store.resource_version))
+    try:
+        store.patch("pods", "p", {"metadata": {"labels": {"app": "db"}}}, namespace="default")
+        store.patch("pods", "p", {"metadata": {"labels": {"x": "1"}}}, namespace="default")
+        store.patch("pods", "p", {"metadata": {"labels": {"app": "web"}}}, namespace="default")
+        got = [watcher.next(1.0) for _ in range(2)]
+        assert [(t, o["metadata"]["labels"]) for t, o in filter(None, got)] == [
+            ("DELETED", {"app": "db"}),
+            ("ADDED", {"app": "web", "x": "1"}),
+        ]
+        assert watcher.next(0.1) is None
+    finally:
+        watcher.close()
+
+
+def test_shared_informer_tracks_pods(api_server: APIServer) -> None:
+    informer_mod = pytest.importorskip("kubernetes.informer")
+    core, _ = clients(api_server)
+    core.create_namespaced_pod("default", pod("p1"))
+    core.create_namespaced_pod("default", pod("p2"))
+    core.create_namespaced_pod("default", pod("elsewhere", node="node-b"))
+    seen: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def handler(kind: str) -> Any:
+        def record(obj: Any) -> None:
+            with lock:
+                seen.append((kind, obj.metadata.name))
+                if kind == "DELETED":
+                    done.set()
+
+        return record
+
+    inf = informer_mod.SharedInformer(core.list_pod_for_all_namespaces, field_selector="spec.nodeName=node-a")
+    for kind in ("ADDED", "MODIFIED", "DELETED"):
+        inf.add_event_handler(kind, handler(kind))
+    inf.start()
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and len(seen) < 2:
+            time.sleep(0.02)
+        core.patch_namespaced_pod("p2", "default", {"metadata": {"labels": {"v": "2"}}})
+        core.delete_namespaced_pod("p1", "default")
+        assert done.wait(5)
+    finally:
+        inf.stop()
+    assert seen == [("ADDED", "p1"), ("ADDED", "p2"), ("MODIFIED", "p2"), ("DELETED", "p1")]
+    assert sorted(inf.cache.list_keys()) == ["default/p2"]
