@@ -34,3 +34,15 @@ def nodemetric(name: str = "node-a", **status: Any) -> dict[str, Any]:
         "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 60}},
         **({"status": status} if status else {}),
     }
+
+
+def new_watch() -> Any:
+    """A ``kubernetes.watch.Watch`` (the class is untyped in the client)."""
+    from kubernetes import watch
+
+    cls: Any = watch.Watch
+    return cls()
+
+
+def is_down(server: APIServer) -> bool:
+    return server.is_down

@@ -66,7 +66,7 @@ def test_nodemetric_create_get_list_and_status_only_patch(api_server: APIServer)
 
 
 def test_invalid_nodemetric_status_is_422(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     _, co = clients(api_server)
     co.create_cluster_custom_object(GROUP, VERSION, "nodemetrics", nodemetric())
@@ -74,7 +74,7 @@ def test_invalid_nodemetric_status_is_422(api_server: APIServer) -> None:
     with pytest.raises(ApiException) as err:
         co.patch_cluster_custom_object_status(GROUP, VERSION, "nodemetrics", "node-a", bad)
     assert err.value.status == 422
-    assert "status.nodeMetric.nodeUsage.resources.cpu" in err.value.body
+    assert "status.nodeMetric.nodeUsage.resources.cpu" in str(err.value.body)
     assert "status" not in api_server.store.get("nodemetrics", "node-a")
     with pytest.raises(ApiException) as err:
         co.create_cluster_custom_object(
@@ -87,7 +87,7 @@ def test_invalid_nodemetric_status_is_422(api_server: APIServer) -> None:
 
 
 def test_unknown_fields_pruned_or_refused_with_strict_validation(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     _, co = clients(api_server)
     obj = nodemetric()
@@ -97,7 +97,7 @@ def test_unknown_fields_pruned_or_refused_with_strict_validation(api_server: API
     obj["metadata"]["name"] = "node-b"
     with pytest.raises(ApiException) as err:
         co.create_cluster_custom_object(GROUP, VERSION, "nodemetrics", obj, field_validation="Strict")
-    assert err.value.status == 400 and "typo" in err.value.body
+    assert err.value.status == 400 and "typo" in str(err.value.body)
 
 
 def test_list_pods_with_field_selector_returns_only_that_nodes_pods(api_server: APIServer) -> None:
@@ -142,35 +142,35 @@ def test_label_selectors(api_server: APIServer) -> None:
 
 
 def test_unsupported_field_selector_is_400(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, _ = clients(api_server)
     with pytest.raises(ApiException) as err:
         core.list_pod_for_all_namespaces(field_selector="spec.priority=3")
-    assert err.value.status == 400 and "field label not supported" in err.value.body
+    assert err.value.status == 400 and "field label not supported" in str(err.value.body)
 
 
 def test_not_found_and_already_exists_have_status_bodies(api_server: APIServer) -> None:
     import json
 
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, co = clients(api_server)
     with pytest.raises(ApiException) as err:
         core.read_namespaced_pod("nope", "default")
-    body = json.loads(err.value.body)
+    body = json.loads(str(err.value.body))
     assert (err.value.status, body["kind"], body["reason"]) == (404, "Status", "NotFound")
     assert body["message"] == 'pods "nope" not found'
     co.create_cluster_custom_object(GROUP, VERSION, "nodemetrics", nodemetric())
     with pytest.raises(ApiException) as err:
         co.create_cluster_custom_object(GROUP, VERSION, "nodemetrics", nodemetric())
-    body = json.loads(err.value.body)
+    body = json.loads(str(err.value.body))
     assert (err.value.status, body["reason"]) == (409, "AlreadyExists")
     assert body["details"] == {"name": "node-a", "group": GROUP, "kind": "nodemetrics"}
 
 
 def test_stale_put_is_409_and_fresh_put_succeeds(api_server: APIServer, k8s: Any) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, co = clients(api_server)
     first = core.create_namespaced_pod("default", pod("p1"))
@@ -181,7 +181,7 @@ def test_stale_put_is_409_and_fresh_put_succeeds(api_server: APIServer, k8s: Any
     first.metadata.labels = {"v": "stale"}
     with pytest.raises(ApiException) as err:
         core.replace_namespaced_pod("p1", "default", first)  # still carries the first resourceVersion
-    assert err.value.status == 409 and "the object has been modified" in err.value.body
+    assert err.value.status == 409 and "the object has been modified" in str(err.value.body)
     assert api_server.store.get("pods", "p1", "default")["metadata"]["labels"] == {"v": "1"}
 
     nm = co.create_cluster_custom_object(GROUP, VERSION, "nodemetrics", nodemetric())
@@ -198,7 +198,7 @@ def test_stale_put_is_409_and_fresh_put_succeeds(api_server: APIServer, k8s: Any
 
 
 def test_json_patch_and_merge_patch(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, co = clients(api_server)
     core.create_namespaced_pod("default", pod("p1", app="web", keep="yes"))
@@ -233,7 +233,7 @@ def test_json_patch_and_merge_patch(api_server: APIServer) -> None:
 
 
 def test_patch_with_stale_resource_version_is_409(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, _ = clients(api_server)
     p = core.create_namespaced_pod("default", pod("p1"))
@@ -303,7 +303,7 @@ def test_nodes_and_namespaces(api_server: APIServer, k8s: Any) -> None:
 
 
 def test_fail_next_injects_statuses(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, _ = clients(api_server)
     api_server.fail_next(1, 500)

@@ -34,26 +34,28 @@ def test_eviction_with_the_right_uid_deletes_the_pod(api_server: APIServer) -> N
 
 
 def test_eviction_with_a_wrong_uid_is_409_and_keeps_the_pod(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, _ = clients(api_server)
     core.create_namespaced_pod("default", pod("be-1"))
     with pytest.raises(ApiException) as err:
         core.create_namespaced_pod_eviction("be-1", "default", _eviction("be-1", "not-the-uid"))
     assert err.value.status == 409
-    assert "Precondition failed: UID in precondition: not-the-uid" in json.loads(err.value.body)["message"]
+    assert (
+        "Precondition failed: UID in precondition: not-the-uid" in json.loads(str(err.value.body))["message"]
+    )
     assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["be-1"]
 
 
 def test_eviction_blocked_answers_429_until_released(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, _ = clients(api_server)
     core.create_namespaced_pod("default", pod("be-1"))
     api_server.evictions_answer_429(True)
     with pytest.raises(ApiException) as err:
         core.create_namespaced_pod_eviction("be-1", "default", _eviction("be-1"))
-    body = json.loads(err.value.body)
+    body = json.loads(str(err.value.body))
     assert (err.value.status, body["reason"]) == (429, "TooManyRequests")
     assert body["details"]["causes"][0]["reason"] == "DisruptionBudget"
     assert len(core.list_namespaced_pod("default").items) == 1
@@ -63,7 +65,7 @@ def test_eviction_blocked_answers_429_until_released(api_server: APIServer) -> N
 
 
 def test_eviction_of_a_missing_pod_is_404(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, _ = clients(api_server)
     with pytest.raises(ApiException) as err:

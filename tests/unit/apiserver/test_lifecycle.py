@@ -10,7 +10,7 @@ import pytest
 
 from tests.apiserver import APIServer
 from tests.apiserver.server import THREAD_PREFIX
-from tests.unit.apiserver.helpers import clients, pod
+from tests.unit.apiserver.helpers import clients, is_down, new_watch, pod
 
 
 def _server_threads() -> list[str]:
@@ -24,19 +24,18 @@ def test_down_refuses_connections_and_up_restores(api_server: APIServer) -> None
     core.create_namespaced_pod("default", pod("p1"))  # leaves a kept-alive pooled connection
     port = api_server.port
     api_server.down()
-    assert api_server.is_down
+    assert is_down(api_server)
     with pytest.raises(urllib3.exceptions.MaxRetryError) as err:
         core.list_namespaced_pod("default")
     assert isinstance(err.value.reason, urllib3.exceptions.NewConnectionError)
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     api_server.up()
-    assert api_server.port == port and not api_server.is_down
+    assert api_server.port == port and not is_down(api_server)
     assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["p1"]
 
 
 def test_down_ends_open_watches(api_server: APIServer) -> None:
-    from kubernetes import watch
 
     core, _ = clients(api_server)
     ended = threading.Event()
@@ -44,7 +43,7 @@ def test_down_ends_open_watches(api_server: APIServer) -> None:
 
     def consume() -> None:
         try:
-            for _ in watch.Watch().stream(core.list_namespaced_pod, "default", timeout_seconds=30):
+            for _ in new_watch().stream(core.list_namespaced_pod, "default", timeout_seconds=30):
                 pass
         except Exception as exc:  # either a clean end or a cut connection is fine
             errors.append(exc)
@@ -60,7 +59,7 @@ def test_down_ends_open_watches(api_server: APIServer) -> None:
 
 
 def test_down_503_answers_service_unavailable(api_server: APIServer) -> None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     core, _ = clients(api_server)
     api_server.down("503")
@@ -72,7 +71,6 @@ def test_down_503_answers_service_unavailable(api_server: APIServer) -> None:
 
 
 def test_stop_joins_every_thread_even_with_an_open_watch() -> None:
-    from kubernetes import watch
 
     before = set(_server_threads())
     server = APIServer().start()
@@ -82,7 +80,7 @@ def test_stop_joins_every_thread_even_with_an_open_watch() -> None:
 
     def consume() -> None:
         try:
-            outcome.extend(watch.Watch().stream(core.list_namespaced_pod, "default", timeout_seconds=30))
+            outcome.extend(new_watch().stream(core.list_namespaced_pod, "default", timeout_seconds=30))
             outcome.append("clean end")
         except Exception as exc:
             outcome.append(exc)

@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 from tests.apiserver import APIServer
-from tests.unit.apiserver.helpers import GROUP, VERSION, clients, nodemetric, pod
+from tests.unit.apiserver.helpers import GROUP, VERSION, clients, new_watch, nodemetric, pod
 
 
 def test_watch_from_resource_version_gets_later_events_and_ends_by_itself(api_server: APIServer) -> None:
-    from kubernetes import watch
 
     core, _ = clients(api_server)
     core.create_namespaced_pod("default", pod("before"))
@@ -26,7 +25,7 @@ def test_watch_from_resource_version_gets_later_events_and_ends_by_itself(api_se
     started = time.monotonic()
     seen = [
         (ev["type"], ev["object"].metadata.name, ev["object"].metadata.resource_version)
-        for ev in watch.Watch().stream(
+        for ev in new_watch().stream(
             core.list_pod_for_all_namespaces,
             field_selector="spec.nodeName=node-a",
             resource_version=rv,
@@ -41,14 +40,13 @@ def test_watch_from_resource_version_gets_later_events_and_ends_by_itself(api_se
 
 
 def test_watch_receives_live_events(api_server: APIServer) -> None:
-    from kubernetes import watch
 
     core, _ = clients(api_server)
     rv = core.list_namespaced_pod("default").metadata.resource_version
     got: list[tuple[str, str]] = []
 
     def consume() -> None:
-        w = watch.Watch()
+        w = new_watch()
         for ev in w.stream(core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=5):
             got.append((ev["type"], ev["object"].metadata.name))
             if len(got) == 2:
@@ -65,7 +63,6 @@ def test_watch_receives_live_events(api_server: APIServer) -> None:
 
 
 def test_watch_without_version_starts_with_current_objects(api_server: APIServer) -> None:
-    from kubernetes import watch
 
     core, _ = clients(api_server)
     api_server.store.create("pods", pod("a"))
@@ -73,14 +70,13 @@ def test_watch_without_version_starts_with_current_objects(api_server: APIServer
     api_server.store.delete("pods", "a", "default")
     events = [
         (e["type"], e["object"].metadata.name)
-        for e in watch.Watch().stream(core.list_namespaced_pod, "default", timeout_seconds=1)
+        for e in new_watch().stream(core.list_namespaced_pod, "default", timeout_seconds=1)
     ]
     assert events == [("ADDED", "b")]
 
 
 def test_expired_resource_version_is_410(api_server_factory: Any) -> None:
-    from kubernetes import watch
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     server = api_server_factory(history_limit=3)
     core, _ = clients(server)
@@ -89,7 +85,7 @@ def test_expired_resource_version_is_410(api_server_factory: Any) -> None:
     for i in range(5):
         core.create_namespaced_pod("default", pod(f"p{i}"))
     with pytest.raises(ApiException) as err:
-        for _ in watch.Watch().stream(
+        for _ in new_watch().stream(
             core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1
         ):
             pass
@@ -99,7 +95,7 @@ def test_expired_resource_version_is_410(api_server_factory: Any) -> None:
     recent = str(server.store.resource_version - 2)
     names = [
         e["object"].metadata.name
-        for e in watch.Watch().stream(
+        for e in new_watch().stream(
             core.list_namespaced_pod, "default", resource_version=recent, timeout_seconds=1
         )
     ]
@@ -121,13 +117,12 @@ def test_compaction_expires_every_older_version(api_server: APIServer) -> None:
 
 
 def test_bookmarks_carry_the_current_version(api_server_factory: Any) -> None:
-    from kubernetes import watch
 
     server = api_server_factory(bookmark_interval=0.2)
     core, _ = clients(server)
     server.store.create("pods", pod("a"))
     server.store.create("pods", pod("elsewhere", namespace="other"))
-    w = watch.Watch()
+    w = new_watch()
     types = [
         e["type"]
         for e in w.stream(
@@ -144,7 +139,6 @@ def test_bookmarks_carry_the_current_version(api_server_factory: Any) -> None:
 
 
 def test_custom_object_watch(api_server: APIServer) -> None:
-    from kubernetes import watch
 
     _, co = clients(api_server)
     co.create_cluster_custom_object(GROUP, VERSION, "nodemetrics", nodemetric())
@@ -153,7 +147,7 @@ def test_custom_object_watch(api_server: APIServer) -> None:
     )
     events = [
         (e["type"], e["object"]["metadata"]["name"])
-        for e in watch.Watch().stream(
+        for e in new_watch().stream(
             co.list_cluster_custom_object,
             GROUP,
             VERSION,
