@@ -25,7 +25,9 @@ from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
+from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
 from koordlet.resourceexecutor.metrics import ExecutorMetrics
+from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
 from koordlet.system import cgroups, cpuset, native
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
@@ -34,10 +36,6 @@ log = logging.getLogger(__name__)
 
 Writer = Callable[[Sequence[tuple[str | Path, str | bytes]]], list[int]]
 """Ordered writes, per-item 0 or errno (``native.write_batch``'s shape)."""
-
-GONE_ERRNOS = frozenset({errno.ENOENT, errno.ENODEV})
-"""ENOENT: the cgroup dir is gone; ENODEV: it was removed while a descriptor was held."""
-READ_CAP = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,24 +70,6 @@ class _Entry:
     checked: float
 
 
-def read_text(path: Path) -> str | None:
-    """The file's text, or ``None`` when its cgroup is gone; other errors raise ``OSError``."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as err:
-        if err.errno in GONE_ERRNOS or err.errno == errno.ENOTDIR:
-            return None
-        raise
-    try:
-        return os.read(fd, READ_CAP).decode(errors="replace")
-    except OSError as err:
-        if err.errno in GONE_ERRNOS:
-            return None
-        raise
-    finally:
-        os.close(fd)
-
-
 class ResourceExecutor:
     """Implements ``koordlet.api.ResourceWriter``; thread-safe (one lock around every update)."""
 
@@ -117,6 +97,17 @@ class ResourceExecutor:
         self._lock = threading.RLock()
         self.audit = AuditLog(self.config.audit_size, wall_clock=wall_clock)
         self.metrics = ExecutorMetrics(registry if registry is not None else CollectorRegistry())
+        self.resctrl = ResctrlWrites(
+            paths,
+            clock=clock,
+            audit=self.audit,
+            metrics=self.metrics,
+            lock=self._lock,
+            force_seconds=self.config.force_update_seconds,
+            dry_run=self.config.dry_run,
+            force_python=self.config.force_python,
+        )
+        """resctrl ``schemata``/``tasks`` writes, sharing this executor's cache period, audit and metrics."""
 
     # -- public API (koordlet.api.ResourceWriter) -------------------------------------------------------
 
@@ -152,6 +143,7 @@ class ResourceExecutor:
         with self._lock:
             for key in [k for k, e in self._cache.items() if e.target.update.owner == owner]:
                 del self._cache[key]
+            self.resctrl.release(owner)
 
     def reconcile_owned(self) -> list[UpdateResult]:
         """Re-check owned values older than the force period and rewrite any changed out of band.
@@ -173,10 +165,11 @@ class ResourceExecutor:
                 if age >= period:
                     depth = len([p for p in u.cgroup_dir.split("/") if p])
                     due.setdefault(depth, []).append(replace(u, value=entry.target.value))
+            repaired = self.resctrl.reconcile_owned()
             if not due:
-                return []
+                return repaired
             levels = [due[d] for d in sorted(due)]
-            return self._leveled(levels, self._online(), force=True)
+            return self._leveled(levels, self._online(), force=True) + repaired
 
     def events(self, *, since_seq: int = 0, limit: int | None = None) -> list[dict[str, object]]:
         """Recent audit events as JSON-able dicts (``/events``)."""

@@ -148,13 +148,13 @@ def _run(tmp_path: Path, resource: str, data: st.DataObject) -> None:
     assert {r.update.cgroup_dir for r in results if r.written} == changed
 
 
-@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_leveled_cpuset_never_breaks_v1_nesting(tmp_path_factory: Any, data: st.DataObject) -> None:
     _run(tmp_path_factory.mktemp("cpuset"), "cpuset.cpus", data)
 
 
-@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_leveled_quota_never_breaks_v1_nesting(tmp_path_factory: Any, data: st.DataObject) -> None:
     _run(tmp_path_factory.mktemp("quota"), "cpu.cfs_quota_us", data)
