@@ -1,0 +1,266 @@
+"""``StatesInformer``: the facade the agent and the plugins read (implements :class:`api.StatesReader`).
+
+It wires the pieces by mode. In a cluster: the Node, this node's NodeSLO and NodeMetric are list+watched
+by name, pods come from the kubelet (or the API server), the NodeMetric status is reported every interval,
+and the evictor's Eviction and Event calls go through here. Standalone (no credentials, or asked): the
+node is this host, pods are discovered in the cgroup tree, the NodeSLO comes from a file or the defaults,
+and the NodeMetric status is written to a local file and served by the daemon.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from koordlet import api
+from koordlet.metriccache import MetricCache
+from koordlet.runtime import EventBus, Supervisor
+from koordlet.statesinformer import kube
+from koordlet.statesinformer.config import InformerConfig
+from koordlet.statesinformer.discovery import CgroupDiscovery
+from koordlet.statesinformer.metrics import InformerMetrics
+from koordlet.statesinformer.node import local_node, node_info
+from koordlet.statesinformer.nodemetric import CollectPolicy, StatusBuilder
+from koordlet.statesinformer.nodeslo import NodeSLOStore
+from koordlet.statesinformer.pleg import PLEG
+from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer, PodSource
+from koordlet.statesinformer.ratelimit import Backoff
+from koordlet.statesinformer.reporter import FILE_NAME, NodeMetricReporter
+from koordlet.statesinformer.slofile import NodeSLOFile
+from koordlet.system.host import Host
+
+log = logging.getLogger(__name__)
+
+_MISSING_SPEC = "<NodeSLO without a spec>"
+
+
+class StatesInformer:
+    """Node, pods, NodeSLO and NodeMetric for one node; :meth:`start` returns at once."""
+
+    def __init__(
+        self,
+        config: InformerConfig,
+        host: Host,
+        cache: MetricCache,
+        bus: EventBus,
+        registry: CollectorRegistry | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.host = host
+        self.cache = cache
+        self.bus = bus
+        self._clock = clock
+        self._wall = wall_clock
+        self.metrics = InformerMetrics(registry)
+        self.standalone = self._decide_standalone(config)
+        self._listwatches: list[kube.ListWatch] = []
+        self._local_node: api.NodeInfo | None = None
+        self.nodeslo = NodeSLOStore(
+            on_change=lambda: bus.publish(api.EVENT_NODE_SLO_CHANGED), on_invalid=self._nodeslo_invalid
+        )
+        self.api: kube.ClusterAPI | None = None
+        self._node_objs = kube.WatchedObjects()
+        self._slo_objs = kube.WatchedObjects(on_change=self._nodeslo_changed)
+        self._nm_objs = kube.WatchedObjects()
+        self._pod_objs = kube.WatchedObjects(on_change=self._api_pods_changed)
+        self.slo_file = NodeSLOFile(config.node_slo_file, self.nodeslo)
+        source: PodSource
+        if self.standalone:
+            source = CgroupDiscovery(host, config.pod_list, config.kubelet_sync_timeout)
+        else:
+            self.api = kube.ClusterAPI(
+                kube.make_api_client(config.kubeconfig, config.client_configuration),
+                config.node_name,
+                config.request_timeout_seconds,
+            )
+            if config.pod_source == "api":
+                source = kube.APIPodSource(self._pod_objs)
+            else:
+                source = KubeletPodSource(self._kubelet_endpoint)
+        self.pods_informer = PodsInformer(
+            source,
+            lambda: host.layout,
+            clock=clock,
+            staleness=config.staleness,
+            on_change=lambda: bus.publish(api.EVENT_PODS_CHANGED),
+            on_refresh=lambda ok, n: self.metrics.pods_refresh.labels(result="ok" if ok else "kept").inc(),
+        )
+        self.metrics.bind(self.pods_informer.degraded, lambda: len(self.pods_informer.pods()))
+        self.builder = StatusBuilder(cache, wall_clock)
+        self.reporter = NodeMetricReporter(
+            config,
+            self._build_status,
+            self._node_metric_spec,
+            clock=clock,
+            metrics=self.metrics,
+            sink=self.api,
+            file=host.paths.koordlet_run_dir() / FILE_NAME if self.standalone else None,
+        )
+
+    @staticmethod
+    def _decide_standalone(config: InformerConfig) -> bool:
+        if config.standalone is not None:
+            return config.standalone
+        has_creds = bool(config.client_configuration or config.kubeconfig or kube.in_cluster_available())
+        return not has_creds
+
+    # StatesReader --------------------------------------------------------------------------------
+
+    def node(self) -> api.NodeInfo | None:
+        if self.standalone:
+            if self._local_node is None:
+                self._local_node = local_node(self.config.node_name, self.host.paths)
+            return self._local_node
+        objs = self._node_objs.items()
+        return node_info(objs[0]) if objs else None
+
+    def pods(self) -> tuple[api.PodInfo, ...]:
+        return self.pods_informer.pods()
+
+    def node_slo(self) -> api.NodeSLO:
+        return self.nodeslo.current()
+
+    def has_synced(self) -> bool:
+        if not self.pods_informer.has_synced() or not self.nodeslo.seen:
+            return False
+        return self.standalone or self._node_objs.synced()
+
+    def degraded(self) -> bool:
+        """The pod list is older than the allowed staleness (pods are kept; acting on them is risky)."""
+        return self.pods_informer.degraded()
+
+    # Lifecycle -----------------------------------------------------------------------------------
+
+    def start(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        """Start every loop under ``supervisor`` and return at once."""
+        cfg = self.config
+        if self.api is not None:
+            opts: dict[str, Any] = {
+                "watch_timeout": cfg.watch_timeout_seconds,
+                "request_timeout": cfg.request_timeout_seconds,
+            }
+            watches = [
+                self.api.node_listwatch(self._node_objs, **opts),
+                self.api.custom_listwatch("nodeslos", self._slo_objs, **opts),
+                self.api.custom_listwatch("nodemetrics", self._nm_objs, **opts),
+            ]
+            if cfg.pod_source == "api":
+                watches.append(self.api.pods_listwatch(self._pod_objs, **opts))
+            for lw in watches:
+                lw.backoff = Backoff(initial=0.2, cap=cfg.max_backoff_seconds)
+                self._listwatches.append(lw)
+                supervisor.go(f"informer-{lw.name}", lambda lw=lw: lw.run(stop))  # type: ignore[misc]
+        else:
+            self.slo_file.check()
+            supervisor.every("informer-nodeslo-file", cfg.node_slo_file_check_seconds, self._check_slo_file)
+        supervisor.every("informer-pods", cfg.kubelet_sync_interval, self._refresh_pods)
+        if cfg.pleg:
+            pleg = PLEG(self.host, self.pods_informer.kick)
+            supervisor.go("informer-pleg", lambda: pleg.run(stop))
+        if cfg.enable_node_metric_report:
+            supervisor.go("informer-nodemetric", lambda: self.reporter.run(stop))
+
+    def _check_slo_file(self) -> None:
+        self.slo_file.check()
+
+    def _refresh_pods(self) -> None:
+        self.pods_informer.refresh()
+
+    def shutdown(self) -> None:
+        """Cut open watches so their threads end promptly (the loops themselves end on ``stop``)."""
+        for lw in self._listwatches:
+            lw.close()
+        if self.api is not None:
+            self.api.close()
+
+    # NodeSLO / NodeMetric ----------------------------------------------------------------------
+
+    def _nodeslo_changed(self) -> None:
+        objs = self._slo_objs.items()
+        if not objs:
+            self.nodeslo.apply(None)
+            return
+        spec = objs[0].get("spec")
+        self.nodeslo.apply(spec if spec is not None else _MISSING_SPEC)
+
+    def _nodeslo_invalid(self, why: str) -> None:
+        self.metrics.nodeslo_invalid.inc()
+        node = self._node_objs.items()
+        uid = str((node[0].get("metadata") or {}).get("uid", "")) if node else ""
+        self.record_event("Node", "", self.config.node_name, uid, "Warning", "NodeSLOInvalid", why)
+
+    def _node_metric_spec(self) -> Mapping[str, Any] | None:
+        if self.standalone:
+            return {}
+        objs = self._nm_objs.items()
+        if not objs:
+            return None
+        spec = objs[0].get("spec")
+        return spec if isinstance(spec, Mapping) else {}
+
+    def _build_status(self, policy: CollectPolicy) -> dict[str, Any]:
+        return self.builder.build(policy, self.pods(), self.node_slo().host_applications)
+
+    def nodemetric_status(self) -> dict[str, Any]:
+        """The NodeMetric ``status`` as of now (served at ``/nodemetric``)."""
+        return self._build_status(self.reporter.policy())
+
+    # Pods ----------------------------------------------------------------------------------------
+
+    def _api_pods_changed(self) -> None:
+        self.pods_informer.kick()
+
+    def _kubelet_endpoint(self) -> KubeletEndpoint:
+        cfg = self.config
+        address, port = cfg.kubelet_address, cfg.kubelet_port
+        objs = self._node_objs.items()
+        status = (objs[0].get("status") or {}) if objs else {}
+        if not address:
+            for addr in status.get("addresses") or ():
+                if isinstance(addr, Mapping) and addr.get("type") == cfg.kubelet_preferred_address_type:
+                    address = str(addr.get("address", ""))
+                    break
+        if not port:
+            endpoint = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+            port = endpoint if isinstance(endpoint, int) and endpoint > 0 else 10250
+        return KubeletEndpoint(
+            address=address or "127.0.0.1",
+            port=port,
+            insecure=cfg.kubelet_insecure_tls,
+            read_only_port=cfg.kubelet_read_only_port,
+            token_file=cfg.kubelet_token_file,
+            ca_file=cfg.kubelet_ca_file,
+            timeout=cfg.kubelet_sync_timeout,
+        )
+
+    # For the evictor ------------------------------------------------------------------------------
+
+    def evict(self, pod: api.PodInfo, reason: str, message: str) -> str:
+        """policy/v1 Eviction with a UID precondition: ``evicted``, ``blocked`` (429), ``gone`` (404),
+        ``conflict`` (409) or ``error`` (also in standalone mode, where there is no API)."""
+        if self.api is None:
+            return kube.EvictResult.ERROR
+        result = self.api.evict(pod.namespace, pod.name, pod.uid)
+        log.info("evict %s/%s (%s): %s: %s", pod.namespace, pod.name, reason, result, message)
+        if result == kube.EvictResult.EVICTED:
+            self.record_event(
+                "Pod", pod.namespace, pod.name, pod.uid, "Warning", "Evicted", f"{reason}: {message}"
+            )
+        return result
+
+    def record_event(
+        self, kind: str, namespace: str, name: str, uid: str, type: str, reason: str, message: str
+    ) -> bool:
+        """A core/v1 Event, best effort (False when it could not be recorded or in standalone mode)."""
+        if self.api is None:
+            log.info("event %s %s/%s %s: %s", type, namespace, name, reason, message)
+            return False
+        return self.api.create_event(kind, namespace, name, uid, type, reason, message, self._wall())

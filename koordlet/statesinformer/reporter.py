@@ -1,0 +1,133 @@
+"""NodeMetric reporting: one :meth:`NodeMetricReporter.report_once` per interval, rate limited, retried
+with exponential backoff on 409/429/5xx and connection errors.
+
+The NodeMetric object belongs to slo-controller: while it does not exist the report is skipped (unless
+``create_node_metric`` says to create it). Nothing queues while the API server is away: each attempt
+builds a fresh status from the cache, so memory stays flat however long the outage lasts. Standalone,
+the status is written atomically to ``<var-run>/koordlet/nodemetric.json`` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from koordlet.errors import APIUnavailable
+from koordlet.statesinformer.config import InformerConfig
+from koordlet.statesinformer.metrics import InformerMetrics
+from koordlet.statesinformer.nodemetric import CollectPolicy, write_atomic
+from koordlet.statesinformer.ratelimit import Backoff, TokenBucket
+
+log = logging.getLogger(__name__)
+FILE_NAME = "nodemetric.json"
+
+
+class StatusSink(Protocol):
+    def patch_node_metric_status(self, status: Mapping[str, Any]) -> int: ...
+
+    def create_node_metric(self) -> int: ...
+
+
+class NodeMetricReporter:
+    """Reports ``build(policy)`` to ``sink`` (cluster) or to ``file`` (standalone)."""
+
+    def __init__(
+        self,
+        config: InformerConfig,
+        build: Callable[[CollectPolicy], dict[str, Any]],
+        spec: Callable[[], Mapping[str, Any] | None],
+        *,
+        clock: Callable[[], float],
+        metrics: InformerMetrics,
+        sink: StatusSink | None = None,
+        file: Path | None = None,
+    ) -> None:
+        self.config = config
+        self._build = build
+        self._spec = spec
+        self._clock = clock
+        self._metrics = metrics
+        self.sink = sink
+        self.file = file
+        self.limiter = TokenBucket(config.status_qps, config.status_burst, clock)
+        self.backoff = Backoff(initial=0.5, cap=config.max_backoff_seconds)
+        self.last_result = ""
+        self.reports = 0
+
+    def policy(self) -> CollectPolicy:
+        spec = self._spec()
+        if spec is None:
+            d = CollectPolicy()
+            return CollectPolicy(
+                d.aggregate_duration_seconds,
+                int(self.config.default_report_interval_seconds),
+                d.durations,
+                d.memory_policy,
+            )
+        return CollectPolicy.from_spec(spec)
+
+    def interval(self) -> float:
+        spec = self._spec()
+        raw = (
+            self.config.default_report_interval_seconds
+            if spec is None
+            else CollectPolicy.from_spec(spec).report_interval_seconds
+        )
+        return max(float(raw), self.config.report_interval_min_seconds)
+
+    def _done(self, result: str, delay: float) -> float:
+        self.last_result = result
+        self._metrics.nodemetric_report.labels(result=result).inc()
+        return delay
+
+    def report_once(self) -> float:
+        """One attempt; returns the seconds until the next one (the interval, a backoff delay, or the
+        rate limiter's wait)."""
+        interval = self.interval()
+        if self.sink is None:
+            if self.file is not None:
+                write_atomic(self.file, self._build(self.policy()))
+                self.reports += 1
+            return self._done("written", interval)
+        if self._spec() is None:
+            if not self.config.create_node_metric:
+                return self._done("skipped", interval)
+            try:
+                code = self.sink.create_node_metric()
+            except APIUnavailable as err:
+                log.info("nodemetric: create failed: %s", err)
+                return self._done("error", self.backoff.next())
+            log.info("nodemetric: created the NodeMetric (%d)", code)
+            return self._done("created", min(interval, 1.0))
+        wait = self.limiter.wait_time()
+        if wait > 0 or not self.limiter.allow():
+            return self._done("throttled", max(wait, 0.01))
+        status = self._build(self.policy())
+        try:
+            code = self.sink.patch_node_metric_status(status)
+        except APIUnavailable as err:
+            delay = self.backoff.next()
+            log.warning("nodemetric: API server unreachable (%s); retry in %.1fs", err, delay)
+            return self._done("error", delay)
+        if code == 200:
+            self.backoff.reset()
+            self.reports += 1
+            return self._done("ok", interval)
+        if code == 404:
+            return self._done("skipped", interval)
+        delay = self.backoff.next()
+        log.warning("nodemetric: status update answered %d; retry in %.1fs", code, delay)
+        return self._done("retry" if code in (409, 429) or code >= 500 else "error", delay)
+
+    def run(self, stop: threading.Event) -> None:
+        """Report until ``stop``; a failing attempt is logged and retried, never fatal."""
+        delay = 0.0
+        while not stop.wait(delay):
+            try:
+                delay = self.report_once()
+            except Exception:  # never let one bad status kill reporting for good
+                log.exception("nodemetric: report failed")
+                delay = self.backoff.next()
