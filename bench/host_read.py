@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -125,14 +126,13 @@ def skip(why: str) -> int:
     return 0
 
 
-def timed_sweeps(read: object, sweeps: int) -> float:
+def timed_sweeps(read: Callable[[], object], sweeps: int) -> float:
     """Median ms of ``sweeps`` calls of ``read()`` (after one warm-up call)."""
-    fn = read  # a bound method; typed loosely to keep the bench self-contained
-    fn()  # type: ignore[operator]
+    read()
     times = []
     for _ in range(sweeps):
         t0 = time.perf_counter()
-        fn()  # type: ignore[operator]
+        read()
         times.append((time.perf_counter() - t0) * 1000.0)
     return statistics.median(times)
 

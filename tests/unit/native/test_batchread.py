@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ MEMORY_STAT = (
 MEM_KEYS = ("total_cache", "total_rss", "total_inactive_file", "total_active_file", "total_unevictable")
 
 
-def _open(impl: str, paths: list[Path], kinds: list[FileKind], keys: list[tuple[str, ...]], **kw: int):
+def _open(
+    impl: str, paths: Sequence[Path], kinds: Sequence[FileKind], keys: Sequence[Sequence[str]], **kw: int
+) -> batchread.BatchReader:
     return native.open_batch_reader(paths, kinds, keys, force_python=impl == "python", **kw)
 
 

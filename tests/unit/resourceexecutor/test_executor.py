@@ -312,3 +312,24 @@ def test_metrics_histogram_by_type_and_status(
         )
 
     assert (count("written"), count("unchanged"), count("error")) == (1.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("mode", [CgroupMode.V1, CgroupMode.V2])
+def test_cpuset_batch_on_both_layouts(
+    fake_host: Any, make_executor: Callable[..., ResourceExecutor], writer: RecordingWriter, mode: CgroupMode
+) -> None:
+    if mode is CgroupMode.V2:
+        fake_host.use_cgroup_v2()
+    pods = [f"kubepods/besteffort/pod{i}" for i in range(3)]
+    for d in pods[:2]:
+        fake_host.mkcgroup("cpuset", d)
+        fake_host.write_cgroup("cpuset.cpus", d, "0-3")
+    ex = make_executor()
+    assert ex.mode is mode
+    results = ex.update_batch([CgroupUpdate("cpuset.cpus", d, "1,2", "CPUSuppress") for d in pods])
+    assert [(r.written, r.skipped) for r in results] == [(True, ""), (True, ""), (False, "gone")]
+    for d in pods[:2]:
+        assert fake_host.read_cgroup("cpuset.cpus", d) == "1-2"
+    again = ex.update_batch([CgroupUpdate("cpuset.cpus", d, "2,1", "CPUSuppress") for d in pods[:2]])
+    assert [r.skipped for r in again] == ["unchanged", "unchanged"]
+    assert len(writer.writes) == 2
