@@ -211,3 +211,24 @@ def test_shared_informer_tracks_pods(api_server: APIServer) -> None:
         inf.stop()
     assert seen == [("ADDED", "p1"), ("ADDED", "p2"), ("MODIFIED", "p2"), ("DELETED", "p1")]
     assert sorted(inf.cache.list_keys()) == ["default/p2"]
+
+
+def test_watch_without_timeout_resumes_after_the_server_ends_the_stream(api_server_factory: Any) -> None:
+    server = api_server_factory(default_watch_timeout=0.3)
+    core, _ = clients(server)
+    server.store.create("pods", pod("a"))
+    rv = core.list_namespaced_pod("default").metadata.resource_version
+    w = new_watch()
+    got: list[str] = []
+    feeder = threading.Timer(0.8, lambda: server.store.create("pods", pod("b")))
+    feeder.start()
+    try:
+        for ev in w.stream(core.list_namespaced_pod, "default", resource_version=rv):
+            got.append(ev["object"].metadata.name)
+            w.stop()
+    finally:
+        feeder.cancel()
+    watches = [r for r in server.requests if r.query.get("watch") == "true"]
+    assert got == ["b"]
+    assert len(watches) >= 2, "the client reconnects when the server ends a watch"
+    assert watches[1].query["resourceVersion"] == rv
