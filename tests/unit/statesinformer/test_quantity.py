@@ -1,0 +1,80 @@
+"""Kubernetes quantity and Go duration parsing/formatting."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from koordlet.errors import InvalidValue
+from koordlet.statesinformer import quantity as q
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("500m", Fraction(1, 2)),
+        ("1", Fraction(1)),
+        ("1.5", Fraction(3, 2)),
+        ("1Gi", Fraction(2**30)),
+        ("512Mi", Fraction(512 * 2**20)),
+        ("1e3", Fraction(1000)),
+        ("1E-3", Fraction(1, 1000)),
+        ("2k", Fraction(2000)),
+        ("1M", Fraction(10**6)),
+        ("100n", Fraction(1, 10**7)),
+        ("+.5", Fraction(1, 2)),
+        ("-1Ki", Fraction(-1024)),
+        (3, Fraction(3)),
+        (0.25, Fraction(1, 4)),
+    ],
+)
+def test_parse(text: str | int | float, value: Fraction) -> None:
+    assert q.parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "1.2.3", "1Ki5", "1KB", "1e", "1e999", "Gi", "1 Gi", True, "9" * 80])
+def test_parse_refuses(bad: object) -> None:
+    with pytest.raises(InvalidValue):
+        q.parse_quantity(bad)  # type: ignore[arg-type]
+
+
+def test_rounding_up_as_kubernetes() -> None:
+    assert q.to_milli("0.1m") == 1  # MilliValue rounds up: a tiny request is never 0
+    assert q.to_milli("1.5") == 1500
+    assert q.to_int("1.5") == 2
+    assert q.to_int("1Gi") == 1073741824
+    assert q.to_milli("2") == 2000
+
+
+@pytest.mark.parametrize(("milli", "text"), [(1500, "1500m"), (2000, "2"), (0, "0"), (1, "1m"), (12000, "12")])
+def test_format_milli(milli: int, text: str) -> None:
+    assert q.format_milli(milli) == text
+    assert q.to_milli(text) == milli
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(2**31, "2Gi"), (1536, "1536"), (1024, "1Ki"), (3 * 2**20, "3Mi"), (0, "0"), (1000, "1000")]
+)
+def test_format_bytes_round_trips(value: int, text: str) -> None:
+    assert q.format_bytes(value) == text
+    assert q.to_int(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("5m", 300), ("5m0s", 300), ("1h30m", 5400), ("300s", 300), ("1.5h", 5400), ("500ms", 0.5)]
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert q.parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("bad", ["", "5", "m5", "5x", "5m 3s"])
+def test_parse_duration_refuses(bad: str) -> None:
+    with pytest.raises(InvalidValue):
+        q.parse_duration(bad)
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(300, "5m0s"), (600, "10m0s"), (1800, "30m0s"), (3600, "1h0m0s"), (45, "45s")])
+def test_format_duration_matches_go(seconds: float, text: str) -> None:
+    assert q.format_duration(seconds) == text
+    assert q.parse_duration(text) == seconds
