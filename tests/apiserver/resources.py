@@ -87,7 +87,18 @@ BUILTIN = (
     ),
     ResourceType("", "v1", "events", "Event", True, False, _EVENT_FIELDS, ("ev",)),
     ResourceType("events.k8s.io", "v1", "events", "Event", True, False, _COMMON_FIELDS, ("ev",)),
+    ResourceType(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        True,
+        _COMMON_FIELDS,
+        ("crd", "crds"),
+    ),
 )
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 # Subresources other than status that discovery advertises (verbs as the real server lists them).
 _EXTRA_SUBRESOURCES = {("", "pods"): {"eviction": ("create",), "log": ("get",), "binding": ("create",)}}
@@ -131,6 +142,13 @@ class Registry:
             self.add(rt)
             added.append(rt)
         return added
+
+    def remove_crd(self, crd: crdschema.CRDSource) -> None:
+        """Stop serving the CRD's resources (their objects stay in the store, unreachable)."""
+        spec = crdschema.load_crd(crd)["spec"]
+        with self._lock:
+            for key in [k for k in self._types if k[0] == spec["group"] and k[2] == spec["names"]["plural"]]:
+                del self._types[key]
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         with self._lock:

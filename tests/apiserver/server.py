@@ -182,8 +182,12 @@ class APIServer:
         return client.Configuration(host=self.url)
 
     def register_crd(self, crd: crdschema.CRDSource) -> list[ResourceType]:
-        """Serve the CRD's resources and validate their objects against its schema."""
-        return self.registry.add_crd(crd)
+        """Serve the CRD's resources and validate their objects against its schema (the CRD object is
+        stored too, so ``kubectl get crd`` lists it)."""
+        doc = crdschema.load_crd(crd)
+        self.store.create("customresourcedefinitions", doc)
+        name = doc["metadata"]["name"]
+        return [rt for rt in self.registry.all() if rt.crd is not None and rt.crd["metadata"]["name"] == name]
 
     # ---- fault switches -------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.apiserver import patch, status
-from tests.apiserver.resources import Registry, ResourceType
+from tests.apiserver.resources import CRD_KEY, Registry, ResourceType
 from tests.apiserver.selectors import Selector
 
 Obj = dict[str, Any]
@@ -205,6 +205,8 @@ class Store:
         return pruned
 
     def _commit(self, rt: ResourceType, typ: str, obj: Obj, old: Obj | None) -> Obj:
+        if rt.key == CRD_KEY:
+            self._crd_written(typ, obj)
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
@@ -217,6 +219,43 @@ class Store:
         for w in self._watchers:
             w.offer(event)
         return copy.deepcopy(obj)
+
+    def _crd_written(self, typ: str, obj: Obj) -> None:
+        """A CRD object changes what is served, as the apiextensions controllers make it."""
+        if typ == "DELETED":
+            self.registry.remove_crd(obj)
+            return
+        try:
+            self.registry.add_crd(obj)
+        except (KeyError, TypeError, ValueError) as err:
+            raise status.invalid(
+                "CustomResourceDefinition",
+                "apiextensions.k8s.io",
+                obj["metadata"]["name"],
+                [("spec", f"not a usable CRD: {err!r}")],
+            ) from err
+        names = obj["spec"]["names"]
+        accepted = {
+            "kind": names["kind"],
+            "plural": names["plural"],
+            "listKind": f"{names['kind']}List",
+            **{k: names[k] for k in ("singular", "shortNames") if k in names},
+        }
+        conditions = [
+            {
+                "type": t,
+                "status": "True",
+                "reason": r,
+                "message": "",
+                "lastTransitionTime": obj["metadata"]["creationTimestamp"],
+            }
+            for t, r in (("NamesAccepted", "NoConflicts"), ("Established", "InitialNamesAccepted"))
+        ]
+        obj["status"] = {
+            "acceptedNames": accepted,
+            "conditions": conditions,
+            "storedVersions": [v["name"] for v in obj["spec"]["versions"] if v.get("storage")],
+        }
 
     def create(
         self,
