@@ -26,7 +26,7 @@ def test_crd_created_through_the_client_is_served(api_server_factory: Any) -> No
     with pytest.raises(ApiException) as err:
         co.list_cluster_custom_object(GROUP, VERSION, "nodeslos")
     assert err.value.status == 404
-    ext = client.ApiextensionsV1Api(client.ApiClient(server.client_config()))
+    ext: Any = client.ApiextensionsV1Api(client.ApiClient(server.client_config()))
     created = ext.create_custom_resource_definition(crdschema.load_crd(NODESLO_CRD))
     assert created.metadata.name == "nodeslos.slo.koordinator.sh"
     assert {c.type for c in created.status.conditions} == {"Established", "NamesAccepted"}
