@@ -171,6 +171,14 @@ class PyBatchReader:
             for k, key in enumerate(file_keys):
                 want.setdefault(key.encode(), []).append(k)
             self._want.append(want)
+        # (key, "\nkey ", "key ", "\nkey\n") per key; None where a key repeats (slow path only)
+        self._fast: list[list[tuple[bytes, bytes, bytes, bytes]] | None] = []
+        for file_keys in self.layout.keys:
+            enc = [k.encode() for k in file_keys]
+            unique = len(set(enc)) == len(enc)
+            self._fast.append(
+                [(k, b"\n" + k + b" ", k + b" ", b"\n" + k + b"\n") for k in enc] if unique else None
+            )
 
     def read(self) -> ReadResults:
         layout = self.layout
@@ -200,12 +208,46 @@ class PyBatchReader:
                     if layout.kinds[i] == FileKind.COUNTER:
                         values[base] = _parse_int(data.strip(_BLANKS))
                     else:
-                        self._parse_kv(data, self._want[i], len(layout.keys[i]), values, base)
+                        fast = self._fast[i]
+                        if fast is None or not self._parse_kv_fast(data, fast, values, base):
+                            self._parse_kv(data, self._want[i], len(layout.keys[i]), values, base)
                 except _ParseError as err:
                     status[i] = err.status
                     for k in range(max(1, len(layout.keys[i]))):
                         values[base + k] = MISSING
         return ReadResults(layout, status, values)
+
+    @staticmethod
+    def _parse_kv_fast(
+        data: bytes, pats: list[tuple[bytes, bytes, bytes, bytes]], out: list[int], base: int
+    ) -> bool:
+        """bytes.find per key (C speed); False when only the line-by-line parser can decide.
+
+        That is: a key is missing, a value does not parse (the line parser reports the first bad line
+        of the file, as C does), or a bare ``key`` line (which C takes, with an empty value) comes first.
+        """
+        got: list[int] = []
+        for key, nl_pat, start_pat, bare in pats:
+            if data.startswith(start_pat):
+                at, vstart = 0, len(start_pat)
+            else:
+                at = data.find(nl_pat)
+                if at < 0:
+                    return False
+                vstart = at + len(nl_pat)
+                if data.startswith(key + b"\n") or data.find(bare, 0, at + 1) >= 0:
+                    return False
+            end = data.find(b"\n", vstart)
+            raw = (data[vstart:] if end < 0 else data[vstart:end]).strip(_BLANKS)
+            if raw.isdigit() and len(raw) < 19:
+                got.append(int(raw))
+                continue
+            try:
+                got.append(_parse_int(raw))
+            except _ParseError:
+                return False
+        out[base : base + len(got)] = got
+        return True
 
     @staticmethod
     def _parse_kv(data: bytes, want: dict[bytes, list[int]], nkeys: int, out: list[int], base: int) -> None:

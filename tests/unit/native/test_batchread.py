@@ -129,9 +129,9 @@ def test_layout_rejects_bad_keys(tmp_path: Path) -> None:
 _token = st.one_of(
     st.integers(min_value=-(2**63) + 1, max_value=2**63 - 1).map(str),
     st.integers(min_value=2**63, max_value=2**70).map(str),
-    st.sampled_from(["max", "-", "", "--1", "+5", "1_0", "0x10", " 7", "7 ", "0007", "-0", "\u0663"]),
+    st.sampled_from(["max", "-", "", "--1", "+5", "1_0", "0x10", " 7", "7 ", "0007", "-0", "\u0663", "5\r"]),
 )
-_key = st.sampled_from(["a", "b", "cc", "total_rss", ""])
+_key = st.sampled_from(["a", "b", "cc", "total_rss", "", "a\r"])
 _line = st.tuples(_key, st.sampled_from([" ", "  ", "\t", ""]), _token).map(lambda t: f"{t[0]}{t[1]}{t[2]}")
 
 
