@@ -278,6 +278,9 @@ class Store:
                     raise _required(rt, "metadata.name", "name or generateName is required")
                 meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
             name = meta["name"]
+            if meta.get("resourceVersion") not in (None, ""):
+                # etcd3 storage refuses this, and kube-apiserver answers it as an internal error.
+                raise status.internal("resourceVersion should not be set on objects to be created")
             if (ns, name) in self._bucket(rt):
                 raise status.already_exists(rt.plural, rt.group, name)
             if rt.namespaced:

@@ -164,3 +164,11 @@ def test_resolve_and_unknown_resources(store: Store) -> None:
     assert store.resolve("events").group == ""
     with pytest.raises(KeyError):
         store.resolve("widgets")
+
+
+def test_create_with_a_resource_version_is_refused_like_etcd3(store: Store) -> None:
+    created = store.create("pods", pod("a"))
+    copy_of = {**created, "metadata": {**created["metadata"], "name": "b"}}
+    with pytest.raises(APIError) as err:
+        store.create("pods", copy_of)
+    assert err.value.code == 500 and "resourceVersion should not be set" in err.value.message

@@ -184,15 +184,13 @@ def test_shared_informer_tracks_pods(api_server: APIServer) -> None:
     core.create_namespaced_pod("default", pod("p2"))
     core.create_namespaced_pod("default", pod("elsewhere", node="node-b"))
     seen: list[tuple[str, str]] = []
-    lock = threading.Lock()
-    done = threading.Event()
+    changed = threading.Condition()
 
     def handler(kind: str) -> Any:
         def record(obj: Any) -> None:
-            with lock:
+            with changed:
                 seen.append((kind, obj.metadata.name))
-                if kind == "DELETED":
-                    done.set()
+                changed.notify_all()
 
         return record
 
@@ -201,12 +199,13 @@ def test_shared_informer_tracks_pods(api_server: APIServer) -> None:
         inf.add_event_handler(kind, handler(kind))
     inf.start()
     try:
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and len(seen) < 2:
-            time.sleep(0.02)
+        with changed:
+            assert changed.wait_for(lambda: len(seen) >= 2, 5)
+        assert server_has_watch(api_server)
         core.patch_namespaced_pod("p2", "default", {"metadata": {"labels": {"v": "2"}}})
         core.delete_namespaced_pod("p1", "default")
-        assert done.wait(5)
+        with changed:
+            assert changed.wait_for(lambda: len(seen) >= 4, 5)
     finally:
         inf.stop()
     assert seen == [("ADDED", "p1"), ("ADDED", "p2"), ("MODIFIED", "p2"), ("DELETED", "p1")]
@@ -232,3 +231,7 @@ def test_watch_without_timeout_resumes_after_the_server_ends_the_stream(api_serv
     assert got == ["b"]
     assert len(watches) >= 2, "the client reconnects when the server ends a watch"
     assert watches[1].query["resourceVersion"] == rv
+
+
+def server_has_watch(server: APIServer) -> bool:
+    return server.store.wait_for_watchers(1)
