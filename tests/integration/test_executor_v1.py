@@ -21,6 +21,7 @@ from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system import cgroups, native
 from koordlet.system.cpuset import parse_cpuset
 from koordlet.system.paths import HostPaths
+from tests.fakeclock import FakeClock
 
 pytestmark = pytest.mark.root
 
@@ -202,3 +203,18 @@ def test_invalid_values_refused_before_any_write(tree: Tree, resource: str, valu
     assert writes == []
     assert path.read_text() == before
     assert os.stat(path).st_mtime_ns == stat_before
+
+
+def test_out_of_band_reset_is_repaired_within_one_force_period(tree: Tree) -> None:
+    clock = FakeClock()
+    ex = ResourceExecutor(tree.paths, registry=CollectorRegistry(), clock=clock)
+    assert ex.update(CgroupUpdate("cpu.cfs_quota_us", tree.pod, "30000", "BECPUSuppress")).written
+    quota_file = tree.file("cpu", tree.pod, "cpu.cfs_quota_us")
+    assert native.write_batch([(quota_file, "-1")]) == [0]  # someone else un-throttles it
+    clock.advance(59)
+    assert ex.reconcile_owned() == []
+    assert tree.read("cpu.cfs_quota_us", tree.pod) == "-1"
+    clock.advance(1)
+    assert [r.written for r in ex.reconcile_owned()] == [True]
+    assert tree.read("cpu.cfs_quota_us", tree.pod) == "30000"
+    assert ex.events()[-1]["before"] == "-1" and ex.events()[-1]["phase"] == "force"
