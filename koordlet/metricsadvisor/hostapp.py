@@ -181,9 +181,10 @@ class HostApplicationCollector:
         try:
             text = cpu_raw.decode(errors="replace")
             if self._host.mode is CgroupMode.V2:
-                ns = cgstats.parse_cpu_stat(text).usage_ns
-                if ns is None:
+                usec = cgstats.parse_flat_keyed(text, "cpu.stat").get("usage_usec")
+                if usec is None:
                     raise InvalidValue("cpu.stat", text[:100], "no usage_usec")
+                ns = usec * 1000
             else:
                 ns = cgstats.parse_cpuacct_usage(text)
             got = self._cgroup_cpu.update(name, t, (ns,))

@@ -18,7 +18,7 @@ from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.metricsadvisor.podresource import POD, targets_of
 from koordlet.system import procfs
-from koordlet.system.cgroups import resource_path
+from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.host import Host
 
 NAME = "PSICollector"
@@ -67,9 +67,10 @@ class PSICollector:
         self._pods_supported: bool | None = None
 
     def pods_supported(self) -> bool:
-        """Cgroup pressure files exist: always probed on v2, only present on patched v1 kernels."""
+        """v2 has cgroup pressure files wherever the kernel has PSI (an absent file is skipped quietly);
+        v1 has them only on kernels that patch them into ``cpuacct`` (probed at its root)."""
         if self._pods_supported is None:
-            self._pods_supported = self._host.supports("cpu.pressure")
+            self._pods_supported = self._host.mode is CgroupMode.V2 or self._host.supports("cpu.pressure")
         return self._pods_supported
 
     def _parse(self, path: object) -> procfs.PSI | None:

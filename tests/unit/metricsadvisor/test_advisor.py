@@ -1,0 +1,176 @@
+"""MetricsAdvisor: wiring, first-sample sync, GC of gone pods' series, start/stop on real threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from koordlet import api
+from koordlet.errors import ConfigError
+from koordlet.metriccache import MetricCache
+from koordlet.metricsadvisor.advisor import MetricsAdvisor
+from koordlet.metricsadvisor.config import AdvisorConfig
+from koordlet.runtime import EventBus, Supervisor, wait_for
+from tests.fakeclock import FakeClock
+from tests.unit.metricsadvisor.conftest import make_host
+from tests.unit.metricsadvisor.fakes import FakeProcesses, FakeStates, cid, pod
+
+
+def prepare(fh: Any, pods: list[api.PodInfo]) -> None:
+    fh.write_proc_stat(user=100, system=50, idle=1000, per_cpu=((0,), (0,)))
+    fh.write_meminfo(total_kib=1000, available_kib=400)
+    fh.mkcgroup(None, "kubepods/besteffort")
+    fh.write_cgroup("cpuacct.usage", "kubepods/besteffort", "0")
+    fh.write_cgroup("cpuset.cpus", "kubepods/besteffort", "0-1")
+    fh.write_cgroup("cpu.cfs_quota_us", "kubepods/besteffort", "-1")
+    fh.write_cgroup("cpu.cfs_period_us", "kubepods/besteffort", "100000")
+    for p in pods:
+        d = fh.pod_cgroup(p.uid)
+        fh.write_cgroup("cpuacct.usage", d, "0")
+        fh.write_cgroup("cpu.stat", d, "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
+        fh.write_memory_stat(d, active_anon=10)
+        for c in p.containers:
+            cd = fh.container_cgroup(p.uid, "containerd://" + c.container_id)
+            fh.write_cgroup("cpuacct.usage", cd, "0")
+            fh.write_cgroup("cpu.stat", cd, "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
+            fh.write_memory_stat(cd, active_anon=5)
+            fh.write_cgroup("cpuset.cpus", cd, "0-1")
+
+
+def build(
+    fh: Any, states: FakeStates, clock: Any, registry: CollectorRegistry | None, **cfg: Any
+) -> MetricsAdvisor:
+    host = make_host(fh)
+    cache = MetricCache(clock=clock)
+    return MetricsAdvisor(
+        AdvisorConfig(node_name="n", **cfg),
+        host,
+        fh.paths,
+        cache,
+        states,
+        EventBus(),
+        registry,
+        clock,
+        processes=FakeProcesses(),
+    )
+
+
+def test_two_sweeps_sync_every_collector_and_feed_the_exporter(fake_host: Any, fake_clock: FakeClock) -> None:
+    pods = [pod(1, containers=[1]), pod(2, containers=[2])]
+    prepare(fake_host, pods)
+    reg = CollectorRegistry()
+    adv = build(fake_host, FakeStates(pods), fake_clock, reg)
+    adv.collect_once()
+    assert not adv.has_synced()
+    fake_clock.advance(1.0)
+    adv.collect_once()
+    assert adv.has_synced()
+    assert reg.get_sample_value("koordlet_node_used_memory_bytes", {"node": "n"}) == 600 * 1024
+    assert (
+        reg.get_sample_value(
+            "koordlet_pod_resource_usage",
+            {
+                "node": "n",
+                "pod_uid": pods[0].uid,
+                "pod_name": "pod-1",
+                "pod_namespace": "default",
+                "resource": "cpu",
+                "unit": "core",
+            },
+        )
+        == 0.0
+    )
+    assert (
+        reg.get_sample_value("koordlet_collect_duration_seconds_count", {"collector": "PodResourceCollector"})
+        == 2
+    )
+    # node - pods - host apps, from the same sweep: 0 cores, 600 KiB - 2 x 10 bytes
+    assert adv.cache.latest(api.SYS_MEMORY_USAGE)[0][2] == 600 * 1024 - 20
+    adv.shutdown()
+    assert adv.pods.open_fds() == 0
+
+
+def test_gc_drops_series_of_pods_that_left(fake_host: Any, fake_clock: FakeClock) -> None:
+    pods = [pod(1, containers=[1]), pod(2, containers=[2])]
+    prepare(fake_host, pods)
+    states = FakeStates(pods)
+    adv = build(fake_host, states, fake_clock, None)
+    adv.collect_once()
+    fake_clock.advance(1.0)
+    adv.collect_once()
+    assert {s["pod_uid"] for s in adv.cache.series(api.POD_MEMORY_USAGE)} == {pods[0].uid, pods[1].uid}
+    states.set_pods(pods[:1])
+    dropped = adv.gc()
+    assert dropped == 3 + 3  # pod cpu/memory/throttled + container cpu/memory/throttled
+    assert {s["pod_uid"] for s in adv.cache.series(api.POD_CPU_USAGE)} == {pods[0].uid}
+    assert {s["container_id"] for s in adv.cache.series(api.CONTAINER_CPU_USAGE)} == {cid(1)}
+    assert adv.gc() == 0
+
+
+def test_disabled_collectors_are_not_built(fake_host: Any, fake_clock: FakeClock) -> None:
+    prepare(fake_host, [])
+    adv = build(
+        fake_host,
+        FakeStates(),
+        fake_clock,
+        None,
+        fast_sample_interval=0,
+        psi_interval=0,
+        host_app_interval=0,
+        be_interval=0,
+    )
+    assert adv.fast is None and adv.psi is None and adv.host_apps is None and adv.be is None
+    assert [c.name for c in adv.collectors] == [
+        "NodeResourceCollector",
+        "PodResourceCollector",
+        "SystemResourceCollector",
+    ]
+
+
+def test_bad_config_is_refused() -> None:
+    with pytest.raises(ConfigError):
+        AdvisorConfig(collect_interval=0)
+    with pytest.raises(ConfigError):
+        AdvisorConfig(fast_sample_interval=-1)
+
+
+@pytest.mark.timeout(20)
+def test_start_runs_collectors_on_threads_until_stop(fake_host: Any) -> None:
+    pods = [pod(1, containers=[1])]
+    prepare(fake_host, pods)
+    reg = CollectorRegistry()
+    adv = build(
+        fake_host,
+        FakeStates(pods),
+        time.monotonic,
+        reg,
+        collect_interval=0.05,
+        be_interval=0.05,
+        fast_sample_interval=0.02,
+        psi_interval=0.05,
+        host_app_interval=0.05,
+        gc_interval=0.05,
+    )
+    events: list[str] = []
+    adv_bus = EventBus()
+    adv_bus.subscribe(api.EVENT_NODE_SAMPLE, lambda: events.append("x"))
+    adv.fast._bus = adv_bus  # type: ignore[union-attr]
+    stop = threading.Event()
+    sup = Supervisor(stop)
+    try:
+        started = time.monotonic()
+        adv.start(stop, sup)
+        assert time.monotonic() - started < 0.5  # returns at once
+        assert wait_for(adv.has_synced, stop, timeout=10.0)
+        assert wait_for(lambda: len(events) >= 3, stop, timeout=5.0)
+    finally:
+        stop.set()
+        assert sup.join(time.monotonic() + 5.0) == []
+        adv.shutdown()
+    assert not sup.failed
+    ticks = reg.get_sample_value("koordlet_collect_lateness_seconds_count", {"collector": "FastSampler"})
+    assert ticks is not None and ticks >= 3

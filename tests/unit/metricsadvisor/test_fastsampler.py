@@ -1,0 +1,108 @@
+"""FastSampler: node busy ticks and BE counter every window, then EVENT_NODE_SAMPLE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from koordlet import api
+from koordlet.metriccache import MetricCache
+from koordlet.metricsadvisor import framework as fw
+from koordlet.metricsadvisor.fastsampler import FastSampler, FastSamplerConfig, busy_ticks
+from koordlet.system.cgroups import CgroupMode
+from tests.fakeclock import FakeClock
+from tests.unit.metricsadvisor.conftest import make_host
+from tests.unit.metricsadvisor.fakes import RecordingBus, RecordingErrors
+
+TIER = "kubepods/besteffort"
+
+
+@pytest.fixture(params=["v1", "v2"])
+def host_tree(request: pytest.FixtureRequest, fake_host: Any) -> Any:
+    if request.param == "v2":
+        fake_host.use_cgroup_v2()
+    fake_host.mkcgroup(None, TIER)
+    return fake_host
+
+
+def set_be(fh: Any, ns: int) -> None:
+    if fh.mode is CgroupMode.V2:
+        fh.write_cgroup("cpu.stat", TIER, f"usage_usec {ns // 1000}\nuser_usec 0\n")
+    else:
+        fh.write_cgroup("cpuacct.usage", TIER, str(ns))
+
+
+def one(cache: MetricCache, metric: str) -> float | None:
+    got = cache.latest(metric)
+    return got[0][2] if got else None
+
+
+def test_busy_ticks_parses_the_aggregate_line() -> None:
+    assert busy_ticks(b"cpu  10 2 3 400 50 6 7 8 0 0") == 10 + 2 + 3 + 6 + 7
+    with pytest.raises(ValueError):
+        busy_ticks(b"cpu0 1 2 3 4 5 6 7")
+
+
+@pytest.mark.parametrize("force_python", [False, True])
+def test_fast_sample_by_hand_then_publish(
+    host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors, force_python: bool
+) -> None:
+    fh = host_tree
+    fh.write_proc_stat(user=1000, system=100, idle=5000, per_cpu=((0,), (0,)))
+    set_be(fh, 7_000_000_000)
+    bus = RecordingBus()
+    sampler = FastSampler(
+        FastSamplerConfig(0.1, clk_tck=100, force_python=force_python),
+        make_host(fh),
+        cache,
+        bus,
+        fake_clock,
+        errors,
+    )
+    sampler.collect()
+    assert bus.events == []  # baseline
+    fake_clock.advance(0.1)
+    fh.write_proc_stat(user=1012, system=103, idle=5005, per_cpu=((0,), (0,)))  # 15 busy ticks in 100 ms
+    set_be(fh, 7_090_000_000)  # 90 ms of BE CPU
+    sampler.collect()
+    assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(15 / (0.1 * 100))
+    assert one(cache, api.BE_CPU_USAGE_FAST) == pytest.approx(0.9)
+    assert bus.events == [api.EVENT_NODE_SAMPLE]
+    assert sampler.has_synced()
+    sampler.close()
+
+
+def test_missing_be_tier_still_publishes_node(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    fake_host.write_proc_stat(user=0, per_cpu=((0,),))
+    bus = RecordingBus()
+    sampler = FastSampler(
+        FastSamplerConfig(0.1, clk_tck=100), make_host(fake_host), cache, bus, fake_clock, errors
+    )
+    sampler.collect()
+    fake_clock.advance(0.1)
+    fake_host.write_proc_stat(user=5, per_cpu=((0,),))
+    sampler.collect()
+    assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(0.5)
+    assert cache.latest(api.BE_CPU_USAGE_FAST) == []
+    assert bus.events == [api.EVENT_NODE_SAMPLE]
+
+
+def test_counter_reset_skips_one_window(
+    host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    fh = host_tree
+    fh.write_proc_stat(user=100, per_cpu=((0,),))
+    set_be(fh, 5_000_000_000)
+    bus = RecordingBus()
+    sampler = FastSampler(FastSamplerConfig(0.1, clk_tck=100), make_host(fh), cache, bus, fake_clock, errors)
+    sampler.collect()
+    fake_clock.advance(0.1)
+    fh.write_proc_stat(user=105, per_cpu=((0,),))
+    set_be(fh, 1_000)
+    sampler.collect()
+    assert cache.latest(api.BE_CPU_USAGE_FAST) == []
+    assert errors.kind(fw.ERR_COUNTER_RESET) == 1
+    assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(0.5)

@@ -1,0 +1,136 @@
+"""PSICollector: node PSI from /proc/pressure, pod PSI only where cgroup pressure files exist."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from koordlet.metriccache import MetricCache
+from koordlet.metricsadvisor import framework as fw
+from koordlet.metricsadvisor.psi import (
+    CONTAINER_PSI,
+    NODE_PSI,
+    POD_PSI,
+    POD_PSI_CPU_FULL_SUPPORTED,
+    PSICollector,
+    PSIConfig,
+)
+from tests.fakeclock import FakeClock
+from tests.unit.metricsadvisor.conftest import make_host
+from tests.unit.metricsadvisor.fakes import FakeStates, RecordingErrors, cid, pod
+
+
+def make(
+    fh: Any, cache: MetricCache, states: FakeStates, clock: FakeClock, errors: RecordingErrors
+) -> PSICollector:
+    return PSICollector(PSIConfig(10.0), make_host(fh), cache, states, clock, errors)
+
+
+def series(cache: MetricCache, metric: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {tuple(sorted(labels.items())): v for labels, _t, v in cache.latest(metric)}
+
+
+def test_node_psi_all_windows_and_degrees(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    fake_host.write_pressure("proc/pressure/cpu", (1.5, 2.5, 3.5, 100))  # no full line (kernel < 5.13)
+    fake_host.write_pressure("proc/pressure/memory", (0.1, 0.2, 0.3, 10), (0.01, 0.02, 0.03, 5))
+    fake_host.write_pressure("proc/pressure/io", (4.0, 5.0, 6.0, 1), (7.0, 8.0, 9.0, 1))
+    col = make(fake_host, cache, FakeStates(), fake_clock, errors)
+    col.collect()
+    got = series(cache, NODE_PSI)
+    assert len(got) == 3 + 6 + 6
+    key = (("psi_degree", "some"), ("psi_precision", "60"), ("psi_resource", "cpu"))
+    assert got[key] == 2.5
+    assert got[(("psi_degree", "full"), ("psi_precision", "300"), ("psi_resource", "mem"))] == 0.03
+    assert col.has_synced()
+    assert not errors.counts
+
+
+def test_v1_without_cgroup_pressure_skips_pods_silently(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    fake_host.write_pressure("proc/pressure/cpu", (1.0, 1.0, 1.0, 1))
+    p = pod(1)
+    fake_host.pod_cgroup(p.uid)
+    col = make(fake_host, cache, FakeStates([p]), fake_clock, errors)
+    col.collect()
+    assert not col.pods_supported()
+    assert cache.latest(POD_PSI) == []
+    assert not errors.counts
+
+
+def test_no_psi_at_all_is_not_an_error(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    col = make(fake_host, cache, FakeStates(), fake_clock, errors)
+    col.collect()
+    assert cache.latest(NODE_PSI) == []
+    assert not errors.counts
+
+
+def test_v2_pod_and_container_psi_avg10(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    fh = fake_host.use_cgroup_v2()
+    p = pod(2, containers=[5])
+    pdir = fh.pod_cgroup(p.uid)
+    cdir = fh.container_cgroup(p.uid, "containerd://" + cid(5))
+    for d, base in ((pdir, 10.0), (cdir, 20.0)):
+        fh.write_pressure(f"cgroup/{d}/cpu.pressure", (base, 0, 0, 1), (base + 1, 0, 0, 1))
+        fh.write_pressure(f"cgroup/{d}/memory.pressure", (base + 2, 0, 0, 1), (base + 3, 0, 0, 1))
+        fh.write_pressure(f"cgroup/{d}/io.pressure", (base + 4, 0, 0, 1), (base + 5, 0, 0, 1))
+    col = make(fh, cache, FakeStates([p]), fake_clock, errors)
+    col.collect()
+    pods = series(cache, POD_PSI)
+    assert len(pods) == 6
+    assert (
+        pods[(("pod_uid", p.uid), ("psi_degree", "full"), ("psi_precision", "10"), ("psi_resource", "mem"))]
+        == 13.0
+    )
+    conts = series(cache, CONTAINER_PSI)
+    assert (
+        conts[
+            (
+                ("container_id", cid(5)),
+                ("pod_uid", p.uid),
+                ("psi_degree", "some"),
+                ("psi_precision", "10"),
+                ("psi_resource", "io"),
+            )
+        ]
+        == 24.0
+    )
+    assert series(cache, POD_PSI_CPU_FULL_SUPPORTED) == {(("pod_uid", p.uid),): 1.0}
+
+
+def test_malformed_pressure_file_is_counted(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    fake_host.write("proc/pressure/cpu", "some avg10=abc\n")
+    fake_host.write_pressure("proc/pressure/io", (1.0, 2.0, 3.0, 4))
+    make(fake_host, cache, FakeStates(), fake_clock, errors).collect()
+    assert errors.kind(fw.ERR_MALFORMED) == 1
+    assert len(cache.latest(NODE_PSI)) == 3
+
+
+@pytest.mark.parametrize("n", [3])
+def test_descriptors_of_gone_pods_are_released(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors, n: int
+) -> None:
+    fh = fake_host.use_cgroup_v2()
+    pods = [pod(10 + i) for i in range(n)]
+    for p in pods:
+        d = fh.pod_cgroup(p.uid)
+        for stem in ("cpu", "memory", "io"):
+            fh.write_pressure(f"cgroup/{d}/{stem}.pressure", (1, 1, 1, 1))
+    states = FakeStates(pods)
+    col = make(fh, cache, states, fake_clock, errors)
+    col.collect()
+    before = col._fds.open_fds()
+    states.set_pods(pods[:1])
+    col.collect()
+    assert col._fds.open_fds() == before - 3 * (n - 1)
+    col.close()
+    assert col._fds.open_fds() == 0
