@@ -199,7 +199,7 @@ class StatesInformer:
 
     def _node_metric_spec(self) -> Mapping[str, Any] | None:
         if self.standalone:
-            return {}
+            return None  # no NodeMetric object: koordlet's defaults and the configured interval
         objs = self._nm_objs.items()
         if not objs:
             return None

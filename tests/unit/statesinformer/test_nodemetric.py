@@ -20,7 +20,14 @@ UID_B = "1f5e6a2c-1b3d-4e5f-8a9b-0c1d2e3f4a5b"
 
 
 def pod(uid: str, name: str, qos: api.QOSClass, prio: api.PriorityClass) -> api.PodInfo:
-    return api.PodInfo(uid=uid, namespace="default", name=name, qos=qos, kube_qos=api.KubeQOSClass.BURSTABLE, priority_class=prio)
+    return api.PodInfo(
+        uid=uid,
+        namespace="default",
+        name=name,
+        qos=qos,
+        kube_qos=api.KubeQOSClass.BURSTABLE,
+        priority_class=prio,
+    )
 
 
 @pytest.fixture
@@ -74,7 +81,12 @@ def test_aggregate_duration_min_60_and_policy(cache: MetricCache, clock: FakeClo
     fill(cache, clock, 30, 2.0, GI)  # old: outside a 60 s window
     fill(cache, clock, 60, 4.0, 2 * GI)
     policy = CollectPolicy.from_spec(
-        {"metricCollectPolicy": {"aggregateDurationSeconds": 10, "nodeAggregatePolicy": {"durations": ["1m"]}}}
+        {
+            "metricCollectPolicy": {
+                "aggregateDurationSeconds": 10,
+                "nodeAggregatePolicy": {"durations": ["1m"]},
+            }
+        }
     )
     assert policy.durations == (60.0,) and policy.aggregate_duration_seconds == 10
     nm = StatusBuilder(cache, clock.wall).build(policy, [])["nodeMetric"]
@@ -123,7 +135,12 @@ def test_pods_and_host_apps(cache: MetricCache, clock: FakeClock) -> None:
         }
     ]
     assert status["hostApplicationMetric"] == [
-        {"name": "nginx", "priority": "koord-prod", "qos": "LS", "usage": {"resources": {"cpu": "100m", "memory": "200Mi"}}}
+        {
+            "name": "nginx",
+            "priority": "koord-prod",
+            "qos": "LS",
+            "usage": {"resources": {"cpu": "100m", "memory": "200Mi"}},
+        }
     ]
     crdschema.validate(status, NODEMETRIC_CRD, "status")
 
@@ -136,7 +153,14 @@ def test_empty_cache_is_valid_and_empty(cache: MetricCache, clock: FakeClock) ->
 
 
 def test_policy_defaults_on_garbage() -> None:
-    p = CollectPolicy.from_spec({"metricCollectPolicy": {"aggregateDurationSeconds": "x", "nodeAggregatePolicy": {"durations": ["5 min"]}}})
+    p = CollectPolicy.from_spec(
+        {
+            "metricCollectPolicy": {
+                "aggregateDurationSeconds": "x",
+                "nodeAggregatePolicy": {"durations": ["5 min"]},
+            }
+        }
+    )
     assert p == CollectPolicy()
 
 

@@ -27,7 +27,11 @@ def test_defaults_match_api_defaults() -> None:
 def test_merge_keeps_defaults_for_nil_fields() -> None:
     slo = nodeslo.build(
         {
-            "resourceUsedThresholdWithBE": {"enable": True, "cpuSuppressThresholdPercent": 50, "memoryEvictThresholdPercent": None},
+            "resourceUsedThresholdWithBE": {
+                "enable": True,
+                "cpuSuppressThresholdPercent": 50,
+                "memoryEvictThresholdPercent": None,
+            },
             "cpuBurstStrategy": {"policy": "auto"},
             "resourceQOSStrategy": {"beClass": {"cpuQOS": {"enable": True}}},
             "hostApplications": [{"name": "nginx", "priority": "koord-prod", "qos": "LS"}],
@@ -72,7 +76,11 @@ RT = "resourceUsedThresholdWithBE"
         {"cpuBurstStrategy": {"sharePoolThresholdPercent": 101}},
         {"resourceQOSStrategy": {"beClass": {"cpuQOS": {"groupIdentity": 3}}}},
         {"resourceQOSStrategy": {"policies": {"cpuPolicy": "fair"}}},
-        {"resourceQOSStrategy": {"lsClass": {"resctrlQOS": {"catRangeStartPercent": 80, "catRangeEndPercent": 20}}}},
+        {
+            "resourceQOSStrategy": {
+                "lsClass": {"resctrlQOS": {"catRangeStartPercent": 80, "catRangeEndPercent": 20}}
+            }
+        },
         {"hostApplications": [{"name": ""}]},
         {"hostApplications": [{"name": "x", "cgroupPath": {"relativePath": "../../etc"}}]},
         {"hostApplications": {"name": "x"}},

@@ -63,7 +63,11 @@ def pod(
         (res("1", "1Gi"), res("1", "1Gi"), api.KubeQOSClass.GUARANTEED),
         (None, res("1", "1Gi"), api.KubeQOSClass.GUARANTEED),  # requests default to limits
         (res("500m", "1Gi"), res("1", "1Gi"), api.KubeQOSClass.BURSTABLE),
-        (res("1000m", "1024Mi"), res("1", "1Gi"), api.KubeQOSClass.GUARANTEED),  # equal quantities, other spelling
+        (
+            res("1000m", "1024Mi"),
+            res("1", "1Gi"),
+            api.KubeQOSClass.GUARANTEED,
+        ),  # equal quantities, other spelling
         (res("1"), None, api.KubeQOSClass.BURSTABLE),
         (None, res("1"), api.KubeQOSClass.BURSTABLE),  # memory limit missing
     ],
@@ -142,7 +146,9 @@ def test_full_pod_resources_batch_and_cgroup_dirs() -> None:
     assert c.cgroup_dir == f"kubepods/burstable/pod{UID}/{CID}"
     sysd = podinfo.pod_info(raw, SYSTEMD)
     assert sysd is not None
-    assert sysd.containers[0].cgroup_dir.endswith(f"pod{UID.replace('-', '_')}.slice/cri-containerd-{CID}.scope")
+    assert sysd.containers[0].cgroup_dir.endswith(
+        f"pod{UID.replace('-', '_')}.slice/cri-containerd-{CID}.scope"
+    )
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,9 @@ def test_parse(text: str | int | float, value: Fraction) -> None:
     assert q.parse_quantity(text) == value
 
 
-@pytest.mark.parametrize("bad", ["", "abc", "1.2.3", "1Ki5", "1KB", "1e", "1e999", "Gi", "1 Gi", True, "9" * 80])
+@pytest.mark.parametrize(
+    "bad", ["", "abc", "1.2.3", "1Ki5", "1KB", "1e", "1e999", "Gi", "1 Gi", True, "9" * 80]
+)
 def test_parse_refuses(bad: object) -> None:
     with pytest.raises(InvalidValue):
         q.parse_quantity(bad)  # type: ignore[arg-type]
@@ -47,14 +49,17 @@ def test_rounding_up_as_kubernetes() -> None:
     assert q.to_milli("2") == 2000
 
 
-@pytest.mark.parametrize(("milli", "text"), [(1500, "1500m"), (2000, "2"), (0, "0"), (1, "1m"), (12000, "12")])
+@pytest.mark.parametrize(
+    ("milli", "text"), [(1500, "1500m"), (2000, "2"), (0, "0"), (1, "1m"), (12000, "12")]
+)
 def test_format_milli(milli: int, text: str) -> None:
     assert q.format_milli(milli) == text
     assert q.to_milli(text) == milli
 
 
 @pytest.mark.parametrize(
-    ("value", "text"), [(2**31, "2Gi"), (1536, "1536"), (1024, "1Ki"), (3 * 2**20, "3Mi"), (0, "0"), (1000, "1000")]
+    ("value", "text"),
+    [(2**31, "2Gi"), (1536, "1536"), (1024, "1Ki"), (3 * 2**20, "3Mi"), (0, "0"), (1000, "1000")],
 )
 def test_format_bytes_round_trips(value: int, text: str) -> None:
     assert q.format_bytes(value) == text
@@ -62,7 +67,8 @@ def test_format_bytes_round_trips(value: int, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"), [("5m", 300), ("5m0s", 300), ("1h30m", 5400), ("300s", 300), ("1.5h", 5400), ("500ms", 0.5)]
+    ("text", "seconds"),
+    [("5m", 300), ("5m0s", 300), ("1h30m", 5400), ("300s", 300), ("1.5h", 5400), ("500ms", 0.5)],
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert q.parse_duration(text) == pytest.approx(seconds)
@@ -74,7 +80,9 @@ def test_parse_duration_refuses(bad: str) -> None:
         q.parse_duration(bad)
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(300, "5m0s"), (600, "10m0s"), (1800, "30m0s"), (3600, "1h0m0s"), (45, "45s")])
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(300, "5m0s"), (600, "10m0s"), (1800, "30m0s"), (3600, "1h0m0s"), (45, "45s")]
+)
 def test_format_duration_matches_go(seconds: float, text: str) -> None:
     assert q.format_duration(seconds) == text
     assert q.parse_duration(text) == seconds

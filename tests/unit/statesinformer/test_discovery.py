@@ -1,0 +1,122 @@
+"""Standalone pod discovery on FakeHost trees (cgroupfs and systemd drivers) and PodList enrichment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from koordlet import api
+from koordlet.statesinformer.discovery import CgroupDiscovery
+from koordlet.statesinformer.pods import PodsInformer
+from koordlet.system.host import Host
+from koordlet.system.podpath import CgroupDriver
+from tests.fakeclock import FakeClock
+from tests.fakekubelet import make_pod
+
+UID_G = "00000000-0000-4000-8000-000000000001"
+UID_B = "00000000-0000-4000-8000-000000000002"
+UID_BE = "00000000-0000-4000-8000-000000000003"
+CID1, CID2 = "1" * 64, "2" * 64
+
+
+def build(fake_host: Any, driver: CgroupDriver) -> Host:
+    fake_host.pod_cgroup(UID_G, api.KubeQOSClass.GUARANTEED, driver)
+    fake_host.container_cgroup(UID_B, f"containerd://{CID1}", api.KubeQOSClass.BURSTABLE, driver)
+    fake_host.container_cgroup(UID_BE, f"containerd://{CID2}", api.KubeQOSClass.BESTEFFORT, driver)
+    # strays that must be ignored: a non-pod dir and a pod-looking dir with a bad UID
+    tier = fake_host.layout(driver).qos_dir(api.KubeQOSClass.BESTEFFORT)
+    fake_host.mkcgroup(None, f"{tier}/not-a-pod")
+    fake_host.mkcgroup(None, f"{tier}/pod..%2f..")
+    return Host(fake_host.paths)
+
+
+def informer(host: Host, pod_list: str = "") -> PodsInformer:
+    inf = PodsInformer(CgroupDiscovery(host, pod_list), lambda: host.layout, clock=FakeClock(), staleness=20)
+    assert inf.refresh()
+    return inf
+
+
+@pytest.mark.parametrize("driver", [CgroupDriver.CGROUPFS, CgroupDriver.SYSTEMD])
+def test_discovery_both_drivers(fake_host: Any, driver: CgroupDriver) -> None:
+    host = build(fake_host, driver)
+    assert host.driver is driver
+    by_uid = {p.uid: p for p in informer(host).pods()}
+    assert set(by_uid) == {UID_G, UID_B, UID_BE}
+    assert (by_uid[UID_G].qos, by_uid[UID_B].qos, by_uid[UID_BE].qos) == (
+        api.QOSClass.LSR,
+        api.QOSClass.LS,
+        api.QOSClass.BE,
+    )
+    layout = host.layout
+    for pod in by_uid.values():
+        assert pod.cgroup_dir == layout.pod_dir(pod.uid, pod.kube_qos)
+        assert host.cgroup_exists("cpu.shares", pod.cgroup_dir)
+    be = by_uid[UID_BE]
+    assert [c.container_id for c in be.containers] == [CID2]
+    assert host.cgroup_exists("cpu.shares", be.containers[0].cgroup_dir)
+    assert by_uid[UID_G].containers == ()
+
+
+def test_discovery_cgroup_v2(fake_host: Any) -> None:
+    fake_host.use_cgroup_v2()
+    fake_host.container_cgroup(
+        UID_BE, f"containerd://{CID2}", api.KubeQOSClass.BESTEFFORT, CgroupDriver.SYSTEMD
+    )
+    pods = informer(Host(fake_host.paths)).pods()
+    assert [(p.uid, p.qos, len(p.containers)) for p in pods] == [(UID_BE, api.QOSClass.BE, 1)]
+
+
+def test_discovery_under_a_cgroup_parent(fake_host: Any) -> None:
+    fake_host.with_paths(cgroup_parent="/koordlet-test-x")
+    fake_host.pod_cgroup(UID_B, api.KubeQOSClass.BURSTABLE)
+    pods = informer(Host(fake_host.paths)).pods()
+    assert [p.cgroup_dir for p in pods] == [f"koordlet-test-x/kubepods/burstable/pod{UID_B}"]
+
+
+def test_pod_list_enrichment(fake_host: Any, tmp_path: Path) -> None:
+    host = build(fake_host, CgroupDriver.CGROUPFS)
+    listed = [
+        make_pod(
+            UID_B,
+            "web-0",
+            namespace="shop",
+            qos_class="Guaranteed",  # wrong: the tier says Burstable, the tier wins
+            labels={"koordinator.sh/priority-class": "koord-mid", "app": "web"},
+            requests={"cpu": "500m", "memory": "1Gi"},
+            limits={"cpu": "1", "memory": "2Gi"},
+        ),
+        make_pod("00000000-0000-4000-8000-0000000000ff", "elsewhere"),  # not on this node's tree
+    ]
+    listed[0]["metadata"]["annotations"] = {"note": "x"}
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps({"kind": "PodList", "items": listed}))
+    by_uid = {p.uid: p for p in informer(host, str(path)).pods()}
+    assert set(by_uid) == {UID_G, UID_B, UID_BE}
+    web = by_uid[UID_B]
+    assert (web.namespace, web.name, web.kube_qos, web.qos) == (
+        "shop",
+        "web-0",
+        api.KubeQOSClass.BURSTABLE,
+        api.QOSClass.LS,
+    )
+    assert web.priority_class is api.PriorityClass.MID
+    assert web.labels["app"] == "web" and web.annotations == {"note": "x"}
+    c = web.containers[0]
+    assert (c.name, c.container_id, c.cpu_request_milli, c.memory_limit_bytes) == (
+        "main",
+        CID1,
+        500,
+        2 * 2**30,
+    )
+    assert c.cgroup_dir == f"kubepods/burstable/pod{UID_B}/{CID1}"
+    assert by_uid[UID_BE].name == UID_BE  # unlisted: named by its UID
+
+
+def test_unreadable_pod_list_still_discovers(fake_host: Any, tmp_path: Path) -> None:
+    host = build(fake_host, CgroupDriver.CGROUPFS)
+    (tmp_path / "bad.json").write_text("{not json")
+    assert len(informer(host, str(tmp_path / "bad.json")).pods()) == 3
+    assert len(informer(host, str(tmp_path / "missing.json")).pods()) == 3

@@ -1,0 +1,128 @@
+"""Pod sources and the pods informer: kubelet over HTTP/HTTPS, kept pods on errors, staleness, kicks."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from koordlet import api
+from koordlet.errors import APIUnavailable
+from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer
+from koordlet.system.podpath import CgroupDriver, CgroupLayout
+from tests.fakeclock import FakeClock
+from tests.fakekubelet import FakeKubelet, make_pod
+
+LAYOUT = CgroupLayout.create(CgroupDriver.CGROUPFS)
+
+
+def pods(n: int) -> list[dict[str, Any]]:
+    return [
+        make_pod(str(uuid.UUID(int=i + 1)), f"p{i}", container_id="containerd://" + f"{i:064x}")
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def kubelet() -> Iterator[FakeKubelet]:
+    with FakeKubelet() as k:
+        yield k
+
+
+def insecure(k: FakeKubelet, timeout: float = 2.0) -> KubeletPodSource:
+    ep = KubeletEndpoint(address="127.0.0.1", insecure=True, read_only_port=k.port, timeout=timeout)
+    return KubeletPodSource(lambda: ep)
+
+
+def test_kubelet_http_pods(kubelet: FakeKubelet) -> None:
+    kubelet.set_pods(pods(3))
+    got = insecure(kubelet).list_pods()
+    assert [p["metadata"]["name"] for p in got] == ["p0", "p1", "p2"]
+    assert kubelet.auth_headers == [""]  # the read-only port gets no token
+
+
+@pytest.mark.tool("openssl")
+def test_kubelet_https_with_token_and_ca(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    with FakeKubelet(tls_dir=tmp_path, token="s3cret") as k:
+        k.set_pods(pods(2))
+        ep = KubeletEndpoint(address="127.0.0.1", port=k.port, token_file=str(token), ca_file=str(k.cert))
+        got = KubeletPodSource(lambda: ep).list_pods()
+        assert len(got) == 2 and k.auth_headers[-1] == "Bearer s3cret"
+        token.write_text("rotated")  # re-read every time: a rotated token is sent (and refused here)
+        with pytest.raises(APIUnavailable, match="401"):
+            KubeletPodSource(lambda: ep).list_pods()
+
+
+@pytest.mark.parametrize("mode", ["garbage", "401"])
+def test_kubelet_failures_raise(kubelet: FakeKubelet, mode: str) -> None:
+    kubelet.mode = mode
+    with pytest.raises(APIUnavailable):
+        insecure(kubelet).list_pods()
+
+
+def test_kubelet_timeout(kubelet: FakeKubelet) -> None:
+    kubelet.mode = "slow"
+    with pytest.raises(APIUnavailable):
+        insecure(kubelet, timeout=0.3).list_pods()
+
+
+class ListSource:
+    def __init__(self) -> None:
+        self.answer: Sequence[Mapping[str, Any]] | None = []
+
+    def list_pods(self) -> Sequence[Mapping[str, Any]]:
+        if self.answer is None:
+            raise APIUnavailable("down")
+        return self.answer
+
+
+def test_informer_keeps_old_pods_and_degrades(fake_clock: FakeClock) -> None:
+    src = ListSource()
+    changes: list[int] = []
+    inf = PodsInformer(
+        src, lambda: LAYOUT, clock=fake_clock, staleness=20, on_change=lambda: changes.append(1)
+    )
+    assert not inf.has_synced()
+    src.answer = pods(2)
+    assert inf.refresh() and inf.has_synced() and len(inf.pods()) == 2 and changes == [1]
+    assert inf.refresh() and changes == [1]  # same pods: no event
+    src.answer = []  # kubelet restarting
+    assert not inf.refresh()
+    assert len(inf.pods()) == 2
+    src.answer = None  # kubelet down
+    fake_clock.advance(15)
+    assert not inf.refresh() and not inf.degraded()
+    fake_clock.advance(10)
+    assert inf.degraded() and inf.has_synced() and len(inf.pods()) == 2
+    src.answer = pods(1)
+    assert inf.refresh() and not inf.degraded() and len(inf.pods()) == 1 and changes == [1, 1]
+    p = inf.pods()[0]
+    assert p.qos is api.QOSClass.BE and p.cgroup_dir.startswith("kubepods/besteffort/pod")
+
+
+def test_informer_degraded_before_first_sync(fake_clock: FakeClock) -> None:
+    src = ListSource()
+    src.answer = None
+    inf = PodsInformer(src, lambda: LAYOUT, clock=fake_clock, staleness=5)
+    inf.refresh()
+    fake_clock.advance(6)
+    assert inf.degraded() and not inf.has_synced()
+
+
+def test_kick_is_rate_limited(fake_clock: FakeClock) -> None:
+    src = ListSource()
+    src.answer = pods(1)
+    calls: list[int] = []
+    inf = PodsInformer(
+        src, lambda: LAYOUT, clock=fake_clock, staleness=5, on_refresh=lambda ok, n: calls.append(n)
+    )
+    ran = sum(inf.kick() for _ in range(50))
+    assert ran == 10  # burst 10
+    fake_clock.advance(1.0)
+    assert sum(inf.kick() for _ in range(50)) == 5  # then 5 per second
+    assert len(calls) == 15
