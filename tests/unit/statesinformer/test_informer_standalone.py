@@ -36,8 +36,12 @@ def running(
     )
     bus = EventBus()
     seen = {api.EVENT_PODS_CHANGED: 0, api.EVENT_NODE_SLO_CHANGED: 0}
-    for name in seen:
-        bus.subscribe(name, lambda name=name: seen.__setitem__(name, seen[name] + 1))
+
+    def counter(name: str) -> Any:
+        return lambda: seen.__setitem__(name, seen[name] + 1)
+
+    for name in list(seen):
+        bus.subscribe(name, counter(name))
     cache = MetricCache()
     registry = CollectorRegistry()
     cfg = InformerConfig(
