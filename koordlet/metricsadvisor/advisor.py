@@ -33,6 +33,8 @@ from koordlet.system.paths import HostPaths
 
 log = logging.getLogger(__name__)
 
+__all__ = ["AdvisorConfig", "MetricsAdvisor"]
+
 GC_NAME = "metricsadvisor/gc"
 _POD_KINDS = (api.POD_CPU_USAGE, api.POD_MEMORY_USAGE, api.POD_CPU_THROTTLED)
 _CONTAINER_KINDS = (api.CONTAINER_CPU_USAGE, api.CONTAINER_MEMORY_USAGE, api.CONTAINER_CPU_THROTTLED)
@@ -47,16 +49,18 @@ class MetricsAdvisor:
         self,
         config: AdvisorConfig,
         host: Host,
-        paths: HostPaths,
         cache: MetricCache,
         states: api.StatesReader,
         bus: Publisher,
         registry: CollectorRegistry | None,
         clock: Callable[[], float] = time.monotonic,
         *,
+        paths: HostPaths | None = None,
         processes: ProcessSource | None = None,
     ) -> None:
-        if host.paths != paths:
+        if paths is None:
+            paths = host.paths
+        elif host.paths != paths:
             raise ValueError("host and paths disagree: build the Host from the same HostPaths")
         self.config = config
         self.cache = cache
