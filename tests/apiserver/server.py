@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -112,6 +112,7 @@ class APIServer:
         self._host, self._port = host, port
         self._lock = threading.Lock()
         self._requests: list[Request] = []
+        self._logged = threading.Condition(self._lock)
         self._injections: list[_Injection] = []
         self._unavailable = False
         self._streams = 0
@@ -265,6 +266,18 @@ class APIServer:
     ) -> None:
         with self._lock:
             self._requests.append(Request(method, path, query, headers, body, code))
+            self._logged.notify_all()
+
+    def wait_for_requests(
+        self, match: Callable[[Request], bool], count: int = 1, timeout: float = 5.0
+    ) -> list[Request]:
+        """Block until ``count`` logged requests satisfy ``match`` (or ``timeout``); returns those seen.
+
+        A test's way to wait for the code under test to reach the server, e.g. a status PATCH.
+        """
+        with self._lock:
+            self._logged.wait_for(lambda: sum(map(match, self._requests)) >= count, timeout)
+            return [r for r in self._requests if match(r)]
 
     @property
     def requests(self) -> list[Request]:
