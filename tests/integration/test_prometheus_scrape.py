@@ -1,0 +1,139 @@
+"""A real Prometheus scrapes the advisor's exposition: PromQL returns the test container's CPU series, and
+``promtool check metrics`` accepts the text.
+
+The container is a real cgroup under a unique ``koordlet-e2e-*`` parent with a busy process; Prometheus
+runs on loopback with a temp config and data dir and is killed by its pid at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+
+from koordlet import api
+from koordlet.metriccache import MetricCache
+from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
+from koordlet.runtime import EventBus, Supervisor, wait_for
+from koordlet.system.cgroups import CgroupMode
+from koordlet.system.host import Host
+from koordlet.system.paths import HostPaths
+from koordlet.system.podpath import CgroupDriver
+from tests.integration.kubepods import RealKubepods
+from tests.integration.test_collect_real import pod_info
+from tests.unit.metricsadvisor.fakes import FakeStates
+
+pytestmark = [pytest.mark.root, pytest.mark.tool("prometheus", "promtool"), pytest.mark.timeout(120)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return json.load(resp)
+
+
+@pytest.fixture
+def kubepods() -> Iterator[RealKubepods]:
+    kp = RealKubepods()
+    try:
+        yield kp
+    finally:
+        kp.cleanup()
+
+
+@contextlib.contextmanager
+def prometheus(target_port: int) -> Iterator[str]:
+    """A Prometheus scraping ``127.0.0.1:<target_port>`` every second; yields its base URL."""
+    data = Path(tempfile.mkdtemp(prefix="koordlet-prom-"))
+    port = free_port()
+    cfg = data / "prometheus.yml"
+    cfg.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: koordlet\n    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{target_port}']\n"
+    )
+    proc = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={data / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait(10)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def test_promql_returns_the_container_cpu_series(kubepods: RealKubepods) -> None:
+    kp = kubepods
+    pod = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
+    container = kp.add_container(pod)
+    kp.busy(container, duty=0.3)
+    host = Host(HostPaths(cgroup_parent=kp.parent), CgroupMode.V1, CgroupDriver.CGROUPFS)
+    registry = CollectorRegistry()
+    cache = MetricCache()
+    states = FakeStates([pod_info(pod)])
+    config = AdvisorConfig(node_name="test-node", collect_interval=0.5, psi_interval=1.0)
+    advisor = MetricsAdvisor(config, host, cache, states, EventBus(), registry)
+    stop = threading.Event()
+    supervisor = Supervisor(stop)
+    server, _thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        advisor.start(stop, supervisor)
+        assert wait_for(advisor.has_synced, stop, timeout=15.0)
+        text = generate_latest(registry)
+        assert f'container_id="{container.container_id}"'.encode() in text
+        check = subprocess.run(
+            ["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30, check=False
+        )
+        assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
+        with prometheus(server.server_port) as base:
+            query = (
+                f'koordlet_container_resource_usage{{container_id="{container.container_id}",'
+                f'resource="cpu",node="test-node"}}'
+            )
+            url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+            result: list[Any] = []
+            deadline = time.monotonic() + 45.0
+            while time.monotonic() < deadline and not result:
+                with contextlib.suppress(OSError, ValueError):
+                    body = http_json(url)
+                    if body.get("status") == "success":
+                        result = body["data"]["result"]
+                if not result:
+                    stop.wait(0.5)
+            assert result, "Prometheus never returned the container's CPU series"
+            metric = result[0]["metric"]
+            assert metric["pod_uid"] == pod.uid
+            assert metric["pod_namespace"] == "default"
+            assert metric["unit"] == "core"
+            assert 0.0 < float(result[0]["value"][1]) < 1.0
+    finally:
+        stop.set()
+        supervisor.join(time.monotonic() + 5.0)
+        advisor.shutdown()
+        server.shutdown()
