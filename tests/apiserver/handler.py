@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 from tests.apiserver import status
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError
-from tests.apiserver.store import WatchClosed
+from tests.apiserver.watch import WatchClosed
 
 if TYPE_CHECKING:
     from tests.apiserver.server import APIServer, _HTTPServer

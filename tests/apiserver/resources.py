@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tests import crdschema
+from tests.apiserver import status
 
 # Field selectors the real server accepts per resource (others answer 400 "field label not supported").
 _COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
@@ -217,3 +218,42 @@ class Registry:
             "groupVersion": f"{group}/{version}" if group else version,
             "resources": resources,
         }
+
+
+def crd_written(registry: Registry, typ: str, obj: dict[str, Any]) -> None:
+    """A CRD object was written: change what is served and set its status, as the apiextensions
+    controllers do (status is set on ``obj`` in place, before it is stored)."""
+    if typ == "DELETED":
+        registry.remove_crd(obj)
+        return
+    try:
+        registry.add_crd(obj)
+    except (KeyError, TypeError, ValueError) as err:
+        raise status.invalid(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            obj["metadata"]["name"],
+            [("spec", f"not a usable CRD: {err!r}")],
+        ) from err
+    names = obj["spec"]["names"]
+    accepted = {
+        "kind": names["kind"],
+        "plural": names["plural"],
+        "listKind": f"{names['kind']}List",
+        **{k: names[k] for k in ("singular", "shortNames") if k in names},
+    }
+    conditions = [
+        {
+            "type": t,
+            "status": "True",
+            "reason": r,
+            "message": "",
+            "lastTransitionTime": obj["metadata"]["creationTimestamp"],
+        }
+        for t, r in (("NamesAccepted", "NoConflicts"), ("Established", "InitialNamesAccepted"))
+    ]
+    obj["status"] = {
+        "acceptedNames": accepted,
+        "conditions": conditions,
+        "storedVersions": [v["name"] for v in obj["spec"]["versions"] if v.get("storage")],
+    }

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import builtins
 import copy
-import dataclasses
-import queue
 import threading
 import time
 import uuid
@@ -22,82 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.apiserver import patch, status
-from tests.apiserver.resources import CRD_KEY, Registry, ResourceType
+from tests.apiserver.resources import CRD_KEY, Registry, ResourceType, crd_written
 from tests.apiserver.selectors import Selector
+from tests.apiserver.watch import Watcher, WatchEvent
 
 Obj = dict[str, Any]
 _SERVER_META = ("uid", "creationTimestamp", "generation", "resourceVersion", "name", "namespace")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class WatchEvent:
-    """One write as history keeps it: ``old`` is the object before (None for ADDED)."""
-
-    rv: int
-    key: tuple[str, str]
-    type: str
-    obj: Obj
-    old: Obj | None
-
-
-class WatchClosed(Exception):
-    """The store closed this watcher (server stopping or going down)."""
-
-
-class Watcher:
-    """A subscription to one resource's writes, filtered by namespace and selector.
-
-    A MODIFIED event that moves an object into the selector is delivered as ADDED and one that moves it
-    out as DELETED, as kube-apiserver's watch cache does.
-    """
-
-    def __init__(self, store: Store, rt: ResourceType, namespace: str | None, selector: Selector, rv: int):
-        self._store = store
-        self._rt = rt
-        self._namespace = namespace
-        self._selector = selector
-        self._queue: queue.Queue[WatchEvent | None] = queue.Queue()
-        self.last_rv = rv  # the newest revision this watcher has passed on or skipped (for BOOKMARKs)
-
-    def _matches(self, obj: Obj | None) -> bool:
-        if obj is None:
-            return False
-        if self._namespace is not None and obj["metadata"].get("namespace") != self._namespace:
-            return False
-        return self._selector.matches(obj)
-
-    def offer(self, event: WatchEvent | None) -> None:
-        self._queue.put(event)
-
-    def next(self, timeout: float) -> tuple[str, Obj] | None:
-        """The next matching ``(type, object)``, or None when ``timeout`` passes first."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            try:
-                ev = self._queue.get(timeout=left)
-            except queue.Empty:
-                return None
-            if ev is None:
-                raise WatchClosed
-            self.last_rv = max(self.last_rv, ev.rv)
-            if ev.key != self._rt.key:
-                continue
-            now, before = self._matches(ev.obj), self._matches(ev.old)
-            if ev.type == "DELETED":
-                if before or now:
-                    return "DELETED", ev.obj
-            elif now and before:
-                return "MODIFIED", ev.obj
-            elif now:
-                return "ADDED", ev.obj
-            elif before:
-                return "DELETED", ev.obj
-
-    def close(self) -> None:
-        self._store.unsubscribe(self)
 
 
 def _now_rfc3339(clock: Callable[[], float]) -> str:
@@ -206,7 +134,7 @@ class Store:
 
     def _commit(self, rt: ResourceType, typ: str, obj: Obj, old: Obj | None) -> Obj:
         if rt.key == CRD_KEY:
-            self._crd_written(typ, obj)
+            crd_written(self.registry, typ, obj)
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
@@ -219,43 +147,6 @@ class Store:
         for w in self._watchers:
             w.offer(event)
         return copy.deepcopy(obj)
-
-    def _crd_written(self, typ: str, obj: Obj) -> None:
-        """A CRD object changes what is served, as the apiextensions controllers make it."""
-        if typ == "DELETED":
-            self.registry.remove_crd(obj)
-            return
-        try:
-            self.registry.add_crd(obj)
-        except (KeyError, TypeError, ValueError) as err:
-            raise status.invalid(
-                "CustomResourceDefinition",
-                "apiextensions.k8s.io",
-                obj["metadata"]["name"],
-                [("spec", f"not a usable CRD: {err!r}")],
-            ) from err
-        names = obj["spec"]["names"]
-        accepted = {
-            "kind": names["kind"],
-            "plural": names["plural"],
-            "listKind": f"{names['kind']}List",
-            **{k: names[k] for k in ("singular", "shortNames") if k in names},
-        }
-        conditions = [
-            {
-                "type": t,
-                "status": "True",
-                "reason": r,
-                "message": "",
-                "lastTransitionTime": obj["metadata"]["creationTimestamp"],
-            }
-            for t, r in (("NamesAccepted", "NoConflicts"), ("Established", "InitialNamesAccepted"))
-        ]
-        obj["status"] = {
-            "acceptedNames": accepted,
-            "conditions": conditions,
-            "storedVersions": [v["name"] for v in obj["spec"]["versions"] if v.get("storage")],
-        }
 
     def create(
         self,
@@ -445,7 +336,7 @@ class Store:
                 oldest = self._history[0].rv if self._history else self._rv + 1
                 if since < self._rv and since < oldest - 1:
                     raise status.gone(since, oldest - 1)
-            watcher = Watcher(self, rt, namespace, selector, since)
+            watcher = Watcher(rt, namespace, selector, since, self.unsubscribe)
             for ev in self._history:
                 if ev.rv > since:
                     watcher.offer(ev)
