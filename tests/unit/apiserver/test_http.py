@@ -1,0 +1,140 @@
+"""Wire-level behaviour checked with plain ``http.client`` (what the official client does not exercise)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+from typing import Any
+
+import pytest
+
+from tests.apiserver import APIServer
+from tests.apiserver.server import THREAD_PREFIX
+from tests.unit.apiserver.helpers import nodemetric, pod
+
+
+def _conn(server: APIServer) -> http.client.HTTPConnection:
+    return http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+
+
+def _call(server: APIServer, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+    conn = _conn(server)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        raw = resp.read()
+        return resp.status, json.loads(raw) if raw and raw != b"ok" else raw
+    finally:
+        conn.close()
+
+
+def test_post_without_content_type_is_json(api_server: APIServer) -> None:
+    code, body = _call(api_server, "POST", "/api/v1/namespaces/default/pods", pod("p1"))
+    assert code == 201 and body["metadata"]["name"] == "p1"
+
+
+def test_watch_1_streams_chunked_lines_and_ends_with_the_terminator(api_server: APIServer) -> None:
+    api_server.store.create("pods", pod("p1"))
+    conn = _conn(api_server)
+    try:
+        conn.request("GET", "/api/v1/namespaces/default/pods?watch=1&resourceVersion=0&timeoutSeconds=1")
+        resp = conn.getresponse()
+        assert resp.status == 200 and resp.getheader("Transfer-Encoding") == "chunked"
+        lines = resp.read().splitlines()  # returns only once the zero-length chunk arrived
+    finally:
+        conn.close()
+    assert [json.loads(line)["type"] for line in lines] == ["ADDED"]
+
+
+def test_deprecated_watch_path_and_410_error_event(api_server_factory: Any) -> None:
+    server = api_server_factory(history_limit=1)
+    for i in range(3):
+        server.store.create("pods", pod(f"p{i}"))
+    code, _ = _call(
+        server, "GET", "/api/v1/watch/namespaces/default/pods?resourceVersion=3&timeoutSeconds=0.2"
+    )
+    assert code == 200
+    conn = _conn(server)
+    try:
+        conn.request("GET", "/api/v1/pods?watch=true&resourceVersion=1")
+        resp = conn.getresponse()
+        (line,) = resp.read().splitlines()
+    finally:
+        conn.close()
+    event = json.loads(line)
+    assert resp.status == 200 and event["type"] == "ERROR"
+    assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "expected"),
+    [
+        ("GET", "/api/v1/widgets", 404),
+        ("GET", "/apis/nope.example.com/v1", 404),
+        ("GET", "/api/v1/namespaces/default/nodes/x", 404),
+        ("GET", "/api/v1/pods/p1", 404),
+        ("PUT", "/api/v1/namespaces/default/pods", 405),
+        ("GET", "/api/v1/namespaces/default/events/e/status", 404),
+    ],
+)
+def test_bad_routes(api_server: APIServer, method: str, path: str, expected: int) -> None:
+    code, body = _call(api_server, method, path)
+    assert code == expected and body["kind"] == "Status"
+
+
+def test_discovery_of_one_group(api_server: APIServer) -> None:
+    code, body = _call(api_server, "GET", "/apis/slo.koordinator.sh")
+    assert code == 200 and body["preferredVersion"]["groupVersion"] == "slo.koordinator.sh/v1alpha1"
+    code, body = _call(api_server, "GET", "/healthz")
+    assert (code, body) == (200, b"ok")
+
+
+def test_patch_media_types(api_server: APIServer) -> None:
+    api_server.store.create("nodemetrics", nodemetric())
+    path = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics/node-a"
+    code, _ = _call(
+        api_server, "PATCH", path, {"spec": {}}, **{"Content-Type": "application/apply-patch+yaml"}
+    )
+    assert code == 415
+    code, _ = _call(
+        api_server, "PATCH", path, [{"op": "add"}], **{"Content-Type": "application/merge-patch+json"}
+    )
+    assert code == 400
+    code, body = _call(
+        api_server,
+        "PATCH",
+        path,
+        [{"op": "remove", "path": "/spec/metricCollectPolicy"}],
+        **{"Content-Type": "application/json-patch+json"},
+    )
+    assert code == 200 and body["spec"] == {} and body["metadata"]["generation"] == 2
+
+
+def test_delete_collection_with_a_selector(api_server: APIServer) -> None:
+    for name, app in (("a", "web"), ("b", "web"), ("c", "db")):
+        api_server.store.create("pods", pod(name, app=app))
+    code, body = _call(api_server, "DELETE", "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb")
+    assert code == 200 and sorted(i["metadata"]["name"] for i in body["items"]) == ["a", "b"]
+    items, _ = api_server.store.list("pods")
+    assert [i["metadata"]["name"] for i in items] == ["c"]
+
+
+_ENDED: dict[str, Any] = {}
+
+
+def test_fixture_teardown_part_1_uses_a_server(api_server: APIServer) -> None:
+    _ENDED["port"] = api_server.port
+    _ENDED["threads"] = {t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)}
+    assert f"{THREAD_PREFIX}-{api_server.port}" in _ENDED["threads"]
+
+
+def test_fixture_teardown_part_2_server_is_gone() -> None:
+    if "port" not in _ENDED:
+        pytest.skip("runs after part 1 only")
+    alive = {t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)}
+    assert f"{THREAD_PREFIX}-{_ENDED['port']}" not in alive
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", _ENDED["port"]), timeout=1).close()
