@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -17,17 +19,21 @@ SLO = {
 }
 
 
-def harness(version: int = 1, **extra: object) -> Harness:
+def harness(version: int = 1, **extra: Any) -> Harness:
     return make_harness(
         version, node=make_node(8000, 1 << 30, batch_cpu_allocatable_milli=2000), slo=be_slo(**SLO | extra)
     )
 
 
-def be_series(h: Harness, usage: list[float], request: list[float], limit: list[float] | None) -> None:
+def be_series(
+    h: Harness, usage: Sequence[float], request: Sequence[float], limit: Sequence[float] | None
+) -> None:
     """One sample a second ending now, for node_be usage/request/real-limit (millicores)."""
     now = h.clock()
     n = len(usage)
-    series = {"usage": usage, "request": request} | ({"real-limit": limit} if limit is not None else {})
+    series: dict[str, Sequence[float]] = {"usage": usage, "request": request}
+    if limit is not None:
+        series["real-limit"] = limit
     for allocation, values in series.items():
         for i, v in enumerate(values):
             labels = {"be_resource": "cpu", "be_allocation": allocation}
@@ -143,9 +149,7 @@ def test_evict_by_allocatable_uses_node_batch_allocatable() -> None:
         {"cpu_evict_policy": "bogus"},
     ],
 )
-def test_invalid_config_skips_with_warning(
-    fields: dict[str, object], caplog: pytest.LogCaptureFixture
-) -> None:
+def test_invalid_config_skips_with_warning(fields: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
     h = harness(**fields)
     plugin = started(h)
     h.clock.advance(20)
