@@ -71,7 +71,8 @@ def pod_config(node_cfg: api.CPUBurstStrategy, pod: api.PodInfo) -> api.CPUBurst
         for key, attr in fields.items():
             if key in raw:
                 value = raw[key]
-                if (attr == "policy") != isinstance(value, str) or isinstance(value, bool):
+                wanted = str if attr == "policy" else int
+                if not isinstance(value, wanted) or isinstance(value, bool):
                     return None
                 changes[attr] = value
         cfg = replace(cfg, **changes)  # type: ignore[arg-type]

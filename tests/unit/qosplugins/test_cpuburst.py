@@ -168,10 +168,16 @@ def test_pod_annotation_overrides_node_policy() -> None:
     bad = h.add_pod(
         make_pod("bad", api.QOSClass.LS, cpu_limit_milli=1000, annotations={"koordinator.sh/cpuBurst": "[1]"})
     )
-    started(h).reconcile()
+    plugin = started(h)
+    plugin.reconcile()
     # 1000m * 20% = 20000 us
     assert h.host.read("cpu.cfs_burst_us", pod.containers[0].cgroup_dir) == "20000"
     assert h.host.read("cpu.cfs_burst_us", bad.containers[0].cgroup_dir) == "0"
+    floaty = {"koordinator.sh/cpuBurst": json.dumps({"policy": "cpuBurstOnly", "cpuBurstPercent": 12.5})}
+    odd = h.add_pod(make_pod("odd", api.QOSClass.LS, cpu_limit_milli=1000, annotations=floaty))
+    plugin.reconcile()
+    assert h.host.read("cpu.cfs_burst_us", odd.containers[0].cgroup_dir) == "0"
+    assert all(u.value.lstrip("-").isdigit() for u in h.executor.updates)
 
 
 def test_gauge_and_schedule() -> None:
