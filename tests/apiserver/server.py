@@ -118,6 +118,8 @@ class APIServer:
         self._streams = 0
         self._streams_done = threading.Condition(self._lock)
         self._httpd: _HTTPServer | None = None
+        self._switch_lock = threading.RLock()
+        self._timer: tuple[threading.Timer, object] | None = None
         self._thread: threading.Thread | None = None
         for crd in crds:
             self.register_crd(crd)
@@ -131,8 +133,11 @@ class APIServer:
 
     def stop(self) -> None:
         """Shut down: end watches, cut connections, join every thread (raises if one will not end)."""
-        self._unavailable = False
-        self._close()
+        with self._switch_lock:
+            old = self._take_timer()
+            self._unavailable = False
+            self._close()
+        _join(old)
 
     def __enter__(self) -> APIServer:
         return self.start()
@@ -192,22 +197,56 @@ class APIServer:
 
     # ---- fault switches -------------------------------------------------------------------------------
 
-    def down(self, mode: str = "refuse") -> None:
-        """Make the server unreachable: ``"refuse"`` closes the port, ``"503"`` answers ServiceUnavailable."""
-        if mode == "503":
-            self._unavailable = True
-            self.store.close_watchers()
-        elif mode == "refuse":
-            self._close()
-        else:
+    def down(self, mode: str = "refuse", *, for_seconds: float | None = None) -> None:
+        """Make the server unreachable: ``"refuse"`` closes the port, ``"503"`` answers ServiceUnavailable.
+
+        With ``for_seconds`` it comes back up by itself after that long (an outage during a test).
+        """
+        if mode not in ("refuse", "503"):
             raise ValueError(f"unknown down mode {mode!r}")
+        with self._switch_lock:
+            old = self._take_timer()
+            if mode == "503":
+                self._unavailable = True
+                self.store.close_watchers()
+            else:
+                self._close()
+            if for_seconds is not None:
+                token = object()
+                timer = threading.Timer(for_seconds, self._timed_up, args=(token,))
+                timer.name = f"{THREAD_PREFIX}-outage"
+                self._timer = (timer, token)
+                timer.start()
+        _join(old)
 
     def up(self) -> None:
         """Serve again on the same port."""
+        with self._switch_lock:
+            old = self._take_timer()
+            self._up()
+        _join(old)
+
+    def _up(self) -> None:
         self._unavailable = False
         self.store.open_watches()
         if self._httpd is None:
             self._listen()
+
+    def _timed_up(self, token: object) -> None:
+        with self._switch_lock:
+            # A later up()/down()/stop() replaced this outage: leave the server as they set it.
+            if self._timer is None or self._timer[1] is not token:
+                return
+            self._timer = None
+            self._up()
+
+    def _take_timer(self) -> threading.Timer | None:
+        """Cancel the pending outage end (call with the switch lock held; join the result after)."""
+        pending, self._timer = self._timer, None
+        if pending is None:
+            return None
+        pending[0].cancel()
+        return pending[0]
 
     @property
     def is_down(self) -> bool:
@@ -288,3 +327,9 @@ class APIServer:
     def clear_requests(self) -> None:
         with self._lock:
             self._requests.clear()
+
+
+def _join(timer: threading.Timer | None) -> None:
+    # Outside the switch lock: a timer that already fired may be waiting for it.
+    if timer is not None and timer is not threading.current_thread():
+        timer.join(5.0)

@@ -118,3 +118,29 @@ def test_request_log_and_store_seeding(api_server: APIServer) -> None:
     assert [(r.method, r.status) for r in api_server.requests] == [("GET", 200), ("POST", 201)]
     api_server.clear_requests()
     assert api_server.requests == []
+
+
+def test_timed_outage_comes_back_by_itself(api_server: APIServer) -> None:
+    import urllib3
+
+    core, _ = clients(api_server)
+    api_server.down(for_seconds=0.5)
+    with pytest.raises(urllib3.exceptions.MaxRetryError):
+        core.list_namespaced_pod("default")
+    back = threading.Event()
+
+    def poll() -> None:
+        while not back.is_set():
+            try:
+                core.list_namespaced_pod("default")
+                back.set()
+            except urllib3.exceptions.MaxRetryError:
+                back.wait(0.05)
+
+    t = threading.Thread(target=poll)
+    t.start()
+    assert back.wait(5), "the server must come back after for_seconds"
+    t.join(5)
+    api_server.down("503", for_seconds=30)
+    api_server.stop()  # cancels the pending timer and joins it
+    assert not [th for th in threading.enumerate() if th.name == f"{THREAD_PREFIX}-outage"]
