@@ -86,6 +86,20 @@ def parse_int(text: str | None) -> int | None:
         return None
 
 
+def read_value(ctx: api.PluginContext, resource: str, cgroup_dir: str) -> str | None:
+    """``ctx.host.read`` where any failure means "unknown" (``None``), which every caller skips.
+
+    The contract promises ``None`` for a vanished cgroup; the agent's host reader also raises for a
+    file the kernel lacks or content it cannot parse, in error types ``koordlet.api`` does not export.
+    One odd cgroup must cost one skipped write, not the whole tick, hence the broad catch.
+    """
+    try:
+        return ctx.host.read(resource, cgroup_dir)
+    except Exception as err:
+        ctx.logger.debug("read %s of %s failed: %s", resource, cgroup_dir, err)
+        return None
+
+
 def float_option(ctx: api.PluginContext, name: str, default: float) -> float:
     """A numeric option from ``ctx.options``; a missing or malformed value falls back to ``default``."""
     raw = ctx.options.get(name, default)

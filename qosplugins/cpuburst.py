@@ -252,8 +252,7 @@ class CPUBurst(api.QOSPluginBase):
         self, pod_dir: str, container_dir: str, base: int, op: Op, ceil: int | None = None
     ) -> int | None:
         """Scale one container quota (and its pod's by the same delta); returns the new container quota."""
-        host = self.ctx.host
-        cur = _shared.parse_quota(host.read("cpu.cfs_quota_us", container_dir))
+        cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", container_dir))
         if cur is None or cur == _shared.UNLIMITED or op is Op.REMAIN:
             return cur
         top = ceil if ceil is not None else base
@@ -272,7 +271,7 @@ class CPUBurst(api.QOSPluginBase):
             return cur
         delta = target - cur
         levels: list[list[api.CgroupUpdate]] = [[], [], []]
-        pod_cur = _shared.parse_quota(host.read("cpu.cfs_quota_us", pod_dir))
+        pod_cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", pod_dir))
         if (
             pod_cur is not None
             and pod_cur != _shared.UNLIMITED
@@ -295,7 +294,7 @@ class CPUBurst(api.QOSPluginBase):
         return api.CgroupUpdate("cpu.cfs_quota_us", cgroup_dir, str(quota), owner=self.name, reason=str(op))
 
     def _write_if_changed(self, resource: str, cgroup_dir: str, value: int) -> None:
-        current = _shared.parse_int(self.ctx.host.read(resource, cgroup_dir))
+        current = _shared.parse_int(_shared.read_value(self.ctx, resource, cgroup_dir))
         if current is None or current == value:
             return
         self._report(

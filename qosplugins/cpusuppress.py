@@ -168,6 +168,12 @@ class BECPUSuppress(api.QOSPluginBase):
         if reason:
             self._warn_once(f"invalid NodeSLO, not suppressing: {reason}")
             return
+        resource = "cpu.cfs_quota_us" if slo.cpu_suppress_policy == POLICY_CFS_QUOTA else "cpuset.cpus"
+        if not self.ctx.host.supports(resource):
+            self._warn_once(
+                f"{resource} is not available on this host: {slo.cpu_suppress_policy} policy paused"
+            )
+            return
         be_dir = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
         pods = self.ctx.states.pods()
         intruder = _non_be_pod_in(be_dir, pods)
@@ -297,7 +303,7 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def _apply_cpuset(self, decision: Decision, budget: float, shrink_only: bool) -> None:
         online = frozenset(c.cpu for c in decision.pools.online)
-        old = _shared.parse_cpuset(self.ctx.host.read("cpuset.cpus", decision.be_dir))
+        old = _shared.parse_cpuset(_shared.read_value(self.ctx, "cpuset.cpus", decision.be_dir))
         old_count = len(old & online) if old is not None else None
         target = _cpuset.choose_be_cpus(decision.pools, budget, old_count)
         if not target:
@@ -312,7 +318,7 @@ class BECPUSuppress(api.QOSPluginBase):
         capacity_quota = decision.capacity_milli * _shared.CFS_PERIOD_US // 1000
         new = min(max(int(budget * _shared.CFS_PERIOD_US / 1000), _shared.MIN_BE_QUOTA_US), capacity_quota)
         new = max(new, _shared.MIN_BE_QUOTA_US)
-        cur = _shared.parse_quota(self.ctx.host.read("cpu.cfs_quota_us", decision.be_dir))
+        cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", decision.be_dir))
         if cur is None:
             return
         if cur != _shared.UNLIMITED:
@@ -353,7 +359,7 @@ class BECPUSuppress(api.QOSPluginBase):
         self._report([self.ctx.executor.update(update)])
 
     def _recover_quota(self, be_dir: str) -> None:
-        cur = _shared.parse_quota(self.ctx.host.read("cpu.cfs_quota_us", be_dir))
+        cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", be_dir))
         if cur is not None and cur != _shared.UNLIMITED:
             self._write_quota(be_dir, _shared.UNLIMITED, "recover: cpuset policy in use")
 
@@ -361,7 +367,7 @@ class BECPUSuppress(api.QOSPluginBase):
         value = _shared.format_cpuset(pools.usable_ids)
         if (
             only_if_changed
-            and _shared.parse_cpuset(self.ctx.host.read("cpuset.cpus", be_dir)) == pools.usable_ids
+            and _shared.parse_cpuset(_shared.read_value(self.ctx, "cpuset.cpus", be_dir)) == pools.usable_ids
         ):
             return
         self._write_cpuset(be_dir, value, "recover: all usable CPUs")
@@ -370,7 +376,7 @@ class BECPUSuppress(api.QOSPluginBase):
         """Quota back to unlimited and cpusets to every usable CPU (once per disable)."""
         be_dir = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
         self.ctx.logger.info("BECPUSuppress: restoring BE CPU (%s)", why)
-        if self.ctx.host.read("cpu.cfs_quota_us", be_dir) is not None:
+        if _shared.read_value(self.ctx, "cpu.cfs_quota_us", be_dir) is not None:
             self._write_quota(be_dir, _shared.UNLIMITED, f"recover: {why}")
         pools = _cpuset.cpu_pools(
             self.ctx.host.cpu_topology(), self.ctx.states.node(), self.ctx.states.pods()

@@ -150,6 +150,8 @@ class FakeHostReader:
         self.values: dict[tuple[str, str], str] = {}
         self.dirs: set[str] = set()
         self.supported = {"cpu.cfs_burst_us", "cpu.cfs_quota_us", "cpuset.cpus"}
+        self.broken: set[tuple[str, str]] = set()
+        """``(resource, cgroup_dir)`` whose read raises, as the agent's reader does for odd content."""
 
     def add_cgroup(self, cgroup_dir: str, **values: str) -> None:
         """Create ``cgroup_dir`` (and parents) with resource values (``cpuset_cpus=`` for ``cpuset.cpus``)."""
@@ -185,6 +187,8 @@ class FakeHostReader:
         return QOS_TIER[qos]
 
     def read(self, resource: str, cgroup_dir: str) -> str | None:
+        if (resource, cgroup_dir) in self.broken:
+            raise ValueError(f"unparsable {resource} in {cgroup_dir}")
         if cgroup_dir not in self.dirs:
             return None
         return self.values.get((resource, cgroup_dir))

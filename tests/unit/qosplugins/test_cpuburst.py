@@ -198,3 +198,16 @@ def test_gauge_and_schedule() -> None:
         "container_name": c.name,
     }
     assert h.registry.get_sample_value("koordlet_container_scaled_cfs_quota_us", labels) == 120000
+
+
+def test_one_unreadable_container_does_not_stop_the_others() -> None:
+    h = harness(policy="cfsQuotaBurstOnly")
+    odd = ls_pod(h)
+    fine = ls_pod(h)
+    h.host.broken.add(("cpu.cfs_quota_us", odd.containers[0].cgroup_dir))
+    h.metrics.set(api.NODE_CPU_USAGE, 1.0)
+    throttled(h, odd)
+    throttled(h, fine)
+    started(h).reconcile()
+    assert quota(h, fine.containers[0].cgroup_dir) == "120000"
+    assert h.executor.values_written("cpu.cfs_quota_us", odd.containers[0].cgroup_dir) == []

@@ -320,3 +320,13 @@ def test_fast_path_does_not_run_while_reconcile_holds_the_lock() -> None:
     assert len(h.executor.updates) == before
     h.publish(api.EVENT_NODE_SAMPLE)
     assert len(h.executor.updates) > before
+
+
+def test_policy_file_missing_pauses_with_warning(caplog: pytest.LogCaptureFixture) -> None:
+    h = make_harness(2, HT8, slo=be_slo())
+    h.host.supported.discard("cpuset.cpus")  # v2 without the cpuset controller in the subtree
+    setup_load(h, ls_cores=2.0, be_cores=3.0)
+    with caplog.at_level(logging.WARNING):
+        started(h).reconcile()
+    assert h.executor.updates == []
+    assert "cpuset.cpus is not available" in caplog.text
