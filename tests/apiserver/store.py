@@ -237,13 +237,13 @@ class Store:
                         new_meta[field] = old["metadata"][field]
                     else:
                         new_meta.pop(field, None)
-                if _body(new) != _body(old):
-                    new_meta["generation"] = int(old["metadata"].get("generation", 0)) + 1
             else:
                 raise status.APIError(
                     404, f"the server could not find the requested resource ({subresource})"
                 )
             new = self._admit(rt, new, name, strict)
+            if _body(new) != _body(old):  # compared after pruning: dropped unknown fields change nothing
+                new["metadata"]["generation"] = int(old["metadata"].get("generation", 0)) + 1
             if new == old:
                 return copy.deepcopy(old)
             return self._commit(rt, "MODIFIED", new, copy.deepcopy(old))

@@ -172,3 +172,10 @@ def test_create_with_a_resource_version_is_refused_like_etcd3(store: Store) -> N
     with pytest.raises(APIError) as err:
         store.create("pods", copy_of)
     assert err.value.code == 500 and "resourceVersion should not be set" in err.value.message
+
+
+def test_a_write_of_only_unknown_fields_changes_nothing(store: Store) -> None:
+    created = store.create("nodemetrics", nodemetric())
+    noisy = {**created, "spec": {**created["spec"], "unknownField": 1}}
+    assert store.update("nodemetrics", noisy) == created
+    assert store.resource_version == 1
