@@ -149,6 +149,8 @@ class ListWatch:
                 log.info("%s: watch expired (410), listing again", self.name)
                 continue
             except Exception as err:  # the client raises urllib3, socket, pydantic and API errors alike
+                if self._closed.is_set() or stop.is_set():
+                    return  # close() cut the stream: not an error
                 delay = self.backoff.next()
                 log.warning("%s: %s; retrying in %.1fs", self.name, err, delay)
                 if self._on_error is not None:

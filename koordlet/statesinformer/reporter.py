@@ -94,7 +94,9 @@ class NodeMetricReporter:
             return self._done("written", interval)
         if self._spec() is None:
             if not self.config.create_node_metric:
-                return self._done("skipped", interval)
+                # Not seen yet (slo-controller has not made it, or our list is still running): look
+                # again soon rather than a whole default interval later.
+                return self._done("skipped", min(interval, self.config.report_interval_min_seconds, 5.0))
             try:
                 code = self.sink.create_node_metric()
             except APIUnavailable as err:
