@@ -28,7 +28,8 @@ from koordlet import api
 from koordlet.metriccache.cache import MetricCache
 from qosplugins.cpusuppress import BECPUSuppress
 from tests.fakeclock import FakeClock
-from tests.fakes import Harness, be_slo, make_harness, make_pod, topology
+from tests.fakes import Harness, make_harness
+from tests.unit.qosplugins.builders import be_slo, make_pod, topology
 
 NAME = "suppress_cost"
 

@@ -8,7 +8,8 @@ import pytest
 
 from koordlet import api
 from qosplugins.cpuburst import CPUBurst
-from tests.fakes import Harness, make_harness, make_pod, topology
+from tests.fakes import Harness, make_harness
+from tests.unit.qosplugins.builders import make_pod, topology
 
 
 def harness(version: int = 1, **strategy: object) -> Harness:

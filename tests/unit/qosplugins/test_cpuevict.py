@@ -10,7 +10,8 @@ import pytest
 
 from koordlet import api
 from qosplugins.cpuevict import BECPUEvict
-from tests.fakes import Harness, be_slo, make_harness, make_node, make_pod
+from tests.fakes import Harness, make_harness, make_node
+from tests.unit.qosplugins.builders import be_slo, make_pod
 
 SLO = {
     "cpu_evict_be_satisfaction_lower_percent": 40,

@@ -9,7 +9,8 @@ import pytest
 
 from koordlet import api
 from qosplugins.cpusuppress import BECPUSuppress
-from tests.fakes import Harness, be_slo, cpus_of, make_harness, make_node, make_pod, topology
+from tests.fakes import Harness, cpus_of, make_harness, make_node
+from tests.unit.qosplugins.builders import be_slo, make_pod, topology
 
 BE = "kubepods/besteffort"
 HT8 = topology(sockets=1, cores=4, threads=2)  # cpu c and c+4 are siblings of core c

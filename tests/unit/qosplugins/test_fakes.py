@@ -6,7 +6,8 @@ import pytest
 
 from koordlet import api
 from tests.fakeclock import FakeClock
-from tests.fakes import FakeExecutor, FakeHostReader, FakeMetrics, cpus_of, make_harness, topology
+from tests.fakes import FakeExecutor, FakeHostReader, FakeMetrics, cpus_of, make_harness
+from tests.unit.qosplugins.builders import topology
 
 
 def test_metrics_honour_window_aggregation_and_label_subsets() -> None:

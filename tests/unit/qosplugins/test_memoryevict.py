@@ -9,7 +9,8 @@ import pytest
 
 from koordlet import api
 from qosplugins.memoryevict import BEMemoryEvict
-from tests.fakes import Harness, be_slo, make_harness, make_node, make_pod
+from tests.fakes import Harness, make_harness, make_node
+from tests.unit.qosplugins.builders import be_slo, make_pod
 
 CAPACITY = 100_000  # bytes: percentages of it are easy to read
 

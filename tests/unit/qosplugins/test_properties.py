@@ -19,7 +19,8 @@ from qosplugins.cpuburst import CPUBurst
 from qosplugins.cpuevict import BECPUEvict
 from qosplugins.cpusuppress import BECPUSuppress
 from qosplugins.memoryevict import BEMemoryEvict
-from tests.fakes import Harness, be_slo, cpus_of, make_harness, make_node, make_pod, topology
+from tests.fakes import Harness, cpus_of, make_harness, make_node
+from tests.unit.qosplugins.builders import be_slo, make_pod, topology
 
 BE_TIER = "kubepods/besteffort"
 QOS = st.sampled_from(
