@@ -12,6 +12,9 @@ Layer: ``koordlet.metricsadvisor``. As koordlet's BEResourceCollector:
 
 from __future__ import annotations
 
+import operator
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from koordlet import api
@@ -68,14 +71,17 @@ class BEResourceCollector:
         self._fds = FdCache()
         self._usage = fw.DeltaTracker(config.interval)
         self._tier = host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
+        self._tier_usage_path = str(
+            resource_path(host.paths, host.mode, "cpuacct.usage", self._tier, for_read=True)
+        )
+        self._last_pods: tuple[api.PodInfo, ...] = ()
+        self._cpuset_paths: list[str] = []
+        self._cpuset_sizes: dict[bytes, int] = {}
+        """Parsed cpuset sizes by raw text: BE cgroups share a handful of distinct cpusets."""
         self._synced = False
 
-    def _read(self, resource: str, cgroup_dir: str) -> bytes | None:
-        path = resource_path(self._host.paths, self._host.mode, resource, cgroup_dir, for_read=True)
-        return self._fds.read(path)
-
     def _usage_milli(self, t: float) -> float | None:
-        raw = self._read("cpuacct.usage", self._tier)
+        raw = self._fds.read(self._tier_usage_path)
         if raw is None:
             return None
         text = raw.decode(errors="replace")
@@ -91,22 +97,47 @@ class BEResourceCollector:
             return None
         return got[1][0] / (got[0] * 1e9) * 1000.0
 
-    def _cpuset_milli(self, pods: list[api.PodInfo], paths_seen: list[str]) -> float | None:
-        """Cores of the tightest cpuset among the tier and its BE containers, x 1000."""
-        dirs = [self._tier]
+    def _cpuset_files(self, all_pods: Sequence[api.PodInfo]) -> list[str]:
+        """``cpuset.cpus`` files of the tier and its BE containers, recomputed only when the pods change."""
+        last = self._last_pods
+        if self._cpuset_paths and len(all_pods) == len(last) and all(map(operator.is_, all_pods, last)):
+            return self._cpuset_paths
+        self._last_pods = tuple(all_pods)
+        pods = [p for p in all_pods if p.is_best_effort]
         targets, _ = targets_of(self._host, pods, collect_containers=True)
-        dirs += [t.cgroup_dir for t in targets if t.kind == CONTAINER]
-        best: int | None = None
+        dirs = [self._tier, *(t.cgroup_dir for t in targets if t.kind == CONTAINER)]
+        paths: list[str] = []
         for cgroup_dir in dirs:
-            path = resource_path(self._host.paths, self._host.mode, "cpuset.cpus", cgroup_dir, for_read=True)
-            paths_seen.append(str(path))
+            try:
+                paths.append(
+                    str(
+                        resource_path(
+                            self._host.paths, self._host.mode, "cpuset.cpus", cgroup_dir, for_read=True
+                        )
+                    )
+                )
+            except UnsafePath:
+                self._errors.error(NAME, fw.ERR_UNSAFE_PATH)
+        self._cpuset_paths = paths
+        self._fds.retain([*paths, self._tier_usage_path])
+        return paths
+
+    def _cpuset_milli(self, all_pods: Sequence[api.PodInfo]) -> float | None:
+        """Cores of the tightest cpuset among the tier and its BE containers, x 1000."""
+        best: int | None = None
+        sizes = self._cpuset_sizes
+        for path in self._cpuset_files(all_pods):
             raw = self._fds.read(path)
             if raw is None:
                 continue  # a container that just ended: the others still bound the tier
-            cpus = parse_cpuset(raw.decode(errors="replace"))
+            size = sizes.get(raw)
+            if size is None:
+                if len(sizes) > 256:
+                    sizes.clear()
+                size = sizes[raw] = len(parse_cpuset(raw.decode(errors="replace")))
             # An empty effective cpuset appears for a moment on v2 while a child is created; skip it.
-            if cpus and (best is None or len(cpus) < best):
-                best = len(cpus)
+            if size and (best is None or size < best):
+                best = size
         return None if best is None else best * 1000.0
 
     def _quota_milli(self) -> float | None:
@@ -121,36 +152,31 @@ class BEResourceCollector:
 
     def collect(self) -> None:
         t = self._clock()
-        pods = [p for p in self._states.pods() if p.is_best_effort]
-        samples: list[tuple[SeriesKey, float]] = [
-            (be_key(REQUEST), float(sum(p.batch_cpu_request_milli for p in pods)))
-        ]
+        all_pods = self._states.pods()
+        request = sum(p.batch_cpu_request_milli for p in all_pods if p.is_best_effort)
+        samples: list[tuple[SeriesKey, float]] = [(be_key(REQUEST), float(request))]
         try:
             usage = self._usage_milli(t)
             if usage is not None:
                 samples.append((be_key(USAGE), usage))
         except (InvalidValue, OSError):
             self._errors.error(NAME, fw.ERR_MALFORMED)
-        paths_seen: list[str] = [
-            str(resource_path(self._host.paths, self._host.mode, "cpuacct.usage", self._tier, for_read=True))
-        ]
         try:
-            limit = self._real_limit(pods, paths_seen)
+            limit = self._real_limit(all_pods)
             if limit is not None:
                 samples.append((be_key(REAL_LIMIT), limit))
         except (InvalidValue, OSError, ValueError):
             self._errors.error(NAME, fw.ERR_MALFORMED)
         except UnsafePath:
             self._errors.error(NAME, fw.ERR_UNSAFE_PATH)
-        self._fds.retain(paths_seen)
         fw.report_rejections(self._usage, self._errors, NAME)
         self._cache.append_batch(api.NODE_BE, samples, t)
         self._synced |= len(samples) > 1 or self._usage_absent()
 
-    def _real_limit(self, pods: list[api.PodInfo], paths_seen: list[str]) -> float | None:
+    def _real_limit(self, all_pods: Sequence[api.PodInfo]) -> float | None:
         limits: list[float] = []
         try:
-            cpuset = self._cpuset_milli(pods, paths_seen)
+            cpuset = self._cpuset_milli(all_pods)
         except ResourceUnsupported:
             cpuset = None
         if cpuset is None:
@@ -168,8 +194,7 @@ class BEResourceCollector:
 
     def _usage_absent(self) -> bool:
         """No besteffort tier at all (no BE pods ever ran): nothing more will come, do not block sync."""
-        path = resource_path(self._host.paths, self._host.mode, "cpuacct.usage", self._tier, for_read=True)
-        return not path.parent.is_dir()
+        return not os.path.isdir(os.path.dirname(self._tier_usage_path))
 
     def has_synced(self) -> bool:
         return self._synced

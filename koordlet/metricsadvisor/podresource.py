@@ -16,9 +16,11 @@ its baselines; a malformed file is counted and only that series is skipped.
 from __future__ import annotations
 
 import errno
+import operator
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from koordlet import api
 from koordlet.errors import ResourceUnsupported, UnsafePath
@@ -84,6 +86,21 @@ def targets_of(host: Host, pods: Sequence[api.PodInfo], collect_containers: bool
     return out, unsafe
 
 
+class _Plan(NamedTuple):
+    """Where one target's values sit in a sweep's results (built once per reader)."""
+
+    is_pod: bool
+    ident: str
+    key: str
+    """Baseline key: the kind and the ID, so a pod and a container can never share a baseline."""
+    f_cpu: int
+    f_mem: int
+    f_thr: int
+    o_cpu: int
+    o_mem: int
+    o_thr: int
+
+
 class PodResourceCollector:
     """``collect()`` appends pod/container CPU, memory and throttled series for ``states.pods()``."""
 
@@ -108,10 +125,15 @@ class PodResourceCollector:
         self._shared = shared
         self._clock = clock
         self._errors = errors
-        self._cpu = fw.DeltaTracker(config.interval)
-        self._thr = fw.DeltaTracker(config.interval)
+        self._max_gap = config.interval * fw.MAX_GAP_FACTOR
+        # baselines of cumulative counters: key -> (t, usage ns) and key -> (t, nr_periods, nr_throttled)
+        self._cpu_base: dict[str, tuple[float, int]] = {}
+        self._thr_base: dict[str, tuple[float, int, int]] = {}
         self._reader: BatchReader | None = None
         self._targets: list[Target] = []
+        self._plan: list[_Plan] = []
+        self._has_pods = False
+        self._last_pods: tuple[api.PodInfo, ...] = ()
         self._signature: tuple[Target, ...] = ()
         self._dir_paths: dict[tuple[str, str], str] = {}
         self._sweeps = 0
@@ -144,7 +166,14 @@ class PodResourceCollector:
         return path
 
     def _sync_targets(self) -> None:
-        targets, unsafe = targets_of(self._host, self._states.pods(), self.config.collect_containers)
+        pods = self._states.pods()
+        # The informer hands out the same immutable PodInfo objects until something changes: then there
+        # is nothing to recompute (the previous tuple keeps them alive, so identity cannot be reused).
+        last = self._last_pods
+        if self._reader is not None and len(pods) == len(last) and all(map(operator.is_, pods, last)):
+            return
+        self._last_pods = tuple(pods)
+        targets, unsafe = targets_of(self._host, pods, self.config.collect_containers)
         if unsafe:
             self._errors.error(NAME, fw.ERR_UNSAFE_PATH, unsafe)
         signature = tuple(targets)
@@ -168,15 +197,40 @@ class PodResourceCollector:
             kinds.extend(k for _, k, _ in self._files)
             keys.extend(ks for _, _, ks in self._files)
         self._close_reader()
-        self._reader = native.open_batch_reader(paths, kinds, keys, force_python=self.config.force_python)
+        reader = native.open_batch_reader(paths, kinds, keys, force_python=self.config.force_python)
+        self._reader = reader
         self._targets = kept
         self._signature = signature
+        self._plan = self._make_plan(kept, reader.layout.offsets)
+        self._has_pods = any(t.kind == POD for t in kept)
         self.rebuilds += 1
-        live_keys = [(t.kind, t.ident) for t in kept]
-        self._cpu.retain(live_keys)
-        self._thr.retain(live_keys)
+        live = {p.key for p in self._plan}
+        self._cpu_base = {k: v for k, v in self._cpu_base.items() if k in live}
+        self._thr_base = {k: v for k, v in self._thr_base.items() if k in live}
         live_dirs = {t.cgroup_dir for t in kept}
         self._dir_paths = {k: v for k, v in self._dir_paths.items() if k[1] in live_dirs}
+
+    def _make_plan(self, targets: Sequence[Target], offsets: Sequence[int]) -> list[_Plan]:
+        nfiles = len(self._files)
+        plan: list[_Plan] = []
+        for j, target in enumerate(targets):
+            f0 = j * nfiles
+            # v2 keeps usage and bandwidth statistics in one cpu.stat: slots usage_usec, nr_periods, ...
+            f_thr, o_thr = (f0, offsets[f0] + 1) if self._v2 else (f0 + 2, offsets[f0 + 2])
+            plan.append(
+                _Plan(
+                    is_pod=target.kind == POD,
+                    ident=target.ident,
+                    key=f"{target.kind}:{target.ident}",
+                    f_cpu=f0,
+                    f_mem=f0 + 1,
+                    f_thr=f_thr,
+                    o_cpu=offsets[f0],
+                    o_mem=offsets[f0 + 1],
+                    o_thr=o_thr,
+                )
+            )
+        return plan
 
     def _close_reader(self) -> None:
         if self._reader is not None:
@@ -186,103 +240,112 @@ class PodResourceCollector:
     # ---- the sweep --------------------------------------------------------------------------------
 
     def collect(self) -> None:
+        """One sweep. The loop is written flat (locals, no helper calls on the common path): it runs for
+        every pod and container every second and is most of the agent's own CPU after the reads."""
         self._sync_targets()
         assert self._reader is not None
         res = self._reader.read()
         t = self._clock()
-        status, values, offsets = res.status, res.values, res.layout.offsets
-        nfiles = len(self._files)
+        status, values = res.status, res.values
         cap_state = self._shared.get(fw.CPU_COUNT)
-        max_cores = cap_state.value * fw.CAPACITY_SLACK if cap_state is not None else float("inf")
+        max_ns_per_s = (cap_state.value * fw.CAPACITY_SLACK if cap_state is not None else 1e9) * 1e9
+        cpu_scale = 1000 if self._v2 else 1
+        max_gap = self._max_gap
+        cpu_base, thr_base = self._cpu_base, self._thr_base
         errs: Counter[str] = Counter()
-        cpu_out: dict[str, list[tuple[str, float]]] = {POD: [], CONTAINER: []}
-        mem_out: dict[str, list[tuple[str, float]]] = {POD: [], CONTAINER: []}
-        thr_out: dict[str, list[tuple[str, float]]] = {POD: [], CONTAINER: []}
+        resets = steps = 0
+        pod_cpu: list[tuple[str, float]] = []
+        pod_mem: list[tuple[str, float]] = []
+        pod_thr: list[tuple[str, float]] = []
+        cont_cpu: list[tuple[str, float]] = []
+        cont_mem: list[tuple[str, float]] = []
+        cont_thr: list[tuple[str, float]] = []
         v2 = self._v2
-        for j, target in enumerate(self._targets):
-            first = j * nfiles
-            sts = status[first : first + nfiles]
-            key = (target.kind, target.ident)
-            if any(s in GONE_STATUSES for s in sts):
+        for is_pod, ident, key, f_cpu, f_mem, f_thr, o_cpu, o_mem, o_thr in self._plan:
+            s_cpu, s_mem, s_thr = status[f_cpu], status[f_mem], status[f_thr]
+            if (s_cpu or s_mem or s_thr) and (
+                s_cpu in GONE_STATUSES or s_mem in GONE_STATUSES or s_thr in GONE_STATUSES
+            ):
                 errs[fw.ERR_GONE] += 1
-                self._cpu.forget(key)
-                self._thr.forget(key)
+                cpu_base.pop(key, None)
+                thr_base.pop(key, None)
                 continue
             # CPU
-            cpu_off = offsets[first]
-            if sts[0] != 0:
-                errs[_classify(sts[0])] += 1
-            elif values[cpu_off] == MISSING:
+            ns = values[o_cpu]
+            if s_cpu:
+                errs[_classify(s_cpu)] += 1
+            elif ns == MISSING:
                 errs[fw.ERR_MALFORMED] += 1
             else:
-                ns = values[cpu_off] * 1000 if v2 else values[cpu_off]
-                got = self._cpu.update(key, t, (ns,))
-                if got is not None:
-                    cores = got[1][0] / (got[0] * 1e9)
-                    if cores > max_cores:
+                ns *= cpu_scale
+                prev = cpu_base.get(key)
+                cpu_base[key] = (t, ns)
+                if prev is not None:
+                    dt = t - prev[0]
+                    delta = ns - prev[1]
+                    if not 0.0 < dt <= max_gap:
+                        steps += 1
+                    elif delta < 0:
+                        resets += 1
+                    elif delta > max_ns_per_s * dt:
                         errs[fw.ERR_OVER_CAPACITY] += 1
                     else:
-                        cpu_out[target.kind].append((target.ident, cores))
+                        (pod_cpu if is_pod else cont_cpu).append((ident, delta / (dt * 1e9)))
             # memory
-            mem_off = offsets[first + 1]
-            if sts[1] != 0:
-                errs[_classify(sts[1])] += 1
+            if s_mem:
+                errs[_classify(s_mem)] += 1
             else:
-                a, b, c = values[mem_off], values[mem_off + 1], values[mem_off + 2]
+                a, b, c = values[o_mem], values[o_mem + 1], values[o_mem + 2]
                 if MISSING in (a, b, c):
                     errs[fw.ERR_MALFORMED] += 1
                 else:
-                    mem_out[target.kind].append((target.ident, float(a + b + c)))
+                    (pod_mem if is_pod else cont_mem).append((ident, float(a + b + c)))
             # throttling
-            if v2:
-                st_thr, thr_off = sts[0], cpu_off + 1
-            else:
-                st_thr, thr_off = sts[2], offsets[first + 2]
-            if st_thr != 0:
+            if s_thr:
                 if not v2:
-                    errs[_classify(st_thr)] += 1
+                    errs[_classify(s_thr)] += 1
                 continue
-            periods, throttled = values[thr_off], values[thr_off + 1]
-            if periods == MISSING and throttled == MISSING and v2:
-                continue  # v2 cgroup without the cpu controller: no bandwidth control, no throttling
+            periods, throttled = values[o_thr], values[o_thr + 1]
             if MISSING in (periods, throttled):
-                errs[fw.ERR_MALFORMED] += 1
+                # v2 without the cpu controller has neither key: no bandwidth control, nothing to report
+                if not (v2 and periods == throttled):
+                    errs[fw.ERR_MALFORMED] += 1
                 continue
-            got = self._thr.update(key, t, (periods, throttled))
-            if got is not None:
-                dperiods, dthrottled = got[1]
-                thr_out[target.kind].append((target.ident, dthrottled / dperiods if dperiods else 0.0))
-        self._store(t, cpu_out, mem_out, thr_out)
-        for kind, n in errs.items():
-            self._errors.error(NAME, kind, n)
-        fw.report_rejections(self._cpu, self._errors, NAME)
-        fw.report_rejections(self._thr, self._errors, NAME)
-        self._sweeps += 1
-
-    def _store(
-        self,
-        t: float,
-        cpu: dict[str, list[tuple[str, float]]],
-        mem: dict[str, list[tuple[str, float]]],
-        thr: dict[str, list[tuple[str, float]]],
-    ) -> None:
+            tprev = thr_base.get(key)
+            thr_base[key] = (t, periods, throttled)
+            if tprev is None:
+                continue
+            dt = t - tprev[0]
+            dperiods, dthrottled = periods - tprev[1], throttled - tprev[2]
+            if not 0.0 < dt <= max_gap:
+                steps += 1
+            elif dperiods < 0 or dthrottled < 0:
+                resets += 1
+            else:
+                (pod_thr if is_pod else cont_thr).append((ident, dthrottled / dperiods if dperiods else 0.0))
         cache = self._cache
         for metric, samples in (
-            (api.POD_CPU_USAGE, cpu[POD]),
-            (api.POD_MEMORY_USAGE, mem[POD]),
-            (api.POD_CPU_THROTTLED, thr[POD]),
-            (api.CONTAINER_CPU_USAGE, cpu[CONTAINER]),
-            (api.CONTAINER_MEMORY_USAGE, mem[CONTAINER]),
-            (api.CONTAINER_CPU_THROTTLED, thr[CONTAINER]),
+            (api.POD_CPU_USAGE, pod_cpu),
+            (api.POD_MEMORY_USAGE, pod_mem),
+            (api.POD_CPU_THROTTLED, pod_thr),
+            (api.CONTAINER_CPU_USAGE, cont_cpu),
+            (api.CONTAINER_MEMORY_USAGE, cont_mem),
+            (api.CONTAINER_CPU_THROTTLED, cont_thr),
         ):
             if samples:
                 cache.append_batch(metric, samples, t)
         # The baseline round has no CPU rates: publishing a zero sum then would inflate system usage.
-        has_pods = any(target.kind == POD for target in self._targets)
-        if cpu[POD] or not has_pods:
-            self._shared.set(fw.PODS_CPU, t, sum(v for _, v in cpu[POD]))
-        if mem[POD] or not has_pods:
-            self._shared.set(fw.PODS_MEMORY, t, sum(v for _, v in mem[POD]))
+        if pod_cpu or not self._has_pods:
+            self._shared.set(fw.PODS_CPU, t, sum(v for _, v in pod_cpu))
+        if pod_mem or not self._has_pods:
+            self._shared.set(fw.PODS_MEMORY, t, sum(v for _, v in pod_mem))
+        if resets:
+            errs[fw.ERR_COUNTER_RESET] += resets
+        if steps:
+            errs[fw.ERR_CLOCK] += steps
+        for kind, n in errs.items():
+            self._errors.error(NAME, kind, n)
+        self._sweeps += 1
 
     # ---- status -----------------------------------------------------------------------------------
 
@@ -293,12 +356,20 @@ class PodResourceCollector:
     def open_fds(self) -> int:
         return 0 if self._reader is None else self._reader.open_fds()
 
+    def reader_files(self) -> list[tuple[str, int]]:
+        """``(path, file kind)`` of every file one sweep reads (benchmarks build their floor from it)."""
+        if self._reader is None:
+            return []
+        layout = self._reader.layout
+        return [(p, int(k)) for p, k in zip(layout.paths, layout.kinds, strict=True)]
+
     def targets(self) -> list[Target]:
         return list(self._targets)
 
     def close(self) -> None:
         self._close_reader()
         self._signature = ()
+        self._last_pods = ()
 
 
 def _classify(status: int) -> str:

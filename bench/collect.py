@@ -1,0 +1,292 @@
+"""The metrics advisor at 1 Hz over 1000 real container cgroups, against the C floor reading the same files.
+
+Creates N pods (each one pod cgroup + one container cgroup, cgroupfs layout) under a unique
+``koordlet-test-<random>`` parent in the v1 cpu, cpuacct, cpuset and memory controllers, and N fake
+``PodInfo``s (BE, so the BE collector walks their cpusets too). The real ``MetricsAdvisor`` runs on its
+supervisor threads with every collector at its default interval (node, pods/containers, system, BE, PSI,
+host apps, the 100 ms fast sampler), storing into the real ``MetricCache``, prefilled to ring capacity so
+RSS is measured in steady state. Rounds alternate the agent (process CPU time over the round) with the C
+floor of ``bench/host_read.py`` (the same preads and key parsing of the same pod-collector files, on
+reused descriptors). ``ratio`` = agent CPU / floor CPU at 1 Hz. Everything created is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import psutil
+from host_read import FLOOR_C
+from prometheus_client import CollectorRegistry, generate_latest
+
+from koordlet import api
+from koordlet.metriccache import MetricCache, MetricCacheConfig
+from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
+from koordlet.runtime import EventBus, Supervisor
+from koordlet.system import native
+from koordlet.system.cgroups import CgroupMode, detect_mode
+from koordlet.system.host import Host
+from koordlet.system.paths import HostPaths
+from koordlet.system.podpath import CgroupDriver
+
+NAME = "collect"
+SUBSYSTEMS = ("cpu", "cpuacct", "cpuset", "memory")
+FLOOR_KEYS = ("total_inactive_anon", "total_active_anon", "total_unevictable", "nr_periods", "nr_throttled")
+RETENTION = 300.0
+CLOCK_OFFSET = 1000.0
+"""The agent's clock runs ahead of the prefill timestamps, so live samples append in order after them."""
+
+
+class Pods:
+    """A fixed pod list (what the states informer would hand over)."""
+
+    def __init__(self, pods: Sequence[api.PodInfo]) -> None:
+        self._pods = list(pods)
+
+    def node(self) -> api.NodeInfo | None:
+        return None
+
+    def pods(self) -> Sequence[api.PodInfo]:
+        return self._pods
+
+    def node_slo(self) -> api.NodeSLO:
+        return api.NodeSLO()
+
+    def has_synced(self) -> bool:
+        return True
+
+
+def skip(why: str) -> int:
+    print(json.dumps({"bench": NAME, "skipped": why}))
+    return 0
+
+
+def write(path: Path, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        if os.write(fd, value.encode()) != len(value):
+            raise OSError(f"short write to {path}")
+    finally:
+        os.close(fd)
+
+
+def mkcg(root: Path, rel: str, made: list[Path]) -> None:
+    for sub in SUBSYSTEMS:
+        d = root / sub / rel
+        d.mkdir()
+        made.append(d)
+        if sub == "cpuset":
+            # a v1 cpuset child starts empty; copy the parent's so processes could run there
+            for f in ("cpuset.cpus", "cpuset.mems"):
+                write(d / f, (d.parent / f).read_text().strip() or "0")
+
+
+def shifted_clock() -> float:
+    return time.monotonic() + CLOCK_OFFSET
+
+
+def prefill(cache: MetricCache, template: MetricCache) -> int:
+    """Fill every series the agent writes to ring capacity, at times before the agent's clock."""
+    n = 0
+    base = time.monotonic()
+    for metric in template.metrics():
+        labels = template.series(metric)
+        cap = cache.config.capacity_for(metric)
+        for k in range(cap):
+            t = base + k * (CLOCK_OFFSET - 10.0) / cap
+            for lbl in labels:
+                cache.append(metric, lbl, 0.0, t)
+                n += 1
+    return n
+
+
+def rss_mib() -> float:
+    gc.collect()
+    return psutil.Process().memory_info().rss / (1024 * 1024)
+
+
+def run_agent(advisor: MetricsAdvisor, seconds: float) -> float:
+    """Percent of one core used by the whole process while the advisor runs ``seconds``."""
+    stop = threading.Event()
+    sup = Supervisor(stop)
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.monotonic()
+    advisor.start(stop, sup)
+    stop.wait(seconds)
+    stop.set()
+    sup.join(time.monotonic() + 5.0)
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.monotonic() - t0
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    if sup.failed:
+        raise RuntimeError(f"advisor thread died: {sup.failures}")
+    return cpu / wall * 100.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="fewer, shorter rounds (under 50 s)")
+    ap.add_argument("--pods", type=int, default=1000)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        return skip("needs root to create cgroups")
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        return skip("needs gcc for the C floor")
+    paths = HostPaths()
+    if detect_mode(paths) is not CgroupMode.V1:
+        return skip("needs the cgroup v1 cpu, cpuacct, cpuset and memory controllers")
+    if not all((paths.cgroup_root / s).is_dir() for s in SUBSYSTEMS):
+        return skip("a v1 controller is missing")
+    rounds, seconds, floor_sweeps = (3, 7.0, 9) if args.quick else (5, 20.0, 15)
+
+    parent = f"koordlet-test-{uuid.uuid4().hex[:10]}"
+    made: list[Path] = []
+    tmp = Path(tempfile.mkdtemp(prefix="koordlet-bench-"))
+    advisor: MetricsAdvisor | None = None
+    try:
+        tier = f"{parent}/kubepods/besteffort"
+        for rel in (parent, f"{parent}/kubepods", tier):
+            mkcg(paths.cgroup_root, rel, made)
+        pods: list[api.PodInfo] = []
+        for i in range(args.pods):
+            uid = str(uuid.UUID(int=i + 1, version=4))
+            cid = f"{i + 1:064x}"
+            mkcg(paths.cgroup_root, f"{tier}/pod{uid}", made)
+            mkcg(paths.cgroup_root, f"{tier}/pod{uid}/{cid}", made)
+            pods.append(
+                api.PodInfo(
+                    uid=uid,
+                    namespace="bench",
+                    name=f"pod-{i}",
+                    qos=api.QOSClass.BE,
+                    kube_qos=api.KubeQOSClass.BESTEFFORT,
+                    cgroup_dir=f"{tier}/pod{uid}",
+                    containers=(
+                        api.ContainerInfo(
+                            name="main",
+                            container_id=cid,
+                            runtime="containerd",
+                            cgroup_dir=f"{tier}/pod{uid}/{cid}",
+                            batch_cpu_request_milli=100,
+                        ),
+                    ),
+                )
+            )
+        bench_paths = HostPaths(cgroup_parent=parent)
+        host = Host(bench_paths, CgroupMode.V1, CgroupDriver.CGROUPFS)
+        states = Pods(pods)
+        cache_cfg = MetricCacheConfig(
+            node_retention=RETENTION, pod_retention=RETENTION, other_retention=RETENTION, collect_interval=1.0
+        )
+
+        # discover every series the agent writes, then prefill the real cache to steady state
+        scratch = MetricCache(cache_cfg, clock=shifted_clock)
+        probe = MetricsAdvisor(AdvisorConfig(), host, scratch, states, EventBus(), None, shifted_clock)
+        probe.collect_once()
+        time.sleep(0.2)
+        probe.collect_once()
+        probe.shutdown()
+        registry = CollectorRegistry()
+        cache = MetricCache(cache_cfg, clock=shifted_clock, registry=registry)
+        prefilled = prefill(cache, scratch)
+        del scratch, probe
+        advisor = MetricsAdvisor(
+            AdvisorConfig(node_name="bench"), host, cache, states, EventBus(), registry, shifted_clock
+        )
+        advisor.pods.collect()  # builds the reader: its file list is the floor's
+
+        # the C floor over exactly the pod collector's files
+        files = advisor.pods.reader_files()
+        src = tmp / "floor.c"
+        src.write_text(FLOOR_C.replace("%KEYS%", ", ".join(f'"{k}"' for k in FLOOR_KEYS)))
+        exe = tmp / "floor"
+        subprocess.run([gcc, "-O2", "-o", str(exe), str(src)], check=True, capture_output=True)
+        listing = tmp / "files.txt"
+        listing.write_text("".join(f"{kind} {path}\n" for path, kind in files))
+
+        run_agent(advisor, 3.0)  # warm-up: threads, allocator, every collector past its baseline
+        rss_start = rss_mib()
+        agent_pct: list[float] = []
+        floor_ms: list[float] = []
+        for r in range(rounds):
+            for who in ("agent", "floor") if r % 2 == 0 else ("floor", "agent"):
+                if who == "agent":
+                    agent_pct.append(run_agent(advisor, seconds))
+                else:
+                    out = subprocess.run(
+                        [str(exe), str(listing), str(floor_sweeps)],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                    )
+                    floor_ms.append(float(out.stdout.strip()))
+        rss_end = rss_mib()
+        t0 = time.perf_counter()
+        advisor.pods.collect()
+        pod_sweep_ms = (time.perf_counter() - t0) * 1000.0
+        t0 = time.perf_counter()
+        exposition = generate_latest(registry)
+        scrape_ms = (time.perf_counter() - t0) * 1000.0
+        open_fds = advisor.pods.open_fds()
+        synced = advisor.has_synced()
+    finally:
+        if advisor is not None:
+            advisor.shutdown()
+        for d in sorted(made, key=lambda p: len(p.parts), reverse=True):
+            try:
+                d.rmdir()
+            except FileNotFoundError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    agent = statistics.median(agent_pct)
+    floor_pct = statistics.median(floor_ms) / 1000.0 * 100.0  # one sweep per second
+    print(f"pods={args.pods} files/sweep={len(files)} rounds={rounds} x {seconds}s", file=sys.stderr)
+    print(f"agent % of a core per round: {[round(x, 2) for x in agent_pct]}", file=sys.stderr)
+    print(f"floor ms per sweep per round: {[round(x, 2) for x in floor_ms]}", file=sys.stderr)
+    print(
+        json.dumps(
+            {
+                "bench": NAME,
+                "pods": args.pods,
+                "containers": args.pods,
+                "files_per_sweep": len(files),
+                "native_reader": native.HAS_NATIVE,
+                "rounds": rounds,
+                "agent_cpu_pct_core": round(agent, 3),
+                "floor_cpu_pct_core": round(floor_pct, 3),
+                "pod_sweep_ms": round(pod_sweep_ms, 2),
+                "scrape_ms": round(scrape_ms, 2),
+                "scrape_kib": round(len(exposition) / 1024, 1),
+                "prefilled_samples": prefilled,
+                "rss_start_mib": round(rss_start, 1),
+                "rss_end_mib": round(rss_end, 1),
+                "rss_growth_pct": round((rss_end - rss_start) / rss_start * 100.0, 2),
+                "open_fds": open_fds,
+                "synced": synced,
+                "ratio": round(agent / floor_pct, 3),
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
