@@ -23,11 +23,11 @@ never waits for it (a running reconcile already reads the newest samples), so th
 is not held up. The periodic path also takes the larger of the per-pod and the fast estimate.
 
 LS demand (performance-reliability A3). A controller fed by LS's *observed* usage has a fixed point under
-``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default
-(BE never shares a CPU with LS there); the fast path above feeds LS rises within ~100 ms; shrink is
-immediate and growth slow, so BE gives way faster than it comes back. ``koordlet.api`` offers no LS
-pressure series (PSI), so the quota fixed point itself is not detected; the quota policy is kept for
-koordlet parity and documented as the weaker one.
+``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE
+never shares a CPU with LS there); the fast path feeds LS rises within ~100 ms; shrink is immediate and
+growth slow; and under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) lowers a quota-bound BE tier
+by one step for 3 s every 10 s, so LS demand hidden by contention shows up as usage and the budget
+follows it. ``koordlet.api`` offers no per-pod PSI series, which would detect the stall directly.
 
 Safety: only the BE tier and what lies below it is written, and not at all while a non-BE pod sits in that
 tier (it would be confined too); quotas stay in [2000, capacity] or -1 on restore; cpusets keep ≥ 2
@@ -44,37 +44,15 @@ from dataclasses import dataclass
 from prometheus_client import Gauge
 
 from koordlet import api
-from qosplugins import _cpuset, _shared
+from qosplugins import _budget, _cpuset, _shared
 
-POLICY_CPUSET = "cpuset"
-POLICY_CFS_QUOTA = "cfsQuota"
+POLICY_CPUSET = _budget.POLICY_CPUSET
+POLICY_CFS_QUOTA = _budget.POLICY_CFS_QUOTA
 INTERVAL_FLAG = "cpu-suppress-interval-seconds"
 FAST_WINDOW_SECONDS = 1.0
 """Fast samples older than this are stale (the sampler runs every ~100 ms)."""
 FAST_RISE_FRACTION = 0.01
 """A non-BE rise of 1 % of capacity since the last decision wakes the fast path (noise stays below)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """The split of node CPU the budget is computed from (millicores)."""
-
-    capacity_milli: int
-    node_used_milli: float
-    pod_non_be_milli: float
-    host_app_non_be_milli: float
-    be_pods_milli: float
-    system_milli: float
-    reserved_milli: int
-
-    @property
-    def non_be_milli(self) -> float:
-        return self.pod_non_be_milli + self.host_app_non_be_milli + self.system_milli
-
-    @property
-    def non_be_floor_milli(self) -> float:
-        """What is known non-BE from per-pod samples alone (a lower bound for the fast estimate)."""
-        return self.pod_non_be_milli + self.host_app_non_be_milli + self.reserved_milli
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,28 +70,6 @@ class Decision:
     pools: _cpuset.CPUPools
 
 
-def be_budget_milli(
-    capacity_milli: int, threshold_percent: int, min_percent: int | None, non_be: float
-) -> float:
-    """Koordlet's ``calculateBESuppressCPU``: the CPU BE may use, in millicores."""
-    budget = capacity_milli * threshold_percent / 100.0 - non_be
-    if min_percent is not None:
-        budget = max(budget, capacity_milli * min_percent / 100.0)
-    return budget
-
-
-def invalid_reason(slo: api.ResourceThresholdStrategy) -> str:
-    """Why the suppress part of a NodeSLO cannot be used, or ``""``."""
-    if not 0 < slo.cpu_suppress_threshold_percent <= 100:
-        return f"cpuSuppressThresholdPercent {slo.cpu_suppress_threshold_percent} outside (0, 100]"
-    low = slo.cpu_suppress_min_percent
-    if low is not None and not 0 <= low <= slo.cpu_suppress_threshold_percent:
-        return f"cpuSuppressMinPercent {low} outside [0, cpuSuppressThresholdPercent]"
-    if slo.cpu_suppress_policy not in (POLICY_CPUSET, POLICY_CFS_QUOTA):
-        return f"unknown cpuSuppressPolicy {slo.cpu_suppress_policy!r}"
-    return ""
-
-
 class BECPUSuppress(api.QOSPluginBase):
     """Suppress BE CPU by cpuset or CFS quota from the LS usage of the node."""
 
@@ -127,6 +83,7 @@ class BECPUSuppress(api.QOSPluginBase):
         self.ctx = ctx
         self._lock = threading.Lock()
         self._decision: Decision | None = None
+        self._probe = _budget.DemandProbe()
         self._restored = False
         self._warned = ""
         node = ctx.node_name
@@ -161,10 +118,11 @@ class BECPUSuppress(api.QOSPluginBase):
         slo = self.ctx.states.node_slo().resource_used_threshold_with_be
         if not slo.enable:
             self._decision = None
+            self._probe.reset()
             if not self._restored:
                 self._restore("resourceUsedThresholdWithBE disabled")
             return
-        reason = invalid_reason(slo)
+        reason = _budget.invalid_reason(slo)
         if reason:
             self._warn_once(f"invalid NodeSLO, not suppressing: {reason}")
             return
@@ -186,13 +144,13 @@ class BECPUSuppress(api.QOSPluginBase):
             if not self._restored:
                 self._restore("non-BE pod in the BE tier")
             return
-        usage = self._usage(pods)
+        usage = _budget.measure_usage(self.ctx, pods)
         if usage is None:
             self.ctx.logger.debug("BECPUSuppress: no node CPU sample yet")
             return
         self._warned = ""
         non_be = max(usage.non_be_milli, self._fast_non_be(usage.non_be_floor_milli) or 0.0)
-        budget = be_budget_milli(
+        budget = _budget.be_budget_milli(
             usage.capacity_milli, slo.cpu_suppress_threshold_percent, slo.cpu_suppress_min_percent, non_be
         )
         pools = _cpuset.cpu_pools(self.ctx.host.cpu_topology(), self.ctx.states.node(), pods)
@@ -209,48 +167,13 @@ class BECPUSuppress(api.QOSPluginBase):
         )
         self._set(self._ls_used, (usage.pod_non_be_milli + usage.host_app_non_be_milli) / 1000.0)
         self._set(self._be_used, usage.be_pods_milli / 1000.0)
-        self._apply(decision, budget, shrink_only=False)
+        self._apply(decision, budget, shrink_only=False, usage=usage)
         if decision.policy == POLICY_CFS_QUOTA:
             self._recover_cpuset(be_dir, pools, only_if_changed=True)
         else:
             self._recover_quota(be_dir)
         self._decision = decision
         self._restored = False
-
-    def _usage(self, pods: Sequence[api.PodInfo]) -> Usage | None:
-        ctx = self.ctx
-        node_cores = _shared.last_value(ctx, api.NODE_CPU_USAGE)
-        if node_cores is None:
-            return None
-        all_pods = non_be_pods = 0.0
-        for pod in pods:
-            cores = _shared.last_value(ctx, api.POD_CPU_USAGE, {"pod_uid": pod.uid})
-            if cores is None:
-                continue
-            all_pods += cores * 1000
-            # Stricter than koordlet: anything not BE counts as LS demand (a mislabelled pod is protected).
-            if not pod.is_best_effort:
-                non_be_pods += cores * 1000
-        apps = non_be_apps = 0.0
-        for app in ctx.states.node_slo().host_applications:
-            cores = _shared.last_value(ctx, api.HOST_APP_CPU_USAGE, {"host_app_name": app.name})
-            if cores is None:
-                continue
-            apps += cores * 1000
-            if not (app.qos is api.QOSClass.BE and app.cgroup_base == "KubepodsBesteffort"):
-                non_be_apps += cores * 1000
-        node = ctx.states.node()
-        reserved = _cpuset.reserved_milli(node)
-        node_milli = node_cores * 1000
-        return Usage(
-            capacity_milli=_shared.capacity_milli(ctx),
-            node_used_milli=node_milli,
-            pod_non_be_milli=non_be_pods,
-            host_app_non_be_milli=non_be_apps,
-            be_pods_milli=all_pods - non_be_pods,
-            system_milli=max(node_milli - all_pods - apps, 0.0, float(reserved)),
-            reserved_milli=reserved,
-        )
 
     # -- fast path -----------------------------------------------------------------------------------
 
@@ -268,7 +191,7 @@ class BECPUSuppress(api.QOSPluginBase):
                 or non_be < decision.non_be_milli + FAST_RISE_FRACTION * decision.capacity_milli
             ):
                 return
-            budget = be_budget_milli(
+            budget = _budget.be_budget_milli(
                 decision.capacity_milli, decision.threshold_percent, decision.min_percent, non_be
             )
             self._apply(decision, budget, shrink_only=True)
@@ -295,9 +218,11 @@ class BECPUSuppress(api.QOSPluginBase):
 
     # -- writers -------------------------------------------------------------------------------------
 
-    def _apply(self, decision: Decision, budget: float, shrink_only: bool) -> None:
+    def _apply(
+        self, decision: Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None = None
+    ) -> None:
         if decision.policy == POLICY_CFS_QUOTA:
-            self._apply_quota(decision, budget, shrink_only)
+            self._apply_quota(decision, budget, shrink_only, usage)
         else:
             self._apply_cpuset(decision, budget, shrink_only)
 
@@ -314,22 +239,26 @@ class BECPUSuppress(api.QOSPluginBase):
         self._write_cpuset(decision.be_dir, _shared.format_cpuset(target), reason)
         self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
 
-    def _apply_quota(self, decision: Decision, budget: float, shrink_only: bool) -> None:
-        capacity_quota = decision.capacity_milli * _shared.CFS_PERIOD_US // 1000
-        new = min(max(int(budget * _shared.CFS_PERIOD_US / 1000), _shared.MIN_BE_QUOTA_US), capacity_quota)
-        new = max(new, _shared.MIN_BE_QUOTA_US)
+    def _apply_quota(
+        self, decision: Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None
+    ) -> None:
         cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", decision.be_dir))
         if cur is None:
             return
-        if cur != _shared.UNLIMITED:
-            if new == cur or (abs(new - cur) < capacity_quota * 0.01 and new != _shared.MIN_BE_QUOTA_US):
-                return
-            step = int(capacity_quota * 0.1)
-            if new - cur > step:
-                new = min(cur + step, capacity_quota)
-            if shrink_only and new >= cur:
-                return
+        new = _budget.quota_target(budget, cur, decision.capacity_milli)
         reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
+        if usage is not None:
+            ceiling = self._probe.limit(
+                self.ctx.clock(),
+                cur,
+                usage.be_pods_milli,
+                usage.pod_non_be_milli + usage.host_app_non_be_milli,
+                decision.capacity_milli,
+            )
+            if ceiling is not None and (new if new is not None else cur) > ceiling:
+                new, reason = ceiling, f"{reason}; LS demand probe"
+        if new is None or new == cur or (shrink_only and cur != _shared.UNLIMITED and new >= cur):
+            return
         self._write_quota(decision.be_dir, new, reason)
         self._set(self._cores, new / _shared.CFS_PERIOD_US, type=POLICY_CFS_QUOTA)
 

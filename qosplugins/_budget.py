@@ -1,0 +1,160 @@
+"""The numbers behind ``BECPUSuppress``: usage split, BE budget, CFS quota steps and the LS demand probe.
+
+Pure functions of samples and the current quota, so the arithmetic is tested without a host. The
+:class:`DemandProbe` answers performance-reliability A3: under the ``cfsQuota`` policy a controller fed
+with LS's *observed* usage can settle where contended LS never shows more demand (BE bursts on LS's CPU
+inside each period). While BE is using its whole quota and some LS pod is running, the probe lowers the
+quota by one step (10 % of capacity) every ``interval`` seconds and holds it for ``hold`` seconds. If LS
+wanted more it takes the room, the next budgets see the higher LS usage and BE stays lower; if not, the
+normal +10 %/tick growth gives BE its quota back. Cost when LS is content: one step for ``hold`` seconds
+per ``interval``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from koordlet import api
+from qosplugins import _cpuset, _shared
+
+POLICY_CPUSET = "cpuset"
+POLICY_CFS_QUOTA = "cfsQuota"
+HYSTERESIS_FRACTION = 0.01
+"""Quota changes below 1 % of capacity are not written (koordlet)."""
+STEP_FRACTION = 0.1
+"""Quota grows at most 10 % of capacity per tick (koordlet); the probe shrinks by the same step."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The split of node CPU the budget is computed from (millicores)."""
+
+    capacity_milli: int
+    node_used_milli: float
+    pod_non_be_milli: float
+    host_app_non_be_milli: float
+    be_pods_milli: float
+    system_milli: float
+    reserved_milli: int
+
+    @property
+    def non_be_milli(self) -> float:
+        return self.pod_non_be_milli + self.host_app_non_be_milli + self.system_milli
+
+    @property
+    def non_be_floor_milli(self) -> float:
+        """What is known non-BE from per-pod samples alone (a lower bound for the fast estimate)."""
+        return self.pod_non_be_milli + self.host_app_non_be_milli + self.reserved_milli
+
+
+def be_budget_milli(
+    capacity_milli: int, threshold_percent: int, min_percent: int | None, non_be: float
+) -> float:
+    """Koordlet's ``calculateBESuppressCPU``: the CPU BE may use, in millicores."""
+    budget = capacity_milli * threshold_percent / 100.0 - non_be
+    if min_percent is not None:
+        budget = max(budget, capacity_milli * min_percent / 100.0)
+    return budget
+
+
+def invalid_reason(slo: api.ResourceThresholdStrategy) -> str:
+    """Why the suppress part of a NodeSLO cannot be used, or ``""``."""
+    if not 0 < slo.cpu_suppress_threshold_percent <= 100:
+        return f"cpuSuppressThresholdPercent {slo.cpu_suppress_threshold_percent} outside (0, 100]"
+    low = slo.cpu_suppress_min_percent
+    if low is not None and not 0 <= low <= slo.cpu_suppress_threshold_percent:
+        return f"cpuSuppressMinPercent {low} outside [0, cpuSuppressThresholdPercent]"
+    if slo.cpu_suppress_policy not in (POLICY_CPUSET, POLICY_CFS_QUOTA):
+        return f"unknown cpuSuppressPolicy {slo.cpu_suppress_policy!r}"
+    return ""
+
+
+def measure_usage(ctx: api.PluginContext, pods: Sequence[api.PodInfo]) -> Usage | None:
+    """The node CPU split from the last 1 s samples; ``None`` before the first node sample."""
+    node_cores = _shared.last_value(ctx, api.NODE_CPU_USAGE)
+    if node_cores is None:
+        return None
+    all_pods = non_be_pods = 0.0
+    for pod in pods:
+        cores = _shared.last_value(ctx, api.POD_CPU_USAGE, {"pod_uid": pod.uid})
+        if cores is None:
+            continue
+        all_pods += cores * 1000
+        # Stricter than koordlet: anything not BE counts as LS demand (a mislabelled pod is protected).
+        if not pod.is_best_effort:
+            non_be_pods += cores * 1000
+    apps = non_be_apps = 0.0
+    for app in ctx.states.node_slo().host_applications:
+        cores = _shared.last_value(ctx, api.HOST_APP_CPU_USAGE, {"host_app_name": app.name})
+        if cores is None:
+            continue
+        apps += cores * 1000
+        if not (app.qos is api.QOSClass.BE and app.cgroup_base == "KubepodsBesteffort"):
+            non_be_apps += cores * 1000
+    node = ctx.states.node()
+    reserved = _cpuset.reserved_milli(node)
+    node_milli = node_cores * 1000
+    return Usage(
+        capacity_milli=_shared.capacity_milli(ctx),
+        node_used_milli=node_milli,
+        pod_non_be_milli=non_be_pods,
+        host_app_non_be_milli=non_be_apps,
+        be_pods_milli=all_pods - non_be_pods,
+        system_milli=max(node_milli - all_pods - apps, 0.0, float(reserved)),
+        reserved_milli=reserved,
+    )
+
+
+def capacity_quota(capacity_milli: int) -> int:
+    """The node's CPU as a CFS quota: cores * 100000 us."""
+    return capacity_milli * _shared.CFS_PERIOD_US // 1000
+
+
+def quota_target(budget_milli: float, current: int, capacity_milli: int) -> int | None:
+    """The BE tier quota for ``budget_milli``, or ``None`` when the change is inside the 1 % band.
+
+    ``max(budget * 100, 2000)`` us capped at capacity; from a limited quota growth is at most one step.
+    """
+    cap = capacity_quota(capacity_milli)
+    # Rounded, not truncated: usage arrives as float cores, and 749.9999 m is meant as 750 m.
+    new = min(max(round(budget_milli * _shared.CFS_PERIOD_US / 1000), _shared.MIN_BE_QUOTA_US), cap)
+    new = max(new, _shared.MIN_BE_QUOTA_US)
+    if current == _shared.UNLIMITED:
+        return new
+    if new == current or (abs(new - current) < cap * HYSTERESIS_FRACTION and new != _shared.MIN_BE_QUOTA_US):
+        return None
+    step = int(cap * STEP_FRACTION)
+    return min(current + step, cap) if new - current > step else new
+
+
+@dataclass(slots=True)
+class DemandProbe:
+    """Periodic one-step squeeze of a quota-bound BE tier, to reveal LS demand hidden by contention."""
+
+    interval: float = 10.0
+    hold: float = 3.0
+    busy_fraction: float = 0.9
+    """BE counts as quota-bound when it uses at least this share of its quota."""
+    started: float = -math.inf
+    until: float = -math.inf
+    ceiling: int = 0
+
+    def limit(
+        self, now: float, current: int, be_used_milli: float, ls_used_milli: float, capacity_milli: int
+    ) -> int | None:
+        """The quota ceiling the probe imposes now, or ``None``."""
+        if now < self.until:
+            return self.ceiling
+        if current == _shared.UNLIMITED or now - self.started < self.interval or ls_used_milli <= 0:
+            return None
+        if be_used_milli < self.busy_fraction * current * 1000 / _shared.CFS_PERIOD_US:
+            return None
+        step = int(capacity_quota(capacity_milli) * STEP_FRACTION)
+        self.ceiling = max(current - step, _shared.MIN_BE_QUOTA_US)
+        self.started, self.until = now, now + self.hold
+        return self.ceiling
+
+    def reset(self) -> None:
+        self.started = self.until = -math.inf
