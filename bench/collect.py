@@ -241,6 +241,13 @@ def main() -> int:
         t0 = time.perf_counter()
         advisor.pods.collect()
         pod_sweep_ms = (time.perf_counter() - t0) * 1000.0
+        fast = advisor.fast
+        assert fast is not None
+        ticks = 300
+        c0 = time.process_time()
+        for _ in range(ticks):
+            fast.collect()
+        fast_pct = (time.process_time() - c0) / ticks / fast.interval * 100.0
         t0 = time.perf_counter()
         exposition = generate_latest(registry)
         scrape_ms = (time.perf_counter() - t0) * 1000.0
@@ -273,6 +280,7 @@ def main() -> int:
                 "agent_cpu_pct_core": round(agent, 3),
                 "floor_cpu_pct_core": round(floor_pct, 3),
                 "pod_sweep_ms": round(pod_sweep_ms, 2),
+                "fast_sampler_pct_core": round(fast_pct, 3),
                 "scrape_ms": round(scrape_ms, 2),
                 "scrape_kib": round(len(exposition) / 1024, 1),
                 "prefilled_samples": prefilled,

@@ -19,6 +19,7 @@ from koordlet.system import procfs
 from koordlet.system.paths import HostPaths
 
 NAME = "NodeResourceCollector"
+PROC_STAT_CAP = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,8 @@ class NodeResourceCollector:
         self._clock = clock
         self._errors = errors
         self._clk_tck = config.clk_tck or procfs.clock_ticks()
-        self._fds = FdCache()
+        # /proc/stat grows with CPUs and interrupt lines (the "intr" line lists every IRQ): leave room
+        self._fds = FdCache(cap=PROC_STAT_CAP)
         self._cpu = fw.DeltaTracker(config.interval)
         self._synced = False
 

@@ -115,3 +115,24 @@ def test_unsafe_cgroup_path_is_refused(fake_host: Any) -> None:
     assert app_cgroup_dir(
         host, api.HostApplication(name="x", cgroup_base="KubepodsBesteffort", cgroup_relative_path="a")
     ) == ("kubepods/besteffort/a", True)
+
+
+def test_v2_cgroup_app_reads_usage_usec_and_memory_stat(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    fh = fake_host.use_cgroup_v2()
+    app = api.HostApplication(name="db", qos=api.QOSClass.LS)
+    fh.mkcgroup(None, "host-latency-sensitive/db")
+    fh.write_cgroup("cpu.stat", "host-latency-sensitive/db", "usage_usec 1000000\nuser_usec 0\n")
+    fh.write_memory_stat(
+        "host-latency-sensitive/db", active_anon=300, inactive_anon=20, unevictable=1, active_file=9
+    )
+    states = FakeStates(slo=api.NodeSLO(host_applications=(app,)))
+    col = make(fh, cache, states, fake_clock, errors, FakeProcesses(), fw.SharedState())
+    col.collect()
+    fake_clock.advance(4.0)
+    fh.write_cgroup("cpu.stat", "host-latency-sensitive/db", "usage_usec 3000000\nuser_usec 0\n")
+    col.collect()
+    assert by_app(cache, api.HOST_APP_CPU_USAGE) == {"db": pytest.approx(0.5)}
+    assert by_app(cache, api.HOST_APP_MEMORY_USAGE) == {"db": 321.0}
+    assert not errors.counts

@@ -134,3 +134,23 @@ def test_descriptors_of_gone_pods_are_released(
     assert col._fds.open_fds() == before - 3 * (n - 1)
     col.close()
     assert col._fds.open_fds() == 0
+
+
+def test_v1_kernel_with_cgroup_pressure_in_cpuacct_collects_pods(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    # Anolis patches *.pressure into the v1 cpuacct hierarchy, the root included
+    for stem in ("cpu", "memory", "io"):
+        fake_host.write_pressure(f"cgroup/cpuacct/{stem}.pressure", (0.0, 0.0, 0.0, 0))
+    p = pod(3)
+    d = fake_host.pod_cgroup(p.uid)
+    fake_host.write_pressure(f"cgroup/cpuacct/{d}/cpu.pressure", (42.0, 0, 0, 1))
+    col = make(fake_host, cache, FakeStates([p]), fake_clock, errors)
+    col.collect()
+    assert col.pods_supported()
+    got = series(cache, POD_PSI)
+    assert got == {
+        (("pod_uid", p.uid), ("psi_degree", "some"), ("psi_precision", "10"), ("psi_resource", "cpu")): 42.0
+    }
+    assert series(cache, POD_PSI_CPU_FULL_SUPPORTED) == {(("pod_uid", p.uid),): 0.0}
+    assert not errors.counts
