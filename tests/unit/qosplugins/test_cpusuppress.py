@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from koordlet import api
+from qosplugins import _cpuset
 from qosplugins.cpusuppress import BECPUSuppress
 from tests.fakes import Harness, cpus_of, make_harness, make_node
 from tests.unit.qosplugins.builders import be_slo, make_pod, topology
@@ -369,3 +370,26 @@ def test_demand_probe_leaves_be_alone_when_not_quota_bound() -> None:
         plugin.reconcile()
         h.clock.advance(1)
     assert h.executor.values_written("cpu.cfs_quota_us", BE) == ["75000"]
+
+
+def test_lse_cpus_are_excluded_and_lsr_share_is_proportional() -> None:
+    h = make_harness(1, HT8, slo=be_slo())
+    status = "scheduling.koordinator.sh/resource-status"
+    lse = h.add_pod(make_pod("lse", api.QOSClass.LSE, annotations={status: json.dumps({"cpuset": "0,4"})}))
+    lsr = h.add_pod(make_pod("lsr", api.QOSClass.LSR, annotations={status: json.dumps({"cpuset": "1,5"})}))
+    setup_load(h, ls_cores=1.2, be_cores=1.0)
+    for p in (lse, lsr):
+        h.metrics.set(api.POD_CPU_USAGE, 0.0, {"pod_uid": p.uid})
+    started(h).reconcile()
+    # non-BE = 1200 + 500 = 1700 -> budget 3500m -> 4 CPUs from usable {1,2,3,5,6,7} (LSE's 0,4 out)
+    # LSR pool {1,5} is 2 of 6: 4 * 2 // 6 = 1 from it (cpu 1);
+    # 3 from the LS pool {2,6,3,7}: pair (2,6), then 3
+    assert cpus_of(h.host.read("cpuset.cpus", BE) or "") == {1, 2, 3, 6}
+
+
+def test_pick_spreads_over_sockets_in_sibling_pairs() -> None:
+    # two sockets, siblings c and c+4: buckets socket0 = [0,4,1,5], socket1 = [2,6,3,7] by (core, cpu)
+    cpus = topology(sockets=2, cores=2, threads=2)
+    assert _cpuset.pick_spread(cpus, 3) == [0, 2, 4]  # pair (0,4) from socket0, then one from socket1
+    assert _cpuset.pick_spread(cpus, 4) == [0, 2, 4, 6]
+    assert _cpuset.pick_spread(cpus, 9) == []
