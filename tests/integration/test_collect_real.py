@@ -185,3 +185,47 @@ def _rmdir_retry(d: Path) -> None:
         except OSError:
             time.sleep(0.02)  # the killed process is still leaving the cgroup
     raise AssertionError(f"could not remove {d}")
+
+
+def test_pod_churn_leaks_no_descriptors(kubepods: RealKubepods) -> None:
+    """F1: pods come and go (cgroup removed before or after the informer notices); descriptors held by
+    the process return to the baseline."""
+    kp = kubepods
+    stable = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
+    kp.add_container(stable)
+    states = FakeStates([pod_info(stable)])
+    errors = RecordingErrors()
+    pods = PodResourceCollector(
+        PodResourceConfig(1.0), host_for(kp), MetricCache(), states, fw.SharedState(), time.monotonic, errors
+    )
+    fd_dir = HostPaths().proc("self", "fd")
+    try:
+        pods.collect()
+        baseline = len(os.listdir(fd_dir))
+        for i in range(300):
+            churn = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
+            kp.add_container(churn)
+            states.set_pods([pod_info(stable), pod_info(churn)])
+            pods.collect()
+            # every other pod vanishes while still listed (ENODEV on held fds), the rest leave the list first
+            if i % 2 == 0:
+                _remove_pod(kp, churn)
+                pods.collect()
+                states.set_pods([pod_info(stable)])
+            else:
+                states.set_pods([pod_info(stable)])
+                pods.collect()
+                _remove_pod(kp, churn)
+        pods.collect()
+        assert len(os.listdir(fd_dir)) == baseline
+        assert pods.open_fds() == 6
+        assert errors.kind(fw.ERR_GONE) == 150 * 2  # pod and container dir of each vanished pod
+    finally:
+        pods.close()
+
+
+def _remove_pod(kp: RealKubepods, pod: RealPod) -> None:
+    for rel in [c.cgroup_dir for c in pod.containers] + [pod.cgroup_dir]:
+        for sub in ("cpu", "cpuacct", "cpuset", "memory"):
+            _rmdir_retry(kp.path(sub, rel))
+    kp.pods.remove(pod)
