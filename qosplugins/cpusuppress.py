@@ -37,6 +37,7 @@ online CPUs. Invalid thresholds skip the tick with a warning.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -236,7 +237,9 @@ class BECPUSuppress(api.QOSPluginBase):
         if shrink_only and (old_count is None or len(target) >= old_count):
             return
         reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
-        self._write_cpuset(decision.be_dir, _shared.format_cpuset(target), reason)
+        # Written every tick (children appear; the executor skips what is unchanged), logged on change.
+        changed = old is None or old != frozenset(target)
+        self._write_cpuset(decision.be_dir, _shared.format_cpuset(target), reason, changed)
         self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
 
     def _apply_quota(
@@ -262,12 +265,16 @@ class BECPUSuppress(api.QOSPluginBase):
         self._write_quota(decision.be_dir, new, reason)
         self._set(self._cores, new / _shared.CFS_PERIOD_US, type=POLICY_CFS_QUOTA)
 
-    def _write_cpuset(self, be_dir: str, value: str, reason: str) -> None:
+    def _write_cpuset(self, be_dir: str, value: str, reason: str, changed: bool = True) -> None:
         levels = _shared.dirs_by_depth(be_dir, self.ctx.host.list_cgroups(be_dir, 2))
         if not levels[0]:
             return
-        self.ctx.logger.info(
-            "BECPUSuppress: BE cpuset -> %s (%s)%s", value, reason, " [dry-run]" if self.ctx.dry_run else ""
+        self.ctx.logger.log(
+            logging.INFO if changed else logging.DEBUG,
+            "BECPUSuppress: BE cpuset -> %s (%s)%s",
+            value,
+            reason,
+            " [dry-run]" if self.ctx.dry_run else "",
         )
         updates = [
             [api.CgroupUpdate("cpuset.cpus", d, value, owner=self.name, reason=reason) for d in level]

@@ -393,3 +393,18 @@ def test_pick_spreads_over_sockets_in_sibling_pairs() -> None:
     assert _cpuset.pick_spread(cpus, 3) == [0, 2, 4]  # pair (0,4) from socket0, then one from socket1
     assert _cpuset.pick_spread(cpus, 4) == [0, 2, 4, 6]
     assert _cpuset.pick_spread(cpus, 9) == []
+
+
+def test_unchanged_cpuset_is_rewritten_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    h = make_harness(1, HT8, slo=be_slo())
+    ls, be = setup_load(h, ls_cores=2.0, be_cores=3.0)
+    plugin = started(h)
+    with caplog.at_level(logging.INFO):
+        plugin.reconcile()
+        assert "BE cpuset -> 0-1,4" in caplog.text
+        caplog.clear()
+        h.clock.advance(1)
+        set_usage(h, ls, be, 2.0, 3.0)
+        plugin.reconcile()
+    assert h.executor.values_written("cpuset.cpus", BE)[-1] == "0-1,4"  # re-sent for new children
+    assert "BE cpuset" not in caplog.text
