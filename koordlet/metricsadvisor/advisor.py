@@ -124,7 +124,9 @@ class MetricsAdvisor:
             )
             self.collectors.append(self.fast)
         if registry is not None:
-            registry.register(UsageExporter(cache, states, config.node_name, clock))
+            # a sample is exported while younger than three of its collector's intervals (at least 30 s)
+            max_age = max(30.0, 3.0 * max(c.interval for c in self.collectors))
+            registry.register(UsageExporter(cache, states, config.node_name, clock, max_age=max_age))
         self._lock = threading.Lock()
         self._closed = False
 
