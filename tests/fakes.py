@@ -8,6 +8,7 @@ a parent would shrink below a child, EACCES when a child would grow beyond its p
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -337,7 +338,7 @@ class Harness:
             executor=self.executor,
             evictor=self.evictor,
             clock=self.clock,
-            logger=__import__("logging").getLogger("test.qosplugins"),
+            logger=logging.getLogger("test.qosplugins"),
             every=lambda interval, fn: self.scheduled.append((interval, fn)),
             subscribe=lambda event, fn: self.handlers.setdefault(event, []).append(fn),
             registry=self.registry,
