@@ -8,6 +8,7 @@ never act on a half-read or unexpected value, so unparseable input returns ``Non
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 from prometheus_client import CollectorRegistry, Gauge
@@ -100,14 +101,28 @@ def read_value(ctx: api.PluginContext, resource: str, cgroup_dir: str) -> str | 
         return None
 
 
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
 def float_option(ctx: api.PluginContext, name: str, default: float) -> float:
-    """A numeric option from ``ctx.options``; a missing or malformed value falls back to ``default``."""
+    """A number of seconds from ``ctx.options``: a number, or Go duration text (``500ms``, ``1m30s``) as
+    the agent's flags accept; a missing, malformed or non-positive value falls back to ``default``."""
     raw = ctx.options.get(name, default)
-    try:
-        value = float(raw)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    value: float | None = None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = float(raw)
+    elif isinstance(raw, str):
+        text = raw.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            parts = _DURATION_PART.findall(text)
+            if parts and "".join(n + u for n, u in parts) == text:
+                value = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    if value is None or not math.isfinite(value) or value <= 0:
         return default
-    return value if math.isfinite(value) else default
+    return value
 
 
 def threshold_enabled(ctx: api.PluginContext) -> bool:
@@ -166,10 +181,13 @@ def dirs_by_depth(root: str, dirs: Sequence[str]) -> list[list[str]]:
     levels: list[list[str]] = [[], [], []]
     base = root.rstrip("/")
     for d in dirs:
-        rel = d.rstrip("/")[len(base) :].strip("/") if d.startswith(base) else None
-        if rel is None:
+        path = d.rstrip("/")
+        if path == base:
+            depth = 0
+        elif path.startswith(base + "/"):
+            depth = path[len(base) + 1 :].count("/") + 1
+        else:
             continue
-        depth = 0 if not rel else rel.count("/") + 1
         if depth < len(levels):
             levels[depth].append(d)
     return levels
