@@ -212,3 +212,12 @@ def test_one_unreadable_container_does_not_stop_the_others() -> None:
     started(h).reconcile()
     assert quota(h, fine.containers[0].cgroup_dir) == "120000"
     assert h.executor.values_written("cpu.cfs_quota_us", odd.containers[0].cgroup_dir) == []
+
+
+def test_unknown_node_state_holds_growth() -> None:
+    h = harness(policy="cfsQuotaBurstOnly")
+    pod = ls_pod(h)
+    throttled(h, pod)  # throttled, but no node CPU sample: the share pool state is unknown
+    started(h).reconcile()
+    assert quota(h, pod.containers[0].cgroup_dir) == "100000"
+    assert h.executor.updates == []
