@@ -255,6 +255,11 @@ class CPUBurst(api.QOSPluginBase):
         cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", container_dir))
         if cur is None or cur == _shared.UNLIMITED or op is Op.REMAIN:
             return cur
+        if op is Op.RESET and cur <= base:
+            # Only a quota above the limit can be ours (possibly from an earlier run); one at or below
+            # it is kubelet's (a custom CFS period, say) and resetting it would fight kubelet.
+            self._scaled.pop(container_dir, None)
+            return cur
         top = ceil if ceil is not None else base
         if op is Op.UP:
             target = int(cur * 1.2)

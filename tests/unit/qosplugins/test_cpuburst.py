@@ -221,3 +221,11 @@ def test_unknown_node_state_holds_growth() -> None:
     started(h).reconcile()
     assert quota(h, pod.containers[0].cgroup_dir) == "100000"
     assert h.executor.updates == []
+
+
+def test_reset_never_raises_a_quota_kubelet_set_below_base() -> None:
+    h = harness(policy="none")
+    pod = ls_pod(h, limit=1000, quota=50_000)  # e.g. kubelet with a 50 ms CFS period
+    started(h).reconcile()
+    assert quota(h, pod.containers[0].cgroup_dir) == "50000"
+    assert h.executor.updates == []
