@@ -84,7 +84,7 @@ class CgroupDiscovery:
             try:
                 known = {_uid_of(p): p for p in load_pod_list(self.pod_list, self.timeout)}
             except APIUnavailable as err:
-                log.warning("pods: %s; names and resources unknown this round", err)
+                log.warning("pods: %s; names and resources unknown this round", str(err))
         return [self._pod(uid, qos, containers, known.get(uid)) for uid, qos, containers in self.scan()]
 
     @staticmethod

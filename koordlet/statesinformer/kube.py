@@ -152,7 +152,7 @@ class ListWatch:
                 if self._closed.is_set() or stop.is_set():
                     return  # close() cut the stream: not an error
                 delay = self.backoff.next()
-                log.warning("%s: %s; retrying in %.1fs", self.name, err, delay)
+                log.warning("%s: %s; retrying in %.1fs", self.name, str(err), delay)
                 if self._on_error is not None:
                     self._on_error(err)
                 if stop.wait(delay):
@@ -339,7 +339,7 @@ class ClusterAPI:
                 code, EvictResult.ERROR
             )
         except APIUnavailable as err:
-            log.warning("eviction of %s/%s: %s", namespace, name, err)
+            log.warning("eviction of %s/%s: %s", namespace, name, str(err))
             return EvictResult.ERROR
         return EvictResult.EVICTED
 
@@ -380,7 +380,7 @@ class ClusterAPI:
                 lambda: self.core.create_namespaced_event(ns, body, _request_timeout=self.timeout),
             )
         except (ApiException, APIUnavailable) as err:
-            log.info("event %s on %s/%s not recorded: %s", reason, kind, name, err)
+            log.info("event %s on %s/%s not recorded: %s", reason, kind, name, str(err))
             return False
         return True
 

@@ -377,7 +377,7 @@ class NodeSLOStore:
         try:
             candidate = build(spec)
         except InvalidNodeSLO as err:
-            log.warning("NodeSLO refused, keeping generation %d: %s", self.current().generation, err)
+            log.warning("NodeSLO refused, keeping generation %d: %s", self.current().generation, str(err))
             with self._lock:
                 self._seen = True
             if self._on_invalid is not None:

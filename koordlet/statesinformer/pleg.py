@@ -46,7 +46,7 @@ class PLEG:
         try:
             ino.add_watch(path, IN_CREATE | IN_DELETE)
         except OSError as err:
-            log.debug("pleg: cannot watch %s yet: %s", path, err)
+            log.debug("pleg: cannot watch %s yet: %s", path, str(err))
 
     def _watch_all(self, ino: Inotify) -> None:
         layout = self.host.layout

@@ -150,13 +150,13 @@ def _container(
         try:
             runtime, cid = parse_container_id(raw_id)
         except UnsafePath as err:
-            log.warning("%s: refusing container ID: %s", where, err)
+            log.warning("%s: refusing container ID: %s", where, str(err))
         else:
             if layout is not None:
                 try:
                     cgroup_dir = layout.container_dir(uid, kube_qos, raw_id)
                 except UnsafePath as err:
-                    log.warning("%s: no cgroup dir: %s", where, err)
+                    log.warning("%s: no cgroup dir: %s", where, str(err))
     running = bool(status is not None and "running" in _map(status, "state"))
     # batch-cpu is an extended resource counted in millicores, so its integer value IS the millis.
     return api.ContainerInfo(
@@ -212,7 +212,7 @@ def pod_info(pod: Obj, layout: CgroupLayout | None) -> api.PodInfo | None:
         uid = check_pod_uid(raw_uid)
         safe_layout = layout
     except UnsafePath as err:
-        log.warning("pod %s: %s; kept without cgroup dirs", who, err)
+        log.warning("pod %s: %s; kept without cgroup dirs", who, str(err))
         uid, safe_layout = raw_uid[:64], None
     statuses = {
         str(s.get("name", "")): s for s in _list(status, "containerStatuses") if isinstance(s, Mapping)

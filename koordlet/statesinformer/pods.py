@@ -162,7 +162,7 @@ class PodsInformer:
             try:
                 raw = self.source.list_pods()
             except APIUnavailable as err:
-                log.warning("pods: refresh failed, keeping %d pods: %s", len(self.pods()), err)
+                log.warning("pods: refresh failed, keeping %d pods: %s", len(self.pods()), str(err))
                 self._report(False, 0)
                 return False
             layout = self._layout()

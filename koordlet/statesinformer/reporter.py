@@ -100,7 +100,7 @@ class NodeMetricReporter:
             try:
                 code = self.sink.create_node_metric()
             except APIUnavailable as err:
-                log.info("nodemetric: create failed: %s", err)
+                log.info("nodemetric: create failed: %s", str(err))
                 return self._done("error", self.backoff.next())
             log.info("nodemetric: created the NodeMetric (%d)", code)
             return self._done("created", min(interval, 1.0))
@@ -112,7 +112,7 @@ class NodeMetricReporter:
             code = self.sink.patch_node_metric_status(status)
         except APIUnavailable as err:
             delay = self.backoff.next()
-            log.warning("nodemetric: API server unreachable (%s); retry in %.1fs", err, delay)
+            log.warning("nodemetric: API server unreachable (%s); retry in %.1fs", str(err), delay)
             return self._done("error", delay)
         if code == 200:
             self.backoff.reset()

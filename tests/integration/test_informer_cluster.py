@@ -9,6 +9,7 @@ during which the agent keeps sampling and stays bounded, then resumes reporting 
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import threading
 import time
@@ -32,9 +33,10 @@ from tests.apiserver.fixtures import NODEMETRIC_CRD, api_server, api_server_fact
 from tests.fakekubelet import FakeKubelet, make_pod
 
 NODE = "node-1"
-UIDS = ["00000000-0000-4000-8000-00000000000%d" % i for i in range(1, 4)]
+UIDS = [f"00000000-0000-4000-8000-00000000000{i}" for i in range(1, 4)]
 NEVER = threading.Event()
 OUTAGE_SECONDS = float(os.environ.get("KOORDLET_TEST_OUTAGE_SECONDS", "60"))
+"""The brief asks for a 60 s outage; set lower to iterate faster."""
 
 
 def node_obj() -> dict[str, Any]:
@@ -308,6 +310,20 @@ def test_api_server_outage(cluster_factory: Callable[..., Cluster]) -> None:
     assert wait_for(lambda: c.status_time() != "", NEVER, timeout=10)
     gc.collect()
     threads_before = threading.active_count()
+    # The metric cache's rings legitimately grow up to their fixed capacity and pytest keeps every log
+    # record: leave both out, and look at what the agent itself holds on to during the outage.
+    ignore = [
+        tracemalloc.Filter(False, f"*{part}*")
+        for part in ("metriccache", "logging", "_pytest", "tracemalloc")
+    ]
+
+    def traced() -> int:
+        gc.collect()
+        return sum(s.size for s in tracemalloc.take_snapshot().filter_traces(ignore).statistics("filename"))
+
+    # pytest keeps every log record (urllib3's hold exceptions and their frames): silence warnings for
+    # the measurement, that retention is the test harness's, not the agent's.
+    logging.disable(logging.WARNING)
     tracemalloc.start()
     try:
         c.server.down()
@@ -319,16 +335,15 @@ def test_api_server_outage(cluster_factory: Callable[..., Cluster]) -> None:
             NEVER.wait(min(1.0, max(t_end - time.monotonic(), 0)))
             peak_threads = max(peak_threads, threading.active_count())
             if mid is None and time.monotonic() > t_end - OUTAGE_SECONDS / 2:
-                gc.collect()
-                mid = tracemalloc.get_traced_memory()[0]
-        gc.collect()
-        end_mem = tracemalloc.get_traced_memory()[0]
+                mid = traced()
+        end_mem = traced()
     finally:
         tracemalloc.stop()
+        logging.disable(logging.NOTSET)
         c.server.up()
     # sampling went on (a sample per 100 ms, allow for a slow CI machine)
     assert c.samples[0] - samples_at_down >= OUTAGE_SECONDS * 5
-    assert mid is not None and end_mem - mid < 2 * 2**20, (
+    assert mid is not None and end_mem - mid < 512 * 1024, (
         f"memory grew {end_mem - mid} bytes in the second half"
     )
     assert peak_threads <= threads_before + 2
