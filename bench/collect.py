@@ -122,17 +122,22 @@ def rss_mib() -> float:
 
 
 def run_agent(advisor: MetricsAdvisor, seconds: float) -> float:
-    """Percent of one core used by the whole process while the advisor runs ``seconds``."""
+    """Percent of one core used by the whole process over ``seconds`` of the advisor's steady state.
+
+    Collectors tick at once on start and then on a fixed grid, so the window opens half a period after
+    the start: it then holds exactly ``seconds`` ticks of every 1 Hz collector, not one extra.
+    """
     stop = threading.Event()
     sup = Supervisor(stop)
+    advisor.start(stop, sup)
+    stop.wait(0.5)
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.monotonic()
-    advisor.start(stop, sup)
     stop.wait(seconds)
-    stop.set()
-    sup.join(time.monotonic() + 5.0)
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.monotonic() - t0
+    stop.set()
+    sup.join(time.monotonic() + 5.0)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if sup.failed:
         raise RuntimeError(f"advisor thread died: {sup.failures}")

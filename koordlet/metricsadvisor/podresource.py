@@ -9,7 +9,8 @@ in a single call of the batch reader (C when built) over descriptors cached acro
 - throttling: ``cpu.stat`` delta nr_throttled / delta nr_periods (0 when no period elapsed).
 
 The reader is rebuilt only when the set of directories changes; dropping a pod closes its descriptors with
-the old reader. A directory that vanished (ENOENT/ENODEV) yields no sample at all (never a zero) and loses
+the old reader. A rebuild reopens every descriptor lazily on the next read (an open is ~10 us against
+~1 us for a pread), so pod churn costs one reopen pass per change, not per sweep. A directory that vanished (ENOENT/ENODEV) yields no sample at all (never a zero) and loses
 its baselines; a malformed file is counted and only that series is skipped.
 """
 
