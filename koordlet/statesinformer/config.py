@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from koordlet.errors import ConfigError
+
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
@@ -59,6 +61,26 @@ class InformerConfig:
     max_backoff_seconds: float = 30.0
     watch_timeout_seconds: int = 300
     request_timeout_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.node_name:
+            raise ConfigError("the node name is required (NODE_NAME)")
+        if self.pod_source not in ("kubelet", "api"):
+            raise ConfigError(f"pod source must be 'kubelet' or 'api', got {self.pod_source!r}")
+        for name in (
+            "kubelet_sync_interval",
+            "kubelet_sync_timeout",
+            "node_slo_file_check_seconds",
+            "report_interval_min_seconds",
+            "default_report_interval_seconds",
+            "status_qps",
+            "max_backoff_seconds",
+            "request_timeout_seconds",
+        ):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.status_burst < 1 or self.watch_timeout_seconds < 1 or self.pods_staleness_seconds < 0:
+            raise ConfigError("status_burst and watch_timeout_seconds must be >= 1, staleness >= 0")
 
     @property
     def staleness(self) -> float:

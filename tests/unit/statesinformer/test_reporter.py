@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.errors import APIUnavailable
+from koordlet.errors import APIUnavailable, ConfigError
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.nodemetric import CollectPolicy
@@ -154,3 +155,10 @@ def test_standalone_writes_file(fake_clock: FakeClock, tmp_path: Path) -> None:
     )
     assert reporter.report_once() == 2.0
     assert target.read_text().replace(" ", "").replace("\n", "") == '{"aggregate":300,"updateTime":"t"}'
+
+
+def test_config_refuses_nonsense() -> None:
+    for bad in ({"node_name": ""}, {"pod_source": "etcd"}, {"status_qps": 0}, {"kubelet_sync_interval": -1}):
+        with pytest.raises(ConfigError):
+            InformerConfig(**{"node_name": "n", **bad})
+    assert InformerConfig(node_name="n", kubelet_sync_interval=4).staleness == 8
