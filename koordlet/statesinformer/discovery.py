@@ -55,6 +55,9 @@ def _uid_of(pod: Mapping[str, Any]) -> str:
 class CgroupDiscovery:
     """A pod source (``list_pods``) reading the kubepods tree of ``host``."""
 
+    trust_empty = True
+    """The tree is the truth: no pod dirs means no pods (a missing kubepods dir raises instead)."""
+
     def __init__(self, host: Host, pod_list: str = "", timeout: float = 3.0) -> None:
         self.host = host
         self.pod_list = pod_list
@@ -63,6 +66,8 @@ class CgroupDiscovery:
     def scan(self) -> list[tuple[str, api.KubeQOSClass, list[tuple[str, str]]]]:
         """``(uid, kube qos, [(runtime, container id)])`` of every pod dir, tier by tier."""
         layout = self.host.layout
+        if not self.host.list_cgroups(layout.kubepods_dir(), 0):
+            raise APIUnavailable(f"no kubepods cgroup at {layout.kubepods_dir()!r} (kubelet not started?)")
         found: list[tuple[str, api.KubeQOSClass, list[tuple[str, str]]]] = []
         for qos in _TIERS:
             tier = layout.qos_dir(qos)

@@ -208,6 +208,8 @@ class WatchedObjects:
 class APIPodSource:
     """Pods of this node from the API server (``fieldSelector=spec.nodeName=<node>``), as a pod source."""
 
+    trust_empty = False
+
     def __init__(self, objects: WatchedObjects) -> None:
         self.objects = objects
 

@@ -32,6 +32,9 @@ MAX_POD_LIST_BYTES = 64 * 1024 * 1024
 
 
 class PodSource(Protocol):
+    trust_empty: bool
+    """Whether an empty answer is believed (cgroup discovery) or taken as a restarting source (kubelet)."""
+
     def list_pods(self) -> Sequence[Mapping[str, Any]]:
         """Every pod of this node as ``v1.Pod`` JSON; :class:`APIUnavailable` when the source fails."""
         ...
@@ -62,6 +65,8 @@ class KubeletEndpoint:
 
 class KubeletPodSource:
     """``GET /pods/`` of the kubelet, decoded as a PodList."""
+
+    trust_empty = False
 
     def __init__(self, endpoint: Callable[[], KubeletEndpoint]) -> None:
         self._endpoint = endpoint
@@ -167,7 +172,7 @@ class PodsInformer:
                 return False
             layout = self._layout()
             built = tuple(p for p in (pod_info(obj, layout) for obj in raw) if p is not None)
-            if not built and self.pods():
+            if not built and self.pods() and not self.source.trust_empty:
                 # A restarting kubelet answers an empty list: do not forget every pod because of it.
                 log.info("pods: source answered no pods, keeping the %d known", len(self.pods()))
                 self._report(False, 0)

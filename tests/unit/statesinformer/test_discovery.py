@@ -120,3 +120,23 @@ def test_unreadable_pod_list_still_discovers(fake_host: Any, tmp_path: Path) -> 
     (tmp_path / "bad.json").write_text("{not json")
     assert len(informer(host, str(tmp_path / "bad.json")).pods()) == 3
     assert len(informer(host, str(tmp_path / "missing.json")).pods()) == 3
+
+
+def test_discovery_believes_an_empty_tree_but_not_a_missing_one(fake_host: Any) -> None:
+    host = build(fake_host, CgroupDriver.CGROUPFS)
+    inf = informer(host)
+    assert len(inf.pods()) == 3
+    cpu = fake_host.paths.cgroup_root / "cpu"
+    for uid, tier in ((UID_G, ""), (UID_B, "burstable/"), (UID_BE, "besteffort/")):
+        pod_dir = cpu / f"kubepods/{tier}pod{uid}"
+        for child in pod_dir.iterdir():
+            child.rmdir()
+        pod_dir.rmdir()
+    assert inf.refresh() and inf.pods() == ()  # every pod gone: believed
+    for d in sorted(cpu.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        d.rmdir()
+    fake_host.container_cgroup(UID_B, f"containerd://{CID1}", api.KubeQOSClass.BURSTABLE)
+    assert inf.refresh() and len(inf.pods()) == 1
+    for d in sorted(cpu.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        d.rmdir()
+    assert not inf.refresh() and len(inf.pods()) == 1  # no kubepods at all: kept, not believed

@@ -72,6 +72,8 @@ def test_kubelet_timeout(kubelet: FakeKubelet) -> None:
 
 
 class ListSource:
+    trust_empty = False
+
     def __init__(self) -> None:
         self.answer: Sequence[Mapping[str, Any]] | None = []
 

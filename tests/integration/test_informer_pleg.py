@@ -1,0 +1,103 @@
+"""Real kernel: the PLEG sees kubelet-style pod and container cgroups appear and vanish in the v1 cpu
+controller (inotify on cgroupfs), and the standalone informer refreshes long before its periodic sync.
+
+Everything lives under a unique ``koordlet-test-<random>`` parent (the kubelet ``--cgroup-root``) and is
+removed deepest first, even on failure.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from koordlet import api
+from koordlet.metriccache import MetricCache
+from koordlet.runtime import EventBus, Supervisor, wait_for
+from koordlet.statesinformer.config import InformerConfig
+from koordlet.statesinformer.informer import StatesInformer
+from koordlet.system.cgroups import CgroupMode, detect_mode
+from koordlet.system.host import Host
+from koordlet.system.paths import HostPaths
+from koordlet.system.podpath import CgroupDriver, CgroupLayout
+
+NEVER = threading.Event()
+
+
+@pytest.fixture
+def cgroup_parent() -> Iterator[tuple[HostPaths, list[Path]]]:
+    paths = HostPaths(cgroup_parent=f"/koordlet-test-{uuid.uuid4().hex[:8]}")
+    if detect_mode(paths) is not CgroupMode.V1:
+        pytest.skip("needs the v1 cpu controller")
+    made: list[Path] = []
+    try:
+        yield paths, made
+    finally:
+        for p in sorted(made, key=lambda p: len(p.parts), reverse=True):  # deepest first
+            if p.exists():
+                p.rmdir()
+
+
+@pytest.mark.root
+def test_pleg_on_real_cgroups(cgroup_parent: tuple[HostPaths, list[Path]]) -> None:
+    paths, made = cgroup_parent
+    layout = CgroupLayout.create(CgroupDriver.CGROUPFS, paths.cgroup_parent)
+    cpu = paths.cgroup_root / "cpu"
+
+    def mk(rel: str) -> None:
+        p = cpu / rel
+        p.mkdir()
+        made.append(p)
+
+    mk(layout.parent)
+    mk(layout.kubepods_dir())
+    mk(layout.qos_dir(api.KubeQOSClass.BURSTABLE))
+    mk(layout.qos_dir(api.KubeQOSClass.BESTEFFORT))
+    cfg = InformerConfig(
+        node_name="node-a",
+        standalone=True,
+        kubelet_sync_interval=60.0,  # only the PLEG can explain a refresh within the test
+        enable_node_metric_report=False,
+    )
+    changes: list[float] = []
+    bus = EventBus()
+    bus.subscribe(api.EVENT_PODS_CHANGED, lambda: changes.append(time.monotonic()))
+    informer = StatesInformer(cfg, Host(paths, mode=CgroupMode.V1), MetricCache(), bus)
+    stop = threading.Event()
+    sup = Supervisor(stop)
+    informer.start(stop, sup)
+    try:
+        assert wait_for(informer.has_synced, NEVER, timeout=5)
+        assert informer.pods() == ()
+        NEVER.wait(1.0)  # the PLEG thread sets its watches
+        uid = str(uuid.uuid4())
+        cid = "f" * 64
+        t0 = time.monotonic()
+        mk(layout.pod_dir(uid, api.KubeQOSClass.BESTEFFORT))
+        mk(layout.container_dir(uid, api.KubeQOSClass.BESTEFFORT, cid))
+        assert wait_for(
+            lambda: [c.container_id for p in informer.pods() for c in p.containers] == [cid], NEVER, timeout=5
+        )
+        assert time.monotonic() - t0 < 5.0
+        pod = informer.pods()[0]
+        assert (pod.uid, pod.qos, pod.cgroup_dir) == (
+            uid,
+            api.QOSClass.BE,
+            layout.pod_dir(uid, api.KubeQOSClass.BESTEFFORT),
+        )
+        # kubelet removes the pod: container dir first, then the pod dir
+        for p in sorted([m for m in made if uid in str(m)], key=lambda p: len(p.parts), reverse=True):
+            p.rmdir()
+            made.remove(p)
+        t1 = time.monotonic()
+        assert wait_for(lambda: informer.pods() == (), NEVER, timeout=5)  # the tree is the truth
+        assert time.monotonic() - t1 < 5.0
+        assert len(changes) >= 2
+    finally:
+        stop.set()
+        informer.shutdown()
+        assert sup.join(time.monotonic() + 5) == []
