@@ -23,6 +23,8 @@ is a counter artefact (reset to a higher value, recreated cgroup) and is discard
 
 # Error kinds counted in ``koordlet_collect_errors_total{collector,kind}``.
 ERR_GONE = "cgroup_gone"
+ERR_FILE_MISSING = "file_missing"
+"""The cgroup is there but one of its files is not (v2 without that controller, v1 mid-teardown)."""
 ERR_MALFORMED = "malformed"
 ERR_READ = "read_error"
 ERR_COUNTER_RESET = "counter_reset"

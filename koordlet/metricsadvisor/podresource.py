@@ -10,8 +10,11 @@ in a single call of the batch reader (C when built) over descriptors cached acro
 
 The reader is rebuilt only when the set of directories changes; dropping a pod closes its descriptors with
 the old reader. A rebuild reopens every descriptor lazily on the next read (an open is ~10 us against
-~1 us for a pread), so pod churn costs one reopen pass per change, not per sweep. A directory that vanished (ENOENT/ENODEV) yields no sample at all (never a zero) and loses
-its baselines; a malformed file is counted and only that series is skipped.
+~1 us for a pread), so pod churn costs one reopen pass per change, not per sweep.
+
+A cgroup whose CPU file vanished (ENOENT/ENODEV) yields no sample at all (never a zero) and loses its
+baselines; if only its memory or cpu hierarchy is gone (v1 teardown goes one hierarchy at a time), the
+series still readable are kept. A malformed file is counted and only that series is skipped.
 """
 
 from __future__ import annotations
@@ -264,13 +267,17 @@ class PodResourceCollector:
         v2 = self._v2
         for is_pod, ident, key, f_cpu, f_mem, f_thr, o_cpu, o_mem, o_thr in self._plan:
             s_cpu, s_mem, s_thr = status[f_cpu], status[f_mem], status[f_thr]
-            if (s_cpu or s_mem or s_thr) and (
-                s_cpu in GONE_STATUSES or s_mem in GONE_STATUSES or s_thr in GONE_STATUSES
-            ):
-                errs[fw.ERR_GONE] += 1
-                cpu_base.pop(key, None)
-                thr_base.pop(key, None)
-                continue
+            if s_cpu or s_mem or s_thr:
+                if s_cpu in GONE_STATUSES:
+                    # the CPU file exists in every live cgroup: the cgroup itself is gone
+                    errs[fw.ERR_GONE] += 1
+                    cpu_base.pop(key, None)
+                    thr_base.pop(key, None)
+                    continue
+                if s_mem in GONE_STATUSES or s_thr in GONE_STATUSES:
+                    # v1 teardown removes the hierarchies one by one; or a v2 cgroup without the memory
+                    # controller: the series still readable are valid, the others are skipped
+                    errs[fw.ERR_FILE_MISSING] += 1
             # CPU
             ns = values[o_cpu]
             if s_cpu:
@@ -294,7 +301,8 @@ class PodResourceCollector:
                         (pod_cpu if is_pod else cont_cpu).append((ident, delta / (dt * 1e9)))
             # memory
             if s_mem:
-                errs[_classify(s_mem)] += 1
+                if s_mem not in GONE_STATUSES:
+                    errs[_classify(s_mem)] += 1
             else:
                 a, b, c = values[o_mem], values[o_mem + 1], values[o_mem + 2]
                 if MISSING in (a, b, c):
@@ -303,7 +311,9 @@ class PodResourceCollector:
                     (pod_mem if is_pod else cont_mem).append((ident, float(a + b + c)))
             # throttling
             if s_thr:
-                if not v2:
+                if s_thr in GONE_STATUSES:
+                    thr_base.pop(key, None)
+                elif not v2:
                     errs[_classify(s_thr)] += 1
                 continue
             periods, throttled = values[o_thr], values[o_thr + 1]

@@ -298,3 +298,28 @@ def test_container_dir_comes_from_the_layout_when_not_given(
     col = make(fake_host, cache, FakeStates([p]), fake_clock, errors)
     col.collect()
     assert by_label(cache, api.CONTAINER_MEMORY_USAGE, "container_id") == {cid(9): 2.0}
+
+
+def test_memory_hierarchy_gone_keeps_the_cpu_series(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    # v1 teardown removes one hierarchy before another: what is still readable stays valid
+    p = pod(30)
+    pdir = fake_host.pod_cgroup(p.uid)
+    set_usage(fake_host, pdir, cpu_ns=0, anon=5)
+    states = FakeStates([p])
+    col = make(fake_host, cache, states, fake_clock, errors)
+    col.collect()
+    shutil.rmtree(fake_host.paths.cgroup_root / "memory" / pdir)
+    # a new pod forces a reader rebuild, so the removed file is reopened (ENOENT) rather than re-read
+    q = pod(31)
+    set_usage(fake_host, fake_host.pod_cgroup(q.uid), cpu_ns=0, anon=1)
+    fake_clock.advance(1.0)
+    fake_host.write_cgroup("cpuacct.usage", pdir, "250000000")
+    states.set_pods([p, q])
+    col.collect()
+    assert by_label(cache, api.POD_CPU_USAGE, "pod_uid") == {p.uid: pytest.approx(0.25)}
+    mem_t = {labels["pod_uid"]: t for labels, t, _v in cache.latest(api.POD_MEMORY_USAGE)}
+    assert mem_t[p.uid] < fake_clock()  # no memory sample this round, and no zero
+    assert errors.kind(fw.ERR_FILE_MISSING) == 1
+    assert errors.kind(fw.ERR_GONE) == 0
