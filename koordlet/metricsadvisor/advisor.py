@@ -36,8 +36,6 @@ log = logging.getLogger(__name__)
 __all__ = ["AdvisorConfig", "MetricsAdvisor"]
 
 GC_NAME = "metricsadvisor/gc"
-_POD_KINDS = (api.POD_CPU_USAGE, api.POD_MEMORY_USAGE, api.POD_CPU_THROTTLED)
-_CONTAINER_KINDS = (api.CONTAINER_CPU_USAGE, api.CONTAINER_MEMORY_USAGE, api.CONTAINER_CPU_THROTTLED)
 
 
 class MetricsAdvisor:
@@ -174,26 +172,30 @@ class MetricsAdvisor:
         self.gc()
 
     def gc(self) -> int:
-        """Drop every series of pods and containers no longer in ``states.pods()``; returns how many."""
+        """Drop every series of pods, containers and host applications that are gone; returns how many.
+
+        Each ``drop_where`` holds the cache lock for one pass over the series, and the lock is released
+        between calls, so even a node drain (a thousand pods at once) never stalls a sweep for long.
+        """
         pods = self.states.pods()
-        live_pods = {p.uid for p in pods}
-        live_containers = {c.container_id for p in pods for c in p.containers if c.container_id}
-        gone_pods: set[str] = set()
-        gone_containers: set[str] = set()
-        for metric in _POD_KINDS:
-            gone_pods.update(s["pod_uid"] for s in self.cache.series(metric) if s["pod_uid"] not in live_pods)
-        for metric in _CONTAINER_KINDS:
-            gone_containers.update(
-                s["container_id"]
-                for s in self.cache.series(metric)
-                if s["container_id"] not in live_containers
-            )
-        dropped = sum(self.cache.drop_where("pod_uid", uid) for uid in gone_pods)
-        dropped += sum(self.cache.drop_where("container_id", cid) for cid in gone_containers)
+        live = {
+            "pod_uid": {p.uid for p in pods},
+            "container_id": {c.container_id for p in pods for c in p.containers if c.container_id},
+            "host_app_name": {a.name for a in self.states.node_slo().host_applications},
+        }
+        gone: dict[str, set[str]] = {label: set() for label in live}
+        for metric in self.cache.metrics():
+            for labels in self.cache.series(metric):
+                for label, keep in live.items():
+                    value = labels.get(label)
+                    if value is not None and value not in keep:
+                        gone[label].add(value)
+        dropped = 0
+        for label, values in gone.items():
+            for value in values:
+                dropped += self.cache.drop_where(label, value)
         if dropped:
-            log.debug(
-                "dropped %d series of %d pods, %d containers", dropped, len(gone_pods), len(gone_containers)
-            )
+            log.debug("dropped %d series: %s", dropped, {k: len(v) for k, v in gone.items()})
         return dropped
 
     def has_synced(self) -> bool:

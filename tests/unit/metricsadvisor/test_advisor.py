@@ -109,6 +109,14 @@ def test_gc_drops_series_of_pods_that_left(fake_host: Any, fake_clock: FakeClock
     assert {s["pod_uid"] for s in adv.cache.series(api.POD_CPU_USAGE)} == {pods[0].uid}
     assert {s["container_id"] for s in adv.cache.series(api.CONTAINER_CPU_USAGE)} == {cid(1)}
     assert adv.gc() == 0
+    # PSI and host-application series go the same way
+    adv.cache.append(
+        "pod_psi",
+        {"pod_uid": pods[1].uid, "psi_resource": "cpu", "psi_precision": "10", "psi_degree": "some"},
+        1.0,
+    )
+    adv.cache.append(api.HOST_APP_CPU_USAGE, {"host_app_name": "retired"}, 1.0)
+    assert adv.gc() == 2
 
 
 def test_disabled_collectors_are_not_built(fake_host: Any, fake_clock: FakeClock) -> None:
