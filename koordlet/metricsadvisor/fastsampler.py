@@ -15,6 +15,7 @@ window should allow that tolerance or aggregate a few windows; the cost is what 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -87,8 +88,15 @@ class FastSampler:
         self._node = fw.DeltaTracker(config.interval)
         self._be_delta = fw.DeltaTracker(config.interval)
         self._samples = 0
+        self._lock = threading.Lock()
+        self._closed = False
 
     def collect(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._sample()
+
+    def _sample(self) -> None:
         try:
             raw = self._fds.read(self._stat_path, prefix=True)
         except OSError:
@@ -128,5 +136,7 @@ class FastSampler:
         return self._samples > 0
 
     def close(self) -> None:
-        self._fds.close()
-        self._be.close()
+        with self._lock:
+            self._closed = True
+            self._fds.close()
+            self._be.close()

@@ -26,6 +26,7 @@ class FdCache:
         self._cap = cap
         self._fds: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     def read(self, path: str | Path, *, prefix: bool = False) -> bytes | None:
         """The file's bytes, ``None`` when it is gone; other ``OSError`` propagate (descriptor kept).
@@ -35,6 +36,8 @@ class FdCache:
         """
         key = os.fspath(path)
         with self._lock:
+            if self._closed:
+                return self._read_uncached(key, prefix)
             fd = self._fds.get(key, -1)
             try:
                 if fd < 0:
@@ -47,6 +50,22 @@ class FdCache:
                 if fd >= 0:
                     self._close_locked(key)
                 return None
+        if len(data) >= self._cap and not prefix:
+            raise OSError(errno.EOVERFLOW, "file larger than the read buffer", key)
+        return data
+
+    def _read_uncached(self, key: str, prefix: bool) -> bytes | None:
+        """After ``close()``: a collector finishing its last sweep during shutdown holds nothing open."""
+        try:
+            fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as err:
+            if err.errno in GONE_ERRNOS:
+                return None
+            raise
+        try:
+            data = os.pread(fd, self._cap, 0)
+        finally:
+            os.close(fd)
         if len(data) >= self._cap and not prefix:
             raise OSError(errno.EOVERFLOW, "file larger than the read buffer", key)
         return data
@@ -70,6 +89,8 @@ class FdCache:
             return len(self._fds)
 
     def close(self) -> None:
+        """Close every descriptor; later reads still work but open and close each time."""
         with self._lock:
+            self._closed = True
             for key in list(self._fds):
                 self._close_locked(key)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import operator
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -142,6 +143,9 @@ class PodResourceCollector:
         self._dir_paths: dict[tuple[str, str], str] = {}
         self._sweeps = 0
         self.rebuilds = 0
+        self._lock = threading.Lock()
+        """Held for a whole sweep, so ``close`` during shutdown waits for a running sweep to finish."""
+        self._closed = False
         # (resource, file kind, wanted keys) in file order per target
         if self._v2:
             self._files: tuple[tuple[str, FileKind, tuple[str, ...]], ...] = (
@@ -246,6 +250,11 @@ class PodResourceCollector:
     def collect(self) -> None:
         """One sweep. The loop is written flat (locals, no helper calls on the common path): it runs for
         every pod and container every second and is most of the agent's own CPU after the reads."""
+        with self._lock:
+            if not self._closed:
+                self._sweep()
+
+    def _sweep(self) -> None:
         self._sync_targets()
         assert self._reader is not None
         res = self._reader.read()
@@ -378,9 +387,11 @@ class PodResourceCollector:
         return list(self._targets)
 
     def close(self) -> None:
-        self._close_reader()
-        self._signature = ()
-        self._last_pods = ()
+        with self._lock:
+            self._closed = True
+            self._close_reader()
+            self._signature = ()
+            self._last_pods = ()
 
 
 def _classify(status: int) -> str:

@@ -103,3 +103,14 @@ def test_fdcache_prefix_mode_accepts_a_full_buffer(tmp_path: Path) -> None:
     else:
         raise AssertionError("full buffer accepted without prefix=True")
     fds.close()
+
+
+def test_fdcache_after_close_reads_without_keeping_descriptors(tmp_path: Path) -> None:
+    f = tmp_path / "v"
+    f.write_text("7\n")
+    fds = FdCache()
+    fds.read(f)
+    fds.close()
+    assert fds.read(f) == b"7\n"  # a collector finishing its last sweep during shutdown
+    assert fds.open_fds() == 0
+    assert fds.read(tmp_path / "gone") is None

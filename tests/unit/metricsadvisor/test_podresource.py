@@ -323,3 +323,15 @@ def test_memory_hierarchy_gone_keeps_the_cpu_series(
     assert mem_t[p.uid] < fake_clock()  # no memory sample this round, and no zero
     assert errors.kind(fw.ERR_FILE_MISSING) == 1
     assert errors.kind(fw.ERR_GONE) == 0
+
+
+def test_collect_after_close_is_a_no_op(
+    fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    p = pod(40)
+    set_usage(fake_host, fake_host.pod_cgroup(p.uid), cpu_ns=0, anon=3)
+    col = make(fake_host, cache, FakeStates([p]), fake_clock, errors)
+    col.close()
+    col.collect()  # the daemon shuts components down before joining their threads
+    assert col.open_fds() == 0
+    assert cache.latest(api.POD_MEMORY_USAGE) == []
