@@ -9,6 +9,7 @@ and the NodeMetric status is written to a local file and served by the daemon.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -157,7 +158,7 @@ class StatesInformer:
             for lw in watches:
                 lw.backoff = Backoff(initial=0.2, cap=cfg.max_backoff_seconds)
                 self._listwatches.append(lw)
-                supervisor.go(f"informer-{lw.name}", lambda lw=lw: lw.run(stop))  # type: ignore[misc]
+                supervisor.go(f"informer-{lw.name}", functools.partial(lw.run, stop))
         else:
             self.slo_file.check()
             supervisor.every("informer-nodeslo-file", cfg.node_slo_file_check_seconds, self._check_slo_file)
@@ -247,14 +248,14 @@ class StatesInformer:
         """policy/v1 Eviction with a UID precondition: ``evicted``, ``blocked`` (429), ``gone`` (404),
         ``conflict`` (409) or ``error`` (also in standalone mode, where there is no API)."""
         if self.api is None:
-            return kube.EvictResult.ERROR
+            return kube.EvictResult.ERROR.value
         result = self.api.evict(pod.namespace, pod.name, pod.uid)
         log.info("evict %s/%s (%s): %s: %s", pod.namespace, pod.name, reason, result, message)
         if result == kube.EvictResult.EVICTED:
             self.record_event(
                 "Pod", pod.namespace, pod.name, pod.uid, "Warning", "Evicted", f"{reason}: {message}"
             )
-        return result
+        return result.value
 
     def record_event(
         self, kind: str, namespace: str, name: str, uid: str, type: str, reason: str, message: str

@@ -8,12 +8,12 @@ builder serves every source; pydantic models are never handed to the rest of the
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -173,6 +173,7 @@ class WatchedObjects:
         self._lock = threading.Lock()
         self._objs: dict[str, Obj] = {}
         self._synced = False
+        self._failing = False
         self._on_change = on_change
 
     @staticmethod
@@ -184,6 +185,7 @@ class WatchedObjects:
         with self._lock:
             self._objs = {self._key(o): o for o in items}
             self._synced = True
+            self._failing = False
         if self._on_change is not None:
             self._on_change()
 
@@ -204,6 +206,15 @@ class WatchedObjects:
         with self._lock:
             return self._synced
 
+    def mark_failing(self, _err: BaseException | None = None) -> None:
+        """The list+watch broke: the objects may be stale until the next successful list."""
+        with self._lock:
+            self._failing = True
+
+    def failing(self) -> bool:
+        with self._lock:
+            return self._failing
+
 
 class APIPodSource:
     """Pods of this node from the API server (``fieldSelector=spec.nodeName=<node>``), as a pod source."""
@@ -216,11 +227,16 @@ class APIPodSource:
     def list_pods(self) -> Sequence[Obj]:
         if not self.objects.synced():
             raise APIUnavailable("pods: the API server list has not completed yet")
+        if self.objects.failing():
+            # Counts as a failed refresh: the pods are kept and the informer turns degraded after
+            # the staleness bound, as with an unreachable kubelet.
+            raise APIUnavailable("pods: the API server watch is broken; pods may be stale")
         return self.objects.items()
 
 
-@dataclass(frozen=True, slots=True)
-class EvictResult:
+class EvictResult(enum.StrEnum):
+    """What an eviction request came to (the strings the evictor switches on)."""
+
     EVICTED = "evicted"
     BLOCKED = "blocked"
     GONE = "gone"
@@ -246,7 +262,13 @@ class ClusterAPI:
     def pods_listwatch(self, objects: WatchedObjects, **opts: Any) -> ListWatch:
         sel = {"field_selector": f"spec.nodeName={self.node_name}"}
         return ListWatch(
-            "pods", self.core.list_pod_for_all_namespaces, sel, objects.replace, objects.apply, **opts
+            "pods",
+            self.core.list_pod_for_all_namespaces,
+            sel,
+            objects.replace,
+            objects.apply,
+            on_error=objects.mark_failing,
+            **opts,
         )
 
     def node_listwatch(self, objects: WatchedObjects, **opts: Any) -> ListWatch:
@@ -317,7 +339,7 @@ class ClusterAPI:
             return _status_of(err) or 500
         return 201
 
-    def evict(self, namespace: str, name: str, uid: str) -> str:
+    def evict(self, namespace: str, name: str, uid: str) -> EvictResult:
         """policy/v1 Eviction with a UID precondition (never evicts a same-named successor)."""
         from kubernetes import client
         from kubernetes.client.exceptions import ApiException

@@ -277,7 +277,7 @@ def test_nodeslo_change_and_malformed(cluster_factory: Callable[..., Cluster]) -
 
 
 def test_pods_from_api_server_and_evictions(cluster_factory: Callable[..., Cluster]) -> None:
-    c = cluster_factory(pod_source="api")
+    c = cluster_factory(pod_source="api", pods_staleness_seconds=2.0)
     assert wait_for(c.informer.has_synced, NEVER, timeout=10)
     assert sorted(p.name for p in c.informer.pods()) == ["web-0", "web-1", "web-2"]  # not node-2's pod
 
@@ -302,6 +302,18 @@ def test_pods_from_api_server_and_evictions(cluster_factory: Callable[..., Clust
     evicted = [e for e in c.server.store.list("events", "default")[0] if e.get("reason") == "Evicted"]
     assert [e["involvedObject"]["name"] for e in evicted] == ["web-9"]
     assert c.informer.record_event("Pod", "default", "web-0", by_name["web-0"].uid, "Normal", "Test", "hello")
+
+    # the API server goes away: pods are kept, the informer turns degraded, then recovers by itself
+    n = len(c.informer.pods())
+    c.server.down()
+    try:
+        assert wait_for(c.informer.degraded, NEVER, timeout=10)
+        assert c.informer.has_synced() and len(c.informer.pods()) == n
+        assert c.registry.get_sample_value("koordlet_states_informer_degraded") == 1.0
+        assert not c.informer.record_event("Pod", "default", "web-0", "", "Normal", "Test", "down")
+    finally:
+        c.server.up()
+    assert wait_for(lambda: not c.informer.degraded(), NEVER, timeout=10)
 
 
 def test_api_server_outage(cluster_factory: Callable[..., Cluster]) -> None:
