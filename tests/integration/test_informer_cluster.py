@@ -16,9 +16,11 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
@@ -375,3 +377,36 @@ def test_api_server_outage(cluster_factory: Callable[..., Cluster]) -> None:
     gen = c.informer.node_slo().generation
     c.server.store.patch("nodeslos", NODE, {"spec": {"cpuBurstStrategy": {"policy": "auto"}}})
     assert wait_for(lambda: c.informer.node_slo().generation == gen + 1, NEVER, timeout=10)
+
+
+def test_kubeconfig_selects_cluster_mode(
+    cluster_factory: Callable[..., Cluster],
+    api_server: APIServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "test", "cluster": {"server": api_server.url}}],
+                "users": [{"name": "koordlet", "user": {"token": "t"}}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "koordlet"}}],
+                "current-context": "test",
+            }
+        )
+    )
+    c = cluster_factory(client_configuration=None, kubeconfig=str(kubeconfig), standalone=None)
+    assert not c.informer.standalone
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+    node = c.informer.node()
+    assert node is not None and node.name == NODE
+    auth = [
+        {k.lower(): v for k, v in r.headers.items()}.get("authorization")
+        for r in c.server.requests
+        if r.path.startswith("/api/v1/nodes")
+    ]
+    assert auth and all(a == "Bearer t" for a in auth)
