@@ -102,18 +102,21 @@ def cluster_factory(api_server: APIServer, fake_host: Any) -> Iterator[Callable[
     stops: list[tuple[threading.Event, Supervisor, StatesInformer, threading.Thread]] = []
     kubelets: list[FakeKubelet] = []
 
-    def make(**overrides: Any) -> Cluster:
+    def make(*, with_nodemetric: bool = True, **overrides: Any) -> Cluster:
         store = api_server.store
         store.create("nodes", node_obj())
-        store.create(
-            "nodemetrics",
-            {
-                "apiVersion": "slo.koordinator.sh/v1alpha1",
-                "kind": "NodeMetric",
-                "metadata": {"name": NODE},
-                "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 1, "aggregateDurationSeconds": 60}},
-            },
-        )
+        if with_nodemetric:
+            store.create(
+                "nodemetrics",
+                {
+                    "apiVersion": "slo.koordinator.sh/v1alpha1",
+                    "kind": "NodeMetric",
+                    "metadata": {"name": NODE},
+                    "spec": {
+                        "metricCollectPolicy": {"reportIntervalSeconds": 1, "aggregateDurationSeconds": 60}
+                    },
+                },
+            )
         store.create(
             "nodeslos",
             {
@@ -410,3 +413,34 @@ def test_kubeconfig_selects_cluster_mode(
         if r.path.startswith("/api/v1/nodes")
     ]
     assert auth and all(a == "Bearer t" for a in auth)
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_nodemetric_absent_is_skipped_or_created(
+    cluster_factory: Callable[..., Cluster], create: bool
+) -> None:
+    c = cluster_factory(with_nodemetric=False, create_node_metric=create)
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+
+    def status() -> dict[str, Any] | None:
+        try:
+            return c.nodemetric().get("status")
+        except Exception:  # the store raises its 404 APIError while the object does not exist
+            return None
+
+    if not create:
+        # koordlet never creates it: reports are skipped while slo-controller has not made it
+        assert wait_for(
+            lambda: (
+                (c.registry.get_sample_value("koordlet_nodemetric_report_total", {"result": "skipped"}) or 0)
+                >= 2
+            ),
+            NEVER,
+            timeout=8,
+        )
+        assert status() is None
+        assert not any(r.method in ("POST", "PATCH") and "nodemetrics" in r.path for r in c.server.requests)
+        return
+    assert wait_for(lambda: bool(status()), NEVER, timeout=10)
+    crdschema.validate(status(), NODEMETRIC_CRD, "status")
+    assert c.nodemetric()["metadata"]["name"] == NODE
