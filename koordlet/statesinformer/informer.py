@@ -64,6 +64,7 @@ class StatesInformer:
         self.standalone = self._decide_standalone(config)
         self._listwatches: list[kube.ListWatch] = []
         self._local_node: api.NodeInfo | None = None
+        self._node_cache: tuple[Mapping[str, Any], api.NodeInfo] | None = None
         self.nodeslo = NodeSLOStore(
             on_change=lambda: bus.publish(api.EVENT_NODE_SLO_CHANGED), on_invalid=self._nodeslo_invalid
         )
@@ -121,7 +122,13 @@ class StatesInformer:
                 self._local_node = local_node(self.config.node_name, self.host.paths)
             return self._local_node
         objs = self._node_objs.items()
-        return node_info(objs[0]) if objs else None
+        if not objs:
+            return None
+        cached = self._node_cache
+        # Plugins ask every tick; convert only when the watch delivered a new object.
+        if cached is None or cached[0] is not objs[0]:
+            cached = self._node_cache = (objs[0], node_info(objs[0]))
+        return cached[1]
 
     def pods(self) -> tuple[api.PodInfo, ...]:
         return self.pods_informer.pods()
