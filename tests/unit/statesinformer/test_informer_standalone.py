@@ -4,6 +4,8 @@ NodeSLO from a file (events on change, last good kept), NodeMetric written atomi
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,3 +117,8 @@ def test_auto_mode_without_credentials_is_standalone(fake_host: Any, monkeypatch
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     informer = StatesInformer(InformerConfig(node_name="n"), Host(fake_host.paths), MetricCache(), EventBus())
     assert informer.standalone and informer.api is None
+
+
+def test_importing_the_informer_does_not_import_the_client() -> None:
+    code = "import sys, koordlet.statesinformer; assert 'kubernetes' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
