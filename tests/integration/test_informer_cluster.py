@@ -41,7 +41,7 @@ OUTAGE_SECONDS = float(os.environ.get("KOORDLET_TEST_OUTAGE_SECONDS", "60"))
 """The brief asks for a 60 s outage; set lower to iterate faster."""
 
 
-def node_obj() -> dict[str, Any]:
+def node_obj(kubelet_port: int = 10250) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -55,6 +55,7 @@ def node_obj() -> dict[str, Any]:
                 "kubernetes.io/batch-memory": "2Gi",
             },
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
         },
     }
 
@@ -102,9 +103,14 @@ def cluster_factory(api_server: APIServer, fake_host: Any) -> Iterator[Callable[
     stops: list[tuple[threading.Event, Supervisor, StatesInformer, threading.Thread]] = []
     kubelets: list[FakeKubelet] = []
 
-    def make(*, with_nodemetric: bool = True, **overrides: Any) -> Cluster:
+    def make(
+        *, with_nodemetric: bool = True, kubelet: FakeKubelet | None = None, **overrides: Any
+    ) -> Cluster:
         store = api_server.store
-        store.create("nodes", node_obj())
+        if kubelet is None:
+            kubelet = FakeKubelet().start()
+        kubelets.append(kubelet)
+        store.create("nodes", node_obj(kubelet.port))
         if with_nodemetric:
             store.create(
                 "nodemetrics",
@@ -131,8 +137,6 @@ def cluster_factory(api_server: APIServer, fake_host: Any) -> Iterator[Callable[
         store.create(
             "pods", make_pod("00000000-0000-4000-8000-0000000000ff", "other", node="node-2"), "default"
         )
-        kubelet = FakeKubelet().start()
-        kubelets.append(kubelet)
         kubelet.set_pods(pods_on())
         cfg = InformerConfig(
             node_name=NODE,
@@ -444,3 +448,20 @@ def test_nodemetric_absent_is_skipped_or_created(
     assert wait_for(lambda: bool(status()), NEVER, timeout=10)
     crdschema.validate(status(), NODEMETRIC_CRD, "status")
     assert c.nodemetric()["metadata"]["name"] == NODE
+
+
+@pytest.mark.tool("openssl")
+def test_kubelet_over_https_with_token(cluster_factory: Callable[..., Cluster], tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("sa-token\n")
+    kubelet = FakeKubelet(tls_dir=tmp_path, token="sa-token").start()
+    c = cluster_factory(
+        kubelet=kubelet,
+        kubelet_insecure_tls=False,
+        kubelet_port=0,  # from the Node's daemonEndpoints
+        kubelet_token_file=str(token),
+        kubelet_ca_file=str(kubelet.cert),
+    )
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+    assert sorted(p.name for p in c.informer.pods()) == ["web-0", "web-1", "web-2"]
+    assert set(kubelet.auth_headers) == {"Bearer sa-token"}
