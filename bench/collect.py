@@ -7,7 +7,9 @@ supervisor threads with every collector at its default interval (node, pods/cont
 host apps, the 100 ms fast sampler), storing into the real ``MetricCache``, prefilled to ring capacity so
 RSS is measured in steady state. Rounds alternate the agent (process CPU time over the round) with the C
 floor of ``bench/host_read.py`` (the same preads and key parsing of the same pod-collector files, on
-reused descriptors). ``ratio`` = agent CPU / floor CPU at 1 Hz. Everything created is removed.
+reused descriptors). ``ratio`` = agent CPU / floor CPU at 1 Hz. A last agent round adds a scraper thread
+rendering ``/metrics`` every second, to show what exposition costs and that it does not make the 100 ms
+fast sampler late. Everything created is removed.
 """
 
 from __future__ import annotations
@@ -144,6 +146,26 @@ def run_agent(advisor: MetricsAdvisor, seconds: float) -> float:
     return cpu / wall * 100.0
 
 
+def late_ticks(registry: CollectorRegistry) -> tuple[float, float]:
+    """(fast sampler ticks so far, those that started within 10 ms of their slot)."""
+    labels = {"collector": "FastSampler"}
+    total = registry.get_sample_value("koordlet_collect_lateness_seconds_count", labels) or 0.0
+    on_time = registry.get_sample_value("koordlet_collect_lateness_seconds_bucket", {**labels, "le": "0.01"})
+    return total, on_time or 0.0
+
+
+def late_pct(before: tuple[float, float], after: tuple[float, float]) -> float:
+    ticks = after[0] - before[0]
+    late = ticks - (after[1] - before[1])
+    return round(late / ticks * 100.0, 3) if ticks else 0.0
+
+
+def scrape_loop(registry: CollectorRegistry, stop: threading.Event) -> None:
+    """What a Prometheus scraping every second costs the process: one full exposition per second."""
+    while not stop.wait(1.0):
+        generate_latest(registry)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer, shorter rounds (under 50 s)")
@@ -159,7 +181,7 @@ def main() -> int:
         return skip("needs the cgroup v1 cpu, cpuacct, cpuset and memory controllers")
     if not all((paths.cgroup_root / s).is_dir() for s in SUBSYSTEMS):
         return skip("a v1 controller is missing")
-    rounds, seconds, floor_sweeps = (3, 7.0, 9) if args.quick else (5, 20.0, 15)
+    rounds, seconds, floor_sweeps = (3, 6.0, 9) if args.quick else (5, 20.0, 15)
 
     parent = f"koordlet-test-{uuid.uuid4().hex[:10]}"
     made: list[Path] = []
@@ -228,6 +250,7 @@ def main() -> int:
 
         run_agent(advisor, 3.0)  # warm-up: threads, allocator, every collector past its baseline
         rss_start = rss_mib()
+        late_before = late_ticks(registry)
         agent_pct: list[float] = []
         floor_ms: list[float] = []
         for r in range(rounds):
@@ -243,6 +266,17 @@ def main() -> int:
                     )
                     floor_ms.append(float(out.stdout.strip()))
         rss_end = rss_mib()
+        late_after = late_ticks(registry)
+        # one more agent round with a Prometheus-like scraper rendering /metrics every second
+        scraping = threading.Event()
+        scraper = threading.Thread(target=scrape_loop, args=(registry, scraping), daemon=True)
+        scraper.start()
+        try:
+            scrape_pct = run_agent(advisor, seconds)
+        finally:
+            scraping.set()
+            scraper.join(10.0)
+        late_scraping = late_ticks(registry)
         t0 = time.perf_counter()
         advisor.pods.collect()
         pod_sweep_ms = (time.perf_counter() - t0) * 1000.0
@@ -285,6 +319,9 @@ def main() -> int:
                 "agent_cpu_pct_core": round(agent, 3),
                 "floor_cpu_pct_core": round(floor_pct, 3),
                 "pod_sweep_ms": round(pod_sweep_ms, 2),
+                "fast_ticks_late_over_10ms_pct": late_pct(late_before, late_after),
+                "agent_cpu_pct_core_with_1s_scrapes": round(scrape_pct, 3),
+                "fast_ticks_late_over_10ms_pct_with_1s_scrapes": late_pct(late_after, late_scraping),
                 "fast_sampler_pct_core": round(fast_pct, 3),
                 "scrape_ms": round(scrape_ms, 2),
                 "scrape_kib": round(len(exposition) / 1024, 1),
