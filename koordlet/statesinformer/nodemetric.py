@@ -23,7 +23,11 @@ from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
     NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
     NODE_MEMORY_WITH_HOT_PAGE_USAGE,
+    NODE_NUMA_CPU_USAGE,
+    NODE_NUMA_MEMORY_USAGE,
     POD_MEMORY_USAGE_WITH_PAGE_CACHE,
+    SYS_NUMA_CPU_USAGE,
+    SYS_NUMA_MEMORY_USAGE,
 )
 from koordlet.statesinformer.quantity import format_bytes, format_duration, format_milli, parse_duration
 
@@ -132,6 +136,32 @@ class StatusBuilder:
             )
         return out
 
+    def _numa(self, window: float) -> list[dict[str, Any]]:
+        ids: set[int] = set()
+        for metric in (NODE_NUMA_CPU_USAGE, NODE_NUMA_MEMORY_USAGE):
+            for labels in self.cache.series(metric):
+                raw = labels.get("numa_node_id", "")
+                if raw.isdigit():
+                    ids.add(int(raw))
+        out: list[dict[str, Any]] = []
+        for numa in sorted(ids):
+            labels = {"numa_node_id": str(numa)}
+            node = self._resources(
+                self._avg(NODE_NUMA_CPU_USAGE, window, labels),
+                self._avg(NODE_NUMA_MEMORY_USAGE, window, labels),
+            )
+            if not node:
+                continue  # koordlet skips a NUMA node without samples in the window
+            entry: dict[str, Any] = {"numaNodeID": numa, "nodeUsage": node}
+            system = self._resources(
+                self._avg(SYS_NUMA_CPU_USAGE, window, labels),
+                self._avg(SYS_NUMA_MEMORY_USAGE, window, labels),
+            )
+            if system:
+                entry["systemUsage"] = system
+            out.append(entry)
+        return out
+
     def build(
         self,
         policy: CollectPolicy,
@@ -151,6 +181,7 @@ class StatusBuilder:
             "aggregatedSystemUsages": self._aggregated(
                 api.SYS_CPU_USAGE, api.SYS_MEMORY_USAGE, policy.durations
             ),
+            "numaUsages": self._numa(window),
         }
         pod_mem = self._pod_memory_metric(policy)
         pods_metric: list[dict[str, Any]] = []

@@ -8,7 +8,12 @@ import pytest
 
 from koordlet import api
 from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import NODE_MEMORY_USAGE_WITH_PAGE_CACHE
+from koordlet.metriccache.schema import (
+    NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
+    NODE_NUMA_CPU_USAGE,
+    NODE_NUMA_MEMORY_USAGE,
+    SYS_NUMA_CPU_USAGE,
+)
 from koordlet.statesinformer.nodemetric import CollectPolicy, StatusBuilder, write_atomic
 from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD
@@ -170,3 +175,29 @@ def test_write_atomic_replaces_whole_file(tmp_path: Path) -> None:
     write_atomic(target, {"b": [1, 2]})
     assert target.read_text().replace(" ", "").replace("\n", "") == '{"b":[1,2]}'
     assert [p.name for p in target.parent.iterdir()] == ["nodemetric.json"]  # no temp left behind
+
+
+def test_numa_usages_sorted_and_skipped_without_samples(cache: MetricCache, clock: FakeClock) -> None:
+    for _ in range(3):
+        for numa, cpu in (("1", 0.5), ("0", 1.25)):
+            cache.append(NODE_NUMA_CPU_USAGE, {"numa_node_id": numa}, cpu)
+            cache.append(NODE_NUMA_MEMORY_USAGE, {"numa_node_id": numa}, GI)
+        cache.append(SYS_NUMA_CPU_USAGE, {"numa_node_id": "0"}, 0.1)
+        clock.advance(1)
+    cache.append(NODE_NUMA_CPU_USAGE, {"numa_node_id": "2"}, 9.0)
+    clock.advance(400)  # numa 2's only sample, and everything else, is now outside a 300 s window...
+    for numa in ("0", "1"):
+        cache.append(NODE_NUMA_CPU_USAGE, {"numa_node_id": numa}, 1.0)  # ...but 0 and 1 have fresh ones
+    status = StatusBuilder(cache, clock.wall).build(CollectPolicy(), [])
+    assert status["nodeMetric"]["numaUsages"] == [
+        {"numaNodeID": 0, "nodeUsage": {"resources": {"cpu": "1"}}},
+        {"numaNodeID": 1, "nodeUsage": {"resources": {"cpu": "1"}}},
+    ]
+    clock.advance(-400)  # fake clocks may go back: see the first samples again
+    numa = StatusBuilder(cache, clock.wall).build(CollectPolicy(), [])["nodeMetric"]["numaUsages"]
+    assert numa[0] == {
+        "numaNodeID": 0,
+        "nodeUsage": {"resources": {"cpu": "1250m", "memory": "1Gi"}},
+        "systemUsage": {"resources": {"cpu": "100m"}},
+    }
+    crdschema.validate(status, NODEMETRIC_CRD, "status")
