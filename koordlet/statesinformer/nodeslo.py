@@ -186,6 +186,7 @@ class NodeSLOStore:
         self._lock = threading.Lock()
         self._current = build(None)
         self._raw: Any = None
+        self._refused: Any = None
         self._seen = False
         self._on_change = on_change
         self._on_invalid = on_invalid
@@ -206,18 +207,24 @@ class NodeSLOStore:
 
     def apply(self, spec: Any) -> bool:
         """Make ``spec`` (``None`` = no NodeSLO: defaults) current if valid; True when it took effect or
-        was already in force, False when refused (the previous NodeSLO stays)."""
+        was already in force, False when refused (the previous NodeSLO stays). The same refused spec
+        seen again (a re-list) is not reported again, so a bad object does not spam Events."""
+        with self._lock:
+            if self._refused is not None and spec == self._refused:
+                return False
         try:
             candidate = build(spec)
         except InvalidNodeSLO as err:
             log.warning("NodeSLO refused, keeping generation %d: %s", self.current().generation, str(err))
             with self._lock:
                 self._seen = True
+                self._refused = copy.deepcopy(spec)
             if self._on_invalid is not None:
                 self._on_invalid(str(err))
             return False
         with self._lock:
             self._seen = True
+            self._refused = None
             if spec == self._raw:
                 return True
             current = self._current

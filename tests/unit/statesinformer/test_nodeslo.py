@@ -122,10 +122,14 @@ def test_store_keeps_last_good_and_counts_generations() -> None:
     assert not store.apply({RT: {"cpuSuppressThresholdPercent": 150}})
     assert store.current() is good
     assert rec.changes == 1 and len(rec.invalid) == 1 and "150" in rec.invalid[0]
+    assert not store.apply({RT: {"cpuSuppressThresholdPercent": 150}})  # re-listed: not reported twice
+    assert len(rec.invalid) == 1
     assert store.apply({RT: {"enable": True, "cpuSuppressThresholdPercent": 40}})  # same again: no bump
     assert store.current().generation == 1 and rec.changes == 1
     assert store.apply({RT: {"enable": True, "cpuSuppressThresholdPercent": 45}})
     assert store.current().generation == 2 and rec.changes == 2
+    assert not store.apply({RT: {"cpuSuppressThresholdPercent": 150}})  # refused again after a good one
+    assert len(rec.invalid) == 2
 
 
 def test_slo_file_object_or_spec_and_reload(tmp_path: Path) -> None:
