@@ -22,7 +22,7 @@ from koordlet.errors import CgroupGone, InvalidValue, ResourceUnsupported, Unsaf
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
-from koordlet.metricsadvisor.podresource import CONTAINER, targets_of
+from koordlet.metricsadvisor.targets import CONTAINER, targets_of
 from koordlet.system import cgstats
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.cpuset import parse_cpuset

@@ -31,14 +31,13 @@ from koordlet import api
 from koordlet.errors import ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
+from koordlet.metricsadvisor.targets import POD, Target, targets_of
 from koordlet.system import native
 from koordlet.system.batchread import GONE_STATUSES, MISSING, BatchReader, FileKind
 from koordlet.system.cgroups import CgroupMode, cgroup_dir_path, get_resource, resource_path
 from koordlet.system.host import Host
 
 NAME = "PodResourceCollector"
-POD = "pod"
-CONTAINER = "container"
 _MALFORMED_STATUSES = frozenset({-errno.EINVAL, -errno.ERANGE, -errno.EOVERFLOW})
 
 _MEM_KEYS_V1 = ("total_inactive_anon", "total_active_anon", "total_unevictable")
@@ -52,43 +51,6 @@ class PodResourceConfig:
     collect_containers: bool = True
     force_python: bool = False
     """Pure-Python batch reader even when the C one is built."""
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One cgroup dir to sample: a pod (``ident`` = pod UID) or a container (``ident`` = container ID)."""
-
-    kind: str
-    ident: str
-    cgroup_dir: str
-    pod_uid: str
-
-
-def targets_of(host: Host, pods: Sequence[api.PodInfo], collect_containers: bool) -> tuple[list[Target], int]:
-    """The pod and container dirs to sample and how many were refused as unsafe."""
-    out: list[Target] = []
-    unsafe = 0
-    layout = host.layout
-    for pod in pods:
-        try:
-            pod_dir = pod.cgroup_dir or layout.pod_dir(pod.uid, pod.kube_qos)
-        except UnsafePath:
-            unsafe += 1
-            continue
-        out.append(Target(POD, pod.uid, pod_dir, pod.uid))
-        if not collect_containers:
-            continue
-        for c in pod.containers:
-            if not c.container_id or not c.running:
-                continue
-            try:
-                cid = f"{c.runtime}://{c.container_id}" if c.runtime else c.container_id
-                cdir = c.cgroup_dir or layout.container_dir(pod.uid, pod.kube_qos, cid)
-            except UnsafePath:
-                unsafe += 1
-                continue
-            out.append(Target(CONTAINER, c.container_id, cdir, pod.uid))
-    return out, unsafe
 
 
 class _Plan(NamedTuple):

@@ -16,7 +16,7 @@ from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
-from koordlet.metricsadvisor.podresource import POD, targets_of
+from koordlet.metricsadvisor.targets import POD, targets_of
 from koordlet.system import procfs
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.host import Host
