@@ -71,10 +71,24 @@ class KubeletPodSource:
     def __init__(self, endpoint: Callable[[], KubeletEndpoint]) -> None:
         self._endpoint = endpoint
         self._warned_unverified = False
+        self._contexts: dict[str, ssl.SSLContext] = {}
 
     def _context(self, ep: KubeletEndpoint) -> ssl.SSLContext | None:
         if ep.insecure:
             return None
+        # Building a context loads the CA bundle (milliseconds): keep one per CA file version, so a
+        # rotated CA is picked up without paying the load on every refresh.
+        try:
+            key = f"{ep.ca_file}@{Path(ep.ca_file).stat().st_mtime_ns}" if ep.ca_file else ""
+        except OSError:
+            key = ep.ca_file
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            self._contexts.clear()
+            ctx = self._contexts[key] = self._new_context(ep)
+        return ctx
+
+    def _new_context(self, ep: KubeletEndpoint) -> ssl.SSLContext:
         if ep.ca_file:
             ctx = ssl.create_default_context(cafile=ep.ca_file)
             # Kubelet serving certificates name the node, not the IP we dial: verify the chain only.
