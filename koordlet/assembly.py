@@ -55,7 +55,8 @@ def build_daemon(
 ) -> Daemon:
     """Construct the whole agent (nothing starts until ``Daemon.run``)."""
     from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
-    from koordlet.statesinformer.informer import InformerConfig, StatesInformer
+    from koordlet.statesinformer.config import InformerConfig
+    from koordlet.statesinformer.informer import StatesInformer
 
     clock, wall = time.monotonic, time.time
     registry = CollectorRegistry(auto_describe=False)
@@ -92,11 +93,23 @@ def build_daemon(
         registry=registry,
     )
     informer = StatesInformer(
-        InformerConfig.from_configuration(cfg),
-        host=host,
-        cache=cache,
-        bus=bus,
-        registry=registry,
+        InformerConfig(
+            node_name=cfg.node_name,
+            standalone=True if cfg.standalone else None,
+            kubeconfig=cfg.kubeconfig,
+            kubelet_preferred_address_type=cfg.kubelet_preferred_address_type,
+            kubelet_read_only_port=cfg.kubelet_read_only_port,
+            kubelet_insecure_tls=cfg.kubelet_insecure_tls,
+            kubelet_sync_interval=cfg.kubelet_sync_interval,
+            kubelet_sync_timeout=cfg.kubelet_sync_timeout,
+            pod_list=cfg.pod_list,
+            node_slo_file=cfg.node_slo_file,
+            enable_node_metric_report=cfg.enable_node_metric_report,
+        ),
+        host,
+        cache,
+        bus,
+        registry,
         clock=clock,
         wall_clock=wall,
     )
@@ -116,7 +129,7 @@ def build_daemon(
         clock=clock,
         registry=registry,
         only_by_api=cfg.only_evict_by_api,
-        eviction_api=informer.eviction_api(),
+        eviction_api=None if informer.standalone else informer,
         dry_run=cfg.dry_run,
     )
     services = Services(
@@ -138,7 +151,7 @@ def build_daemon(
         sup.every(
             "resourceexecutor/force-update",
             max(cfg.force_update_seconds / 4, 1.0),
-            executor.reconcile_owned,
+            lambda: None if executor.reconcile_owned() else None,
             on_error=agent_metrics.tick_error,
         )
 

@@ -40,8 +40,8 @@ class EvictionAPI(Protocol):
         ...
 
     def record_event(
-        self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str, message: str
-    ) -> None: ...
+        self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str, message: str, /
+    ) -> object: ...
 
 
 def refusal(pod: api.PodInfo) -> str:
@@ -156,7 +156,7 @@ class Evictor:
             node=self._node, pod_namespace=pod.namespace, pod_name=pod.name, reason=reason
         ).inc()
         log.warning("evicted %s (%s): %s [%s]", target, reason, message, outcome)
-        if self._api is not None:
+        if self._api is not None and not self._only_by_api:  # the API path records its own Event
             try:
                 self._api.record_event(
                     "Pod",

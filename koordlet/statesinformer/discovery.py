@@ -56,18 +56,29 @@ class CgroupDiscovery:
     """A pod source (``list_pods``) reading the kubepods tree of ``host``."""
 
     trust_empty = True
-    """The tree is the truth: no pod dirs means no pods (a missing kubepods dir raises instead)."""
+    """The tree is the truth: no pod dirs (or no kubepods dir at all) means no pods."""
 
     def __init__(self, host: Host, pod_list: str = "", timeout: float = 3.0) -> None:
         self.host = host
         self.pod_list = pod_list
         self.timeout = timeout
+        self._warned_missing = False
+        self._seen_kubepods = False
 
     def scan(self) -> list[tuple[str, api.KubeQOSClass, list[tuple[str, str]]]]:
         """``(uid, kube qos, [(runtime, container id)])`` of every pod dir, tier by tier."""
         layout = self.host.layout
         if not self.host.list_cgroups(layout.kubepods_dir(), 0):
-            raise APIUnavailable(f"no kubepods cgroup at {layout.kubepods_dir()!r} (kubelet not started?)")
+            if self._seen_kubepods:  # it was there: a vanished tree is suspicious, keep the known pods
+                raise APIUnavailable(f"kubepods cgroup {layout.kubepods_dir()!r} disappeared")
+            # A standalone host without a kubelet (or before it starts) simply has no pods yet.
+            if not self._warned_missing:
+                log.warning(
+                    "no kubepods cgroup at %r: no pods yet (kubelet not started?)", layout.kubepods_dir()
+                )
+                self._warned_missing = True
+            return []
+        self._seen_kubepods = True
         found: list[tuple[str, api.KubeQOSClass, list[tuple[str, str]]]] = []
         for qos in _TIERS:
             tier = layout.qos_dir(qos)

@@ -33,6 +33,7 @@ class PLEG:
         self.on_event = on_event
         self.poll = poll
         self.events = 0
+        self._reported: set[Path] = set()
 
     def _tier_paths(self) -> list[Path]:
         return [
@@ -46,7 +47,9 @@ class PLEG:
         try:
             ino.add_watch(path, IN_CREATE | IN_DELETE)
         except OSError as err:
-            log.debug("pleg: cannot watch %s yet: %s", path, str(err))
+            if path not in self._reported:  # retried every poll; say it once
+                self._reported.add(path)
+                log.debug("pleg: cannot watch %s yet: %s", path, str(err))
 
     def _watch_all(self, ino: Inotify) -> None:
         layout = self.host.layout

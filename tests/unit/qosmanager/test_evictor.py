@@ -70,9 +70,7 @@ def test_never_evicts_anything_but_plain_be_pods(
     assert reg.get_sample_value("koordlet_pod_eviction_refused_total", {"node": "n1"}) == 1.0
 
 
-def test_api_eviction_is_cached_audited_counted_and_emits_an_event(
-    fake_host: Any, fake_clock: FakeClock
-) -> None:
+def test_api_eviction_is_cached_audited_and_counted(fake_host: Any, fake_clock: FakeClock) -> None:
     fake_api = FakeAPI(["evicted", "evicted"])
     ev, audit, reg = make(fake_host, fake_clock, only_by_api=True, eviction_api=fake_api)
     reason = "trigger by koordlet feature BEMemoryEvict"
@@ -82,7 +80,7 @@ def test_api_eviction_is_cached_audited_counted_and_emits_an_event(
     assert reg.get_sample_value("koordlet_pod_eviction_total", {"node": "n1", "reason": reason}) == 1.0
     [event] = audit.events()
     assert event["path"] == "batch/be-0" and event["after"] == "evicted" and event["before"] == UID
-    assert fake_api.events[0][5] == "evictPodSuccess"
+    assert fake_api.events == []  # the API side records its own Event for an API eviction
     fake_clock.advance(EVICTED_TTL + 1)
     assert not ev.recently_evicted(UID)
     assert ev.evict(pod(), reason, "after ttl")
@@ -110,6 +108,13 @@ def test_kill_path_signals_every_process_of_the_pod_tree(fake_host: Any, fake_cl
     assert ev.evict(pod(cgroup_dir=pod_dir), "r", "m")
     assert sorted(p for p, _ in killed) == [101, 102] and {s for _, s in killed} == {9}
     assert audit.events()[0]["after"] == "killed 2 process(es)"
+
+
+def test_kill_path_in_a_cluster_emits_an_event(fake_host: Any, fake_clock: FakeClock) -> None:
+    fake_api = FakeAPI([])
+    ev, _, _ = make(fake_host, fake_clock, eviction_api=fake_api, kill=lambda pid, sig: None)
+    assert ev.evict(pod(cgroup_dir=fake_host.pod_cgroup(UID)), "r", "m")
+    assert fake_api.calls == [] and fake_api.events[0][4:6] == ("Warning", "evictPodSuccess")
 
 
 def test_dry_run_decides_but_does_not_act(fake_host: Any, fake_clock: FakeClock) -> None:

@@ -139,4 +139,10 @@ def test_discovery_believes_an_empty_tree_but_not_a_missing_one(fake_host: Any) 
     assert inf.refresh() and len(inf.pods()) == 1
     for d in sorted(cpu.rglob("*"), key=lambda p: len(p.parts), reverse=True):
         d.rmdir()
-    assert not inf.refresh() and len(inf.pods()) == 1  # no kubepods at all: kept, not believed
+    assert not inf.refresh() and len(inf.pods()) == 1  # kubepods vanished: kept, not believed
+
+
+def test_a_host_without_any_kubepods_tree_is_synced_with_no_pods(fake_host: Any) -> None:
+    host = Host(fake_host.paths)
+    inf = informer(host)
+    assert inf.refresh() and inf.pods() == ()
