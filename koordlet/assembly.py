@@ -147,11 +147,21 @@ def build_daemon(
     )
     qos = QOSManager(entries, gates, ext_gates, cfg.options, services, supervisor, agent_metrics)
 
+    def force_update() -> None:
+        for result in executor.reconcile_owned():
+            if result.written:
+                log.info(
+                    "repaired %s of %s (owner %s)",
+                    result.update.resource,
+                    result.update.cgroup_dir,
+                    result.update.owner,
+                )
+
     def start_executor(s: threading.Event, sup: Supervisor) -> None:
         sup.every(
             "resourceexecutor/force-update",
             max(cfg.force_update_seconds / 4, 1.0),
-            lambda: None if executor.reconcile_owned() else None,
+            force_update,
             on_error=agent_metrics.tick_error,
         )
 
