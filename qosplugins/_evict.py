@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from koordlet import api
@@ -19,6 +19,42 @@ from qosplugins import _shared
 EVICTION_POLICY_ANNOTATION = "koordinator.sh/eviction-policy"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 NEVER_EVICTED_OWNERS = frozenset({"DaemonSet", "Node"})
+
+
+class EvictionGate:
+    """The checks every eviction round starts with: cool-down over, NodeSLO switch on, thresholds valid
+    (an invalid NodeSLO is warned about once per distinct reason, and nothing is evicted)."""
+
+    def __init__(
+        self,
+        name: str,
+        cool_flag: str,
+        cool_default: float,
+        invalid_reason: Callable[[api.ResourceThresholdStrategy], str],
+        last_evict: float,
+    ) -> None:
+        self.name = name
+        self.cool_flag = cool_flag
+        self.cool_default = cool_default
+        self.invalid_reason = invalid_reason
+        self.last_evict = last_evict
+        self._warned = ""
+
+    def open(self, ctx: api.PluginContext) -> api.ResourceThresholdStrategy | None:
+        """The strategy to act on now, or ``None`` when this round must not evict."""
+        if ctx.clock() - self.last_evict < _shared.float_option(ctx, self.cool_flag, self.cool_default):
+            return None
+        slo = ctx.states.node_slo().resource_used_threshold_with_be
+        if not slo.enable:
+            return None
+        reason = self.invalid_reason(slo)
+        if reason:
+            if reason != self._warned:
+                ctx.logger.warning("%s: invalid NodeSLO, not evicting: %s", self.name, reason)
+                self._warned = reason
+            return None
+        self._warned = ""
+        return slo
 
 
 @dataclass(frozen=True, slots=True)

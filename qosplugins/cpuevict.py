@@ -88,8 +88,7 @@ class BECPUEvict(api.QOSPluginBase):
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
         # Koordlet starts the cool-down at start: no CPU eviction before suppression has settled.
-        self._last_evict = ctx.clock()
-        self._warned = ""
+        self._gate = _evict.EvictionGate("BECPUEvict", COOL_FLAG, 20.0, invalid_reason, ctx.clock())
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
@@ -97,18 +96,9 @@ class BECPUEvict(api.QOSPluginBase):
     def reconcile(self) -> None:
         ctx = self.ctx
         now = ctx.clock()
-        if now - self._last_evict < _shared.float_option(ctx, COOL_FLAG, 20.0):
+        slo = self._gate.open(ctx)
+        if slo is None:
             return
-        slo = ctx.states.node_slo().resource_used_threshold_with_be
-        if not slo.enable:
-            return
-        reason = invalid_reason(slo)
-        if reason:
-            if reason != self._warned:
-                ctx.logger.warning("BECPUEvict: invalid NodeSLO, not evicting: %s", reason)
-                self._warned = reason
-            return
-        self._warned = ""
         to_release = self.to_release_milli(slo)
         if to_release <= 0:
             return
@@ -123,7 +113,7 @@ class BECPUEvict(api.QOSPluginBase):
             victims.append(_evict.Victim(pod, used=ratio, contribution=float(request)))
         done = _evict.evict_until(ctx, self.name, _evict.sort_victims(victims), to_release, "m")
         if done.evicted:
-            self._last_evict = now
+            self._gate.last_evict = now
 
     def to_release_milli(self, slo: api.ResourceThresholdStrategy) -> float:
         """The release target from the averaged and the last BE readings (0 when data is short)."""

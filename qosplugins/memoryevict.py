@@ -61,8 +61,7 @@ class BEMemoryEvict(api.QOSPluginBase):
 
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
-        self._last_evict = -math.inf
-        self._warned = ""
+        self._gate = _evict.EvictionGate("BEMemoryEvict", COOL_FLAG, 4.0, invalid_reason, -math.inf)
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
@@ -70,18 +69,9 @@ class BEMemoryEvict(api.QOSPluginBase):
     def reconcile(self) -> None:
         ctx = self.ctx
         now = ctx.clock()
-        if now - self._last_evict < _shared.float_option(ctx, COOL_FLAG, 4.0):
+        slo = self._gate.open(ctx)
+        if slo is None:
             return
-        slo = ctx.states.node_slo().resource_used_threshold_with_be
-        if not slo.enable:
-            return
-        reason = invalid_reason(slo)
-        if reason:
-            if reason != self._warned:
-                ctx.logger.warning("BEMemoryEvict: invalid NodeSLO, not evicting: %s", reason)
-                self._warned = reason
-            return
-        self._warned = ""
         node = ctx.states.node()
         used = _shared.last_value(ctx, api.NODE_MEMORY_USAGE)
         if node is None or used is None:
@@ -104,4 +94,4 @@ class BEMemoryEvict(api.QOSPluginBase):
             victims.append(_evict.Victim(pod, used=mem, contribution=mem))
         done = _evict.evict_until(ctx, self.name, _evict.sort_victims(victims), to_release, "B")
         if done.evicted:
-            self._last_evict = now
+            self._gate.last_evict = now

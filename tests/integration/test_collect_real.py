@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,15 +29,6 @@ from tests.integration.kubepods import RealContainer, RealKubepods, RealPod
 from tests.unit.metricsadvisor.fakes import FakeStates, RecordingBus, RecordingErrors
 
 pytestmark = pytest.mark.root
-
-
-@pytest.fixture
-def kubepods() -> Iterator[RealKubepods]:
-    kp = RealKubepods()
-    try:
-        yield kp
-    finally:
-        kp.cleanup()
 
 
 def pod_info(pod: RealPod) -> api.PodInfo:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,6 @@ from tests.integration.kubepods import ALLOC, RealKubepods
 
 pytestmark = pytest.mark.root
 CPUS = os.cpu_count() or 1
-
-
-@pytest.fixture
-def kubepods() -> Iterator[RealKubepods]:
-    kp = RealKubepods()
-    try:
-        yield kp
-    finally:
-        kp.cleanup()
 
 
 def node_slo(tmp: Path, **strategy: object) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,6 @@ from tests.integration.agentproc import Agent
 from tests.integration.kubepods import RealKubepods
 
 pytestmark = pytest.mark.root
-
-
-@pytest.fixture
-def kubepods() -> Iterator[RealKubepods]:
-    kp = RealKubepods()
-    try:
-        yield kp
-    finally:
-        kp.cleanup()
 
 
 def pod_list(tmp: Path, *items: dict[str, object]) -> Path:

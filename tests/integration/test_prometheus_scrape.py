@@ -50,15 +50,6 @@ def http_json(url: str) -> Any:
         return json.load(resp)
 
 
-@pytest.fixture
-def kubepods() -> Iterator[RealKubepods]:
-    kp = RealKubepods()
-    try:
-        yield kp
-    finally:
-        kp.cleanup()
-
-
 @contextlib.contextmanager
 def prometheus(target_port: int) -> Iterator[str]:
     """A Prometheus scraping ``127.0.0.1:<target_port>`` every second; yields its base URL."""

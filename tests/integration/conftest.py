@@ -1,0 +1,19 @@
+"""Fixtures shared by the integration tests on the real kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.kubepods import RealKubepods
+
+
+@pytest.fixture
+def kubepods() -> Iterator[RealKubepods]:
+    """A kubelet-like kubepods tree under a unique parent, removed (with its processes) afterwards."""
+    kp = RealKubepods()
+    try:
+        yield kp
+    finally:
+        kp.cleanup()
