@@ -42,7 +42,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from koordlet.errors import PluginError
+from koordlet.errors import (
+    CgroupGone,
+    InvalidValue,
+    KoordletError,
+    PluginError,
+    ResourceUnsupported,
+    UnsafePath,
+)
 
 API_VERSION = 1
 """Bumped on any incompatible change of this module; a plugin may declare ``api_version`` to match."""
@@ -415,7 +422,11 @@ class HostReader(Protocol):
         ...
 
     def read(self, resource: str, cgroup_dir: str) -> str | None:
-        """Current value of ``resource`` in ``cgroup_dir``, or ``None`` if the cgroup is gone."""
+        """Current value of ``resource`` in ``cgroup_dir``, or ``None`` if the cgroup is gone.
+
+        Raises :class:`ResourceUnsupported` (the kernel lacks the file), :class:`UnsafePath` (a directory
+        outside the cgroup root) or :class:`InvalidValue` (unparsable content): all :class:`KoordletError`.
+        """
         ...
 
     def list_cgroups(self, cgroup_dir: str, depth: int) -> Sequence[str]:
@@ -593,6 +604,7 @@ __all__ = [
     "API_VERSION",
     "CPUBurstStrategy",
     "CPUInfo",
+    "CgroupGone",
     "CgroupUpdate",
     "ContainerInfo",
     "Evictor",
@@ -601,6 +613,8 @@ __all__ = [
     "FlagSet",
     "HostApplication",
     "HostReader",
+    "InvalidValue",
+    "KoordletError",
     "KubeQOSClass",
     "MetricReader",
     "NodeInfo",
@@ -614,9 +628,11 @@ __all__ = [
     "QOSPluginBase",
     "QueryResult",
     "ResourceThresholdStrategy",
+    "ResourceUnsupported",
     "ResourceWriter",
     "Stage",
     "StatesReader",
+    "UnsafePath",
     "UpdateResult",
     "register_qos_ext_plugin",
 ]

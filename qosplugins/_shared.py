@@ -90,13 +90,12 @@ def parse_int(text: str | None) -> int | None:
 def read_value(ctx: api.PluginContext, resource: str, cgroup_dir: str) -> str | None:
     """``ctx.host.read`` where any failure means "unknown" (``None``), which every caller skips.
 
-    The contract promises ``None`` for a vanished cgroup; the agent's host reader also raises for a
-    file the kernel lacks or content it cannot parse, in error types ``koordlet.api`` does not export.
-    One odd cgroup must cost one skipped write, not the whole tick, hence the broad catch.
+    The host reader gives ``None`` for a vanished cgroup and raises a ``KoordletError`` for a file the
+    kernel lacks or content it cannot parse: one odd cgroup costs one skipped write, not the whole tick.
     """
     try:
         return ctx.host.read(resource, cgroup_dir)
-    except Exception as err:
+    except (api.KoordletError, OSError) as err:
         ctx.logger.debug("read %s of %s failed: %s", resource, cgroup_dir, err)
         return None
 

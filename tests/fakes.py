@@ -165,7 +165,7 @@ class FakeHostReader:
 
     def read(self, resource: str, cgroup_dir: str) -> str | None:
         if (resource, cgroup_dir) in self.broken:
-            raise ValueError(f"unparsable {resource} in {cgroup_dir}")
+            raise api.InvalidValue(resource, cgroup_dir, "unparsable")
         if cgroup_dir not in self.dirs:
             return None
         return self.values.get((resource, cgroup_dir))
