@@ -177,7 +177,11 @@ class Evictor:
             return 0
         killed = 0
         for cgroup in self._host.list_cgroups(pod.cgroup_dir, KILL_DEPTH):
-            raw = self._host.read("cgroup.procs", cgroup)
+            try:
+                raw = self._host.read("cgroup.procs", cgroup)
+            except api.KoordletError as err:
+                log.warning("cannot list the processes of %s: %s", cgroup, err)
+                continue
             for token in (raw or "").split():
                 if token.isdigit() and self._kill_pid(int(token), cgroup):
                     killed += 1

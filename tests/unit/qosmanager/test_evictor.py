@@ -112,8 +112,14 @@ def test_kill_path_signals_every_process_of_the_pod_tree(fake_host: Any, fake_cl
 
 def test_kill_path_in_a_cluster_emits_an_event(fake_host: Any, fake_clock: FakeClock) -> None:
     fake_api = FakeAPI([])
-    ev, _, _ = make(fake_host, fake_clock, eviction_api=fake_api, kill=lambda pid, sig: None)
-    assert ev.evict(pod(cgroup_dir=fake_host.pod_cgroup(UID)), "r", "m")
+    killed: list[int] = []
+    ev, _, _ = make(fake_host, fake_clock, eviction_api=fake_api, kill=lambda pid, sig: killed.append(pid))
+    pod_dir = fake_host.pod_cgroup(UID)
+    fake_host.write_cgroup("cgroup.procs", pod_dir, "7\n")
+    broken = fake_host.container_cgroup(UID, CID)  # no cgroup.procs file: skipped, not fatal
+    assert broken.startswith(pod_dir)
+    assert ev.evict(pod(cgroup_dir=pod_dir), "r", "m")
+    assert killed == [7]
     assert fake_api.calls == [] and fake_api.events[0][4:6] == ("Warning", "evictPodSuccess")
 
 
