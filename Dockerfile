@@ -16,8 +16,8 @@ COPY koordlet/ koordlet/
 COPY qosplugins/ qosplugins/
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
-# Stage 2: the runtime. It runs as root on purpose: cgroup, resctrl and /proc/sys writes, and killing
-# BE processes, need root on the host (the DaemonSet makes the container privileged for the same reason).
+# Stage 2: the runtime. It runs as root on purpose: cgroup and resctrl files are root's, and killing BE
+# processes needs root (the DaemonSet adds only CAP_KILL, the container is not privileged).
 # The version check fails the build if the helper did not compile: the agent would otherwise fall back
 # to pure Python without a word.
 FROM python:3.11-slim
