@@ -19,8 +19,9 @@ _MISSING = "missing"
 
 
 def spec_of(doc: Any) -> Any:
-    """The spec of a NodeSLO object, or ``doc`` itself when it already is a spec."""
-    if isinstance(doc, Mapping) and ("kind" in doc or "apiVersion" in doc):
+    """The spec of a NodeSLO object (recognised by ``kind``, ``apiVersion`` or a ``spec`` key), or ``doc``
+    itself when it already is a spec."""
+    if isinstance(doc, Mapping) and ("kind" in doc or "apiVersion" in doc or "spec" in doc):
         return doc.get("spec")
     return doc
 

@@ -155,3 +155,12 @@ def test_slo_file_object_or_spec_and_reload(tmp_path: Path) -> None:
     path.write_text("resourceUsedThresholdWithBE: [unclosed")
     assert watcher.check()
     assert store.current().generation == gen and len(rec.invalid) == 1
+
+
+def test_slo_file_with_only_a_spec_key_is_an_object(tmp_path: Path) -> None:
+    store = nodeslo.NodeSLOStore(on_change=lambda: None, on_invalid=lambda why: None)
+    path = tmp_path / "nodeslo.yaml"
+    path.write_text("spec:\n  resourceUsedThresholdWithBE: {enable: true, cpuSuppressPolicy: cfsQuota}\n")
+    assert NodeSLOFile(str(path), store).check()
+    strategy = store.current().resource_used_threshold_with_be
+    assert strategy.enable and strategy.cpu_suppress_policy == "cfsQuota"
