@@ -14,12 +14,11 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from koordlet import api
 from koordlet.config import Configuration
 from koordlet.daemon import Daemon, FuncComponent
 from koordlet.errors import ConfigError
 from koordlet.featuregates import FeatureGate
-from koordlet.httpserver import AgentHTTPServer, json_response
+from koordlet.httpserver import AgentHTTPServer, Route, json_response
 from koordlet.metriccache.cache import MetricCache
 from koordlet.metriccache.config import MetricCacheConfig
 from koordlet.metrics import AgentMetrics
@@ -34,7 +33,7 @@ from koordlet.system.host import Host
 log = logging.getLogger(__name__)
 
 
-def _events_route(executor: ResourceExecutor) -> object:
+def _events_route(executor: ResourceExecutor) -> Route:
     def route(query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         try:
             since = int(query.get("since", ["0"])[0])
@@ -168,7 +167,7 @@ def build_daemon(
     def start_cache(s: threading.Event, sup: Supervisor) -> None:
         loaded = cache.load()
         log.info("metric cache: %d samples restored", loaded)
-        sup.go("metriccache/checkpoint", lambda: _checkpoint_loop(cache, s, cfg))
+        sup.go("metriccache/checkpoint", lambda: cache.run_loop(s))
 
     components = [
         FuncComponent("resourceexecutor", start_executor),
@@ -179,21 +178,6 @@ def build_daemon(
     ]
     http = AgentHTTPServer(cfg.host, cfg.port, registry)
     http.route("/nodemetric", lambda _q: json_response(informer.nodemetric_status()))
-    http.route("/events", _events_route(executor))  # type: ignore[arg-type]
+    http.route("/events", _events_route(executor))
     http.route("/plugins", lambda _q: json_response(qos.states()))
-    _ = api.API_VERSION
     return Daemon(components, supervisor, http)
-
-
-def _checkpoint_loop(cache: MetricCache, stop: threading.Event, cfg: Configuration) -> None:
-    """Checkpoint periodically and once more at stop, so a clean restart loses nothing."""
-    interval = cache.config.checkpoint_interval
-    while not stop.wait(interval):
-        try:
-            cache.checkpoint()
-        except Exception:
-            log.exception("metric cache checkpoint failed")
-    try:
-        cache.checkpoint()
-    except Exception:
-        log.exception("final metric cache checkpoint failed")

@@ -62,6 +62,8 @@ AGENT_FLAGS: tuple[Flag, ...] = (
     Flag("log-format", str, "text", "text or json"),
 )
 
+_ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$")
+"""An IPv4 address, a host name or a bracketed IPv6 address (an unexpanded ``$(POD_IP)`` is refused)."""
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _GO_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -164,9 +166,9 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
     if collect < MIN_COLLECT_INTERVAL:
         raise ConfigError(f"--collect-res-used-interval={collect}s is below the minimum 100ms")
     addr = str(o["addr"])
-    _host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"--addr {addr!r}: want host:port, e.g. 127.0.0.1:9316")
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
+        raise ConfigError(f"--addr {addr!r}: want host:port with an IP or host name, e.g. 127.0.0.1:9316")
     driver = str(o["cgroup-driver"])
     if driver not in ("", "cgroupfs", "systemd"):
         raise ConfigError(f"--cgroup-driver {driver!r}: want cgroupfs or systemd")

@@ -358,11 +358,12 @@ class MetricCache:
     def run(self, stop: threading.Event) -> threading.Thread:
         """Checkpoint every ``checkpoint_interval`` (and expire idle series) until ``stop``, then once
         more; returns the started thread at once."""
-        thread = threading.Thread(target=self._loop, args=(stop,), name="metriccache-checkpoint")
+        thread = threading.Thread(target=self.run_loop, args=(stop,), name="metriccache-checkpoint")
         thread.start()
         return thread
 
-    def _loop(self, stop: threading.Event) -> None:
+    def run_loop(self, stop: threading.Event) -> None:
+        """The blocking form of :meth:`run`, for a caller that supervises its own threads."""
         while not stop.wait(self.config.checkpoint_interval):
             self._tick()
         self._tick()

@@ -48,6 +48,7 @@ def test_in_cluster_without_node_name_is_an_error() -> None:
     [
         ({"collect-res-used-interval": 0.05}, "100ms"),
         ({"addr": "9316"}, "--addr"),
+        ({"addr": "$(POD_IP):9316"}, "--addr"),
         ({"cgroup-driver": "lxc"}, "--cgroup-driver"),
         ({"log-format": "xml"}, "--log-format"),
     ],
