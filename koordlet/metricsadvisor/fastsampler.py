@@ -1,16 +1,17 @@
 """The fast sampler: node and BE CPU every ~100 ms, then ``EVENT_NODE_SAMPLE``, for sub-second QoS reaction.
 
-Layer: ``koordlet.metricsadvisor``. Each tick is one ``pread`` of ``/proc/stat`` (only its first line is
-parsed) and one batch-reader read of the besteffort tier's CPU counter, both on cached descriptors; it
-appends ``node_cpu_usage_fast`` and ``be_cpu_usage_fast`` (cores) and publishes the event.
+Layer: ``koordlet.metricsadvisor``. Each tick is one batch-reader read of two CPU counters on cached
+descriptors, the root cgroup's (all tasks of the node) and the besteffort tier's; it appends
+``node_cpu_usage_fast`` and ``be_cpu_usage_fast`` (cores) and publishes the event.
 
-Quantisation, honestly: ``/proc/stat`` counts USER_HZ ticks (CLK_TCK = 100, 10 ms) per CPU, charged to
-whatever ran when the tick fired. Over a 100 ms window one CPU contributes 0..10 ticks, so the node figure
-moves in steps of ``1 / (CLK_TCK x dt)`` = 0.1 core and a steady load of x cores reads x +- ~0.1 x ncpu
-from window to window (tick sampling, not the exact time). Averaged over 1 s it matches the 1 s series.
-The BE counter (``cpuacct.usage`` ns, v2 ``usage_usec``) is exact. Consumers that compare the two over one
-window should allow that tolerance or aggregate a few windows; the cost is what keeps this cheap
-(about 10 x 50 us per second, well under 0.5 % of a core).
+Why the root cgroup and not ``/proc/stat``: ``/proc/stat`` counts USER_HZ ticks (CLK_TCK = 100, 10 ms)
+per CPU, charged to whatever ran when the tick fired, so over a 100 ms window the node figure moves in
+0.1-core steps and a steady load reads x +- ~0.1 x ncpu from window to window. Subtracting an exact BE
+counter from that would make "non-BE usage" jump by ~100m on noise alone, and the suppress plugin shrinks
+BE on a 1 % rise. The root ``cpuacct.usage`` (ns; v2 ``cpu.stat usage_usec``) is exact, so a 100 ms window
+tells the truth; it leaves out irq/softirq time, which the 1 s ``node_cpu_usage`` keeps (koordlet's
+definition). When the root counter cannot be read the sampler falls back to the first line of
+``/proc/stat`` with the tick quantisation above. Cost: about 10 x 20 us per second.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import native, procfs
-from koordlet.system.batchread import MISSING, BatchReader, FileKind
+from koordlet.system.batchread import MISSING, BatchReader, FileKind, ReadResults
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.host import Host
 
@@ -80,9 +81,10 @@ class FastSampler:
         self._v2 = host.mode is CgroupMode.V2
         tier = host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
         be_path = resource_path(host.paths, host.mode, "cpuacct.usage", tier, for_read=True)
+        root_path = resource_path(host.paths, host.mode, "cpuacct.usage", "", for_read=True)
         kind, keys = (FileKind.KEY_VALUE, ("usage_usec",)) if self._v2 else (FileKind.COUNTER, ())
         self._be: BatchReader = native.open_batch_reader(
-            [be_path], [kind], [keys], force_python=config.force_python
+            [be_path, root_path], [kind, kind], [keys, keys], force_python=config.force_python
         )
         self._fds = FdCache(_FIRST_LINE_CAP)
         self._node = fw.DeltaTracker(config.interval)
@@ -97,31 +99,12 @@ class FastSampler:
                 self._sample()
 
     def _sample(self) -> None:
-        try:
-            raw = self._fds.read(self._stat_path, prefix=True)
-        except OSError:
-            raw = None
-            self._errors.error(NAME, fw.ERR_READ)
         res = self._be.read()
         t = self._clock()
-        node_cores: float | None = None
-        if raw is not None:
-            try:
-                busy = busy_ticks(raw[: raw.find(b"\n")])
-            except ValueError:
-                self._errors.error(NAME, fw.ERR_MALFORMED)
-            else:
-                got = self._node.update("node", t, (busy,))
-                if got is not None:
-                    node_cores = got[1][0] / (got[0] * self._clk_tck)
-        be_cores: float | None = None
-        if res.status[0] == 0 and res.values[0] != MISSING:
-            ns = res.values[0] * 1000 if self._v2 else res.values[0]
-            got = self._be_delta.update("be", t, (ns,))
-            if got is not None:
-                be_cores = got[1][0] / (got[0] * 1e9)
-        elif res.status[0] != 0:
-            self._be_delta.forget("be")
+        node_cores = self._counter_cores(res, 1, "root", self._node, t)
+        if node_cores is None and not res.ok(1):
+            node_cores = self._proc_stat_cores(t)
+        be_cores = self._counter_cores(res, 0, "be", self._be_delta, t)
         fw.report_rejections(self._node, self._errors, NAME)
         fw.report_rejections(self._be_delta, self._errors, NAME)
         if node_cores is None:
@@ -131,6 +114,36 @@ class FastSampler:
             self._cache.append(api.BE_CPU_USAGE_FAST, None, be_cores, t)
         self._samples += 1
         self._bus.publish(api.EVENT_NODE_SAMPLE)
+
+    def _counter_cores(
+        self, res: ReadResults, i: int, key: str, tracker: fw.DeltaTracker, t: float
+    ) -> float | None:
+        """Cores from CPU counter ``i`` of the batch (ns on v1, us on v2); ``None`` on the first reading."""
+        if res.status[i] != 0:
+            tracker.forget(key)
+            return None
+        value = res.values[i]
+        if value == MISSING:
+            return None
+        ns = value * 1000 if self._v2 else value
+        got = tracker.update(key, t, (ns,))
+        return None if got is None else got[1][0] / (got[0] * 1e9)
+
+    def _proc_stat_cores(self, t: float) -> float | None:
+        try:
+            raw = self._fds.read(self._stat_path, prefix=True)
+        except OSError:
+            raw = None
+        if raw is None:
+            self._errors.error(NAME, fw.ERR_READ)
+            return None
+        try:
+            busy = busy_ticks(raw[: raw.find(b"\n")])
+        except ValueError:
+            self._errors.error(NAME, fw.ERR_MALFORMED)
+            return None
+        got = self._node.update("node", t, (busy,))
+        return None if got is None else got[1][0] / (got[0] * self._clk_tck)
 
     def has_synced(self) -> bool:
         return self._samples > 0

@@ -106,3 +106,32 @@ def test_counter_reset_skips_one_window(
     assert cache.latest(api.BE_CPU_USAGE_FAST) == []
     assert errors.kind(fw.ERR_COUNTER_RESET) == 1
     assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(0.5)
+
+
+def set_root(fh: Any, ns: int) -> None:
+    if fh.mode is CgroupMode.V2:
+        fh.write_cgroup("cpu.stat", "", f"usage_usec {ns // 1000}\nuser_usec 0\n")
+    else:
+        fh.write_cgroup("cpuacct.usage", "", str(ns))
+
+
+def test_node_figure_comes_from_the_exact_root_counter_when_present(
+    host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    fh = host_tree
+    fh.write_proc_stat(user=1000, idle=5000, per_cpu=((0,), (0,)))
+    set_root(fh, 50_000_000_000)
+    set_be(fh, 7_000_000_000)
+    sampler = FastSampler(
+        FastSamplerConfig(0.1, clk_tck=100), make_host(fh), cache, RecordingBus(), fake_clock, errors
+    )
+    sampler.collect()
+    fake_clock.advance(0.1)
+    # /proc/stat says 20 ticks (2.0 cores, tick-quantised); the root counter says 137 ms: 1.37 cores.
+    fh.write_proc_stat(user=1020, idle=5000, per_cpu=((0,), (0,)))
+    set_root(fh, 50_137_000_000)
+    set_be(fh, 7_040_000_000)
+    sampler.collect()
+    assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(1.37)
+    assert one(cache, api.BE_CPU_USAGE_FAST) == pytest.approx(0.4)
+    sampler.close()
