@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -167,6 +168,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer trials and less settling (< 50 s)")
     ap.add_argument("--trials", type=int, default=0)
     args = ap.parse_args()
+    # A SIGTERM (e.g. from `timeout`) must still run the cleanup of the cgroups and processes we made.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
         print(json.dumps({"bench": "reaction", "skipped": "needs root to create cgroups"}))
         return
