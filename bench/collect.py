@@ -20,6 +20,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -132,14 +133,16 @@ def run_agent(advisor: MetricsAdvisor, seconds: float) -> float:
     stop = threading.Event()
     sup = Supervisor(stop)
     advisor.start(stop, sup)
-    stop.wait(0.5)
-    r0 = resource.getrusage(resource.RUSAGE_SELF)
-    t0 = time.monotonic()
-    stop.wait(seconds)
-    r1 = resource.getrusage(resource.RUSAGE_SELF)
-    wall = time.monotonic() - t0
-    stop.set()
-    sup.join(time.monotonic() + 5.0)
+    try:
+        stop.wait(0.5)
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        t0 = time.monotonic()
+        stop.wait(seconds)
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        wall = time.monotonic() - t0
+    finally:  # also on SIGTERM: the collector threads are not daemons and would keep the process alive
+        stop.set()
+        sup.join(time.monotonic() + 5.0)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if sup.failed:
         raise RuntimeError(f"advisor thread died: {sup.failures}")
@@ -171,6 +174,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer, shorter rounds (under 50 s)")
     ap.add_argument("--pods", type=int, default=1000)
     args = ap.parse_args()
+    # A SIGTERM (e.g. from `timeout`) must still run the cleanup of the cgroups we made.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
         return skip("needs root to create cgroups")
     gcc = shutil.which("gcc") or shutil.which("cc")

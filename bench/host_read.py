@@ -13,6 +13,7 @@ import gc
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -142,6 +143,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer rounds (under 50 s)")
     ap.add_argument("--containers", type=int, default=1000)
     args = ap.parse_args()
+    # A SIGTERM (e.g. from `timeout`) must still run the cleanup of the cgroups we made.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
         return skip("needs root to create cgroups")
     if not native.HAS_NATIVE:

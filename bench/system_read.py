@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import time
@@ -55,6 +56,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
+    # A SIGTERM (e.g. from `timeout`) must still run the cleanup of the cgroups we made.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     paths = HostPaths()
     if os.geteuid() != 0:
         print(json.dumps({"bench": NAME, "skipped": "needs root to create cgroups"}))
