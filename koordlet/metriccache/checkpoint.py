@@ -19,14 +19,12 @@ import bisect
 import itertools
 import json
 import math
-import os
 import struct
 import sys
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from koordlet.errors import KoordletError
@@ -37,7 +35,6 @@ FILE_NAME = "metriccache.ckpt"
 _HEADER = struct.Struct("<4sHHIQ")
 _TRAILER = struct.Struct("<I")
 _SAMPLE_BYTES = 16
-_WRITE_BUFFER = 1 << 20
 _BIG_ENDIAN = sys.byteorder == "big"
 
 
@@ -174,55 +171,3 @@ def fit(image: Image, max_bytes: int, trim_first: Callable[[str], bool]) -> tupl
                 kept.append(SeriesImage(s.metric, s.labels, s.ts[i:], s.vs[i:]))
         series = kept
     return Image(image.saved_at, series, image.kv), dropped
-
-
-def _write_all(fd: int, data: bytes | bytearray) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:
-            raise OSError(f"short write ({written}) to checkpoint")
-        view = view[written:]
-
-
-def write_atomic(path: Path, chunks: Iterator[bytes | array[float]]) -> int:
-    """Write ``chunks`` to ``path`` crash-safely; returns the bytes written."""
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    total = 0
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        buf = bytearray()
-        for chunk in chunks:
-            buf += chunk
-            if len(buf) >= _WRITE_BUFFER:
-                _write_all(fd, buf)
-                total += len(buf)
-                buf.clear()
-        _write_all(fd, buf)
-        total += len(buf)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    # The rename is durable only once the directory entry itself reaches the disk.
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-    return total
-
-
-def remove_stale_temps(path: Path) -> None:
-    """Delete temp files left by a writer that was killed mid-checkpoint."""
-    for stale in path.parent.glob(f"{path.name}.tmp.*"):
-        try:
-            stale.unlink()
-        except OSError:
-            pass

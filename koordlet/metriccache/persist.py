@@ -25,6 +25,7 @@ from koordlet.metriccache.checkpoint import FILE_NAME, Image, SeriesImage
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
 from koordlet.metriccache.ring import Ring
 from koordlet.metriccache.schema import SeriesKey, key_labels, series_key
+from koordlet.system import atomicfile
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def save(config: MetricCacheConfig, image: Image) -> tuple[int, int]:
             config.tsdb_max_bytes,
         )
     config.tsdb_path.mkdir(parents=True, exist_ok=True)
-    size = checkpoint.write_atomic(config.tsdb_path / FILE_NAME, checkpoint.encode(image))
+    size = atomicfile.write_atomic(config.tsdb_path / FILE_NAME, checkpoint.encode(image), mode=0o600)
     return size, trimmed
 
 
@@ -80,7 +81,7 @@ def read(directory: Path) -> Image:
     """Decode ``<directory>/metriccache.ckpt``; raises ``FileNotFoundError``, ``OSError`` or
     :class:`~koordlet.metriccache.checkpoint.CorruptCheckpoint`."""
     path = directory / FILE_NAME
-    checkpoint.remove_stale_temps(path)
+    atomicfile.remove_stale_temps(path)
     return checkpoint.decode(path.read_bytes())
 
 

@@ -10,7 +10,6 @@ millicores (``"1500m"``), memory in bytes with the largest exact binary suffix, 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +29,7 @@ from koordlet.metriccache.schema import (
     SYS_NUMA_MEMORY_USAGE,
 )
 from koordlet.statesinformer.quantity import format_bytes, format_duration, format_milli, parse_duration
+from koordlet.system import atomicfile
 
 AGGREGATIONS = ("avg", "p50", "p90", "p95", "p99")
 MIN_AGGREGATE_SECONDS = 60
@@ -222,28 +222,6 @@ class StatusBuilder:
 
 
 def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write ``doc`` as JSON to ``path`` so readers see the old or the new file, never a torn one:
-    temp file in the same directory, fsync, rename, fsync the directory (the rename's durability)."""
+    """Write ``doc`` as JSON to ``path`` so readers see the old or the new file, never a torn one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(doc, indent=1, sort_keys=True).encode()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            if n <= 0:
-                raise OSError(f"short write to {tmp}")
-            view = view[n:]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    atomicfile.write_atomic(path, [json.dumps(doc, indent=1, sort_keys=True).encode()])

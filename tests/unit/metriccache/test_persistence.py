@@ -16,8 +16,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
-from koordlet.metriccache import MetricCache, MetricCacheConfig, checkpoint
+from koordlet.metriccache import MetricCache, MetricCacheConfig
 from koordlet.metriccache.checkpoint import FILE_NAME, MAGIC
+from koordlet.system import atomicfile
 from tests.fakeclock import FakeClock
 
 
@@ -306,6 +307,6 @@ def test_failed_write_keeps_the_previous_checkpoint(tmp_path: Path) -> None:
         raise OSError(28, "No space left on device")
 
     with pytest.raises(OSError):
-        checkpoint.write_atomic(tmp_path / FILE_NAME, broken())
+        atomicfile.write_atomic(tmp_path / FILE_NAME, broken())
     assert (tmp_path / FILE_NAME).read_bytes() == before
     assert not list(tmp_path.glob("*.tmp.*"))
