@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
@@ -266,6 +267,56 @@ class CPUInfo:
     core: int
     socket: int = 0
     node: int = 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# The kernel cpu-list syntax (cpuset.cpus, the online CPU list): one implementation for agent and plugins
+# ---------------------------------------------------------------------------------------------------
+
+# The kernel's bitmap_parselist also takes "a-b:stride/group"; koordlet never writes it, so refuse it.
+_ITEM = re.compile(r"^(\d{1,6})(?:-(\d{1,6}))?$")
+
+MAX_CPU_ID = 65535
+"""Above any NR_CPUS a kernel is built with (8192 on common distributions); bounds parse cost."""
+
+
+def parse_cpuset(text: str, *, resource: str = "cpuset.cpus") -> frozenset[int]:
+    """``"0-3,8"`` -> ``{0, 1, 2, 3, 8}``; an empty (or blank) list is the empty set.
+
+    Raises :class:`InvalidValue` on bad syntax, a reversed range or an id above :data:`MAX_CPU_ID`.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return frozenset()
+    cpus: set[int] = set()
+    for item in stripped.split(","):
+        m = _ITEM.match(item.strip())
+        if m is None:
+            raise InvalidValue(resource, text, f"bad cpu list item {item!r}")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo:
+            raise InvalidValue(resource, text, f"reversed range {item!r}")
+        if hi > MAX_CPU_ID:
+            raise InvalidValue(resource, text, f"cpu id {hi} above {MAX_CPU_ID}")
+        cpus.update(range(lo, hi + 1))
+    return frozenset(cpus)
+
+
+def format_cpuset(cpus: Iterable[int]) -> str:
+    """Canonical kernel form: ascending, consecutive ids collapsed into ``a-b``, e.g. ``"0-3,8"``."""
+    ordered = sorted(set(cpus))
+    if ordered and ordered[0] < 0:
+        raise ValueError(f"negative cpu id {ordered[0]}")
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -602,6 +653,7 @@ def unregister_qos_ext_plugin(name: str) -> None:
 
 __all__ = [
     "API_VERSION",
+    "MAX_CPU_ID",
     "CPUBurstStrategy",
     "CPUInfo",
     "CgroupGone",
@@ -634,5 +686,7 @@ __all__ = [
     "StatesReader",
     "UnsafePath",
     "UpdateResult",
+    "format_cpuset",
+    "parse_cpuset",
     "register_qos_ext_plugin",
 ]

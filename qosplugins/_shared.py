@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -31,33 +31,13 @@ def parse_cpuset(text: str | None) -> frozenset[int] | None:
     """Kernel cpu-list syntax (``0-3,8,10-11``) to a set; ``None`` when the text is not a cpu list."""
     if text is None:
         return None
-    text = text.strip()
-    if not text:
-        return frozenset()
-    cpus: set[int] = set()
-    for part in text.split(","):
-        lo, sep, hi = part.strip().partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
-            return None
-        first, last = int(lo), int(hi) if sep else int(lo)
-        if last < first:
-            return None
-        cpus.update(range(first, last + 1))
-    return frozenset(cpus)
+    try:
+        return api.parse_cpuset(text)
+    except api.InvalidValue:
+        return None
 
 
-def format_cpuset(cpus: Iterable[int]) -> str:
-    """A set of cpu ids in the kernel's compact range syntax, ascending."""
-    ordered = sorted(set(cpus))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
+format_cpuset = api.format_cpuset
 
 
 def parse_quota(text: str | None) -> int | None:
