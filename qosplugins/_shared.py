@@ -8,7 +8,6 @@ never act on a half-read or unexpected value, so unparseable input returns ``Non
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, Gauge
@@ -80,25 +79,18 @@ def read_value(ctx: api.PluginContext, resource: str, cgroup_dir: str) -> str | 
         return None
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def float_option(ctx: api.PluginContext, name: str, default: float) -> float:
-    """A number of seconds from ``ctx.options``: a number, or Go duration text (``500ms``, ``1m30s``) as
-    the agent's flags accept; a missing, malformed or non-positive value falls back to ``default``."""
+    """A number of seconds from ``ctx.options`` (the agent hands over parsed values: its flag parser already
+    turned ``500ms`` into 0.5); a missing, non-numeric or non-positive value falls back to ``default``."""
     raw = ctx.options.get(name, default)
     value: float | None = None
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         value = float(raw)
     elif isinstance(raw, str):
-        text = raw.strip()
         try:
-            value = float(text)
+            value = float(raw.strip())
         except ValueError:
-            parts = _DURATION_PART.findall(text)
-            if parts and "".join(n + u for n, u in parts) == text:
-                value = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+            value = None
     if value is None or not math.isfinite(value) or value <= 0:
         return default
     return value
