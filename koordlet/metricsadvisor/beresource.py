@@ -84,14 +84,7 @@ class BEResourceCollector:
         raw = self._fds.read(self._tier_usage_path)
         if raw is None:
             return None
-        text = raw.decode(errors="replace")
-        if self._host.mode is CgroupMode.V2:
-            usec = cgstats.parse_flat_keyed(text, "cpu.stat").get("usage_usec")
-            if usec is None:
-                raise InvalidValue("cpu.stat", text[:100], "no usage_usec")
-            ns = usec * 1000
-        else:
-            ns = cgstats.parse_cpuacct_usage(text)
+        ns = cgstats.parse_cpu_usage_ns(raw.decode(errors="replace"), v2=self._host.mode is CgroupMode.V2)
         got = self._usage.update("be", t, (ns,))
         if got is None:
             return None

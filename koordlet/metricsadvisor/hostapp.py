@@ -182,14 +182,9 @@ class HostApplicationCollector:
             self._cgroup_cpu.forget(name)
             return
         try:
-            text = cpu_raw.decode(errors="replace")
-            if self._host.mode is CgroupMode.V2:
-                usec = cgstats.parse_flat_keyed(text, "cpu.stat").get("usage_usec")
-                if usec is None:
-                    raise InvalidValue("cpu.stat", text[:100], "no usage_usec")
-                ns = usec * 1000
-            else:
-                ns = cgstats.parse_cpuacct_usage(text)
+            ns = cgstats.parse_cpu_usage_ns(
+                cpu_raw.decode(errors="replace"), v2=self._host.mode is CgroupMode.V2
+            )
             got = self._cgroup_cpu.update(name, t, (ns,))
             if got is not None:
                 cpu.append((name, got[1][0] / (got[0] * 1e9)))

@@ -131,3 +131,13 @@ def parse_memory_numa_stat(text: str, page_size: int | None = None) -> dict[int,
         file = _per_node(lines["file"], "memory.numa_stat")
         return {n: anon.get(n, 0) + file.get(n, 0) for n in sorted(anon.keys() | file.keys())}
     raise InvalidValue("memory.numa_stat", text[:200], "neither a v1 'total=' nor v2 'anon'/'file' lines")
+
+
+def parse_cpu_usage_ns(text: str, *, v2: bool) -> int:
+    """A cgroup's cumulative CPU time in ns: v1 ``cpuacct.usage`` (ns), v2 ``cpu.stat`` ``usage_usec``."""
+    if not v2:
+        return parse_cpuacct_usage(text)
+    usec = parse_flat_keyed(text, "cpu.stat").get("usage_usec")
+    if usec is None:
+        raise InvalidValue("cpu.stat", text[:100], "no usage_usec")
+    return usec * 1000

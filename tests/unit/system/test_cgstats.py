@@ -93,3 +93,14 @@ def test_memory_numa_stat_v1_pages_and_v2_bytes() -> None:
     for bad in ("", "total=1 N0=x\n", "anon N0=1\n", "total=1 X0=1\n"):
         with pytest.raises(InvalidValue):
             parse_memory_numa_stat(bad, page_size=4096)
+
+
+def test_cpu_usage_ns_in_both_versions() -> None:
+    from koordlet.system.cgstats import parse_cpu_usage_ns
+
+    assert parse_cpu_usage_ns("123456789\n", v2=False) == 123456789
+    assert parse_cpu_usage_ns("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n", v2=True) == 1_500_000
+    with pytest.raises(InvalidValue):
+        parse_cpu_usage_ns("user_usec 1000\n", v2=True)
+    with pytest.raises(InvalidValue):
+        parse_cpu_usage_ns("-5", v2=False)
