@@ -13,8 +13,8 @@ from typing import Any
 
 from koordlet import api
 from koordlet.errors import InvalidValue
-from koordlet.statesinformer.podinfo import BATCH_CPU, BATCH_MEMORY
-from koordlet.statesinformer.quantity import to_int, to_milli
+from koordlet.schema.pod import BATCH_CPU, BATCH_MEMORY
+from koordlet.schema.quantity import to_int, to_milli
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo
 from koordlet.system.topology import read_online_cpus

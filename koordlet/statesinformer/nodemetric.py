@@ -28,7 +28,7 @@ from koordlet.metriccache.schema import (
     SYS_NUMA_CPU_USAGE,
     SYS_NUMA_MEMORY_USAGE,
 )
-from koordlet.statesinformer.quantity import format_bytes, format_duration, format_milli, parse_duration
+from koordlet.schema.quantity import format_bytes, format_duration, format_milli, parse_duration
 from koordlet.system import atomicfile
 
 AGGREGATIONS = ("avg", "p50", "p90", "p95", "p99")

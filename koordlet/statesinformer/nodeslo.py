@@ -1,175 +1,22 @@
-"""NodeSLO: merge over Koordinator's defaults, validate, keep the last good one (statesinformer layer).
+"""NodeSLO: keep the last good one in force (statesinformer layer).
 
-The merge is Koordinator's: each section of the spec is laid over the default section and only fields
-that are present and not ``null`` override. Validation refuses what could make a QoS plugin act on
-nonsense (percentages outside 0..100, lower bounds not below upper ones, unknown policies, wrong types);
-a refused spec leaves the previous NodeSLO in force and is reported (log, counter, Node Event) by
-:class:`NodeSLOStore`. Unknown fields are ignored with a debug line, as the API server would prune them.
+The spec is merged over Koordinator's defaults and validated by :mod:`koordlet.schema.nodeslo` (the
+manager renders with the same code). A refused spec leaves the previous NodeSLO in force and is reported
+(log, counter, Node Event) by :class:`NodeSLOStore`.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from koordlet import api
-from koordlet.statesinformer.slovalidate import InvalidNodeSLO, validate_spec
+from koordlet.schema.nodeslo import InvalidNodeSLO, build
 
 log = logging.getLogger(__name__)
-
-_NONE_CPU_QOS = {"groupIdentity": 0, "schedIdle": 0, "coreExpeller": False}
-_NONE_RESCTRL_QOS = {"catRangeStartPercent": 0, "catRangeEndPercent": 100, "mbaPercent": 100}
-_NONE_MEMORY_QOS = {
-    "minLimitPercent": 0,
-    "lowLimitPercent": 0,
-    "throttlingPercent": 0,
-    "wmarkRatio": 0,
-    "wmarkScalePermill": 50,
-    "wmarkMinAdj": 0,
-    "priorityEnable": 0,
-    "priority": 0,
-    "oomKillGroup": 0,
-}
-
-
-def _qos_class(gi: int, core_expeller: bool, cat_end: int, wmark_ratio: int, permill: int, adj: int) -> Any:
-    return {
-        "cpuQOS": {"enable": False, "groupIdentity": gi, "schedIdle": 0, "coreExpeller": core_expeller},
-        "resctrlQOS": {
-            "enable": False,
-            "catRangeStartPercent": 0,
-            "catRangeEndPercent": cat_end,
-            "mbaPercent": 100,
-        },
-        "memoryQOS": {
-            "enable": False,
-            **_NONE_MEMORY_QOS,
-            "wmarkRatio": wmark_ratio,
-            "wmarkScalePermill": permill,
-            "wmarkMinAdj": adj,
-        },
-        "blkioQOS": {"enable": False, "blocks": []},
-        "networkQOS": {
-            "enable": False,
-            "ingressRequest": 0,
-            "ingressLimit": 0,
-            "egressRequest": 0,
-            "egressLimit": 0,
-        },
-    }
-
-
-def default_spec() -> dict[str, Any]:
-    """Koordinator's ``DefaultNodeSLOSpecConfig`` (fields that default to nil are absent)."""
-    return {
-        "resourceUsedThresholdWithBE": {
-            "enable": False,
-            "cpuSuppressThresholdPercent": 65,
-            "cpuSuppressPolicy": "cpuset",
-            "memoryEvictThresholdPercent": 70,
-            "cpuEvictPolicy": "evictByRealLimit",
-        },
-        "resourceQOSStrategy": {
-            "policies": {"cpuPolicy": "groupIdentity", "netQOSPolicy": "tc"},
-            "lsrClass": _qos_class(2, True, 100, 95, 20, -25),
-            "lsClass": _qos_class(2, True, 100, 95, 20, -25),
-            "beClass": _qos_class(-1, False, 30, 95, 20, 50),
-            "systemClass": _qos_class(0, False, 100, 0, 50, 0),
-            "cgroupRoot": _qos_class(0, False, 100, 0, 50, 0),
-        },
-        "cpuBurstStrategy": {
-            "policy": "none",
-            "cpuBurstPercent": 1000,
-            "cfsQuotaBurstPercent": 300,
-            "cfsQuotaBurstPeriodSeconds": -1,
-            "sharePoolThresholdPercent": 50,
-        },
-        "systemStrategy": {"totalNetworkBandwidth": "0"},
-        "hostApplications": [],
-        "extensions": {},
-    }
-
-
-def merge(base: Any, over: Any) -> Any:
-    """``over`` laid onto ``base``: mappings merge key by key, ``null`` keeps the base, other values
-    (lists included) replace it. Inputs are not modified."""
-    if over is None:
-        return copy.deepcopy(base)
-    if isinstance(base, Mapping) and isinstance(over, Mapping):
-        out = {k: copy.deepcopy(v) for k, v in base.items()}
-        for key, value in over.items():
-            out[key] = merge(base.get(key), value) if key in base else copy.deepcopy(value)
-        return out
-    return copy.deepcopy(over)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower().replace("b_e_", "be_")
-
-
-def _fields(cls: type[Any], sec: Mapping[str, Any]) -> dict[str, Any]:
-    known = set(cls.__dataclass_fields__)
-    out: dict[str, Any] = {}
-    for key, value in sec.items():
-        name = _snake(key)
-        if name in known and value is not None:
-            out[name] = value
-        elif name not in known:
-            log.debug("NodeSLO: ignoring unknown field %s", key)
-    return out
-
-
-def _host_app(app: Mapping[str, Any]) -> api.HostApplication:
-    cg = app.get("cgroupPath") or {}
-    return api.HostApplication(
-        name=str(app["name"]),
-        priority=api.PriorityClass(app.get("priority") or ""),
-        qos=api.QOSClass(app.get("qos") or ""),
-        cgroup_base=str(cg.get("base") or ""),
-        cgroup_parent_dir=str(cg.get("parentDir") or ""),
-        cgroup_relative_path=str(cg.get("relativePath") or ""),
-    )
-
-
-def _disable_off_sections(qos: dict[str, Any]) -> None:
-    # Koordinator replaces a disabled sub-config by its "None" values so plugins see neutral settings.
-    for cls in ("lsrClass", "lsClass", "beClass"):
-        section = qos.get(cls)
-        if not isinstance(section, dict):
-            continue
-        for key, neutral in (
-            ("cpuQOS", _NONE_CPU_QOS),
-            ("resctrlQOS", _NONE_RESCTRL_QOS),
-            ("memoryQOS", _NONE_MEMORY_QOS),
-        ):
-            sub = section.get(key)
-            if isinstance(sub, dict) and sub.get("enable") is False:
-                sub.update(neutral)
-
-
-def build(spec: Mapping[str, Any] | None, generation: int = 0) -> api.NodeSLO:
-    """Validate ``spec`` and merge it over the defaults (``None`` -> the defaults)."""
-    if spec is not None:
-        validate_spec(spec)
-    merged = merge(default_spec(), spec or {})
-    qos = merged["resourceQOSStrategy"]
-    _disable_off_sections(qos)
-    return api.NodeSLO(
-        resource_used_threshold_with_be=api.ResourceThresholdStrategy(
-            **_fields(api.ResourceThresholdStrategy, merged["resourceUsedThresholdWithBE"])
-        ),
-        cpu_burst_strategy=api.CPUBurstStrategy(**_fields(api.CPUBurstStrategy, merged["cpuBurstStrategy"])),
-        resource_qos_strategy=qos,
-        system_strategy=merged["systemStrategy"],
-        host_applications=tuple(_host_app(a) for a in merged.get("hostApplications") or ()),
-        extensions=merged.get("extensions") or {},
-        generation=generation,
-    )
-
 
 InvalidHook = Callable[[str], None]
 

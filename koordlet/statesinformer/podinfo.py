@@ -1,8 +1,6 @@
 """Turn a pod object (the JSON of ``v1.Pod``) into an :class:`api.PodInfo` (statesinformer layer).
 
-Koordinator's defaulting is applied here: the QoS class comes from the ``koordinator.sh/qosClass`` label,
-else from the Kubernetes QoS class (computed from requests and limits when ``status.qosClass`` is absent);
-the priority band from ``koordinator.sh/priority-class``, else ``spec.priority``, else the QoS. UIDs and
+Koordinator's defaulting (QoS class and priority band) is :mod:`koordlet.schema.pod`'s. UIDs and
 container IDs come from objects anyone with ``pods/status`` may write, so they are validated before a
 cgroup path is built from them; a bad one leaves the pod (or container) without a cgroup dir.
 """
@@ -16,114 +14,14 @@ from typing import Any
 
 from koordlet import api
 from koordlet.errors import InvalidValue, UnsafePath
-from koordlet.statesinformer.quantity import to_int, to_milli
+from koordlet.schema.pod import BATCH_CPU, BATCH_MEMORY, Obj, kube_qos_of, priority_class_of, qos_of
+from koordlet.schema.pod import as_list as _list
+from koordlet.schema.pod import as_map as _map
+from koordlet.schema.pod import str_map as _str_map
+from koordlet.schema.quantity import to_int, to_milli
 from koordlet.system.podpath import CgroupLayout, check_pod_uid, parse_container_id
 
 log = logging.getLogger(__name__)
-
-LABEL_QOS = "koordinator.sh/qosClass"
-LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
-BATCH_CPU = "kubernetes.io/batch-cpu"
-BATCH_MEMORY = "kubernetes.io/batch-memory"
-
-# koordinator's priority bands: [low, high] of spec.priority per class.
-PRIORITY_BANDS: tuple[tuple[api.PriorityClass, int, int], ...] = (
-    (api.PriorityClass.PROD, 9000, 9999),
-    (api.PriorityClass.MID, 7000, 7999),
-    (api.PriorityClass.BATCH, 5000, 5999),
-    (api.PriorityClass.FREE, 3000, 3999),
-)
-_KUBE_TO_KOORD = {
-    api.KubeQOSClass.GUARANTEED: api.QOSClass.LSR,
-    api.KubeQOSClass.BURSTABLE: api.QOSClass.LS,
-    api.KubeQOSClass.BESTEFFORT: api.QOSClass.BE,
-}
-_COMPUTE = ("cpu", "memory")
-
-Obj = Mapping[str, Any]
-
-
-def _map(obj: Any, key: str) -> Mapping[str, Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(obj: Any, key: str) -> list[Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, list) else []
-
-
-def _str_map(value: Mapping[str, Any]) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()}
-
-
-def kube_qos_of(pod: Obj) -> api.KubeQOSClass:
-    """``status.qosClass`` if valid, else Kubernetes' ``GetPodQOS`` over init and app containers."""
-    raw = _map(pod, "status").get("qosClass")
-    if isinstance(raw, str):
-        try:
-            return api.KubeQOSClass(raw)
-        except ValueError:
-            pass
-    spec = _map(pod, "spec")
-    containers = _list(spec, "containers") + _list(spec, "initContainers")
-    any_set = False
-    guaranteed = True
-    for c in containers:
-        res = _map(c, "resources")
-        requests, limits = _map(res, "requests"), _map(res, "limits")
-        for name in _COMPUTE:
-            req, lim = requests.get(name), limits.get(name)
-            if req is not None or lim is not None:
-                any_set = True
-            if lim is None or (req is not None and _safe_quantity(req) != _safe_quantity(lim)):
-                guaranteed = False
-    if not any_set:
-        return api.KubeQOSClass.BESTEFFORT
-    return api.KubeQOSClass.GUARANTEED if guaranteed and containers else api.KubeQOSClass.BURSTABLE
-
-
-def _safe_quantity(value: Any) -> int | None:
-    try:
-        return to_milli(value)
-    except (InvalidValue, TypeError):
-        return None
-
-
-def qos_of(labels: Mapping[str, str], kube_qos: api.KubeQOSClass) -> api.QOSClass:
-    """Koordinator's ``GetPodQoSClassWithDefault``: a known label wins; otherwise from the kube QoS."""
-    raw = labels.get(LABEL_QOS, "")
-    if raw:
-        try:
-            qos = api.QOSClass(raw)
-        except ValueError:
-            qos = api.QOSClass.NONE
-        if qos is not api.QOSClass.NONE:
-            return qos
-    return _KUBE_TO_KOORD[kube_qos]
-
-
-def priority_class_of(
-    labels: Mapping[str, str], priority: int | None, qos: api.QOSClass
-) -> api.PriorityClass:
-    """Label, else ``spec.priority`` band, else from the QoS (BE -> batch, every other class -> prod)."""
-    raw = labels.get(LABEL_PRIORITY_CLASS, "")
-    if raw:
-        try:
-            cls = api.PriorityClass(raw)
-        except ValueError:
-            cls = api.PriorityClass.NONE
-        if cls is not api.PriorityClass.NONE:
-            return cls
-    if priority is not None:
-        for cls, low, high in PRIORITY_BANDS:
-            if low <= priority <= high:
-                return cls
-    if qos is api.QOSClass.BE:
-        return api.PriorityClass.BATCH
-    if qos is api.QOSClass.NONE:
-        return api.PriorityClass.NONE
-    return api.PriorityClass.PROD
 
 
 def _resource(values: Mapping[str, Any], name: str, *, milli: bool, where: str) -> int:

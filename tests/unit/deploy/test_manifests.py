@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from koordlet import cli
 from koordlet.config import AGENT_FLAGS, Configuration
 from koordlet.qosmanager import loader
-from koordlet.statesinformer import nodeslo, slovalidate
+from koordlet.schema import nodeslo, slovalidate
 from tests import crdschema
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"

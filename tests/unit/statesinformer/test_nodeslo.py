@@ -1,102 +1,15 @@
-"""NodeSLO: merge over the defaults, validation, last-good kept on refusal, standalone file reloads."""
+"""NodeSLO in the agent: last-good kept on refusal, standalone file reloads."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from koordlet import api
 from koordlet.statesinformer import nodeslo
 from koordlet.statesinformer.slofile import NodeSLOFile
 
-
-def test_defaults_match_api_defaults() -> None:
-    slo = nodeslo.build(None)
-    assert slo.resource_used_threshold_with_be == api.ResourceThresholdStrategy()
-    assert slo.cpu_burst_strategy == api.CPUBurstStrategy()
-    be = slo.resource_qos_strategy["beClass"]
-    # cpuQOS disabled by default -> Koordinator's neutral values, not the class defaults
-    assert be["cpuQOS"]["groupIdentity"] == 0
-    assert be["resctrlQOS"]["catRangeEndPercent"] == 100
-
-
-def test_merge_keeps_defaults_for_nil_fields() -> None:
-    slo = nodeslo.build(
-        {
-            "resourceUsedThresholdWithBE": {
-                "enable": True,
-                "cpuSuppressThresholdPercent": 50,
-                "memoryEvictThresholdPercent": None,
-            },
-            "cpuBurstStrategy": {"policy": "auto"},
-            "resourceQOSStrategy": {"beClass": {"cpuQOS": {"enable": True}}},
-            "hostApplications": [{"name": "nginx", "priority": "koord-prod", "qos": "LS"}],
-        }
-    )
-    rt = slo.resource_used_threshold_with_be
-    assert (rt.enable, rt.cpu_suppress_threshold_percent, rt.memory_evict_threshold_percent) == (True, 50, 70)
-    assert rt.cpu_suppress_policy == "cpuset"
-    assert slo.cpu_burst_strategy == api.CPUBurstStrategy(policy="auto")
-    be = slo.resource_qos_strategy["beClass"]["cpuQOS"]
-    assert (be["enable"], be["groupIdentity"]) == (True, -1)  # enabled: the class default survives
-    assert slo.host_applications == (
-        api.HostApplication(name="nginx", priority=api.PriorityClass.PROD, qos=api.QOSClass.LS),
-    )
-
-
-def test_merge_function_semantics() -> None:
-    base = {"a": {"b": 1, "c": 2}, "l": [1, 2]}
-    out = nodeslo.merge(base, {"a": {"b": None, "c": 5}, "l": [3], "n": 1})
-    assert out == {"a": {"b": 1, "c": 5}, "l": [3], "n": 1}
-    assert base == {"a": {"b": 1, "c": 2}, "l": [1, 2]}
-
-
 RT = "resourceUsedThresholdWithBE"
-
-
-@pytest.mark.parametrize(
-    "spec",
-    [
-        {RT: {"cpuSuppressThresholdPercent": -1}},
-        {RT: {"cpuSuppressThresholdPercent": 150}},
-        {RT: {"memoryEvictThresholdPercent": 70, "memoryEvictLowerPercent": 70}},
-        {RT: {"memoryEvictThresholdPercent": "70"}},
-        {RT: {"enable": "yes"}},
-        {RT: {"cpuSuppressPolicy": "magic"}},
-        {RT: {"cpuEvictBESatisfactionLowerPercent": 70, "cpuEvictBESatisfactionUpperPercent": 80}},
-        {RT: {"cpuEvictBESatisfactionLowerPercent": 50, "cpuEvictBESatisfactionUpperPercent": 40}},
-        {RT: {"cpuEvictBESatisfactionUpperPercent": 100}},
-        {RT: {"cpuEvictTimeWindowSeconds": 0}},
-        {RT: "enabled"},
-        {"cpuBurstStrategy": {"policy": "always"}},
-        {"cpuBurstStrategy": {"sharePoolThresholdPercent": 101}},
-        {"resourceQOSStrategy": {"beClass": {"cpuQOS": {"groupIdentity": 3}}}},
-        {"resourceQOSStrategy": {"policies": {"cpuPolicy": "fair"}}},
-        {
-            "resourceQOSStrategy": {
-                "lsClass": {"resctrlQOS": {"catRangeStartPercent": 80, "catRangeEndPercent": 20}}
-            }
-        },
-        {"hostApplications": [{"name": ""}]},
-        {"hostApplications": [{"name": "x", "cgroupPath": {"relativePath": "../../etc"}}]},
-        {"hostApplications": {"name": "x"}},
-        "not a spec",
-        [],
-    ],
-)
-def test_invalid_specs_refused(spec: Any) -> None:
-    with pytest.raises(nodeslo.InvalidNodeSLO):
-        nodeslo.build(spec)
-
-
-def test_all_problems_listed() -> None:
-    with pytest.raises(nodeslo.InvalidNodeSLO) as info:
-        nodeslo.build({RT: {"cpuSuppressThresholdPercent": 200, "cpuSuppressPolicy": "x"}})
-    assert len(info.value.problems) == 2
 
 
 class Recorder:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from koordlet import api
+from koordlet.schema import pod as podschema
 from koordlet.statesinformer import podinfo
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
 
@@ -75,13 +76,13 @@ def pod(
 def test_kube_qos_computed_without_status(
     requests: dict[str, str] | None, limits: dict[str, str] | None, kube: api.KubeQOSClass
 ) -> None:
-    assert podinfo.kube_qos_of(pod(requests=requests, limits=limits)) is kube
+    assert podschema.kube_qos_of(pod(requests=requests, limits=limits)) is kube
 
 
 def test_status_qos_class_wins_over_computation() -> None:
-    assert podinfo.kube_qos_of(pod(qos_class="Burstable")) is api.KubeQOSClass.BURSTABLE
+    assert podschema.kube_qos_of(pod(qos_class="Burstable")) is api.KubeQOSClass.BURSTABLE
     # garbage in status falls back to the computation
-    assert podinfo.kube_qos_of(pod(qos_class="Gold")) is api.KubeQOSClass.BESTEFFORT
+    assert podschema.kube_qos_of(pod(qos_class="Gold")) is api.KubeQOSClass.BESTEFFORT
 
 
 @pytest.mark.parametrize(
@@ -97,8 +98,8 @@ def test_status_qos_class_wins_over_computation() -> None:
     ],
 )
 def test_qos_table(label: str, kube: api.KubeQOSClass, qos: api.QOSClass) -> None:
-    labels = {podinfo.LABEL_QOS: label} if label else {}
-    assert podinfo.qos_of(labels, kube) is qos
+    labels = {podschema.LABEL_QOS: label} if label else {}
+    assert podschema.qos_of(labels, kube) is qos
 
 
 @pytest.mark.parametrize(
@@ -119,8 +120,8 @@ def test_qos_table(label: str, kube: api.KubeQOSClass, qos: api.QOSClass) -> Non
 def test_priority_table(
     label: str, priority: int | None, qos: api.QOSClass, expected: api.PriorityClass
 ) -> None:
-    labels = {podinfo.LABEL_PRIORITY_CLASS: label} if label else {}
-    assert podinfo.priority_class_of(labels, priority, qos) is expected
+    labels = {podschema.LABEL_PRIORITY_CLASS: label} if label else {}
+    assert podschema.priority_class_of(labels, priority, qos) is expected
 
 
 def test_full_pod_resources_batch_and_cgroup_dirs() -> None:

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from koordlet.errors import InvalidValue
-from koordlet.statesinformer import quantity as q
+from koordlet.schema import quantity as q
 
 
 @pytest.mark.parametrize(

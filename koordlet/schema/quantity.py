@@ -1,4 +1,4 @@
-"""Kubernetes resource quantities and Go durations: parsing and canonical formatting (statesinformer layer).
+"""Kubernetes resource quantities and Go durations: parsing and canonical formatting (schema layer).
 
 Quantities follow ``k8s.io/apimachinery/pkg/api/resource``: a signed decimal with an optional binary
 suffix (``Ki``..``Ei``), decimal suffix (``n``, ``u``, ``m``, ``k``..``E``) or exponent (``1e3``). Values

@@ -1,4 +1,4 @@
-"""NodeSLO spec validation: refuse what could make a QoS plugin act on nonsense (statesinformer layer).
+"""NodeSLO spec validation: refuse what could make a QoS plugin act on nonsense (schema layer).
 
 Percentages outside 0..100, lower bounds not below their upper ones, BE satisfaction bounds outside
 koordlet's accepted range, unknown policies, wrong JSON types and unsafe host-application cgroup paths

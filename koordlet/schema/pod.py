@@ -1,0 +1,160 @@
+"""Koordinator's pod classification and requests, on the pod's JSON (schema layer: agent and cluster side).
+
+The QoS class comes from the ``koordinator.sh/qosClass`` label, else from the Kubernetes QoS class
+(computed from requests and limits when ``status.qosClass`` is absent); the priority band from
+``koordinator.sh/priority-class``, else ``spec.priority``, else the QoS (``apis/extension``). The agent
+builds its ``PodInfo`` with these; the manager's batch-resource calculation classifies pods the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from koordlet import api
+from koordlet.errors import InvalidValue
+from koordlet.schema.quantity import to_int, to_milli
+
+LABEL_QOS = "koordinator.sh/qosClass"
+LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
+BATCH_CPU = "kubernetes.io/batch-cpu"
+BATCH_MEMORY = "kubernetes.io/batch-memory"
+
+# koordinator's priority bands: [low, high] of spec.priority per class.
+PRIORITY_BANDS: tuple[tuple[api.PriorityClass, int, int], ...] = (
+    (api.PriorityClass.PROD, 9000, 9999),
+    (api.PriorityClass.MID, 7000, 7999),
+    (api.PriorityClass.BATCH, 5000, 5999),
+    (api.PriorityClass.FREE, 3000, 3999),
+)
+_KUBE_TO_KOORD = {
+    api.KubeQOSClass.GUARANTEED: api.QOSClass.LSR,
+    api.KubeQOSClass.BURSTABLE: api.QOSClass.LS,
+    api.KubeQOSClass.BESTEFFORT: api.QOSClass.BE,
+}
+_COMPUTE = ("cpu", "memory")
+
+Obj = Mapping[str, Any]
+
+
+def as_map(obj: Any, key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when both are mappings, else ``{}`` (API objects are not trusted in shape)."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_list(obj: Any, key: str) -> list[Any]:
+    """``obj[key]`` when it is a list, else ``[]``."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, list) else []
+
+
+def str_map(value: Mapping[str, Any]) -> dict[str, str]:
+    """Labels or annotations as ``str -> str``."""
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def kube_qos_of(pod: Obj) -> api.KubeQOSClass:
+    """``status.qosClass`` if valid, else Kubernetes' ``GetPodQOS`` over init and app containers."""
+    raw = as_map(pod, "status").get("qosClass")
+    if isinstance(raw, str):
+        try:
+            return api.KubeQOSClass(raw)
+        except ValueError:
+            pass
+    spec = as_map(pod, "spec")
+    containers = as_list(spec, "containers") + as_list(spec, "initContainers")
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = as_map(c, "resources")
+        requests, limits = as_map(res, "requests"), as_map(res, "limits")
+        for name in _COMPUTE:
+            req, lim = requests.get(name), limits.get(name)
+            if req is not None or lim is not None:
+                any_set = True
+            if lim is None or (req is not None and _safe_quantity(req) != _safe_quantity(lim)):
+                guaranteed = False
+    if not any_set:
+        return api.KubeQOSClass.BESTEFFORT
+    return api.KubeQOSClass.GUARANTEED if guaranteed and containers else api.KubeQOSClass.BURSTABLE
+
+
+def _safe_quantity(value: Any) -> int | None:
+    try:
+        return to_milli(value)
+    except (InvalidValue, TypeError):
+        return None
+
+
+def qos_of(labels: Mapping[str, str], kube_qos: api.KubeQOSClass) -> api.QOSClass:
+    """Koordinator's ``GetPodQoSClassWithDefault``: a known label wins; otherwise from the kube QoS."""
+    raw = labels.get(LABEL_QOS, "")
+    if raw:
+        try:
+            qos = api.QOSClass(raw)
+        except ValueError:
+            qos = api.QOSClass.NONE
+        if qos is not api.QOSClass.NONE:
+            return qos
+    return _KUBE_TO_KOORD[kube_qos]
+
+
+def priority_class_of(
+    labels: Mapping[str, str], priority: int | None, qos: api.QOSClass
+) -> api.PriorityClass:
+    """Label, else ``spec.priority`` band, else from the QoS (BE -> batch, every other class -> prod)."""
+    raw = labels.get(LABEL_PRIORITY_CLASS, "")
+    if raw:
+        try:
+            cls = api.PriorityClass(raw)
+        except ValueError:
+            cls = api.PriorityClass.NONE
+        if cls is not api.PriorityClass.NONE:
+            return cls
+    if priority is not None:
+        for cls, low, high in PRIORITY_BANDS:
+            if low <= priority <= high:
+                return cls
+    if qos is api.QOSClass.BE:
+        return api.PriorityClass.BATCH
+    if qos is api.QOSClass.NONE:
+        return api.PriorityClass.NONE
+    return api.PriorityClass.PROD
+
+
+def _add_requests(total: list[int], requests: Mapping[str, Any]) -> None:
+    for i, (name, milli) in enumerate((("cpu", True), ("memory", False))):
+        raw = requests.get(name)
+        if raw is None:
+            continue
+        try:
+            total[i] += to_milli(raw) if milli else to_int(raw)
+        except (InvalidValue, TypeError):
+            continue  # an unparsable request counts as none, as the agent does
+
+
+def pod_requests(pod: Obj) -> tuple[int, int]:
+    """``(cpu millicores, memory bytes)`` the pod requests, as Kubernetes' ``resourcehelper.PodRequests``:
+    the app containers plus the sidecars (restartable init containers), at least the largest init step
+    (an init container plus the sidecars started before it), plus ``spec.overhead``."""
+    spec = as_map(pod, "spec")
+    total = [0, 0]
+    for c in as_list(spec, "containers"):
+        _add_requests(total, as_map(as_map(c, "resources"), "requests"))
+    sidecars = [0, 0]
+    init_peak = [0, 0]
+    for c in as_list(spec, "initContainers"):
+        requests = as_map(as_map(c, "resources"), "requests")
+        step = [0, 0]
+        _add_requests(step, requests)
+        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
+            total = [t + s for t, s in zip(total, step, strict=True)]
+            sidecars = [t + s for t, s in zip(sidecars, step, strict=True)]
+            step = list(sidecars)
+        else:
+            step = [t + s for t, s in zip(step, sidecars, strict=True)]
+        init_peak = [max(a, b) for a, b in zip(init_peak, step, strict=True)]
+    total = [max(a, b) for a, b in zip(total, init_peak, strict=True)]
+    _add_requests(total, as_map(spec, "overhead"))
+    return total[0], total[1]
