@@ -21,12 +21,13 @@ from prometheus_client import CollectorRegistry
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.runtime import EventBus, Supervisor
+from koordlet.schema.nodemetric import CollectPolicy
 from koordlet.statesinformer import kube
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.discovery import CgroupDiscovery
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.node import local_node, node_info
-from koordlet.statesinformer.nodemetric import CollectPolicy, StatusBuilder
+from koordlet.statesinformer.nodemetric import StatusBuilder
 from koordlet.statesinformer.nodeslo import NodeSLOStore
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer, PodSource

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from koordlet import api
-from koordlet.errors import InvalidValue
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
     NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
@@ -28,55 +25,18 @@ from koordlet.metriccache.schema import (
     SYS_NUMA_CPU_USAGE,
     SYS_NUMA_MEMORY_USAGE,
 )
-from koordlet.schema.quantity import format_bytes, format_duration, format_milli, parse_duration
+from koordlet.schema.nodemetric import (
+    AGGREGATIONS,
+    USAGE_WITH_HOT_PAGE_CACHE,
+    USAGE_WITH_PAGE_CACHE,
+    CollectPolicy,
+)
+from koordlet.schema.quantity import format_bytes, format_duration, format_milli
+from koordlet.schema.timefmt import format_time as rfc3339
 from koordlet.system import atomicfile
 
-AGGREGATIONS = ("avg", "p50", "p90", "p95", "p99")
 MIN_AGGREGATE_SECONDS = 60
-USAGE_WITHOUT_PAGE_CACHE = "usageWithoutPageCache"
-USAGE_WITH_HOT_PAGE_CACHE = "usageWithHotPageCache"
-USAGE_WITH_PAGE_CACHE = "usageWithPageCache"
 _POD_HOT_PAGE = "pod_memory_with_hot_page_usage"
-
-
-@dataclass(frozen=True, slots=True)
-class CollectPolicy:
-    """``spec.metricCollectPolicy`` with koordlet's defaults."""
-
-    aggregate_duration_seconds: int = 300
-    report_interval_seconds: int = 60
-    durations: tuple[float, ...] = (300.0, 600.0, 1800.0)
-    memory_policy: str = USAGE_WITHOUT_PAGE_CACHE
-
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any] | None) -> CollectPolicy:
-        """From a NodeMetric ``spec``; missing or malformed fields keep their defaults."""
-        policy = (spec or {}).get("metricCollectPolicy") or {}
-        if not isinstance(policy, Mapping):
-            return cls()
-        d = cls()
-        agg = policy.get("aggregateDurationSeconds")
-        rep = policy.get("reportIntervalSeconds")
-        durations: tuple[float, ...] = d.durations
-        raw = (policy.get("nodeAggregatePolicy") or {}).get("durations")
-        if isinstance(raw, list) and raw:
-            try:
-                durations = tuple(parse_duration(str(x)) for x in raw)
-            except InvalidValue:
-                durations = d.durations
-        mem = policy.get("nodeMemoryCollectPolicy")
-        return cls(
-            aggregate_duration_seconds=agg
-            if isinstance(agg, int) and agg > 0
-            else d.aggregate_duration_seconds,
-            report_interval_seconds=rep if isinstance(rep, int) and rep > 0 else d.report_interval_seconds,
-            durations=tuple(x for x in durations if x > 0) or d.durations,
-            memory_policy=mem if isinstance(mem, str) and mem else d.memory_policy,
-        )
-
-
-def rfc3339(wall: float) -> str:
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class StatusBuilder:

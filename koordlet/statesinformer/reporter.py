@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from koordlet.errors import APIUnavailable
+from koordlet.schema.nodemetric import CollectPolicy
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
-from koordlet.statesinformer.nodemetric import CollectPolicy, write_atomic
+from koordlet.statesinformer.nodemetric import write_atomic
 from koordlet.statesinformer.ratelimit import Backoff, TokenBucket
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,8 @@ from koordlet.metriccache.schema import (
     NODE_NUMA_MEMORY_USAGE,
     SYS_NUMA_CPU_USAGE,
 )
-from koordlet.statesinformer.nodemetric import CollectPolicy, StatusBuilder, write_atomic
+from koordlet.schema.nodemetric import CollectPolicy
+from koordlet.statesinformer.nodemetric import StatusBuilder, write_atomic
 from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD
 from tests.fakeclock import FakeClock

@@ -11,9 +11,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet.errors import APIUnavailable, ConfigError
+from koordlet.schema.nodemetric import CollectPolicy
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
-from koordlet.statesinformer.nodemetric import CollectPolicy
 from koordlet.statesinformer.reporter import NodeMetricReporter
 from tests.fakeclock import FakeClock
 

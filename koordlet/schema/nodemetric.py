@@ -1,0 +1,226 @@
+"""NodeMetric (``slo.koordinator.sh/v1alpha1``): the collect policy of the spec and a typed status view
+(schema layer: agent and cluster side).
+
+The spec is written by the manager and read by the agent (:class:`CollectPolicy`, with koordlet's
+defaults, which equal the manager's default spec). The status is written by the agent and read by the
+manager's batch-resource calculation, the scheduler extender and the descheduler (:func:`parse_status`).
+Parsing is lenient: a malformed field is absent in the view (logged at debug), never an exception, since
+a half-broken status from one node must not stop a cluster-wide loop. CPU is in millicores and memory in
+bytes, rounded up as ``Quantity.MilliValue()``/``Value()`` do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from koordlet.errors import InvalidValue
+from koordlet.schema.quantity import format_duration, parse_duration, to_int, to_milli
+from koordlet.schema.timefmt import parse_time
+
+log = logging.getLogger(__name__)
+
+USAGE_WITHOUT_PAGE_CACHE = "usageWithoutPageCache"
+USAGE_WITH_HOT_PAGE_CACHE = "usageWithHotPageCache"
+USAGE_WITH_PAGE_CACHE = "usageWithPageCache"
+MEMORY_COLLECT_POLICIES = (USAGE_WITHOUT_PAGE_CACHE, USAGE_WITH_HOT_PAGE_CACHE, USAGE_WITH_PAGE_CACHE)
+AGGREGATIONS = ("avg", "p50", "p90", "p95", "p99")
+
+
+@dataclass(frozen=True, slots=True)
+class CollectPolicy:
+    """``spec.metricCollectPolicy`` with koordlet's defaults."""
+
+    aggregate_duration_seconds: int = 300
+    report_interval_seconds: int = 60
+    durations: tuple[float, ...] = (300.0, 600.0, 1800.0)
+    memory_policy: str = USAGE_WITHOUT_PAGE_CACHE
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> CollectPolicy:
+        """From a NodeMetric ``spec``; missing or malformed fields keep their defaults."""
+        policy = (spec or {}).get("metricCollectPolicy") or {}
+        if not isinstance(policy, Mapping):
+            return cls()
+        d = cls()
+        agg = policy.get("aggregateDurationSeconds")
+        rep = policy.get("reportIntervalSeconds")
+        durations: tuple[float, ...] = d.durations
+        raw = (policy.get("nodeAggregatePolicy") or {}).get("durations")
+        if isinstance(raw, list) and raw:
+            try:
+                durations = tuple(parse_duration(str(x)) for x in raw)
+            except InvalidValue:
+                durations = d.durations
+        mem = policy.get("nodeMemoryCollectPolicy")
+        return cls(
+            aggregate_duration_seconds=agg
+            if isinstance(agg, int) and agg > 0
+            else d.aggregate_duration_seconds,
+            report_interval_seconds=rep if isinstance(rep, int) and rep > 0 else d.report_interval_seconds,
+            durations=tuple(x for x in durations if x > 0) or d.durations,
+            memory_policy=mem if isinstance(mem, str) and mem else d.memory_policy,
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        """The NodeMetric ``spec`` carrying this policy, as koord-manager writes it."""
+        return {
+            "metricCollectPolicy": {
+                "aggregateDurationSeconds": self.aggregate_duration_seconds,
+                "reportIntervalSeconds": self.report_interval_seconds,
+                "nodeAggregatePolicy": {"durations": [format_duration(d) for d in self.durations]},
+                "nodeMemoryCollectPolicy": self.memory_policy,
+            }
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The ``cpu`` and ``memory`` of a ``ResourceMap`` (other resources are not read)."""
+
+    cpu_milli: int = 0
+    memory_bytes: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.cpu_milli + other.cpu_milli, self.memory_bytes + other.memory_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class AggregatedUsage:
+    """One ``aggregatedNodeUsages[]`` entry: usage per aggregation (``avg``, ``p50``..) over a window."""
+
+    duration_seconds: float
+    usage: Mapping[str, Usage]
+
+
+@dataclass(frozen=True, slots=True)
+class PodMetric:
+    namespace: str
+    name: str
+    priority: str
+    qos: str
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class HostAppMetric:
+    name: str
+    priority: str
+    qos: str
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetricStatus:
+    """What the agent reported; ``update_time`` is seconds since the epoch (``None``: never reported)."""
+
+    update_time: float | None = None
+    node_usage: Usage | None = None
+    aggregated_node_usages: tuple[AggregatedUsage, ...] = ()
+    system_usage: Usage | None = None
+    aggregated_system_usages: tuple[AggregatedUsage, ...] = ()
+    pods_metric: tuple[PodMetric, ...] = ()
+    host_application_metric: tuple[HostAppMetric, ...] = ()
+    prod_reclaimable: Usage | None = None
+    problems: tuple[str, ...] = field(default=(), compare=False)
+    """Fields left out because they were malformed (for a log line or an Event)."""
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def usage(self, resource_map: Any, where: str) -> Usage | None:
+        """A ``ResourceMap`` (``{resources: {cpu, memory}}``); ``None`` when absent or malformed."""
+        if resource_map is None:
+            return None
+        resources = resource_map.get("resources") if isinstance(resource_map, Mapping) else None
+        if resources is None:
+            return None
+        if not isinstance(resources, Mapping):
+            self.problems.append(f"{where}: resources is not an object")
+            return None
+        try:
+            cpu = resources.get("cpu")
+            mem = resources.get("memory")
+            return Usage(
+                to_milli(cpu) if cpu is not None else 0,
+                to_int(mem) if mem is not None else 0,
+            )
+        except (InvalidValue, TypeError) as err:
+            self.problems.append(f"{where}: {err}")
+            return None
+
+    def aggregated(self, raw: Any, where: str) -> tuple[AggregatedUsage, ...]:
+        out: list[AggregatedUsage] = []
+        for i, entry in enumerate(raw if isinstance(raw, list) else ()):
+            if not isinstance(entry, Mapping):
+                continue
+            try:
+                duration = parse_duration(str(entry.get("duration", "")))
+            except InvalidValue as err:
+                self.problems.append(f"{where}[{i}].duration: {err}")
+                continue
+            usage = entry.get("usage") if isinstance(entry.get("usage"), Mapping) else {}
+            parsed = {
+                name: u
+                for name in AGGREGATIONS
+                if (u := self.usage(usage.get(name), f"{where}[{i}].{name}")) is not None
+            }
+            out.append(AggregatedUsage(duration, parsed))
+        return tuple(out)
+
+
+def _items(raw: Any) -> list[Mapping[str, Any]]:
+    return [x for x in raw if isinstance(x, Mapping)] if isinstance(raw, list) else []
+
+
+def parse_status(status: Any) -> NodeMetricStatus:
+    """The typed view of a NodeMetric ``status`` (``None`` or ``{}`` -> nothing reported yet)."""
+    if not isinstance(status, Mapping):
+        return NodeMetricStatus()
+    r = _Reader()
+    node = status.get("nodeMetric") if isinstance(status.get("nodeMetric"), Mapping) else {}
+    pods = []
+    for p in _items(status.get("podsMetric")):
+        usage = r.usage(p.get("podUsage"), f"podsMetric[{p.get('namespace')}/{p.get('name')}]")
+        pods.append(
+            PodMetric(
+                str(p.get("namespace", "")),
+                str(p.get("name", "")),
+                str(p.get("priority", "")),
+                str(p.get("qos", "")),
+                usage or Usage(),
+            )
+        )
+    apps = []
+    for a in _items(status.get("hostApplicationMetric")):
+        usage = r.usage(a.get("usage"), f"hostApplicationMetric[{a.get('name')}]")
+        apps.append(
+            HostAppMetric(
+                str(a.get("name", "")), str(a.get("priority", "")), str(a.get("qos", "")), usage or Usage()
+            )
+        )
+    reclaimable = status.get("prodReclaimableMetric")
+    update_time = parse_time(status.get("updateTime"))
+    if status.get("updateTime") is not None and update_time is None:
+        r.problems.append(f"updateTime: not an RFC 3339 time: {status.get('updateTime')!r}")
+    out = NodeMetricStatus(
+        update_time=update_time,
+        node_usage=r.usage(node.get("nodeUsage"), "nodeMetric.nodeUsage"),
+        aggregated_node_usages=r.aggregated(node.get("aggregatedNodeUsages"), "aggregatedNodeUsages"),
+        system_usage=r.usage(node.get("systemUsage"), "nodeMetric.systemUsage"),
+        aggregated_system_usages=r.aggregated(node.get("aggregatedSystemUsages"), "aggregatedSystemUsages"),
+        pods_metric=tuple(pods),
+        host_application_metric=tuple(apps),
+        prod_reclaimable=r.usage(
+            reclaimable.get("resource") if isinstance(reclaimable, Mapping) else None,
+            "prodReclaimableMetric.resource",
+        ),
+        problems=tuple(r.problems),
+    )
+    if r.problems:
+        log.debug("NodeMetric status: ignoring %s", "; ".join(r.problems))
+    return out
