@@ -163,7 +163,8 @@ class _Reader:
             except InvalidValue as err:
                 self.problems.append(f"{where}[{i}].duration: {err}")
                 continue
-            usage = entry.get("usage") if isinstance(entry.get("usage"), Mapping) else {}
+            raw_usage = entry.get("usage")
+            usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
             parsed = {
                 name: u
                 for name in AGGREGATIONS
@@ -182,7 +183,8 @@ def parse_status(status: Any) -> NodeMetricStatus:
     if not isinstance(status, Mapping):
         return NodeMetricStatus()
     r = _Reader()
-    node = status.get("nodeMetric") if isinstance(status.get("nodeMetric"), Mapping) else {}
+    raw_node = status.get("nodeMetric")
+    node: Mapping[str, Any] = raw_node if isinstance(raw_node, Mapping) else {}
     pods = []
     for p in _items(status.get("podsMetric")):
         usage = r.usage(p.get("podUsage"), f"podsMetric[{p.get('namespace')}/{p.get('name')}]")
