@@ -19,6 +19,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
+from koordlet.cluster.client import in_cluster_available, make_api_client
+from koordlet.cluster.ratelimit import Backoff
 from koordlet.metriccache import MetricCache
 from koordlet.runtime import EventBus, Supervisor
 from koordlet.schema.nodemetric import CollectPolicy
@@ -31,7 +33,6 @@ from koordlet.statesinformer.nodemetric import StatusBuilder
 from koordlet.statesinformer.nodeslo import NodeSLOStore
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer, PodSource
-from koordlet.statesinformer.ratelimit import Backoff
 from koordlet.statesinformer.reporter import FILE_NAME, NodeMetricReporter
 from koordlet.statesinformer.slofile import NodeSLOFile
 from koordlet.system.host import Host
@@ -80,7 +81,7 @@ class StatesInformer:
             source = CgroupDiscovery(host, config.pod_list, config.kubelet_sync_timeout)
         else:
             self.api = kube.ClusterAPI(
-                kube.make_api_client(config.kubeconfig, config.client_configuration),
+                make_api_client(config.kubeconfig, config.client_configuration),
                 config.node_name,
                 config.request_timeout_seconds,
             )
@@ -112,7 +113,7 @@ class StatesInformer:
     def _decide_standalone(config: InformerConfig) -> bool:
         if config.standalone is not None:
             return config.standalone
-        has_creds = bool(config.client_configuration or config.kubeconfig or kube.in_cluster_available())
+        has_creds = bool(config.client_configuration or config.kubeconfig or in_cluster_available())
         return not has_creds
 
     # StatesReader --------------------------------------------------------------------------------

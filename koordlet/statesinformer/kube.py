@@ -11,44 +11,19 @@ from __future__ import annotations
 import enum
 import json
 import logging
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from koordlet.errors import APIUnavailable, ConfigError
-from koordlet.statesinformer.ratelimit import Backoff
+from koordlet.cluster.ratelimit import Backoff
+from koordlet.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
 
 SLO_GROUP = "slo.koordinator.sh"
 SLO_VERSION = "v1alpha1"
 Obj = Mapping[str, Any]
-
-
-def in_cluster_available() -> bool:
-    """Whether the in-cluster service-account configuration can be used (``KUBERNETES_SERVICE_HOST``)."""
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
-
-
-def make_api_client(kubeconfig: str = "", client_configuration: Any = None) -> Any:
-    """An ``ApiClient`` from an explicit ``kubernetes.client.Configuration`` (tests), a kubeconfig file,
-    or the in-cluster service account; :class:`ConfigError` when none works."""
-    from kubernetes import client
-    from kubernetes import config as kube_config
-
-    config: Any = kube_config
-    if client_configuration is not None:
-        return client.ApiClient(client_configuration)
-    try:
-        if kubeconfig:
-            return config.new_client_from_config(config_file=kubeconfig)
-        cfg = client.Configuration()
-        config.load_incluster_config(client_configuration=cfg)
-        return client.ApiClient(cfg)
-    except (config.ConfigException, OSError) as err:
-        raise ConfigError(f"no usable cluster credentials: {err}") from err
 
 
 def _status_of(err: BaseException) -> int:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from koordlet import api
+from koordlet.cluster.ratelimit import TokenBucket
 from koordlet.errors import APIUnavailable
 from koordlet.statesinformer.podinfo import pod_info
-from koordlet.statesinformer.ratelimit import TokenBucket
 from koordlet.system.podpath import CgroupLayout
 
 log = logging.getLogger(__name__)

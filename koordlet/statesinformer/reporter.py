@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from koordlet.cluster.ratelimit import Backoff, TokenBucket
 from koordlet.errors import APIUnavailable
 from koordlet.schema.nodemetric import CollectPolicy
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.nodemetric import write_atomic
-from koordlet.statesinformer.ratelimit import Backoff, TokenBucket
 
 log = logging.getLogger(__name__)
 FILE_NAME = "nodemetric.json"

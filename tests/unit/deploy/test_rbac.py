@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from koordlet.cluster.client import make_api_client
 from koordlet.statesinformer import kube
 from tests.apiserver import APIServer, Request
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
@@ -81,7 +82,7 @@ def granted(rs: list[dict[str, Any]]) -> set[Attributes]:
 @pytest.fixture
 def traffic(api_server: APIServer) -> Iterator[set[Attributes]]:  # noqa: F811
     """Drive every ``ClusterAPI`` call the agent makes (writes, and list+watch of each informer)."""
-    client = kube.make_api_client(client_configuration=api_server.client_config())
+    client = make_api_client(client_configuration=api_server.client_config())
     capi = kube.ClusterAPI(client, NODE, request_timeout=5.0)
     stop = threading.Event()
     threads: list[threading.Thread] = []

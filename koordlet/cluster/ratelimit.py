@@ -1,7 +1,8 @@
 """Token bucket and exponential backoff on an injected clock (Go's ``rate.Limiter`` and ``wait.Backoff``).
 
-Used for the PLEG-triggered pod refreshes (5/s, burst 10), NodeMetric status writes (0.1/s, burst 2) and
-retry delays after API errors, so a flapping API server never turns into a request storm.
+Shared by the agent (PLEG-triggered pod refreshes 5/s burst 10, NodeMetric status writes 0.1/s burst 2)
+and the cluster side (list+watch and leader-election retries), so a flapping API server never turns into
+a request storm.
 """
 
 from __future__ import annotations
