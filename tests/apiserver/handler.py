@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.apiserver import status
+from tests.apiserver import binding, status
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError
 from tests.apiserver.watch import WatchClosed
@@ -181,6 +181,10 @@ class Handler(BaseHTTPRequestHandler):
         self, method: str, rt: ResourceType, ns: str | None, query: dict[str, str], body: Any, watch: bool
     ) -> Reply | None:
         store = self.api.store
+        if rt.key == ("", "bindings"):
+            if method != "POST" or ns is None:
+                raise APIError(405, f"{method} is not supported on bindings")
+            return 201, binding.bind(store, ns, None, body)
         if method == "GET" and watch:
             self._watch(rt, ns, query)
             return None
@@ -231,6 +235,10 @@ class Handler(BaseHTTPRequestHandler):
             if method != "POST":
                 raise APIError(405, "only POST is allowed on pods/eviction")
             return self._evict(ns or "", name, body)
+        if sub == "binding" and rt.key == ("", "pods"):
+            if method != "POST":
+                raise APIError(405, "only POST is allowed on pods/binding")
+            return 201, binding.bind(store, ns or "", name, body)
         if sub not in (None, "status") or (sub == "status" and not rt.status_subresource):
             raise _no_route()
         if method == "GET":

@@ -1,7 +1,6 @@
 """Resource types the test API server serves, CRD registration, and the discovery documents.
 
-Built in: core ``v1`` pods, nodes, namespaces, events and ``events.k8s.io/v1`` events (kept apart from core
-events, unlike a real cluster where both are views of one object). Custom resources come from registered
+The built-in types are listed in :mod:`tests.apiserver.builtin`. Custom resources come from registered
 ``apiextensions.k8s.io/v1`` CRDs, whose ``openAPIV3Schema`` then checks every write (see ``tests.crdschema``).
 """
 
@@ -15,31 +14,9 @@ from typing import Any
 from tests import crdschema
 from tests.apiserver import status
 
-# Field selectors the real server accepts per resource (others answer 400 "field label not supported").
-_COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
-_POD_FIELDS = _COMMON_FIELDS | {
-    "spec.nodeName",
-    "spec.restartPolicy",
-    "spec.schedulerName",
-    "spec.serviceAccountName",
-    "spec.hostNetwork",
-    "status.phase",
-    "status.podIP",
-    "status.nominatedNodeName",
-}
-_EVENT_FIELDS = _COMMON_FIELDS | {
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
-    "type",
-}
+COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -52,9 +29,14 @@ class ResourceType:
     kind: str
     namespaced: bool
     status_subresource: bool
-    fields: frozenset[str] = _COMMON_FIELDS
+    fields: frozenset[str] = COMMON_FIELDS
     short_names: tuple[str, ...] = ()
     crd: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
+    verbs: tuple[str, ...] = ALL_VERBS
+    # A PUT without metadata.resourceVersion is allowed (the strategy's AllowUnconditionalUpdate).
+    unconditional_update: bool = True
+    # Subresources other than status, with the verbs discovery lists for them.
+    subresources: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -80,38 +62,14 @@ class ResourceType:
         return crdschema.prune(obj, self.crd, version=self.version)
 
 
-BUILTIN = (
-    ResourceType("", "v1", "pods", "Pod", True, True, _POD_FIELDS, ("po",)),
-    ResourceType("", "v1", "nodes", "Node", False, True, _COMMON_FIELDS | {"spec.unschedulable"}, ("no",)),
-    ResourceType(
-        "", "v1", "namespaces", "Namespace", False, True, _COMMON_FIELDS | {"status.phase"}, ("ns",)
-    ),
-    ResourceType("", "v1", "events", "Event", True, False, _EVENT_FIELDS, ("ev",)),
-    ResourceType("events.k8s.io", "v1", "events", "Event", True, False, _COMMON_FIELDS, ("ev",)),
-    ResourceType(
-        "apiextensions.k8s.io",
-        "v1",
-        "customresourcedefinitions",
-        "CustomResourceDefinition",
-        False,
-        True,
-        _COMMON_FIELDS,
-        ("crd", "crds"),
-    ),
-)
-CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
-
-# Subresources other than status that discovery advertises (verbs as the real server lists them).
-_EXTRA_SUBRESOURCES = {("", "pods"): {"eviction": ("create",), "log": ("get",), "binding": ("create",)}}
-_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-
-
 class Registry:
     """The served resource types; thread-safe because CRDs may be registered while serving."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._types: dict[tuple[str, str, str], ResourceType] = {}
+        from tests.apiserver.builtin import BUILTIN  # it imports ResourceType from here
+
         for rt in BUILTIN:
             self.add(rt)
 
@@ -136,9 +94,10 @@ class Registry:
                 names["kind"],
                 spec["scope"] == "Namespaced",
                 status,
-                _COMMON_FIELDS,
+                COMMON_FIELDS,
                 tuple(names.get("shortNames", ())),
                 doc,
+                unconditional_update=False,
             )
             self.add(rt)
             added.append(rt)
@@ -204,13 +163,13 @@ class Registry:
                     "name": rt.plural,
                     **base,
                     "singularName": rt.kind.lower(),
-                    "verbs": _VERBS,
+                    "verbs": list(rt.verbs),
                     "shortNames": list(rt.short_names),
                 }
             )
             if rt.status_subresource:
                 resources.append({"name": f"{rt.plural}/status", **base, "verbs": ["get", "patch", "update"]})
-            for sub, verbs in _EXTRA_SUBRESOURCES.get(rt.key, {}).items():
+            for sub, verbs in rt.subresources:
                 resources.append({"name": f"{rt.plural}/{sub}", **base, "verbs": list(verbs)})
         return {
             "kind": "APIResourceList",

@@ -28,7 +28,7 @@ Obj = dict[str, Any]
 _SERVER_META = ("uid", "creationTimestamp", "generation", "resourceVersion", "name", "namespace")
 
 
-def _now_rfc3339(clock: Callable[[], float]) -> str:
+def now_rfc3339(clock: Callable[[], float]) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
 
 
@@ -46,7 +46,7 @@ class Store:
         if history_limit < 1:
             raise ValueError("history_limit must be at least 1")
         self.registry = registry
-        self._clock = clock
+        self.clock = clock
         self._lock = threading.RLock()
         self._watchers_changed = threading.Condition(self._lock)
         self._rv = 0
@@ -183,7 +183,7 @@ class Store:
             new["apiVersion"], new["kind"] = rt.api_version, rt.kind
             meta.pop("resourceVersion", None)
             meta["uid"] = str(uuid.uuid4())
-            meta["creationTimestamp"] = _now_rfc3339(self._clock)
+            meta["creationTimestamp"] = now_rfc3339(self.clock)
             meta["generation"] = 1
             new = self._admit(rt, new, name, strict)
             return self._commit(rt, "ADDED", new, None)
@@ -273,6 +273,28 @@ class Store:
             if meta.get("resourceVersion") in (None, ""):
                 meta["resourceVersion"] = current["metadata"]["resourceVersion"]
             return self.update(rt, patched, ns or None, subresource=subresource)
+
+    def guaranteed_update(
+        self,
+        resource: ResourceType | str,
+        name: str,
+        namespace: str | None,
+        mutate: Callable[[Obj], Obj],
+        *,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Storage's GuaranteedUpdate: ``mutate`` gets a copy of the current object under the lock and
+        returns the object to write as is (no strategy, no generation bump); it raises APIError to
+        refuse. Subresources such as pods/binding write this way."""
+        rt = self.resolve(resource)
+        with self._lock:
+            old = self._current(rt, self._ns(rt, namespace), name)
+            new = mutate(copy.deepcopy(old))
+            if new == old:
+                return copy.deepcopy(old)
+            if dry_run:
+                return copy.deepcopy(new)
+            return self._commit(rt, "MODIFIED", new, copy.deepcopy(old))
 
     def delete(
         self,

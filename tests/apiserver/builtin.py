@@ -1,0 +1,79 @@
+"""The built-in resource types the test API server serves, with what discovery and RBAC see of them.
+
+Per type: the field selectors the real server accepts (anything else is a 400 "field label not
+supported"), short names, the verbs discovery lists, subresources, and whether a PUT may omit
+``metadata.resourceVersion`` (each registry strategy's ``AllowUnconditionalUpdate``: false for Leases,
+PodDisruptionBudgets and CRDs, as for custom resources).
+"""
+
+from __future__ import annotations
+
+from tests.apiserver.resources import COMMON_FIELDS, ResourceType
+
+POD_FIELDS = COMMON_FIELDS | {
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+}
+EVENT_FIELDS = COMMON_FIELDS | {
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+}
+CREATE_ONLY = ("create",)
+
+BUILTIN = (
+    ResourceType(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        True,
+        True,
+        POD_FIELDS,
+        ("po",),
+        subresources=(("binding", CREATE_ONLY), ("eviction", CREATE_ONLY), ("log", ("get",))),
+    ),
+    ResourceType("", "v1", "bindings", "Binding", True, False, verbs=CREATE_ONLY),
+    ResourceType("", "v1", "nodes", "Node", False, True, COMMON_FIELDS | {"spec.unschedulable"}, ("no",)),
+    ResourceType("", "v1", "namespaces", "Namespace", False, True, COMMON_FIELDS | {"status.phase"}, ("ns",)),
+    ResourceType("", "v1", "events", "Event", True, False, EVENT_FIELDS, ("ev",)),
+    ResourceType("", "v1", "configmaps", "ConfigMap", True, False, COMMON_FIELDS, ("cm",)),
+    ResourceType("events.k8s.io", "v1", "events", "Event", True, False, COMMON_FIELDS, ("ev",)),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, False, unconditional_update=False),
+    ResourceType(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        True,
+        True,
+        COMMON_FIELDS,
+        ("pdb",),
+        unconditional_update=False,
+    ),
+    ResourceType(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        True,
+        COMMON_FIELDS,
+        ("crd", "crds"),
+        unconditional_update=False,
+    ),
+)
