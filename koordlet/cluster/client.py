@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from koordlet.errors import APIUnavailable, ConfigError
@@ -81,6 +81,59 @@ def _api_error(what: str, err: Any) -> ApiError:
         except (ValueError, AttributeError):
             message = str(body)[:200]
     return ApiError(what, status, reason, message)
+
+
+def request(
+    api_client: Any,
+    what: str,
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    query: Mapping[str, str] | None = None,
+    timeout: float | tuple[float, float] | None = None,
+) -> Any:
+    """A JSON request on ``path`` sent exactly as given: the typed methods of kubernetes >= 37 rebuild a
+    dict body through their models (a Lease's MicroTime ``...00.000000Z`` comes out as ``...00+00:00``,
+    which kube-apiserver refuses), so writes whose wire format matters go through here. Errors as
+    :func:`call`."""
+    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    params = list((query or {}).items())
+    if hasattr(api_client, "param_serialize"):  # the pydantic-based generator (kubernetes >= 37)
+
+        def send() -> Any:
+            req = api_client.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=params,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            resp = api_client.call_api(*req, _request_timeout=timeout)
+            if not 200 <= resp.status <= 299:
+                from kubernetes.client.exceptions import ApiException
+
+                resp.read()
+                raise ApiException.from_response(http_resp=resp, body=None, data=None)
+            return resp.response
+
+    else:  # the legacy generator
+
+        def send() -> Any:
+            return api_client.call_api(
+                path,
+                method,
+                query_params=params,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+
+    return call(what, send)
 
 
 def call(what: str, fn: Callable[[], Any]) -> Any:
