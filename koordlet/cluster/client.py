@@ -92,12 +92,13 @@ def request(
     body: Any = None,
     query: Mapping[str, str] | None = None,
     timeout: float | tuple[float, float] | None = None,
+    content_type: str = "application/json",
 ) -> Any:
     """A JSON request on ``path`` sent exactly as given: the typed methods of kubernetes >= 37 rebuild a
     dict body through their models (a Lease's MicroTime ``...00.000000Z`` comes out as ``...00+00:00``,
     which kube-apiserver refuses), so writes whose wire format matters go through here. Errors as
     :func:`call`."""
-    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    headers = {"Accept": "application/json", "Content-Type": content_type}
     params = list((query or {}).items())
     if hasattr(api_client, "param_serialize"):  # the pydantic-based generator (kubernetes >= 37)
 
