@@ -47,7 +47,8 @@ class _SLOCounters(Collector):
         with self._lock:
             values = dict(self._values)
         for controller, name in SLO_COUNTERS.items():
-            m = Metric(name, _HELP[controller], "counter")
+            # "unknown" (untyped): a "counter" family would be announced as <name>_total.
+            m = Metric(name, _HELP[controller], "unknown")
             for (ctl, status, reason), v in sorted(values.items()):
                 if ctl == controller:
                     m.add_sample(name, {"status": status, "reason": reason}, v)

@@ -20,6 +20,7 @@ default policy. NodeSLO spec: :func:`koordlet.schema.sloconfig.render_spec`.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +76,20 @@ class _Written:
     stored: Any
 
 
+@dataclass(frozen=True, slots=True)
+class _Expectation:
+    """Our write is done but the informer has not shown it yet: until it does, the cache is stale."""
+
+    stale_rv: str | None
+    """The resourceVersion the cache shows until it catches up (``None``: the object is still absent)."""
+    deadline: float
+
+
+EXPECTATION_TIMEOUT = 5.0
+"""After this long without the watch showing our write, trust the cache again (a 409 then corrects us)."""
+STALE_RECHECK = 0.05
+
+
 class NodeOwnedReconciler:
     """Reconciles the ``kind`` object (plural ``plural``) of one node name."""
 
@@ -98,6 +113,8 @@ class NodeOwnedReconciler:
         self.writer = writer
         self.metrics = metrics
         self._written: dict[str, _Written] = {}
+        self._expect: dict[str, _Expectation] = {}
+        self._clock = time.monotonic
 
     def _record(self, ok: bool, verb: str) -> None:
         self.metrics.record(self.controller, ok, f"{verb}{self.kind}")
@@ -108,9 +125,24 @@ class NodeOwnedReconciler:
         w = self._written.get(name)
         return w is not None and w.desired == desired and w.stored == current
 
+    def _stale(self, name: str, obj: Obj | None) -> bool:
+        exp = self._expect.get(name)
+        if exp is None:
+            return False
+        rv = None if obj is None else as_map(obj, "metadata").get("resourceVersion")
+        if rv == exp.stale_rv and self._clock() < exp.deadline:
+            return True
+        del self._expect[name]
+        return False
+
+    def _expect_change(self, name: str, stale_rv: str | None) -> None:
+        self._expect[name] = _Expectation(stale_rv, self._clock() + EXPECTATION_TIMEOUT)
+
     def __call__(self, name: str) -> float | None:
         node = self.nodes.get(name)
         obj = self.objects.get(name)
+        if self._stale(name, obj):
+            return STALE_RECHECK  # our own last write is not in the cache yet: acting now would conflict
         if node is None and obj is None:
             self._written.pop(name, None)
             return None
@@ -136,6 +168,7 @@ class NodeOwnedReconciler:
                 self._record(False, "delete")
                 raise
         self._written.pop(name, None)
+        self._expect_change(name, as_map(obj, "metadata").get("resourceVersion"))
         self._record(True, "delete")
 
     def _create(self, name: str, node: Obj) -> None:
@@ -152,6 +185,7 @@ class NodeOwnedReconciler:
             self._record(False, "create")
             raise
         self._written[name] = _Written(spec, as_map(stored, "spec"))
+        self._expect_change(name, None)
         self._record(True, "create")
 
     def _update(self, name: str, obj: Obj, spec: dict[str, Any]) -> None:
@@ -164,6 +198,7 @@ class NodeOwnedReconciler:
             self._record(False, "update")
             raise
         self._written[name] = _Written(spec, as_map(stored, "spec"))
+        self._expect_change(name, meta.get("resourceVersion"))
         self._record(True, "update")
 
 
