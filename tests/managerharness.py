@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -121,3 +125,83 @@ def running_manager(server: APIServer, **overrides: Any) -> Iterator[Running]:
         manager.close()
     assert not thread.is_alive(), "koord-manager did not stop"
     assert code == [0], code
+
+
+def write_kubeconfig(path: Path, server: APIServer) -> Path:
+    """A kubeconfig for ``server`` (plain HTTP, no credentials: the test server allows everything)."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "test", "cluster": {"server": server.url}}],
+        "users": [{"name": "test", "user": {}}],
+        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
+        "current-context": "test",
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+class ManagerProcess:
+    """A real ``koord-manager`` child process (``python -m koordlet.manager``); :meth:`stop` sends SIGTERM
+    and checks the exit, :meth:`kill` sends SIGKILL."""
+
+    def __init__(self, tmp: Path, server: APIServer, identity: str, *extra: str) -> None:
+        from tests.integration.agentproc import free_port
+
+        self.identity = identity
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        kubeconfig = write_kubeconfig(tmp / "kubeconfig.json", server)
+        self.log = tmp / f"manager-{identity}.log"
+        self._log = self.log.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "koordlet.manager",
+                f"--kubeconfig={kubeconfig}",
+                f"--addr=127.0.0.1:{self.port}",
+                f"--leader-election-identity={identity}",
+                *extra,
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def metrics(self) -> str:
+        from tests.integration.agentproc import http_get
+
+        status, body = http_get(self.base + "/metrics")
+        assert status == 200
+        return body.decode()
+
+    def is_leader(self) -> bool:
+        try:
+            return "koord_manager_is_leader 1.0" in self.metrics()
+        except OSError:
+            return False
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        from tests.integration.agentproc import wait_http
+
+        if wait_http(self.base + "/readyz", timeout) is None:
+            raise AssertionError(f"koord-manager {self.identity} not ready in {timeout}s:\n{self.tail()}")
+
+    def tail(self, n: int = 4000) -> str:
+        self._log.flush()
+        return self.log.read_text()[-n:]
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self, timeout: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+        return int(self.proc.returncode)
