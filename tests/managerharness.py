@@ -45,8 +45,16 @@ def configmap(**keys: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CM, "namespace": NS}, "data": data}
 
 
+def ensure_namespace(server: APIServer, name: str = NS) -> None:
+    if get(server, "namespaces", name) is None:
+        server.store.create(
+            "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        )
+
+
 def set_config(server: APIServer, **keys: Any) -> None:
     """Create or replace the slo-controller-config ConfigMap's data."""
+    ensure_namespace(server)
     cm = configmap(**keys)
     try:
         current = server.store.get("configmaps", CM, NS)

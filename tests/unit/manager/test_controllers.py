@@ -183,7 +183,9 @@ def test_batch_resources_follow_the_nodemetric(api_server: APIServer) -> None:  
             "metadata": {"name": "web", "namespace": "default", "labels": {"koordinator.sh/qosClass": "LS"}},
             "spec": {
                 "nodeName": "n",
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": "4", "memory": "4Gi"}}}],
+                "containers": [
+                    {"name": "c", "image": "app", "resources": {"requests": {"cpu": "4", "memory": "4Gi"}}}
+                ],
             },
             "status": {"phase": "Running"},
         },
