@@ -17,9 +17,18 @@ from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F40
 from tests.fakekubelet import FakeKubelet
 from tests.integration.agentproc import Agent, http_get
 from tests.integration.kubepods import RealKubepods
-from tests.managerharness import get, running_manager, set_config, wait_until, write_kubeconfig
+from tests.managerharness import (
+    get,
+    no_nagle,  # noqa: F401
+    running_manager,
+    set_config,
+    wait_until,
+    write_kubeconfig,
+)
 
 NODE = "e2e-node"
+
+pytestmark = pytest.mark.usefixtures("no_nagle")
 
 
 def host_app(name: str, cgroup: str) -> dict[str, Any]:
