@@ -20,6 +20,10 @@ from tests.apiserver.resources import Registry
 from tests.apiserver.store import Store
 
 Obj = dict[str, Any]
+CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "daemonset" / "crds"
+NODEMETRIC_CRD = CRD_DIR / "slo.koordinator.sh_nodemetrics.yaml"
+NODESLO_CRD = CRD_DIR / "slo.koordinator.sh_nodeslos.yaml"
+DEFAULT_CRDS = (NODEMETRIC_CRD, NODESLO_CRD)
 
 
 def documents(sources: Iterable[str | os.PathLike[str] | Obj]) -> Iterator[Obj]:
