@@ -17,7 +17,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from tests.apiserver import status
-from tests.apiserver.rbac import ANONYMOUS, AUTHENTICATED, SUPERUSER_GROUP, Attributes, Authorizer, User
+from tests.apiserver.rbac import ANONYMOUS, AUTHENTICATED, SUPERUSER_GROUP, Authorizer, User, describe
 from tests.apiserver.requestinfo import RequestInfo
 
 if TYPE_CHECKING:
@@ -78,11 +78,10 @@ class Auth:
     def authorize(self, user: User, info: RequestInfo) -> None:
         if not self.authorization:
             return
-        attrs = Attributes.of(info)
-        allowed, _ = self.authorizer.allowed(user, attrs)
+        allowed, _ = self.authorizer.allowed(user, info)
         if allowed:
             return
-        why = f'User "{user.name}" cannot {attrs.describe()}'
-        if not attrs.resource_request:
+        why = f'User "{user.name}" cannot {describe(info)}'
+        if not info.is_resource:
             raise status.APIError(403, f"forbidden: {why}")
-        raise status.forbidden(attrs.resource, attrs.group, attrs.name, why)
+        raise status.forbidden(info.resource, info.group, info.name, why)

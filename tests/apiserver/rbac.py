@@ -85,31 +85,13 @@ BOOTSTRAP_BINDINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Attributes:
-    """What is authorized: an RBAC verb on a resource (``resource`` may be ``pods/eviction``) or a path."""
-
-    verb: str
-    resource_request: bool
-    group: str = ""
-    resource: str = ""
-    subresource: str = ""
-    namespace: str = ""
-    name: str = ""
-    path: str = ""
-
-    @classmethod
-    def of(cls, info: RequestInfo) -> Attributes:
-        if not info.is_resource:
-            return cls(info.verb, False, path=info.path)
-        return cls(info.verb, True, info.group, info.resource, info.subresource, info.namespace, info.name)
-
-    def describe(self) -> str:
-        if not self.resource_request:
-            return f'{self.verb} path "{self.path}"'
-        res = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
-        where = f'in the namespace "{self.namespace}"' if self.namespace else "at the cluster scope"
-        return f'{self.verb} resource "{res}" in API group "{self.group}" {where}'
+def describe(a: RequestInfo) -> str:
+    """What was refused, in kube-apiserver's words."""
+    if not a.is_resource:
+        return f'{a.verb} path "{a.path}"'
+    res = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
+    where = f'in the namespace "{a.namespace}"' if a.namespace else "at the cluster scope"
+    return f'{a.verb} resource "{res}" in API group "{a.group}" {where}'
 
 
 def _subject_matches(subject: Mapping[str, Any], user: User, namespace: str) -> bool:
@@ -124,11 +106,11 @@ def _subject_matches(subject: Mapping[str, Any], user: User, namespace: str) -> 
     return False
 
 
-def rule_allows(rule: Rule, a: Attributes) -> bool:
+def rule_allows(rule: Rule, a: RequestInfo) -> bool:
     verbs = rule.get("verbs") or ()
     if "*" not in verbs and a.verb not in verbs:
         return False
-    if not a.resource_request:
+    if not a.is_resource:
         return any(
             u == "*" or u == a.path or (u.endswith("*") and a.path.startswith(u[:-1]))
             for u in rule.get("nonResourceURLs") or ()
@@ -182,10 +164,10 @@ class Authorizer:
                 ref = binding.get("roleRef") or {}
                 yield from self._role_rules(ref.get("kind", "Role"), ref.get("name", ""), namespace)
 
-    def allowed(self, user: User, a: Attributes) -> tuple[bool, str]:
+    def allowed(self, user: User, a: RequestInfo) -> tuple[bool, str]:
         if SUPERUSER_GROUP in user.groups:
             return True, ""
-        for rule in self.rules_for(user, a.namespace if a.resource_request else ""):
+        for rule in self.rules_for(user, a.namespace if a.is_resource else ""):
             if rule_allows(rule, a):
                 return True, "allowed by RBAC"
         return False, ""

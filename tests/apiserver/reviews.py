@@ -15,7 +15,8 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from tests.apiserver import status
-from tests.apiserver.rbac import Attributes, User
+from tests.apiserver.rbac import User
+from tests.apiserver.requestinfo import RequestInfo
 from tests.apiserver.resources import ResourceType
 
 if TYPE_CHECKING:
@@ -56,17 +57,19 @@ def review(api: APIServer, rt: ResourceType, body: Any, caller: User | None) -> 
         why = "exactly one of nonResourceAttributes or resourceAttributes must be specified"
         raise status.invalid(rt.kind, rt.group, "", [("spec.resourceAttributes", why, "Invalid")])
     if res is not None:
-        attrs = Attributes(
+        attrs = RequestInfo(
+            "",
             res.get("verb", ""),
             True,
             res.get("group", ""),
+            res.get("version", ""),
             res.get("resource", ""),
             res.get("subresource", ""),
             res.get("namespace", ""),
             res.get("name", ""),
         )
     else:
-        attrs = Attributes(non.get("verb", ""), False, path=non.get("path", ""))
+        attrs = RequestInfo(non.get("path", ""), non.get("verb", ""))
     allowed, reason = api.auth.authorizer.allowed(who, attrs)
     out["status"] = {"allowed": allowed, "reason": reason} if allowed else {"allowed": False}
     return out
