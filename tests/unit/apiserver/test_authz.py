@@ -3,10 +3,8 @@ SubjectAccessReview."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,7 +12,6 @@ from tests.apiserver import APIServer
 from tests.unit.apiserver.helpers import raw_call
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"
-KOORDLET = "koordinator-system/koordlet"
 
 
 @pytest.fixture
@@ -23,32 +20,6 @@ def secured(api_server_factory: Callable[..., APIServer]) -> APIServer:
     applied = server.apply(DEPLOY / "koordlet.yaml", DEPLOY / "rbac.yaml")
     assert {"ServiceAccount/koordlet", "ClusterRole/koordlet", "ClusterRoleBinding/koordlet"} <= set(applied)
     return server
-
-
-def _core(server: APIServer, sa: str | None = None) -> Any:
-    from kubernetes import client
-
-    return client.CoreV1Api(client.ApiClient(server.client_config(sa)))
-
-
-def test_10_service_account_gets_what_its_cluster_role_grants(secured: APIServer) -> None:
-    """``plugin/pkg/auth/authorizer/rbac/rbac.go`` (``RBACAuthorizer.Authorize``, ``RuleAllows``): the
-    koordlet ServiceAccount may list pods and evict, not read ConfigMaps; 403 names user, verb and scope."""
-    from kubernetes.client.exceptions import ApiException
-
-    admin, agent = _core(secured), _core(secured, KOORDLET)
-    admin.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
-    assert agent.list_pod_for_all_namespaces().items == []
-    with pytest.raises(ApiException) as err:
-        agent.list_namespaced_config_map("default")
-    assert err.value.status == 403
-    assert json.loads(err.value.body)["message"] == (
-        'configmaps is forbidden: User "system:serviceaccount:koordinator-system:koordlet" cannot list '
-        'resource "configmaps" in API group "" in the namespace "default"'
-    )
-    with pytest.raises(ApiException) as err:
-        agent.delete_namespaced_pod("p", "default")  # the role has pods/eviction, not delete
-    assert err.value.status == 403
 
 
 def test_anonymous_unknown_token_and_public_paths(secured: APIServer) -> None:

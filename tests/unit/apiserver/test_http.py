@@ -124,3 +124,18 @@ def test_fixture_teardown_part_2_server_is_gone() -> None:
     assert f"{THREAD_PREFIX}-{_ENDED['port']}" not in alive
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", _ENDED["port"]), timeout=1).close()
+
+
+def test_deprecated_watch_of_one_object(api_server: APIServer) -> None:
+    """``/watch/namespaces/<ns>/pods/<name>`` watches that object alone (RequestInfo turns the name into
+    a ``metadata.name`` field selector)."""
+    for name in ("a", "b"):
+        api_server.store.create("pods", pod(name))
+    conn = _conn(api_server)
+    try:
+        conn.request("GET", "/api/v1/watch/namespaces/default/pods/a?timeoutSeconds=1")
+        resp = conn.getresponse()
+        lines = [json.loads(line) for line in resp.read().decode().splitlines() if line.startswith("{")]
+    finally:
+        conn.close()
+    assert resp.status == 200 and [e["object"]["metadata"]["name"] for e in lines] == ["a"]

@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 
 from tests.apiserver import APIServer
+from tests.apiserver.manifests import CRD_DIR
 from tests.unit.apiserver.helpers import clients, new_watch, pod, raw_call
+
+DEPLOY = CRD_DIR.parent
 
 
 def _client(server: APIServer) -> Any:
@@ -376,3 +379,29 @@ def test_9_core_and_events_api_share_one_store(api_server: APIServer) -> None:
     assert events.read_namespaced_event("e1", "default").note == "evicted twice"
     raw = json.loads(events.list_namespaced_event("default", _preload_content=False).data)
     assert [(e["apiVersion"], e["metadata"]["name"]) for e in raw["items"]] == [("events.k8s.io/v1", "e1")]
+
+
+def test_10_rbac_from_the_shipped_manifests(api_server_factory: Any) -> None:
+    """``plugin/pkg/auth/authorizer/rbac/rbac.go`` (``RBACAuthorizer.Authorize``) and
+    ``pkg/apis/rbac/v1/evaluation_helpers.go`` (``RuleAllows``): with authorization on, the koordlet
+    ServiceAccount of ``deploy/daemonset`` may list pods, not read ConfigMaps nor delete pods; the 403
+    names user, verb and scope. (TokenReview/SubjectAccessReview: ``test_authz.py``.)"""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    secured = api_server_factory(authorization=True)
+    secured.apply(DEPLOY / "koordlet.yaml", DEPLOY / "rbac.yaml")
+    admin = client.CoreV1Api(client.ApiClient(secured.client_config()))
+    agent = client.CoreV1Api(client.ApiClient(secured.client_config("koordinator-system/koordlet")))
+    admin.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    assert agent.list_pod_for_all_namespaces().items == []
+    with pytest.raises(ApiException) as err:
+        agent.list_namespaced_config_map("default")
+    assert err.value.status == 403
+    assert json.loads(err.value.body)["message"] == (
+        'configmaps is forbidden: User "system:serviceaccount:koordinator-system:koordlet" cannot list '
+        'resource "configmaps" in API group "" in the namespace "default"'
+    )
+    with pytest.raises(ApiException) as err:
+        agent.delete_namespaced_pod("p", "default")  # the role has pods/eviction, not delete
+    assert err.value.status == 403
