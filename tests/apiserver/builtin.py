@@ -100,6 +100,28 @@ BUILTIN = (
         unconditional_update=False,
         delete_returns_object=False,
     ),
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, False, short_names=("sa",)),
+    *(
+        ResourceType(
+            "rbac.authorization.k8s.io", "v1", plural, kind, namespaced, False, delete_returns_object=False
+        )
+        for plural, kind, namespaced in (
+            ("clusterroles", "ClusterRole", False),
+            ("clusterrolebindings", "ClusterRoleBinding", False),
+            ("roles", "Role", True),
+            ("rolebindings", "RoleBinding", True),
+        )
+    ),
+    ResourceType(
+        "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, False, verbs=CREATE_ONLY
+    ),
+    *(
+        ResourceType("authorization.k8s.io", "v1", plural, kind, False, False, verbs=CREATE_ONLY)
+        for plural, kind in (
+            ("subjectaccessreviews", "SubjectAccessReview"),
+            ("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+        )
+    ),
     ResourceType(
         "scheduling.k8s.io",
         "v1",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tests.apiserver import admission, binding, eviction, reviews, status
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError
+from tests.apiserver.writes import DeleteOptions
 
 if TYPE_CHECKING:
     from tests.apiserver.server import APIServer
@@ -174,23 +175,17 @@ def _patch(api: APIServer, call: Call) -> Reply:
     )
 
 
-def _delete_options(call: Call) -> tuple[dict[str, Any], bool]:
+def _delete_options(call: Call) -> DeleteOptions:
     opts = call.body if isinstance(call.body, dict) else {}
     grace = opts.get("gracePeriodSeconds")
     if grace is None:
         grace = _int(call.query, "gracePeriodSeconds")
     pre = opts.get("preconditions") or {}
-    kwargs = {
-        "uid": pre.get("uid"),
-        "resource_version": pre.get("resourceVersion"),
-        "grace_period_seconds": grace,
-    }
-    return kwargs, dry_run(call.query, opts)
+    return DeleteOptions(pre.get("uid"), pre.get("resourceVersion"), grace, dry_run(call.query, opts))
 
 
 def _delete(api: APIServer, call: Call) -> Reply:
-    kwargs, dry = _delete_options(call)
-    obj, gone = api.store.delete_ex(call.rt, call.name, call.namespace, dry_run=dry, **kwargs)
+    obj, gone = api.store.delete_ex(call.rt, call.name, call.namespace, _delete_options(call))
     if not gone:
         return 202, obj
     if call.rt.delete_returns_object:
@@ -205,8 +200,7 @@ def _delete(api: APIServer, call: Call) -> Reply:
 
 
 def _delete_collection(api: APIServer, call: Call) -> Reply:
-    kwargs, dry = _delete_options(call)
-    kwargs.pop("uid"), kwargs.pop("resource_version")
+    options = dataclasses.replace(_delete_options(call), uid=None, resource_version=None)
     items, _ = api.store.list(
         call.rt,
         call.namespace,
@@ -217,9 +211,7 @@ def _delete_collection(api: APIServer, call: Call) -> Reply:
     for item in items:
         meta = item["metadata"]
         try:
-            deleted.append(
-                api.store.delete(call.rt, meta["name"], meta.get("namespace"), dry_run=dry, **kwargs)
-            )
+            deleted.append(api.store.delete_ex(call.rt, meta["name"], meta.get("namespace"), options)[0])
         except APIError as err:
             if err.code != 404:  # deleted meanwhile: fine
                 raise

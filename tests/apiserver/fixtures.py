@@ -9,17 +9,14 @@ connections cut, threads joined) when the test ends, even on failure.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.apiserver.manifests import CRD_DIR, DEFAULT_CRDS, NODEMETRIC_CRD, NODESLO_CRD
 from tests.apiserver.server import APIServer
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "daemonset" / "crds"
-NODEMETRIC_CRD = CRD_DIR / "slo.koordinator.sh_nodemetrics.yaml"
-NODESLO_CRD = CRD_DIR / "slo.koordinator.sh_nodeslos.yaml"
-DEFAULT_CRDS = (NODEMETRIC_CRD, NODESLO_CRD)
+__all__ = ["CRD_DIR", "DEFAULT_CRDS", "NODEMETRIC_CRD", "NODESLO_CRD", "api_server", "api_server_factory"]
 
 
 @pytest.fixture

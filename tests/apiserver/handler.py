@@ -141,8 +141,9 @@ class Handler(BaseHTTPRequestHandler):
         elif ns is not None and not rt.namespaced:
             raise _no_route()
         if info.verb == "watch":
-            if info.name:
-                raise _no_route()
+            if info.name:  # the deprecated watch of one object is a watch by metadata.name
+                terms = (query.get("fieldSelector"), f"metadata.name={info.name}")
+                query = {**query, "fieldSelector": ",".join(t for t in terms if t)}
             self._watch(rt, ns, query)
             return None
         ctype = self.headers.get("Content-Type") or "application/merge-patch+json"

@@ -1,8 +1,7 @@
-"""PATCH bodies by Content-Type: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge.
-
-Strategic merge is approximated as a JSON merge patch: lists are replaced whole and ``$patch``/
-``$setElementOrder`` directives are not understood (the real server merges lists by their patch keys,
-e.g. containers by name). Server-side apply (``application/apply-patch+yaml``) answers 415.
+"""PATCH bodies by Content-Type: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge
+(:mod:`tests.apiserver.smp`, built-in types only: on a custom resource it is a 415, as kube-apiserver's
+``patchResource`` answers for types without Go struct tags). Server-side apply
+(``application/apply-patch+yaml``) answers 415 here (not implemented).
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from typing import Any
 
 import jsonpatch
 
+from tests.apiserver import smp
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError, bad_request
 
@@ -39,6 +39,14 @@ def apply(
 ) -> dict[str, Any]:
     """``target`` patched per ``content_type`` (parameters ignored); ``target`` itself is not changed."""
     media = content_type.split(";", maxsplit=1)[0].strip().lower()
+    if media == STRATEGIC and rt is not None:
+        if rt.crd is not None:
+            raise APIError(
+                415,
+                "the body of the request was in an unknown format - accepted media types include: "
+                f"{JSON_PATCH}, {MERGE}, {APPLY}",
+            )
+        return smp.apply(target, body, smp.schema_for(rt.key))
     if media in (MERGE, STRATEGIC):
         if not isinstance(body, dict):
             raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")

@@ -1,15 +1,75 @@
-"""TokenReview and SubjectAccessReview (filled in with authorization)."""
+"""TokenReview, SubjectAccessReview and SelfSubjectAccessReview: how a component asks the API server who
+a bearer token is and what it may do (``pkg/registry/authentication/tokenreview/storage.go``,
+``pkg/registry/authorization/subjectaccessreview/rest.go``, ``.../selfsubjectaccessreview/rest.go``).
+
+The answer is the review with its ``status`` filled in (201). A TokenReview is answered whatever the
+authorization mode; an access review evaluates RBAC (:mod:`tests.apiserver.rbac`) even when the server
+does not enforce it, so a component's delegated authorization can be tested either way. A
+SubjectAccessReview must name a user or a group and exactly one of resource or non-resource attributes
+(422 otherwise).
+"""
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
+from tests.apiserver import status
+from tests.apiserver.rbac import User
+from tests.apiserver.requestinfo import RequestInfo
 from tests.apiserver.resources import ResourceType
-from tests.apiserver.status import APIError
 
 if TYPE_CHECKING:
     from tests.apiserver.server import APIServer
 
+Obj = dict[str, Any]
+DEFAULT_AUDIENCES = ["https://kubernetes.default.svc.cluster.local"]
 
-def review(api: APIServer, rt: ResourceType, body: Any, user: Any) -> dict[str, Any]:
-    raise APIError(404, "the server could not find the requested resource")
+
+def review(api: APIServer, rt: ResourceType, body: Any, caller: User | None) -> Obj:
+    if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
+        raise status.bad_request(f"a {rt.kind} needs a spec")
+    out = copy.deepcopy(body)
+    out["apiVersion"], out["kind"] = rt.api_version, rt.kind
+    spec = out["spec"]
+    if rt.plural == "tokenreviews":
+        user = api.auth.user_of(str(spec.get("token") or ""))
+        if user is None:
+            out["status"] = {"authenticated": False, "user": {}, "error": "invalid bearer token"}
+        else:
+            audiences = spec.get("audiences") or DEFAULT_AUDIENCES
+            out["status"] = {"authenticated": True, "user": user.as_user_info(), "audiences": audiences}
+        return out
+    if rt.plural == "selfsubjectaccessreviews":
+        who = caller or User("system:anonymous")
+    else:
+        if not spec.get("user") and not spec.get("groups"):
+            raise status.invalid(
+                rt.kind,
+                rt.group,
+                "",
+                [("spec.user", "at least one of user or group must be specified", "Invalid")],
+            )
+        extra = {k: tuple(v) for k, v in (spec.get("extra") or {}).items()}
+        who = User(spec.get("user") or "", spec.get("uid") or "", tuple(spec.get("groups") or ()), extra)
+    res, non = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    if (res is None) == (non is None):
+        why = "exactly one of nonResourceAttributes or resourceAttributes must be specified"
+        raise status.invalid(rt.kind, rt.group, "", [("spec.resourceAttributes", why, "Invalid")])
+    if res is not None:
+        attrs = RequestInfo(
+            "",
+            res.get("verb", ""),
+            True,
+            res.get("group", ""),
+            res.get("version", ""),
+            res.get("resource", ""),
+            res.get("subresource", ""),
+            res.get("namespace", ""),
+            res.get("name", ""),
+        )
+    else:
+        attrs = RequestInfo(non.get("path", ""), non.get("verb", ""))
+    allowed, reason = api.auth.authorizer.allowed(who, attrs)
+    out["status"] = {"allowed": allowed, "reason": reason} if allowed else {"allowed": False}
+    return out

@@ -9,6 +9,7 @@ proper Status; ``evictions_answer_429(True)`` blocks evictions like a PodDisrupt
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterable
@@ -17,9 +18,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tests import crdschema
+from tests.apiserver import manifests
+from tests.apiserver.auth import Auth
 from tests.apiserver.disruption import DisruptionController
 from tests.apiserver.handler import Handler
 from tests.apiserver.kubelet import KubeletHook
+from tests.apiserver.rbac import ANONYMOUS, User
 from tests.apiserver.requestinfo import RequestInfo
 from tests.apiserver.resources import Registry, ResourceType
 from tests.apiserver.status import APIError
@@ -107,11 +111,13 @@ class APIServer:
         host: str = "127.0.0.1",
         port: int = 0,
         kubelet_auto_confirm: bool = False,
+        authorization: bool = False,
     ) -> None:
         self.registry = Registry()
         self.store = Store(self.registry, history_limit=history_limit)
         self.disruption = DisruptionController(self.store)
         self.kubelet = KubeletHook(self.store, auto=kubelet_auto_confirm)
+        self.auth = Auth(self.store, authorization=authorization)
         bootstrap(self.store)
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
@@ -188,11 +194,30 @@ class APIServer:
     def url(self) -> str:
         return f"http://{self._host}:{self._port}"
 
-    def client_config(self) -> Configuration:
-        """A ``kubernetes.client.Configuration`` for this server (no global client state is touched)."""
+    def client_config(self, service_account: str | None = None, *, token: str | None = None) -> Configuration:
+        """A ``kubernetes.client.Configuration`` for this server (no global client state is touched).
+
+        It authenticates as the admin (``system:masters``) unless ``service_account`` (``"ns/name"``)
+        or a ``token`` says otherwise; without authorization the identity changes nothing.
+        """
         from kubernetes import client
 
-        return client.Configuration(host=self.url)
+        if service_account is not None:
+            ns, _, name = service_account.partition("/")
+            token = self.auth.token_for(ns, name)
+        config = client.Configuration(host=self.url)
+        config.api_key = {"authorization": f"Bearer {token or self.auth.admin_token}"}
+        return config
+
+    def token_for(self, namespace: str, name: str) -> str:
+        """A bearer token for the ServiceAccount ``namespace/name`` (which must exist when it is used)."""
+        return self.auth.token_for(namespace, name)
+
+    def apply(self, *sources: str | os.PathLike[str] | dict[str, Any]) -> list[str]:
+        """Create the objects of manifests (YAML files or dicts) whose kinds this server serves, as
+        ``kubectl apply`` of new objects would; returns ``kind/name`` of each one created. Kinds it does
+        not serve (Deployments, DaemonSets...) are skipped."""
+        return manifests.apply(self.store, self.registry, sources)
 
     def register_crd(self, crd: crdschema.CRDSource) -> list[ResourceType]:
         """Serve the CRD's resources and validate their objects against its schema (the CRD object is
@@ -263,12 +288,15 @@ class APIServer:
         """While set, evictions answer 429 TooManyRequests, as when a PodDisruptionBudget blocks them."""
         self.evictions_blocked = blocked
 
-    def authenticate(self, header: str | None) -> Any:
-        """The user a request's ``Authorization`` header names (None: anonymous)."""
-        return None
+    def authenticate(self, header: str | None) -> User:
+        """The user a request's ``Authorization`` header names (401 for an unknown token)."""
+        if not self.auth.authorization and header and self.auth.user_of(header.partition(" ")[2]) is None:
+            return ANONYMOUS  # without authorization, any token (or none) is let through as before
+        return self.auth.authenticate(header)
 
-    def authorize(self, user: Any, info: RequestInfo) -> None:
-        """Raise 401/403 when authorization is on and ``user`` may not do ``info``."""
+    def authorize(self, user: User, info: RequestInfo) -> None:
+        """403 when authorization is on and RBAC does not allow ``user`` to do ``info``."""
+        self.auth.authorize(user, info)
 
     def fail_next(
         self,

@@ -10,6 +10,7 @@ schema, then commits unless it is a dry run. Deletion follows :mod:`tests.apiser
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 import time
 import uuid
@@ -31,6 +32,16 @@ _SERVER_META = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    """``metav1.DeleteOptions`` as far as the store acts on them."""
+
+    uid: str | None = None
+    resource_version: str | None = None
+    grace_period_seconds: int | None = None
+    dry_run: bool = False
 
 
 def now_rfc3339(clock: Callable[[], float]) -> str:
@@ -272,29 +283,16 @@ class Writes:
     ) -> Obj:
         """DELETE with DeleteOptions: ``uid``/``resource_version`` preconditions (409) and the grace
         period. Returns the object as last stored (see :meth:`delete_ex` for whether it is gone)."""
-        return self.delete_ex(
-            resource,
-            name,
-            namespace,
-            uid=uid,
-            resource_version=resource_version,
-            grace_period_seconds=grace_period_seconds,
-            dry_run=dry_run,
-        )[0]
+        options = DeleteOptions(uid, resource_version, grace_period_seconds, dry_run)
+        return self.delete_ex(resource, name, namespace, options)[0]
 
     def delete_ex(
-        self,
-        resource: ResourceType | str,
-        name: str,
-        namespace: str | None = None,
-        *,
-        uid: str | None = None,
-        resource_version: str | None = None,
-        grace_period_seconds: int | None = None,
-        dry_run: bool = False,
+        self, resource: ResourceType | str, name: str, namespace: str | None, options: DeleteOptions
     ) -> tuple[Obj, bool]:
         """Like :meth:`delete`; also says whether the object is gone (False: graceful deletion or
         finalizers keep it, with ``deletionTimestamp`` set)."""
+        uid, resource_version = options.uid, options.resource_version
+        grace_period_seconds, dry_run = options.grace_period_seconds, options.dry_run
         rt = self.resolve(resource)
         with self._lock:
             old = self._current(rt, self._ns(rt, namespace), name)

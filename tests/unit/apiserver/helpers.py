@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 from typing import Any
 
 from tests.apiserver import APIServer
@@ -46,3 +48,20 @@ def new_watch() -> Any:
 
 def is_down(server: APIServer) -> bool:
     return server.is_down
+
+
+def connect(server: APIServer) -> http.client.HTTPConnection:
+    return http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+
+
+def raw_call(server: APIServer, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+    """One plain HTTP request (what the official client cannot send); returns status and decoded body."""
+    conn = connect(server)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        raw = resp.read()
+        return resp.status, json.loads(raw) if raw and raw != b"ok" else raw
+    finally:
+        conn.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import threading
@@ -12,23 +11,9 @@ import pytest
 
 from tests.apiserver import APIServer
 from tests.apiserver.server import THREAD_PREFIX
+from tests.unit.apiserver.helpers import connect as _conn
 from tests.unit.apiserver.helpers import nodemetric, pod
-
-
-def _conn(server: APIServer) -> http.client.HTTPConnection:
-    return http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-
-
-def _call(server: APIServer, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
-    conn = _conn(server)
-    try:
-        data = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=data, headers=headers)
-        resp = conn.getresponse()
-        raw = resp.read()
-        return resp.status, json.loads(raw) if raw and raw != b"ok" else raw
-    finally:
-        conn.close()
+from tests.unit.apiserver.helpers import raw_call as _call
 
 
 def test_post_without_content_type_is_json(api_server: APIServer) -> None:
@@ -139,3 +124,18 @@ def test_fixture_teardown_part_2_server_is_gone() -> None:
     assert f"{THREAD_PREFIX}-{_ENDED['port']}" not in alive
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", _ENDED["port"]), timeout=1).close()
+
+
+def test_deprecated_watch_of_one_object(api_server: APIServer) -> None:
+    """``/watch/namespaces/<ns>/pods/<name>`` watches that object alone (RequestInfo turns the name into
+    a ``metadata.name`` field selector)."""
+    for name in ("a", "b"):
+        api_server.store.create("pods", pod(name))
+    conn = _conn(api_server)
+    try:
+        conn.request("GET", "/api/v1/watch/namespaces/default/pods/a?timeoutSeconds=1")
+        resp = conn.getresponse()
+        lines = [json.loads(line) for line in resp.read().decode().splitlines() if line.startswith("{")]
+    finally:
+        conn.close()
+    assert resp.status == 200 and [e["object"]["metadata"]["name"] for e in lines] == ["a"]

@@ -183,3 +183,21 @@ def test_a_write_of_only_unknown_fields_changes_nothing(store: Store) -> None:
     noisy = {**created, "spec": {**created["spec"], "unknownField": 1}}
     assert store.update("nodemetrics", noisy) == created
     assert store.resource_version == 1
+
+
+def test_list_pages_snapshots_and_exact_reads(store: Store) -> None:
+    """etcd3 ``GetList``: pages at one revision; ``remainingItemCount`` only without selectors; a read at
+    an exact older revision; a token this server did not issue is a 400."""
+    for i in range(3):
+        store.create("pods", pod(f"p{i}", app="web"))
+    first = store.list_page("pods", limit=1)
+    assert [p["metadata"]["name"] for p in first.items] == ["p0"] and first.remaining == 2
+    store.delete("pods", "p1", "default", grace_period_seconds=0)
+    second = store.list_page("pods", limit=1, continue_token=first.continue_token)
+    assert [p["metadata"]["name"] for p in second.items] == ["p1"] and second.resource_version == 3
+    assert store.list_page("pods", label_selector="app=web", limit=1).remaining is None
+    exact = store.list_page("pods", resource_version="2", resource_version_match="Exact")
+    assert [p["metadata"]["name"] for p in exact.items] == ["p0", "p1"]
+    with pytest.raises(APIError) as err:
+        store.list_page("pods", continue_token="not-a-token")
+    assert err.value.code == 400

@@ -15,8 +15,8 @@ import yaml
 
 from koordlet.cluster.client import make_api_client
 from koordlet.statesinformer import kube
-from tests.apiserver import APIServer, Request
-from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
+from tests.apiserver import APIServer, Request, requestinfo
+from tests.apiserver.fixtures import api_server_factory  # noqa: F401
 
 RBAC = Path(__file__).resolve().parents[3] / "deploy" / "daemonset" / "rbac.yaml"
 DAEMONSET = RBAC.parent / "koordlet.yaml"
@@ -34,26 +34,11 @@ class Attributes:
 
 
 def attributes(req: Request) -> Attributes:
-    """kube-apiserver's RequestInfo for a resource request (no ``/proxy`` or non-resource URLs here)."""
-    parts = [p for p in req.path.split("?")[0].split("/") if p]
-    if parts[0] == "api":
-        group, rest = "", parts[2:]
-    else:
-        assert parts[0] == "apis", req.path
-        group, rest = parts[1], parts[3:]
-    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) != 2:
-        rest = rest[2:]  # /namespaces/<ns>/<resource>... (a bare /namespaces/<ns> is the namespace itself)
-    resource = rest[0]
-    name = rest[1] if len(rest) > 1 else ""
-    if len(rest) > 2:
-        resource = f"{resource}/{rest[2]}"
-    method = req.method.upper()
-    if method == "GET":
-        watching = req.query.get("watch", "").lower() in ("true", "1")
-        verb = "watch" if watching else ("get" if name else "list")
-    else:
-        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
-    return Attributes(verb, group, resource)
+    """kube-apiserver's RequestInfo for a resource request (``tests.apiserver.requestinfo``)."""
+    info = requestinfo.parse(req.method, req.path.split("?")[0], req.query)
+    assert info.is_resource, req.path
+    resource = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
+    return Attributes(info.verb, info.group, resource)
 
 
 def rules() -> list[dict[str, Any]]:
@@ -80,9 +65,14 @@ def granted(rs: list[dict[str, Any]]) -> set[Attributes]:
 
 
 @pytest.fixture
-def traffic(api_server: APIServer) -> Iterator[set[Attributes]]:  # noqa: F811
-    """Drive every ``ClusterAPI`` call the agent makes (writes, and list+watch of each informer)."""
-    client = make_api_client(client_configuration=api_server.client_config())
+def traffic(api_server_factory: Callable[..., APIServer]) -> Iterator[set[Attributes]]:  # noqa: F811
+    """Drive every ``ClusterAPI`` call the agent makes (writes, and list+watch of each informer), as the
+    DaemonSet's ServiceAccount against a server enforcing the shipped RBAC (a missing grant is a 403)."""
+    server = api_server_factory(authorization=True)
+    server.apply(DAEMONSET, RBAC)
+    sa = next(d for d in yaml.safe_load_all(DAEMONSET.read_text()) if d and d["kind"] == "ServiceAccount")
+    identity = f"{sa['metadata']['namespace']}/{sa['metadata']['name']}"
+    client = make_api_client(client_configuration=server.client_config(identity))
     capi = kube.ClusterAPI(client, NODE, request_timeout=5.0)
     stop = threading.Event()
     threads: list[threading.Thread] = []
@@ -106,9 +96,9 @@ def traffic(api_server: APIServer) -> Iterator[set[Attributes]]:  # noqa: F811
             threads.append(t)
         # A watch is logged when it ends (timeoutSeconds=1), so four logged watches mean each loop both
         # listed and watched.
-        seen = api_server.wait_for_requests(lambda r: r.query.get("watch") == "true", count=4, timeout=10)
+        seen = server.wait_for_requests(lambda r: r.query.get("watch") == "true", count=4, timeout=10)
         assert len({r.path for r in seen}) == 4, [r.path for r in seen]
-        yield {attributes(r) for r in api_server.requests}
+        yield {attributes(r) for r in server.requests}
     finally:
         stop.set()
         for lw in watches:

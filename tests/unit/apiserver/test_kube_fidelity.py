@@ -1,0 +1,407 @@
+"""The test API server against kube-apiserver's behaviour, one test per divergence of issue 11.
+
+Each test names the upstream code it mirrors (kubernetes/kubernetes unless said otherwise) and drives the
+server through the official client, as the components under test do.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from typing import Any
+
+import pytest
+
+from tests.apiserver import APIServer
+from tests.apiserver.manifests import CRD_DIR
+from tests.unit.apiserver.helpers import clients, new_watch, pod, raw_call
+
+DEPLOY = CRD_DIR.parent
+
+
+def _client(server: APIServer) -> Any:
+    from kubernetes import client
+
+    return client.ApiClient(server.client_config())
+
+
+def _status(err: Any) -> tuple[int, dict[str, Any]]:
+    return err.value.status, json.loads(err.value.body)
+
+
+def running(core: Any, name: str, *, ready: bool = True, labels: dict[str, str] | None = None) -> None:
+    """A pod created through the API, then reported Running (and Ready) as its kubelet would."""
+    core.create_namespaced_pod("default", pod(name, **(labels or {})))
+    cond = [{"type": "Ready", "status": "True" if ready else "False"}]
+    core.patch_namespaced_pod_status(name, "default", {"status": {"phase": "Running", "conditions": cond}})
+
+
+def pdb_body(name: str, selector: dict[str, str], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": selector}, **spec},
+    }
+
+
+def test_1_served_types_and_discovery(api_server: APIServer) -> None:
+    """Leases (``pkg/registry/coordination/lease/storage``), ConfigMaps (``pkg/registry/core/configmap``),
+    PDBs with status (``pkg/registry/policy/poddisruptionbudget/storage/storage.go`` NewREST) and
+    bindings (``pkg/registry/core/pod/storage/storage.go`` BindingREST/LegacyBindingREST) are served and
+    listed in discovery (``pkg/registry/core/rest/storage_core.go``)."""
+    from kubernetes import client
+
+    api = _client(api_server)
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", {"metadata": {"name": "cfg"}, "data": {"a": "1"}})
+    client.CoordinationV1Api(api).create_namespaced_lease("default", {"metadata": {"name": "l"}, "spec": {}})
+    client.PolicyV1Api(api).create_namespaced_pod_disruption_budget("default", pdb_body("p", {"a": "b"}))
+    served = {r.name: r.verbs for r in core.get_api_resources().resources}
+    assert (
+        served["bindings"] == ["create"] and served["pods/binding"] == ["create"] and "configmaps" in served
+    )
+    assert [r.name for r in client.CoordinationV1Api(api).get_api_resources().resources] == ["leases"]
+    policy = {r.name for r in client.PolicyV1Api(api).get_api_resources().resources}
+    assert {"poddisruptionbudgets", "poddisruptionbudgets/status"} <= policy
+
+
+def test_2_node_name_is_set_by_binding_only_and_pod_spec_is_immutable(api_server: APIServer) -> None:
+    """``ValidatePodUpdate`` (``pkg/apis/core/validation/validation.go``) forbids spec changes other than
+    images, activeDeadlineSeconds, added tolerations...; ``BindingREST.Create`` sets ``spec.nodeName``
+    once (201, then 409)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core, _ = clients(api_server)
+    core.create_namespaced_pod("default", pod("p", node=""))
+    with pytest.raises(ApiException) as err:
+        core.patch_namespaced_pod("p", "default", {"spec": {"nodeName": "node-a"}})
+    code, body = _status(err)
+    assert code == 422 and body["details"]["causes"][0]["reason"] == "FieldValueForbidden"
+    with pytest.raises(ApiException) as err:
+        core.patch_namespaced_pod("p", "default", {"spec": {"restartPolicy": "Never"}})
+    assert err.value.status == 422
+    # the fields an update may change
+    core.patch_namespaced_pod("p", "default", {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}})
+    core.patch_namespaced_pod("p", "default", {"spec": {"activeDeadlineSeconds": 60}})
+    binding = client.V1Binding(
+        metadata=client.V1ObjectMeta(name="p"), target=client.V1ObjectReference(name="n1")
+    )
+    assert core.create_namespaced_pod_binding("p", "default", binding, _preload_content=False).status == 201
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_pod_binding("p", "default", binding, _preload_content=False)
+    assert err.value.status == 409
+    got = core.read_namespaced_pod("p", "default")
+    assert (got.spec.node_name, got.spec.containers[0].image) == ("n1", "busybox:2")
+
+
+def test_3_strategic_merge_patch_merges_by_patch_keys(api_server: APIServer) -> None:
+    """apimachinery ``strategicpatch`` (``mergeMap``/``mergeSlice``): finalizers are a set, containers
+    merge by name, conditions by type, ``$patch: delete`` removes one element; a strategic merge patch
+    of a custom resource is a 415 (``endpoints/handlers/patch.go``)."""
+    core, _ = clients(api_server)
+    body = pod("p")
+    body["spec"]["containers"].append({"name": "side", "image": "pause"})
+    body["metadata"]["finalizers"] = ["a/x"]
+    core.create_namespaced_pod("default", body)
+    core.patch_namespaced_pod("p", "default", {"metadata": {"finalizers": ["b/y"]}})
+    core.patch_namespaced_pod("p", "default", {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}})
+    conds = [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}]
+    core.patch_namespaced_pod_status("p", "default", {"status": {"conditions": conds}})
+    core.patch_namespaced_pod_status(
+        "p", "default", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    )
+    got = core.read_namespaced_pod("p", "default")
+    assert sorted(got.metadata.finalizers) == ["a/x", "b/y"]
+    assert [(c.name, c.image) for c in got.spec.containers] == [("c", "busybox:2"), ("side", "pause")]
+    assert {(c.type, c.status) for c in got.status.conditions} == {
+        ("Ready", "True"),
+        ("PodScheduled", "True"),
+    }
+    core.patch_namespaced_pod("p", "default", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/x"]}})
+    assert core.read_namespaced_pod("p", "default").metadata.finalizers == ["b/y"]
+    api_server.store.create("nodemetrics", {"metadata": {"name": "n"}, "spec": {}})
+    code, answer = raw_call(
+        api_server,
+        "PATCH",
+        "/apis/slo.koordinator.sh/v1alpha1/nodemetrics/n",
+        {"spec": {}},
+        **{"Content-Type": "application/strategic-merge-patch+json"},
+    )
+    assert code == 415 and answer["reason"] == "UnsupportedMediaType"
+
+
+def test_4_eviction_respects_pod_disruption_budgets(api_server: APIServer) -> None:
+    """``EvictionREST.Create``/``checkAndDecrement`` (``pkg/registry/core/pod/storage/eviction.go``) with
+    the disruption controller's status (``pkg/controller/disruption/disruption.go`` trySync)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    api = _client(api_server)
+    core, policy = client.CoreV1Api(api), client.PolicyV1Api(api)
+    for i in range(3):
+        running(core, f"web-{i}", labels={"app": "web"})
+    policy.create_namespaced_pod_disruption_budget("default", pdb_body("web", {"app": "web"}, minAvailable=2))
+    st = policy.read_namespaced_pod_disruption_budget("web", "default").status
+    assert (st.current_healthy, st.desired_healthy, st.disruptions_allowed, st.expected_pods) == (3, 2, 1, 3)
+
+    def evict(name: str, **query: Any) -> Any:
+        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace="default"))
+        return core.create_namespaced_pod_eviction(name, "default", body, _preload_content=False, **query)
+
+    assert evict("web-0", dry_run="All").status == 201  # a dry run evicts nothing and keeps the budget
+    assert core.read_namespaced_pod("web-0", "default").metadata.deletion_timestamp is None
+    assert policy.read_namespaced_pod_disruption_budget("web", "default").status.disruptions_allowed == 1
+    assert evict("web-0").status == 201
+    st = policy.read_namespaced_pod_disruption_budget("web", "default").status
+    assert st.disruptions_allowed == 0 and st.current_healthy == 2
+    with pytest.raises(ApiException) as err:
+        evict("web-1")
+    code, body = _status(err)
+    assert (
+        code == 429 and "needs 2 healthy pods and has 2 currently" in body["details"]["causes"][0]["message"]
+    )
+    # an unready pod may go while the budget is met (IfHealthyBudget); a Pending one skips PDBs
+    core.patch_namespaced_pod_status(
+        "web-2", "default", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    )
+    with pytest.raises(ApiException):  # now 1 healthy < 2 desired: the unready pod counts against it
+        evict("web-2")
+    core.create_namespaced_pod("default", pod("new", app="web"))
+    assert evict("new").status == 201
+    # a second matching PDB is an error; a PDB whose status lags its generation is a 429 with Retry-After
+    policy.create_namespaced_pod_disruption_budget(
+        "default", pdb_body("twin", {"app": "web"}, maxUnavailable=1)
+    )
+    with pytest.raises(ApiException) as err:
+        evict("web-1")
+    assert err.value.status == 500
+    policy.delete_namespaced_pod_disruption_budget("twin", "default")
+    api_server.disruption.pause()
+    policy.patch_namespaced_pod_disruption_budget("web", "default", {"spec": {"minAvailable": 1}})
+    with pytest.raises(ApiException) as err:
+        evict("web-1")
+    assert err.value.status == 429 and err.value.headers["Retry-After"] == "10"
+    api_server.disruption.resume()
+    core.patch_namespaced_pod_status(
+        "web-2", "default", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    )
+    assert evict("web-1").status == 201  # 2 healthy, 1 needed
+
+
+def test_5_graceful_deletion_and_finalizers(api_server: APIServer) -> None:
+    """``rest.BeforeDelete`` and the generic store's ``Delete``/``markAsDeleting``/
+    ``ShouldDeleteDuringUpdate`` (``apiserver/pkg/registry``), with ``CheckGracefulDelete``
+    (``pkg/registry/core/pod/strategy.go``): a pod on a node terminates (MODIFIED) until the kubelet's
+    grace-0 delete; an unscheduled pod goes at once; finalizers hold any object."""
+    core, _ = clients(api_server)
+    core.create_namespaced_pod("default", pod("on-node"))
+    core.create_namespaced_pod("default", pod("unscheduled", node=""))
+    watcher, _ = api_server.store.watch("pods", resource_version=str(api_server.store.resource_version))
+    try:
+        core.delete_namespaced_pod("on-node", "default")
+        core.delete_namespaced_pod("unscheduled", "default")
+        terminating = core.read_namespaced_pod("on-node", "default").metadata
+        assert terminating.deletion_grace_period_seconds == 30 and terminating.deletion_timestamp is not None
+        assert api_server.kubelet.confirm("default", "on-node")
+        events = [watcher.next(1.0) for _ in range(5)]
+    finally:
+        watcher.close()
+    assert [(e[0], e[1]["metadata"]["name"]) for e in events if e] == [
+        ("MODIFIED", "on-node"),
+        ("MODIFIED", "unscheduled"),
+        ("DELETED", "unscheduled"),
+        ("MODIFIED", "on-node"),
+        ("DELETED", "on-node"),
+    ]
+    core.create_namespaced_config_map("default", {"metadata": {"name": "held", "finalizers": ["x.io/keep"]}})
+    core.delete_namespaced_config_map("held", "default")
+    held = core.read_namespaced_config_map("held", "default")
+    assert held.metadata.deletion_timestamp is not None
+    from kubernetes.client.exceptions import ApiException
+
+    with pytest.raises(ApiException) as err:  # no new finalizers once deletion started
+        core.patch_namespaced_config_map("held", "default", {"metadata": {"finalizers": ["x.io/more"]}})
+    assert err.value.status == 422
+    core.patch_namespaced_config_map(
+        "held", "default", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x.io/keep"]}}
+    )
+    assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == []
+
+
+def test_6_validation_the_real_server_does(api_server: APIServer) -> None:
+    """``MicroTime.UnmarshalJSON`` (apimachinery ``meta/v1/micro_time.go``: RFC 3339 with six digits),
+    ``ValidateLeaseSpec`` (``pkg/apis/coordination/validation``), the generic store's Update (no
+    unconditional update for Leases, uid precondition), NamespaceLifecycle admission
+    (``apiserver/pkg/admission/plugin/namespace/lifecycle``) and ``dryRun`` (``endpoints/handlers``)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    api = _client(api_server)
+    coord, core = client.CoordinationV1Api(api), client.CoreV1Api(api)
+
+    def lease(name: str, when: datetime.datetime, duration: int = 15) -> Any:
+        spec = client.V1LeaseSpec(holder_identity="a", lease_duration_seconds=duration, renew_time=when)
+        return client.V1Lease(metadata=client.V1ObjectMeta(name=name), spec=spec)
+
+    whole = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)  # the client writes it without fractions
+    with pytest.raises(ApiException) as err:
+        coord.create_namespaced_lease("default", lease("l", whole))
+    assert err.value.status == 400 and "MicroTime" in _status(err)[1]["message"]
+    with pytest.raises(ApiException) as err:
+        coord.create_namespaced_lease("default", lease("l", whole.replace(microsecond=1), duration=0))
+    assert err.value.status == 422
+    created = coord.create_namespaced_lease("default", lease("l", whole.replace(microsecond=1)))
+    unconditional = {"metadata": {"name": "l"}, "spec": {"holderIdentity": "b"}}
+    with pytest.raises(ApiException) as err:
+        coord.replace_namespaced_lease("l", "default", unconditional)
+    assert err.value.status == 422
+    forged = {
+        "metadata": {"name": "l", "uid": "not-it", "resourceVersion": created.metadata.resource_version}
+    }
+    with pytest.raises(ApiException) as err:
+        coord.replace_namespaced_lease("l", "default", forged)
+    assert err.value.status == 409
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map("nowhere", {"metadata": {"name": "c"}})
+    assert err.value.status == 404 and _status(err)[1]["message"] == 'namespaces "nowhere" not found'
+    rv = api_server.store.resource_version
+    core.create_namespaced_config_map("default", {"metadata": {"name": "dry"}}, dry_run="All")
+    coord.patch_namespaced_lease("l", "default", {"spec": {"holderIdentity": "c"}}, dry_run="All")
+    coord.delete_namespaced_lease("l", "default", dry_run="All")
+    assert api_server.store.resource_version == rv
+    assert coord.read_namespaced_lease("l", "default").spec.holder_identity == "a"
+
+
+def test_7_create_defaults(api_server: APIServer) -> None:
+    """``PrepareForCreate`` of pods (``pkg/registry/core/pod/strategy.go``: phase Pending, ``qos.GetPodQOS``),
+    ``pkg/apis/core/v1/defaults.go`` (schedulerName, grace period, requests from limits), Priority
+    admission (``plugin/pkg/admission/priority``), and nodes keeping the status they register with
+    (``pkg/registry/core/node/strategy.go``, ``SetDefaults_NodeStatus``)."""
+    from kubernetes.client.exceptions import ApiException
+
+    core, _ = clients(api_server)
+    body = pod("g")
+    body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    body["spec"]["priorityClassName"] = "system-node-critical"
+    got = core.create_namespaced_pod("default", body)
+    assert (got.status.phase, got.status.qos_class) == ("Pending", "Guaranteed")
+    assert got.spec.containers[0].resources.requests == {"cpu": "1", "memory": "1Gi"}
+    assert (got.spec.scheduler_name, got.spec.termination_grace_period_seconds) == ("default-scheduler", 30)
+    assert got.spec.priority == 2000001000
+    assert core.create_namespaced_pod("default", pod("be")).spec.priority == 0
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_pod(
+            "default", {**pod("x"), "spec": {**pod("x")["spec"], "priorityClassName": "koord-batch"}}
+        )
+    assert err.value.status == 403
+    node = {
+        "metadata": {"name": "n1"},
+        "status": {"capacity": {"cpu": "4", "kubernetes.io/batch-cpu": "2000"}},
+    }
+    created = core.create_node(node)
+    assert created.status.capacity == node["status"]["capacity"] == created.status.allocatable
+
+
+def test_8_paging_history_and_bookmarks(api_server_factory: Any) -> None:
+    """etcd3 ``GetList`` paging (``apiserver/pkg/storage/etcd3/store.go``: continue tokens read at the
+    first page's revision, 410 once compacted), per-resource watch caches (``storage/cacher``), and
+    ``cacheWatcher.nextBookmarkTime`` (a bookmark 2 s before the watch's timeout)."""
+    from kubernetes.client.exceptions import ApiException
+
+    server = api_server_factory(history_limit=5)
+    core, _ = clients(server)
+    for i in range(5):
+        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm-{i}"}})
+    first = core.list_namespaced_config_map("default", limit=2)
+    assert [c.metadata.name for c in first.items] == [
+        "cm-0",
+        "cm-1",
+    ] and first.metadata.remaining_item_count == 3
+    core.delete_namespaced_config_map("cm-3", "default")
+    core.create_namespaced_config_map("default", {"metadata": {"name": "cm-5"}})
+    rest = core.list_namespaced_config_map("default", limit=10, _continue=first.metadata._continue)
+    assert [c.metadata.name for c in rest.items] == ["cm-2", "cm-3", "cm-4"]  # as of the first page
+    assert rest.metadata.resource_version == first.metadata.resource_version
+    quiet_rv = core.list_namespaced_config_map("default").metadata.resource_version
+    for i in range(10):  # churn on pods expires neither the ConfigMaps' window nor their continue token
+        server.store.create("pods", pod(f"p{i}"))
+    names = [
+        e["object"].metadata.name
+        for e in new_watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=quiet_rv, timeout_seconds=1
+        )
+    ]
+    assert names == []
+    for i in range(6):  # ConfigMap churn does
+        core.patch_namespaced_config_map("cm-0", "default", {"data": {"i": str(i)}})
+    with pytest.raises(ApiException) as err:
+        core.list_namespaced_config_map("default", limit=10, _continue=first.metadata._continue)
+    assert err.value.status == 410 and _status(err)[1]["reason"] == "Expired"
+    started = time.monotonic()
+    kinds = [
+        (e["type"], time.monotonic() - started)
+        for e in new_watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            resource_version=str(server.store.resource_version),
+            allow_watch_bookmarks=True,
+            timeout_seconds=3,
+        )
+    ]
+    assert [k for k, _ in kinds] == ["BOOKMARK"] and 0.5 < kinds[0][1] < 2.5
+
+
+def test_9_core_and_events_api_share_one_store(api_server: APIServer) -> None:
+    """``pkg/apis/events/v1/conversion.go``: an Event is one object seen through ``v1`` and
+    ``events.k8s.io/v1`` (regarding/involvedObject, note/message, reportingController/Component)."""
+    from kubernetes import client
+
+    api = _client(api_server)
+    core, events = client.CoreV1Api(api), client.EventsV1Api(api)
+    new = {
+        "metadata": {"name": "e1"},
+        "eventTime": "2026-01-01T00:00:00.000001Z",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "note": "evicted",
+        "reportingController": "koordlet",
+        "reportingInstance": "koordlet-n1",
+        "action": "Evict",
+        "reason": "Evicted",
+        "type": "Warning",
+    }
+    events.create_namespaced_event("default", new)
+    seen = core.read_namespaced_event("e1", "default")
+    assert (seen.involved_object.name, seen.message, seen.reporting_component) == ("p", "evicted", "koordlet")
+    core.patch_namespaced_event("e1", "default", {"message": "evicted twice"})
+    assert events.read_namespaced_event("e1", "default").note == "evicted twice"
+    raw = json.loads(events.list_namespaced_event("default", _preload_content=False).data)
+    assert [(e["apiVersion"], e["metadata"]["name"]) for e in raw["items"]] == [("events.k8s.io/v1", "e1")]
+
+
+def test_10_rbac_from_the_shipped_manifests(api_server_factory: Any) -> None:
+    """``plugin/pkg/auth/authorizer/rbac/rbac.go`` (``RBACAuthorizer.Authorize``) and
+    ``pkg/apis/rbac/v1/evaluation_helpers.go`` (``RuleAllows``): with authorization on, the koordlet
+    ServiceAccount of ``deploy/daemonset`` may list pods, not read ConfigMaps nor delete pods; the 403
+    names user, verb and scope. (TokenReview/SubjectAccessReview: ``test_authz.py``.)"""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    secured = api_server_factory(authorization=True)
+    secured.apply(DEPLOY / "koordlet.yaml", DEPLOY / "rbac.yaml")
+    admin = client.CoreV1Api(client.ApiClient(secured.client_config()))
+    agent = client.CoreV1Api(client.ApiClient(secured.client_config("koordinator-system/koordlet")))
+    admin.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    assert agent.list_pod_for_all_namespaces().items == []
+    with pytest.raises(ApiException) as err:
+        agent.list_namespaced_config_map("default")
+    assert err.value.status == 403
+    assert json.loads(err.value.body)["message"] == (
+        'configmaps is forbidden: User "system:serviceaccount:koordinator-system:koordlet" cannot list '
+        'resource "configmaps" in API group "" in the namespace "default"'
+    )
+    with pytest.raises(ApiException) as err:
+        agent.delete_namespaced_pod("p", "default")  # the role has pods/eviction, not delete
+    assert err.value.status == 403
