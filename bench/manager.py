@@ -40,7 +40,7 @@ from koordlet.schema.quantity import format_bytes, format_decimal
 from koordlet.schema.timefmt import format_time
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
-from tests.managerharness import NS, configmap, ensure_namespace, manager_config, nagle_off, node
+from tests.managerharness import NS, configmap, ensure_namespace, manager_config, node
 
 NAME = "manager"
 SLO_API = "/apis/slo.koordinator.sh/v1alpha1"
@@ -196,7 +196,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds = 3 if args.quick else 9
     n = args.nodes
-    with nagle_off(), APIServer(crds=DEFAULT_CRDS, history_limit=100_000) as server:
+    with APIServer(crds=DEFAULT_CRDS, history_limit=100_000) as server:
         t0 = time.perf_counter()
         populate(server, n)
         print(f"populated {n} nodes in {time.perf_counter() - t0:.1f}s", file=sys.stderr)

@@ -45,6 +45,9 @@ class Handler(BaseHTTPRequestHandler):
     """One connection; kube clients keep connections alive, hence HTTP/1.1."""
 
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two sends; with Nagle's algorithm the body would wait for the client's
+    # delayed ACK (~40 ms per request on Linux), hiding every client's own latency.
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -112,14 +115,18 @@ class Handler(BaseHTTPRequestHandler):
                 code = 200
                 return
             code, payload = reply
+            record(code)  # before answering: a client that reads the log after its call sees the entry
             self._send(code, payload)
         except APIError as err:
             code = err.code
+            record(code)
             self._send(err.code, err.body(), err.headers)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception as err:  # a bug in the test server: answer 500 and keep serving
             log.exception("test API server failed on %s %s", method, self.path)
+            code = 500
+            record(code)
             self._send(500, status.internal(repr(err)).body())
         finally:
             record(code)
@@ -129,7 +136,7 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply | None:
         info = requestinfo.parse(method, path, query)
         user = self.api.authenticate(self.headers.get("Authorization"))
-        self.api.authorize(user, info)
+        self.api.authorize(user, requestinfo.for_authorization(info, query))
         if not info.is_resource:
             return self._non_resource(method, path)
         rt = self.api.registry.lookup(info.group, info.version, info.resource)

@@ -19,7 +19,6 @@ from tests.integration.agentproc import Agent, http_get
 from tests.integration.kubepods import RealKubepods
 from tests.managerharness import (
     get,
-    no_nagle,  # noqa: F401
     running_manager,
     set_config,
     wait_until,
@@ -28,7 +27,6 @@ from tests.managerharness import (
 
 NODE = "e2e-node"
 
-pytestmark = pytest.mark.usefixtures("no_nagle")
 
 
 def host_app(name: str, cgroup: str) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from tests.managerharness import (
     ManagerProcess,
     ensure_namespace,
     get,
-    no_nagle,  # noqa: F401
     node,
     set_config,
     wait_until,
@@ -38,7 +37,6 @@ ELECTION = (
 )
 _UA = re.compile(r"^koord-manager/\S+ \((?P<identity>[^)]*)\)$")
 
-pytestmark = pytest.mark.usefixtures("no_nagle")
 
 
 def writer(r: Request) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver import APIServer
+from tests.apiserver import APIServer, requestinfo
 from tests.apiserver.server import THREAD_PREFIX
 from tests.unit.apiserver.helpers import connect as _conn
 from tests.unit.apiserver.helpers import nodemetric, pod
@@ -139,3 +139,35 @@ def test_deprecated_watch_of_one_object(api_server: APIServer) -> None:
     finally:
         conn.close()
     assert resp.status == 200 and [e["object"]["metadata"]["name"] for e in lines] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("selector", "name"),
+    [
+        ("metadata.name=node-a", "node-a"),
+        ("metadata.name==node-a,spec.x=y", "node-a"),
+        ("spec.nodeName=node-a", ""),
+        ("metadata.name!=node-a", ""),
+        ("metadata.name=a/b", ""),
+    ],
+)
+def test_list_with_an_exact_name_selector_is_a_request_for_that_name(selector: str, name: str) -> None:
+    """staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go (NewRequestInfo): a list or watch
+    whose field selector requires an exact ``metadata.name`` carries that name, so RBAC ``resourceNames``
+    rules can allow it."""
+    for watch in ("", "true"):
+        query = {"fieldSelector": selector, **({"watch": watch} if watch else {})}
+        info = requestinfo.parse("GET", "/apis/slo.koordinator.sh/v1alpha1/nodeslos", query)
+        assert info.verb == ("watch" if watch else "list")
+        assert info.name == ""  # routing still sees a list or watch
+        assert requestinfo.for_authorization(info, query).name == name
+
+
+def test_a_request_is_in_the_log_once_its_answer_arrived(api_server: APIServer) -> None:
+    """The log entry is written before the answer is sent: a client that reads the log right after its
+    own call must find it (fast answers used to race the logging)."""
+    for i in range(50):
+        path = f"/api/v1/namespaces/default/configmaps/missing-{i}"
+        code, _ = _call(api_server, "GET", path)
+        assert code == 404
+        assert any(r.path == path and r.status == 404 for r in api_server.requests), i

@@ -19,7 +19,7 @@ import yaml
 from koordlet.cluster.leaderelection import ElectionConfig
 from tests.apiserver import APIServer, Request, requestinfo
 from tests.apiserver.fixtures import DEFAULT_CRDS
-from tests.managerharness import NS, get, nagle_off, node, running_manager, set_config, wait_until
+from tests.managerharness import NS, get, node, running_manager, set_config, wait_until
 
 RBAC = Path(__file__).resolve().parents[3] / "deploy" / "manager" / "rbac.yaml"
 READ_VERBS = {"get", "list", "watch"}
@@ -80,7 +80,7 @@ def allows(a: Attrs) -> bool:
 def traffic() -> Iterator[set[Attrs]]:
     """Drive every call koord-manager makes: informers, creates, updates, deletes, node status patches,
     Events (created and aggregated), leader election (create, renew, release)."""
-    with nagle_off(), APIServer(crds=DEFAULT_CRDS) as server:
+    with APIServer(crds=DEFAULT_CRDS) as server:
         yield _drive(server)
 
 
