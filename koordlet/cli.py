@@ -8,12 +8,9 @@ message naming the problem. The one stop ``threading.Event`` of the agent is mad
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from types import FrameType
 from typing import Any
 
 import click
@@ -21,6 +18,7 @@ import click
 from koordlet import __version__, api, config, featuregates
 from koordlet.errors import ConfigError, PluginError
 from koordlet.qosmanager import loader
+from koordlet.runtime import install_signals
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -106,22 +104,6 @@ def _param_key(name: str) -> str:
     return _param(name)
 
 
-def _install_signals(stop: threading.Event) -> None:
-    """First SIGTERM/SIGINT stops gracefully; a second forces exit (uvicorn's force_exit)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    count = [0]
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        count[0] += 1
-        if count[0] > 1:
-            os._exit(130 if signum == signal.SIGINT else 143)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-
-
 def build_cli(
     entries: Sequence[loader.PluginEntry], plugin_flags: Sequence[tuple[loader.PluginEntry, api.Flag]]
 ) -> click.Group:
@@ -159,7 +141,7 @@ def build_cli(
         from koordlet import assembly
 
         stop = threading.Event()
-        _install_signals(stop)
+        install_signals(stop)
         try:
             daemon = assembly.build_daemon(cfg, entries, gates, ext_gates, stop)
         except ConfigError as err:

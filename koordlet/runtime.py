@@ -8,10 +8,13 @@ stop with a non-zero exit, so the kubelet restarts the pod (koordlet's ``klog.Fa
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 
 log = logging.getLogger(__name__)
 
@@ -160,3 +163,19 @@ class EventBus:
                 log.exception("subscriber %s of %s failed", owner or "?", event)
                 if self._on_error is not None:
                     self._on_error(owner or event, err)
+
+
+def install_signals(stop: threading.Event) -> None:
+    """First SIGTERM/SIGINT stops gracefully; a second forces exit (uvicorn's force_exit)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    count = [0]
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        count[0] += 1
+        if count[0] > 1:
+            os._exit(130 if signum == signal.SIGINT else 143)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)

@@ -75,7 +75,8 @@ def _usage(values: Mapping[str, Any]) -> Usage:
     return Usage(one("cpu", True), one("memory", False))
 
 
-def _amount(values: Mapping[str, Any], name: str) -> int | None:
+def amount(values: Mapping[str, Any], name: str) -> int | None:
+    """The integer value of ``values[name]`` (``None``: absent or unparsable)."""
     raw = values.get(name)
     if raw is None:
         return None
@@ -93,7 +94,7 @@ def node_view(node: Mapping[str, Any]) -> NodeView:
         capacity=_usage(capacity),
         allocatable=_usage(allocatable),
         annotations=podschema.str_map(podschema.as_map(meta, "annotations")),
-        batch_capacity=(_amount(allocatable, BATCH_CPU), _amount(allocatable, BATCH_MEMORY)),
+        batch_capacity=(amount(allocatable, BATCH_CPU), amount(allocatable, BATCH_MEMORY)),
     )
 
 

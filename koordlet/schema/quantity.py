@@ -79,6 +79,24 @@ def format_milli(milli: int) -> str:
     return f"{milli}m"
 
 
+def format_decimal(value: int) -> str:
+    """An integer as Kubernetes prints ``NewQuantity(v, DecimalSI)``: trailing thousands become a suffix
+    (``3000`` -> ``"3k"``, ``2500000`` -> ``"2500k"``, ``1500`` -> ``"1500"``)."""
+    if value == 0:
+        return "0"
+    for suffix, unit in (
+        ("E", 10**18),
+        ("P", 10**15),
+        ("T", 10**12),
+        ("G", 10**9),
+        ("M", 10**6),
+        ("k", 10**3),
+    ):
+        if value % unit == 0:
+            return f"{value // unit}{suffix}"
+    return str(value)
+
+
 def format_bytes(value: int) -> str:
     """Memory as Kubernetes prints ``NewQuantity(v, BinarySI)``: the largest exact binary suffix
     (``2147483648`` -> ``"2Gi"``), else the plain integer (``1536`` -> ``"1536"``)."""

@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from tests.apiserver import status
-from tests.apiserver.store import Obj, Store, now_rfc3339
+from tests.apiserver.store import Obj, Store
+from tests.apiserver.writes import now_rfc3339
 
 BINDING_CONFLICT = "pods/binding"
 

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.apiserver import binding, status
+from tests.apiserver import endpoints, requestinfo, status
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError
 from tests.apiserver.watch import WatchClosed
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 Reply = tuple[int, Any]
+BOOKMARK_BEFORE_TIMEOUT = 2.0
 
 VERSION_INFO = {
     "major": "1",
@@ -38,10 +39,6 @@ VERSION_INFO = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
-
-
-def _truthy(value: str | None) -> bool:
-    return value in ("true", "1", "True")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -130,8 +127,33 @@ class Handler(BaseHTTPRequestHandler):
     # ---- routing --------------------------------------------------------------------------------------
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply | None:
+        info = requestinfo.parse(method, path, query)
+        user = self.api.authenticate(self.headers.get("Authorization"))
+        self.api.authorize(user, info)
+        if not info.is_resource:
+            return self._non_resource(method, path)
+        rt = self.api.registry.lookup(info.group, info.version, info.resource)
+        if rt is None or info.extra_parts:
+            raise _no_route()
+        ns: str | None = info.namespace or None
+        if rt.key == ("", "namespaces"):
+            ns = None
+        elif ns is not None and not rt.namespaced:
+            raise _no_route()
+        if info.verb == "watch":
+            if info.name:
+                raise _no_route()
+            self._watch(rt, ns, query)
+            return None
+        ctype = self.headers.get("Content-Type") or "application/merge-patch+json"
+        call = endpoints.Call(info.verb, rt, ns, info.name, info.subresource, query, body, ctype, user)
+        return endpoints.serve(self.api, call)
+
+    def _non_resource(self, method: str, path: str) -> Reply:
         registry = self.api.registry
         parts = [p for p in path.split("/") if p]
+        if method != "GET":
+            raise _no_route()
         if parts in (["healthz"], ["livez"], ["readyz"]):
             return 200, b"ok"
         if parts == ["version"]:
@@ -140,160 +162,16 @@ class Handler(BaseHTTPRequestHandler):
             return 200, registry.api_versions()
         if parts == ["apis"]:
             return 200, registry.api_group_list()
-        if len(parts) >= 2 and parts[0] == "api":
-            group, version, rest = "", parts[1], parts[2:]
-        elif len(parts) >= 3 and parts[0] == "apis":
-            group, version, rest = parts[1], parts[2], parts[3:]
-        elif len(parts) == 2 and parts[0] == "apis":
+        found: Any = None
+        if len(parts) == 2 and parts[0] == "apis":
             found = registry.api_group(parts[1])
-            if found is None:
-                raise _no_route()
-            return 200, found
-        else:
+        elif len(parts) == 2 and parts[0] == "api":
+            found = registry.resource_list("", parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            found = registry.resource_list(parts[1], parts[2])
+        if found is None:
             raise _no_route()
-        if not rest:
-            found = registry.resource_list(group, version)
-            if found is None or method != "GET":
-                raise _no_route()
-            return 200, found
-        watch = _truthy(query.get("watch"))
-        if rest[0] == "watch":
-            watch, rest = True, rest[1:]
-        ns: str | None = None
-        if len(rest) >= 3 and rest[0] == "namespaces":
-            candidate = registry.lookup(group, version, rest[2])
-            if candidate is not None and candidate.namespaced:
-                ns, rest = rest[1], rest[2:]
-        if not rest or len(rest) > 3:
-            raise _no_route()
-        rt = registry.lookup(group, version, rest[0])
-        if rt is None or (ns is not None and not rt.namespaced):
-            raise _no_route()
-        name = rest[1] if len(rest) > 1 else None
-        sub = rest[2] if len(rest) > 2 else None
-        if name is None:
-            return self._collection(method, rt, ns, query, body, watch)
-        if rt.namespaced and ns is None:
-            raise _no_route()
-        return self._item(method, rt, ns, name, sub, query, body)
-
-    def _collection(
-        self, method: str, rt: ResourceType, ns: str | None, query: dict[str, str], body: Any, watch: bool
-    ) -> Reply | None:
-        store = self.api.store
-        if rt.key == ("", "bindings"):
-            if method != "POST" or ns is None:
-                raise APIError(405, f"{method} is not supported on bindings")
-            return 201, binding.bind(store, ns, None, body)
-        if method == "GET" and watch:
-            self._watch(rt, ns, query)
-            return None
-        if method == "GET":
-            items, rv = store.list(
-                rt, ns, field_selector=query.get("fieldSelector"), label_selector=query.get("labelSelector")
-            )
-            return 200, {
-                "kind": rt.list_kind,
-                "apiVersion": rt.api_version,
-                "metadata": {"resourceVersion": str(rv)},
-                "items": items,
-            }
-        if method == "POST":
-            if rt.namespaced and ns is None:
-                raise _no_route()
-            if not isinstance(body, dict):
-                raise status.bad_request("the body of a create must be an object")
-            strict = query.get("fieldValidation") == "Strict"
-            return 201, store.create(rt, body, ns, keep_status=False, strict=strict)
-        if method == "DELETE":
-            items, rv = store.list(
-                rt, ns, field_selector=query.get("fieldSelector"), label_selector=query.get("labelSelector")
-            )
-            deleted = []
-            for item in items:
-                meta = item["metadata"]
-                try:
-                    deleted.append(store.delete(rt, meta["name"], meta.get("namespace")))
-                except APIError as err:
-                    if err.code != 404:  # deleted meanwhile: fine
-                        raise
-            return 200, {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {}, "items": deleted}
-        raise APIError(405, f"{method} is not supported on a collection")
-
-    def _item(
-        self,
-        method: str,
-        rt: ResourceType,
-        ns: str | None,
-        name: str,
-        sub: str | None,
-        query: dict[str, str],
-        body: Any,
-    ) -> Reply:
-        store = self.api.store
-        if sub == "eviction" and rt.key == ("", "pods"):
-            if method != "POST":
-                raise APIError(405, "only POST is allowed on pods/eviction")
-            return self._evict(ns or "", name, body)
-        if sub == "binding" and rt.key == ("", "pods"):
-            if method != "POST":
-                raise APIError(405, "only POST is allowed on pods/binding")
-            return 201, binding.bind(store, ns or "", name, body)
-        if sub not in (None, "status") or (sub == "status" and not rt.status_subresource):
-            raise _no_route()
-        if method == "GET":
-            return 200, store.get(rt, name, ns)
-        if method == "PUT":
-            if not isinstance(body, dict):
-                raise status.bad_request("the body of an update must be an object")
-            body_name = (body.get("metadata") or {}).get("name")
-            if body_name != name:
-                raise status.bad_request(
-                    f"the name of the object ({body_name}) does not match the name on the URL ({name})"
-                )
-            strict = query.get("fieldValidation") == "Strict"
-            # Custom resources refuse unconditional updates; core pods/nodes accept them.
-            require = rt.crd is not None
-            return 200, store.update(
-                rt, body, ns, subresource=sub, require_resource_version=require, strict=strict
-            )
-        if method == "PATCH":
-            ctype = self.headers.get("Content-Type") or "application/merge-patch+json"
-            return 200, store.patch(rt, name, body, ctype, ns, subresource=sub)
-        if method == "DELETE" and sub is None:
-            opts = body if isinstance(body, dict) else {}
-            pre = opts.get("preconditions") or {}
-            return 200, store.delete(
-                rt, name, ns, uid=pre.get("uid"), resource_version=pre.get("resourceVersion")
-            )
-        raise APIError(405, f"{method} is not supported here")
-
-    def _evict(self, ns: str, name: str, body: Any) -> Reply:
-        if not isinstance(body, dict):
-            raise status.bad_request("an Eviction body is required")
-        body_name = (body.get("metadata") or {}).get("name")
-        if body_name not in (None, name):
-            raise status.bad_request("name in URL does not match name in Eviction object")
-        self.api.store.get("pods", name, ns)
-        if self.api.evictions_blocked:
-            raise APIError(
-                429,
-                "Cannot evict pod as it would violate the pod's disruption budget.",
-                details={
-                    "causes": [
-                        {
-                            "reason": "DisruptionBudget",
-                            "message": "The disruption budget test-pdb needs 1 healthy pods "
-                            "and has 1 currently",
-                        }
-                    ]
-                },
-            )
-        pre = (body.get("deleteOptions") or {}).get("preconditions") or {}
-        self.api.store.delete(
-            "pods", name, ns, uid=pre.get("uid"), resource_version=pre.get("resourceVersion")
-        )
-        return 201, status.status_body(201, "", "", success=True)
+        return 200, found
 
     # ---- watch ----------------------------------------------------------------------------------------
 
@@ -309,10 +187,17 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
+    def _next_bookmark(self, deadline: float) -> float | None:
+        """The cacher's ``nextBookmarkTime``: every ``bookmark_interval``, and 2 s before the watch's
+        timeout so a client resumes from a fresh version; none once that moment has passed."""
+        now = time.monotonic()
+        at = min(now + self.api.bookmark_interval, deadline - BOOKMARK_BEFORE_TIMEOUT)
+        return at if at > now else None
+
     def _watch(self, rt: ResourceType, ns: str | None, query: dict[str, str]) -> None:
         store = self.api.store
         timeout = float(query.get("timeoutSeconds") or self.api.default_watch_timeout)
-        bookmarks = _truthy(query.get("allowWatchBookmarks"))
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1", "True")
         try:
             watcher, initial = store.watch(
                 rt,
@@ -334,18 +219,19 @@ class Handler(BaseHTTPRequestHandler):
             self._start_stream()
             for typ, obj in initial:
                 self._chunk({"type": typ, "object": obj})
-            now = time.monotonic()
-            deadline, interval = now + timeout, self.api.bookmark_interval
-            next_bookmark = now + interval
+            deadline = time.monotonic() + timeout
+            next_bookmark = self._next_bookmark(deadline) if bookmarks else None
             while (left := deadline - time.monotonic()) > 0:
-                wait = min(left, max(next_bookmark - time.monotonic(), 0.0)) if bookmarks else left
+                wait = (
+                    left if next_bookmark is None else min(left, max(next_bookmark - time.monotonic(), 0.0))
+                )
                 try:
                     event = watcher.next(wait)
                 except WatchClosed:
                     break
                 if event is not None:
                     self._chunk({"type": event[0], "object": event[1]})
-                elif bookmarks and time.monotonic() >= next_bookmark:
+                elif next_bookmark is not None and time.monotonic() >= next_bookmark:
                     meta = {"resourceVersion": str(watcher.last_rv)}
                     self._chunk(
                         {
@@ -353,7 +239,7 @@ class Handler(BaseHTTPRequestHandler):
                             "object": {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta},
                         }
                     )
-                    next_bookmark = time.monotonic() + interval
+                    next_bookmark = self._next_bookmark(deadline)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:

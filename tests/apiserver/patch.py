@@ -12,6 +12,7 @@ from typing import Any
 
 import jsonpatch
 
+from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError, bad_request
 
 MERGE = "application/merge-patch+json"
@@ -33,7 +34,9 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-def apply(target: dict[str, Any], body: Any, content_type: str) -> dict[str, Any]:
+def apply(
+    target: dict[str, Any], body: Any, content_type: str, rt: ResourceType | None = None
+) -> dict[str, Any]:
     """``target`` patched per ``content_type`` (parameters ignored); ``target`` itself is not changed."""
     media = content_type.split(";", maxsplit=1)[0].strip().lower()
     if media in (MERGE, STRATEGIC):

@@ -37,6 +37,10 @@ class ResourceType:
     unconditional_update: bool = True
     # Subresources other than status, with the verbs discovery lists for them.
     subresources: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Where the objects live when another type's storage holds them (events.k8s.io Events are core Events).
+    storage: tuple[str, str] | None = None
+    # A DELETE answers with the object (ReturnDeletedObject) rather than a Status.
+    delete_returns_object: bool = True
 
     @property
     def api_version(self) -> str:
@@ -45,7 +49,7 @@ class ResourceType:
     @property
     def key(self) -> tuple[str, str]:
         """Storage key: one object set per group and plural, shared by all versions."""
-        return (self.group, self.plural)
+        return self.storage or (self.group, self.plural)
 
     @property
     def list_kind(self) -> str:

@@ -134,3 +134,28 @@ class Selector:
     def matches(self, obj: Mapping[str, Any]) -> bool:
         labels = obj.get("metadata", {}).get("labels") or {}
         return all(r.matches(obj) for r in self.fields) and all(r.matches(labels) for r in self.labels)
+
+    @property
+    def empty(self) -> bool:
+        return not self.fields and not self.labels
+
+
+_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!exists"}
+
+
+def label_selector(selector: Mapping[str, Any] | None) -> tuple[LabelRequirement, ...] | None:
+    """A ``metav1.LabelSelector`` object as requirements (``LabelSelectorAsSelector``); None for a null
+    selector or one that does not parse."""
+    if selector is None:
+        return None
+    out = [
+        LabelRequirement(k, "=", frozenset({str(v)})) for k, v in (selector.get("matchLabels") or {}).items()
+    ]
+    for expr in selector.get("matchExpressions") or ():
+        op = _OPERATORS.get(expr.get("operator", ""))
+        if op is None:
+            return None
+        out.append(
+            LabelRequirement(str(expr.get("key", "")), op, frozenset(map(str, expr.get("values") or ())))
+        )
+    return tuple(out)

@@ -17,7 +17,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tests import crdschema
+from tests.apiserver.disruption import DisruptionController
 from tests.apiserver.handler import Handler
+from tests.apiserver.kubelet import KubeletHook
+from tests.apiserver.requestinfo import RequestInfo
 from tests.apiserver.resources import Registry, ResourceType
 from tests.apiserver.status import APIError
 from tests.apiserver.store import Store
@@ -103,9 +106,13 @@ class APIServer:
         default_watch_timeout: float = 1800.0,
         host: str = "127.0.0.1",
         port: int = 0,
+        kubelet_auto_confirm: bool = False,
     ) -> None:
         self.registry = Registry()
         self.store = Store(self.registry, history_limit=history_limit)
+        self.disruption = DisruptionController(self.store)
+        self.kubelet = KubeletHook(self.store, auto=kubelet_auto_confirm)
+        bootstrap(self.store)
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
         self.evictions_blocked = False
@@ -256,6 +263,13 @@ class APIServer:
         """While set, evictions answer 429 TooManyRequests, as when a PodDisruptionBudget blocks them."""
         self.evictions_blocked = blocked
 
+    def authenticate(self, header: str | None) -> Any:
+        """The user a request's ``Authorization`` header names (None: anonymous)."""
+        return None
+
+    def authorize(self, user: Any, info: RequestInfo) -> None:
+        """Raise 401/403 when authorization is on and ``user`` may not do ``info``."""
+
     def fail_next(
         self,
         n: int,
@@ -333,3 +347,19 @@ def _join(timer: threading.Timer | None) -> None:
     # Outside the switch lock: a timer that already fired may be waiting for it.
     if timer is not None and timer is not threading.current_thread():
         timer.join(5.0)
+
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+SYSTEM_PRIORITY_CLASSES = (("system-node-critical", 2000001000), ("system-cluster-critical", 2000000000))
+
+
+def bootstrap(store: Store) -> None:
+    """What a new cluster has before anyone writes: the system namespaces and priority classes."""
+    for ns in SYSTEM_NAMESPACES:
+        store.create("namespaces", {"metadata": {"name": ns}}, keep_status=False)
+    for name, value in SYSTEM_PRIORITY_CLASSES:
+        store.create(
+            "priorityclasses.scheduling.k8s.io",
+            {"metadata": {"name": name}, "value": value, "description": "built in"},
+            keep_status=False,
+        )

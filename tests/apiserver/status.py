@@ -7,10 +7,13 @@ cluster.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 _REASONS = {
     400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
     404: "NotFound",
     405: "MethodNotAllowed",
     409: "Conflict",
@@ -101,19 +104,45 @@ def conflict(plural: str, group: str, name: str, why: str) -> APIError:
 STALE = "the object has been modified; please apply your changes to the latest version and try again"
 
 
-def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> APIError:
+# A field error: (path, message) is an invalid value; a third element names another kind of error.
+Cause = tuple[str, str] | tuple[str, str, str]
+_CAUSE_KINDS = {
+    "Invalid": ("FieldValueInvalid", "Invalid value"),
+    "Required": ("FieldValueRequired", "Required value"),
+    "Forbidden": ("FieldValueForbidden", "Forbidden"),
+    "NotSupported": ("FieldValueNotSupported", "Unsupported value"),
+    "Duplicate": ("FieldValueDuplicate", "Duplicate value"),
+}
+
+
+def _cause(cause: Cause) -> tuple[str, str, str]:
+    field, message = cause[0], cause[1]
+    reason, label = _CAUSE_KINDS[cause[2] if len(cause) == 3 else "Invalid"]
+    return field, reason, f"{label}: {message}" if message else label
+
+
+def invalid(kind: str, group: str, name: str, causes: Sequence[Cause]) -> APIError:
+    """422 Invalid listing field errors as ``field.ErrorList.ToAggregate`` words them."""
     what = f"{kind}.{group}" if group else kind
-    text = ", ".join(f"{field}: Invalid value: {message}" for field, message in causes)
+    parts = [_cause(c) for c in causes]
+    text = ", ".join(f"{field}: {message}" for field, _, message in parts)
+    if len(parts) > 1:
+        text = f"[{text}]"
     details = {
         "name": name,
         "group": group,
         "kind": kind,
         "causes": [
-            {"reason": "FieldValueInvalid", "message": f"Invalid value: {message}", "field": field}
-            for field, message in causes
+            {"reason": reason, "message": message, "field": field} for field, reason, message in parts
         ],
     }
     return APIError(422, f'{what} "{name}" is invalid: {text}', details=details)
+
+
+def forbidden(plural: str, group: str, name: str, why: str) -> APIError:
+    what = _qualified(plural, group)
+    subject = f'{what} "{name}"' if name else what
+    return APIError(403, f"{subject} is forbidden: {why}", details=_details(plural, group, name))
 
 
 def gone(requested: int, oldest: int) -> APIError:

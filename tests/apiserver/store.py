@@ -1,59 +1,66 @@
-"""The object store behind the test API server: resourceVersions, history, watchers.
+"""The object store behind the test API server: resourceVersions, history, watchers, write rules.
 
-Every write (create, update, status update, delete) takes the next value of one global counter as its
-``resourceVersion`` (etcd's revision), is kept in a bounded history for watch resumption, and is fanned out
-to watchers. The server sets ``uid``, ``creationTimestamp`` and ``generation`` (bumped when anything but
-metadata and status changes). Tests may call :class:`Store` directly to seed or change objects; those
-writes are seen by watchers exactly like API writes. Deletion is immediate (no finalizers, no graceful
-deletion), and namespaces need not exist for namespaced objects to be created in them.
+Every write takes the next value of one global counter as its ``resourceVersion`` (etcd's revision), is
+kept in its resource's bounded history (:mod:`tests.apiserver.history`) and is offered to watchers. Writes
+go through the type's strategy (:mod:`tests.apiserver.strategy`: defaults, what create/update may set,
+validation) and the generic registry rules: server-set ``uid``, ``creationTimestamp`` and ``generation``
+(bumped when anything but metadata and status changes), ``metadata.uid``/``resourceVersion``
+preconditions (409), graceful deletion and finalizers (:mod:`tests.apiserver.deletion`), dry run.
+
+Tests may call :class:`Store` directly to seed or change objects; those writes are seen by watchers
+exactly like API writes and obey the same rules, except that ``create`` keeps the given ``.status`` unless
+told otherwise (``keep_status``) and no admission runs (namespaces need not exist, no priority is
+resolved). Objects are kept in their storage shape (Events as core ``v1``); reads and watches through a
+type present them in its shape (:mod:`tests.apiserver.events`).
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import threading
 import time
-import uuid
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from tests.apiserver import patch, status
+from tests.apiserver import events, paging, status
+from tests.apiserver.history import History
 from tests.apiserver.resources import CRD_KEY, Registry, ResourceType, crd_written
 from tests.apiserver.selectors import Selector
 from tests.apiserver.watch import Watcher, WatchEvent
+from tests.apiserver.writes import Writes
 
 Obj = dict[str, Any]
-_SERVER_META = ("uid", "creationTimestamp", "generation", "resourceVersion", "name", "namespace")
+Listener = Callable[[WatchEvent], None]
 
 
-def now_rfc3339(clock: Callable[[], float]) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+@dataclasses.dataclass(frozen=True, slots=True)
+class Page:
+    """One answer to a list: items, the revision they are consistent at, and where the next page starts."""
+
+    items: list[Obj]
+    resource_version: int
+    continue_token: str = ""
+    remaining: int | None = None
 
 
-def _body(obj: Obj) -> Obj:
-    """Everything a generation bump looks at: all but metadata and status."""
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-
-
-class Store:
-    """Objects of every served resource, keyed by (group, plural) then (namespace, name)."""
+class Store(Writes):
+    """Objects of every served resource, keyed by storage key then (namespace, name)."""
 
     def __init__(
         self, registry: Registry, *, history_limit: int = 1000, clock: Callable[[], float] = time.time
     ) -> None:
-        if history_limit < 1:
-            raise ValueError("history_limit must be at least 1")
         self.registry = registry
         self.clock = clock
         self._lock = threading.RLock()
         self._watchers_changed = threading.Condition(self._lock)
         self._rv = 0
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
-        self._history: deque[WatchEvent] = deque(maxlen=history_limit)
+        self.history = History(history_limit)
         self._watchers: set[Watcher] = set()
         self._watches_closed = False
+        self._listeners: list[Listener] = []
 
     # ---- lookups --------------------------------------------------------------------------------------
 
@@ -61,6 +68,11 @@ class Store:
     def resource_version(self) -> int:
         with self._lock:
             return self._rv
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held across a read-decide-write that must not interleave with other writes (eviction)."""
+        return self._lock
 
     def resolve(self, resource: ResourceType | str) -> ResourceType:
         """A type from itself, a plural (``pods``, ``nodemetrics``) or ``plural.group``."""
@@ -93,10 +105,15 @@ class Store:
             raise status.not_found(rt.plural, rt.group, name)
         return found
 
+    def exists(self, resource: ResourceType | str, name: str, namespace: str | None = None) -> bool:
+        rt = self.resolve(resource)
+        with self._lock:
+            return (self._ns(rt, namespace), name) in self._bucket(rt)
+
     def get(self, resource: ResourceType | str, name: str, namespace: str | None = None) -> Obj:
         rt = self.resolve(resource)
         with self._lock:
-            return copy.deepcopy(self._current(rt, self._ns(rt, namespace), name))
+            return events.from_storage(rt, copy.deepcopy(self._current(rt, self._ns(rt, namespace), name)))
 
     def list(
         self,
@@ -105,32 +122,57 @@ class Store:
         *,
         field_selector: str | None = None,
         label_selector: str | None = None,
-    ) -> tuple[list[Obj], int]:
+    ) -> tuple[builtins.list[Obj], int]:
         """Matching objects sorted by namespace/name, and the revision the list is consistent at."""
+        page = self.list_page(
+            resource, namespace, field_selector=field_selector, label_selector=label_selector
+        )
+        return page.items, page.resource_version
+
+    def list_page(
+        self,
+        resource: ResourceType | str,
+        namespace: str | None = None,
+        *,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+    ) -> Page:
+        """A list as the API answers it, paged by ``limit``/``continue`` (:mod:`tests.apiserver.paging`)."""
         rt = self.resolve(resource)
         selector = Selector.parse(field_selector, label_selector, rt.fields)
         with self._lock:
+            at, start = paging.starting_point(
+                continue_token, resource_version, resource_version_match, self._rv
+            )
+            if at == self._rv:
+                state = [v for _, v in sorted(self._bucket(rt).items())]
+            else:
+                try:
+                    state = self.history.snapshot(rt.key, self._bucket(rt), at, self._rv)
+                except status.APIError as err:
+                    if err.code == 410 and continue_token:
+                        raise paging.expired() from err
+                    raise
             items = [
-                copy.deepcopy(obj)
-                for (ns, _), obj in sorted(self._bucket(rt).items())
-                if (namespace is None or ns == namespace) and selector.matches(obj)
+                copy.deepcopy(o)
+                for o in state
+                if (namespace is None or o["metadata"].get("namespace", "") == namespace)
+                and paging.after(o, start)
+                and selector.matches(o)
             ]
-            return items, self._rv
+        page, token, remaining = paging.cut(items, limit, at, counted=selector.empty)
+        return Page([events.from_storage(rt, o) for o in page], at, token, remaining)
 
     # ---- writes ---------------------------------------------------------------------------------------
 
-    def _admit(self, rt: ResourceType, obj: Obj, name: str, strict: bool) -> Obj:
-        """Prune unknown fields (or refuse them when ``strict``, i.e. ``fieldValidation=Strict``), then
-        check the schema: kube-apiserver's order for custom resources."""
-        if strict:
-            unknown = [m for _, m in rt.schema_errors(obj, strict=True) if "Additional properties" in m]
-            if unknown:
-                raise status.bad_request(f"strict decoding error: {'; '.join(unknown)}")
-        pruned: Obj = rt.prune(obj)
-        causes = rt.schema_errors(pruned, strict=False)
-        if causes:
-            raise status.invalid(rt.kind, rt.group, name, causes)
-        return pruned
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener`` after every committed write, under the store lock (controllers use this)."""
+        with self._lock:
+            self._listeners.append(listener)
 
     def _commit(self, rt: ResourceType, typ: str, obj: Obj, old: Obj | None) -> Obj:
         if rt.key == CRD_KEY:
@@ -143,184 +185,12 @@ class Store:
         else:
             self._bucket(rt)[key] = obj
         event = WatchEvent(self._rv, rt.key, typ, copy.deepcopy(obj), old)
-        self._history.append(event)
+        self.history.record(event)
         for w in self._watchers:
             w.offer(event)
+        for listener in self._listeners:
+            listener(event)
         return copy.deepcopy(obj)
-
-    def create(
-        self,
-        resource: ResourceType | str,
-        obj: Obj,
-        namespace: str | None = None,
-        *,
-        keep_status: bool = True,
-        strict: bool = False,
-    ) -> Obj:
-        """Store a new object (409 AlreadyExists if taken). ``keep_status=False`` drops ``.status``, as
-        API creates of a resource with a status subresource do."""
-        rt = self.resolve(resource)
-        new = copy.deepcopy(obj)
-        meta = new.setdefault("metadata", {})
-        with self._lock:
-            ns = self._ns(rt, namespace, new)
-            if not meta.get("name"):
-                if not meta.get("generateName"):
-                    raise _required(rt, "metadata.name", "name or generateName is required")
-                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
-            name = meta["name"]
-            if meta.get("resourceVersion") not in (None, ""):
-                # etcd3 storage refuses this, and kube-apiserver answers it as an internal error.
-                raise status.internal("resourceVersion should not be set on objects to be created")
-            if (ns, name) in self._bucket(rt):
-                raise status.already_exists(rt.plural, rt.group, name)
-            if rt.namespaced:
-                meta["namespace"] = ns
-            else:
-                meta.pop("namespace", None)
-            if not keep_status and rt.status_subresource:
-                new.pop("status", None)
-            new["apiVersion"], new["kind"] = rt.api_version, rt.kind
-            meta.pop("resourceVersion", None)
-            meta["uid"] = str(uuid.uuid4())
-            meta["creationTimestamp"] = now_rfc3339(self.clock)
-            meta["generation"] = 1
-            new = self._admit(rt, new, name, strict)
-            return self._commit(rt, "ADDED", new, None)
-
-    def update(
-        self,
-        resource: ResourceType | str,
-        obj: Obj,
-        namespace: str | None = None,
-        *,
-        subresource: str | None = None,
-        require_resource_version: bool = False,
-        strict: bool = False,
-    ) -> Obj:
-        """Replace an object (PUT semantics).
-
-        A ``metadata.resourceVersion`` that is not the current one is a 409 Conflict. On a resource with
-        a status subresource, a main write keeps the stored ``.status`` and ``subresource="status"``
-        changes only ``.status``. An update that changes nothing writes nothing (no new revision).
-        """
-        rt = self.resolve(resource)
-        meta = obj.get("metadata") or {}
-        name = meta.get("name")
-        if not name:
-            raise status.bad_request("name is required in metadata")
-        with self._lock:
-            ns = self._ns(rt, namespace, obj)
-            old = self._current(rt, ns, name)
-            given_rv = meta.get("resourceVersion")
-            if given_rv in (None, ""):
-                if require_resource_version:
-                    raise _required(rt, "metadata.resourceVersion", "0x0: must be specified for an update")
-            elif str(given_rv) != old["metadata"]["resourceVersion"]:
-                raise status.conflict(rt.plural, rt.group, name, status.STALE)
-            if subresource == "status" and rt.status_subresource:
-                new = copy.deepcopy(old)
-                if "status" in obj:
-                    new["status"] = copy.deepcopy(obj["status"])
-                else:
-                    new.pop("status", None)
-            elif subresource is None:
-                new = copy.deepcopy(obj)
-                new["apiVersion"], new["kind"] = rt.api_version, rt.kind
-                if rt.status_subresource:
-                    new.pop("status", None)
-                    if "status" in old:
-                        new["status"] = copy.deepcopy(old["status"])
-                new_meta = new.setdefault("metadata", {})
-                for field in _SERVER_META:
-                    if field in old["metadata"]:
-                        new_meta[field] = old["metadata"][field]
-                    else:
-                        new_meta.pop(field, None)
-            else:
-                raise status.APIError(
-                    404, f"the server could not find the requested resource ({subresource})"
-                )
-            new = self._admit(rt, new, name, strict)
-            if _body(new) != _body(old):  # compared after pruning: dropped unknown fields change nothing
-                new["metadata"]["generation"] = int(old["metadata"].get("generation", 0)) + 1
-            if new == old:
-                return copy.deepcopy(old)
-            return self._commit(rt, "MODIFIED", new, copy.deepcopy(old))
-
-    def patch(
-        self,
-        resource: ResourceType | str,
-        name: str,
-        body: Any,
-        content_type: str = patch.MERGE,
-        namespace: str | None = None,
-        *,
-        subresource: str | None = None,
-    ) -> Obj:
-        """Apply a PATCH atomically (the real server's GuaranteedUpdate). A patch that sets
-        ``metadata.resourceVersion`` makes it a precondition (409 when stale)."""
-        rt = self.resolve(resource)
-        with self._lock:
-            ns = self._ns(rt, namespace)
-            current = self._current(rt, ns, name)
-            patched = patch.apply(current, body, content_type)
-            meta = patched.setdefault("metadata", {})
-            if not isinstance(meta, dict):
-                raise status.bad_request("metadata must be an object")
-            if meta.get("name") != name:
-                raise status.bad_request("the name of a patched object cannot change")
-            if meta.get("resourceVersion") in (None, ""):
-                meta["resourceVersion"] = current["metadata"]["resourceVersion"]
-            return self.update(rt, patched, ns or None, subresource=subresource)
-
-    def guaranteed_update(
-        self,
-        resource: ResourceType | str,
-        name: str,
-        namespace: str | None,
-        mutate: Callable[[Obj], Obj],
-        *,
-        dry_run: bool = False,
-    ) -> Obj:
-        """Storage's GuaranteedUpdate: ``mutate`` gets a copy of the current object under the lock and
-        returns the object to write as is (no strategy, no generation bump); it raises APIError to
-        refuse. Subresources such as pods/binding write this way."""
-        rt = self.resolve(resource)
-        with self._lock:
-            old = self._current(rt, self._ns(rt, namespace), name)
-            new = mutate(copy.deepcopy(old))
-            if new == old:
-                return copy.deepcopy(old)
-            if dry_run:
-                return copy.deepcopy(new)
-            return self._commit(rt, "MODIFIED", new, copy.deepcopy(old))
-
-    def delete(
-        self,
-        resource: ResourceType | str,
-        name: str,
-        namespace: str | None = None,
-        *,
-        uid: str | None = None,
-        resource_version: str | None = None,
-    ) -> Obj:
-        """Remove an object at once; ``uid``/``resource_version`` are DeleteOptions preconditions (409)."""
-        rt = self.resolve(resource)
-        with self._lock:
-            ns = self._ns(rt, namespace)
-            old = self._current(rt, ns, name)
-            have_uid, have_rv = old["metadata"]["uid"], old["metadata"]["resourceVersion"]
-            if uid is not None and uid != have_uid:
-                why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {have_uid}"
-                raise status.conflict(rt.plural, rt.group, name, why)
-            if resource_version is not None and resource_version != have_rv:
-                why = (
-                    f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
-                    f"ResourceVersion in object meta: {have_rv}"
-                )
-                raise status.conflict(rt.plural, rt.group, name, why)
-            return self._commit(rt, "DELETED", copy.deepcopy(old), copy.deepcopy(old))
 
     # ---- watch ----------------------------------------------------------------------------------------
 
@@ -336,8 +206,8 @@ class Store:
         """Subscribe; returns the watcher and the events to send first.
 
         Without a resourceVersion (or with "0") the first events are a synthetic ADDED per existing
-        object; with one, every kept write newer than it is replayed. A version older than the kept
-        history raises 410 Gone.
+        object; with one, every kept write of this resource newer than it is replayed. A version older
+        than the resource's kept history raises 410 Gone.
         """
         rt = self.resolve(resource)
         selector = Selector.parse(field_selector, label_selector, rt.fields)
@@ -345,23 +215,21 @@ class Store:
             initial: builtins.list[tuple[str, Obj]] = []
             if resource_version in (None, "", "0"):
                 initial = [
-                    ("ADDED", copy.deepcopy(o))
+                    ("ADDED", events.from_storage(rt, copy.deepcopy(o)))
                     for (ns, _), o in sorted(self._bucket(rt).items())
                     if (namespace is None or ns == namespace) and selector.matches(o)
                 ]
                 since = self._rv
+                replay: builtins.list[WatchEvent] = []
             else:
                 try:
                     since = int(str(resource_version))
                 except ValueError:
                     raise status.bad_request(f"invalid resource version: {resource_version}") from None
-                oldest = self._history[0].rv if self._history else self._rv + 1
-                if since < self._rv and since < oldest - 1:
-                    raise status.gone(since, oldest - 1)
+                replay = builtins.list(self.history.since(rt.key, since, self._rv))
             watcher = Watcher(rt, namespace, selector, since, self.unsubscribe)
-            for ev in self._history:
-                if ev.rv > since:
-                    watcher.offer(ev)
+            for ev in replay:
+                watcher.offer(ev)
             if self._watches_closed:
                 watcher.offer(None)
             else:
@@ -394,8 +262,4 @@ class Store:
     def compact(self) -> None:
         """Forget all history (etcd compaction): any older resourceVersion now gets 410 Gone."""
         with self._lock:
-            self._history.clear()
-
-
-def _required(rt: ResourceType, field: str, message: str) -> status.APIError:
-    return status.invalid(rt.kind, rt.group, "", [(field, message)])
+            self.history.compact(self._rv)

@@ -6,12 +6,14 @@ events of its resource, namespace and selector. ``None`` in the queue means the 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import queue
 import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.apiserver.events import from_storage
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.selectors import Selector
 
@@ -82,15 +84,15 @@ class Watcher:
             if ev.key != self._rt.key:
                 continue
             now, before = self._matches(ev.obj), self._matches(ev.old)
+            typ = None
             if ev.type == "DELETED":
-                if before or now:
-                    return "DELETED", ev.obj
-            elif now and before:
-                return "MODIFIED", ev.obj
+                typ = "DELETED" if before or now else None
             elif now:
-                return "ADDED", ev.obj
+                typ = "MODIFIED" if before else "ADDED"
             elif before:
-                return "DELETED", ev.obj
+                typ = "DELETED"
+            if typ is not None:
+                return typ, from_storage(self._rt, copy.deepcopy(ev.obj))
 
     def close(self) -> None:
         self._on_close(self)

@@ -300,6 +300,9 @@ def test_pods_from_api_server_and_evictions(cluster_factory: Callable[..., Clust
     assert wait_for(lambda: any(p.name == "web-9" for p in c.informer.pods()), NEVER, timeout=5)
     by_name = {p.name: p for p in c.informer.pods()}
     assert c.informer.evict(by_name["web-9"], "BEMemoryEvict", "memory over 70%") == "evicted"
+    # evicted, the pod terminates on its node until the kubelet confirms it stopped
+    assert c.server.store.get("pods", "web-9", "default")["metadata"].get("deletionTimestamp")
+    assert c.server.kubelet.confirm("default", "web-9")
     assert wait_for(lambda: all(p.name != "web-9" for p in c.informer.pods()), NEVER, timeout=5)
     c.server.evictions_answer_429(True)
     assert c.informer.evict(by_name["web-2"], "BECPUEvict", "x") == "blocked"

@@ -27,6 +27,10 @@ def test_eviction_with_the_right_uid_deletes_the_pod(api_server: APIServer) -> N
     core, _ = clients(api_server)
     uid = core.create_namespaced_pod("default", pod("be-1")).metadata.uid
     core.create_namespaced_pod_eviction("be-1", "default", _eviction("be-1", uid))
+    # the pod is on a node: it terminates until that node's kubelet confirms
+    (terminating,) = core.list_namespaced_pod("default").items
+    assert terminating.metadata.deletion_timestamp is not None
+    assert api_server.kubelet.confirm_all() == ["default/be-1"]
     assert core.list_namespaced_pod("default").items == []
     (req,) = [r for r in api_server.requests if r.path.endswith("/eviction")]
     assert req.status == 201 and req.body["apiVersion"] == "policy/v1"
@@ -41,9 +45,7 @@ def test_eviction_with_a_wrong_uid_is_409_and_keeps_the_pod(api_server: APIServe
     with pytest.raises(ApiException) as err:
         core.create_namespaced_pod_eviction("be-1", "default", _eviction("be-1", "not-the-uid"))
     assert err.value.status == 409
-    assert (
-        "Precondition failed: UID in precondition: not-the-uid" in json.loads(str(err.value.body))["message"]
-    )
+    assert "the UID in the precondition (not-the-uid)" in json.loads(str(err.value.body))["message"]
     assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["be-1"]
 
 
@@ -61,7 +63,7 @@ def test_eviction_blocked_answers_429_until_released(api_server: APIServer) -> N
     assert len(core.list_namespaced_pod("default").items) == 1
     api_server.evictions_answer_429(False)
     core.create_namespaced_pod_eviction("be-1", "default", _eviction("be-1"))
-    assert core.list_namespaced_pod("default").items == []
+    assert core.read_namespaced_pod("be-1", "default").metadata.deletion_timestamp is not None
 
 
 def test_eviction_of_a_missing_pod_is_404(api_server: APIServer) -> None:
@@ -79,8 +81,12 @@ def test_eviction_emits_a_deleted_watch_event(api_server: APIServer) -> None:
     watcher, _ = api_server.store.watch("pods", resource_version=str(api_server.store.resource_version))
     try:
         core.create_namespaced_pod_eviction("be-1", "default", _eviction("be-1"))
-        event = watcher.next(2.0)
+        api_server.kubelet.confirm("default", "be-1")
+        events = [watcher.next(2.0) for _ in range(3)]
     finally:
         watcher.close()
-    assert event is not None
-    assert (event[0], event[1]["metadata"]["name"]) == ("DELETED", "be-1")
+    assert [(e[0], e[1]["metadata"]["name"]) for e in events if e] == [
+        ("MODIFIED", "be-1"),  # deletionTimestamp set, grace period 30 s
+        ("MODIFIED", "be-1"),  # the kubelet's delete with grace period 0
+        ("DELETED", "be-1"),
+    ]

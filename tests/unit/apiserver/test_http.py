@@ -116,7 +116,8 @@ def test_patch_media_types(api_server: APIServer) -> None:
 def test_delete_collection_with_a_selector(api_server: APIServer) -> None:
     for name, app in (("a", "web"), ("b", "web"), ("c", "db")):
         api_server.store.create("pods", pod(name, app=app))
-    code, body = _call(api_server, "DELETE", "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb")
+    query = "labelSelector=app%3Dweb&gracePeriodSeconds=0"
+    code, body = _call(api_server, "DELETE", f"/api/v1/namespaces/default/pods?{query}")
     assert code == 200 and sorted(i["metadata"]["name"] for i in body["items"]) == ["a", "b"]
     items, _ = api_server.store.list("pods")
     assert [i["metadata"]["name"] for i in items] == ["c"]

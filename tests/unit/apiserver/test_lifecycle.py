@@ -107,12 +107,14 @@ def test_factory_fixture_stops_its_servers(api_server_factory: Any) -> None:
 
 def test_request_log_and_store_seeding(api_server: APIServer) -> None:
     seeded = api_server.store.create("pods", {**pod("seeded"), "status": {"phase": "Running"}})
-    assert seeded["status"] == {"phase": "Running"}  # direct store writes may seed status
+    # direct store writes may seed status (the QoS class is filled in, as every pod has one)
+    assert seeded["status"] == {"phase": "Running", "qosClass": "BestEffort"}
     core, _ = clients(api_server)
     got = core.read_namespaced_pod("seeded", "default")
     assert got.status.phase == "Running"
     via_api = core.create_namespaced_pod("default", {**pod("api"), "status": {"phase": "Running"}})
-    assert via_api.status is None  # API creates drop status on resources with a status subresource
+    # API creates replace the status: a new pod is Pending (PrepareForCreate)
+    assert (via_api.status.phase, via_api.status.qos_class) == ("Pending", "BestEffort")
     api_server.store.update("pods", {**seeded, "metadata": {**seeded["metadata"], "labels": {"a": "b"}}})
     assert api_server.store.get("pods", "seeded", "default")["metadata"]["labels"] == {"a": "b"}
     assert [(r.method, r.status) for r in api_server.requests] == [("GET", 200), ("POST", 201)]

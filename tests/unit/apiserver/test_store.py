@@ -72,11 +72,15 @@ def test_generation_counts_spec_changes_only(store: Store) -> None:
 
 def test_server_owned_metadata_cannot_be_overwritten(store: Store) -> None:
     created = store.create("pods", pod("a"))
-    forged = {**created, "metadata": {**created["metadata"], "uid": "forged", "creationTimestamp": "x"}}
+    forged = {**created, "metadata": {**created["metadata"], "creationTimestamp": "2000-01-01T00:00:00Z"}}
     forged["metadata"]["labels"] = {"changed": "yes"}
     out = store.update("pods", forged)
     assert out["metadata"]["uid"] == created["metadata"]["uid"]
     assert out["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
+    # a uid that is not the object's is a precondition that fails (the generic store's Update)
+    with pytest.raises(APIError) as err:
+        store.update("pods", {**out, "metadata": {**out["metadata"], "uid": "forged"}})
+    assert err.value.code == 409 and "UID in precondition: forged" in err.value.message
 
 
 def test_identical_update_writes_nothing(store: Store) -> None:
@@ -87,7 +91,7 @@ def test_identical_update_writes_nothing(store: Store) -> None:
 
 def test_stale_update_and_delete_preconditions(store: Store) -> None:
     created = store.create("pods", pod("a"))
-    store.update("pods", {**created, "spec": {**created["spec"], "nodeName": "node-b"}})
+    store.update("pods", {**created, "metadata": {**created["metadata"], "labels": {"v": "2"}}})
     with pytest.raises(APIError) as err:
         store.update("pods", created)
     assert err.value.code == 409 and err.value.reason == "Conflict"
@@ -97,7 +101,7 @@ def test_stale_update_and_delete_preconditions(store: Store) -> None:
     with pytest.raises(APIError) as err:
         store.delete("pods", "a", "default", resource_version="1")
     assert err.value.code == 409
-    store.delete("pods", "a", "default", uid=created["metadata"]["uid"])
+    store.delete("pods", "a", "default", uid=created["metadata"]["uid"], grace_period_seconds=0)
     with pytest.raises(APIError) as err:
         store.get("pods", "a", "default")
     assert err.value.code == 404
@@ -115,7 +119,7 @@ def test_schema_violations_are_422_and_nothing_is_written(store: Store) -> None:
 
 
 def test_generate_name_and_namespace_rules(store: Store) -> None:
-    made = store.create("pods", {"metadata": {"generateName": "web-"}, "spec": {}}, "ns1")
+    made = store.create("pods", {"metadata": {"generateName": "web-"}, "spec": pod("x")["spec"]}, "ns1")
     assert made["metadata"]["name"].startswith("web-") and len(made["metadata"]["name"]) == 9
     assert made["metadata"]["namespace"] == "ns1" and made["kind"] == "Pod"
     with pytest.raises(APIError) as err:

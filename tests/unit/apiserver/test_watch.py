@@ -19,7 +19,7 @@ def test_watch_from_resource_version_gets_later_events_and_ends_by_itself(api_se
     rv = core.list_pod_for_all_namespaces().metadata.resource_version
     core.create_namespaced_pod("default", pod("p1"))
     core.patch_namespaced_pod("p1", "default", {"metadata": {"labels": {"x": "1"}}})
-    core.delete_namespaced_pod("p1", "default")
+    core.delete_namespaced_pod("p1", "default", grace_period_seconds=0)
     core.create_namespaced_pod("default", pod("other-node", node="node-b"))
 
     started = time.monotonic()
@@ -33,7 +33,13 @@ def test_watch_from_resource_version_gets_later_events_and_ends_by_itself(api_se
         )
     ]
     took = time.monotonic() - started
-    assert [(t, n) for t, n, _ in seen] == [("ADDED", "p1"), ("MODIFIED", "p1"), ("DELETED", "p1")]
+    # a delete marks the pod deleting (MODIFIED) before it goes, even with grace period 0
+    assert [(t, n) for t, n, _ in seen] == [
+        ("ADDED", "p1"),
+        ("MODIFIED", "p1"),
+        ("MODIFIED", "p1"),
+        ("DELETED", "p1"),
+    ]
     versions = [int(v) for _, _, v in seen]
     assert versions == sorted(versions) and versions[0] > int(rv)
     assert 1.5 < took < 8, "the server must end the stream at timeoutSeconds"
@@ -49,17 +55,17 @@ def test_watch_receives_live_events(api_server: APIServer) -> None:
         w = new_watch()
         for ev in w.stream(core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=5):
             got.append((ev["type"], ev["object"].metadata.name))
-            if len(got) == 2:
+            if len(got) == 3:
                 w.stop()
 
     t = threading.Thread(target=consume)
     t.start()
     assert api_server.store.wait_for_watchers(1)
     api_server.store.create("pods", pod("live"))
-    api_server.store.delete("pods", "live", "default")
+    api_server.store.delete("pods", "live", "default", grace_period_seconds=0)
     t.join(10)
     assert not t.is_alive()
-    assert got == [("ADDED", "live"), ("DELETED", "live")]
+    assert got == [("ADDED", "live"), ("MODIFIED", "live"), ("DELETED", "live")]
 
 
 def test_watch_without_version_starts_with_current_objects(api_server: APIServer) -> None:
@@ -67,7 +73,7 @@ def test_watch_without_version_starts_with_current_objects(api_server: APIServer
     core, _ = clients(api_server)
     api_server.store.create("pods", pod("a"))
     api_server.store.create("pods", pod("b"))
-    api_server.store.delete("pods", "a", "default")
+    api_server.store.delete("pods", "a", "default", grace_period_seconds=0)
     events = [
         (e["type"], e["object"].metadata.name)
         for e in new_watch().stream(core.list_namespaced_pod, "default", timeout_seconds=1)
@@ -116,26 +122,28 @@ def test_compaction_expires_every_older_version(api_server: APIServer) -> None:
     assert initial == []
 
 
-def test_bookmarks_carry_the_current_version(api_server_factory: Any) -> None:
-
-    server = api_server_factory(bookmark_interval=0.2)
-    core, _ = clients(server)
-    server.store.create("pods", pod("a"))
-    server.store.create("pods", pod("elsewhere", namespace="other"))
+def test_bookmarks_carry_the_current_version(api_server: APIServer) -> None:
+    """The cacher's ``nextBookmarkTime`` (``storage/cacher/cache_watcher.go``): with the periodic bookmark
+    a minute away, one still comes 2 s before the watch's timeout, carrying the newest version."""
+    core, _ = clients(api_server)
+    api_server.store.create("pods", pod("a"))
+    api_server.store.create("pods", pod("elsewhere", namespace="kube-system"))
     w = new_watch()
-    types = [
-        e["type"]
-        for e in w.stream(
-            core.list_namespaced_pod,
-            "default",
-            resource_version="1",
-            allow_watch_bookmarks=True,
-            timeout_seconds=1,
-        )
-    ]
-    assert "BOOKMARK" in types
-    # the filtered-out write in namespace "other" still advances the bookmark's version
-    assert w.resource_version == str(server.store.resource_version)
+    started = time.monotonic()
+    seen = []
+    for e in w.stream(
+        core.list_namespaced_pod,
+        "default",
+        resource_version="1",
+        allow_watch_bookmarks=True,
+        timeout_seconds=3,
+    ):
+        seen.append((e["type"], round(time.monotonic() - started, 1)))
+    types = [t for t, _ in seen]
+    assert types == ["ADDED", "BOOKMARK"]
+    assert 0.5 < seen[1][1] < 2.5, seen
+    # the filtered-out write in another namespace still advances the bookmark's version
+    assert w.resource_version == str(api_server.store.resource_version)
 
 
 def test_custom_object_watch(api_server: APIServer) -> None:
@@ -203,12 +211,18 @@ def test_shared_informer_tracks_pods(api_server: APIServer) -> None:
             assert changed.wait_for(lambda: len(seen) >= 2, 5)
         assert server_has_watch(api_server)
         core.patch_namespaced_pod("p2", "default", {"metadata": {"labels": {"v": "2"}}})
-        core.delete_namespaced_pod("p1", "default")
+        core.delete_namespaced_pod("p1", "default", grace_period_seconds=0)
         with changed:
-            assert changed.wait_for(lambda: len(seen) >= 4, 5)
+            assert changed.wait_for(lambda: len(seen) >= 5, 5)
     finally:
         inf.stop()
-    assert seen == [("ADDED", "p1"), ("ADDED", "p2"), ("MODIFIED", "p2"), ("DELETED", "p1")]
+    assert seen == [
+        ("ADDED", "p1"),
+        ("ADDED", "p2"),
+        ("MODIFIED", "p2"),
+        ("MODIFIED", "p1"),
+        ("DELETED", "p1"),
+    ]
     assert sorted(inf.cache.list_keys()) == ["default/p2"]
 
 

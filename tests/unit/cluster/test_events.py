@@ -14,6 +14,9 @@ CM = ObjectRef(kind="ConfigMap", name="slo-controller-config", namespace="koordi
 
 
 def test_events_are_created_aggregated_and_rate_limited(api_server: APIServer) -> None:  # noqa: F811
+    api_server.store.create(
+        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CM.namespace}}
+    )
     api = make_api_client(client_configuration=api_server.client_config())
     clock = FakeClock()
     rec = EventRecorder(
@@ -41,6 +44,9 @@ def test_events_are_created_aggregated_and_rate_limited(api_server: APIServer) -
 
 
 def test_run_sends_in_the_background_and_ends_on_stop(api_server: APIServer) -> None:  # noqa: F811
+    api_server.store.create(
+        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CM.namespace}}
+    )
     api = make_api_client(client_configuration=api_server.client_config())
     rec = EventRecorder(api, "koord-manager")
     stop = threading.Event()

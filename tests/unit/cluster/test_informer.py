@@ -227,3 +227,18 @@ def test_close_cuts_a_blocked_watch_promptly(
     t.join(5)
     api.close()
     assert not t.is_alive() and time.monotonic() - t0 < 2.0
+
+
+def test_paged_list_follows_continue_tokens(
+    api_server: APIServer,  # noqa: F811
+    running: Callable[..., Informer],
+) -> None:
+    for i in range(5):
+        api_server.store.create("nodes", node(f"n{i}"))
+    inf = running("nodes", page_size=2)
+    wait(inf.has_synced)
+    assert sorted(inf.keys()) == [f"n{i}" for i in range(5)]
+    lists = [r for r in api_server.requests if r.path == "/api/v1/nodes" and r.query.get("watch") != "true"]
+    assert [r.query.get("limit") for r in lists] == ["2", "2", "2"]
+    assert [bool(r.query.get("continue")) for r in lists] == [False, True, True]
+    assert inf.lists == 1

@@ -156,6 +156,9 @@ def test_run_loses_the_lead_in_time_and_campaigns_again() -> None:
 
 
 def test_two_electors_on_the_test_api_server(api_server: APIServer) -> None:  # noqa: F811
+    api_server.store.create(
+        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}
+    )
     clients = [
         make_api_client(client_configuration=api_server.client_config(), user_agent=f"e{i}") for i in (0, 1)
     ]

@@ -81,7 +81,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
         return Done()
 
     monkeypatch.setattr(assembly, "build_daemon", fake_build)
-    monkeypatch.setattr(cli, "_install_signals", lambda stop: None)
+    monkeypatch.setattr(cli, "install_signals", lambda stop: None)
     return seen
 
 

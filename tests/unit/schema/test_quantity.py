@@ -86,3 +86,16 @@ def test_parse_duration_refuses(bad: str) -> None:
 def test_format_duration_matches_go(seconds: float, text: str) -> None:
     assert q.format_duration(seconds) == text
     assert q.parse_duration(text) == seconds
+
+
+def test_format_decimal_like_kubernetes() -> None:
+    assert [q.format_decimal(v) for v in (0, 1500, 3000, 2_500_000, 10**9, -2000)] == [
+        "0",
+        "1500",
+        "3k",
+        "2500k",
+        "1G",
+        "-2k",
+    ]
+    for v in (1, 999, 1000, 123456000):
+        assert q.to_int(q.format_decimal(v)) == v

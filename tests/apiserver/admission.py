@@ -1,0 +1,99 @@
+"""Admission on create, as kube-apiserver's default plugins do it (``plugin/pkg/admission``).
+
+* NamespaceLifecycle: a namespaced object needs an existing namespace (404 ``namespaces "x" not found``)
+  that is not being deleted (403).
+* Priority: a pod's ``priorityClassName`` must name a PriorityClass (403 otherwise); ``spec.priority``
+  and ``preemptionPolicy`` come from it, or from the global-default class, or are 0; a pod that sets a
+  different priority itself is refused (403).
+* ServiceAccount: a pod without ``serviceAccountName`` runs as ``default`` (no token volume is mounted
+  and the account need not exist here).
+* DefaultTolerationSeconds: pods tolerate ``node.kubernetes.io/not-ready`` and ``unreachable``
+  (NoExecute) for 300 s unless they say otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from tests.apiserver import status
+from tests.apiserver.resources import ResourceType
+
+if TYPE_CHECKING:
+    from tests.apiserver.server import APIServer
+
+Obj = dict[str, Any]
+DEFAULT_TOLERATION_SECONDS = 300
+_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+_NO_NAMESPACE_CHECK = {("", "namespaces"), ("authentication.k8s.io", "tokenreviews")}
+
+
+def admit_create(api: APIServer, rt: ResourceType, namespace: str | None, obj: Obj) -> Obj:
+    """``obj`` as the mutating plugins leave it; raises what the validating ones refuse."""
+    out = copy.deepcopy(obj)
+    meta = out.get("metadata") or {}
+    ns = namespace or meta.get("namespace") or "default"
+    if rt.namespaced and rt.key not in _NO_NAMESPACE_CHECK:
+        _namespace_lifecycle(api, ns)
+    if rt.key == ("", "pods"):
+        spec = out.setdefault("spec", {})
+        spec.setdefault("serviceAccountName", "default")
+        _priority(api, meta.get("name") or meta.get("generateName") or "", spec)
+        _default_tolerations(spec)
+    return out
+
+
+def _namespace_lifecycle(api: APIServer, ns: str) -> None:
+    try:
+        found = api.store.get("namespaces", ns)
+    except status.APIError as err:
+        raise status.not_found("namespaces", "", ns) from err
+    if (
+        found["metadata"].get("deletionTimestamp")
+        or (found.get("status") or {}).get("phase") == "Terminating"
+    ):
+        why = f"unable to create new content in namespace {ns} because it is being terminated"
+        raise status.forbidden("", "", "", why)
+
+
+def _priority(api: APIServer, pod_name: str, spec: Obj) -> None:
+    name = spec.get("priorityClassName")
+    classes, _ = api.store.list("priorityclasses.scheduling.k8s.io")
+    if name:
+        found = [pc for pc in classes if pc["metadata"]["name"] == name]
+        if not found:
+            raise status.forbidden("pods", "", pod_name, f"no PriorityClass with name {name} was found")
+        pc: Obj | None = found[0]
+    else:
+        defaults = [pc for pc in classes if pc.get("globalDefault")]
+        pc = defaults[0] if defaults else None
+        if pc is not None:
+            spec["priorityClassName"] = pc["metadata"]["name"]
+    value = int(pc["value"]) if pc is not None else 0
+    if spec.get("priority") is not None and spec["priority"] != value:
+        why = (
+            f"the integer value of priority ({spec['priority']}) must not be provided in pod spec; "
+            f"priority admission controller computed {value} from the given PriorityClass name"
+        )
+        raise status.forbidden("pods", "", pod_name, why)
+    spec["priority"] = value
+    spec.setdefault("preemptionPolicy", (pc or {}).get("preemptionPolicy") or "PreemptLowerPriority")
+
+
+def _default_tolerations(spec: Obj) -> None:
+    tolerations = spec.setdefault("tolerations", [])
+    for key in _TAINTS:
+        covered = any(
+            t.get("effect") in (None, "", "NoExecute")
+            and (t.get("key") == key or (not t.get("key") and t.get("operator") == "Exists"))
+            for t in tolerations
+        )
+        if not covered:
+            tolerations.append(
+                {
+                    "key": key,
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+                }
+            )

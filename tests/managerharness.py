@@ -1,0 +1,215 @@
+"""Run koord-manager in-process against the test API server, and build the objects its tests need."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from koordlet.cluster import process
+from koordlet.cluster.process import Address
+from koordlet.manager.app import Manager
+from koordlet.manager.config import ManagerConfig
+from tests.apiserver import APIServer
+
+NS = "koordinator-system"
+CM = "slo-controller-config"
+
+
+def node(
+    name: str, labels: dict[str, str] | None = None, cpu: str = "16", memory: str = "32Gi"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+        },
+    }
+
+
+def configmap(**keys: Any) -> dict[str, Any]:
+    data = {k.replace("_", "-"): v if isinstance(v, str) else json.dumps(v) for k, v in keys.items()}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CM, "namespace": NS}, "data": data}
+
+
+def ensure_namespace(server: APIServer, name: str = NS) -> None:
+    if get(server, "namespaces", name) is None:
+        server.store.create(
+            "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        )
+
+
+def set_config(server: APIServer, **keys: Any) -> None:
+    """Create or replace the slo-controller-config ConfigMap's data."""
+    ensure_namespace(server)
+    cm = configmap(**keys)
+    try:
+        current = server.store.get("configmaps", CM, NS)
+    except Exception:
+        server.store.create("configmaps", cm)
+        return
+    current["data"] = cm["data"]
+    server.store.update("configmaps", current)
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> float:
+    """Seconds until ``cond()`` held; fails the test after ``timeout``."""
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError(f"{what} not reached in {timeout}s")
+        time.sleep(0.01)
+    return time.monotonic() - t0
+
+
+def get(server: APIServer, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    try:
+        out: dict[str, Any] = server.store.get(resource, name, namespace)
+    except Exception:
+        return None
+    return out
+
+
+@dataclass
+class Running:
+    manager: Manager
+    registry: CollectorRegistry
+    stop: threading.Event
+    thread: threading.Thread
+    exit_code: list[int]
+
+    def metric(self, name: str, **labels: str) -> float:
+        value = self.registry.get_sample_value(name, labels)
+        return value or 0.0
+
+
+def manager_config(server: APIServer, **overrides: Any) -> ManagerConfig:
+    cfg = ManagerConfig(
+        addr=Address("127.0.0.1", 0),
+        client_configuration=server.client_config(),
+        leader_election=False,
+        request_timeout=2.0,
+        watch_timeout=30.0,
+    )
+    return replace(cfg, **overrides)
+
+
+@contextmanager
+def running_manager(server: APIServer, **overrides: Any) -> Iterator[Running]:
+    """koord-manager running until the block ends (then stopped, checked to exit 0, threads joined)."""
+    cfg = manager_config(server, **overrides)
+    registry = CollectorRegistry()
+    manager = Manager(cfg, registry)
+    stop = threading.Event()
+    code: list[int] = []
+
+    def run() -> None:
+        code.append(
+            process.serve("koord-manager", manager.components(), cfg.addr, registry, stop, sync_timeout=10)
+        )
+
+    thread = threading.Thread(target=run, name="test-koord-manager")
+    thread.start()
+    running = Running(manager, registry, stop, thread, code)
+    try:
+        wait_until(manager.informers_synced, 10, "informers synced")
+        yield running
+    finally:
+        stop.set()
+        thread.join(10)
+        manager.close()
+    assert not thread.is_alive(), "koord-manager did not stop"
+    assert code == [0], code
+
+
+def write_kubeconfig(path: Path, server: APIServer) -> Path:
+    """A kubeconfig for ``server`` (plain HTTP, no credentials: the test server allows everything)."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "test", "cluster": {"server": server.url}}],
+        "users": [{"name": "test", "user": {}}],
+        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
+        "current-context": "test",
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+class ManagerProcess:
+    """A real ``koord-manager`` child process (``python -m koordlet.manager``); :meth:`stop` sends SIGTERM
+    and checks the exit, :meth:`kill` sends SIGKILL."""
+
+    def __init__(self, tmp: Path, server: APIServer, identity: str, *extra: str) -> None:
+        from tests.integration.agentproc import free_port
+
+        self.identity = identity
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        kubeconfig = write_kubeconfig(tmp / "kubeconfig.json", server)
+        self.log = tmp / f"manager-{identity}.log"
+        self._log = self.log.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "koordlet.manager",
+                f"--kubeconfig={kubeconfig}",
+                f"--addr=127.0.0.1:{self.port}",
+                f"--leader-election-identity={identity}",
+                *extra,
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def metrics(self) -> str:
+        from tests.integration.agentproc import http_get
+
+        status, body = http_get(self.base + "/metrics")
+        assert status == 200
+        return body.decode()
+
+    def is_leader(self) -> bool:
+        try:
+            return "koord_manager_is_leader 1.0" in self.metrics()
+        except OSError:
+            return False
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        from tests.integration.agentproc import wait_http
+
+        if wait_http(self.base + "/readyz", timeout) is None:
+            raise AssertionError(f"koord-manager {self.identity} not ready in {timeout}s:\n{self.tail()}")
+
+    def tail(self, n: int = 4000) -> str:
+        self._log.flush()
+        return self.log.read_text()[-n:]
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self, timeout: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+        return int(self.proc.returncode)
