@@ -41,6 +41,8 @@ class Store(Protocol):
 
     def has_synced(self) -> bool: ...
 
+    def __len__(self) -> int: ...
+
 
 def _meta(obj: Obj) -> dict[str, Any]:
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
