@@ -215,7 +215,12 @@ class Extender:
         info = self.handle.node_info(node_name) or NodeInfo(node_name, None)
         state = CycleState()
         verdicts: list[dict[str, Any]] = []
-        out: dict[str, Any] = {"node": node_name, "known": info.node is not None, "pod": pod_key(pod)}
+        meta = pod.get("metadata") or {}
+        out: dict[str, Any] = {
+            "node": node_name,
+            "known": info.node is not None,
+            "pod": f"{meta.get('namespace') or ''}/{meta.get('name') or ''}",
+        }
         try:
             rejected = self.framework.run_pre_filter(state, pod)
             for e in self.framework.points["filter"]:

@@ -121,6 +121,12 @@ class ExtenderServer:
             server_version = "koord-scheduler-extender"
             timeout = IDLE_TIMEOUT
 
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out as two writes; with Nagle on, the second waits for the
+                # peer's delayed ACK (40 ms per call).
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def _send(self, answer: Answer) -> None:
                 status, ctype, body = answer
                 self.send_response(status)
