@@ -5,6 +5,7 @@ connects), then the API client, the informers, the handle, the framework, the ex
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,14 @@ class ExtenderConfig:
     """Below kube-scheduler's extender ``httpTimeout`` (5 s by default), so a slow API answer is ours to
     report, not a timeout that leaves kube-scheduler unsure whether the pod was bound."""
     sync_timeout: float = 60.0
+
+
+def freeze_heap() -> None:
+    """Move everything alive now (the synced caches: millions of objects at 100 000 pods) out of the
+    garbage collector's view: a full collection over them costs hundreds of milliseconds, which would
+    land on some unlucky /filter call. Objects created later are collected as usual."""
+    gc.collect()
+    gc.freeze()
 
 
 def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
@@ -89,6 +98,10 @@ class ExtenderApp:
     def ready(self) -> bool:
         return self.daemon_ready.is_set() and self.handle.has_synced()
 
+    def _on_ready(self) -> None:
+        freeze_heap()
+        self.daemon_ready.set()
+
     def _start_informers(self, stop: threading.Event, supervisor: Supervisor) -> None:
         for inf in self.informers:
             supervisor.go(f"informer-{inf.name}", lambda inf=inf: inf.run(stop))  # type: ignore[misc]
@@ -105,7 +118,7 @@ class ExtenderApp:
     def run(self, stop: threading.Event) -> int:
         """Serve until ``stop``; the exit code (1 when a root thread died)."""
         daemon = Daemon(self.components(), Supervisor(stop), None, sync_timeout=self.cfg.sync_timeout)
-        daemon.on_ready = self.daemon_ready.set
+        daemon.on_ready = self._on_ready
         self.server.start()
         try:
             return daemon.run(stop)

@@ -160,6 +160,16 @@ class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None: ...
 
 
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    """An optional fast path: ``filter_nodes`` answers for many nodes at once, exactly what ``filter``
+    would answer node by node (the framework calls it instead of ``filter`` when present). Worth it when
+    a plugin can take its per-pod work, locks or clock reads out of the per-node loop."""
+
+    def filter_nodes(
+        self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]: ...
+
+
 class PreScorePlugin(Plugin, Protocol):
     def pre_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Status | None: ...
 
@@ -167,6 +177,12 @@ class PreScorePlugin(Plugin, Protocol):
 class ScorePlugin(Plugin, Protocol):
     def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
         """0..100 (or any range that ``normalize_score`` maps into 0..100); raise to fail the call."""
+
+
+class BatchScorePlugin(ScorePlugin, Protocol):
+    """The optional fast path of ``score``: one score per node, in order."""
+
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Sequence[int]: ...
 
 
 class NormalizeScorePlugin(Plugin, Protocol):

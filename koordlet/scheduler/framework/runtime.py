@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,29 +69,28 @@ class FilterOutcome:
 
 
 def combine_scores(
-    weighted: Sequence[tuple[int, Mapping[str, int]]], nodes: Sequence[str], total_weight: int | None = None
-) -> dict[str, int]:
-    """The extender's 0..10 from plugin scores: ``round(Σ w_p·s_p / (10·Σ w_p))``, half up.
+    weighted: Sequence[tuple[int, Sequence[int]]], count: int, total_weight: int | None = None
+) -> list[int]:
+    """The extender's 0..10 from plugin scores: ``round(sum w_p*s_p / (10 * sum w_p))``, half up.
 
-    ``s_p`` is plugin p's 0..100 score and ``w_p`` its weight; the weighted mean (0..100) is divided by
-    10 because kube-scheduler multiplies extender scores by ``weight * 10``. The extender's own
-    ``weight`` in kube-scheduler's config therefore plays the part of a plugin weight, and our plugin
-    weights set proportions among our plugins only. ``total_weight`` (default: the weights given) counts
-    every enabled score plugin, so a plugin skipped for the pod counts as a zero score.
+    ``weighted`` holds each plugin's weight and its 0..100 scores, one per node in order. ``s_p`` is
+    plugin p's score and ``w_p`` its weight; the weighted mean (0..100) is divided by 10 because
+    kube-scheduler multiplies extender scores by ``weight * 10``. The extender's own ``weight`` in
+    kube-scheduler's config therefore plays the part of a plugin weight, and our plugin weights set
+    proportions among our plugins only. ``total_weight`` (default: the weights given) counts every
+    enabled score plugin, so a plugin skipped for the pod counts as a zero score.
     """
     tw = sum(w for w, _ in weighted) if total_weight is None else total_weight
-    if tw <= 0:
-        return dict.fromkeys(nodes, 0)
+    if tw <= 0 or not weighted:
+        return [0] * count
     if len(weighted) == 1:  # the common case, without the inner loop
         w, scores = weighted[0]
-        return {n: (2 * w * scores.get(n, 0) + 10 * tw) // (20 * tw) for n in nodes}
-    out: dict[str, int] = {}
-    for name in nodes:
-        acc = 0
-        for w, scores in weighted:
-            acc += w * scores.get(name, 0)
-        out[name] = (2 * acc + 10 * tw) // (20 * tw)
-    return out
+        return [(2 * w * s + 10 * tw) // (20 * tw) for s in scores]
+    acc = [0] * count
+    for w, scores in weighted:
+        for i, s in enumerate(scores):
+            acc[i] += w * s
+    return [(2 * a + 10 * tw) // (20 * tw) for a in acc]
 
 
 class Framework:
@@ -181,12 +180,22 @@ class Framework:
             if e.name in skip or not feasible:
                 continue
             start = time.perf_counter()
-            fn = e.plugin.filter
+            batch = getattr(e.plugin, "filter_nodes", None)
             still: list[NodeInfo] = []
             ni = None
+            pairs: Iterable[tuple[NodeInfo, Any]]
             try:
-                for ni in feasible:
-                    st = fn(state, pod, ni)
+                if batch is not None:
+                    answers = list(batch(state, pod, feasible))
+                    if len(answers) != len(feasible):
+                        raise PluginFailure(
+                            e.name, "filter", f"filter_nodes answered {len(answers)} of {len(feasible)} nodes"
+                        )
+                    pairs = zip(feasible, answers, strict=True)
+                else:
+                    fn = e.plugin.filter
+                    pairs = ((n, fn(state, pod, n)) for n in feasible)
+                for ni, st in pairs:
                     if st is None or (isinstance(st, Status) and st.code is Code.SUCCESS):
                         still.append(ni)
                     else:
@@ -194,7 +203,7 @@ class Framework:
             except PluginFailure:
                 raise
             except Exception as err:
-                where = f"node {ni.name}: " if ni is not None else ""
+                where = f"node {ni.name}: " if ni is not None and batch is None else ""
                 raise PluginFailure(e.name, "filter", f"{where}{err!r}") from err
             self._time(e.name, "filter", start)
             feasible = still
@@ -213,33 +222,50 @@ class Framework:
                 skip.add(e.name)
             elif st is not None and st.code is not Code.SUCCESS:
                 raise PluginFailure(e.name, "preScore", st.message or st.code.name)
-        weighted: list[tuple[int, Mapping[str, int]]] = []
+        weighted: list[tuple[int, Sequence[int]]] = []
         for e in self.points["score"]:
             if e.name in skip:
                 continue
             start = time.perf_counter()
-            fn = e.plugin.score
-            scores: dict[str, int] = {}
-            name = ""
-            try:
+            values = self._score_one(e, state, pod, nodes)
+            self._time(e.name, "score", start)
+            if values and (min(values) < MIN_NODE_SCORE or max(values) > MAX_NODE_SCORE):
+                node, bad = next(
+                    (ni.name, v)
+                    for ni, v in zip(nodes, values, strict=True)
+                    if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE
+                )
+                raise PluginFailure(e.name, "score", f"node {node}: score {bad} outside 0..{MAX_NODE_SCORE}")
+            weighted.append((e.weight, values))
+        combined = combine_scores(weighted, len(nodes), self.total_score_weight)
+        return dict(zip([ni.name for ni in nodes], combined, strict=True))
+
+    def _score_one(self, e: Enabled, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> list[int]:
+        """One plugin's scores, in node order, after its NormalizeScore."""
+        batch = getattr(e.plugin, "score_nodes", None)
+        name = ""
+        try:
+            if batch is not None:
+                values = [int(v) for v in batch(state, pod, nodes)]
+                if len(values) != len(nodes):
+                    raise ValueError(f"score_nodes answered {len(values)} of {len(nodes)} nodes")
+            else:
+                fn = e.plugin.score
+                values = []
                 for ni in nodes:
                     name = ni.name
-                    scores[name] = int(fn(state, pod, ni))
-            except Exception as err:
-                raise PluginFailure(e.name, "score", f"node {name}: {err!r}") from err
-            normalize = getattr(e.plugin, "normalize_score", None)
-            if normalize is not None:
-                st = _call(e.name, "normalizeScore", normalize, state, pod, scores)
-                if st is not None and st.code is not Code.SUCCESS:
-                    raise PluginFailure(e.name, "normalizeScore", st.message or st.code.name)
-            self._time(e.name, "score", start)
-            for node, s in scores.items():
-                if not MIN_NODE_SCORE <= s <= MAX_NODE_SCORE:
-                    raise PluginFailure(
-                        e.name, "score", f"node {node}: score {s} outside 0..{MAX_NODE_SCORE}"
-                    )
-            weighted.append((e.weight, scores))
-        return combine_scores(weighted, [ni.name for ni in nodes], self.total_score_weight)
+                    values.append(int(fn(state, pod, ni)))
+        except Exception as err:
+            where = f"node {name}: " if name else ""
+            raise PluginFailure(e.name, "score", f"{where}{err!r}") from err
+        normalize = getattr(e.plugin, "normalize_score", None)
+        if normalize is None:
+            return values
+        scores = dict(zip([ni.name for ni in nodes], values, strict=True))
+        st = _call(e.name, "normalizeScore", normalize, state, pod, scores)
+        if st is not None and st.code is not Code.SUCCESS:
+            raise PluginFailure(e.name, "normalizeScore", st.message or st.code.name)
+        return [int(scores[ni.name]) for ni in nodes]
 
     def run_reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
         """Reserve plugins in order; on the first failure every reserve plugin is unreserved."""

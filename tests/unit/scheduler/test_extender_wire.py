@@ -243,3 +243,19 @@ def test_metrics_and_debug_route(ext: ServedExtender) -> None:
     doc = json.loads(ext.get("/debug/nodes/idle?pod=default/web")[1])
     assert doc["pod"] == "default/web" and doc["passes"] and doc["extenderScore"] == 10
     assert ext.get("/debug/nodes/idle?pod=default/nope")[0] == 404
+
+
+def test_priorities_encoding_escapes_odd_names() -> None:
+    from koordlet.scheduler.wire import encode_priorities
+
+    plain = {"node-1.example.com": 7, "n2": 0}
+    assert json.loads(encode_priorities(plain)) == [
+        {"Host": "node-1.example.com", "Score": 7},
+        {"Host": "n2", "Score": 0},
+    ]
+    odd = {'we"ird\\': 3, "ünïcode": 1}
+    assert json.loads(encode_priorities(odd)) == [
+        {"Host": 'we"ird\\', "Score": 3},
+        {"Host": "ünïcode", "Score": 1},
+    ]
+    assert encode_priorities({}) == b"[]"

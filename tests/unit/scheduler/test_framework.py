@@ -78,7 +78,7 @@ def test_default_profile_is_load_aware_everywhere() -> None:
     assert {p: [e.name for e in es] for p, es in fw.points.items()} == {
         "preFilter": ["LoadAwareScheduling"],
         "filter": ["LoadAwareScheduling"],
-        "preScore": [],
+        "preScore": ["LoadAwareScheduling"],
         "score": ["LoadAwareScheduling"],
         "reserve": ["LoadAwareScheduling"],
     }
@@ -251,11 +251,11 @@ def test_scores_combined_and_scaled() -> None:
         }
     )
     assert fw.run_score(CycleState(), {}, NODES) == {"n1": 10, "n2": 4, "n3": 0}
-    assert combine_scores([(1, {"a": 45}), (1, {"a": 50})], ["a"]) == {"a": 5}  # 4.75 -> 5
-    assert combine_scores([(1, {"a": 44})], ["a"]) == {"a": 4}  # 4.4 -> 4
-    assert combine_scores([(1, {"a": 45})], ["a"]) == {"a": 5}  # half rounds up
-    assert combine_scores([(1, {"a": 100})], ["a"], total_weight=2) == {"a": 5}  # a skipped plugin counts 0
-    assert combine_scores([], ["a"]) == {"a": 0}
+    assert combine_scores([(1, [45]), (1, [50])], 1) == [5]  # 4.75 -> 5
+    assert combine_scores([(1, [44])], 1) == [4]  # 4.4 -> 4
+    assert combine_scores([(1, [45])], 1) == [5]  # half rounds up
+    assert combine_scores([(1, [100])], 1, total_weight=2) == [5]  # a skipped plugin counts 0
+    assert combine_scores([], 1) == [0]
 
 
 def test_out_of_range_score_fails_the_call() -> None:

@@ -3,8 +3,12 @@ included: ``leastUsed = (cap - used)*100 // cap``, weighted, integer division, 0
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from koordlet.scheduler.plugins.loadaware.estimator import estimate_pod
 from koordlet.scheduler.plugins.loadaware.plugin import least_used, load_aware_score
+from koordlet.schema.quantity import to_milli
 from tests.cluster.objects import GiB, pod
 from tests.unit.scheduler.env import Env
 
@@ -87,3 +91,31 @@ def test_score_aggregation_type() -> None:
     be = pod("be")
     # p95 over 10m: 8000 + 250 -> (16000-8250)*100//16000 = 48; memory 200Mi -> 99
     assert env.score(be, "n") == (48 + 99) // 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cpu_used=st.integers(0, 40000),
+    mem_used=st.integers(0, 80 * GiB),
+    cpu_cap=st.sampled_from(["0", "1", "16", "31500m"]),
+    w_cpu=st.integers(0, 5),
+    w_mem=st.integers(0, 5),
+    dominant=st.integers(0, 5),
+)
+def test_batch_scores_equal_the_reference_formula(
+    cpu_used: int, mem_used: int, cpu_cap: str, w_cpu: int, w_mem: int, dominant: int
+) -> None:
+    weights = {k: v for k, v in (("cpu", w_cpu), ("memory", w_mem)) if v}
+    if not weights and not dominant:
+        return  # Koordinator's defaulting would bring back cpu 1 / memory 1
+    env = Env(
+        {"resourceWeights": weights, "dominantResourceWeight": dominant}
+        if weights
+        else {"dominantResourceWeight": dominant}
+    )
+    env.add_node("n", cpu=cpu_cap)
+    env.report("n", cpu_milli=cpu_used, memory_bytes=mem_used)
+    be = pod("be")  # + 250m / 200Mi
+    cap = (to_milli(cpu_cap), 64 * GiB)
+    want = load_aware_score(dominant, (w_cpu, w_mem), (cpu_used + 250, mem_used + 200 * 2**20), cap)
+    assert env.score(be, "n") == want

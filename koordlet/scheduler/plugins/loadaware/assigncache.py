@@ -74,7 +74,7 @@ def is_terminated(pod: Obj) -> bool:
     return as_map(pod, "status").get("phase") in ("Succeeded", "Failed")
 
 
-class _Node:
+class NodeState:
     __slots__ = (
         "agg",
         "has_metric",
@@ -146,6 +146,25 @@ class _Node:
         if should and _add_delta(self.prod_delta, e, u, sign):
             _mark(self.prod_delta_pods, p.key, sign)
 
+    def existing(self, prod: bool, agg_type: str, agg_duration: float) -> Vec:
+        """prod: reported prod usage + prod deltas. Otherwise the base is the node usage (or the requested
+        aggregation window, falling back to the node usage when the longest window is asked for and none
+        exists yet) plus the deltas; without a base (a specific window not reported) the full estimates
+        (``GetNodeMetricAndEstimatedOfExisting``)."""
+        if prod:
+            pu, pd = self.prod_usage, self.prod_delta
+            return (pu[0] + pd[0], pu[1] + pd[1])
+        base = self.node_usage
+        if agg_type:
+            base = self.agg.get((agg_type, agg_duration))
+            if base is None and agg_duration == 0:
+                base = self.node_usage
+        if base is None:
+            e = self.node_estimated
+            return (e[0], e[1])
+        d = self.node_delta
+        return (base[0] + d[0], base[1] + d[1])
+
     def rebuild(self) -> None:
         self.node_delta, self.prod_delta, self.node_estimated = [0, 0], [0, 0], [0, 0]
         self.node_delta_pods, self.prod_delta_pods, self.node_estimated_pods = set(), set(), set()
@@ -178,7 +197,7 @@ class PodAssignCache:
         self.args = args
         self.clock = clock
         self._lock = threading.Lock()
-        self._nodes: dict[str, _Node] = {}
+        self._nodes: dict[str, NodeState] = {}
 
     # ---- pods -------------------------------------------------------------------------------------
 
@@ -235,7 +254,7 @@ class PodAssignCache:
         with self._lock:
             n = self._nodes.get(node_name)
             if n is None:
-                n = self._nodes[node_name] = _Node()
+                n = self._nodes[node_name] = NodeState()
             old = n.pods.get(entry.uid)
             n.pods[entry.uid] = entry
             if n.has_metric:
@@ -309,7 +328,7 @@ class PodAssignCache:
         with self._lock:
             n = self._nodes.get(name)
             if n is None:
-                n = self._nodes[name] = _Node()
+                n = self._nodes[name] = NodeState()
             n.has_metric = True
             n.has_node_metric = has_node_metric
             n.report_interval = interval
@@ -335,29 +354,18 @@ class PodAssignCache:
     def existing(
         self, node_name: str, prod: bool, agg_type: str = "", agg_duration: float = 0.0
     ) -> Existing | None:
-        """The node's load before the incoming pod; ``None`` when the node has no NodeMetric (NotFound).
-
-        prod: reported prod usage + prod deltas. Otherwise the base is the node usage (or the requested
-        aggregation window, falling back to the node usage when the longest window is asked for and none
-        exists yet) plus the deltas; without a base (a specific window not reported) the full estimates.
-        """
+        """The node's load before the incoming pod; ``None`` when the node has no NodeMetric (NotFound)."""
         with self._lock:
             n = self._nodes.get(node_name)
             if n is None or not n.has_metric:
                 return None
-            if prod:
-                pu, pd = n.prod_usage, n.prod_delta
-                return Existing(n.status_time, n.has_node_metric, (pu[0] + pd[0], pu[1] + pd[1]))
-            base = n.node_usage
-            if agg_type:
-                base = n.agg.get((agg_type, agg_duration))
-                if base is None and agg_duration == 0:
-                    base = n.node_usage
-            if base is None:
-                e = n.node_estimated
-                return Existing(n.status_time, n.has_node_metric, (e[0], e[1]))
-            d = n.node_delta
-            return Existing(n.status_time, n.has_node_metric, (base[0] + d[0], base[1] + d[1]))
+            return Existing(n.status_time, n.has_node_metric, n.existing(prod, agg_type, agg_duration))
+
+    def reading(self) -> _Reading:
+        """``with cache.reading() as nodes:`` the per-node states under the lock, for a batch of reads
+        (one lock for a 5000-node call instead of 5000); call ``.existing(...)`` on a node only when it
+        ``has_metric``."""
+        return _Reading(self)
 
     def debug(self, node_name: str) -> dict[str, Any]:
         """What the cache holds for a node (the extender's debug route; Koordinator's ``/node/:name``)."""
@@ -392,6 +400,18 @@ class PodAssignCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._nodes)
+
+
+class _Reading:
+    def __init__(self, cache: PodAssignCache) -> None:
+        self._cache = cache
+
+    def __enter__(self) -> Mapping[str, NodeState]:
+        self._cache._lock.acquire()
+        return self._cache._nodes
+
+    def __exit__(self, *exc: object) -> None:
+        self._cache._lock.release()
 
 
 def _aggregated(status: NodeMetricStatus) -> dict[tuple[str, float], Vec]:

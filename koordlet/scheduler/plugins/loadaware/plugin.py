@@ -15,7 +15,8 @@ in-process plugin never sees one; here kube-scheduler's node cache may be a mome
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,6 @@ from koordlet.scheduler.plugins.loadaware.estimator import (
     is_daemonset_pod,
     node_capacity,
     priority_class,
-    round_half_away,
 )
 from koordlet.scheduler.plugins.loadaware.thresholds import FilterProfile, args_profile, node_profile
 from koordlet.schema.pod import as_map
@@ -47,6 +47,8 @@ REASON_AGG_USAGE = "node(s) %s aggregated usage exceed threshold"
 MAX_SCORE = 100
 
 EXPIRED = Status.unschedulable(REASON_EXPIRED)
+OVER = tuple(Status.unschedulable(REASON_USAGE % r) for r in RESOURCES)
+AGG_OVER = tuple(Status.unschedulable(REASON_AGG_USAGE % r) for r in RESOURCES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +60,42 @@ class PodFacts:
     estimate: Vec
 
 
+Limits = tuple[float, float]
+"""Per resource, the usage percentage at which a node fails: ``round(x) > t`` is ``x >= t + 0.5``
+(exact, unlike adding 0.5 in floating point); ``inf`` where the threshold or the capacity is 0."""
+
+
+def _limits(thresholds: Vec, capacity: Vec) -> Limits | None:
+    """``None`` when every threshold is 0 (the filter is off for this profile)."""
+    if thresholds == (0, 0):
+        return None
+    lim = [t + 0.5 if t > 0 and c > 0 else math.inf for t, c in zip(thresholds, capacity, strict=True)]
+    return (lim[0], lim[1])
+
+
 @dataclass(frozen=True, slots=True)
 class NodeFacts:
     """What LoadAware derives from one Node object (memoized on its NodeInfo)."""
 
     capacity: Vec
     profile: FilterProfile
+    usage_limits: Limits | None
+    prod_limits: Limits | None
+    agg_limits: Limits | None
+    divisor: Vec
+    """The capacity with 0 replaced by 1, so a resource without capacity divides safely (its limit is inf)."""
+
+    @classmethod
+    def of(cls, capacity: Vec, profile: FilterProfile) -> NodeFacts:
+        agg = profile.aggregated
+        return cls(
+            capacity,
+            profile,
+            _limits(profile.usage, capacity),
+            _limits(profile.prod, capacity),
+            _limits(agg.thresholds, capacity) if agg is not None else None,
+            (capacity[0] or 1, capacity[1] or 1),
+        )
 
 
 def least_used(used: int, capacity: int) -> int:
@@ -133,16 +165,10 @@ class LoadAwareScheduling:
     def node_facts(self, node_info: NodeInfo) -> NodeFacts:
         facts = node_info.memo.get(NAME)
         if facts is None:
-            facts = NodeFacts(node_capacity(node_info.node), node_profile(self._profile, node_info.node))
+            facts = NodeFacts.of(node_capacity(node_info.node), node_profile(self._profile, node_info.node))
             node_info.memo[NAME] = facts
         assert isinstance(facts, NodeFacts)
         return facts
-
-    def _expired(self, update_time: float | None) -> bool:
-        if update_time is None:
-            return True
-        exp = self.args.node_metric_expiration_seconds
-        return exp > 0 and self.handle.now() - update_time >= exp
 
     # ---- extension points -----------------------------------------------------------------------
 
@@ -151,56 +177,106 @@ class LoadAwareScheduling:
         return None
 
     def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None:
+        return self.filter_nodes(state, pod, (node_info,))[0]
+
+    def filter_nodes(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+        """The filter over many nodes at once (same answers as :meth:`filter` node by node): the pod's
+        facts, the clock and the cache lock are taken once per call, not once per node."""
         facts = state.get(STATE_KEY) or self.pod_facts(state, pod)
-        if facts.daemonset or node_info.node is None:
-            return None
-        nf = node_info.memo.get(NAME) or self.node_facts(node_info)
-        profile = nf.profile
-        prod_pod = facts.prod and profile.prod != (0, 0)
-        agg = None if prod_pod else profile.aggregated
-        if prod_pod:
-            thresholds = profile.prod
-        elif agg is not None:
-            thresholds = agg.thresholds
-        else:
-            thresholds = profile.usage
-        if thresholds == (0, 0):
-            return None
-        existing = self.cache.existing(
-            node_info.name, prod_pod, agg.aggregation_type if agg else "", agg.duration if agg else 0.0
-        )
-        if existing is None:
-            return None  # no NodeMetric: no load-awareness on this node
-        if self.args.filter_expired_node_metrics and self._expired(existing.update_time):
-            return None if self.args.enable_schedule_when_node_metrics_expired else EXPIRED
-        if not existing.has_node_metric:
-            return None
-        used, est, cap = existing.usage, facts.estimate, nf.capacity
-        for i in (0, 1):
-            limit, total = thresholds[i], cap[i]
-            if limit == 0 or total == 0:
-                continue
-            # Go's math.Round(float64(estimated) / float64(total) * 100), same operation order.
-            if round_half_away((used[i] + est[i]) / total * 100) > limit:
-                return Status.unschedulable((REASON_AGG_USAGE if agg else REASON_USAGE) % RESOURCES[i])
+        if facts.daemonset:
+            return [None] * len(nodes)
+        args = self.args
+        now, expiration = self.handle.now(), args.node_metric_expiration_seconds
+        check_expired = args.filter_expired_node_metrics
+        expired_answer = None if args.enable_schedule_when_node_metrics_expired else EXPIRED
+        est_cpu, est_mem = facts.estimate
+        prod = facts.prod
+        out: list[Status | None] = []
+        append = out.append
+        with self.cache.reading() as states:
+            get = states.get
+            for ni in nodes:
+                n = get(ni.name)
+                if n is None or not n.has_metric or ni.node is None:
+                    append(None)  # no NodeMetric (or an unknown node): no load-awareness here
+                    continue
+                nf = ni.memo.get(NAME) or self.node_facts(ni)
+                agg = None
+                if prod and nf.prod_limits is not None:
+                    limits = nf.prod_limits
+                elif nf.agg_limits is not None:
+                    limits, agg = nf.agg_limits, nf.profile.aggregated
+                else:
+                    limits = nf.usage_limits
+                if limits is None:
+                    append(None)
+                    continue
+                t = n.status_time
+                if check_expired and (t is None or (expiration > 0 and now - t >= expiration)):
+                    append(expired_answer)
+                    continue
+                if not n.has_node_metric:
+                    append(None)
+                    continue
+                if agg is not None:
+                    used = n.existing(False, agg.aggregation_type, agg.duration)
+                else:
+                    used = n.existing(prod and nf.prod_limits is not None, "", 0.0)
+                div = nf.divisor
+                if (used[0] + est_cpu) / div[0] * 100 >= limits[0]:
+                    append(AGG_OVER[0] if agg is not None else OVER[0])
+                elif (used[1] + est_mem) / div[1] * 100 >= limits[1]:
+                    append(AGG_OVER[1] if agg is not None else OVER[1])
+                else:
+                    append(None)
+        return out
+
+    def pre_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Status | None:
+        self.pod_facts(state, pod)
         return None
 
     def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
+        return self.score_nodes(state, pod, (node_info,))[0]
+
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> list[int]:
+        """The score over many nodes at once (same answers as :meth:`score` node by node)."""
         if self._dominant == 0 and self._weights == (0, 0):
-            return 0
-        if node_info.node is None:
-            return 0
+            return [0] * len(nodes)
         facts = state.get(STATE_KEY) or self.pod_facts(state, pod)
         prod_pod = self.args.score_according_prod_usage and facts.prod
         agg_type, agg_duration = ("", 0.0) if prod_pod else self._score_agg
-        existing = self.cache.existing(node_info.name, prod_pod, agg_type, agg_duration)
-        if existing is None or self._expired(existing.update_time) or not existing.has_node_metric:
-            return 0
-        nf = node_info.memo.get(NAME) or self.node_facts(node_info)
-        used, est = existing.usage, facts.estimate
-        return load_aware_score(
-            self._dominant, self._weights, (used[0] + est[0], used[1] + est[1]), nf.capacity
-        )
+        now, expiration = self.handle.now(), self.args.node_metric_expiration_seconds
+        est_cpu, est_mem = facts.estimate
+        dominant, (w_cpu, w_mem) = self._dominant, self._weights
+        weight_sum = w_cpu + w_mem + dominant
+        out: list[int] = []
+        append = out.append
+        with self.cache.reading() as states:
+            get = states.get
+            for ni in nodes:
+                n = get(ni.name)
+                t = n.status_time if n is not None else None
+                if (
+                    n is None
+                    or not n.has_metric
+                    or ni.node is None
+                    or t is None
+                    or (expiration > 0 and now - t >= expiration)
+                    or not n.has_node_metric
+                ):
+                    append(0)  # no NodeMetric, expired, or nothing reported: no opinion
+                    continue
+                cap_cpu, cap_mem = (ni.memo.get(NAME) or self.node_facts(ni)).capacity
+                used = n.existing(prod_pod, agg_type, agg_duration)
+                # load_aware_score, inlined: this loop runs once per node per pod
+                cpu, mem = used[0] + est_cpu, used[1] + est_mem
+                lc = (cap_cpu - cpu) * MAX_SCORE // cap_cpu if cap_cpu and cpu <= cap_cpu else 0
+                lm = (cap_mem - mem) * MAX_SCORE // cap_mem if cap_mem and mem <= cap_mem else 0
+                total = lc * w_cpu + lm * w_mem
+                if dominant:
+                    total += min(lc, lm) * dominant
+                append(total // weight_sum if weight_sum > 0 else 0)
+        return out
 
     def reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
         self.cache.assign(node_name, pod)
