@@ -59,7 +59,7 @@ def test_the_cli_accepts_the_deployment_args_and_profile(tmp_path: Path) -> None
     argv = [a for a in args() if a != mounted] + [f"--config={config}", "--list-plugins"]
     result = CliRunner().invoke(cli.main, argv)
     assert result.exit_code == 0, result.output
-    assert "LoadAwareScheduling  builtin  preFilter,filter,score(weight 1),reserve" in result.output
+    assert "LoadAwareScheduling  builtin  preFilter,filter,preScore,score(weight 1),reserve" in result.output
     assert container()["command"] == ["koord-scheduler-extender"]
 
 
