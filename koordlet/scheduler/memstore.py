@@ -1,21 +1,25 @@
-"""An in-memory store with the informer's reading and handler interface, for tests, benchmarks and
-plugin authors' own tests: :meth:`MemoryStore.put` and :meth:`MemoryStore.remove` notify handlers at
-once, on the caller's thread, exactly as an informer would on its watch thread.
+"""An informer fed by hand instead of by list+watch, for tests, benchmarks and plugin authors' own tests:
+the same cache, indexes, transform and handler dispatch as :class:`~koordlet.cluster.informer.Informer`,
+with :meth:`MemoryStore.put` and :meth:`MemoryStore.remove` in place of watch events (handlers run at once,
+on the caller's thread).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from koordlet.cluster.informer import EventHandler, IndexFunc, object_key
+from koordlet.cluster.informer import IndexFunc, Informer
 
 Obj = Mapping[str, Any]
 
 
-class MemoryStore:
-    """A synced cache of objects keyed like an informer's (``namespace/name`` or ``name``)."""
+def _no_list(**_: Any) -> Any:
+    raise RuntimeError("a MemoryStore is fed with put()/remove(), it does not list")
+
+
+class MemoryStore(Informer):
+    """Synced from the start (with ``objects``, transformed, as its first list)."""
 
     def __init__(
         self,
@@ -23,78 +27,23 @@ class MemoryStore:
         *,
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Callable[[Obj], Obj] | None = None,
+        name: str = "memory",
     ) -> None:
-        self._lock = threading.Lock()
-        self._items: dict[str, Obj] = {}
-        self._indexers = dict(indexers or {})
-        self._indices: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
-        self._handlers: list[EventHandler] = []
-        self._transform = transform
-        for obj in objects:
-            self.put(obj)
+        super().__init__(name, _no_list, indexers=indexers, transform=transform)
+        self._replace([self._trim(o) for o in objects])
 
-    def has_synced(self) -> bool:
-        return True
-
-    def get(self, key: str) -> Obj | None:
-        return self._items.get(key)
-
-    def objects(self) -> list[Obj]:
-        with self._lock:
-            return list(self._items.values())
-
-    def keys(self) -> list[str]:
-        with self._lock:
-            return list(self._items)
-
-    def by_index(self, index: str, value: str) -> list[Obj]:
-        with self._lock:
-            return [self._items[k] for k in self._indices[index].get(value, ())]
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def add_handler(self, handler: EventHandler) -> None:
-        self._handlers.append(handler)
-        if handler.on_add is not None:
-            for obj in self.objects():
-                handler.on_add(obj)
-
-    def _reindex(self, key: str, old: Obj | None, new: Obj | None) -> None:
-        for name, fn in self._indexers.items():
-            idx = self._indices[name]
-            for value in fn(old) if old is not None else ():
-                idx.get(value, set()).discard(key)
-            for value in fn(new) if new is not None else ():
-                idx.setdefault(value, set()).add(key)
+    def _trim(self, obj: Obj) -> Obj:
+        return obj if self._transform is None else self._transform(obj)
 
     def put(self, obj: Obj) -> Obj:
-        """Add or replace ``obj``; handlers see an add or an update. Returns the stored object."""
-        if self._transform is not None:
-            obj = self._transform(obj)
-        key = object_key(obj)
-        with self._lock:
-            old = self._items.get(key)
-            self._items[key] = obj
-            self._reindex(key, old, obj)
-        for h in self._handlers:
-            if old is None and h.on_add is not None:
-                h.on_add(obj)
-            elif old is not None and h.on_update is not None:
-                h.on_update(old, obj)
+        """Add or replace ``obj`` (an ADDED or MODIFIED event); returns the stored object."""
+        obj = self._trim(obj)
+        self._apply("MODIFIED", obj)
         return obj
 
     def remove(self, key: str) -> Obj | None:
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._reindex(key, old, None)
+        """Delete the object under ``key`` (a DELETED event); returns it, or ``None`` if absent."""
+        old = self.get(key)
         if old is not None:
-            for h in self._handlers:
-                if h.on_delete is not None:
-                    h.on_delete(old)
+            self._apply("DELETED", old)
         return old
-
-    def put_all(self, objs: Sequence[Obj]) -> None:
-        for obj in objs:
-            self.put(obj)

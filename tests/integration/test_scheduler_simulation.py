@@ -19,7 +19,7 @@ from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects
 from tests.cluster.extenderharness import running_extender
-from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim
+from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim, Outcome
 from tests.cluster.reporter import FakeReporter
 
 pytestmark = pytest.mark.slow
@@ -57,6 +57,15 @@ def extender(port: int, **kw: Any) -> ExtenderConfig:
     return ExtenderConfig(url_prefix=f"http://127.0.0.1:{port}", **kw)
 
 
+def schedule(api: Any, *extenders: ExtenderConfig, seed: int = 0) -> list[Outcome]:
+    """One pass of the kube-scheduler stand-in over the pending pods."""
+    sim = KubeSchedulerSim(api, extenders, seed=seed)
+    try:
+        return sim.schedule_pending()
+    finally:
+        sim.close()
+
+
 def test_pods_avoid_hot_nodes_and_prefer_the_least_used(cluster: tuple[APIServer, Any]) -> None:
     server, api = cluster
     reporter = FakeReporter(api)
@@ -65,11 +74,7 @@ def test_pods_avoid_hot_nodes_and_prefer_the_least_used(cluster: tuple[APIServer
     make_nodes(server, loads, reporter)
     create_pods(api, 10, requests={"cpu": "500m", "memory": "1Gi"}, limits={"cpu": "500m", "memory": "1Gi"})
     with running_extender(server.client_config()) as app:
-        sim = KubeSchedulerSim(api, [extender(app.server.port, bind_verb="bind", ignorable=True)])
-        try:
-            outcomes = sim.schedule_pending()
-        finally:
-            sim.close()
+        outcomes = schedule(api, extender(app.server.port, bind_verb="bind", ignorable=True))
     assert all(o.node for o in outcomes), [o.reason for o in outcomes if not o.node]
     for o in outcomes:
         assert not o.node.startswith("hot-")
@@ -96,11 +101,7 @@ def test_a_burst_does_not_pile_onto_the_emptiest_node(cluster: tuple[APIServer, 
         api, 50
     )  # BestEffort: LoadAware estimates 250m / 200Mi each; in-tree scoring barely sees them
     with running_extender(server.client_config()) as app:
-        sim = KubeSchedulerSim(api, [extender(app.server.port, bind_verb="bind", ignorable=True)])
-        try:
-            outcomes = sim.schedule_pending()
-        finally:
-            sim.close()
+        outcomes = schedule(api, extender(app.server.port, bind_verb="bind", ignorable=True))
         dbg = app.framework.debug_node("empty")["LoadAwareScheduling"]
     assert all(o.node for o in outcomes)
     on_empty = [o for o in outcomes if o.node == "empty"]
@@ -123,18 +124,10 @@ def test_extender_down_ignorable_or_not(cluster: tuple[APIServer, Any]) -> None:
         port = app.server.port
     # the extender has stopped: connections are refused
     create_pods(api, 3, prefix="strict")
-    sim = KubeSchedulerSim(api, [extender(port, bind_verb="bind", ignorable=False, http_timeout=1.0)])
-    try:
-        outcomes = sim.schedule_pending()
-    finally:
-        sim.close()
+    outcomes = schedule(api, extender(port, bind_verb="bind", ignorable=False, http_timeout=1.0))
     assert [o.node for o in outcomes] == ["", "", ""]
     assert all("extender filter error" in o.reason for o in outcomes)
-    sim = KubeSchedulerSim(api, [extender(port, bind_verb="bind", ignorable=True, http_timeout=1.0)])
-    try:
-        outcomes = sim.schedule_pending()
-    finally:
-        sim.close()
+    outcomes = schedule(api, extender(port, bind_verb="bind", ignorable=True, http_timeout=1.0))
     assert all(o.node for o in outcomes)  # filter skipped, prioritize ignored, default binder used
     assert all(placements(api)[f"strict-{i:02d}"] for i in range(3))
 
@@ -145,10 +138,23 @@ def test_node_objects_instead_of_names(cluster: tuple[APIServer, Any]) -> None:
     make_nodes(server, {"hot": 15000, "cold": 1000, "warm": 6000}, reporter)
     create_pods(api, 2, requests={"cpu": "1"})
     with running_extender(server.client_config()) as app:
-        sim = KubeSchedulerSim(api, [extender(app.server.port, node_cache_capable=False, bind_verb="bind")])
-        try:
-            outcomes = sim.schedule_pending()
-        finally:
-            sim.close()
+        outcomes = schedule(api, extender(app.server.port, node_cache_capable=False, bind_verb="bind"))
     assert [o.node for o in outcomes] == ["cold", "cold"]
     assert outcomes[0].failed == {"hot": BUSY}
+
+
+def test_ties_are_broken_at_random(cluster: tuple[APIServer, Any]) -> None:
+    server, api = cluster
+    reporter = FakeReporter(api)
+    make_nodes(server, {"twin-a": 2000, "twin-b": 2000}, reporter)
+    chosen = set()
+    with running_extender(server.client_config()) as app:
+        for seed in range(8):
+            create_pods(api, 1, prefix=f"tie-{seed}")
+            (o,) = schedule(api, extender(app.server.port, bind_verb="bind"), seed=seed)
+            # a pod per seed: both twins must be free of it again for the next seed to face a tie
+            path = f"/api/v1/namespaces/default/pods/tie-{seed}-00"
+            request(api, "delete", "DELETE", path, query={"gracePeriodSeconds": "0"})
+            assert o.totals["twin-a"] == o.totals["twin-b"], o
+            chosen.add(o.node)
+    assert chosen == {"twin-a", "twin-b"}

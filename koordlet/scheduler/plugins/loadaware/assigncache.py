@@ -24,8 +24,7 @@ from koordlet.scheduler.plugins.loadaware.estimator import (
     ANNOTATION_SECONDS_AFTER_INITIALIZED,
     ANNOTATION_SECONDS_AFTER_SCHEDULED,
     custom_seconds,
-    estimate_pod,
-    priority_class,
+    estimate_with_args,
 )
 from koordlet.schema.nodemetric import CollectPolicy, NodeMetricStatus, Usage, parse_status
 from koordlet.schema.pod import as_list, as_map
@@ -203,13 +202,7 @@ class PodAssignCache:
 
     def _entry(self, pod: Obj) -> PodAssign:
         meta = as_map(pod, "metadata")
-        prio = priority_class(pod)
-        est = estimate_pod(
-            pod,
-            self.args.estimated_scaling_factors,
-            prio,
-            allow_customize=self.args.allow_customize_estimation,
-        )
+        prio, est = estimate_with_args(pod, self.args)
         scheduled = _condition(pod, "PodScheduled")
         ts = (
             parse_time(scheduled.get("lastTransitionTime"))

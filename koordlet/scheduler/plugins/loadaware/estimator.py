@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordlet import api
-from koordlet.scheduler.plugins.loadaware.args import RESOURCES, Vec
+from koordlet.scheduler.plugins.loadaware.args import RESOURCES, LoadAwareSchedulingArgs, Vec
 from koordlet.schema.pod import (
     BATCH_CPU,
     BATCH_MEMORY,
@@ -120,6 +120,13 @@ def estimate_pod(
         est = round_half_away(q * factor / 100)
         out[i] = min(est, lim) if lim > 0 else est
     return (out[0], out[1])
+
+
+def estimate_with_args(pod: Any, args: LoadAwareSchedulingArgs) -> tuple[api.PriorityClass, Vec]:
+    """The pod's priority class and its estimate under the plugin's args."""
+    prio = priority_class(pod)
+    factors = args.estimated_scaling_factors
+    return prio, estimate_pod(pod, factors, prio, allow_customize=args.allow_customize_estimation)
 
 
 def node_capacity(node: Any) -> Vec:

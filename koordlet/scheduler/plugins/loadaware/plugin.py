@@ -30,12 +30,7 @@ from koordlet.scheduler.plugins.loadaware.args import (
     to_vec,
 )
 from koordlet.scheduler.plugins.loadaware.assigncache import PodAssignCache
-from koordlet.scheduler.plugins.loadaware.estimator import (
-    estimate_pod,
-    is_daemonset_pod,
-    node_capacity,
-    priority_class,
-)
+from koordlet.scheduler.plugins.loadaware.estimator import estimate_with_args, is_daemonset_pod, node_capacity
 from koordlet.scheduler.plugins.loadaware.thresholds import FilterProfile, args_profile, node_profile
 from koordlet.schema.pod import as_map
 
@@ -150,13 +145,7 @@ class LoadAwareScheduling:
     def pod_facts(self, state: CycleState, pod: Obj) -> PodFacts:
         facts = state.get(STATE_KEY)
         if facts is None:
-            prio = priority_class(pod)
-            est = estimate_pod(
-                pod,
-                self.args.estimated_scaling_factors,
-                prio,
-                allow_customize=self.args.allow_customize_estimation,
-            )
+            prio, est = estimate_with_args(pod, self.args)
             facts = PodFacts(is_daemonset_pod(pod), prio is api.PriorityClass.PROD, est)
             state.write(STATE_KEY, facts)
         assert isinstance(facts, PodFacts)
