@@ -18,7 +18,8 @@ from typing import Any
 import yaml
 
 from koordlet.api import Flag
-from koordlet.errors import ConfigError
+from koordlet.errors import ConfigError, InvalidValue
+from koordlet.schema import quantity
 from koordlet.system import paths as syspaths
 
 MIN_COLLECT_INTERVAL = 0.1
@@ -64,25 +65,14 @@ AGENT_FLAGS: tuple[Flag, ...] = (
 
 _ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$")
 """An IPv4 address, a host name or a bracketed IPv6 address (an unexpanded ``$(POD_IP)`` is refused)."""
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_GO_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_seconds(text: object) -> float:
     """``1.5``, ``"1.5"``, ``"500ms"``, ``"1m30s"`` → seconds."""
-    if isinstance(text, bool):
-        raise ConfigError(f"not a duration: {text!r}")
-    if isinstance(text, int | float):
-        return float(text)
-    raw = str(text).strip()
     try:
-        return float(raw)
-    except ValueError:
-        pass
-    if not _GO_DURATION.match(raw):
-        raise ConfigError(f"not a duration: {text!r} (use seconds or Go syntax like 500ms, 1s, 2m)")
-    return sum(float(n) * _UNITS[u] for n, u in _DURATION_PART.findall(raw))
+        return quantity.parse_seconds(text)
+    except InvalidValue as err:
+        raise ConfigError(f"not a duration: {text!r} (use seconds or Go syntax like 500ms, 1s, 2m)") from err
 
 
 def env_name(flag_name: str) -> str:

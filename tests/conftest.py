@@ -15,13 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver import handler as _apiserver_handler
 from tests.fakeclock import FakeClock
-
-# The test API server writes a response's headers and body in two sends; with Nagle's algorithm on, the
-# body waits for the client's delayed ACK (~40 ms on Linux) on every GET. Turning it off changes nothing
-# but latency (44 ms -> 0.4 ms per request). Belongs in tests/apiserver/handler.py; set here until then.
-_apiserver_handler.Handler.disable_nagle_algorithm = True
 
 ON_CI = os.environ.get("CI", "").lower() == "true"
 

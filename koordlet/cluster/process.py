@@ -23,7 +23,7 @@ from koordlet.daemon import Component, Daemon
 from koordlet.errors import ConfigError, InvalidValue
 from koordlet.httpserver import AgentHTTPServer
 from koordlet.runtime import Supervisor, install_signals
-from koordlet.schema.quantity import parse_duration
+from koordlet.schema import quantity
 
 F = TypeVar("F", bound=Callable[..., Any])
 _ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$")
@@ -44,16 +44,9 @@ def parse_addr(text: str, flag: str = "--addr") -> Address:
 
 
 def parse_seconds(text: object, flag: str) -> float:
-    """Seconds from a number or a Go duration (``15s``, ``1m30s``)."""
-    if isinstance(text, int | float) and not isinstance(text, bool):
-        return float(text)
-    raw = str(text).strip()
+    """Seconds from a number or a Go duration (``15s``, ``1m30s``); :class:`ConfigError` naming ``flag``."""
     try:
-        return float(raw)
-    except ValueError:
-        pass
-    try:
-        return parse_duration(raw)
+        return quantity.parse_seconds(text)
     except InvalidValue as err:
         raise ConfigError(f"{flag} {text!r}: want seconds or a Go duration like 15s") from err
 

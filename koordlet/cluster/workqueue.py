@@ -42,6 +42,11 @@ class WorkQueue:
         with self._cond:
             return len(self._queue)
 
+    def idle(self) -> bool:
+        """Nothing queued now and nothing being processed (delayed keys aside)."""
+        with self._cond:
+            return not self._queue and not self._processing
+
     def _add(self, key: str) -> None:
         self.adds += 1
         if self._shutdown or key in self._dirty:

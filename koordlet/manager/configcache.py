@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from koordlet.cluster.events import EventRecorder, ObjectRef
+from koordlet.cluster.events import ObjectRef
 from koordlet.schema import sloconfig
 from koordlet.schema.colocation import (
     COLOCATION_CONFIG_KEY,
@@ -32,11 +32,17 @@ REASON_COLOCATION_UNMARSHAL_FAILED = "ColocationCfgUnmarshalFailed"
 REASON_SLO_UNMARSHAL_FAILED = "SLOCfgUnmarshalFailed"
 
 
+class Recorder(Protocol):
+    """What the cache needs of an Event recorder (:class:`koordlet.cluster.events.EventRecorder`)."""
+
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None: ...
+
+
 class SLOConfigCache:
     def __init__(
         self,
         *,
-        recorder: EventRecorder | None = None,
+        recorder: Recorder | None = None,
         on_colocation_change: Callable[[], None] = lambda: None,
         on_nodeslo_change: Callable[[], None] = lambda: None,
         on_refused: Callable[[str], None] = lambda _key: None,

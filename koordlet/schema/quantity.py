@@ -129,6 +129,20 @@ def parse_duration(text: str) -> float:
     return total
 
 
+def parse_seconds(value: object) -> float:
+    """Seconds from a number, a numeric string (``"1.5"``) or a Go duration (``"500ms"``, ``"1m30s"``)."""
+    if isinstance(value, bool):
+        raise InvalidValue("duration", value, "a boolean is not a duration")
+    if isinstance(value, int | float):
+        return float(value)
+    raw = str(value).strip()
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    return parse_duration(raw)
+
+
 def format_duration(seconds: float) -> str:
     """Go's ``Duration.String()`` for whole seconds: 300 -> ``"5m0s"``, 3600 -> ``"1h0m0s"``."""
     total = round(seconds)

@@ -59,7 +59,10 @@ def get_json(url: str) -> Any:
 class Agent:
     """A ``koordlet run`` child process; stopped with SIGTERM (and checked to exit 0) by :meth:`stop`."""
 
-    def __init__(self, tmp: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, tmp: Path, *extra: str, env: dict[str, str] | None = None, kubeconfig: Path | None = None
+    ) -> None:
+        """Standalone, or in cluster mode against ``kubeconfig`` when given."""
         import os
         import subprocess
         import sys
@@ -70,11 +73,17 @@ class Agent:
         self._log = self.log.open("w")
         full_env = {**os.environ, "NODE_NAME": "e2e-node", **(env or {})}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "koordlet", "run", *standalone_args(tmp, self.port, *extra)],
+            [sys.executable, "-m", "koordlet", "run", *self._args(tmp, kubeconfig, extra)],
             env=full_env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
+
+    def _args(self, tmp: Path, kubeconfig: Path | None, extra: tuple[str, ...]) -> list[str]:
+        args = standalone_args(tmp, self.port, *extra)
+        if kubeconfig is None:
+            return args
+        return [a for a in args if a != "--standalone"] + [f"--kubeconfig={kubeconfig}"]
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         if wait_http(self.base + "/readyz", timeout) is None:

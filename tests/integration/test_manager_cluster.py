@@ -18,12 +18,19 @@ import pytest
 
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.managerharness import ManagerProcess, node, set_config
+from tests.managerharness import (
+    ManagerProcess,
+    no_nagle,  # noqa: F401
+    node,
+    set_config,
+)
 
 N = 200
 CONVERGE_SECONDS = 2.0
 INTERVAL = {"a": 10, "b": 30}  # reportIntervalSeconds by pool (b = the cluster strategy)
 SUPPRESS = {"a": 40, "b": 55}  # cpuSuppressThresholdPercent by pool
+
+pytestmark = pytest.mark.usefixtures("no_nagle")
 
 
 def pool_of(labels: dict[str, str]) -> str:

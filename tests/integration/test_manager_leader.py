@@ -18,7 +18,16 @@ import pytest
 
 from tests.apiserver import APIServer, Request
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.managerharness import NS, ManagerProcess, ensure_namespace, get, node, set_config, wait_until
+from tests.managerharness import (
+    NS,
+    ManagerProcess,
+    ensure_namespace,
+    get,
+    no_nagle,  # noqa: F401
+    node,
+    set_config,
+    wait_until,
+)
 
 LEASE, RENEW, RETRY = 3.0, 2.0, 0.5
 ELECTION = (
@@ -28,6 +37,8 @@ ELECTION = (
     "--request-timeout=0.5s",
 )
 _UA = re.compile(r"^koord-manager/\S+ \((?P<identity>[^)]*)\)$")
+
+pytestmark = pytest.mark.usefixtures("no_nagle")
 
 
 def writer(r: Request) -> str | None:
@@ -94,6 +105,8 @@ def test_sigkill_of_the_leader_hands_over_within_the_lease(
     assert handover <= LEASE + 2 * RETRY + 0.5, f"hand-over took {handover:.2f}s"
     wait_until(lambda: has_objects(cluster, "after-kill"), 5, "b reconciles")
     assert holder(cluster) == "b"
+    # The server logs a request after answering it: wait for b's writes to be in the log.
+    cluster.wait_for_requests(lambda r: writer(r) == "b", count=2, timeout=5)
 
     seq = writers(cluster.requests)
     assert "a" in seq and "b" in seq

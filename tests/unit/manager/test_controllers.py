@@ -7,13 +7,25 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from koordlet.schema.nodemetric import CollectPolicy
 from koordlet.schema.timefmt import format_time
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.managerharness import NS, get, node, running_manager, set_config, wait_until
+from tests.managerharness import (
+    NS,
+    get,
+    no_nagle,  # noqa: F401
+    node,
+    running_manager,
+    set_config,
+    wait_until,
+)
 
 DEFAULT_NM_SPEC = CollectPolicy().to_spec()
+
+pytestmark = pytest.mark.usefixtures("no_nagle")
 
 
 def nm_spec(server: APIServer, name: str) -> Any:

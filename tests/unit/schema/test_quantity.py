@@ -99,3 +99,17 @@ def test_format_decimal_like_kubernetes() -> None:
     ]
     for v in (1, 999, 1000, 123456000):
         assert q.to_int(q.format_decimal(v)) == v
+
+
+def test_parse_seconds_numbers_strings_and_go_durations() -> None:
+    assert [q.parse_seconds(v) for v in (2, 1.5, "1.5", "500ms", "1m30s", " 15s ")] == [
+        2.0,
+        1.5,
+        1.5,
+        0.5,
+        90.0,
+        15.0,
+    ]
+    for bad in ("soon", "", True, "5 s", "1.5.5"):
+        with pytest.raises(InvalidValue):
+            q.parse_seconds(bad)

@@ -1,0 +1,192 @@
+"""koord-manager's RBAC against its real API traffic: every request the manager sends (told apart by its
+User-Agent in the test API server's log) is allowed by the ClusterRole or the namespaced Role, every
+write verb granted is used, and nothing is granted with ``*``. Requests become RBAC attributes the way
+kube-apiserver's RequestInfo does, including the name a ``metadata.name`` field selector gives a list
+or watch (what lets ``resourceNames`` restrict them)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from koordlet.cluster.leaderelection import ElectionConfig
+from tests.apiserver import APIServer, Request
+from tests.apiserver.fixtures import DEFAULT_CRDS
+from tests.managerharness import NS, get, nagle_off, node, running_manager, set_config, wait_until
+from tests.unit.deploy.test_rbac import attributes
+
+RBAC = Path(__file__).resolve().parents[3] / "deploy" / "manager" / "rbac.yaml"
+READ_VERBS = {"get", "list", "watch"}
+
+
+@dataclass(frozen=True, slots=True)
+class Attrs:
+    verb: str
+    group: str
+    resource: str
+    namespace: str
+    name: str
+
+
+def request_attrs(req: Request) -> Attrs:
+    a = attributes(req)
+    parts = [p for p in req.path.split("/") if p]
+    rest = parts[2:] if parts[0] == "api" else parts[3:]
+    namespace = rest[1] if len(rest) >= 3 and rest[0] == "namespaces" else ""
+    if namespace:
+        rest = rest[2:]
+    name = rest[1] if len(rest) > 1 else ""
+    if not name and a.verb in ("list", "watch"):
+        for term in (req.query.get("fieldSelector") or "").split(","):
+            key, _, value = term.partition("=")
+            if key == "metadata.name":
+                name = value
+    return Attrs(a.verb, a.group, a.resource, namespace, name)
+
+
+def load() -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
+
+
+def rules() -> list[tuple[dict[str, Any], str | None]]:
+    """(rule, namespace or None for cluster-wide)."""
+    out: list[tuple[dict[str, Any], str | None]] = []
+    for doc in load():
+        if doc["kind"] == "ClusterRole":
+            out += [(r, None) for r in doc["rules"]]
+        elif doc["kind"] == "Role":
+            out += [(r, doc["metadata"]["namespace"]) for r in doc["rules"]]
+    return out
+
+
+def allows(a: Attrs) -> bool:
+    for rule, ns in rules():
+        if ns is not None and ns != a.namespace:
+            continue
+        names = rule.get("resourceNames")
+        if names is not None and a.name not in names:
+            continue  # a create carries no name: never allowed by a resourceNames rule
+        if a.group in rule["apiGroups"] and a.resource in rule["resources"] and a.verb in rule["verbs"]:
+            return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def traffic() -> Iterator[set[Attrs]]:
+    """Drive every call koord-manager makes: informers, creates, updates, deletes, node status patches,
+    Events (created and aggregated), leader election (create, renew, release)."""
+    with nagle_off(), APIServer(crds=DEFAULT_CRDS) as server:
+        yield _drive(server)
+
+
+def _drive(server: APIServer) -> set[Attrs]:
+    store = server.store
+    set_config(server, colocation_config={"enable": True})
+    store.create("nodes", node("n1"))
+    store.create("nodes", node("n2"))
+    election = ElectionConfig(
+        namespace=NS, identity="rbac", lease_duration=3, renew_deadline=2, retry_period=0.2
+    )
+    with running_manager(server, leader_election=True, election=election, request_timeout=0.5):
+        wait_until(
+            lambda: get(server, "nodemetrics", "n2") is not None and get(server, "nodeslos", "n2") is not None
+        )
+        status = {"updateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        store.patch("nodemetrics", "n1", {"status": status}, subresource="status")
+        wait_until(lambda: "kubernetes.io/batch-cpu" in get(server, "nodes", "n1")["status"]["allocatable"])  # type: ignore[index]
+        set_config(server, colocation_config={"enable": True, "metricReportIntervalSeconds": 20})
+        wait_until(
+            lambda: (
+                get(server, "nodemetrics", "n2")["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 20
+            )  # type: ignore[index]
+        )
+        burst = {"clusterStrategy": {"policy": "auto"}}
+        set_config(server, colocation_config="{", cpu_burst_config=burst)
+        wait_until(lambda: get(server, "nodeslos", "n2")["spec"]["cpuBurstStrategy"]["policy"] == "auto")  # type: ignore[index]
+        # The same broken key again (another key changed): the Warning Event is aggregated (PATCH).
+        set_config(
+            server, colocation_config="{", cpu_burst_config=burst, system_config={"clusterStrategy": {}}
+        )
+        wait_until(
+            lambda: any(r.method == "PATCH" and "/events/" in r.path for r in server.requests),
+            what="aggregated",
+        )
+        store.delete("nodes", "n2")
+        wait_until(lambda: get(server, "nodemetrics", "n2") is None and get(server, "nodeslos", "n2") is None)
+    ours = [r for r in server.requests if r.headers.get("User-Agent", "").startswith("koord-manager/")]
+    return {request_attrs(r) for r in ours}
+
+
+def test_every_call_of_the_manager_is_allowed(traffic: set[Attrs]) -> None:
+    denied = sorted((a.verb, a.resource, a.namespace, a.name) for a in traffic if not allows(a))
+    assert not denied, f"the manager's RBAC denies: {denied}"
+    resources = {a.resource for a in traffic}
+    assert {
+        "nodes",
+        "pods",
+        "nodes/status",
+        "nodemetrics",
+        "nodeslos",
+        "configmaps",
+        "leases",
+        "events",
+    } <= resources
+    assert {a.verb for a in traffic} >= {"get", "list", "watch", "create", "update", "delete", "patch"}
+
+
+def test_every_write_granted_is_used(traffic: set[Attrs]) -> None:
+    used = {(a.verb, a.group, a.resource) for a in traffic}
+    for rule, _ns in rules():
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for verb in rule["verbs"]:
+                    if verb in READ_VERBS:
+                        parent = resource.split("/")[0]
+                        assert (verb, group, resource) in used or ("list", group, parent) in used, (
+                            verb,
+                            resource,
+                        )
+                    else:
+                        assert (verb, group, resource) in used, f"{verb} {resource} granted but never used"
+
+
+def test_no_wildcards_no_secrets_and_no_agent_status() -> None:
+    for rule, _ns in rules():
+        for key in ("apiGroups", "resources", "verbs", "resourceNames"):
+            assert all("*" not in str(v) for v in rule.get(key, [])), rule
+        assert "secrets" not in rule["resources"] and "nodemetrics/status" not in rule["resources"]
+
+
+def test_bindings_name_the_deployments_service_account() -> None:
+    docs = {d["kind"]: d for d in load()}
+    deploy = [d for d in yaml.safe_load_all((RBAC.parent / "koord-manager.yaml").read_text()) if d]
+    sa = next(d for d in deploy if d["kind"] == "ServiceAccount")["metadata"]
+    pod = next(d for d in deploy if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == sa["name"]
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        assert {"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]} in docs[kind][
+            "subjects"
+        ]
+
+
+def test_field_selector_names_a_list() -> None:
+    req = Request(
+        "GET",
+        f"/api/v1/namespaces/{NS}/configmaps",
+        {"fieldSelector": "metadata.name=x", "watch": "true"},
+        {},
+        None,
+        200,
+    )
+    assert request_attrs(req) == Attrs("watch", "", "configmaps", NS, "x")
+    assert (
+        json.dumps(request_attrs(Request("POST", f"/api/v1/namespaces/{NS}/events", {}, {}, None, 201)).name)
+        == '""'
+    )
