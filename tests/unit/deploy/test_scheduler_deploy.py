@@ -103,7 +103,8 @@ def test_cluster_role_allows_exactly_the_recorded_traffic(api_server: APIServer,
         created = objects.pod("p")
         del created["metadata"]["uid"]
         made = request(api, "create", "POST", "/api/v1/namespaces/default/pods", body=created)
-        before = len(api_server.requests)
+        assert api_server.wait_for_requests(lambda r: r.method == "POST" and r.path.endswith("/pods"))
+        before = len(api_server.requests)  # what follows is the extender's traffic alone
         with running_extender(api_server.client_config()) as app:
             ext = HTTPExtender(
                 ExtenderConfig(url_prefix=f"http://127.0.0.1:{app.server.port}", bind_verb="bind")
@@ -111,6 +112,9 @@ def test_cluster_role_allows_exactly_the_recorded_traffic(api_server: APIServer,
             go_pod = {"metadata": made["metadata"], "spec": made["spec"], "status": {}}
             assert ext.filter(go_pod, [objects.node("n1")])[0]
             ext.bind(go_pod, "n1")
+        # the server logs a request after answering it; the watches end when the extender stops
+        assert api_server.wait_for_requests(lambda r: r.path.endswith("/binding"), timeout=5)
+        api_server.wait_for_requests(lambda r: r.query.get("watch") == "true", count=3, timeout=5)
     finally:
         api.close()
     traffic = {attributes(r) for r in api_server.requests[before:]}  # watches are logged when they end
