@@ -185,7 +185,10 @@ def test_batch_resources_follow_the_nodemetric(api_server: APIServer) -> None:  
     # 16 cores, reclaim 60% -> margin 6400m; system 0 and no kubelet reservation; prod pod usage u:
     # batch-cpu = 16000 - 6400 - u. Memory: 32Gi - int(32Gi * 0.35) - 4Gi = 18038862644.
     store = api_server.store
-    set_config(api_server, colocation_config={"enable": True, "degradeTimeMinutes": 1})
+    set_config(
+        api_server,
+        colocation_config={"enable": True, "degradeTimeMinutes": 1, "updateTimeThresholdSeconds": 2},
+    )
     store.create("nodes", node("n"))
     store.create(
         "pods",
@@ -214,7 +217,7 @@ def test_batch_resources_follow_the_nodemetric(api_server: APIServer) -> None:  
         # Prod usage up 3 cores -> batch down 3 cores (a 39% move: past the 10% diff threshold).
         store.patch("nodemetrics", "n", {"status": nodemetric_status(time.time(), "5")}, subresource="status")
         wait_until(lambda: batch(api_server, "n")[0] == "4600", what="batch down")
-        # A 100m move (2%) is under the threshold: not written.
+        # A 100m move (2%) is under the 10% diff threshold: not written now...
         store.patch(
             "nodemetrics", "n", {"status": nodemetric_status(time.time(), "5100m")}, subresource="status"
         )
@@ -225,6 +228,10 @@ def test_batch_resources_follow_the_nodemetric(api_server: APIServer) -> None:  
                 "slo_controller_node_resource_reconcile_count", status="succeeded", reason="updateNodeStatus"
             )
             == writes + 1
+        )
+        # ... until updateTimeThresholdSeconds (2 s) have passed since the last write: then it is.
+        wait_until(
+            lambda: batch(api_server, "n")[0] == "4500", timeout=4, what="small change after the period"
         )
         # The agent stops reporting: after degradeTimeMinutes the resources are withdrawn.
         store.patch(
