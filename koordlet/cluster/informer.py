@@ -10,7 +10,9 @@ and must be quick (enqueue a key); objects are shared, read-only dicts. :meth:`I
 every object as an update, as client-go's resync does (the process runs it on a period).
 
 Field and label selectors pass through to the list and the watch, so the same class serves "all nodes"
-for the manager and "the pods of my node" / "my NodeSLO" for the agent.
+for the manager and "the pods of my node" / "my NodeSLO" for the agent. A ``transform`` (client-go's
+``SetTransform``) trims each object before it is cached, so a 100 000-pod cache keeps only what its
+readers need.
 """
 
 from __future__ import annotations
@@ -81,8 +83,10 @@ class Informer:
         backoff: Backoff | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.name = name
+        self._transform = transform
         self._list_fn = list_fn
         self._kwargs = dict(kwargs or {})
         self.page_size = page_size
@@ -230,7 +234,8 @@ class Informer:
                     raise _Gone() from err  # the continue token expired: start the list over
                 raise
             doc = doc if isinstance(doc, Mapping) else {}
-            items.extend(i for i in doc.get("items") or () if isinstance(i, Mapping))
+            page = [i for i in doc.get("items") or () if isinstance(i, Mapping)]
+            items.extend(map(self._transform, page) if self._transform is not None else page)
             meta = doc.get("metadata") or {}
             token = str(meta.get("continue") or "")
             if not token:
@@ -289,7 +294,7 @@ class Informer:
                     )
                 rv = self.resource_version = _rv(obj) or rv
                 if typ in ("ADDED", "MODIFIED", "DELETED"):
-                    self._apply(str(typ), obj)
+                    self._apply(str(typ), obj if self._transform is None else self._transform(obj))
                 self.backoff.reset()
         finally:
             with self._lock:

@@ -1,0 +1,5 @@
+"""``python -m koordlet.scheduler`` = ``koord-scheduler-extender``."""
+
+from koordlet.scheduler.cli import entry
+
+entry()

@@ -1,0 +1,199 @@
+"""The cluster view the extender hands its plugins: the framework ``Handle`` over three caches (nodes,
+pods, NodeMetrics), the informers that fill them, and the trimming applied before caching.
+
+kube-scheduler keeps full objects; the extender keeps what scheduling plugins read, so that 100 000
+pods fit in a few hundred MiB. Cached pods lose ``metadata.managedFields``, the
+``last-applied-configuration`` annotation, container fields other than name, image, resources, ports,
+restartPolicy and resizePolicy, ``spec.volumes``, ephemeral containers, and status fields other than
+phase, conditions, qosClass, nominatedNodeName and startTime. Nodes lose ``managedFields`` and
+``status.images``. Terminated pods are not cached at all (field selector), so a pod that ends leaves
+the caches as a delete. Every cached object has its keys and short strings interned (:func:`compact`).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from koordlet.cluster.informer import EventHandler, Informer, index_by_node
+from koordlet.scheduler.framework import NodeInfo, Obj
+from koordlet.scheduler.framework.interface import ObjHandler, UpdateHandler
+
+NODEMETRIC_GROUP, NODEMETRIC_VERSION, NODEMETRIC_PLURAL = "slo.koordinator.sh", "v1alpha1", "nodemetrics"
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_CONTAINER_KEEP = ("name", "image", "resources", "ports", "restartPolicy", "resizePolicy")
+_POD_STATUS_KEEP = ("phase", "conditions", "qosClass", "nominatedNodeName", "startTime")
+
+
+class Store(Protocol):
+    """What the handle needs of a cache; :class:`~koordlet.cluster.informer.Informer` is one."""
+
+    def get(self, key: str) -> Obj | None: ...
+
+    def objects(self) -> list[Obj]: ...
+
+    def by_index(self, index: str, value: str) -> list[Obj]: ...
+
+    def add_handler(self, handler: EventHandler) -> None: ...
+
+    def has_synced(self) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+
+INTERN_MAX = 32
+"""Strings up to this length are interned: keys always repeat, and so do short values (phases, QoS
+classes, namespaces, label values, resource names), while UIDs and long names rarely do."""
+
+
+def compact(obj: Any) -> Any:
+    """``obj`` rebuilt with interned keys and short values. Every watch event is decoded on its own, so
+    without this each of 100 000 cached pods carries its own copy of every key: half the memory."""
+    if isinstance(obj, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: compact(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [compact(v) for v in obj]
+    if isinstance(obj, str) and len(obj) <= INTERN_MAX:
+        return sys.intern(obj)
+    return obj
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and LAST_APPLIED in annotations:
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+    return meta
+
+
+def _containers(raw: Any) -> Any:
+    if not isinstance(raw, list):
+        return raw
+    return [{k: c[k] for k in _CONTAINER_KEEP if k in c} if isinstance(c, Mapping) else c for c in raw]
+
+
+def slim_pod(obj: Obj) -> Obj:
+    """A pod as the extender caches it (see the module docstring for what is kept)."""
+    out: dict[str, Any] = dict(obj)
+    out["metadata"] = _meta(obj)
+    spec = obj.get("spec")
+    if isinstance(spec, Mapping):
+        spec = {k: v for k, v in spec.items() if k != "volumes"}
+        for key in ("containers", "initContainers"):
+            if key in spec:
+                spec[key] = _containers(spec[key])
+        spec.pop("ephemeralContainers", None)
+        out["spec"] = spec
+    status = obj.get("status")
+    if isinstance(status, Mapping):
+        out["status"] = {k: status[k] for k in _POD_STATUS_KEEP if k in status}
+    return compact(out)  # type: ignore[no-any-return]
+
+
+def slim_node(obj: Obj) -> Obj:
+    out: dict[str, Any] = dict(obj)
+    out["metadata"] = _meta(obj)
+    status = obj.get("status")
+    if isinstance(status, Mapping) and "images" in status:
+        out["status"] = {k: v for k, v in status.items() if k != "images"}
+    return compact(out)  # type: ignore[no-any-return]
+
+
+class ClusterHandle:
+    """The framework's ``Handle`` over a node, a pod and a NodeMetric store (informers in the process,
+    :class:`~koordlet.scheduler.memstore.MemoryStore` in tests and benchmarks). The pod store must
+    carry the ``node`` index (``index_by_node``)."""
+
+    def __init__(
+        self, nodes: Store, pods: Store, node_metrics: Store, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.nodes, self.pods, self.node_metrics = nodes, pods, node_metrics
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._infos: dict[str, NodeInfo] = {}
+        nodes.add_handler(
+            EventHandler(on_add=self._node_set, on_update=self._node_update, on_delete=self._node_del)
+        )
+
+    def _node_set(self, obj: Obj) -> None:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        info = NodeInfo(name, obj)
+        with self._lock:
+            self._infos[name] = info
+
+    def _node_update(self, old: Obj, new: Obj) -> None:
+        if old is not new:  # a resync replays the same object: keep the memo
+            self._node_set(new)
+
+    def _node_del(self, obj: Obj) -> None:
+        with self._lock:
+            self._infos.pop(str((obj.get("metadata") or {}).get("name") or ""), None)
+
+    # ---- the framework Handle ---------------------------------------------------------------------
+
+    def node_info(self, name: str) -> NodeInfo | None:
+        return self._infos.get(name)
+
+    def node_infos(self) -> Sequence[NodeInfo]:
+        with self._lock:
+            return list(self._infos.values())
+
+    def get_pod(self, namespace: str, name: str) -> Obj | None:
+        return self.pods.get(f"{namespace}/{name}" if namespace else name)
+
+    def pods_on_node(self, node_name: str) -> list[Obj]:
+        return self.pods.by_index("node", node_name)
+
+    def node_metric(self, node_name: str) -> Obj | None:
+        return self.node_metrics.get(node_name)
+
+    def on_pods(
+        self,
+        on_add: ObjHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: ObjHandler | None = None,
+    ) -> None:
+        self.pods.add_handler(EventHandler(on_add, on_update, on_delete))
+
+    def on_node_metrics(
+        self,
+        on_add: ObjHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: ObjHandler | None = None,
+    ) -> None:
+        self.node_metrics.add_handler(EventHandler(on_add, on_update, on_delete))
+
+    def now(self) -> float:
+        return self._clock()
+
+    # ---- the extender's own needs -----------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        return self.nodes.has_synced() and self.pods.has_synced() and self.node_metrics.has_synced()
+
+
+def build_informers(api_client: Any) -> tuple[Informer, Informer, Informer]:
+    """Nodes, non-terminated pods (with the ``node`` index) and NodeMetrics, each trimmed as documented."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    custom = client.CustomObjectsApi(api_client)
+    nodes = Informer("nodes", core.list_node, transform=slim_node)
+    pods = Informer(
+        "pods",
+        core.list_pod_for_all_namespaces,
+        {"field_selector": POD_FIELD_SELECTOR},
+        indexers={"node": index_by_node},
+        transform=slim_pod,
+    )
+    metrics = Informer(
+        "nodemetrics",
+        custom.list_cluster_custom_object,
+        {"group": NODEMETRIC_GROUP, "version": NODEMETRIC_VERSION, "plural": NODEMETRIC_PLURAL},
+        transform=compact,
+    )
+    return nodes, pods, metrics

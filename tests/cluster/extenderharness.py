@@ -1,0 +1,52 @@
+"""koord-scheduler-extender run in-process against an API server, until the block ends (then stopped and
+checked to exit 0). Independent of pytest."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from koordlet.cluster.client import make_api_client
+from koordlet.cluster.process import Address
+from koordlet.scheduler.app import ExtenderApp, ExtenderConfig
+
+
+@contextmanager
+def running_extender(
+    client_configuration: Any, config: Mapping[str, Any] | None = None, *, tmp: Path | None = None
+) -> Iterator[ExtenderApp]:
+    """``config`` is a KubeSchedulerConfiguration (written to ``tmp``); the app's ``server.port`` serves."""
+    config_file = ""
+    if config is not None:
+        assert tmp is not None, "a config needs a directory to be written to"
+        path = tmp / "extender-config.json"
+        path.write_text(json.dumps(config))
+        config_file = str(path)
+    cfg = ExtenderConfig(addr=Address("127.0.0.1", 0), config_file=config_file, sync_timeout=10.0)
+    app = ExtenderApp(
+        cfg, CollectorRegistry(), api_client=make_api_client(client_configuration=client_configuration)
+    )
+    stop = threading.Event()
+    code: list[int] = []
+    thread = threading.Thread(target=lambda: code.append(app.run(stop)), name="test-extender")
+    thread.start()
+    try:
+        deadline = time.monotonic() + 15
+        while not app.ready():
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise AssertionError("koord-scheduler-extender did not become ready")
+            time.sleep(0.01)
+        yield app
+    finally:
+        stop.set()
+        thread.join(10)
+        app.close()
+    assert not thread.is_alive(), "koord-scheduler-extender did not stop"
+    assert code == [0], code

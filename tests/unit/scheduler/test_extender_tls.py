@@ -1,0 +1,127 @@
+"""TLS: the extender serves HTTPS with its key pair and, given a client CA, requires client certificates
+signed by it (kube-scheduler's ``tlsConfig.certFile/keyFile/caFile``). Certificates are made with openssl."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from koordlet.errors import ConfigError
+from koordlet.scheduler.server import TLSConfig, ssl_context
+from tests.unit.scheduler.extenderenv import ServedExtender
+
+pytestmark = pytest.mark.tool("openssl")
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("pki")
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test-ca",
+        cwd=d,
+    )
+    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name, cn in (("server", "127.0.0.1"), ("client", "kube-scheduler")):
+        openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            f"/CN={cn}",
+            cwd=d,
+        )
+        ext = ["-extfile", "san.cnf"] if name == "server" else []
+        openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "1",
+            *ext,
+            cwd=d,
+        )
+    return d
+
+
+def call(port: int, ctx: ssl.SSLContext) -> tuple[int, object]:
+    conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=5)
+    try:
+        body = json.dumps(
+            {"Pod": {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": []}}, "NodeNames": []}
+        )
+        conn.request("POST", "/filter", body=body)
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read())
+    finally:
+        conn.close()
+
+
+def client_context(pki: Path, with_cert: bool) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    if with_cert:
+        ctx.load_cert_chain(str(pki / "client.crt"), str(pki / "client.key"))
+    return ctx
+
+
+def test_https_with_client_certificates(pki: Path) -> None:
+    tls = ssl_context(TLSConfig(str(pki / "server.crt"), str(pki / "server.key"), str(pki / "ca.crt")))
+    e = ServedExtender(tls=tls)
+    try:
+        status, res = call(e.server.port, client_context(pki, with_cert=True))
+        assert status == 200 and res["NodeNames"] == []  # type: ignore[index]
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            call(e.server.port, client_context(pki, with_cert=False))
+        # the server keeps serving after a refused handshake
+        assert call(e.server.port, client_context(pki, with_cert=True))[0] == 200
+    finally:
+        e.close()
+
+
+def test_https_without_client_ca_accepts_any_client(pki: Path) -> None:
+    tls = ssl_context(TLSConfig(str(pki / "server.crt"), str(pki / "server.key")))
+    e = ServedExtender(tls=tls)
+    try:
+        assert call(e.server.port, client_context(pki, with_cert=False))[0] == 200
+    finally:
+        e.close()
+
+
+def test_bad_key_pair_names_the_flag(pki: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--tls-cert-file"):
+        ssl_context(TLSConfig(str(tmp_path / "missing.crt"), str(pki / "server.key")))
+    with pytest.raises(ConfigError, match="--client-ca-file"):
+        ssl_context(TLSConfig(str(pki / "server.crt"), str(pki / "server.key"), str(tmp_path / "nope.crt")))
