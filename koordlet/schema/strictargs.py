@@ -3,8 +3,8 @@ descheduler's plugins: unknown fields and wrong JSON types are errors naming the
 absent. Each field of a spec names its kind:
 
 ``bool``, ``int`` (not a bool, not a float), ``number`` (int or float), ``str``, ``object``,
-``str_list``, ``int_map``/``number_map`` (resource name -> value), ``duration`` (a Go duration string
-such as ``"5m"``, as ``metav1.Duration`` encodes it).
+``str_list``, ``object_list``, ``int_map``/``number_map`` (resource name -> value), ``duration`` (a Go
+duration string such as ``"5m"``, as ``metav1.Duration`` encodes it).
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ def _one(kind: str, value: Any, at: str) -> Any:
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
             raise InvalidArgs(f"{at}: want a list of strings, got {value!r}")
         value = tuple(value)
+    elif kind == "object_list":
+        if not isinstance(value, list) or not all(isinstance(x, Mapping) for x in value):
+            raise InvalidArgs(f"{at}: want a list of objects, got {value!r}")
+        value = list(value)
     elif kind == "int_map":
         value = _map(value, at, _is_int, "an integer")
     elif kind == "number_map":

@@ -143,6 +143,10 @@ class Handle(Protocol):
     def dry_run(self) -> bool:
         """The configuration's ``dryRun``: evictions are decided and logged, never carried out."""
 
+    @property
+    def interval(self) -> float:
+        """The configuration's ``deschedulingInterval`` in seconds (0: one round only)."""
+
     def get_node(self, name: str) -> Obj | None: ...
 
     def pods_on_node(self, node_name: str) -> list[Obj]:
@@ -157,6 +161,9 @@ class Handle(Protocol):
 
     def monotonic(self) -> float:
         """Monotonic seconds (injected, so tests control time windows)."""
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; ``True`` (at once) when the descheduler is stopping."""
 
 
 PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Any]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -103,10 +104,12 @@ class Environment:
     informers: Informers
     recorder: EventRecorder
     dry_run: bool = False
+    interval: float = 0.0
     limiter: RoundLimiter = dataclasses.field(default_factory=lambda: RoundLimiter(RoundLimits()))
     counter: EvictionCounter = dataclasses.field(default_factory=NoCounter)
     now: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic
+    stop: threading.Event = dataclasses.field(default_factory=threading.Event)
 
 
 class ProfileEvictor:
@@ -178,6 +181,10 @@ class ProfileHandle:
     def dry_run(self) -> bool:
         return self._env.dry_run
 
+    @property
+    def interval(self) -> float:
+        return self._env.interval
+
     def get_node(self, name: str) -> Obj | None:
         return self._env.informers.nodes.get(name)
 
@@ -195,6 +202,9 @@ class ProfileHandle:
 
     def monotonic(self) -> float:
         return self._env.monotonic()
+
+    def wait(self, seconds: float) -> bool:
+        return self._env.stop.wait(seconds)
 
 
 class Framework:

@@ -1,0 +1,172 @@
+"""Moving load from the abnormal source nodes to the under-used ones (Koordinator's
+``evictPodsFromSourceNodes``, ``balancePods``, ``podFitsAnyNodeWithThreshold`` and ``evictPods``).
+
+Capacity to move is ``Σ (high threshold - usage)`` over the targets, per resource. The node pass moves
+from the node-view sources to the low and both-low nodes; the prod pass then moves from the prod sources
+to the prod-low and both-low nodes, with the both-low share capped by what the node pass left.
+
+On each source, hottest first: the removable pods are those passing the pod filter and, with
+``nodeFit``, reporting a usage and fitting some target (``NodeFit`` and, with the pod's usage added,
+every resource still within the target's high threshold; the first target that fits keeps the added
+usage, so later candidates see it). They are sorted (:mod:`.sorter`) and evicted one by one while the
+source is over a high threshold and every resource has capacity left; each eviction subtracts the pod's
+usage (1 for ``pods``) from the capacity and from the source (from its prod usage too in the prod pass),
+in a dry run as well. A pod that reports no usage changes no counter.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from koordlet.descheduler.framework import pods as podutil
+from koordlet.descheduler.framework.interface import EvictOptions, Evictor, Obj
+from koordlet.descheduler.framework.nodes import NodeFit
+from koordlet.descheduler.plugins.lownodeload.sorter import PodFacts, sort_pods
+from koordlet.descheduler.plugins.lownodeload.usage import NodeUsage, Vec, metric_vec, over
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Pass:
+    """Everything one balancing pass needs besides the nodes."""
+
+    pool: str
+    plugin: str
+    names: Sequence[str]
+    """The resources thresholds are set for."""
+    weights: Mapping[str, int]
+    facts: Mapping[str, PodFacts]
+    pod_filter: Callable[[Obj], bool]
+    evictor: Evictor
+    node_fit: NodeFit | None
+    """``None`` when ``nodeFit`` is off."""
+    dry_run: bool
+    reason: Callable[[NodeUsage, bool], str]
+    on_normal: Callable[[NodeUsage, bool], None]
+    """Called when a source drops under its high thresholds (its detector is reset)."""
+    evicted: list[tuple[str, str, str]]
+    """(pod key, node, reason) of every eviction carried out (or decided, in a dry run)."""
+
+
+def available(nodes: Sequence[NodeUsage], names: Sequence[str], prod: bool) -> Vec:
+    """``targetAvailableUsage``: ``Σ (high - usage)`` per resource (negative when a target is over)."""
+    out = dict.fromkeys(names, 0)
+    for n in nodes:
+        usage, high = n.view(prod)
+        for r in names:
+            out[r] += high[r] - usage[r]
+    return out
+
+
+def fits_any(pod: Obj, metric: tuple[int, int], targets: Sequence[NodeUsage], p: Pass, prod: bool) -> bool:
+    """``podFitsAnyNodeWithThreshold`` (with the kept addition, see the module docstring)."""
+    add = metric_vec(metric, p.names)
+    for t in targets:
+        if p.node_fit is not None and not p.node_fit.fits(pod, t.node):
+            continue
+        usage, high = t.view(prod)
+        added = []
+        exceeded = False
+        for r, thr in high.items():
+            if r in usage:
+                usage[r] += add.get(r, 0)
+                added.append(r)
+                if usage[r] > thr:
+                    exceeded = True
+                    break
+        if not exceeded:
+            return True
+        for r in added:
+            usage[r] -= add.get(r, 0)
+    return False
+
+
+def _continue(node: NodeUsage, capacity: Vec, p: Pass, prod: bool) -> bool:
+    """``continueEvictionCond``."""
+    usage, high = node.view(prod)
+    if not over(usage, high):
+        p.on_normal(node, prod)
+        return False
+    return all(capacity.get(r, 1) > 0 for r in p.names)
+
+
+def evict_pods(pods: Sequence[Obj], node: NodeUsage, capacity: Vec, p: Pass, prod: bool) -> None:
+    for pod in pods:
+        if not _continue(node, capacity, p, prod):
+            return
+        if not p.pod_filter(pod) or not p.evictor.pre_eviction_filter(pod):
+            log.debug("%s: %s is filtered out now", p.pool, podutil.pod_key(pod))
+            continue
+        reason = p.reason(node, prod)
+        if not p.evictor.evict(pod, EvictOptions(plugin=p.plugin, reason=reason, dry_run=p.dry_run)):
+            continue
+        key = podutil.pod_key(pod)
+        p.evicted.append((key, node.name, reason))
+        metric = node.pod_metrics.get(key)
+        if metric is None:
+            continue
+        moved = metric_vec(metric, capacity)
+        for r in capacity:
+            q = 1 if r == "pods" else moved[r]
+            capacity[r] -= q
+            if r in node.usage:
+                node.usage[r] -= q
+            if prod and r in node.prod_usage:
+                node.prod_usage[r] -= q
+
+
+def balance(
+    sources: Sequence[NodeUsage], targets: Sequence[NodeUsage], capacity: Vec, p: Pass, prod: bool
+) -> None:
+    """``balancePods`` over the sorted ``sources``."""
+    if not targets:
+        log.info("%s: no target nodes for the %s view, nothing moved", p.pool, "prod" if prod else "node")
+        return
+    for src in sources:
+        candidates = src.prod_pods if prod else src.pods
+        removable = []
+        for pod in candidates:
+            if not p.pod_filter(pod):
+                continue
+            if p.node_fit is not None:
+                metric = src.pod_metrics.get(podutil.pod_key(pod))
+                if metric is None or not fits_any(pod, metric, targets, p, prod):
+                    continue
+            removable.append(pod)
+        log.info(
+            "%s: %s (%s view) has %d pods, %d removable",
+            p.pool,
+            src.name,
+            "prod" if prod else "node",
+            len(candidates),
+            len(removable),
+        )
+        if not removable:
+            continue
+        sort_pods(removable, p.facts, src, p.weights, prod)
+        evict_pods(removable, src, capacity, p, prod)
+
+
+def evict_from_sources(
+    sources: Sequence[NodeUsage],
+    low: Sequence[NodeUsage],
+    prod_sources: Sequence[NodeUsage],
+    prod_low: Sequence[NodeUsage],
+    both_low: Sequence[NodeUsage],
+    p: Pass,
+) -> None:
+    """The node pass, then the prod pass (see the module docstring)."""
+    node_capacity = available(low, p.names, False)
+    both = available(both_low, p.names, False)
+    for r in p.names:
+        node_capacity[r] += both[r]
+    prod_capacity = available(prod_low, p.names, True)
+    prod_both = available(both_low, p.names, True)
+    balance(sources, [*low, *both_low], node_capacity, p, False)
+    for r in p.names:
+        both[r] = min(both[r], node_capacity[r])  # what the node pass left of both-low's share
+        prod_capacity[r] += min(prod_both[r], both[r])
+    balance(prod_sources, [*prod_low, *both_low], prod_capacity, p, True)
