@@ -109,9 +109,14 @@ class Informers(Protocol):
     ``owner`` (controller UID); terminated pods are not in it. ``shared`` returns one cache per name,
     created (and started with the others) on first use, for plugins that need another resource."""
 
-    nodes: Store
-    pods: Store
-    node_metrics: Store
+    @property
+    def nodes(self) -> Store: ...
+
+    @property
+    def pods(self) -> Store: ...
+
+    @property
+    def node_metrics(self) -> Store: ...
 
     def shared(
         self, name: str, list_fn: Callable[..., Any], kwargs: Mapping[str, Any] | None = None

@@ -110,6 +110,8 @@ class Environment:
     now: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic
     stop: threading.Event = dataclasses.field(default_factory=threading.Event)
+    may_act: Callable[[], bool] = lambda: True
+    """False while this replica does not lead: evictions are refused (``not-leader``)."""
 
 
 class ProfileEvictor:
@@ -134,7 +136,7 @@ class ProfileEvictor:
             options = dataclasses.replace(options, dry_run=True)
         node = str(as_map(pod, "spec").get("nodeName") or "")
         ns = str(podutil.meta(pod).get("namespace") or "")
-        refusal = self.env.limiter.refusal(pod)
+        refusal = self.env.limiter.refusal(pod) or ("" if self.env.may_act() else "not-leader")
         if refusal:
             log.info("not evicting %s from %s: %s", podutil.pod_key(pod), node or "-", refusal)
             self.env.counter.evicted(refusal, options.plugin, ns, node)

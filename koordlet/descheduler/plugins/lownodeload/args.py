@@ -158,13 +158,13 @@ def _validate_pool(pool: NodePool, at: str) -> None:
         bad = sorted(n for n in values if n not in RESOURCES)
         if bad:
             raise InvalidArgs(
-                f"{at}.{what}: resource(s) {', '.join(bad)} not supported: usage is known for "
+                f"{at}{what}: resource(s) {', '.join(bad)} not supported: usage is known for "
                 f"{', '.join(RESOURCES)} only"
             )
         if what != "resourceWeights":
             for name, pct in sorted(values.items()):
                 if not 0 <= pct <= 100:
-                    raise InvalidArgs(f"{at}.{what}.{name}: a percentage must be in 0..100, got {pct}")
+                    raise InvalidArgs(f"{at}{what}.{name}: a percentage must be in 0..100, got {pct}")
     for lower, lows, upper, highs in (
         ("lowThresholds", pool.low, "highThresholds", pool.high),
         ("prodHighThresholds", pool.prod_high, "highThresholds", pool.high),
@@ -172,7 +172,7 @@ def _validate_pool(pool: NodePool, at: str) -> None:
     ):
         for name, pct in sorted(lows.items()):
             if name in highs and pct > highs[name]:
-                raise InvalidArgs(f"{at}.{lower}.{name}: {pct} is above {upper}.{name} ({highs[name]})")
+                raise InvalidArgs(f"{at}{lower}.{name}: {pct} is above {upper}.{name} ({highs[name]})")
 
 
 def parse_args(raw: Mapping[str, Any] | None, interval: float = 0.0) -> LowNodeLoadArgs:
@@ -222,7 +222,7 @@ def parse_args(raw: Mapping[str, Any] | None, interval: float = 0.0) -> LowNodeL
             )
         )
     for i, pool in enumerate(pools):
-        _validate_pool(pool, "args" if i == 0 else f"nodePools[{i - 1}]")
+        _validate_pool(pool, "" if i == 0 else f"nodePools[{i - 1}].")
     return LowNodeLoadArgs(
         paused=v.get("paused", False),
         dry_run=v.get("dryRun", False),
