@@ -81,12 +81,13 @@ class Descheduler:
         api_client: Any = None,
         informers: Informers | None = None,
         entry_points: EntryPoints | None = None,
+        plugins: Registry | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cfg = cfg
         conf = cfg.configuration
-        self.registry = plugin_registry(entry_points)
+        self.registry = plugins or plugin_registry(entry_points)
         check_profiles(conf, self.registry)
         self.metrics = DeschedulerMetrics(registry)
         identity = cfg.election.identity if cfg.leader_election else "no-election"

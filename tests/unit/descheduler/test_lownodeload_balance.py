@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from koordlet.descheduler.framework.runtime import RoundLimits
-from tests.unit.descheduler.env import GiB, Env
+from tests.unit.descheduler.env import Env, GiB
 
 ONE_ROUND = {"anomalyCondition": {"consecutiveAbnormalities": 1}}
 CPU = {"lowThresholds": {"cpu": 45, "memory": 100}, "highThresholds": {"cpu": 75, "memory": 100}}
@@ -93,7 +93,8 @@ def test_the_eviction_reason_names_every_resource_over_its_threshold() -> None:
     env.node("cold", memory="10Gi")
     env.round()
     assert env.recorder.evicted[0][2].reason == (
-        "node is overutilized, node cpu usage(81.20%)>threshold(75.00%), node memory usage(90.00%)>threshold(80.00%)"
+        "node is overutilized, node cpu usage(81.20%)>threshold(75.00%), "
+        "node memory usage(90.00%)>threshold(80.00%)"
     )
 
 
