@@ -7,7 +7,8 @@ never evicts more than the limit from a node even when the kubelet confirms dele
 pod stuck terminating holds its slot for at most the TTL. Dry-run decisions count for their round only.
 
 Limits (each can be skipped with ``skipEvictionGates``): migrating pods per node (default 2), per
-namespace and in total; per workload (the pod's controller, replicas counted from the cache), migrating
+namespace and in total; per workload (the pod's controller; replicas are its cached pods plus its
+migrating ones already gone from the cache, as the controller's spec is not watched), migrating
 pods at most ``maxMigratingPerWorkload`` and migrating-or-unavailable pods at most
 ``maxUnavailablePerWorkload`` (Koordinator's defaults by replica count); a workload of one replica (or as
 many as its limit) is never evicted unless ``skipCheckExpectedReplicas``; and at most ``maxMigrating``
@@ -105,8 +106,8 @@ class Limits:
     def _workload_refusal(self, workload: str) -> tuple[str, str]:
         a = self.args
         pods = self._workload_pods(workload)
-        replicas = len(pods)
         migrating = {m.key for m in self.migrating.values() if m.workload == workload}
+        replicas = self.replicas(workload, pods, migrating)
         max_migrating = max_per_workload(replicas, a.max_migrating_per_workload)
         max_unavailable = max_per_workload(replicas, a.max_unavailable_per_workload)
         check_replicas = a.gated("ExpectedReplicas") and not a.skip_check_expected_replicas
@@ -129,6 +130,13 @@ class Limits:
             return "workload-window", f"its workload was evicted from within {a.workload_window:g}s"
         return "", ""
 
+    @staticmethod
+    def replicas(workload: str, pods: Sequence[Obj], migrating: set[str]) -> int:
+        """The workload's replicas as seen from here: its cached pods plus the ones being evicted that
+        have already left the cache (their replacements may not exist yet). Koordinator reads the
+        controller's spec instead; the pods are what this process watches."""
+        return len({podutil.pod_key(p) for p in pods} | migrating)
+
     def track(self, pod: Obj, dry_run: bool) -> None:
         """Count ``pod`` as migrating (after an eviction, or a dry-run decision)."""
         meta = podutil.meta(pod)
@@ -148,7 +156,10 @@ class Limits:
         if workload and a.workload_window > 0 and not dry_run:
             bucket = self._windows.get(workload)
             if bucket is None:
-                replicas = len(self._workload_pods(workload))
+                pods = self._workload_pods(workload)
+                replicas = self.replicas(
+                    workload, pods, {m.key for m in self.migrating.values() if m.workload == workload}
+                )
                 allowed = max_per_workload(replicas, a.workload_window_max or a.max_migrating_per_workload)
                 if allowed <= 0:
                     return
