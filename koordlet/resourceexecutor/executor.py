@@ -192,9 +192,7 @@ class ResourceExecutor:
         try:
             path = cgroups.resource_path(self.paths, self.mode, u.resource, u.cgroup_dir)
         except ResourceUnsupported as err:
-            log.debug("skip %s in %s: %s", u.resource, u.cgroup_dir, err)
-            self.metrics.count_error(u.resource, "unsupported")
-            return UpdateResult(u, False, skipped="unsupported")
+            return self._unsupported(u, str(err))
         except UnsafePath as err:
             return self._failed(u, "unsafe", f"refused {u.value!r} for {u.resource}: {err}")
         try:
@@ -222,6 +220,9 @@ class ResourceExecutor:
         except OSError as err:
             return self._failed(t.update, _kind(err.errno), f"read {t.path} failed: {err}")
         if raw is None:
+            if t.path.parent.is_dir():
+                # the cgroup is there but this kernel lacks the file (an Anolis-only knob)
+                return self._unsupported(t.update, f"{t.path.name} does not exist in {t.path.parent}")
             return self._gone(t)
         try:
             return raw, cgroups.from_kernel(t.update.resource, self.mode, raw)
@@ -291,6 +292,11 @@ class ResourceExecutor:
         return self._failed(
             u, _kind(err_no), f"write {text!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}"
         )
+
+    def _unsupported(self, u: CgroupUpdate, why: str) -> UpdateResult:
+        log.debug("skip %s in %s: %s", u.resource, u.cgroup_dir, why)
+        self.metrics.count_error(u.resource, "unsupported")
+        return UpdateResult(u, False, skipped="unsupported")
 
     def _gone(self, t: Target) -> UpdateResult:
         self._cache.pop(_key(t), None)
@@ -372,10 +378,7 @@ class ResourceExecutor:
 
 
 def _key(t: Target) -> str:
-    """Cache key: the absolute path, plus the resource where v2 keeps two of them in one file (cpu.max)."""
-    if t.path.name == t.update.resource:
-        return str(t.path)
-    return f"{t.path}#{t.update.resource}"
+    return values.cache_key(t.update.resource, str(t.path), t.value)
 
 
 def _kind(err_no: int | None) -> str:
