@@ -26,8 +26,9 @@ from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
 from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
-from koordlet.resourceexecutor.metrics import ExecutorMetrics
+from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
 from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
+from koordlet.resourceexecutor.sysctlwrites import SysctlWrites
 from koordlet.system import cgroups, cpuset, native
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
@@ -108,6 +109,17 @@ class ResourceExecutor:
             force_python=self.config.force_python,
         )
         """resctrl ``schemata``/``tasks`` writes, sharing this executor's cache period, audit and metrics."""
+        self.sysctl = SysctlWrites(
+            paths,
+            clock=clock,
+            audit=self.audit,
+            metrics=self.metrics,
+            lock=self._lock,
+            force_seconds=self.config.force_update_seconds,
+            dry_run=self.config.dry_run,
+            writer=self._writer,
+        )
+        """``/proc/sys`` and ``/sys`` tunables (koordlet's ``SystemResource``), restorable per owner."""
 
     # -- public API (koordlet.api.ResourceWriter) -------------------------------------------------------
 
@@ -144,6 +156,7 @@ class ResourceExecutor:
             for key in [k for k, e in self._cache.items() if e.target.update.owner == owner]:
                 del self._cache[key]
             self.resctrl.release(owner)
+            self.sysctl.release(owner)
 
     def reconcile_owned(self) -> list[UpdateResult]:
         """Re-check owned values older than the force period and rewrite any changed out of band.
@@ -165,7 +178,7 @@ class ResourceExecutor:
                 if age >= period:
                     depth = len([p for p in u.cgroup_dir.split("/") if p])
                     due.setdefault(depth, []).append(replace(u, value=entry.target.value))
-            repaired = self.resctrl.reconcile_owned()
+            repaired = self.resctrl.reconcile_owned() + self.sysctl.reconcile_owned()
             if not due:
                 return repaired
             levels = [due[d] for d in sorted(due)]
@@ -218,7 +231,7 @@ class ResourceExecutor:
         try:
             raw = read_text(t.path)
         except OSError as err:
-            return self._failed(t.update, _kind(err.errno), f"read {t.path} failed: {err}")
+            return self._failed(t.update, errno_kind(err.errno), f"read {t.path} failed: {err}")
         if raw is None:
             if t.path.parent.is_dir():
                 # the cgroup is there but this kernel lacks the file (an Anolis-only knob)
@@ -290,7 +303,7 @@ class ResourceExecutor:
             # ESRCH: the thread/process to move exited meanwhile; as good as gone
             return self._gone(t)
         return self._failed(
-            u, _kind(err_no), f"write {text!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}"
+            u, errno_kind(err_no), f"write {text!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}"
         )
 
     def _unsupported(self, u: CgroupUpdate, why: str) -> UpdateResult:
@@ -379,10 +392,3 @@ class ResourceExecutor:
 
 def _key(t: Target) -> str:
     return values.cache_key(t.update.resource, str(t.path), t.value)
-
-
-def _kind(err_no: int | None) -> str:
-    """Metric label for a failed syscall: the errno name in lower case (``einval``, ``ebusy``)."""
-    if err_no is None:
-        return "other"
-    return errno.errorcode.get(err_no, str(err_no)).lower()

@@ -20,7 +20,7 @@ from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue, UnsafePath
 from koordlet.resourceexecutor.audit import AuditLog
 from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
-from koordlet.resourceexecutor.metrics import ExecutorMetrics
+from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
 from koordlet.system import native, resctrl
 from koordlet.system.paths import HostPaths
 
@@ -128,7 +128,7 @@ class ResctrlWrites:
                 self._owned.pop(key, None)
                 self._metrics.count_error("schemata", "gone")
                 return UpdateResult(u, False, skipped="gone")
-            kind = errno.errorcode.get(res.errno, str(res.errno)).lower()
+            kind = errno_kind(res.errno)
             return self._failed(
                 u,
                 kind,
@@ -172,7 +172,7 @@ class ResctrlWrites:
                 )
             if failed:
                 t, e = failed[0]
-                kind = errno.errorcode.get(e, str(e)).lower()
+                kind = errno_kind(e)
                 return self._failed(
                     u,
                     kind,
