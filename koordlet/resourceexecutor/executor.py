@@ -29,6 +29,7 @@ from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
 from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
 from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
 from koordlet.resourceexecutor.sysctlwrites import SysctlWrites
+from koordlet.resourceexecutor.tcwrites import TCWrites
 from koordlet.system import cgroups, cpuset, native
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
@@ -53,6 +54,8 @@ class ExecutorConfig:
     """Write with ``os.open``/``os.write`` even when the C helper is built."""
     unowned_ttl_seconds: float = 120.0
     """Cache entries without an owner are dropped after this long (koordlet's 2 min expiry)."""
+    netns: str = ""
+    """Network namespace of tc writes (network QoS); empty: the agent's own (tests shape inside theirs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +123,16 @@ class ResourceExecutor:
             writer=self._writer,
         )
         """``/proc/sys`` and ``/sys`` tunables (koordlet's ``SystemResource``), restorable per owner."""
+        self.tc = TCWrites(
+            clock=clock,
+            audit=self.audit,
+            metrics=self.metrics,
+            lock=self._lock,
+            force_seconds=self.config.force_update_seconds,
+            dry_run=self.config.dry_run,
+            netns=self.config.netns,
+        )
+        """Network QoS: tc state per uplink (HTB classes, pod filters, IFB ingress), applied by difference."""
 
     # -- public API (koordlet.api.ResourceWriter) -------------------------------------------------------
 
@@ -157,6 +170,7 @@ class ResourceExecutor:
                 del self._cache[key]
             self.resctrl.release(owner)
             self.sysctl.release(owner)
+            self.tc.release(owner)
 
     def reconcile_owned(self) -> list[UpdateResult]:
         """Re-check owned values older than the force period and rewrite any changed out of band.
@@ -178,7 +192,9 @@ class ResourceExecutor:
                 if age >= period:
                     depth = len([p for p in u.cgroup_dir.split("/") if p])
                     due.setdefault(depth, []).append(replace(u, value=entry.target.value))
-            repaired = self.resctrl.reconcile_owned() + self.sysctl.reconcile_owned()
+            repaired = (
+                self.resctrl.reconcile_owned() + self.sysctl.reconcile_owned() + self.tc.reconcile_owned()
+            )
             if not due:
                 return repaired
             levels = [due[d] for d in sorted(due)]
