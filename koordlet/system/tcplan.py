@@ -105,7 +105,13 @@ def plan_tree(dev: str, want: Tree, have: LinkState, match: Match) -> list[Op]:
             ops.append(Op("del-filter", dev, handle=f.handle, prio=f.prio, protocol=f.protocol))
             continue
         kept[f.ip] = (f.handle, f.classid)
-    strays = [c for h, c in current.classes.items() if h not in wanted_classes]
+    # Classes we did not make are deleted, unless a filter that is not ours sends traffic to them (or
+    # to a child): the kernel would refuse (EBUSY), and the filter's owner still uses them.
+    used = {f.classid for f in current.filters if f.prio not in POD_FILTER_PRIO.values()}
+    for c in sorted(current.classes.values(), key=lambda c: -c.handle):
+        if c.handle in used:
+            used.add(c.parent)
+    strays = [c for h, c in current.classes.items() if h not in wanted_classes and h not in used]
     # children before their parents: the root class (parent 1:) last
     for c in sorted(strays, key=lambda c: (c.parent == QDISC, -c.handle)):
         ops.append(Op("del-class", dev, handle=c.handle))
