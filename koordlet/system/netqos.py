@@ -167,7 +167,7 @@ class IPFilter:
     def protocol(self) -> int:
         return ETH_P_IP if self.ip.version == 4 else ETH_P_IPV6
 
-    def keys(self) -> list[str]:
+    def selector_keys(self) -> list[str]:
         """u32 keys ``value/mask+offset`` (offsets from the network header), one per 32-bit word."""
         packed = self.ip.packed
         base = (_V4_OFF if self.ip.version == 4 else _V6_OFF)[self.match]

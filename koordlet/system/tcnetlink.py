@@ -237,7 +237,7 @@ class NetlinkTC:
                 prio=op.prio,
                 protocol=f.protocol,
                 target=f.classid,
-                keys=f.keys(),
+                keys=f.selector_keys(),
                 **extra,
             )
         elif op.kind == "del-filter":

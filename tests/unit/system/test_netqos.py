@@ -68,9 +68,9 @@ def test_classes_follow_the_spec_by_hand() -> None:
 
 
 def test_u32_keys_both_ways() -> None:
-    assert IPFilter(IP("192.0.2.1"), LS_CLASS, "src").keys() == ["0xc0000201/0xffffffff+12"]
-    assert IPFilter(IP("192.0.2.1"), LS_CLASS, "dst").keys() == ["0xc0000201/0xffffffff+16"]
-    assert IPFilter(IP("2001:db8::1"), LS_CLASS, "dst").keys() == [
+    assert IPFilter(IP("192.0.2.1"), LS_CLASS, "src").selector_keys() == ["0xc0000201/0xffffffff+12"]
+    assert IPFilter(IP("192.0.2.1"), LS_CLASS, "dst").selector_keys() == ["0xc0000201/0xffffffff+16"]
+    assert IPFilter(IP("2001:db8::1"), LS_CLASS, "dst").selector_keys() == [
         "0x20010db8/0xffffffff+24",
         "0x00000000/0xffffffff+28",
         "0x00000000/0xffffffff+32",
@@ -91,7 +91,7 @@ def test_u32_keys_both_ways() -> None:
 def test_keys_read_back_as_the_address(ip: netqos.IPAddress, match: netqos.Match) -> None:
     f = IPFilter(ip, BE_CLASS, match)
     keys = []
-    for k in f.keys():
+    for k in f.selector_keys():
         value, rest = k.split("/")
         mask, off = rest.split("+")
         keys.append((int(mask, 16), int(value, 16), int(off)))
