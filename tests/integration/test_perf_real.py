@@ -86,7 +86,7 @@ def test_task_clock_of_a_busy_cgroup_matches_its_cpu_time(busy_cgroup: Path) -> 
     assert len(os.listdir("/proc/self/fd")) == fds_before
     counted, accounted = sample.values["task-clock"], after - before
     print(f"task-clock {counted / 1e6:.1f} ms, cgroup CPU time {accounted / 1e6:.1f} ms")
-    assert accounted > 0.2e9, "the busy process barely ran"
+    assert accounted > 0.05e9, "the busy process barely ran"
     # both clocks watch the same tasks over nearly the same interval (the reads are microseconds apart)
     assert abs(counted - accounted) <= 0.1 * accounted + 20e6
     assert sample.time_enabled_ns > 0 and sample.values["context-switches"] >= 0
