@@ -25,6 +25,7 @@ from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
+from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
 from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
 from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
@@ -101,37 +102,14 @@ class ResourceExecutor:
         self._lock = threading.RLock()
         self.audit = AuditLog(self.config.audit_size, wall_clock=wall_clock)
         self.metrics = ExecutorMetrics(registry if registry is not None else CollectorRegistry())
-        self.resctrl = ResctrlWrites(
-            paths,
-            clock=clock,
-            audit=self.audit,
-            metrics=self.metrics,
-            lock=self._lock,
-            force_seconds=self.config.force_update_seconds,
-            dry_run=self.config.dry_run,
-            force_python=self.config.force_python,
+        self.context = WriteContext(
+            clock, self.audit, self.metrics, self._lock, self.config.force_update_seconds, self.config.dry_run
         )
+        self.resctrl = ResctrlWrites(paths, self.context, force_python=self.config.force_python)
         """resctrl ``schemata``/``tasks`` writes, sharing this executor's cache period, audit and metrics."""
-        self.sysctl = SysctlWrites(
-            paths,
-            clock=clock,
-            audit=self.audit,
-            metrics=self.metrics,
-            lock=self._lock,
-            force_seconds=self.config.force_update_seconds,
-            dry_run=self.config.dry_run,
-            writer=self._writer,
-        )
+        self.sysctl = SysctlWrites(paths, self.context, writer=self._writer)
         """``/proc/sys`` and ``/sys`` tunables (koordlet's ``SystemResource``), restorable per owner."""
-        self.tc = TCWrites(
-            clock=clock,
-            audit=self.audit,
-            metrics=self.metrics,
-            lock=self._lock,
-            force_seconds=self.config.force_update_seconds,
-            dry_run=self.config.dry_run,
-            netns=self.config.netns,
-        )
+        self.tc = TCWrites(self.context, netns=self.config.netns)
         """Network QoS: tc state per uplink (HTB classes, pod filters, IFB ingress), applied by difference."""
 
     # -- public API (koordlet.api.ResourceWriter) -------------------------------------------------------
@@ -221,13 +199,13 @@ class ResourceExecutor:
         try:
             path = cgroups.resource_path(self.paths, self.mode, u.resource, u.cgroup_dir)
         except ResourceUnsupported as err:
-            return self._unsupported(u, str(err))
+            return self.context.unsupported(u, str(err))
         except UnsafePath as err:
-            return self._failed(u, "unsafe", f"refused {u.value!r} for {u.resource}: {err}")
+            return self.context.failed(u, "unsafe", f"refused {u.value!r} for {u.resource}: {err}")
         try:
             value = cgroups.validate(u.resource, u.value, online_cpus=online)
         except InvalidValue as err:
-            return self._failed(u, "invalid", f"refused before writing {path}: {err}")
+            return self.context.failed(u, "invalid", f"refused before writing {path}: {err}")
         return Target(u, value, path)
 
     def _cached_unchanged(self, t: Target, now: float) -> bool:
@@ -247,11 +225,11 @@ class ResourceExecutor:
         try:
             raw = read_text(t.path)
         except OSError as err:
-            return self._failed(t.update, errno_kind(err.errno), f"read {t.path} failed: {err}")
+            return self.context.failed(t.update, errno_kind(err.errno), f"read {t.path} failed: {err}")
         if raw is None:
             if t.path.parent.is_dir():
                 # the cgroup is there but this kernel lacks the file (an Anolis-only knob)
-                return self._unsupported(t.update, f"{t.path.name} does not exist in {t.path.parent}")
+                return self.context.unsupported(t.update, f"{t.path.name} does not exist in {t.path.parent}")
             return self._gone(t)
         try:
             return raw, cgroups.from_kernel(t.update.resource, self.mode, raw)
@@ -292,11 +270,11 @@ class ResourceExecutor:
         try:
             file_name, text = cgroups.to_kernel(u.resource, self.mode, value, raw)
         except InvalidValue as err:
-            return self._failed(u, "invalid", f"refused before writing {t.path}: {err}")
+            return self.context.failed(u, "invalid", f"refused before writing {t.path}: {err}")
         path = t.path.with_name(file_name)
         why = values.guard_kernel_text(u.resource, file_name, text)
         if why is not None:
-            return self._failed(u, "invalid", f"refused write {text!r} to {path}: {why}")
+            return self.context.failed(u, "invalid", f"refused write {text!r} to {path}: {why}")
         if self.config.dry_run:
             log.info(
                 "dry-run: would write %r to %s (was %r; owner %s: %s)", text, path, current, u.owner, u.reason
@@ -318,25 +296,15 @@ class ResourceExecutor:
         if err_no in GONE_ERRNOS or (err_no == errno.ESRCH and u.resource in values.APPEND_ONLY):
             # ESRCH: the thread/process to move exited meanwhile; as good as gone
             return self._gone(t)
-        return self._failed(
+        return self.context.failed(
             u, errno_kind(err_no), f"write {text!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}"
         )
-
-    def _unsupported(self, u: CgroupUpdate, why: str) -> UpdateResult:
-        log.debug("skip %s in %s: %s", u.resource, u.cgroup_dir, why)
-        self.metrics.count_error(u.resource, "unsupported")
-        return UpdateResult(u, False, skipped="unsupported")
 
     def _gone(self, t: Target) -> UpdateResult:
         self._cache.pop(_key(t), None)
         log.debug("skip %s: %s is gone", t.update.resource, t.path)
         self.metrics.count_error(t.update.resource, "gone")
         return UpdateResult(t.update, False, skipped="gone")
-
-    def _failed(self, u: CgroupUpdate, kind: str, message: str) -> UpdateResult:
-        log.warning("%s (owner %s, reason %s)", message, u.owner, u.reason or "-")
-        self.metrics.count_error(u.resource, kind)
-        return UpdateResult(u, False, error=message)
 
     def _observe(self, res: UpdateResult, start: float) -> None:
         status = "error" if res.error else ("written" if res.written else res.skipped or "unchanged")

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue, ResourceUnsupported
-from koordlet.resourceexecutor.audit import AuditLog
-from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
+from koordlet.resourceexecutor.context import WriteContext
+from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import sysctl
 from koordlet.system.paths import HostPaths
 
@@ -41,27 +40,11 @@ def _key(name: str, value: str) -> str:
 
 
 class SysctlWrites:
-    """Owned by a ``ResourceExecutor``; shares its lock, clock, audit log, metrics, writer and dry run."""
+    """Owned by a ``ResourceExecutor``; shares its :class:`WriteContext` and writer."""
 
-    def __init__(
-        self,
-        paths: HostPaths,
-        *,
-        clock: Callable[[], float],
-        audit: AuditLog,
-        metrics: ExecutorMetrics,
-        lock: threading.RLock,
-        force_seconds: float,
-        dry_run: bool,
-        writer: Writer,
-    ) -> None:
+    def __init__(self, paths: HostPaths, ctx: WriteContext, *, writer: Writer) -> None:
         self.paths = paths
-        self._clock = clock
-        self._audit = audit
-        self._metrics = metrics
-        self._lock = lock
-        self._force_seconds = force_seconds
-        self._dry_run = dry_run
+        self._ctx = ctx
         self._writer = writer
         self._owned: dict[str, _Owned] = {}
 
@@ -70,50 +53,50 @@ class SysctlWrites:
     ) -> UpdateResult:
         """Make ``name`` hold ``value`` (for ``sched_features``: set one flag, ``X`` or ``NO_X``)."""
         u = CgroupUpdate(name, "", value, owner, reason)
-        with self._lock:
+        with self._ctx.lock:
             try:
                 norm = sysctl.validate(name, value)
             except ResourceUnsupported as err:
-                return self._unsupported(u, str(err))
+                return self._ctx.unsupported(u, str(err))
             except InvalidValue as err:
-                return self._failed(u, "invalid", f"refused before writing: {err}")
+                return self._ctx.failed(u, "invalid", f"refused before writing: {err}")
             return self._apply(CgroupUpdate(name, "", norm, owner, reason), force=force)
 
     def _apply(self, u: CgroupUpdate, *, force: bool) -> UpdateResult:
         name, norm = u.resource, u.value
         path = sysctl.get_sysctl(name).path(self.paths)
         key = _key(name, norm)
-        now = self._clock()
+        now = self._ctx.clock()
         owned = self._owned.get(key)
-        fresh = owned is not None and now - owned.checked < self._force_seconds
+        fresh = owned is not None and now - owned.checked < self._ctx.force_seconds
         if not force and fresh and owned is not None and owned.update.value == norm:
             return UpdateResult(u, False, skipped="unchanged")
         try:
             current = sysctl.read(self.paths, name)
         except OSError as err:
-            return self._failed(u, errno_kind(err.errno), f"read {path} failed: {err}")
+            return self._ctx.failed(u, errno_kind(err.errno), f"read {path} failed: {err}")
         if current is None:
-            return self._unsupported(u, f"{path} does not exist on this kernel")
+            return self._ctx.unsupported(u, f"{path} does not exist on this kernel")
         original = owned.original if owned is not None else _state(name, current, norm)
         if sysctl.same(name, current, norm):
             self._owned[key] = _Owned(u, now, original)
             return UpdateResult(u, False, skipped="unchanged")
-        if self._dry_run:
+        if self._ctx.dry_run:
             log.info(
                 "dry-run: would write %r to %s (was %r; owner %s: %s)", norm, path, current, u.owner, u.reason
             )
             return UpdateResult(u, False, skipped="dry-run")
         err_no = self._writer([(path, norm)])[0]
         if err_no:
-            return self._failed(
+            return self._ctx.failed(
                 u,
                 errno_kind(err_no),
                 f"write {norm!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}",
             )
         after = sysctl.read(self.paths, name)
         if not sysctl.same(name, after, norm):
-            return self._failed(u, "clamped", f"wrote {norm!r} to {path} but the kernel kept {after!r}")
-        self._audit.record(
+            return self._ctx.failed(u, "clamped", f"wrote {norm!r} to {path} but the kernel kept {after!r}")
+        self._ctx.audit.record(
             owner=u.owner,
             reason=u.reason,
             resource=name,
@@ -126,19 +109,19 @@ class SysctlWrites:
 
     def originals(self, owner: str) -> dict[str, str]:
         """Values found before ``owner``'s first writes, keyed like the cache (``sched_features#X``)."""
-        with self._lock:
+        with self._ctx.lock:
             return {k: o.original for k, o in self._owned.items() if o.update.owner == owner}
 
     def restore(self, owner: str, reason: str = "restore") -> list[UpdateResult]:
         """Write back what ``owner`` found, then forget its values (the plugin's shutdown)."""
-        with self._lock:
+        with self._ctx.lock:
             mine = [o for o in self._owned.values() if o.update.owner == owner]
             # The original is the kernel's own value, so Koordinator's policy range (which it may lie
             # outside of, e.g. a small min_free_kbytes) does not apply; it is still a well-formed token.
             results = [
                 self._apply(CgroupUpdate(o.update.resource, "", o.original, owner, reason), force=True)
                 if _well_formed(o.update.resource, o.original)
-                else self._failed(o.update, "invalid", f"original {o.original!r} is not restorable")
+                else self._ctx.failed(o.update, "invalid", f"original {o.original!r} is not restorable")
                 for o in mine
             ]
             self.release(owner)
@@ -146,28 +129,18 @@ class SysctlWrites:
 
     def reconcile_owned(self) -> list[UpdateResult]:
         """Re-apply owned values last checked a force period ago (repairs out-of-band changes)."""
-        with self._lock:
-            now = self._clock()
-            due = [o.update for o in self._owned.values() if now - o.checked >= self._force_seconds]
+        with self._ctx.lock:
+            now = self._ctx.clock()
+            due = [o.update for o in self._owned.values() if now - o.checked >= self._ctx.force_seconds]
             return [
                 self.update(u.resource, u.value, owner=u.owner, reason=u.reason or "force", force=True)
                 for u in due
             ]
 
     def release(self, owner: str) -> None:
-        with self._lock:
+        with self._ctx.lock:
             for key in [k for k, o in self._owned.items() if o.update.owner == owner]:
                 del self._owned[key]
-
-    def _unsupported(self, u: CgroupUpdate, why: str) -> UpdateResult:
-        log.debug("skip %s: %s", u.resource, why)
-        self._metrics.count_error(u.resource, "unsupported")
-        return UpdateResult(u, False, skipped="unsupported")
-
-    def _failed(self, u: CgroupUpdate, kind: str, message: str) -> UpdateResult:
-        log.warning("%s (owner %s, reason %s)", message, u.owner, u.reason or "-")
-        self._metrics.count_error(u.resource, kind)
-        return UpdateResult(u, False, error=message)
 
 
 def _state(name: str, current: str, value: str) -> str:

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import errno
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue
-from koordlet.resourceexecutor.audit import AuditLog
-from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
+from koordlet.resourceexecutor.context import WriteContext
+from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system.netqos import DirectionSpec, NetQoSSpec, NetQoSState, check_ifname, default_ifb
 from koordlet.system.tcplan import Op, plan, plan_removal
 
@@ -73,26 +72,12 @@ class _Owned:
 
 
 class TCWrites:
-    """Owned by a ``ResourceExecutor``; shares its lock, clock, audit log, metrics and dry run."""
+    """Owned by a ``ResourceExecutor``; shares its :class:`WriteContext`."""
 
     def __init__(
-        self,
-        *,
-        clock: Callable[[], float],
-        audit: AuditLog,
-        metrics: ExecutorMetrics,
-        lock: threading.RLock,
-        force_seconds: float,
-        dry_run: bool,
-        netns: str = "",
-        backend: BackendFactory = netlink_backend,
+        self, ctx: WriteContext, *, netns: str = "", backend: BackendFactory = netlink_backend
     ) -> None:
-        self._clock = clock
-        self._audit = audit
-        self._metrics = metrics
-        self._lock = lock
-        self._force_seconds = force_seconds
-        self._dry_run = dry_run
+        self._ctx = ctx
         self.netns = netns
         self._backend = backend
         self._owned: dict[str, _Owned] = {}
@@ -100,19 +85,19 @@ class TCWrites:
     def apply(self, spec: NetQoSSpec, *, owner: str, reason: str = "", force: bool = False) -> UpdateResult:
         """Make the kernel hold ``spec`` on its uplink; ``written`` if any step was carried out."""
         u = CgroupUpdate(RESOURCE, spec.uplink, "", owner, reason, cacheable=True)
-        with self._lock:
+        with self._ctx.lock:
             try:
                 spec.validate()
             except InvalidValue as err:
-                return self._failed(u, "invalid", f"refused before touching the kernel: {err}")
+                return self._ctx.failed(u, "invalid", f"refused before touching the kernel: {err}")
             u = CgroupUpdate(RESOURCE, spec.uplink, summary(spec), owner, reason)
-            now = self._clock()
+            now = self._ctx.clock()
             owned = self._owned.get(spec.uplink)
             if (
                 not force
                 and owned is not None
                 and owned.spec == spec
-                and now - owned.checked < self._force_seconds
+                and now - owned.checked < self._ctx.force_seconds
             ):
                 return UpdateResult(u, False, skipped="unchanged")
             res = self._run(u, lambda state: plan(spec, state), spec.uplink, spec.ifb_name)
@@ -123,12 +108,12 @@ class TCWrites:
     def remove(self, uplink: str, *, owner: str, reason: str = "", ifb: str = "") -> UpdateResult:
         """Delete our root HTB, ingress redirect and IFB device from ``uplink`` (stop, or gate off)."""
         u = CgroupUpdate(RESOURCE, uplink, "remove", owner, reason, cacheable=False)
-        with self._lock:
+        with self._ctx.lock:
             try:
                 check_ifname(uplink)
                 ifb_name = check_ifname(ifb or default_ifb(uplink))
             except InvalidValue as err:
-                return self._failed(u, "invalid", f"refused: {err}")
+                return self._ctx.failed(u, "invalid", f"refused: {err}")
             self._owned.pop(uplink, None)
             return self._run(u, lambda state: plan_removal(state, ifb_name), uplink, ifb_name)
 
@@ -142,13 +127,13 @@ class TCWrites:
 
     def reconcile_owned(self) -> list[UpdateResult]:
         """Re-check owned specs last checked a force period ago and repair what differs."""
-        with self._lock:
-            now = self._clock()
-            due = [o for o in self._owned.values() if now - o.checked >= self._force_seconds]
+        with self._ctx.lock:
+            now = self._ctx.clock()
+            due = [o for o in self._owned.values() if now - o.checked >= self._ctx.force_seconds]
             return [self.apply(o.spec, owner=o.owner, reason=o.reason or "force", force=True) for o in due]
 
     def release(self, owner: str) -> None:
-        with self._lock:
+        with self._ctx.lock:
             for uplink in [k for k, o in self._owned.items() if o.owner == owner]:
                 del self._owned[uplink]
 
@@ -159,23 +144,25 @@ class TCWrites:
             backend = self._backend(self.netns)
         except ImportError as err:
             log.warning("network QoS unavailable: %s", err)
-            self._metrics.count_error(RESOURCE, "unsupported")
+            self._ctx.metrics.count_error(RESOURCE, "unsupported")
             return UpdateResult(u, False, skipped="unsupported")
         except OSError as err:
-            return self._failed(
+            return self._ctx.failed(
                 u, errno_kind(err.errno), f"cannot open rtnetlink in {self.netns or 'host'}: {err}"
             )
         try:
             try:
                 state = backend.read(uplink, ifb)
                 if state.uplink is None and u.value != "remove":
-                    return self._failed(u, "enodev", f"no network interface {uplink!r} to shape")
+                    return self._ctx.failed(u, "enodev", f"no network interface {uplink!r} to shape")
                 ops = planner(state)
             except OSError as err:
-                return self._failed(u, errno_kind(err.errno), f"reading tc state of {uplink} failed: {err}")
+                return self._ctx.failed(
+                    u, errno_kind(err.errno), f"reading tc state of {uplink} failed: {err}"
+                )
             if not ops:
                 return UpdateResult(u, False, skipped="unchanged")
-            if self._dry_run:
+            if self._ctx.dry_run:
                 for op in ops:
                     log.info("dry-run: would %s (owner %s: %s)", op.describe(), u.owner, u.reason)
                 return UpdateResult(u, False, skipped="dry-run")
@@ -184,10 +171,10 @@ class TCWrites:
                     backend.execute(op)
                 except OSError as err:
                     code = err.errno or errno.EIO
-                    return self._failed(
+                    return self._ctx.failed(
                         u, errno_kind(code), f"{err} (after {done} of {len(ops)} steps; owner {u.owner})"
                     )
-                self._audit.record(
+                self._ctx.audit.record(
                     owner=u.owner,
                     reason=u.reason,
                     resource=RESOURCE,
@@ -198,8 +185,3 @@ class TCWrites:
             return UpdateResult(u, True)
         finally:
             backend.close()
-
-    def _failed(self, u: CgroupUpdate, kind: str, message: str) -> UpdateResult:
-        log.warning("%s (owner %s, reason %s)", message, u.owner, u.reason or "-")
-        self._metrics.count_error(RESOURCE, kind)
-        return UpdateResult(u, False, error=message)
