@@ -121,11 +121,8 @@ class PageBytesValidator:
     """0: the host's page size."""
 
     def check(self, resource: str, value: str, online_cpus: frozenset[int] | None) -> str:
-        n = parse_int(resource, value)
-        if self.allow_minus_one and n == -1:
-            return "-1"
-        if not self.lo <= n <= self.hi:
-            extra = " or -1" if self.allow_minus_one else ""
-            raise InvalidValue(resource, value, f"outside [{self.lo}, {self.hi}]{extra}")
+        norm = RangeValidator(self.lo, self.hi, self.allow_minus_one).check(resource, value, online_cpus)
+        if norm == "-1":
+            return norm
         page = self.page or page_size()
-        return str(n // page * page)
+        return str(int(norm) // page * page)
