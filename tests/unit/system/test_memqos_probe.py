@@ -1,10 +1,16 @@
-"""Which memory QoS knobs a kernel offers, probed on fake v1 (upstream and Anolis-like) and v2 trees."""
+"""Which memory QoS knobs a kernel offers, probed on fake v1 (upstream and Anolis-like) and v2 trees,
+and the byte values their validators let through."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from koordlet.system.cgroups import CgroupMode
+from hypothesis import given
+from hypothesis import strategies as st
+
+from koordlet.errors import InvalidValue
+from koordlet.system.cgroups import CgroupMode, validate
+from koordlet.system.cgroupvalues import page_size
 from koordlet.system.probes import supported_memory_qos
 
 
@@ -34,3 +40,17 @@ def test_v2_offers_min_low_high_in_children_and_never_the_v1_soft_limit(fake_hos
         "memory.high",
         "memory.oom.group",
     }
+
+
+@given(
+    resource=st.sampled_from(["memory.min", "memory.low", "memory.high", "memory.soft_limit_in_bytes"]),
+    value=st.integers(-(1 << 64), 1 << 64),
+)
+def test_memory_values_that_pass_are_whole_pages_within_the_kernel_range(resource: str, value: int) -> None:
+    page = page_size()
+    try:
+        out = int(validate(resource, str(value)))
+    except InvalidValue:
+        assert value < -1 or value > (1 << 63) - 1
+        return
+    assert out == -1 or (0 <= out <= value and out % page == 0 and value - out < page)
