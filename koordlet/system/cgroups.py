@@ -367,6 +367,10 @@ def from_kernel(resource: str, mode: CgroupMode, raw: str) -> str:
         return text
     if resource in blkio.DEVICE_RESOURCES:
         return blkio.from_v2(resource, text)
+    if resource == "blkio.bfq.weight":
+        # v2 io.bfq.weight reads "default <w>" (plus per-device lines); v1 shows the bare weight
+        default, _ = blkio.parse_io_weight(text)
+        return str(default) if default is not None else text
     if resource in ("cpu.cfs_quota_us", "cpu.cfs_period_us"):
         fields = text.split()
         if len(fields) != 2:

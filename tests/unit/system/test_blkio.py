@@ -127,6 +127,9 @@ def test_v1_resources_translate_to_v2_files() -> None:
     assert from_kernel("blkio.throttle.write_bps_device", V2, io_max) == "8:16 5"
     assert from_kernel("blkio.throttle.read_iops_device", V2, io_max) == ""
     assert from_kernel("blkio.cost.weight", V2, "default 100\n8:0 40\n") == "8:0 40"
+    assert from_kernel("blkio.bfq.weight", V2, "default 200\n8:0 40\n") == "200"
+    assert from_kernel("blkio.bfq.weight", V1, "200\n") == "200"
+    assert to_kernel("blkio.bfq.weight", V2, "300") == ("io.bfq.weight", "300")
 
 
 def test_validation_of_device_values() -> None:
