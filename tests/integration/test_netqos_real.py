@@ -22,7 +22,7 @@ from koordlet.system.cgroups import CgroupMode
 from koordlet.system.netqos import ClassLimit, DirectionSpec, NetQoSSpec
 from koordlet.system.paths import HostPaths
 
-pytestmark = [pytest.mark.root, pytest.mark.tool("iperf3", "ip"), pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.tool("iperf3", "ip", "tc"), pytest.mark.slow]
 
 M = 1_000_000
 SERVER, LS_IP, BE_IP = "192.0.2.2", "192.0.2.10", "192.0.2.20"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -13,6 +14,7 @@ from koordlet.errors import InvalidValue, ResourceUnsupported
 from koordlet.system import blkio
 from koordlet.system.blkio import DeviceNumber
 from koordlet.system.cgroups import CgroupMode, from_kernel, to_kernel, validate
+from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 
 V1, V2 = CgroupMode.V1, CgroupMode.V2
@@ -176,3 +178,19 @@ def test_v2_round_trip_reads_back_what_v1_semantics_wrote(
     shown = " ".join(f"{k}={text.split('=', 1)[1] if k == key else 'max'}" for k in blkio.IO_MAX_KEYS)
     back = from_kernel(resource, V2, f"{major}:{minor} {shown}\n")
     assert blkio.same_device_value(resource, back, v1_value)
+
+
+def test_current_device_state_reads_the_same_on_v1_and_v2(fake_host: Any) -> None:
+    pod = "kubepods/besteffort/pod1"
+    fake_host.write_cgroup("blkio.throttle.read_bps_device", pod, "8:0 100\n8:16 200\n")
+    v1 = Host(fake_host.paths, mode=V1).read("blkio.throttle.read_bps_device", pod)
+    fake_host.use_cgroup_v2()
+    fake_host.mkcgroup(None, pod)
+    (fake_host.paths.cgroup_root / pod / "io.max").write_text(
+        "8:0 rbps=100 wbps=max riops=max wiops=max\n8:16 rbps=200 wbps=max riops=5 wiops=max\n"
+    )
+    v2 = Host(fake_host.paths, mode=V2).read("blkio.throttle.read_bps_device", pod)
+    for text in (v1, v2):
+        state = blkio.parse_device_values(text or "")
+        assert state == {DeviceNumber(8, 0): 100, DeviceNumber(8, 16): 200}
+        assert blkio.stale_devices(state, [DeviceNumber(8, 0)]) == [DeviceNumber(8, 16)]
