@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from koordlet.api import parse_cpuset
 from koordlet.errors import CgroupGone, ResourceUnsupported
 from koordlet.system import perf
 from koordlet.system.cgroups import detect_mode
-from koordlet.system.cpuset import parse_cpuset
 from koordlet.system.paths import HostPaths
 
 pytestmark = pytest.mark.root
