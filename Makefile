@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 STATE   ?= $(CURDIR)/var
 ARGS    ?=
 PYTEST_ARGS ?=
-DEBIAN_TOOLS := stress-ng:stress-ng iperf3:iperf3 prometheus:prometheus promtool:prometheus gcc:gcc kubectl:kubernetes-client openssl:openssl
+DEBIAN_TOOLS := stress-ng:stress-ng iperf3:iperf3 prometheus:prometheus promtool:prometheus gcc:gcc kubectl:kubernetes-client openssl:openssl losetup:mount ip:iproute2 tc:iproute2
 
 .PHONY: run test lint bench deps-system clean
 

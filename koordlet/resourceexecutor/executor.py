@@ -25,9 +25,12 @@ from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
+from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
-from koordlet.resourceexecutor.metrics import ExecutorMetrics
+from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
 from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
+from koordlet.resourceexecutor.sysctlwrites import SysctlWrites
+from koordlet.resourceexecutor.tcwrites import TCWrites
 from koordlet.system import cgroups, cpuset, native
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
@@ -52,6 +55,8 @@ class ExecutorConfig:
     """Write with ``os.open``/``os.write`` even when the C helper is built."""
     unowned_ttl_seconds: float = 120.0
     """Cache entries without an owner are dropped after this long (koordlet's 2 min expiry)."""
+    netns: str = ""
+    """Network namespace of tc writes (network QoS); empty: the agent's own (tests shape inside theirs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,17 +102,15 @@ class ResourceExecutor:
         self._lock = threading.RLock()
         self.audit = AuditLog(self.config.audit_size, wall_clock=wall_clock)
         self.metrics = ExecutorMetrics(registry if registry is not None else CollectorRegistry())
-        self.resctrl = ResctrlWrites(
-            paths,
-            clock=clock,
-            audit=self.audit,
-            metrics=self.metrics,
-            lock=self._lock,
-            force_seconds=self.config.force_update_seconds,
-            dry_run=self.config.dry_run,
-            force_python=self.config.force_python,
+        self.context = WriteContext(
+            clock, self.audit, self.metrics, self._lock, self.config.force_update_seconds, self.config.dry_run
         )
+        self.resctrl = ResctrlWrites(paths, self.context, force_python=self.config.force_python)
         """resctrl ``schemata``/``tasks`` writes, sharing this executor's cache period, audit and metrics."""
+        self.sysctl = SysctlWrites(paths, self.context, writer=self._writer)
+        """``/proc/sys`` and ``/sys`` tunables (koordlet's ``SystemResource``), restorable per owner."""
+        self.tc = TCWrites(self.context, netns=self.config.netns)
+        """Network QoS: tc state per uplink (HTB classes, pod filters, IFB ingress), applied by difference."""
 
     # -- public API (koordlet.api.ResourceWriter) -------------------------------------------------------
 
@@ -144,6 +147,8 @@ class ResourceExecutor:
             for key in [k for k, e in self._cache.items() if e.target.update.owner == owner]:
                 del self._cache[key]
             self.resctrl.release(owner)
+            self.sysctl.release(owner)
+            self.tc.release(owner)
 
     def reconcile_owned(self) -> list[UpdateResult]:
         """Re-check owned values older than the force period and rewrite any changed out of band.
@@ -165,7 +170,9 @@ class ResourceExecutor:
                 if age >= period:
                     depth = len([p for p in u.cgroup_dir.split("/") if p])
                     due.setdefault(depth, []).append(replace(u, value=entry.target.value))
-            repaired = self.resctrl.reconcile_owned()
+            repaired = (
+                self.resctrl.reconcile_owned() + self.sysctl.reconcile_owned() + self.tc.reconcile_owned()
+            )
             if not due:
                 return repaired
             levels = [due[d] for d in sorted(due)]
@@ -192,15 +199,13 @@ class ResourceExecutor:
         try:
             path = cgroups.resource_path(self.paths, self.mode, u.resource, u.cgroup_dir)
         except ResourceUnsupported as err:
-            log.debug("skip %s in %s: %s", u.resource, u.cgroup_dir, err)
-            self.metrics.count_error(u.resource, "unsupported")
-            return UpdateResult(u, False, skipped="unsupported")
+            return self.context.unsupported(u, str(err))
         except UnsafePath as err:
-            return self._failed(u, "unsafe", f"refused {u.value!r} for {u.resource}: {err}")
+            return self.context.failed(u, "unsafe", f"refused {u.value!r} for {u.resource}: {err}")
         try:
             value = cgroups.validate(u.resource, u.value, online_cpus=online)
         except InvalidValue as err:
-            return self._failed(u, "invalid", f"refused before writing {path}: {err}")
+            return self.context.failed(u, "invalid", f"refused before writing {path}: {err}")
         return Target(u, value, path)
 
     def _cached_unchanged(self, t: Target, now: float) -> bool:
@@ -220,8 +225,11 @@ class ResourceExecutor:
         try:
             raw = read_text(t.path)
         except OSError as err:
-            return self._failed(t.update, _kind(err.errno), f"read {t.path} failed: {err}")
+            return self.context.failed(t.update, errno_kind(err.errno), f"read {t.path} failed: {err}")
         if raw is None:
+            if t.path.parent.is_dir():
+                # the cgroup is there but this kernel lacks the file (an Anolis-only knob)
+                return self.context.unsupported(t.update, f"{t.path.name} does not exist in {t.path.parent}")
             return self._gone(t)
         try:
             return raw, cgroups.from_kernel(t.update.resource, self.mode, raw)
@@ -262,11 +270,11 @@ class ResourceExecutor:
         try:
             file_name, text = cgroups.to_kernel(u.resource, self.mode, value, raw)
         except InvalidValue as err:
-            return self._failed(u, "invalid", f"refused before writing {t.path}: {err}")
+            return self.context.failed(u, "invalid", f"refused before writing {t.path}: {err}")
         path = t.path.with_name(file_name)
         why = values.guard_kernel_text(u.resource, file_name, text)
         if why is not None:
-            return self._failed(u, "invalid", f"refused write {text!r} to {path}: {why}")
+            return self.context.failed(u, "invalid", f"refused write {text!r} to {path}: {why}")
         if self.config.dry_run:
             log.info(
                 "dry-run: would write %r to %s (was %r; owner %s: %s)", text, path, current, u.owner, u.reason
@@ -288,8 +296,8 @@ class ResourceExecutor:
         if err_no in GONE_ERRNOS or (err_no == errno.ESRCH and u.resource in values.APPEND_ONLY):
             # ESRCH: the thread/process to move exited meanwhile; as good as gone
             return self._gone(t)
-        return self._failed(
-            u, _kind(err_no), f"write {text!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}"
+        return self.context.failed(
+            u, errno_kind(err_no), f"write {text!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}"
         )
 
     def _gone(self, t: Target) -> UpdateResult:
@@ -297,11 +305,6 @@ class ResourceExecutor:
         log.debug("skip %s: %s is gone", t.update.resource, t.path)
         self.metrics.count_error(t.update.resource, "gone")
         return UpdateResult(t.update, False, skipped="gone")
-
-    def _failed(self, u: CgroupUpdate, kind: str, message: str) -> UpdateResult:
-        log.warning("%s (owner %s, reason %s)", message, u.owner, u.reason or "-")
-        self.metrics.count_error(u.resource, kind)
-        return UpdateResult(u, False, error=message)
 
     def _observe(self, res: UpdateResult, start: float) -> None:
         status = "error" if res.error else ("written" if res.written else res.skipped or "unchanged")
@@ -372,14 +375,4 @@ class ResourceExecutor:
 
 
 def _key(t: Target) -> str:
-    """Cache key: the absolute path, plus the resource where v2 keeps two of them in one file (cpu.max)."""
-    if t.path.name == t.update.resource:
-        return str(t.path)
-    return f"{t.path}#{t.update.resource}"
-
-
-def _kind(err_no: int | None) -> str:
-    """Metric label for a failed syscall: the errno name in lower case (``einval``, ``ebusy``)."""
-    if err_no is None:
-        return "other"
-    return errno.errorcode.get(err_no, str(err_no)).lower()
+    return values.cache_key(t.update.resource, str(t.path), t.value)

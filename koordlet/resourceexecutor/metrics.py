@@ -6,6 +6,8 @@ Layer: ``koordlet.resourceexecutor``. Names follow koordlet
 
 from __future__ import annotations
 
+import errno
+
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 DURATION_BUCKETS_MS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 50.0, 250.0)
@@ -35,3 +37,10 @@ class ExecutorMetrics:
 
     def count_error(self, resource: str, kind: str) -> None:
         self.errors.labels(type=resource, kind=kind).inc()
+
+
+def errno_kind(err_no: int | None) -> str:
+    """Metric label for a failed syscall: the errno name in lower case (``einval``, ``ebusy``)."""
+    if err_no is None:
+        return "other"
+    return errno.errorcode.get(err_no, str(err_no)).lower()

@@ -11,16 +11,15 @@ import errno
 import functools
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue, UnsafePath
-from koordlet.resourceexecutor.audit import AuditLog
+from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
-from koordlet.resourceexecutor.metrics import ExecutorMetrics
+from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import native, resctrl
 from koordlet.system.paths import HostPaths
 
@@ -41,27 +40,11 @@ def _covers(current: resctrl.Schemata, wanted: resctrl.Schemata) -> bool:
 
 
 class ResctrlWrites:
-    """Owned by a ``ResourceExecutor``; shares its lock, clock, audit log, metrics and dry-run switch."""
+    """Owned by a ``ResourceExecutor``; shares its :class:`WriteContext`."""
 
-    def __init__(
-        self,
-        paths: HostPaths,
-        *,
-        clock: Callable[[], float],
-        audit: AuditLog,
-        metrics: ExecutorMetrics,
-        lock: threading.RLock,
-        force_seconds: float,
-        dry_run: bool,
-        force_python: bool,
-    ) -> None:
+    def __init__(self, paths: HostPaths, ctx: WriteContext, *, force_python: bool) -> None:
         self.paths = paths
-        self._clock = clock
-        self._audit = audit
-        self._metrics = metrics
-        self._lock = lock
-        self._force_seconds = force_seconds
-        self._dry_run = dry_run
+        self._ctx = ctx
         self._force_python = force_python
         self._owned: dict[str, _Owned] = {}
         self.schemata_writer: Callable[[Path, str, Path], native.SchemataResult] = functools.partial(
@@ -74,31 +57,31 @@ class ResctrlWrites:
     ) -> UpdateResult:
         """Make ``group``'s schemata hold the L3/MB domains in ``text``; others are left alone."""
         u = CgroupUpdate("schemata", group, text, owner, reason)
-        with self._lock:
+        with self._ctx.lock:
             try:
                 path = resctrl.schemata_path(self.paths, group)
                 wanted = resctrl.parse_schemata(text)
             except (UnsafePath, InvalidValue) as err:
-                return self._failed(u, "invalid", f"refused schemata {text!r} for group {group!r}: {err}")
+                return self._ctx.failed(u, "invalid", f"refused schemata {text!r} for group {group!r}: {err}")
             if not wanted.l3 and not wanted.mb:
-                return self._failed(u, "invalid", f"refused schemata {text!r}: no L3 or MB line")
+                return self._ctx.failed(u, "invalid", f"refused schemata {text!r}: no L3 or MB line")
             key = str(path)
-            now = self._clock()
+            now = self._ctx.clock()
             owned = self._owned.get(key)
             if (
                 not force
                 and owned is not None
                 and owned.update.value == text
-                and now - owned.checked < self._force_seconds
+                and now - owned.checked < self._ctx.force_seconds
             ):
                 return UpdateResult(u, False, skipped="unchanged")
             try:
                 raw = read_text(path)
             except OSError as err:
-                return self._failed(u, "read", f"read {path} failed: {err}")
+                return self._ctx.failed(u, "read", f"read {path} failed: {err}")
             if raw is None:
                 self._owned.pop(key, None)
-                self._metrics.count_error("schemata", "gone")
+                self._ctx.metrics.count_error("schemata", "gone")
                 return UpdateResult(u, False, skipped="gone")
             try:
                 unchanged = _covers(resctrl.parse_schemata(raw), wanted)
@@ -108,14 +91,14 @@ class ResctrlWrites:
                 self._owned[key] = _Owned(u, now)
                 return UpdateResult(u, False, skipped="unchanged")
             out = resctrl.format_schemata(wanted)
-            if self._dry_run:
+            if self._ctx.dry_run:
                 log.info("dry-run: would write %r to %s (owner %s: %s)", out, path, owner, reason)
                 return UpdateResult(u, False, skipped="dry-run")
             status = self.paths.resctrl_root / "info" / "last_cmd_status"
             res = self.schemata_writer(path, out, status)
             if res.ok:
                 self._owned[key] = _Owned(u, now)
-                self._audit.record(
+                self._ctx.audit.record(
                     owner=owner,
                     reason=reason,
                     resource="schemata",
@@ -126,10 +109,10 @@ class ResctrlWrites:
                 return UpdateResult(u, True)
             if res.errno in GONE_ERRNOS:
                 self._owned.pop(key, None)
-                self._metrics.count_error("schemata", "gone")
+                self._ctx.metrics.count_error("schemata", "gone")
                 return UpdateResult(u, False, skipped="gone")
-            kind = errno.errorcode.get(res.errno, str(res.errno)).lower()
-            return self._failed(
+            kind = errno_kind(res.errno)
+            return self._ctx.failed(
                 u,
                 kind,
                 f"write {out!r} to {path} failed: [errno {res.errno}] {os.strerror(res.errno)}"
@@ -140,21 +123,21 @@ class ResctrlWrites:
         """Move the TIDs not yet in ``group`` into it, one write each; exited threads are ignored."""
         wanted = sorted(set(tids))
         u = CgroupUpdate("tasks", group, ",".join(map(str, wanted)), owner, reason, cacheable=False)
-        with self._lock:
+        with self._ctx.lock:
             try:
                 path = resctrl.tasks_path(self.paths, group)
                 raw = read_text(path)
             except UnsafePath as err:
-                return self._failed(u, "invalid", f"refused tasks for group {group!r}: {err}")
+                return self._ctx.failed(u, "invalid", f"refused tasks for group {group!r}: {err}")
             except OSError as err:
-                return self._failed(u, "read", f"read resctrl tasks of {group!r} failed: {err}")
+                return self._ctx.failed(u, "read", f"read resctrl tasks of {group!r} failed: {err}")
             if raw is None:
-                self._metrics.count_error("tasks", "gone")
+                self._ctx.metrics.count_error("tasks", "gone")
                 return UpdateResult(u, False, skipped="gone")
             missing = resctrl.tasks_to_append(resctrl.parse_tasks(raw), wanted)
             if not missing:
                 return UpdateResult(u, False, skipped="unchanged")
-            if self._dry_run:
+            if self._ctx.dry_run:
                 log.info("dry-run: would move %d tasks into %s (owner %s)", len(missing), path, owner)
                 return UpdateResult(u, False, skipped="dry-run")
             errs = native.write_batch([(path, str(t)) for t in missing], force_python=self._force_python)
@@ -162,7 +145,7 @@ class ResctrlWrites:
             # ESRCH: the thread exited between listing and moving it
             failed = [(t, e) for t, e in zip(missing, errs, strict=True) if e not in (0, errno.ESRCH)]
             if moved:
-                self._audit.record(
+                self._ctx.audit.record(
                     owner=owner,
                     reason=reason,
                     resource="tasks",
@@ -172,8 +155,8 @@ class ResctrlWrites:
                 )
             if failed:
                 t, e = failed[0]
-                kind = errno.errorcode.get(e, str(e)).lower()
-                return self._failed(
+                kind = errno_kind(e)
+                return self._ctx.failed(
                     u,
                     kind,
                     f"write {str(t)!r} to {path} failed: [errno {e}] {os.strerror(e)} ({len(failed)} TIDs)",
@@ -181,20 +164,15 @@ class ResctrlWrites:
             return UpdateResult(u, bool(moved), skipped="" if moved else "gone")
 
     def reconcile_owned(self) -> list[UpdateResult]:
-        with self._lock:
-            now = self._clock()
-            due = [o.update for o in self._owned.values() if now - o.checked >= self._force_seconds]
+        with self._ctx.lock:
+            now = self._ctx.clock()
+            due = [o.update for o in self._owned.values() if now - o.checked >= self._ctx.force_seconds]
             return [
                 self.update_schemata(u.cgroup_dir, u.value, owner=u.owner, reason=u.reason, force=True)
                 for u in due
             ]
 
     def release(self, owner: str) -> None:
-        with self._lock:
+        with self._ctx.lock:
             for key in [k for k, o in self._owned.items() if o.update.owner == owner]:
                 del self._owned[key]
-
-    def _failed(self, u: CgroupUpdate, kind: str, message: str) -> UpdateResult:
-        log.warning("%s (owner %s, reason %s)", message, u.owner, u.reason or "-")
-        self._metrics.count_error(u.resource, kind)
-        return UpdateResult(u, False, error=message)

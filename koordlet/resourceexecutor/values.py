@@ -7,7 +7,7 @@ Layer: ``koordlet.resourceexecutor``; pure functions over v1-style strings (what
 from __future__ import annotations
 
 from koordlet.errors import InvalidValue
-from koordlet.system import cpuset
+from koordlet.system import blkio, cpuset
 
 UNLIMITED_TOKENS = frozenset({"max", "-1", str(2**63 - 1)})
 """Spellings of "no limit": v2 writes ``max``, v1 quota ``-1``, and some files read back INT64_MAX."""
@@ -21,6 +21,15 @@ APPEND_ONLY = frozenset({"tasks", "cgroup.procs"})
 """Writing an id moves it in; the file never reads back as the value written."""
 
 
+def cache_key(resource: str, path: str, value: str) -> str:
+    """The executor's cache key: the file, plus the resource where one v2 file carries several
+    (``cpu.max``, ``io.max``) and the device where one file has a line per device."""
+    key = path if path.rsplit("/", 1)[-1] == resource else f"{path}#{resource}"
+    if resource in blkio.DEVICE_RESOURCES:
+        key += "#" + value.split(" ", 1)[0]
+    return key
+
+
 def _unlimited(token: str) -> bool:
     return token in UNLIMITED_TOKENS
 
@@ -30,6 +39,12 @@ def same(resource: str, a: str | None, b: str | None) -> bool:
     if a is None or b is None:
         return a is b
     a, b = a.strip(), b.strip()
+    if resource in blkio.DEVICE_RESOURCES:
+        # a file holds one line per device; compare only the device the wanted value names
+        try:
+            return blkio.same_device_value(resource, a, b)
+        except (InvalidValue, ValueError):
+            return a == b
     if resource in CPUSET_RESOURCES:
         try:
             return cpuset.parse_cpuset(a, resource=resource) == cpuset.parse_cpuset(b, resource=resource)

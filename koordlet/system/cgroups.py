@@ -19,10 +19,13 @@ from pathlib import Path
 from types import MappingProxyType
 
 from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
+from koordlet.system import blkio
 from koordlet.system.cgroupvalues import (
     CpusetValidator,
+    DeviceSettingsValidator,
     DeviceValueValidator,
     IntListValidator,
+    PageBytesValidator,
     RangeValidator,
     Validator,
 )
@@ -83,7 +86,8 @@ def _r(
     )
 
 
-_MEM_BYTES = RangeValidator(0, INT64_MAX, allow_minus_one=True)
+_MEM_BYTES = PageBytesValidator()
+_DEVICE_VALUE = DeviceValueValidator()
 
 _TABLE = (
     _r("cpu.cfs_quota_us", "cpu", "cpu.max", RangeValidator(CFS_QUOTA_MIN_US, CFS_QUOTA_MAX_US, True)),
@@ -116,13 +120,22 @@ _TABLE = (
     _r("memory.priority", "memory", "memory.priority", RangeValidator(0, 12)),
     _r("memory.use_priority_oom", "memory", "memory.use_priority_oom", RangeValidator(0, 1)),
     _r("memory.oom.group", "memory", "memory.oom.group", RangeValidator(0, 1)),
+    # v1 only (no v2 equivalent): the soft limit the kernel reclaims a cgroup towards under pressure.
+    _r("memory.soft_limit_in_bytes", "memory", None, _MEM_BYTES, minus_one_is_max=True),
     _r("blkio.weight", "blkio", None, RangeValidator(1, 1000)),
-    _r("blkio.throttle.read_bps_device", "blkio", None, DeviceValueValidator()),
-    _r("blkio.throttle.write_bps_device", "blkio", None, DeviceValueValidator()),
-    _r("blkio.throttle.read_iops_device", "blkio", None, DeviceValueValidator()),
-    _r("blkio.throttle.write_iops_device", "blkio", None, DeviceValueValidator()),
+    _r("blkio.bfq.weight", "blkio", "io.bfq.weight", RangeValidator(1, 1000)),
+    # Per-device files: the v2 file takes one line per device as well (see koordlet.system.blkio).
+    _r("blkio.throttle.read_bps_device", "blkio", "io.max", _DEVICE_VALUE),
+    _r("blkio.throttle.write_bps_device", "blkio", "io.max", _DEVICE_VALUE),
+    _r("blkio.throttle.read_iops_device", "blkio", "io.max", _DEVICE_VALUE),
+    _r("blkio.throttle.write_iops_device", "blkio", "io.max", _DEVICE_VALUE),
+    _r("blkio.cost.weight", "blkio", "io.weight", DeviceValueValidator(1, 100)),
+    _r("blkio.cost.qos", "blkio", "io.cost.qos", DeviceSettingsValidator()),
+    _r("blkio.cost.model", "blkio", "io.cost.model", DeviceSettingsValidator()),
     _r("net_cls.classid", "net_cls", None, RangeValidator(0, (1 << 32) - 1)),
 )
+
+_V1_TAKES_MINUS_ONE = frozenset({"memory.limit_in_bytes", "memory.soft_limit_in_bytes"})
 
 RESOURCES: Mapping[str, CgroupResource] = MappingProxyType({r.name: r for r in _TABLE})
 """Every resource the agent reads or writes, keyed by Koordinator's name (the v1 file name)."""
@@ -311,10 +324,12 @@ def to_kernel(resource: str, mode: CgroupMode, value: str, current: str | None =
     norm = validate(resource, value)
     file_name = _file_for(res, mode, for_read=False)
     if mode is CgroupMode.V1:
-        if res.minus_one_is_max and norm == "-1" and resource != "memory.limit_in_bytes":
-            # Anolis' v1 memory.min/low/high parse like v2 ("max"); limit_in_bytes takes -1 itself.
+        if res.minus_one_is_max and norm == "-1" and resource not in _V1_TAKES_MINUS_ONE:
+            # Anolis' v1 memory.min/low/high parse like v2 ("max"); the v1 limits take -1 themselves.
             return file_name, "max"
         return file_name, norm
+    if resource in blkio.DEVICE_RESOURCES:
+        return blkio.to_v2(resource, norm)
     if resource == "cpu.cfs_quota_us":
         _, period = _cpu_max_fields(current)
         return file_name, f"{'max' if norm == '-1' else norm} {period}"
@@ -350,6 +365,12 @@ def from_kernel(resource: str, mode: CgroupMode, raw: str) -> str:
         if res.minus_one_is_max and (text == "max" or (text.isdigit() and int(text) >= MEMORY_UNLIMITED_V1)):
             return "-1"
         return text
+    if resource in blkio.DEVICE_RESOURCES:
+        return blkio.from_v2(resource, text)
+    if resource == "blkio.bfq.weight":
+        # v2 io.bfq.weight reads "default <w>" (plus per-device lines); v1 shows the bare weight
+        default, _ = blkio.parse_io_weight(text)
+        return str(default) if default is not None else text
     if resource in ("cpu.cfs_quota_us", "cpu.cfs_period_us"):
         fields = text.split()
         if len(fields) != 2:

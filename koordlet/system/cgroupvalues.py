@@ -7,11 +7,13 @@ kernel accepts ``cpu.cfs_quota_us = -2`` and reads it back as -1 (unlimited), wh
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Protocol
 
 from koordlet.errors import InvalidValue
+from koordlet.system.blkio import check_kv_value
 from koordlet.system.cpuset import format_cpuset, parse_cpuset
 
 _INT = re.compile(r"^-?\d{1,20}$")
@@ -78,10 +80,49 @@ class IntListValidator:
 
 @dataclass(frozen=True, slots=True)
 class DeviceValueValidator:
-    """``<major>:<minor> <value>`` as the blkio throttle files take it."""
+    """``<major>:<minor> <value>`` as the blkio per-device files take it; ``0`` removes the device's line,
+    any other value must lie in ``[lo, hi]``."""
+
+    lo: int = 1
+    hi: int = (1 << 63) - 1
 
     def check(self, resource: str, value: str, online_cpus: frozenset[int] | None) -> str:
         m = _DEVICE_VALUE.match(" ".join(value.split()))
         if m is None:
             raise InvalidValue(resource, value, "expected '<major>:<minor> <value>'")
-        return f"{int(m.group(1))}:{int(m.group(2))} {int(m.group(3))}"
+        n = int(m.group(3))
+        if n != 0 and not self.lo <= n <= self.hi:
+            raise InvalidValue(resource, value, f"outside [{self.lo}, {self.hi}] (0 removes)")
+        return f"{int(m.group(1))}:{int(m.group(2))} {n}"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSettingsValidator:
+    """``<major>:<minor> key=value ...`` (iocost ``qos``/``model`` lines)."""
+
+    def check(self, resource: str, value: str, online_cpus: frozenset[int] | None) -> str:
+        return check_kv_value(resource, value)
+
+
+def page_size() -> int:
+    return int(os.sysconf("SC_PAGE_SIZE"))
+
+
+@dataclass(frozen=True, slots=True)
+class PageBytesValidator:
+    """Memory bytes the kernel keeps in pages (``page_counter_memparse``): the value is rounded down to
+    a page, so what is written equals what reads back and an unchanged value is seen as unchanged.
+    ``-1`` ("no limit"/``max``) passes where ``allow_minus_one``."""
+
+    lo: int = 0
+    hi: int = (1 << 63) - 1
+    allow_minus_one: bool = True
+    page: int = 0
+    """0: the host's page size."""
+
+    def check(self, resource: str, value: str, online_cpus: frozenset[int] | None) -> str:
+        norm = RangeValidator(self.lo, self.hi, self.allow_minus_one).check(resource, value, online_cpus)
+        if norm == "-1":
+            return norm
+        page = self.page or page_size()
+        return str(int(norm) // page * page)

@@ -207,3 +207,117 @@ def write_schemata(
         )
     )
     return SchemataResult(rc, ffi.string(buf).decode(errors="replace") if rc else "")
+
+
+# ---------------------------------------------------------------------------------------------------
+# perf_event groups (csrc/koordlet_perf.h); the meaning of events and samples is koordlet.system.perf's
+# ---------------------------------------------------------------------------------------------------
+
+
+def perf_probe(event_type: int, config: int) -> int:
+    """0 if the kernel counts event ``(type, config)`` for this thread, else -errno (-ENOSYS without
+    the compiled module)."""
+    if _native is None:
+        return -errno.ENOSYS
+    return int(_native.lib.kn_perf_probe(event_type, config))
+
+
+@dataclass(frozen=True, slots=True)
+class PerfGroupRead:
+    """One CPU's group: ns the group was enabled and actually counting (multiplexing), raw values."""
+
+    cpu: int
+    time_enabled: int
+    time_running: int
+    values: tuple[int, ...]
+
+
+class PerfGroups:
+    """One perf_event group per CPU counting the cgroup open as ``cgroup_fd`` (compiled module only).
+
+    ``events`` are ``(type, config)`` pairs, the first leading. Raises ``OSError`` (errno, and which CPU
+    and event failed) when the kernel refuses one; then nothing stays open.
+    """
+
+    def __init__(self, cgroup_fd: int, cpus: Sequence[int], events: Sequence[tuple[int, int]]) -> None:
+        if _native is None:
+            raise OSError(errno.ENOSYS, "perf needs the compiled module koordlet.system._native")
+        ffi, lib = _native.ffi, _native.lib
+        self.cpus = tuple(cpus)
+        self._nevents = len(events)
+        self._n = len(self.cpus) * self._nevents
+        self._fds: Any = ffi.new("int[]", max(1, self._n))
+        failed = ffi.new("int *")
+        rc = int(
+            lib.kn_perf_open(
+                cgroup_fd,
+                ffi.new("int[]", list(self.cpus)),
+                len(self.cpus),
+                ffi.new("uint32_t[]", [t for t, _ in events]),
+                ffi.new("uint64_t[]", [c for _, c in events]),
+                self._nevents,
+                self._fds,
+                failed,
+            )
+        )
+        if rc < 0:
+            idx = int(failed[0])
+            where = (
+                f"cpu {self.cpus[idx // self._nevents]}, event {events[idx % self._nevents]}"
+                if idx >= 0
+                else ""
+            )
+            raise OSError(-rc, f"perf_event_open: {os.strerror(-rc)} ({where})")
+        self._out: Any = ffi.new("uint64_t[]", max(1, len(self.cpus) * (3 + self._nevents)))
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def enable(self, on: bool = True) -> None:
+        """Reset and start (or stop) counting on every CPU."""
+        with self._lock:
+            self._check_open()
+            rc = int(_native.lib.kn_perf_enable(self._fds, len(self.cpus), self._nevents, 1 if on else 0))
+        if rc < 0:
+            raise OSError(-rc, f"perf ioctl: {os.strerror(-rc)}")
+
+    def read(self) -> list[PerfGroupRead]:
+        with self._lock:
+            self._check_open()
+            rc = int(_native.lib.kn_perf_read(self._fds, len(self.cpus), self._nevents, self._out))
+            raw: list[int] = _native.ffi.unpack(self._out, len(self.cpus) * (3 + self._nevents))
+        if rc < 0:
+            raise OSError(-rc, f"perf read: {os.strerror(-rc)}")
+        width = 3 + self._nevents
+        return [
+            PerfGroupRead(
+                cpu, raw[i * width + 1], raw[i * width + 2], tuple(raw[i * width + 3 : (i + 1) * width])
+            )
+            for i, cpu in enumerate(self.cpus)
+        ]
+
+    def open_fds(self) -> int:
+        with self._lock:
+            return 0 if self._closed else sum(1 for i in range(self._n) if self._fds[i] >= 0)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                _native.lib.kn_perf_close(self._fds, self._n)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("perf groups already closed")
+
+    def __enter__(self) -> PerfGroups:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # descriptors are kernel resources: never leak them with a forgotten object
+        if not getattr(self, "_closed", True):
+            self.close()

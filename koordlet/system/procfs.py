@@ -117,6 +117,12 @@ class MemInfo:
     def used_with_page_cache(self) -> int:
         return max(self.total - self.get("MemFree"), 0)
 
+    @property
+    def page_cache(self) -> int:
+        """File pages in memory: ``Cached`` (page cache, tmpfs/shmem included) plus ``Buffers`` (block
+        device pages); what a memcg's ``memory.stat`` counts as ``cache``/``file``."""
+        return self.get("Cached") + self.get("Buffers")
+
 
 def parse_meminfo(text: str) -> MemInfo:
     fields: dict[str, int] = {}
