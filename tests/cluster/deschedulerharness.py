@@ -47,3 +47,73 @@ def running_descheduler(
         alive = supervisor.join(time.monotonic() + 10)
         app.close()
         assert not alive, f"threads still running: {alive}"
+
+
+class DeschedulerProcess:
+    """A real ``koord-descheduler`` child process (``python -m koordlet.descheduler``) with its config
+    written to ``tmp``; :meth:`stop` sends SIGTERM and returns the exit code."""
+
+    def __init__(
+        self,
+        tmp: Any,
+        kubeconfig: Any,
+        config: Mapping[str, Any],
+        *extra: str,
+        name: str = "descheduler",
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        import json
+        import os
+        import subprocess
+        import sys
+
+        from tests.integration.agentproc import free_port
+
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        config_path = tmp / f"{name}-config.json"
+        config_path.write_text(json.dumps(config))
+        self.log_path = tmp / f"{name}.log"
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "koordlet.descheduler",
+                f"--kubeconfig={kubeconfig}",
+                f"--config={config_path}",
+                f"--addr=127.0.0.1:{self.port}",
+                *extra,
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+
+    def metrics(self) -> str:
+        from tests.integration.agentproc import http_get
+
+        try:
+            status, body = http_get(self.base + "/metrics")
+        except OSError:
+            return ""
+        return body.decode() if status == 200 else ""
+
+    def log(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text()
+
+    def stop(self, timeout: float = 15.0) -> int:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait(5)
+                raise
+        self._log.close()
+        return int(self.proc.returncode)

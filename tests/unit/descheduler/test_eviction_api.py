@@ -132,7 +132,8 @@ def test_at_most_two_per_node_by_default_with_an_event_for_each(server: APIServe
     assert {e["involvedObject"]["name"] for e in events} == set(evicted_names(server))
     # the reason is computed before each eviction, from the usage the earlier ones left
     assert sorted(e["message"] for e in events) == [
-        f"evicted by koord-descheduler LowNodeLoad: node is overutilized, node cpu usage({pct})>threshold(1.00%)"
+        "evicted by koord-descheduler LowNodeLoad: node is overutilized, "
+        f"node cpu usage({pct})>threshold(1.00%)"
         for pct in ("100.00%", "101.00%")
     ]
 

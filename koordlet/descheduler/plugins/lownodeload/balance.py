@@ -94,28 +94,43 @@ def _continue(node: NodeUsage, capacity: Vec, p: Pass, prod: bool) -> bool:
 
 
 def evict_pods(pods: Sequence[Obj], node: NodeUsage, capacity: Vec, p: Pass, prod: bool) -> None:
-    for pod in pods:
-        if not _continue(node, capacity, p, prod):
-            return
-        if not p.pod_filter(pod) or not p.evictor.pre_eviction_filter(pod):
-            log.debug("%s: %s is filtered out now", p.pool, podutil.pod_key(pod))
-            continue
-        reason = p.reason(node, prod)
-        if not p.evictor.evict(pod, EvictOptions(plugin=p.plugin, reason=reason, dry_run=p.dry_run)):
-            continue
-        key = podutil.pod_key(pod)
-        p.evicted.append((key, node.name, reason))
-        metric = node.pod_metrics.get(key)
-        if metric is None:
-            continue
-        moved = metric_vec(metric, capacity)
-        for r in capacity:
-            q = 1 if r == "pods" else moved[r]
-            capacity[r] -= q
-            if r in node.usage:
-                node.usage[r] -= q
-            if prod and r in node.prod_usage:
-                node.prod_usage[r] -= q
+    held = 0
+    try:
+        for pod in pods:
+            if not _continue(node, capacity, p, prod):
+                return
+            if not p.pod_filter(pod) or not p.evictor.pre_eviction_filter(pod):
+                held += 1
+                continue
+            _evict_one(pod, node, capacity, p, prod)
+    finally:
+        if held:
+            log.info(
+                "%s: %d pod(s) on %s held back by the evictor's limits (-v 4 says why)",
+                p.pool,
+                held,
+                node.name,
+            )
+
+
+def _evict_one(pod: Obj, node: NodeUsage, capacity: Vec, p: Pass, prod: bool) -> None:
+    """Evict ``pod``; on success take its usage off the capacity and the node."""
+    reason = p.reason(node, prod)
+    if not p.evictor.evict(pod, EvictOptions(plugin=p.plugin, reason=reason, dry_run=p.dry_run)):
+        return
+    key = podutil.pod_key(pod)
+    p.evicted.append((key, node.name, reason))
+    metric = node.pod_metrics.get(key)
+    if metric is None:
+        return
+    moved = metric_vec(metric, capacity)
+    for r in capacity:
+        q = 1 if r == "pods" else moved[r]
+        capacity[r] -= q
+        if r in node.usage:
+            node.usage[r] -= q
+        if prod and r in node.prod_usage:
+            node.prod_usage[r] -= q
 
 
 def balance(
