@@ -12,6 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koordlet.cluster.client import make_api_client
+from koordlet.cluster.leaderelection import ElectionConfig
 from koordlet.cluster.process import Address
 from koordlet.descheduler.app import Descheduler
 from koordlet.descheduler.config import DeschedulerConfig, parse_configuration
@@ -20,25 +21,41 @@ from koordlet.runtime import Supervisor
 
 @contextmanager
 def running_descheduler(
-    client_configuration: Any, config: Mapping[str, Any] | None = None, **kw: Any
+    client_configuration: Any,
+    config: Mapping[str, Any] | None = None,
+    *,
+    election: ElectionConfig | None = None,
+    **kw: Any,
 ) -> Iterator[Descheduler]:
-    """``config`` is a DeschedulerConfiguration; leader election is off; the caches are synced on entry."""
+    """``config`` is a DeschedulerConfiguration; the caches are synced on entry and, with ``election``,
+    this replica leads (released on exit)."""
     cfg = DeschedulerConfig(
-        addr=Address("127.0.0.1", 0), configuration=parse_configuration(config or {}), leader_election=False
+        addr=Address("127.0.0.1", 0),
+        configuration=parse_configuration(config or {}),
+        leader_election=election is not None,
+        **({"election": election, "request_timeout": 0.5} if election is not None else {}),
     )
     app = Descheduler(
-        cfg, CollectorRegistry(), api_client=make_api_client(client_configuration=client_configuration), **kw
+        cfg,
+        CollectorRegistry(),
+        api_client=make_api_client(
+            client_configuration=client_configuration, user_agent="koord-descheduler/test"
+        ),
+        **kw,
     )
     stop = threading.Event()
     supervisor = Supervisor(stop)
     app.env.stop = stop
     supervisor.go("events", lambda: app.recorder.run(stop))
     app.informers.start(stop, supervisor)
+    if app.elector is not None:
+        elector = app.elector
+        supervisor.go("leader-election", lambda: elector.run(stop))
     try:
         deadline = time.monotonic() + 15
-        while not app.informers.has_synced():
+        while not app.informers.has_synced() or not app.is_leader():
             if time.monotonic() > deadline:
-                raise AssertionError("koord-descheduler's caches did not sync")
+                raise AssertionError("koord-descheduler's caches did not sync (or it did not lead)")
             time.sleep(0.01)
         yield app
     finally:
