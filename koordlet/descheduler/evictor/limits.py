@@ -63,10 +63,26 @@ class Limits:
         self.round = 0
         self.migrating: dict[str, Migration] = {}
         self._windows: dict[str, TokenBucket] = {}
+        self._workloads: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._counts: dict[str, dict[str, int]] = {}
+        """Migrating pods per node and per namespace, rebuilt when ``migrating`` changes."""
 
     def begin_round(self) -> None:
         self.round += 1
+        self._workloads.clear()
         self.prune()
+
+    def _workload(self, workload: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The workload's cached pods and the unavailable ones among them, once per round (a workload
+        of thousands of pods is not rescanned for each of its pods)."""
+        hit = self._workloads.get(workload)
+        if hit is None:
+            pods = self._workload_pods(workload)
+            hit = self._workloads[workload] = (
+                frozenset(podutil.pod_key(p) for p in pods),
+                frozenset(podutil.pod_key(p) for p in pods if not _available(p)),
+            )
+        return hit
 
     def prune(self) -> None:
         now = self._clock()
@@ -77,9 +93,16 @@ class Limits:
             gone = current is None or str(podutil.meta(current).get("uid") or "") != m.uid
             if (past and (m.dry_run or gone)) or now - m.started >= self.args.job_ttl:
                 del self.migrating[uid]
+                self._counts.clear()
 
-    def _count(self, match: Callable[[Migration], bool]) -> int:
-        return sum(1 for m in self.migrating.values() if match(m))
+    def _count(self, field: str, value: str) -> int:
+        counts = self._counts.get(field)
+        if counts is None:
+            counts = self._counts[field] = {}
+            for m in self.migrating.values():
+                key = getattr(m, field)
+                counts[key] = counts.get(key, 0) + 1
+        return counts.get(value, 0)
 
     def refusal(self, pod: Obj) -> tuple[str, str]:
         """``(result, why)`` when evicting ``pod`` now would break a limit, else ``("", "")``."""
@@ -93,11 +116,11 @@ class Limits:
         if limit and len(self.migrating) >= limit:
             return "max-migrating-globally", f"{len(self.migrating)} pods migrating, maxMigratingGlobally"
         if node and a.max_migrating_per_node and a.gated("MaxMigratingPerNode"):
-            n = self._count(lambda m: m.node == node)
+            n = self._count("node", node)
             if n >= a.max_migrating_per_node:
                 return "max-migrating-per-node", f"{n} pods migrating from {node} (maxMigratingPerNode)"
         if a.max_migrating_per_namespace and a.gated("MaxMigratingPerNamespace"):
-            n = self._count(lambda m: m.namespace == ns)
+            n = self._count("namespace", ns)
             if n >= a.max_migrating_per_namespace:
                 return "max-migrating-per-namespace", f"{n} pods migrating in {ns} (maxMigratingPerNamespace)"
         workload = workload_of(pod)
@@ -105,9 +128,9 @@ class Limits:
 
     def _workload_refusal(self, workload: str) -> tuple[str, str]:
         a = self.args
-        pods = self._workload_pods(workload)
+        keys, not_available = self._workload(workload)
         migrating = {m.key for m in self.migrating.values() if m.workload == workload}
-        replicas = self.replicas(workload, pods, migrating)
+        replicas = len(keys | migrating)
         max_migrating = max_per_workload(replicas, a.max_migrating_per_workload)
         max_unavailable = max_per_workload(replicas, a.max_unavailable_per_workload)
         check_replicas = a.gated("ExpectedReplicas") and not a.skip_check_expected_replicas
@@ -119,7 +142,7 @@ class Limits:
                 f"{len(migrating)} of its workload migrating (max {max_migrating})",
             )
         if a.gated("MaxUnavailablePerWorkload"):
-            unavailable = migrating | {podutil.pod_key(p) for p in pods if not _available(p)}
+            unavailable = migrating | not_available
             if len(unavailable) >= max_unavailable:
                 return (
                     "max-unavailable-per-workload",
@@ -130,18 +153,12 @@ class Limits:
             return "workload-window", f"its workload was evicted from within {a.workload_window:g}s"
         return "", ""
 
-    @staticmethod
-    def replicas(workload: str, pods: Sequence[Obj], migrating: set[str]) -> int:
-        """The workload's replicas as seen from here: its cached pods plus the ones being evicted that
-        have already left the cache (their replacements may not exist yet). Koordinator reads the
-        controller's spec instead; the pods are what this process watches."""
-        return len({podutil.pod_key(p) for p in pods} | migrating)
-
     def track(self, pod: Obj, dry_run: bool) -> None:
         """Count ``pod`` as migrating (after an eviction, or a dry-run decision)."""
         meta = podutil.meta(pod)
         uid = str(meta.get("uid") or "")
         workload = workload_of(pod)
+        self._counts.clear()
         self.migrating[uid] = Migration(
             key=podutil.pod_key(pod),
             uid=uid,
@@ -156,10 +173,8 @@ class Limits:
         if workload and a.workload_window > 0 and not dry_run:
             bucket = self._windows.get(workload)
             if bucket is None:
-                pods = self._workload_pods(workload)
-                replicas = self.replicas(
-                    workload, pods, {m.key for m in self.migrating.values() if m.workload == workload}
-                )
+                migrating = {m.key for m in self.migrating.values() if m.workload == workload}
+                replicas = len(self._workload(workload)[0] | migrating)
                 allowed = max_per_workload(replicas, a.workload_window_max or a.max_migrating_per_workload)
                 if allowed <= 0:
                     return

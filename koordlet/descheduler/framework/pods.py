@@ -22,11 +22,14 @@ EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 
 
 def meta(pod: Obj) -> Mapping[str, Any]:
-    return as_map(pod, "metadata")
+    # Called for every pod of every node each round: API objects always carry metadata as an object,
+    # so no shape check here (as_map's isinstance against the Mapping ABC would dominate the round).
+    m = pod.get("metadata")
+    return m if m is not None else {}
 
 
 def pod_key(pod: Obj) -> str:
-    m = meta(pod)
+    m = pod.get("metadata") or {}
     return f"{m.get('namespace') or ''}/{m.get('name') or ''}"
 
 

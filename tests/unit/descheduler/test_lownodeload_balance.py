@@ -112,15 +112,31 @@ def test_target_capacity_bounds_the_evictions() -> None:
     assert len(env.round()) == 2
 
 
-def test_node_fit_keeps_what_each_candidate_adds_to_its_target() -> None:
+def test_node_fit_adds_each_evicted_pod_to_its_target() -> None:
     env = Env({**CPU, **ONE_ROUND})
     env.node("hot", cpu="40", system=(3000, 0))
     for i in range(9):
         env.pod(f"p{i}", "hot", 4000, 0, labels=BATCH)
     env.node("cold", cpu="10")
     env.pod("cold-app", "cold", 1500, 0)
-    # the first candidate takes the target to 5500m; every later one would exceed 7500m: one removable pod
+    # the first eviction takes the target to 5500m; every later pod would exceed 7500m there: it stays
     assert len(env.round()) == 1
+
+
+def test_targets_fill_with_real_moves_only() -> None:
+    # two sources of 40 cores at 39000m (high 30000m), nine 4000m pods each; one target of 20 cores at
+    # 5000m (high 15000m): room for two such pods. One eviction per node per round (round limit).
+    env = Env({**CPU, **ONE_ROUND}, limits=RoundLimits(per_node=1))
+    for src in ("hot-a", "hot-b"):
+        env.node(src, cpu="40", system=(3000, 0))
+        for i in range(9):
+            env.pod(f"{src}-{i}", src, 4000, 0, labels=BATCH)
+    env.node("cold", cpu="20")
+    env.pod("cold-app", "cold", 5000, 0)
+    # Koordinator would reserve the target for hot-a's first two candidates while listing them, evict
+    # one (the limit), and find no room left for hot-b: one move. Here both sources move one pod.
+    evicted = env.round()
+    assert sorted(k.split("/")[1].rsplit("-", 1)[0] for k in evicted) == ["hot-a", "hot-b"]
 
 
 def test_no_target_nodes_no_eviction() -> None:

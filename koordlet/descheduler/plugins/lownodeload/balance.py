@@ -7,11 +7,19 @@ to the prod-low and both-low nodes, with the both-low share capped by what the n
 
 On each source, hottest first: the removable pods are those passing the pod filter and, with
 ``nodeFit``, reporting a usage and fitting some target (``NodeFit`` and, with the pod's usage added,
-every resource still within the target's high threshold; the first target that fits keeps the added
-usage, so later candidates see it). They are sorted (:mod:`.sorter`) and evicted one by one while the
-source is over a high threshold and every resource has capacity left; each eviction subtracts the pod's
-usage (1 for ``pods``) from the capacity and from the source (from its prod usage too in the prod pass),
-in a dry run as well. A pod that reports no usage changes no counter.
+every resource still within the target's high threshold). They are sorted (:mod:`.sorter`) and evicted
+one by one while the source is over a high threshold and every resource has capacity left; each eviction
+subtracts the pod's usage (1 for ``pods``) from the capacity and from the source (from its prod usage
+too in the prod pass), in a dry run as well. A pod that reports no usage changes no counter.
+
+One difference from Koordinator, on purpose (its issue #2119: evictions that create new hot spots):
+Koordinator adds a candidate's usage to the first target that fits it while it *lists* the removable
+pods, and keeps it there whether or not the pod is then evicted; a hundred candidates on one source,
+of which the limits let two go, fill the targets for every later source with pods that never move.
+Here the listing only checks that some target fits; the usage is added to a target when the pod is
+evicted (the first target that still fits it then; none: the pod stays), so targets fill with real moves
+only. The search is next-fit (from the target that took the last pod), which finds a target as
+Koordinator's first-fit over its unordered node map does, without rescanning full ones for every pod.
 """
 
 from __future__ import annotations
@@ -61,27 +69,38 @@ def available(nodes: Sequence[NodeUsage], names: Sequence[str], prod: bool) -> V
     return out
 
 
-def fits_any(pod: Obj, metric: tuple[int, int], targets: Sequence[NodeUsage], p: Pass, prod: bool) -> bool:
-    """``podFitsAnyNodeWithThreshold`` (with the kept addition, see the module docstring)."""
-    add = metric_vec(metric, p.names)
-    for t in targets:
-        if p.node_fit is not None and not p.node_fit.fits(pod, t.node):
-            continue
-        usage, high = t.view(prod)
-        added = []
-        exceeded = False
-        for r, thr in high.items():
+class Targets:
+    """The targets of one pass, searched next-fit (see the module docstring)."""
+
+    def __init__(self, nodes: Sequence[NodeUsage], p: Pass, prod: bool) -> None:
+        self.nodes = list(nodes)
+        self.p = p
+        self.prod = prod
+        self._next = 0
+
+    def _fits(self, pod: Obj, add: Mapping[str, int], t: NodeUsage) -> bool:
+        usage, high = t.view(self.prod)
+        if any(r in usage and usage[r] + add.get(r, 0) > thr for r, thr in high.items()):
+            return False
+        return self.p.node_fit is None or self.p.node_fit.fits(pod, t.node)
+
+    def find(self, pod: Obj, metric: tuple[int, int]) -> NodeUsage | None:
+        """The first target, from the last one used, that fits ``pod`` (``podFitsAnyNodeWithThreshold``)."""
+        add = metric_vec(metric, self.p.names)
+        n = len(self.nodes)
+        for k in range(n):
+            t = self.nodes[(self._next + k) % n]
+            if self._fits(pod, add, t):
+                self._next = (self._next + k) % n
+                return t
+        return None
+
+    def reserve(self, t: NodeUsage, metric: tuple[int, int], sign: int = 1) -> None:
+        """Add (``sign`` -1: take back) a moved pod's usage to the target's view."""
+        usage = t.view(self.prod)[0]
+        for r, q in metric_vec(metric, self.p.names).items():
             if r in usage:
-                usage[r] += add.get(r, 0)
-                added.append(r)
-                if usage[r] > thr:
-                    exceeded = True
-                    break
-        if not exceeded:
-            return True
-        for r in added:
-            usage[r] -= add.get(r, 0)
-    return False
+                usage[r] += sign * q
 
 
 def _continue(node: NodeUsage, capacity: Vec, p: Pass, prod: bool) -> bool:
@@ -93,7 +112,8 @@ def _continue(node: NodeUsage, capacity: Vec, p: Pass, prod: bool) -> bool:
     return all(capacity.get(r, 1) > 0 for r in p.names)
 
 
-def evict_pods(pods: Sequence[Obj], node: NodeUsage, capacity: Vec, p: Pass, prod: bool) -> None:
+def evict_pods(pods: Sequence[Obj], node: NodeUsage, capacity: Vec, targets: Targets) -> None:
+    p, prod = targets.p, targets.prod
     held = 0
     try:
         for pod in pods:
@@ -102,7 +122,7 @@ def evict_pods(pods: Sequence[Obj], node: NodeUsage, capacity: Vec, p: Pass, pro
             if not p.pod_filter(pod) or not p.evictor.pre_eviction_filter(pod):
                 held += 1
                 continue
-            _evict_one(pod, node, capacity, p, prod)
+            _evict_one(pod, node, capacity, targets)
     finally:
         if held:
             log.info(
@@ -113,14 +133,25 @@ def evict_pods(pods: Sequence[Obj], node: NodeUsage, capacity: Vec, p: Pass, pro
             )
 
 
-def _evict_one(pod: Obj, node: NodeUsage, capacity: Vec, p: Pass, prod: bool) -> None:
-    """Evict ``pod``; on success take its usage off the capacity and the node."""
+def _evict_one(pod: Obj, node: NodeUsage, capacity: Vec, targets: Targets) -> None:
+    """Evict ``pod`` (reserving room on a target first, with ``nodeFit``); on success take its usage off
+    the capacity and the node."""
+    p, prod = targets.p, targets.prod
+    key = podutil.pod_key(pod)
+    metric = node.pod_metrics.get(key)
+    target = None
+    if p.node_fit is not None and metric is not None:
+        target = targets.find(pod, metric)
+        if target is None:
+            log.info("%s: no target has room for %s any more", p.pool, key)
+            return
+        targets.reserve(target, metric)
     reason = p.reason(node, prod)
     if not p.evictor.evict(pod, EvictOptions(plugin=p.plugin, reason=reason, dry_run=p.dry_run)):
+        if target is not None and metric is not None:
+            targets.reserve(target, metric, -1)
         return
-    key = podutil.pod_key(pod)
     p.evicted.append((key, node.name, reason))
-    metric = node.pod_metrics.get(key)
     if metric is None:
         return
     moved = metric_vec(metric, capacity)
@@ -140,6 +171,7 @@ def balance(
     if not targets:
         log.info("%s: no target nodes for the %s view, nothing moved", p.pool, "prod" if prod else "node")
         return
+    search = Targets(targets, p, prod)
     for src in sources:
         candidates = src.prod_pods if prod else src.pods
         removable = []
@@ -148,7 +180,7 @@ def balance(
                 continue
             if p.node_fit is not None:
                 metric = src.pod_metrics.get(podutil.pod_key(pod))
-                if metric is None or not fits_any(pod, metric, targets, p, prod):
+                if metric is None or search.find(pod, metric) is None:
                     continue
             removable.append(pod)
         log.info(
@@ -162,7 +194,7 @@ def balance(
         if not removable:
             continue
         sort_pods(removable, p.facts, src, p.weights, prod)
-        evict_pods(removable, src, capacity, p, prod)
+        evict_pods(removable, src, capacity, search)
 
 
 def evict_from_sources(

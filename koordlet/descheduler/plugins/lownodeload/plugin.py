@@ -26,7 +26,7 @@ from typing import Any
 from koordlet import api
 from koordlet.descheduler.framework import pods as podutil
 from koordlet.descheduler.framework.interface import Handle, Obj, Status
-from koordlet.descheduler.framework.nodes import NodeFit, node_name, select
+from koordlet.descheduler.framework.nodes import NodeFit, ParsedMemo, node_name, select
 from koordlet.descheduler.plugins.lownodeload.anomaly import Detectors
 from koordlet.descheduler.plugins.lownodeload.args import LowNodeLoadArgs, NodePool, parse_args
 from koordlet.descheduler.plugins.lownodeload.balance import Pass, evict_from_sources
@@ -58,6 +58,7 @@ class LowNodeLoad:
         self.prod_detectors = Detectors(self.args.detector_cache_timeout, handle.monotonic)
         self._facts: dict[str, tuple[Obj, PodFacts]] = {}
         self._reported: dict[str, tuple[Obj, Reported]] = {}
+        self._requests: ParsedMemo = {}
         self.last_evicted: list[tuple[str, str, str]] = []
         """(pod, node, reason) of the last round's evictions (decisions, in a dry run)."""
 
@@ -104,6 +105,7 @@ class LowNodeLoad:
             self.process_pool(pool, nodes, processed)
         live = {podutil.pod_key(p) for n in nodes for p in self.handle.pods_on_node(node_name(n))}
         self._facts = {k: v for k, v in self._facts.items() if k in live}
+        self._requests = {k: v for k, v in self._requests.items() if k in live}
         names = {node_name(n) for n in nodes}
         self._reported = {k: v for k, v in self._reported.items() if k in names}
         return None
@@ -175,7 +177,7 @@ class LowNodeLoad:
             },
             pod_filter=self.pod_filter,
             evictor=self.handle.evictor,
-            node_fit=NodeFit(self.handle.pods_on_node) if self.args.node_fit else None,
+            node_fit=NodeFit(self.handle.pods_on_node, self._requests) if self.args.node_fit else None,
             dry_run=self.args.dry_run,
             reason=self._reason_fn(pool),
             on_normal=self._on_normal,
