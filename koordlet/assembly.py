@@ -33,6 +33,26 @@ from koordlet.system.host import Host
 log = logging.getLogger(__name__)
 
 
+def informer_config(cfg: Configuration) -> InformerConfig:
+    """The states informer's part of the configuration."""
+    return InformerConfig(
+        node_name=cfg.node_name,
+        standalone=True if cfg.standalone else None,
+        kubeconfig=cfg.kubeconfig,
+        kubelet_preferred_address_type=cfg.kubelet_preferred_address_type,
+        kubelet_read_only_port=cfg.kubelet_read_only_port,
+        kubelet_insecure_tls=cfg.kubelet_insecure_tls,
+        kubelet_sync_interval=cfg.kubelet_sync_interval,
+        kubelet_sync_timeout=cfg.kubelet_sync_timeout,
+        pod_list=cfg.pod_list,
+        node_slo_file=cfg.node_slo_file,
+        enable_node_metric_report=cfg.enable_node_metric_report,
+        report_interval_min_seconds=cfg.node_metric_report_min_interval,
+        # The write limiter (0.1/s) guards against storms; a lower floor is a deliberate choice.
+        status_qps=max(0.1, 1.0 / cfg.node_metric_report_min_interval),
+    )
+
+
 def _events_route(executor: ResourceExecutor) -> Route:
     def route(query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         try:
@@ -92,19 +112,7 @@ def build_daemon(
         registry=registry,
     )
     informer = StatesInformer(
-        InformerConfig(
-            node_name=cfg.node_name,
-            standalone=True if cfg.standalone else None,
-            kubeconfig=cfg.kubeconfig,
-            kubelet_preferred_address_type=cfg.kubelet_preferred_address_type,
-            kubelet_read_only_port=cfg.kubelet_read_only_port,
-            kubelet_insecure_tls=cfg.kubelet_insecure_tls,
-            kubelet_sync_interval=cfg.kubelet_sync_interval,
-            kubelet_sync_timeout=cfg.kubelet_sync_timeout,
-            pod_list=cfg.pod_list,
-            node_slo_file=cfg.node_slo_file,
-            enable_node_metric_report=cfg.enable_node_metric_report,
-        ),
+        informer_config(cfg),
         host,
         cache,
         bus,

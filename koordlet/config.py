@@ -57,6 +57,12 @@ AGENT_FLAGS: tuple[Flag, ...] = (
     Flag("pod-list", str, "", "standalone: PodList JSON file or URL enriching cgroup-discovered pods"),
     Flag("node-slo-file", str, "", "standalone: NodeSLO YAML/JSON file, reloaded when it changes"),
     Flag("enable-node-metric-report", bool, True, "report NodeMetric status"),
+    Flag(
+        "node-metric-report-min-interval",
+        float,
+        30.0,
+        "floor of the NodeMetric report interval (koordlet's 30 s); status writes may go as often",
+    ),
     Flag("tsdb-path", str, "/var/lib/koordlet/metric-data", "metric cache persistence directory"),
     Flag("tsdb-max-bytes", int, 100 * 1024 * 1024, "bound of the persisted metric cache"),
     Flag("audit-max-events-limit", int, 2048, "audit events kept in memory for /events"),
@@ -130,6 +136,7 @@ class Configuration:
     pod_list: str
     node_slo_file: str
     enable_node_metric_report: bool
+    node_metric_report_min_interval: float
     tsdb_path: str
     tsdb_max_bytes: int
     audit_max_events: int
@@ -155,6 +162,8 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
     collect = seconds("collect-res-used-interval")
     if collect < MIN_COLLECT_INTERVAL:
         raise ConfigError(f"--collect-res-used-interval={collect}s is below the minimum 100ms")
+    if not seconds("node-metric-report-min-interval") > 0:
+        raise ConfigError("--node-metric-report-min-interval must be positive")
     addr = str(o["addr"])
     host, sep, port = addr.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
@@ -200,6 +209,7 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
         pod_list=str(o["pod-list"]),
         node_slo_file=str(o["node-slo-file"]),
         enable_node_metric_report=bool(o["enable-node-metric-report"]),
+        node_metric_report_min_interval=seconds("node-metric-report-min-interval"),
         tsdb_path=str(o["tsdb-path"]),
         tsdb_max_bytes=int(o["tsdb-max-bytes"]),  # type: ignore[call-overload]
         audit_max_events=int(o["audit-max-events-limit"]),  # type: ignore[call-overload]

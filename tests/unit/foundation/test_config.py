@@ -51,6 +51,7 @@ def test_in_cluster_without_node_name_is_an_error() -> None:
         ({"addr": "$(POD_IP):9316"}, "--addr"),
         ({"cgroup-driver": "lxc"}, "--cgroup-driver"),
         ({"log-format": "xml"}, "--log-format"),
+        ({"node-metric-report-min-interval": 0}, "--node-metric-report-min-interval"),
     ],
 )
 def test_bad_values_name_the_flag(over: dict[str, object], needle: str) -> None:
@@ -81,3 +82,14 @@ def test_config_file_unknown_key_and_bad_yaml(tmp_path: Path) -> None:
         config.load_config_file(str(bad), known)
     with pytest.raises(ConfigError, match="cannot read"):
         config.load_config_file(str(tmp_path / "missing.yaml"), known)
+
+
+def test_node_metric_report_floor_reaches_the_informer() -> None:
+    from koordlet.assembly import informer_config
+
+    cfg = config.build(defaults(**{"node-metric-report-min-interval": "2s"}), environ={"NODE_NAME": "n"})
+    assert cfg.node_metric_report_min_interval == 2.0
+    ic = informer_config(cfg)
+    assert ic.report_interval_min_seconds == 2.0 and ic.status_qps == 0.5
+    default = informer_config(config.build(defaults(), environ={"NODE_NAME": "n"}))
+    assert default.report_interval_min_seconds == 30.0 and default.status_qps == 0.1
