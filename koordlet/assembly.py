@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
@@ -30,11 +31,16 @@ from koordlet.runtime import EventBus, Supervisor
 from koordlet.system import native
 from koordlet.system.host import Host
 
+if TYPE_CHECKING:
+    from koordlet.statesinformer.config import InformerConfig
+
 log = logging.getLogger(__name__)
 
 
 def informer_config(cfg: Configuration) -> InformerConfig:
     """The states informer's part of the configuration."""
+    from koordlet.statesinformer.config import InformerConfig
+
     return InformerConfig(
         node_name=cfg.node_name,
         standalone=True if cfg.standalone else None,
@@ -74,7 +80,6 @@ def build_daemon(
 ) -> Daemon:
     """Construct the whole agent (nothing starts until ``Daemon.run``)."""
     from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
-    from koordlet.statesinformer.config import InformerConfig
     from koordlet.statesinformer.informer import StatesInformer
 
     clock, wall = time.monotonic, time.time
