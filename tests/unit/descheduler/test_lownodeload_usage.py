@@ -169,3 +169,25 @@ def test_missing_or_expired_node_metrics_leave_the_node_out() -> None:
     )
     assert [u.name for u in us] == ["fresh"]
     assert skipped == {"never": "no NodeMetric", "stale": "NodeMetric expired (older than 60s)"}
+
+
+def test_a_reported_pod_gone_since_the_report_no_longer_counts() -> None:
+    env = Env({"lowThresholds": {"cpu": 45}, "highThresholds": {"cpu": 75}})
+    env.node("a")
+    env.pod("stays", "a", 2000, 0)
+    env.pod("evicted", "a", 3000, 0)
+    env.report()  # the NodeMetric still lists "evicted" below
+    env.informers.pods.remove("default/evicted")
+    from koordlet.descheduler.plugins.lownodeload.usage import node_usages
+
+    (u,), _ = node_usages(
+        env.nodes(),
+        ["cpu", "memory"],
+        node_metric=env.informers.node_metrics.get,
+        pods_on_node=lambda n: env.informers.pods.by_index("node", n),
+        is_prod=env.plugin.is_prod,
+        reported_of=env.plugin.reported,
+        now=env.clock.wall(),
+        expiration_seconds=180,
+    )
+    assert u.usage["cpu"] == 2000 and set(u.pod_metrics) == {"default/stays"}

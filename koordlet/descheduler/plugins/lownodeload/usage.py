@@ -5,8 +5,10 @@ Units: cpu in millicores, memory in bytes, ``pods`` a count, all integers as Koo
 ``Quantity.MilliValue()``/``Value()`` make them. Capacity is the node's raw allocatable (the
 ``node.koordinator.sh/raw-allocatable`` annotation if it parses, else ``status.allocatable``).
 
-* ``usage[r] = systemUsage[r] + Σ podUsage[r]`` over every pod the NodeMetric reports (host
+* ``usage[r] = systemUsage[r] + Σ podUsage[r]`` over the pods the NodeMetric reports (host
   applications left out); ``prod_usage[r]`` sums the reported pods that are prod by their pod object;
+  a reported pod no longer bound to the node (evicted or deleted since the report) is left out, unlike
+  Koordinator, which counts it until the next report and so evicts more than needed in between;
   ``usage[pods]`` counts the pods bound to the node. A node without a NodeMetric, without
   ``status.nodeMetric`` or whose ``updateTime`` is missing or at least ``nodeMetricExpirationSeconds``
   old is left out of the round (neither source nor target).
@@ -120,8 +122,11 @@ def node_usages(
         pods = pods_on_node(name)
         prod_pods = [p for p in pods if is_prod(p)]
         prod_keys = {pod_key(p) for p in prod_pods}
-        cpu = rep.system[0] + sum(u[0] for u in rep.pods.values())
-        mem = rep.system[1] + sum(u[1] for u in rep.pods.values())
+        # Pods gone since the report (evicted, deleted) no longer load the node: leave them out.
+        bound = {pod_key(p) for p in pods}
+        live = {k: u for k, u in rep.pods.items() if k in bound}
+        cpu = rep.system[0] + sum(u[0] for u in live.values())
+        mem = rep.system[1] + sum(u[1] for u in live.values())
         prod_cpu = sum(u[0] for k, u in rep.pods.items() if k in prod_keys)
         prod_mem = sum(u[1] for k, u in rep.pods.items() if k in prod_keys)
         usage = metric_vec((cpu, mem), names)
@@ -129,7 +134,7 @@ def node_usages(
         usage["pods"], prod_usage["pods"] = len(pods), len(prod_pods)
         out.append(
             NodeUsage(
-                node, name, capacity_of(node, (*names, "pods")), pods, prod_pods, usage, prod_usage, rep.pods
+                node, name, capacity_of(node, (*names, "pods")), pods, prod_pods, usage, prod_usage, live
             )
         )
     return out, skipped
