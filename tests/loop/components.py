@@ -154,10 +154,14 @@ def write(path: Path, doc: Any) -> Path:
 class Component:
     """A cluster process serving HTTP (``/readyz``) on its own port."""
 
-    def __init__(self, name: str, module: str, args: Sequence[str], logs: Path, **kw: Any) -> None:
+    def __init__(
+        self, name: str, module: str, args: Sequence[str], logs: Path, *, subcommand: str = "", **kw: Any
+    ) -> None:
+        self.name = name
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = Proc(name, python(module, f"--addr=127.0.0.1:{self.port}", *args), logs, **kw)
+        head = [subcommand] if subcommand else []
+        self.proc = Proc(name, python(module, *head, f"--addr=127.0.0.1:{self.port}", *args), logs, **kw)
 
     def ready(self) -> bool:
         return http_ok(self.base + "/readyz")
@@ -186,7 +190,6 @@ def agent(
     state = work / node
     (state / "run").mkdir(parents=True, exist_ok=True)
     args = [
-        "run",
         f"--kubeconfig={kubeconfig}",
         f"--cgroup-root=/{cgroup_parent}",
         f"--proc-root-dir={proc_root}",
@@ -200,4 +203,6 @@ def agent(
         # The loop is about the cluster side: QoS plugins off, so the node's load is what its pods burn.
         "--feature-gates=BECPUSuppress=false,CPUBurst=false",
     ]
-    return Component(f"koordlet-{node}", "koordlet", args, logs, env={"NODE_NAME": node}, **kw)
+    return Component(
+        f"koordlet-{node}", "koordlet", args, logs, subcommand="run", env={"NODE_NAME": node}, **kw
+    )
