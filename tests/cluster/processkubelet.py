@@ -26,8 +26,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from koordlet.testing.cgroups import RealKubepods, RealPod
-
 from koordlet.cluster.client import ApiError, request
 from koordlet.cluster.informer import EventHandler, Informer
 from koordlet.errors import APIUnavailable
@@ -35,6 +33,7 @@ from koordlet.schema.pod import kube_qos_of
 from koordlet.schema.quantity import parse_quantity, to_int
 from koordlet.schema.timefmt import format_time
 from tests.cluster.nodeproc import NodeProcView
+from tests.integration.kubepods import SUBSYSTEMS, RealKubepods, RealPod
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +48,26 @@ def busy_cores(pod: Obj) -> float:
         return float(parse_quantity(raw)) if raw else 0.0
     except Exception:
         return 0.0
+
+
+def remove_pod(kubepods: RealKubepods, pod: RealPod) -> None:
+    """Kill the pod's processes and remove its cgroups now, deepest first, as the kubelet does."""
+    for c in pod.containers:
+        kubepods.stop_container(c)
+    for rel in [*(c.cgroup_dir for c in pod.containers), pod.cgroup_dir]:
+        for sub in SUBSYSTEMS:
+            d = kubepods.path(sub, rel)
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)  # killed tasks leave the cgroup asynchronously
+        if rel in kubepods._dirs:
+            kubepods._dirs.remove(rel)
+    kubepods.pods.remove(pod)
 
 
 @dataclass
@@ -234,7 +253,7 @@ class ProcessKubelet:
     def _stop_pod(self, uid: str) -> None:
         running = self.running.pop(uid, None)
         if running is not None:
-            self.kubepods.remove_pod(running.real)
+            remove_pod(self.kubepods, running.real)
 
     def _confirm_deletion(self, pod: Obj) -> None:
         meta = pod["metadata"]

@@ -104,7 +104,7 @@ def pod(
     node: str = "",
     priority_class: str,
     qos: str,
-    priority: int | None = None,
+    priority_class_name: str = "",
     requests: dict[str, str] | None = None,
     owned: bool = False,
 ) -> dict[str, Any]:
@@ -122,8 +122,8 @@ def pod(
     spec: dict[str, Any] = {"containers": [container]}
     if node:
         spec["nodeName"] = node
-    if priority is not None:
-        spec["priority"] = priority
+    if priority_class_name:
+        spec["priorityClassName"] = priority_class_name
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
@@ -141,11 +141,25 @@ def hot_pods(node: str, busy: str) -> list[dict[str, Any]]:
                 node=node,
                 priority_class="koord-batch",
                 qos="BE",
-                priority=5000 + 100 * i,
+                priority_class_name=f"koord-batch-{5000 + 100 * i}",
                 owned=True,
             )
             for i in (1, 2, 3)
         ),
+    ]
+
+
+def priority_classes() -> list[dict[str, Any]]:
+    """The batch jobs' PriorityClasses: the API server's priority admission turns their names into
+    ``spec.priority`` (in Koordinator's batch band, 5000-5999)."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": f"koord-batch-{v}"},
+            "value": v,
+        }
+        for v in (5100, 5200, 5300)
     ]
 
 

@@ -20,7 +20,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -30,6 +29,7 @@ from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim, Outcom
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
 from tests.loop.components import Component, Proc, agent, api_server, wait_for, write
+from tests.loop.report import Report, describe
 from tests.loop.watch import Watcher
 
 NODES = ("loop-a", "loop-b", "loop-c")
@@ -46,26 +46,6 @@ NARRATED = (
     "held back",
     "became leader",
 )
-
-
-@dataclass
-class Report:
-    reported_before: dict[str, float] = field(default_factory=dict)
-    """Each node's reported cpu usage (%) once the hot load is steady."""
-    high_percent: int = 0
-    probe: Outcome | None = None
-    extender: dict[str, dict[str, Any]] = field(default_factory=dict)
-    dry_run_decisions: list[str] = field(default_factory=list)
-    dry_run_pods_left: int = 0
-    dry_run_events: int = 0
-    counted_rounds: int = 0
-    """Rounds the real descheduler saw loop-a over its threshold before its first eviction."""
-    evicted: list[str] = field(default_factory=list)
-    hot_after: float = 0.0
-    replacements: dict[str, str] = field(default_factory=dict)
-    """replacement pod -> its node."""
-    events: int = 0
-    exit_codes: dict[str, int] = field(default_factory=dict)
 
 
 class Loop:
@@ -99,10 +79,12 @@ class Loop:
         self.procs.append(apiserver)
         self.say(
             "api-server",
-            f"test API server up: {apiserver.first_line.split()[-3] if apiserver.first_line else ''}",
+            apiserver.first_line,
         )
         self.api = make_api_client(kubeconfig=str(kubeconfig))
         request(self.api, "namespace", "POST", "/api/v1/namespaces", body={"metadata": {"name": configs.NS}})
+        for pc in configs.priority_classes():
+            request(self.api, "priority class", "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body=pc)
         request(
             self.api,
             "slo config",
@@ -121,10 +103,8 @@ class Loop:
             )
             self.kubelets.append(k)
             k.start(self.stop)
-            self.say(
-                "kubelet",
-                f"{node} registered: {configs.CPU} cores, kubepods under /{k.cgroup_parent}, /pods on :{k.port}",
-            )
+            where = f"kubepods under /{k.cgroup_parent}, /pods on :{k.port}"
+            self.say("kubelet", f"{node} registered: {configs.CPU} cores, {where}")
         watcher = Watcher(self.api, self.say)
         watcher.start(self.stop)
         manager = Component(
@@ -190,6 +170,10 @@ class Loop:
         self._outcomes: list[Outcome] = []
         threading.Thread(target=loop, name="loop-kube-scheduler", daemon=True).start()
 
+    def _live(self) -> list[Proc]:
+        """The processes that must be running now (the dry-run descheduler is stopped on purpose)."""
+        return [p for p in self.procs if p.name != "koord-descheduler-dry-run"]
+
     def _create(self, pod: dict[str, Any]) -> None:
         request(self.api, "create pod", "POST", "/api/v1/namespaces/default/pods", body=pod)
 
@@ -212,37 +196,43 @@ class Loop:
         self.say(
             "loop", f"{HOT} driven hot: ls-web (LS, prod) and be-free, be-batch-1..3 (BE), {BUSY} of CPU each"
         )
-        target = 5 * 250
-
-        def steady() -> bool:
-            cpu, n, _ = watcher.node_cpu(HOT)
-            return n == 5 and cpu >= 0.6 * target
-
-        wait_for(f"{HOT}'s NodeMetric reporting its five pods", steady, 60, self.procs)
-        time.sleep(4)  # a few more samples in the agents' averages
+        wait_for(
+            f"{HOT}'s NodeMetric reporting its five pods",
+            lambda: watcher.node_cpu(HOT)[1] == 5,
+            60,
+            self._live(),
+        )
+        hot_cpu = self._steady(watcher)
         for node in NODES:
-            cpu, _, _ = watcher.node_cpu(node)
-            self.report.reported_before[node] = 100.0 * cpu / watcher.capacity[node]
-        hot_cpu = watcher.node_cpu(HOT)[0]
-        be = [watcher.node_cpu(HOT)[0]]  # placeholder, replaced below
-        be = []
-        m = watcher.metrics[HOT]
-        for p in (m.get("status") or {}).get("podsMetric") or []:
-            if p["name"].startswith("be-"):
-                from koordlet.schema.quantity import to_milli
-
-                be.append(to_milli(p["podUsage"]["resources"]["cpu"]))
-        per_pod = sum(be) / len(be) if be else 250
+            self.report.reported_before[node] = 100.0 * watcher.node_cpu(node)[0] / watcher.capacity[node]
+        be = [u for key, u in watcher.pod_cpu(HOT).items() if key.startswith("default/be-")]
+        per_pod = sum(be) / len(be)
         cap = watcher.capacity[HOT]
-        # A threshold that the node is over by about a pod and a half: two evictions bring it under.
+        # Over the threshold by a pod and a half: two evictions bring the node under it (Koordinator's
+        # loop: stop as soon as it is under), whatever this machine lets each busy loop burn.
         self.report.high_percent = max(
             math.floor(100.0 * (hot_cpu - 1.5 * per_pod) / cap), configs.LOW_CPU_PERCENT + 5
         )
         self.say(
             "loop",
-            f"{HOT} reports {100.0 * hot_cpu / cap:.0f}% cpu (BE jobs {per_pod:.0f}m each): descheduler high threshold "
-            f"set to {self.report.high_percent}%, low {configs.LOW_CPU_PERCENT}%",
+            f"{HOT} reports {100.0 * hot_cpu / cap:.0f}% cpu (BE jobs {per_pod:.0f}m each): "
+            f"descheduler high threshold set to {self.report.high_percent}%, low {configs.LOW_CPU_PERCENT}%",
         )
+
+    def _steady(self, watcher: Watcher) -> int:
+        """The hot node's reported cpu once two reports in a row agree within 2 % of the node (the
+        agents average over their window, and a pod's first samples include its interpreter starting)."""
+        readings: list[tuple[float | None, int]] = []
+
+        def agreed() -> bool:
+            cpu, _, updated = watcher.node_cpu(HOT)
+            if not readings or readings[-1][0] != updated:
+                readings.append((updated, cpu))
+            last = [c for _, c in readings[-2:]]
+            return len(readings) >= 3 and abs(last[0] - last[1]) <= 0.02 * watcher.capacity[HOT]
+
+        wait_for(f"{HOT}'s reported load steady", agreed, 60, self._live())
+        return readings[-1][1]
 
     def _probe(self, watcher: Watcher, extender: Component) -> None:
         self._create(configs.pod("probe", busy="0", priority_class="koord-batch", qos="BE"))
@@ -250,7 +240,7 @@ class Loop:
             "the probe pod scheduled",
             lambda: any(o.pod == "default/probe" and o.node for o in self._outcomes),
             30,
-            self.procs,
+            self._live(),
         )
         self.report.probe = next(o for o in self._outcomes if o.pod == "default/probe")
         import json
@@ -262,10 +252,8 @@ class Loop:
             ) as r:
                 self.report.extender[node] = json.loads(r.read())
             v = self.report.extender[node]
-            self.say(
-                "koord-scheduler-extender",
-                f"{node}: filter {v['filter'][0]['filter']}, LoadAware score {v['scores'].get('LoadAwareScheduling')}",
-            )
+            verdict, score = v["filter"][0]["filter"], v["scores"].get("LoadAwareScheduling")
+            self.say("koord-scheduler-extender", f"{node}: filter {verdict}, LoadAware score {score}")
 
     def _descheduler(self, name: str, kubeconfig: Path, dry_run: bool) -> Component:
         config = write(
@@ -304,12 +292,13 @@ class Loop:
         ]
         watcher.poll()
         self.report.dry_run_pods_left = sum(
-            1 for k in configs.EVICTION_ORDER + ["default/ls-web"] if watcher.pod(k) is not None
+            1 for k in [*configs.EVICTION_ORDER, "default/ls-web"] if watcher.pod(k) is not None
         )
         self.report.dry_run_events = len(watcher.events)
+        would = ", ".join(dict.fromkeys(self.report.dry_run_decisions))
+        left, events = self.report.dry_run_pods_left, self.report.dry_run_events
         self.say(
-            "loop",
-            f"dry run over: it would have evicted {', '.join(dict.fromkeys(self.report.dry_run_decisions))}; all {self.report.dry_run_pods_left} pods still there, {self.report.dry_run_events} Descheduled Events",
+            "loop", f"dry run over: it would have evicted {would}; {left} pods still there, {events} Events"
         )
 
     def _deschedule(self, kubeconfig: Path, watcher: Watcher) -> None:
@@ -337,7 +326,7 @@ class Loop:
                 and len(watcher.replacements) >= len(evicted())
             ),
             30,
-            self.procs,
+            [d.proc],
         )
         time.sleep(4)  # two more rounds: nothing more to evict
         self.report.evicted = evicted()
@@ -346,10 +335,9 @@ class Loop:
         self.report.replacements = {
             r: str(watcher.pod(r)["spec"].get("nodeName")) for r in watcher.replacements if watcher.pod(r)
         }
-        self.say(
-            "loop",
-            f"{HOT} now reports {self.report.hot_after:.0f}% cpu (threshold {self.report.high_percent}%); evicted {', '.join(self.report.evicted)}",
-        )
+        after, high = self.report.hot_after, self.report.high_percent
+        evicted = ", ".join(self.report.evicted)
+        self.say("loop", f"{HOT} now reports {after:.0f}% cpu (threshold {high}%) after evicting {evicted}")
         self.report.exit_codes[d.name] = d.proc.stop()
 
     # ---- the end ------------------------------------------------------------------------------------
@@ -367,19 +355,6 @@ class Loop:
             self.report.exit_codes.setdefault(self.procs[0].name, self.procs[0].stop())
         if self.api is not None:
             self.api.close()
-
-
-def describe(out: Outcome) -> str:
-    if not out.node:
-        return f"{out.pod} not scheduled: {out.reason}"
-    text = f"{out.pod} -> {out.node}"
-    if out.failed:
-        text += "; extender filtered out " + ", ".join(
-            f"{n} ({why})" for n, why in sorted(out.failed.items())
-        )
-    if out.extender_scores:
-        text += "; extender scores " + ", ".join(f"{n} {s}" for n, s in sorted(out.extender_scores.items()))
-    return text
 
 
 def run(work: Path, say: Callable[[str, str], None]) -> Report:

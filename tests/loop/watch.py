@@ -121,6 +121,13 @@ class Watcher:
             return 0, 0, None
         return reported_cpu(m, pods if live_only else None)
 
+    def pod_cpu(self, node: str) -> dict[str, int]:
+        """Each pod's reported cpu (millicores) in the node's NodeMetric."""
+        with self._lock:
+            m = self.metrics.get(node) or {}
+        st = parse_status(m.get("status"))
+        return {f"{p.namespace}/{p.name}": p.usage.cpu_milli for p in st.pods_metric}
+
     def pod(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             return self.pods.get(key)
