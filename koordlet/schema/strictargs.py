@@ -4,7 +4,8 @@ absent. Each field of a spec names its kind:
 
 ``bool``, ``int`` (not a bool, not a float), ``number`` (int or float), ``str``, ``object``,
 ``str_list``, ``object_list``, ``int_map``/``number_map`` (resource name -> value), ``duration`` (a Go
-duration string such as ``"5m"``, as ``metav1.Duration`` encodes it).
+duration string such as ``"5m"``, as ``metav1.Duration`` encodes it), and ``any`` (passed through for the
+caller to check: Go's ``IntOrString`` and ``Float64OrString``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def _map(value: Any, at: str, check: Any, want: str) -> dict[str, Any]:
 
 
 def _one(kind: str, value: Any, at: str) -> Any:
-    if kind == "bool":
+    if kind == "any":
+        pass
+    elif kind == "bool":
         if not isinstance(value, bool):
             raise InvalidArgs(f"{at}: want true or false, got {value!r}")
     elif kind == "int":

@@ -153,24 +153,9 @@ def _qps(raw: Any) -> float:
     return value
 
 
-def _any(raw: Mapping[str, Any], spec: Mapping[str, str]) -> dict[str, Any]:
-    """:func:`decode` with ``any`` fields passed through unchecked (they are checked here)."""
-    typed = {k: v for k, v in spec.items() if v != "any"}
-    loose = {k for k, v in spec.items() if v == "any"}
-    out = decode({k: v for k, v in raw.items() if k not in loose}, typed)
-    out.update({k: raw[k] for k in loose if raw.get(k) is not None})
-    return out
-
-
 def parse_args(raw: Mapping[str, Any] | None) -> MigrationControllerArgs:
     """Decode, default and validate; :class:`InvalidArgs` names the first field in error."""
-    raw = raw or {}
-    if not isinstance(raw, Mapping):
-        raise InvalidArgs(f"args: want an object, got {raw!r}")
-    unknown = sorted(set(raw) - set(_FIELDS))
-    if unknown:
-        raise InvalidArgs(f"unknown field(s) {', '.join(unknown)}")
-    v = _any(raw, _FIELDS)
+    v = decode(raw, _FIELDS)
     policy = v.get("evictionPolicy") or "Eviction"
     if policy != "Eviction":
         raise InvalidArgs(
@@ -215,7 +200,11 @@ def parse_args(raw: Mapping[str, Any] | None) -> MigrationControllerArgs:
     if "objectLimiters" in v:  # given: only what it says (Koordinator defaults an empty map only)
         window = 0.0
         if "workload" in limiters:
-            w = _any(limiters["workload"], {"duration": "duration", "maxMigrating": "any", "burst": "int"})
+            w = decode(
+                limiters["workload"],
+                {"duration": "duration", "maxMigrating": "any", "burst": "int"},
+                "objectLimiters.workload.",
+            )
             window = w.get("duration", 0.0)
             if "maxMigrating" in w:
                 window_max = int_or_percent(w["maxMigrating"], "objectLimiters.workload.maxMigrating")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koordlet.errors import ConfigError
+from koordlet.pluginregistry import plugin_config
 from koordlet.schema.selector import LabelSelector, parse_selector
 
 POINTS = ("deschedule", "balance", "evict", "filter")
@@ -115,29 +116,6 @@ def _plugins(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
     }
 
 
-def _plugin_config(raw: Any, where: str) -> dict[str, Mapping[str, Any]]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, list):
-        raise ConfigError(f"{where}: want a list of {{name, args}}")
-    out: dict[str, Mapping[str, Any]] = {}
-    for i, item in enumerate(raw):
-        at = f"{where}[{i}]"
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
-            raise ConfigError(f"{at}: want {{name: <plugin>, args: {{...}}}}, got {item!r}")
-        extra = sorted(set(item) - {"name", "args"})
-        if extra:
-            raise ConfigError(f"{at}: unknown field(s) {', '.join(extra)}")
-        name = str(item["name"])
-        if name in out:
-            raise ConfigError(f"{at}: duplicate pluginConfig for {name}")
-        args = item.get("args") or {}
-        if not isinstance(args, Mapping):
-            raise ConfigError(f"{at}.args: want an object, got {args!r}")
-        out[name] = {k: v for k, v in args.items() if k not in ("apiVersion", "kind")}
-    return out
-
-
 def parse_node_selector(raw: Any, where: str) -> LabelSelector | None:
     """A ``metav1.LabelSelector`` object; ``None`` when absent (no restriction)."""
     if raw is None:
@@ -178,7 +156,7 @@ def parse_profiles(raw: Any, where: str) -> tuple[Profile, ...]:
             Profile(
                 name=name,
                 plugins=_plugins(p.get("plugins"), f"{at}.plugins"),
-                plugin_config=_plugin_config(p.get("pluginConfig"), f"{at}.pluginConfig"),
+                plugin_config=plugin_config(p.get("pluginConfig"), f"{at}.pluginConfig"),
                 node_selector=parse_node_selector(p.get("nodeSelector"), f"{at}.nodeSelector"),
             )
         )

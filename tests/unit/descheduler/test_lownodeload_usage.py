@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from koordlet.descheduler.plugins.lownodeload.usage import (
+    NodeUsage,
+    classify,
+    complete_thresholds,
+    node_usages,
+    set_thresholds,
+)
+from koordlet.schema.timefmt import format_time
 from tests.unit.descheduler.env import Env, GiB
 
-MiB = 2**20
 
-
-def usages(env: Env, args_pool: int = 0) -> dict[str, object]:
-    from koordlet.descheduler.plugins.lownodeload.usage import (
-        classify,
-        complete_thresholds,
-        node_usages,
-        set_thresholds,
-    )
-
-    pool = env.plugin.args.pools[args_pool]
-    env.report()
-    names, pcts = complete_thresholds(
-        pool.use_deviation_thresholds, pool.low, pool.high, pool.prod_low, pool.prod_high
-    )
-    us, skipped = node_usages(
+def measure(env: Env, names: list[str]) -> tuple[list[NodeUsage], dict[str, str]]:
+    """The plugin's view of every node from the caches as they are now."""
+    return node_usages(
         env.nodes(),
         names,
         node_metric=env.informers.node_metrics.get,
@@ -32,6 +29,16 @@ def usages(env: Env, args_pool: int = 0) -> dict[str, object]:
         now=env.clock.wall(),
         expiration_seconds=env.plugin.args.node_metric_expiration_seconds,
     )
+
+
+def usages(env: Env, args_pool: int = 0) -> dict[str, Any]:
+    """Report, then usage, thresholds and classes as the plugin computes them for a pool."""
+    pool = env.plugin.args.pools[args_pool]
+    env.report()
+    names, pcts = complete_thresholds(
+        pool.use_deviation_thresholds, pool.low, pool.high, pool.prod_low, pool.prod_high
+    )
+    us, skipped = measure(env, names)
     set_thresholds(us, names, pcts, pool.use_deviation_thresholds)
     return {"names": names, "by_name": {u.name: u for u in us}, "skipped": skipped, "classes": classify(us)}
 
@@ -151,22 +158,9 @@ def test_missing_or_expired_node_metrics_leave_the_node_out() -> None:
     env.report(age=10)
     env.informers.node_metrics.remove("never")
     stale = dict(env.informers.node_metrics.get("stale") or {})
-    from koordlet.schema.timefmt import format_time
-
     stale["status"] = {**stale["status"], "updateTime": format_time(env.clock.wall() - 60)}
     env.informers.node_metrics.put(stale)
-    from koordlet.descheduler.plugins.lownodeload.usage import node_usages
-
-    us, skipped = node_usages(
-        env.nodes(),
-        ["cpu", "memory"],
-        node_metric=env.informers.node_metrics.get,
-        pods_on_node=lambda n: env.informers.pods.by_index("node", n),
-        is_prod=env.plugin.is_prod,
-        reported_of=env.plugin.reported,
-        now=env.clock.wall(),
-        expiration_seconds=60,
-    )
+    us, skipped = measure(env, ["cpu", "memory"])
     assert [u.name for u in us] == ["fresh"]
     assert skipped == {"never": "no NodeMetric", "stale": "NodeMetric expired (older than 60s)"}
 
@@ -178,16 +172,5 @@ def test_a_reported_pod_gone_since_the_report_no_longer_counts() -> None:
     env.pod("evicted", "a", 3000, 0)
     env.report()  # the NodeMetric still lists "evicted" below
     env.informers.pods.remove("default/evicted")
-    from koordlet.descheduler.plugins.lownodeload.usage import node_usages
-
-    (u,), _ = node_usages(
-        env.nodes(),
-        ["cpu", "memory"],
-        node_metric=env.informers.node_metrics.get,
-        pods_on_node=lambda n: env.informers.pods.by_index("node", n),
-        is_prod=env.plugin.is_prod,
-        reported_of=env.plugin.reported,
-        now=env.clock.wall(),
-        expiration_seconds=180,
-    )
+    (u,), _ = measure(env, ["cpu", "memory"])
     assert u.usage["cpu"] == 2000 and set(u.pod_metrics) == {"default/stays"}
