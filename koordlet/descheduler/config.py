@@ -85,7 +85,9 @@ class DeschedulerConfig:
     config_file: str = ""
     leader_election: bool = True
     election: ElectionConfig = field(
-        default_factory=lambda: ElectionConfig(namespace=LEASE_NAMESPACE, name=LEASE_NAME, identity="test")
+        default_factory=lambda: ElectionConfig(
+            namespace=LEASE_NAMESPACE, name=LEASE_NAME, identity=default_identity()
+        )
     )
     request_timeout: float = 3.0
     sync_timeout: float = 60.0

@@ -15,6 +15,19 @@ Each round, for each pool in order (the default pool first), :meth:`LowNodeLoad.
    every source is recorded as processed.
 
 The round's decisions are logged at info: the classes, each anomaly count, what was evicted and why.
+
+Koordinator's behaviour kept, including what follows from its code rather than its docs: without prod
+thresholds every under-low node is "both low" and every in-between schedulable node "prod low", and
+both count as under-used for ``numberOfNodes`` and the all-under-used check; a resource missing from
+``lowThresholds`` gets 100 % as both low and high (0 % in deviation mode), overriding a given high; an
+Anomaly lasts its ``timeout`` whatever further rounds say, unless the node gets under its threshold
+while pods are evicted; the eviction reason quotes the configured percentages; a pod without a reported
+usage moves no counter. Deliberate differences, each described where it lives: consecutive abnormal
+rounds are consecutive (:mod:`.anomaly`); pods gone since the last report do not count (:mod:`.usage`);
+targets are reserved by real evictions (:mod:`.balance`); ``anomalyCondition`` fields default one by one
+(:mod:`.args`); terminated pods are not counted in ``pods`` (the caches hold running pods only); and a
+``dryRun`` in the args goes through the evictor as a dry run, so its decisions respect the evictor's
+limits as the real ones would (Koordinator's skips the evictor, and so its limits, in a dry run).
 """
 
 from __future__ import annotations
