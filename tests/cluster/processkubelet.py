@@ -237,7 +237,7 @@ class ProcessKubelet:
         }
         self._patch_status(pod, status)
         key = f"{meta['namespace']}/{meta['name']}"
-        self.say(f"kubelet {self.node}: started {key} ({qos.value}, {cores:g} cores busy)")
+        self.say(f"started {key} ({qos.value}, {cores:g} cores busy)")
 
     def _patch_status(self, pod: Obj, status: Obj) -> None:
         meta = pod["metadata"]
@@ -270,7 +270,7 @@ class ProcessKubelet:
             if not (err.not_found or err.conflict):
                 raise
         key = f"{meta['namespace']}/{meta['name']}"
-        self.say(f"kubelet {self.node}: stopped {key}: processes killed, cgroups removed, deletion confirmed")
+        self.say(f"stopped {key}: processes killed, cgroups removed, deletion confirmed")
 
     def sync(self) -> None:
         """Start new pods, finish terminating ones, forget pods gone from the API."""

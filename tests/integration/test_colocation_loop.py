@@ -42,7 +42,7 @@ def test_the_colocation_loop(tmp_path: Path) -> None:
         "kube-scheduler",
         "koord-scheduler-extender",
         "koord-descheduler",
-        "kubelet",
+        "kubelet loop-a",
     ):
         assert any(line.startswith(who) for line in lines), who
     assert took < 150, f"the loop took {took:.0f}s"

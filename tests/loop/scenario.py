@@ -99,12 +99,12 @@ class Loop:
                 self.work,
                 cpu=configs.CPU,
                 memory=configs.MEMORY,
-                on_event=lambda m: self.say("kubelet", m),
+                on_event=lambda m, node=node: self.say(f"kubelet {node}", m),
             )
             self.kubelets.append(k)
             k.start(self.stop)
             where = f"kubepods under /{k.cgroup_parent}, /pods on :{k.port}"
-            self.say("kubelet", f"{node} registered: {configs.CPU} cores, {where}")
+            self.say(f"kubelet {node}", f"registered the node: {configs.CPU} cores, {where}")
         watcher = Watcher(self.api, self.say)
         watcher.start(self.stop)
         manager = Component(
