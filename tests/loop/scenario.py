@@ -37,6 +37,7 @@ HOT = NODES[0]
 BUSY = "250m"
 LOG_PREFIX = re.compile(r"^[IWE]\d{4} [\d:.]+ \S+ \S+\] ")
 NARRATED = (
+    "not evicting",
     "abnormal",
     "in a row",
     "would evict",

@@ -55,6 +55,8 @@ class MigrationController:
         self.rate = TokenBucket(self.args.evict_qps, self.args.evict_burst, handle.monotonic)
         self._fit: NodeFit | None = None
         self._threshold: int | None = self.args.priority_threshold_value
+        self._told: set[str] = set()
+        """The limits that held a pod back this round, each said once at info."""
 
     # ---- helpers ---------------------------------------------------------------------------------------
 
@@ -82,6 +84,7 @@ class MigrationController:
 
     def begin_round(self) -> None:
         self._fit = None
+        self._told.clear()
         self.limits.begin_round()
 
     # ---- the plugin ------------------------------------------------------------------------------------
@@ -95,7 +98,9 @@ class MigrationController:
     def pre_eviction_filter(self, pod: Obj) -> bool:
         result, why = self.limits.refusal(pod)
         if result:
-            log.debug("not evicting %s now: %s", podutil.pod_key(pod), why)
+            level = logging.DEBUG if result in self._told else logging.INFO
+            self._told.add(result)
+            log.log(level, "not evicting %s now (%s): %s", podutil.pod_key(pod), result, why)
         return not result
 
     def evict(self, pod: Obj, options: EvictOptions) -> bool:

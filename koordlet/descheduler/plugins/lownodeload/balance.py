@@ -126,7 +126,7 @@ def evict_pods(pods: Sequence[Obj], node: NodeUsage, capacity: Vec, targets: Tar
     finally:
         if held:
             log.info(
-                "%s: %d pod(s) on %s held back by the evictor's limits (-v 4 says why)",
+                "%s: %d pod(s) on %s held back by the evictor's limits",
                 p.pool,
                 held,
                 node.name,
