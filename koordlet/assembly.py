@@ -14,6 +14,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from koordlet import api
 from koordlet.config import Configuration
 from koordlet.daemon import Daemon, FuncComponent
 from koordlet.errors import ConfigError
@@ -21,7 +22,7 @@ from koordlet.featuregates import FeatureGate
 from koordlet.httpserver import AgentHTTPServer, Route, json_response
 from koordlet.metriccache.cache import MetricCache
 from koordlet.metriccache.config import MetricCacheConfig
-from koordlet.metrics import AgentMetrics
+from koordlet.metrics import AgentMetrics, PluginMetrics
 from koordlet.qosmanager.evictor import Evictor
 from koordlet.qosmanager.loader import PluginEntry
 from koordlet.qosmanager.manager import QOSManager, Services
@@ -141,7 +142,10 @@ def build_daemon(
         clock=clock,
         wall_clock=wall,
         bus=bus,
-        registry=registry,
+        registry=PluginMetrics(registry),
+        agent=api.AgentOptions(
+            reconcile_interval=cfg.reconcile_interval, collect_interval=cfg.collect_interval
+        ),
         dry_run=cfg.dry_run,
     )
     qos = QOSManager(entries, gates, ext_gates, cfg.options, services, supervisor, agent_metrics)

@@ -17,14 +17,14 @@ from typing import Any
 
 import yaml
 
-from koordlet.api import Flag
+from koordlet.api import Flag, OptionValue
 from koordlet.errors import ConfigError
 from koordlet.system import paths as syspaths
 
 MIN_COLLECT_INTERVAL = 0.1
 """koordlet refuses anything under 1 s; we allow down to 100 ms for fast reaction."""
 
-AGENT_FLAGS: tuple[Flag, ...] = (
+AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("addr", str, "127.0.0.1:9316", "HTTP address for /metrics, /healthz, /readyz, /nodemetric, /events"),
     Flag("feature-gates", str, "", "koordlet feature gates: Name=true,... (AllAlpha, AllBeta accepted)"),
     Flag("qos-extension-plugins", str, "", "extension plugin gates: Name=true,..."),
@@ -143,7 +143,8 @@ class Configuration:
     tsdb_path: str
     tsdb_max_bytes: int
     audit_max_events: int
-    options: Mapping[str, object]
+    options: Mapping[str, OptionValue]
+    """Every flag's parsed value by name, the plugins' flags included."""
 
     @property
     def host(self) -> str:
@@ -213,5 +214,5 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
         tsdb_path=str(o["tsdb-path"]),
         tsdb_max_bytes=int(o["tsdb-max-bytes"]),  # type: ignore[call-overload]
         audit_max_events=int(o["audit-max-events-limit"]),  # type: ignore[call-overload]
-        options=dict(o),
+        options={k: v for k, v in o.items() if isinstance(v, bool | int | float | str)},
     )

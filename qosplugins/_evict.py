@@ -28,21 +28,19 @@ class EvictionGate:
     def __init__(
         self,
         name: str,
-        cool_flag: str,
-        cool_default: float,
+        cool_time: api.Flag[float],
         invalid_reason: Callable[[api.ResourceThresholdStrategy], str],
         last_evict: float,
     ) -> None:
         self.name = name
-        self.cool_flag = cool_flag
-        self.cool_default = cool_default
+        self.cool_time = cool_time
         self.invalid_reason = invalid_reason
         self.last_evict = last_evict
         self._warned = ""
 
     def open(self, ctx: api.PluginContext) -> api.ResourceThresholdStrategy | None:
         """The strategy to act on now, or ``None`` when this round must not evict."""
-        if ctx.clock() - self.last_evict < _shared.float_option(ctx, self.cool_flag, self.cool_default):
+        if ctx.clock() - self.last_evict < ctx.option(self.cool_time):
             return None
         slo = ctx.states.node_slo().resource_used_threshold_with_be
         if not slo.enable:

@@ -1,4 +1,4 @@
-"""Plugin-side helpers shared by the built-in QoS plugins: cpu lists, quota values, options, gauges.
+"""Plugin-side helpers shared by the built-in QoS plugins: cpu lists, quota values, metric reads.
 
 Everything here sees only :mod:`koordlet.api` (plus stdlib and prometheus_client), like the plugins
 themselves; import-linter checks it. Values read back from cgroups are parsed defensively: a plugin must
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-from prometheus_client import CollectorRegistry, Gauge
 
 from koordlet import api
 
@@ -79,23 +77,6 @@ def read_value(ctx: api.PluginContext, resource: str, cgroup_dir: str) -> str | 
         return None
 
 
-def float_option(ctx: api.PluginContext, name: str, default: float) -> float:
-    """A number of seconds from ``ctx.options`` (the agent hands over parsed values: its flag parser already
-    turned ``500ms`` into 0.5); a missing, non-numeric or non-positive value falls back to ``default``."""
-    raw = ctx.options.get(name, default)
-    value: float | None = None
-    if isinstance(raw, int | float) and not isinstance(raw, bool):
-        value = float(raw)
-    elif isinstance(raw, str):
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            value = None
-    if value is None or not math.isfinite(value) or value <= 0:
-        return default
-    return value
-
-
 def threshold_enabled(ctx: api.PluginContext) -> bool:
     """The runtime switch of koordlet's BE strategies: ``resourceUsedThresholdWithBE.enable``."""
     return bool(ctx.states.node_slo().resource_used_threshold_with_be.enable)
@@ -124,17 +105,6 @@ def last_value(
 def be_cpu_labels(allocation: str) -> dict[str, str]:
     """Labels of the ``node_be`` series (millicores) for ``usage``, ``request`` or ``real-limit``."""
     return {"be_resource": "cpu", "be_allocation": allocation}
-
-
-def gauge(registry: object, name: str, doc: str, labels: Sequence[str]) -> Gauge | None:
-    """A gauge on the agent's registry, or ``None`` when there is none (tests, embedding)."""
-    if not isinstance(registry, CollectorRegistry):
-        return None
-    try:
-        return Gauge(name, doc, list(labels), registry=registry)
-    except ValueError:
-        # Already registered by an earlier setup of the same plugin on this registry: go without.
-        return None
 
 
 def evict_reason(gate: str) -> str:

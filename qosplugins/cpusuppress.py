@@ -42,14 +42,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from prometheus_client import Gauge
-
 from koordlet import api
 from qosplugins import _budget, _cpuset, _shared
 
 POLICY_CPUSET = _budget.POLICY_CPUSET
 POLICY_CFS_QUOTA = _budget.POLICY_CFS_QUOTA
-INTERVAL_FLAG = "cpu-suppress-interval-seconds"
+INTERVAL = api.Flag("cpu-suppress-interval-seconds", float, 1.0, "BE CPU suppress interval in seconds")
 FAST_WINDOW_SECONDS = 1.0
 """Fast samples older than this are stale (the sampler runs every ~100 ms)."""
 FAST_RISE_FRACTION = 0.01
@@ -78,7 +76,7 @@ class BECPUSuppress(api.QOSPluginBase):
     feature = api.FeatureSpec(default=True, stage=api.Stage.BETA)
 
     def init_flags(self, flags: api.FlagSet) -> None:
-        flags.add(api.Flag(INTERVAL_FLAG, float, 1.0, "BE CPU suppress interval in seconds"))
+        flags.add(INTERVAL)
 
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
@@ -89,19 +87,19 @@ class BECPUSuppress(api.QOSPluginBase):
         self._warned = ""
         node = ctx.node_name
         self._labels = {"node": node}
-        self._cores = _shared.gauge(
-            ctx.registry, "koordlet_be_suppress_cpu_cores", "BE CPU allowed by suppression", ["node", "type"]
+        self._cores = ctx.registry.gauge(
+            "koordlet_be_suppress_cpu_cores", "BE CPU allowed by suppression", ["node", "type"]
         )
-        self._ls_used = _shared.gauge(
-            ctx.registry, "koordlet_be_suppress_ls_used_cpu_cores", "non-BE CPU used at suppression", ["node"]
+        self._ls_used = ctx.registry.gauge(
+            "koordlet_be_suppress_ls_used_cpu_cores", "non-BE CPU used at suppression", ["node"]
         )
-        self._be_used = _shared.gauge(
-            ctx.registry, "koordlet_be_suppress_be_used_cpu_cores", "BE CPU used at suppression", ["node"]
+        self._be_used = ctx.registry.gauge(
+            "koordlet_be_suppress_be_used_cpu_cores", "BE CPU used at suppression", ["node"]
         )
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.subscribe(api.EVENT_NODE_SAMPLE, self.on_node_sample)
-        self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
+        self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)
 
     def shutdown(self) -> None:
         with self._lock:
@@ -332,9 +330,8 @@ class BECPUSuppress(api.QOSPluginBase):
                     r.error,
                 )
 
-    def _set(self, gauge: Gauge | None, value: float, **extra: str) -> None:
-        if gauge is not None:
-            gauge.labels(**self._labels, **extra).set(value)
+    def _set(self, gauge: api.GaugeVec, value: float, **extra: str) -> None:
+        gauge.labels(**self._labels, **extra).set(value)
 
     def _warn_once(self, message: str) -> None:
         if message != self._warned:

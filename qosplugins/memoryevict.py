@@ -20,8 +20,10 @@ import threading
 from koordlet import api
 from qosplugins import _evict, _shared
 
-INTERVAL_FLAG = "memory-evict-interval-seconds"
-COOL_FLAG = "memory-evict-cool-time-seconds"
+INTERVAL = api.Flag("memory-evict-interval-seconds", float, 1.0, "BE memory eviction interval in seconds")
+COOL_TIME = api.Flag(
+    "memory-evict-cool-time-seconds", float, 4.0, "seconds without memory eviction after one"
+)
 
 
 def lower_percent(slo: api.ResourceThresholdStrategy) -> int:
@@ -56,15 +58,15 @@ class BEMemoryEvict(api.QOSPluginBase):
     feature = api.FeatureSpec(default=False, stage=api.Stage.ALPHA)
 
     def init_flags(self, flags: api.FlagSet) -> None:
-        flags.add(api.Flag(INTERVAL_FLAG, float, 1.0, "BE memory eviction interval in seconds"))
-        flags.add(api.Flag(COOL_FLAG, float, 4.0, "seconds without memory eviction after one"))
+        flags.add(INTERVAL)
+        flags.add(COOL_TIME)
 
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
-        self._gate = _evict.EvictionGate("BEMemoryEvict", COOL_FLAG, 4.0, invalid_reason, -math.inf)
+        self._gate = _evict.EvictionGate("BEMemoryEvict", COOL_TIME, invalid_reason, -math.inf)
 
     def run(self, stop: threading.Event) -> None:
-        self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
+        self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)
 
     def reconcile(self) -> None:
         ctx = self.ctx

@@ -18,6 +18,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
+from koordlet.metrics import PluginMetrics
 from tests.fakeclock import FakeClock
 
 QOS_TIER = {
@@ -322,10 +323,14 @@ class Harness:
     executor: FakeExecutor
     evictor: FakeEvictor
     registry: CollectorRegistry
-    options: dict[str, object] = field(default_factory=dict)
+    options: dict[str, api.OptionValue] = field(default_factory=dict)
+    agent: api.AgentOptions = field(default_factory=api.AgentOptions)
     scheduled: list[tuple[float, Callable[[], None]]] = field(default_factory=list)
     handlers: dict[str, list[Callable[[], None]]] = field(default_factory=dict)
     dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        self.plugin_metrics = PluginMetrics(self.registry)
 
     @property
     def ctx(self) -> api.PluginContext:
@@ -341,7 +346,8 @@ class Harness:
             logger=logging.getLogger("test.qosplugins"),
             every=lambda interval, fn: self.scheduled.append((interval, fn)),
             subscribe=lambda event, fn: self.handlers.setdefault(event, []).append(fn),
-            registry=self.registry,
+            registry=self.plugin_metrics,
+            agent=self.agent,
             dry_run=self.dry_run,
             wall_clock=self.clock.wall,
         )

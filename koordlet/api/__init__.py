@@ -6,19 +6,24 @@ metric cache, host facts), the one resource executor it must write through, the 
 logger and a scheduler. Plugins import nothing of koordlet but this package (checked by import-linter),
 so everything they need is declared here: value types are frozen dataclasses, services are Protocols.
 
-A minimal third-party plugin::
+A minimal third-party plugin (``tests/unit/foundation/test_api_package.py`` runs this very text)::
+
+    import threading
 
     from koordlet import api
+
+    INTERVAL = api.Flag("hello-interval-seconds", float, 5.0, "how often to say hello")
+
 
     class Hello(api.QOSPluginBase):
         name = "Hello"
         feature = api.FeatureSpec(default=False, stage=api.Stage.ALPHA)
 
         def init_flags(self, flags: api.FlagSet) -> None:
-            flags.add(api.Flag("hello-interval-seconds", float, 5.0, "how often to say hello"))
+            flags.add(INTERVAL)
 
         def run(self, stop: threading.Event) -> None:
-            self.ctx.every(float(self.ctx.options["hello-interval-seconds"]), self.reconcile)
+            self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)
 
         def reconcile(self) -> None:
             self.ctx.logger.info("%d pods on %s", len(self.ctx.states.pods()), self.ctx.node_name)
@@ -44,6 +49,7 @@ from koordlet.api.errors import (
     ResourceUnsupported,
     UnsafePath,
 )
+from koordlet.api.flags import FeatureSpec, Flag, FlagSet, FlagType, OptionValue, Stage
 from koordlet.api.metrics import (
     BE_CPU_USAGE_FAST,
     CONTAINER_CPU_THROTTLED,
@@ -64,19 +70,20 @@ from koordlet.api.metrics import (
     SYS_CPU_USAGE,
     SYS_MEMORY_USAGE,
     Aggregation,
+    GaugeChild,
+    GaugeVec,
+    MetricRegistry,
 )
 from koordlet.api.plugin import (
     API_VERSION,
-    REQUIRED_METHODS,
-    FeatureSpec,
-    Flag,
-    FlagSet,
-    FlagType,
+    AgentOptions,
     PluginContext,
     QOSPlugin,
     QOSPluginBase,
     Scheduler,
-    Stage,
+)
+from koordlet.api.registry import (
+    REQUIRED_METHODS,
     register_qos_ext_plugin,
     registered_ext_plugins,
     unregister_qos_ext_plugin,
@@ -88,6 +95,9 @@ from koordlet.api.types import (
     CPUBurstStrategy,
     CPUInfo,
     HostApplication,
+    JSONArray,
+    JSONObject,
+    JSONValue,
     KubeQOSClass,
     NodeInfo,
     NodeSLO,
@@ -121,6 +131,7 @@ __all__ = [
     "REQUIRED_METHODS",
     "SYS_CPU_USAGE",
     "SYS_MEMORY_USAGE",
+    "AgentOptions",
     "Aggregation",
     "CPUBurstStrategy",
     "CPUInfo",
@@ -132,14 +143,21 @@ __all__ = [
     "Flag",
     "FlagSet",
     "FlagType",
+    "GaugeChild",
+    "GaugeVec",
     "HostApplication",
     "HostReader",
     "InvalidValue",
+    "JSONArray",
+    "JSONObject",
+    "JSONValue",
     "KoordletError",
     "KubeQOSClass",
     "MetricReader",
+    "MetricRegistry",
     "NodeInfo",
     "NodeSLO",
+    "OptionValue",
     "PluginContext",
     "PluginError",
     "PodInfo",

@@ -8,9 +8,14 @@ mirrors and in which unit (CPU in millicores, memory in bytes) it is held.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias, Union
+
+JSONValue: TypeAlias = Union[str, int, float, bool, "JSONArray", "JSONObject", None]
+"""A JSON document as ``json.loads`` returns it (the parts of a NodeSLO the agent passes on as is)."""
+JSONArray: TypeAlias = Sequence[JSONValue]
+JSONObject: TypeAlias = Mapping[str, JSONValue]
 
 
 class QOSClass(enum.StrEnum):
@@ -204,11 +209,11 @@ class NodeSLO:
         default_factory=ResourceThresholdStrategy
     )
     cpu_burst_strategy: CPUBurstStrategy = field(default_factory=CPUBurstStrategy)
-    resource_qos_strategy: Mapping[str, Any] = field(default_factory=dict)
+    resource_qos_strategy: JSONObject = field(default_factory=dict)
     """Merged ``spec.resourceQOSStrategy`` as JSON (classes ``lsrClass``, ``lsClass``, ``beClass``, ...)."""
-    system_strategy: Mapping[str, Any] = field(default_factory=dict)
+    system_strategy: JSONObject = field(default_factory=dict)
     host_applications: tuple[HostApplication, ...] = ()
-    extensions: Mapping[str, Any] = field(default_factory=dict)
+    extensions: JSONObject = field(default_factory=dict)
     generation: int = 0
     """Increments each time a new valid NodeSLO takes effect."""
 

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from koordlet import cli
-from koordlet.config import AGENT_FLAGS, Configuration
+from koordlet.config import Configuration
 from koordlet.qosmanager import loader
 from koordlet.statesinformer import nodeslo, slovalidate
 from tests import crdschema
@@ -87,12 +87,8 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
 
 def run_cli(args: list[str], env: dict[str, str]) -> Any:
     entries = loader.discover()
-    flags = loader.collect_flags(entries)
-    every = [*AGENT_FLAGS, *(f for _, f in flags)]
-    long_names = {f.name for f in every}
-    bool_names = {f.name for f in every if f.type is bool}
-    argv = cli.normalize_args(["run", *args], long_names, bool_names)
-    return CliRunner().invoke(cli.build_cli(entries, flags), argv, env=env, catch_exceptions=False)
+    argv = cli.normalize_args(["run", *args], entries)
+    return CliRunner().invoke(cli.build_cli(entries), argv, env=env, catch_exceptions=False)
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)

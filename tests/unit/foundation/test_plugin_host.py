@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from koordlet import api
 from koordlet.errors import PluginError
 from koordlet.featuregates import KOORDLET_GATES, FeatureGate
-from koordlet.metrics import AgentMetrics
+from koordlet.metrics import AgentMetrics, PluginMetrics
 from koordlet.qosmanager import loader
 from koordlet.qosmanager.manager import QOSManager, Services
 from koordlet.runtime import EventBus, Supervisor
@@ -65,14 +65,16 @@ def test_in_process_registration_rejects_duplicates() -> None:
 
 def test_flags_are_collected_for_every_plugin_and_clashes_refused() -> None:
     entries = discover([ps.Good, ps.Disabled])
-    flags = loader.collect_flags(entries)
-    assert [(e.name, f.name) for e, f in flags] == [("Good", "good-interval-seconds")]
+    assert [(e.name, [f.name for f in e.flags]) for e in entries] == [
+        ("Good", ["good-interval-seconds"]),
+        ("Disabled", []),
+    ]
 
     class Clash(ps.Good):
         name = "Clash"
 
     with pytest.raises(PluginError, match="already declared"):
-        loader.collect_flags(discover([ps.Good, Clash]))
+        discover([ps.Good, Clash])
 
 
 class Nothing:
@@ -90,8 +92,10 @@ def make_manager(
     metrics = AgentMetrics(CollectorRegistry(), "n1")
     sup = Supervisor(stop)
     n: Any = Nothing()
-    services = Services("n1", n, n, n, n, n, time.monotonic, time.time, EventBus(), None)
-    options = {f.name: f.default for _, f in loader.collect_flags(entries)}
+    services = Services(
+        "n1", n, n, n, n, n, time.monotonic, time.time, EventBus(), PluginMetrics(CollectorRegistry())
+    )
+    options = {f.name: f.default for e in entries for f in e.flags}
     return QOSManager(entries, gates, ext, options, services, sup, metrics), metrics, sup
 
 

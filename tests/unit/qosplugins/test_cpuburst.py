@@ -183,7 +183,7 @@ def test_pod_annotation_overrides_node_policy() -> None:
 
 def test_gauge_and_schedule() -> None:
     h = harness(policy="cfsQuotaBurstOnly")
-    h.options["reconcile-interval-seconds"] = 5.0
+    h.agent = api.AgentOptions(reconcile_interval=5.0)
     pod = ls_pod(h)
     plugin = started(h)
     assert [i for i, _ in h.scheduled] == [5.0]

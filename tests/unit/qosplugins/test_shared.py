@@ -1,11 +1,10 @@
-"""Plugin-side helpers: cpu-list and quota parsing, option durations, cgroup depth split."""
+"""Plugin-side helpers: cpu-list and quota parsing, cgroup depth split."""
 
 from __future__ import annotations
 
 import pytest
 
 from qosplugins import _shared
-from tests.fakes import make_harness
 
 
 @pytest.mark.parametrize(
@@ -44,16 +43,6 @@ def test_format_cpuset_round_trips() -> None:
 def test_parse_quota(text: str, quota: int | None) -> None:
     # the kernel reads any negative v1 quota back as unlimited, so all of them mean -1
     assert _shared.parse_quota(text) == quota
-
-
-@pytest.mark.parametrize(
-    ("raw", "seconds"),
-    [(2, 2.0), (0.5, 0.5), ("3", 3.0), ("500ms", 7.0), ("soon", 7.0), (0, 7.0), (True, 7.0)],
-)
-def test_float_option_takes_parsed_numbers_else_the_default(raw: object, seconds: float) -> None:
-    h = make_harness()
-    h.options["x"] = raw
-    assert _shared.float_option(h.ctx, "x", 7.0) == seconds
 
 
 def test_dirs_by_depth() -> None:
