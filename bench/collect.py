@@ -39,9 +39,10 @@ from host_read import FLOOR_C
 from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet import api
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache, MetricCacheConfig
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
-from koordlet.runtime import EventBus, Supervisor
 from koordlet.system import native
 from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.host import Host

@@ -161,16 +161,16 @@ def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
         except ConfigError as err:
             raise click.UsageError(str(err)) from err
         logs.setup(verbosity, str(options["log-format"]))
-        from koordlet import assembly
+        from koordlet import daemon
 
         stop = threading.Event()
         _install_signals(stop)
         try:
-            daemon = assembly.build_daemon(cfg, entries, gates, ext_gates, stop)
+            agent = daemon.new_daemon(cfg, entries, gates, ext_gates, stop)
         except ConfigError as err:
             click.echo(f"Error: {err}", err=True)
             sys.exit(2)
-        sys.exit(daemon.run(stop))
+        sys.exit(agent.run(stop))
 
     for flag in config.AGENT_FLAGS:
         run.params.append(flag_option(flag))

@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from koordlet import api
+from koordlet.eventbus import EventBus
 from koordlet.featuregates import FeatureGate
+from koordlet.lifecycle import Supervisor
 from koordlet.metrics import AgentMetrics
 from koordlet.qosmanager.loader import PluginEntry
-from koordlet.runtime import EventBus, Supervisor
 
 log = logging.getLogger(__name__)
 

@@ -25,6 +25,7 @@ from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
+from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
 from koordlet.resourceexecutor.metrics import ExecutorMetrics
 from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
@@ -36,22 +37,6 @@ log = logging.getLogger(__name__)
 
 Writer = Callable[[Sequence[tuple[str | Path, str | bytes]]], list[int]]
 """Ordered writes, per-item 0 or errno (``native.write_batch``'s shape)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutorConfig:
-    """Executor options (``koordlet run`` flags)."""
-
-    force_update_seconds: float = 60.0
-    """``--resource-force-update-seconds``: owned values are re-checked and re-applied this often."""
-    dry_run: bool = False
-    """Log what would be written; write nothing."""
-    audit_size: int = 1000
-    """Events kept in the in-memory audit log."""
-    force_python: bool = False
-    """Write with ``os.open``/``os.write`` even when the C helper is built."""
-    unowned_ttl_seconds: float = 120.0
-    """Cache entries without an owner are dropped after this long (koordlet's 2 min expiry)."""
 
 
 @dataclass(frozen=True, slots=True)

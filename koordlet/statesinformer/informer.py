@@ -19,8 +19,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache
-from koordlet.runtime import EventBus, Supervisor
 from koordlet.statesinformer import kube
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.discovery import CgroupDiscovery

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from koordlet import api
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
-from koordlet.runtime import EventBus, Supervisor, wait_for
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.informer import StatesInformer
 from koordlet.system.cgroups import CgroupMode, detect_mode

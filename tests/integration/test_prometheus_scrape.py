@@ -25,9 +25,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
 from koordlet import api
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
-from koordlet.runtime import EventBus, Supervisor, wait_for
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths

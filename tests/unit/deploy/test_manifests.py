@@ -68,7 +68,7 @@ def expand(arg: str, env: dict[str, str]) -> str:
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
     """Replace the daemon with a recorder, so ``koordlet run`` only parses and validates."""
-    from koordlet import assembly
+    from koordlet import daemon
 
     seen: list[Configuration] = []
 
@@ -80,7 +80,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
         seen.append(cfg)
         return Done()
 
-    monkeypatch.setattr(assembly, "build_daemon", fake_build)
+    monkeypatch.setattr(daemon, "new_daemon", fake_build)
     monkeypatch.setattr(cli, "_install_signals", lambda stop: None)
     return seen
 
@@ -120,7 +120,7 @@ def test_daemonset_args_are_accepted_by_the_real_cli(captured: list[Configuratio
     assert str(cfg.paths.cgroup_root) == "/host-cgroup" and str(cfg.paths.proc_root) == "/proc"
     assert str(cfg.paths.sys_root) == "/host-sys" and str(cfg.paths.sys_fs_root) == "/host-sys-fs"
     assert str(cfg.paths.var_run_root) == "/host-var-run"
-    assert cfg.tsdb_path.rstrip("/") == "/metric-data"
+    assert str(cfg.cache.tsdb_path) == "/metric-data"
 
 
 def test_a_misspelled_flag_would_fail_the_same_check(captured: list[Configuration]) -> None:

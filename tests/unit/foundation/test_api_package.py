@@ -9,11 +9,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
+from koordlet.eventbus import EventBus
 from koordlet.featuregates import FeatureGate
+from koordlet.lifecycle import Supervisor
 from koordlet.metrics import PluginMetrics
 from koordlet.qosmanager.loader import discover
 from koordlet.qosmanager.manager import QOSManager, Services
-from koordlet.runtime import EventBus, Supervisor
 from tests.fakes import make_harness
 
 

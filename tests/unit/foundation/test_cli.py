@@ -80,7 +80,7 @@ def test_version() -> None:
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
     """Replace the daemon with a recorder, so ``run`` only parses."""
-    from koordlet import assembly
+    from koordlet import daemon
 
     seen: list[Configuration] = []
 
@@ -92,7 +92,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
         seen.append(cfg)
         return Done()
 
-    monkeypatch.setattr(assembly, "build_daemon", fake_build)
+    monkeypatch.setattr(daemon, "new_daemon", fake_build)
     monkeypatch.setattr(cli, "_install_signals", lambda stop: None)
     return seen
 
@@ -110,10 +110,10 @@ def test_precedence_flags_over_env_over_file_over_defaults(
     assert result.exit_code == 0, result.output
     cfg = captured[0]
     assert cfg.addr == "127.0.0.1:1003"  # flag beats env and file
-    assert cfg.tsdb_path == "/from/env"  # env beats file
-    assert cfg.reconcile_interval == 7  # file beats default
+    assert str(cfg.cache.tsdb_path) == "/from/env"  # env beats file
+    assert cfg.qos.agent.reconcile_interval == 7  # file beats default
     assert cfg.options["good-interval-seconds"] == 3.0  # plugin flags take Go durations from the file
-    assert cfg.collect_interval == 1.0  # default
+    assert cfg.advisor.collect_interval == 1.0  # default
     assert cfg.node_name == "n1"
 
 
@@ -133,7 +133,7 @@ def test_go_style_single_dash_and_bool_values(captured: list[Configuration]) -> 
     ]
     result = CliRunner().invoke(group, args, env={"NODE_NAME": "n1"}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert captured[0].only_evict_by_api and captured[0].collect_interval == 0.5
+    assert captured[0].qos.only_evict_by_api and captured[0].advisor.collect_interval == 0.5
 
 
 def test_bad_config_file_exits_2(tmp_path: Path, captured: list[Configuration]) -> None:

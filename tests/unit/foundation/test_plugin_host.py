@@ -12,11 +12,12 @@ from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.errors import PluginError
+from koordlet.eventbus import EventBus
 from koordlet.featuregates import KOORDLET_GATES, FeatureGate
+from koordlet.lifecycle import Supervisor
 from koordlet.metrics import AgentMetrics, PluginMetrics
 from koordlet.qosmanager import loader
 from koordlet.qosmanager.manager import QOSManager, Services
-from koordlet.runtime import EventBus, Supervisor
 from tests.unit.foundation import plugins_sample as ps
 
 

@@ -11,10 +11,11 @@ from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.errors import ConfigError
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import MetricsAdvisor
 from koordlet.metricsadvisor.config import AdvisorConfig
-from koordlet.runtime import EventBus, Supervisor, wait_for
 from tests.fakeclock import FakeClock
 from tests.unit.metricsadvisor.conftest import make_host
 from tests.unit.metricsadvisor.fakes import FakeProcesses, FakeStates, cid, pod
@@ -182,27 +183,3 @@ def test_start_runs_collectors_on_threads_until_stop(fake_host: Any) -> None:
     assert not sup.failed
     ticks = reg.get_sample_value("koordlet_collect_lateness_seconds_count", {"collector": "FastSampler"})
     assert ticks is not None and ticks >= 3
-
-
-def test_from_configuration_reads_the_agent_flags() -> None:
-    from dataclasses import dataclass, field
-
-    @dataclass
-    class Cfg:
-        node_name: str = "node-x"
-        collect_interval: float = 2.0
-        fast_sample_interval: float = 0.0
-        psi_interval: float = 30.0
-        options: dict[str, object] = field(
-            default_factory=lambda: {"collect-sys-metric-outdated-interval": 20.0}
-        )
-
-    got = AdvisorConfig.from_configuration(Cfg())
-    assert (got.node_name, got.collect_interval, got.fast_sample_interval, got.psi_interval) == (
-        "node-x",
-        2.0,
-        0.0,
-        30.0,
-    )
-    assert got.sys_metric_outdated_interval == 20.0
-    assert got.be_interval == 2.0

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from koordlet import api
-from koordlet.runtime import wait_for
+from koordlet.lifecycle import wait_for
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.system.host import Host
 from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify
