@@ -10,7 +10,7 @@ cgroup path is built from them; a bad one leaves the pod (or container) without 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -193,10 +193,13 @@ def _owner_kind(meta: Obj) -> str:
     return ""
 
 
-def pod_info(pod: Obj, layout: CgroupLayout | None) -> api.PodInfo | None:
+def pod_info(
+    pod: Obj, layout: CgroupLayout | None, *, kube_qos: api.KubeQOSClass | None = None
+) -> api.PodInfo | None:
     """The :class:`api.PodInfo` of ``pod``; ``None`` when it has no UID at all (not a pod object).
 
-    ``layout`` builds the cgroup dirs; ``None`` (layout unknown) leaves them empty.
+    ``layout`` builds the cgroup dirs; ``None`` (layout unknown) leaves them empty. ``kube_qos`` overrides
+    the pod's own QoS class (cgroup discovery knows the tier the pod really sits in).
     """
     meta, spec, status = _map(pod, "metadata"), _map(pod, "spec"), _map(pod, "status")
     raw_uid = meta.get("uid")
@@ -204,7 +207,7 @@ def pod_info(pod: Obj, layout: CgroupLayout | None) -> api.PodInfo | None:
         return None
     who = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
     labels, annotations = _str_map(_map(meta, "labels")), _str_map(_map(meta, "annotations"))
-    kube_qos = kube_qos_of(pod)
+    kube_qos = kube_qos or kube_qos_of(pod)
     qos = qos_of(labels, kube_qos)
     raw_priority = spec.get("priority")
     priority = raw_priority if isinstance(raw_priority, int) and not isinstance(raw_priority, bool) else None
@@ -239,3 +242,8 @@ def pod_info(pod: Obj, layout: CgroupLayout | None) -> api.PodInfo | None:
         owner_kind=_owner_kind(meta),
         created_at=_created_at(meta),
     )
+
+
+def pod_infos(objects: Iterable[Obj], layout: CgroupLayout | None) -> list[api.PodInfo]:
+    """The pods of a PodList's items (``v1.Pod`` JSON); items without a UID are not pods."""
+    return [p for p in (pod_info(obj, layout) for obj in objects) if p is not None]

@@ -111,8 +111,12 @@ def test_pod_list_enrichment(fake_host: Any, tmp_path: Path) -> None:
         500,
         2 * 2**30,
     )
-    assert c.cgroup_dir == f"kubepods/burstable/pod{UID_B}/{CID1}"
-    assert by_uid[UID_BE].name == UID_BE  # unlisted: named by its UID
+    assert c.cgroup_dir == f"kubepods/burstable/pod{UID_B}/{CID1}" and c.running
+    assert web.phase == "Running"  # the list says nothing; the cgroup exists
+    be = by_uid[UID_BE]
+    assert be.name == UID_BE and be.namespace == ""  # unlisted: named by its UID
+    assert [(c.name, c.container_id, c.runtime) for c in be.containers] == [(CID2[:12], CID2, "")]
+    assert be.priority_class is api.PriorityClass.BATCH
 
 
 def test_unreadable_pod_list_still_discovers(fake_host: Any, tmp_path: Path) -> None:
