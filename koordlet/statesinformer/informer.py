@@ -25,6 +25,7 @@ from koordlet.metriccache import MetricCache
 from koordlet.statesinformer import kube
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.discovery import CgroupDiscovery
+from koordlet.statesinformer.eviction import EvictResult
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.node import local_node, node_info
 from koordlet.statesinformer.nodemetric import CollectPolicy, StatusBuilder
@@ -252,18 +253,18 @@ class StatesInformer:
 
     # For the evictor ------------------------------------------------------------------------------
 
-    def evict(self, pod: api.PodInfo, reason: str, message: str) -> str:
+    def evict(self, pod: api.PodInfo, reason: str, message: str) -> EvictResult:
         """policy/v1 Eviction with a UID precondition: ``evicted``, ``blocked`` (429), ``gone`` (404),
         ``conflict`` (409) or ``error`` (also in standalone mode, where there is no API)."""
         if self.api is None:
-            return kube.EvictResult.ERROR.value
+            return EvictResult.ERROR
         result = self.api.evict(pod.namespace, pod.name, pod.uid)
-        log.info("evict %s/%s (%s): %s: %s", pod.namespace, pod.name, reason, result, message)
-        if result == kube.EvictResult.EVICTED:
+        log.info("evict %s/%s (%s): %s: %s", pod.namespace, pod.name, reason, result.value, message)
+        if result is EvictResult.EVICTED:
             self.record_event(
                 "Pod", pod.namespace, pod.name, pod.uid, "Warning", "Evicted", f"{reason}: {message}"
             )
-        return result.value
+        return result
 
     def record_event(
         self, kind: str, namespace: str, name: str, uid: str, type: str, reason: str, message: str

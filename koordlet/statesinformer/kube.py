@@ -8,7 +8,6 @@ builder serves every source; pydantic models are never handed to the rest of the
 
 from __future__ import annotations
 
-import enum
 import json
 import logging
 import os
@@ -19,6 +18,7 @@ from typing import Any, cast
 
 from koordlet import api
 from koordlet.errors import APIUnavailable, ConfigError
+from koordlet.statesinformer.eviction import EvictResult
 from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.statesinformer.ratelimit import Backoff
 from koordlet.system.podpath import CgroupLayout
@@ -235,16 +235,6 @@ class APIPodSource:
             # the staleness bound, as with an unreachable kubelet.
             raise APIUnavailable("pods: the API server watch is broken; pods may be stale")
         return pod_infos(self.objects.items(), layout)
-
-
-class EvictResult(enum.StrEnum):
-    """What an eviction request came to (the strings the evictor switches on)."""
-
-    EVICTED = "evicted"
-    BLOCKED = "blocked"
-    GONE = "gone"
-    CONFLICT = "conflict"
-    ERROR = "error"
 
 
 class ClusterAPI:

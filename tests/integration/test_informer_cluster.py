@@ -28,6 +28,7 @@ from koordlet.eventbus import EventBus
 from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.statesinformer.config import InformerConfig
+from koordlet.statesinformer.eviction import EvictResult
 from koordlet.statesinformer.informer import StatesInformer
 from koordlet.system.host import Host
 from tests import crdschema
@@ -300,14 +301,15 @@ def test_pods_from_api_server_and_evictions(cluster_factory: Callable[..., Clust
     c.server.store.create("pods", make_pod("00000000-0000-4000-8000-000000000009", "web-9"), "default")
     assert wait_for(lambda: any(p.name == "web-9" for p in c.informer.pods()), NEVER, timeout=5)
     by_name = {p.name: p for p in c.informer.pods()}
-    assert c.informer.evict(by_name["web-9"], "BEMemoryEvict", "memory over 70%") == "evicted"
+    assert c.informer.evict(by_name["web-9"], "BEMemoryEvict", "memory over 70%") is EvictResult.EVICTED
     assert wait_for(lambda: all(p.name != "web-9" for p in c.informer.pods()), NEVER, timeout=5)
     c.server.evictions_answer_429(True)
-    assert c.informer.evict(by_name["web-2"], "BECPUEvict", "x") == "blocked"
+    assert c.informer.evict(by_name["web-2"], "BECPUEvict", "x") is EvictResult.BLOCKED
     c.server.evictions_answer_429(False)
-    assert c.informer.evict(by_name["web-9"], "BECPUEvict", "x") == "gone"
+    assert c.informer.evict(by_name["web-9"], "BECPUEvict", "x") is EvictResult.GONE
     impostor = replace(by_name["web-1"], uid="00000000-0000-4000-8000-0000000000aa")
-    assert c.informer.evict(impostor, "BECPUEvict", "x") == "conflict"  # UID precondition protects web-1
+    # the UID precondition protects web-1
+    assert c.informer.evict(impostor, "BECPUEvict", "x") is EvictResult.CONFLICT
     assert c.server.store.get("pods", "web-1", "default")["metadata"]["uid"] == by_name["web-1"].uid
     evicted = [e for e in c.server.store.list("events", "default")[0] if e.get("reason") == "Evicted"]
     assert [e["involvedObject"]["name"] for e in evicted] == ["web-9"]
