@@ -45,21 +45,27 @@ def _json_object(text: str | None) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
+def _cpus(text: object) -> frozenset[int]:
+    """A cpu list from an annotation; anything else (absent, not a string, malformed) is no CPUs."""
+    if not isinstance(text, str):
+        return frozenset()
+    try:
+        return api.parse_cpuset(text)
+    except api.InvalidValue:
+        return frozenset()
+
+
 def pod_bound_cpus(pod: api.PodInfo) -> frozenset[int]:
     """CPUs the scheduler bound the pod to (``resource-status`` ``cpuset``), empty when shared."""
     status = _json_object(pod.annotations.get(RESOURCE_STATUS_ANNOTATION))
-    text = status.get("cpuset")
-    cpus = _shared.parse_cpuset(text) if isinstance(text, str) else None
-    return cpus or frozenset()
+    return _cpus(status.get("cpuset"))
 
 
 def reserved_cpus(node: api.NodeInfo | None) -> frozenset[int]:
     """CPUs kept from pods by the node annotation's ``reservedCPUs``."""
     if node is None:
         return frozenset()
-    text = _json_object(node.annotations.get(NODE_RESERVATION_ANNOTATION)).get("reservedCPUs")
-    cpus = _shared.parse_cpuset(text) if isinstance(text, str) else None
-    return cpus or frozenset()
+    return _cpus(_json_object(node.annotations.get(NODE_RESERVATION_ANNOTATION)).get("reservedCPUs"))
 
 
 def _cpu_quantity_milli(value: object) -> int:

@@ -24,19 +24,6 @@ WINDOW_LAST_SECONDS = 2.0
 """Koordlet queries ``last`` samples over a 2 s window unless a strategy says otherwise."""
 
 
-def parse_cpuset(text: str | None) -> frozenset[int] | None:
-    """Kernel cpu-list syntax (``0-3,8,10-11``) to a set; ``None`` when the text is not a cpu list."""
-    if text is None:
-        return None
-    try:
-        return api.parse_cpuset(text)
-    except api.InvalidValue:
-        return None
-
-
-format_cpuset = api.format_cpuset
-
-
 def parse_quota(text: str | None) -> int | None:
     """A CFS quota in microseconds, ``-1`` for unlimited; accepts v1 (``-1``) and v2 (``max 100000``)."""
     if text is None:
@@ -61,6 +48,17 @@ def parse_int(text: str | None) -> int | None:
     try:
         return int(text.strip())
     except ValueError:
+        return None
+
+
+def read_cpuset(ctx: api.PluginContext, cgroup_dir: str) -> frozenset[int] | None:
+    """The CPUs in ``cgroup_dir``'s ``cpuset.cpus`` now, ``None`` when that cannot be read or parsed."""
+    text = read_value(ctx, "cpuset.cpus", cgroup_dir)
+    if text is None:
+        return None
+    try:
+        return api.parse_cpuset(text)
+    except api.InvalidValue:
         return None
 
 

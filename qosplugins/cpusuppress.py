@@ -227,7 +227,7 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def _apply_cpuset(self, decision: Decision, budget: float, shrink_only: bool) -> None:
         online = frozenset(c.cpu for c in decision.pools.online)
-        old = _shared.parse_cpuset(_shared.read_value(self.ctx, "cpuset.cpus", decision.be_dir))
+        old = _shared.read_cpuset(self.ctx, decision.be_dir)
         old_count = len(old & online) if old is not None else None
         target = _cpuset.choose_be_cpus(decision.pools, budget, old_count)
         if not target:
@@ -237,7 +237,7 @@ class BECPUSuppress(api.QOSPluginBase):
         reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
         # Written every tick (children appear; the executor skips what is unchanged), logged on change.
         changed = old is None or old != frozenset(target)
-        self._write_cpuset(decision.be_dir, _shared.format_cpuset(target), reason, changed)
+        self._write_cpuset(decision.be_dir, api.format_cpuset(target), reason, changed)
         self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
 
     def _apply_quota(
@@ -298,13 +298,9 @@ class BECPUSuppress(api.QOSPluginBase):
             self._write_quota(be_dir, _shared.UNLIMITED, "recover: cpuset policy in use")
 
     def _recover_cpuset(self, be_dir: str, pools: _cpuset.CPUPools, only_if_changed: bool) -> None:
-        value = _shared.format_cpuset(pools.usable_ids)
-        if (
-            only_if_changed
-            and _shared.parse_cpuset(_shared.read_value(self.ctx, "cpuset.cpus", be_dir)) == pools.usable_ids
-        ):
+        if only_if_changed and _shared.read_cpuset(self.ctx, be_dir) == pools.usable_ids:
             return
-        self._write_cpuset(be_dir, value, "recover: all usable CPUs")
+        self._write_cpuset(be_dir, api.format_cpuset(pools.usable_ids), "recover: all usable CPUs")
 
     def _restore(self, why: str) -> None:
         """Quota back to unlimited and cpusets to every usable CPU (once per disable)."""

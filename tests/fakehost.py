@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from koordlet.api import KubeQOSClass
+from koordlet.api.cpulist import format_cpuset
 from koordlet.system.cgroups import CgroupMode, get_resource, resource_path
-from koordlet.system.cpuset import format_cpuset
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
 

@@ -26,10 +26,9 @@ from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
 from koordlet.resourceexecutor.config import ExecutorConfig
-from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
 from koordlet.resourceexecutor.metrics import ExecutorMetrics
 from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
-from koordlet.system import cgroups, cpuset, native
+from koordlet.system import cgroups, files, native, topology
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
 
@@ -168,8 +167,7 @@ class ResourceExecutor:
 
     def _read_online_cpus(self) -> frozenset[int] | None:
         try:
-            text = self.paths.sys("devices", "system", "cpu", "online").read_text()
-            return cpuset.parse_cpuset(text)
+            return topology.read_online_cpus(self.paths)
         except (OSError, InvalidValue):
             return None
 
@@ -203,7 +201,7 @@ class ResourceExecutor:
     def _current(self, t: Target) -> tuple[str | None, str | None] | UpdateResult:
         """``(raw, v1 value)`` now in the file (value ``None`` if unparsable), or a gone/error result."""
         try:
-            raw = read_text(t.path)
+            raw = files.read_text_unless_gone(t.path)
         except OSError as err:
             return self._failed(t.update, _kind(err.errno), f"read {t.path} failed: {err}")
         if raw is None:
@@ -270,8 +268,9 @@ class ResourceExecutor:
             )
             log.debug("wrote %r to %s (was %r; owner %s, %s)", text, path, current, u.owner, phase)
             return UpdateResult(u, True)
-        if err_no in GONE_ERRNOS or (err_no == errno.ESRCH and u.resource in values.APPEND_ONLY):
-            # ESRCH: the thread/process to move exited meanwhile; as good as gone
+        if err_no in files.GONE_ERRNOS and (err_no != errno.ESRCH or u.resource in values.APPEND_ONLY):
+            # ESRCH from cgroup.procs/tasks: the process to move exited meanwhile, as good as gone; from
+            # any other file it would be a kernel surprise, reported as a failure
             return self._gone(t)
         return self._failed(
             u, _kind(err_no), f"write {text!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}"

@@ -6,8 +6,8 @@ Layer: ``koordlet.resourceexecutor``; pure functions over v1-style strings (what
 
 from __future__ import annotations
 
+from koordlet.api import cpulist
 from koordlet.errors import InvalidValue
-from koordlet.system import cpuset
 
 UNLIMITED_TOKENS = frozenset({"max", "-1", str(2**63 - 1)})
 """Spellings of "no limit": v2 writes ``max``, v1 quota ``-1``, and some files read back INT64_MAX."""
@@ -32,7 +32,7 @@ def same(resource: str, a: str | None, b: str | None) -> bool:
     a, b = a.strip(), b.strip()
     if resource in CPUSET_RESOURCES:
         try:
-            return cpuset.parse_cpuset(a, resource=resource) == cpuset.parse_cpuset(b, resource=resource)
+            return cpulist.parse_cpuset(a, resource=resource) == cpulist.parse_cpuset(b, resource=resource)
         except InvalidValue:
             return a == b
     if _unlimited(a) or _unlimited(b):
@@ -56,10 +56,10 @@ def merge(resource: str, current: str, new: str) -> str | None:
         return None
     if resource == "cpuset.cpus":
         try:
-            union = cpuset.parse_cpuset(current) | cpuset.parse_cpuset(new)
+            union = cpulist.parse_cpuset(current) | cpulist.parse_cpuset(new)
         except InvalidValue:
             return new
-        return cpuset.format_cpuset(union)
+        return cpulist.format_cpuset(union)
     try:
         cur, nxt = _as_bound(current), _as_bound(new)
     except ValueError:

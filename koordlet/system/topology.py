@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 from koordlet.api import CPUInfo
+from koordlet.api.cpulist import parse_cpuset
 from koordlet.errors import InvalidValue
-from koordlet.system.cpuset import parse_cpuset
 from koordlet.system.paths import HostPaths
 
 _NODE_DIR = re.compile(r"^node(\d+)$")

@@ -17,9 +17,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet.api import CgroupUpdate
+from koordlet.api.cpulist import parse_cpuset
 from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system import cgroups, native
-from koordlet.system.cpuset import parse_cpuset
 from koordlet.system.paths import HostPaths
 from tests.fakeclock import FakeClock
 

@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from koordlet.api import KubeQOSClass
+from koordlet.api.cpulist import parse_cpuset
 from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.cgstats import parse_cpuacct_usage, parse_memory_stat
-from koordlet.system.cpuset import parse_cpuset
-from koordlet.system.host import Host, read_file_text
+from koordlet.system.files import read_text
+from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.system.procfs import read_pid_stat
@@ -150,7 +151,7 @@ def test_cgroup_removed_between_listing_and_read(tree: CgTree) -> None:
     results = {cg: host.read("cpuacct.usage", cg) for cg in listed}
     assert results[victim] is None
     assert all(v is not None and v.isdigit() for cg, v in results.items() if cg != victim)
-    assert read_file_text(REAL.cgroup_root / "cpuacct" / listed[1] / "cpuacct.usage").strip().isdigit()
+    assert read_text(REAL.cgroup_root / "cpuacct" / listed[1] / "cpuacct.usage").strip().isdigit()
 
 
 def test_real_mount_refuses_lexical_escapes_on_the_fast_path() -> None:

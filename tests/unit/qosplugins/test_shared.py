@@ -1,31 +1,24 @@
-"""Plugin-side helpers: cpu-list and quota parsing, cgroup depth split."""
+"""Plugin-side helpers: reading cpusets and quotas back, cgroup depth split."""
 
 from __future__ import annotations
 
 import pytest
 
 from qosplugins import _shared
+from tests.fakes import make_harness
 
 
 @pytest.mark.parametrize(
     ("text", "cpus"),
-    [
-        ("0-3,8,10-11", {0, 1, 2, 3, 8, 10, 11}),
-        ("", set()),
-        ("5", {5}),
-        ("3-1", None),
-        ("a", None),
-        (None, None),
-    ],
+    [("0-3,8,10-11", {0, 1, 2, 3, 8, 10, 11}), ("", set()), ("3-1", None), ("a", None), (None, None)],
 )
-def test_parse_cpuset(text: str | None, cpus: set[int] | None) -> None:
-    got = _shared.parse_cpuset(text)
+def test_read_cpuset_is_none_when_unknown(text: str | None, cpus: set[int] | None) -> None:
+    h = make_harness()
+    h.host.add_cgroup("kubepods/besteffort/x")
+    if text is not None:
+        h.host.values[("cpuset.cpus", "kubepods/besteffort/x")] = text
+    got = _shared.read_cpuset(h.ctx, "kubepods/besteffort/x")
     assert (None if got is None else set(got)) == cpus
-
-
-def test_format_cpuset_round_trips() -> None:
-    assert _shared.format_cpuset([11, 0, 1, 2, 8, 10]) == "0-2,8,10-11"
-    assert _shared.parse_cpuset(_shared.format_cpuset({4, 5, 7})) == frozenset({4, 5, 7})
 
 
 @pytest.mark.parametrize(

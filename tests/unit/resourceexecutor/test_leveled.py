@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from koordlet.api import CgroupUpdate
 from koordlet.resourceexecutor.executor import ResourceExecutor
-from koordlet.system.cpuset import format_cpuset, parse_cpuset
+from koordlet.api.cpulist import format_cpuset, parse_cpuset
 from tests.fakeclock import FakeClock
 from tests.fakehost import FakeHost
 from tests.unit.resourceexecutor.conftest import RecordingWriter
