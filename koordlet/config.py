@@ -21,11 +21,12 @@ from typing import Any
 import yaml
 
 from koordlet.api import AgentOptions, Flag, OptionValue
-from koordlet.errors import ConfigError
+from koordlet.errors import ConfigError, InvalidValue
 from koordlet.metriccache.config import MetricCacheConfig
 from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.qosmanager.config import QOSManagerConfig
 from koordlet.resourceexecutor.config import ExecutorConfig
+from koordlet.statesinformer import quantity
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.system import paths as syspaths
 
@@ -72,9 +73,6 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
 
 _ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$")
 """An IPv4 address, a host name or a bracketed IPv6 address (an unexpanded ``$(POD_IP)`` is refused)."""
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_GO_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_seconds(text: object) -> float:
@@ -88,9 +86,10 @@ def parse_seconds(text: object) -> float:
         return float(raw)
     except ValueError:
         pass
-    if not _GO_DURATION.match(raw):
-        raise ConfigError(f"not a duration: {text!r} (use seconds or Go syntax like 500ms, 1s, 2m)")
-    return sum(float(n) * _UNITS[u] for n, u in _DURATION_PART.findall(raw))
+    try:
+        return quantity.parse_duration(raw)
+    except InvalidValue as err:
+        raise ConfigError(f"not a duration: {text!r} (use seconds or Go syntax like 500ms, 1s, 2m)") from err
 
 
 def env_name(flag_name: str) -> str:

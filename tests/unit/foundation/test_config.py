@@ -24,7 +24,7 @@ def test_parse_seconds(text: object, seconds: float) -> None:
     assert config.parse_seconds(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["fast", "1x", "s", "1s junk", True])
+@pytest.mark.parametrize("text", ["fast", "1x", "s", "1s junk", True, "5m 3s", "1d", "-1s"])
 def test_parse_seconds_refuses_garbage(text: object) -> None:
     with pytest.raises(ConfigError):
         config.parse_seconds(text)
