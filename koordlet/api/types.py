@@ -142,6 +142,10 @@ class NodeInfo:
     batch_memory_allocatable_bytes: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    reservation_cpu_milli: int = 0
+    """CPU kept from pods by the ``node.koordinator.sh/reservation`` annotation (``resources.cpu``)."""
+    reserved_cpus: frozenset[int] = frozenset()
+    """CPUs that annotation pins (``reservedCPUs``); no pod, BE included, may use them."""
 
     @property
     def cpu_reserved_milli(self) -> int:

@@ -6,7 +6,9 @@ Go durations are parsed by ``durationpy`` (the Kubernetes client's own dependenc
 Quantities follow ``k8s.io/apimachinery/pkg/api/resource``: a signed decimal with an optional binary
 suffix (``Ki``..``Ei``), decimal suffix (``n``, ``u``, ``m``, ``k``..``E``) or exponent (``1e3``). Values
 are kept exact (``Fraction``) and rounded up when reduced to an integer, as ``Quantity.Value()`` and
-``MilliValue()`` do, so ``"0.1m"`` of CPU is 1 millicore, never 0.
+``MilliValue()`` do, so ``"0.1m"`` of CPU is 1 millicore, never 0. This is the agent's one quantity
+parser. ``kubernetes.utils.quantity`` is not used: importing it loads the whole client (measured 175 ms
+and +33 MiB RSS), which the standalone agent never needs, and it accepts ``"1 Gi"`` and ``"1e999"``.
 """
 
 from __future__ import annotations

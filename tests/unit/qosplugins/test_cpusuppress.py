@@ -97,8 +97,7 @@ def test_min_percent_is_a_floor_for_the_budget() -> None:
 
 
 def test_reserved_cpus_are_excluded_and_count_as_system_use() -> None:
-    reservation = json.dumps({"reservedCPUs": "0-1"})
-    node = make_node(8000, 16 << 30, annotations={"node.koordinator.sh/reservation": reservation})
+    node = make_node(8000, 16 << 30, reserved_cpus=frozenset({0, 1}))
     h = make_harness(1, HT8, node=node, slo=be_slo())
     setup_load(h, ls_cores=2.0, be_cores=3.0)
     started(h).reconcile()

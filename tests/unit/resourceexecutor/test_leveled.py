@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from koordlet.api import CgroupUpdate
-from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.api.cpulist import format_cpuset, parse_cpuset
+from koordlet.resourceexecutor.executor import ResourceExecutor
 from tests.fakeclock import FakeClock
 from tests.fakehost import FakeHost
 from tests.unit.resourceexecutor.conftest import RecordingWriter
