@@ -18,7 +18,6 @@ from qosplugins import _shared
 
 EVICTION_POLICY_ANNOTATION = "koordinator.sh/eviction-policy"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-NEVER_EVICTED_OWNERS = frozenset({"DaemonSet", "Node"})
 
 
 class EvictionGate:
@@ -68,7 +67,7 @@ def evictable(pod: api.PodInfo, gate: str) -> bool:
     """Whether strategy ``gate`` may evict ``pod`` at all."""
     if not pod.is_best_effort or not pod.is_active:
         return False
-    if pod.owner_kind in NEVER_EVICTED_OWNERS or MIRROR_ANNOTATION in pod.annotations:
+    if pod.owner_kind in api.NEVER_EVICTED_OWNERS or MIRROR_ANNOTATION in pod.annotations:
         return False
     policy = pod.annotations.get(EVICTION_POLICY_ANNOTATION)
     if policy is None:

@@ -90,6 +90,7 @@ from koordlet.api.registry import (
 )
 from koordlet.api.services import Evictor, HostReader, MetricReader, ResourceWriter, StatesReader
 from koordlet.api.types import (
+    NEVER_EVICTED_OWNERS,
     CgroupUpdate,
     ContainerInfo,
     CPUBurstStrategy,
@@ -121,6 +122,7 @@ __all__ = [
     "HOST_APP_CPU_USAGE",
     "HOST_APP_MEMORY_USAGE",
     "MAX_CPU_ID",
+    "NEVER_EVICTED_OWNERS",
     "NODE_BE",
     "NODE_CPU_USAGE",
     "NODE_CPU_USAGE_FAST",

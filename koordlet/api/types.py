@@ -69,6 +69,11 @@ class ContainerInfo:
     batch_memory_limit_bytes: int = 0
 
 
+NEVER_EVICTED_OWNERS = frozenset({"DaemonSet", "Node"})
+"""Controller kinds whose pods are never evicted: a DaemonSet pod comes straight back, and a static pod
+(owned by its Node) cannot be evicted at all. The evictor refuses them whatever a plugin asks."""
+
+
 @dataclass(frozen=True, slots=True)
 class PodInfo:
     """A pod on this node as the states informer sees it (an immutable snapshot)."""

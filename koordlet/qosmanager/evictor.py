@@ -36,7 +36,7 @@ def refusal(pod: api.PodInfo) -> str:
     """Why this pod may not be evicted by the agent, or an empty string."""
     if not pod.is_best_effort:
         return f"pod {pod.namespace}/{pod.name} is {pod.qos or pod.kube_qos}, not BE"
-    if pod.owner_kind in ("DaemonSet", "Node"):
+    if pod.owner_kind in api.NEVER_EVICTED_OWNERS:
         return f"pod {pod.namespace}/{pod.name} is owned by a {pod.owner_kind}"
     if not pod.uid:
         return f"pod {pod.namespace}/{pod.name} has no UID"
