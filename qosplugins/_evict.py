@@ -21,19 +21,19 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 class EvictionGate:
-    """The checks every eviction round starts with: cool-down over, NodeSLO switch on, thresholds valid
-    (an invalid NodeSLO is warned about once per distinct reason, and nothing is evicted)."""
+    """The checks every eviction round starts with: cool-down over, NodeSLO switch on, the strategy's
+    settings present (a missing one is warned about once per distinct reason, and nothing is evicted)."""
 
     def __init__(
         self,
         name: str,
         cool_time: api.Flag[float],
-        invalid_reason: Callable[[api.ResourceThresholdStrategy], str],
         last_evict: float,
+        unconfigured: Callable[[api.ResourceThresholdStrategy], str] = lambda _slo: "",
     ) -> None:
         self.name = name
         self.cool_time = cool_time
-        self.invalid_reason = invalid_reason
+        self.unconfigured = unconfigured
         self.last_evict = last_evict
         self._warned = ""
 
@@ -44,10 +44,10 @@ class EvictionGate:
         slo = ctx.states.node_slo().resource_used_threshold_with_be
         if not slo.enable:
             return None
-        reason = self.invalid_reason(slo)
+        reason = self.unconfigured(slo)
         if reason:
             if reason != self._warned:
-                ctx.logger.warning("%s: invalid NodeSLO, not evicting: %s", self.name, reason)
+                ctx.logger.warning("%s: NodeSLO lacks settings, not evicting: %s", self.name, reason)
                 self._warned = reason
             return None
         self._warned = ""

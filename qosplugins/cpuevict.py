@@ -39,22 +39,11 @@ class BECPU:
     limit: float
 
 
-def invalid_reason(slo: api.ResourceThresholdStrategy) -> str:
-    lower, upper = slo.cpu_evict_be_satisfaction_lower_percent, slo.cpu_evict_be_satisfaction_upper_percent
-    if lower is None or upper is None:
+def unconfigured(slo: api.ResourceThresholdStrategy) -> str:
+    """Why the strategy cannot run with this NodeSLO (the agent has already refused out-of-range values)."""
+    bounds = (slo.cpu_evict_be_satisfaction_lower_percent, slo.cpu_evict_be_satisfaction_upper_percent)
+    if None in bounds:
         return "cpuEvictBESatisfactionLowerPercent/UpperPercent not set"
-    if not 0 < lower <= 60:
-        return f"cpuEvictBESatisfactionLowerPercent {lower} outside (0, 60]"
-    if not lower <= upper < 100:
-        return f"cpuEvictBESatisfactionUpperPercent {upper} not in [lower {lower}, 100)"
-    usage = slo.cpu_evict_be_usage_threshold_percent
-    if usage is not None and not 0 < usage <= 100:
-        return f"cpuEvictBEUsageThresholdPercent {usage} outside (0, 100]"
-    window = slo.cpu_evict_time_window_seconds
-    if window is not None and window <= 0:
-        return f"cpuEvictTimeWindowSeconds {window} must be positive"
-    if slo.cpu_evict_policy not in (POLICY_REAL_LIMIT, POLICY_ALLOCATABLE):
-        return f"unknown cpuEvictPolicy {slo.cpu_evict_policy!r}"
     return ""
 
 
@@ -87,7 +76,7 @@ class BECPUEvict(api.QOSPluginBase):
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
         # Koordlet starts the cool-down at start: no CPU eviction before suppression has settled.
-        self._gate = _evict.EvictionGate("BECPUEvict", COOL_TIME, invalid_reason, ctx.clock())
+        self._gate = _evict.EvictionGate("BECPUEvict", COOL_TIME, ctx.clock(), unconfigured)
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)

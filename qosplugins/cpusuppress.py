@@ -121,10 +121,6 @@ class BECPUSuppress(api.QOSPluginBase):
             if not self._restored:
                 self._restore("resourceUsedThresholdWithBE disabled")
             return
-        reason = _budget.invalid_reason(slo)
-        if reason:
-            self._warn_once(f"invalid NodeSLO, not suppressing: {reason}")
-            return
         resource = "cpu.cfs_quota_us" if slo.cpu_suppress_policy == POLICY_CFS_QUOTA else "cpuset.cpus"
         if not self.ctx.host.supports(resource):
             self._warn_once(

@@ -26,21 +26,6 @@ COOL_TIME = api.Flag(
 )
 
 
-def lower_percent(slo: api.ResourceThresholdStrategy) -> int:
-    lower = slo.memory_evict_lower_percent
-    return slo.memory_evict_threshold_percent - 2 if lower is None else lower
-
-
-def invalid_reason(slo: api.ResourceThresholdStrategy) -> str:
-    threshold = slo.memory_evict_threshold_percent
-    if not 0 < threshold <= 100:
-        return f"memoryEvictThresholdPercent {threshold} outside (0, 100]"
-    lower = lower_percent(slo)
-    if not 0 <= lower < threshold:
-        return f"memoryEvictLowerPercent {lower} not in [0, memoryEvictThresholdPercent)"
-    return ""
-
-
 def release_bytes(used: float, capacity: int, slo: api.ResourceThresholdStrategy) -> float:
     """Bytes to free now (0 below the threshold)."""
     if capacity <= 0:
@@ -48,7 +33,7 @@ def release_bytes(used: float, capacity: int, slo: api.ResourceThresholdStrategy
     usage_percent = int(used) * 100 // capacity
     if usage_percent < slo.memory_evict_threshold_percent:
         return 0.0
-    return max(used - capacity * lower_percent(slo) / 100.0, 0.0)
+    return max(used - capacity * slo.memory_evict_lower / 100.0, 0.0)
 
 
 class BEMemoryEvict(api.QOSPluginBase):
@@ -63,7 +48,7 @@ class BEMemoryEvict(api.QOSPluginBase):
 
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
-        self._gate = _evict.EvictionGate("BEMemoryEvict", COOL_TIME, invalid_reason, -math.inf)
+        self._gate = _evict.EvictionGate("BEMemoryEvict", COOL_TIME, -math.inf)
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)

@@ -172,7 +172,11 @@ class CPUInfo:
 
 @dataclass(frozen=True, slots=True)
 class ResourceThresholdStrategy:
-    """``spec.resourceUsedThresholdWithBE``; ``None`` means unset (Koordinator's nil)."""
+    """``spec.resourceUsedThresholdWithBE``; ``None`` means unset (Koordinator's nil).
+
+    The agent refuses a NodeSLO whose values are out of range or contradict each other before it takes
+    effect, so plugins act on these values without checking them again.
+    """
 
     enable: bool = False
     cpu_suppress_threshold_percent: int = 65
@@ -185,6 +189,13 @@ class ResourceThresholdStrategy:
     cpu_evict_be_usage_threshold_percent: int | None = None
     cpu_evict_time_window_seconds: int | None = None
     cpu_evict_policy: str = "evictByRealLimit"
+
+    @property
+    def memory_evict_lower(self) -> int:
+        """Where memory eviction stops: ``memoryEvictLowerPercent``, by default 2 points below the
+        threshold (koordlet's ``defaultMemoryReleaseBufferPercent``)."""
+        lower = self.memory_evict_lower_percent
+        return self.memory_evict_threshold_percent - 2 if lower is None else lower
 
 
 @dataclass(frozen=True, slots=True)

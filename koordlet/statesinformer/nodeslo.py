@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from koordlet import api
-from koordlet.statesinformer.slovalidate import InvalidNodeSLO, validate_spec
+from koordlet.statesinformer.slovalidate import InvalidNodeSLO, check_merged, validate_spec
 
 log = logging.getLogger(__name__)
 
@@ -158,10 +158,12 @@ def build(spec: Mapping[str, Any] | None, generation: int = 0) -> api.NodeSLO:
     merged = merge(default_spec(), spec or {})
     qos = merged["resourceQOSStrategy"]
     _disable_off_sections(qos)
+    thresholds = api.ResourceThresholdStrategy(
+        **_fields(api.ResourceThresholdStrategy, merged["resourceUsedThresholdWithBE"])
+    )
+    check_merged(thresholds)
     return api.NodeSLO(
-        resource_used_threshold_with_be=api.ResourceThresholdStrategy(
-            **_fields(api.ResourceThresholdStrategy, merged["resourceUsedThresholdWithBE"])
-        ),
+        resource_used_threshold_with_be=thresholds,
         cpu_burst_strategy=api.CPUBurstStrategy(**_fields(api.CPUBurstStrategy, merged["cpuBurstStrategy"])),
         resource_qos_strategy=qos,
         system_strategy=merged["systemStrategy"],

@@ -190,26 +190,6 @@ def test_disabled_switch_restores_once(version: int) -> None:
     assert len(h.executor.updates) == writes  # once, not every tick
 
 
-@pytest.mark.parametrize(
-    "fields",
-    [
-        {"cpu_suppress_threshold_percent": 0},
-        {"cpu_suppress_threshold_percent": 120},
-        {"cpu_suppress_threshold_percent": 50, "cpu_suppress_min_percent": 60},
-        {"cpu_suppress_policy": "bogus"},
-    ],
-)
-def test_invalid_thresholds_skip_with_warning(
-    fields: dict[str, object], caplog: pytest.LogCaptureFixture
-) -> None:
-    h = make_harness(1, HT8, slo=be_slo(**fields))
-    setup_load(h, ls_cores=2.0, be_cores=3.0)
-    with caplog.at_level(logging.WARNING):
-        started(h).reconcile()
-    assert h.executor.updates == []
-    assert "invalid NodeSLO" in caplog.text
-
-
 def test_non_be_pod_in_be_tier_is_never_confined(caplog: pytest.LogCaptureFixture) -> None:
     h = make_harness(1, HT8, slo=be_slo())
     setup_load(h, ls_cores=2.0, be_cores=3.0)
