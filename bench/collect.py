@@ -31,9 +31,6 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import psutil
 from host_read import FLOOR_C
 from prometheus_client import CollectorRegistry, generate_latest

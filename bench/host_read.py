@@ -23,8 +23,6 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from koordlet.system import native
 from koordlet.system.batchread import FileKind, PyBatchReader
 from koordlet.system.cgroups import CgroupMode, detect_mode

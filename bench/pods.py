@@ -24,8 +24,6 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from koordlet import api
 from koordlet.statesinformer.discovery import CgroupDiscovery
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer
@@ -33,7 +31,7 @@ from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
-from tests.fakekubelet import FakeKubelet, make_pod
+from koordlet.testing.kubelet import FakeKubelet, pod_object
 
 NAME = "pods"
 N_PODS = 500
@@ -72,7 +70,7 @@ def alternate(agent: Callable[[], object], floor: Callable[[], object], rounds: 
 def bench_kubelet(specs: list[tuple[str, api.KubeQOSClass, str]], rounds: int) -> dict[str, float]:
     layout = CgroupLayout.create(CgroupDriver.CGROUPFS)
     pods = [
-        make_pod(
+        pod_object(
             uid,
             f"pod-{i}",
             namespace=f"ns-{i % 20}",

@@ -192,7 +192,9 @@ def new_daemon(
         registry=registry,
         mode=host.mode,
     )
-    cache = MetricCache(cfg.cache, clock=clock,
+    cache = MetricCache(
+        cfg.cache,
+        clock=clock,
         wall_clock=wall,
         registry=registry,
     )

@@ -209,9 +209,9 @@ class CPUBurst(api.QOSPluginBase):
                 )
             total += value
             self._write_if_changed("cpu.cfs_burst_us", c.cgroup_dir, value)
-            self._burst_gauge.labels(
-                self.ctx.node_name, pod.namespace, pod.name, c.container_id, c.name
-            ).set(value)
+            self._burst_gauge.labels(self.ctx.node_name, pod.namespace, pod.name, c.container_id, c.name).set(
+                value
+            )
         self._write_if_changed("cpu.cfs_burst_us", pod.cgroup_dir, total)
 
     def _quota_op(self, c: api.ContainerInfo, cfg: api.CPUBurstStrategy, state: NodeState, now: float) -> Op:

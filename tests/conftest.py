@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 ON_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -47,6 +47,6 @@ def fake_clock() -> FakeClock:
 @pytest.fixture
 def fake_host(tmp_path: Path) -> Iterator[Any]:
     """A throw-away host tree (cgroup v1 and v2 layouts, procfs, resctrl) wired through ``HostPaths``."""
-    from tests.fakehost import FakeHost
+    from tests.support.fakehost import FakeHost
 
     yield FakeHost(tmp_path)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.kubepods import RealKubepods
+from koordlet.testing.cgroups import RealKubepods
 
 
 @pytest.fixture

@@ -20,8 +20,9 @@ from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
-from tests.integration.kubepods import BUSY
-from tests.unit.metricsadvisor.fakes import FakeStates, RecordingErrors
+from koordlet.testing import FakeStates
+from koordlet.testing.cgroups import BUSY
+from tests.support.recording import RecordingErrors
 
 
 def test_process_found_by_name_is_measured(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import pytest
 
@@ -25,25 +24,11 @@ from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
-from tests.integration.kubepods import RealContainer, RealKubepods, RealPod
-from tests.unit.metricsadvisor.fakes import FakeStates, RecordingBus, RecordingErrors
+from koordlet.testing import FakeStates
+from koordlet.testing.cgroups import RealContainer, RealKubepods
+from tests.support.recording import RecordingBus, RecordingErrors
 
 pytestmark = pytest.mark.root
-
-
-def pod_info(pod: RealPod) -> api.PodInfo:
-    return api.PodInfo(
-        uid=pod.uid,
-        namespace="default",
-        name=f"pod-{pod.uid[:8]}",
-        qos=api.QOSClass.BE,
-        kube_qos=pod.qos,
-        cgroup_dir=pod.cgroup_dir,
-        containers=tuple(
-            api.ContainerInfo(name=f"c{i}", container_id=c.container_id, cgroup_dir=c.cgroup_dir)
-            for i, c in enumerate(pod.containers)
-        ),
-    )
 
 
 def host_for(kp: RealKubepods) -> Host:
@@ -78,7 +63,7 @@ def test_half_cpu_process_measured_within_10pct(kubepods: RealKubepods) -> None:
     errors = RecordingErrors()
     host = host_for(kp)
     pods = PodResourceCollector(
-        PodResourceConfig(1.0), host, cache, FakeStates([pod_info(pod)]), shared, time.monotonic, errors
+        PodResourceConfig(1.0), host, cache, FakeStates(pods=[pod.info()]), shared, time.monotonic, errors
     )
     node = NodeResourceCollector(NodeResourceConfig(1.0), HostPaths(), cache, shared, time.monotonic, errors)
     try:
@@ -125,7 +110,7 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
         PodResourceConfig(1.0),
         host_for(kp),
         cache,
-        FakeStates([pod_info(pod)]),
+        FakeStates(pods=[pod.info()]),
         fw.SharedState(),
         time.monotonic,
         errors,
@@ -134,9 +119,7 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
         pods.collect()
         fds_before = pods.open_fds()
         assert fds_before == 9  # 3 files x (pod + 2 containers)
-        kp.stop_container(doomed)
-        for sub in ("cpu", "cpuacct", "cpuset", "memory"):
-            _rmdir_retry(kp.path(sub, doomed.cgroup_dir))
+        kp.remove_container(doomed)
         time.sleep(0.2)
         pods.collect()
         # the informer still lists the container: ENODEV on its held descriptors, nothing emitted for it
@@ -166,25 +149,13 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
     assert pods.open_fds() == 0
 
 
-def _rmdir_retry(d: Path) -> None:
-    for _ in range(100):
-        try:
-            d.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)  # the killed process is still leaving the cgroup
-    raise AssertionError(f"could not remove {d}")
-
-
 def test_pod_churn_leaks_no_descriptors(kubepods: RealKubepods) -> None:
     """F1: pods come and go (cgroup removed before or after the informer notices); descriptors held by
     the process return to the baseline."""
     kp = kubepods
     stable = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
     kp.add_container(stable)
-    states = FakeStates([pod_info(stable)])
+    states = FakeStates(pods=[stable.info()])
     errors = RecordingErrors()
     pods = PodResourceCollector(
         PodResourceConfig(1.0), host_for(kp), MetricCache(), states, fw.SharedState(), time.monotonic, errors
@@ -196,30 +167,23 @@ def test_pod_churn_leaks_no_descriptors(kubepods: RealKubepods) -> None:
         for i in range(300):
             churn = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
             kp.add_container(churn)
-            states.set_pods([pod_info(stable), pod_info(churn)])
+            states.pod_list = [stable.info(), churn.info()]
             pods.collect()
             # every other pod vanishes while still listed (ENODEV on held fds), the rest leave the list first
             if i % 2 == 0:
-                _remove_pod(kp, churn)
+                kp.remove_pod(churn)
                 pods.collect()
-                states.set_pods([pod_info(stable)])
+                states.pod_list = [stable.info()]
             else:
-                states.set_pods([pod_info(stable)])
+                states.pod_list = [stable.info()]
                 pods.collect()
-                _remove_pod(kp, churn)
+                kp.remove_pod(churn)
         pods.collect()
         assert len(os.listdir(fd_dir)) == baseline
         assert pods.open_fds() == 6
         assert errors.kind(fw.ERR_GONE) == 150 * 2  # pod and container dir of each vanished pod
     finally:
         pods.close()
-
-
-def _remove_pod(kp: RealKubepods, pod: RealPod) -> None:
-    for rel in [c.cgroup_dir for c in pod.containers] + [pod.cgroup_dir]:
-        for sub in ("cpu", "cpuacct", "cpuset", "memory"):
-            _rmdir_retry(kp.path(sub, rel))
-    kp.pods.remove(pod)
 
 
 def test_fast_sampler_tracks_a_be_pod(kubepods: RealKubepods) -> None:

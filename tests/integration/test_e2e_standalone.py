@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from koordlet.api import KubeQOSClass
-from tests.integration.agentproc import Agent
-from tests.integration.kubepods import RealKubepods
+from koordlet.testing import wait_until
+from koordlet.testing.agent import Agent
+from koordlet.testing.cgroups import RealKubepods
 
 pytestmark = pytest.mark.root
 
@@ -48,14 +49,14 @@ def test_pods_show_in_nodemetric_with_qos_and_usage(tmp_path: Path, kubepods: Re
     )
     try:
         agent.wait_ready()
-        deadline = time.monotonic() + 40
         pods: dict[str, dict[str, object]] = {}
-        while time.monotonic() < deadline:
-            status = agent.get("/nodemetric")
-            pods = {p["name"]: p for p in status.get("podsMetric") or []}
-            if "batch-0" in pods and len(pods) >= 2:
-                break
-            time.sleep(0.5)
+
+        def both_reported() -> bool:
+            pods.clear()
+            pods.update({p["name"]: p for p in agent.get("/nodemetric").get("podsMetric") or []})
+            return "batch-0" in pods and len(pods) >= 2
+
+        wait_until(both_reported, 40, step=0.5)
         assert "batch-0" in pods and len(pods) == 2, (pods, agent.tail())
         assert pods["batch-0"]["qos"] == "BE" and pods["batch-0"]["namespace"] == "jobs"
         other = next(p for name, p in pods.items() if name != "batch-0")

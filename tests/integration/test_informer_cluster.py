@@ -31,10 +31,10 @@ from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.eviction import EvictResult
 from koordlet.statesinformer.informer import StatesInformer
 from koordlet.system.host import Host
+from koordlet.testing.kubelet import FakeKubelet, pod_object
 from tests import crdschema
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import NODEMETRIC_CRD, api_server, api_server_factory  # noqa: F401
-from tests.fakekubelet import FakeKubelet, make_pod
 
 NODE = "node-1"
 UIDS = [f"00000000-0000-4000-8000-00000000000{i}" for i in range(1, 4)]
@@ -65,7 +65,7 @@ def node_obj(kubelet_port: int = 10250) -> dict[str, Any]:
 def pods_on(node: str = NODE) -> list[dict[str, Any]]:
     out = []
     for i, uid in enumerate(UIDS):
-        p = make_pod(uid, f"web-{i}", node=node, qos_class=["Guaranteed", "Burstable", "BestEffort"][i])
+        p = pod_object(uid, f"web-{i}", node=node, qos_class=["Guaranteed", "Burstable", "BestEffort"][i])
         out.append(p)
     return out
 
@@ -137,7 +137,7 @@ def cluster_factory(api_server: APIServer, fake_host: Any) -> Iterator[Callable[
         for p in pods_on():
             store.create("pods", p, "default")
         store.create(
-            "pods", make_pod("00000000-0000-4000-8000-0000000000ff", "other", node="node-2"), "default"
+            "pods", pod_object("00000000-0000-4000-8000-0000000000ff", "other", node="node-2"), "default"
         )
         kubelet.set_pods(pods_on())
         cfg = InformerConfig(
@@ -298,7 +298,7 @@ def test_pods_from_api_server_and_evictions(cluster_factory: Callable[..., Clust
     assert wait_for(lambda: bool(lists()), NEVER, timeout=5)  # the server logs a request after answering
     assert all(r.query.get("fieldSelector") == f"spec.nodeName={NODE}" for r in lists())
     # the server assigns UIDs itself, so pods are found by name here
-    c.server.store.create("pods", make_pod("00000000-0000-4000-8000-000000000009", "web-9"), "default")
+    c.server.store.create("pods", pod_object("00000000-0000-4000-8000-000000000009", "web-9"), "default")
     assert wait_for(lambda: any(p.name == "web-9" for p in c.informer.pods()), NEVER, timeout=5)
     by_name = {p.name: p for p in c.informer.pods()}
     assert c.informer.evict(by_name["web-9"], "BEMemoryEvict", "memory over 70%") is EvictResult.EVICTED

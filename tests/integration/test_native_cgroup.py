@@ -6,7 +6,6 @@ Cgroups live under a unique ``koordlet-test-<random>`` parent in cpuacct and mem
 from __future__ import annotations
 
 import errno
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from koordlet.system import cgroups, native
 from koordlet.system.batchread import FileKind
 from koordlet.system.paths import HostPaths
+from koordlet.testing.cgroups import RealCgroupTree
 
 pytestmark = pytest.mark.root
 
@@ -27,21 +27,14 @@ def parents() -> Iterator[dict[str, Path]]:
     paths = HostPaths()
     if cgroups.detect_mode(paths) is not cgroups.CgroupMode.V1:
         pytest.skip("needs cgroup v1 controllers")
-    name = f"koordlet-test-{uuid.uuid4().hex[:10]}"
-    made: list[Path] = []
-    try:
-        out = {}
-        for sub in ("cpuacct", "memory"):
-            d = paths.cgroup_root / sub / name
-            d.mkdir()
-            made.append(d)
-            out[sub] = d
-        yield out
-    finally:
-        for d in made:
-            for child in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+    with RealCgroupTree(("cpuacct", "memory"), root=paths.cgroup_root) as tree:
+        yield {sub: tree.path(sub) for sub in tree.controllers}
+        # the test's own child dirs, before the tree removes what it made
+        for sub in tree.controllers:
+            for child in sorted(
+                (p for p in tree.path(sub).rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)
+            ):
                 child.rmdir()
-            d.rmdir()
 
 
 @pytest.mark.parametrize("impl", IMPLS)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from koordlet.testing import wait_until
+from koordlet.testing.agent import Agent
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "plugin_dist"
 
@@ -74,40 +75,26 @@ def test_discovered_listed_and_gated(plugin_site: Path) -> None:
 
 
 def test_the_plugin_runs_only_when_enabled(plugin_site: Path, tmp_path: Path) -> None:
-    from tests.integration.agentproc import free_port, standalone_args
-
     marker = tmp_path / "hello.txt"
     for enabled in (False, True):
-        port = free_port()
-        args = [
-            *standalone_args(tmp_path, port),
+        agent = Agent(
+            tmp_path,
             f"--hello-file={marker}",
             "--hello-interval-seconds=0.1",
             f"--qos-extension-plugins=Hello={str(enabled).lower()}",
-        ]
-        env = {**os.environ, "PYTHONPATH": str(plugin_site), "NODE_NAME": "node-under-test"}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "koordlet", "run", *args],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+            env={"PYTHONPATH": str(plugin_site), "NODE_NAME": "node-under-test"},
         )
         try:
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and not (enabled and marker.exists()):
-                if proc.poll() is not None:
-                    break
-                time.sleep(0.1)
-            if not enabled:
-                time.sleep(1.5)
-                assert not marker.exists(), "a disabled plugin must never run"
-            else:
-                assert marker.exists(), "the enabled plugin ticked"
+            agent.wait_ready()
+            assert agent.get("/plugins")["Hello"] == ("running" if enabled else "disabled")
+            if enabled:
+                assert wait_until(marker.exists, 20), "the enabled plugin ticked"
                 assert "node=node-under-test" in marker.read_text()
+            else:
+                # ready means every enabled plugin has started: ten of Hello's intervals later, still nothing
+                assert not wait_until(marker.exists, 1.0, step=0.1), "a disabled plugin must never run"
         finally:
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=10)
-        assert proc.returncode == 0, err[-2000:]
+            code = agent.stop()
+        assert code == 0, agent.tail()
         if enabled:
             assert marker.read_text().endswith("shutdown\n")

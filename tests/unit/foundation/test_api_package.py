@@ -15,7 +15,7 @@ from koordlet.lifecycle import Supervisor
 from koordlet.metrics import PluginMetrics
 from koordlet.qosmanager.loader import discover
 from koordlet.qosmanager.manager import QOSManager, Services
-from tests.fakes import make_harness
+from koordlet.testing import make_harness
 
 
 def docstring_example() -> str:
@@ -111,7 +111,15 @@ def test_the_agent_scheduler_refuses_a_non_positive_interval() -> None:
     ext.add("Ticks", api.FeatureSpec(True))
     h = make_harness()
     services = Services(
-        "n1", h.states, h.metrics, h.host, h.executor, h.evictor, h.clock, h.clock.wall, EventBus(),
+        "n1",
+        h.states,
+        h.metrics,
+        h.host,
+        h.executor,
+        h.evictor,
+        h.clock,
+        h.clock.wall,
+        EventBus(),
         h.plugin_metrics,
     )
     stop = threading.Event()

@@ -18,6 +18,7 @@ from koordlet.lifecycle import Supervisor
 from koordlet.metrics import AgentMetrics, PluginMetrics
 from koordlet.qosmanager import loader
 from koordlet.qosmanager.manager import QOSManager, Services
+from koordlet.testing import wait_until
 from tests.unit.foundation import plugins_sample as ps
 
 
@@ -100,15 +101,6 @@ def make_manager(
     return QOSManager(entries, gates, ext, options, services, sup, metrics), metrics, sup
 
 
-def wait_until(cond: Any, timeout: float = 3.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.01)
-    return False
-
-
 def test_disabled_plugin_is_never_set_up_and_shutdown_is_reversed() -> None:
     ps.EVENTS.clear()
     stop = threading.Event()
@@ -153,7 +145,7 @@ def test_raising_plugins_do_not_stop_the_others() -> None:
     manager.run(stop)
     good = next(e.plugin for e in entries if e.name == "Good")
     try:
-        assert wait_until(lambda: good.ticks >= 5)  # type: ignore[attr-defined]
+        assert wait_until(lambda: good.ticks >= 5, 3.0)  # type: ignore[attr-defined]
         assert wait_until(
             lambda: (
                 (
@@ -164,7 +156,8 @@ def test_raising_plugins_do_not_stop_the_others() -> None:
                     or 0
                 )
                 >= 3
-            )
+            ),
+            3.0,
         )
         assert manager.states()["RaisingRun"] == "failed"
         assert manager.states()["Good"] == "running"

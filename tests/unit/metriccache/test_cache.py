@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from koordlet import api
 from koordlet.errors import InvalidValue
 from koordlet.metriccache import MetricCache, MetricCacheConfig, series_key
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import tracemalloc
 
 from koordlet import api
 from koordlet.metriccache import MetricCache
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 CONTAINERS = 1000
 PODS = 2000

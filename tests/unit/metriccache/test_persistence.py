@@ -19,7 +19,7 @@ from koordlet import api
 from koordlet.metriccache import MetricCache, MetricCacheConfig
 from koordlet.metriccache.checkpoint import FILE_NAME, MAGIC
 from koordlet.system import atomicfile
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 
 def _cache(path: Path, clock: FakeClock, **cfg: Any) -> MetricCache:

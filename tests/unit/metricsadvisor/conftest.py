@@ -9,8 +9,8 @@ import pytest
 from koordlet.metriccache import MetricCache
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
-from tests.fakeclock import FakeClock
-from tests.unit.metricsadvisor.fakes import FakeStates, RecordingErrors
+from koordlet.testing import FakeClock, FakeStates
+from tests.support.recording import RecordingErrors
 
 
 def make_host(fake_host: Any) -> Host:

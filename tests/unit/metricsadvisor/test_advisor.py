@@ -16,9 +16,9 @@ from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import MetricsAdvisor
 from koordlet.metricsadvisor.config import AdvisorConfig
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
+from tests.support.recording import FakeProcesses
 from tests.unit.metricsadvisor.conftest import make_host
-from tests.unit.metricsadvisor.fakes import FakeProcesses, FakeStates, cid, pod
 
 
 def prepare(fh: Any, pods: list[api.PodInfo]) -> None:
@@ -61,10 +61,13 @@ def build(
 
 
 def test_two_sweeps_sync_every_collector_and_feed_the_exporter(fake_host: Any, fake_clock: FakeClock) -> None:
-    pods = [pod(1, containers=[1]), pod(2, containers=[2])]
+    pods = [
+        make_pod("pod-1", uid=pod_uid(1), container_ids=[container_id(1)]),
+        make_pod("pod-2", uid=pod_uid(2), container_ids=[container_id(2)]),
+    ]
     prepare(fake_host, pods)
     reg = CollectorRegistry()
-    adv = build(fake_host, FakeStates(pods), fake_clock, reg)
+    adv = build(fake_host, FakeStates(pods=pods), fake_clock, reg)
     adv.collect_once()
     assert not adv.has_synced()
     fake_clock.advance(1.0)
@@ -96,19 +99,22 @@ def test_two_sweeps_sync_every_collector_and_feed_the_exporter(fake_host: Any, f
 
 
 def test_gc_drops_series_of_pods_that_left(fake_host: Any, fake_clock: FakeClock) -> None:
-    pods = [pod(1, containers=[1]), pod(2, containers=[2])]
+    pods = [
+        make_pod("pod-1", uid=pod_uid(1), container_ids=[container_id(1)]),
+        make_pod("pod-2", uid=pod_uid(2), container_ids=[container_id(2)]),
+    ]
     prepare(fake_host, pods)
-    states = FakeStates(pods)
+    states = FakeStates(pods=pods)
     adv = build(fake_host, states, fake_clock, None)
     adv.collect_once()
     fake_clock.advance(1.0)
     adv.collect_once()
     assert {s["pod_uid"] for s in adv.cache.series(api.POD_MEMORY_USAGE)} == {pods[0].uid, pods[1].uid}
-    states.set_pods(pods[:1])
+    states.pod_list = list(pods[:1])
     dropped = adv.gc()
     assert dropped == 3 + 3  # pod cpu/memory/throttled + container cpu/memory/throttled
     assert {s["pod_uid"] for s in adv.cache.series(api.POD_CPU_USAGE)} == {pods[0].uid}
-    assert {s["container_id"] for s in adv.cache.series(api.CONTAINER_CPU_USAGE)} == {cid(1)}
+    assert {s["container_id"] for s in adv.cache.series(api.CONTAINER_CPU_USAGE)} == {container_id(1)}
     assert adv.gc() == 0
     # PSI and host-application series go the same way
     adv.cache.append(
@@ -149,12 +155,12 @@ def test_bad_config_is_refused() -> None:
 
 @pytest.mark.timeout(20)
 def test_start_runs_collectors_on_threads_until_stop(fake_host: Any) -> None:
-    pods = [pod(1, containers=[1])]
+    pods = [make_pod("pod-1", uid=pod_uid(1), container_ids=[container_id(1)])]
     prepare(fake_host, pods)
     reg = CollectorRegistry()
     adv = build(
         fake_host,
-        FakeStates(pods),
+        FakeStates(pods=pods),
         time.monotonic,
         reg,
         collect_interval=0.05,

@@ -11,9 +11,9 @@ from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fastsampler import FastSampler, FastSamplerConfig, busy_ticks
 from koordlet.system.cgroups import CgroupMode
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
+from tests.support.recording import RecordingBus, RecordingErrors
 from tests.unit.metricsadvisor.conftest import make_host
-from tests.unit.metricsadvisor.fakes import RecordingBus, RecordingErrors
 
 TIER = "kubepods/besteffort"
 

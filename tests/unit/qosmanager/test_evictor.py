@@ -12,7 +12,7 @@ from koordlet.qosmanager.evictor import BLOCKED_RETRY, EVICTED_TTL, Evictor
 from koordlet.resourceexecutor.audit import AuditLog
 from koordlet.statesinformer.eviction import EvictResult
 from koordlet.system.host import Host
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 UID = "6a1f3c2e-1b2c-4d5e-8f90-0123456789ab"
 CID = "a" * 64

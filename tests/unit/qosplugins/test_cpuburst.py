@@ -7,9 +7,8 @@ import json
 import pytest
 
 from koordlet import api
+from koordlet.testing import Harness, make_harness, make_pod, topology
 from qosplugins.cpuburst import CPUBurst
-from tests.fakes import Harness, make_harness
-from tests.unit.qosplugins.builders import make_pod, topology
 
 
 def harness(version: int = 1, **strategy: object) -> Harness:

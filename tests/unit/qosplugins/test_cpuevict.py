@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from koordlet import api
+from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod
 from qosplugins.cpuevict import BECPUEvict
-from tests.fakes import Harness, make_harness, make_node
-from tests.unit.qosplugins.builders import be_slo, make_pod
 
 SLO = {
     "cpu_evict_be_satisfaction_lower_percent": 40,

@@ -7,9 +7,8 @@ import json
 import pytest
 
 from koordlet import api
+from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod
 from qosplugins.memoryevict import BEMemoryEvict
-from tests.fakes import Harness, make_harness, make_node
-from tests.unit.qosplugins.builders import be_slo, make_pod
 
 CAPACITY = 100_000  # bytes: percentages of it are easy to read
 

@@ -16,13 +16,12 @@ from hypothesis import strategies as st
 from koordlet import api
 from koordlet.statesinformer import nodeslo
 from koordlet.statesinformer.slovalidate import InvalidNodeSLO
+from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod, topology
 from qosplugins import _evict
 from qosplugins.cpuburst import CPUBurst
 from qosplugins.cpuevict import BECPUEvict
 from qosplugins.cpusuppress import BECPUSuppress
 from qosplugins.memoryevict import BEMemoryEvict
-from tests.fakes import Harness, cpus_of, make_harness, make_node
-from tests.unit.qosplugins.builders import be_slo, make_pod, topology
 
 BE_TIER = "kubepods/besteffort"
 QOS = st.sampled_from(
@@ -148,13 +147,13 @@ def test_suppress_never_confines_non_be_and_stays_in_bounds(
             assert q == -1 or not intruder
         else:
             assert u.resource == "cpuset.cpus"
-            chosen = cpus_of(u.value)
+            chosen = api.parse_cpuset(u.value)
             assert chosen <= online
             assert len(chosen) >= min(2, len(online))
             if u.cgroup_dir in protected or intruder:
                 assert chosen == online, u
     for d in protected:
-        assert cpus_of(h.host.read("cpuset.cpus", d) or "") == online
+        assert api.parse_cpuset(h.host.read("cpuset.cpus", d) or "") == online
 
 
 @st.composite

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from koordlet.testing import make_harness
 from qosplugins import _shared
-from tests.fakes import make_harness
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from koordlet.api import CgroupUpdate, ResourceWriter
 from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system.cgroups import CgroupMode
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 from tests.unit.resourceexecutor.conftest import RecordingWriter
 
 POD = "kubepods/besteffort/pod1"

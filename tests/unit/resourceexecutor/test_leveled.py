@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 from koordlet.api import CgroupUpdate
 from koordlet.api.cpulist import format_cpuset, parse_cpuset
 from koordlet.resourceexecutor.executor import ResourceExecutor
-from tests.fakeclock import FakeClock
-from tests.fakehost import FakeHost
+from koordlet.testing import FakeClock
+from tests.support.fakehost import FakeHost
 from tests.unit.resourceexecutor.conftest import RecordingWriter
 
 CPUS = range(8)

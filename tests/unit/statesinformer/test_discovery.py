@@ -13,8 +13,8 @@ from koordlet.statesinformer.discovery import CgroupDiscovery
 from koordlet.statesinformer.pods import PodsInformer
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
-from tests.fakeclock import FakeClock
-from tests.fakekubelet import make_pod
+from koordlet.testing import FakeClock
+from koordlet.testing.kubelet import pod_object
 
 UID_G = "00000000-0000-4000-8000-000000000001"
 UID_B = "00000000-0000-4000-8000-000000000002"
@@ -79,7 +79,7 @@ def test_discovery_under_a_cgroup_parent(fake_host: Any) -> None:
 def test_pod_list_enrichment(fake_host: Any, tmp_path: Path) -> None:
     host = build(fake_host, CgroupDriver.CGROUPFS)
     listed = [
-        make_pod(
+        pod_object(
             UID_B,
             "web-0",
             namespace="shop",
@@ -88,7 +88,7 @@ def test_pod_list_enrichment(fake_host: Any, tmp_path: Path) -> None:
             requests={"cpu": "500m", "memory": "1Gi"},
             limits={"cpu": "1", "memory": "2Gi"},
         ),
-        make_pod("00000000-0000-4000-8000-0000000000ff", "elsewhere"),  # not on this node's tree
+        pod_object("00000000-0000-4000-8000-0000000000ff", "elsewhere"),  # not on this node's tree
     ]
     listed[0]["metadata"]["annotations"] = {"note": "x"}
     path = tmp_path / "pods.json"

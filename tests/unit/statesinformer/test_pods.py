@@ -14,15 +14,15 @@ from koordlet.errors import APIUnavailable
 from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
-from tests.fakeclock import FakeClock
-from tests.fakekubelet import FakeKubelet, make_pod
+from koordlet.testing import FakeClock
+from koordlet.testing.kubelet import FakeKubelet, pod_object
 
 LAYOUT = CgroupLayout.create(CgroupDriver.CGROUPFS)
 
 
 def pods(n: int) -> list[dict[str, Any]]:
     return [
-        make_pod(str(uuid.UUID(int=i + 1)), f"p{i}", container_id="containerd://" + f"{i:064x}")
+        pod_object(str(uuid.UUID(int=i + 1)), f"p{i}", container_id="containerd://" + f"{i:064x}")
         for i in range(n)
     ]
 

@@ -15,7 +15,7 @@ from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.nodemetric import CollectPolicy
 from koordlet.statesinformer.reporter import NodeMetricReporter
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 
 class Spec:

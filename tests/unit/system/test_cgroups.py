@@ -21,7 +21,7 @@ from koordlet.system.cgroups import (
     validate,
     weight_to_shares,
 )
-from tests.fakehost import FakeHost
+from tests.support.fakehost import FakeHost
 
 V1, V2 = CgroupMode.V1, CgroupMode.V2
 

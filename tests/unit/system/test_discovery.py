@@ -10,7 +10,7 @@ from koordlet.api import KubeQOSClass
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.discovery import discover_pods
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
-from tests.fakehost import FakeHost
+from tests.support.fakehost import FakeHost
 
 U1 = "11111111-2222-4333-8444-555555555555"
 U2 = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"

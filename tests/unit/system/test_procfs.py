@@ -20,7 +20,7 @@ from koordlet.system.procfs import (
     read_pid_stat,
     read_proc_stat,
 )
-from tests.fakehost import FakeHost
+from tests.support.fakehost import FakeHost
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "proc"
 FIXTURE_PATHS = HostPaths(proc_root=FIXTURES)

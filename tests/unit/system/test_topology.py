@@ -16,7 +16,7 @@ from koordlet.system.topology import (
     read_online_cpus,
     read_smt_siblings,
 )
-from tests.fakehost import FakeHost
+from tests.support.fakehost import FakeHost
 
 
 def test_two_sockets_smt_two_nodes(fake_host: FakeHost) -> None:

@@ -1,14 +1,19 @@
-"""Helpers to run the real ``koordlet run`` process in tests (ports, standalone arguments, HTTP polling)."""
+"""The real agent as a child process, for end-to-end tests of a plugin or the agent (and benchmarks).
+
+:class:`Agent` runs ``python -m koordlet run --standalone`` with its state under a temporary directory and
+its HTTP server on a free loopback port; :meth:`Agent.stop` sends SIGTERM and returns the exit status.
+"""
 
 from __future__ import annotations
 
 import json
 import socket
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from koordlet.testing.wait import Waited, wait_until
 
 
 def free_port() -> int:
@@ -37,17 +42,16 @@ def http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
         return int(err.code), err.read()
 
 
-def wait_http(url: str, timeout: float, want: int = 200) -> float | None:
-    """Seconds until ``url`` answered ``want``, or None on timeout."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
+def wait_http(url: str, timeout: float, want: int = 200) -> Waited:
+    """Wait until ``url`` answers ``want``."""
+
+    def answered() -> bool:
         try:
-            if http_get(url, timeout=0.5)[0] == want:
-                return time.monotonic() - t0
+            return http_get(url, timeout=0.5)[0] == want
         except OSError:
-            pass
-        time.sleep(0.05)
-    return None
+            return False
+
+    return wait_until(answered, timeout, step=0.05)
 
 
 def get_json(url: str) -> Any:
@@ -77,7 +81,7 @@ class Agent:
         )
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        if wait_http(self.base + "/readyz", timeout) is None:
+        if not wait_http(self.base + "/readyz", timeout):
             raise AssertionError(f"agent not ready in {timeout}s:\n{self.tail()}")
 
     def get(self, path: str) -> Any:
