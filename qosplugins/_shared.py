@@ -25,18 +25,9 @@ WINDOW_LAST_SECONDS = 2.0
 
 
 def parse_quota(text: str | None) -> int | None:
-    """A CFS quota in microseconds, ``-1`` for unlimited; accepts v1 (``-1``) and v2 (``max 100000``)."""
-    if text is None:
-        return None
-    fields = text.split()
-    if not fields:
-        return None
-    head = fields[0]
-    if head == "max":
-        return UNLIMITED
-    try:
-        value = int(head)
-    except ValueError:
+    """A CFS quota in microseconds, ``-1`` for unlimited, as the host reader gives it on v1 and v2."""
+    value = parse_int(text)
+    if value is None:
         return None
     # The kernel reads any negative v1 quota back as -1: treat them all as unlimited.
     return UNLIMITED if value < 0 else value

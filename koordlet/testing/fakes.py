@@ -101,7 +101,11 @@ class FakeMetrics:
 
 
 class FakeHostReader:
-    """``HostReader`` over a dict ``(resource, cgroup_dir) -> value`` and a set of cgroup dirs."""
+    """``HostReader`` over a dict ``(resource, cgroup_dir) -> value`` and a set of cgroup dirs.
+
+    Values are what the agent's host reader returns on either cgroup version: Koordinator's v1 meaning
+    (``cpu.cfs_quota_us`` is ``-1`` or microseconds even where the kernel has ``cpu.max``).
+    """
 
     def __init__(self, version: int = 1, cpus: Sequence[api.CPUInfo] | None = None) -> None:
         self.version = version
@@ -126,12 +130,6 @@ class FakeHostReader:
             self.dirs.discard(d)
             for key in [k for k in self.values if k[1] == d]:
                 del self.values[key]
-
-    def quota_text(self, quota: int) -> str:
-        """How the host shows a quota: v1 ``cpu.cfs_quota_us`` or v2 ``cpu.max``."""
-        if self.version == 2:
-            return f"{'max' if quota < 0 else quota} 100000"
-        return str(quota)
 
     def cgroup_version(self) -> int:
         return self.version
@@ -226,10 +224,7 @@ class FakeExecutor:
             return api.UpdateResult(u, written=False, skipped="gone")
         if self.dry_run:
             return api.UpdateResult(u, written=False, skipped="dry-run")
-        value = u.value
-        if u.resource == "cpu.cfs_quota_us":
-            value = self.host.quota_text(int(u.value))
-        self.host.values[(u.resource, u.cgroup_dir)] = value
+        self.host.values[(u.resource, u.cgroup_dir)] = u.value
         return api.UpdateResult(u, written=True)
 
     def _refusal(self, u: api.CgroupUpdate) -> str:

@@ -89,7 +89,7 @@ class Harness:
         for d, q in [(pod.cgroup_dir, quota)] + [(c.cgroup_dir, quota) for c in pod.containers]:
             if d:
                 self.host.add_cgroup(
-                    d, cpuset_cpus=everything, cpu_cfs_quota_us=self.host.quota_text(q), cpu_cfs_burst_us="0"
+                    d, cpuset_cpus=everything, cpu_cfs_quota_us=str(q), cpu_cfs_burst_us="0"
                 )
         return pod
 
@@ -107,7 +107,7 @@ def make_harness(
     ncpu = len(host.topology)
     every_cpu = api.format_cpuset(c.cpu for c in host.topology)
     for tier in QOS_TIER.values():
-        host.add_cgroup(tier, cpuset_cpus=every_cpu, cpu_cfs_quota_us=host.quota_text(-1))
+        host.add_cgroup(tier, cpuset_cpus=every_cpu, cpu_cfs_quota_us="-1")
     return Harness(
         clock=clock,
         states=FakeStates(node or make_node(ncpu * 1000, 16 << 30), (), slo),
