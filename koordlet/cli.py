@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
@@ -228,8 +228,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         err.show()
         sys.exit(2)
     cli.main(args=args, prog_name="koordlet")
-
-
-def plugin_options(values: Mapping[str, object]) -> dict[str, object]:
-    """Option values keyed by flag name (for contexts built outside the CLI)."""
-    return {k.replace("_", "-"): v for k, v in values.items()}

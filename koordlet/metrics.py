@@ -64,12 +64,6 @@ class AgentMetrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
-        self.component_up = Gauge(
-            "koordlet_component_ready",
-            "1 when a component has synced and runs",
-            ["component"],
-            registry=registry,
-        )
 
     def started(self, native: bool) -> None:
         self.start_time.labels(node=self.node).set(time.time())

@@ -159,10 +159,6 @@ class ResourceExecutor:
         """Recent audit events as JSON-able dicts (``/events``)."""
         return self.audit.events(since_seq=since_seq, limit=limit)
 
-    def cached_paths(self) -> list[str]:
-        with self._lock:
-            return sorted(self._cache)
-
     # -- steps ----------------------------------------------------------------------------------------
 
     def _read_online_cpus(self) -> frozenset[int] | None:

@@ -69,14 +69,6 @@ def merge(resource: str, current: str, new: str) -> str | None:
     return str(max(cur, nxt))
 
 
-def loosens(resource: str, current: str | None, new: str) -> bool:
-    """Whether ``new`` is strictly looser than ``current`` (true when nothing is known about current)."""
-    if current is None:
-        return True
-    merged = merge(resource, current, new)
-    return merged is not None and not same(resource, merged, current)
-
-
 def guard_kernel_text(resource: str, file_name: str, text: str) -> str | None:
     """Last check on the exact text about to be written; a reason string if it must not be.
 

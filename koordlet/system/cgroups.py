@@ -285,13 +285,13 @@ def validate(resource: str, value: str, *, online_cpus: frozenset[int] | None = 
 
 def shares_to_weight(shares: int) -> int:
     """cpu.shares (2..262144) -> cpu.weight (1..10000), the kernel documentation's linear map."""
-    return 1 + (shares - SHARES_MIN) * (WEIGHT_MAX - 1) // (SHARES_MAX - SHARES_MIN)
+    return WEIGHT_MIN + (shares - SHARES_MIN) * (WEIGHT_MAX - WEIGHT_MIN) // (SHARES_MAX - SHARES_MIN)
 
 
 def weight_to_shares(weight: int) -> int:
     """cpu.weight -> cpu.shares, rounded up so that ``shares_to_weight(weight_to_shares(w)) == w``: a
     value read back from v2 and written again does not drift."""
-    return -(-(weight - 1) * (SHARES_MAX - SHARES_MIN) // (WEIGHT_MAX - 1)) + SHARES_MIN
+    return -(-(weight - WEIGHT_MIN) * (SHARES_MAX - SHARES_MIN) // (WEIGHT_MAX - WEIGHT_MIN)) + SHARES_MIN
 
 
 def _cpu_max_fields(current: str | None) -> tuple[str, str]:

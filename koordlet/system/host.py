@@ -20,7 +20,6 @@ from koordlet.system.cgroups import (
     cgroup_dir_path,
     detect_mode,
     from_kernel,
-    get_resource,
     resource_path,
 )
 from koordlet.system.paths import HostPaths
@@ -127,8 +126,3 @@ class Host:
                 return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
         except (FileNotFoundError, NotADirectoryError):
             return []  # removed between listing its parent and scanning it
-
-    def cgroup_exists(self, resource: str, cgroup_dir: str) -> bool:
-        """Whether ``cgroup_dir`` exists in the hierarchy that holds ``resource``."""
-        res = get_resource(resource)
-        return cgroup_dir_path(self.paths, self.mode, res.subsystem, cgroup_dir).is_dir()

@@ -88,9 +88,7 @@ class Harness:
         everything = cpuset or api.format_cpuset(c.cpu for c in self.host.topology)
         for d, q in [(pod.cgroup_dir, quota)] + [(c.cgroup_dir, quota) for c in pod.containers]:
             if d:
-                self.host.add_cgroup(
-                    d, cpuset_cpus=everything, cpu_cfs_quota_us=str(q), cpu_cfs_burst_us="0"
-                )
+                self.host.add_cgroup(d, cpuset_cpus=everything, cpu_cfs_quota_us=str(q), cpu_cfs_burst_us="0")
         return pod
 
 

@@ -15,13 +15,13 @@ from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.hostapp import HostAppConfig, HostApplicationCollector, PsutilProcesses
-from koordlet.system import procfs
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates
 from koordlet.testing.cgroups import BUSY
+from tests.support.procstat import cpu_seconds
 from tests.support.recording import RecordingErrors
 
 
@@ -50,9 +50,7 @@ def test_process_found_by_name_is_measured(tmp_path: Path) -> None:
         )
 
         def own_cpu() -> float:
-            st = procfs.read_pid_stat(HostPaths(), proc.pid)
-            assert st is not None
-            return (st.utime + st.stime) / procfs.clock_ticks()
+            return cpu_seconds(proc.pid)
 
         c0 = own_cpu()
         col.collect()

@@ -26,6 +26,7 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates
 from koordlet.testing.cgroups import RealContainer, RealKubepods
+from tests.support.procstat import cpu_seconds
 from tests.support.recording import RecordingBus, RecordingErrors
 
 pytestmark = pytest.mark.root
@@ -35,14 +36,8 @@ def host_for(kp: RealKubepods) -> Host:
     return Host(HostPaths(cgroup_parent=kp.parent), CgroupMode.V1, CgroupDriver.CGROUPFS)
 
 
-def proc_cpu_seconds(pid: int) -> float:
-    st = procfs.read_pid_stat(HostPaths(), pid)
-    assert st is not None
-    return (st.utime + st.stime) / procfs.clock_ticks()
-
-
 def node_busy() -> int:
-    return procfs.read_proc_stat(HostPaths()).total.busy
+    return procfs.parse_proc_stat(HostPaths().proc("stat").read_text()).total.busy
 
 
 def container_cores(cache: MetricCache, container: RealContainer) -> float | None:
@@ -67,12 +62,12 @@ def test_half_cpu_process_measured_within_10pct(kubepods: RealKubepods) -> None:
     )
     node = NodeResourceCollector(NodeResourceConfig(1.0), HostPaths(), cache, shared, time.monotonic, errors)
     try:
-        busy0, cpu0 = node_busy(), proc_cpu_seconds(proc.pid)
+        busy0, cpu0 = node_busy(), cpu_seconds(proc.pid)
         node.collect()
         pods.collect()
         t0 = time.monotonic()
         time.sleep(2.0)
-        busy1, cpu1 = node_busy(), proc_cpu_seconds(proc.pid)
+        busy1, cpu1 = node_busy(), cpu_seconds(proc.pid)
         node.collect()
         pods.collect()
         dt = time.monotonic() - t0
@@ -200,14 +195,14 @@ def test_fast_sampler_tracks_a_be_pod(kubepods: RealKubepods) -> None:
     be: list[float] = []
     node: list[float] = []
     try:
-        c0, busy0, t0 = proc_cpu_seconds(proc.pid), node_busy(), time.monotonic()
+        c0, busy0, t0 = cpu_seconds(proc.pid), node_busy(), time.monotonic()
         sampler.collect()
         for _ in range(20):
             time.sleep(0.1)
             sampler.collect()
             be.append(cache.latest(api.BE_CPU_USAGE_FAST)[0][2])
             node.append(cache.latest(api.NODE_CPU_USAGE_FAST)[0][2])
-        c1, busy1, t1 = proc_cpu_seconds(proc.pid), node_busy(), time.monotonic()
+        c1, busy1, t1 = cpu_seconds(proc.pid), node_busy(), time.monotonic()
     finally:
         sampler.close()
     assert len(bus.events) == 20

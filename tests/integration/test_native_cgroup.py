@@ -15,6 +15,7 @@ from koordlet.system import cgroups, native
 from koordlet.system.batchread import FileKind
 from koordlet.system.paths import HostPaths
 from koordlet.testing.cgroups import RealCgroupTree
+from tests.support.batchread import file_values
 
 pytestmark = pytest.mark.root
 
@@ -57,7 +58,7 @@ def test_reads_real_cgroups_and_survives_removal(parents: dict[str, Path], impl:
         for i in dirs:
             # an empty cgroup: usage is a number, every wanted memory.stat key exists
             assert isinstance(res.value(2 * i), int)
-            stat = res.file_values(2 * i + 1)
+            stat = file_values(res, 2 * i + 1)
             assert isinstance(stat, dict) and all(v is not None and v >= 0 for v in stat.values())
         assert reader.open_fds() == 6
         (parents["cpuacct"] / "c1").rmdir()
@@ -65,7 +66,7 @@ def test_reads_real_cgroups_and_survives_removal(parents: dict[str, Path], impl:
         res = reader.read()
         # held descriptors of a removed cgroup read ENODEV; they are closed and dropped
         assert res.status == [0, 0, -errno.ENODEV, -errno.ENODEV, 0, 0]
-        assert res.value(2) is None and res.file_values(3) is None
+        assert res.value(2) is None and file_values(res, 3) is None
         assert reader.open_fds() == 4
         assert reader.read().status[2:4] == [-errno.ENOENT, -errno.ENOENT]
         (parents["cpuacct"] / "c1").mkdir()

@@ -31,8 +31,6 @@ class FakeHost:
             sys_root=tmp_path / "sys",
             sys_fs_root=tmp_path / "sys" / "fs",
             var_run_root=tmp_path / "var" / "run",
-            run_root=tmp_path / "run",
-            var_lib_kubelet=tmp_path / "var" / "lib" / "kubelet",
         )
         self.mode = CgroupMode.V1
         for p in (self.paths.proc_root, self.paths.sys_root, self.paths.sys_fs_root):

@@ -11,6 +11,7 @@ from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
+from koordlet.system import native
 from koordlet.system.cgroups import CgroupMode
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 from tests.support.recording import RecordingErrors
@@ -211,7 +212,11 @@ def test_vanished_cgroup_gives_no_sample_never_zero(
 
 
 def test_pod_leaving_the_informer_closes_its_descriptors(
-    host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+    host_tree: Any,
+    cache: MetricCache,
+    fake_clock: FakeClock,
+    errors: RecordingErrors,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fh = host_tree
     pods = [
@@ -226,9 +231,11 @@ def test_pod_leaving_the_informer_closes_its_descriptors(
     col.collect()
     per_dir = 2 if fh.mode is CgroupMode.V2 else 3
     assert col.open_fds() == 6 * per_dir
-    rebuilds = col.rebuilds
+    opened: list[int] = []
+    real_open = native.open_batch_reader
+    monkeypatch.setattr(native, "open_batch_reader", lambda *a, **kw: opened.append(1) or real_open(*a, **kw))
     col.collect()
-    assert col.rebuilds == rebuilds  # unchanged pod set: same reader, same descriptors
+    assert opened == []  # unchanged pod set: same reader, same descriptors
     states.pod_list = list(pods[:1])
     col.collect()
     assert col.open_fds() == 2 * per_dir

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from koordlet.system import batchread, native
 from koordlet.system.batchread import MISSING, FileKind
+from tests.support.batchread import file_values
 
 IMPLS = ["python", pytest.param("native", marks=pytest.mark.skipif(not native.HAS_NATIVE, reason="no C"))]
 
@@ -51,8 +52,8 @@ def test_reads_counters_and_keys(tmp_path: Path, impl: str) -> None:
         res = reader.read()
         assert res.status == [0] * 6
         for i in range(3):
-            assert res.file_values(2 * i) == 1000 + i
-            assert res.file_values(2 * i + 1) == {
+            assert file_values(res, 2 * i) == 1000 + i
+            assert file_values(res, 2 * i + 1) == {
                 "total_cache": 123456 + i,
                 "total_rss": 7890,
                 "total_inactive_file": 11,
@@ -77,10 +78,10 @@ def test_missing_key_is_sentinel_and_bad_value_is_einval(tmp_path: Path, impl: s
     with _open(impl, paths, kinds, keys) as reader:
         res = reader.read()
     assert res.status == [0, -errno.EINVAL, 0]
-    assert res.file_values(0) == {"nr_periods": 10, "throttled_time": 7}
-    assert res.file_values(1) is None
+    assert file_values(res, 0) == {"nr_periods": 10, "throttled_time": 7}
+    assert file_values(res, 1) is None
     assert res.values[res.layout.offsets[1] : res.layout.offsets[2]] == [MISSING, MISSING]
-    assert res.file_values(2) == {"b": 2, "zz": None}
+    assert file_values(res, 2) == {"b": 2, "zz": None}
 
 
 @pytest.mark.parametrize("impl", IMPLS)
