@@ -8,11 +8,12 @@ message naming the problem. The one stop ``threading.Event`` of the agent is mad
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import FrameType
 from typing import Any
 
@@ -113,9 +114,12 @@ def _param_key(name: str) -> str:
     return _param(name)
 
 
-def _install_signals(stop: threading.Event) -> None:
-    """First SIGTERM/SIGINT stops gracefully; a second forces exit (uvicorn's force_exit)."""
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """While inside: the first SIGTERM/SIGINT stops gracefully, a second forces exit (uvicorn's
+    force_exit). The handlers found are restored on the way out, so an embedding caller keeps its own."""
     if threading.current_thread() is not threading.main_thread():
+        yield
         return
     count = [0]
 
@@ -125,8 +129,12 @@ def _install_signals(stop: threading.Event) -> None:
             os._exit(130 if signum == signal.SIGINT else 143)
         stop.set()
 
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
+    before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old)
 
 
 def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
@@ -164,13 +172,14 @@ def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
         from koordlet import daemon
 
         stop = threading.Event()
-        _install_signals(stop)
-        try:
-            agent = daemon.new_daemon(cfg, entries, gates, ext_gates, stop)
-        except ConfigError as err:
-            click.echo(f"Error: {err}", err=True)
-            sys.exit(2)
-        sys.exit(agent.run(stop))
+        with _stop_on_signals(stop):
+            try:
+                agent = daemon.new_daemon(cfg, entries, gates, ext_gates, stop)
+            except ConfigError as err:
+                click.echo(f"Error: {err}", err=True)
+                sys.exit(2)
+            code = agent.run(stop)
+        sys.exit(code)
 
     for flag in config.AGENT_FLAGS:
         run.params.append(flag_option(flag))

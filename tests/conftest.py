@@ -1,8 +1,9 @@
 """Shared fixtures and the root/tool gating rules.
 
 Tests that need root and the real kernel are marked ``@pytest.mark.root``; tests that need a system tool
-are marked ``@pytest.mark.tool("stress-ng")``. Off CI they skip when the need is not met; with ``CI=true``
-an unmet need is a failure, so CI can never pass by skipping them.
+are marked ``@pytest.mark.tool("stress-ng")``; tests of the C helpers are marked ``@pytest.mark.native``.
+Off CI they skip when the need is not met; with ``CI=true`` an unmet need is a failure, so CI can never
+pass by skipping them (a broken C build included).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from koordlet.system import native
 from koordlet.testing import FakeClock
 
 ON_CI = os.environ.get("CI", "").lower() == "true"
@@ -23,6 +25,8 @@ ON_CI = os.environ.get("CI", "").lower() == "true"
 def _unmet(item: pytest.Item) -> str | None:
     if item.get_closest_marker("root") is not None and os.geteuid() != 0:
         return "needs root"
+    if item.get_closest_marker("native") is not None and not native.HAS_NATIVE:
+        return "needs the compiled native module (a broken C build must not pass as a skip)"
     for marker in item.iter_markers("tool"):
         for tool in marker.args:
             if shutil.which(str(tool)) is None:
@@ -35,7 +39,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if why is None:
         return
     if ON_CI:
-        pytest.fail(f"{why}, and CI=true: CI must run this test (install the tool in .ci/run)")
+        pytest.fail(f"{why}, and CI=true: CI must run this test (.ci/run installs what tests need)")
     pytest.skip(why)
 
 

@@ -37,6 +37,7 @@ BUSY = """
 import os, sys, time
 duty = float(sys.argv[1])
 period = 0.01
+print("ready", flush=True)
 while True:
     end = time.perf_counter() + period * duty
     while time.perf_counter() < end:
@@ -241,7 +242,13 @@ class RealKubepods:
         return proc
 
     def busy(self, container: RealContainer, duty: float = 1.0) -> subprocess.Popen[bytes]:
-        return self.spawn(container, BUSY, str(duty))
+        """A process burning ``duty`` of a core in the container; returns once it is in its loop (past
+        the interpreter's start-up), so a test measures the duty cycle and nothing else."""
+        proc = self.spawn(container, BUSY, str(duty))
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != b"ready":
+            raise AssertionError(f"busy process {proc.pid} exited before its loop ({proc.poll()})")
+        return proc
 
     def cpu_usage_ns(self, rel: str) -> int | None:
         try:

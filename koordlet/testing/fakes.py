@@ -175,6 +175,8 @@ class FakeExecutor:
         self.released: list[str] = []
         self.fail: dict[tuple[str, str], str] = {}
         """Inject a kernel error for ``(resource, cgroup_dir)``."""
+        self.on_update: Callable[[api.CgroupUpdate], None] | None = None
+        """Called as each update reaches the fake kernel (a test can act while the plugin is mid-write)."""
         self._lock = threading.Lock()
 
     def update(self, update: api.CgroupUpdate) -> api.UpdateResult:
@@ -215,6 +217,8 @@ class FakeExecutor:
 
     def _apply(self, u: api.CgroupUpdate) -> api.UpdateResult:
         self.updates.append(u)
+        if self.on_update is not None:
+            self.on_update(u)
         error = self.fail.get((u.resource, u.cgroup_dir)) or self._refusal(u)
         if error:
             result = api.UpdateResult(u, written=False, error=error)

@@ -30,9 +30,9 @@ def test_process_found_by_name_is_measured(tmp_path: Path) -> None:
     name = f"kha{uuid.uuid4().hex[:8]}"
     link = tmp_path / name
     link.symlink_to(sys.executable)
-    proc = subprocess.Popen([str(link), "-c", BUSY, "0.4"], stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen([str(link), "-c", BUSY, "0.4"], stdout=subprocess.PIPE)
     try:
-        time.sleep(0.3)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"  # in its loop
         paths = HostPaths(cgroup_root=tmp_path / "no-cgroups")
         host = Host(paths, CgroupMode.V1, CgroupDriver.CGROUPFS)
         app = api.HostApplication(name=name, qos=api.QOSClass.LS)

@@ -24,7 +24,7 @@ from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
-from koordlet.testing import FakeStates
+from koordlet.testing import FakeStates, wait_until
 from koordlet.testing.cgroups import RealContainer, RealKubepods
 from tests.support.procstat import cpu_seconds
 from tests.support.recording import RecordingBus, RecordingErrors
@@ -52,7 +52,6 @@ def test_half_cpu_process_measured_within_10pct(kubepods: RealKubepods) -> None:
     pod = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
     container = kp.add_container(pod)
     proc = kp.busy(container, duty=0.5)
-    time.sleep(0.3)  # let the interpreter start and settle into its duty cycle
     cache = MetricCache()
     shared = fw.SharedState()
     errors = RecordingErrors()
@@ -98,7 +97,8 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
     doomed = kp.add_container(pod)
     kp.busy(doomed, duty=0.2)
     kp.busy(keep, duty=0.5)
-    time.sleep(0.5)  # keep's counter must be well above zero so that a reset goes visibly backwards
+    # keep's counter must be well above zero so that a reset goes visibly backwards
+    assert wait_until(lambda: (kp.cpu_usage_ns(keep.cgroup_dir) or 0) > 100_000_000, 10)
     cache = MetricCache()
     errors = RecordingErrors()
     pods = PodResourceCollector(
@@ -114,8 +114,10 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
         pods.collect()
         fds_before = pods.open_fds()
         assert fds_before == 9  # 3 files x (pod + 2 containers)
+        mark = kp.cpu_usage_ns(keep.cgroup_dir) or 0
         kp.remove_container(doomed)
-        time.sleep(0.2)
+        # keep runs on, so its next sample has a rate
+        assert wait_until(lambda: (kp.cpu_usage_ns(keep.cgroup_dir) or 0) > mark + 20_000_000, 10)
         pods.collect()
         # the informer still lists the container: ENODEV on its held descriptors, nothing emitted for it
         assert errors.kind(fw.ERR_GONE) == 1
@@ -135,7 +137,7 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
         assert t_after[keep.container_id] == t_before[keep.container_id]  # no new sample
         assert errors.kind(fw.ERR_COUNTER_RESET) >= 1
         assert len(cache.latest(api.CONTAINER_CPU_USAGE)) == before
-        time.sleep(0.5)
+        assert wait_until(lambda: (kp.cpu_usage_ns(keep.cgroup_dir) or 0) > 50_000_000, 10)  # counts again
         pods.collect()
         cores = container_cores(cache, keep)
         assert cores is not None and 0.0 <= cores < 1.0
@@ -188,7 +190,6 @@ def test_fast_sampler_tracks_a_be_pod(kubepods: RealKubepods) -> None:
     pod = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
     container = kp.add_container(pod)
     proc = kp.busy(container, duty=0.5)
-    time.sleep(0.3)
     cache = MetricCache()
     bus = RecordingBus()
     sampler = FastSampler(FastSamplerConfig(0.1), host_for(kp), cache, bus, time.monotonic, RecordingErrors())

@@ -61,7 +61,6 @@ def test_v1_and_v2_counters_agree_and_v2_gives_pod_psi(kubepods: tuple[RealKubep
         assert os.write(fd, str(proc.pid).encode()) == len(str(proc.pid))
     finally:
         os.close(fd)
-    time.sleep(0.3)
     states = FakeStates(pods=[pod.info()])
     v1_cache, v2_cache = MetricCache(), MetricCache()
     v1_errors, v2_errors = RecordingErrors(), RecordingErrors()

@@ -62,7 +62,15 @@ def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKub
         reacted = wait_until(lambda: read_quota(kubepods) <= idle_quota - 50000, 3.0, step=0.005)
         assert reacted and reacted.seconds <= 1.0, (reacted, read_quota(kubepods), agent.tail())
 
-        time.sleep(1.0)
+        # measure once the controller has settled: two reads in a row within 5 %
+        last = [read_quota(kubepods)]
+
+        def settled() -> bool:
+            now, before = read_quota(kubepods), last[0]
+            last[0] = now
+            return abs(now - before) <= 0.05 * max(abs(before), 1)
+
+        assert wait_until(settled, 10, step=0.3), (last, agent.tail())
         quotas = []
         a_be, a_ls = kubepods.cpu_usage_ns(be_dir), kubepods.cpu_usage_ns(ls.cgroup_dir)
         t0 = time.monotonic()

@@ -19,7 +19,7 @@ from tests.support.batchread import file_values
 
 pytestmark = pytest.mark.root
 
-IMPLS = ["python", pytest.param("native", marks=pytest.mark.skipif(not native.HAS_NATIVE, reason="no C"))]
+IMPLS = ["python", pytest.param("native", marks=pytest.mark.native)]
 MEM_KEYS = ("total_cache", "total_rss", "total_inactive_file", "total_active_file", "total_unevictable")
 
 
@@ -76,9 +76,8 @@ def test_reads_real_cgroups_and_survives_removal(parents: dict[str, Path], impl:
         assert reader.open_fds() == 6
 
 
+@pytest.mark.native
 def test_native_and_python_agree_on_real_files(parents: dict[str, Path]) -> None:
-    if not native.HAS_NATIVE:
-        pytest.skip("no C")
     (parents["memory"] / "c").mkdir()
     paths = [parents["memory"] / "c" / "memory.stat", parents["memory"] / "c" / "memory.limit_in_bytes"]
     kinds = [FileKind.KEY_VALUE, FileKind.COUNTER]

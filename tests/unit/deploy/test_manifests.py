@@ -81,7 +81,6 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
         return Done()
 
     monkeypatch.setattr(daemon, "new_daemon", fake_build)
-    monkeypatch.setattr(cli, "_install_signals", lambda stop: None)
     return seen
 
 

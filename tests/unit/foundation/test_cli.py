@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,6 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
         return Done()
 
     monkeypatch.setattr(daemon, "new_daemon", fake_build)
-    monkeypatch.setattr(cli, "_install_signals", lambda stop: None)
     return seen
 
 
@@ -146,3 +146,10 @@ def test_bad_config_file_exits_2(tmp_path: Path, captured: list[Configuration]) 
 def test_a_negative_duration_is_refused(captured: list[Configuration]) -> None:
     result = invoke(["run", "--good-interval-seconds=-1"], env={"NODE_NAME": "n1"})
     assert result.exit_code == 2 and "negative" in result.output and not captured
+
+
+def test_run_restores_the_signal_handlers_it_found(captured: list[Configuration]) -> None:
+    before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT))
+    result = invoke(["run"], env={"NODE_NAME": "n1"})
+    assert result.exit_code == 0 and captured
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before

@@ -17,6 +17,7 @@ from koordlet.metricsadvisor.psi import (
     PSIConfig,
 )
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
+from tests.support.fds import open_fds_under
 from tests.support.recording import RecordingErrors
 from tests.unit.metricsadvisor.conftest import make_host
 
@@ -128,12 +129,12 @@ def test_descriptors_of_gone_pods_are_released(
     states = FakeStates(pods=pods)
     col = make(fh, cache, states, fake_clock, errors)
     col.collect()
-    before = col._fds.open_fds()
+    before = open_fds_under(fh.root)
     states.pod_list = list(pods[:1])
     col.collect()
-    assert col._fds.open_fds() == before - 3 * (n - 1)
+    assert open_fds_under(fh.root) == before - 3 * (n - 1)
     col.close()
-    assert col._fds.open_fds() == 0
+    assert open_fds_under(fh.root) == 0
 
 
 def test_v1_kernel_with_cgroup_pressure_in_cpuacct_collects_pods(

@@ -15,7 +15,7 @@ from koordlet.system import batchread, native
 from koordlet.system.batchread import MISSING, FileKind
 from tests.support.batchread import file_values
 
-IMPLS = ["python", pytest.param("native", marks=pytest.mark.skipif(not native.HAS_NATIVE, reason="no C"))]
+IMPLS = ["python", pytest.param("native", marks=pytest.mark.native)]
 
 MEMORY_STAT = (
     "cache 4096\nrss 8192\ntotal_cache 123456\ntotal_rss 7890\ntotal_inactive_file 11\n"
@@ -136,7 +136,7 @@ _key = st.sampled_from(["a", "b", "cc", "total_rss", "", "a\r"])
 _line = st.tuples(_key, st.sampled_from([" ", "  ", "\t", ""]), _token).map(lambda t: f"{t[0]}{t[1]}{t[2]}")
 
 
-@pytest.mark.skipif(not native.HAS_NATIVE, reason="no C")
+@pytest.mark.native
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     counter=_token,
@@ -197,6 +197,7 @@ def test_write_schemata_returns_last_cmd_status_on_failure(tmp_path: Path, impl:
     assert not bad.ok
 
 
+@pytest.mark.native
 def test_fds_do_not_leak_across_churn(tmp_path: Path) -> None:
     probe = tmp_path / "probe"
     probe.write_text("")
@@ -208,7 +209,7 @@ def test_fds_do_not_leak_across_churn(tmp_path: Path) -> None:
 
     paths, kinds, keys = _tree(tmp_path, 4)
     before = lowest_free_fd()
-    for impl in ["python"] + (["native"] if native.HAS_NATIVE else []):
+    for impl in ["python", "native"]:
         for _ in range(20):
             with _open(impl, paths, kinds, keys) as reader:
                 reader.read()

@@ -121,17 +121,14 @@ def _run(tmp_path: Path, resource: str, data: st.DataObject) -> None:
     rules = V1Rules(subsystem_root, resource)
     writer = RecordingWriter()
     writer.before_write = rules.check
-    ex = ResourceExecutor(host.paths, clock=FakeClock(), registry=CollectorRegistry(), writer=writer)
-
     steps: list[dict[str, str]] = []
-    real = writer.__call__
 
     def recording(items: Any) -> list[int]:
-        out = real(items)
+        out = writer(items)
         steps.append(tree_values(subsystem_root, resource))
         return out
 
-    ex._writer = recording
+    ex = ResourceExecutor(host.paths, clock=FakeClock(), registry=CollectorRegistry(), writer=recording)
     it = iter(target)
     updates = [[CgroupUpdate(resource, d, next(it), "test") for d in level] for level in levels]
     results = ex.leveled_update(updates)

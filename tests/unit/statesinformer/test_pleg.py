@@ -56,10 +56,11 @@ def test_pleg_reports_pod_and_container_dirs(fake_host: Any) -> None:
     t.start()
     try:
         cpu = fake_host.paths.cgroup_root / "cpu"
-        threading.Event().wait(0.2)  # let the watches be set up
+        # once its watches are up the PLEG asks for one refresh (dirs made before then raised no event)
+        assert wait_for(lambda: len(hits) == 1, threading.Event(), timeout=3)
         (cpu / "kubepods/burstable/stray").mkdir()  # not a pod: ignored
         (cpu / f"kubepods/besteffort/pod{UID}").mkdir()
-        assert wait_for(lambda: len(hits) >= 1, threading.Event(), timeout=3)
+        assert wait_for(lambda: len(hits) >= 2, threading.Event(), timeout=3)
         n = len(hits)
         (cpu / f"kubepods/besteffort/pod{UID}/{'a' * 64}").mkdir()  # container inside the new pod dir
         assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)
