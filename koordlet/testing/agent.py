@@ -7,13 +7,41 @@ its HTTP server on a free loopback port; :meth:`Agent.stop` sends SIGTERM and re
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from koordlet.testing.wait import Waited, wait_until
+
+
+def install_distribution(source: Path, target: Path) -> Path:
+    """Build the plugin distribution in ``source`` and install it into the directory ``target`` (not the
+    running environment); run the agent with ``PYTHONPATH=<target>`` to load it. Returns ``target``."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return target
 
 
 def free_port() -> int:
@@ -64,10 +92,6 @@ class Agent:
     """A ``koordlet run`` child process; stopped with SIGTERM (and checked to exit 0) by :meth:`stop`."""
 
     def __init__(self, tmp: Path, *extra: str, env: dict[str, str] | None = None) -> None:
-        import os
-        import subprocess
-        import sys
-
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = tmp / f"agent-{self.port}.log"
@@ -92,8 +116,6 @@ class Agent:
         return self.log.read_text()[-n:]
 
     def stop(self, timeout: float = 10.0) -> int:
-        import signal
-
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from koordlet.testing import wait_until
-from koordlet.testing.agent import Agent
+from koordlet.testing.agent import Agent, install_distribution
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "plugin_dist"
 
@@ -24,26 +24,9 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     work = tmp_path_factory.mktemp("plugin")
     src = work / "src"
     shutil.copytree(FIXTURE, src)
-    site = work / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--disable-pip-version-check",
-            "--target",
-            str(site),
-            str(src),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
+    site = install_distribution(src, work / "site")
     assert list(site.glob("koordlet_hello_plugin-*.dist-info")), "the distribution's metadata was installed"
+    assert not list(site.glob("test_*")), "the plugin's test is not part of its wheel"
     yield site
 
 
