@@ -31,7 +31,13 @@ from koordlet.statesinformer.node import local_node, node_info
 from koordlet.statesinformer.nodemetric import CollectPolicy, StatusBuilder
 from koordlet.statesinformer.nodeslo import NodeSLOStore
 from koordlet.statesinformer.pleg import PLEG
-from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer, PodSource
+from koordlet.statesinformer.pods import (
+    APIPodSource,
+    KubeletEndpoint,
+    KubeletPodSource,
+    PodsInformer,
+    PodSource,
+)
 from koordlet.statesinformer.ratelimit import Backoff
 from koordlet.statesinformer.reporter import FILE_NAME, NodeMetricReporter
 from koordlet.statesinformer.slofile import NodeSLOFile
@@ -86,7 +92,7 @@ class StatesInformer:
                 config.request_timeout_seconds,
             )
             if config.pod_source == "api":
-                source = kube.APIPodSource(self._pod_objs)
+                source = APIPodSource(self._pod_objs)
             else:
                 source = KubeletPodSource(self._kubelet_endpoint)
         self.pods_informer = PodsInformer(

@@ -16,12 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from koordlet import api
 from koordlet.errors import APIUnavailable, ConfigError
 from koordlet.statesinformer.eviction import EvictResult
-from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.statesinformer.ratelimit import Backoff
-from koordlet.system.podpath import CgroupLayout
 
 log = logging.getLogger(__name__)
 
@@ -217,24 +214,6 @@ class WatchedObjects:
     def failing(self) -> bool:
         with self._lock:
             return self._failing
-
-
-class APIPodSource:
-    """Pods of this node from the API server (``fieldSelector=spec.nodeName=<node>``), as a pod source."""
-
-    trust_empty = False
-
-    def __init__(self, objects: WatchedObjects) -> None:
-        self.objects = objects
-
-    def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
-        if not self.objects.synced():
-            raise APIUnavailable("pods: the API server list has not completed yet")
-        if self.objects.failing():
-            # Counts as a failed refresh: the pods are kept and the informer turns degraded after
-            # the staleness bound, as with an unreachable kubelet.
-            raise APIUnavailable("pods: the API server watch is broken; pods may be stale")
-        return pod_infos(self.objects.items(), layout)
 
 
 class ClusterAPI:

@@ -1,7 +1,7 @@
 """Pods on this node: the kubelet ``/pods`` source and the :class:`PodsInformer` that keeps the snapshot.
 
 Three sources share one small interface, ``list_pods(layout) -> [PodInfo]`` raising :class:`APIUnavailable`:
-the kubelet (:class:`KubeletPodSource`), the API server list+watch (``kube.APIPodSource``) and standalone
+the kubelet (:class:`KubeletPodSource`), the API server list+watch (:class:`APIPodSource`) and standalone
 cgroup discovery (``discovery.CgroupDiscovery``). The informer refreshes periodically and early on PLEG
 events (rate limited); an error or an empty list keeps the old pods (a restarting kubelet answers
 ``[]``), and after ``staleness`` seconds without a good answer it reports itself degraded.
@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from koordlet import api
 from koordlet.errors import APIUnavailable
@@ -127,6 +127,34 @@ class KubeletPodSource:
         if not isinstance(items, list):
             raise APIUnavailable(f"kubelet {ep.url}: not a PodList")
         return pod_infos((p for p in items if isinstance(p, Mapping)), layout)
+
+
+class WatchedPods(Protocol):
+    """The API server's pods of this node as a list+watch keeps them (``kube.WatchedObjects``)."""
+
+    def synced(self) -> bool: ...
+
+    def failing(self) -> bool: ...
+
+    def items(self) -> list[Mapping[str, Any]]: ...
+
+
+class APIPodSource:
+    """Pods of this node from the API server (``fieldSelector=spec.nodeName=<node>``), as a pod source."""
+
+    trust_empty = False
+
+    def __init__(self, objects: WatchedPods) -> None:
+        self.objects = objects
+
+    def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
+        if not self.objects.synced():
+            raise APIUnavailable("pods: the API server list has not completed yet")
+        if self.objects.failing():
+            # Counts as a failed refresh: the pods are kept and the informer turns degraded after
+            # the staleness bound, as with an unreachable kubelet.
+            raise APIUnavailable("pods: the API server watch is broken; pods may be stale")
+        return pod_infos(self.objects.items(), layout)
 
 
 Hook = Callable[[], None]
