@@ -58,3 +58,23 @@ def fake_host(tmp_path: Path) -> Iterator[Any]:
     from tests.support.fakehost import FakeHost
 
     yield FakeHost(tmp_path)
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """``koordlet run`` only parses and validates: the daemon is replaced by a recorder of the
+    ``Configuration`` it would have been built from."""
+    from koordlet import daemon
+
+    seen: list[Any] = []
+
+    class Done:
+        def run(self, stop: Any) -> int:
+            return 0
+
+    def fake_new_daemon(cfg: Any, *args: Any) -> Done:
+        seen.append(cfg)
+        return Done()
+
+    monkeypatch.setattr(daemon, "new_daemon", fake_new_daemon)
+    return seen

@@ -16,8 +16,7 @@ from typing import Any
 
 from koordlet import api
 from koordlet.errors import InvalidValue
-from koordlet.statesinformer.podinfo import BATCH_CPU, BATCH_MEMORY
-from koordlet.statesinformer.quantity import to_int, to_milli
+from koordlet.statesinformer.podinfo import BATCH_CPU, BATCH_MEMORY, resource_amount
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo
 from koordlet.system.topology import read_online_cpus
@@ -25,17 +24,6 @@ from koordlet.system.topology import read_online_cpus
 log = logging.getLogger(__name__)
 
 RESERVATION_ANNOTATION = "node.koordinator.sh/reservation"
-
-
-def _amount(values: Mapping[str, Any], name: str, *, milli: bool) -> int:
-    raw = values.get(name)
-    if raw is None:
-        return 0
-    try:
-        return to_milli(raw) if milli else to_int(raw)
-    except (InvalidValue, TypeError):
-        log.warning("node: ignoring unparsable %s quantity %r", name, raw)
-        return 0
 
 
 def _reservation(annotations: Mapping[str, str]) -> tuple[int, frozenset[int]]:
@@ -51,7 +39,9 @@ def _reservation(annotations: Mapping[str, str]) -> tuple[int, frozenset[int]]:
         log.warning("node: ignoring %s, not a JSON object: %r", RESERVATION_ANNOTATION, text[:200])
         return 0, frozenset()
     resources = doc.get("resources")
-    milli = _amount(resources, "cpu", milli=True) if isinstance(resources, Mapping) else 0
+    if not isinstance(resources, Mapping):
+        resources = {}
+    milli = resource_amount(resources, "cpu", milli=True, where=f"node {RESERVATION_ANNOTATION}")
     cpus: frozenset[int] = frozenset()
     pinned = doc.get("reservedCPUs")
     if isinstance(pinned, str):
@@ -72,12 +62,12 @@ def node_info(obj: Mapping[str, Any]) -> api.NodeInfo:
     reservation_milli, reserved_cpus = _reservation(annotations)
     return api.NodeInfo(
         name=str(meta.get("name", "")),
-        cpu_capacity_milli=_amount(cap, "cpu", milli=True),
-        memory_capacity_bytes=_amount(cap, "memory", milli=False),
-        cpu_allocatable_milli=_amount(alloc, "cpu", milli=True),
-        memory_allocatable_bytes=_amount(alloc, "memory", milli=False),
-        batch_cpu_allocatable_milli=_amount(alloc, BATCH_CPU, milli=False),
-        batch_memory_allocatable_bytes=_amount(alloc, BATCH_MEMORY, milli=False),
+        cpu_capacity_milli=resource_amount(cap, "cpu", milli=True, where="node"),
+        memory_capacity_bytes=resource_amount(cap, "memory", milli=False, where="node"),
+        cpu_allocatable_milli=resource_amount(alloc, "cpu", milli=True, where="node"),
+        memory_allocatable_bytes=resource_amount(alloc, "memory", milli=False, where="node"),
+        batch_cpu_allocatable_milli=resource_amount(alloc, BATCH_CPU, milli=False, where="node"),
+        batch_memory_allocatable_bytes=resource_amount(alloc, BATCH_MEMORY, milli=False, where="node"),
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         annotations=annotations,
         reservation_cpu_milli=reservation_milli,

@@ -126,7 +126,8 @@ def priority_class_of(
     return api.PriorityClass.PROD
 
 
-def _resource(values: Mapping[str, Any], name: str, *, milli: bool, where: str) -> int:
+def resource_amount(values: Mapping[str, Any], name: str, *, milli: bool, where: str) -> int:
+    """The quantity ``values[name]`` in millis (``milli``) or units; 0 when absent or unparsable (warned)."""
     raw = values.get(name)
     if raw is None:
         return 0
@@ -165,14 +166,14 @@ def _container(
         runtime=runtime,
         cgroup_dir=cgroup_dir,
         running=running,
-        cpu_request_milli=_resource(req, "cpu", milli=True, where=where),
-        cpu_limit_milli=_resource(lim, "cpu", milli=True, where=where),
-        memory_request_bytes=_resource(req, "memory", milli=False, where=where),
-        memory_limit_bytes=_resource(lim, "memory", milli=False, where=where),
-        batch_cpu_request_milli=_resource(req, BATCH_CPU, milli=False, where=where),
-        batch_cpu_limit_milli=_resource(lim, BATCH_CPU, milli=False, where=where),
-        batch_memory_request_bytes=_resource(req, BATCH_MEMORY, milli=False, where=where),
-        batch_memory_limit_bytes=_resource(lim, BATCH_MEMORY, milli=False, where=where),
+        cpu_request_milli=resource_amount(req, "cpu", milli=True, where=where),
+        cpu_limit_milli=resource_amount(lim, "cpu", milli=True, where=where),
+        memory_request_bytes=resource_amount(req, "memory", milli=False, where=where),
+        memory_limit_bytes=resource_amount(lim, "memory", milli=False, where=where),
+        batch_cpu_request_milli=resource_amount(req, BATCH_CPU, milli=False, where=where),
+        batch_cpu_limit_milli=resource_amount(lim, BATCH_CPU, milli=False, where=where),
+        batch_memory_request_bytes=resource_amount(req, BATCH_MEMORY, milli=False, where=where),
+        batch_memory_limit_bytes=resource_amount(lim, BATCH_MEMORY, milli=False, where=where),
     )
 
 

@@ -44,6 +44,24 @@ def install_distribution(source: Path, target: Path) -> Path:
     return target
 
 
+def koordlet_command(
+    *args: str, site: Path | None = None, timeout: float = 60.0
+) -> subprocess.CompletedProcess[str]:
+    """``koordlet <args>`` in a child process (with the plugins installed in ``site``); the caller checks
+    the exit status and output."""
+    env = {**os.environ, "NODE_NAME": "node-under-test"}
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    return subprocess.run(
+        [sys.executable, "-m", "koordlet", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

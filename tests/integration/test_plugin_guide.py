@@ -21,7 +21,7 @@ import pytest
 from koordlet.api.cpulist import parse_cpuset
 from koordlet.system.paths import HostPaths
 from koordlet.testing import wait_until
-from koordlet.testing.agent import Agent, install_distribution
+from koordlet.testing.agent import Agent, install_distribution, koordlet_command
 from koordlet.testing.cgroups import RealKubepods
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,22 +101,10 @@ def test_the_plugin_passes_its_own_test_as_its_author_runs_it(
 
 
 def test_the_installed_guide_plugin_is_listed_with_its_flags(guide_site: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(guide_site), "NODE_NAME": "node-under-test"}
-
-    def koordlet(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "koordlet", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-
-    listed = koordlet("plugins", "list", "--qos-extension-plugins=BEQuotaCap=true")
+    listed = koordlet_command("plugins", "list", "--qos-extension-plugins=BEQuotaCap=true", site=guide_site)
     row = next(line.split() for line in listed.stdout.splitlines() if line.startswith("BEQuotaCap "))
     assert row == ["BEQuotaCap", "entrypoint:koordlet-be-quota-cap", "Alpha", "false", "true"]
-    helptext = koordlet("run", "--help").stdout
+    helptext = koordlet_command("run", "--help", site=guide_site).stdout
     assert "--be-quota-cap-percent" in helptext and "[plugin BEQuotaCap]" in helptext
 
 

@@ -3,17 +3,14 @@ listed, gated and run by the real ``koordlet`` command."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from koordlet.testing import wait_until
-from koordlet.testing.agent import Agent, install_distribution
+from koordlet.testing.agent import Agent, install_distribution, koordlet_command
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "plugin_dist"
 
@@ -30,30 +27,17 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield site
 
 
-def koordlet(site: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(site), "NODE_NAME": "node-under-test"}
-    return subprocess.run(
-        [sys.executable, "-m", "koordlet", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        **kw,
-    )  # type: ignore[call-overload]
-
-
 def test_discovered_listed_and_gated(plugin_site: Path) -> None:
-    listed = koordlet(plugin_site, "plugins", "list")
+    listed = koordlet_command("plugins", "list", site=plugin_site)
     assert listed.returncode == 0, listed.stderr
     row = next(line.split() for line in listed.stdout.splitlines() if line.startswith("Hello "))
     assert row == ["Hello", "entrypoint:koordlet-hello-plugin", "Alpha", "false", "false"]
-    on = koordlet(plugin_site, "plugins", "list", "--qos-extension-plugins=Hello=true")
+    on = koordlet_command("plugins", "list", "--qos-extension-plugins=Hello=true", site=plugin_site)
     assert next(line for line in on.stdout.splitlines() if line.startswith("Hello ")).split()[-1] == "true"
-    helptext = koordlet(plugin_site, "run", "--help")
+    helptext = koordlet_command("run", "--help", site=plugin_site)
     assert "--hello-file" in helptext.stdout and "[plugin Hello]" in helptext.stdout
     # The extension gate is separate from koordlet's gates.
-    wrong = koordlet(plugin_site, "run", "--feature-gates=Hello=true")
+    wrong = koordlet_command("run", "--feature-gates=Hello=true", site=plugin_site)
     assert wrong.returncode == 2 and "unrecognized feature gate: Hello" in wrong.stderr
 
 

@@ -65,25 +65,6 @@ def expand(arg: str, env: dict[str, str]) -> str:
     return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, arg)
 
 
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
-    """Replace the daemon with a recorder, so ``koordlet run`` only parses and validates."""
-    from koordlet import daemon
-
-    seen: list[Configuration] = []
-
-    class Done:
-        def run(self, stop: Any) -> int:
-            return 0
-
-    def fake_build(cfg: Configuration, *args: Any) -> Done:
-        seen.append(cfg)
-        return Done()
-
-    monkeypatch.setattr(daemon, "new_daemon", fake_build)
-    return seen
-
-
 def run_cli(args: list[str], env: dict[str, str]) -> Any:
     entries = loader.discover()
     argv = cli.normalize_args(["run", *args], entries)

@@ -78,25 +78,6 @@ def test_version() -> None:
     assert f"plugin API {api.API_VERSION}" in result.output and "native helpers" in result.output
 
 
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
-    """Replace the daemon with a recorder, so ``run`` only parses."""
-    from koordlet import daemon
-
-    seen: list[Configuration] = []
-
-    class Done:
-        def run(self, stop: Any) -> int:
-            return 0
-
-    def fake_build(cfg: Configuration, *args: Any) -> Done:
-        seen.append(cfg)
-        return Done()
-
-    monkeypatch.setattr(daemon, "new_daemon", fake_build)
-    return seen
-
-
 def test_precedence_flags_over_env_over_file_over_defaults(
     tmp_path: Path, captured: list[Configuration]
 ) -> None:
