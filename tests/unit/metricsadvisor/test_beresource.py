@@ -18,14 +18,6 @@ from tests.unit.metricsadvisor.conftest import make_host
 TIER = "kubepods/besteffort"
 
 
-@pytest.fixture(params=["v1", "v2"])
-def host_tree(request: pytest.FixtureRequest, fake_host: Any) -> Any:
-    if request.param == "v2":
-        fake_host.use_cgroup_v2()
-    fake_host.mkcgroup(None, TIER)
-    return fake_host
-
-
 def set_tier(fh: Any, *, cpu_ns: int, quota: int, period: int = 100000, cpus: str = "0-3") -> None:
     if fh.mode is CgroupMode.V2:
         fh.write_cgroup("cpu.stat", TIER, f"usage_usec {cpu_ns // 1000}\nnr_periods 0\nnr_throttled 0\n")

@@ -18,14 +18,6 @@ from tests.unit.metricsadvisor.conftest import make_host
 TIER = "kubepods/besteffort"
 
 
-@pytest.fixture(params=["v1", "v2"])
-def host_tree(request: pytest.FixtureRequest, fake_host: Any) -> Any:
-    if request.param == "v2":
-        fake_host.use_cgroup_v2()
-    fake_host.mkcgroup(None, TIER)
-    return fake_host
-
-
 def set_be(fh: Any, ns: int) -> None:
     if fh.mode is CgroupMode.V2:
         fh.write_cgroup("cpu.stat", TIER, f"usage_usec {ns // 1000}\nuser_usec 0\n")

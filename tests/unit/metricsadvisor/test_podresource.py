@@ -18,13 +18,6 @@ from tests.support.recording import RecordingErrors
 from tests.unit.metricsadvisor.conftest import make_host
 
 
-@pytest.fixture(params=["v1", "v2"])
-def host_tree(request: pytest.FixtureRequest, fake_host: Any) -> Any:
-    if request.param == "v2":
-        fake_host.use_cgroup_v2()
-    return fake_host
-
-
 def set_usage(
     fh: Any,
     cgroup_dir: str,
