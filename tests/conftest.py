@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from koordlet.system import native
-from koordlet.testing import FakeClock
 
 ON_CI = os.environ.get("CI", "").lower() == "true"
+
+# The plugin kit's fixtures (harness, fake_clock, plugin_registry) serve the agent's own tests too.
+pytest_plugins = ["koordlet.testing.pytest_plugin"]
 
 # Plugin distributions under fixtures/ carry their own tests; the guide test runs them as their authors
 # would (in their own directory, against the installed koordlet), not as part of this suite.
@@ -45,11 +47,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if ON_CI:
         pytest.fail(f"{why}, and CI=true: CI must run this test (.ci/run installs what tests need)")
     pytest.skip(why)
-
-
-@pytest.fixture
-def fake_clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture

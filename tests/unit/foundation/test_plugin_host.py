@@ -53,16 +53,18 @@ def test_invalid_plugins_fail_with_their_name(builtins: list[Any], eps: list[Any
     assert needle in str(err.value)
 
 
-def test_in_process_registration_rejects_duplicates() -> None:
+def test_in_process_registration_rejects_duplicates(plugin_registry: None) -> None:
     plugin = ps.Second()
     api.register_qos_ext_plugin("Second", ps.Second.feature, plugin)
-    try:
-        with pytest.raises(PluginError, match="already registered"):
-            api.register_qos_ext_plugin("Second", ps.Second.feature, plugin)
-        entries = loader.discover([], entry_points=lambda: [])
-        assert [(e.name, e.source) for e in entries] == [("Second", "registered")]
-    finally:
-        api.unregister_qos_ext_plugin("Second")
+    with pytest.raises(PluginError, match="already registered"):
+        api.register_qos_ext_plugin("Second", ps.Second.feature, plugin)
+    entries = loader.discover([], entry_points=lambda: [])
+    assert [(e.name, e.source) for e in entries] == [("Second", "registered")]
+
+
+def test_the_plugin_registry_fixture_leaves_no_registration_behind(plugin_registry: None) -> None:
+    # runs after the test above (file order): what it registered is gone
+    assert api.registered_ext_plugins() == {}
 
 
 def test_flags_are_collected_for_every_plugin_and_clashes_refused() -> None:
