@@ -73,11 +73,13 @@ def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKub
         assert wait_until(settled, 10, step=0.3), (last, agent.tail())
         quotas = []
         a_be, a_ls = kubepods.cpu_usage_ns(be_dir), kubepods.cpu_usage_ns(ls.cgroup_dir)
+        idle0 = idle_seconds()
         t0 = time.monotonic()
         while time.monotonic() - t0 < 3.0:
             quotas.append(read_quota(kubepods))
             time.sleep(0.05)
         elapsed = time.monotonic() - t0
+        idle = (idle_seconds() - idle0) / elapsed
         b_be, b_ls = kubepods.cpu_usage_ns(be_dir), kubepods.cpu_usage_ns(ls.cgroup_dir)
         assert None not in (a_be, a_ls, b_be, b_ls)
         be_used = (b_be - a_be) / 1e9 / elapsed  # type: ignore[operator]
@@ -85,7 +87,9 @@ def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKub
         budget = sum(quotas) / len(quotas) / 100000
         assert abs(be_used - budget) <= max(0.1 * budget, 0.05), (be_used, budget, quotas)
         assert budget <= 0.65 * CPUS - 0.9  # the budget left room for LS
-        assert ls_used >= 0.9, (ls_used, be_used, budget)
+        # LS wants one core. On a machine other work also uses, it may not get all of it, but never for
+        # lack of room: with CPU left idle, LS (not throttled by the agent) must have taken it.
+        assert ls_used >= 0.9 * min(1.0, ls_used + idle), (ls_used, idle, be_used, budget)
 
         kubepods.stop_container(ls_c)  # LS load falls: BE grows back (rate-limited)
         grown = wait_until(lambda: read_quota(kubepods) >= 0.9 * idle_quota, 20, step=0.1)
@@ -95,6 +99,13 @@ def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKub
         code = agent.stop()
     assert code == 0, agent.tail()
     assert read_quota(kubepods) == -1, "the quota is restored when the agent stops"
+
+
+def idle_seconds() -> float:
+    """Idle CPU time of the whole node so far (``/proc/stat``: idle + iowait), in seconds."""
+    with open("/proc/stat", encoding="utf-8") as f:
+        fields = f.readline().split()
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
 
 
 def meminfo() -> dict[str, int]:
