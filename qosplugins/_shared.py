@@ -66,6 +66,15 @@ def read_value(ctx: api.PluginContext, resource: str, cgroup_dir: str) -> str | 
         return None
 
 
+def report_refused(ctx: api.PluginContext, results: Sequence[api.UpdateResult]) -> None:
+    """Log each write the executor refused (it has counted and audited them already)."""
+    for r in results:
+        if not r.ok:
+            ctx.logger.warning(
+                "%s=%s on %s refused: %s", r.update.resource, r.update.value, r.update.cgroup_dir, r.error
+            )
+
+
 def threshold_enabled(ctx: api.PluginContext) -> bool:
     """The runtime switch of koordlet's BE strategies: ``resourceUsedThresholdWithBE.enable``."""
     return bool(ctx.states.node_slo().resource_used_threshold_with_be.enable)

@@ -290,7 +290,7 @@ class CPUBurst(api.QOSPluginBase):
             target,
             " [dry-run]" if self.ctx.dry_run else "",
         )
-        self._report(self.ctx.executor.leveled_update(levels))
+        _shared.report_refused(self.ctx, self.ctx.executor.leveled_update(levels))
         return target
 
     def _update(self, cgroup_dir: str, quota: int, op: Op) -> api.CgroupUpdate:
@@ -300,17 +300,7 @@ class CPUBurst(api.QOSPluginBase):
         current = _shared.parse_int(_shared.read_value(self.ctx, resource, cgroup_dir))
         if current is None or current == value:
             return
-        self._report(
-            [self.ctx.executor.update(api.CgroupUpdate(resource, cgroup_dir, str(value), owner=self.name))]
+        _shared.report_refused(
+            self.ctx,
+            [self.ctx.executor.update(api.CgroupUpdate(resource, cgroup_dir, str(value), owner=self.name))],
         )
-
-    def _report(self, results: list[api.UpdateResult]) -> None:
-        for r in results:
-            if not r.ok:
-                self.ctx.logger.warning(
-                    "CPUBurst: %s=%s on %s refused: %s",
-                    r.update.resource,
-                    r.update.value,
-                    r.update.cgroup_dir,
-                    r.error,
-                )

@@ -274,7 +274,7 @@ class BECPUSuppress(api.QOSPluginBase):
             [api.CgroupUpdate("cpuset.cpus", d, value, owner=self.name, reason=reason) for d in level]
             for level in levels
         ]
-        self._report(self.ctx.executor.leveled_update(updates))
+        _shared.report_refused(self.ctx, self.ctx.executor.leveled_update(updates))
 
     def _write_quota(self, be_dir: str, quota: int, reason: str) -> None:
         self.ctx.logger.info(
@@ -286,7 +286,7 @@ class BECPUSuppress(api.QOSPluginBase):
         update = api.CgroupUpdate(
             "cpu.cfs_quota_us", be_dir, str(quota), owner=self.name, reason=reason, cacheable=False
         )
-        self._report([self.ctx.executor.update(update)])
+        _shared.report_refused(self.ctx, [self.ctx.executor.update(update)])
 
     def _recover_quota(self, be_dir: str) -> None:
         cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", be_dir))
@@ -310,17 +310,6 @@ class BECPUSuppress(api.QOSPluginBase):
         if pools.usable:
             self._recover_cpuset(be_dir, pools, only_if_changed=False)
         self._restored = True
-
-    def _report(self, results: list[api.UpdateResult]) -> None:
-        for r in results:
-            if not r.ok:
-                self.ctx.logger.warning(
-                    "BECPUSuppress: %s=%s on %s refused: %s",
-                    r.update.resource,
-                    r.update.value,
-                    r.update.cgroup_dir,
-                    r.error,
-                )
 
     def _set(self, gauge: api.GaugeVec, value: float, **extra: str) -> None:
         gauge.labels(**self._labels, **extra).set(value)
