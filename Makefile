@@ -1,6 +1,7 @@
 # Two entry points, each doing all of its own set-up on a fresh clone:
 #   make run   venv -> install -> the agent running standalone on this host
-#   make test  venv -> install (+ Debian packages the tests need, when root) -> lint, types, imports, tests
+#   make test  venv -> install (+ Debian packages the tests need, when root) -> lint, types, imports,
+#              dead code, tests
 PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
@@ -33,9 +34,10 @@ run: $(STAMP)
 	$(BIN)/koordlet run --tsdb-path $(STATE)/metric-data --var-run-root-dir $(STATE)/run $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check koordlet qosplugins tests bench
+	$(BIN)/ruff check koordlet qosplugins tests bench .ci
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/deadcode.py
 
 test: $(STAMP) deps-system lint
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -1,9 +1,11 @@
-"""The daemon: fixes koordlet's start order, serves HTTP, supervises threads, stops in reverse.
+"""The agent in one place: :func:`new_daemon` builds every component, :meth:`Daemon.run` runs them.
 
+koordlet's ``NewDaemon`` + ``Run``. This is the one module that knows every concrete class; each component
+gets its own frozen config from :class:`koordlet.config.Configuration`, plugins see only ``koordlet.api``.
 Start order: resource executor → metric cache → states informer (wait for sync) → metrics advisor (wait
 for first samples) → QoS manager (plugins) → ready. ``/healthz`` answers as soon as the HTTP server is up;
 ``/readyz`` only once the whole order has completed. A root component that dies sets ``stop`` and the
-process exits non-zero so the kubelet restarts it.
+process exits non-zero so the kubelet restarts it; stop runs the order backwards.
 """
 
 from __future__ import annotations
@@ -15,8 +17,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from koordlet.httpserver import AgentHTTPServer, text_response
-from koordlet.runtime import Supervisor, wait_for
+from prometheus_client import CollectorRegistry
+
+from koordlet.config import Configuration
+from koordlet.errors import ConfigError
+from koordlet.eventbus import EventBus
+from koordlet.featuregates import FeatureGate
+from koordlet.httpserver import AgentHTTPServer, Route, json_response, text_response
+from koordlet.lifecycle import Supervisor, wait_for
+from koordlet.metriccache.cache import MetricCache
+from koordlet.metrics import AgentMetrics, PluginMetrics
+from koordlet.qosmanager.evictor import Evictor
+from koordlet.qosmanager.loader import PluginEntry
+from koordlet.qosmanager.manager import QOSManager, Services
+from koordlet.resourceexecutor.executor import ResourceExecutor
+from koordlet.system import native
+from koordlet.system.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -129,3 +145,135 @@ class Daemon:
             return 1
         log.info("stopped")
         return 0
+
+
+def _events_route(executor: ResourceExecutor) -> Route:
+    def route(query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        try:
+            since = int(query.get("since", ["0"])[0])
+            limit = int(query.get("limit", ["256"])[0])
+        except ValueError:
+            return json_response({"error": "since and limit must be integers"}, 400)
+        return json_response({"events": executor.events(since_seq=since, limit=limit)})
+
+    return route
+
+
+def new_daemon(
+    cfg: Configuration,
+    entries: Sequence[PluginEntry],
+    gates: FeatureGate,
+    ext_gates: FeatureGate,
+    stop: threading.Event,
+) -> Daemon:
+    """Build the whole agent, each component from its own config in ``cfg`` (nothing starts until
+    :meth:`Daemon.run`). Host paths, clocks and the Prometheus registry are made here and injected."""
+    # Imported here: the informer pulls in the kubernetes client, which `koordlet version` never needs.
+    from koordlet.metricsadvisor.advisor import MetricsAdvisor
+    from koordlet.statesinformer.informer import StatesInformer
+
+    clock, wall = time.monotonic, time.time
+    registry = CollectorRegistry(auto_describe=False)
+    agent_metrics = AgentMetrics(registry, cfg.node_name)
+    agent_metrics.started(native.HAS_NATIVE)
+    supervisor = Supervisor(stop)
+    bus = EventBus(on_error=agent_metrics.tick_error)
+
+    try:
+        host = Host(cfg.paths)
+    except OSError as err:
+        raise ConfigError(f"cannot read the host under {cfg.paths.cgroup_root}: {err}") from err
+    log.info("host: %r", host)
+    executor = ResourceExecutor(
+        cfg.paths,
+        config=cfg.executor,
+        clock=clock,
+        wall_clock=wall,
+        registry=registry,
+        mode=host.mode,
+    )
+    cache = MetricCache(
+        cfg.cache,
+        clock=clock,
+        wall_clock=wall,
+        registry=registry,
+    )
+    informer = StatesInformer(
+        cfg.informer,
+        host,
+        cache,
+        bus,
+        registry,
+        clock=clock,
+        wall_clock=wall,
+    )
+    advisor = MetricsAdvisor(
+        cfg.advisor,
+        host=host,
+        cache=cache,
+        states=informer,
+        bus=bus,
+        registry=registry,
+        clock=clock,
+    )
+    evictor = Evictor(
+        node=cfg.node_name,
+        host=host,
+        audit=executor.audit,
+        clock=clock,
+        registry=registry,
+        only_by_api=cfg.qos.only_evict_by_api,
+        eviction_api=None if informer.standalone else informer,
+        dry_run=cfg.qos.dry_run,
+    )
+    services = Services(
+        node_name=cfg.node_name,
+        states=informer,
+        metrics=cache,
+        host=host,
+        executor=executor,
+        evictor=evictor,
+        clock=clock,
+        wall_clock=wall,
+        bus=bus,
+        registry=PluginMetrics(registry),
+        agent=cfg.qos.agent,
+        dry_run=cfg.qos.dry_run,
+    )
+    qos = QOSManager(entries, gates, ext_gates, cfg.options, services, supervisor, agent_metrics)
+
+    def force_update() -> None:
+        for result in executor.reconcile_owned():
+            if result.written:
+                log.info(
+                    "repaired %s of %s (owner %s)",
+                    result.update.resource,
+                    result.update.cgroup_dir,
+                    result.update.owner,
+                )
+
+    def start_executor(s: threading.Event, sup: Supervisor) -> None:
+        sup.every(
+            "resourceexecutor/force-update",
+            max(cfg.executor.force_update_seconds / 4, 1.0),
+            force_update,
+            on_error=agent_metrics.tick_error,
+        )
+
+    def start_cache(s: threading.Event, sup: Supervisor) -> None:
+        loaded = cache.load()
+        log.info("metric cache: %d samples restored", loaded)
+        sup.go("metriccache/checkpoint", lambda: cache.run_loop(s))
+
+    components = [
+        FuncComponent("resourceexecutor", start_executor),
+        FuncComponent("metriccache", start_cache),
+        FuncComponent("statesinformer", informer.start, informer.has_synced, informer.shutdown),
+        FuncComponent("metricsadvisor", advisor.start, advisor.has_synced, advisor.shutdown),
+        FuncComponent("qosmanager", lambda s, _sup: qos.run(s), lambda: True, qos.shutdown),
+    ]
+    http = AgentHTTPServer(cfg.host, cfg.port, registry)
+    http.route("/nodemetric", lambda _q: json_response(informer.nodemetric_status()))
+    http.route("/events", _events_route(executor))
+    http.route("/plugins", lambda _q: json_response(qos.states()))
+    return Daemon(components, supervisor, http)

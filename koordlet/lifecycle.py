@@ -1,18 +1,20 @@
 """Threads and the one stop Event: Go's ``wait.Until`` and goroutine supervision, for the whole agent.
 
-Threads are created only here. ``until`` runs a periodic tick until stop (a raising tick is logged and
+Agent threads are created only here. ``until`` runs a periodic tick until stop (a raising tick is logged and
 counted, never fatal); ``Supervisor`` starts named root threads and turns the death of one into an agent
-stop with a non-zero exit, so the kubelet restarts the pod (koordlet's ``klog.Fatal``).
+stop with a non-zero exit, so the kubelet restarts the pod (koordlet's ``klog.Fatal``); ``install_signals``
+turns SIGTERM/SIGINT into that stop for every process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -132,42 +134,13 @@ def wait_for(
     return False
 
 
-class EventBus:
-    """Named in-process events (``api.EVENT_*``): publishers call subscribers on their own thread.
 
-    A raising subscriber is logged and reported to ``on_error`` and does not affect the publisher or the
-    other subscribers, so a plugin's bug cannot stall the sampler that publishes node samples.
-    """
-
-    def __init__(self, on_error: TickErrorHook | None = None) -> None:
-        self._lock = threading.Lock()
-        self._subs: dict[str, list[tuple[str, Callable[[], None]]]] = {}
-        self._on_error = on_error
-
-    def subscribe(self, event: str, fn: Callable[[], None], *, owner: str = "") -> None:
-        with self._lock:
-            self._subs.setdefault(event, []).append((owner, fn))
-
-    def unsubscribe_owner(self, owner: str) -> None:
-        with self._lock:
-            for event, subs in self._subs.items():
-                self._subs[event] = [(o, f) for o, f in subs if o != owner]
-
-    def publish(self, event: str) -> None:
-        with self._lock:
-            subs = list(self._subs.get(event, ()))
-        for owner, fn in subs:
-            try:
-                fn()
-            except Exception as err:
-                log.exception("subscriber %s of %s failed", owner or "?", event)
-                if self._on_error is not None:
-                    self._on_error(owner or event, err)
-
-
-def install_signals(stop: threading.Event) -> None:
-    """First SIGTERM/SIGINT stops gracefully; a second forces exit (uvicorn's force_exit)."""
+@contextlib.contextmanager
+def install_signals(stop: threading.Event) -> Iterator[None]:
+    """While inside: the first SIGTERM/SIGINT stops gracefully, a second forces exit (uvicorn's
+    force_exit). The handlers found are restored on the way out, so an embedding caller keeps its own."""
     if threading.current_thread() is not threading.main_thread():
+        yield
         return
     count = [0]
 
@@ -177,5 +150,9 @@ def install_signals(stop: threading.Event) -> None:
             os._exit(130 if signum == signal.SIGINT else 143)
         stop.set()
 
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
+    before = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old)
