@@ -30,9 +30,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from koordlet.cluster.client import make_api_client, request
+from koordlet.lifecycle import Supervisor
 from koordlet.manager import batchresource as br
 from koordlet.manager.app import Manager
-from koordlet.runtime import Supervisor
 from koordlet.schema import sloconfig
 from koordlet.schema.colocation import collect_policy, node_strategy, parse_colocation_config
 from koordlet.schema.nodemetric import parse_status

@@ -10,10 +10,9 @@ import urllib.request
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.daemon import Daemon, FuncComponent
 from koordlet.eventbus import EventBus
 from koordlet.httpserver import AgentHTTPServer
-from koordlet.lifecycle import Supervisor, until, wait_for
+from koordlet.lifecycle import Daemon, FuncComponent, Supervisor, until, wait_for
 
 
 def test_until_keeps_going_after_a_failed_tick_and_stops_promptly() -> None:
