@@ -43,7 +43,7 @@ test: $(STAMP) deps-system lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b --quick || exit 1; done
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info $(STATE) koordlet/system/_native*.so

@@ -20,6 +20,7 @@ from koordlet.cluster import process
 from koordlet.cluster.process import Address
 from koordlet.manager.app import Manager
 from koordlet.manager.config import ManagerConfig
+from koordlet.testing.agent import free_port, http_get, wait_http
 from tests.apiserver import APIServer
 
 NS = "koordinator-system"
@@ -156,8 +157,6 @@ class ManagerProcess:
     and checks the exit, :meth:`kill` sends SIGKILL."""
 
     def __init__(self, tmp: Path, server: APIServer, identity: str, *extra: str) -> None:
-        from tests.integration.agentproc import free_port
-
         self.identity = identity
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -179,8 +178,6 @@ class ManagerProcess:
         )
 
     def metrics(self) -> str:
-        from tests.integration.agentproc import http_get
-
         status, body = http_get(self.base + "/metrics")
         assert status == 200
         return body.decode()
@@ -192,9 +189,7 @@ class ManagerProcess:
             return False
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        from tests.integration.agentproc import wait_http
-
-        if wait_http(self.base + "/readyz", timeout) is None:
+        if not wait_http(self.base + "/readyz", timeout):
             raise AssertionError(f"koord-manager {self.identity} not ready in {timeout}s:\n{self.tail()}")
 
     def tail(self, n: int = 4000) -> str:

@@ -16,9 +16,9 @@ import pytest
 from koordlet.cluster.client import ApiError, make_api_client
 from koordlet.cluster.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
 from koordlet.errors import APIUnavailable, ConfigError
+from koordlet.testing import FakeClock
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.fakeclock import FakeClock
 
 
 class MemoryLeases:

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from koordlet import api
-from koordlet.statesinformer import nodeslo
-from koordlet.statesinformer.slovalidate import InvalidNodeSLO
+from koordlet.schema import nodeslo
+from koordlet.schema.slovalidate import InvalidNodeSLO
 from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod, topology
 from qosplugins import _evict
 from qosplugins.cpuburst import CPUBurst
