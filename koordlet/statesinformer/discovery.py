@@ -22,7 +22,8 @@ import yaml
 
 from koordlet import api
 from koordlet.errors import APIUnavailable
-from koordlet.statesinformer.podinfo import pod_info, priority_class_of, qos_of
+from koordlet.schema.pod import priority_class_of, qos_of
+from koordlet.statesinformer.podinfo import pod_info
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupLayout
 
