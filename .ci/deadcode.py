@@ -26,11 +26,45 @@ ALLOWED_NAMES = {
     "update_tasks": "resctrl task writes: its caller is the RdtResctrl plugin (node QoS II)",
     "cgroup_version": "api.HostReader contract method for third-party plugins (built-ins need no version)",
     "remove": "api.GaugeVec contract method for third-party plugins",
+    "delete": "scheduler framework CycleState contract method (Go's CycleState.Delete) for plugins",
+    "clone": "scheduler framework CycleState contract method (Go's CycleState.Clone) for plugins",
+    "pods_on_node": "scheduler framework Handle contract method for third-party scheduler plugins",
     "convert": "click.ParamType hook, called by click",
     "plugins_list": "click command, registered by its decorator",
     "do_GET": "http.server handler hook",
+    "do_POST": "http.server handler hook",
     "log_message": "http.server handler hook",
 }
+PENDING_CALLERS = {
+    # Node QoS II's kernel side is merged, its plugins and collectors are not yet: each name is kept for
+    # the one caller named here. Delete the entry when that caller lands (or the name, if it never does).
+    "the BlkIOReconcile plugin (node QoS II)": {
+        "koordlet/system/blkio.py": (
+            "resolve_device_name",
+            "resolve_path_device",
+            "render_device_value",
+            "stale_devices",
+        ),
+    },
+    "the CgroupReconcile plugin (node QoS II)": {
+        "koordlet/system/probes.py": ("supported_memory_qos",),
+    },
+    "the SystemConfig plugin (node QoS II)": {
+        "koordlet/system/sysctl.py": ("is_supported",),
+        "koordlet/resourceexecutor/sysctlwrites.py": ("originals", "restore"),
+    },
+    "the CPI collector (node QoS II)": {
+        "koordlet/system/perf.py": ("check_events", "perf_cgroup_dir", "cpi"),
+    },
+    "the resctrl monitoring collector (node QoS II)": {
+        "koordlet/system/resctrlmon.py": ("monitoring_unsupported", "read_mon_data"),
+    },
+    "the page-cache collector (node QoS II)": {
+        "koordlet/system/cgstats.py": ("page_cache", "parse_page_cache"),
+        "koordlet/system/procfs.py": ("page_cache",),
+    },
+}
+_PENDING = {(f, n) for files in PENDING_CALLERS.values() for f, names in files.items() for n in names}
 
 
 def main() -> int:
@@ -39,7 +73,7 @@ def main() -> int:
     dead = []
     for item in v.get_unused_code(min_confidence=60):
         rel = Path(item.filename).resolve().relative_to(ROOT).as_posix()
-        if rel in ALLOWED_FILES:
+        if rel in ALLOWED_FILES or (rel, item.name) in _PENDING:
             continue
         if item.typ in KINDS or item.confidence >= 100:
             dead.append(f"{rel}:{item.first_lineno}: unused {item.typ} {item.name!r}")
@@ -48,7 +82,7 @@ def main() -> int:
     if dead:
         print(f"dead code: {len(dead)} item(s); delete them, or name them in .ci/deadcode.py with a reason")
         return 1
-    allowed = len(ALLOWED_NAMES) + len(ALLOWED_FILES)
+    allowed = len(ALLOWED_NAMES) + len(ALLOWED_FILES) + len(_PENDING)
     print(f"dead code: none (vulture over {', '.join(PATHS)}; {allowed} allowed)")
     return 0
 

@@ -306,7 +306,7 @@ class PerfGroups:
         return self
 
     def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+        self, _et: type[BaseException] | None, _ev: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.close()
 
