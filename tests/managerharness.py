@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -16,6 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from koordlet import testing
 from koordlet.cluster import process
 from koordlet.cluster.process import Address
 from koordlet.manager.app import Manager
@@ -70,12 +70,10 @@ def set_config(server: APIServer, **keys: Any) -> None:
 
 def wait_until(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> float:
     """Seconds until ``cond()`` held; fails the test after ``timeout``."""
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError(f"{what} not reached in {timeout}s")
-        time.sleep(0.01)
-    return time.monotonic() - t0
+    waited = testing.wait_until(cond, timeout)
+    if not waited:
+        raise AssertionError(f"{what} not reached in {timeout}s")
+    return waited.seconds
 
 
 def get(server: APIServer, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
