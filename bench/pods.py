@@ -1,6 +1,6 @@
 """Pod refresh cost for 500 pods: from a kubelet PodList over loopback, and from cgroup discovery.
 
-Kubelet: a fake kubelet (``tests/fakekubelet.py``) serves a 500-pod PodList on 127.0.0.1; the agent's
+Kubelet: a fake kubelet (``koordlet.testing.kubelet``) serves a 500-pod PodList on 127.0.0.1; the agent's
 ``PodsInformer.refresh()`` (HTTP GET, JSON decode, QoS/priority/resources/container-ID validation, cgroup
 dirs) is timed against its floor, the same GET plus ``json.loads`` and nothing else. Discovery: 500 pod
 dirs, each with one container dir, under a unique ``koordlet-test-<random>`` parent in the real v1 cpu

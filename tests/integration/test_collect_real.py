@@ -2,8 +2,8 @@
 own CPU time, node CPU agrees with /proc/stat within 5 %, and a cgroup removed under held descriptors
 (ENODEV) or a reset ``cpuacct.usage`` gives no sample, closes descriptors and re-baselines.
 
-Cgroups live under a unique ``koordlet-e2e-*`` parent (``tests/integration/kubepods.py``), removed with
-their processes even when a test fails.
+Cgroups live under a unique ``koordlet-e2e-*`` parent (``koordlet.testing.cgroups.RealKubepods``),
+removed with their processes even when a test fails.
 """
 
 from __future__ import annotations

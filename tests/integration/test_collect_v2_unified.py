@@ -3,8 +3,8 @@ in the (controller-less) cgroup2 hierarchy; the v1 collector (``cpuacct.usage``)
 (``cpu.stat usage_usec``) report the same CPU within 5 %, and the v2 side also yields pod PSI from the
 cgroup pressure files that v1 lacks here.
 
-The v1 tree comes from ``tests/integration/kubepods.py``; the mirrored v2 dirs are created under the same
-unique parent and removed (deepest first, after the processes are killed) even when the test fails.
+The v1 tree comes from ``koordlet.testing.cgroups.RealKubepods``; the mirrored v2 dirs are created under
+the same unique parent and removed (deepest first, after the processes are killed) even when the test fails.
 """
 
 from __future__ import annotations
