@@ -43,11 +43,15 @@ def parse_addr(text: str, flag: str = "--addr") -> Address:
 
 
 def parse_seconds(text: object, flag: str) -> float:
-    """Seconds from a number or a Go duration (``15s``, ``1m30s``); :class:`ConfigError` naming ``flag``."""
+    """Seconds from a number or a Go duration (``15s``, ``1m30s``), never negative (every duration flag is
+    an interval, a timeout or a lease, as the agent's); :class:`ConfigError` naming ``flag``."""
     try:
-        return quantity.parse_seconds(text)
+        seconds = quantity.parse_seconds(text)
     except InvalidValue as err:
         raise ConfigError(f"{flag} {text!r}: want seconds or a Go duration like 15s") from err
+    if seconds < 0:
+        raise ConfigError(f"{flag} {text!r} is negative: a duration here is an interval, a timeout, a lease")
+    return seconds
 
 
 def common_options(env_prefix: str, default_addr: str) -> Callable[[F], F]:
