@@ -1,5 +1,6 @@
-"""The Kubernetes API side of the informer: client construction, list+watch loops, and the few writes
-(NodeMetric status, Eviction, Event). The only module of the agent that imports ``kubernetes``.
+"""The Kubernetes API side of the informer: list+watch loops and the few writes (NodeMetric status,
+Eviction, Event); the client itself is made by :mod:`koordlet.cluster.client`. The only module of the
+agent's own packages that imports ``kubernetes``.
 
 The client is imported lazily (about a second of imports) so standalone agents and ``--help`` never pay
 for it. Objects travel as plain JSON dicts (``raw_object``), the same shape the kubelet serves, so one
