@@ -31,7 +31,6 @@ import uuid
 from pathlib import Path
 
 import psutil
-from host_read import FLOOR_C
 from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet import api
@@ -46,6 +45,11 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates, make_pod
 from koordlet.testing.cgroups import RealCgroupTree
+
+if __package__:  # python -m bench.collect (make bench)
+    from bench.host_read import FLOOR_C
+else:  # python bench/collect.py
+    from host_read import FLOOR_C
 
 NAME = "collect"
 SUBSYSTEMS = ("cpu", "cpuacct", "cpuset", "memory")
