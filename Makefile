@@ -1,7 +1,8 @@
 # Entry points, each doing all of its own set-up on a fresh clone:
 #   make run   venv -> install -> the agent running standalone on this host
 #   make loop  venv -> install -> the whole colocation loop on this host (root, cgroup v1; no cluster)
-#   make test  venv -> install (+ Debian packages the tests need, when root) -> lint, types, imports, tests
+#   make test  venv -> install (+ Debian packages the tests need, when root) -> lint, types, imports,
+#              dead code, tests
 PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
@@ -37,15 +38,16 @@ loop: $(STAMP)
 	$(BIN)/python -m tests.loop $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check koordlet qosplugins tests bench
+	$(BIN)/ruff check koordlet qosplugins tests bench .ci
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/deadcode.py
 
 test: $(STAMP) deps-system lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b --quick || exit 1; done
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info $(STATE) koordlet/system/_native*.so

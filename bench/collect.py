@@ -28,25 +28,28 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import psutil
-from host_read import FLOOR_C
 from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet import api
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache, MetricCacheConfig
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
-from koordlet.runtime import EventBus, Supervisor
 from koordlet.system import native
 from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
+from koordlet.testing import FakeStates, make_pod
+from koordlet.testing.cgroups import RealCgroupTree
+
+if __package__:  # python -m bench.collect (make bench)
+    from bench.host_read import FLOOR_C
+else:  # python bench/collect.py
+    from host_read import FLOOR_C
 
 NAME = "collect"
 SUBSYSTEMS = ("cpu", "cpuacct", "cpuset", "memory")
@@ -56,48 +59,9 @@ CLOCK_OFFSET = 1000.0
 """The agent's clock runs ahead of the prefill timestamps, so live samples append in order after them."""
 
 
-class Pods:
-    """A fixed pod list (what the states informer would hand over)."""
-
-    def __init__(self, pods: Sequence[api.PodInfo]) -> None:
-        self._pods = list(pods)
-
-    def node(self) -> api.NodeInfo | None:
-        return None
-
-    def pods(self) -> Sequence[api.PodInfo]:
-        return self._pods
-
-    def node_slo(self) -> api.NodeSLO:
-        return api.NodeSLO()
-
-    def has_synced(self) -> bool:
-        return True
-
-
 def skip(why: str) -> int:
     print(json.dumps({"bench": NAME, "skipped": why}))
     return 0
-
-
-def write(path: Path, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        if os.write(fd, value.encode()) != len(value):
-            raise OSError(f"short write to {path}")
-    finally:
-        os.close(fd)
-
-
-def mkcg(root: Path, rel: str, made: list[Path]) -> None:
-    for sub in SUBSYSTEMS:
-        d = root / sub / rel
-        d.mkdir()
-        made.append(d)
-        if sub == "cpuset":
-            # a v1 cpuset child starts empty; copy the parent's so processes could run there
-            for f in ("cpuset.cpus", "cpuset.mems"):
-                write(d / f, (d.parent / f).read_text().strip() or "0")
 
 
 def shifted_clock() -> float:
@@ -188,42 +152,29 @@ def main() -> int:
         return skip("a v1 controller is missing")
     rounds, seconds, floor_sweeps = (3, 6.0, 9) if args.quick else (5, 20.0, 15)
 
-    parent = f"koordlet-test-{uuid.uuid4().hex[:10]}"
-    made: list[Path] = []
+    tree = RealCgroupTree(SUBSYSTEMS, root=paths.cgroup_root)
+    parent = tree.parent
     tmp = Path(tempfile.mkdtemp(prefix="koordlet-bench-"))
     advisor: MetricsAdvisor | None = None
     try:
-        tier = f"{parent}/kubepods/besteffort"
-        for rel in (parent, f"{parent}/kubepods", tier):
-            mkcg(paths.cgroup_root, rel, made)
+        tier = tree.mkdir("kubepods/besteffort")
         pods: list[api.PodInfo] = []
         for i in range(args.pods):
             uid = str(uuid.UUID(int=i + 1, version=4))
             cid = f"{i + 1:064x}"
-            mkcg(paths.cgroup_root, f"{tier}/pod{uid}", made)
-            mkcg(paths.cgroup_root, f"{tier}/pod{uid}/{cid}", made)
+            tree.mkdir(f"kubepods/besteffort/pod{uid}/{cid}")
             pods.append(
-                api.PodInfo(
+                make_pod(
+                    f"pod-{i}",
                     uid=uid,
-                    namespace="bench",
-                    name=f"pod-{i}",
-                    qos=api.QOSClass.BE,
-                    kube_qos=api.KubeQOSClass.BESTEFFORT,
                     cgroup_dir=f"{tier}/pod{uid}",
-                    containers=(
-                        api.ContainerInfo(
-                            name="main",
-                            container_id=cid,
-                            runtime="containerd",
-                            cgroup_dir=f"{tier}/pod{uid}/{cid}",
-                            batch_cpu_request_milli=100,
-                        ),
-                    ),
+                    container_ids=[cid],
+                    batch_cpu_request_milli=100,
                 )
             )
         bench_paths = HostPaths(cgroup_parent=parent)
         host = Host(bench_paths, CgroupMode.V1, CgroupDriver.CGROUPFS)
-        states = Pods(pods)
+        states = FakeStates(pods=pods)
         cache_cfg = MetricCacheConfig(
             node_retention=RETENTION, pod_retention=RETENTION, other_retention=RETENTION, collect_interval=1.0
         )
@@ -300,11 +251,7 @@ def main() -> int:
     finally:
         if advisor is not None:
             advisor.shutdown()
-        for d in sorted(made, key=lambda p: len(p.parts), reverse=True):
-            try:
-                d.rmdir()
-            except FileNotFoundError:
-                pass
+        tree.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
 
     agent = statistics.median(agent_pct)

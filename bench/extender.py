@@ -16,12 +16,8 @@ import argparse
 import gc
 import http.client
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psutil
 from prometheus_client import CollectorRegistry

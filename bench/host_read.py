@@ -19,16 +19,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from koordlet.system import native
 from koordlet.system.batchread import FileKind, PyBatchReader
 from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.paths import HostPaths
+from koordlet.testing.cgroups import RealCgroupTree
 
 NAME = "host_read"
 MEM_KEYS = (
@@ -159,20 +157,15 @@ def main() -> int:
     if not all(r.is_dir() for r in roots.values()):
         return skip("no v1 cpuacct or memory controller")
     rounds, sweeps = (5, 5) if args.quick else (11, 9)
-    parent = f"koordlet-test-{uuid.uuid4().hex[:10]}"
-    made: list[Path] = []
+    tree = RealCgroupTree(("cpuacct", "memory"), root=paths.cgroup_root)
+    parent = tree.parent
     tmp = Path(tempfile.mkdtemp(prefix="koordlet-bench-"))
     try:
-        for root in roots.values():
-            (root / parent).mkdir()
-            made.append(root / parent)
         files: list[Path] = []
         kinds: list[FileKind] = []
         keys: list[tuple[str, ...]] = []
         for i in range(args.containers):
-            for root in roots.values():
-                (root / parent / f"c{i}").mkdir()
-                made.append(root / parent / f"c{i}")
+            tree.mkdir(f"c{i}")
             files += [
                 roots["cpuacct"] / parent / f"c{i}" / "cpuacct.usage",
                 roots["memory"] / parent / f"c{i}" / "memory.stat",
@@ -213,11 +206,7 @@ def main() -> int:
         c_reader.close()
         py_reader.close()
     finally:
-        for d in sorted(made, key=lambda p: len(p.parts), reverse=True):
-            try:
-                d.rmdir()
-            except FileNotFoundError:
-                pass
+        tree.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
 
     native_med, py_med, floor_med = (statistics.median(x) for x in (c_ms, py_ms, floor_ms))

@@ -12,6 +12,9 @@ controllers, which must decide to write nothing, and check that they did not) an
 updates reached the server), against ``write_floor_ms`` (one PUT of a NodeSLO by a bare client).
 Medians over rounds.
 ``ratio`` is ``resync_ms`` over ``decode_floor_ms``. Target: ``change_ms`` < 50 at 5000 nodes.
+
+Run from the repository root as ``python -m bench.manager [--quick]``: the test API server is the
+repository's ``tests/apiserver``, which is not installed with the package.
 """
 
 from __future__ import annotations
@@ -24,23 +27,29 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from koordlet.cluster.client import make_api_client, request
+from koordlet.lifecycle import Supervisor
 from koordlet.manager import batchresource as br
 from koordlet.manager.app import Manager
-from koordlet.runtime import Supervisor
 from koordlet.schema import sloconfig
 from koordlet.schema.colocation import collect_policy, node_strategy, parse_colocation_config
 from koordlet.schema.nodemetric import parse_status
 from koordlet.schema.quantity import format_bytes, format_decimal
 from koordlet.schema.timefmt import format_time
-from tests.apiserver import APIServer
-from tests.apiserver.fixtures import DEFAULT_CRDS
-from tests.managerharness import NS, configmap, ensure_namespace, manager_config, node
+
+try:  # the repository's test API server: importable when run as a module from the repository root
+    from tests.apiserver import APIServer
+    from tests.apiserver.fixtures import DEFAULT_CRDS
+    from tests.managerharness import NS, configmap, ensure_namespace, manager_config, node
+except ModuleNotFoundError as err:
+    if err.name != "tests":
+        raise
+    sys.exit(
+        "bench/manager.py serves its nodes from the repository's test API server (tests/apiserver): run it"
+        " from the repository root as `python -m bench.manager` (make bench does)"
+    )
 
 NAME = "manager"
 SLO_API = "/apis/slo.koordinator.sh/v1alpha1"

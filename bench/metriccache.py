@@ -13,14 +13,11 @@ import json
 import math
 import os
 import statistics
-import sys
 import tempfile
 import time
 from array import array
 from collections.abc import Callable
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from koordlet import api
 from koordlet.metriccache import MetricCache, MetricCacheConfig

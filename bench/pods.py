@@ -1,6 +1,6 @@
 """Pod refresh cost for 500 pods: from a kubelet PodList over loopback, and from cgroup discovery.
 
-Kubelet: a fake kubelet (``tests/fakekubelet.py``) serves a 500-pod PodList on 127.0.0.1; the agent's
+Kubelet: a fake kubelet (``koordlet.testing.kubelet``) serves a 500-pod PodList on 127.0.0.1; the agent's
 ``PodsInformer.refresh()`` (HTTP GET, JSON decode, QoS/priority/resources/container-ID validation, cgroup
 dirs) is timed against its floor, the same GET plus ``json.loads`` and nothing else. Discovery: 500 pod
 dirs, each with one container dir, under a unique ``koordlet-test-<random>`` parent in the real v1 cpu
@@ -24,8 +24,6 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from koordlet import api
 from koordlet.statesinformer.discovery import CgroupDiscovery
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer
@@ -33,7 +31,8 @@ from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
-from tests.fakekubelet import FakeKubelet, make_pod
+from koordlet.testing.cgroups import RealCgroupTree
+from koordlet.testing.kubelet import FakeKubelet, pod_object
 
 NAME = "pods"
 N_PODS = 500
@@ -72,7 +71,7 @@ def alternate(agent: Callable[[], object], floor: Callable[[], object], rounds: 
 def bench_kubelet(specs: list[tuple[str, api.KubeQOSClass, str]], rounds: int) -> dict[str, float]:
     layout = CgroupLayout.create(CgroupDriver.CGROUPFS)
     pods = [
-        make_pod(
+        pod_object(
             uid,
             f"pod-{i}",
             namespace=f"ns-{i % 20}",
@@ -103,29 +102,20 @@ def bench_kubelet(specs: list[tuple[str, api.KubeQOSClass, str]], rounds: int) -
     return {"kubelet_refresh_ms": agent_ms, "kubelet_floor_ms": floor_ms}
 
 
-def build_tree(
-    paths: HostPaths, mode: CgroupMode, specs: list[tuple[str, api.KubeQOSClass, str]]
-) -> list[Path]:
-    """Pod + container dirs in the cpu hierarchy; returns every dir created, parents first."""
+def build_tree(paths: HostPaths, specs: list[tuple[str, api.KubeQOSClass, str]]) -> RealCgroupTree:
+    """Pod + container dirs in the cpu hierarchy under the paths' cgroup parent (removed by cleanup())."""
     layout = CgroupLayout.create(CgroupDriver.CGROUPFS, paths.cgroup_parent)
-    base = paths.cgroup_root / "cpu" if mode is CgroupMode.V1 else paths.cgroup_root
-    made: list[Path] = []
+    parent = paths.cgroup_parent.strip("/")
+    tree = RealCgroupTree(("cpu",), root=paths.cgroup_root, parent=parent)
 
-    def mk(rel: str) -> None:
-        p = base / rel
-        if not p.exists():
-            p.mkdir()
-            made.append(p)
+    def mk(cgroup_dir: str) -> None:
+        tree.mkdir(cgroup_dir.removeprefix(parent + "/"))
 
-    parts = layout.kubepods_dir().split("/")
-    for i in range(1, len(parts) + 1):
-        mk("/".join(parts[:i]))
-    for qos in QOS[1:]:
+    for qos in QOS:
         mk(layout.qos_dir(qos))
     for uid, qos, cid in specs:
-        mk(layout.pod_dir(uid, qos))
         mk(layout.container_dir(uid, qos, cid))
-    return made
+    return tree
 
 
 def bench_discovery(specs: list[tuple[str, api.KubeQOSClass, str]], rounds: int) -> dict[str, float | str]:
@@ -140,9 +130,9 @@ def bench_discovery(specs: list[tuple[str, api.KubeQOSClass, str]], rounds: int)
         paths = HostPaths(cgroup_root=root / "cgroup", cgroup_parent="/koordlet-test-bench")
         tree = "tmp-dir"
     mode = CgroupMode.V1
-    made: list[Path] = []
+    made: RealCgroupTree | None = None
     try:
-        made = build_tree(paths, mode, specs)
+        made = build_tree(paths, specs)
         host = Host(paths, mode=mode, driver=CgroupDriver.CGROUPFS)
         informer = PodsInformer(
             CgroupDiscovery(host), lambda: host.layout, clock=time.monotonic, staleness=60
@@ -162,11 +152,8 @@ def bench_discovery(specs: list[tuple[str, api.KubeQOSClass, str]], rounds: int)
         agent_ms, floor_ms = alternate(informer.refresh, floor, rounds)
         assert len(informer.pods()) == N_PODS and floor() == N_PODS
     finally:
-        for p in reversed(made):  # deepest first: a cgroup with children cannot be removed
-            try:
-                p.rmdir()
-            except OSError as err:
-                print(f"cleanup: {p}: {err}", file=sys.stderr)
+        if made is not None:
+            made.cleanup()
         if tmp is not None:
             tmp.cleanup()
     return {"discovery_refresh_ms": agent_ms, "discovery_floor_ms": floor_ms, "discovery_tree": tree}

@@ -28,12 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from koordlet.api import KubeQOSClass  # noqa: E402
-from tests.integration.agentproc import Agent  # noqa: E402
-from tests.integration.kubepods import RealKubepods  # noqa: E402
+from koordlet.api import KubeQOSClass
+from koordlet.testing.agent import Agent
+from koordlet.testing.cgroups import RealKubepods
 
 CPUS = os.cpu_count() or 1
 GATED_BUSY = """

@@ -16,20 +16,14 @@ import argparse
 import dataclasses
 import json
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from koordlet import api
 from koordlet.metriccache.cache import MetricCache
+from koordlet.testing import FakeClock, Harness, be_slo, make_harness, make_pod, topology
 from qosplugins.cpusuppress import BECPUSuppress
-from tests.fakeclock import FakeClock
-from tests.fakes import Harness, make_harness
-from tests.unit.qosplugins.builders import be_slo, make_pod, topology
 
 NAME = "suppress_cost"
 

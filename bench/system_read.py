@@ -15,14 +15,13 @@ import signal
 import statistics
 import sys
 import time
-import uuid
-from pathlib import Path
 
 from koordlet.system.cgroups import CgroupMode, detect_mode, resource_path
 from koordlet.system.cgstats import parse_cpu_stat, parse_cpuacct_usage, parse_memory_stat
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
+from koordlet.testing.cgroups import RealCgroupTree
 
 NAME = "system_read"
 CONTROLLERS = ("cpu", "cpuacct", "memory")
@@ -66,16 +65,11 @@ def main() -> int:
         print(json.dumps({"bench": NAME, "skipped": "written for this cgroup v1 host"}))
         return 0
     n, rounds = (200, 7) if args.quick else (1000, 15)
-    parent = f"koordlet-test-{uuid.uuid4().hex[:10]}"
-    created: list[Path] = []
+    tree = RealCgroupTree(CONTROLLERS, root=paths.cgroup_root)
+    parent = tree.parent
     try:
-        for ctl in CONTROLLERS:
-            d = paths.cgroup_root / ctl / parent
-            d.mkdir()
-            created.append(d)
-            for i in range(n):
-                (d / f"c{i}").mkdir()
-                created.append(d / f"c{i}")
+        for i in range(n):
+            tree.mkdir(f"c{i}")
         host = Host(paths, CgroupMode.V1, CgroupDriver.CGROUPFS)
         dirs = [f"{parent}/c{i}" for i in range(n)]
         files = [str(resource_path(paths, CgroupMode.V1, r, d)) for d in dirs for r in RESOURCES]
@@ -105,11 +99,7 @@ def main() -> int:
             )
         )
     finally:
-        for d in sorted(created, key=lambda p: len(p.parts), reverse=True):
-            try:
-                d.rmdir()
-            except OSError as err:
-                print(f"cleanup: {d}: {err}", file=sys.stderr)
+        tree.cleanup()
     return 0
 
 

@@ -10,36 +10,39 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from koordlet import __version__, api, config, featuregates
 from koordlet.errors import ConfigError, PluginError
+from koordlet.lifecycle import install_signals
 from koordlet.qosmanager import loader
-from koordlet.runtime import install_signals
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 
 class Seconds(click.ParamType):  # type: ignore[type-arg]
-    """Seconds as a number or a Go duration (``500ms``, ``1s``, ``2m``)."""
+    """Seconds as a number or a Go duration (``500ms``, ``1s``, ``2m``); never negative."""
 
     name = "duration"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         try:
-            return config.parse_seconds(value)
+            seconds = config.parse_seconds(value)
         except ConfigError as err:
             self.fail(str(err), param, ctx)
+        if seconds < 0:
+            self.fail(f"{value!r} is negative: a duration here is an interval or a wait", param, ctx)
+        return seconds
 
 
 def _param(name: str) -> str:
     return name.replace("-", "_")
 
 
-def flag_option(flag: api.Flag, *, owner: str = "") -> click.Option:
+def flag_option(flag: api.Flag[api.OptionValue], *, owner: str = "") -> click.Option:
     """An ``api.Flag`` as a click option with its ``KOORDLET_*`` environment variable."""
     help_text = flag.help + (f" [plugin {owner}]" if owner else "")
     common: dict[str, Any] = {"envvar": config.env_name(flag.name), "show_default": True, "help": help_text}
@@ -51,8 +54,12 @@ def flag_option(flag: api.Flag, *, owner: str = "") -> click.Option:
     return click.Option([f"--{flag.name}", _param(flag.name)], type=ptype, default=flag.default, **common)
 
 
-def normalize_args(args: Sequence[str], long_names: set[str], bool_names: set[str]) -> list[str]:
-    """Accept Go spellings: ``-name=v`` → ``--name=v``; ``--b=true``/``false`` → ``--b``/``--no-b``."""
+def normalize_args(args: Sequence[str], entries: Sequence[loader.PluginEntry]) -> list[str]:
+    """Accept Go spellings of the agent's and the plugins' flags: ``-name=v`` → ``--name=v``;
+    ``--b=true``/``false`` → ``--b``/``--no-b``."""
+    flags = [*config.AGENT_FLAGS, *(f for e in entries for f in e.flags)]
+    long_names = {f.name for f in flags} | {"config"}
+    bool_names = {f.name for f in flags if f.type is bool}
     out: list[str] = []
     for index, arg in enumerate(args):
         if arg == "--":
@@ -104,9 +111,7 @@ def _param_key(name: str) -> str:
     return _param(name)
 
 
-def build_cli(
-    entries: Sequence[loader.PluginEntry], plugin_flags: Sequence[tuple[loader.PluginEntry, api.Flag]]
-) -> click.Group:
+def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
     @click.group(context_settings=CONTEXT)
     def cli() -> None:
         """koordlet: a node agent for Kubernetes colocation of latency-sensitive and best-effort pods."""
@@ -138,21 +143,23 @@ def build_cli(
         except ConfigError as err:
             raise click.UsageError(str(err)) from err
         logs.setup(verbosity, str(options["log-format"]))
-        from koordlet import assembly
+        from koordlet import daemon
 
         stop = threading.Event()
-        install_signals(stop)
-        try:
-            daemon = assembly.build_daemon(cfg, entries, gates, ext_gates, stop)
-        except ConfigError as err:
-            click.echo(f"Error: {err}", err=True)
-            sys.exit(2)
-        sys.exit(daemon.run(stop))
+        with install_signals(stop):
+            try:
+                agent = daemon.new_daemon(cfg, entries, gates, ext_gates, stop)
+            except ConfigError as err:
+                click.echo(f"Error: {err}", err=True)
+                sys.exit(2)
+            code = agent.run(stop)
+        sys.exit(code)
 
     for flag in config.AGENT_FLAGS:
         run.params.append(flag_option(flag))
-    for entry, flag in plugin_flags:
-        run.params.append(flag_option(flag, owner=entry.name))
+    for entry in entries:
+        for flag in entry.flags:
+            run.params.append(flag_option(flag, owner=entry.name))
 
     @cli.group("plugins", context_settings=CONTEXT)
     def plugins() -> None:
@@ -192,26 +199,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         entries = loader.discover()
-        plugin_flags = loader.collect_flags(entries)
     except PluginError as err:
-        if args[:1] == ["version"]:
-            entries, plugin_flags = [], []
-        else:
+        if args[:1] != ["version"]:
             click.echo(f"Error: {err}", err=True)
             sys.exit(2)
-    long_names = {f.name for f in config.AGENT_FLAGS} | {f.name for _, f in plugin_flags} | {"config"}
-    bool_names = {f.name for f in config.AGENT_FLAGS if f.type is bool} | {
-        f.name for _, f in plugin_flags if f.type is bool
-    }
-    cli = build_cli(entries, plugin_flags)
+        entries = []
+    cli = build_cli(entries)
     try:
-        args = normalize_args(args, long_names, bool_names)
+        args = normalize_args(args, entries)
     except click.UsageError as err:
         err.show()
         sys.exit(2)
     cli.main(args=args, prog_name="koordlet")
-
-
-def plugin_options(values: Mapping[str, object]) -> dict[str, object]:
-    """Option values keyed by flag name (for contexts built outside the CLI)."""
-    return {k.replace("_", "-"): v for k, v in values.items()}

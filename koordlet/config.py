@@ -1,5 +1,8 @@
 """Agent configuration: koordlet's flag names, one table, and the frozen :class:`Configuration`.
 
+:func:`build` is the one place flags become component configs (``ExecutorConfig``, ``MetricCacheConfig``,
+``InformerConfig``, ``AdvisorConfig``, ``QOSManagerConfig``); the daemon hands each component its own.
+
 Every agent flag is an ``api.Flag`` (the same type plugins use), turned into a click option by ``cli``.
 Precedence: command-line flag > ``KOORDLET_<FLAG>`` environment variable > ``--config`` YAML file (same
 keys) > default. Float flags are seconds and also accept Go durations (``500ms``, ``1s``, ``2m``).
@@ -17,15 +20,20 @@ from typing import Any
 
 import yaml
 
-from koordlet.api import Flag
+from koordlet.api import AgentOptions, Flag, OptionValue
 from koordlet.errors import ConfigError, InvalidValue
+from koordlet.metriccache.config import MetricCacheConfig
+from koordlet.metricsadvisor.config import AdvisorConfig
+from koordlet.qosmanager.config import QOSManagerConfig
+from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.schema import quantity
+from koordlet.statesinformer.config import InformerConfig
 from koordlet.system import paths as syspaths
 
 MIN_COLLECT_INTERVAL = 0.1
 """koordlet refuses anything under 1 s; we allow down to 100 ms for fast reaction."""
 
-AGENT_FLAGS: tuple[Flag, ...] = (
+AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("addr", str, "127.0.0.1:9316", "HTTP address for /metrics, /healthz, /readyz, /nodemetric, /events"),
     Flag("feature-gates", str, "", "koordlet feature gates: Name=true,... (AllAlpha, AllBeta accepted)"),
     Flag("qos-extension-plugins", str, "", "extension plugin gates: Name=true,..."),
@@ -114,33 +122,18 @@ def load_config_file(path: str, known: set[str]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Configuration:
-    """The agent's parsed configuration (plugin options stay in ``options``)."""
+    """The agent's parsed configuration: one frozen config per component, all built by :func:`build`."""
 
     node_name: str
     addr: str
-    standalone: bool
-    kubeconfig: str
-    dry_run: bool
     paths: syspaths.HostPaths
-    collect_interval: float
-    fast_sample_interval: float
-    psi_interval: float
-    reconcile_interval: float
-    force_update_seconds: float
-    only_evict_by_api: bool
-    kubelet_preferred_address_type: str
-    kubelet_sync_interval: float
-    kubelet_sync_timeout: float
-    kubelet_insecure_tls: bool
-    kubelet_read_only_port: int
-    pod_list: str
-    node_slo_file: str
-    enable_node_metric_report: bool
-    node_metric_report_min_interval: float
-    tsdb_path: str
-    tsdb_max_bytes: int
-    audit_max_events: int
-    options: Mapping[str, object]
+    executor: ExecutorConfig
+    cache: MetricCacheConfig
+    informer: InformerConfig
+    advisor: AdvisorConfig
+    qos: QOSManagerConfig
+    options: Mapping[str, OptionValue]
+    """Every flag's parsed value by name, the plugins' flags included."""
 
     @property
     def host(self) -> str:
@@ -159,11 +152,15 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
     def seconds(name: str) -> float:
         return parse_seconds(o[name])
 
+    def integer(name: str) -> int:
+        value = o[name]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"--{name} {value!r}: want an integer")
+        return value
+
     collect = seconds("collect-res-used-interval")
     if collect < MIN_COLLECT_INTERVAL:
         raise ConfigError(f"--collect-res-used-interval={collect}s is below the minimum 100ms")
-    if not seconds("node-metric-report-min-interval") > 0:
-        raise ConfigError("--node-metric-report-min-interval must be positive")
     addr = str(o["addr"])
     host, sep, port = addr.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
@@ -179,39 +176,64 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
         if not standalone and env.get("KUBERNETES_SERVICE_HOST"):
             raise ConfigError("NODE_NAME is empty: set it from spec.nodeName in the DaemonSet")
         node = socket.gethostname()
-    paths = syspaths.HostPaths(
-        cgroup_root=Path(str(o["cgroup-root-dir"])),
-        proc_root=Path(str(o["proc-root-dir"])),
-        sys_root=Path(str(o["sys-root-dir"])),
-        sys_fs_root=Path(str(o["sys-fs-root-dir"])),
-        var_run_root=Path(str(o["var-run-root-dir"])),
-        cgroup_parent=str(o["cgroup-root"]) or "/",
-        cgroup_driver=driver,
-    )
+    dry_run = bool(o["dry-run"])
+    tsdb = str(o["tsdb-path"])
+    report_floor = seconds("node-metric-report-min-interval")
+    if not report_floor > 0:
+        raise ConfigError("--node-metric-report-min-interval must be positive")
     return Configuration(
         node_name=node,
         addr=addr,
-        standalone=standalone,
-        kubeconfig=str(o["kubeconfig"]),
-        dry_run=bool(o["dry-run"]),
-        paths=paths,
-        collect_interval=collect,
-        fast_sample_interval=seconds("fast-sample-interval"),
-        psi_interval=seconds("psi-collector-interval"),
-        reconcile_interval=float(o["reconcile-interval-seconds"]),  # type: ignore[arg-type]
-        force_update_seconds=float(o["resource-force-update-seconds"]),  # type: ignore[arg-type]
-        only_evict_by_api=bool(o["only-evict-by-api"]),
-        kubelet_preferred_address_type=str(o["kubelet-preferred-address-type"]),
-        kubelet_sync_interval=seconds("kubelet-sync-interval"),
-        kubelet_sync_timeout=seconds("kubelet-sync-timeout"),
-        kubelet_insecure_tls=bool(o["kubelet-insecure-tls"]),
-        kubelet_read_only_port=int(o["kubelet-read-only-port"]),  # type: ignore[call-overload]
-        pod_list=str(o["pod-list"]),
-        node_slo_file=str(o["node-slo-file"]),
-        enable_node_metric_report=bool(o["enable-node-metric-report"]),
-        node_metric_report_min_interval=seconds("node-metric-report-min-interval"),
-        tsdb_path=str(o["tsdb-path"]),
-        tsdb_max_bytes=int(o["tsdb-max-bytes"]),  # type: ignore[call-overload]
-        audit_max_events=int(o["audit-max-events-limit"]),  # type: ignore[call-overload]
-        options=dict(o),
+        paths=syspaths.HostPaths(
+            cgroup_root=Path(str(o["cgroup-root-dir"])),
+            proc_root=Path(str(o["proc-root-dir"])),
+            sys_root=Path(str(o["sys-root-dir"])),
+            sys_fs_root=Path(str(o["sys-fs-root-dir"])),
+            var_run_root=Path(str(o["var-run-root-dir"])),
+            cgroup_parent=str(o["cgroup-root"]) or "/",
+            cgroup_driver=driver,
+        ),
+        executor=ExecutorConfig(
+            force_update_seconds=float(integer("resource-force-update-seconds")),
+            dry_run=dry_run,
+            audit_size=integer("audit-max-events-limit"),
+        ),
+        cache=MetricCacheConfig(
+            tsdb_path=Path(tsdb) if tsdb else None,
+            tsdb_max_bytes=integer("tsdb-max-bytes"),
+            collect_interval=collect,
+        ),
+        informer=InformerConfig(
+            node_name=node,
+            standalone=True if standalone else None,
+            kubeconfig=str(o["kubeconfig"]),
+            kubelet_preferred_address_type=str(o["kubelet-preferred-address-type"]),
+            kubelet_read_only_port=integer("kubelet-read-only-port"),
+            kubelet_insecure_tls=bool(o["kubelet-insecure-tls"]),
+            kubelet_sync_interval=seconds("kubelet-sync-interval"),
+            kubelet_sync_timeout=seconds("kubelet-sync-timeout"),
+            pod_list=str(o["pod-list"]),
+            node_slo_file=str(o["node-slo-file"]),
+            enable_node_metric_report=bool(o["enable-node-metric-report"]),
+            report_interval_min_seconds=report_floor,
+            # The write limiter (0.1/s) guards against storms; a lower floor is a deliberate choice.
+            status_qps=max(0.1, 1.0 / report_floor),
+        ),
+        advisor=AdvisorConfig(
+            node_name=node,
+            collect_interval=collect,
+            be_interval=collect,
+            fast_sample_interval=seconds("fast-sample-interval"),
+            psi_interval=seconds("psi-collector-interval"),
+            host_app_interval=collect,
+            sys_metric_outdated_interval=seconds("collect-sys-metric-outdated-interval"),
+        ),
+        qos=QOSManagerConfig(
+            agent=AgentOptions(
+                reconcile_interval=float(integer("reconcile-interval-seconds")), collect_interval=collect
+            ),
+            only_evict_by_api=bool(o["only-evict-by-api"]),
+            dry_run=dry_run,
+        ),
+        options={k: v for k, v in o.items() if isinstance(v, bool | int | float | str)},
     )

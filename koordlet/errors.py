@@ -1,8 +1,9 @@
 """The agent's one error tree.
 
 Every layer raises a subclass of :class:`KoordletError`; ``system/`` translates ``OSError`` into
-:class:`CgroupGone`, :class:`ResourceUnsupported` or :class:`WriteFailed` with ``raise ... from err``
-so callers never see a bare errno. Stdlib only: ``koordlet.api`` re-exports these for plugins.
+:class:`CgroupGone` or :class:`ResourceUnsupported` with ``raise ... from err`` (a refused write is an
+``UpdateResult`` error, not an exception), so callers never see a bare errno. Stdlib only:
+``koordlet.api`` re-exports these for plugins.
 """
 
 from __future__ import annotations
@@ -44,17 +45,6 @@ class ResourceUnsupported(KoordletError):
 
 class CgroupGone(KoordletError):
     """The cgroup vanished (pod deleted): a skipped sample or write, never a crash."""
-
-
-class WriteFailed(KoordletError):
-    """The kernel refused a write (EINVAL, ERANGE, EBUSY, EACCES, ...): reported with path and value."""
-
-    def __init__(self, path: str, value: str, errno: int, message: str) -> None:
-        super().__init__(f"write {value!r} to {path} failed: [errno {errno}] {message}")
-        self.path = path
-        self.value = value
-        self.errno = errno
-        self.message = message
 
 
 class APIUnavailable(KoordletError):

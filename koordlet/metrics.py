@@ -1,14 +1,17 @@
-"""The agent's own Prometheus metrics (health of the agent itself), on an injected registry.
+"""The agent's own Prometheus metrics (health of the agent itself), and the registry plugins export through.
 
 Usage metrics of the node and its pods are built at scrape time by the metrics advisor's collector; this
 module holds what the agent says about itself: start time, build info, plugin states, tick errors,
-tick duration and lateness. Never the global default registry, so tests get a fresh one each.
+tick duration and lateness. :class:`PluginMetrics` is ``api.MetricRegistry`` on the same registry. Never
+the global default registry, so tests get a fresh one each.
 """
 
 from __future__ import annotations
 
 import platform
+import threading
 import time
+from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -61,12 +64,6 @@ class AgentMetrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
-        self.component_up = Gauge(
-            "koordlet_component_ready",
-            "1 when a component has synced and runs",
-            ["component"],
-            registry=registry,
-        )
 
     def started(self, native: bool) -> None:
         self.start_time.labels(node=self.node).set(time.time())
@@ -86,3 +83,27 @@ class AgentMetrics:
     def tick_timing(self, component: str, duration: float, lateness: float) -> None:
         self.tick_duration.labels(component=component).observe(duration)
         self.tick_lateness.labels(component=component).observe(lateness)
+
+
+class PluginMetrics:
+    """``api.MetricRegistry``: plugins' gauges on the agent's registry, one object per name.
+
+    A plugin set up again on the same registry (tests, an embedding that restarts plugins) gets the gauge it
+    made before; a name that another metric holds, or the same name with other labels, is a ``ValueError``.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self._lock = threading.Lock()
+        self._gauges: dict[str, tuple[tuple[str, ...], Gauge]] = {}
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str]) -> Gauge:
+        with self._lock:
+            known = self._gauges.get(name)
+            if known is not None:
+                if known[0] != tuple(labels):
+                    raise ValueError(f"gauge {name} already made with labels {list(known[0])}")
+                return known[1]
+            gauge = Gauge(name, documentation, list(labels), registry=self.registry)
+            self._gauges[name] = (tuple(labels), gauge)
+            return gauge

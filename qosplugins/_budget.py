@@ -59,18 +59,6 @@ def be_budget_milli(
     return budget
 
 
-def invalid_reason(slo: api.ResourceThresholdStrategy) -> str:
-    """Why the suppress part of a NodeSLO cannot be used, or ``""``."""
-    if not 0 < slo.cpu_suppress_threshold_percent <= 100:
-        return f"cpuSuppressThresholdPercent {slo.cpu_suppress_threshold_percent} outside (0, 100]"
-    low = slo.cpu_suppress_min_percent
-    if low is not None and not 0 <= low <= slo.cpu_suppress_threshold_percent:
-        return f"cpuSuppressMinPercent {low} outside [0, cpuSuppressThresholdPercent]"
-    if slo.cpu_suppress_policy not in (POLICY_CPUSET, POLICY_CFS_QUOTA):
-        return f"unknown cpuSuppressPolicy {slo.cpu_suppress_policy!r}"
-    return ""
-
-
 def measure_usage(ctx: api.PluginContext, pods: Sequence[api.PodInfo]) -> Usage | None:
     """The node CPU split from the last 1 s samples; ``None`` before the first node sample."""
     node_cores = _shared.last_value(ctx, api.NODE_CPU_USAGE)

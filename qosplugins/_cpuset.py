@@ -1,10 +1,11 @@
 """CPU pools and the BE cpuset pick of the ``BECPUSuppress`` cpuset policy (koordlet.md §6.1).
 
-Pools: the usable CPUs are the online ones minus the node's reserved CPUs (annotation
-``node.koordinator.sh/reservation``) and minus CPUs bound to LSE pods; CPUs bound to LSR pods form the
-``lsr`` pool and the rest the ``ls`` pool (binding from ``scheduling.koordinator.sh/resource-status``).
-The pick spreads BE over NUMA node/socket buckets round-robin and prefers whole hyper-thread sibling
-pairs, so BE shares physical cores with itself rather than with LS.
+Pools: the usable CPUs are the online ones minus the node's reserved CPUs (``NodeInfo.reserved_cpus``,
+from the ``node.koordinator.sh/reservation`` annotation) and minus CPUs bound to LSE pods; CPUs bound to
+LSR pods form the ``lsr`` pool and the rest the ``ls`` pool (binding from
+``scheduling.koordinator.sh/resource-status``). The pick spreads BE over NUMA node/socket buckets
+round-robin and prefers whole hyper-thread sibling pairs, so BE shares physical cores with itself rather
+than with LS.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dataclasses import dataclass
 from koordlet import api
 from qosplugins import _shared
 
-NODE_RESERVATION_ANNOTATION = "node.koordinator.sh/reservation"
 RESOURCE_STATUS_ANNOTATION = "scheduling.koordinator.sh/resource-status"
 
 
@@ -45,43 +45,28 @@ def _json_object(text: str | None) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
+def _cpus(text: object) -> frozenset[int]:
+    """A cpu list from an annotation; anything else (absent, not a string, malformed) is no CPUs."""
+    if not isinstance(text, str):
+        return frozenset()
+    try:
+        return api.parse_cpuset(text)
+    except api.InvalidValue:
+        return frozenset()
+
+
 def pod_bound_cpus(pod: api.PodInfo) -> frozenset[int]:
     """CPUs the scheduler bound the pod to (``resource-status`` ``cpuset``), empty when shared."""
     status = _json_object(pod.annotations.get(RESOURCE_STATUS_ANNOTATION))
-    text = status.get("cpuset")
-    cpus = _shared.parse_cpuset(text) if isinstance(text, str) else None
-    return cpus or frozenset()
-
-
-def reserved_cpus(node: api.NodeInfo | None) -> frozenset[int]:
-    """CPUs kept from pods by the node annotation's ``reservedCPUs``."""
-    if node is None:
-        return frozenset()
-    text = _json_object(node.annotations.get(NODE_RESERVATION_ANNOTATION)).get("reservedCPUs")
-    cpus = _shared.parse_cpuset(text) if isinstance(text, str) else None
-    return cpus or frozenset()
-
-
-def _cpu_quantity_milli(value: object) -> int:
-    """A Kubernetes CPU quantity (``2``, ``1.5``, ``500m``) in millicores; 0 when malformed."""
-    text = str(value).strip()
-    try:
-        if text.endswith("m"):
-            return max(int(text[:-1]), 0)
-        return max(int(float(text) * 1000), 0)
-    except ValueError:
-        return 0
+    return _cpus(status.get("cpuset"))
 
 
 def reserved_milli(node: api.NodeInfo | None) -> int:
-    """Koordlet's node reservation: the larger of kubelet's (capacity - allocatable) and the annotation's."""
+    """Koordlet's node reservation: the largest of kubelet's (capacity - allocatable), the reservation
+    annotation's CPU and its pinned CPUs."""
     if node is None:
         return 0
-    annotation = _json_object(node.annotations.get(NODE_RESERVATION_ANNOTATION))
-    resources = annotation.get("resources")
-    by_quantity = _cpu_quantity_milli(resources.get("cpu", 0)) if isinstance(resources, dict) else 0
-    by_cpus = 1000 * len(reserved_cpus(node))
-    return max(node.cpu_reserved_milli, by_quantity, by_cpus)
+    return max(node.cpu_reserved_milli, node.reservation_cpu_milli, 1000 * len(node.reserved_cpus))
 
 
 def cpu_pools(
@@ -97,7 +82,7 @@ def cpu_pools(
             lse |= pod_bound_cpus(pod)
         elif pod.qos is api.QOSClass.LSR:
             lsr |= pod_bound_cpus(pod)
-    excluded = reserved_cpus(node) | lse
+    excluded = (node.reserved_cpus if node is not None else frozenset()) | lse
     usable = tuple(c for c in online if c.cpu not in excluded)
     floor = _shared.bound_cpuset_cores(len(online))
     if len(usable) < floor:

@@ -18,39 +18,36 @@ from qosplugins import _shared
 
 EVICTION_POLICY_ANNOTATION = "koordinator.sh/eviction-policy"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-NEVER_EVICTED_OWNERS = frozenset({"DaemonSet", "Node"})
 
 
 class EvictionGate:
-    """The checks every eviction round starts with: cool-down over, NodeSLO switch on, thresholds valid
-    (an invalid NodeSLO is warned about once per distinct reason, and nothing is evicted)."""
+    """The checks every eviction round starts with: cool-down over, NodeSLO switch on, the strategy's
+    settings present (a missing one is warned about once per distinct reason, and nothing is evicted)."""
 
     def __init__(
         self,
         name: str,
-        cool_flag: str,
-        cool_default: float,
-        invalid_reason: Callable[[api.ResourceThresholdStrategy], str],
+        cool_time: api.Flag[float],
         last_evict: float,
+        unconfigured: Callable[[api.ResourceThresholdStrategy], str] = lambda _slo: "",
     ) -> None:
         self.name = name
-        self.cool_flag = cool_flag
-        self.cool_default = cool_default
-        self.invalid_reason = invalid_reason
+        self.cool_time = cool_time
+        self.unconfigured = unconfigured
         self.last_evict = last_evict
         self._warned = ""
 
     def open(self, ctx: api.PluginContext) -> api.ResourceThresholdStrategy | None:
         """The strategy to act on now, or ``None`` when this round must not evict."""
-        if ctx.clock() - self.last_evict < _shared.float_option(ctx, self.cool_flag, self.cool_default):
+        if ctx.clock() - self.last_evict < ctx.option(self.cool_time):
             return None
         slo = ctx.states.node_slo().resource_used_threshold_with_be
         if not slo.enable:
             return None
-        reason = self.invalid_reason(slo)
+        reason = self.unconfigured(slo)
         if reason:
             if reason != self._warned:
-                ctx.logger.warning("%s: invalid NodeSLO, not evicting: %s", self.name, reason)
+                ctx.logger.warning("%s: NodeSLO lacks settings, not evicting: %s", self.name, reason)
                 self._warned = reason
             return None
         self._warned = ""
@@ -70,7 +67,7 @@ def evictable(pod: api.PodInfo, gate: str) -> bool:
     """Whether strategy ``gate`` may evict ``pod`` at all."""
     if not pod.is_best_effort or not pod.is_active:
         return False
-    if pod.owner_kind in NEVER_EVICTED_OWNERS or MIRROR_ANNOTATION in pod.annotations:
+    if pod.owner_kind in api.NEVER_EVICTED_OWNERS or MIRROR_ANNOTATION in pod.annotations:
         return False
     policy = pod.annotations.get(EVICTION_POLICY_ANNOTATION)
     if policy is None:

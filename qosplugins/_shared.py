@@ -1,4 +1,4 @@
-"""Plugin-side helpers shared by the built-in QoS plugins: cpu lists, quota values, options, gauges.
+"""Plugin-side helpers shared by the built-in QoS plugins: cpu lists, quota values, metric reads.
 
 Everything here sees only :mod:`koordlet.api` (plus stdlib and prometheus_client), like the plugins
 themselves; import-linter checks it. Values read back from cgroups are parsed defensively: a plugin must
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-from prometheus_client import CollectorRegistry, Gauge
 
 from koordlet import api
 
@@ -26,32 +24,10 @@ WINDOW_LAST_SECONDS = 2.0
 """Koordlet queries ``last`` samples over a 2 s window unless a strategy says otherwise."""
 
 
-def parse_cpuset(text: str | None) -> frozenset[int] | None:
-    """Kernel cpu-list syntax (``0-3,8,10-11``) to a set; ``None`` when the text is not a cpu list."""
-    if text is None:
-        return None
-    try:
-        return api.parse_cpuset(text)
-    except api.InvalidValue:
-        return None
-
-
-format_cpuset = api.format_cpuset
-
-
 def parse_quota(text: str | None) -> int | None:
-    """A CFS quota in microseconds, ``-1`` for unlimited; accepts v1 (``-1``) and v2 (``max 100000``)."""
-    if text is None:
-        return None
-    fields = text.split()
-    if not fields:
-        return None
-    head = fields[0]
-    if head == "max":
-        return UNLIMITED
-    try:
-        value = int(head)
-    except ValueError:
+    """A CFS quota in microseconds, ``-1`` for unlimited, as the host reader gives it on v1 and v2."""
+    value = parse_int(text)
+    if value is None:
         return None
     # The kernel reads any negative v1 quota back as -1: treat them all as unlimited.
     return UNLIMITED if value < 0 else value
@@ -63,6 +39,17 @@ def parse_int(text: str | None) -> int | None:
     try:
         return int(text.strip())
     except ValueError:
+        return None
+
+
+def read_cpuset(ctx: api.PluginContext, cgroup_dir: str) -> frozenset[int] | None:
+    """The CPUs in ``cgroup_dir``'s ``cpuset.cpus`` now, ``None`` when that cannot be read or parsed."""
+    text = read_value(ctx, "cpuset.cpus", cgroup_dir)
+    if text is None:
+        return None
+    try:
+        return api.parse_cpuset(text)
+    except api.InvalidValue:
         return None
 
 
@@ -79,21 +66,13 @@ def read_value(ctx: api.PluginContext, resource: str, cgroup_dir: str) -> str | 
         return None
 
 
-def float_option(ctx: api.PluginContext, name: str, default: float) -> float:
-    """A number of seconds from ``ctx.options`` (the agent hands over parsed values: its flag parser already
-    turned ``500ms`` into 0.5); a missing, non-numeric or non-positive value falls back to ``default``."""
-    raw = ctx.options.get(name, default)
-    value: float | None = None
-    if isinstance(raw, int | float) and not isinstance(raw, bool):
-        value = float(raw)
-    elif isinstance(raw, str):
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            value = None
-    if value is None or not math.isfinite(value) or value <= 0:
-        return default
-    return value
+def report_refused(ctx: api.PluginContext, results: Sequence[api.UpdateResult]) -> None:
+    """Log each write the executor refused (it has counted and audited them already)."""
+    for r in results:
+        if not r.ok:
+            ctx.logger.warning(
+                "%s=%s on %s refused: %s", r.update.resource, r.update.value, r.update.cgroup_dir, r.error
+            )
 
 
 def threshold_enabled(ctx: api.PluginContext) -> bool:
@@ -124,17 +103,6 @@ def last_value(
 def be_cpu_labels(allocation: str) -> dict[str, str]:
     """Labels of the ``node_be`` series (millicores) for ``usage``, ``request`` or ``real-limit``."""
     return {"be_resource": "cpu", "be_allocation": allocation}
-
-
-def gauge(registry: object, name: str, doc: str, labels: Sequence[str]) -> Gauge | None:
-    """A gauge on the agent's registry, or ``None`` when there is none (tests, embedding)."""
-    if not isinstance(registry, CollectorRegistry):
-        return None
-    try:
-        return Gauge(name, doc, list(labels), registry=registry)
-    except ValueError:
-        # Already registered by an earlier setup of the same plugin on this registry: go without.
-        return None
 
 
 def evict_reason(gate: str) -> str:

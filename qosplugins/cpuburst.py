@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 from koordlet import api
 from qosplugins import _shared
 
-INTERVAL_FLAG = "reconcile-interval-seconds"
 ANNOTATION = "koordinator.sh/cpuBurst"
 BURST_POLICIES = ("cpuBurstOnly", "auto")
 QUOTA_POLICIES = ("cfsQuotaBurstOnly", "auto")
@@ -114,15 +113,15 @@ class CPUBurst(api.QOSPluginBase):
         self._scaled: dict[str, tuple[str, int]] = {}
         """container dir -> (pod dir, base quota) for every quota moved off its base."""
         labels = ["node", "pod_namespace", "pod_name", "container_id", "container_name"]
-        self._burst_gauge = _shared.gauge(
-            ctx.registry, "koordlet_container_scaled_cfs_burst_us", "cfs burst set by CPUBurst", labels
+        self._burst_gauge = ctx.registry.gauge(
+            "koordlet_container_scaled_cfs_burst_us", "cfs burst set by CPUBurst", labels
         )
-        self._quota_gauge = _shared.gauge(
-            ctx.registry, "koordlet_container_scaled_cfs_quota_us", "cfs quota set by CPUBurst", labels
+        self._quota_gauge = ctx.registry.gauge(
+            "koordlet_container_scaled_cfs_quota_us", "cfs quota set by CPUBurst", labels
         )
 
     def run(self, stop: threading.Event) -> None:
-        self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
+        self.ctx.every(self.ctx.agent.reconcile_interval, self.reconcile)
 
     def shutdown(self) -> None:
         for container_dir, (pod_dir, base) in list(self._scaled.items()):
@@ -161,20 +160,20 @@ class CPUBurst(api.QOSPluginBase):
                 target = self._move_quota(
                     pod.cgroup_dir, c.cgroup_dir, base, op, max(min(ceil, capacity_quota), base)
                 )
-                if target is not None and self._quota_gauge is not None:
+                if target is not None:
                     self._quota_gauge.labels(
                         ctx.node_name, pod.namespace, pod.name, c.container_id, c.name
                     ).set(target)
         for gone in set(self._scaled) - seen:
             del self._scaled[gone]
-        interval = _shared.float_option(ctx, INTERVAL_FLAG, 1.0)
+        interval = ctx.agent.reconcile_interval
         for key in [k for k, b in self._buckets.items() if now - b.last > 2 * max(b.period, interval)]:
             del self._buckets[key]
 
     def node_state(self, strategy: api.CPUBurstStrategy) -> NodeState:
         """Share-pool load: CPU not bound to LSE/LSR, used by everyone but LSE/LSR/BE pods."""
         ctx = self.ctx
-        window = min(5 * _shared.float_option(ctx, INTERVAL_FLAG, 1.0), 10.0)
+        window = min(5 * ctx.agent.reconcile_interval, 10.0)
         node = ctx.metrics.query(api.NODE_CPU_USAGE, window=window, agg="avg")
         if node is None or node.count <= 0:
             return NodeState.UNKNOWN
@@ -210,10 +209,9 @@ class CPUBurst(api.QOSPluginBase):
                 )
             total += value
             self._write_if_changed("cpu.cfs_burst_us", c.cgroup_dir, value)
-            if self._burst_gauge is not None:
-                self._burst_gauge.labels(
-                    self.ctx.node_name, pod.namespace, pod.name, c.container_id, c.name
-                ).set(value)
+            self._burst_gauge.labels(self.ctx.node_name, pod.namespace, pod.name, c.container_id, c.name).set(
+                value
+            )
         self._write_if_changed("cpu.cfs_burst_us", pod.cgroup_dir, total)
 
     def _quota_op(self, c: api.ContainerInfo, cfg: api.CPUBurstStrategy, state: NodeState, now: float) -> Op:
@@ -292,7 +290,7 @@ class CPUBurst(api.QOSPluginBase):
             target,
             " [dry-run]" if self.ctx.dry_run else "",
         )
-        self._report(self.ctx.executor.leveled_update(levels))
+        _shared.report_refused(self.ctx, self.ctx.executor.leveled_update(levels))
         return target
 
     def _update(self, cgroup_dir: str, quota: int, op: Op) -> api.CgroupUpdate:
@@ -302,17 +300,7 @@ class CPUBurst(api.QOSPluginBase):
         current = _shared.parse_int(_shared.read_value(self.ctx, resource, cgroup_dir))
         if current is None or current == value:
             return
-        self._report(
-            [self.ctx.executor.update(api.CgroupUpdate(resource, cgroup_dir, str(value), owner=self.name))]
+        _shared.report_refused(
+            self.ctx,
+            [self.ctx.executor.update(api.CgroupUpdate(resource, cgroup_dir, str(value), owner=self.name))],
         )
-
-    def _report(self, results: list[api.UpdateResult]) -> None:
-        for r in results:
-            if not r.ok:
-                self.ctx.logger.warning(
-                    "CPUBurst: %s=%s on %s refused: %s",
-                    r.update.resource,
-                    r.update.value,
-                    r.update.cgroup_dir,
-                    r.error,
-                )

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from koordlet import api
 from qosplugins import _evict, _shared
 
-INTERVAL_FLAG = "cpu-evict-interval-seconds"
-COOL_FLAG = "cpu-evict-cool-time-seconds"
-COLLECT_FLAG = "collect-res-used-interval"
+INTERVAL = api.Flag("cpu-evict-interval-seconds", float, 1.0, "BE CPU eviction interval in seconds")
+COOL_TIME = api.Flag(
+    "cpu-evict-cool-time-seconds", float, 20.0, "seconds without CPU eviction after one (and after start)"
+)
 POLICY_REAL_LIMIT = "evictByRealLimit"
 POLICY_ALLOCATABLE = "evictByAllocatable"
 DEFAULT_USAGE_THRESHOLD = 90
@@ -38,22 +39,11 @@ class BECPU:
     limit: float
 
 
-def invalid_reason(slo: api.ResourceThresholdStrategy) -> str:
-    lower, upper = slo.cpu_evict_be_satisfaction_lower_percent, slo.cpu_evict_be_satisfaction_upper_percent
-    if lower is None or upper is None:
+def unconfigured(slo: api.ResourceThresholdStrategy) -> str:
+    """Why the strategy cannot run with this NodeSLO (the agent has already refused out-of-range values)."""
+    bounds = (slo.cpu_evict_be_satisfaction_lower_percent, slo.cpu_evict_be_satisfaction_upper_percent)
+    if None in bounds:
         return "cpuEvictBESatisfactionLowerPercent/UpperPercent not set"
-    if not 0 < lower <= 60:
-        return f"cpuEvictBESatisfactionLowerPercent {lower} outside (0, 60]"
-    if not lower <= upper < 100:
-        return f"cpuEvictBESatisfactionUpperPercent {upper} not in [lower {lower}, 100)"
-    usage = slo.cpu_evict_be_usage_threshold_percent
-    if usage is not None and not 0 < usage <= 100:
-        return f"cpuEvictBEUsageThresholdPercent {usage} outside (0, 100]"
-    window = slo.cpu_evict_time_window_seconds
-    if window is not None and window <= 0:
-        return f"cpuEvictTimeWindowSeconds {window} must be positive"
-    if slo.cpu_evict_policy not in (POLICY_REAL_LIMIT, POLICY_ALLOCATABLE):
-        return f"unknown cpuEvictPolicy {slo.cpu_evict_policy!r}"
     return ""
 
 
@@ -80,18 +70,16 @@ class BECPUEvict(api.QOSPluginBase):
     feature = api.FeatureSpec(default=False, stage=api.Stage.ALPHA)
 
     def init_flags(self, flags: api.FlagSet) -> None:
-        flags.add(api.Flag(INTERVAL_FLAG, float, 1.0, "BE CPU eviction interval in seconds"))
-        flags.add(
-            api.Flag(COOL_FLAG, float, 20.0, "seconds without CPU eviction after one (and after start)")
-        )
+        flags.add(INTERVAL)
+        flags.add(COOL_TIME)
 
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
         # Koordlet starts the cool-down at start: no CPU eviction before suppression has settled.
-        self._gate = _evict.EvictionGate("BECPUEvict", COOL_FLAG, 20.0, invalid_reason, ctx.clock())
+        self._gate = _evict.EvictionGate("BECPUEvict", COOL_TIME, ctx.clock(), unconfigured)
 
     def run(self, stop: threading.Event) -> None:
-        self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
+        self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)
 
     def reconcile(self) -> None:
         ctx = self.ctx
@@ -117,7 +105,7 @@ class BECPUEvict(api.QOSPluginBase):
 
     def to_release_milli(self, slo: api.ResourceThresholdStrategy) -> float:
         """The release target from the averaged and the last BE readings (0 when data is short)."""
-        collect = max(_shared.float_option(self.ctx, COLLECT_FLAG, 1.0), 0.001)
+        collect = max(self.ctx.agent.collect_interval, 0.001)
         window = max(float(slo.cpu_evict_time_window_seconds or collect), collect)
         avg = self._read(slo, window, "avg")
         last = self._read(slo, _shared.WINDOW_LAST_SECONDS, "last")

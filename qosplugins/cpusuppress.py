@@ -42,14 +42,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from prometheus_client import Gauge
-
 from koordlet import api
 from qosplugins import _budget, _cpuset, _shared
 
 POLICY_CPUSET = _budget.POLICY_CPUSET
 POLICY_CFS_QUOTA = _budget.POLICY_CFS_QUOTA
-INTERVAL_FLAG = "cpu-suppress-interval-seconds"
+INTERVAL = api.Flag("cpu-suppress-interval-seconds", float, 1.0, "BE CPU suppress interval in seconds")
 FAST_WINDOW_SECONDS = 1.0
 """Fast samples older than this are stale (the sampler runs every ~100 ms)."""
 FAST_RISE_FRACTION = 0.01
@@ -78,7 +76,7 @@ class BECPUSuppress(api.QOSPluginBase):
     feature = api.FeatureSpec(default=True, stage=api.Stage.BETA)
 
     def init_flags(self, flags: api.FlagSet) -> None:
-        flags.add(api.Flag(INTERVAL_FLAG, float, 1.0, "BE CPU suppress interval in seconds"))
+        flags.add(INTERVAL)
 
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
@@ -89,19 +87,19 @@ class BECPUSuppress(api.QOSPluginBase):
         self._warned = ""
         node = ctx.node_name
         self._labels = {"node": node}
-        self._cores = _shared.gauge(
-            ctx.registry, "koordlet_be_suppress_cpu_cores", "BE CPU allowed by suppression", ["node", "type"]
+        self._cores = ctx.registry.gauge(
+            "koordlet_be_suppress_cpu_cores", "BE CPU allowed by suppression", ["node", "type"]
         )
-        self._ls_used = _shared.gauge(
-            ctx.registry, "koordlet_be_suppress_ls_used_cpu_cores", "non-BE CPU used at suppression", ["node"]
+        self._ls_used = ctx.registry.gauge(
+            "koordlet_be_suppress_ls_used_cpu_cores", "non-BE CPU used at suppression", ["node"]
         )
-        self._be_used = _shared.gauge(
-            ctx.registry, "koordlet_be_suppress_be_used_cpu_cores", "BE CPU used at suppression", ["node"]
+        self._be_used = ctx.registry.gauge(
+            "koordlet_be_suppress_be_used_cpu_cores", "BE CPU used at suppression", ["node"]
         )
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.subscribe(api.EVENT_NODE_SAMPLE, self.on_node_sample)
-        self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
+        self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)
 
     def shutdown(self) -> None:
         with self._lock:
@@ -122,10 +120,6 @@ class BECPUSuppress(api.QOSPluginBase):
             self._probe.reset()
             if not self._restored:
                 self._restore("resourceUsedThresholdWithBE disabled")
-            return
-        reason = _budget.invalid_reason(slo)
-        if reason:
-            self._warn_once(f"invalid NodeSLO, not suppressing: {reason}")
             return
         resource = "cpu.cfs_quota_us" if slo.cpu_suppress_policy == POLICY_CFS_QUOTA else "cpuset.cpus"
         if not self.ctx.host.supports(resource):
@@ -229,7 +223,7 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def _apply_cpuset(self, decision: Decision, budget: float, shrink_only: bool) -> None:
         online = frozenset(c.cpu for c in decision.pools.online)
-        old = _shared.parse_cpuset(_shared.read_value(self.ctx, "cpuset.cpus", decision.be_dir))
+        old = _shared.read_cpuset(self.ctx, decision.be_dir)
         old_count = len(old & online) if old is not None else None
         target = _cpuset.choose_be_cpus(decision.pools, budget, old_count)
         if not target:
@@ -239,7 +233,7 @@ class BECPUSuppress(api.QOSPluginBase):
         reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
         # Written every tick (children appear; the executor skips what is unchanged), logged on change.
         changed = old is None or old != frozenset(target)
-        self._write_cpuset(decision.be_dir, _shared.format_cpuset(target), reason, changed)
+        self._write_cpuset(decision.be_dir, api.format_cpuset(target), reason, changed)
         self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
 
     def _apply_quota(
@@ -280,7 +274,7 @@ class BECPUSuppress(api.QOSPluginBase):
             [api.CgroupUpdate("cpuset.cpus", d, value, owner=self.name, reason=reason) for d in level]
             for level in levels
         ]
-        self._report(self.ctx.executor.leveled_update(updates))
+        _shared.report_refused(self.ctx, self.ctx.executor.leveled_update(updates))
 
     def _write_quota(self, be_dir: str, quota: int, reason: str) -> None:
         self.ctx.logger.info(
@@ -292,7 +286,7 @@ class BECPUSuppress(api.QOSPluginBase):
         update = api.CgroupUpdate(
             "cpu.cfs_quota_us", be_dir, str(quota), owner=self.name, reason=reason, cacheable=False
         )
-        self._report([self.ctx.executor.update(update)])
+        _shared.report_refused(self.ctx, [self.ctx.executor.update(update)])
 
     def _recover_quota(self, be_dir: str) -> None:
         cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", be_dir))
@@ -300,13 +294,9 @@ class BECPUSuppress(api.QOSPluginBase):
             self._write_quota(be_dir, _shared.UNLIMITED, "recover: cpuset policy in use")
 
     def _recover_cpuset(self, be_dir: str, pools: _cpuset.CPUPools, only_if_changed: bool) -> None:
-        value = _shared.format_cpuset(pools.usable_ids)
-        if (
-            only_if_changed
-            and _shared.parse_cpuset(_shared.read_value(self.ctx, "cpuset.cpus", be_dir)) == pools.usable_ids
-        ):
+        if only_if_changed and _shared.read_cpuset(self.ctx, be_dir) == pools.usable_ids:
             return
-        self._write_cpuset(be_dir, value, "recover: all usable CPUs")
+        self._write_cpuset(be_dir, api.format_cpuset(pools.usable_ids), "recover: all usable CPUs")
 
     def _restore(self, why: str) -> None:
         """Quota back to unlimited and cpusets to every usable CPU (once per disable)."""
@@ -321,20 +311,8 @@ class BECPUSuppress(api.QOSPluginBase):
             self._recover_cpuset(be_dir, pools, only_if_changed=False)
         self._restored = True
 
-    def _report(self, results: list[api.UpdateResult]) -> None:
-        for r in results:
-            if not r.ok:
-                self.ctx.logger.warning(
-                    "BECPUSuppress: %s=%s on %s refused: %s",
-                    r.update.resource,
-                    r.update.value,
-                    r.update.cgroup_dir,
-                    r.error,
-                )
-
-    def _set(self, gauge: Gauge | None, value: float, **extra: str) -> None:
-        if gauge is not None:
-            gauge.labels(**self._labels, **extra).set(value)
+    def _set(self, gauge: api.GaugeVec, value: float, **extra: str) -> None:
+        gauge.labels(**self._labels, **extra).set(value)
 
     def _warn_once(self, message: str) -> None:
         if message != self._warned:

@@ -20,23 +20,10 @@ import threading
 from koordlet import api
 from qosplugins import _evict, _shared
 
-INTERVAL_FLAG = "memory-evict-interval-seconds"
-COOL_FLAG = "memory-evict-cool-time-seconds"
-
-
-def lower_percent(slo: api.ResourceThresholdStrategy) -> int:
-    lower = slo.memory_evict_lower_percent
-    return slo.memory_evict_threshold_percent - 2 if lower is None else lower
-
-
-def invalid_reason(slo: api.ResourceThresholdStrategy) -> str:
-    threshold = slo.memory_evict_threshold_percent
-    if not 0 < threshold <= 100:
-        return f"memoryEvictThresholdPercent {threshold} outside (0, 100]"
-    lower = lower_percent(slo)
-    if not 0 <= lower < threshold:
-        return f"memoryEvictLowerPercent {lower} not in [0, memoryEvictThresholdPercent)"
-    return ""
+INTERVAL = api.Flag("memory-evict-interval-seconds", float, 1.0, "BE memory eviction interval in seconds")
+COOL_TIME = api.Flag(
+    "memory-evict-cool-time-seconds", float, 4.0, "seconds without memory eviction after one"
+)
 
 
 def release_bytes(used: float, capacity: int, slo: api.ResourceThresholdStrategy) -> float:
@@ -46,7 +33,7 @@ def release_bytes(used: float, capacity: int, slo: api.ResourceThresholdStrategy
     usage_percent = int(used) * 100 // capacity
     if usage_percent < slo.memory_evict_threshold_percent:
         return 0.0
-    return max(used - capacity * lower_percent(slo) / 100.0, 0.0)
+    return max(used - capacity * slo.memory_evict_lower / 100.0, 0.0)
 
 
 class BEMemoryEvict(api.QOSPluginBase):
@@ -56,15 +43,15 @@ class BEMemoryEvict(api.QOSPluginBase):
     feature = api.FeatureSpec(default=False, stage=api.Stage.ALPHA)
 
     def init_flags(self, flags: api.FlagSet) -> None:
-        flags.add(api.Flag(INTERVAL_FLAG, float, 1.0, "BE memory eviction interval in seconds"))
-        flags.add(api.Flag(COOL_FLAG, float, 4.0, "seconds without memory eviction after one"))
+        flags.add(INTERVAL)
+        flags.add(COOL_TIME)
 
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
-        self._gate = _evict.EvictionGate("BEMemoryEvict", COOL_FLAG, 4.0, invalid_reason, -math.inf)
+        self._gate = _evict.EvictionGate("BEMemoryEvict", COOL_TIME, -math.inf)
 
     def run(self, stop: threading.Event) -> None:
-        self.ctx.every(_shared.float_option(self.ctx, INTERVAL_FLAG, 1.0), self.reconcile)
+        self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)
 
     def reconcile(self) -> None:
         ctx = self.ctx

@@ -1,0 +1,1 @@
+"""The agent's test suite: unit tests on fake host trees, integration tests on the real kernel."""

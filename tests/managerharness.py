@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -16,10 +15,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from koordlet import testing
 from koordlet.cluster import process
 from koordlet.cluster.process import Address
 from koordlet.manager.app import Manager
 from koordlet.manager.config import ManagerConfig
+from koordlet.testing.agent import free_port, http_get, wait_http
 from tests.apiserver import APIServer
 
 NS = "koordinator-system"
@@ -69,12 +70,10 @@ def set_config(server: APIServer, **keys: Any) -> None:
 
 def wait_until(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> float:
     """Seconds until ``cond()`` held; fails the test after ``timeout``."""
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError(f"{what} not reached in {timeout}s")
-        time.sleep(0.01)
-    return time.monotonic() - t0
+    waited = testing.wait_until(cond, timeout)
+    if not waited:
+        raise AssertionError(f"{what} not reached in {timeout}s")
+    return waited.seconds
 
 
 def get(server: APIServer, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -156,8 +155,6 @@ class ManagerProcess:
     and checks the exit, :meth:`kill` sends SIGKILL."""
 
     def __init__(self, tmp: Path, server: APIServer, identity: str, *extra: str) -> None:
-        from tests.integration.agentproc import free_port
-
         self.identity = identity
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -179,8 +176,6 @@ class ManagerProcess:
         )
 
     def metrics(self) -> str:
-        from tests.integration.agentproc import http_get
-
         status, body = http_get(self.base + "/metrics")
         assert status == 200
         return body.decode()
@@ -192,9 +187,7 @@ class ManagerProcess:
             return False
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        from tests.integration.agentproc import wait_http
-
-        if wait_http(self.base + "/readyz", timeout) is None:
+        if not wait_http(self.base + "/readyz", timeout):
             raise AssertionError(f"koord-manager {self.identity} not ready in {timeout}s:\n{self.tail()}")
 
     def tail(self, n: int = 4000) -> str:

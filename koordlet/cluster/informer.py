@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -343,13 +342,3 @@ class Informer:
         if resp is not None:
             self._cut(resp)
 
-
-def wait_synced(informers: Sequence[Informer], stop: threading.Event, timeout: float) -> bool:
-    """Wait until every informer has synced (True), or ``stop``/``timeout`` (False)."""
-    deadline = time.monotonic() + timeout
-    for inf in informers:
-        while not inf.has_synced():
-            left = deadline - time.monotonic()
-            if left <= 0 or stop.wait(min(0.02, left)):
-                return False
-    return True

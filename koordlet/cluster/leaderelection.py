@@ -142,11 +142,6 @@ class LeaderElector:
         with self._lock:
             return self._leading and self._clock() < self._valid_until
 
-    def valid_for(self) -> float:
-        """Seconds of leadership left (0 when not leading)."""
-        with self._lock:
-            return max(self._valid_until - self._clock(), 0.0) if self._leading else 0.0
-
     # ---- one attempt ------------------------------------------------------------------------------
 
     def _lease_body(self, current: Mapping[str, Any] | None, now_wall: float) -> dict[str, Any]:

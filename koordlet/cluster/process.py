@@ -1,9 +1,9 @@
 """What every cluster process shares: common flags, ``--addr`` HTTP (``/healthz``, ``/readyz``,
 ``/metrics`` on an injected registry), signals and the graceful stop.
 
-A process is a list of components run by the agent's :class:`~koordlet.daemon.Daemon` (start in order,
-each waited for until synced; ``/readyz`` once all are; stop in reverse with a deadline; a dead root
-thread exits non-zero so the Deployment restarts the pod). The flags keep the names the agent uses
+A process is a list of components run by :class:`~koordlet.lifecycle.Daemon`, as the agent's are (start in
+order, each waited for until synced; ``/readyz`` once all are; stop in reverse with a deadline; a dead
+root thread exits non-zero so the Deployment restarts the pod). The flags keep the names the agent uses
 (``--kubeconfig``, ``--addr``, ``-v``, ``--log-format``).
 """
 
@@ -19,10 +19,9 @@ from typing import Any, TypeVar
 import click
 from prometheus_client import CollectorRegistry
 
-from koordlet.daemon import Component, Daemon
 from koordlet.errors import ConfigError, InvalidValue
 from koordlet.httpserver import AgentHTTPServer
-from koordlet.runtime import Supervisor, install_signals
+from koordlet.lifecycle import Component, Daemon, Supervisor, install_signals
 from koordlet.schema import quantity
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,11 +43,15 @@ def parse_addr(text: str, flag: str = "--addr") -> Address:
 
 
 def parse_seconds(text: object, flag: str) -> float:
-    """Seconds from a number or a Go duration (``15s``, ``1m30s``); :class:`ConfigError` naming ``flag``."""
+    """Seconds from a number or a Go duration (``15s``, ``1m30s``), never negative (every duration flag is
+    an interval, a timeout or a lease, as the agent's); :class:`ConfigError` naming ``flag``."""
     try:
-        return quantity.parse_seconds(text)
+        seconds = quantity.parse_seconds(text)
     except InvalidValue as err:
         raise ConfigError(f"{flag} {text!r}: want seconds or a Go duration like 15s") from err
+    if seconds < 0:
+        raise ConfigError(f"{flag} {text!r} is negative: a duration here is an interval, a timeout, a lease")
+    return seconds
 
 
 def common_options(env_prefix: str, default_addr: str) -> Callable[[F], F]:
@@ -108,10 +111,10 @@ def serve(
 def main_guard(run: Callable[[threading.Event], int]) -> None:
     """Install the signal handlers, run, and exit with the code; configuration errors exit 2."""
     stop = threading.Event()
-    install_signals(stop)
-    try:
-        code = run(stop)
-    except ConfigError as err:
-        click.echo(f"Error: {err}", err=True)
-        sys.exit(2)
+    with install_signals(stop):
+        try:
+            code = run(stop)
+        except ConfigError as err:
+            click.echo(f"Error: {err}", err=True)
+            sys.exit(2)
     sys.exit(code)

@@ -23,7 +23,6 @@ from koordlet import __version__
 from koordlet.cluster.client import make_api_client
 from koordlet.cluster.events import EventRecorder, ObjectRef
 from koordlet.cluster.leaderelection import KubeLeaseClient, LeaderElector
-from koordlet.daemon import Component, FuncComponent
 from koordlet.descheduler.config import Configuration, DeschedulerConfig
 from koordlet.descheduler.evictor import NAME as MIGRATION_CONTROLLER
 from koordlet.descheduler.evictor import MigrationController
@@ -34,7 +33,7 @@ from koordlet.descheduler.framework.runtime import Environment, Framework, Round
 from koordlet.descheduler.informers import MemoryInformers, SharedInformers
 from koordlet.descheduler.metrics import DeschedulerMetrics
 from koordlet.descheduler.plugins import BUILTIN
-from koordlet.runtime import Supervisor
+from koordlet.lifecycle import Component, FuncComponent, Supervisor
 
 log = logging.getLogger(__name__)
 

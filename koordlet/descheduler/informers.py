@@ -17,7 +17,7 @@ from koordlet.cluster.memstore import MemoryStore
 from koordlet.cluster.trim import compact, slim_node, slim_pod
 from koordlet.descheduler.framework.interface import Obj
 from koordlet.descheduler.framework.pods import index_by_owner
-from koordlet.runtime import Supervisor
+from koordlet.lifecycle import Supervisor
 
 NODEMETRICS = {"group": "slo.koordinator.sh", "version": "v1alpha1", "plural": "nodemetrics"}
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"

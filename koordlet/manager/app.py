@@ -22,7 +22,7 @@ from koordlet.cluster.client import make_api_client
 from koordlet.cluster.events import EventRecorder
 from koordlet.cluster.informer import EventHandler, Informer, index_by_node, object_key
 from koordlet.cluster.leaderelection import KubeLeaseClient, LeaderElector
-from koordlet.daemon import Component, FuncComponent
+from koordlet.lifecycle import Component, FuncComponent, Supervisor
 from koordlet.manager.config import ManagerConfig
 from koordlet.manager.configcache import SLOConfigCache
 from koordlet.manager.controller import Controller, Writer
@@ -36,7 +36,6 @@ from koordlet.manager.nodeowned import (
 )
 from koordlet.manager.noderesource import CONTROLLER as NODERESOURCE
 from koordlet.manager.noderesource import NodeResourceReconciler
-from koordlet.runtime import Supervisor
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Any
 from koordlet.cluster.client import ApiError, request
 from koordlet.cluster.workqueue import WorkQueue
 from koordlet.errors import APIUnavailable
+from koordlet.lifecycle import Supervisor
 from koordlet.manager.metrics import ManagerMetrics
-from koordlet.runtime import Supervisor
 
 log = logging.getLogger(__name__)
 

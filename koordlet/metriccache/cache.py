@@ -1,26 +1,23 @@
-"""The metric cache: per-kind typed ring-buffer series, windowed aggregation, a KV store, persistence.
+"""The metric cache: per-kind typed ring-buffer series, windowed aggregation, persistence.
 
-Koordlet's ``MetricCache`` (TSDB + KVStorage) re-done in memory. One lock guards everything: appends are
-O(1) array writes and queries hold it only to copy their window out (C-level slices), so aggregation,
-sorting and checkpoint encoding run unlocked. Timestamps are the injected monotonic clock's seconds, so
-windows never move with wall-clock steps; the wall clock is only used to stamp checkpoints (see
-:mod:`koordlet.metriccache.persist`).
+Koordlet's ``MetricCache`` TSDB re-done in memory (its KVStorage has no reader here, so it is left out).
+One lock guards everything: appends are O(1) array writes and queries hold it only to copy their window
+out (C-level slices), so aggregation, sorting and checkpoint encoding run unlocked. Timestamps are the
+injected monotonic clock's seconds, so windows never move with wall-clock steps; the wall clock is only
+used to stamp checkpoints (see :mod:`koordlet.metriccache.persist`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from koordlet.api import Aggregation, QueryResult
-from koordlet.errors import InvalidValue
 from koordlet.metriccache import persist
 from koordlet.metriccache.aggregate import DEFAULT_AGGS, Aggregates, aggregate_windows, normalize_agg
 from koordlet.metriccache.checkpoint import FILE_NAME, CorruptCheckpoint
@@ -56,7 +53,7 @@ class _Kind:
 
 
 class MetricCache:
-    """Thread-safe time series and KV store; implements :class:`koordlet.api.MetricReader`."""
+    """Thread-safe time series; implements :class:`koordlet.api.MetricReader`."""
 
     def __init__(
         self,
@@ -73,7 +70,6 @@ class MetricCache:
         self._checkpoint_lock = threading.Lock()
         """Serialises whole checkpoints: they share one temp file name and must not interleave."""
         self._kinds: dict[str, _Kind] = {}
-        self._kv: dict[str, str] = {}
         self._stats = CacheStats()
         if registry is not None:
             registry.register(MetricCacheCollector(self))
@@ -223,11 +219,6 @@ class MetricCache:
                 dropped += len(doomed)
         return dropped
 
-    def drop_series(self, metric: str, labels: Mapping[str, str] | None) -> int:
-        """Remove the series of ``metric`` matching ``labels`` (a subset; ``None`` removes all)."""
-        wanted = list((labels or {}).items())
-        return self._drop(lambda _m, s: not all(s.labels.get(k) == v for k, v in wanted), only=metric)
-
     def drop_where(self, label: str, value: str) -> int:
         """Remove every series, of any kind, whose ``label`` equals ``value`` (a deleted pod's uid)."""
         return self._drop(lambda _m, s: s.labels.get(label) != value)
@@ -241,23 +232,6 @@ class MetricCache:
         now = self._clock()
         cutoffs = {f: now - self.config.retention(f) for f in Family}
         return self._drop(lambda m, s: s.t_newest() >= cutoffs[family_of(m)])
-
-    # ---- KV --------------------------------------------------------------------------------------
-
-    def kv_set(self, key: str, value: Any) -> None:
-        """Store a JSON-able value (koordlet's KVStorage: ``node_cpu_info``...); kept as a private copy."""
-        try:
-            text = json.dumps(value, allow_nan=False, separators=(",", ":"))
-        except (TypeError, ValueError) as err:
-            raise InvalidValue(f"kv:{key}", value, f"not JSON-able: {err}") from err
-        with self._lock:
-            self._kv[key] = text
-
-    def kv_get(self, key: str, default: Any = None) -> Any:
-        """A fresh copy of the value stored under ``key``, or ``default``."""
-        with self._lock:
-            text = self._kv.get(key)
-        return default if text is None else json.loads(text)
 
     # ---- stats -----------------------------------------------------------------------------------
 
@@ -285,9 +259,8 @@ class MetricCache:
             snap = [
                 (m, s.labels, *persist.ordered(s)) for m, k in self._kinds.items() for s in k.series.values()
             ]
-            kv = dict(self._kv)
         try:
-            image = persist.to_image(snap, kv, self.config, now=now, offset=offset)
+            image = persist.to_image(snap, self.config, now=now, offset=offset)
             size, trimmed = persist.save(self.config, image)
         except OSError:
             with self._lock:
@@ -326,7 +299,6 @@ class MetricCache:
         try:
             image = persist.read(path)
             restored, skipped = persist.from_image(image, self.config, now=now, offset=offset)
-            kv = persist.kv_texts(image.kv)
         except FileNotFoundError:
             return 0
         except (CorruptCheckpoint, OSError, ValueError, TypeError, KeyError) as err:
@@ -348,8 +320,6 @@ class MetricCache:
                     lts, lvs = persist.ordered(live)
                     series.reset(saved_ts + lts, saved_vs + lvs)
                 kind.series[key] = series
-            for k, text in kv.items():
-                self._kv.setdefault(k, text)
         if skipped:
             log.warning("metric cache: skipped %d checkpointed series that no longer fit the schema", skipped)
         log.info("metric cache: restored %d series from %s", len(restored), path / FILE_NAME)

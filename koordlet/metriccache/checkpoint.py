@@ -3,7 +3,8 @@
 Layout (all little-endian)::
 
     header   magic "KMC\\x01" | u16 version | u16 reserved | u32 meta_len | u64 data_len
-    meta     UTF-8 JSON {"saved_at": epoch, "kv": {...}, "series": [[metric, {labels}, n], ...]}
+    meta     UTF-8 JSON {"saved_at": epoch, "series": [[metric, {labels}, n], ...]} (a "kv" key of older
+             files is ignored)
     data     for each series in meta order: n float64 epoch timestamps, then n float64 values
     trailer  u32 CRC-32 of everything before it
 
@@ -25,7 +26,6 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from koordlet.errors import KoordletError
 
@@ -58,7 +58,6 @@ class Image:
 
     saved_at: float
     series: list[SeriesImage]
-    kv: Mapping[str, Any]
 
 
 def _le(a: array[float]) -> array[float]:
@@ -71,7 +70,6 @@ def _le(a: array[float]) -> array[float]:
 def _meta_bytes(image: Image) -> bytes:
     meta = {
         "saved_at": image.saved_at,
-        "kv": dict(image.kv),
         "series": [[s.metric, dict(s.labels), len(s.ts)] for s in image.series],
     }
     return json.dumps(meta, separators=(",", ":"), allow_nan=False).encode()
@@ -116,10 +114,9 @@ def decode(blob: bytes) -> Image:
     try:
         meta = json.loads(bytes(body[:meta_len]))
         saved_at = float(meta["saved_at"])
-        kv = meta["kv"]
         entries = meta["series"]
-        if not isinstance(kv, dict) or not isinstance(entries, list):
-            raise TypeError("kv must be an object and series a list")
+        if not isinstance(entries, list):
+            raise TypeError("series must be a list")
         series: list[SeriesImage] = []
         offset = meta_len
         for metric, labels, n in entries:
@@ -139,7 +136,7 @@ def decode(blob: bytes) -> Image:
         raise CorruptCheckpoint(f"bad metadata: {err}") from err
     if offset != len(body):
         raise CorruptCheckpoint(f"{len(body) - offset} bytes of data not described by the metadata")
-    return Image(saved_at=saved_at, series=series, kv=kv)
+    return Image(saved_at=saved_at, series=series)
 
 
 def fit(image: Image, max_bytes: int, trim_first: Callable[[str], bool]) -> tuple[Image, int]:
@@ -149,7 +146,7 @@ def fit(image: Image, max_bytes: int, trim_first: Callable[[str], bool]) -> tupl
     series = list(image.series)
     dropped = 0
     for in_group in (trim_first, lambda m: not trim_first(m)):
-        current = Image(image.saved_at, series, image.kv)
+        current = Image(image.saved_at, series)
         excess = estimated_size(current) - max_bytes
         if excess <= 0:
             break
@@ -170,4 +167,4 @@ def fit(image: Image, max_bytes: int, trim_first: Callable[[str], bool]) -> tupl
             if i < len(s.ts):
                 kept.append(SeriesImage(s.metric, s.labels, s.ts[i:], s.vs[i:]))
         series = kept
-    return Image(image.saved_at, series, image.kv), dropped
+    return Image(image.saved_at, series), dropped

@@ -11,13 +11,11 @@ every new one as ``last``.
 from __future__ import annotations
 
 import bisect
-import json
 import logging
 import os
 from array import array
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from koordlet.errors import InvalidValue
 from koordlet.metriccache import checkpoint
@@ -44,9 +42,7 @@ def ordered(ring: Ring) -> tuple[array[float], array[float]]:
     return array("d", [p[0] for p in pairs]), array("d", [p[1] for p in pairs])
 
 
-def to_image(
-    live: Sequence[LiveSeries], kv: Mapping[str, str], config: MetricCacheConfig, *, now: float, offset: float
-) -> Image:
+def to_image(live: Sequence[LiveSeries], config: MetricCacheConfig, *, now: float, offset: float) -> Image:
     """The checkpoint image of ``live`` series: retention applied, timestamps moved to epoch."""
     series: list[SeriesImage] = []
     for metric, labels, ts, vs in live:
@@ -55,8 +51,7 @@ def to_image(
             continue
         epoch = array("d", [t + offset for t in ts[first:]])
         series.append(SeriesImage(metric, dict(labels), epoch, vs[first:]))
-    values = {k: json.loads(text) for k, text in kv.items()}
-    return Image(saved_at=now + offset, series=series, kv=values)
+    return Image(saved_at=now + offset, series=series)
 
 
 def _trim_first(metric: str) -> bool:
@@ -69,7 +64,7 @@ def save(config: MetricCacheConfig, image: Image) -> tuple[int, int]:
     image, trimmed = checkpoint.fit(image, config.tsdb_max_bytes, _trim_first)
     if trimmed and checkpoint.estimated_size(image) > config.tsdb_max_bytes:
         log.error(
-            "metric cache: the checkpoint exceeds --tsdb-max-bytes=%d even without samples (KV too big)",
+            "metric cache: the checkpoint exceeds --tsdb-max-bytes=%d even without samples",
             config.tsdb_max_bytes,
         )
     config.tsdb_path.mkdir(parents=True, exist_ok=True)
@@ -119,8 +114,3 @@ def from_image(image: Image, config: MetricCacheConfig, *, now: float, offset: f
             ts, vs = prev[1] + ts, prev[2] + vs
         restored[(s.metric, key)] = (key_labels(s.metric, key), ts, vs)
     return restored, skipped
-
-
-def kv_texts(kv: Mapping[str, Any]) -> dict[str, str]:
-    """KV values from a checkpoint in the cache's stored (JSON text) form."""
-    return {str(k): json.dumps(v, separators=(",", ":")) for k, v in kv.items()}

@@ -149,21 +149,6 @@ class Ring:
         last_i = max(j for j, t in enumerate(times) if t == t_max)
         return Window(vals, min(times), t_max, vals[last_i])
 
-    def trim_before(self, cutoff: float) -> int:
-        """Forget samples older than ``cutoff``; returns how many were dropped. Re-packs the arrays."""
-        ts, vs = self.chronological()
-        keep = [i for i, t in enumerate(ts) if t >= cutoff]
-        dropped = len(ts) - len(keep)
-        if dropped == 0:
-            return 0
-        if self.in_order:
-            self.ts, self.vs = ts[dropped:], vs[dropped:]
-        else:
-            self.ts = array("d", [ts[i] for i in keep])
-            self.vs = array("d", [vs[i] for i in keep])
-        self.head = 0
-        return dropped
-
     def reset(self, ts: array[float], vs: array[float]) -> None:
         """Replace the contents with the newest ``capacity`` of the given samples (kept in that order)."""
         if len(ts) != len(vs):

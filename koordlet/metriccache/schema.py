@@ -83,10 +83,6 @@ PROPERTIES: dict[str, tuple[str, ...]] = {
     "resctrl_resource_mb": ("qos", "cache_id", "resctrl_mb_type"),
 }
 
-KV_NODE_CPU_INFO = "node_cpu_info"
-KV_NODE_NUMA_INFO = "node_numa_info"
-KV_NODE_LOCAL_STORAGE_INFO = "node_local_storage_info"
-
 
 def series_key(metric: str, labels: Mapping[str, str] | None) -> SeriesKey:
     """The canonical key of the series ``labels`` of ``metric``; checks a known kind's schema exactly."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
+from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.beresource import BEResourceCollector, BEResourceConfig
@@ -27,7 +28,6 @@ from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeReso
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.metricsadvisor.psi import PSICollector, PSIConfig
 from koordlet.metricsadvisor.sysresource import SystemResourceCollector, SystemResourceConfig
-from koordlet.runtime import Supervisor
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from koordlet import api
+from koordlet.api.cpulist import parse_cpuset
 from koordlet.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
@@ -25,7 +26,6 @@ from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.metricsadvisor.targets import CONTAINER, targets_of
 from koordlet.system import cgstats
 from koordlet.system.cgroups import CgroupMode, resource_path
-from koordlet.system.cpuset import parse_cpuset
 from koordlet.system.host import Host
 
 NAME = "BEResourceCollector"

@@ -1,35 +1,14 @@
 """Configuration of the metrics advisor: intervals and switches of every collector (koordlet's defaults).
 
-Layer: ``koordlet.metricsadvisor``. One frozen dataclass; ``koordlet run`` fills it from its flags
+Layer: ``koordlet.metricsadvisor``. One frozen dataclass, built by ``koordlet.config.build`` from the flags
 (``--collect-res-used-interval`` is ``collect_interval``). An interval of 0 disables that collector.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from koordlet.errors import ConfigError
-
-
-class AgentConfiguration(Protocol):
-    """The fields of ``koordlet.config.Configuration`` read here (that layer sits above this one)."""
-
-    @property
-    def node_name(self) -> str: ...
-
-    @property
-    def collect_interval(self) -> float: ...
-
-    @property
-    def fast_sample_interval(self) -> float: ...
-
-    @property
-    def psi_interval(self) -> float: ...
-
-    @property
-    def options(self) -> Mapping[str, object]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,22 +44,3 @@ class AdvisorConfig:
                 raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}")
         if self.sys_metric_outdated_interval <= 0 or self.gc_interval <= 0:
             raise ConfigError("sys_metric_outdated_interval and gc_interval must be positive")
-
-    @classmethod
-    def from_configuration(cls, cfg: AgentConfiguration) -> AdvisorConfig:
-        """From the agent's parsed flags (``--collect-res-used-interval``, ``--fast-sample-interval``,
-        ``--psi-collector-interval``, ``--collect-sys-metric-outdated-interval``)."""
-        outdated = cfg.options.get("collect-sys-metric-outdated-interval", 10.0)
-        try:
-            outdated_s = float(outdated)  # type: ignore[arg-type]
-        except (TypeError, ValueError) as err:
-            raise ConfigError(f"--collect-sys-metric-outdated-interval {outdated!r}: not seconds") from err
-        return cls(
-            node_name=cfg.node_name,
-            collect_interval=cfg.collect_interval,
-            be_interval=cfg.collect_interval,
-            fast_sample_interval=cfg.fast_sample_interval,
-            psi_interval=cfg.psi_interval,
-            host_app_interval=cfg.collect_interval,
-            sys_metric_outdated_interval=outdated_s,
-        )

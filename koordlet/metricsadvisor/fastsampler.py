@@ -35,7 +35,7 @@ _FIRST_LINE_CAP = 1024
 
 
 class Publisher(Protocol):
-    """The event bus (``runtime.EventBus``)."""
+    """The event bus (``koordlet.eventbus.EventBus``)."""
 
     def publish(self, event: str) -> None: ...
 

@@ -14,7 +14,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-GONE_ERRNOS = frozenset({errno.ENOENT, errno.ENODEV, errno.ENOTDIR, errno.ESRCH})
+from koordlet.system import files
+
 READ_CAP = 65536
 """Enough for /proc/stat of a few hundred CPUs; a fuller buffer is reported as EOVERFLOW."""
 
@@ -45,7 +46,7 @@ class FdCache:
                     self._fds[key] = fd
                 data = os.pread(fd, self._cap, 0)
             except OSError as err:
-                if err.errno not in GONE_ERRNOS:
+                if err.errno not in files.GONE_ERRNOS:
                     raise
                 if fd >= 0:
                     self._close_locked(key)
@@ -59,7 +60,7 @@ class FdCache:
         try:
             fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as err:
-            if err.errno in GONE_ERRNOS:
+            if err.errno in files.GONE_ERRNOS:
                 return None
             raise
         try:

@@ -104,7 +104,6 @@ class PodResourceCollector:
         self._signature: tuple[Target, ...] = ()
         self._dir_paths: dict[tuple[str, str], str] = {}
         self._sweeps = 0
-        self.rebuilds = 0
         self._lock = threading.Lock()
         """Held for a whole sweep, so ``close`` during shutdown waits for a running sweep to finish."""
         self._closed = False
@@ -173,7 +172,6 @@ class PodResourceCollector:
         self._signature = signature
         self._plan = self._make_plan(kept, reader.layout.offsets)
         self._has_pods = any(t.kind == POD for t in kept)
-        self.rebuilds += 1
         live = {p.key for p in self._plan}
         self._cpu_base = {k: v for k, v in self._cpu_base.items() if k in live}
         self._thr_base = {k: v for k, v in self._thr_base.items() if k in live}

@@ -16,12 +16,12 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter
 
 from koordlet import api
 from koordlet.resourceexecutor.audit import AuditLog
+from koordlet.statesinformer.eviction import EvictionAPI, EvictResult
 
 log = logging.getLogger(__name__)
 
@@ -32,23 +32,11 @@ BLOCKED_RETRY = 5.0
 KILL_DEPTH = 3
 
 
-class EvictionAPI(Protocol):
-    """The API-server side (implemented by the states informer, the only API client)."""
-
-    def evict(self, pod: api.PodInfo, reason: str, message: str) -> str:
-        """``evicted`` | ``blocked`` (429) | ``gone`` (404) | ``conflict`` (409: UID changed) | ``error``."""
-        ...
-
-    def record_event(
-        self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str, message: str, /
-    ) -> object: ...
-
-
 def refusal(pod: api.PodInfo) -> str:
     """Why this pod may not be evicted by the agent, or an empty string."""
     if not pod.is_best_effort:
         return f"pod {pod.namespace}/{pod.name} is {pod.qos or pod.kube_qos}, not BE"
-    if pod.owner_kind in ("DaemonSet", "Node"):
+    if pod.owner_kind in api.NEVER_EVICTED_OWNERS:
         return f"pod {pod.namespace}/{pod.name} is owned by a {pod.owner_kind}"
     if not pod.uid:
         return f"pod {pod.namespace}/{pod.name} has no UID"
@@ -134,9 +122,9 @@ class Evictor:
             return False
         if self._only_by_api:
             assert self._api is not None
-            outcome = self._api.evict(pod, reason, message)
-            done = outcome in ("evicted", "gone")
-            if outcome == "blocked":
+            result = self._api.evict(pod, reason, message)
+            outcome, done = result.value, result.done
+            if result is EvictResult.BLOCKED:
                 with self._lock:
                     self._blocked[pod.uid] = now
         else:

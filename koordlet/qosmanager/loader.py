@@ -9,6 +9,7 @@ naming it; we fail at startup rather than on the first tick.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import inspect
 from collections.abc import Callable, Iterable
@@ -34,6 +35,8 @@ class PluginEntry:
     source: str
     """``builtin``, ``registered`` or ``entrypoint:<distribution>``."""
     builtin: bool
+    flags: tuple[api.Flag[api.OptionValue], ...] = ()
+    """What the plugin declared in ``init_flags``."""
 
     @property
     def gate_flag(self) -> str:
@@ -82,7 +85,8 @@ def discover(
     entry_points: EntryPoints = _entry_points,
     registered: dict[str, tuple[api.FeatureSpec, api.QOSPlugin]] | None = None,
 ) -> list[PluginEntry]:
-    """Every plugin, validated, in a stable order: built-ins first, then extensions by name."""
+    """Every plugin, validated, with the flags it declares, in a stable order: built-ins first, then
+    extensions by name."""
     if builtins is None:
         import qosplugins
 
@@ -112,13 +116,13 @@ def discover(
             raise PluginError(ep.name, f"entry point {ep.value!r} ({dist}) failed to load: {err!r}") from err
         plugin, spec = validate(ep.name, obj)
         put(PluginEntry(ep.name, plugin, spec, f"entrypoint:{dist}", False))
-    return list(table.values())
+    return _with_flags(table.values())
 
 
-def collect_flags(entries: Iterable[PluginEntry]) -> list[tuple[PluginEntry, api.Flag]]:
+def _with_flags(entries: Iterable[PluginEntry]) -> list[PluginEntry]:
     """Call ``init_flags`` on every plugin (enabled or not, so ``--help`` lists them all)."""
     seen: dict[str, str] = {}
-    out: list[tuple[PluginEntry, api.Flag]] = []
+    out: list[PluginEntry] = []
     for entry in entries:
         flags = api.FlagSet(entry.name)
         try:
@@ -131,5 +135,5 @@ def collect_flags(entries: Iterable[PluginEntry]) -> list[tuple[PluginEntry, api
             if flag.name in seen:
                 raise PluginError(entry.name, f"flag --{flag.name} already declared by {seen[flag.name]}")
             seen[flag.name] = entry.name
-            out.append((entry, flag))
+        out.append(dataclasses.replace(entry, flags=tuple(flags)))
     return out

@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from koordlet import api
+from koordlet.eventbus import EventBus
 from koordlet.featuregates import FeatureGate
+from koordlet.lifecycle import Supervisor
 from koordlet.metrics import AgentMetrics
 from koordlet.qosmanager.loader import PluginEntry
-from koordlet.runtime import EventBus, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,8 @@ class Services:
     clock: Callable[[], float]
     wall_clock: Callable[[], float]
     bus: EventBus
-    registry: object = None
+    registry: api.MetricRegistry
+    agent: api.AgentOptions = field(default_factory=api.AgentOptions)
     dry_run: bool = False
 
 
@@ -50,7 +52,7 @@ class QOSManager:
         entries: Sequence[PluginEntry],
         gates: FeatureGate,
         ext_gates: FeatureGate,
-        options: Mapping[str, object],
+        options: Mapping[str, api.OptionValue],
         services: Services,
         supervisor: Supervisor,
         metrics: AgentMetrics | None = None,
@@ -101,6 +103,8 @@ class QOSManager:
         counter = [0]
 
         def every(interval: float, fn: Callable[[], None]) -> None:
+            if not interval > 0:
+                raise ValueError(f"{component}: every() needs a positive interval, got {interval!r}")
             counter[0] += 1
             name = f"{component}#{counter[0]}"
             self._supervisor.every(name, interval, fn, on_error=on_error, on_tick=on_tick)
@@ -110,7 +114,7 @@ class QOSManager:
 
         return api.PluginContext(
             node_name=svc.node_name,
-            options=self._options,
+            options={f.name: self._options.get(f.name, f.default) for f in entry.flags},
             states=svc.states,
             metrics=svc.metrics,
             host=svc.host,
@@ -121,6 +125,7 @@ class QOSManager:
             every=every,
             subscribe=subscribe,
             registry=svc.registry,
+            agent=svc.agent,
             dry_run=svc.dry_run,
             wall_clock=svc.wall_clock,
         )

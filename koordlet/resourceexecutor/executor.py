@@ -25,13 +25,13 @@ from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
+from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.resourceexecutor.context import WriteContext
-from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
 from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
 from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
 from koordlet.resourceexecutor.sysctlwrites import SysctlWrites
 from koordlet.resourceexecutor.tcwrites import TCWrites
-from koordlet.system import cgroups, cpuset, native
+from koordlet.system import cgroups, files, native, topology
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
 
@@ -39,24 +39,6 @@ log = logging.getLogger(__name__)
 
 Writer = Callable[[Sequence[tuple[str | Path, str | bytes]]], list[int]]
 """Ordered writes, per-item 0 or errno (``native.write_batch``'s shape)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutorConfig:
-    """Executor options (``koordlet run`` flags)."""
-
-    force_update_seconds: float = 60.0
-    """``--resource-force-update-seconds``: owned values are re-checked and re-applied this often."""
-    dry_run: bool = False
-    """Log what would be written; write nothing."""
-    audit_size: int = 1000
-    """Events kept in the in-memory audit log."""
-    force_python: bool = False
-    """Write with ``os.open``/``os.write`` even when the C helper is built."""
-    unowned_ttl_seconds: float = 120.0
-    """Cache entries without an owner are dropped after this long (koordlet's 2 min expiry)."""
-    netns: str = ""
-    """Network namespace of tc writes (network QoS); empty: the agent's own (tests shape inside theirs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,16 +164,11 @@ class ResourceExecutor:
         """Recent audit events as JSON-able dicts (``/events``)."""
         return self.audit.events(since_seq=since_seq, limit=limit)
 
-    def cached_paths(self) -> list[str]:
-        with self._lock:
-            return sorted(self._cache)
-
     # -- steps ----------------------------------------------------------------------------------------
 
     def _read_online_cpus(self) -> frozenset[int] | None:
         try:
-            text = self.paths.sys("devices", "system", "cpu", "online").read_text()
-            return cpuset.parse_cpuset(text)
+            return topology.read_online_cpus(self.paths)
         except (OSError, InvalidValue):
             return None
 
@@ -223,7 +200,7 @@ class ResourceExecutor:
     def _current(self, t: Target) -> tuple[str | None, str | None] | UpdateResult:
         """``(raw, v1 value)`` now in the file (value ``None`` if unparsable), or a gone/error result."""
         try:
-            raw = read_text(t.path)
+            raw = files.read_text_unless_gone(t.path)
         except OSError as err:
             return self.context.failed(t.update, errno_kind(err.errno), f"read {t.path} failed: {err}")
         if raw is None:
@@ -293,8 +270,9 @@ class ResourceExecutor:
             )
             log.debug("wrote %r to %s (was %r; owner %s, %s)", text, path, current, u.owner, phase)
             return UpdateResult(u, True)
-        if err_no in GONE_ERRNOS or (err_no == errno.ESRCH and u.resource in values.APPEND_ONLY):
-            # ESRCH: the thread/process to move exited meanwhile; as good as gone
+        if err_no in files.GONE_ERRNOS and (err_no != errno.ESRCH or u.resource in values.APPEND_ONLY):
+            # ESRCH from cgroup.procs/tasks: the process to move exited meanwhile, as good as gone; from
+            # any other file it would be a kernel surprise, reported as a failure
             return self._gone(t)
         return self.context.failed(
             u, errno_kind(err_no), f"write {text!r} to {path} failed: [errno {err_no}] {os.strerror(err_no)}"

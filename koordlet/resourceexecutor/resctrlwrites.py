@@ -18,9 +18,9 @@ from pathlib import Path
 from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.errors import InvalidValue, UnsafePath
 from koordlet.resourceexecutor.context import WriteContext
-from koordlet.resourceexecutor.fileio import GONE_ERRNOS, read_text
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import native, resctrl
+from koordlet.system.files import GONE_ERRNOS, read_text_unless_gone
 from koordlet.system.paths import HostPaths
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class ResctrlWrites:
             ):
                 return UpdateResult(u, False, skipped="unchanged")
             try:
-                raw = read_text(path)
+                raw = read_text_unless_gone(path)
             except OSError as err:
                 return self._ctx.failed(u, "read", f"read {path} failed: {err}")
             if raw is None:
@@ -126,7 +126,7 @@ class ResctrlWrites:
         with self._ctx.lock:
             try:
                 path = resctrl.tasks_path(self.paths, group)
-                raw = read_text(path)
+                raw = read_text_unless_gone(path)
             except UnsafePath as err:
                 return self._ctx.failed(u, "invalid", f"refused tasks for group {group!r}: {err}")
             except OSError as err:

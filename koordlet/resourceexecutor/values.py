@@ -6,8 +6,9 @@ Layer: ``koordlet.resourceexecutor``; pure functions over v1-style strings (what
 
 from __future__ import annotations
 
+from koordlet.api import cpulist
 from koordlet.errors import InvalidValue
-from koordlet.system import blkio, cpuset
+from koordlet.system import blkio
 
 UNLIMITED_TOKENS = frozenset({"max", "-1", str(2**63 - 1)})
 """Spellings of "no limit": v2 writes ``max``, v1 quota ``-1``, and some files read back INT64_MAX."""
@@ -47,7 +48,7 @@ def same(resource: str, a: str | None, b: str | None) -> bool:
             return a == b
     if resource in CPUSET_RESOURCES:
         try:
-            return cpuset.parse_cpuset(a, resource=resource) == cpuset.parse_cpuset(b, resource=resource)
+            return cpulist.parse_cpuset(a, resource=resource) == cpulist.parse_cpuset(b, resource=resource)
         except InvalidValue:
             return a == b
     if _unlimited(a) or _unlimited(b):
@@ -71,10 +72,10 @@ def merge(resource: str, current: str, new: str) -> str | None:
         return None
     if resource == "cpuset.cpus":
         try:
-            union = cpuset.parse_cpuset(current) | cpuset.parse_cpuset(new)
+            union = cpulist.parse_cpuset(current) | cpulist.parse_cpuset(new)
         except InvalidValue:
             return new
-        return cpuset.format_cpuset(union)
+        return cpulist.format_cpuset(union)
     try:
         cur, nxt = _as_bound(current), _as_bound(new)
     except ValueError:
@@ -82,14 +83,6 @@ def merge(resource: str, current: str, new: str) -> str | None:
     if cur is None or nxt is None:
         return "-1"
     return str(max(cur, nxt))
-
-
-def loosens(resource: str, current: str | None, new: str) -> bool:
-    """Whether ``new`` is strictly looser than ``current`` (true when nothing is known about current)."""
-    if current is None:
-        return True
-    merged = merge(resource, current, new)
-    return merged is not None and not same(resource, merged, current)
 
 
 def guard_kernel_text(resource: str, file_name: str, text: str) -> str | None:

@@ -17,8 +17,7 @@ from prometheus_client import CollectorRegistry
 from koordlet.cluster.client import make_api_client
 from koordlet.cluster.informer import index_by_node
 from koordlet.cluster.process import Address
-from koordlet.daemon import Component, Daemon, FuncComponent
-from koordlet.runtime import Supervisor
+from koordlet.lifecycle import Component, Daemon, FuncComponent, Supervisor
 from koordlet.scheduler.binder import APIBinder
 from koordlet.scheduler.extender import Extender
 from koordlet.scheduler.framework.profile import Profile, default_profile, load_profile

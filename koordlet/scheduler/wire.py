@@ -56,10 +56,6 @@ class ExtenderArgs:
     node_names: list[str] | None
     """``NodeNames`` when sent (``nodeCacheCapable: true``)."""
 
-    @property
-    def cache_capable(self) -> bool:
-        return self.nodes is None and self.node_names is not None
-
     def names(self) -> list[str]:
         if self.node_names is not None:
             return self.node_names

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordlet import api
-from koordlet.schema.slovalidate import InvalidNodeSLO, validate_spec
+from koordlet.schema.slovalidate import InvalidNodeSLO, check_merged, validate_spec
 
 __all__ = ["InvalidNodeSLO", "build", "default_spec", "merge", "validate_spec"]
 
@@ -159,10 +159,12 @@ def build(spec: Mapping[str, Any] | None, generation: int = 0) -> api.NodeSLO:
     merged = merge(default_spec(), spec or {})
     qos = merged["resourceQOSStrategy"]
     _disable_off_sections(qos)
+    thresholds = api.ResourceThresholdStrategy(
+        **_fields(api.ResourceThresholdStrategy, merged["resourceUsedThresholdWithBE"])
+    )
+    check_merged(thresholds)
     return api.NodeSLO(
-        resource_used_threshold_with_be=api.ResourceThresholdStrategy(
-            **_fields(api.ResourceThresholdStrategy, merged["resourceUsedThresholdWithBE"])
-        ),
+        resource_used_threshold_with_be=thresholds,
         cpu_burst_strategy=api.CPUBurstStrategy(**_fields(api.CPUBurstStrategy, merged["cpuBurstStrategy"])),
         resource_qos_strategy=qos,
         system_strategy=merged["systemStrategy"],

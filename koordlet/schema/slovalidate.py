@@ -71,14 +71,13 @@ _RT = "resourceUsedThresholdWithBE"
 
 def _check_thresholds(c: _Checker, sec: Mapping[str, Any]) -> None:
     c.boolean(sec, _RT, "enable")
-    suppress = c.percent(sec, _RT, "cpuSuppressThresholdPercent")
-    suppress_min = c.percent(sec, _RT, "cpuSuppressMinPercent")
-    if suppress is not None and suppress_min is not None and suppress_min > suppress:
-        c.problems.append(f"{_RT}: cpuSuppressMinPercent ({suppress_min}) above the threshold ({suppress})")
+    # A threshold of 0 would suppress BE to nothing and evict on any use: refused like koordlet's plugins.
+    c.integer(sec, _RT, "cpuSuppressThresholdPercent", 1, 100)
+    c.percent(sec, _RT, "cpuSuppressMinPercent")  # not above the threshold: check_merged
     c.enum(sec, _RT, "cpuSuppressPolicy", ("cpuset", "cfsQuota"))
     c.enum(sec, _RT, "cpuEvictPolicy", ("evictByRealLimit", "evictByAllocatable"))
     for prefix in ("memoryEvict", "cpuEvict"):
-        high = c.percent(sec, _RT, f"{prefix}ThresholdPercent")
+        high = c.integer(sec, _RT, f"{prefix}ThresholdPercent", 1, 100)
         low = c.percent(sec, _RT, f"{prefix}LowerPercent")
         c.below(_RT, f"{prefix}LowerPercent", low, f"{prefix}ThresholdPercent", high)
     for prefix in ("memoryAllocatableEvict", "cpuAllocatableEvict"):
@@ -95,7 +94,7 @@ def _check_thresholds(c: _Checker, sec: Mapping[str, Any]) -> None:
         c.problems.append(f"{_RT}.cpuEvictBESatisfactionUpperPercent: {upper} must be below 100")
     if lower is not None and upper is not None and lower > upper:
         c.problems.append(f"{_RT}: BE satisfaction lower ({lower}) above upper ({upper})")
-    c.percent(sec, _RT, "cpuEvictBEUsageThresholdPercent")
+    c.integer(sec, _RT, "cpuEvictBEUsageThresholdPercent", 1, 100)
     c.integer(sec, _RT, "cpuEvictTimeWindowSeconds", 1, None)
     c.integer(sec, _RT, "evictEnabledPriorityThreshold", 0, None)
     c.integer(sec, _RT, "allocatableEvictPriorityThreshold", 0, 7999)
@@ -180,3 +179,19 @@ def validate_spec(spec: Any) -> None:
     _check_host_apps(c, spec.get("hostApplications"))
     if c.problems:
         raise InvalidNodeSLO(c.problems)
+
+
+def check_merged(t: api.ResourceThresholdStrategy) -> None:
+    """Raise :class:`InvalidNodeSLO` for rules between fields that hold only after the merge over the
+    defaults (a spec may set one side and inherit the other)."""
+    problems = []
+    low, high = t.cpu_suppress_min_percent, t.cpu_suppress_threshold_percent
+    if low is not None and low > high:
+        problems.append(f"{_RT}: cpuSuppressMinPercent ({low}) above cpuSuppressThresholdPercent ({high})")
+    if not 0 <= t.memory_evict_lower < t.memory_evict_threshold_percent:
+        problems.append(
+            f"{_RT}: memory eviction would stop at {t.memory_evict_lower}%, not in "
+            f"[0, memoryEvictThresholdPercent {t.memory_evict_threshold_percent}%)"
+        )
+    if problems:
+        raise InvalidNodeSLO(problems)

@@ -3,13 +3,14 @@
 Without a cluster the cgroup tree is the truth about which pods run here: each pod dir gives the UID
 (parsed and validated by :mod:`koordlet.system.podpath`), its tier gives the Kubernetes QoS class, and
 its child dirs give container IDs. A PodList (``--pod-list``, a JSON/YAML file or an http(s) URL) matched
-by UID adds names, namespaces, labels, annotations and resources. The result is pod objects in the
-``v1.Pod`` JSON shape, so one builder (:mod:`koordlet.statesinformer.podinfo`) serves every source.
+by UID adds names, namespaces, labels, annotations and resources (parsed by
+:mod:`koordlet.statesinformer.podinfo`, with the tier the pod really sits in). Pods are built as
+:class:`api.PodInfo` directly from what the tree shows.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
 import logging
 import urllib.request
@@ -21,7 +22,10 @@ import yaml
 
 from koordlet import api
 from koordlet.errors import APIUnavailable
+from koordlet.schema.pod import priority_class_of, qos_of
+from koordlet.statesinformer.podinfo import pod_info
 from koordlet.system.host import Host
+from koordlet.system.podpath import CgroupLayout
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +69,8 @@ class CgroupDiscovery:
         self._warned_missing = False
         self._seen_kubepods = False
 
-    def scan(self) -> list[tuple[str, api.KubeQOSClass, list[tuple[str, str]]]]:
-        """``(uid, kube qos, [(runtime, container id)])`` of every pod dir, tier by tier."""
+    def scan(self) -> list[DiscoveredPod]:
+        """Every pod dir of the three tiers, with its container dirs."""
         layout = self.host.layout
         if not self.host.list_cgroups(layout.kubepods_dir(), 0):
             if self._seen_kubepods:  # it was there: a vanished tree is suspicious, keep the known pods
@@ -79,63 +83,80 @@ class CgroupDiscovery:
                 self._warned_missing = True
             return []
         self._seen_kubepods = True
-        found: list[tuple[str, api.KubeQOSClass, list[tuple[str, str]]]] = []
+        found: list[DiscoveredPod] = []
         for qos in _TIERS:
             tier = layout.qos_dir(qos)
             for pod_dir in self.host.list_cgroups(tier, 1)[1:]:
                 uid = layout.parse_pod_dir_name(pod_dir.rsplit("/", 1)[-1])
                 if uid is None:
                     continue  # the other tiers under kubepods, or a stray dir
-                containers: list[tuple[str, str]] = []
+                containers: list[api.ContainerInfo] = []
                 for cdir in self.host.list_cgroups(pod_dir, 1)[1:]:
                     parsed = layout.parse_container_dir_name(cdir.rsplit("/", 1)[-1])
                     if parsed is not None:
-                        containers.append(parsed)
-                found.append((uid, qos, containers))
+                        runtime, cid = parsed
+                        info = api.ContainerInfo(cid[:12], cid, runtime=runtime, cgroup_dir=cdir)
+                        containers.append(info)
+                found.append(DiscoveredPod(uid, qos, pod_dir, tuple(containers)))
         return found
 
-    def list_pods(self) -> list[Mapping[str, Any]]:
+    def list_pods(self, layout: CgroupLayout | None) -> list[api.PodInfo]:
         known: dict[str, Mapping[str, Any]] = {}
         if self.pod_list:
             try:
                 known = {_uid_of(p): p for p in load_pod_list(self.pod_list, self.timeout)}
             except APIUnavailable as err:
                 log.warning("pods: %s; names and resources unknown this round", str(err))
-        return [self._pod(uid, qos, containers, known.get(uid)) for uid, qos, containers in self.scan()]
+        out: list[api.PodInfo] = []
+        for found in self.scan():
+            listed = known.get(found.uid)
+            info = pod_info(listed, layout, kube_qos=found.qos) if listed is not None else None
+            out.append(found.pod_info() if info is None else found.enrich(info, listed or {}))
+        return out
 
-    @staticmethod
-    def _pod(
-        uid: str,
-        qos: api.KubeQOSClass,
-        containers: list[tuple[str, str]],
-        listed: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
-        ids = [f"{rt}://{cid}" if rt else cid for rt, cid in containers]
-        if listed is not None:
-            pod = copy.deepcopy(dict(listed))
-            status = pod.setdefault("status", {})
-            # The tier the pod really sits in decides its cgroup path, whatever the list claims.
-            status["qosClass"] = qos.value
-            status.setdefault("phase", "Running")
-            if not any(s.get("containerID") for s in status.get("containerStatuses") or ()):
-                names = [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("containers") or ()]
-                status["containerStatuses"] = [
-                    {
-                        "name": names[i] if i < len(names) else cid[-64:][:12],
-                        "containerID": cid,
-                        "state": {"running": {}},
-                    }
-                    for i, cid in enumerate(ids)
-                ]
-            return pod
-        return {
-            "metadata": {"uid": uid, "name": uid, "namespace": ""},
-            "spec": {"containers": [{"name": cid[-64:][:12]} for cid in ids]},
-            "status": {
-                "phase": "Running",
-                "qosClass": qos.value,
-                "containerStatuses": [
-                    {"name": cid[-64:][:12], "containerID": cid, "state": {"running": {}}} for cid in ids
-                ],
-            },
-        }
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DiscoveredPod:
+    """A pod dir of the kubepods tree: what the tree alone tells about a pod."""
+
+    uid: str
+    qos: api.KubeQOSClass
+    """The tier the pod sits in, which decides its cgroup path whatever a pod list claims."""
+    cgroup_dir: str
+    containers: tuple[api.ContainerInfo, ...]
+
+    def pod_info(self) -> api.PodInfo:
+        """A running pod known only by its UID (named after it), Koordinator's defaults for its class."""
+        qos = qos_of({}, self.qos)
+        return api.PodInfo(
+            uid=self.uid,
+            namespace="",
+            name=self.uid,
+            qos=qos,
+            kube_qos=self.qos,
+            priority_class=priority_class_of({}, None, qos),
+            phase="Running",
+            cgroup_dir=self.cgroup_dir,
+            containers=self.containers,
+        )
+
+    def enrich(self, listed: api.PodInfo, raw: Mapping[str, Any]) -> api.PodInfo:
+        """The pod-list entry of this pod; a list without container IDs gets the discovered containers in
+        spec order, and a list without a phase says Running (the cgroup exists)."""
+        info = listed
+        status = raw.get("status")
+        if not (isinstance(status, Mapping) and status.get("phase")):
+            info = dataclasses.replace(info, phase="Running")
+        if any(c.container_id for c in info.containers):
+            return info
+        filled = tuple(
+            dataclasses.replace(
+                spec,
+                container_id=found.container_id,
+                runtime=found.runtime,
+                cgroup_dir=found.cgroup_dir,
+                running=True,
+            )
+            for spec, found in zip(info.containers, self.containers, strict=False)
+        )
+        return dataclasses.replace(info, containers=filled + info.containers[len(filled) :])

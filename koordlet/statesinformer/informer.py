@@ -21,18 +21,26 @@ from prometheus_client import CollectorRegistry
 from koordlet import api
 from koordlet.cluster.client import in_cluster_available, make_api_client
 from koordlet.cluster.ratelimit import Backoff
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache
-from koordlet.runtime import EventBus, Supervisor
 from koordlet.schema.nodemetric import CollectPolicy
 from koordlet.statesinformer import kube
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.discovery import CgroupDiscovery
+from koordlet.statesinformer.eviction import EvictResult
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.node import local_node, node_info
 from koordlet.statesinformer.nodemetric import StatusBuilder
 from koordlet.statesinformer.nodeslo import NodeSLOStore
 from koordlet.statesinformer.pleg import PLEG
-from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer, PodSource
+from koordlet.statesinformer.pods import (
+    APIPodSource,
+    KubeletEndpoint,
+    KubeletPodSource,
+    PodsInformer,
+    PodSource,
+)
 from koordlet.statesinformer.reporter import FILE_NAME, NodeMetricReporter
 from koordlet.statesinformer.slofile import NodeSLOFile
 from koordlet.system.host import Host
@@ -86,7 +94,7 @@ class StatesInformer:
                 config.request_timeout_seconds,
             )
             if config.pod_source == "api":
-                source = kube.APIPodSource(self._pod_objs)
+                source = APIPodSource(self._pod_objs)
             else:
                 source = KubeletPodSource(self._kubelet_endpoint)
         self.pods_informer = PodsInformer(
@@ -253,18 +261,18 @@ class StatesInformer:
 
     # For the evictor ------------------------------------------------------------------------------
 
-    def evict(self, pod: api.PodInfo, reason: str, message: str) -> str:
+    def evict(self, pod: api.PodInfo, reason: str, message: str) -> EvictResult:
         """policy/v1 Eviction with a UID precondition: ``evicted``, ``blocked`` (429), ``gone`` (404),
         ``conflict`` (409) or ``error`` (also in standalone mode, where there is no API)."""
         if self.api is None:
-            return kube.EvictResult.ERROR.value
+            return EvictResult.ERROR
         result = self.api.evict(pod.namespace, pod.name, pod.uid)
-        log.info("evict %s/%s (%s): %s: %s", pod.namespace, pod.name, reason, result, message)
-        if result == kube.EvictResult.EVICTED:
+        log.info("evict %s/%s (%s): %s: %s", pod.namespace, pod.name, reason, result.value, message)
+        if result is EvictResult.EVICTED:
             self.record_event(
                 "Pod", pod.namespace, pod.name, pod.uid, "Warning", "Evicted", f"{reason}: {message}"
             )
-        return result.value
+        return result
 
     def record_event(
         self, kind: str, namespace: str, name: str, uid: str, type: str, reason: str, message: str

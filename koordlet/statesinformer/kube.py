@@ -1,5 +1,6 @@
-"""The Kubernetes API side of the informer: client construction, list+watch loops, and the few writes
-(NodeMetric status, Eviction, Event). The only module of the agent that imports ``kubernetes``.
+"""The Kubernetes API side of the informer: list+watch loops and the few writes (NodeMetric status,
+Eviction, Event); the client itself is made by :mod:`koordlet.cluster.client`. The only module of the
+agent's own packages that imports ``kubernetes``.
 
 The client is imported lazily (about a second of imports) so standalone agents and ``--help`` never pay
 for it. Objects travel as plain JSON dicts (``raw_object``), the same shape the kubelet serves, so one
@@ -8,7 +9,6 @@ builder serves every source; pydantic models are never handed to the rest of the
 
 from __future__ import annotations
 
-import enum
 import json
 import logging
 import threading
@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from koordlet.cluster.ratelimit import Backoff
 from koordlet.errors import APIUnavailable
+from koordlet.statesinformer.eviction import EvictResult
 
 log = logging.getLogger(__name__)
 
@@ -189,34 +190,6 @@ class WatchedObjects:
     def failing(self) -> bool:
         with self._lock:
             return self._failing
-
-
-class APIPodSource:
-    """Pods of this node from the API server (``fieldSelector=spec.nodeName=<node>``), as a pod source."""
-
-    trust_empty = False
-
-    def __init__(self, objects: WatchedObjects) -> None:
-        self.objects = objects
-
-    def list_pods(self) -> Sequence[Obj]:
-        if not self.objects.synced():
-            raise APIUnavailable("pods: the API server list has not completed yet")
-        if self.objects.failing():
-            # Counts as a failed refresh: the pods are kept and the informer turns degraded after
-            # the staleness bound, as with an unreachable kubelet.
-            raise APIUnavailable("pods: the API server watch is broken; pods may be stale")
-        return self.objects.items()
-
-
-class EvictResult(enum.StrEnum):
-    """What an eviction request came to (the strings the evictor switches on)."""
-
-    EVICTED = "evicted"
-    BLOCKED = "blocked"
-    GONE = "gone"
-    CONFLICT = "conflict"
-    ERROR = "error"
 
 
 class ClusterAPI:

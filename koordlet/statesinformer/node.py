@@ -1,12 +1,15 @@
 """The Node as the agent sees it: from the API object, or from local facts in standalone mode.
 
 Capacity and allocatable become millicores and bytes; ``kubernetes.io/batch-cpu`` is already counted in
-millicores (Koordinator's extended resource), ``kubernetes.io/batch-memory`` in bytes. Standalone, the
-node has what this host has: online CPUs x 1000 and ``MemTotal``; allocatable equals capacity.
+millicores (Koordinator's extended resource), ``kubernetes.io/batch-memory`` in bytes. The
+``node.koordinator.sh/reservation`` annotation is parsed here too, so plugins get its CPUs typed.
+Standalone, the node has what this host has: online CPUs x 1000 and ``MemTotal``; allocatable equals
+capacity.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -14,23 +17,40 @@ from typing import Any
 from koordlet import api
 from koordlet.errors import InvalidValue
 from koordlet.schema.pod import BATCH_CPU, BATCH_MEMORY
-from koordlet.schema.quantity import to_int, to_milli
+from koordlet.statesinformer.podinfo import resource_amount
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo
 from koordlet.system.topology import read_online_cpus
 
 log = logging.getLogger(__name__)
 
+RESERVATION_ANNOTATION = "node.koordinator.sh/reservation"
 
-def _amount(values: Mapping[str, Any], name: str, *, milli: bool) -> int:
-    raw = values.get(name)
-    if raw is None:
-        return 0
+
+def _reservation(annotations: Mapping[str, str]) -> tuple[int, frozenset[int]]:
+    """``(cpu millicores, pinned CPUs)`` of Koordinator's node reservation annotation (none if unreadable)."""
+    text = annotations.get(RESERVATION_ANNOTATION)
+    if not text:
+        return 0, frozenset()
     try:
-        return to_milli(raw) if milli else to_int(raw)
-    except (InvalidValue, TypeError):
-        log.warning("node: ignoring unparsable %s quantity %r", name, raw)
-        return 0
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, Mapping):
+        log.warning("node: ignoring %s, not a JSON object: %r", RESERVATION_ANNOTATION, text[:200])
+        return 0, frozenset()
+    resources = doc.get("resources")
+    if not isinstance(resources, Mapping):
+        resources = {}
+    milli = resource_amount(resources, "cpu", milli=True, where=f"node {RESERVATION_ANNOTATION}")
+    cpus: frozenset[int] = frozenset()
+    pinned = doc.get("reservedCPUs")
+    if isinstance(pinned, str):
+        try:
+            cpus = api.parse_cpuset(pinned, resource=f"{RESERVATION_ANNOTATION} reservedCPUs")
+        except InvalidValue as err:
+            log.warning("node: ignoring reservedCPUs: %s", err)
+    return milli, cpus
 
 
 def node_info(obj: Mapping[str, Any]) -> api.NodeInfo:
@@ -39,16 +59,20 @@ def node_info(obj: Mapping[str, Any]) -> api.NodeInfo:
     status = obj.get("status") or {}
     cap = status.get("capacity") or {}
     alloc = status.get("allocatable") or {}
+    annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+    reservation_milli, reserved_cpus = _reservation(annotations)
     return api.NodeInfo(
         name=str(meta.get("name", "")),
-        cpu_capacity_milli=_amount(cap, "cpu", milli=True),
-        memory_capacity_bytes=_amount(cap, "memory", milli=False),
-        cpu_allocatable_milli=_amount(alloc, "cpu", milli=True),
-        memory_allocatable_bytes=_amount(alloc, "memory", milli=False),
-        batch_cpu_allocatable_milli=_amount(alloc, BATCH_CPU, milli=False),
-        batch_memory_allocatable_bytes=_amount(alloc, BATCH_MEMORY, milli=False),
+        cpu_capacity_milli=resource_amount(cap, "cpu", milli=True, where="node"),
+        memory_capacity_bytes=resource_amount(cap, "memory", milli=False, where="node"),
+        cpu_allocatable_milli=resource_amount(alloc, "cpu", milli=True, where="node"),
+        memory_allocatable_bytes=resource_amount(alloc, "memory", milli=False, where="node"),
+        batch_cpu_allocatable_milli=resource_amount(alloc, BATCH_CPU, milli=False, where="node"),
+        batch_memory_allocatable_bytes=resource_amount(alloc, BATCH_MEMORY, milli=False, where="node"),
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
-        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+        annotations=annotations,
+        reservation_cpu_milli=reservation_milli,
+        reserved_cpus=reserved_cpus,
     )
 
 

@@ -48,10 +48,6 @@ class NodeSLOStore:
         with self._lock:
             return self._seen
 
-    def mark_seen(self) -> None:
-        with self._lock:
-            self._seen = True
-
     def apply(self, spec: Any) -> bool:
         """Make ``spec`` (``None`` = no NodeSLO: defaults) current if valid; True when it took effect or
         was already in force, False when refused (the previous NodeSLO stays). The same refused spec

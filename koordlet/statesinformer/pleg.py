@@ -69,6 +69,9 @@ class PLEG:
         """Until ``stop``: wait for events (``poll`` seconds at a time) and report them."""
         with Inotify() as ino:
             self._watch_all(ino)
+            # Dirs made between the informer's first list and these watches raised no event: one refresh
+            # now closes that gap (as an informer lists again once its watch is up).
+            self.on_event()
             while not stop.is_set():
                 batch = ino.read(self.poll)
                 if not batch:

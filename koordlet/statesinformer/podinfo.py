@@ -8,7 +8,7 @@ cgroup path is built from them; a bad one leaves the pod (or container) without 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +24,8 @@ from koordlet.system.podpath import CgroupLayout, check_pod_uid, parse_container
 log = logging.getLogger(__name__)
 
 
-def _resource(values: Mapping[str, Any], name: str, *, milli: bool, where: str) -> int:
+def resource_amount(values: Mapping[str, Any], name: str, *, milli: bool, where: str) -> int:
+    """The quantity ``values[name]`` in millis (``milli``) or units; 0 when absent or unparsable (warned)."""
     raw = values.get(name)
     if raw is None:
         return 0
@@ -63,14 +64,14 @@ def _container(
         runtime=runtime,
         cgroup_dir=cgroup_dir,
         running=running,
-        cpu_request_milli=_resource(req, "cpu", milli=True, where=where),
-        cpu_limit_milli=_resource(lim, "cpu", milli=True, where=where),
-        memory_request_bytes=_resource(req, "memory", milli=False, where=where),
-        memory_limit_bytes=_resource(lim, "memory", milli=False, where=where),
-        batch_cpu_request_milli=_resource(req, BATCH_CPU, milli=False, where=where),
-        batch_cpu_limit_milli=_resource(lim, BATCH_CPU, milli=False, where=where),
-        batch_memory_request_bytes=_resource(req, BATCH_MEMORY, milli=False, where=where),
-        batch_memory_limit_bytes=_resource(lim, BATCH_MEMORY, milli=False, where=where),
+        cpu_request_milli=resource_amount(req, "cpu", milli=True, where=where),
+        cpu_limit_milli=resource_amount(lim, "cpu", milli=True, where=where),
+        memory_request_bytes=resource_amount(req, "memory", milli=False, where=where),
+        memory_limit_bytes=resource_amount(lim, "memory", milli=False, where=where),
+        batch_cpu_request_milli=resource_amount(req, BATCH_CPU, milli=False, where=where),
+        batch_cpu_limit_milli=resource_amount(lim, BATCH_CPU, milli=False, where=where),
+        batch_memory_request_bytes=resource_amount(req, BATCH_MEMORY, milli=False, where=where),
+        batch_memory_limit_bytes=resource_amount(lim, BATCH_MEMORY, milli=False, where=where),
     )
 
 
@@ -91,10 +92,13 @@ def _owner_kind(meta: Obj) -> str:
     return ""
 
 
-def pod_info(pod: Obj, layout: CgroupLayout | None) -> api.PodInfo | None:
+def pod_info(
+    pod: Obj, layout: CgroupLayout | None, *, kube_qos: api.KubeQOSClass | None = None
+) -> api.PodInfo | None:
     """The :class:`api.PodInfo` of ``pod``; ``None`` when it has no UID at all (not a pod object).
 
-    ``layout`` builds the cgroup dirs; ``None`` (layout unknown) leaves them empty.
+    ``layout`` builds the cgroup dirs; ``None`` (layout unknown) leaves them empty. ``kube_qos`` overrides
+    the pod's own QoS class (cgroup discovery knows the tier the pod really sits in).
     """
     meta, spec, status = _map(pod, "metadata"), _map(pod, "spec"), _map(pod, "status")
     raw_uid = meta.get("uid")
@@ -102,7 +106,7 @@ def pod_info(pod: Obj, layout: CgroupLayout | None) -> api.PodInfo | None:
         return None
     who = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
     labels, annotations = _str_map(_map(meta, "labels")), _str_map(_map(meta, "annotations"))
-    kube_qos = kube_qos_of(pod)
+    kube_qos = kube_qos or kube_qos_of(pod)
     qos = qos_of(labels, kube_qos)
     raw_priority = spec.get("priority")
     priority = raw_priority if isinstance(raw_priority, int) and not isinstance(raw_priority, bool) else None
@@ -137,3 +141,8 @@ def pod_info(pod: Obj, layout: CgroupLayout | None) -> api.PodInfo | None:
         owner_kind=_owner_kind(meta),
         created_at=_created_at(meta),
     )
+
+
+def pod_infos(objects: Iterable[Obj], layout: CgroupLayout | None) -> list[api.PodInfo]:
+    """The pods of a PodList's items (``v1.Pod`` JSON); items without a UID are not pods."""
+    return [p for p in (pod_info(obj, layout) for obj in objects) if p is not None]

@@ -1,7 +1,7 @@
 """Pods on this node: the kubelet ``/pods`` source and the :class:`PodsInformer` that keeps the snapshot.
 
-Three sources share one small interface, ``list_pods() -> [pod JSON]`` raising :class:`APIUnavailable`:
-the kubelet (:class:`KubeletPodSource`), the API server list+watch (``kube.APIPodSource``) and standalone
+Three sources share one small interface, ``list_pods(layout) -> [PodInfo]`` raising :class:`APIUnavailable`:
+the kubelet (:class:`KubeletPodSource`), the API server list+watch (:class:`APIPodSource`) and standalone
 cgroup discovery (``discovery.CgroupDiscovery``). The informer refreshes periodically and early on PLEG
 events (rate limited); an error or an empty list keeps the old pods (a restarting kubelet answers
 ``[]``), and after ``staleness`` seconds without a good answer it reports itself degraded.
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from koordlet import api
 from koordlet.cluster.ratelimit import TokenBucket
 from koordlet.errors import APIUnavailable
-from koordlet.statesinformer.podinfo import pod_info
+from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.system.podpath import CgroupLayout
 
 log = logging.getLogger(__name__)
@@ -35,8 +35,9 @@ class PodSource(Protocol):
     trust_empty: bool
     """Whether an empty answer is believed (cgroup discovery) or taken as a restarting source (kubelet)."""
 
-    def list_pods(self) -> Sequence[Mapping[str, Any]]:
-        """Every pod of this node as ``v1.Pod`` JSON; :class:`APIUnavailable` when the source fails."""
+    def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
+        """Every pod of this node, cgroup dirs built with ``layout``; :class:`APIUnavailable` when the
+        source fails."""
         ...
 
 
@@ -102,7 +103,7 @@ class KubeletPodSource:
         ctx.verify_mode = ssl.CERT_NONE
         return ctx
 
-    def list_pods(self) -> Sequence[Mapping[str, Any]]:
+    def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
         ep = self._endpoint()
         req = urllib.request.Request(ep.url, headers={"Accept": "application/json"})
         if not ep.insecure and ep.token_file:
@@ -125,7 +126,35 @@ class KubeletPodSource:
         items = doc.get("items") if isinstance(doc, Mapping) else None
         if not isinstance(items, list):
             raise APIUnavailable(f"kubelet {ep.url}: not a PodList")
-        return [p for p in items if isinstance(p, Mapping)]
+        return pod_infos((p for p in items if isinstance(p, Mapping)), layout)
+
+
+class WatchedPods(Protocol):
+    """The API server's pods of this node as a list+watch keeps them (``kube.WatchedObjects``)."""
+
+    def synced(self) -> bool: ...
+
+    def failing(self) -> bool: ...
+
+    def items(self) -> list[Mapping[str, Any]]: ...
+
+
+class APIPodSource:
+    """Pods of this node from the API server (``fieldSelector=spec.nodeName=<node>``), as a pod source."""
+
+    trust_empty = False
+
+    def __init__(self, objects: WatchedPods) -> None:
+        self.objects = objects
+
+    def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
+        if not self.objects.synced():
+            raise APIUnavailable("pods: the API server list has not completed yet")
+        if self.objects.failing():
+            # Counts as a failed refresh: the pods are kept and the informer turns degraded after
+            # the staleness bound, as with an unreachable kubelet.
+            raise APIUnavailable("pods: the API server watch is broken; pods may be stale")
+        return pod_infos(self.objects.items(), layout)
 
 
 Hook = Callable[[], None]
@@ -179,13 +208,11 @@ class PodsInformer:
         (the old pods stay). Concurrent calls are serialized."""
         with self._refresh_lock:
             try:
-                raw = self.source.list_pods()
+                built = tuple(self.source.list_pods(self._layout()))
             except APIUnavailable as err:
                 log.warning("pods: refresh failed, keeping %d pods: %s", len(self.pods()), str(err))
                 self._report(False, 0)
                 return False
-            layout = self._layout()
-            built = tuple(p for p in (pod_info(obj, layout) for obj in raw) if p is not None)
             if not built and self.pods() and not self.source.trust_empty:
                 # A restarting kubelet answers an empty list: do not forget every pod because of it.
                 log.info("pods: source answered no pods, keeping the %d known", len(self.pods()))

@@ -55,8 +55,6 @@ class NodeMetricReporter:
         self.file = file
         self.limiter = TokenBucket(config.status_qps, config.status_burst, clock)
         self.backoff = Backoff(initial=0.5, cap=config.max_backoff_seconds)
-        self.last_result = ""
-        self.reports = 0
 
     def policy(self) -> CollectPolicy:
         spec = self._spec()
@@ -80,7 +78,6 @@ class NodeMetricReporter:
         return max(float(raw), self.config.report_interval_min_seconds)
 
     def _done(self, result: str, delay: float) -> float:
-        self.last_result = result
         self._metrics.nodemetric_report.labels(result=result).inc()
         return delay
 
@@ -91,7 +88,6 @@ class NodeMetricReporter:
         if self.sink is None:
             if self.file is not None:
                 write_atomic(self.file, self._build(self.policy()))
-                self.reports += 1
             return self._done("written", interval)
         if self._spec() is None:
             if not self.config.create_node_metric:
@@ -117,7 +113,6 @@ class NodeMetricReporter:
             return self._done("error", delay)
         if code == 200:
             self.backoff.reset()
-            self.reports += 1
             return self._done("ok", interval)
         if code == 404:
             return self._done("skipped", interval)

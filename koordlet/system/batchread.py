@@ -98,14 +98,6 @@ class ReadResults:
         v = self.values[self.layout.offsets[i] + k]
         return None if v == MISSING else v
 
-    def file_values(self, i: int) -> dict[str, int | None] | int | None:
-        """A counter's value, or a key-value file's ``{key: value-or-None}``; ``None`` if the read failed."""
-        if self.status[i] != 0:
-            return None
-        if self.layout.kinds[i] == FileKind.COUNTER:
-            return self.value(i)
-        return {key: self.value(i, k) for k, key in enumerate(self.layout.keys[i])}
-
 
 class BatchReader(Protocol):
     """What both implementations offer; one thread reads at a time (calls are serialised)."""
@@ -121,7 +113,7 @@ class BatchReader(Protocol):
     def __enter__(self) -> BatchReader: ...
 
     def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+        self, _et: type[BaseException] | None, _ev: BaseException | None, _tb: TracebackType | None
     ) -> None: ...
 
 
@@ -280,7 +272,7 @@ class PyBatchReader:
         return self
 
     def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+        self, _et: type[BaseException] | None, _ev: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.close()
 

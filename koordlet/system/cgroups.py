@@ -298,13 +298,13 @@ def validate(resource: str, value: str, *, online_cpus: frozenset[int] | None = 
 
 def shares_to_weight(shares: int) -> int:
     """cpu.shares (2..262144) -> cpu.weight (1..10000), the kernel documentation's linear map."""
-    return 1 + (shares - SHARES_MIN) * (WEIGHT_MAX - 1) // (SHARES_MAX - SHARES_MIN)
+    return WEIGHT_MIN + (shares - SHARES_MIN) * (WEIGHT_MAX - WEIGHT_MIN) // (SHARES_MAX - SHARES_MIN)
 
 
 def weight_to_shares(weight: int) -> int:
     """cpu.weight -> cpu.shares, rounded up so that ``shares_to_weight(weight_to_shares(w)) == w``: a
     value read back from v2 and written again does not drift."""
-    return -(-(weight - 1) * (SHARES_MAX - SHARES_MIN) // (WEIGHT_MAX - 1)) + SHARES_MIN
+    return -(-(weight - WEIGHT_MIN) * (SHARES_MAX - SHARES_MIN) // (WEIGHT_MAX - WEIGHT_MIN)) + SHARES_MIN
 
 
 def _cpu_max_fields(current: str | None) -> tuple[str, str]:
@@ -357,7 +357,9 @@ def _stat_value(raw: str, key: str) -> int | None:
 def from_kernel(resource: str, mode: CgroupMode, raw: str) -> str:
     """The v1-style value of ``resource`` from the raw text of its kernel file on ``mode``.
 
-    Raises :class:`InvalidValue` when the file does not hold what the kernel would write there.
+    Statistics files (``cpu.stat``, ``memory.stat``...) come back as the kernel wrote them: their v1 and v2
+    keys differ, and :mod:`koordlet.system.cgstats` parses both into typed values. Raises
+    :class:`InvalidValue` when the file does not hold what the kernel would write there.
     """
     res = get_resource(resource)
     text = raw.strip()
@@ -388,12 +390,6 @@ def from_kernel(resource: str, mode: CgroupMode, raw: str) -> str:
         if usec is None:
             raise InvalidValue(resource, raw, "cpu.stat has no usage_usec")
         return str(usec * 1000)
-    if resource == "cpu.stat":
-        throttled = _stat_value(text, "throttled_usec")
-        if throttled is not None and _stat_value(text, "throttled_time") is None:
-            # v1 reports throttled_time in ns; give v2 readers the same key and unit.
-            return f"{text}\nthrottled_time {throttled * 1000}"
-        return text
     if res.minus_one_is_max and text == "max":
         return "-1"
     return text

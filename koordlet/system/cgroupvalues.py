@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from koordlet.api.cpulist import format_cpuset, parse_cpuset
 from koordlet.errors import InvalidValue
 from koordlet.system.blkio import check_kv_value
-from koordlet.system.cpuset import format_cpuset, parse_cpuset
 
 _INT = re.compile(r"^-?\d{1,20}$")
 _DEVICE_VALUE = re.compile(r"^(\d{1,10}):(\d{1,10}) (\d{1,20})$")

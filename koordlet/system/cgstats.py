@@ -6,7 +6,6 @@ collector computes the same figure from either; missing keys or non-integers rai
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from koordlet.errors import InvalidValue
@@ -44,10 +43,6 @@ class MemoryStat:
     def usage(self) -> int:
         """koordlet's working-set usage: anon (active + inactive) + unevictable; page cache excluded."""
         return self.active_anon + self.inactive_anon + self.unevictable
-
-    @property
-    def usage_with_page_cache(self) -> int:
-        return self.usage + self.active_file + self.inactive_file
 
     @property
     def page_cache(self) -> int:
@@ -121,31 +116,6 @@ def parse_cpuacct_usage(text: str) -> int:
     if not stripped.isdigit():
         raise InvalidValue("cpuacct.usage", text[:100], "not a non-negative integer")
     return int(stripped)
-
-
-def _per_node(line: str, resource: str) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for item in line.split()[1:]:
-        key, sep, value = item.partition("=")
-        if not sep or not key.startswith("N") or not key[1:].isdigit() or not value.isdigit():
-            raise InvalidValue(resource, line, f"bad per-node item {item!r}")
-        out[int(key[1:])] = int(value)
-    return out
-
-
-def parse_memory_numa_stat(text: str, page_size: int | None = None) -> dict[int, int]:
-    """Bytes of memory per NUMA node: v1 ``total=<pages> N0=<pages>...`` times the page size; v2
-    ``anon N0=<bytes>`` plus ``file N0=<bytes>`` (what koordlet counts as the pod's NUMA memory)."""
-    lines = {ln.split("=", 1)[0].split()[0]: ln for ln in text.splitlines() if ln.strip()}
-    if "total" in lines:
-        size = page_size if page_size is not None else os.sysconf("SC_PAGE_SIZE")
-        # The first token is "total=<pages>" itself; the per-node items follow.
-        return {node: pages * size for node, pages in _per_node(lines["total"], "memory.numa_stat").items()}
-    if "anon" in lines and "file" in lines:
-        anon = _per_node(lines["anon"], "memory.numa_stat")
-        file = _per_node(lines["file"], "memory.numa_stat")
-        return {n: anon.get(n, 0) + file.get(n, 0) for n in sorted(anon.keys() | file.keys())}
-    raise InvalidValue("memory.numa_stat", text[:200], "neither a v1 'total=' nor v2 'anon'/'file' lines")
 
 
 def parse_cpu_usage_ns(text: str, *, v2: bool) -> int:

@@ -11,42 +11,21 @@ import errno
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 from koordlet.api import CPUInfo, KubeQOSClass
 from koordlet.errors import CgroupGone, ResourceUnsupported, UnsafePath
+from koordlet.system import files
 from koordlet.system.cgroups import (
     CgroupMode,
     cgroup_dir_path,
     detect_mode,
     from_kernel,
-    get_resource,
     resource_path,
 )
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout, detect_driver
 from koordlet.system.probes import supports_resource
 from koordlet.system.topology import read_cpu_topology
-
-# ENODEV: the fd outlived its cgroup (rmdir while open); ENOENT/ENOTDIR: path gone before open;
-# ESRCH: some pseudo files report a dead cgroup this way.
-_GONE_ERRNOS = frozenset({errno.ENOENT, errno.ENODEV, errno.ENOTDIR, errno.ESRCH})
-_READ_CHUNK = 65536
-
-
-def read_file_text(path: Path) -> str:
-    """The whole file, opened with ``O_NOFOLLOW`` (a planted symlink as the last component is refused)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, _READ_CHUNK)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 class Host:
@@ -109,11 +88,11 @@ class Host:
         """Like :meth:`read_raw` but a vanished cgroup raises :class:`CgroupGone`."""
         path = resource_path(self.paths, self.mode, resource, cgroup_dir, for_read=True)
         try:
-            return read_file_text(path)
+            return files.read_text(path)
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise UnsafePath(f"{path} is a symlink") from err
-            if err.errno not in _GONE_ERRNOS:
+            if err.errno not in files.GONE_ERRNOS:
                 raise
             if err.errno == errno.ENOENT and path.parent.is_dir():
                 raise ResourceUnsupported(f"{path.name} missing in an existing cgroup ({resource})") from err
@@ -147,8 +126,3 @@ class Host:
                 return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
         except (FileNotFoundError, NotADirectoryError):
             return []  # removed between listing its parent and scanning it
-
-    def cgroup_exists(self, resource: str, cgroup_dir: str) -> bool:
-        """Whether ``cgroup_dir`` exists in the hierarchy that holds ``resource``."""
-        res = get_resource(resource)
-        return cgroup_dir_path(self.paths, self.mode, res.subsystem, cgroup_dir).is_dir()

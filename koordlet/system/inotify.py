@@ -18,9 +18,6 @@ from pathlib import Path
 
 IN_CREATE = 0x00000100
 IN_DELETE = 0x00000200
-IN_DELETE_SELF = 0x00000400
-IN_MOVED_FROM = 0x00000040
-IN_MOVED_TO = 0x00000080
 IN_ONLYDIR = 0x01000000
 IN_IGNORED = 0x00008000
 IN_Q_OVERFLOW = 0x00004000
@@ -70,11 +67,8 @@ class Inotify:
     def __enter__(self) -> Inotify:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
-
-    def fileno(self) -> int:
-        return self._fd
 
     @property
     def watched(self) -> list[Path]:
@@ -91,14 +85,6 @@ class Inotify:
         self._dirs[wd] = directory
         self._wds[directory] = wd
         return int(wd)
-
-    def remove_watch(self, directory: Path) -> None:
-        wd = self._wds.pop(directory, None)
-        if wd is None:
-            return
-        self._dirs.pop(wd, None)
-        # EINVAL: the kernel already dropped it (directory removed); nothing left to release.
-        self._libc.inotify_rm_watch(self._fd, ctypes.c_int(wd))
 
     def read(self, timeout: float) -> list[InotifyEvent]:
         """Events available within ``timeout`` seconds (``[]`` on timeout)."""

@@ -33,13 +33,6 @@ SCHEMATA_MSG_CAP = 4096
 """``info/last_cmd_status`` is one short line ("Mask out of range"); a page is plenty."""
 
 
-def abi_version() -> int:
-    """The C helpers' ABI version, or 0 without the compiled module."""
-    if _native is None:
-        return 0
-    return int(_native.lib.kn_abi_version())
-
-
 class NativeBatchReader:
     """The C batch reader (see ``csrc/koordlet_native.h``); same interface as ``PyBatchReader``."""
 
@@ -101,7 +94,7 @@ class NativeBatchReader:
         return self
 
     def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+        self, _et: type[BaseException] | None, _ev: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.close()
 
@@ -313,7 +306,7 @@ class PerfGroups:
         return self
 
     def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+        self, _et: type[BaseException] | None, _ev: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.close()
 

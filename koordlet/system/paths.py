@@ -14,8 +14,6 @@ DEFAULT_PROC_ROOT = "/proc"
 DEFAULT_SYS_ROOT = "/sys"
 DEFAULT_SYS_FS_ROOT = "/sys/fs"
 DEFAULT_VAR_RUN_ROOT = "/var/run"
-DEFAULT_RUN_ROOT = "/run"
-DEFAULT_VAR_LIB_KUBELET = "/var/lib/kubelet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +30,6 @@ class HostPaths:
     """``--sys-fs-root-dir``: resctrl is mounted at ``<sys-fs-root>/resctrl``."""
     var_run_root: Path = Path(DEFAULT_VAR_RUN_ROOT)
     """``--var-run-root-dir``: the standalone NodeMetric file goes under ``<var-run>/koordlet``."""
-    run_root: Path = Path(DEFAULT_RUN_ROOT)
-    var_lib_kubelet: Path = Path(DEFAULT_VAR_LIB_KUBELET)
     cgroup_parent: str = "/"
     """Kubelet's ``--cgroup-root``: the parent of the kubepods tree, relative to each subsystem root."""
     cgroup_driver: str = ""

@@ -36,21 +36,6 @@ def supports_resource(paths: HostPaths, mode: CgroupMode, resource: str, cgroup_
     return False
 
 
-def supports_cfs_burst(paths: HostPaths, mode: CgroupMode) -> bool:
-    """``cpu.cfs_burst_us`` (v1) / ``cpu.max.burst`` (v2) exists: Linux >= 5.14."""
-    return supports_resource(paths, mode, "cpu.cfs_burst_us")
-
-
-def supports_psi(paths: HostPaths) -> bool:
-    """PSI is compiled in and enabled (``psi=1``): ``<proc>/pressure/cpu`` is readable."""
-    try:
-        with open(paths.proc("pressure", "cpu"), "rb") as f:
-            f.read(1)
-    except OSError:
-        return False
-    return True
-
-
 MEMORY_QOS_RESOURCES = (
     "memory.min",
     "memory.low",

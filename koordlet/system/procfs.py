@@ -1,15 +1,14 @@
-"""Parsers for procfs: ``/proc/stat``, ``/proc/meminfo``, ``/proc/<pid>/stat`` and PSI files.
+"""Parsers for procfs: ``/proc/stat``, ``/proc/meminfo`` and PSI files (``/proc/pressure``, cgroups).
 
-Each ``parse_*`` takes file text and returns a frozen value; each ``read_*`` takes :class:`HostPaths`.
+Each ``parse_*`` takes file text and returns a frozen value; ``read_meminfo`` takes :class:`HostPaths`.
 Malformed text raises :class:`InvalidValue` so a collector can count the error and skip the series.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 
 from koordlet.errors import InvalidValue
@@ -17,7 +16,7 @@ from koordlet.system.paths import HostPaths
 
 
 def clock_ticks() -> int:
-    """USER_HZ, the unit of /proc/stat and /proc/<pid>/stat times (100 on every mainstream build)."""
+    """USER_HZ, the unit of /proc/stat times (100 on every mainstream build)."""
     try:
         return int(os.sysconf("SC_CLK_TCK"))
     except (ValueError, OSError):
@@ -82,10 +81,6 @@ def parse_proc_stat(text: str) -> ProcStat:
     return ProcStat(total, MappingProxyType(per_cpu))
 
 
-def read_proc_stat(paths: HostPaths) -> ProcStat:
-    return parse_proc_stat(paths.proc("stat").read_text())
-
-
 # ---------------------------------------------------------------------------------------------------
 # /proc/meminfo
 # ---------------------------------------------------------------------------------------------------
@@ -114,10 +109,6 @@ class MemInfo:
         return max(self.total - self.available, 0)
 
     @property
-    def used_with_page_cache(self) -> int:
-        return max(self.total - self.get("MemFree"), 0)
-
-    @property
     def page_cache(self) -> int:
         """File pages in memory: ``Cached`` (page cache, tmpfs/shmem included) plus ``Buffers`` (block
         device pages); what a memcg's ``memory.stat`` counts as ``cache``/``file``."""
@@ -143,70 +134,6 @@ def parse_meminfo(text: str) -> MemInfo:
 
 def read_meminfo(paths: HostPaths) -> MemInfo:
     return parse_meminfo(paths.proc("meminfo").read_text())
-
-
-# ---------------------------------------------------------------------------------------------------
-# /proc/<pid>/stat
-# ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PidStat:
-    """The parts of /proc/<pid>/stat the agent uses; ``(pid, starttime)`` identifies a process across
-    PID reuse. Times are USER_HZ ticks (starttime since boot)."""
-
-    pid: int
-    comm: str
-    state: str
-    ppid: int
-    utime: int
-    stime: int
-    starttime: int
-
-    @property
-    def key(self) -> tuple[int, int]:
-        return (self.pid, self.starttime)
-
-
-def parse_pid_stat(text: str) -> PidStat:
-    # comm may hold spaces and ')' itself; the kernel closes it with the LAST ')' on the line.
-    open_, close = text.find("("), text.rfind(")")
-    if open_ < 0 or close < open_:
-        raise InvalidValue("/proc/<pid>/stat", text[:200], "no '(comm)' field")
-    rest = text[close + 1 :].split()
-    # After comm: state(3) ppid(4) ... utime(14) stime(15) ... starttime(22), 1-based as in proc(5).
-    if len(rest) < 20:
-        raise InvalidValue("/proc/<pid>/stat", text[:200], "truncated line")
-    try:
-        return PidStat(
-            pid=int(text[:open_]),
-            comm=text[open_ + 1 : close],
-            state=rest[0],
-            ppid=int(rest[1]),
-            utime=int(rest[11]),
-            stime=int(rest[12]),
-            starttime=int(rest[19]),
-        )
-    except ValueError as err:
-        raise InvalidValue("/proc/<pid>/stat", text[:200], "non-integer field") from err
-
-
-def read_pid_stat(paths: HostPaths, pid: int) -> PidStat | None:
-    """``None`` when the process has exited (a normal race while scanning /proc)."""
-    try:
-        return parse_pid_stat(paths.proc(str(int(pid)), "stat").read_text())
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-
-
-def iter_pids(paths: HostPaths) -> Iterator[int]:
-    try:
-        names = os.listdir(paths.proc_root)
-    except FileNotFoundError:
-        return
-    for name in names:
-        if name.isdigit():
-            yield int(name)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -251,14 +178,3 @@ def parse_psi(text: str) -> PSI:
     if "some" not in lines:
         raise InvalidValue("pressure", text[:200], "no 'some' line")
     return PSI(lines["some"], lines.get("full"))
-
-
-def read_psi(path: Path) -> PSI:
-    return parse_psi(path.read_text())
-
-
-def read_node_psi(paths: HostPaths, resource: str) -> PSI:
-    """System-wide pressure for ``cpu``, ``memory`` or ``io``."""
-    if resource not in ("cpu", "memory", "io"):
-        raise InvalidValue("pressure", resource, "expected cpu, memory or io")
-    return read_psi(paths.proc("pressure", resource))

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 
 from koordlet.errors import InvalidValue
+from koordlet.system import files
 from koordlet.system.paths import HostPaths
 from koordlet.system.resctrl import group_dir, is_mounted, read_cpuinfo
 
@@ -73,10 +74,8 @@ def read_mon_data(paths: HostPaths, group: str) -> dict[int, MonData]:
         values: list[int | None] = []
         for f in _FILES:
             path = base / name / f
-            try:
-                values.append(_value(path.read_text(), str(path)))
-            except FileNotFoundError:
-                values.append(None)
+            text = files.read_text_unless_gone(path)
+            values.append(None if text is None else _value(text, str(path)))
         out[int(cid)] = MonData(int(cid), *values)
     return out
 

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from koordlet.errors import InvalidValue, ResourceUnsupported
+from koordlet.system import files
 from koordlet.system.cgroupvalues import RangeValidator, Validator
 from koordlet.system.paths import HostPaths
 
@@ -131,7 +132,7 @@ def read(paths: HostPaths, name: str) -> str | None:
     """The file's value (for a flag list, the whole listing); ``None`` where the kernel lacks it."""
     res = get_sysctl(name)
     try:
-        return res.path(paths).read_text().strip()
+        return files.read_text(res.path(paths)).strip()
     except FileNotFoundError:
         if res.optional:
             return None

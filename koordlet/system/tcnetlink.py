@@ -82,7 +82,7 @@ class NetlinkTC:
         return self
 
     def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+        self, _et: type[BaseException] | None, _ev: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.close()
 

@@ -11,8 +11,7 @@ import re
 from pathlib import Path
 
 from koordlet.api import CPUInfo
-from koordlet.errors import InvalidValue
-from koordlet.system.cpuset import parse_cpuset
+from koordlet.api.cpulist import parse_cpuset
 from koordlet.system.paths import HostPaths
 
 _NODE_DIR = re.compile(r"^node(\d+)$")
@@ -66,63 +65,3 @@ def read_cpu_topology(paths: HostPaths) -> list[CPUInfo]:
         CPUInfo(cpu=cpu, core=core_ids[(socket, core)], socket=socket, node=node)
         for cpu, socket, core, node in raw
     ]
-
-
-def read_smt_siblings(paths: HostPaths) -> dict[int, frozenset[int]]:
-    """For each online CPU, the logical CPUs of its physical core (itself included)."""
-    out: dict[int, frozenset[int]] = {}
-    for cpu in sorted(read_online_cpus(paths)):
-        path = cpu_sys_dir(paths) / f"cpu{cpu}" / "topology" / "thread_siblings_list"
-        try:
-            out[cpu] = parse_cpuset(path.read_text(), resource="thread_siblings_list") | {cpu}
-        except FileNotFoundError:
-            out[cpu] = frozenset({cpu})
-    return out
-
-
-def read_numa_nodes(paths: HostPaths) -> dict[int, frozenset[int]]:
-    """NUMA node -> its CPUs from ``<sys>/devices/system/node/nodeN/cpulist`` (``{0: all}`` without)."""
-    node_dir = paths.sys("devices", "system", "node")
-    out: dict[int, frozenset[int]] = {}
-    try:
-        names = os.listdir(node_dir)
-    except FileNotFoundError:
-        names = []
-    for name in names:
-        m = _NODE_DIR.match(name)
-        if not m:
-            continue
-        try:
-            out[int(m.group(1))] = parse_cpuset((node_dir / name / "cpulist").read_text())
-        except (FileNotFoundError, InvalidValue):
-            continue
-    return out or {0: read_online_cpus(paths)}
-
-
-def parse_node_meminfo(text: str) -> dict[str, int]:
-    """``<sys>/devices/system/node/nodeN/meminfo`` (``Node 0 MemTotal: 4942040 kB``) in bytes."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        head, sep, rest = line.partition(":")
-        words, parts = head.split(), rest.split()
-        if not sep or len(words) != 3 or not parts or not parts[0].isdigit():
-            continue
-        out[words[2]] = int(parts[0]) * (1024 if len(parts) > 1 and parts[1] == "kB" else 1)
-    if "MemTotal" not in out:
-        raise InvalidValue("node meminfo", text[:200], "no MemTotal")
-    return out
-
-
-def read_numa_memory_usage(paths: HostPaths) -> dict[int, int]:
-    """Per NUMA node, koordlet's usage: MemTotal - (MemFree + Active(file) + Inactive(file) +
-    SReclaimable)."""
-    out: dict[int, int] = {}
-    node_dir = paths.sys("devices", "system", "node")
-    for node in sorted(read_numa_nodes(paths)):
-        try:
-            info = parse_node_meminfo((node_dir / f"node{node}" / "meminfo").read_text())
-        except FileNotFoundError:
-            continue
-        free = sum(info.get(k, 0) for k in ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable"))
-        out[node] = max(info["MemTotal"] - free, 0)
-    return out

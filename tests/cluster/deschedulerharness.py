@@ -16,7 +16,7 @@ from koordlet.cluster.leaderelection import ElectionConfig
 from koordlet.cluster.process import Address
 from koordlet.descheduler.app import Descheduler
 from koordlet.descheduler.config import DeschedulerConfig, parse_configuration
-from koordlet.runtime import Supervisor
+from koordlet.lifecycle import Supervisor
 
 
 @contextmanager
@@ -84,7 +84,7 @@ class DeschedulerProcess:
         import subprocess
         import sys
 
-        from tests.integration.agentproc import free_port
+        from koordlet.testing.agent import free_port
 
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -108,7 +108,7 @@ class DeschedulerProcess:
         )
 
     def metrics(self) -> str:
-        from tests.integration.agentproc import http_get
+        from koordlet.testing.agent import http_get
 
         try:
             status, body = http_get(self.base + "/metrics")

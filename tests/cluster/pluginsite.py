@@ -1,5 +1,6 @@
-"""Build a plugin distribution from a fixture directory as a wheel and install it into a site directory of
-its own (put on ``PYTHONPATH`` to make its entry points visible), as a user would ``pip install`` it."""
+"""Build a plugin distribution from a fixture directory as a wheel and install that wheel into a site
+directory of its own (put it on ``PYTHONPATH`` to make its entry points visible), as a user would
+``pip install`` a published plugin; the install step is the kit's ``install_distribution``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from koordlet.testing.agent import install_distribution
 
 
 def install_wheel(fixture: Path, work: Path, dist: str) -> Path:
@@ -32,12 +35,6 @@ def install_wheel(fixture: Path, work: Path, dist: str) -> Path:
         timeout=180,
     )
     (wheel,) = wheels.glob(f"{dist}-*.whl")
-    site = work / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
+    site = install_distribution(wheel, work / "site")
     assert list(site.glob(f"{dist}-*.dist-info")), f"{dist} installed"
     return site

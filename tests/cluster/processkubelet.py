@@ -32,8 +32,8 @@ from koordlet.errors import APIUnavailable
 from koordlet.schema.pod import kube_qos_of
 from koordlet.schema.quantity import parse_quantity, to_int
 from koordlet.schema.timefmt import format_time
+from koordlet.testing.cgroups import RealKubepods, RealPod
 from tests.cluster.nodeproc import NodeProcView
-from tests.integration.kubepods import SUBSYSTEMS, RealKubepods, RealPod
 
 log = logging.getLogger(__name__)
 
@@ -48,26 +48,6 @@ def busy_cores(pod: Obj) -> float:
         return float(parse_quantity(raw)) if raw else 0.0
     except Exception:
         return 0.0
-
-
-def remove_pod(kubepods: RealKubepods, pod: RealPod) -> None:
-    """Kill the pod's processes and remove its cgroups now, deepest first, as the kubelet does."""
-    for c in pod.containers:
-        kubepods.stop_container(c)
-    for rel in [*(c.cgroup_dir for c in pod.containers), pod.cgroup_dir]:
-        for sub in SUBSYSTEMS:
-            d = kubepods.path(sub, rel)
-            for _ in range(100):
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)  # killed tasks leave the cgroup asynchronously
-        if rel in kubepods._dirs:
-            kubepods._dirs.remove(rel)
-    kubepods.pods.remove(pod)
 
 
 @dataclass
@@ -253,7 +233,7 @@ class ProcessKubelet:
     def _stop_pod(self, uid: str) -> None:
         running = self.running.pop(uid, None)
         if running is not None:
-            remove_pod(self.kubepods, running.real)
+            self.kubepods.remove_pod(running.real)
 
     def _confirm_deletion(self, pod: Obj) -> None:
         meta = pod["metadata"]

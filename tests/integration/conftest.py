@@ -6,7 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.kubepods import RealKubepods
+from koordlet.testing.cgroups import RealKubepods
+from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401 (fixtures)
+from tests.integration.cluster import cluster_factory  # noqa: F401 (fixture)
 
 
 @pytest.fixture

@@ -15,13 +15,14 @@ from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.hostapp import HostAppConfig, HostApplicationCollector, PsutilProcesses
-from koordlet.system import procfs
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
-from tests.integration.kubepods import BUSY
-from tests.unit.metricsadvisor.fakes import FakeStates, RecordingErrors
+from koordlet.testing import FakeStates
+from koordlet.testing.cgroups import BUSY
+from tests.support.procstat import cpu_seconds
+from tests.support.recording import RecordingErrors
 
 
 def test_process_found_by_name_is_measured(tmp_path: Path) -> None:
@@ -29,9 +30,9 @@ def test_process_found_by_name_is_measured(tmp_path: Path) -> None:
     name = f"kha{uuid.uuid4().hex[:8]}"
     link = tmp_path / name
     link.symlink_to(sys.executable)
-    proc = subprocess.Popen([str(link), "-c", BUSY, "0.4"], stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen([str(link), "-c", BUSY, "0.4"], stdout=subprocess.PIPE)
     try:
-        time.sleep(0.3)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"  # in its loop
         paths = HostPaths(cgroup_root=tmp_path / "no-cgroups")
         host = Host(paths, CgroupMode.V1, CgroupDriver.CGROUPFS)
         app = api.HostApplication(name=name, qos=api.QOSClass.LS)
@@ -49,9 +50,7 @@ def test_process_found_by_name_is_measured(tmp_path: Path) -> None:
         )
 
         def own_cpu() -> float:
-            st = procfs.read_pid_stat(HostPaths(), proc.pid)
-            assert st is not None
-            return (st.utime + st.stime) / procfs.clock_ticks()
+            return cpu_seconds(proc.pid)
 
         c0 = own_cpu()
         col.collect()

@@ -2,15 +2,14 @@
 own CPU time, node CPU agrees with /proc/stat within 5 %, and a cgroup removed under held descriptors
 (ENODEV) or a reset ``cpuacct.usage`` gives no sample, closes descriptors and re-baselines.
 
-Cgroups live under a unique ``koordlet-e2e-*`` parent (``tests/integration/kubepods.py``), removed with
-their processes even when a test fails.
+Cgroups live under a unique ``koordlet-e2e-*`` parent (``koordlet.testing.cgroups.RealKubepods``),
+removed with their processes even when a test fails.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import pytest
 
@@ -25,39 +24,20 @@ from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
-from tests.integration.kubepods import RealContainer, RealKubepods, RealPod
-from tests.unit.metricsadvisor.fakes import FakeStates, RecordingBus, RecordingErrors
+from koordlet.testing import FakeStates, wait_until
+from koordlet.testing.cgroups import RealContainer, RealKubepods
+from tests.support.procstat import cpu_seconds
+from tests.support.recording import RecordingBus, RecordingErrors
 
 pytestmark = pytest.mark.root
-
-
-def pod_info(pod: RealPod) -> api.PodInfo:
-    return api.PodInfo(
-        uid=pod.uid,
-        namespace="default",
-        name=f"pod-{pod.uid[:8]}",
-        qos=api.QOSClass.BE,
-        kube_qos=pod.qos,
-        cgroup_dir=pod.cgroup_dir,
-        containers=tuple(
-            api.ContainerInfo(name=f"c{i}", container_id=c.container_id, cgroup_dir=c.cgroup_dir)
-            for i, c in enumerate(pod.containers)
-        ),
-    )
 
 
 def host_for(kp: RealKubepods) -> Host:
     return Host(HostPaths(cgroup_parent=kp.parent), CgroupMode.V1, CgroupDriver.CGROUPFS)
 
 
-def proc_cpu_seconds(pid: int) -> float:
-    st = procfs.read_pid_stat(HostPaths(), pid)
-    assert st is not None
-    return (st.utime + st.stime) / procfs.clock_ticks()
-
-
 def node_busy() -> int:
-    return procfs.read_proc_stat(HostPaths()).total.busy
+    return procfs.parse_proc_stat(HostPaths().proc("stat").read_text()).total.busy
 
 
 def container_cores(cache: MetricCache, container: RealContainer) -> float | None:
@@ -72,22 +52,21 @@ def test_half_cpu_process_measured_within_10pct(kubepods: RealKubepods) -> None:
     pod = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
     container = kp.add_container(pod)
     proc = kp.busy(container, duty=0.5)
-    time.sleep(0.3)  # let the interpreter start and settle into its duty cycle
     cache = MetricCache()
     shared = fw.SharedState()
     errors = RecordingErrors()
     host = host_for(kp)
     pods = PodResourceCollector(
-        PodResourceConfig(1.0), host, cache, FakeStates([pod_info(pod)]), shared, time.monotonic, errors
+        PodResourceConfig(1.0), host, cache, FakeStates(pods=[pod.info()]), shared, time.monotonic, errors
     )
     node = NodeResourceCollector(NodeResourceConfig(1.0), HostPaths(), cache, shared, time.monotonic, errors)
     try:
-        busy0, cpu0 = node_busy(), proc_cpu_seconds(proc.pid)
+        busy0, cpu0 = node_busy(), cpu_seconds(proc.pid)
         node.collect()
         pods.collect()
         t0 = time.monotonic()
         time.sleep(2.0)
-        busy1, cpu1 = node_busy(), proc_cpu_seconds(proc.pid)
+        busy1, cpu1 = node_busy(), cpu_seconds(proc.pid)
         node.collect()
         pods.collect()
         dt = time.monotonic() - t0
@@ -118,14 +97,15 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
     doomed = kp.add_container(pod)
     kp.busy(doomed, duty=0.2)
     kp.busy(keep, duty=0.5)
-    time.sleep(0.5)  # keep's counter must be well above zero so that a reset goes visibly backwards
+    # keep's counter must be well above zero so that a reset goes visibly backwards
+    assert wait_until(lambda: (kp.cpu_usage_ns(keep.cgroup_dir) or 0) > 100_000_000, 10)
     cache = MetricCache()
     errors = RecordingErrors()
     pods = PodResourceCollector(
         PodResourceConfig(1.0),
         host_for(kp),
         cache,
-        FakeStates([pod_info(pod)]),
+        FakeStates(pods=[pod.info()]),
         fw.SharedState(),
         time.monotonic,
         errors,
@@ -134,10 +114,10 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
         pods.collect()
         fds_before = pods.open_fds()
         assert fds_before == 9  # 3 files x (pod + 2 containers)
-        kp.stop_container(doomed)
-        for sub in ("cpu", "cpuacct", "cpuset", "memory"):
-            _rmdir_retry(kp.path(sub, doomed.cgroup_dir))
-        time.sleep(0.2)
+        mark = kp.cpu_usage_ns(keep.cgroup_dir) or 0
+        kp.remove_container(doomed)
+        # keep runs on, so its next sample has a rate
+        assert wait_until(lambda: (kp.cpu_usage_ns(keep.cgroup_dir) or 0) > mark + 20_000_000, 10)
         pods.collect()
         # the informer still lists the container: ENODEV on its held descriptors, nothing emitted for it
         assert errors.kind(fw.ERR_GONE) == 1
@@ -157,7 +137,7 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
         assert t_after[keep.container_id] == t_before[keep.container_id]  # no new sample
         assert errors.kind(fw.ERR_COUNTER_RESET) >= 1
         assert len(cache.latest(api.CONTAINER_CPU_USAGE)) == before
-        time.sleep(0.5)
+        assert wait_until(lambda: (kp.cpu_usage_ns(keep.cgroup_dir) or 0) > 50_000_000, 10)  # counts again
         pods.collect()
         cores = container_cores(cache, keep)
         assert cores is not None and 0.0 <= cores < 1.0
@@ -166,25 +146,13 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
     assert pods.open_fds() == 0
 
 
-def _rmdir_retry(d: Path) -> None:
-    for _ in range(100):
-        try:
-            d.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)  # the killed process is still leaving the cgroup
-    raise AssertionError(f"could not remove {d}")
-
-
 def test_pod_churn_leaks_no_descriptors(kubepods: RealKubepods) -> None:
     """F1: pods come and go (cgroup removed before or after the informer notices); descriptors held by
     the process return to the baseline."""
     kp = kubepods
     stable = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
     kp.add_container(stable)
-    states = FakeStates([pod_info(stable)])
+    states = FakeStates(pods=[stable.info()])
     errors = RecordingErrors()
     pods = PodResourceCollector(
         PodResourceConfig(1.0), host_for(kp), MetricCache(), states, fw.SharedState(), time.monotonic, errors
@@ -196,30 +164,23 @@ def test_pod_churn_leaks_no_descriptors(kubepods: RealKubepods) -> None:
         for i in range(300):
             churn = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
             kp.add_container(churn)
-            states.set_pods([pod_info(stable), pod_info(churn)])
+            states.pod_list = [stable.info(), churn.info()]
             pods.collect()
             # every other pod vanishes while still listed (ENODEV on held fds), the rest leave the list first
             if i % 2 == 0:
-                _remove_pod(kp, churn)
+                kp.remove_pod(churn)
                 pods.collect()
-                states.set_pods([pod_info(stable)])
+                states.pod_list = [stable.info()]
             else:
-                states.set_pods([pod_info(stable)])
+                states.pod_list = [stable.info()]
                 pods.collect()
-                _remove_pod(kp, churn)
+                kp.remove_pod(churn)
         pods.collect()
         assert len(os.listdir(fd_dir)) == baseline
         assert pods.open_fds() == 6
         assert errors.kind(fw.ERR_GONE) == 150 * 2  # pod and container dir of each vanished pod
     finally:
         pods.close()
-
-
-def _remove_pod(kp: RealKubepods, pod: RealPod) -> None:
-    for rel in [c.cgroup_dir for c in pod.containers] + [pod.cgroup_dir]:
-        for sub in ("cpu", "cpuacct", "cpuset", "memory"):
-            _rmdir_retry(kp.path(sub, rel))
-    kp.pods.remove(pod)
 
 
 def test_fast_sampler_tracks_a_be_pod(kubepods: RealKubepods) -> None:
@@ -229,21 +190,20 @@ def test_fast_sampler_tracks_a_be_pod(kubepods: RealKubepods) -> None:
     pod = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
     container = kp.add_container(pod)
     proc = kp.busy(container, duty=0.5)
-    time.sleep(0.3)
     cache = MetricCache()
     bus = RecordingBus()
     sampler = FastSampler(FastSamplerConfig(0.1), host_for(kp), cache, bus, time.monotonic, RecordingErrors())
     be: list[float] = []
     node: list[float] = []
     try:
-        c0, busy0, t0 = proc_cpu_seconds(proc.pid), node_busy(), time.monotonic()
+        c0, busy0, t0 = cpu_seconds(proc.pid), node_busy(), time.monotonic()
         sampler.collect()
         for _ in range(20):
             time.sleep(0.1)
             sampler.collect()
             be.append(cache.latest(api.BE_CPU_USAGE_FAST)[0][2])
             node.append(cache.latest(api.NODE_CPU_USAGE_FAST)[0][2])
-        c1, busy1, t1 = proc_cpu_seconds(proc.pid), node_busy(), time.monotonic()
+        c1, busy1, t1 = cpu_seconds(proc.pid), node_busy(), time.monotonic()
     finally:
         sampler.close()
     assert len(bus.events) == 20

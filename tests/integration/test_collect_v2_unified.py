@@ -3,8 +3,8 @@ in the (controller-less) cgroup2 hierarchy; the v1 collector (``cpuacct.usage``)
 (``cpu.stat usage_usec``) report the same CPU within 5 %, and the v2 side also yields pod PSI from the
 cgroup pressure files that v1 lacks here.
 
-The v1 tree comes from ``tests/integration/kubepods.py``; the mirrored v2 dirs are created under the same
-unique parent and removed (deepest first, after the processes are killed) even when the test fails.
+The v1 tree comes from ``koordlet.testing.cgroups.RealKubepods``; the mirrored v2 dirs are created under
+the same unique parent and removed (deepest first, after the processes are killed) even when the test fails.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,9 +24,9 @@ from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
-from tests.integration.kubepods import RealKubepods
-from tests.integration.test_collect_real import pod_info
-from tests.unit.metricsadvisor.fakes import FakeStates, RecordingErrors
+from koordlet.testing import FakeStates
+from koordlet.testing.cgroups import RealCgroupTree, RealKubepods
+from tests.support.recording import RecordingErrors
 
 UNIFIED = HostPaths().cgroup_root / "unified"
 
@@ -38,48 +37,31 @@ pytestmark = [
 
 
 @pytest.fixture
-def kubepods() -> Iterator[tuple[RealKubepods, list[Path]]]:
+def kubepods() -> Iterator[tuple[RealKubepods, RealCgroupTree]]:
+    """The v1 kubepods tree, and the same parent in the hybrid host's cgroup2 mount."""
     kp = RealKubepods()
-    unified_dirs: list[Path] = []
+    unified = RealCgroupTree(("",), root=UNIFIED, parent=kp.parent)
     try:
-        yield kp, unified_dirs
+        yield kp, unified
     finally:
-        kp.cleanup()  # kills the processes first, so the v2 dirs below are empty
-        for d in sorted(unified_dirs, key=lambda p: len(p.parts), reverse=True):
-            for _ in range(100):
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+        kp.cleanup()  # kills the processes first, so the v2 dirs are empty
+        unified.cleanup()
 
 
-def _mkdirs(rel: str, made: list[Path]) -> Path:
-    path = UNIFIED
-    for part in rel.split("/"):
-        path = path / part
-        if not path.exists():
-            path.mkdir()
-            made.append(path)
-    return path
-
-
-def test_v1_and_v2_counters_agree_and_v2_gives_pod_psi(kubepods: tuple[RealKubepods, list[Path]]) -> None:
-    kp, made = kubepods
+def test_v1_and_v2_counters_agree_and_v2_gives_pod_psi(kubepods: tuple[RealKubepods, RealCgroupTree]) -> None:
+    kp, unified = kubepods
     pod = kp.add_pod(api.KubeQOSClass.BESTEFFORT)
     container = kp.add_container(pod)
-    _mkdirs(pod.cgroup_dir, made)
-    v2_container = _mkdirs(container.cgroup_dir, made)
+    rel = container.cgroup_dir.removeprefix(kp.parent + "/")
+    unified.mkdir(rel)
+    v2_container = unified.path("", rel)
     proc = kp.busy(container, duty=0.5)
     fd = os.open(v2_container / "cgroup.procs", os.O_WRONLY)
     try:
         assert os.write(fd, str(proc.pid).encode()) == len(str(proc.pid))
     finally:
         os.close(fd)
-    time.sleep(0.3)
-    states = FakeStates([pod_info(pod)])
+    states = FakeStates(pods=[pod.info()])
     v1_cache, v2_cache = MetricCache(), MetricCache()
     v1_errors, v2_errors = RecordingErrors(), RecordingErrors()
     v1_host = Host(HostPaths(cgroup_parent=kp.parent), CgroupMode.V1, CgroupDriver.CGROUPFS)

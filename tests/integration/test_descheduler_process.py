@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from koordlet.testing.agent import wait_http
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects
 from tests.cluster.deschedulerharness import DeschedulerProcess
 from tests.cluster.pluginsite import install_wheel
-from tests.integration.agentproc import wait_http
 from tests.managerharness import wait_until, write_kubeconfig
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "descheduler_plugin_dist"
@@ -98,7 +98,7 @@ def test_process_ready_evicts_exposes_metrics_and_stops(server: APIServer, tmp_p
         tmp_path, write_kubeconfig(tmp_path / "kubeconfig", server), LOWNODELOAD, "--no-leader-elect"
     )
     try:
-        assert wait_http(d.base + "/readyz", 20) is not None, d.log()
+        assert wait_http(d.base + "/readyz", 20), d.log()
         wait_until(lambda: len(evictions(server)) >= 1, 15, "an eviction")
         text = d.metrics()
         assert (
@@ -138,7 +138,7 @@ def test_two_replicas_elect_one_leader_and_hand_over(server: APIServer, tmp_path
     )
     try:
         for d in (a, b):
-            assert wait_http(d.base + "/readyz", 20) is not None, d.log()
+            assert wait_http(d.base + "/readyz", 20), d.log()
 
         def holder() -> str:
             try:

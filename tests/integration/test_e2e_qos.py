@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from koordlet.api import KubeQOSClass
-from tests.integration.agentproc import Agent
-from tests.integration.kubepods import ALLOC, RealKubepods
+from koordlet.testing import wait_until
+from koordlet.testing.agent import Agent
+from koordlet.testing.cgroups import ALLOC, RealKubepods
 
 pytestmark = pytest.mark.root
 CPUS = os.cpu_count() or 1
@@ -37,15 +38,6 @@ def read_quota(kp: RealKubepods) -> int:
     return int(kp.path("cpu", f"{kp.kubepods}/besteffort", "cpu.cfs_quota_us").read_text())
 
 
-def wait(cond: object, timeout: float, step: float = 0.01) -> float | None:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if cond():  # type: ignore[operator]
-            return time.monotonic() - t0
-        time.sleep(step)
-    return None
-
-
 def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKubepods) -> None:
     be = kubepods.add_pod(KubeQOSClass.BESTEFFORT)
     be_c = kubepods.add_container(be)
@@ -58,26 +50,36 @@ def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKub
     be_dir = f"{kubepods.kubepods}/besteffort"
     try:
         agent.wait_ready()
-        assert wait(lambda: read_quota(kubepods) > 0, 15), agent.tail()
+        assert wait_until(lambda: read_quota(kubepods) > 0, 15), agent.tail()
         # LS idle: BE may use about 65% of the node minus system usage.
-        assert wait(lambda: read_quota(kubepods) >= 0.4 * CPUS * 100000, 15), (
+        assert wait_until(lambda: read_quota(kubepods) >= 0.4 * CPUS * 100000, 15), (
             read_quota(kubepods),
             agent.tail(),
         )
         idle_quota = read_quota(kubepods)
 
         kubepods.busy(ls_c)  # LS demands one core
-        reacted = wait(lambda: read_quota(kubepods) <= idle_quota - 50000, 3.0, step=0.005)
-        assert reacted is not None and reacted <= 1.0, (reacted, read_quota(kubepods), agent.tail())
+        reacted = wait_until(lambda: read_quota(kubepods) <= idle_quota - 50000, 3.0, step=0.005)
+        assert reacted and reacted.seconds <= 1.0, (reacted, read_quota(kubepods), agent.tail())
 
-        time.sleep(1.0)
+        # measure once the controller has settled: two reads in a row within 5 %
+        last = [read_quota(kubepods)]
+
+        def settled() -> bool:
+            now, before = read_quota(kubepods), last[0]
+            last[0] = now
+            return abs(now - before) <= 0.05 * max(abs(before), 1)
+
+        assert wait_until(settled, 10, step=0.3), (last, agent.tail())
         quotas = []
         a_be, a_ls = kubepods.cpu_usage_ns(be_dir), kubepods.cpu_usage_ns(ls.cgroup_dir)
+        idle0 = idle_seconds()
         t0 = time.monotonic()
         while time.monotonic() - t0 < 3.0:
             quotas.append(read_quota(kubepods))
             time.sleep(0.05)
         elapsed = time.monotonic() - t0
+        idle = (idle_seconds() - idle0) / elapsed
         b_be, b_ls = kubepods.cpu_usage_ns(be_dir), kubepods.cpu_usage_ns(ls.cgroup_dir)
         assert None not in (a_be, a_ls, b_be, b_ls)
         be_used = (b_be - a_be) / 1e9 / elapsed  # type: ignore[operator]
@@ -85,16 +87,25 @@ def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKub
         budget = sum(quotas) / len(quotas) / 100000
         assert abs(be_used - budget) <= max(0.1 * budget, 0.05), (be_used, budget, quotas)
         assert budget <= 0.65 * CPUS - 0.9  # the budget left room for LS
-        assert ls_used >= 0.9, (ls_used, be_used, budget)
+        # LS wants one core. On a machine other work also uses, it may not get all of it, but never for
+        # lack of room: with CPU left idle, LS (not throttled by the agent) must have taken it.
+        assert ls_used >= 0.9 * min(1.0, ls_used + idle), (ls_used, idle, be_used, budget)
 
         kubepods.stop_container(ls_c)  # LS load falls: BE grows back (rate-limited)
-        grown = wait(lambda: read_quota(kubepods) >= 0.9 * idle_quota, 20, step=0.1)
-        assert grown is not None, (read_quota(kubepods), idle_quota)
+        grown = wait_until(lambda: read_quota(kubepods) >= 0.9 * idle_quota, 20, step=0.1)
+        assert grown, (read_quota(kubepods), idle_quota)
         assert kubepods.cpu_rate(be_dir, 1.0) >= 0.8 * read_quota(kubepods) / 100000
     finally:
         code = agent.stop()
     assert code == 0, agent.tail()
     assert read_quota(kubepods) == -1, "the quota is restored when the agent stops"
+
+
+def idle_seconds() -> float:
+    """Idle CPU time of the whole node so far (``/proc/stat``: idle + iowait), in seconds."""
+    with open("/proc/stat", encoding="utf-8") as f:
+        fields = f.readline().split()
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
 
 
 def meminfo() -> dict[str, int]:
@@ -125,8 +136,8 @@ def test_be_memory_over_threshold_is_killed_and_ls_untouched(tmp_path: Path, kub
     try:
         agent.wait_ready()
         be_proc = kubepods.spawn(be_c, ALLOC, "64", str(be_alloc_mib), "0.02")
-        killed = wait(lambda: be_proc.poll() is not None, 40, step=0.1)
-        assert killed is not None, agent.tail()
+        killed = wait_until(lambda: be_proc.poll() is not None, 40, step=0.1)
+        assert killed, agent.tail()
         assert be_proc.returncode == -9
         assert ls_proc.poll() is None, "the LS pod must be untouched"
         events = agent.get("/events?limit=50")["events"]

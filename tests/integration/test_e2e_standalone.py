@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from koordlet.api import KubeQOSClass
-from tests.integration.agentproc import Agent
-from tests.integration.kubepods import RealKubepods
+from koordlet.testing import wait_until
+from koordlet.testing.agent import Agent
+from koordlet.testing.cgroups import RealKubepods
 
 pytestmark = pytest.mark.root
 
@@ -48,24 +49,29 @@ def test_pods_show_in_nodemetric_with_qos_and_usage(tmp_path: Path, kubepods: Re
     )
     try:
         agent.wait_ready()
-        deadline = time.monotonic() + 40
         pods: dict[str, dict[str, object]] = {}
-        while time.monotonic() < deadline:
-            status = agent.get("/nodemetric")
-            pods = {p["name"]: p for p in status.get("podsMetric") or []}
-            if "batch-0" in pods and len(pods) >= 2:
-                break
-            time.sleep(0.5)
+
+        def both_reported() -> bool:
+            pods.clear()
+            pods.update({p["name"]: p for p in agent.get("/nodemetric").get("podsMetric") or []})
+            return "batch-0" in pods and len(pods) >= 2
+
+        wait_until(both_reported, 40, step=0.5)
         assert "batch-0" in pods and len(pods) == 2, (pods, agent.tail())
         assert pods["batch-0"]["qos"] == "BE" and pods["batch-0"]["namespace"] == "jobs"
         other = next(p for name, p in pods.items() if name != "batch-0")
         assert other["qos"] == "LS"  # burstable tier, no label: Koordinator's default
-        time.sleep(3)
-        status = agent.get("/nodemetric")
-        pods = {p["name"]: p for p in status["podsMetric"]}
-        be_cpu = quantity_cores(pods["batch-0"]["podUsage"]["resources"]["cpu"])
-        assert 0.3 <= be_cpu <= 0.7, be_cpu
-        assert quantity_cores(status["nodeMetric"]["nodeUsage"]["resources"]["cpu"]) >= be_cpu
+        status: dict[str, Any] = {}
+
+        def be_cpu() -> float:
+            status.update(agent.get("/nodemetric"))
+            pods = {p["name"]: p for p in status["podsMetric"]}
+            return quantity_cores(pods["batch-0"]["podUsage"]["resources"]["cpu"])
+
+        # the report averages over its window: wait for the half-core process to fill it
+        assert wait_until(lambda: 0.3 <= be_cpu() <= 0.7, 20, step=0.5), (be_cpu(), agent.tail())
+        be = be_cpu()
+        assert quantity_cores(status["nodeMetric"]["nodeUsage"]["resources"]["cpu"]) >= be
         written = tmp_path / "run" / "koordlet" / "nodemetric.json"
         assert written.exists() and "podsMetric" in json.loads(written.read_text())
     finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +16,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet.api import CgroupUpdate
+from koordlet.api.cpulist import parse_cpuset
 from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system import cgroups, native
-from koordlet.system.cpuset import parse_cpuset
 from koordlet.system.paths import HostPaths
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
+from koordlet.testing.cgroups import RealCgroupTree
 
 pytestmark = pytest.mark.root
 
@@ -30,11 +30,12 @@ SUBSYSTEMS = ("cpu", "cpuset")
 
 @dataclass
 class Tree:
+    """A pod with two containers under a unique parent, in the v1 cpu and cpuset controllers."""
+
     paths: HostPaths
     parent: str
     pod: str
     containers: tuple[str, str]
-    created: list[Path]
 
     def file(self, subsystem: str, cgroup_dir: str, name: str) -> Path:
         return self.paths.cgroup_root / subsystem / cgroup_dir / name
@@ -48,37 +49,13 @@ class Tree:
         return [[self.parent], [self.pod], list(self.containers)]
 
 
-def _mkdir_cgroup(tree_created: list[Path], path: Path, subsystem: str) -> None:
-    path.mkdir()
-    tree_created.append(path)
-    if subsystem == "cpuset":
-        # a new v1 cpuset starts with empty cpus/mems and takes no tasks until both are set
-        for name in ("cpuset.mems", "cpuset.cpus"):
-            value = (path.parent / name).read_bytes().strip() or b"0"
-            assert native.write_batch([(path / name, value)]) == [0]
-
-
 @pytest.fixture
 def tree() -> Iterator[Tree]:
     paths = HostPaths()
     if cgroups.detect_mode(paths) is not cgroups.CgroupMode.V1:
         pytest.skip("needs cgroup v1 controllers")
-    for sub in SUBSYSTEMS:
-        if not (paths.cgroup_root / sub).is_dir():
-            pytest.skip(f"no v1 {sub} controller")
-    parent = f"koordlet-test-{uuid.uuid4().hex[:10]}"
-    t = Tree(paths, parent, f"{parent}/pod", (f"{parent}/pod/c0", f"{parent}/pod/c1"), [])
-    try:
-        for sub in SUBSYSTEMS:
-            for d in (t.parent, t.pod, *t.containers):
-                _mkdir_cgroup(t.created, paths.cgroup_root / sub / d, sub)
-        yield t
-    finally:
-        for path in sorted(t.created, key=lambda p: len(p.parts), reverse=True):
-            try:
-                path.rmdir()
-            except FileNotFoundError:
-                pass
+    with RealCgroupTree(SUBSYSTEMS, root=paths.cgroup_root) as cg:
+        yield Tree(paths, cg.parent, cg.mkdir("pod"), (cg.mkdir("pod/c0"), cg.mkdir("pod/c1")))
 
 
 @pytest.fixture

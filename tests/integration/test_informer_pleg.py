@@ -11,49 +11,40 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from koordlet import api
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
-from koordlet.runtime import EventBus, Supervisor, wait_for
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.informer import StatesInformer
 from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
+from koordlet.testing.cgroups import RealCgroupTree
 
 NEVER = threading.Event()
 
 
 @pytest.fixture
-def cgroup_parent() -> Iterator[tuple[HostPaths, list[Path]]]:
-    paths = HostPaths(cgroup_parent=f"/koordlet-test-{uuid.uuid4().hex[:8]}")
-    if detect_mode(paths) is not CgroupMode.V1:
+def tree() -> Iterator[RealCgroupTree]:
+    if detect_mode(HostPaths()) is not CgroupMode.V1:
         pytest.skip("needs the v1 cpu controller")
-    made: list[Path] = []
-    try:
-        yield paths, made
-    finally:
-        for p in sorted(made, key=lambda p: len(p.parts), reverse=True):  # deepest first
-            if p.exists():
-                p.rmdir()
+    with RealCgroupTree(("cpu",)) as t:
+        yield t
 
 
 @pytest.mark.root
-def test_pleg_on_real_cgroups(cgroup_parent: tuple[HostPaths, list[Path]]) -> None:
-    paths, made = cgroup_parent
+def test_pleg_on_real_cgroups(tree: RealCgroupTree) -> None:
+    paths = HostPaths(cgroup_parent="/" + tree.parent)
     layout = CgroupLayout.create(CgroupDriver.CGROUPFS, paths.cgroup_parent)
-    cpu = paths.cgroup_root / "cpu"
 
-    def mk(rel: str) -> None:
-        p = cpu / rel
-        p.mkdir()
-        made.append(p)
+    def mk(cgroup_dir: str) -> None:
+        tree.mkdir(cgroup_dir.removeprefix(tree.parent + "/"))
 
-    mk(layout.parent)
     mk(layout.kubepods_dir())
     mk(layout.qos_dir(api.KubeQOSClass.BURSTABLE))
     mk(layout.qos_dir(api.KubeQOSClass.BESTEFFORT))
@@ -73,7 +64,6 @@ def test_pleg_on_real_cgroups(cgroup_parent: tuple[HostPaths, list[Path]]) -> No
     try:
         assert wait_for(informer.has_synced, NEVER, timeout=5)
         assert informer.pods() == ()
-        NEVER.wait(1.0)  # the PLEG thread sets its watches
         uid = str(uuid.uuid4())
         cid = "f" * 64
         t0 = time.monotonic()
@@ -90,9 +80,8 @@ def test_pleg_on_real_cgroups(cgroup_parent: tuple[HostPaths, list[Path]]) -> No
             layout.pod_dir(uid, api.KubeQOSClass.BESTEFFORT),
         )
         # kubelet removes the pod: container dir first, then the pod dir
-        for p in sorted([m for m in made if uid in str(m)], key=lambda p: len(p.parts), reverse=True):
-            p.rmdir()
-            made.remove(p)
+        for cgroup_dir in (layout.container_dir(uid, api.KubeQOSClass.BESTEFFORT, cid), pod.cgroup_dir):
+            tree.path("cpu", cgroup_dir.removeprefix(tree.parent + "/")).rmdir()
         t1 = time.monotonic()
         assert wait_for(lambda: informer.pods() == (), NEVER, timeout=5)  # the tree is the truth
         assert time.monotonic() - t1 < 5.0

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from koordlet.testing.agent import Agent, http_get
+from koordlet.testing.cgroups import RealKubepods
+from koordlet.testing.kubelet import FakeKubelet
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.fakekubelet import FakeKubelet
-from tests.integration.agentproc import Agent, http_get
-from tests.integration.kubepods import RealKubepods
 from tests.managerharness import (
     get,
     running_manager,
@@ -64,7 +64,7 @@ def test_agent_in_cluster_mode_picks_up_what_the_manager_renders(
     kubepods: RealKubepods,
     tmp_path: Path,
 ) -> None:
-    kubepods._mkdir(f"{kubepods.parent}/hostapp")  # the host application's cgroup, under the test parent
+    kubepods.tree.mkdir("hostapp")  # the host application's cgroup, under the test parent
     set_config(
         api_server,
         colocation_config={"enable": True},

@@ -6,7 +6,6 @@ Cgroups live under a unique ``koordlet-test-<random>`` parent in cpuacct and mem
 from __future__ import annotations
 
 import errno
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,10 +14,12 @@ import pytest
 from koordlet.system import cgroups, native
 from koordlet.system.batchread import FileKind
 from koordlet.system.paths import HostPaths
+from koordlet.testing.cgroups import RealCgroupTree
+from tests.support.batchread import file_values
 
 pytestmark = pytest.mark.root
 
-IMPLS = ["python", pytest.param("native", marks=pytest.mark.skipif(not native.HAS_NATIVE, reason="no C"))]
+IMPLS = ["python", pytest.param("native", marks=pytest.mark.native)]
 MEM_KEYS = ("total_cache", "total_rss", "total_inactive_file", "total_active_file", "total_unevictable")
 
 
@@ -27,21 +28,14 @@ def parents() -> Iterator[dict[str, Path]]:
     paths = HostPaths()
     if cgroups.detect_mode(paths) is not cgroups.CgroupMode.V1:
         pytest.skip("needs cgroup v1 controllers")
-    name = f"koordlet-test-{uuid.uuid4().hex[:10]}"
-    made: list[Path] = []
-    try:
-        out = {}
-        for sub in ("cpuacct", "memory"):
-            d = paths.cgroup_root / sub / name
-            d.mkdir()
-            made.append(d)
-            out[sub] = d
-        yield out
-    finally:
-        for d in made:
-            for child in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+    with RealCgroupTree(("cpuacct", "memory"), root=paths.cgroup_root) as tree:
+        yield {sub: tree.path(sub) for sub in tree.controllers}
+        # the test's own child dirs, before the tree removes what it made
+        for sub in tree.controllers:
+            for child in sorted(
+                (p for p in tree.path(sub).rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)
+            ):
                 child.rmdir()
-            d.rmdir()
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -64,7 +58,7 @@ def test_reads_real_cgroups_and_survives_removal(parents: dict[str, Path], impl:
         for i in dirs:
             # an empty cgroup: usage is a number, every wanted memory.stat key exists
             assert isinstance(res.value(2 * i), int)
-            stat = res.file_values(2 * i + 1)
+            stat = file_values(res, 2 * i + 1)
             assert isinstance(stat, dict) and all(v is not None and v >= 0 for v in stat.values())
         assert reader.open_fds() == 6
         (parents["cpuacct"] / "c1").rmdir()
@@ -72,7 +66,7 @@ def test_reads_real_cgroups_and_survives_removal(parents: dict[str, Path], impl:
         res = reader.read()
         # held descriptors of a removed cgroup read ENODEV; they are closed and dropped
         assert res.status == [0, 0, -errno.ENODEV, -errno.ENODEV, 0, 0]
-        assert res.value(2) is None and res.file_values(3) is None
+        assert res.value(2) is None and file_values(res, 3) is None
         assert reader.open_fds() == 4
         assert reader.read().status[2:4] == [-errno.ENOENT, -errno.ENOENT]
         (parents["cpuacct"] / "c1").mkdir()
@@ -82,9 +76,8 @@ def test_reads_real_cgroups_and_survives_removal(parents: dict[str, Path], impl:
         assert reader.open_fds() == 6
 
 
+@pytest.mark.native
 def test_native_and_python_agree_on_real_files(parents: dict[str, Path]) -> None:
-    if not native.HAS_NATIVE:
-        pytest.skip("no C")
     (parents["memory"] / "c").mkdir()
     paths = [parents["memory"] / "c" / "memory.stat", parents["memory"] / "c" / "memory.limit_in_bytes"]
     kinds = [FileKind.KEY_VALUE, FileKind.COUNTER]

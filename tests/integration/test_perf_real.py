@@ -25,7 +25,7 @@ from koordlet.system import perf
 from koordlet.system.cgroups import detect_mode
 from koordlet.system.paths import HostPaths
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.native]  # counting needs the C helper (csrc/koordlet_perf.c)
 
 BUSY = "import time\nwhile True:\n    time.perf_counter()\n"
 

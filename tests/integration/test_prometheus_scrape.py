@@ -8,9 +8,7 @@ runs on loopback with a temp config and data dir and is killed by its pid at the
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -25,29 +23,19 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
 from koordlet import api
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
-from koordlet.runtime import EventBus, Supervisor, wait_for
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
-from tests.integration.kubepods import RealKubepods
-from tests.integration.test_collect_real import pod_info
-from tests.unit.metricsadvisor.fakes import FakeStates
+from koordlet.testing import FakeStates, wait_until
+from koordlet.testing.agent import free_port, get_json
+from koordlet.testing.cgroups import RealKubepods
 
 pytestmark = [pytest.mark.root, pytest.mark.tool("prometheus", "promtool"), pytest.mark.timeout(120)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def http_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as resp:
-        return json.load(resp)
 
 
 @contextlib.contextmanager
@@ -87,7 +75,7 @@ def test_promql_returns_the_container_cpu_series(kubepods: RealKubepods) -> None
     host = Host(HostPaths(cgroup_parent=kp.parent), CgroupMode.V1, CgroupDriver.CGROUPFS)
     registry = CollectorRegistry()
     cache = MetricCache()
-    states = FakeStates([pod_info(pod)])
+    states = FakeStates(pods=[pod.info()])
     config = AdvisorConfig(node_name="test-node", collect_interval=0.5, psi_interval=1.0)
     advisor = MetricsAdvisor(config, host, cache, states, EventBus(), registry)
     stop = threading.Event()
@@ -109,15 +97,15 @@ def test_promql_returns_the_container_cpu_series(kubepods: RealKubepods) -> None
             )
             url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": query})
             result: list[Any] = []
-            deadline = time.monotonic() + 45.0
-            while time.monotonic() < deadline and not result:
-                with contextlib.suppress(OSError, ValueError):
-                    body = http_json(url)
+
+            def answered() -> bool:
+                with contextlib.suppress(OSError, ValueError, AssertionError):
+                    body = get_json(url)
                     if body.get("status") == "success":
-                        result = body["data"]["result"]
-                if not result:
-                    stop.wait(0.5)
-            assert result, "Prometheus never returned the container's CPU series"
+                        result[:] = body["data"]["result"]
+                return bool(result)
+
+            assert wait_until(answered, 45.0, step=0.5), "Prometheus never returned the container CPU series"
             metric = result[0]["metric"]
             assert metric["pod_uid"] == pod.uid
             assert metric["pod_namespace"] == "default"

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from koordlet.testing.agent import free_port, http_get, wait_http
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects
 from tests.cluster.pluginsite import install_wheel
-from tests.integration.agentproc import free_port, http_get, wait_http
 from tests.managerharness import write_kubeconfig
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "scheduler_plugin_dist"
@@ -89,7 +89,7 @@ def test_process_ready_answers_and_stops(api_server: APIServer, tmp_path: Path) 
     seed(api_server)
     ext = Extender(tmp_path, api_server)
     try:
-        assert wait_http(ext.base + "/readyz", 30) is not None, (tmp_path / "extender.log").read_text()
+        assert wait_http(ext.base + "/readyz", 30), (tmp_path / "extender.log").read_text()
         status, res = ext.post("filter", {"Pod": go_pod("p"), "Nodes": None, "NodeNames": ["plain", "hot"]})
         assert status == 200
         assert res["NodeNames"] == ["plain"] and res["FailedNodes"] == {
@@ -151,7 +151,7 @@ def test_third_party_plugin_from_a_wheel(api_server: APIServer, tmp_path: Path, 
     seed(api_server)
     ext = Extender(tmp_path, api_server, f"--config={path}", site=plugin_site)
     try:
-        assert wait_http(ext.base + "/readyz", 30) is not None, (tmp_path / "extender.log").read_text()
+        assert wait_http(ext.base + "/readyz", 30), (tmp_path / "extender.log").read_text()
         status, res = ext.post("filter", {"Pod": go_pod("p"), "NodeNames": ["plain", "tainted", "hot"]})
         assert status == 200
         assert res["NodeNames"] == ["plain"]

@@ -7,26 +7,22 @@ in the fixture teardown (processes killed first, then dirs deepest first), even 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
 from koordlet.api import KubeQOSClass
+from koordlet.api.cpulist import parse_cpuset
 from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.cgstats import parse_cpuacct_usage, parse_memory_stat
-from koordlet.system.cpuset import parse_cpuset
-from koordlet.system.host import Host, read_file_text
+from koordlet.system.files import read_text
+from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
-from koordlet.system.procfs import read_pid_stat
 from koordlet.system.topology import read_cpu_topology, read_online_cpus
+from koordlet.testing import wait_until
+from koordlet.testing.cgroups import RealCgroupTree
 
 pytestmark = pytest.mark.root
 
@@ -34,56 +30,10 @@ CONTROLLERS = ("cpu", "cpuacct", "memory")
 REAL = HostPaths()
 
 
-@dataclass
-class CgTree:
-    parent: str
-    paths: HostPaths
-    dirs: list[Path] = field(default_factory=list)
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    def mk(self, rel: str) -> str:
-        """Create ``<parent>/<rel>`` (and its ancestors) in every controller; returns the cgroup dir."""
-        cg = f"{self.parent}/{rel}" if rel else self.parent
-        for ctl in CONTROLLERS:
-            parts = cg.split("/")
-            for i in range(1, len(parts) + 1):
-                d = REAL.cgroup_root / ctl / "/".join(parts[:i])
-                if not d.exists():
-                    d.mkdir()
-                    self.dirs.append(d)
-        return cg
-
-    def spawn_into(self, cg: str, code: str) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen([sys.executable, "-c", code])
-        self.procs.append(proc)
-        for ctl in CONTROLLERS:
-            fd = os.open(REAL.cgroup_root / ctl / cg / "cgroup.procs", os.O_WRONLY)
-            try:
-                assert os.write(fd, str(proc.pid).encode()) == len(str(proc.pid))
-            finally:
-                os.close(fd)
-        return proc
-
-
 @pytest.fixture
-def tree() -> Iterator[CgTree]:
-    t = CgTree(parent=f"koordlet-test-{uuid.uuid4().hex[:10]}", paths=REAL)
-    try:
+def tree() -> Iterator[RealCgroupTree]:
+    with RealCgroupTree(CONTROLLERS) as t:
         yield t
-    finally:
-        for p in t.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGKILL)
-            p.wait(timeout=10)
-        for d in sorted(t.dirs, key=lambda p: len(p.parts), reverse=True):
-            for _ in range(50):  # a killed task leaves the cgroup asynchronously
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
 
 
 def test_mode_is_v1_on_this_hybrid_host() -> None:
@@ -104,37 +54,35 @@ def test_topology_matches_the_kernel() -> None:
         assert same_core == parse_cpuset(sib) & online
 
 
-def test_reads_of_a_live_pod_cgroup(tree: CgTree) -> None:
+def test_reads_of_a_live_pod_cgroup(tree: RealCgroupTree) -> None:
     paths = HostPaths(cgroup_parent="/" + tree.parent)
     host = Host(paths, driver=CgroupDriver.CGROUPFS)
     assert host.mode is CgroupMode.V1
     uid = str(uuid.uuid4())
     pod = host.layout.pod_dir(uid, KubeQOSClass.BESTEFFORT)
-    tree.mk(pod.removeprefix(tree.parent + "/"))
-    proc = tree.spawn_into(
-        pod, "import time\nx = bytearray(8 << 20)\nt = time.time()\nwhile time.time() - t < 20: pass"
-    )
-    deadline = time.monotonic() + 5
-    usage = 0
-    while time.monotonic() < deadline and usage < 20_000_000:
+    rel = pod.removeprefix(tree.parent + "/")
+    tree.mkdir(rel)
+    tree.python(rel, "import time\nx = bytearray(8 << 20)\nt = time.time()\nwhile time.time() - t < 20: pass")
+
+    def usage() -> int:
         raw = host.read("cpuacct.usage", pod)
         assert raw is not None
-        usage = parse_cpuacct_usage(raw)
-        time.sleep(0.05)
-    assert usage >= 20_000_000, "20 ms of CPU burnt by the child must show in cpuacct.usage"
+        return parse_cpuacct_usage(raw)
+
+    assert wait_until(lambda: usage() >= 20_000_000, 5.0, step=0.05), (
+        "20 ms of CPU burnt by the child must show in cpuacct.usage"
+    )
     mem_raw = host.read_raw("memory.stat", pod)
     assert mem_raw is not None
     assert parse_memory_stat(mem_raw).usage >= 8 << 20
-    st = read_pid_stat(REAL, proc.pid)
-    assert st is not None and st.pid == proc.pid
     assert host.list_cgroups(host.qos_cgroup_dir(KubeQOSClass.BESTEFFORT), 1)[-1] == pod
     assert host.read("cpu.cfs_quota_us", pod) == "-1"
 
 
-def test_cgroup_removed_between_listing_and_read(tree: CgTree) -> None:
+def test_cgroup_removed_between_listing_and_read(tree: RealCgroupTree) -> None:
     host = Host(REAL, driver=CgroupDriver.CGROUPFS)
     for i in range(3):
-        tree.mk(f"c{i}")
+        tree.mkdir(f"c{i}")
     listed = host.list_cgroups(tree.parent, 1)
     assert listed == [tree.parent] + [f"{tree.parent}/c{i}" for i in range(3)]
     victim = listed[2]
@@ -150,7 +98,7 @@ def test_cgroup_removed_between_listing_and_read(tree: CgTree) -> None:
     results = {cg: host.read("cpuacct.usage", cg) for cg in listed}
     assert results[victim] is None
     assert all(v is not None and v.isdigit() for cg, v in results.items() if cg != victim)
-    assert read_file_text(REAL.cgroup_root / "cpuacct" / listed[1] / "cpuacct.usage").strip().isdigit()
+    assert read_text(REAL.cgroup_root / "cpuacct" / listed[1] / "cpuacct.usage").strip().isdigit()
 
 
 def test_real_mount_refuses_lexical_escapes_on_the_fast_path() -> None:

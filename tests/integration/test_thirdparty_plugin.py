@@ -3,16 +3,14 @@ listed, gated and run by the real ``koordlet`` command."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from koordlet.testing import wait_until
+from koordlet.testing.agent import Agent, install_distribution, koordlet_command
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "plugin_dist"
 
@@ -23,91 +21,47 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     work = tmp_path_factory.mktemp("plugin")
     src = work / "src"
     shutil.copytree(FIXTURE, src)
-    site = work / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--disable-pip-version-check",
-            "--target",
-            str(site),
-            str(src),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
+    site = install_distribution(src, work / "site")
     assert list(site.glob("koordlet_hello_plugin-*.dist-info")), "the distribution's metadata was installed"
+    assert not list(site.glob("test_*")), "the plugin's test is not part of its wheel"
     yield site
 
 
-def koordlet(site: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(site), "NODE_NAME": "node-under-test"}
-    return subprocess.run(
-        [sys.executable, "-m", "koordlet", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        **kw,
-    )  # type: ignore[call-overload]
-
-
 def test_discovered_listed_and_gated(plugin_site: Path) -> None:
-    listed = koordlet(plugin_site, "plugins", "list")
+    listed = koordlet_command("plugins", "list", site=plugin_site)
     assert listed.returncode == 0, listed.stderr
     row = next(line.split() for line in listed.stdout.splitlines() if line.startswith("Hello "))
     assert row == ["Hello", "entrypoint:koordlet-hello-plugin", "Alpha", "false", "false"]
-    on = koordlet(plugin_site, "plugins", "list", "--qos-extension-plugins=Hello=true")
+    on = koordlet_command("plugins", "list", "--qos-extension-plugins=Hello=true", site=plugin_site)
     assert next(line for line in on.stdout.splitlines() if line.startswith("Hello ")).split()[-1] == "true"
-    helptext = koordlet(plugin_site, "run", "--help")
+    helptext = koordlet_command("run", "--help", site=plugin_site)
     assert "--hello-file" in helptext.stdout and "[plugin Hello]" in helptext.stdout
     # The extension gate is separate from koordlet's gates.
-    wrong = koordlet(plugin_site, "run", "--feature-gates=Hello=true")
+    wrong = koordlet_command("run", "--feature-gates=Hello=true", site=plugin_site)
     assert wrong.returncode == 2 and "unrecognized feature gate: Hello" in wrong.stderr
 
 
 def test_the_plugin_runs_only_when_enabled(plugin_site: Path, tmp_path: Path) -> None:
-    from tests.integration.agentproc import free_port, standalone_args
-
     marker = tmp_path / "hello.txt"
     for enabled in (False, True):
-        port = free_port()
-        args = [
-            *standalone_args(tmp_path, port),
+        agent = Agent(
+            tmp_path,
             f"--hello-file={marker}",
             "--hello-interval-seconds=0.1",
             f"--qos-extension-plugins=Hello={str(enabled).lower()}",
-        ]
-        env = {**os.environ, "PYTHONPATH": str(plugin_site), "NODE_NAME": "node-under-test"}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "koordlet", "run", *args],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+            env={"PYTHONPATH": str(plugin_site), "NODE_NAME": "node-under-test"},
         )
         try:
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and not (enabled and marker.exists()):
-                if proc.poll() is not None:
-                    break
-                time.sleep(0.1)
-            if not enabled:
-                time.sleep(1.5)
-                assert not marker.exists(), "a disabled plugin must never run"
-            else:
-                assert marker.exists(), "the enabled plugin ticked"
+            agent.wait_ready()
+            assert agent.get("/plugins")["Hello"] == ("running" if enabled else "disabled")
+            if enabled:
+                assert wait_until(marker.exists, 20), "the enabled plugin ticked"
                 assert "node=node-under-test" in marker.read_text()
+            else:
+                # ready means every enabled plugin has started: ten of Hello's intervals later, still nothing
+                assert not wait_until(marker.exists, 1.0, step=0.1), "a disabled plugin must never run"
         finally:
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=10)
-        assert proc.returncode == 0, err[-2000:]
+            code = agent.stop()
+        assert code == 0, agent.tail()
         if enabled:
             assert marker.read_text().endswith("shutdown\n")

@@ -13,32 +13,24 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import yaml
+
+from koordlet.testing.agent import Agent, free_port, http_get
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def http_ok(url: str, timeout: float = 1.0) -> bool:
-    import urllib.request
-
+def http_ok(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return int(r.status) == 200
+        return http_get(url, timeout=1.0)[0] == 200
     except OSError:
         return False
 
@@ -118,15 +110,25 @@ class Proc:
         return int(self.proc.returncode)
 
 
-def wait_for(what: str, cond: Callable[[], object], timeout: float, procs: Iterable[Proc] = ()) -> None:
+class Child(Protocol):
+    """What the loop needs of each of its processes."""
+
+    name: str
+
+    def alive(self) -> bool: ...
+
+    def tail(self, chars: int = 3000) -> str: ...
+
+    def stop(self, timeout: float = 10.0) -> int: ...
+
+
+def wait_for(what: str, cond: Callable[[], object], timeout: float, procs: Iterable[Child] = ()) -> None:
     """Poll ``cond`` until true; fail naming ``what`` (and the tail of a process that died) on timeout."""
     deadline = time.monotonic() + timeout
     while not cond():
         for p in procs:
             if not p.alive():
-                raise RuntimeError(
-                    f"{p.name} exited ({p.proc.returncode}) while waiting for {what}:\n{p.tail()}"
-                )
+                raise RuntimeError(f"{p.name} exited while waiting for {what}:\n{p.tail()}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what}: not reached in {timeout:.0f}s")
         time.sleep(0.05)
@@ -166,35 +168,39 @@ class Component:
     def ready(self) -> bool:
         return http_ok(self.base + "/readyz")
 
-    def metrics(self) -> str:
-        import urllib.request
 
-        try:
-            with urllib.request.urlopen(self.base + "/metrics", timeout=2) as r:
-                return str(r.read().decode())
-        except OSError:
-            return ""
+class AgentProc:
+    """A koordlet of the kit (:class:`koordlet.testing.agent.Agent`, cluster mode) as one of the loop's
+    processes: named, checked alive, stopped, its log tail shown when something goes wrong."""
+
+    def __init__(self, name: str, agent: Agent) -> None:
+        self.name = name
+        self.agent = agent
+        self.proc = agent.proc
+        self.base = agent.base
+
+    def ready(self) -> bool:
+        return http_ok(self.base + "/readyz")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.agent.tail(chars)
+
+    def stop(self, timeout: float = 10.0) -> int:
+        return self.agent.stop(timeout)
 
 
 def agent(
-    node: str,
-    kubeconfig: Path,
-    work: Path,
-    logs: Path,
-    *,
-    cgroup_parent: str,
-    proc_root: Path,
-    kubelet_port: int,
-    **kw: Any,
-) -> Component:
+    node: str, kubeconfig: Path, work: Path, *, cgroup_parent: str, proc_root: Path, kubelet_port: int
+) -> AgentProc:
+    """One node's koordlet: its own name, kubepods parent, ``/proc`` view, kubelet port and state."""
     state = work / node
-    (state / "run").mkdir(parents=True, exist_ok=True)
-    args = [
-        f"--kubeconfig={kubeconfig}",
+    state.mkdir(parents=True, exist_ok=True)
+    flags = [
         f"--cgroup-root=/{cgroup_parent}",
         f"--proc-root-dir={proc_root}",
-        f"--tsdb-path={state / 'metric-data'}",
-        f"--var-run-root-dir={state / 'run'}",
         "--kubelet-insecure-tls",
         f"--kubelet-read-only-port={kubelet_port}",
         "--kubelet-sync-interval=1s",
@@ -203,6 +209,4 @@ def agent(
         # The loop is about the cluster side: QoS plugins off, so the node's load is what its pods burn.
         "--feature-gates=BECPUSuppress=false,CPUBurst=false",
     ]
-    return Component(
-        f"koordlet-{node}", "koordlet", args, logs, subcommand="run", env={"NODE_NAME": node}, **kw
-    )
+    return AgentProc(f"koordlet-{node}", Agent(state, *flags, env={"NODE_NAME": node}, kubeconfig=kubeconfig))

@@ -28,7 +28,7 @@ from koordlet.cluster.client import make_api_client, request
 from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim, Outcome
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
-from tests.loop.components import Component, Proc, agent, api_server, wait_for, write
+from tests.loop.components import Child, Component, agent, api_server, wait_for, write
 from tests.loop.report import Report, describe
 from tests.loop.watch import Watcher
 
@@ -56,7 +56,7 @@ class Loop:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.say = say
         self.stop = threading.Event()
-        self.procs: list[Proc] = []
+        self.procs: list[Child] = []
         self.kubelets: list[ProcessKubelet] = []
         self.report = Report()
         self._desched_lines: list[str] = []
@@ -126,24 +126,21 @@ class Loop:
                 k.node,
                 kubeconfig,
                 self.work,
-                self.logs,
                 cgroup_parent=k.cgroup_parent,
                 proc_root=k.proc_root,
                 kubelet_port=k.port,
-                follow=self.follow,
             )
             for k in self.kubelets
         ]
-        components = [manager, extender, *agents]
-        self.procs += [c.proc for c in components]
-        for c in components:
-            wait_for(f"{c.name} ready", c.ready, 60, [c.proc])
+        self.procs += [manager.proc, extender.proc, *agents]
+        for c in (manager, extender, *agents):
+            wait_for(f"{c.name} ready", c.ready, 60, [c.proc if isinstance(c, Component) else c])
             self.say(c.name, "ready")
         wait_for(
             "every node's NodeMetric reported",
             lambda: all(watcher.node_cpu(n)[2] is not None for n in NODES),
             60,
-            [a.proc for a in agents],
+            agents,
         )
         scheduler = KubeSchedulerSim(
             make_api_client(kubeconfig=str(kubeconfig)),
@@ -171,7 +168,7 @@ class Loop:
         self._outcomes: list[Outcome] = []
         threading.Thread(target=loop, name="loop-kube-scheduler", daemon=True).start()
 
-    def _live(self) -> list[Proc]:
+    def _live(self) -> list[Child]:
         """The processes that must be running now (the dry-run descheduler is stopped on purpose)."""
         return [p for p in self.procs if p.name != "koord-descheduler-dry-run"]
 

@@ -11,6 +11,18 @@ from tests.apiserver import APIServer
 GROUP, VERSION = "slo.koordinator.sh", "v1alpha1"
 
 
+def api_client(server: APIServer) -> Any:
+    """The official client's ``ApiClient`` pointed at ``server``."""
+    from kubernetes import client
+
+    return client.ApiClient(server.client_config())
+
+
+def error_status(err: Any) -> tuple[int, dict[str, Any]]:
+    """``(HTTP status, Status body)`` of a ``pytest.raises(ApiException)`` result."""
+    return err.value.status, json.loads(err.value.body)
+
+
 def clients(server: APIServer) -> tuple[Any, Any]:
     """``(CoreV1Api, CustomObjectsApi)`` of the official client, pointed at ``server``."""
     from kubernetes import client

@@ -6,9 +6,9 @@ import threading
 
 from koordlet.cluster.client import make_api_client
 from koordlet.cluster.events import EventRecorder, ObjectRef
+from koordlet.testing import FakeClock
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.fakeclock import FakeClock
 
 CM = ObjectRef(kind="ConfigMap", name="slo-controller-config", namespace="koordinator-system", uid="u1")
 

@@ -12,6 +12,7 @@ import pytest
 
 from koordlet.cluster.client import make_api_client
 from koordlet.cluster.informer import EventHandler, Informer, index_by_node, object_key
+from koordlet.testing import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 
@@ -51,10 +52,7 @@ class Recorder:
 
 
 def wait(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
+    assert wait_until(cond, timeout), "condition not met in time"
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ import pytest
 import yaml
 
 from koordlet.system.paths import HostPaths
+from koordlet.testing.cgroups import RealCgroupTree
 
 DAEMONSET = Path(__file__).resolve().parents[3] / "deploy" / "daemonset" / "koordlet.yaml"
 NOBODY = 65534
@@ -72,31 +71,9 @@ def pod_cgroups() -> Iterator[tuple[Path, Path]]:
     root = HostPaths().cgroup_root
     if not all((root / ctrl / "cgroup.procs").exists() for ctrl in ("cpu", "memory")):
         pytest.skip("needs the cgroup v1 cpu and memory controllers")
-    parent = f"koordlet-test-{uuid.uuid4().hex[:10]}"
-    made: list[Path] = []
-    try:
-        for ctrl in ("cpu", "memory"):
-            for rel in (parent, f"{parent}/pod"):
-                (root / ctrl / rel).mkdir()
-                made.append(root / ctrl / rel)
-        yield root / "cpu" / parent / "pod", root / "memory" / parent / "pod"
-    finally:
-        for d in reversed(made):  # deepest first
-            for pid in (d / "cgroup.procs").read_text().split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            deadline = time.monotonic() + 5.0
-            while True:
-                try:
-                    d.rmdir()
-                    break
-                except OSError:
-                    # A just-killed task keeps the cgroup busy until it is reaped.
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.01)
+    with RealCgroupTree(("cpu", "memory"), root=root) as tree:
+        tree.mkdir("pod")
+        yield tree.path("cpu", "pod"), tree.path("memory", "pod")
 
 
 def start_victim(cpu_dir: Path, mem_dir: Path) -> subprocess.Popen[bytes]:

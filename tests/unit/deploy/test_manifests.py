@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from koordlet import cli
-from koordlet.config import AGENT_FLAGS, Configuration
+from koordlet.config import Configuration
 from koordlet.qosmanager import loader
 from koordlet.schema import nodeslo, slovalidate
 from tests import crdschema
@@ -65,34 +65,10 @@ def expand(arg: str, env: dict[str, str]) -> str:
     return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, arg)
 
 
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
-    """Replace the daemon with a recorder, so ``koordlet run`` only parses and validates."""
-    from koordlet import assembly
-
-    seen: list[Configuration] = []
-
-    class Done:
-        def run(self, stop: Any) -> int:
-            return 0
-
-    def fake_build(cfg: Configuration, *args: Any) -> Done:
-        seen.append(cfg)
-        return Done()
-
-    monkeypatch.setattr(assembly, "build_daemon", fake_build)
-    monkeypatch.setattr(cli, "install_signals", lambda stop: None)
-    return seen
-
-
 def run_cli(args: list[str], env: dict[str, str]) -> Any:
     entries = loader.discover()
-    flags = loader.collect_flags(entries)
-    every = [*AGENT_FLAGS, *(f for _, f in flags)]
-    long_names = {f.name for f in every}
-    bool_names = {f.name for f in every if f.type is bool}
-    argv = cli.normalize_args(["run", *args], long_names, bool_names)
-    return CliRunner().invoke(cli.build_cli(entries, flags), argv, env=env, catch_exceptions=False)
+    argv = cli.normalize_args(["run", *args], entries)
+    return CliRunner().invoke(cli.build_cli(entries), argv, env=env, catch_exceptions=False)
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
@@ -124,7 +100,7 @@ def test_daemonset_args_are_accepted_by_the_real_cli(captured: list[Configuratio
     assert str(cfg.paths.cgroup_root) == "/host-cgroup" and str(cfg.paths.proc_root) == "/proc"
     assert str(cfg.paths.sys_root) == "/host-sys" and str(cfg.paths.sys_fs_root) == "/host-sys-fs"
     assert str(cfg.paths.var_run_root) == "/host-var-run"
-    assert cfg.tsdb_path.rstrip("/") == "/metric-data"
+    assert str(cfg.cache.tsdb_path) == "/metric-data"
 
 
 def test_a_misspelled_flag_would_fail_the_same_check(captured: list[Configuration]) -> None:

@@ -63,6 +63,15 @@ def test_the_cli_accepts_the_deployment_args_and_profile(tmp_path: Path) -> None
     assert container()["command"] == ["koord-scheduler-extender"]
 
 
+def test_a_negative_duration_flag_is_refused_naming_it(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(profile_doc()))
+    argv = [f"--config={config}", "--list-plugins"]
+    assert CliRunner().invoke(cli.main, argv).exit_code == 0
+    result = CliRunner().invoke(cli.main, [*argv, "--bind-timeout=-1"])
+    assert result.exit_code == 2 and "--bind-timeout '-1' is negative" in result.output
+
+
 def test_profile_spells_out_the_code_defaults() -> None:
     profile = parse_profile(profile_doc())
     spelled = profile.plugin_config["LoadAwareScheduling"]

@@ -15,8 +15,8 @@ from koordlet.descheduler.framework.profile import parse_profiles
 from koordlet.descheduler.framework.runtime import Environment, Framework, RoundLimiter, RoundLimits
 from koordlet.descheduler.informers import MemoryInformers
 from koordlet.schema.timefmt import format_time
+from koordlet.testing.clock import FakeClock
 from tests.cluster import objects
-from tests.fakeclock import FakeClock
 
 GiB = 2**30
 

@@ -11,8 +11,8 @@ from koordlet.descheduler.evictor import MigrationController
 from koordlet.descheduler.framework import EvictionRefused, EvictOptions, Obj
 from koordlet.descheduler.framework.runtime import Environment, ProfileEvictor, ProfileHandle
 from koordlet.descheduler.informers import MemoryInformers
+from koordlet.testing.clock import FakeClock
 from tests.cluster import objects
-from tests.fakeclock import FakeClock
 from tests.unit.descheduler.env import NoEvents
 
 DRY = EvictOptions(plugin="test", reason="because", dry_run=True)

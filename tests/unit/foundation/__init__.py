@@ -1,0 +1,1 @@
+"""Tests of the foundation: the plugin contract, CLI, configuration, feature gates, lifecycle."""

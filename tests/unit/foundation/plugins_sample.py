@@ -8,6 +8,7 @@ from typing import ClassVar
 from koordlet import api
 
 EVENTS: list[str] = []
+GOOD_INTERVAL = api.Flag("good-interval-seconds", float, 0.01, "tick interval")
 
 
 class Good(api.QOSPluginBase):
@@ -15,7 +16,7 @@ class Good(api.QOSPluginBase):
     feature = api.FeatureSpec(default=True, stage=api.Stage.BETA)
 
     def init_flags(self, flags: api.FlagSet) -> None:
-        flags.add(api.Flag("good-interval-seconds", float, 0.01, "tick interval"))
+        flags.add(GOOD_INTERVAL)
 
     def setup(self, ctx: api.PluginContext) -> None:
         super().setup(ctx)
@@ -24,7 +25,7 @@ class Good(api.QOSPluginBase):
 
     def run(self, stop: threading.Event) -> None:
         EVENTS.append("run Good")
-        self.ctx.every(float(self.ctx.options["good-interval-seconds"]), self.reconcile)  # type: ignore[arg-type]
+        self.ctx.every(self.ctx.option(GOOD_INTERVAL), self.reconcile)
 
     def reconcile(self) -> None:
         self.ticks += 1

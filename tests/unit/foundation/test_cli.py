@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib.metadata
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from koordlet import cli
+from koordlet import api, cli
 from koordlet.config import Configuration
 from koordlet.qosmanager import loader
 from tests.unit.foundation import plugins_sample as ps
@@ -19,7 +20,7 @@ def make_cli(
     builtins: list[Any] | None = None, eps: list[importlib.metadata.EntryPoint] | None = None
 ) -> Any:
     entries = loader.discover(builtins or [ps.Good], entry_points=lambda: eps or [], registered={})
-    return cli.build_cli(entries, loader.collect_flags(entries)), entries
+    return cli.build_cli(entries), entries
 
 
 def invoke(args: list[str], env: dict[str, str] | None = None, **kw: Any) -> Any:
@@ -73,27 +74,8 @@ def test_extension_gate_names_unknown_plugin() -> None:
 
 def test_version() -> None:
     result = invoke(["version"])
-    assert result.exit_code == 0 and "plugin API 1" in result.output and "native helpers" in result.output
-
-
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> list[Configuration]:
-    """Replace the daemon with a recorder, so ``run`` only parses."""
-    from koordlet import assembly
-
-    seen: list[Configuration] = []
-
-    class Done:
-        def run(self, stop: Any) -> int:
-            return 0
-
-    def fake_build(cfg: Configuration, *args: Any) -> Done:
-        seen.append(cfg)
-        return Done()
-
-    monkeypatch.setattr(assembly, "build_daemon", fake_build)
-    monkeypatch.setattr(cli, "install_signals", lambda stop: None)
-    return seen
+    assert result.exit_code == 0, result.output
+    assert f"plugin API {api.API_VERSION}" in result.output and "native helpers" in result.output
 
 
 def test_precedence_flags_over_env_over_file_over_defaults(
@@ -109,19 +91,18 @@ def test_precedence_flags_over_env_over_file_over_defaults(
     assert result.exit_code == 0, result.output
     cfg = captured[0]
     assert cfg.addr == "127.0.0.1:1003"  # flag beats env and file
-    assert cfg.tsdb_path == "/from/env"  # env beats file
-    assert cfg.reconcile_interval == 7  # file beats default
+    assert str(cfg.cache.tsdb_path) == "/from/env"  # env beats file
+    assert cfg.qos.agent.reconcile_interval == 7  # file beats default
     assert cfg.options["good-interval-seconds"] == 3.0  # plugin flags take Go durations from the file
-    assert cfg.collect_interval == 1.0  # default
+    assert cfg.advisor.collect_interval == 1.0  # default
     assert cfg.node_name == "n1"
 
 
 def test_go_style_single_dash_and_bool_values(captured: list[Configuration]) -> None:
-    group, _entries = make_cli()
+    group, entries = make_cli()
     args = cli.normalize_args(
         ["run", "-only-evict-by-api=true", "-collect-res-used-interval=500ms", "--v=4", "-dry-run=false"],
-        {"only-evict-by-api", "collect-res-used-interval", "dry-run"},
-        {"only-evict-by-api", "dry-run"},
+        entries,
     )
     assert args == [
         "run",
@@ -133,7 +114,7 @@ def test_go_style_single_dash_and_bool_values(captured: list[Configuration]) -> 
     ]
     result = CliRunner().invoke(group, args, env={"NODE_NAME": "n1"}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert captured[0].only_evict_by_api and captured[0].collect_interval == 0.5
+    assert captured[0].qos.only_evict_by_api and captured[0].advisor.collect_interval == 0.5
 
 
 def test_bad_config_file_exits_2(tmp_path: Path, captured: list[Configuration]) -> None:
@@ -141,3 +122,15 @@ def test_bad_config_file_exits_2(tmp_path: Path, captured: list[Configuration]) 
     conf.write_text("nope: 1\n")
     result = invoke(["run", f"--config={conf}"])
     assert result.exit_code == 2 and "nope" in result.output and not captured
+
+
+def test_a_negative_duration_is_refused(captured: list[Configuration]) -> None:
+    result = invoke(["run", "--good-interval-seconds=-1"], env={"NODE_NAME": "n1"})
+    assert result.exit_code == 2 and "negative" in result.output and not captured
+
+
+def test_run_restores_the_signal_handlers_it_found(captured: list[Configuration]) -> None:
+    before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT))
+    result = invoke(["run"], env={"NODE_NAME": "n1"})
+    assert result.exit_code == 0 and captured
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before

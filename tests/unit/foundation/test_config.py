@@ -24,7 +24,7 @@ def test_parse_seconds(text: object, seconds: float) -> None:
     assert config.parse_seconds(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["fast", "1x", "s", "1s junk", True])
+@pytest.mark.parametrize("text", ["fast", "1x", "s", "1s junk", True, "5m 3s", "1d", "-1s"])
 def test_parse_seconds_refuses_garbage(text: object) -> None:
     with pytest.raises(ConfigError):
         config.parse_seconds(text)
@@ -34,8 +34,45 @@ def test_build_defaults_and_node_name_from_env() -> None:
     cfg = config.build(defaults(), environ={"NODE_NAME": "node-7"})
     assert cfg.node_name == "node-7"
     assert cfg.port == 9316 and cfg.host == "127.0.0.1"
-    assert cfg.collect_interval == 1.0
+    assert cfg.advisor.collect_interval == 1.0
     assert str(cfg.paths.cgroup_root) == "/sys/fs/cgroup"
+
+
+def test_build_gives_every_component_its_config_from_the_flags() -> None:
+    cfg = config.build(
+        defaults(
+            collect_res_used_interval="2s",
+            fast_sample_interval=0.0,
+            psi_collector_interval=30.0,
+            collect_sys_metric_outdated_interval="20s",
+            reconcile_interval_seconds=3,
+            resource_force_update_seconds=90,
+            audit_max_events_limit=10,
+            tsdb_path="",
+            tsdb_max_bytes=1 << 20,
+            kubelet_sync_interval="5s",
+            only_evict_by_api=True,
+            dry_run=True,
+            standalone=True,
+        ),
+        environ={"NODE_NAME": "node-x"},
+    )
+    adv = cfg.advisor
+    assert (adv.node_name, adv.collect_interval, adv.fast_sample_interval, adv.psi_interval) == (
+        "node-x",
+        2.0,
+        0.0,
+        30.0,
+    )
+    assert adv.sys_metric_outdated_interval == 20.0 and adv.be_interval == adv.host_app_interval == 2.0
+    ex = cfg.executor
+    assert (ex.force_update_seconds, ex.audit_size, ex.dry_run) == (90, 10, True)
+    assert cfg.cache.tsdb_path is None and cfg.cache.tsdb_max_bytes == 1 << 20
+    assert cfg.cache.collect_interval == 2.0
+    assert cfg.informer.node_name == "node-x" and cfg.informer.standalone is True
+    assert cfg.informer.kubelet_sync_interval == 5.0
+    assert cfg.qos.agent.reconcile_interval == 3.0 and cfg.qos.agent.collect_interval == 2.0
+    assert cfg.qos.only_evict_by_api and cfg.qos.dry_run
 
 
 def test_in_cluster_without_node_name_is_an_error() -> None:
@@ -85,11 +122,7 @@ def test_config_file_unknown_key_and_bad_yaml(tmp_path: Path) -> None:
 
 
 def test_node_metric_report_floor_reaches_the_informer() -> None:
-    from koordlet.assembly import informer_config
-
     cfg = config.build(defaults(**{"node-metric-report-min-interval": "2s"}), environ={"NODE_NAME": "n"})
-    assert cfg.node_metric_report_min_interval == 2.0
-    ic = informer_config(cfg)
-    assert ic.report_interval_min_seconds == 2.0 and ic.status_qps == 0.5
-    default = informer_config(config.build(defaults(), environ={"NODE_NAME": "n"}))
+    assert cfg.informer.report_interval_min_seconds == 2.0 and cfg.informer.status_qps == 0.5
+    default = config.build(defaults(), environ={"NODE_NAME": "n"}).informer
     assert default.report_interval_min_seconds == 30.0 and default.status_qps == 0.1

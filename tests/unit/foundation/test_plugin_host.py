@@ -12,11 +12,13 @@ from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.errors import PluginError
+from koordlet.eventbus import EventBus
 from koordlet.featuregates import KOORDLET_GATES, FeatureGate
-from koordlet.metrics import AgentMetrics
+from koordlet.lifecycle import Supervisor
+from koordlet.metrics import AgentMetrics, PluginMetrics
 from koordlet.qosmanager import loader
 from koordlet.qosmanager.manager import QOSManager, Services
-from koordlet.runtime import EventBus, Supervisor
+from koordlet.testing import wait_until
 from tests.unit.foundation import plugins_sample as ps
 
 
@@ -51,28 +53,32 @@ def test_invalid_plugins_fail_with_their_name(builtins: list[Any], eps: list[Any
     assert needle in str(err.value)
 
 
-def test_in_process_registration_rejects_duplicates() -> None:
+def test_in_process_registration_rejects_duplicates(plugin_registry: None) -> None:
     plugin = ps.Second()
     api.register_qos_ext_plugin("Second", ps.Second.feature, plugin)
-    try:
-        with pytest.raises(PluginError, match="already registered"):
-            api.register_qos_ext_plugin("Second", ps.Second.feature, plugin)
-        entries = loader.discover([], entry_points=lambda: [])
-        assert [(e.name, e.source) for e in entries] == [("Second", "registered")]
-    finally:
-        api.unregister_qos_ext_plugin("Second")
+    with pytest.raises(PluginError, match="already registered"):
+        api.register_qos_ext_plugin("Second", ps.Second.feature, plugin)
+    entries = loader.discover([], entry_points=lambda: [])
+    assert [(e.name, e.source) for e in entries] == [("Second", "registered")]
+
+
+def test_the_plugin_registry_fixture_leaves_no_registration_behind(plugin_registry: None) -> None:
+    # runs after the test above (file order): what it registered is gone
+    assert api.registered_ext_plugins() == {}
 
 
 def test_flags_are_collected_for_every_plugin_and_clashes_refused() -> None:
     entries = discover([ps.Good, ps.Disabled])
-    flags = loader.collect_flags(entries)
-    assert [(e.name, f.name) for e, f in flags] == [("Good", "good-interval-seconds")]
+    assert [(e.name, [f.name for f in e.flags]) for e in entries] == [
+        ("Good", ["good-interval-seconds"]),
+        ("Disabled", []),
+    ]
 
     class Clash(ps.Good):
         name = "Clash"
 
     with pytest.raises(PluginError, match="already declared"):
-        loader.collect_flags(discover([ps.Good, Clash]))
+        discover([ps.Good, Clash])
 
 
 class Nothing:
@@ -90,18 +96,11 @@ def make_manager(
     metrics = AgentMetrics(CollectorRegistry(), "n1")
     sup = Supervisor(stop)
     n: Any = Nothing()
-    services = Services("n1", n, n, n, n, n, time.monotonic, time.time, EventBus(), None)
-    options = {f.name: f.default for _, f in loader.collect_flags(entries)}
+    services = Services(
+        "n1", n, n, n, n, n, time.monotonic, time.time, EventBus(), PluginMetrics(CollectorRegistry())
+    )
+    options = {f.name: f.default for e in entries for f in e.flags}
     return QOSManager(entries, gates, ext, options, services, sup, metrics), metrics, sup
-
-
-def wait_until(cond: Any, timeout: float = 3.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_disabled_plugin_is_never_set_up_and_shutdown_is_reversed() -> None:
@@ -148,7 +147,7 @@ def test_raising_plugins_do_not_stop_the_others() -> None:
     manager.run(stop)
     good = next(e.plugin for e in entries if e.name == "Good")
     try:
-        assert wait_until(lambda: good.ticks >= 5)  # type: ignore[attr-defined]
+        assert wait_until(lambda: good.ticks >= 5, 3.0)  # type: ignore[attr-defined]
         assert wait_until(
             lambda: (
                 (
@@ -159,7 +158,8 @@ def test_raising_plugins_do_not_stop_the_others() -> None:
                     or 0
                 )
                 >= 3
-            )
+            ),
+            3.0,
         )
         assert manager.states()["RaisingRun"] == "failed"
         assert manager.states()["Good"] == "running"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -11,7 +10,7 @@ from prometheus_client import CollectorRegistry
 from koordlet import api
 from koordlet.errors import InvalidValue
 from koordlet.metriccache import MetricCache, MetricCacheConfig, series_key
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 
 @pytest.fixture
@@ -140,7 +139,7 @@ def test_latest_returns_newest_per_series(cache: MetricCache, fake_clock: FakeCl
     assert cache.latest("nothing") == []
 
 
-def test_drop_series_drop_where_gc_expire(fake_clock: FakeClock) -> None:
+def test_drop_where_gc_expire(fake_clock: FakeClock) -> None:
     cache = MetricCache(MetricCacheConfig(pod_retention=300, node_retention=900), clock=fake_clock)
     base = {"psi_resource": "cpu", "psi_precision": "10", "psi_degree": "some"}
     cache.append_batch(api.POD_CPU_USAGE, [("p1", 1.0), ("p2", 2.0), ("p3", 3.0)])
@@ -149,29 +148,13 @@ def test_drop_series_drop_where_gc_expire(fake_clock: FakeClock) -> None:
     assert cache.drop_where("pod_uid", "p1") == 2
     assert {s["pod_uid"] for s in cache.series(api.POD_CPU_USAGE)} == {"p2", "p3"}
     assert cache.series("container_psi") == []
-    assert cache.drop_series(api.POD_CPU_USAGE, {"pod_uid": "p2"}) == 1
     fake_clock.advance(400)
     cache.append(api.NODE_CPU_USAGE, None, 2.0)
     assert cache.gc(older_than=fake_clock() - 500) == 0
-    assert cache.expire() == 1  # p3 is past the 300 s pod retention; the node series is fresh
+    assert cache.expire() == 2  # p2 and p3 are past the 300 s pod retention; the node series is fresh
     assert cache.metrics() == [api.NODE_CPU_USAGE]
     assert cache.gc(older_than=fake_clock() + 1) == 1
     assert cache.metrics() == []
-
-
-def test_kv_store_keeps_private_json_copies(cache: MetricCache) -> None:
-    info: dict[str, Any] = {"processorInfos": [{"cpu": 0, "core": 0}], "totalInfo": {"numberCPUs": 1}}
-    cache.kv_set("node_cpu_info", info)
-    info["totalInfo"]["numberCPUs"] = 99
-    got = cache.kv_get("node_cpu_info")
-    assert got["totalInfo"]["numberCPUs"] == 1
-    got["totalInfo"]["numberCPUs"] = 42
-    assert cache.kv_get("node_cpu_info")["totalInfo"]["numberCPUs"] == 1
-    assert cache.kv_get("missing", "dflt") == "dflt"
-    with pytest.raises(InvalidValue):
-        cache.kv_set("bad", {"x": object()})
-    with pytest.raises(InvalidValue):
-        cache.kv_set("nan", float("nan"))
 
 
 def test_self_metrics_on_injected_registry(fake_clock: FakeClock) -> None:

@@ -75,11 +75,8 @@ def test_equal_timestamps_last_goes_to_later_append() -> None:
     assert ring.newest() == (2, 9.0)
 
 
-def test_trim_before_and_reset_keep_the_newest() -> None:
+def test_reset_keeps_the_newest() -> None:
     ring = Ring(6)
-    _fill(ring, [(float(t), float(t)) for t in range(10)])
-    assert ring.trim_before(6.5) == 3  # held 4..9
-    assert list(ring.chronological()[0]) == [7, 8, 9]
     ring.reset(array("d", [1, 2, 3, 4, 5, 6, 7, 8]), array("d", [10, 20, 30, 40, 50, 60, 70, 80]))
     assert list(ring.chronological()[1]) == [30, 40, 50, 60, 70, 80]
     ring.append(9, 90)

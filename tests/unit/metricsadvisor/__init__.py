@@ -1,0 +1,1 @@
+"""Tests of koordlet.metricsadvisor: the collectors and the exporter."""

@@ -9,8 +9,8 @@ import pytest
 from koordlet.metriccache import MetricCache
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
-from tests.fakeclock import FakeClock
-from tests.unit.metricsadvisor.fakes import FakeStates, RecordingErrors
+from koordlet.testing import FakeClock, FakeStates
+from tests.support.recording import RecordingErrors
 
 
 def make_host(fake_host: Any) -> Host:
@@ -30,3 +30,12 @@ def states() -> FakeStates:
 @pytest.fixture
 def errors() -> RecordingErrors:
     return RecordingErrors()
+
+
+@pytest.fixture(params=["v1", "v2"])
+def host_tree(request: pytest.FixtureRequest, fake_host: Any) -> Any:
+    """The FakeHost on cgroup v1 and then v2, with the besteffort tier made."""
+    if request.param == "v2":
+        fake_host.use_cgroup_v2()
+    fake_host.mkcgroup(None, "kubepods/besteffort")
+    return fake_host

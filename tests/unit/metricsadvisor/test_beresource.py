@@ -11,19 +11,11 @@ from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.beresource import BEResourceCollector, BEResourceConfig
 from koordlet.system.cgroups import CgroupMode
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
+from tests.support.recording import RecordingErrors
 from tests.unit.metricsadvisor.conftest import make_host
-from tests.unit.metricsadvisor.fakes import FakeStates, RecordingErrors, cid, pod
 
 TIER = "kubepods/besteffort"
-
-
-@pytest.fixture(params=["v1", "v2"])
-def host_tree(request: pytest.FixtureRequest, fake_host: Any) -> Any:
-    if request.param == "v2":
-        fake_host.use_cgroup_v2()
-    fake_host.mkcgroup(None, TIER)
-    return fake_host
 
 
 def set_tier(fh: Any, *, cpu_ns: int, quota: int, period: int = 100000, cpus: str = "0-3") -> None:
@@ -58,18 +50,26 @@ def test_usage_limit_and_request_by_hand(
     host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
 ) -> None:
     fh = host_tree
-    be1 = pod(1, containers=[1, 2], batch_cpu_milli=500)
-    be2 = pod(2, containers=[3], batch_cpu_milli=250)
-    ls = pod(3, qos=api.KubeQOSClass.BURSTABLE, containers=[4], batch_cpu_milli=9999)
+    be1 = make_pod(
+        "pod-1", uid=pod_uid(1), container_ids=[container_id(1), container_id(2)], batch_cpu_request_milli=500
+    )
+    be2 = make_pod("pod-2", uid=pod_uid(2), container_ids=[container_id(3)], batch_cpu_request_milli=250)
+    ls = make_pod(
+        "pod-3",
+        kube_qos=api.KubeQOSClass.BURSTABLE,
+        uid=pod_uid(3),
+        container_ids=[container_id(4)],
+        batch_cpu_request_milli=9999,
+    )
     for p in (be1, be2):
         fh.pod_cgroup(p.uid)
         for c in p.containers:
             cdir = fh.container_cgroup(p.uid, "containerd://" + c.container_id)
             fh.write_cgroup("cpuset.cpus", cdir, "0-3")
     # the tightest BE container cpuset bounds the tier: 2 CPUs
-    fh.write_cgroup("cpuset.cpus", f"{TIER}/pod{be2.uid}/{cid(3)}", "1-2")
+    fh.write_cgroup("cpuset.cpus", f"{TIER}/pod{be2.uid}/{container_id(3)}", "1-2")
     set_tier(fh, cpu_ns=10_000_000_000, quota=300000, period=100000)
-    col = make(fh, cache, FakeStates([be1, be2, ls]), fake_clock, errors)
+    col = make(fh, cache, FakeStates(pods=[be1, be2, ls]), fake_clock, errors)
     col.collect()
     got = node_be(cache)
     assert "usage" not in got  # baseline round

@@ -9,8 +9,7 @@ from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.beresource import be_key
 from koordlet.metricsadvisor.exporter import AdvisorMetrics, UsageExporter
 from koordlet.metricsadvisor.psi import NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
-from tests.fakeclock import FakeClock
-from tests.unit.metricsadvisor.fakes import FakeStates, cid, pod
+from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 
 
 def fill(cache: MetricCache, t: float, p: api.PodInfo) -> None:
@@ -19,7 +18,7 @@ def fill(cache: MetricCache, t: float, p: api.PodInfo) -> None:
     cache.append(api.SYS_CPU_USAGE, None, 0.25, t)
     cache.append(api.POD_CPU_USAGE, {"pod_uid": p.uid}, 0.5, t)
     cache.append(api.POD_MEMORY_USAGE, {"pod_uid": p.uid}, 1024.0, t)
-    cache.append(api.CONTAINER_CPU_USAGE, {"container_id": cid(1)}, 0.375, t)
+    cache.append(api.CONTAINER_CPU_USAGE, {"container_id": container_id(1)}, 0.375, t)
     cache.append_batch(api.NODE_BE, [(be_key("usage"), 600.0), (be_key("real-limit"), 2000.0)], t)
     cache.append(NODE_PSI, {"psi_resource": "cpu", "psi_precision": "10", "psi_degree": "some"}, 3.5, t)
     cache.append(
@@ -33,10 +32,10 @@ def fill(cache: MetricCache, t: float, p: api.PodInfo) -> None:
 
 def test_families_and_labels(fake_clock: FakeClock) -> None:
     cache = MetricCache(clock=fake_clock)
-    p = pod(1, containers=[1], name="web")
+    p = make_pod("web", uid=pod_uid(1), container_ids=[container_id(1)])
     fill(cache, fake_clock(), p)
     reg = CollectorRegistry()
-    reg.register(UsageExporter(cache, FakeStates([p]), "node-a", fake_clock))
+    reg.register(UsageExporter(cache, FakeStates(pods=[p]), "node-a", fake_clock))
     get = reg.get_sample_value
     assert get("koordlet_node_resource_usage", {"node": "node-a", "resource": "cpu", "unit": "core"}) == 1.25
     assert get("koordlet_node_used_memory_bytes", {"node": "node-a"}) == 4096.0
@@ -50,7 +49,13 @@ def test_families_and_labels(fake_clock: FakeClock) -> None:
     assert (
         get(
             "koordlet_container_resource_usage",
-            {**pod_labels, "container_id": cid(1), "container_name": "c1", "resource": "cpu", "unit": "core"},
+            {
+                **pod_labels,
+                "container_id": container_id(1),
+                "container_name": "c0",
+                "resource": "cpu",
+                "unit": "core",
+            },
         )
         == 0.375
     )
@@ -86,9 +91,9 @@ def test_families_and_labels(fake_clock: FakeClock) -> None:
 
 def test_deleted_pods_and_stale_samples_disappear(fake_clock: FakeClock) -> None:
     cache = MetricCache(clock=fake_clock)
-    p = pod(1, containers=[1])
+    p = make_pod("pod-1", uid=pod_uid(1), container_ids=[container_id(1)])
     fill(cache, fake_clock(), p)
-    states = FakeStates([p])
+    states = FakeStates(pods=[p])
     reg = CollectorRegistry()
     reg.register(UsageExporter(cache, states, "n", fake_clock, max_age=30.0))
     labels = {
@@ -100,7 +105,7 @@ def test_deleted_pods_and_stale_samples_disappear(fake_clock: FakeClock) -> None
         "unit": "core",
     }
     assert reg.get_sample_value("koordlet_pod_resource_usage", labels) == 0.5
-    states.set_pods([])
+    states.pod_list = []
     assert reg.get_sample_value("koordlet_pod_resource_usage", labels) is None
     assert b"koordlet_container_resource_usage{" not in generate_latest(reg)
     fake_clock.advance(31.0)
@@ -109,7 +114,7 @@ def test_deleted_pods_and_stale_samples_disappear(fake_clock: FakeClock) -> None
 
 def test_be_suppress_alias_when_asked(fake_clock: FakeClock) -> None:
     cache = MetricCache(clock=fake_clock)
-    fill(cache, fake_clock(), pod(1))
+    fill(cache, fake_clock(), make_pod("pod-1", uid=pod_uid(1), containers=0))
     reg = CollectorRegistry()
     reg.register(UsageExporter(cache, FakeStates(), "n", fake_clock, be_suppress_alias=True))
     assert reg.get_sample_value("koordlet_be_suppress_be_used_cpu_cores", {"node": "n"}) == 0.6

@@ -11,19 +11,11 @@ from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fastsampler import FastSampler, FastSamplerConfig, busy_ticks
 from koordlet.system.cgroups import CgroupMode
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
+from tests.support.recording import RecordingBus, RecordingErrors
 from tests.unit.metricsadvisor.conftest import make_host
-from tests.unit.metricsadvisor.fakes import RecordingBus, RecordingErrors
 
 TIER = "kubepods/besteffort"
-
-
-@pytest.fixture(params=["v1", "v2"])
-def host_tree(request: pytest.FixtureRequest, fake_host: Any) -> Any:
-    if request.param == "v2":
-        fake_host.use_cgroup_v2()
-    fake_host.mkcgroup(None, TIER)
-    return fake_host
 
 
 def set_be(fh: Any, ns: int) -> None:

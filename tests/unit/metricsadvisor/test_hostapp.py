@@ -15,9 +15,9 @@ from koordlet.metricsadvisor.hostapp import (
     ProcSample,
     app_cgroup_dir,
 )
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock, FakeStates
+from tests.support.recording import FakeProcesses, RecordingErrors
 from tests.unit.metricsadvisor.conftest import make_host
-from tests.unit.metricsadvisor.fakes import FakeProcesses, FakeStates, RecordingErrors
 
 
 def by_app(cache: MetricCache, metric: str) -> dict[str, float]:

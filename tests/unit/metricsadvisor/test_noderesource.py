@@ -10,8 +10,8 @@ from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
-from tests.fakeclock import FakeClock
-from tests.unit.metricsadvisor.fakes import RecordingErrors
+from koordlet.testing import FakeClock
+from tests.support.recording import RecordingErrors
 
 CPU2 = ((0, 0, 0, 0), (0, 0, 0, 0))
 

@@ -16,9 +16,10 @@ from koordlet.metricsadvisor.psi import (
     PSICollector,
     PSIConfig,
 )
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
+from tests.support.fds import open_fds_under
+from tests.support.recording import RecordingErrors
 from tests.unit.metricsadvisor.conftest import make_host
-from tests.unit.metricsadvisor.fakes import FakeStates, RecordingErrors, cid, pod
 
 
 def make(
@@ -52,9 +53,9 @@ def test_v1_without_cgroup_pressure_skips_pods_silently(
     fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
 ) -> None:
     fake_host.write_pressure("proc/pressure/cpu", (1.0, 1.0, 1.0, 1))
-    p = pod(1)
+    p = make_pod("pod-1", uid=pod_uid(1), containers=0)
     fake_host.pod_cgroup(p.uid)
-    col = make(fake_host, cache, FakeStates([p]), fake_clock, errors)
+    col = make(fake_host, cache, FakeStates(pods=[p]), fake_clock, errors)
     col.collect()
     assert not col.pods_supported()
     assert cache.latest(POD_PSI) == []
@@ -74,14 +75,14 @@ def test_v2_pod_and_container_psi_avg10(
     fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
 ) -> None:
     fh = fake_host.use_cgroup_v2()
-    p = pod(2, containers=[5])
+    p = make_pod("pod-2", uid=pod_uid(2), container_ids=[container_id(5)])
     pdir = fh.pod_cgroup(p.uid)
-    cdir = fh.container_cgroup(p.uid, "containerd://" + cid(5))
+    cdir = fh.container_cgroup(p.uid, "containerd://" + container_id(5))
     for d, base in ((pdir, 10.0), (cdir, 20.0)):
         fh.write_pressure(f"cgroup/{d}/cpu.pressure", (base, 0, 0, 1), (base + 1, 0, 0, 1))
         fh.write_pressure(f"cgroup/{d}/memory.pressure", (base + 2, 0, 0, 1), (base + 3, 0, 0, 1))
         fh.write_pressure(f"cgroup/{d}/io.pressure", (base + 4, 0, 0, 1), (base + 5, 0, 0, 1))
-    col = make(fh, cache, FakeStates([p]), fake_clock, errors)
+    col = make(fh, cache, FakeStates(pods=[p]), fake_clock, errors)
     col.collect()
     pods = series(cache, POD_PSI)
     assert len(pods) == 6
@@ -93,7 +94,7 @@ def test_v2_pod_and_container_psi_avg10(
     assert (
         conts[
             (
-                ("container_id", cid(5)),
+                ("container_id", container_id(5)),
                 ("pod_uid", p.uid),
                 ("psi_degree", "some"),
                 ("psi_precision", "10"),
@@ -120,20 +121,20 @@ def test_descriptors_of_gone_pods_are_released(
     fake_host: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors, n: int
 ) -> None:
     fh = fake_host.use_cgroup_v2()
-    pods = [pod(10 + i) for i in range(n)]
+    pods = [make_pod(f"pod-{10 + i}", uid=pod_uid(10 + i), containers=0) for i in range(n)]
     for p in pods:
         d = fh.pod_cgroup(p.uid)
         for stem in ("cpu", "memory", "io"):
             fh.write_pressure(f"cgroup/{d}/{stem}.pressure", (1, 1, 1, 1))
-    states = FakeStates(pods)
+    states = FakeStates(pods=pods)
     col = make(fh, cache, states, fake_clock, errors)
     col.collect()
-    before = col._fds.open_fds()
-    states.set_pods(pods[:1])
+    before = open_fds_under(fh.root)
+    states.pod_list = list(pods[:1])
     col.collect()
-    assert col._fds.open_fds() == before - 3 * (n - 1)
+    assert open_fds_under(fh.root) == before - 3 * (n - 1)
     col.close()
-    assert col._fds.open_fds() == 0
+    assert open_fds_under(fh.root) == 0
 
 
 def test_v1_kernel_with_cgroup_pressure_in_cpuacct_collects_pods(
@@ -142,10 +143,10 @@ def test_v1_kernel_with_cgroup_pressure_in_cpuacct_collects_pods(
     # Anolis patches *.pressure into the v1 cpuacct hierarchy, the root included
     for stem in ("cpu", "memory", "io"):
         fake_host.write_pressure(f"cgroup/cpuacct/{stem}.pressure", (0.0, 0.0, 0.0, 0))
-    p = pod(3)
+    p = make_pod("pod-3", uid=pod_uid(3), containers=0)
     d = fake_host.pod_cgroup(p.uid)
     fake_host.write_pressure(f"cgroup/cpuacct/{d}/cpu.pressure", (42.0, 0, 0, 1))
-    col = make(fake_host, cache, FakeStates([p]), fake_clock, errors)
+    col = make(fake_host, cache, FakeStates(pods=[p]), fake_clock, errors)
     col.collect()
     assert col.pods_supported()
     got = series(cache, POD_PSI)

@@ -8,8 +8,8 @@ from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.sysresource import SystemResourceCollector, SystemResourceConfig
-from tests.fakeclock import FakeClock
-from tests.unit.metricsadvisor.fakes import RecordingErrors
+from koordlet.testing import FakeClock
+from tests.support.recording import RecordingErrors
 
 
 def values(cache: MetricCache, metric: str) -> list[float]:

@@ -1,0 +1,1 @@
+"""Tests of the C helpers and their pure-Python fallback."""

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from koordlet.system import batchread, native
 from koordlet.system.batchread import MISSING, FileKind
+from tests.support.batchread import file_values
 
-IMPLS = ["python", pytest.param("native", marks=pytest.mark.skipif(not native.HAS_NATIVE, reason="no C"))]
+IMPLS = ["python", pytest.param("native", marks=pytest.mark.native)]
 
 MEMORY_STAT = (
     "cache 4096\nrss 8192\ntotal_cache 123456\ntotal_rss 7890\ntotal_inactive_file 11\n"
@@ -51,8 +52,8 @@ def test_reads_counters_and_keys(tmp_path: Path, impl: str) -> None:
         res = reader.read()
         assert res.status == [0] * 6
         for i in range(3):
-            assert res.file_values(2 * i) == 1000 + i
-            assert res.file_values(2 * i + 1) == {
+            assert file_values(res, 2 * i) == 1000 + i
+            assert file_values(res, 2 * i + 1) == {
                 "total_cache": 123456 + i,
                 "total_rss": 7890,
                 "total_inactive_file": 11,
@@ -77,10 +78,10 @@ def test_missing_key_is_sentinel_and_bad_value_is_einval(tmp_path: Path, impl: s
     with _open(impl, paths, kinds, keys) as reader:
         res = reader.read()
     assert res.status == [0, -errno.EINVAL, 0]
-    assert res.file_values(0) == {"nr_periods": 10, "throttled_time": 7}
-    assert res.file_values(1) is None
+    assert file_values(res, 0) == {"nr_periods": 10, "throttled_time": 7}
+    assert file_values(res, 1) is None
     assert res.values[res.layout.offsets[1] : res.layout.offsets[2]] == [MISSING, MISSING]
-    assert res.file_values(2) == {"b": 2, "zz": None}
+    assert file_values(res, 2) == {"b": 2, "zz": None}
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -135,7 +136,7 @@ _key = st.sampled_from(["a", "b", "cc", "total_rss", "", "a\r"])
 _line = st.tuples(_key, st.sampled_from([" ", "  ", "\t", ""]), _token).map(lambda t: f"{t[0]}{t[1]}{t[2]}")
 
 
-@pytest.mark.skipif(not native.HAS_NATIVE, reason="no C")
+@pytest.mark.native
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     counter=_token,
@@ -196,6 +197,7 @@ def test_write_schemata_returns_last_cmd_status_on_failure(tmp_path: Path, impl:
     assert not bad.ok
 
 
+@pytest.mark.native
 def test_fds_do_not_leak_across_churn(tmp_path: Path) -> None:
     probe = tmp_path / "probe"
     probe.write_text("")
@@ -207,7 +209,7 @@ def test_fds_do_not_leak_across_churn(tmp_path: Path) -> None:
 
     paths, kinds, keys = _tree(tmp_path, 4)
     before = lowest_free_fd()
-    for impl in ["python"] + (["native"] if native.HAS_NATIVE else []):
+    for impl in ["python", "native"]:
         for _ in range(20):
             with _open(impl, paths, kinds, keys) as reader:
                 reader.read()

@@ -1,0 +1,1 @@
+"""Tests of koordlet.qosmanager: the evictor."""

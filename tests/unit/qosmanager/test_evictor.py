@@ -10,8 +10,9 @@ from prometheus_client import CollectorRegistry
 from koordlet import api
 from koordlet.qosmanager.evictor import BLOCKED_RETRY, EVICTED_TTL, Evictor
 from koordlet.resourceexecutor.audit import AuditLog
+from koordlet.statesinformer.eviction import EvictResult
 from koordlet.system.host import Host
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 UID = "6a1f3c2e-1b2c-4d5e-8f90-0123456789ab"
 CID = "a" * 64
@@ -30,12 +31,12 @@ def pod(qos: api.QOSClass = api.QOSClass.BE, **kw: Any) -> api.PodInfo:
 
 
 class FakeAPI:
-    def __init__(self, answers: list[str]) -> None:
+    def __init__(self, answers: list[EvictResult]) -> None:
         self.answers = answers
         self.calls: list[str] = []
         self.events: list[tuple[str, ...]] = []
 
-    def evict(self, p: api.PodInfo, reason: str, message: str) -> str:
+    def evict(self, p: api.PodInfo, reason: str, message: str) -> EvictResult:
         self.calls.append(p.uid)
         return self.answers.pop(0)
 
@@ -63,7 +64,7 @@ def make(fake_host: Any, clock: FakeClock, **kw: Any) -> tuple[Evictor, AuditLog
 def test_never_evicts_anything_but_plain_be_pods(
     fake_host: Any, fake_clock: FakeClock, victim: api.PodInfo
 ) -> None:
-    fake_api = FakeAPI(["evicted"])
+    fake_api = FakeAPI([EvictResult.EVICTED])
     ev, audit, reg = make(fake_host, fake_clock, only_by_api=True, eviction_api=fake_api)
     assert ev.evict(victim, "trigger by koordlet feature BEMemoryEvict", "m") is False
     assert fake_api.calls == [] and len(audit) == 0
@@ -71,7 +72,7 @@ def test_never_evicts_anything_but_plain_be_pods(
 
 
 def test_api_eviction_is_cached_audited_and_counted(fake_host: Any, fake_clock: FakeClock) -> None:
-    fake_api = FakeAPI(["evicted", "evicted"])
+    fake_api = FakeAPI([EvictResult.EVICTED, EvictResult.EVICTED])
     ev, audit, reg = make(fake_host, fake_clock, only_by_api=True, eviction_api=fake_api)
     reason = "trigger by koordlet feature BEMemoryEvict"
     assert ev.evict(pod(), reason, "memory over threshold")
@@ -88,7 +89,7 @@ def test_api_eviction_is_cached_audited_and_counted(fake_host: Any, fake_clock: 
 
 
 def test_blocked_eviction_is_retried_only_after_backoff(fake_host: Any, fake_clock: FakeClock) -> None:
-    fake_api = FakeAPI(["blocked", "evicted"])
+    fake_api = FakeAPI([EvictResult.BLOCKED, EvictResult.EVICTED])
     ev, _, _ = make(fake_host, fake_clock, only_by_api=True, eviction_api=fake_api)
     assert not ev.evict(pod(), "r", "m")
     assert not ev.evict(pod(), "r", "m")  # within the back-off: no call
@@ -124,7 +125,7 @@ def test_kill_path_in_a_cluster_emits_an_event(fake_host: Any, fake_clock: FakeC
 
 
 def test_dry_run_decides_but_does_not_act(fake_host: Any, fake_clock: FakeClock) -> None:
-    fake_api = FakeAPI(["evicted"])
+    fake_api = FakeAPI([EvictResult.EVICTED])
     ev, audit, _ = make(fake_host, fake_clock, only_by_api=True, eviction_api=fake_api, dry_run=True)
     assert ev.evict(pod(), "r", "m") is False
     assert fake_api.calls == [] and audit.events()[0]["after"] == "dry-run"

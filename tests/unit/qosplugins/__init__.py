@@ -1,0 +1,1 @@
+"""Tests of the built-in QoS plugins on koordlet.testing's harness."""

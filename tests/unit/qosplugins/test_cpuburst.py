@@ -7,9 +7,8 @@ import json
 import pytest
 
 from koordlet import api
+from koordlet.testing import Harness, make_harness, make_pod, topology
 from qosplugins.cpuburst import CPUBurst
-from tests.fakes import Harness, make_harness
-from tests.unit.qosplugins.builders import make_pod, topology
 
 
 def harness(version: int = 1, **strategy: object) -> Harness:
@@ -84,8 +83,8 @@ def test_throttled_container_quota_grows_to_ceiling_pod_first(version: int) -> N
         h.clock.advance(1)
     # base 100000, ceiling 300% = 300000; *1.2 per tick (truncated): 120000, 144000, ... 298598, then 300000
     expected = [120000, 144000, 172800, 207360, 248832, 298598, 300000, 300000]
-    assert seen == [h.host.quota_text(q) for q in expected]
-    assert quota(h, pod.cgroup_dir) == h.host.quota_text(300000)  # pod moved by the same deltas
+    assert seen == [str(q) for q in expected]
+    assert quota(h, pod.cgroup_dir) == str(300000)  # pod moved by the same deltas
     first = [u.cgroup_dir for u in h.executor.updates if u.resource == "cpu.cfs_quota_us"][:2]
     assert first == [pod.cgroup_dir, c]  # growth: parent before child (v1 refuses child > parent)
 
@@ -183,7 +182,7 @@ def test_pod_annotation_overrides_node_policy() -> None:
 
 def test_gauge_and_schedule() -> None:
     h = harness(policy="cfsQuotaBurstOnly")
-    h.options["reconcile-interval-seconds"] = 5.0
+    h.agent = api.AgentOptions(reconcile_interval=5.0)
     pod = ls_pod(h)
     plugin = started(h)
     assert [i for i, _ in h.scheduled] == [5.0]

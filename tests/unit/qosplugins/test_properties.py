@@ -14,13 +14,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from koordlet import api
+from koordlet.schema import nodeslo
+from koordlet.schema.slovalidate import InvalidNodeSLO
+from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod, topology
 from qosplugins import _evict
 from qosplugins.cpuburst import CPUBurst
 from qosplugins.cpuevict import BECPUEvict
 from qosplugins.cpusuppress import BECPUSuppress
 from qosplugins.memoryevict import BEMemoryEvict
-from tests.fakes import Harness, cpus_of, make_harness, make_node
-from tests.unit.qosplugins.builders import be_slo, make_pod, topology
 
 BE_TIER = "kubepods/besteffort"
 QOS = st.sampled_from(
@@ -146,18 +147,18 @@ def test_suppress_never_confines_non_be_and_stays_in_bounds(
             assert q == -1 or not intruder
         else:
             assert u.resource == "cpuset.cpus"
-            chosen = cpus_of(u.value)
+            chosen = api.parse_cpuset(u.value)
             assert chosen <= online
             assert len(chosen) >= min(2, len(online))
             if u.cgroup_dir in protected or intruder:
                 assert chosen == online, u
     for d in protected:
-        assert cpus_of(h.host.read("cpuset.cpus", d) or "") == online
+        assert api.parse_cpuset(h.host.read("cpuset.cpus", d) or "") == online
 
 
 @st.composite
 def memory_slo(draw: st.DrawFn) -> tuple[int, int | None]:
-    """Mostly valid (threshold, lower) pairs, sometimes anything (then nothing may be evicted)."""
+    """Mostly valid (threshold, lower) pairs, sometimes anything (then the NodeSLO must be refused)."""
     if draw(st.integers(0, 9)) == 0:
         return draw(st.integers(-5, 105)), draw(st.one_of(st.none(), st.integers(-5, 105)))
     threshold = draw(st.integers(5, 95))
@@ -178,7 +179,18 @@ def test_memory_evicts_only_be_and_stops_below_the_lower_bound(
     threshold, lower = thresholds
     used = sum(s.memory for s in specs) + other
     capacity = max(int(used * headroom), 1)
-    slo = be_slo(memory_evict_threshold_percent=threshold, memory_evict_lower_percent=lower)
+    low = threshold - 2 if lower is None else lower
+    valid = 0 < threshold <= 100 and 0 <= low < threshold
+    spec: dict[str, object] = {"enable": True, "memoryEvictThresholdPercent": threshold}
+    if lower is not None:
+        spec["memoryEvictLowerPercent"] = lower
+    try:
+        slo = nodeslo.build({"resourceUsedThresholdWithBE": spec})
+    except InvalidNodeSLO:
+        # the states informer refuses exactly the thresholds the plugin could not act on
+        assert not valid
+        return
+    assert valid
     h = make_harness(1, node=make_node(4000, capacity), slo=slo)
     pods = populate(h, specs)
     for i in recent:
@@ -192,9 +204,7 @@ def test_memory_evicts_only_be_and_stops_below_the_lower_bound(
     memory = {p.uid: s.memory for p, s in zip(pods, specs, strict=True)}
     evicted = [p for p, _, _ in h.evictor.evicted]
     assert all(_evict.evictable(p, "BEMemoryEvict") for p in evicted)
-    low = threshold - 2 if lower is None else lower
-    valid = 0 < threshold <= 100 and 0 <= low < threshold
-    if not valid or used * 100 // capacity < threshold:
+    if used * 100 // capacity < threshold:
         assert evicted == []
         return
     target = used - capacity * low / 100

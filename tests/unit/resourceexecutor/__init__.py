@@ -1,0 +1,1 @@
+"""Tests of koordlet.resourceexecutor: validation, caching, leveled writes, audit."""

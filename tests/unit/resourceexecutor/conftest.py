@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
 from koordlet.system import native
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 
 class RecordingWriter:

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from koordlet.api import CgroupUpdate
+from koordlet.api.cpulist import format_cpuset, parse_cpuset
 from koordlet.resourceexecutor.executor import ResourceExecutor
-from koordlet.system.cpuset import format_cpuset, parse_cpuset
-from tests.fakeclock import FakeClock
-from tests.fakehost import FakeHost
+from koordlet.testing import FakeClock
+from tests.support.fakehost import FakeHost
 from tests.unit.resourceexecutor.conftest import RecordingWriter
 
 CPUS = range(8)
@@ -121,17 +121,14 @@ def _run(tmp_path: Path, resource: str, data: st.DataObject) -> None:
     rules = V1Rules(subsystem_root, resource)
     writer = RecordingWriter()
     writer.before_write = rules.check
-    ex = ResourceExecutor(host.paths, clock=FakeClock(), registry=CollectorRegistry(), writer=writer)
-
     steps: list[dict[str, str]] = []
-    real = writer.__call__
 
     def recording(items: Any) -> list[int]:
-        out = real(items)
+        out = writer(items)
         steps.append(tree_values(subsystem_root, resource))
         return out
 
-    ex._writer = recording
+    ex = ResourceExecutor(host.paths, clock=FakeClock(), registry=CollectorRegistry(), writer=recording)
     it = iter(target)
     updates = [[CgroupUpdate(resource, d, next(it), "test") for d in level] for level in levels]
     results = ex.leveled_update(updates)

@@ -8,7 +8,7 @@ from typing import Any
 
 from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system import native
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 from tests.unit.resourceexecutor.conftest import RecordingWriter
 
 

@@ -16,7 +16,7 @@ from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
 from koordlet.system import native, sysctl
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 
 FEATURES = "GENTLE_FAIR_SLEEPERS START_DEBIT NO_NEXT_BUDDY LAST_BUDDY\n"
 

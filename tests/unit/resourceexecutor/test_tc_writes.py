@@ -15,7 +15,7 @@ from koordlet.resourceexecutor.tcwrites import TCBackend
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.netqos import BE_CLASS, ClassLimit, DirectionSpec, NetQoSSpec
 from koordlet.system.paths import HostPaths
-from tests.fakeclock import FakeClock
+from koordlet.testing import FakeClock
 from tests.unit.system.faketc import FakeKernel
 
 M = 1_000_000

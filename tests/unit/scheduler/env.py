@@ -10,8 +10,8 @@ from koordlet.scheduler.framework import CycleState, Status
 from koordlet.scheduler.memstore import MemoryStore
 from koordlet.scheduler.plugins.loadaware import LoadAwareScheduling
 from koordlet.scheduler.snapshot import ClusterHandle
+from koordlet.testing import FakeClock
 from tests.cluster import objects
-from tests.fakeclock import FakeClock
 
 
 class Env:

@@ -21,8 +21,8 @@ from koordlet.scheduler.metrics import ExtenderMetrics
 from koordlet.scheduler.plugins import BUILTIN
 from koordlet.scheduler.server import ExtenderServer
 from koordlet.scheduler.snapshot import ClusterHandle
+from koordlet.testing import FakeClock
 from tests.cluster import objects
-from tests.fakeclock import FakeClock
 
 
 class RecordingBinder:

@@ -6,11 +6,38 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from koordlet.scheduler.plugins.loadaware.args import Vec
 from koordlet.scheduler.plugins.loadaware.estimator import estimate_pod
-from koordlet.scheduler.plugins.loadaware.plugin import least_used, load_aware_score
+from koordlet.scheduler.plugins.loadaware.plugin import MAX_SCORE
 from koordlet.schema.quantity import to_milli
 from tests.cluster.objects import GiB, pod
 from tests.unit.scheduler.env import Env
+
+
+def least_used(used: int, capacity: int) -> int:
+    """Koordinator's ``leastUsedScore``: the free share of ``capacity`` in [0, 100]."""
+    if capacity == 0 or used > capacity:
+        return 0
+    return (capacity - used) * MAX_SCORE // capacity
+
+
+def load_aware_score(dominant: int, weights: Vec, used: Vec, capacity: Vec) -> int:
+    """Koordinator's ``loadAwareSchedulingScorer`` written plainly, the reference the plugin's inlined
+    loop is held to: every resource takes part in the dominant minimum, weighted or not; integer
+    division throughout."""
+    node_score = weight_sum = dominant_score = 0
+    if dominant != 0:
+        dominant_score, weight_sum = MAX_SCORE, dominant
+    for i in (0, 1):
+        s = least_used(used[i], capacity[i])
+        node_score += s * weights[i]
+        weight_sum += weights[i]
+        dominant_score = min(dominant_score, s)
+    node_score += dominant_score * dominant
+    if weight_sum <= 0:
+        return 0
+    return node_score // weight_sum
+
 
 PROD_2G = pod("in", requests={"cpu": "1", "memory": "2Gi"}, limits={"cpu": "1", "memory": "2Gi"})
 

@@ -93,3 +93,36 @@ def test_all_problems_listed() -> None:
     with pytest.raises(nodeslo.InvalidNodeSLO) as info:
         nodeslo.build({RT: {"cpuSuppressThresholdPercent": 200, "cpuSuppressPolicy": "x"}})
     assert len(info.value.problems) == 2
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [
+        # every range the BE plugins used to check again themselves, refused here once for all of them
+        {"cpuSuppressThresholdPercent": 0},
+        {"cpuSuppressThresholdPercent": 120},
+        {"cpuSuppressThresholdPercent": 50, "cpuSuppressMinPercent": 60},
+        {"cpuSuppressMinPercent": 70},  # above the default threshold 65 it inherits
+        {"cpuSuppressPolicy": "bogus"},
+        {"memoryEvictThresholdPercent": 0},
+        {"memoryEvictThresholdPercent": 1},  # the default lower bound would be -1
+        {"memoryEvictThresholdPercent": 70, "memoryEvictLowerPercent": 70},
+        {"memoryEvictLowerPercent": 80},  # not below the default threshold 70
+        {"cpuEvictBESatisfactionLowerPercent": 70, "cpuEvictBESatisfactionUpperPercent": 80},
+        {"cpuEvictBESatisfactionLowerPercent": 50, "cpuEvictBESatisfactionUpperPercent": 40},
+        {"cpuEvictBESatisfactionUpperPercent": 100},
+        {"cpuEvictBEUsageThresholdPercent": 0},
+        {"cpuEvictTimeWindowSeconds": 0},
+        {"cpuEvictPolicy": "bogus"},
+    ],
+)
+def test_thresholds_plugins_cannot_act_on_are_refused(thresholds: dict[str, Any]) -> None:
+    with pytest.raises(nodeslo.InvalidNodeSLO):
+        nodeslo.build({"resourceUsedThresholdWithBE": {"enable": True, **thresholds}})
+
+
+def test_the_memory_lower_bound_defaults_two_points_below_the_threshold() -> None:
+    slo = nodeslo.build({"resourceUsedThresholdWithBE": {"memoryEvictThresholdPercent": 80}})
+    assert slo.resource_used_threshold_with_be.memory_evict_lower == 78
+    slo = nodeslo.build({"resourceUsedThresholdWithBE": {"memoryEvictLowerPercent": 60}})
+    assert slo.resource_used_threshold_with_be.memory_evict_lower == 60

@@ -77,7 +77,7 @@ def test_parse_duration(text: str, seconds: float) -> None:
     assert q.parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("bad", ["", "5", "m5", "5x", "5m 3s"])
+@pytest.mark.parametrize("bad", ["", "5", "m5", "5x", "5m 3s", "1w", "-5m", "1e3s"])
 def test_parse_duration_refuses(bad: str) -> None:
     with pytest.raises(InvalidValue):
         q.parse_duration(bad)

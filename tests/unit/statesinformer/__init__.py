@@ -1,0 +1,1 @@
+"""Tests of koordlet.statesinformer: pods, node, NodeSLO, NodeMetric, PLEG."""

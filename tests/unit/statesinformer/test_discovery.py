@@ -13,8 +13,8 @@ from koordlet.statesinformer.discovery import CgroupDiscovery
 from koordlet.statesinformer.pods import PodsInformer
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
-from tests.fakeclock import FakeClock
-from tests.fakekubelet import make_pod
+from koordlet.testing import FakeClock
+from koordlet.testing.kubelet import pod_object
 
 UID_G = "00000000-0000-4000-8000-000000000001"
 UID_B = "00000000-0000-4000-8000-000000000002"
@@ -53,10 +53,10 @@ def test_discovery_both_drivers(fake_host: Any, driver: CgroupDriver) -> None:
     layout = host.layout
     for pod in by_uid.values():
         assert pod.cgroup_dir == layout.pod_dir(pod.uid, pod.kube_qos)
-        assert host.cgroup_exists("cpu.shares", pod.cgroup_dir)
+        assert fake_host.subsystem_dir("cpu").joinpath(pod.cgroup_dir).is_dir()
     be = by_uid[UID_BE]
     assert [c.container_id for c in be.containers] == [CID2]
-    assert host.cgroup_exists("cpu.shares", be.containers[0].cgroup_dir)
+    assert fake_host.subsystem_dir("cpu").joinpath(be.containers[0].cgroup_dir).is_dir()
     assert by_uid[UID_G].containers == ()
 
 
@@ -79,7 +79,7 @@ def test_discovery_under_a_cgroup_parent(fake_host: Any) -> None:
 def test_pod_list_enrichment(fake_host: Any, tmp_path: Path) -> None:
     host = build(fake_host, CgroupDriver.CGROUPFS)
     listed = [
-        make_pod(
+        pod_object(
             UID_B,
             "web-0",
             namespace="shop",
@@ -88,7 +88,7 @@ def test_pod_list_enrichment(fake_host: Any, tmp_path: Path) -> None:
             requests={"cpu": "500m", "memory": "1Gi"},
             limits={"cpu": "1", "memory": "2Gi"},
         ),
-        make_pod("00000000-0000-4000-8000-0000000000ff", "elsewhere"),  # not on this node's tree
+        pod_object("00000000-0000-4000-8000-0000000000ff", "elsewhere"),  # not on this node's tree
     ]
     listed[0]["metadata"]["annotations"] = {"note": "x"}
     path = tmp_path / "pods.json"
@@ -111,8 +111,12 @@ def test_pod_list_enrichment(fake_host: Any, tmp_path: Path) -> None:
         500,
         2 * 2**30,
     )
-    assert c.cgroup_dir == f"kubepods/burstable/pod{UID_B}/{CID1}"
-    assert by_uid[UID_BE].name == UID_BE  # unlisted: named by its UID
+    assert c.cgroup_dir == f"kubepods/burstable/pod{UID_B}/{CID1}" and c.running
+    assert web.phase == "Running"  # the list says nothing; the cgroup exists
+    be = by_uid[UID_BE]
+    assert be.name == UID_BE and be.namespace == ""  # unlisted: named by its UID
+    assert [(c.name, c.container_id, c.runtime) for c in be.containers] == [(CID2[:12], CID2, "")]
+    assert be.priority_class is api.PriorityClass.BATCH
 
 
 def test_unreadable_pod_list_still_discovers(fake_host: Any, tmp_path: Path) -> None:

@@ -15,9 +15,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
+from koordlet.eventbus import EventBus
+from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
-from koordlet.runtime import EventBus, Supervisor, wait_for
 from koordlet.statesinformer.config import InformerConfig
+from koordlet.statesinformer.eviction import EvictResult
 from koordlet.statesinformer.informer import StatesInformer
 from koordlet.system.host import Host
 
@@ -110,7 +112,7 @@ def test_standalone_end_to_end(running: Any, fake_host: Any) -> None:
     assert wait_for(lambda: len(reader.pods()) == 2, NEVER, timeout=5)
     assert registry.get_sample_value("koordlet_states_informer_pods") == 2.0
     assert registry.get_sample_value("koordlet_states_informer_degraded") == 0.0
-    assert informer.evict(reader.pods()[0], "test", "no API") == "error"
+    assert informer.evict(reader.pods()[0], "test", "no API") is EvictResult.ERROR
 
 
 def test_auto_mode_without_credentials_is_standalone(fake_host: Any, monkeypatch: pytest.MonkeyPatch) -> None:

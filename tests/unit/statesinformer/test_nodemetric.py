@@ -16,9 +16,9 @@ from koordlet.metriccache.schema import (
 )
 from koordlet.schema.nodemetric import CollectPolicy
 from koordlet.statesinformer.nodemetric import StatusBuilder, write_atomic
+from koordlet.testing import FakeClock
 from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD
-from tests.fakeclock import FakeClock
 
 GI = 2**30
 UID_A = "0f5e6a2c-1b3d-4e5f-8a9b-0c1d2e3f4a5b"

@@ -7,8 +7,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from koordlet import api
-from koordlet.runtime import wait_for
+from koordlet.lifecycle import wait_for
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.system.host import Host
 from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify
@@ -31,21 +33,16 @@ def test_inotify_create_delete(tmp_path: Path) -> None:
 
 
 def test_inotify_refuses_missing_dir_and_closes(tmp_path: Path) -> None:
+    fds = Path("/proc/self/fd")
+    before = set(os.listdir(fds))
     ino = Inotify()
-    fd = ino.fileno()
-    try:
+    opened = set(os.listdir(fds)) - before
+    assert len(opened) == 1
+    with pytest.raises(OSError) as err:
         ino.add_watch(tmp_path / "nope")
-    except OSError as err:
-        assert err.errno == 2
-    else:
-        raise AssertionError("watching a missing dir must fail")
+    assert err.value.errno == 2
     ino.close()
-    try:
-        os.fstat(fd)
-    except OSError:
-        pass
-    else:
-        raise AssertionError("fd still open after close")
+    assert not opened & set(os.listdir(fds)), "the inotify descriptor is still open after close"
 
 
 def test_pleg_reports_pod_and_container_dirs(fake_host: Any) -> None:
@@ -59,10 +56,11 @@ def test_pleg_reports_pod_and_container_dirs(fake_host: Any) -> None:
     t.start()
     try:
         cpu = fake_host.paths.cgroup_root / "cpu"
-        threading.Event().wait(0.2)  # let the watches be set up
+        # once its watches are up the PLEG asks for one refresh (dirs made before then raised no event)
+        assert wait_for(lambda: len(hits) == 1, threading.Event(), timeout=3)
         (cpu / "kubepods/burstable/stray").mkdir()  # not a pod: ignored
         (cpu / f"kubepods/besteffort/pod{UID}").mkdir()
-        assert wait_for(lambda: len(hits) >= 1, threading.Event(), timeout=3)
+        assert wait_for(lambda: len(hits) >= 2, threading.Event(), timeout=3)
         n = len(hits)
         (cpu / f"kubepods/besteffort/pod{UID}/{'a' * 64}").mkdir()  # container inside the new pod dir
         assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)

@@ -11,17 +11,18 @@ import pytest
 
 from koordlet import api
 from koordlet.errors import APIUnavailable
+from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
-from tests.fakeclock import FakeClock
-from tests.fakekubelet import FakeKubelet, make_pod
+from koordlet.testing import FakeClock
+from koordlet.testing.kubelet import FakeKubelet, pod_object
 
 LAYOUT = CgroupLayout.create(CgroupDriver.CGROUPFS)
 
 
 def pods(n: int) -> list[dict[str, Any]]:
     return [
-        make_pod(str(uuid.UUID(int=i + 1)), f"p{i}", container_id="containerd://" + f"{i:064x}")
+        pod_object(str(uuid.UUID(int=i + 1)), f"p{i}", container_id="containerd://" + f"{i:064x}")
         for i in range(n)
     ]
 
@@ -39,8 +40,9 @@ def insecure(k: FakeKubelet, timeout: float = 2.0) -> KubeletPodSource:
 
 def test_kubelet_http_pods(kubelet: FakeKubelet) -> None:
     kubelet.set_pods(pods(3))
-    got = insecure(kubelet).list_pods()
-    assert [p["metadata"]["name"] for p in got] == ["p0", "p1", "p2"]
+    got = insecure(kubelet).list_pods(LAYOUT)
+    assert [p.name for p in got] == ["p0", "p1", "p2"]
+    assert got[0].cgroup_dir == LAYOUT.pod_dir(got[0].uid, got[0].kube_qos)
     assert kubelet.auth_headers == [""]  # the read-only port gets no token
 
 
@@ -51,24 +53,24 @@ def test_kubelet_https_with_token_and_ca(tmp_path: Path) -> None:
     with FakeKubelet(tls_dir=tmp_path, token="s3cret") as k:
         k.set_pods(pods(2))
         ep = KubeletEndpoint(address="127.0.0.1", port=k.port, token_file=str(token), ca_file=str(k.cert))
-        got = KubeletPodSource(lambda: ep).list_pods()
+        got = KubeletPodSource(lambda: ep).list_pods(LAYOUT)
         assert len(got) == 2 and k.auth_headers[-1] == "Bearer s3cret"
         token.write_text("rotated")  # re-read every time: a rotated token is sent (and refused here)
         with pytest.raises(APIUnavailable, match="401"):
-            KubeletPodSource(lambda: ep).list_pods()
+            KubeletPodSource(lambda: ep).list_pods(LAYOUT)
 
 
 @pytest.mark.parametrize("mode", ["garbage", "401"])
 def test_kubelet_failures_raise(kubelet: FakeKubelet, mode: str) -> None:
     kubelet.mode = mode
     with pytest.raises(APIUnavailable):
-        insecure(kubelet).list_pods()
+        insecure(kubelet).list_pods(LAYOUT)
 
 
 def test_kubelet_timeout(kubelet: FakeKubelet) -> None:
     kubelet.mode = "slow"
     with pytest.raises(APIUnavailable):
-        insecure(kubelet, timeout=0.3).list_pods()
+        insecure(kubelet, timeout=0.3).list_pods(LAYOUT)
 
 
 class ListSource:
@@ -77,10 +79,10 @@ class ListSource:
     def __init__(self) -> None:
         self.answer: Sequence[Mapping[str, Any]] | None = []
 
-    def list_pods(self) -> Sequence[Mapping[str, Any]]:
+    def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
         if self.answer is None:
             raise APIUnavailable("down")
-        return self.answer
+        return pod_infos(self.answer, layout)
 
 
 def test_informer_keeps_old_pods_and_degrades(fake_clock: FakeClock) -> None:

@@ -1,0 +1,1 @@
+"""Tests of koordlet.system: cgroups, paths, procfs, topology, resctrl, the host reader."""

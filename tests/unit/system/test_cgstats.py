@@ -8,7 +8,6 @@ from koordlet.errors import InvalidValue
 from koordlet.system.cgstats import (
     parse_cpu_stat,
     parse_cpuacct_usage,
-    parse_memory_numa_stat,
     parse_memory_stat,
 )
 
@@ -39,7 +38,6 @@ def test_memory_stat_v1_uses_hierarchical_totals() -> None:
     m = parse_memory_stat(V1_MEMORY_STAT)
     assert m.usage == 300000 + 500000 + 20000
     assert (m.cache, m.rss) == (409600, 819200)
-    assert m.usage_with_page_cache == m.usage + 16000
 
 
 def test_memory_stat_v2_gives_the_same_usage() -> None:
@@ -83,16 +81,6 @@ def test_cpuacct_usage() -> None:
     for bad in ("", "-1", "12a", "1 2"):
         with pytest.raises(InvalidValue):
             parse_cpuacct_usage(bad)
-
-
-def test_memory_numa_stat_v1_pages_and_v2_bytes() -> None:
-    v1 = "total=30 N0=10 N1=20\nfile=3 N0=1 N1=2\nhierarchical_total=99 N0=40 N1=59\n"
-    assert parse_memory_numa_stat(v1, page_size=4096) == {0: 10 * 4096, 1: 20 * 4096}
-    v2 = "anon N0=4096 N1=8192\nfile N0=100 N1=0\nkernel_stack N0=1 N1=1\n"
-    assert parse_memory_numa_stat(v2) == {0: 4196, 1: 8192}
-    for bad in ("", "total=1 N0=x\n", "anon N0=1\n", "total=1 X0=1\n"):
-        with pytest.raises(InvalidValue):
-            parse_memory_numa_stat(bad, page_size=4096)
 
 
 def test_cpu_usage_ns_in_both_versions() -> None:

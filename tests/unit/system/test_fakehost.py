@@ -7,7 +7,7 @@ from pathlib import Path
 from koordlet.api import KubeQOSClass
 from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.podpath import CgroupDriver
-from tests.fakehost import V1_SUBSYSTEMS, FakeHost
+from tests.support.fakehost import V1_SUBSYSTEMS, FakeHost
 
 UID = "12345678-9abc-4def-8123-456789abcdef"
 

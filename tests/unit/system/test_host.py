@@ -12,7 +12,7 @@ from koordlet.system.cgroups import CgroupMode
 from koordlet.system.cgstats import parse_memory_stat
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
-from tests.fakehost import FakeHost
+from tests.support.fakehost import FakeHost
 
 UID = "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b"
 CID = "0123456789abcdef" * 4

@@ -18,7 +18,7 @@ from koordlet.system.podpath import (
     detect_driver,
     parse_container_id,
 )
-from tests.fakehost import FakeHost
+from tests.support.fakehost import FakeHost
 
 UID = "6a8e3f4c-1b2d-4e5f-8a9b-0c1d2e3f4a5b"
 UID_ = UID.replace("-", "_")

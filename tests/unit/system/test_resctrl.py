@@ -9,7 +9,7 @@ import pytest
 from koordlet.errors import InvalidValue, UnsafePath
 from koordlet.system import resctrl
 from koordlet.system.resctrl import Schemata
-from tests.fakehost import FakeHost
+from tests.support.fakehost import FakeHost
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "resctrl"
 

@@ -272,7 +272,7 @@ class _Reading:
         self._cache._lock.acquire()
         return self._cache._nodes
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self._cache._lock.release()
 
 

@@ -93,29 +93,6 @@ class NodeFacts:
         )
 
 
-def least_used(used: int, capacity: int) -> int:
-    if capacity == 0 or used > capacity:
-        return 0
-    return (capacity - used) * MAX_SCORE // capacity
-
-
-def load_aware_score(dominant: int, weights: Vec, used: Vec, capacity: Vec) -> int:
-    """Koordinator's ``loadAwareSchedulingScorer``: every resource takes part in the dominant minimum,
-    weighted or not; integer division throughout."""
-    node_score = weight_sum = dominant_score = 0
-    if dominant != 0:
-        dominant_score, weight_sum = MAX_SCORE, dominant
-    for i in (0, 1):
-        s = least_used(used[i], capacity[i])
-        node_score += s * weights[i]
-        weight_sum += weights[i]
-        dominant_score = min(dominant_score, s)
-    node_score += dominant_score * dominant
-    if weight_sum <= 0:
-        return 0
-    return node_score // weight_sum
-
-
 class LoadAwareScheduling:
     """The plugin; ``LoadAwareScheduling(args, handle)`` is its factory."""
 
@@ -257,7 +234,7 @@ class LoadAwareScheduling:
                     continue
                 cap_cpu, cap_mem = (ni.memo.get(NAME) or self.node_facts(ni)).capacity
                 used = n.existing(prod_pod, agg_type, agg_duration)
-                # load_aware_score, inlined: this loop runs once per node per pod
+                # Koordinator's loadAwareSchedulingScorer, inlined: this loop runs once per node per pod
                 cpu, mem = used[0] + est_cpu, used[1] + est_mem
                 lc = (cap_cpu - cpu) * MAX_SCORE // cap_cpu if cap_cpu and cpu <= cap_cpu else 0
                 lm = (cap_mem - mem) * MAX_SCORE // cap_mem if cap_mem and mem <= cap_mem else 0

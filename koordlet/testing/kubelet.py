@@ -1,4 +1,4 @@
-"""A fake kubelet for tests: serves ``GET /pods/`` (a PodList) over HTTP or HTTPS on loopback.
+"""A fake kubelet for tests and benchmarks: serves ``GET /pods/`` (a PodList) over HTTP or HTTPS on loopback.
 
 Behaviour switches mimic what a real kubelet does to its clients: ``mode = "ok" | "empty" | "garbage" |
 "401" | "slow"`` (slow answers after ``slow_seconds``, to exercise ``--kubelet-sync-timeout``). HTTPS
@@ -134,7 +134,7 @@ class FakeKubelet:
         self.stop()
 
 
-def make_pod(
+def pod_object(
     uid: str,
     name: str,
     *,

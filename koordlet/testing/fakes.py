@@ -1,44 +1,25 @@
-"""Hand-written fakes of the ``koordlet.api`` Protocols, and a harness that builds a ``PluginContext``.
+"""Hand-written fakes of the ``koordlet.api`` services: states, metrics, host, executor, evictor.
 
 The fakes keep state in plain dicts and record every call, so tests assert on behaviour (what was
 written, in which order, who was evicted) rather than on mocks. ``FakeExecutor`` applies writes to the
 ``FakeHostReader``'s values and, on a v1 host, refuses cpuset writes in the kernel's bad orders (EBUSY when
-a parent would shrink below a child, EACCES when a child would grow beyond its parent).
+a parent would shrink below a child, EACCES when a child would grow beyond its parent). A contract suite
+runs the same checks against these fakes and the agent's real host reader on a fake tree, so they agree.
 """
 
 from __future__ import annotations
 
-import logging
 import posixpath
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
-
-from prometheus_client import CollectorRegistry
+from collections.abc import Callable, Mapping, Sequence
 
 from koordlet import api
-from tests.fakeclock import FakeClock
-
-QOS_TIER = {
-    api.KubeQOSClass.GUARANTEED: "kubepods",
-    api.KubeQOSClass.BURSTABLE: "kubepods/burstable",
-    api.KubeQOSClass.BESTEFFORT: "kubepods/besteffort",
-}
-
-
-def cpus_of(text: str) -> set[int]:
-    """Cpu-list syntax to a set (independent of the plugin's parser, so tests check it)."""
-    out: set[int] = set()
-    for part in text.split(","):
-        if part.strip():
-            lo, _, hi = part.partition("-")
-            out.update(range(int(lo), int(hi or lo) + 1))
-    return out
+from koordlet.testing.builders import QOS_TIER
 
 
 class FakeStates:
-    """``StatesReader`` over attributes a test sets directly."""
+    """``StatesReader`` over attributes a test sets directly (``node_info``, ``pod_list``, ``slo``,
+    ``synced``)."""
 
     def __init__(
         self,
@@ -48,6 +29,7 @@ class FakeStates:
     ) -> None:
         self.node_info = node
         self.pod_list: list[api.PodInfo] = list(pods)
+        """Pods in the order the agent would list them; replace or append to it."""
         self.slo = slo or api.NodeSLO()
         self.synced = True
 
@@ -119,7 +101,11 @@ class FakeMetrics:
 
 
 class FakeHostReader:
-    """``HostReader`` over a dict ``(resource, cgroup_dir) -> value`` and a set of cgroup dirs."""
+    """``HostReader`` over a dict ``(resource, cgroup_dir) -> value`` and a set of cgroup dirs.
+
+    Values are what the agent's host reader returns on either cgroup version: Koordinator's v1 meaning
+    (``cpu.cfs_quota_us`` is ``-1`` or microseconds even where the kernel has ``cpu.max``).
+    """
 
     def __init__(self, version: int = 1, cpus: Sequence[api.CPUInfo] | None = None) -> None:
         self.version = version
@@ -144,12 +130,6 @@ class FakeHostReader:
             self.dirs.discard(d)
             for key in [k for k in self.values if k[1] == d]:
                 del self.values[key]
-
-    def quota_text(self, quota: int) -> str:
-        """How the host shows a quota: v1 ``cpu.cfs_quota_us`` or v2 ``cpu.max``."""
-        if self.version == 2:
-            return f"{'max' if quota < 0 else quota} 100000"
-        return str(quota)
 
     def cgroup_version(self) -> int:
         return self.version
@@ -195,6 +175,8 @@ class FakeExecutor:
         self.released: list[str] = []
         self.fail: dict[tuple[str, str], str] = {}
         """Inject a kernel error for ``(resource, cgroup_dir)``."""
+        self.on_update: Callable[[api.CgroupUpdate], None] | None = None
+        """Called as each update reaches the fake kernel (a test can act while the plugin is mid-write)."""
         self._lock = threading.Lock()
 
     def update(self, update: api.CgroupUpdate) -> api.UpdateResult:
@@ -214,9 +196,9 @@ class FakeExecutor:
         if cpuset:
             for u in cpuset:
                 old = self.host.read(u.resource, u.cgroup_dir)
-                union = cpus_of(u.value) | (cpus_of(old) if old else set())
+                union = api.parse_cpuset(u.value) | (api.parse_cpuset(old) if old else frozenset())
                 widened = api.CgroupUpdate(
-                    u.resource, u.cgroup_dir, _fmt(union), u.owner, u.reason, u.cacheable
+                    u.resource, u.cgroup_dir, api.format_cpuset(union), u.owner, u.reason, u.cacheable
                 )
                 results.append(self.update(widened))
             results += [self.update(u) for u in reversed(cpuset)]
@@ -235,6 +217,8 @@ class FakeExecutor:
 
     def _apply(self, u: api.CgroupUpdate) -> api.UpdateResult:
         self.updates.append(u)
+        if self.on_update is not None:
+            self.on_update(u)
         error = self.fail.get((u.resource, u.cgroup_dir)) or self._refusal(u)
         if error:
             result = api.UpdateResult(u, written=False, error=error)
@@ -244,10 +228,7 @@ class FakeExecutor:
             return api.UpdateResult(u, written=False, skipped="gone")
         if self.dry_run:
             return api.UpdateResult(u, written=False, skipped="dry-run")
-        value = u.value
-        if u.resource == "cpu.cfs_quota_us":
-            value = self.host.quota_text(int(u.value))
-        self.host.values[(u.resource, u.cgroup_dir)] = value
+        self.host.values[(u.resource, u.cgroup_dir)] = u.value
         return api.UpdateResult(u, written=True)
 
     def _refusal(self, u: api.CgroupUpdate) -> str:
@@ -257,23 +238,20 @@ class FakeExecutor:
                 return f"EINVAL: quota {q}"
         if u.resource != "cpuset.cpus":
             return ""
-        new = cpus_of(u.value)
+        new = api.parse_cpuset(u.value)
         online = {c.cpu for c in self.host.topology}
         if not new or not new <= online:
             return f"ERANGE/EINVAL: cpuset {u.value!r}"
         if not self.strict_cpuset:
             return ""
         parent = self.host.read("cpuset.cpus", posixpath.dirname(u.cgroup_dir))
-        if parent is not None and not new <= cpus_of(parent):
+        if parent is not None and not new <= api.parse_cpuset(parent):
             return f"EACCES: {u.cgroup_dir} wider than its parent"
         for (res, d), v in self.host.values.items():
-            if res == "cpuset.cpus" and posixpath.dirname(d) == u.cgroup_dir and not cpus_of(v) <= new:
+            child = res == "cpuset.cpus" and posixpath.dirname(d) == u.cgroup_dir
+            if child and not api.parse_cpuset(v) <= new:
                 return f"EBUSY: {u.cgroup_dir} narrower than child {d}"
         return ""
-
-
-def _fmt(cpus: Iterable[int]) -> str:
-    return ",".join(str(c) for c in sorted(cpus))
 
 
 def _num(text: str | None) -> float:
@@ -309,95 +287,3 @@ class FakeEvictor:
     @property
     def uids(self) -> list[str]:
         return [p.uid for p, _, _ in self.evicted]
-
-
-@dataclass
-class Harness:
-    """All fakes wired together; ``ctx`` is the ``PluginContext`` a plugin's ``setup`` receives."""
-
-    clock: FakeClock
-    states: FakeStates
-    metrics: FakeMetrics
-    host: FakeHostReader
-    executor: FakeExecutor
-    evictor: FakeEvictor
-    registry: CollectorRegistry
-    options: dict[str, object] = field(default_factory=dict)
-    scheduled: list[tuple[float, Callable[[], None]]] = field(default_factory=list)
-    handlers: dict[str, list[Callable[[], None]]] = field(default_factory=dict)
-    dry_run: bool = False
-
-    @property
-    def ctx(self) -> api.PluginContext:
-        return api.PluginContext(
-            node_name="node-1",
-            options=self.options,
-            states=self.states,
-            metrics=self.metrics,
-            host=self.host,
-            executor=self.executor,
-            evictor=self.evictor,
-            clock=self.clock,
-            logger=logging.getLogger("test.qosplugins"),
-            every=lambda interval, fn: self.scheduled.append((interval, fn)),
-            subscribe=lambda event, fn: self.handlers.setdefault(event, []).append(fn),
-            registry=self.registry,
-            dry_run=self.dry_run,
-            wall_clock=self.clock.wall,
-        )
-
-    def publish(self, event: str) -> None:
-        for fn in self.handlers.get(event, []):
-            fn()
-
-    def start(self, plugin: api.QOSPlugin) -> api.QOSPlugin:
-        """Declare flags (defaults into ``options`` unless set), ``setup`` and ``run`` the plugin."""
-        flags = api.FlagSet(plugin.name)
-        plugin.init_flags(flags)
-        for flag in flags:
-            self.options.setdefault(flag.name, flag.default)
-        plugin.setup(self.ctx)
-        plugin.run(threading.Event())
-        return plugin
-
-    def add_pod(self, pod: api.PodInfo, cpuset: str | None = None, quota: int = -1) -> api.PodInfo:
-        """Add ``pod`` to the states and its (and its containers') cgroups to the host."""
-        self.states.pod_list.append(pod)
-        everything = cpuset or _fmt(c.cpu for c in self.host.topology)
-        for d, q in [(pod.cgroup_dir, quota)] + [(c.cgroup_dir, quota) for c in pod.containers]:
-            if d:
-                self.host.add_cgroup(
-                    d, cpuset_cpus=everything, cpu_cfs_quota_us=self.host.quota_text(q), cpu_cfs_burst_us="0"
-                )
-        return pod
-
-
-def make_harness(
-    version: int = 1,
-    cpus: Sequence[api.CPUInfo] | None = None,
-    node: api.NodeInfo | None = None,
-    slo: api.NodeSLO | None = None,
-    dry_run: bool = False,
-) -> Harness:
-    """A fresh harness: tiers ``kubepods``, ``burstable``, ``besteffort`` exist with all CPUs, quota -1."""
-    clock = FakeClock()
-    host = FakeHostReader(version, cpus)
-    ncpu = len(host.topology)
-    for tier in QOS_TIER.values():
-        host.add_cgroup(
-            tier, cpuset_cpus=_fmt(c.cpu for c in host.topology), cpu_cfs_quota_us=host.quota_text(-1)
-        )
-    return Harness(
-        clock=clock,
-        states=FakeStates(node or make_node(ncpu * 1000, 16 << 30), (), slo),
-        metrics=FakeMetrics(clock),
-        host=host,
-        executor=FakeExecutor(host, dry_run=dry_run),
-        evictor=FakeEvictor(),
-        registry=CollectorRegistry(),
-        dry_run=dry_run,
-    )
-
-
-def make_node(cpu_milli: int, memory_bytes: int, **kw: Any) -> api.NodeInfo:
-    return api.NodeInfo(name="node-1", cpu_capacity_milli=cpu_milli, memory_capacity_bytes=memory_bytes, **kw)

@@ -1,14 +1,65 @@
-"""Helpers to run the real ``koordlet run`` process in tests (ports, standalone arguments, HTTP polling)."""
+"""The real agent as a child process, for end-to-end tests of a plugin or the agent (and benchmarks).
+
+:class:`Agent` runs ``python -m koordlet run --standalone`` with its state under a temporary directory and
+its HTTP server on a free loopback port; :meth:`Agent.stop` sends SIGTERM and returns the exit status.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
-import time
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from koordlet.testing.wait import Waited, wait_until
+
+
+def install_distribution(source: Path, target: Path) -> Path:
+    """Build the plugin distribution in ``source`` and install it into the directory ``target`` (not the
+    running environment); run the agent with ``PYTHONPATH=<target>`` to load it. Returns ``target``."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return target
+
+
+def koordlet_command(
+    *args: str, site: Path | None = None, timeout: float = 60.0
+) -> subprocess.CompletedProcess[str]:
+    """``koordlet <args>`` in a child process (with the plugins installed in ``site``); the caller checks
+    the exit status and output."""
+    env = {**os.environ, "NODE_NAME": "node-under-test"}
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    return subprocess.run(
+        [sys.executable, "-m", "koordlet", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def free_port() -> int:
@@ -37,17 +88,16 @@ def http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
         return int(err.code), err.read()
 
 
-def wait_http(url: str, timeout: float, want: int = 200) -> float | None:
-    """Seconds until ``url`` answered ``want``, or None on timeout."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
+def wait_http(url: str, timeout: float, want: int = 200) -> Waited:
+    """Wait until ``url`` answers ``want``."""
+
+    def answered() -> bool:
         try:
-            if http_get(url, timeout=0.5)[0] == want:
-                return time.monotonic() - t0
+            return http_get(url, timeout=0.5)[0] == want
         except OSError:
-            pass
-        time.sleep(0.05)
-    return None
+            return False
+
+    return wait_until(answered, timeout, step=0.05)
 
 
 def get_json(url: str) -> Any:
@@ -63,10 +113,6 @@ class Agent:
         self, tmp: Path, *extra: str, env: dict[str, str] | None = None, kubeconfig: Path | None = None
     ) -> None:
         """Standalone, or in cluster mode against ``kubeconfig`` when given."""
-        import os
-        import subprocess
-        import sys
-
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = tmp / f"agent-{self.port}.log"
@@ -86,7 +132,7 @@ class Agent:
         return [a for a in args if a != "--standalone"] + [f"--kubeconfig={kubeconfig}"]
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        if wait_http(self.base + "/readyz", timeout) is None:
+        if not wait_http(self.base + "/readyz", timeout):
             raise AssertionError(f"agent not ready in {timeout}s:\n{self.tail()}")
 
     def get(self, path: str) -> Any:
@@ -97,8 +143,6 @@ class Agent:
         return self.log.read_text()[-n:]
 
     def stop(self, timeout: float = 10.0) -> int:
-        import signal
-
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:

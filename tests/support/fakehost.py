@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from koordlet.api import KubeQOSClass
+from koordlet.api.cpulist import format_cpuset
 from koordlet.system.cgroups import CgroupMode, get_resource, resource_path
-from koordlet.system.cpuset import format_cpuset
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
 
@@ -31,8 +31,6 @@ class FakeHost:
             sys_root=tmp_path / "sys",
             sys_fs_root=tmp_path / "sys" / "fs",
             var_run_root=tmp_path / "var" / "run",
-            run_root=tmp_path / "run",
-            var_lib_kubelet=tmp_path / "var" / "lib" / "kubelet",
         )
         self.mode = CgroupMode.V1
         for p in (self.paths.proc_root, self.paths.sys_root, self.paths.sys_fs_root):

@@ -1,0 +1,184 @@
+"""The stable plugin contract of koordlet: everything a QoS plugin may see. Stdlib only.
+
+A QoS plugin is the Python form of Koordinator's ``ExtensionPlugin`` (``InitFlags``/``Setup``/``Run``) plus
+a ``shutdown`` hook. The agent hands it a :class:`PluginContext` of read-only views (pods, node, NodeSLO,
+metric cache, host facts), the one resource executor it must write through, the evictor, a clock, a
+logger and a scheduler. Plugins import nothing of koordlet but this package (checked by import-linter),
+so everything they need is declared here: value types are frozen dataclasses, services are Protocols.
+
+A minimal third-party plugin (``tests/unit/foundation/test_api_package.py`` runs this very text)::
+
+    import threading
+
+    from koordlet import api
+
+    INTERVAL = api.Flag("hello-interval-seconds", float, 5.0, "how often to say hello")
+
+
+    class Hello(api.QOSPluginBase):
+        name = "Hello"
+        feature = api.FeatureSpec(default=False, stage=api.Stage.ALPHA)
+
+        def init_flags(self, flags: api.FlagSet) -> None:
+            flags.add(INTERVAL)
+
+        def run(self, stop: threading.Event) -> None:
+            self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)
+
+        def reconcile(self) -> None:
+            self.ctx.logger.info("%d pods on %s", len(self.ctx.states.pods()), self.ctx.node_name)
+
+and in its distribution's ``pyproject.toml``::
+
+    [project.entry-points."koordlet.qos_plugins"]
+    Hello = "hello_plugin:Hello"
+
+The entry-point name must equal the plugin's ``name``, which is also its gate key:
+``koordlet run --qos-extension-plugins=Hello=true``. In-process code may instead call
+:func:`register_qos_ext_plugin` before the agent starts. Changes to this package bump :data:`API_VERSION`.
+"""
+
+from __future__ import annotations
+
+from koordlet.api.cpulist import MAX_CPU_ID, format_cpuset, parse_cpuset
+from koordlet.api.errors import (
+    CgroupGone,
+    InvalidValue,
+    KoordletError,
+    PluginError,
+    ResourceUnsupported,
+    UnsafePath,
+)
+from koordlet.api.flags import FeatureSpec, Flag, FlagSet, FlagType, OptionValue, Stage
+from koordlet.api.metrics import (
+    BE_CPU_USAGE_FAST,
+    CONTAINER_CPU_THROTTLED,
+    CONTAINER_CPU_USAGE,
+    CONTAINER_MEMORY_USAGE,
+    EVENT_NODE_SAMPLE,
+    EVENT_NODE_SLO_CHANGED,
+    EVENT_PODS_CHANGED,
+    HOST_APP_CPU_USAGE,
+    HOST_APP_MEMORY_USAGE,
+    NODE_BE,
+    NODE_CPU_USAGE,
+    NODE_CPU_USAGE_FAST,
+    NODE_MEMORY_USAGE,
+    POD_CPU_THROTTLED,
+    POD_CPU_USAGE,
+    POD_MEMORY_USAGE,
+    SYS_CPU_USAGE,
+    SYS_MEMORY_USAGE,
+    Aggregation,
+    GaugeChild,
+    GaugeVec,
+    MetricRegistry,
+)
+from koordlet.api.plugin import (
+    API_VERSION,
+    AgentOptions,
+    PluginContext,
+    QOSPlugin,
+    QOSPluginBase,
+    Scheduler,
+)
+from koordlet.api.registry import (
+    REQUIRED_METHODS,
+    register_qos_ext_plugin,
+    registered_ext_plugins,
+    unregister_qos_ext_plugin,
+)
+from koordlet.api.services import Evictor, HostReader, MetricReader, ResourceWriter, StatesReader
+from koordlet.api.types import (
+    NEVER_EVICTED_OWNERS,
+    CgroupUpdate,
+    ContainerInfo,
+    CPUBurstStrategy,
+    CPUInfo,
+    HostApplication,
+    JSONArray,
+    JSONObject,
+    JSONValue,
+    KubeQOSClass,
+    NodeInfo,
+    NodeSLO,
+    PodInfo,
+    PriorityClass,
+    QOSClass,
+    QueryResult,
+    ResourceThresholdStrategy,
+    UpdateResult,
+)
+
+__all__ = [
+    "API_VERSION",
+    "BE_CPU_USAGE_FAST",
+    "CONTAINER_CPU_THROTTLED",
+    "CONTAINER_CPU_USAGE",
+    "CONTAINER_MEMORY_USAGE",
+    "EVENT_NODE_SAMPLE",
+    "EVENT_NODE_SLO_CHANGED",
+    "EVENT_PODS_CHANGED",
+    "HOST_APP_CPU_USAGE",
+    "HOST_APP_MEMORY_USAGE",
+    "MAX_CPU_ID",
+    "NEVER_EVICTED_OWNERS",
+    "NODE_BE",
+    "NODE_CPU_USAGE",
+    "NODE_CPU_USAGE_FAST",
+    "NODE_MEMORY_USAGE",
+    "POD_CPU_THROTTLED",
+    "POD_CPU_USAGE",
+    "POD_MEMORY_USAGE",
+    "REQUIRED_METHODS",
+    "SYS_CPU_USAGE",
+    "SYS_MEMORY_USAGE",
+    "AgentOptions",
+    "Aggregation",
+    "CPUBurstStrategy",
+    "CPUInfo",
+    "CgroupGone",
+    "CgroupUpdate",
+    "ContainerInfo",
+    "Evictor",
+    "FeatureSpec",
+    "Flag",
+    "FlagSet",
+    "FlagType",
+    "GaugeChild",
+    "GaugeVec",
+    "HostApplication",
+    "HostReader",
+    "InvalidValue",
+    "JSONArray",
+    "JSONObject",
+    "JSONValue",
+    "KoordletError",
+    "KubeQOSClass",
+    "MetricReader",
+    "MetricRegistry",
+    "NodeInfo",
+    "NodeSLO",
+    "OptionValue",
+    "PluginContext",
+    "PluginError",
+    "PodInfo",
+    "PriorityClass",
+    "QOSClass",
+    "QOSPlugin",
+    "QOSPluginBase",
+    "QueryResult",
+    "ResourceThresholdStrategy",
+    "ResourceUnsupported",
+    "ResourceWriter",
+    "Scheduler",
+    "Stage",
+    "StatesReader",
+    "UnsafePath",
+    "UpdateResult",
+    "format_cpuset",
+    "parse_cpuset",
+    "register_qos_ext_plugin",
+    "registered_ext_plugins",
+    "unregister_qos_ext_plugin",
+]

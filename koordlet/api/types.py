@@ -1,0 +1,278 @@
+"""The value types of the plugin contract: pods, node, NodeSLO, metric query results, cgroup writes.
+
+Read-only snapshots the agent hands to plugins (frozen dataclasses) and the requests plugins hand back
+(:class:`CgroupUpdate`). Kubernetes and Koordinator names are kept: a field says which object field it
+mirrors and in which unit (CPU in millicores, memory in bytes) it is held.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias, Union
+
+JSONValue: TypeAlias = Union[str, int, float, bool, "JSONArray", "JSONObject", None]
+"""A JSON document as ``json.loads`` returns it (the parts of a NodeSLO the agent passes on as is)."""
+JSONArray: TypeAlias = Sequence[JSONValue]
+JSONObject: TypeAlias = Mapping[str, JSONValue]
+
+
+class QOSClass(enum.StrEnum):
+    """Koordinator QoS (label ``koordinator.sh/qosClass``; defaulted from the Kubernetes QoS class)."""
+
+    SYSTEM = "SYSTEM"
+    LSE = "LSE"
+    LSR = "LSR"
+    LS = "LS"
+    BE = "BE"
+    NONE = ""
+
+
+class KubeQOSClass(enum.StrEnum):
+    """Kubernetes QoS class; it picks the kubepods tier (cgroup parent) of the pod."""
+
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BESTEFFORT = "BestEffort"
+
+
+class PriorityClass(enum.StrEnum):
+    """Koordinator priority bands (label ``koordinator.sh/priority-class`` or from ``spec.priority``)."""
+
+    PROD = "koord-prod"
+    MID = "koord-mid"
+    BATCH = "koord-batch"
+    FREE = "koord-free"
+    NONE = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerInfo:
+    """A container of a pod: identity, cgroup directory and resources (CPU in millicores, memory bytes)."""
+
+    name: str
+    container_id: str
+    """Bare, validated container ID (runtime prefix stripped); empty while the container is not created."""
+    runtime: str = ""
+    """``containerd``, ``docker``, ``cri-o``, ... from ``containerStatus.containerID``."""
+    cgroup_dir: str = ""
+    """Container cgroup directory relative to a subsystem root; empty if unknown."""
+    running: bool = True
+    cpu_request_milli: int = 0
+    cpu_limit_milli: int = 0
+    memory_request_bytes: int = 0
+    memory_limit_bytes: int = 0
+    batch_cpu_request_milli: int = 0
+    batch_cpu_limit_milli: int = 0
+    batch_memory_request_bytes: int = 0
+    batch_memory_limit_bytes: int = 0
+
+
+NEVER_EVICTED_OWNERS = frozenset({"DaemonSet", "Node"})
+"""Controller kinds whose pods are never evicted: a DaemonSet pod comes straight back, and a static pod
+(owned by its Node) cannot be evicted at all. The evictor refuses them whatever a plugin asks."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """A pod on this node as the states informer sees it (an immutable snapshot)."""
+
+    uid: str
+    """Validated pod UID."""
+    namespace: str
+    name: str
+    qos: QOSClass
+    """Koordinator QoS with Koordinator's defaulting (Guaranteed→LSR, Burstable→LS, BestEffort→BE)."""
+    kube_qos: KubeQOSClass
+    priority_class: PriorityClass = PriorityClass.NONE
+    """Priority band with default (from label, else ``spec.priority``, else from QoS)."""
+    priority: int | None = None
+    """``spec.priority`` if set."""
+    phase: str = "Running"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    cgroup_dir: str = ""
+    """Pod cgroup directory relative to a subsystem root, e.g. ``kubepods/besteffort/pod<uid>``."""
+    containers: tuple[ContainerInfo, ...] = ()
+    node_name: str = ""
+    owner_kind: str = ""
+    """Kind of the controlling owner (``DaemonSet``, ``ReplicaSet``, ``Node`` for static pods)."""
+    created_at: float = 0.0
+    """Creation time, seconds since the epoch (0 if unknown)."""
+
+    @property
+    def is_best_effort(self) -> bool:
+        """True only for BE pods: the only pods the agent may throttle or evict for BE strategies."""
+        return self.qos is QOSClass.BE
+
+    @property
+    def is_active(self) -> bool:
+        """Pending or Running (Koordinator's ``IsPodActive``)."""
+        return self.phase in ("Pending", "Running")
+
+    @property
+    def cpu_request_milli(self) -> int:
+        return sum(c.cpu_request_milli for c in self.containers)
+
+    @property
+    def cpu_limit_milli(self) -> int:
+        """Sum of container limits; 0 when any container is unlimited."""
+        limits = [c.cpu_limit_milli for c in self.containers]
+        return 0 if not limits or 0 in limits else sum(limits)
+
+    @property
+    def memory_request_bytes(self) -> int:
+        return sum(c.memory_request_bytes for c in self.containers)
+
+    @property
+    def batch_cpu_request_milli(self) -> int:
+        return sum(c.batch_cpu_request_milli for c in self.containers)
+
+    @property
+    def batch_memory_request_bytes(self) -> int:
+        return sum(c.batch_memory_request_bytes for c in self.containers)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """The node: capacity and allocatable (CPU millicores, memory bytes), labels and annotations."""
+
+    name: str
+    cpu_capacity_milli: int
+    memory_capacity_bytes: int
+    cpu_allocatable_milli: int = 0
+    memory_allocatable_bytes: int = 0
+    batch_cpu_allocatable_milli: int = 0
+    batch_memory_allocatable_bytes: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    reservation_cpu_milli: int = 0
+    """CPU kept from pods by the ``node.koordinator.sh/reservation`` annotation (``resources.cpu``)."""
+    reserved_cpus: frozenset[int] = frozenset()
+    """CPUs that annotation pins (``reservedCPUs``); no pod, BE included, may use them."""
+
+    @property
+    def cpu_reserved_milli(self) -> int:
+        """Capacity minus allocatable (kubelet reservation), never negative."""
+        if self.cpu_allocatable_milli <= 0:
+            return 0
+        return max(self.cpu_capacity_milli - self.cpu_allocatable_milli, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class CPUInfo:
+    """One logical CPU and where it sits (``lscpu -e=CPU,NODE,SOCKET,CORE``)."""
+
+    cpu: int
+    core: int
+    socket: int = 0
+    node: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceThresholdStrategy:
+    """``spec.resourceUsedThresholdWithBE``; ``None`` means unset (Koordinator's nil).
+
+    The agent refuses a NodeSLO whose values are out of range or contradict each other before it takes
+    effect, so plugins act on these values without checking them again.
+    """
+
+    enable: bool = False
+    cpu_suppress_threshold_percent: int = 65
+    cpu_suppress_min_percent: int | None = None
+    cpu_suppress_policy: str = "cpuset"
+    memory_evict_threshold_percent: int = 70
+    memory_evict_lower_percent: int | None = None
+    cpu_evict_be_satisfaction_lower_percent: int | None = None
+    cpu_evict_be_satisfaction_upper_percent: int | None = None
+    cpu_evict_be_usage_threshold_percent: int | None = None
+    cpu_evict_time_window_seconds: int | None = None
+    cpu_evict_policy: str = "evictByRealLimit"
+
+    @property
+    def memory_evict_lower(self) -> int:
+        """Where memory eviction stops: ``memoryEvictLowerPercent``, by default 2 points below the
+        threshold (koordlet's ``defaultMemoryReleaseBufferPercent``)."""
+        lower = self.memory_evict_lower_percent
+        return self.memory_evict_threshold_percent - 2 if lower is None else lower
+
+
+@dataclass(frozen=True, slots=True)
+class CPUBurstStrategy:
+    """``spec.cpuBurstStrategy``."""
+
+    policy: str = "none"
+    cpu_burst_percent: int = 1000
+    cfs_quota_burst_percent: int = 300
+    cfs_quota_burst_period_seconds: int = -1
+    share_pool_threshold_percent: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class HostApplication:
+    """``spec.hostApplications[]``: a non-pod process tree whose usage counts as its QoS class."""
+
+    name: str
+    priority: PriorityClass = PriorityClass.NONE
+    qos: QOSClass = QOSClass.NONE
+    cgroup_base: str = ""
+    cgroup_parent_dir: str = ""
+    cgroup_relative_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSLO:
+    """The node's SLO policy after validation and merge over Koordinator's defaults."""
+
+    resource_used_threshold_with_be: ResourceThresholdStrategy = field(
+        default_factory=ResourceThresholdStrategy
+    )
+    cpu_burst_strategy: CPUBurstStrategy = field(default_factory=CPUBurstStrategy)
+    resource_qos_strategy: JSONObject = field(default_factory=dict)
+    """Merged ``spec.resourceQOSStrategy`` as JSON (classes ``lsrClass``, ``lsClass``, ``beClass``, ...)."""
+    system_strategy: JSONObject = field(default_factory=dict)
+    host_applications: tuple[HostApplication, ...] = ()
+    extensions: JSONObject = field(default_factory=dict)
+    generation: int = 0
+    """Increments each time a new valid NodeSLO takes effect."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """An aggregate over a window: the value, how many samples, and the time they span (seconds)."""
+
+    value: float
+    count: int
+    duration: float
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupUpdate:
+    """One cgroup write request. ``resource`` is Koordinator's resource name (the v1 file name)."""
+
+    resource: str
+    cgroup_dir: str
+    value: str
+    owner: str
+    """Who asks (the plugin name); owned values are re-applied every force-update period."""
+    reason: str = ""
+    cacheable: bool = True
+    """Skip the write when the cached value is unchanged (still re-applied every force period)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateResult:
+    """What happened to one :class:`CgroupUpdate`."""
+
+    update: CgroupUpdate
+    written: bool
+    """True if a value was written to the kernel."""
+    skipped: str = ""
+    """Why nothing was written: ``unchanged``, ``gone``, ``unsupported``, ``dry-run``; empty if written."""
+    error: str = ""
+    """Non-empty when the write was refused (validation or kernel error), with path and value."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error

@@ -1,0 +1,99 @@
+"""The states informer's cluster modes: a kubeconfig selects cluster mode and its token is sent; an absent
+NodeMetric is skipped or created; the kubelet is read over HTTPS with the service-account token and CA."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from koordlet.lifecycle import wait_for
+from koordlet.testing.kubelet import FakeKubelet
+from tests import crdschema
+from tests.apiserver import APIServer
+from tests.apiserver.fixtures import NODEMETRIC_CRD
+from tests.integration.cluster import NEVER, NODE, Cluster
+
+
+def test_kubeconfig_selects_cluster_mode(
+    cluster_factory: Callable[..., Cluster],
+    api_server: APIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "test", "cluster": {"server": api_server.url}}],
+                "users": [{"name": "koordlet", "user": {"token": "t"}}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "koordlet"}}],
+                "current-context": "test",
+            }
+        )
+    )
+    c = cluster_factory(client_configuration=None, kubeconfig=str(kubeconfig), standalone=None)
+    assert not c.informer.standalone
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+    node = c.informer.node()
+    assert node is not None and node.name == NODE
+    auth = [
+        {k.lower(): v for k, v in r.headers.items()}.get("authorization")
+        for r in c.server.requests
+        if r.path.startswith("/api/v1/nodes")
+    ]
+    assert auth and all(a == "Bearer t" for a in auth)
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_nodemetric_absent_is_skipped_or_created(
+    cluster_factory: Callable[..., Cluster], create: bool
+) -> None:
+    c = cluster_factory(with_nodemetric=False, create_node_metric=create)
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+
+    def status() -> dict[str, Any] | None:
+        try:
+            return c.nodemetric().get("status")
+        except Exception:  # the store raises its 404 APIError while the object does not exist
+            return None
+
+    if not create:
+        # koordlet never creates it: reports are skipped while slo-controller has not made it
+        assert wait_for(
+            lambda: (
+                (c.registry.get_sample_value("koordlet_nodemetric_report_total", {"result": "skipped"}) or 0)
+                >= 2
+            ),
+            NEVER,
+            timeout=8,
+        )
+        assert status() is None
+        assert not any(r.method in ("POST", "PATCH") and "nodemetrics" in r.path for r in c.server.requests)
+        return
+    assert wait_for(lambda: bool(status()), NEVER, timeout=10)
+    crdschema.validate(status(), NODEMETRIC_CRD, "status")
+    assert c.nodemetric()["metadata"]["name"] == NODE
+
+
+@pytest.mark.tool("openssl")
+def test_kubelet_over_https_with_token(cluster_factory: Callable[..., Cluster], tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("sa-token\n")
+    kubelet = FakeKubelet(tls_dir=tmp_path, token="sa-token").start()
+    c = cluster_factory(
+        kubelet=kubelet,
+        kubelet_insecure_tls=False,
+        kubelet_port=0,  # from the Node's daemonEndpoints
+        kubelet_token_file=str(token),
+        kubelet_ca_file=str(kubelet.cert),
+    )
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+    assert sorted(p.name for p in c.informer.pods()) == ["web-0", "web-1", "web-2"]
+    assert set(kubelet.auth_headers) == {"Bearer sa-token"}
