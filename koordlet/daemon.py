@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
 
+from koordlet.agentstatus import StatusSources, status_route
 from koordlet.config import Configuration
 from koordlet.errors import ConfigError
 from koordlet.eventbus import EventBus
@@ -165,4 +166,8 @@ def new_daemon(
     http.route("/nodemetric", lambda _q: json_response(informer.nodemetric_status()))
     http.route("/events", _events_route(executor))
     http.route("/plugins", lambda _q: json_response(qos.states()))
+    sources = StatusSources(
+        cfg.node_name, informer, cache, host, executor.events, qos.report, wall, started_at=wall()
+    )
+    http.route("/status", status_route(sources))
     return Daemon(components, supervisor, http)

@@ -85,6 +85,7 @@ class BECPUSuppress(api.QOSPluginBase):
         self._probe = _budget.DemandProbe()
         self._restored = False
         self._warned = ""
+        self._status: api.JSONObject = {}
         node = ctx.node_name
         self._labels = {"node": node}
         self._cores = ctx.registry.gauge(
@@ -116,6 +117,7 @@ class BECPUSuppress(api.QOSPluginBase):
     def _reconcile_locked(self) -> None:
         slo = self.ctx.states.node_slo().resource_used_threshold_with_be
         if not slo.enable:
+            self._status = {"active": False, "why": "resourceUsedThresholdWithBE disabled in the NodeSLO"}
             self._decision = None
             self._probe.reset()
             if not self._restored:
@@ -162,6 +164,7 @@ class BECPUSuppress(api.QOSPluginBase):
         )
         self._set(self._ls_used, (usage.pod_non_be_milli + usage.host_app_non_be_milli) / 1000.0)
         self._set(self._be_used, usage.be_pods_milli / 1000.0)
+        self._explain(decision, budget, "periodic", usage)
         self._apply(decision, budget, shrink_only=False, usage=usage)
         if decision.policy == POLICY_CFS_QUOTA:
             self._recover_cpuset(be_dir, pools, only_if_changed=True)
@@ -189,6 +192,7 @@ class BECPUSuppress(api.QOSPluginBase):
             budget = _budget.be_budget_milli(
                 decision.capacity_milli, decision.threshold_percent, decision.min_percent, non_be
             )
+            self._explain(dataclasses.replace(decision, non_be_milli=non_be), budget, "fast")
             self._apply(decision, budget, shrink_only=True)
             self._decision = dataclasses.replace(decision, at=self.ctx.clock(), non_be_milli=non_be)
         finally:
@@ -311,10 +315,45 @@ class BECPUSuppress(api.QOSPluginBase):
             self._recover_cpuset(be_dir, pools, only_if_changed=False)
         self._restored = True
 
+    def status(self) -> api.JSONObject:
+        """The last budget and what it was computed from (``api.StatusReporter``, for ``koordlet top``)."""
+        return self._status
+
+    def _explain(
+        self, decision: Decision, budget: float, path: str, usage: _budget.Usage | None = None
+    ) -> None:
+        """Keep the numbers behind ``budget`` for :meth:`status` (one new dict, assigned whole, so the HTTP
+        thread never sees a half-written one). The fast path keeps the last periodic split."""
+        split: api.JSONObject = (
+            {
+                "nodeUsedMilli": round(usage.node_used_milli),
+                "lsPodsMilli": round(usage.pod_non_be_milli),
+                "lsHostAppsMilli": round(usage.host_app_non_be_milli),
+                "systemMilli": round(usage.system_milli),
+                "reservedMilli": usage.reserved_milli,
+                "bePodsMilli": round(usage.be_pods_milli),
+            }
+            if usage is not None
+            else {k: v for k, v in self._status.items() if k.endswith("Milli") and k != "budgetMilli"}
+        )
+        self._status = {
+            "active": True,
+            "policy": decision.policy,
+            "path": path,
+            "decidedAt": self.ctx.wall_clock(),
+            "capacityMilli": decision.capacity_milli,
+            "thresholdPercent": decision.threshold_percent,
+            "minPercent": decision.min_percent,
+            **split,
+            "nonBEMilli": round(decision.non_be_milli),
+            "budgetMilli": round(budget),
+        }
+
     def _set(self, gauge: api.GaugeVec, value: float, **extra: str) -> None:
         gauge.labels(**self._labels, **extra).set(value)
 
     def _warn_once(self, message: str) -> None:
+        self._status = {"active": False, "why": message}
         if message != self._warned:
             self.ctx.logger.warning("BECPUSuppress: %s", message)
             self._warned = message

@@ -81,6 +81,7 @@ from koordlet.api.plugin import (
     QOSPlugin,
     QOSPluginBase,
     Scheduler,
+    StatusReporter,
 )
 from koordlet.api.registry import (
     REQUIRED_METHODS,
@@ -174,6 +175,7 @@ __all__ = [
     "Scheduler",
     "Stage",
     "StatesReader",
+    "StatusReporter",
     "UnsafePath",
     "UpdateResult",
     "format_cpuset",
