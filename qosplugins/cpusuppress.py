@@ -192,9 +192,12 @@ class BECPUSuppress(api.QOSPluginBase):
             budget = _budget.be_budget_milli(
                 decision.capacity_milli, decision.threshold_percent, decision.min_percent, non_be
             )
-            self._explain(dataclasses.replace(decision, non_be_milli=non_be), budget, "fast")
-            self._apply(decision, budget, shrink_only=True)
-            self._decision = dataclasses.replace(decision, at=self.ctx.clock(), non_be_milli=non_be)
+            # The decision carries the fast non-BE, so the write's audit reason names what the budget
+            # subtracted (the stale periodic figure made "budget -202m, non-BE 648m" unexplainable).
+            fresh = dataclasses.replace(decision, at=self.ctx.clock(), non_be_milli=non_be)
+            self._explain(fresh, budget, "fast")
+            self._apply(fresh, budget, shrink_only=True)
+            self._decision = fresh
         finally:
             self._lock.release()
 

@@ -240,6 +240,8 @@ def test_cpusuppress_status_explains_its_budget_on_both_paths() -> None:
     # the fast path: non-BE (7.5 - 2.5) = 5000m, budget 200m; the per-pod split is the last periodic one
     assert (fast["path"], fast["nonBEMilli"], fast["budgetMilli"]) == ("fast", 5000, 200)
     assert fast["lsPodsMilli"] == 2000 and fast["systemMilli"] == 500
+    # the write's audit reason names the same figures (it named the stale periodic non-BE before)
+    assert h.executor.updates[-1].reason == "BE budget 200m, non-BE 5000m"
     h.states.slo = api.NodeSLO()
     plugin.reconcile()
     assert plugin.status() == {"active": False, "why": "resourceUsedThresholdWithBE disabled in the NodeSLO"}
