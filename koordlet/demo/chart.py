@@ -6,6 +6,7 @@ Only what the demo's plot needs; :mod:`~koordlet.demo.png` writes the file.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,8 +75,8 @@ class Canvas:
 def nice_step(span: float, ticks: int = 6) -> float:
     """A 1/2/5 x 10^n step giving about ``ticks`` intervals over ``span``."""
     raw = max(span, 1e-9) / ticks
-    mag = 10 ** math.floor(math.log10(raw))
-    return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    mag = 10.0 ** math.floor(math.log10(raw))
+    return float(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))
 
 
 def line_chart(
@@ -129,8 +130,12 @@ def line_chart(
     for s in series:
         pts = list(s.points)
         if s.step and pts:
-            pts = [q for a, b in zip(pts, [*pts[1:], (x_max, pts[-1][1])], strict=True) for q in (a, (b[0], a[1]))]
-        for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+            pts = [
+                q
+                for a, b in zip(pts, [*pts[1:], (x_max, pts[-1][1])], strict=True)
+                for q in (a, (b[0], a[1]))
+            ]
+        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
             c.line(px(x0), py(y0), px(x1), py(y1), s.color, width=2)
     lx = left
     for s in series:

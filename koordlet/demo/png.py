@@ -4,7 +4,7 @@ Why our own and not matplotlib: the demo draws one line chart, which needs a pix
 a small bitmap font (:mod:`~koordlet.demo.chart`); the format needs a signature, ``IHDR``, ``tEXt``,
 ``IDAT`` and ``IEND`` with CRCs, which ``zlib`` and ``struct`` give. matplotlib would add ~40 MB (numpy,
 pillow, fonttools, ...) to an agent's install for one picture. The numbers behind the picture travel in a
-``tEXt`` chunk (:func:`text_chunks` reads them back), so the plot can be checked without reading pixels.
+``tEXt`` chunk, so the plot can be checked without reading pixels.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (
+        struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    )
 
 
 def encode(width: int, height: int, rgb: bytes | bytearray, text: dict[str, str] | None = None) -> bytes:
@@ -30,32 +32,3 @@ def encode(width: int, height: int, rgb: bytes | bytearray, text: dict[str, str]
         out.append(_chunk(b"tEXt", key.encode("latin-1") + b"\x00" + value.encode("latin-1")))
     out += [_chunk(b"IDAT", zlib.compress(raw, 9)), _chunk(b"IEND", b"")]
     return b"".join(out)
-
-
-def chunks(data: bytes) -> list[tuple[bytes, bytes]]:
-    """``(type, data)`` of every chunk, CRCs checked; ``ValueError`` for anything that is not a PNG."""
-    if not data.startswith(SIGNATURE):
-        raise ValueError("not a PNG (bad signature)")
-    pos, out = len(SIGNATURE), []
-    while pos < len(data):
-        if pos + 8 > len(data):
-            raise ValueError("truncated chunk header")
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind = data[pos + 4 : pos + 8]
-        body = data[pos + 8 : pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
-        if len(body) != length or zlib.crc32(kind + body) & 0xFFFFFFFF != crc:
-            raise ValueError(f"chunk {kind!r}: bad length or CRC")
-        out.append((kind, body))
-        pos += 12 + length
-    return out
-
-
-def text_chunks(data: bytes) -> dict[str, str]:
-    """The ``tEXt`` chunks of a PNG as ``{keyword: text}``."""
-    found = {}
-    for kind, body in chunks(data):
-        if kind == b"tEXt":
-            key, _, value = body.partition(b"\x00")
-            found[key.decode("latin-1")] = value.decode("latin-1")
-    return found
