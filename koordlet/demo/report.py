@@ -49,7 +49,8 @@ def allowance_of(event: dict[str, Any], be_cgroup: str, cpus: int) -> float | No
 def series(rec: Recording) -> dict[str, list[list[float]]]:
     docs = rec.docs
     be_cgroup = str(docs[0]["beCPU"]["cgroup"]) if docs else ""
-    end = rec.started_at + rec.duration + 5.0
+    # The run ends with its last sample; the agent's restore at its stop is not part of it.
+    end = docs[-1]["time"] if docs else rec.started_at + rec.duration
     start_value = float(rec.cpus)
     if docs and docs[0]["beCPU"].get("allowedCores") is not None:
         start_value = float(docs[0]["beCPU"]["allowedCores"])
