@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector
 
 from koordlet.agentstatus import StatusSources, status_route
 from koordlet.config import Configuration
@@ -64,6 +64,7 @@ def new_daemon(
 
     clock, wall = time.monotonic, time.time
     registry = CollectorRegistry(auto_describe=False)
+    ProcessCollector(registry=registry)  # process_cpu_seconds_total etc., as Go's koordlet exposes: its cost
     agent_metrics = AgentMetrics(registry, cfg.node_name)
     agent_metrics.started(native.HAS_NATIVE)
     supervisor = Supervisor(stop)
