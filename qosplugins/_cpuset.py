@@ -78,9 +78,9 @@ def cpu_pools(
     for pod in pods:
         if not pod.is_active:
             continue
-        if pod.qos is api.QOSClass.LSE:
+        if pod.qos_raw is api.QOSClass.LSE:
             lse |= pod_bound_cpus(pod)
-        elif pod.qos is api.QOSClass.LSR:
+        elif pod.qos_raw is api.QOSClass.LSR:
             lsr |= pod_bound_cpus(pod)
     excluded = (node.reserved_cpus if node is not None else frozenset()) | lse
     usable = tuple(c for c in online if c.cpu not in excluded)

@@ -67,7 +67,10 @@ def node_info(obj: Mapping[str, Any]) -> api.NodeInfo:
         memory_capacity_bytes=resource_amount(cap, "memory", milli=False, where="node"),
         cpu_allocatable_milli=resource_amount(alloc, "cpu", milli=True, where="node"),
         memory_allocatable_bytes=resource_amount(alloc, "memory", milli=False, where="node"),
-        batch_cpu_allocatable_milli=resource_amount(alloc, BATCH_CPU, milli=False, where="node"),
+        # Absent is not zero: BECPUEvict's allocatable policy treats an unreported batch-cpu as unknown.
+        batch_cpu_allocatable_milli=resource_amount(alloc, BATCH_CPU, milli=False, where="node")
+        if BATCH_CPU in alloc
+        else -1,
         batch_memory_allocatable_bytes=resource_amount(alloc, BATCH_MEMORY, milli=False, where="node"),
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         annotations=annotations,

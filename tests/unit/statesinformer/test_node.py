@@ -27,6 +27,14 @@ def test_capacity_and_allocatable_in_millicores_and_bytes() -> None:
     assert (info.reservation_cpu_milli, info.reserved_cpus) == (0, frozenset())
 
 
+def test_unreported_batch_cpu_is_not_zero() -> None:
+    raw = node()
+    del raw["status"]["allocatable"]["kubernetes.io/batch-cpu"]
+    assert node_info(raw).batch_cpu_allocatable_milli == -1  # unknown, as Koordinator's -1
+    raw["status"]["allocatable"]["kubernetes.io/batch-cpu"] = "0"
+    assert node_info(raw).batch_cpu_allocatable_milli == 0
+
+
 @pytest.mark.parametrize(
     ("cpu", "milli"),
     [("2", 2000), ("1.5", 1500), ("500m", 500), ("2k", 2_000_000), ("0.1m", 1), ("lots", 0), (3, 3000)],
