@@ -46,6 +46,9 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("sys-root-dir", str, syspaths.DEFAULT_SYS_ROOT, "sysfs root"),
     Flag("sys-fs-root-dir", str, syspaths.DEFAULT_SYS_FS_ROOT, "root holding resctrl"),
     Flag("var-run-root-dir", str, syspaths.DEFAULT_VAR_RUN_ROOT, "var-run root (standalone NodeMetric file)"),
+    Flag(
+        "var-lib-kubelet-dir", str, syspaths.DEFAULT_VAR_LIB_KUBELET, "kubelet root dir (CPU manager state)"
+    ),
     Flag("cgroup-root", str, "/", "kubelet's --cgroup-root: parent of the kubepods tree"),
     Flag("cgroup-driver", str, "", "cgroupfs or systemd (detected when empty)"),
     Flag("collect-res-used-interval", float, 1.0, "resource usage collection interval (>= 100ms)"),
@@ -181,6 +184,7 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
             sys_root=Path(str(o["sys-root-dir"])),
             sys_fs_root=Path(str(o["sys-fs-root-dir"])),
             var_run_root=Path(str(o["var-run-root-dir"])),
+            var_lib_kubelet=Path(str(o["var-lib-kubelet-dir"])),
             cgroup_parent=str(o["cgroup-root"]) or "/",
             cgroup_driver=driver,
         ),

@@ -12,6 +12,7 @@ which must not import the agent's components.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -35,6 +36,7 @@ from koordlet.system import native
 from koordlet.system.host import Host
 
 log = logging.getLogger(__name__)
+
 
 def _events_route(executor: ResourceExecutor) -> Route:
     def route(query: dict[str, list[str]]) -> tuple[int, str, bytes]:
@@ -126,7 +128,9 @@ def new_daemon(
         wall_clock=wall,
         bus=bus,
         registry=PluginMetrics(registry),
-        agent=cfg.qos.agent,
+        agent=dataclasses.replace(
+            cfg.qos.agent, feature_gates={name: gates.enabled(name) for name in gates.known()}
+        ),
         dry_run=cfg.qos.dry_run,
     )
     qos = QOSManager(entries, gates, ext_gates, cfg.options, services, supervisor, agent_metrics)

@@ -1,7 +1,8 @@
 """``CPUBurst``: let LS containers borrow CPU over their limit (koordlet.md §6.2).
 
 Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), for active pods not *labelled* LSR, LSE or
-BE (Koordinator's ``IsPodCPUBurstable`` reads the label: an unlabelled Guaranteed pod gets its burst), with the node's ``cpuBurstStrategy`` merged with the pod's ``koordinator.sh/cpuBurst`` annotation:
+BE (Koordinator's ``IsPodCPUBurstable`` reads the label: an unlabelled Guaranteed pod gets its burst),
+with the node's ``cpuBurstStrategy`` merged with the pod's ``koordinator.sh/cpuBurst`` annotation:
 
 * ``cpuBurstOnly``/``auto``: ``cpu.cfs_burst_us`` = limit cores * cpuBurstPercent% * 100000, capped at
   the container's base quota because the kernel refuses a burst above the quota (EINVAL, checked on

@@ -9,7 +9,8 @@ Koordinator's ``calculateMilliReleaseByBESatisfaction``::
     limit         = real-limit, or by policy evictByAllocatable the node's batch-cpu allocatable
                     (not reported: unknown, nothing evicted; 0: 1m, so a starved BE still counts as busy)
     usage high    = limit > 0 and (limit < 1000m or usage / limit >= cpuEvictBEUsageThresholdPercent (90))
-    satisfaction  = limit / request;  release = int(request * (upper% - satisfaction)) if satisfaction <= lower%
+    satisfaction  = limit / request
+    release       = int(request * (upper% - satisfaction))  if satisfaction <= lower%
 
 Then the same on the LAST samples (2 collect intervals): BE not busy now means no eviction, whatever the
 average says; if last request and limit equal the averages the average's release is used, else the

@@ -165,6 +165,9 @@ class NodeInfo:
     """CPU kept from pods by the ``node.koordinator.sh/reservation`` annotation (``resources.cpu``)."""
     reserved_cpus: frozenset[int] = frozenset()
     """CPUs that annotation pins (``reservedCPUs``); no pod, BE included, may use them."""
+    kubelet_cpu_manager_policy: str = ""
+    """The kubelet's CPU manager policy (``none``, ``static``; empty when unknown). Under ``static`` the
+    kubelet writes container cpusets itself, so BE suppression confines containers only."""
 
     @property
     def cpu_reserved_milli(self) -> int:
