@@ -134,7 +134,8 @@ class Configuration:
 
     @property
     def host(self) -> str:
-        return self.addr.rpartition(":")[0] or "127.0.0.1"
+        """The address to bind: ``:9316`` (no host, koordlet's chart) is every interface, as in Go."""
+        return self.addr.rpartition(":")[0].strip("[]")
 
     @property
     def port(self) -> int:
