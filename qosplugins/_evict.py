@@ -130,7 +130,7 @@ def evict_until(
             unit,
             " [dry-run]" if ctx.dry_run else "",
         )
-        if ctx.evictor.evict(pod, reason, f"{reason}, kill pod: {pod.name}"):
+        if ctx.evictor.evict(pod, _shared.EVICTED, f"{reason}, kill pod: {pod.name}"):
             released += victim.contribution
             evicted.append(pod)
     return EvictionRound(released=released, evicted=tuple(evicted))

@@ -104,6 +104,14 @@ class BECPUSuppress(api.QOSPluginBase):
         self._be_used = ctx.registry.gauge(
             "koordlet_be_suppress_be_used_cpu_cores", "BE CPU used at suppression", ["node"]
         )
+        # koordlet reports its share pools with the node topology: LS share pool = CPUs not reserved, not
+        # exclusive to system QoS, not bound to LSE/LSR pods; the BE share pool adds the LSR-bound ones.
+        self._share_pool = ctx.registry.gauge(
+            "koordlet_cpuset_share_pool_cpu_cores", "CPUs of the LS share pool", ["node"]
+        )
+        self._be_share_pool = ctx.registry.gauge(
+            "koordlet_cpuset_be_share_pool_cpu_cores", "CPUs of the BE share pool", ["node"]
+        )
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.subscribe(api.EVENT_NODE_SAMPLE, self.on_node_sample)
@@ -161,6 +169,8 @@ class BECPUSuppress(api.QOSPluginBase):
             usage.capacity_milli, slo.cpu_suppress_threshold_percent, slo.cpu_suppress_min_percent, non_be
         )
         pools = _cpuset.cpu_pools(self.ctx.host.cpu_topology(), self.ctx.states.node(), pods)
+        self._set(self._share_pool, float(len(pools.ls)))
+        self._set(self._be_share_pool, float(len(pools.usable)))
         decision = Decision(
             at=self.ctx.clock(),
             policy=slo.cpu_suppress_policy,

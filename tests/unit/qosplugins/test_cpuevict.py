@@ -84,7 +84,8 @@ def test_release_from_satisfaction_and_victim_order(version: int) -> None:
     # usage/limit = 1800/2000 = 90% >= 90%; satisfaction = 2000/5000 = 0.40 <= 0.40
     # release = 5000 * (0.60 - 0.40) = 1000m; "busy" (ratio 0.8) first releases 1500m -> done
     assert names(h) == ["busy"]
-    assert h.evictor.evicted[0][1] == "trigger by koordlet feature BECPUEvict"
+    # Koordinator's reason label is "evicted"; the strategy is in the message
+    assert h.evictor.evicted[0][1:] == ("evicted", "trigger by koordlet feature BECPUEvict, kill pod: busy")
     h.clock.advance(5)
     be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
     plugin.reconcile()
