@@ -29,6 +29,7 @@ ALLOWED_NAMES = {
     "delete": "scheduler framework CycleState contract method (Go's CycleState.Delete) for plugins",
     "clone": "scheduler framework CycleState contract method (Go's CycleState.Clone) for plugins",
     "pods_on_node": "scheduler framework Handle contract method for third-party scheduler plugins",
+    "node_metric": "scheduler framework Handle contract method for third-party scheduler plugins",
     "convert": "click.ParamType hook, called by click",
     "plugins_list": "click command, registered by its decorator",
     "do_GET": "http.server handler hook",
