@@ -206,7 +206,7 @@ def test_nodeslo_example_passes_the_crd_schema_and_the_agents_validation() -> No
 
 def test_schema_check_of_the_example_is_not_vacuous() -> None:
     obj = one("nodeslo-example.yaml", "NodeSLO")
-    obj["spec"]["resourceUsedThresholdWithBE"]["cpuSuppressPolicy"] = "nope"
+    obj["spec"]["resourceUsedThresholdWithBE"]["cpuSuppressThresholdPercent"] = 101
     with pytest.raises(crdschema.CRDValidationError):
         crdschema.validate(obj, NODESLO_CRD)
 
