@@ -5,9 +5,10 @@ The YAML files next to this script are its output; edit the schema here and run
 tests do). Shapes follow Koordinator's ``apis/slo/v1alpha1`` types: cluster-scoped, one object per node
 (name = node name), ``status`` subresource. Constraints (ranges, enums, required fields) are exactly
 Koordinator's CRDs' and no stricter, so every object a Koordinator cluster holds is accepted here
-(``tests/unit/deploy/test_crd_compat.py`` checks it against the type structure of Koordinator's v1.8 and
-main-branch CRDs); values a type allows but the agent cannot use are refused by the agent's NodeSLO
-validation, which keeps the last good spec, as koordlet does. Valid values are named in descriptions.
+(``tests/unit/deploy/test_crd_compat.py`` checks it against ``tests/koord_slo_facts.py``, a table of
+the constraints of Koordinator's v1.8 and main-branch CRDs); values a type allows but the agent cannot
+use are refused by the agent's NodeSLO validation, which keeps the last good spec, as koordlet does.
+Valid values are named in descriptions.
 """
 
 from __future__ import annotations
