@@ -14,9 +14,9 @@ DEBIAN_TOOLS := stress-ng:stress-ng iperf3:iperf3 prometheus:prometheus promtool
 
 .PHONY: run loop test lint bench deps-system clean
 
-$(STAMP): pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h)
+$(STAMP): pyproject.toml setup.py requirements.lock $(wildcard csrc/*.c csrc/*.h)
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[test]'
 	@touch $@
 
 deps-system:

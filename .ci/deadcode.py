@@ -31,6 +31,7 @@ ALLOWED_NAMES = {
     "pods_on_node": "scheduler framework Handle contract method for third-party scheduler plugins",
     "deschedule": "descheduler framework extension point, called by name (its EXTENSION_POINTS)",
     "get_node": "descheduler framework Handle contract method for third-party descheduler plugins",
+    "node_metric": "scheduler framework Handle contract method for third-party scheduler plugins",
     "convert": "click.ParamType hook, called by click",
     "plugins_list": "click command, registered by its decorator",
     "nodes_cmd": "click command (koord-manager top nodes), registered by its decorator",

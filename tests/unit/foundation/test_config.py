@@ -34,6 +34,8 @@ def test_build_defaults_and_node_name_from_env() -> None:
     cfg = config.build(defaults(), environ={"NODE_NAME": "node-7"})
     assert cfg.node_name == "node-7"
     assert cfg.port == 9316 and cfg.host == "127.0.0.1"
+    chart = config.build({**defaults(), "addr": ":9316"}, environ={"NODE_NAME": "n"})
+    assert (chart.host, chart.port) == ("", 9316)  # Koordinator's chart: every interface, as Go binds
     assert cfg.advisor.collect_interval == 1.0
     assert str(cfg.paths.cgroup_root) == "/sys/fs/cgroup"
 
