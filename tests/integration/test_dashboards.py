@@ -11,10 +11,9 @@ LowNodeLoad.
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +32,10 @@ from tests.cluster.deschedulerharness import DeschedulerProcess
 from tests.cluster.extenderharness import ExtenderProcess
 from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim
 from tests.managerharness import ManagerProcess, set_config, write_kubeconfig
+from tests.support.dashboards import load, panels, queries
 from tests.support.prometheus import api_get, prometheus
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.tool("prometheus"), pytest.mark.timeout(300)]
-DASHBOARDS = Path(__file__).resolve().parents[2] / "deploy" / "dashboards"
 NODE = "dash-node"
 BUILTINS = {"__rate_interval": "15s", "__interval": "2s", "__range": "2m", "__range_s": "120"}
 """Grafana's built-ins at a 1 s scrape interval: ``$__rate_interval`` is at least four scrapes."""
@@ -60,13 +59,6 @@ DESCHEDULER = {
         }
     ],
 }
-
-
-def panels(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    """Every panel, those inside (collapsed) rows included."""
-    for p in doc.get("panels") or ():
-        yield p
-        yield from p.get("panels") or ()
 
 
 def expand(expr: str, values: Mapping[str, str]) -> str:
@@ -111,15 +103,14 @@ def query_failures(base: str, doc: Mapping[str, Any], start: float, end: float) 
     values = variables(base, doc)
     failures = []
     count = 0
-    for p in panels(doc):
-        for t in p.get("targets") or ():
-            count += 1
-            expr = expand(t["expr"], values)
-            got = api_get(base, "query_range", query=expr, start=f"{start:.3f}", end=f"{end:.3f}", step="2")
-            if got.get("status") != "success":
-                failures.append(f"{doc['title']} / {p['title']}: {expr}: {got.get('error')}")
-            elif not got["data"]["result"]:
-                failures.append(f"{doc['title']} / {p['title']}: {expr}: no data")
+    for title, raw in queries(doc):
+        count += 1
+        expr = expand(raw, values)
+        got = api_get(base, "query_range", query=expr, start=f"{start:.3f}", end=f"{end:.3f}", step="2")
+        if got.get("status") != "success":
+            failures.append(f"{doc['title']} / {title}: {expr}: {got.get('error')}")
+        elif not got["data"]["result"]:
+            failures.append(f"{doc['title']} / {title}: {expr}: no data")
     assert count > 0, f"{doc['title']}: no panel queries"
     return failures
 
@@ -170,7 +161,7 @@ def test_every_panel_query_parses_and_returns_data(
     kubepods: RealKubepods,
     api_server_factory: Any,  # noqa: F811
 ) -> None:
-    docs = {p.name: json.loads(p.read_text()) for p in sorted(DASHBOARDS.glob("*.json"))}
+    docs = load()
     assert set(docs) == {"koordlet.json", "koord-cluster.json"}
     for name, doc in docs.items():
         assert doc["uid"] and doc["title"] and doc["schemaVersion"] >= 36, name
