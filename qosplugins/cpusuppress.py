@@ -46,7 +46,6 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from koordlet import api
 from qosplugins import _budget, _cpuset, _shared
@@ -62,21 +61,6 @@ FAST_RISE_FRACTION = 0.01
 """A non-BE rise of 1 % of capacity since the last decision wakes the fast path (noise stays below)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The last applied decision: what the fast path compares against and re-uses."""
-
-    at: float
-    policy: str
-    be_dir: str
-    capacity_milli: int
-    threshold_percent: int
-    min_percent: int | None
-    non_be_milli: float
-    non_be_floor_milli: float
-    pools: _cpuset.CPUPools
-
-
 class BECPUSuppress(api.QOSPluginBase):
     """Suppress BE CPU by cpuset or CFS quota from the LS usage of the node."""
 
@@ -89,7 +73,7 @@ class BECPUSuppress(api.QOSPluginBase):
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
         self._lock = threading.Lock()
-        self._decision: Decision | None = None
+        self._decision: _budget.Decision | None = None
         self._probe = _budget.DemandProbe()
         self._restored = False
         self._warned = ""
@@ -173,7 +157,7 @@ class BECPUSuppress(api.QOSPluginBase):
         pools = _cpuset.cpu_pools(self.ctx.host.cpu_topology(), self.ctx.states.node(), pods)
         self._set(self._share_pool, float(len(pools.ls)))
         self._set(self._be_share_pool, float(len(pools.usable)))
-        decision = Decision(
+        decision = _budget.Decision(
             at=self.ctx.clock(),
             policy=slo.cpu_suppress_policy,
             be_dir=be_dir,
@@ -186,7 +170,9 @@ class BECPUSuppress(api.QOSPluginBase):
         )
         self._set(self._ls_used, (usage.pod_non_be_milli + usage.host_app_non_be_milli) / 1000.0)
         self._set(self._be_used, usage.be_pods_milli / 1000.0)
-        self._explain(decision, budget, "periodic", usage)
+        self._status = _budget.explain(
+            decision, budget, "periodic", self.ctx.wall_clock(), usage, self._status
+        )
         self._apply(decision, budget, shrink_only=False, usage=usage)
         if decision.policy == POLICY_CFS_QUOTA:
             self._recover_cpuset(be_dir, pools, only_if_changed=True)
@@ -217,7 +203,7 @@ class BECPUSuppress(api.QOSPluginBase):
             # The decision carries the fast non-BE, so the write's audit reason names what the budget
             # subtracted (the stale periodic figure made "budget -202m, non-BE 648m" unexplainable).
             fresh = dataclasses.replace(decision, at=self.ctx.clock(), non_be_milli=non_be)
-            self._explain(fresh, budget, "fast")
+            self._status = _budget.explain(fresh, budget, "fast", self.ctx.wall_clock(), None, self._status)
             self._apply(fresh, budget, shrink_only=True)
             self._decision = fresh
         finally:
@@ -243,14 +229,14 @@ class BECPUSuppress(api.QOSPluginBase):
     # -- writers -------------------------------------------------------------------------------------
 
     def _apply(
-        self, decision: Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None = None
+        self, decision: _budget.Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None = None
     ) -> None:
         if decision.policy == POLICY_CFS_QUOTA:
             self._apply_quota(decision, budget, shrink_only, usage)
         else:
             self._apply_cpuset(decision, budget, shrink_only)
 
-    def _apply_cpuset(self, decision: Decision, budget: float, shrink_only: bool) -> None:
+    def _apply_cpuset(self, decision: _budget.Decision, budget: float, shrink_only: bool) -> None:
         online = frozenset(c.cpu for c in decision.pools.online)
         node = self.ctx.states.node()
         static = node is not None and node.kubelet_cpu_manager_policy == KUBELET_STATIC
@@ -279,7 +265,7 @@ class BECPUSuppress(api.QOSPluginBase):
         return _shared.read_cpuset(self.ctx, be_dir)
 
     def _apply_quota(
-        self, decision: Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None
+        self, decision: _budget.Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None
     ) -> None:
         cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", decision.be_dir))
         if cur is None:
@@ -387,36 +373,6 @@ class BECPUSuppress(api.QOSPluginBase):
     def status(self) -> api.JSONObject:
         """The last budget and what it was computed from (``api.StatusReporter``, for ``koordlet top``)."""
         return self._status
-
-    def _explain(
-        self, decision: Decision, budget: float, path: str, usage: _budget.Usage | None = None
-    ) -> None:
-        """Keep the numbers behind ``budget`` for :meth:`status` (one new dict, assigned whole, so the HTTP
-        thread never sees a half-written one). The fast path keeps the last periodic split."""
-        split: api.JSONObject = (
-            {
-                "nodeUsedMilli": round(usage.node_used_milli),
-                "lsPodsMilli": round(usage.pod_non_be_milli),
-                "lsHostAppsMilli": round(usage.host_app_non_be_milli),
-                "systemMilli": round(usage.system_milli),
-                "reservedMilli": usage.reserved_milli,
-                "bePodsMilli": round(usage.be_pods_milli),
-            }
-            if usage is not None
-            else {k: v for k, v in self._status.items() if k.endswith("Milli") and k != "budgetMilli"}
-        )
-        self._status = {
-            "active": True,
-            "policy": decision.policy,
-            "path": path,
-            "decidedAt": self.ctx.wall_clock(),
-            "capacityMilli": decision.capacity_milli,
-            "thresholdPercent": decision.threshold_percent,
-            "minPercent": decision.min_percent,
-            **split,
-            "nonBEMilli": round(decision.non_be_milli),
-            "budgetMilli": round(budget),
-        }
 
     def _set(self, gauge: api.GaugeVec, value: float, **extra: str) -> None:
         gauge.labels(**self._labels, **extra).set(value)
