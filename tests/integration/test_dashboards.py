@@ -28,7 +28,7 @@ from koordlet.testing.cgroups import RealKubepods
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects
-from tests.cluster.deschedulerharness import DeschedulerProcess
+from tests.cluster.deschedulerharness import DeschedulerProcess, low_node_load
 from tests.cluster.extenderharness import ExtenderProcess
 from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim
 from tests.managerharness import ManagerProcess, set_config, write_kubeconfig
@@ -39,26 +39,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.tool("prometheus")
 NODE = "dash-node"
 BUILTINS = {"__rate_interval": "15s", "__interval": "2s", "__range": "2m", "__range_s": "120"}
 """Grafana's built-ins at a 1 s scrape interval: ``$__rate_interval`` is at least four scrapes."""
-DESCHEDULER = {
-    "deschedulingInterval": "1s",
-    "profiles": [
-        {
-            "name": "dash",
-            "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
-            "pluginConfig": [
-                {
-                    "name": "LowNodeLoad",
-                    "args": {
-                        "lowThresholds": {"cpu": 45, "memory": 100},
-                        "highThresholds": {"cpu": 75, "memory": 100},
-                        "anomalyCondition": {"consecutiveAbnormalities": 1},
-                    },
-                },
-                {"name": "MigrationController", "args": {"skipCheckExpectedReplicas": True}},
-            ],
-        }
-    ],
-}
+DESCHEDULER = low_node_load("dash", consecutive_abnormalities=1)
 
 
 def expand(expr: str, values: Mapping[str, str]) -> str:
