@@ -106,8 +106,12 @@ def test_api_pods_follow_the_informer_not_the_refresh_period(cluster_factory: Ca
     c = cluster_factory(pod_source="api", kubelet_sync_interval=600.0, pods_staleness_seconds=1.5)
     assert wait_for(c.informer.has_synced, NEVER, timeout=10)
     assert sorted(p.name for p in c.informer.pods()) == ["web-0", "web-1", "web-2"]
-    c.server.store.create("pods", pod_object("00000000-0000-4000-8000-000000000007", "web-7"), "default")
+    web7 = pod_object("00000000-0000-4000-8000-000000000007", "web-7")
+    web7["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {}}]
+    c.server.store.create("pods", web7, "default")
     assert wait_for(lambda: any(p.name == "web-7" for p in c.informer.pods()), NEVER, timeout=5)
+    cached = c.informer.informers["pods"].get("default/web-7")
+    assert cached is not None and "managedFields" not in cached["metadata"]  # not kept by the agent
 
     c.server.down()
     try:
