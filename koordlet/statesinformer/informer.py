@@ -1,10 +1,12 @@
 """``StatesInformer``: the facade the agent and the plugins read (implements :class:`api.StatesReader`).
 
-It wires the pieces by mode. In a cluster: the Node, this node's NodeSLO and NodeMetric are list+watched
-by name, pods come from the kubelet (or the API server), the NodeMetric status is reported every interval,
-and the evictor's Eviction and Event calls go through here. Standalone (no credentials, or asked): the
-node is this host, pods are discovered in the cgroup tree, the NodeSLO comes from a file or the defaults,
-and the NodeMetric status is written to a local file and served by the daemon.
+It wires the pieces by mode. In a cluster: the Node, this node's NodeSLO and NodeMetric are cached by
+name, each by the cluster side's shared :class:`~koordlet.cluster.informer.Informer`; pods come from the
+kubelet (or the API server, by the same informer with ``spec.nodeName``), the NodeMetric status is
+reported every interval, and the evictor's Eviction and Event calls go through here. Standalone (no
+credentials, or asked): the node is this host, pods are discovered in the cgroup tree, the NodeSLO comes
+from a file or the defaults, and the NodeMetric status is written to a local file and served by the
+daemon.
 """
 
 from __future__ import annotations
