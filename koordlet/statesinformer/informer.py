@@ -176,7 +176,7 @@ class StatesInformer:
         cached = self._node_cache
         # Plugins ask every tick; convert only when the watch delivered a new object.
         if cached is None or cached[0] is not obj:
-            cached = self._node_cache = (obj, node_info(obj))
+            cached = self._node_cache = (obj, node_info(obj, self.host.paths))
         return cached[1]
 
     def pods(self) -> tuple[api.PodInfo, ...]:
