@@ -392,8 +392,7 @@ def main(argv: list[str]) -> int:
                 stale.append(name)
         else:
             path.write_text(text, encoding="utf-8")
-    for name in stale:
-        print(f"{name} is out of date: run gen_crds.py")
+    print("".join(f"{name} is out of date: run gen_crds.py\n" for name in stale), end="")
     return 1 if stale else 0
 
 
