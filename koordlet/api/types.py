@@ -100,6 +100,10 @@ class PodInfo:
     """Kind of the controlling owner (``DaemonSet``, ``ReplicaSet``, ``Node`` for static pods)."""
     created_at: float = 0.0
     """Creation time, seconds since the epoch (0 if unknown)."""
+    ips: tuple[str, ...] = ()
+    """``status.podIPs`` (validated addresses, IPv4 and/or IPv6); empty until the pod has one."""
+    host_network: bool = False
+    """``spec.hostNetwork``: the pod shares the node's addresses, so its traffic cannot be told apart."""
 
     @property
     def is_best_effort(self) -> bool:
@@ -259,6 +263,23 @@ class CgroupUpdate:
     reason: str = ""
     cacheable: bool = True
     """Skip the write when the cached value is unchanged (still re-applied every force period)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResctrlUpdate:
+    """What one resctrl control group (``LSR``, ``LS``, ``BE``) may use, in Koordinator's terms.
+
+    The executor turns it into a ``schemata`` write for every cache domain: ``l3_percent`` ``(start, end)``
+    is a contiguous share of the L3 ways (``catRangeStartPercent``/``catRangeEndPercent``), ``mb_percent``
+    the memory bandwidth (``mbaPercent``; Intel rounds up to its granularity, AMD gets absolute units).
+    ``None`` leaves that resource as it is.
+    """
+
+    group: str
+    owner: str
+    l3_percent: tuple[int, int] | None = None
+    mb_percent: int | None = None
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

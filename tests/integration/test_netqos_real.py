@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koordlet.api.netqos import ClassLimit, DirectionSpec, NetQoSSpec
 from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
 from koordlet.system.cgroups import CgroupMode
-from koordlet.system.netqos import ClassLimit, DirectionSpec, NetQoSSpec
 from koordlet.system.paths import HostPaths
 
 pytestmark = [pytest.mark.root, pytest.mark.tool("iperf3", "ip", "tc"), pytest.mark.slow]
