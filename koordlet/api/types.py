@@ -226,6 +226,18 @@ class HostApplication:
 
 
 @dataclass(frozen=True, slots=True)
+class NetworkQOS:
+    """``resourceQOSStrategy.<class>.networkQOS`` resolved to bits per second: an integer in the NodeSLO is
+    a percent of ``systemStrategy.totalNetworkBandwidth``, a string a quantity (``50M``); 0 is unset."""
+
+    enable: bool = False
+    ingress_request_bps: int = 0
+    ingress_limit_bps: int = 0
+    egress_request_bps: int = 0
+    egress_limit_bps: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class NodeSLO:
     """The node's SLO policy after validation and merge over Koordinator's defaults."""
 
@@ -238,6 +250,10 @@ class NodeSLO:
     system_strategy: JSONObject = field(default_factory=dict)
     host_applications: tuple[HostApplication, ...] = ()
     extensions: JSONObject = field(default_factory=dict)
+    total_network_bandwidth_bps: int = 0
+    """``systemStrategy.totalNetworkBandwidth`` in bits per second (0: unknown)."""
+    network_qos: Mapping[str, NetworkQOS] = field(default_factory=dict)
+    """Each class's network QoS by its ``resourceQOSStrategy`` key (``lsClass``, ``beClass``...)."""
     generation: int = 0
     """Increments each time a new valid NodeSLO takes effect."""
 
