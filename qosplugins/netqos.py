@@ -61,9 +61,7 @@ def build_spec(uplink: str, slo: api.NodeSLO, pods: list[api.PodInfo]) -> api.Ne
     if not ls.enable and not be.enable:
         return None
     total = slo.total_network_bandwidth_bps
-    shaped_in = any(
-        c.enable and (c.ingress_request_bps > 0 or c.ingress_limit_bps > 0) for c in (ls, be)
-    )
+    shaped_in = any(c.enable and (c.ingress_request_bps > 0 or c.ingress_limit_bps > 0) for c in (ls, be))
     ls_ips: set[api.IPAddress] = set()
     be_ips: set[api.IPAddress] = set()
     for pod in pods:

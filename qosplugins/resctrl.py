@@ -106,7 +106,7 @@ class RdtResctrl(api.QOSPluginBase):
             self._check(res)
 
     def _check(self, res: api.UpdateResult) -> None:
-        if res.skipped == "gone" and res.update.resource == "schemata":
+        if res.skipped == "gone" and res.update.resource in ("schemata", "tasks"):
             self._present.discard(res.update.cgroup_dir)  # removed behind our back: made again next pass
         _shared.report_refused(self.ctx, [res])
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,32 +15,17 @@ from koordlet.system.blkio import DeviceNumber
 from koordlet.system.cgroups import CgroupMode, from_kernel, to_kernel, validate
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
+from tests.support.fakehost import make_block_device
 
 V1, V2 = CgroupMode.V1, CgroupMode.V2
-
-
-def _disk(sys: Path, name: str, dev: str, *, parent: Path | None = None, dm_name: str = "") -> Path:
-    """A block device as sysfs shows it: its dir under devices/, class/block/<name> and dev/block/M:m."""
-    node = (parent or sys / "devices" / "virtual" / "block") / name
-    node.mkdir(parents=True)
-    (node / "dev").write_text(dev + "\n")
-    if parent is not None:
-        (node / "partition").write_text("1\n")
-    if dm_name:
-        (node / "dm").mkdir()
-        (node / "dm" / "name").write_text(dm_name + "\n")
-    for link_dir, link_name in ((sys / "class" / "block", name), (sys / "dev" / "block", dev)):
-        link_dir.mkdir(parents=True, exist_ok=True)
-        os.symlink(node, link_dir / link_name)
-    return node
 
 
 @pytest.fixture
 def sysfs(tmp_path: Path) -> HostPaths:
     sys = tmp_path / "sys"
-    vdb = _disk(sys, "vdb", "252:16")
-    _disk(sys, "vdb1", "252:17", parent=vdb)
-    _disk(sys, "dm-0", "253:0", dm_name="vg0-data")
+    vdb = make_block_device(sys, "vdb", "252:16")
+    make_block_device(sys, "vdb1", "252:17", parent=vdb)
+    make_block_device(sys, "dm-0", "253:0", dm_name="vg0-data")
     return HostPaths(sys_root=sys)
 
 
@@ -53,7 +37,7 @@ def test_device_number_parse_and_format() -> None:
             DeviceNumber.parse(bad)
 
 
-def test_names_resolve_through_sysfs_and_partitions_give_their_disk(sysfs: HostPaths) -> None:
+def test_names_resolve_through_sysfs_and_partitions_give_theirmake_block_device(sysfs: HostPaths) -> None:
     assert blkio.resolve_device_name(sysfs, "vdb") == DeviceNumber(252, 16)
     assert blkio.resolve_device_name(sysfs, "/dev/vdb") == DeviceNumber(252, 16)
     assert blkio.resolve_device_name(sysfs, "/dev/vdb1") == DeviceNumber(252, 16)
