@@ -80,7 +80,11 @@ def mount(paths: HostPaths) -> None:
     root = str(paths.resctrl_root)
     try:
         done = subprocess.run(
-            ["mount", "-t", "resctrl", "resctrl", root], check=False, capture_output=True, text=True, timeout=30
+            ["mount", "-t", "resctrl", "resctrl", root],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
     except (OSError, subprocess.SubprocessError) as err:
         raise OSError(errno.EIO, f"mount -t resctrl resctrl {root}: {err}") from err
