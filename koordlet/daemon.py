@@ -12,6 +12,7 @@ which must not import the agent's components.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -97,7 +98,11 @@ def new_daemon(
         wall_clock=wall,
     )
     advisor = MetricsAdvisor(
-        cfg.advisor,
+        dataclasses.replace(
+            cfg.advisor,
+            cpi_enabled=gates.enabled("CPICollector"),
+            resctrl_enabled=cfg.advisor.resctrl_enabled and gates.enabled("ResctrlCollector"),
+        ),
         host=host,
         cache=cache,
         states=informer,

@@ -21,12 +21,14 @@ from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.beresource import BEResourceCollector, BEResourceConfig
 from koordlet.metricsadvisor.config import AdvisorConfig
+from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
 from koordlet.metricsadvisor.exporter import AdvisorMetrics, UsageExporter
 from koordlet.metricsadvisor.fastsampler import FastSampler, FastSamplerConfig, Publisher
 from koordlet.metricsadvisor.hostapp import HostAppConfig, HostApplicationCollector, ProcessSource
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.metricsadvisor.psi import PSICollector, PSIConfig
+from koordlet.metricsadvisor.resctrlcollector import ResctrlCollector, ResctrlCollectorConfig
 from koordlet.metricsadvisor.sysresource import SystemResourceCollector, SystemResourceConfig
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
@@ -68,9 +70,12 @@ class MetricsAdvisor:
         errors: fw.ErrorSink = self.metrics if self.metrics is not None else fw.NullErrors()
         self.shared = fw.SharedState()
         every = config.collect_interval
-        self.node = NodeResourceCollector(NodeResourceConfig(every), paths, cache, self.shared, clock, errors)
+        cached = config.page_cache
+        self.node = NodeResourceCollector(
+            NodeResourceConfig(every, with_page_cache=cached), paths, cache, self.shared, clock, errors
+        )
         self.pods = PodResourceCollector(
-            PodResourceConfig(every, config.collect_containers, config.force_python_reader),
+            PodResourceConfig(every, config.collect_containers, config.force_python_reader, cached),
             host,
             cache,
             states,
@@ -110,6 +115,18 @@ class MetricsAdvisor:
         if config.psi_interval > 0:
             self.psi = PSICollector(PSIConfig(config.psi_interval), host, cache, states, clock, errors)
             self.collectors.append(self.psi)
+        self.cpi: CPICollector | None = None
+        if config.cpi_enabled:
+            self.cpi = CPICollector(
+                CPIConfig(config.cpi_interval, config.cpi_window), host, cache, states, clock, errors
+            )
+            self.collectors.append(self.cpi)
+        self.resctrl: ResctrlCollector | None = None
+        if config.resctrl_enabled:
+            self.resctrl = ResctrlCollector(
+                ResctrlCollectorConfig(config.resctrl_interval), paths, cache, clock, errors
+            )
+            self.collectors.append(self.resctrl)
         self.fast: FastSampler | None = None
         if config.fast_sample_interval > 0:
             self.fast = FastSampler(
