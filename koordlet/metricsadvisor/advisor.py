@@ -28,6 +28,7 @@ from koordlet.metricsadvisor.hostapp import HostAppConfig, HostApplicationCollec
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.metricsadvisor.psi import PSICollector, PSIConfig
+from koordlet.metricsadvisor.qosexport import NodeQoSExporter
 from koordlet.metricsadvisor.resctrlcollector import ResctrlCollector, ResctrlCollectorConfig
 from koordlet.metricsadvisor.sysresource import SystemResourceCollector, SystemResourceConfig
 from koordlet.system.host import Host
@@ -142,6 +143,7 @@ class MetricsAdvisor:
             # a sample is exported while younger than three of its collector's intervals (at least 30 s)
             max_age = max(30.0, 3.0 * max(c.interval for c in self.collectors))
             registry.register(UsageExporter(cache, states, config.node_name, clock, max_age=max_age))
+            registry.register(NodeQoSExporter(cache, states, config.node_name, clock, max_age=max_age))
         self._lock = threading.Lock()
         self._closed = False
 

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.errors import ResourceUnsupported
@@ -25,6 +26,7 @@ from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
+from koordlet.metricsadvisor.qosexport import NodeQoSExporter
 from koordlet.metricsadvisor.resctrlcollector import (
     RESCTRL_LLC,
     RESCTRL_MB,
@@ -218,3 +220,32 @@ def test_resctrl_without_monitoring_logs_the_reason(
         col.collect()
     assert "lacks cqm_llc" in str(col.unsupported)
     assert caplog.text.count("resctrl monitoring skipped") == 1
+
+
+def test_exporter_families_with_koordlet_names(cache: MetricCache, fake_clock: FakeClock) -> None:
+    pod = make_pod("web", api.QOSClass.LS)
+    c = pod.containers[0]
+    states = FakeStates(pods=[pod])
+    key = (("container_id", c.container_id), ("cpi_resource", "cycle"), ("pod_uid", pod.uid))
+    cache.append_batch(CONTAINER_CPI, [(key, 12345.0)], fake_clock())
+    cache.append_batch(RESCTRL_LLC, [((("cache_id", "0"), ("qos", "BE")), 1024.0)], fake_clock())
+    mb_key = (("cache_id", "0"), ("qos", "BE"), ("resctrl_mb_type", "mbm_total_bytes"))
+    cache.append_batch(RESCTRL_MB, [(mb_key, 5e6)], fake_clock())
+    registry = CollectorRegistry()
+    registry.register(NodeQoSExporter(cache, states, "node-1", fake_clock, max_age=30))
+    labels = {
+        "node": "node-1",
+        "container_id": c.container_id,
+        "container_name": c.name,
+        "pod_uid": pod.uid,
+        "pod_name": pod.name,
+        "pod_namespace": pod.namespace,
+        "cpi_field": "cycles",
+    }
+    assert registry.get_sample_value("koordlet_container_cpi", labels) == 12345.0
+    llc = {"node": "node-1", "cache_id": "0", "qos": "BE"}
+    assert registry.get_sample_value("koordlet_resctrl_llc_occupancy", llc) == 1024.0
+    mb = {**llc, "mb_type": "mbm_total_bytes"}
+    assert registry.get_sample_value("koordlet_resctrl_memory_bandwidth", mb) == 5e6
+    fake_clock.advance(31)  # stale samples are not exported
+    assert registry.get_sample_value("koordlet_resctrl_llc_occupancy", llc) is None
