@@ -107,11 +107,6 @@ class SysctlWrites:
         self._owned[key] = _Owned(u, now, original)
         return UpdateResult(u, True)
 
-    def originals(self, owner: str) -> dict[str, str]:
-        """Values found before ``owner``'s first writes, keyed like the cache (``sched_features#X``)."""
-        with self._ctx.lock:
-            return {k: o.original for k, o in self._owned.items() if o.update.owner == owner}
-
     def restore(
         self, owner: str, reason: str = "restore", names: Collection[str] | None = None
     ) -> list[UpdateResult]:

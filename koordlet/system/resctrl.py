@@ -130,14 +130,6 @@ def read_info(paths: HostPaths) -> ResctrlInfo:
     )
 
 
-def last_cmd_status(paths: HostPaths) -> str:
-    """The kernel's explanation of the last failed resctrl write (``ok`` after a good one)."""
-    try:
-        return (paths.resctrl_root / "info" / "last_cmd_status").read_text().strip()
-    except OSError:
-        return ""
-
-
 # ---------------------------------------------------------------------------------------------------
 # Groups
 # ---------------------------------------------------------------------------------------------------
@@ -193,10 +185,6 @@ class Schemata:
     """cache id -> bandwidth (percent on Intel)."""
     other: tuple[str, ...] = ()
     """Lines this agent does not manage (L2, MPAM...), kept verbatim."""
-
-    @property
-    def cache_ids(self) -> tuple[int, ...]:
-        return tuple(sorted(self.l3 or self.mb))
 
 
 def _domains(prefix: str, body: str, base: int, text: str) -> dict[int, int]:

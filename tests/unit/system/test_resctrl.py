@@ -24,7 +24,7 @@ def test_detection_and_info(fake_host: FakeHost) -> None:
     assert (info.cbm_mask, info.ways, info.min_cbm_bits, info.num_closids) == (0xFFFFF, 20, 2, 16)
     assert (info.bandwidth_gran, info.min_bandwidth) == (10, 10)
     root = resctrl.parse_schemata(fake_host.read("sys/fs/resctrl/schemata"))
-    assert root.cache_ids == (0, 1)
+    assert sorted(root.l3) == sorted(root.mb) == [0, 1]
 
 
 def test_supported_needs_both_flags_and_a_resctrl_root(fake_host: FakeHost) -> None:
@@ -137,13 +137,6 @@ def test_tasks_to_append(fake_host: FakeHost) -> None:
     assert resctrl.tasks_to_append(present, [14, 12, 11, 10, 11, 0]) == [11, 14]
     with pytest.raises(InvalidValue):
         resctrl.parse_tasks("1\nabc\n")
-
-
-def test_last_cmd_status(fake_host: FakeHost) -> None:
-    assert resctrl.last_cmd_status(fake_host.paths) == ""
-    fake_host.make_resctrl()
-    fake_host.write("sys/fs/resctrl/info/last_cmd_status", "Mask out of range\n")
-    assert resctrl.last_cmd_status(fake_host.paths) == "Mask out of range"
 
 
 @pytest.mark.parametrize(
