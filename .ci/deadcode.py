@@ -21,7 +21,6 @@ KINDS = {"function", "method", "class", "property", "import"}
 
 ALLOWED_FILES: dict[str, str] = {}
 ALLOWED_NAMES = {
-    "cgroup_version": "api.HostReader contract method for third-party plugins (built-ins need no version)",
     "remove": "api.GaugeVec contract method for third-party plugins",
     "delete": "scheduler framework CycleState contract method (Go's CycleState.Delete) for plugins",
     "clone": "scheduler framework CycleState contract method (Go's CycleState.Clone) for plugins",

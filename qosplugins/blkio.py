@@ -11,7 +11,12 @@ Every ``reconcile-interval-seconds`` (the agent's flag, 1 s):
   user model), where the kernel has iocost.
 
 The executor writes cgroup v1 files or their v2 form (``io.max``, ``io.weight``, ``io.cost.*``), going
-beyond koordlet, which is v1 only. A device that carries a value in a cgroup this plugin manages but is no
+beyond koordlet, which is v1 only. On cgroup v2 a limit holds for everything below the cgroup. v1 block
+throttling is flat (hierarchical only with the ``sane_behavior`` mount option upstream kernels do not
+offer): a limit on the tier or the pod binds only tasks of that very cgroup, and container tasks live
+below. So on v1 each throttle is also shared out evenly among the running containers below it, which keeps
+their sum within the configured limit (koordlet writes the tier or pod alone, which binds no container
+task on an upstream v1 kernel). A device that carries a value in a cgroup this plugin manages but is no
 longer configured (a stale device) is reset: throttles to 0, weight to 100, iocost to ``enable=0``; at
 stop every value this plugin set is reset the same way. ``lsrClass``/``lsClass`` blocks are refused with a
 warning, as koordlet does: their tiers (kubepods, burstable) contain other classes' pods. Block types
@@ -101,6 +106,27 @@ def _is_neutral(resource: str, rest: str) -> bool:
     return rest == NEUTRAL.get(resource)
 
 
+def _containers(pod: api.PodInfo) -> list[str]:
+    return [c.cgroup_dir for c in pod.containers if c.cgroup_dir and c.running]
+
+
+def _share(value: str, n: int) -> str:
+    """A throttle shared by ``n`` cgroups: each gets an equal part, never 0 (which would lift it)."""
+    v = int(value)
+    return value if v == 0 or n <= 1 else str(max(v // n, 1))
+
+
+def _merge(into: dict[tuple[str, str], str], values: Mapping[tuple[str, str], str]) -> None:
+    """Add ``values``; where a key is set twice (a BE pod under a class limit with its own), the tighter
+    throttle wins (0 is no throttle)."""
+    for key, v in values.items():
+        have = into.get(key)
+        if have is None or (key[0] in THROTTLES.values() and have == "0"):
+            into[key] = v
+        elif key[0] in THROTTLES.values() and v != "0":
+            into[key] = str(min(int(have), int(v)))
+
+
 class BlkIOReconcile(api.QOSPluginBase):
     """Block I/O limits for the besteffort tier, annotated pods and the root's iocost."""
 
@@ -136,26 +162,24 @@ class BlkIOReconcile(api.QOSPluginBase):
             self._warn_once(f"{where}: block {name!r} skipped: {err}")
             return None
 
-    def targets(self) -> list[tuple[str, list[api.JSONObject], bool]]:
-        """``(cgroup dir, blocks, is the root)`` of every cgroup this plugin manages now."""
+    def targets(self) -> list[tuple[str, list[api.JSONObject], bool, list[str]]]:
+        """``(cgroup dir, blocks, is the root, container dirs below)`` of every cgroup managed now."""
         slo = self.ctx.states.node_slo()
         for key in (cfg.LSR_CLASS, cfg.LS_CLASS):
             section = cfg.class_section(slo, key, SECTION)
             if cfg.enabled(section) and blocks_of(section):
                 self._warn_once(f"{key}.blkioQOS is not supported (only beClass, cgroupRoot and pods)")
+        tier = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
         be = cfg.class_section(slo, cfg.BE_CLASS, SECTION)
         root = cfg.class_section(slo, cfg.CGROUP_ROOT, SECTION)
-        out = [
-            (
-                self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT),
-                blocks_of(be) if cfg.enabled(be) else [],
-                False,
-            ),
-            ("", blocks_of(root) if cfg.enabled(root) else [], True),
+        running = [p for p in self.ctx.states.pods() if p.phase == "Running" and p.cgroup_dir]
+        out: list[tuple[str, list[api.JSONObject], bool, list[str]]] = [
+            (tier, blocks_of(be) if cfg.enabled(be) else [], False, []),
+            ("", blocks_of(root) if cfg.enabled(root) else [], True, []),
         ]
-        for pod in self.ctx.states.pods():
+        for pod in running:
             raw = pod.annotations.get(ANNOTATION)
-            if raw is None or pod.phase != "Running" or not pod.cgroup_dir:
+            if raw is None:
                 continue
             try:
                 parsed = json.loads(raw) if raw else {}
@@ -163,13 +187,17 @@ class BlkIOReconcile(api.QOSPluginBase):
                 self._warn_once(f"pod {pod.namespace}/{pod.name}: {ANNOTATION} is not JSON")
                 continue
             if isinstance(parsed, Mapping):
-                out.append((pod.cgroup_dir, blocks_of(parsed), False))
+                out.append((pod.cgroup_dir, blocks_of(parsed), False, _containers(pod)))
+        if self.ctx.host.cgroup_version() == 1:
+            under_tier = [d for p in running if p.cgroup_dir.startswith(tier + "/") for d in _containers(p)]
+            out[0] = (tier, out[0][1], False, under_tier)
         return out
 
     def wanted(self) -> list[api.CgroupUpdate]:
-        """Writes of this pass: configured devices, then resets of stale ones."""
-        writes: list[api.CgroupUpdate] = []
-        for d, blocks, is_root in self.targets():
+        """Writes of this pass: configured devices (shared out below on v1), then resets of stale ones."""
+        per_dir: dict[str, dict[tuple[str, str], str]] = {}
+        managed: dict[str, tuple[str, ...]] = {}
+        for d, blocks, is_root, below in self.targets():
             files = (COST_QOS, COST_MODEL) if is_root else (*THROTTLES.values(), WEIGHT)
             files = tuple(f for f in files if self.ctx.host.supports(f))
             if not files:
@@ -183,8 +211,16 @@ class BlkIOReconcile(api.QOSPluginBase):
                 io = io if isinstance(io, Mapping) else {}
                 values = iocost_values(io) if is_root else device_values(io)
                 configured.update({(r, dev): v for r, v in values.items() if r in files})
-            writes += [self._update(r, d, dev, v, "blkioQOS") for (r, dev), v in configured.items()]
-            writes += self._stale(d, files, {dev for _, dev in configured})
+            _merge(per_dir.setdefault(d, {}), configured)
+            managed[d] = files
+            shares = {k: _share(v, len(below)) for k, v in configured.items() if k[0] in THROTTLES.values()}
+            for c in below:
+                _merge(per_dir.setdefault(c, {}), shares)
+                managed[c] = tuple(f for f in files if f in THROTTLES.values())
+        writes: list[api.CgroupUpdate] = []
+        for d, wanted in per_dir.items():
+            writes += [self._update(r, d, dev, v, "blkioQOS") for (r, dev), v in wanted.items()]
+            writes += self._stale(d, managed[d], {dev for _, dev in wanted})
         return writes
 
     def _stale(self, d: str, files: Iterable[str], wanted: set[str]) -> list[api.CgroupUpdate]:

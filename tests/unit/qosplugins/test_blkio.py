@@ -49,6 +49,7 @@ def test_v1_class_and_pod_lines_stale_reset_and_stop(
         make_pod("be", api.QOSClass.BE, annotations={"koordinator.sh/blkioQOS": ann}),
         **dict.fromkeys(THROTTLES, ""),
     )
+    other = v1.add_pod(make_pod("be2", api.QOSClass.BE, containers=2), **dict.fromkeys(THROTTLES, ""))
     v1.slo(
         be_blocks(
             {"name": "vdb", "type": "device", "ioCfg": {"readBPS": 100 * MI, "writeIOPS": 500}},
@@ -64,13 +65,21 @@ def test_v1_class_and_pod_lines_stale_reset_and_stop(
     assert v1.read(WBPS, BE_TIER) == ""  # 0: no limit, no line
     # the pod's partition resolves to its disk
     assert v1.read(WBPS, pod.cgroup_dir) == "252:16 10485760"
+    # v1 throttles bind only a cgroup's own tasks: the tier's limit is shared out among the three BE
+    # containers (104857600 // 3), the pod's among its one container
+    c1 = pod.containers[0].cgroup_dir
+    assert v1.read(RBPS, c1) == "252:16 34952533" and v1.read(WBPS, c1) == "252:16 10485760"
+    assert [v1.read(WIOPS, c.cgroup_dir) for c in other.containers] == ["252:16 166"] * 2  # 500 // 3
+    assert v1.read(RBPS, other.cgroup_dir) == ""  # no task there, nothing asked of it
     assert caplog.text.count("type 'volumegroup' skipped") == 1
     # the device leaves the NodeSLO: its lines are reset; stop resets the pod's too
     v1.slo(be_blocks())
     v1.tick()
     assert v1.read(RBPS, BE_TIER) == "" and v1.read(WIOPS, BE_TIER) == ""
+    assert v1.read(RBPS, c1) == "" and v1.read(WIOPS, other.containers[1].cgroup_dir) == ""
+    assert v1.read(WBPS, c1) == "252:16 10485760"  # the pod's own limit stays
     plugin.shutdown()
-    assert v1.read(WBPS, pod.cgroup_dir) == ""
+    assert v1.read(WBPS, pod.cgroup_dir) == "" and v1.read(WBPS, c1) == ""
 
 
 def test_unknown_device_and_ls_class_are_warned_not_written(
