@@ -48,6 +48,8 @@ THROTTLES: Mapping[str, str] = {
 NEUTRAL: Mapping[str, str] = {**dict.fromkeys(THROTTLES.values(), "0"), WEIGHT: "100", COST_QOS: "enable=0"}
 """What a device's line is reset to: no throttle, the default weight, iocost off."""
 DEFAULT_LATENCY_US, DEFAULT_LATENCY_PERCENT = 3000, 95
+RESCAN_SECONDS = 60.0
+"""How often a managed cgroup's files are read for devices left by others (the executor's force period)."""
 _MODEL_KEYS = (
     ("rbps", "modelReadBPS"),
     ("rseqiops", "modelReadSeqIOPS"),
@@ -139,6 +141,8 @@ class BlkIOReconcile(api.QOSPluginBase):
         self._mine: dict[tuple[str, str], str] = {}
         """``(resource, "<cgroup dir>|<major:minor>")`` -> value, for everything this plugin set."""
         self._warned: set[str] = set()
+        self._scanned: dict[str, float] = {}
+        """Cgroup dir -> when its files were last read for stale devices."""
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(self.ctx.agent.reconcile_interval, self.reconcile)
@@ -217,6 +221,7 @@ class BlkIOReconcile(api.QOSPluginBase):
             for c in below:
                 _merge(per_dir.setdefault(c, {}), shares)
                 managed[c] = tuple(f for f in files if f in THROTTLES.values())
+        self._scanned = {d: t for d, t in self._scanned.items() if d in per_dir}
         writes: list[api.CgroupUpdate] = []
         for d, wanted in per_dir.items():
             writes += [self._update(r, d, dev, v, "blkioQOS") for (r, dev), v in wanted.items()]
@@ -224,13 +229,29 @@ class BlkIOReconcile(api.QOSPluginBase):
         return writes
 
     def _stale(self, d: str, files: Iterable[str], wanted: set[str]) -> list[api.CgroupUpdate]:
+        """Resets of devices ``d`` holds a value for but no longer wants: those this plugin set (known
+        without reading), and, on first sight of ``d`` and once a minute after, any the files show (left
+        by an earlier agent, or by the NodeSLO it had)."""
+        now = self.ctx.clock()
+        scan = now - self._scanned.get(d, float("-inf")) >= RESCAN_SECONDS
+        if scan:
+            self._scanned[d] = now
         out: list[api.CgroupUpdate] = []
         for resource in files:
             if resource not in NEUTRAL:
                 continue
-            for dev, rest in devices_in(_shared.read_value(self.ctx, resource, d)).items():
-                if dev not in wanted and not _is_neutral(resource, rest):
-                    out.append(self._update(resource, d, dev, NEUTRAL[resource], "stale device"))
+            devs = {
+                where.rpartition("|")[2]
+                for r, where in self._mine
+                if r == resource and where.startswith(f"{d}|")
+            }
+            if scan:
+                found = devices_in(_shared.read_value(self.ctx, resource, d))
+                devs |= {dev for dev, rest in found.items() if not _is_neutral(resource, rest)}
+            out += [
+                self._update(resource, d, dev, NEUTRAL[resource], "stale device")
+                for dev in sorted(devs - wanted)
+            ]
         return out
 
     def _update(self, resource: str, d: str, dev: str, value: str, reason: str) -> api.CgroupUpdate:
