@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from koordlet import api
 from qosplugins import _qosconfig as cfg
 from qosplugins import _shared
+from qosplugins._refusals import Refusals
 
 ANNOTATION = "koordinator.sh/blkioQOS"
 SECTION = "blkioQOS"
@@ -140,30 +141,27 @@ class BlkIOReconcile(api.QOSPluginBase):
         self._lock = threading.Lock()
         self._mine: dict[tuple[str, str], str] = {}
         """``(resource, "<cgroup dir>|<major:minor>")`` -> value, for everything this plugin set."""
-        self._warned: set[str] = set()
+        self._refusals = Refusals(ctx)
         self._scanned: dict[str, float] = {}
         """Cgroup dir -> when its files were last read for stale devices."""
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(self.ctx.agent.reconcile_interval, self.reconcile)
 
-    def _warn_once(self, message: str) -> None:
-        if message not in self._warned:
-            self._warned.add(message)
-            self.ctx.logger.warning("%s", message)
-
     def _device(self, block: api.JSONObject, where: str) -> str | None:
         name, kind = block.get("name"), block.get("type") or "device"
         if kind != "device":
-            self._warn_once(f"{where}: block {name!r} of type {kind!r} skipped: only devices are supported")
+            self._refusals.once(
+                f"{where}: block {name!r} of type {kind!r} skipped: only devices are supported"
+            )
             return None
         if not isinstance(name, str) or not name:
-            self._warn_once(f"{where}: a block without a device name is skipped")
+            self._refusals.once(f"{where}: a block without a device name is skipped")
             return None
         try:
             return self.ctx.host.block_device(name)
         except api.KoordletError as err:
-            self._warn_once(f"{where}: block {name!r} skipped: {err}")
+            self._refusals.once(f"{where}: block {name!r} skipped: {err}")
             return None
 
     def targets(self) -> list[tuple[str, list[api.JSONObject], bool, list[str]]]:
@@ -172,7 +170,7 @@ class BlkIOReconcile(api.QOSPluginBase):
         for key in (cfg.LSR_CLASS, cfg.LS_CLASS):
             section = cfg.class_section(slo, key, SECTION)
             if cfg.enabled(section) and blocks_of(section):
-                self._warn_once(f"{key}.blkioQOS is not supported (only beClass, cgroupRoot and pods)")
+                self._refusals.once(f"{key}.blkioQOS is not supported (only beClass, cgroupRoot and pods)")
         tier = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
         be = cfg.class_section(slo, cfg.BE_CLASS, SECTION)
         root = cfg.class_section(slo, cfg.CGROUP_ROOT, SECTION)
@@ -188,7 +186,7 @@ class BlkIOReconcile(api.QOSPluginBase):
             try:
                 parsed = json.loads(raw) if raw else {}
             except ValueError:
-                self._warn_once(f"pod {pod.namespace}/{pod.name}: {ANNOTATION} is not JSON")
+                self._refusals.once(f"pod {pod.namespace}/{pod.name}: {ANNOTATION} is not JSON")
                 continue
             if isinstance(parsed, Mapping):
                 out.append((pod.cgroup_dir, blocks_of(parsed), False, _containers(pod)))
@@ -270,7 +268,7 @@ class BlkIOReconcile(api.QOSPluginBase):
                 self._mine[key] = value
             else:
                 self._mine.pop(key, None)
-        _shared.report_refused(self.ctx, results)
+        self._refusals.report(results)
 
     def shutdown(self) -> None:
         with self._lock:

@@ -30,6 +30,7 @@ from qosplugins import _memqos as mq
 from qosplugins import _qosconfig as cfg
 from qosplugins import _shared
 from qosplugins._originals import Originals, Want
+from qosplugins._refusals import Refusals
 
 MEMORY_SECTION = "memoryQOS"
 SOFT_LIMIT = "memory.soft_limit_in_bytes"
@@ -49,6 +50,7 @@ class CgroupReconcile(api.QOSPluginBase):
         self._lock = threading.Lock()
         self._supported: frozenset[str] | None = None
         self._originals = Originals(self._read_original)
+        self._refusals = Refusals(ctx)
         self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
     def run(self, stop: threading.Event) -> None:
@@ -68,7 +70,7 @@ class CgroupReconcile(api.QOSPluginBase):
     def reconcile(self) -> None:
         with self._lock:
             levels = self._originals.plan(self.wants())
-            _shared.report_refused(self.ctx, self.ctx.executor.leveled_update(levels))
+            self._refusals.report(self.ctx.executor.leveled_update(levels))
 
     def wants(self) -> list[Want]:
         """Every value memory QoS asks for now, with its level."""
@@ -152,5 +154,5 @@ class CgroupReconcile(api.QOSPluginBase):
     def shutdown(self) -> None:
         with self._lock:
             levels = self._originals.restore_all()
-            _shared.report_refused(self.ctx, self.ctx.executor.leveled_update(levels))
+            self._refusals.report(self.ctx.executor.leveled_update(levels))
             self.ctx.executor.release(self.name)

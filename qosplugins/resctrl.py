@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from koordlet import api
 from qosplugins import _qosconfig as cfg
 from qosplugins import _shared
+from qosplugins._refusals import Refusals
 
 SECTION = "resctrlQOS"
 RECHECK_SECONDS = 60.0
@@ -63,6 +64,7 @@ class RdtResctrl(api.QOSPluginBase):
         self._present: set[str] = set()
         self._skipped_why: str | None = None
         self._checked = float("-inf")
+        self._refusals = Refusals(ctx)
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(self.ctx.agent.reconcile_interval, self.reconcile)
@@ -108,7 +110,7 @@ class RdtResctrl(api.QOSPluginBase):
     def _check(self, res: api.UpdateResult) -> None:
         if res.skipped == "gone" and res.update.resource in ("schemata", "tasks"):
             self._present.discard(res.update.cgroup_dir)  # removed behind our back: made again next pass
-        _shared.report_refused(self.ctx, [res])
+        self._refusals.report([res])
 
     def tasks(self, slo: api.NodeSLO) -> dict[str, list[int]]:
         """The threads each group should hold: every cgroup of each enabled pod, sandbox included."""

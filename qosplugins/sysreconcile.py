@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from koordlet import api
 from qosplugins import _qosconfig as cfg
+from qosplugins._refusals import Refusals
 
 MIN_FREE_KBYTES = "min_free_kbytes"
 SCHED_FEATURES = "sched_features"
@@ -64,7 +65,7 @@ class SystemConfig(api.QOSPluginBase):
         self._lock = threading.Lock()
         self._owned: set[str] = set()
         """Tunables this plugin has written and not yet restored."""
-        self._last_error: dict[str, str] = {}
+        self._refusals = Refusals(ctx)
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(self.ctx.agent.reconcile_interval, self.reconcile)
@@ -75,27 +76,17 @@ class SystemConfig(api.QOSPluginBase):
             names = {name for name, _ in pairs}
             gone = sorted(self._owned - names)
             if gone:
-                self._report(self.ctx.executor.restore_sysctl(self.name, gone))
+                self._refusals.report(self.ctx.executor.restore_sysctl(self.name, gone))
                 self._owned -= set(gone)
             results = [
                 self.ctx.executor.update_sysctl(name, value, owner=self.name, reason="systemStrategy")
                 for name, value in pairs
             ]
             self._owned |= {r.update.resource for r in results if r.ok and r.skipped != "unsupported"}
-            self._report(results)
-
-    def _report(self, results: list[api.UpdateResult]) -> None:
-        """Log a refusal once per tunable and message, not every second while the NodeSLO stays."""
-        for r in results:
-            name = r.update.resource
-            if r.ok:
-                self._last_error.pop(name, None)
-            elif self._last_error.get(name) != r.error:
-                self._last_error[name] = r.error
-                self.ctx.logger.warning("%s=%s refused: %s", name, r.update.value, r.error)
+            self._refusals.report(results)
 
     def shutdown(self) -> None:
         with self._lock:
-            self._report(self.ctx.executor.restore_sysctl(self.name))
+            self._refusals.report(self.ctx.executor.restore_sysctl(self.name))
             self._owned.clear()
             self.ctx.executor.release(self.name)
