@@ -24,6 +24,7 @@ import threading
 
 from koordlet import api
 from qosplugins import _qosconfig as cfg
+from qosplugins._refusals import Refusals
 
 UPLINK = api.Flag(
     "tc-network-qos-uplink",
@@ -93,7 +94,7 @@ class TCNetworkQoS(api.QOSPluginBase):
         self._lock = threading.Lock()
         self.uplink = ctx.option(UPLINK)
         self._applied = False
-        self._last_error = ""
+        self._refusals = Refusals(ctx)
 
     def run(self, stop: threading.Event) -> None:
         if not self.uplink:
@@ -113,16 +114,13 @@ class TCNetworkQoS(api.QOSPluginBase):
                 self._applied = True
                 if res.written:
                     self.ctx.logger.info("%s: %s", self.uplink, res.update.value)
-            if res.error != self._last_error and res.error:
-                self.ctx.logger.warning("network QoS on %s refused: %s", self.uplink, res.error)
-            self._last_error = res.error
+            self._refusals.report([res])
 
     def _remove(self, reason: str) -> None:
         res = self.ctx.executor.remove_network_qos(self.uplink, owner=self.name, reason=reason)
         if res.ok:
             self._applied = False
-        else:
-            self.ctx.logger.warning("cannot remove network QoS from %s: %s", self.uplink, res.error)
+        self._refusals.report([res])
 
     def shutdown(self) -> None:
         with self._lock:
