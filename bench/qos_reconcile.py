@@ -24,7 +24,6 @@ import logging
 import os
 import shutil
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -46,6 +45,7 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeEvictor, FakeMetrics, FakeStates, make_node
 from koordlet.testing.cgroups import KUBEPODS_CONTROLLERS, RealKubepods
+from koordlet.testing.devices import loop_device
 from qosplugins.blkio import BlkIOReconcile
 from qosplugins.cgreconcile import CgroupReconcile
 from qosplugins.netqos import TCNetworkQoS
@@ -86,21 +86,13 @@ def spec(variant: int, loop: str, wsf: int) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def loop_device() -> Iterator[str]:
+def block_device() -> Iterator[str]:
+    """A loop device, or ``""`` where ``losetup`` is missing (then block throttles are not measured)."""
     if shutil.which("losetup") is None:
         yield ""
         return
-    with tempfile.TemporaryDirectory() as d:
-        backing = Path(d) / "disk.img"
-        with open(backing, "wb") as f:
-            f.truncate(16 * MIB)
-        dev = subprocess.run(
-            ["losetup", "--find", "--show", str(backing)], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        try:
-            yield dev
-        finally:
-            subprocess.run(["losetup", "--detach", dev], check=False)
+    with tempfile.TemporaryDirectory() as d, loop_device(Path(d), 16 * MIB) as dev:
+        yield dev
 
 
 @contextlib.contextmanager
@@ -183,7 +175,7 @@ def run(pods: int, rounds: int) -> dict[str, Any]:
         for i in range(pods):
             pod = kp.add_pod(api.KubeQOSClass.BESTEFFORT if i % 2 else api.KubeQOSClass.BURSTABLE)
             kp.add_container(pod)
-        with loop_device() as loop, uplink_namespace() as (ns, uplink):
+        with block_device() as loop, uplink_namespace() as (ns, uplink):
             paths = dataclasses.replace(HostPaths(), cgroup_parent=f"/{kp.parent}")
             host = Host(paths, driver=CgroupDriver.CGROUPFS)
             ex = ResourceExecutor(paths, config=ExecutorConfig(netns=ns), registry=CollectorRegistry())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from koordlet.testing import devices
 from koordlet.testing.cgroups import RealKubepods
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401 (fixtures)
 from tests.integration.cluster import cluster_factory  # noqa: F401 (fixture)
@@ -23,6 +24,13 @@ def kubepods() -> Iterator[RealKubepods]:
         yield kp
     finally:
         kp.cleanup()
+
+
+@pytest.fixture
+def loop_device(tmp_path: Path) -> Iterator[str]:
+    """A 96 MiB loop device (root, losetup), detached afterwards."""
+    with devices.loop_device(tmp_path, 96 << 20) as dev:
+        yield dev
 
 
 @pytest.fixture

@@ -29,20 +29,6 @@ MIB = 1024 * 1024
 
 
 @pytest.fixture
-def loop_device(tmp_path: Path) -> Iterator[str]:
-    backing = tmp_path / "disk.img"
-    with open(backing, "wb") as f:
-        f.truncate(64 * MIB)
-    dev = subprocess.run(
-        ["losetup", "--find", "--show", str(backing)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    try:
-        yield dev
-    finally:
-        subprocess.run(["losetup", "--detach", dev], check=False)
-
-
-@pytest.fixture
 def blkio_cgroup() -> Iterator[str]:
     if not (BLKIO / READ_BPS).exists():
         pytest.skip("the v1 blkio controller with throttling is not mounted here")

@@ -35,15 +35,7 @@ def test_cpi_of_a_busy_container_or_the_reason_it_cannot_be_counted() -> None:
         pod = kp.add_pod(api.KubeQOSClass.BURSTABLE)
         c = kp.add_container(pod)
         kp.busy(c, duty=1.0)
-        info = api.PodInfo(
-            uid=pod.uid,
-            namespace="e2e",
-            name="busy",
-            qos=api.QOSClass.LS,
-            kube_qos=api.KubeQOSClass.BURSTABLE,
-            cgroup_dir=pod.cgroup_dir,
-            containers=(api.ContainerInfo("main", c.container_id, cgroup_dir=c.cgroup_dir),),
-        )
+        info = pod.info()
         host = Host(
             dataclasses.replace(HostPaths(), cgroup_parent=f"/{kp.parent}"), driver=CgroupDriver.CGROUPFS
         )

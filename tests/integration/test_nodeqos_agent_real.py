@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,20 +124,6 @@ def test_memory_qos_and_system_config_written_then_restored_at_stop(
     for d in (ls.cgroup_dir, ls_c.cgroup_dir, be.cgroup_dir, be_c.cgroup_dir):
         assert soft(d) == UNLIMITED, d
     assert {n: (VM / n).read_text().strip() for n in tunables} == tunables
-
-
-@pytest.fixture
-def loop_device(tmp_path: Path) -> Iterator[str]:
-    backing = tmp_path / "disk.img"
-    with open(backing, "wb") as f:
-        f.truncate(96 * MIB)
-    dev = subprocess.run(
-        ["losetup", "--find", "--show", str(backing)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    try:
-        yield dev
-    finally:
-        subprocess.run(["losetup", "--detach", dev], check=False)
 
 
 @pytest.mark.tool("losetup", "dd")

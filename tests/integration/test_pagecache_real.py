@@ -48,15 +48,7 @@ def test_page_cache_counted_apart_and_reported_by_policy(tmp_path: Path, kubepod
             dataclasses.replace(HostPaths(), cgroup_parent=f"/{kubepods.parent}"),
             driver=CgroupDriver.CGROUPFS,
         )
-        info = api.PodInfo(
-            uid=pod.uid,
-            namespace="e2e",
-            name="writer",
-            qos=api.QOSClass.BE,
-            kube_qos=api.KubeQOSClass.BESTEFFORT,
-            cgroup_dir=pod.cgroup_dir,
-            containers=(api.ContainerInfo("main", c.container_id, cgroup_dir=c.cgroup_dir),),
-        )
+        info = pod.info()
         clock = FakeClock()
         cache = MetricCache(clock=clock, wall_clock=clock.wall)
         errors = RecordingErrors()
