@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 
 import pytest
 
 from koordlet import api
+from koordlet.errors import ResourceUnsupported
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import CONTAINER_CPI
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
+from koordlet.system import perf, resctrlmon
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates
+from koordlet.testing.agent import Agent
 from koordlet.testing.cgroups import KUBEPODS_CONTROLLERS, RealKubepods
 from tests.support.recording import RecordingErrors
 
@@ -59,3 +63,24 @@ def test_cpi_of_a_busy_container_or_the_reason_it_cannot_be_counted() -> None:
         assert 0.05 < got["cycle"] / got["instruction"] < 50, got
     finally:
         kp.cleanup()
+
+
+def test_the_gates_switch_the_collectors_on_in_the_agent(tmp_path: Path) -> None:
+    paths = HostPaths()
+    try:
+        perf.check_events(paths, perf.CPI_EVENTS)
+        cpi_why = ""
+    except ResourceUnsupported as err:
+        cpi_why = str(err)
+    mon_why = resctrlmon.monitoring_unsupported(paths) or ""
+    agent = Agent(
+        tmp_path, "--feature-gates=CPICollector=true,ResctrlCollector=true", "--enable-resctrl-collector"
+    )
+    try:
+        agent.wait_ready()
+        log = agent.tail(20000)
+        # each collector ran its first sweep before readiness; where the host cannot, it said why
+        assert (f"CPI collection skipped: {cpi_why}" in log) == bool(cpi_why), log
+        assert (f"resctrl monitoring skipped: {mon_why}" in log) == bool(mon_why), log
+    finally:
+        assert agent.stop() == 0, agent.tail()

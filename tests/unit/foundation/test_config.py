@@ -88,6 +88,8 @@ def test_in_cluster_without_node_name_is_an_error() -> None:
         ({"addr": "$(POD_IP):9316"}, "--addr"),
         ({"cgroup-driver": "lxc"}, "--cgroup-driver"),
         ({"log-format": "xml"}, "--log-format"),
+        ({"collect-cpi-timewindow": "60s"}, "--collect-cpi-timewindow"),
+        ({"resctrl-collector-interval": 0}, "--resctrl-collector-interval"),
     ],
 )
 def test_bad_values_name_the_flag(over: dict[str, object], needle: str) -> None:
@@ -118,3 +120,22 @@ def test_config_file_unknown_key_and_bad_yaml(tmp_path: Path) -> None:
         config.load_config_file(str(bad), known)
     with pytest.raises(ConfigError, match="cannot read"):
         config.load_config_file(str(tmp_path / "missing.yaml"), known)
+
+
+def test_node_qos_collector_flags() -> None:
+    cfg = config.build(
+        defaults(
+            **{
+                "cpi-collector-interval": "2m",
+                "collect-cpi-timewindow": "5s",
+                "enable-resctrl-collector": True,
+                "resctrl-collector-interval": "30s",
+                "enable-pagecache-collector": True,
+            }
+        ),
+        environ={},
+    )
+    a = cfg.advisor
+    assert (a.cpi_interval, a.cpi_window, a.resctrl_interval) == (120.0, 5.0, 30.0)
+    assert a.resctrl_enabled and a.page_cache
+    assert not a.cpi_enabled  # the CPICollector gate decides, in the daemon
