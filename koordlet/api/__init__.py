@@ -35,7 +35,8 @@ and in its distribution's ``pyproject.toml``::
 
 The entry-point name must equal the plugin's ``name``, which is also its gate key:
 ``koordlet run --qos-extension-plugins=Hello=true``. In-process code may instead call
-:func:`register_qos_ext_plugin` before the agent starts. Changes to this package bump :data:`API_VERSION`.
+:func:`register_qos_ext_plugin` before the agent starts. An incompatible change of this package bumps
+:data:`API_VERSION`; additions do not.
 """
 
 from __future__ import annotations
