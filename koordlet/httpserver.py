@@ -2,7 +2,8 @@
 
 A small threaded stdlib server; routes are plain functions returning ``(status, content type, body)``
 registered by the daemon. It binds loopback by default (koordlet binds every interface with no authn:
-a known weak spot we do not copy).
+a known weak spot we do not copy); an address without a host (``--addr=:9316``, Koordinator's chart)
+binds every interface, as Go's listener does.
 """
 
 from __future__ import annotations

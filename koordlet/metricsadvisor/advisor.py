@@ -30,6 +30,7 @@ from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourc
 from koordlet.metricsadvisor.psi import PSICollector, PSIConfig
 from koordlet.metricsadvisor.qosexport import NodeQoSExporter
 from koordlet.metricsadvisor.resctrlcollector import ResctrlCollector, ResctrlCollectorConfig
+from koordlet.metricsadvisor.summary import ResourceSummaryExporter
 from koordlet.metricsadvisor.sysresource import SystemResourceCollector, SystemResourceConfig
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
@@ -144,6 +145,7 @@ class MetricsAdvisor:
             max_age = max(30.0, 3.0 * max(c.interval for c in self.collectors))
             registry.register(UsageExporter(cache, states, config.node_name, clock, max_age=max_age))
             registry.register(NodeQoSExporter(cache, states, config.node_name, clock, max_age=max_age))
+            registry.register(ResourceSummaryExporter(states, config.node_name))
         self._lock = threading.Lock()
         self._closed = False
 

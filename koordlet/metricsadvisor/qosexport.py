@@ -17,14 +17,18 @@ from collections.abc import Iterator, Mapping
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from koordlet import api
+from koordlet import api, metricdefs
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import CONTAINER_CPI
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.resctrlcollector import RESCTRL_LLC, RESCTRL_MB
 
 _CPI_FIELD = {"cycle": "cycles", "instruction": "instructions"}
-_CONTAINER_LABELS = ["node", "container_id", "container_name", "pod_uid", "pod_name", "pod_namespace"]
+
+
+def _family(d: metricdefs.MetricDef) -> GaugeMetricFamily:
+    """A gauge family under koordlet's name, help and label order (:mod:`koordlet.metricdefs`)."""
+    return GaugeMetricFamily(d.name, d.help, labels=list(d.labels))
 
 
 class NodeQoSExporter(Collector):
@@ -48,11 +52,7 @@ class NodeQoSExporter(Collector):
         containers = {
             c.container_id: (c, p) for p in self._states.pods() for c in p.containers if c.container_id
         }
-        cpi = GaugeMetricFamily(
-            "koordlet_container_cpi",
-            "Container cycles and instructions over the last CPI window",
-            labels=[*_CONTAINER_LABELS, "cpi_field"],
-        )
+        cpi = _family(metricdefs.CONTAINER_CPI)
         for labels, value in self._latest(CONTAINER_CPI):
             hit = containers.get(labels.get("container_id", ""))
             field = _CPI_FIELD.get(labels.get("cpi_resource", ""))
@@ -61,19 +61,11 @@ class NodeQoSExporter(Collector):
             c, pod = hit
             cpi.add_metric([node, c.container_id, c.name, pod.uid, pod.name, pod.namespace, field], value)
         yield cpi
-        llc = GaugeMetricFamily(
-            "koordlet_resctrl_llc_occupancy",
-            "L3 cache bytes held by a resctrl class group, per cache domain",
-            labels=["node", "cache_id", "qos"],
-        )
+        llc = _family(metricdefs.RESCTRL_LLC_OCCUPANCY)
         for labels, value in self._latest(RESCTRL_LLC):
             llc.add_metric([self._node, labels["cache_id"], labels["qos"]], value)
         yield llc
-        mb = GaugeMetricFamily(
-            "koordlet_resctrl_memory_bandwidth",
-            "Memory bandwidth of a resctrl class group, per cache domain (bytes per second)",
-            labels=["node", "cache_id", "qos", "mb_type"],
-        )
+        mb = _family(metricdefs.RESCTRL_MEMORY_BANDWIDTH)
         for labels, value in self._latest(RESCTRL_MB):
             mb.add_metric([self._node, labels["cache_id"], labels["qos"], labels["resctrl_mb_type"]], value)
         yield mb

@@ -162,10 +162,13 @@ _NETWORK_FIELDS = {
 
 
 def bandwidth_bps(value: Any, total_bps: int) -> int:
-    """Koordinator's IntOrString bandwidth: an integer is a percent of ``total_bps``, a string a quantity
-    in bits per second (validation has refused anything else)."""
+    """Koordinator's IntOrString bandwidth: an integer or a ``"N%"`` string is a percent of ``total_bps``,
+    another string a quantity in bits per second (validation has refused anything else). Koordinator's
+    agent reads ``"50%"`` as an unparsable quantity, 0; the IntOrString convention is a percent."""
     if isinstance(value, bool) or value is None:
         return 0
+    if isinstance(value, str) and value.endswith("%"):
+        value = int(value[:-1])
     if isinstance(value, int):
         return total_bps * value // 100
     return quantity.to_int(str(value))

@@ -64,12 +64,17 @@ class _Checker:
             self.problems.append(f"{path}.{key}: {value!r} not one of {list(allowed)}")
 
     def int_or_quantity(self, sec: Mapping[str, Any], path: str, key: str) -> None:
-        """Koordinator's IntOrString bandwidth: an integer percent (0..100) or a quantity string."""
+        """Koordinator's IntOrString bandwidth: an integer percent (0..100), a percent string (``"50%"``,
+        the IntOrString convention; Koordinator's agent reads it as 0) or a quantity string."""
         value = sec.get(key)
         if value is None or (isinstance(value, str) and _quantity_ok(value)):
             return
-        if isinstance(value, str):
-            self.problems.append(f"{path}.{key}: {value!r} is not a quantity (e.g. 50M)")
+        if isinstance(value, str) and value.endswith("%"):
+            digits = value[:-1]
+            if not (digits.isdecimal() and 0 <= int(digits) <= 100):
+                self.problems.append(f"{path}.{key}: {value!r} is not a percent from 0% to 100%")
+        elif isinstance(value, str):
+            self.problems.append(f"{path}.{key}: {value!r} is not a quantity (e.g. 50M) or a percent (50%)")
         else:
             self.percent(sec, path, key)
 

@@ -270,9 +270,7 @@ def mba_amd(percent: int) -> int:
     return int(25 * 8 * 0.8 * percent / 100)
 
 
-def plan_schemata(
-    paths: HostPaths, l3_percent: tuple[int, int] | None, mb_percent: int | None
-) -> Schemata:
+def plan_schemata(paths: HostPaths, l3_percent: tuple[int, int] | None, mb_percent: int | None) -> Schemata:
     """The schemata giving a group ``l3_percent`` of the L3 ways and ``mb_percent`` of the memory bandwidth
     on every cache domain the root group lists (Intel rounds MB up to ``bandwidth_gran``; AMD gets
     absolute units). Raises :class:`InvalidValue` for a range the hardware cannot express."""

@@ -21,7 +21,6 @@ from tests.integration.netns import BE_IP, LS_IP, M, Pair, flows
 pytestmark = [pytest.mark.root, pytest.mark.tool("iperf3", "ip", "tc"), pytest.mark.slow]
 
 
-
 def _spec(pair: Pair, be_egress_ceil: int) -> NetQoSSpec:
     return NetQoSSpec(
         pair.dev,

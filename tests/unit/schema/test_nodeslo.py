@@ -133,17 +133,31 @@ def test_network_qos_resolved_to_bits_per_second() -> None:
         {
             "systemStrategy": {"totalNetworkBandwidth": "1G"},
             "resourceQOSStrategy": {
-                "beClass": {"networkQOS": {"enable": True, "egressRequest": 10, "egressLimit": "300M"}}
+                "beClass": {
+                    "networkQOS": {
+                        "enable": True,
+                        "egressRequest": 10,
+                        "egressLimit": "300M",
+                        "ingressLimit": "25%",
+                    }
+                }
             },
         }
     )
     assert slo.total_network_bandwidth_bps == 10**9
     be = slo.network_qos["beClass"]
-    # an integer is a percent of the link, a string a quantity (bit/s)
-    assert (be.enable, be.egress_request_bps, be.egress_limit_bps, be.ingress_limit_bps) == (
+    # an integer or "N%" is a percent of the link, another string a quantity (bit/s)
+    assert (
+        be.enable,
+        be.egress_request_bps,
+        be.egress_limit_bps,
+        be.ingress_limit_bps,
+        be.ingress_request_bps,
+    ) == (
         True,
         10**8,
         3 * 10**8,
+        25 * 10**7,
         0,
     )
     assert not slo.network_qos["lsClass"].enable
@@ -158,6 +172,14 @@ def test_network_qos_resolved_to_bits_per_second() -> None:
             "egressLimit: 101 outside",
         ),
         ({"resourceQOSStrategy": {"lsClass": {"networkQOS": {"egressLimit": "fast"}}}}, "is not a quantity"),
+        (
+            {"resourceQOSStrategy": {"lsClass": {"networkQOS": {"egressLimit": "120%"}}}},
+            "not a percent from 0%",
+        ),
+        (
+            {"resourceQOSStrategy": {"lsClass": {"networkQOS": {"egressLimit": "-5%"}}}},
+            "not a percent from 0%",
+        ),
         ({"systemStrategy": {"totalNetworkBandwidth": "-5M"}}, "totalNetworkBandwidth"),
         ({"systemStrategy": {"watermarkScaleFactor": "150"}}, "watermarkScaleFactor: must be an integer"),
         ({"systemStrategy": {"memcgReapBackGround": 2}}, "memcgReapBackGround: 2 outside [0, 1]"),
