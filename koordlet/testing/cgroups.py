@@ -199,9 +199,11 @@ def _rmdir(d: Path) -> bool:
 class RealKubepods:
     """A kubelet-like cgroupfs tree ``<parent>/kubepods/{besteffort,burstable}`` in each v1 controller."""
 
-    def __init__(self, root: Path = CGROUP_ROOT) -> None:
+    def __init__(self, root: Path = CGROUP_ROOT, controllers: Sequence[str] = KUBEPODS_CONTROLLERS) -> None:
+        """``controllers``: the v1 controllers the tree (and every process spawned in it) spans; add
+        ``blkio`` or ``perf_event`` where a test needs them."""
         parent = f"koordlet-e2e-{uuid.uuid4().hex[:10]}"
-        self.tree = RealCgroupTree(KUBEPODS_CONTROLLERS, root=root, parent=parent)
+        self.tree = RealCgroupTree(controllers, root=root, parent=parent)
         self.root = root
         self.parent = self.tree.parent
         self.pods: list[RealPod] = []

@@ -249,9 +249,7 @@ def resource_qos() -> Schema:
             },
         }
     )
-    block = obj(
-        {"name": string(), "type": string("device, volumegroup or podvolume."), "ioCfg": io_cfg}
-    )
+    block = obj({"name": string(), "type": string("device, volumegroup or podvolume."), "ioCfg": io_cfg})
     blkio = obj({"enable": boolean(), "blocks": array(block)})
     network = obj(
         {
