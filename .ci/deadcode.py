@@ -19,12 +19,8 @@ PATHS = ["koordlet", "qosplugins", "bench"]
 EXCLUDE = ["koordlet/testing"]
 KINDS = {"function", "method", "class", "property", "import"}
 
-ALLOWED_FILES = {
-    "koordlet/system/resctrl.py": "resctrl reader: its caller is the RdtResctrl plugin (node QoS II)",
-}
+ALLOWED_FILES: dict[str, str] = {}
 ALLOWED_NAMES = {
-    "update_tasks": "resctrl task writes: its caller is the RdtResctrl plugin (node QoS II)",
-    "cgroup_version": "api.HostReader contract method for third-party plugins (built-ins need no version)",
     "remove": "api.GaugeVec contract method for third-party plugins",
     "delete": "scheduler framework CycleState contract method (Go's CycleState.Delete) for plugins",
     "clone": "scheduler framework CycleState contract method (Go's CycleState.Clone) for plugins",
@@ -39,35 +35,7 @@ ALLOWED_NAMES = {
     "do_POST": "http.server handler hook",
     "log_message": "http.server handler hook",
 }
-PENDING_CALLERS = {
-    # Node QoS II's kernel side is merged, its plugins and collectors are not yet: each name is kept for
-    # the one caller named here. Delete the entry when that caller lands (or the name, if it never does).
-    "the BlkIOReconcile plugin (node QoS II)": {
-        "koordlet/system/blkio.py": (
-            "resolve_device_name",
-            "resolve_path_device",
-            "render_device_value",
-            "stale_devices",
-        ),
-    },
-    "the CgroupReconcile plugin (node QoS II)": {
-        "koordlet/system/probes.py": ("supported_memory_qos",),
-    },
-    "the SystemConfig plugin (node QoS II)": {
-        "koordlet/system/sysctl.py": ("is_supported",),
-        "koordlet/resourceexecutor/sysctlwrites.py": ("originals", "restore"),
-    },
-    "the CPI collector (node QoS II)": {
-        "koordlet/system/perf.py": ("check_events", "perf_cgroup_dir", "cpi"),
-    },
-    "the resctrl monitoring collector (node QoS II)": {
-        "koordlet/system/resctrlmon.py": ("monitoring_unsupported", "read_mon_data"),
-    },
-    "the page-cache collector (node QoS II)": {
-        "koordlet/system/cgstats.py": ("page_cache", "parse_page_cache"),
-        "koordlet/system/procfs.py": ("page_cache",),
-    },
-}
+PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {}
 _PENDING = {(f, n) for files in PENDING_CALLERS.values() for f, names in files.items() for n in names}
 
 

@@ -42,12 +42,7 @@ NOT_IMPLEMENTED: Mapping[str, str] = {
     # metrics advisor
     "collect-node-cpu-info-interval": VALUE,
     "collect-node-storage-info-interval": VALUE,
-    "cpi-collector-interval": VALUE,
-    "collect-cpi-timewindow": VALUE,
     "coldpage-collector-interval": VALUE,
-    "enable-pagecache-collector": BOOL,
-    "enable-resctrl-collector": BOOL,
-    "resctrl-collector-interval": VALUE,
     # metric cache (a Prometheus TSDB in koordlet; a ring buffer here)
     "metric-gc-interval-seconds": VALUE,
     "metric-expire-seconds": VALUE,

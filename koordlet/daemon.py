@@ -105,7 +105,11 @@ def new_daemon(
         wall_clock=wall,
     )
     advisor = MetricsAdvisor(
-        cfg.advisor,
+        dataclasses.replace(
+            cfg.advisor,
+            cpi_enabled=gates.enabled("CPICollector"),
+            resctrl_enabled=cfg.advisor.resctrl_enabled and gates.enabled("ResctrlCollector"),
+        ),
         host=host,
         cache=cache,
         states=informer,

@@ -31,17 +31,13 @@ KOORDLET_GATES: Mapping[str, FeatureSpec] = {
     "CPUAllocatableEvict": FeatureSpec(False, A),
     "MemoryEvict": FeatureSpec(False, A),
     "MemoryAllocatableEvict": FeatureSpec(False, A),
-    "SystemConfig": FeatureSpec(False, A),
-    "RdtResctrl": FeatureSpec(True, B),
     "ResctrlCollector": FeatureSpec(False, A),
-    "CgroupReconcile": FeatureSpec(False, A),
     "NodeTopologyReport": FeatureSpec(True, B),
     "Accelerators": FeatureSpec(False, A),
     "RDMADevices": FeatureSpec(False, A),
     "CPICollector": FeatureSpec(False, A),
     "Libpfm4": FeatureSpec(False, A),
     "PSICollector": FeatureSpec(False, A),
-    "BlkIOReconcile": FeatureSpec(False, A),
     "ColdPageCollector": FeatureSpec(False, A),
     "HugePageReport": FeatureSpec(False, A),
     "PodResourcesProxy": FeatureSpec(False, A),
@@ -56,7 +52,6 @@ KOORDLET_GATES: Mapping[str, FeatureSpec] = {
     "CPUNormalization": FeatureSpec(False, A),
     "CoreSched": FeatureSpec(False, A),
     "TerwayQoS": FeatureSpec(False, A),
-    "TCNetworkQoS": FeatureSpec(False, A),
     "Resctrl": FeatureSpec(False, A),
     "OOMScoreAdj": FeatureSpec(False, A),
 }
@@ -68,6 +63,8 @@ AGENT_IMPLEMENTED: Mapping[str, str] = {
     "AuditEvents": "always on: the resource executor's audit log",
     "AuditEventsHTTPHandler": "always on: /events",
     "PSICollector": "always on: metricsadvisor's PSI collector (where the kernel has PSI)",
+    "CPICollector": "metricsadvisor's CPI collector (where perf can count cycles and instructions)",
+    "ResctrlCollector": "metricsadvisor's resctrl collector, with --enable-resctrl-collector",
 }
 """Table gates honoured by a part of the agent that is not a plugin, and how."""
 

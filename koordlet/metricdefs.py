@@ -29,8 +29,6 @@ STATUS_SUCCEEDED, STATUS_FAILED = "succeeded", "failed"
 EVICTED = "evicted"
 """The ``reason`` label of an eviction by Koordinator's eviction strategies (``EvictedStr``)."""
 
-I15B = "node QoS II (CPI, resctrl and storage collectors): name reserved here, filled there"
-
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
     """Go's ``prometheus.ExponentialBuckets``."""
@@ -64,7 +62,7 @@ COLLECT_NODE_NUMA_INFO_STATUS = _m(
     "collect_node_numa_info_status", C, (NODE, "status"), "Node NUMA info collection"
 )
 COLLECT_NODE_LOCAL_STORAGE_INFO_STATUS = _m(
-    "collect_node_local_storage_info_status", C, (NODE, "status"), "Node local storage info collection", I15B
+    "collect_node_local_storage_info_status", C, (NODE, "status"), "Node local storage info collection"
 )
 POD_EVICTION = _m("pod_eviction", C, (NODE, "reason"), "Pods evicted by koordlet", "evictor")
 POD_EVICTION_DETAIL = _m(
@@ -98,7 +96,11 @@ CORE_SCHED_COOKIE_MANAGE_STATUS = _m(
     "Core scheduling cookie changes",
 )
 CONTAINER_CPI = _m(
-    "container_cpi", G, (NODE, *CONTAINER, *POD, "cpi_field"), "Container cycles and instructions", I15B
+    "container_cpi",
+    G,
+    (NODE, *CONTAINER, *POD, "cpi_field"),
+    "Container cycles and instructions",
+    "metricsadvisor CPI collector",
 )
 CONTAINER_SCALED_CFS_BURST_US = _m(
     "container_scaled_cfs_burst_us",
@@ -210,10 +212,18 @@ POD_PSI = _m(
     "metricsadvisor exporter",
 )
 RESCTRL_LLC_OCCUPANCY = _m(
-    "resctrl_llc_occupancy", G, (NODE, "cache_id", "qos"), "LLC occupancy by QoS group", I15B
+    "resctrl_llc_occupancy",
+    G,
+    (NODE, "cache_id", "qos"),
+    "LLC occupancy by QoS group",
+    "metricsadvisor resctrl collector",
 )
 RESCTRL_MEMORY_BANDWIDTH = _m(
-    "resctrl_memory_bandwidth", G, (NODE, "cache_id", "qos", "mb_type"), "Memory bandwidth by QoS group", I15B
+    "resctrl_memory_bandwidth",
+    G,
+    (NODE, "cache_id", "qos", "mb_type"),
+    "Memory bandwidth by QoS group",
+    "metricsadvisor resctrl collector",
 )
 RESOURCE_UPDATE_DURATION_MILLISECONDS = _m(
     "resource_update_duration_milliseconds",

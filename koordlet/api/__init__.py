@@ -35,7 +35,8 @@ and in its distribution's ``pyproject.toml``::
 
 The entry-point name must equal the plugin's ``name``, which is also its gate key:
 ``koordlet run --qos-extension-plugins=Hello=true``. In-process code may instead call
-:func:`register_qos_ext_plugin` before the agent starts. Changes to this package bump :data:`API_VERSION`.
+:func:`register_qos_ext_plugin` before the agent starts. An incompatible change of this package bumps
+:data:`API_VERSION`; additions do not.
 """
 
 from __future__ import annotations
@@ -74,6 +75,15 @@ from koordlet.api.metrics import (
     GaugeVec,
     MetricRegistry,
 )
+from koordlet.api.netqos import (
+    MIN_RATE_BPS,
+    ClassLimit,
+    DirectionSpec,
+    IPAddress,
+    NetQoSSpec,
+    check_ifname,
+    default_ifb,
+)
 from koordlet.api.plugin import (
     API_VERSION,
     AgentOptions,
@@ -101,12 +111,14 @@ from koordlet.api.types import (
     JSONObject,
     JSONValue,
     KubeQOSClass,
+    NetworkQOS,
     NodeInfo,
     NodeSLO,
     PodInfo,
     PriorityClass,
     QOSClass,
     QueryResult,
+    ResctrlUpdate,
     ResourceThresholdStrategy,
     UpdateResult,
 )
@@ -123,6 +135,7 @@ __all__ = [
     "HOST_APP_CPU_USAGE",
     "HOST_APP_MEMORY_USAGE",
     "MAX_CPU_ID",
+    "MIN_RATE_BPS",
     "NEVER_EVICTED_OWNERS",
     "NODE_BE",
     "NODE_CPU_USAGE",
@@ -140,7 +153,9 @@ __all__ = [
     "CPUInfo",
     "CgroupGone",
     "CgroupUpdate",
+    "ClassLimit",
     "ContainerInfo",
+    "DirectionSpec",
     "Evictor",
     "FeatureSpec",
     "Flag",
@@ -150,6 +165,7 @@ __all__ = [
     "GaugeVec",
     "HostApplication",
     "HostReader",
+    "IPAddress",
     "InvalidValue",
     "JSONArray",
     "JSONObject",
@@ -158,6 +174,8 @@ __all__ = [
     "KubeQOSClass",
     "MetricReader",
     "MetricRegistry",
+    "NetQoSSpec",
+    "NetworkQOS",
     "NodeInfo",
     "NodeSLO",
     "OptionValue",
@@ -169,6 +187,7 @@ __all__ = [
     "QOSPlugin",
     "QOSPluginBase",
     "QueryResult",
+    "ResctrlUpdate",
     "ResourceThresholdStrategy",
     "ResourceUnsupported",
     "ResourceWriter",
@@ -178,6 +197,8 @@ __all__ = [
     "StatusReporter",
     "UnsafePath",
     "UpdateResult",
+    "check_ifname",
+    "default_ifb",
     "format_cpuset",
     "parse_cpuset",
     "register_qos_ext_plugin",

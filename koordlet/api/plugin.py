@@ -21,7 +21,9 @@ from koordlet.errors import PluginError
 
 API_VERSION = 2
 """Bumped on any incompatible change of this package; a plugin may declare ``api_version`` to match.
-Version 2: typed options (``ctx.option(flag)``, ``ctx.agent``); ``ctx.registry`` a :class:`MetricRegistry`."""
+Version 2: typed options (``ctx.option(flag)``, ``ctx.agent``); ``ctx.registry`` a :class:`MetricRegistry`.
+Added within version 2 (nothing a plugin used changed): pod IPs, NodeSLO ``network_qos``, the executor's
+sysctl, resctrl and network QoS write kinds, ``host.block_device`` and ``host.resctrl_unsupported``."""
 
 T = TypeVar("T", bound=OptionValue)
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from koordlet.api.metrics import Aggregation
+from koordlet.api.netqos import NetQoSSpec
 from koordlet.api.types import (
     CgroupUpdate,
     CPUInfo,
@@ -19,6 +20,7 @@ from koordlet.api.types import (
     NodeSLO,
     PodInfo,
     QueryResult,
+    ResctrlUpdate,
     UpdateResult,
 )
 
@@ -85,6 +87,19 @@ class HostReader(Protocol):
         """``cgroup_dir`` and its descendants down to ``depth`` levels, parents before children."""
         ...
 
+    def block_device(self, name: str) -> str:
+        """The ``major:minor`` of the disk named ``name`` (``vdb``, ``/dev/vdb``, ``dm-0``, a device-mapper
+        name such as ``vg-lv``); a partition gives its whole disk, the unit block throttling acts on.
+
+        Raises :class:`ResourceUnsupported` when this host has no such block device.
+        """
+        ...
+
+    def resctrl_unsupported(self) -> str | None:
+        """``None`` when this host offers resctrl control (L3 cache allocation and memory bandwidth
+        allocation, mounted or mountable); otherwise why not, in one log line's worth."""
+        ...
+
 
 class ResourceWriter(Protocol):
     """The resource executor: the only way a plugin changes the host."""
@@ -101,6 +116,49 @@ class ResourceWriter(Protocol):
 
     def release(self, owner: str) -> None:
         """Stop re-applying ``owner``'s values (call from ``shutdown`` after restoring them)."""
+        ...
+
+    # Kernel tunables (``/proc/sys``, ``/sys``): koordlet's system config files by name
+    # (``min_free_kbytes``, ``watermark_scale_factor``, ``memcg_reap_background``, ``sched_features``...).
+
+    def update_sysctl(self, name: str, value: str, *, owner: str, reason: str = "") -> UpdateResult:
+        """Make the tunable ``name`` hold ``value`` (``sched_features``: one flag, ``X`` or ``NO_X``); the
+        value found before ``owner``'s first write is kept for :meth:`restore_sysctl`."""
+        ...
+
+    def restore_sysctl(self, owner: str, names: Sequence[str] | None = None) -> list[UpdateResult]:
+        """Write back what ``owner`` found before its first writes (of ``names`` only, if given) and stop
+        re-applying those values."""
+        ...
+
+    # resctrl (Intel RDT / AMD PQoS): class-level control groups.
+
+    def ensure_resctrl_group(self, group: str, *, owner: str, reason: str = "") -> UpdateResult:
+        """Mount resctrl if it is not, and make ``group``; ``written`` when the group was made now."""
+        ...
+
+    def update_resctrl(self, update: ResctrlUpdate) -> UpdateResult:
+        """Set the group's L3 ways and memory bandwidth on every cache domain (skipped when unchanged)."""
+        ...
+
+    def move_resctrl_tasks(
+        self, group: str, tids: Sequence[int], *, owner: str, reason: str = ""
+    ) -> UpdateResult:
+        """Move the threads ``tids`` not yet in ``group`` into it; threads that exited are ignored."""
+        ...
+
+    def remove_resctrl_group(self, group: str, *, owner: str, reason: str = "") -> UpdateResult:
+        """Remove ``group``: the kernel moves its threads back to the default group."""
+        ...
+
+    # Network QoS (tc): one spec per uplink.
+
+    def apply_network_qos(self, spec: NetQoSSpec, *, owner: str, reason: str = "") -> UpdateResult:
+        """Make the uplink's tc state hold ``spec``; only the steps that differ are carried out."""
+        ...
+
+    def remove_network_qos(self, uplink: str, *, owner: str, reason: str = "") -> UpdateResult:
+        """Remove every qdisc, class, filter and IFB device network QoS put on ``uplink``."""
         ...
 
 

@@ -100,6 +100,10 @@ class PodInfo:
     """Kind of the controlling owner (``DaemonSet``, ``ReplicaSet``, ``Node`` for static pods)."""
     created_at: float = 0.0
     """Creation time, seconds since the epoch (0 if unknown)."""
+    ips: tuple[str, ...] = ()
+    """``status.podIPs`` (validated addresses, IPv4 and/or IPv6); empty until the pod has one."""
+    host_network: bool = False
+    """``spec.hostNetwork``: the pod shares the node's addresses, so its traffic cannot be told apart."""
     sidecars: tuple[ContainerInfo, ...] = ()
     """Restartable init containers (``restartPolicy: Always``, Kubernetes' sidecars): they run beside
     ``containers`` for the pod's whole life, so what the pod holds counts them too."""
@@ -239,6 +243,18 @@ class HostApplication:
 
 
 @dataclass(frozen=True, slots=True)
+class NetworkQOS:
+    """``resourceQOSStrategy.<class>.networkQOS`` resolved to bits per second: an integer in the NodeSLO is
+    a percent of ``systemStrategy.totalNetworkBandwidth``, a string a quantity (``50M``); 0 is unset."""
+
+    enable: bool = False
+    ingress_request_bps: int = 0
+    ingress_limit_bps: int = 0
+    egress_request_bps: int = 0
+    egress_limit_bps: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class NodeSLO:
     """The node's SLO policy after validation and merge over Koordinator's defaults."""
 
@@ -251,6 +267,10 @@ class NodeSLO:
     system_strategy: JSONObject = field(default_factory=dict)
     host_applications: tuple[HostApplication, ...] = ()
     extensions: JSONObject = field(default_factory=dict)
+    total_network_bandwidth_bps: int = 0
+    """``systemStrategy.totalNetworkBandwidth`` in bits per second (0: unknown)."""
+    network_qos: Mapping[str, NetworkQOS] = field(default_factory=dict)
+    """Each class's network QoS by its ``resourceQOSStrategy`` key (``lsClass``, ``beClass``...)."""
     generation: int = 0
     """Increments each time a new valid NodeSLO takes effect."""
 
@@ -276,6 +296,23 @@ class CgroupUpdate:
     reason: str = ""
     cacheable: bool = True
     """Skip the write when the cached value is unchanged (still re-applied every force period)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResctrlUpdate:
+    """What one resctrl control group (``LSR``, ``LS``, ``BE``) may use, in Koordinator's terms.
+
+    The executor turns it into a ``schemata`` write for every cache domain: ``l3_percent`` ``(start, end)``
+    is a contiguous share of the L3 ways (``catRangeStartPercent``/``catRangeEndPercent``), ``mb_percent``
+    the memory bandwidth (``mbaPercent``; Intel rounds up to its granularity, AMD gets absolute units).
+    ``None`` leaves that resource as it is.
+    """
+
+    group: str
+    owner: str
+    l3_percent: tuple[int, int] | None = None
+    mb_percent: int | None = None
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

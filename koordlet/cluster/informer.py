@@ -5,14 +5,16 @@ then a watch from the list's ``resourceVersion`` keeps it current. Bookmarks adv
 resourceVersion; a watch that ends (server timeout) or breaks (connection error, 5xx) is resumed from
 the last resourceVersion after a backoff, so an outage costs no re-list unless the server answers
 410 Gone, which triggers one. A re-list diffs against the cache, so handlers see adds, updates and
-deletes exactly as if they had watched the gap. Handlers run on the informer's thread, one at a time,
-and must be quick (enqueue a key); objects are shared, read-only dicts. :meth:`Informer.resync` replays
-every object as an update, as client-go's resync does (the process runs it on a period).
+deletes exactly as if they had watched the gap. :meth:`Informer.healthy` (and ``on_health`` on each
+change) says whether the cache follows the server: False from an error until a list or a watch is
+answered again. Handlers run on the informer's thread, one at a time, and must be quick (enqueue a
+key); objects are shared, read-only dicts. :meth:`Informer.resync` replays every object as an update,
+as client-go's resync does (the process runs it on a period).
 
 Field and label selectors pass through to the list and the watch, so the same class serves "all nodes"
 for the manager and "the pods of my node" / "my NodeSLO" for the agent. A ``transform`` (client-go's
 ``SetTransform``) trims each object before it is cached, so a 100 000-pod cache keeps only what its
-readers need.
+readers need (:func:`without_managed_fields` is the common one).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +53,15 @@ def index_by_node(obj: Obj) -> Sequence[str]:
     return (str((obj.get("metadata") or {}).get("name") or ""),)
 
 
+def without_managed_fields(obj: Obj) -> Obj:
+    """A ``transform`` dropping ``metadata.managedFields`` (server-side apply bookkeeping, often the
+    largest part of a small object, which no reader of ours uses)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 @dataclass(frozen=True, slots=True)
 class EventHandler:
     """``on_update(old, new)`` also fires on resync with ``old is new``."""
@@ -61,6 +73,11 @@ class EventHandler:
 
 class _Gone(Exception):
     """The resourceVersion (or continue token) is too old: list again."""
+
+
+SHORT_WATCH = 1.0
+"""A watch that ends normally sooner than this (seconds) without a single event is an error (client-go's
+"very short watch"): a server that answers and hangs up at once must not be re-watched in a hot loop."""
 
 
 def _rv(obj: Obj) -> str:
@@ -82,9 +99,12 @@ class Informer:
         backoff: Backoff | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
+        on_health: Callable[[bool], None] | None = None,
         transform: Callable[[Obj], Obj] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
+        self._clock = clock
         self._transform = transform
         self._list_fn = list_fn
         self._kwargs = dict(kwargs or {})
@@ -93,6 +113,8 @@ class Informer:
         self.request_timeout = request_timeout
         self.backoff = backoff or Backoff(initial=0.2, cap=30.0)
         self._on_error = on_error
+        self._on_health = on_health
+        self._healthy = threading.Event()
         self._indexers = dict(indexers or {})
         self._lock = threading.Lock()
         self._dispatch = threading.Lock()
@@ -111,6 +133,13 @@ class Informer:
     def has_synced(self) -> bool:
         """The first list has been applied (and its handlers called)."""
         return self._synced.is_set()
+
+    def healthy(self) -> bool:
+        """The last list or watch request was answered, so the cache follows the server. False before
+        the first list, and from an error (connection, 5xx, a broken stream) until the next list or
+        watch is answered: a watch resumed from its resourceVersion replays the gap, so no re-list is
+        needed to trust the cache again."""
+        return self._healthy.is_set()
 
     def get(self, key: str) -> Obj | None:
         with self._lock:
@@ -270,13 +299,16 @@ class Informer:
             if err.status == 410:
                 raise _Gone() from err
             raise
+        self._set_healthy(True)  # answered: the stream replays whatever changed since ``rv``
         with self._lock:
             self._resp = resp
         if self._closed.is_set():
             self._cut(resp)
         self.watches += 1
+        started, events = self._clock(), 0
         try:
             for line in self._lines(resp):
+                events += 1
                 event = json.loads(line)
                 typ, obj = event.get("type"), event.get("object")
                 if not isinstance(obj, Mapping):
@@ -299,6 +331,8 @@ class Informer:
             with self._lock:
                 self._resp = None
             resp.release_conn()
+        if not events and self._clock() - started < SHORT_WATCH and not self._closed.is_set():
+            raise ApiError(f"{self.name} watch", 0, "VeryShortWatch", "ended at once without an event")
         return rv
 
     def run(self, stop: threading.Event) -> None:
@@ -309,6 +343,7 @@ class Informer:
                 if not rv:
                     rv = self._list()
                     self.backoff.reset()
+                    self._set_healthy(True)
                 rv = self._watch(rv)
             except _Gone:
                 log.info("%s: resourceVersion %s expired (410), listing again", self.name, rv or "-")
@@ -318,10 +353,26 @@ class Informer:
                     return  # close() cut the stream: not an error
                 delay = self.backoff.next()
                 log.warning("%s: %s; retrying in %.1fs", self.name, str(err) or type(err).__name__, delay)
+                self._set_healthy(False)
                 if self._on_error is not None:
                     self._on_error(err)
                 if stop.wait(delay):
                     return
+
+    def _set_healthy(self, ok: bool) -> None:
+        # Only the run thread calls this, so test-then-set needs no lock.
+        if ok == self._healthy.is_set():
+            return
+        if ok:
+            self._healthy.set()
+            log.info("%s: the cache follows the server", self.name)
+        else:
+            self._healthy.clear()  # the loop has logged why
+        if self._on_health is not None:
+            try:
+                self._on_health(ok)
+            except Exception:
+                log.exception("%s: health hook failed", self.name)
 
     @staticmethod
     def _cut(resp: Any) -> None:
@@ -341,4 +392,3 @@ class Informer:
             resp = self._resp
         if resp is not None:
             self._cut(resp)
-

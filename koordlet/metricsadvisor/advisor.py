@@ -21,12 +21,15 @@ from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.beresource import BEResourceCollector, BEResourceConfig
 from koordlet.metricsadvisor.config import AdvisorConfig
+from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
 from koordlet.metricsadvisor.exporter import AdvisorMetrics, UsageExporter
 from koordlet.metricsadvisor.fastsampler import FastSampler, FastSamplerConfig, Publisher
 from koordlet.metricsadvisor.hostapp import HostAppConfig, HostApplicationCollector, ProcessSource
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.metricsadvisor.psi import PSICollector, PSIConfig
+from koordlet.metricsadvisor.qosexport import NodeQoSExporter
+from koordlet.metricsadvisor.resctrlcollector import ResctrlCollector, ResctrlCollectorConfig
 from koordlet.metricsadvisor.summary import ResourceSummaryExporter
 from koordlet.metricsadvisor.sysresource import SystemResourceCollector, SystemResourceConfig
 from koordlet.system.host import Host
@@ -69,9 +72,12 @@ class MetricsAdvisor:
         errors: fw.ErrorSink = self.metrics if self.metrics is not None else fw.NullErrors()
         self.shared = fw.SharedState()
         every = config.collect_interval
-        self.node = NodeResourceCollector(NodeResourceConfig(every), paths, cache, self.shared, clock, errors)
+        cached = config.page_cache
+        self.node = NodeResourceCollector(
+            NodeResourceConfig(every, with_page_cache=cached), paths, cache, self.shared, clock, errors
+        )
         self.pods = PodResourceCollector(
-            PodResourceConfig(every, config.collect_containers, config.force_python_reader),
+            PodResourceConfig(every, config.collect_containers, config.force_python_reader, cached),
             host,
             cache,
             states,
@@ -111,6 +117,18 @@ class MetricsAdvisor:
         if config.psi_interval > 0:
             self.psi = PSICollector(PSIConfig(config.psi_interval), host, cache, states, clock, errors)
             self.collectors.append(self.psi)
+        self.cpi: CPICollector | None = None
+        if config.cpi_enabled:
+            self.cpi = CPICollector(
+                CPIConfig(config.cpi_interval, config.cpi_window), host, cache, states, clock, errors
+            )
+            self.collectors.append(self.cpi)
+        self.resctrl: ResctrlCollector | None = None
+        if config.resctrl_enabled:
+            self.resctrl = ResctrlCollector(
+                ResctrlCollectorConfig(config.resctrl_interval), paths, cache, clock, errors
+            )
+            self.collectors.append(self.resctrl)
         self.fast: FastSampler | None = None
         if config.fast_sample_interval > 0:
             self.fast = FastSampler(
@@ -126,6 +144,7 @@ class MetricsAdvisor:
             # a sample is exported while younger than three of its collector's intervals (at least 30 s)
             max_age = max(30.0, 3.0 * max(c.interval for c in self.collectors))
             registry.register(UsageExporter(cache, states, config.node_name, clock, max_age=max_age))
+            registry.register(NodeQoSExporter(cache, states, config.node_name, clock, max_age=max_age))
             registry.register(ResourceSummaryExporter(states, config.node_name))
         self._lock = threading.Lock()
         self._closed = False

@@ -25,6 +25,18 @@ class AdvisorConfig:
     """Fast node/BE CPU sampler for sub-second QoS reaction; 0 disables it."""
     psi_interval: float = 10.0
     """PSI collector (koordlet's PerformanceCollector period); 0 disables it."""
+    cpi_enabled: bool = False
+    """CPI collection (gate ``CPICollector``)."""
+    cpi_interval: float = 60.0
+    """``--cpi-collector-interval``: how often containers' cycles and instructions are counted."""
+    cpi_window: float = 10.0
+    """``--collect-cpi-timewindow``: how long each count runs."""
+    resctrl_enabled: bool = False
+    """resctrl monitoring (``--enable-resctrl-collector`` and gate ``ResctrlCollector``)."""
+    resctrl_interval: float = 10.0
+    """``--resctrl-collector-interval``."""
+    page_cache: bool = False
+    """``--enable-pagecache-collector``: node/pod/container memory usage with page cache."""
     host_app_interval: float = 1.0
     """Host applications of the NodeSLO; 0 disables them."""
     sys_metric_outdated_interval: float = 10.0
@@ -42,5 +54,12 @@ class AdvisorConfig:
         for name in ("be_interval", "fast_sample_interval", "psi_interval", "host_app_interval"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}")
+        if not 0 < self.cpi_window < self.cpi_interval:
+            raise ConfigError(
+                f"--collect-cpi-timewindow ({self.cpi_window}s) must be positive and below "
+                f"--cpi-collector-interval ({self.cpi_interval}s)"
+            )
+        if self.resctrl_interval <= 0:
+            raise ConfigError(f"--resctrl-collector-interval must be positive, got {self.resctrl_interval}")
         if self.sys_metric_outdated_interval <= 0 or self.gc_interval <= 0:
             raise ConfigError("sys_metric_outdated_interval and gc_interval must be positive")

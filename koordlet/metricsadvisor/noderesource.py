@@ -3,7 +3,8 @@
 Layer: ``koordlet.metricsadvisor``. CPU is koordlet's busy time (user+nice+system+irq+softirq; idle, iowait
 and steal excluded) in USER_HZ ticks: ``cores = delta_busy / (dt x CLK_TCK)``; the first round only sets
 the baseline. Memory is ``MemTotal - MemAvailable`` in bytes. Both are also published to the shared
-state for the system collector.
+state for the system collector. With page-cache collection on (koordlet's PageCacheCollector, from the
+same read) ``node_memory_usage_with_page_cache`` is ``MemTotal - MemFree``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from koordlet import api
 from koordlet.errors import InvalidValue
 from koordlet.metriccache import MetricCache
+from koordlet.metriccache.schema import NODE_MEMORY_USAGE_WITH_PAGE_CACHE
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import procfs
@@ -27,6 +29,8 @@ class NodeResourceConfig:
     interval: float = 1.0
     clk_tck: int = 0
     """USER_HZ; 0 asks the OS (100 on every mainstream build)."""
+    with_page_cache: bool = False
+    """Also ``node_memory_usage_with_page_cache`` (``--enable-pagecache-collector``)."""
 
 
 class NodeResourceCollector:
@@ -66,11 +70,15 @@ class NodeResourceCollector:
             emitted |= self._collect_cpu(stat_raw, t)
         if mem_raw is not None:
             try:
-                used = procfs.parse_meminfo(mem_raw.decode(errors="replace")).used
+                info = procfs.parse_meminfo(mem_raw.decode(errors="replace"))
             except InvalidValue:
                 self._errors.error(NAME, fw.ERR_MALFORMED)
             else:
+                used = info.used
                 self._cache.append(api.NODE_MEMORY_USAGE, None, float(used), t)
+                if self.config.with_page_cache:
+                    with_cache = float(info.used_with_page_cache)
+                    self._cache.append(NODE_MEMORY_USAGE_WITH_PAGE_CACHE, None, with_cache, t)
                 self._shared.set(fw.NODE_MEMORY, t, float(used))
                 emitted = True
         fw.report_rejections(self._cpu, self._errors, NAME)

@@ -6,7 +6,9 @@ in a single call of the batch reader (C when built) over descriptors cached acro
 - CPU: ``cpuacct.usage`` ns [v1] or ``cpu.stat usage_usec`` x 1000 [v2]; cores = delta_ns / (dt x 1e9);
 - memory: koordlet's working set from ``memory.stat``: ``total_inactive_anon + total_active_anon +
   total_unevictable`` [v1] or ``inactive_anon + active_anon + unevictable`` [v2], bytes;
-- throttling: ``cpu.stat`` delta nr_throttled / delta nr_periods (0 when no period elapsed).
+- throttling: ``cpu.stat`` delta nr_throttled / delta nr_periods (0 when no period elapsed);
+- with page-cache collection on (koordlet's PageCacheCollector, from the same ``memory.stat`` read): the
+  working set plus ``active_file + inactive_file`` (``total_*`` on v1) as ``*_memory_usage_with_page_cache``.
 
 The reader is rebuilt only when the set of directories changes; dropping a pod closes its descriptors with
 the old reader. A rebuild reopens every descriptor lazily on the next read (an open is ~10 us against
@@ -30,6 +32,10 @@ from typing import NamedTuple
 from koordlet import api
 from koordlet.errors import ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache
+from koordlet.metriccache.schema import (
+    CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE,
+    POD_MEMORY_USAGE_WITH_PAGE_CACHE,
+)
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.targets import POD, Target, targets_of
 from koordlet.system import native
@@ -42,6 +48,8 @@ _MALFORMED_STATUSES = frozenset({-errno.EINVAL, -errno.ERANGE, -errno.EOVERFLOW}
 
 _MEM_KEYS_V1 = ("total_inactive_anon", "total_active_anon", "total_unevictable")
 _MEM_KEYS_V2 = ("inactive_anon", "active_anon", "unevictable")
+_FILE_KEYS_V1 = ("total_active_file", "total_inactive_file")
+_FILE_KEYS_V2 = ("active_file", "inactive_file")
 _THR_KEYS = ("nr_periods", "nr_throttled")
 
 
@@ -51,6 +59,8 @@ class PodResourceConfig:
     collect_containers: bool = True
     force_python: bool = False
     """Pure-Python batch reader even when the C one is built."""
+    with_page_cache: bool = False
+    """Also the ``*_memory_usage_with_page_cache`` series (``--enable-pagecache-collector``)."""
 
 
 class _Plan(NamedTuple):
@@ -108,15 +118,18 @@ class PodResourceCollector:
         """Held for a whole sweep, so ``close`` during shutdown waits for a running sweep to finish."""
         self._closed = False
         # (resource, file kind, wanted keys) in file order per target
+        file_keys: tuple[str, ...] = ()
+        if config.with_page_cache:
+            file_keys = _FILE_KEYS_V2 if self._v2 else _FILE_KEYS_V1
         if self._v2:
             self._files: tuple[tuple[str, FileKind, tuple[str, ...]], ...] = (
                 ("cpuacct.usage", FileKind.KEY_VALUE, ("usage_usec", *_THR_KEYS)),
-                ("memory.stat", FileKind.KEY_VALUE, _MEM_KEYS_V2),
+                ("memory.stat", FileKind.KEY_VALUE, (*_MEM_KEYS_V2, *file_keys)),
             )
         else:
             self._files = (
                 ("cpuacct.usage", FileKind.COUNTER, ()),
-                ("memory.stat", FileKind.KEY_VALUE, _MEM_KEYS_V1),
+                ("memory.stat", FileKind.KEY_VALUE, (*_MEM_KEYS_V1, *file_keys)),
                 ("cpu.stat", FileKind.KEY_VALUE, _THR_KEYS),
             )
         self._file_names = {
@@ -233,6 +246,9 @@ class PodResourceCollector:
         cont_cpu: list[tuple[str, float]] = []
         cont_mem: list[tuple[str, float]] = []
         cont_thr: list[tuple[str, float]] = []
+        pod_pc: list[tuple[str, float]] = []
+        cont_pc: list[tuple[str, float]] = []
+        page_cache = self.config.with_page_cache
         v2 = self._v2
         for is_pod, ident, key, f_cpu, f_mem, f_thr, o_cpu, o_mem, o_thr in self._plan:
             s_cpu, s_mem, s_thr = status[f_cpu], status[f_mem], status[f_thr]
@@ -278,6 +294,10 @@ class PodResourceCollector:
                     errs[fw.ERR_MALFORMED] += 1
                 else:
                     (pod_mem if is_pod else cont_mem).append((ident, float(a + b + c)))
+                    if page_cache:
+                        af, inf = values[o_mem + 3], values[o_mem + 4]
+                        if MISSING not in (af, inf):
+                            (pod_pc if is_pod else cont_pc).append((ident, float(a + b + c + af + inf)))
             # throttling
             if s_thr:
                 if s_thr in GONE_STATUSES:
@@ -311,6 +331,8 @@ class PodResourceCollector:
             (api.CONTAINER_CPU_USAGE, cont_cpu),
             (api.CONTAINER_MEMORY_USAGE, cont_mem),
             (api.CONTAINER_CPU_THROTTLED, cont_thr),
+            (POD_MEMORY_USAGE_WITH_PAGE_CACHE, pod_pc),
+            (CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, cont_pc),
         ):
             if samples:
                 cache.append_batch(metric, samples, t)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.api import CgroupUpdate, UpdateResult
+from koordlet.api import CgroupUpdate, NetQoSSpec, ResctrlUpdate, UpdateResult
 from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
@@ -131,6 +131,35 @@ class ResourceExecutor:
             self.resctrl.release(owner)
             self.sysctl.release(owner)
             self.tc.release(owner)
+
+    # Other write kinds of the contract: each delegates to its own module, which shares this executor's
+    # lock, cache period, audit log, metrics and dry run through the WriteContext.
+
+    def update_sysctl(self, name: str, value: str, *, owner: str, reason: str = "") -> UpdateResult:
+        return self.sysctl.update(name, value, owner=owner, reason=reason)
+
+    def restore_sysctl(self, owner: str, names: Sequence[str] | None = None) -> list[UpdateResult]:
+        return self.sysctl.restore(owner, names=names)
+
+    def ensure_resctrl_group(self, group: str, *, owner: str, reason: str = "") -> UpdateResult:
+        return self.resctrl.ensure_group(group, owner=owner, reason=reason)
+
+    def update_resctrl(self, update: ResctrlUpdate) -> UpdateResult:
+        return self.resctrl.update(update)
+
+    def move_resctrl_tasks(
+        self, group: str, tids: Sequence[int], *, owner: str, reason: str = ""
+    ) -> UpdateResult:
+        return self.resctrl.update_tasks(group, tids, owner=owner, reason=reason)
+
+    def remove_resctrl_group(self, group: str, *, owner: str, reason: str = "") -> UpdateResult:
+        return self.resctrl.remove_group(group, owner=owner, reason=reason)
+
+    def apply_network_qos(self, spec: NetQoSSpec, *, owner: str, reason: str = "") -> UpdateResult:
+        return self.tc.apply(spec, owner=owner, reason=reason)
+
+    def remove_network_qos(self, uplink: str, *, owner: str, reason: str = "") -> UpdateResult:
+        return self.tc.remove(uplink, owner=owner, reason=reason)
 
     def reconcile_owned(self) -> list[UpdateResult]:
         """Re-check owned values older than the force period and rewrite any changed out of band.

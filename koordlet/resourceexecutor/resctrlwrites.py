@@ -1,8 +1,10 @@
-"""resctrl writes for the executor: ``schemata`` (cached, compared per cache domain) and ``tasks``.
+"""resctrl writes for the executor: ``schemata`` (cached, compared per cache domain), ``tasks``, groups.
 
 Layer: ``koordlet.resourceexecutor``. Paths and parsing come from ``koordlet.system.resctrl``; the write
 itself is ``native.write_schemata``, which returns the kernel's ``info/last_cmd_status`` on failure (resctrl
-explains EINVAL only there). ``tasks`` takes one TID per write(2), so only missing TIDs are written.
+explains EINVAL only there). ``tasks`` takes one TID per write(2), so only missing TIDs are written. A
+:class:`~koordlet.api.ResctrlUpdate` in Koordinator's percent terms becomes the schemata of every cache
+domain here (``resctrl.plan_schemata``); making a group mounts resctrl first where it is not mounted.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from koordlet.api import CgroupUpdate, UpdateResult
+from koordlet.api import CgroupUpdate, ResctrlUpdate, UpdateResult
 from koordlet.errors import InvalidValue, UnsafePath
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
@@ -51,6 +53,85 @@ class ResctrlWrites:
             native.write_schemata, force_python=force_python
         )
         """``native.write_schemata`` unless a test injects a failing one."""
+        self.mounter: Callable[[HostPaths], None] = resctrl.mount
+        """``resctrl.mount`` unless a test injects one."""
+
+    def ensure_group(self, group: str, *, owner: str, reason: str = "") -> UpdateResult:
+        """Mount resctrl where it is not, then make ``group``; ``written`` when the group was made now."""
+        u = CgroupUpdate("group", group, "mkdir", owner, reason, cacheable=False)
+        with self._ctx.lock:
+            why = resctrl.control_unsupported(self.paths)
+            if why is not None:
+                return self._ctx.unsupported(u, why)
+            if self._ctx.dry_run:
+                log.info("dry-run: would make resctrl group %r (owner %s)", group, owner)
+                return UpdateResult(u, False, skipped="dry-run")
+            try:
+                if not resctrl.is_mounted(self.paths):
+                    self.mounter(self.paths)
+                    self._ctx.audit.record(
+                        owner=owner,
+                        reason=reason,
+                        resource="mount",
+                        path=str(self.paths.resctrl_root),
+                        before=None,
+                        after="resctrl",
+                    )
+                made = resctrl.make_group(self.paths, group)
+            except UnsafePath as err:
+                return self._ctx.failed(u, "invalid", f"refused resctrl group {group!r}: {err}")
+            except OSError as err:
+                return self._ctx.failed(
+                    u, errno_kind(err.errno or errno.EIO), f"cannot make resctrl group {group!r}: {err}"
+                )
+            if not made:
+                return UpdateResult(u, False, skipped="unchanged")
+            self._ctx.audit.record(
+                owner=owner, reason=reason, resource="group", path=group, before=None, after="mkdir"
+            )
+            return UpdateResult(u, True)
+
+    def remove_group(self, group: str, *, owner: str, reason: str = "") -> UpdateResult:
+        """Remove ``group`` (its tasks fall back to the default group) and forget its owned schemata."""
+        u = CgroupUpdate("group", group, "rmdir", owner, reason, cacheable=False)
+        with self._ctx.lock:
+            if self._ctx.dry_run:
+                log.info("dry-run: would remove resctrl group %r (owner %s)", group, owner)
+                return UpdateResult(u, False, skipped="dry-run")
+            try:
+                removed = resctrl.remove_group(self.paths, group)
+            except UnsafePath as err:
+                return self._ctx.failed(u, "invalid", f"refused resctrl group {group!r}: {err}")
+            except OSError as err:
+                return self._ctx.failed(
+                    u, errno_kind(err.errno or errno.EIO), f"cannot remove resctrl group {group!r}: {err}"
+                )
+            self._owned.pop(str(resctrl.schemata_path(self.paths, group)), None)
+            if not removed:
+                return UpdateResult(u, False, skipped="gone")
+            self._ctx.audit.record(
+                owner=owner, reason=reason, resource="group", path=group, before="mkdir", after="rmdir"
+            )
+            return UpdateResult(u, True)
+
+    def update(self, update: ResctrlUpdate) -> UpdateResult:
+        """Koordinator's percent terms for one group, written as the schemata of every cache domain."""
+        shown = f"l3 {update.l3_percent} mb {update.mb_percent}"
+        u = CgroupUpdate("schemata", update.group, shown, update.owner, update.reason)
+        if update.l3_percent is None and update.mb_percent is None:
+            return UpdateResult(u, False, skipped="unchanged")
+        with self._ctx.lock:
+            try:
+                planned = resctrl.plan_schemata(self.paths, update.l3_percent, update.mb_percent)
+            except InvalidValue as err:
+                return self._ctx.failed(u, "invalid", f"refused {shown} for group {update.group!r}: {err}")
+            except OSError as err:
+                if err.errno in GONE_ERRNOS:
+                    return self._ctx.unsupported(u, f"resctrl is not mounted: {err}")
+                return self._ctx.failed(u, errno_kind(err.errno or errno.EIO), f"reading resctrl: {err}")
+            return self.update_schemata(
+                update.group, resctrl.format_schemata(planned), owner=update.owner, reason=update.reason
+            )
 
     def update_schemata(
         self, group: str, text: str, *, owner: str, reason: str = "", force: bool = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,24 +107,27 @@ class SysctlWrites:
         self._owned[key] = _Owned(u, now, original)
         return UpdateResult(u, True)
 
-    def originals(self, owner: str) -> dict[str, str]:
-        """Values found before ``owner``'s first writes, keyed like the cache (``sched_features#X``)."""
+    def restore(
+        self, owner: str, reason: str = "restore", names: Collection[str] | None = None
+    ) -> list[UpdateResult]:
+        """Write back what ``owner`` found (of the tunables ``names`` only, if given), then forget those
+        values: the plugin's shutdown, or a setting its policy no longer asks for."""
         with self._ctx.lock:
-            return {k: o.original for k, o in self._owned.items() if o.update.owner == owner}
-
-    def restore(self, owner: str, reason: str = "restore") -> list[UpdateResult]:
-        """Write back what ``owner`` found, then forget its values (the plugin's shutdown)."""
-        with self._ctx.lock:
-            mine = [o for o in self._owned.values() if o.update.owner == owner]
+            mine = {
+                k: o
+                for k, o in self._owned.items()
+                if o.update.owner == owner and (names is None or o.update.resource in names)
+            }
             # The original is the kernel's own value, so Koordinator's policy range (which it may lie
             # outside of, e.g. a small min_free_kbytes) does not apply; it is still a well-formed token.
             results = [
                 self._apply(CgroupUpdate(o.update.resource, "", o.original, owner, reason), force=True)
                 if _well_formed(o.update.resource, o.original)
                 else self._ctx.failed(o.update, "invalid", f"original {o.original!r} is not restorable")
-                for o in mine
+                for o in mine.values()
             ]
-            self.release(owner)
+            for key in mine:
+                self._owned.pop(key, None)
             return results
 
     def reconcile_owned(self) -> list[UpdateResult]:

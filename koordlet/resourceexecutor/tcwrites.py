@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from koordlet.api import CgroupUpdate, UpdateResult
+from koordlet.api.netqos import DirectionSpec, NetQoSSpec, check_ifname, default_ifb
 from koordlet.errors import InvalidValue
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
-from koordlet.system.netqos import DirectionSpec, NetQoSSpec, NetQoSState, check_ifname, default_ifb
+from koordlet.system.netqos import NetQoSState
 from koordlet.system.tcplan import Op, plan, plan_removal
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordlet import api
+from koordlet.schema import quantity
 from koordlet.schema.slovalidate import InvalidNodeSLO, check_merged, validate_spec
 
 __all__ = ["InvalidNodeSLO", "build", "default_spec", "merge", "validate_spec"]
@@ -152,6 +153,38 @@ def _disable_off_sections(qos: dict[str, Any]) -> None:
                 sub.update(neutral)
 
 
+_NETWORK_FIELDS = {
+    "ingressRequest": "ingress_request_bps",
+    "ingressLimit": "ingress_limit_bps",
+    "egressRequest": "egress_request_bps",
+    "egressLimit": "egress_limit_bps",
+}
+
+
+def bandwidth_bps(value: Any, total_bps: int) -> int:
+    """Koordinator's IntOrString bandwidth: an integer or a ``"N%"`` string is a percent of ``total_bps``,
+    another string a quantity in bits per second (validation has refused anything else). Koordinator's
+    agent reads ``"50%"`` as an unparsable quantity, 0; the IntOrString convention is a percent."""
+    if isinstance(value, bool) or value is None:
+        return 0
+    if isinstance(value, str) and value.endswith("%"):
+        value = int(value[:-1])
+    if isinstance(value, int):
+        return total_bps * value // 100
+    return quantity.to_int(str(value))
+
+
+def _network_qos(qos: Mapping[str, Any], total_bps: int) -> dict[str, api.NetworkQOS]:
+    out: dict[str, api.NetworkQOS] = {}
+    for key, section in qos.items():
+        net = section.get("networkQOS") if isinstance(section, Mapping) else None
+        if not isinstance(net, Mapping):
+            continue
+        values = {attr: bandwidth_bps(net.get(f), total_bps) for f, attr in _NETWORK_FIELDS.items()}
+        out[key] = api.NetworkQOS(enable=net.get("enable") is True, **values)
+    return out
+
+
 def build(spec: Mapping[str, Any] | None, generation: int = 0) -> api.NodeSLO:
     """Validate ``spec`` and merge it over the defaults (``None`` -> the defaults)."""
     if spec is not None:
@@ -163,6 +196,7 @@ def build(spec: Mapping[str, Any] | None, generation: int = 0) -> api.NodeSLO:
         **_fields(api.ResourceThresholdStrategy, merged["resourceUsedThresholdWithBE"])
     )
     check_merged(thresholds)
+    total_bps = quantity.to_int(str(merged["systemStrategy"].get("totalNetworkBandwidth") or 0))
     return api.NodeSLO(
         resource_used_threshold_with_be=thresholds,
         cpu_burst_strategy=api.CPUBurstStrategy(**_fields(api.CPUBurstStrategy, merged["cpuBurstStrategy"])),
@@ -170,5 +204,7 @@ def build(spec: Mapping[str, Any] | None, generation: int = 0) -> api.NodeSLO:
         system_strategy=merged["systemStrategy"],
         host_applications=tuple(_host_app(a) for a in merged.get("hostApplications") or ()),
         extensions=merged.get("extensions") or {},
+        total_network_bandwidth_bps=total_bps,
+        network_qos=_network_qos(qos, total_bps),
         generation=generation,
     )

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordlet import api
+from koordlet.errors import InvalidValue
+from koordlet.schema import quantity
 
 
 class InvalidNodeSLO(ValueError):
@@ -60,6 +62,21 @@ class _Checker:
         value = sec.get(key)
         if value is not None and value not in allowed:
             self.problems.append(f"{path}.{key}: {value!r} not one of {list(allowed)}")
+
+    def int_or_quantity(self, sec: Mapping[str, Any], path: str, key: str) -> None:
+        """Koordinator's IntOrString bandwidth: an integer percent (0..100), a percent string (``"50%"``,
+        the IntOrString convention; Koordinator's agent reads it as 0) or a quantity string."""
+        value = sec.get(key)
+        if value is None or (isinstance(value, str) and _quantity_ok(value)):
+            return
+        if isinstance(value, str) and value.endswith("%"):
+            digits = value[:-1]
+            if not (digits.isdecimal() and 0 <= int(digits) <= 100):
+                self.problems.append(f"{path}.{key}: {value!r} is not a percent from 0% to 100%")
+        elif isinstance(value, str):
+            self.problems.append(f"{path}.{key}: {value!r} is not a quantity (e.g. 50M) or a percent (50%)")
+        else:
+            self.percent(sec, path, key)
 
     def below(self, path: str, low_key: str, low: int | None, high_key: str, high: int | None) -> None:
         if low is not None and high is not None and low >= high:
@@ -125,6 +142,78 @@ def _check_qos(c: _Checker, sec: Mapping[str, Any]) -> None:
             c.percent(mem, f"{p}.memoryQOS", key)
         c.integer(mem, f"{p}.memoryQOS", "wmarkScalePermill", 0, 1000)
         c.integer(mem, f"{p}.memoryQOS", "wmarkMinAdj", -25, 50)
+        net = c.section(qos, "networkQOS")
+        c.boolean(net, f"{p}.networkQOS", "enable")
+        for key in ("ingressRequest", "ingressLimit", "egressRequest", "egressLimit"):
+            c.int_or_quantity(net, f"{p}.networkQOS", key)
+        blkio = c.section(qos, "blkioQOS")
+        c.boolean(blkio, f"{p}.blkioQOS", "enable")
+        _check_blocks(c, blkio.get("blocks"), f"{p}.blkioQOS.blocks")
+
+
+_IO_FIELDS = (
+    "readIOPS",
+    "writeIOPS",
+    "readBPS",
+    "writeBPS",
+    "readLatency",
+    "writeLatency",
+    "modelReadBPS",
+    "modelWriteBPS",
+    "modelReadSeqIOPS",
+    "modelWriteSeqIOPS",
+    "modelReadRandIOPS",
+    "modelWriteRandIOPS",
+)
+
+
+def _check_blocks(c: _Checker, blocks: Any, path: str) -> None:
+    if blocks is None:
+        return
+    if not isinstance(blocks, list):
+        c.problems.append(f"{path}: must be a list")
+        return
+    for i, block in enumerate(blocks):
+        if not isinstance(block, Mapping):
+            c.problems.append(f"{path}[{i}]: must be an object")
+            continue
+        c.enum(block, f"{path}[{i}]", "type", ("device", "volumegroup", "podvolume"))
+        io = c.section(block, "ioCfg")
+        for key in _IO_FIELDS:
+            c.integer(io, f"{path}[{i}].ioCfg", key, 0, None)
+        c.integer(io, f"{path}[{i}].ioCfg", "ioWeightPercent", 1, 100)
+        c.percent(io, f"{path}[{i}].ioCfg", "readLatencyPercent")
+        c.percent(io, f"{path}[{i}].ioCfg", "writeLatencyPercent")
+        c.boolean(io, f"{path}[{i}].ioCfg", "enableUserModel")
+
+
+def _check_system(c: _Checker, sec: Mapping[str, Any]) -> None:
+    path = "systemStrategy"
+    for key in ("minFreeKbytesFactor", "watermarkScaleFactor", "schedIdleSaverWmark"):
+        c.integer(sec, path, key, 0, None)
+    for key in ("memcgReapBackGround", "schedGroupIdentityEnabled", "pageCacheLimitEnabled"):
+        c.integer(sec, path, key, 0, 1)
+    features = sec.get("schedFeatures")
+    good = isinstance(features, Mapping) and all(
+        isinstance(k, str) and _FEATURE.match(k) and isinstance(v, bool) for k, v in features.items()
+    )
+    if features is not None and not good:
+        c.problems.append(f"{path}.schedFeatures: must map scheduler feature names (A_Z) to booleans")
+    total = sec.get("totalNetworkBandwidth")
+    if total is not None and not _quantity_ok(total):
+        c.problems.append(f"{path}.totalNetworkBandwidth: {total!r} is not a quantity")
+
+
+_FEATURE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+
+
+def _quantity_ok(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return False
+    try:
+        return quantity.to_int(value) >= 0
+    except InvalidValue:
+        return False
 
 
 def _check_burst(c: _Checker, sec: Mapping[str, Any]) -> None:
@@ -174,7 +263,7 @@ def validate_spec(spec: Any) -> None:
     _check_thresholds(c, c.section(spec, _RT))
     _check_qos(c, c.section(spec, "resourceQOSStrategy"))
     _check_burst(c, c.section(spec, "cpuBurstStrategy"))
-    c.section(spec, "systemStrategy")
+    _check_system(c, c.section(spec, "systemStrategy"))
     c.section(spec, "extensions")
     _check_host_apps(c, spec.get("hostApplications"))
     if c.problems:

@@ -1,10 +1,12 @@
 """``StatesInformer``: the facade the agent and the plugins read (implements :class:`api.StatesReader`).
 
-It wires the pieces by mode. In a cluster: the Node, this node's NodeSLO and NodeMetric are list+watched
-by name, pods come from the kubelet (or the API server), the NodeMetric status is reported every interval,
-and the evictor's Eviction and Event calls go through here. Standalone (no credentials, or asked): the
-node is this host, pods are discovered in the cgroup tree, the NodeSLO comes from a file or the defaults,
-and the NodeMetric status is written to a local file and served by the daemon.
+It wires the pieces by mode. In a cluster: the Node, this node's NodeSLO and NodeMetric are cached by
+name, each by the cluster side's shared :class:`~koordlet.cluster.informer.Informer`; pods come from the
+kubelet (or the API server, by the same informer with ``spec.nodeName``), the NodeMetric status is
+reported every interval, and the evictor's Eviction and Event calls go through here. Standalone (no
+credentials, or asked): the node is this host, pods are discovered in the cgroup tree, the NodeSLO comes
+from a file or the defaults, and the NodeMetric status is written to a local file and served by the
+daemon.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.cluster.client import in_cluster_available, make_api_client
+from koordlet.cluster.informer import EventHandler, Informer
 from koordlet.cluster.ratelimit import Backoff
 from koordlet.eventbus import EventBus
 from koordlet.lifecycle import Supervisor
@@ -72,17 +75,14 @@ class StatesInformer:
         self._wall = wall_clock
         self.metrics = InformerMetrics(registry)
         self.standalone = self._decide_standalone(config)
-        self._listwatches: list[kube.ListWatch] = []
         self._local_node: api.NodeInfo | None = None
         self._node_cache: tuple[Mapping[str, Any], api.NodeInfo] | None = None
         self.nodeslo = NodeSLOStore(
             on_change=lambda: bus.publish(api.EVENT_NODE_SLO_CHANGED), on_invalid=self._nodeslo_invalid
         )
         self.api: kube.ClusterAPI | None = None
-        self._node_objs = kube.WatchedObjects()
-        self._slo_objs = kube.WatchedObjects(on_change=self._nodeslo_changed)
-        self._nm_objs = kube.WatchedObjects()
-        self._pod_objs = kube.WatchedObjects(on_change=self._api_pods_changed)
+        self.informers: dict[str, Informer] = {}
+        """Cluster mode: ``node``, ``nodeslos``, ``nodemetrics`` and (``--pod-source=api``) ``pods``."""
         self.slo_file = NodeSLOFile(config.node_slo_file, self.nodeslo)
         source: PodSource
         if self.standalone:
@@ -93,8 +93,9 @@ class StatesInformer:
                 config.node_name,
                 config.request_timeout_seconds,
             )
+            self._make_informers(self.api)
             if config.pod_source == "api":
-                source = APIPodSource(self._pod_objs)
+                source = APIPodSource(self.informers["pods"])
             else:
                 source = KubeletPodSource(self._kubelet_endpoint)
         self.pods_informer = PodsInformer(
@@ -106,6 +107,14 @@ class StatesInformer:
             on_refresh=lambda ok, n: self.metrics.pods_refresh.labels(result="ok" if ok else "kept").inc(),
         )
         self.metrics.bind(self.pods_informer.degraded, lambda: len(self.pods_informer.pods()))
+        if "pods" in self.informers:
+            self.informers["pods"].add_handler(
+                EventHandler(
+                    on_add=lambda _: self._api_pods_changed(),
+                    on_update=lambda _old, _new: self._api_pods_changed(),
+                    on_delete=lambda _: self._api_pods_changed(),
+                )
+            )
         self.builder = StatusBuilder(cache, wall_clock)
         self.reporter = NodeMetricReporter(
             config,
@@ -116,6 +125,36 @@ class StatesInformer:
             sink=self.api,
             file=host.paths.koordlet_run_dir() / FILE_NAME if self.standalone else None,
         )
+
+    def _make_informers(self, capi: kube.ClusterAPI) -> None:
+        cfg = self.config
+
+        def opts() -> dict[str, Any]:
+            return {
+                "watch_timeout": float(cfg.watch_timeout_seconds),
+                "request_timeout": cfg.request_timeout_seconds,
+                "backoff": Backoff(initial=0.2, cap=cfg.max_backoff_seconds),
+            }
+
+        self.informers["node"] = capi.node_informer(**opts())
+        slo = self.informers["nodeslos"] = capi.custom_informer("nodeslos", **opts())
+        slo.add_handler(
+            EventHandler(
+                on_add=self._nodeslo_changed,
+                on_update=lambda _old, new: self._nodeslo_changed(new),
+                on_delete=self._nodeslo_deleted,
+            )
+        )
+        self.informers["nodemetrics"] = capi.custom_informer("nodemetrics", **opts())
+        if cfg.pod_source == "api":
+            # Back from an outage the watch resumes from its resourceVersion without a re-list: refresh
+            # then (not rate limited: once per recovery), so the pods stop being degraded at once.
+            self.informers["pods"] = capi.pods_informer(on_health=self._api_pods_health, **opts())
+
+    def _cached(self, name: str) -> Mapping[str, Any] | None:
+        """This node's object of informer ``name`` (each is selected by this node's name)."""
+        inf = self.informers.get(name)
+        return inf.get(self.config.node_name) if inf is not None else None
 
     @staticmethod
     def _decide_standalone(config: InformerConfig) -> bool:
@@ -131,13 +170,13 @@ class StatesInformer:
             if self._local_node is None:
                 self._local_node = local_node(self.config.node_name, self.host.paths)
             return self._local_node
-        objs = self._node_objs.items()
-        if not objs:
+        obj = self._cached("node")
+        if obj is None:
             return None
         cached = self._node_cache
         # Plugins ask every tick; convert only when the watch delivered a new object.
-        if cached is None or cached[0] is not objs[0]:
-            cached = self._node_cache = (objs[0], node_info(objs[0], self.host.paths))
+        if cached is None or cached[0] is not obj:
+            cached = self._node_cache = (obj, node_info(obj, self.host.paths))
         return cached[1]
 
     def pods(self) -> tuple[api.PodInfo, ...]:
@@ -147,9 +186,11 @@ class StatesInformer:
         return self.nodeslo.current()
 
     def has_synced(self) -> bool:
-        if not self.pods_informer.has_synced() or not self.nodeslo.seen:
+        if not self.pods_informer.has_synced():
             return False
-        return self.standalone or self._node_objs.synced()
+        if self.standalone:
+            return self.nodeslo.seen
+        return self.informers["node"].has_synced() and self.informers["nodeslos"].has_synced()
 
     def degraded(self) -> bool:
         """The pod list is older than the allowed staleness (pods are kept; acting on them is risky)."""
@@ -161,21 +202,8 @@ class StatesInformer:
         """Start every loop under ``supervisor`` and return at once."""
         cfg = self.config
         if self.api is not None:
-            opts: dict[str, Any] = {
-                "watch_timeout": cfg.watch_timeout_seconds,
-                "request_timeout": cfg.request_timeout_seconds,
-            }
-            watches = [
-                self.api.node_listwatch(self._node_objs, **opts),
-                self.api.custom_listwatch("nodeslos", self._slo_objs, **opts),
-                self.api.custom_listwatch("nodemetrics", self._nm_objs, **opts),
-            ]
-            if cfg.pod_source == "api":
-                watches.append(self.api.pods_listwatch(self._pod_objs, **opts))
-            for lw in watches:
-                lw.backoff = Backoff(initial=0.2, cap=cfg.max_backoff_seconds)
-                self._listwatches.append(lw)
-                supervisor.go(f"informer-{lw.name}", functools.partial(lw.run, stop))
+            for inf in self.informers.values():
+                supervisor.go(f"informer-{inf.name}", functools.partial(inf.run, stop))
         else:
             self.slo_file.check()
             supervisor.every("informer-nodeslo-file", cfg.node_slo_file_check_seconds, self._check_slo_file)
@@ -194,34 +222,33 @@ class StatesInformer:
 
     def shutdown(self) -> None:
         """Cut open watches so their threads end promptly (the loops themselves end on ``stop``)."""
-        for lw in self._listwatches:
-            lw.close()
+        for inf in self.informers.values():
+            inf.close()
         if self.api is not None:
             self.api.close()
 
     # NodeSLO / NodeMetric ----------------------------------------------------------------------
 
-    def _nodeslo_changed(self) -> None:
-        objs = self._slo_objs.items()
-        if not objs:
-            self.nodeslo.apply(None)
-            return
-        spec = objs[0].get("spec")
+    def _nodeslo_changed(self, obj: Mapping[str, Any]) -> None:
+        spec = obj.get("spec")
         self.nodeslo.apply(spec if spec is not None else _MISSING_SPEC)
+
+    def _nodeslo_deleted(self, _obj: Mapping[str, Any]) -> None:
+        self.nodeslo.apply(None)  # no NodeSLO: Koordinator's defaults
 
     def _nodeslo_invalid(self, why: str) -> None:
         self.metrics.nodeslo_invalid.inc()
-        node = self._node_objs.items()
-        uid = str((node[0].get("metadata") or {}).get("uid", "")) if node else ""
+        node = self._cached("node")
+        uid = str((node.get("metadata") or {}).get("uid", "")) if node is not None else ""
         self.record_event("Node", "", self.config.node_name, uid, "Warning", "NodeSLOInvalid", why)
 
     def _node_metric_spec(self) -> Mapping[str, Any] | None:
         if self.standalone:
             return None  # no NodeMetric object: koordlet's defaults and the configured interval
-        objs = self._nm_objs.items()
-        if not objs:
+        obj = self._cached("nodemetrics")
+        if obj is None:
             return None
-        spec = objs[0].get("spec")
+        spec = obj.get("spec")
         return spec if isinstance(spec, Mapping) else {}
 
     def _build_status(self, policy: CollectPolicy) -> dict[str, Any]:
@@ -234,13 +261,20 @@ class StatesInformer:
     # Pods ----------------------------------------------------------------------------------------
 
     def _api_pods_changed(self) -> None:
-        self.pods_informer.kick()
+        # The initial list's adds come before the informer counts as synced (and the source would
+        # refuse): the health hook refreshes once right after it.
+        if self.informers["pods"].has_synced():
+            self.pods_informer.kick()
+
+    def _api_pods_health(self, healthy: bool) -> None:
+        if healthy:
+            self.pods_informer.refresh()
 
     def _kubelet_endpoint(self) -> KubeletEndpoint:
         cfg = self.config
         address, port = cfg.kubelet_address, cfg.kubelet_port
-        objs = self._node_objs.items()
-        status = (objs[0].get("status") or {}) if objs else {}
+        obj = self._cached("node")
+        status = (obj.get("status") or {}) if obj is not None else {}
         if not address:
             for addr in status.get("addresses") or ():
                 if isinstance(addr, Mapping) and addr.get("type") == cfg.kubelet_preferred_address_type:

@@ -8,6 +8,7 @@ manager renders with the same code). A refused spec leaves the previous NodeSLO 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable
@@ -71,26 +72,12 @@ class NodeSLOStore:
             if spec == self._raw:
                 return True
             current = self._current
-            same = (
-                candidate.resource_used_threshold_with_be == current.resource_used_threshold_with_be
-                and candidate.cpu_burst_strategy == current.cpu_burst_strategy
-                and candidate.resource_qos_strategy == current.resource_qos_strategy
-                and candidate.system_strategy == current.system_strategy
-                and candidate.host_applications == current.host_applications
-                and candidate.extensions == current.extensions
-            )
+            # the generation alone differs between a rebuilt spec and the one in force
+            same = dataclasses.replace(candidate, generation=current.generation) == current
             self._raw = copy.deepcopy(spec)
             if same:
                 return True
-            self._current = api.NodeSLO(
-                resource_used_threshold_with_be=candidate.resource_used_threshold_with_be,
-                cpu_burst_strategy=candidate.cpu_burst_strategy,
-                resource_qos_strategy=candidate.resource_qos_strategy,
-                system_strategy=candidate.system_strategy,
-                host_applications=candidate.host_applications,
-                extensions=candidate.extensions,
-                generation=current.generation + 1,
-            )
+            self._current = dataclasses.replace(candidate, generation=current.generation + 1)
             generation = self._current.generation
         log.info("NodeSLO generation %d in force", generation)
         if self._on_change is not None:

@@ -7,6 +7,7 @@ cgroup path is built from them; a bad one leaves the pod (or container) without 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -93,6 +94,21 @@ def _created_at(meta: Obj) -> float:
         return 0.0
 
 
+def _pod_ips(status: Obj, who: str) -> tuple[str, ...]:
+    """``status.podIPs`` (else ``status.podIP``) as canonical addresses; anything else is dropped (warned):
+    network QoS builds kernel filters from them."""
+    raw = [e.get("ip") for e in _list(status, "podIPs") if isinstance(e, Mapping)] or [status.get("podIP")]
+    out: list[str] = []
+    for ip in raw:
+        if not isinstance(ip, str) or not ip:
+            continue
+        try:
+            out.append(str(ipaddress.ip_address(ip)))
+        except ValueError:
+            log.warning("pod %s: ignoring pod IP %r: not an address", who, ip[:64])
+    return tuple(dict.fromkeys(out))
+
+
 def _owner_kind(meta: Obj) -> str:
     for ref in _list(meta, "ownerReferences"):
         if isinstance(ref, Mapping) and ref.get("controller"):
@@ -156,6 +172,8 @@ def pod_info(
         node_name=str(spec.get("nodeName", "")),
         owner_kind=_owner_kind(meta),
         created_at=_created_at(meta),
+        ips=_pod_ips(status, who),
+        host_network=spec.get("hostNetwork") is True,
         sidecars=sidecars,
         qos_raw=qos_raw(labels),
     )

@@ -130,13 +130,13 @@ class KubeletPodSource:
 
 
 class WatchedPods(Protocol):
-    """The API server's pods of this node as a list+watch keeps them (``kube.WatchedObjects``)."""
+    """The API server's pods of this node as an informer caches them (``cluster.informer.Informer``)."""
 
-    def synced(self) -> bool: ...
+    def has_synced(self) -> bool: ...
 
-    def failing(self) -> bool: ...
+    def healthy(self) -> bool: ...
 
-    def items(self) -> list[Mapping[str, Any]]: ...
+    def objects(self) -> list[Mapping[str, Any]]: ...
 
 
 class APIPodSource:
@@ -148,13 +148,13 @@ class APIPodSource:
         self.objects = objects
 
     def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
-        if not self.objects.synced():
+        if not self.objects.has_synced():
             raise APIUnavailable("pods: the API server list has not completed yet")
-        if self.objects.failing():
+        if not self.objects.healthy():
             # Counts as a failed refresh: the pods are kept and the informer turns degraded after
             # the staleness bound, as with an unreachable kubelet.
             raise APIUnavailable("pods: the API server watch is broken; pods may be stale")
-        return pod_infos(self.objects.items(), layout)
+        return pod_infos(self.objects.objects(), layout)
 
 
 Hook = Callable[[], None]

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -62,10 +61,6 @@ class DeviceNumber(NamedTuple):
         if m is None:
             raise InvalidValue("device", text, "expected '<major>:<minor>'")
         return cls(int(m.group(1)), int(m.group(2)))
-
-    @classmethod
-    def from_dev_t(cls, dev: int) -> DeviceNumber:
-        return cls(os.major(dev), os.minor(dev))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -127,17 +122,6 @@ def _dm_by_name(classes: Path, name: str) -> Path | None:
     return None
 
 
-def resolve_path_device(paths: HostPaths, path: str | os.PathLike[str]) -> DeviceNumber:
-    """The disk holding ``path``: a block device node gives its own number, any other path the device
-    of the filesystem it lives on (a pod volume's mount point)."""
-    try:
-        st = os.stat(path)
-    except OSError as err:
-        raise ResourceUnsupported(f"cannot stat {path}: {err.strerror}") from err
-    dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
-    return whole_disk(paths, DeviceNumber.from_dev_t(dev))
-
-
 # ---------------------------------------------------------------------------------------------------
 # v1 formats: "<maj>:<min> <value>" lines
 # ---------------------------------------------------------------------------------------------------
@@ -155,13 +139,6 @@ def parse_device_values(text: str, resource: str = "blkio") -> dict[DeviceNumber
         except ValueError as err:
             raise InvalidValue(resource, line, "non-integer device value") from err
     return out
-
-
-def render_device_value(dev: DeviceNumber, value: int) -> str:
-    """One v1 line; ``0`` removes the device's limit (v1 throttles)."""
-    if value < 0:
-        raise InvalidValue("blkio", value, "device values are non-negative (0 removes)")
-    return f"{dev} {value}"
 
 
 def split_device_value(text: str, resource: str = "blkio") -> tuple[DeviceNumber, str]:
@@ -297,11 +274,15 @@ def same_device_value(resource: str, current_text: str, value: str) -> bool:
     if resource in KV_RESOURCES:
         have = parse_device_kv(current_text, resource).get(dev, {})
         want = parse_device_kv(value, resource).get(dev, {})
-        return all(have.get(k) == v for k, v in want.items())
+        return all(_same_setting(have.get(k), v) for k, v in want.items())
     return device_entry(resource, current_text, dev) == str(int(rest))
 
 
-def stale_devices(current: Mapping[DeviceNumber, int], wanted: Iterable[DeviceNumber]) -> list[DeviceNumber]:
-    """Devices that still carry a value but are no longer wanted (write ``0`` to each to reset it)."""
-    keep = frozenset(wanted)
-    return sorted(d for d, v in current.items() if d not in keep and v != 0)
+def _same_setting(have: str | None, want: str) -> bool:
+    """One key=value setting: equal text, or equal numbers (the kernel shows ``rpct=95`` as ``95.00``)."""
+    if have is None or have == want:
+        return have == want
+    try:
+        return float(have) == float(want)
+    except ValueError:
+        return False

@@ -44,11 +44,6 @@ class MemoryStat:
         """koordlet's working-set usage: anon (active + inactive) + unevictable; page cache excluded."""
         return self.active_anon + self.inactive_anon + self.unevictable
 
-    @property
-    def page_cache(self) -> int:
-        """The cgroup's page cache: v1 ``total_cache`` (hierarchical), v2 ``file``."""
-        return self.cache
-
 
 _MEM_V1 = (
     "total_cache",
@@ -70,16 +65,6 @@ def parse_memory_stat(text: str) -> MemoryStat:
     if missing:
         raise InvalidValue("memory.stat", text[:200], f"missing keys {missing}")
     return MemoryStat(*(values[k] for k in keys))
-
-
-def parse_page_cache(text: str) -> int:
-    """Only the page cache of a ``memory.stat``: v1 ``total_cache`` (or ``cache`` where the hierarchical
-    keys are absent, as in a root cgroup of some kernels), v2 ``file``."""
-    values = parse_flat_keyed(text, "memory.stat")
-    for key in ("total_cache", "cache", "file"):
-        if key in values:
-            return values[key]
-    raise InvalidValue("memory.stat", text[:200], "no total_cache, cache or file key")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from koordlet.api import CPUInfo, KubeQOSClass
 from koordlet.errors import CgroupGone, ResourceUnsupported, UnsafePath
-from koordlet.system import files
+from koordlet.system import blkio, files, resctrl
 from koordlet.system.cgroups import (
     CgroupMode,
     cgroup_dir_path,
@@ -102,6 +102,13 @@ class Host:
         """``cgroup_dir`` and its sub-dirs down to ``depth`` levels (parents first, names sorted) in the
         cpu hierarchy; symlinks are not followed; an absent ``cgroup_dir`` gives ``[]``."""
         return self.list_cgroups_in("cpu", cgroup_dir, depth)
+
+    def block_device(self, name: str) -> str:
+        """``major:minor`` of the disk ``name`` (resolved in sysfs; a partition gives its disk)."""
+        return str(blkio.resolve_device_name(self.paths, name))
+
+    def resctrl_unsupported(self) -> str | None:
+        return resctrl.control_unsupported(self.paths)
 
     # Extras -----------------------------------------------------------------------------------------
 

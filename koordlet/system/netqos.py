@@ -23,15 +23,13 @@ addresses.
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from koordlet.errors import InvalidValue
+from koordlet.api.netqos import MIN_RATE_BPS, DirectionSpec, IPAddress
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Match = Literal["src", "dst"]
 
 QDISC = 0x10000
@@ -44,12 +42,8 @@ POD_FILTER_PRIO = {4: 10, 6: 11}
 """u32 priority of pod IP filters by IP version: all of one version share a hash table (their classid
 says the class); the kernel keeps one protocol per priority, hence two."""
 REDIRECT_PRIO = 1
-MIN_RATE_BPS = 8000
-"""HTB needs a positive rate; the system class keeps at least this when LS and BE take the whole link."""
-IFNAMSIZ = 16
 ETH_P_ALL, ETH_P_IP, ETH_P_IPV6 = 0x0003, 0x0800, 0x86DD
 
-_IFNAME = re.compile(r"^[A-Za-z0-9_.@:-]{1,15}$")
 # offsets of the addresses from the start of the network header
 _V4_OFF: Mapping[str, int] = MappingProxyType({"src": 12, "dst": 16})
 _V6_OFF: Mapping[str, int] = MappingProxyType({"src": 8, "dst": 24})
@@ -57,80 +51,6 @@ _V6_OFF: Mapping[str, int] = MappingProxyType({"src": 8, "dst": 24})
 
 def handle_str(handle: int) -> str:
     return f"{handle >> 16:x}:{handle & 0xFFFF:x}"
-
-
-def check_ifname(name: str) -> str:
-    if not _IFNAME.match(name) or name in (".", ".."):
-        raise InvalidValue("ifname", name, f"not a network interface name (1..{IFNAMSIZ - 1} chars)")
-    return name
-
-
-def default_ifb(uplink: str) -> str:
-    """The IFB device for ``uplink``'s ingress: ``kifb-<uplink>``, cut to the interface name limit."""
-    return f"kifb-{uplink}"[: IFNAMSIZ - 1]
-
-
-@dataclass(frozen=True, slots=True)
-class ClassLimit:
-    """One class's bandwidth in bits per second: ``rate`` guaranteed (its request), ``ceil`` at most."""
-
-    rate_bps: int
-    ceil_bps: int
-
-
-@dataclass(frozen=True, slots=True)
-class DirectionSpec:
-    """One direction: the link's capacity and the LS and BE classes within it."""
-
-    total_bps: int
-    ls: ClassLimit
-    be: ClassLimit
-
-    def validate(self, direction: str) -> None:
-        if self.total_bps < MIN_RATE_BPS:
-            raise InvalidValue(f"{direction}.total", self.total_bps, f"below {MIN_RATE_BPS} bit/s")
-        for name, lim in (("ls", self.ls), ("be", self.be)):
-            if not MIN_RATE_BPS <= lim.rate_bps <= lim.ceil_bps <= self.total_bps:
-                raise InvalidValue(
-                    f"{direction}.{name}",
-                    f"rate {lim.rate_bps} ceil {lim.ceil_bps}",
-                    f"need {MIN_RATE_BPS} <= rate <= ceil <= total ({self.total_bps}) bit/s",
-                )
-        if self.ls.rate_bps + self.be.rate_bps > self.total_bps:
-            raise InvalidValue(
-                direction, self.ls.rate_bps + self.be.rate_bps, "LS + BE rates exceed the link"
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class NetQoSSpec:
-    """Everything the kernel should hold for one uplink. ``ingress`` ``None``: ingress is not shaped
-    (and no IFB device exists)."""
-
-    uplink: str
-    egress: DirectionSpec
-    ingress: DirectionSpec | None = None
-    ls_ips: frozenset[IPAddress] = field(default_factory=frozenset)
-    be_ips: frozenset[IPAddress] = field(default_factory=frozenset)
-    ifb: str = ""
-    """The IFB device's name; empty: :func:`default_ifb`."""
-
-    @property
-    def ifb_name(self) -> str:
-        return self.ifb or default_ifb(self.uplink)
-
-    def validate(self) -> None:
-        """Raise :class:`InvalidValue` for anything the kernel would refuse or misapply."""
-        check_ifname(self.uplink)
-        check_ifname(self.ifb_name)
-        if self.ifb_name == self.uplink:
-            raise InvalidValue("ifb", self.ifb_name, "the IFB device cannot be the uplink")
-        self.egress.validate("egress")
-        if self.ingress is not None:
-            self.ingress.validate("ingress")
-        both = self.ls_ips & self.be_ips
-        if both:
-            raise InvalidValue("pod IPs", sorted(map(str, both)), "an address cannot be both LS and BE")
 
 
 # ---------------------------------------------------------------------------------------------------

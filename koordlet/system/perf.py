@@ -105,13 +105,6 @@ class PerfSample:
     time_enabled_ns: int
     time_running_ns: int
 
-    def cpi(self) -> float | None:
-        """Cycles per instruction; ``None`` without instructions."""
-        instructions = self.values.get("instructions", 0.0)
-        if instructions <= 0:
-            return None
-        return self.values.get("cycles", 0.0) / instructions
-
 
 class CgroupCounters:
     """Counting ``events`` for one cgroup on ``cpus``; :meth:`start`, then :meth:`read` (any number of

@@ -34,24 +34,3 @@ def supports_resource(paths: HostPaths, mode: CgroupMode, resource: str, cgroup_
         except FileNotFoundError:
             return False
     return False
-
-
-MEMORY_QOS_RESOURCES = (
-    "memory.min",
-    "memory.low",
-    "memory.high",
-    "memory.soft_limit_in_bytes",
-    "memory.wmark_ratio",
-    "memory.wmark_scale_factor",
-    "memory.wmark_min_adj",
-    "memory.priority",
-    "memory.use_priority_oom",
-    "memory.oom.group",
-)
-"""Memory QoS knobs (koordlet's cgreconcile): v2 has min/low/high/oom.group everywhere; on v1 only the
-soft limit is upstream, the rest exists on Anolis/Alibaba kernels."""
-
-
-def supported_memory_qos(paths: HostPaths, mode: CgroupMode) -> frozenset[str]:
-    """The memory QoS resources this kernel offers (probed once at the memory hierarchy's root)."""
-    return frozenset(r for r in MEMORY_QOS_RESOURCES if supports_resource(paths, mode, r))

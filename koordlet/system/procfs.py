@@ -109,10 +109,9 @@ class MemInfo:
         return max(self.total - self.available, 0)
 
     @property
-    def page_cache(self) -> int:
-        """File pages in memory: ``Cached`` (page cache, tmpfs/shmem included) plus ``Buffers`` (block
-        device pages); what a memcg's ``memory.stat`` counts as ``cache``/``file``."""
-        return self.get("Cached") + self.get("Buffers")
+    def used_with_page_cache(self) -> int:
+        """koordlet's node memory usage with page cache: ``MemTotal - MemFree``."""
+        return max(self.total - self.get("MemFree"), 0)
 
 
 def parse_meminfo(text: str) -> MemInfo:

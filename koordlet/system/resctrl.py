@@ -7,14 +7,17 @@ are bandwidth percent (Intel) or absolute units (AMD) per id.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from koordlet.errors import InvalidValue, UnsafePath
+from koordlet.system import files
 from koordlet.system.paths import HostPaths
 
 GROUP_LSR, GROUP_LS, GROUP_BE = "LSR", "LS", "BE"
@@ -55,10 +58,38 @@ def read_cpuinfo(paths: HostPaths) -> tuple[str, frozenset[str]]:
     return vendor, flags
 
 
-def is_supported(paths: HostPaths) -> bool:
-    """The CPU advertises both L3 CAT and MBA (koordlet's ``IsSupportResctrl``)."""
+CONTROL_FLAGS = ("cat_l3", "mba")
+"""CPU flags koordlet's ``IsSupportResctrl`` asks for: L3 cache allocation and memory bandwidth allocation."""
+VENDOR_AMD = "AuthenticAMD"
+
+
+def control_unsupported(paths: HostPaths) -> str | None:
+    """``None`` when resctrl control groups can be used here (mounted, or mountable at the resctrl root);
+    else why not, in one log line's worth."""
     _, flags = read_cpuinfo(paths)
-    return "cat_l3" in flags and "mba" in flags
+    missing = [f for f in CONTROL_FLAGS if f not in flags]
+    if missing:
+        return f"the CPU lacks {', '.join(missing)} (no L3 cache or memory bandwidth allocation)"
+    if not is_mounted(paths) and not paths.resctrl_root.is_dir():
+        return f"the kernel has no resctrl filesystem (no {paths.resctrl_root} to mount it on)"
+    return None
+
+
+def mount(paths: HostPaths) -> None:
+    """Mount resctrl at its root (koordlet's ``CheckAndTryEnableResctrlCat``); ``OSError`` on failure."""
+    root = str(paths.resctrl_root)
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "resctrl", "resctrl", root],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError) as err:
+        raise OSError(errno.EIO, f"mount -t resctrl resctrl {root}: {err}") from err
+    if done.returncode != 0:
+        raise OSError(errno.EIO, f"mount -t resctrl resctrl {root}: {done.stderr.strip() or done.returncode}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +130,6 @@ def read_info(paths: HostPaths) -> ResctrlInfo:
     )
 
 
-def last_cmd_status(paths: HostPaths) -> str:
-    """The kernel's explanation of the last failed resctrl write (``ok`` after a good one)."""
-    try:
-        return (paths.resctrl_root / "info" / "last_cmd_status").read_text().strip()
-    except OSError:
-        return ""
-
-
 # ---------------------------------------------------------------------------------------------------
 # Groups
 # ---------------------------------------------------------------------------------------------------
@@ -129,14 +152,24 @@ def tasks_path(paths: HostPaths, group: str) -> Path:
     return group_dir(paths, group) / "tasks"
 
 
-def ensure_group(paths: HostPaths, group: str) -> Path:
-    """Create the control group dir if missing (a resctrl group is made by ``mkdir``); returns it."""
-    path = group_dir(paths, group)
+def make_group(paths: HostPaths, group: str) -> bool:
+    """Create the control group (a resctrl group is made by ``mkdir``); False if it existed."""
     try:
-        os.mkdir(path, 0o755)
+        os.mkdir(group_dir(paths, group), 0o755)
     except FileExistsError:
-        pass
-    return path
+        return False
+    return True
+
+
+def remove_group(paths: HostPaths, group: str) -> bool:
+    """Remove the control group (the kernel moves its tasks to the default group); False if absent."""
+    if group == "":
+        raise UnsafePath("the default resctrl group cannot be removed")
+    try:
+        os.rmdir(group_dir(paths, group))
+    except FileNotFoundError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -152,10 +185,6 @@ class Schemata:
     """cache id -> bandwidth (percent on Intel)."""
     other: tuple[str, ...] = ()
     """Lines this agent does not manage (L2, MPAM...), kept verbatim."""
-
-    @property
-    def cache_ids(self) -> tuple[int, ...]:
-        return tuple(sorted(self.l3 or self.mb))
 
 
 def _domains(prefix: str, body: str, base: int, text: str) -> dict[int, int]:
@@ -239,6 +268,27 @@ def mba_amd(percent: int) -> int:
     if percent == 100:
         return AMD_MBA_UNLIMITED
     return int(25 * 8 * 0.8 * percent / 100)
+
+
+def plan_schemata(paths: HostPaths, l3_percent: tuple[int, int] | None, mb_percent: int | None) -> Schemata:
+    """The schemata giving a group ``l3_percent`` of the L3 ways and ``mb_percent`` of the memory bandwidth
+    on every cache domain the root group lists (Intel rounds MB up to ``bandwidth_gran``; AMD gets
+    absolute units). Raises :class:`InvalidValue` for a range the hardware cannot express."""
+    info = read_info(paths)
+    root = parse_schemata(files.read_text(schemata_path(paths, "")))
+    l3: dict[int, int] = {}
+    mb: dict[int, int] = {}
+    if l3_percent is not None:
+        mask = l3_mask_from_percent(info.cbm_mask, *l3_percent, info.min_cbm_bits)
+        l3 = dict.fromkeys(sorted(root.l3), mask)
+    if mb_percent is not None and root.mb:
+        vendor, _ = read_cpuinfo(paths)
+        if vendor == VENDOR_AMD:
+            value = mba_amd(mb_percent)
+        else:
+            value = mba_intel(mb_percent, info.bandwidth_gran or 10, info.min_bandwidth or 10)
+        mb = dict.fromkeys(sorted(root.mb), value)
+    return Schemata(MappingProxyType(l3), MappingProxyType(mb))
 
 
 # ---------------------------------------------------------------------------------------------------

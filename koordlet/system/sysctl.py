@@ -137,7 +137,3 @@ def read(paths: HostPaths, name: str) -> str | None:
         if res.optional:
             return None
         raise
-
-
-def is_supported(paths: HostPaths, name: str) -> bool:
-    return get_sysctl(name).path(paths).exists()

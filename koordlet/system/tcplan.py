@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from koordlet.api.netqos import NetQoSSpec
 from koordlet.system.netqos import (
     DEFAULT_MINOR,
     POD_FILTER_PRIO,
@@ -22,7 +23,6 @@ from koordlet.system.netqos import (
     IPFilter,
     LinkState,
     Match,
-    NetQoSSpec,
     NetQoSState,
     Tree,
     build_tree,

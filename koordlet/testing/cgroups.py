@@ -210,9 +210,17 @@ def unavailable(what: str, root: Path = CGROUP_ROOT) -> str:
 class RealKubepods:
     """A kubelet-like cgroupfs tree ``<parent>/kubepods/{besteffort,burstable}`` in each v1 controller."""
 
-    def __init__(self, root: Path = CGROUP_ROOT, *, prefix: str = "koordlet-e2e") -> None:
+    def __init__(
+        self,
+        root: Path = CGROUP_ROOT,
+        controllers: Sequence[str] = KUBEPODS_CONTROLLERS,
+        *,
+        prefix: str = "koordlet-e2e",
+    ) -> None:
+        """``controllers``: the v1 controllers the tree (and every process spawned in it) spans; add
+        ``blkio`` or ``perf_event`` where a test needs them. ``prefix`` starts the parent's name."""
         parent = f"{prefix}-{uuid.uuid4().hex[:10]}"
-        self.tree = RealCgroupTree(KUBEPODS_CONTROLLERS, root=root, parent=parent)
+        self.tree = RealCgroupTree(controllers, root=root, parent=parent)
         self.root = root
         self.parent = self.tree.parent
         self.pods: list[RealPod] = []

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from koordlet import api
 from koordlet.testing.builders import QOS_TIER
+from koordlet.testing.fakewrites import FakeSystemWrites
 
 
 class FakeStates:
@@ -115,6 +116,10 @@ class FakeHostReader:
         self.supported = {"cpu.cfs_burst_us", "cpu.cfs_quota_us", "cpuset.cpus"}
         self.broken: set[tuple[str, str]] = set()
         """``(resource, cgroup_dir)`` whose read raises, as the agent's reader does for odd content."""
+        self.block_devices: dict[str, str] = {}
+        """Disk name -> ``major:minor`` (``vdb``; ``/dev/vdb`` resolves by its last component)."""
+        self.resctrl_why: str | None = "the fake host has no resctrl"
+        """What :meth:`resctrl_unsupported` says; ``None`` for a host with resctrl control."""
 
     def add_cgroup(self, cgroup_dir: str, **values: str) -> None:
         """Create ``cgroup_dir`` (and parents) with resource values (``cpuset_cpus=`` for ``cpuset.cpus``)."""
@@ -150,6 +155,15 @@ class FakeHostReader:
             return None
         return self.values.get((resource, cgroup_dir))
 
+    def block_device(self, name: str) -> str:
+        found = self.block_devices.get(name.rstrip("/").rsplit("/", 1)[-1])
+        if found is None:
+            raise api.ResourceUnsupported(f"no block device named {name!r}")
+        return found
+
+    def resctrl_unsupported(self) -> str | None:
+        return self.resctrl_why
+
     def list_cgroups(self, cgroup_dir: str, depth: int) -> Sequence[str]:
         if cgroup_dir not in self.dirs:
             return []
@@ -159,8 +173,9 @@ class FakeHostReader:
         return sorted(found, key=lambda d: (d.count("/"), d))
 
 
-class FakeExecutor:
-    """``ResourceWriter`` that records every request and applies it to a ``FakeHostReader``."""
+class FakeExecutor(FakeSystemWrites):
+    """``ResourceWriter`` that records every request and applies it to a ``FakeHostReader`` (the write
+    kinds beyond cgroups are :class:`~koordlet.testing.fakewrites.FakeSystemWrites`')."""
 
     def __init__(
         self, host: FakeHostReader, dry_run: bool = False, strict_cpuset: bool | None = None
@@ -173,6 +188,7 @@ class FakeExecutor:
         self.leveled: list[list[list[api.CgroupUpdate]]] = []
         self.errors: list[api.UpdateResult] = []
         self.released: list[str] = []
+        self.init_system_writes()
         self.fail: dict[tuple[str, str], str] = {}
         """Inject a kernel error for ``(resource, cgroup_dir)``."""
         self.on_update: Callable[[api.CgroupUpdate], None] | None = None

@@ -1,5 +1,6 @@
 """The states informer's cluster modes: a kubeconfig selects cluster mode and its token is sent; an absent
-NodeMetric is skipped or created; the kubelet is read over HTTPS with the service-account token and CA."""
+NodeMetric is skipped or created; the kubelet is read over HTTPS with the service-account token and CA;
+pods from the API server follow the shared informer (its events and its health), not a polling period."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import yaml
 
 from koordlet.lifecycle import wait_for
-from koordlet.testing.kubelet import FakeKubelet
+from koordlet.testing.kubelet import FakeKubelet, pod_object
 from tests import crdschema
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import NODEMETRIC_CRD
@@ -97,3 +98,36 @@ def test_kubelet_over_https_with_token(cluster_factory: Callable[..., Cluster], 
     assert wait_for(c.informer.has_synced, NEVER, timeout=10)
     assert sorted(p.name for p in c.informer.pods()) == ["web-0", "web-1", "web-2"]
     assert set(kubelet.auth_headers) == {"Bearer sa-token"}
+
+
+def test_api_pods_follow_the_informer_not_the_refresh_period(cluster_factory: Callable[..., Cluster]) -> None:
+    # A refresh period far beyond the test: every refresh seen comes from the informer (its first list,
+    # a watch event, its recovery from an outage).
+    c = cluster_factory(pod_source="api", kubelet_sync_interval=600.0, pods_staleness_seconds=1.5)
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+    assert sorted(p.name for p in c.informer.pods()) == ["web-0", "web-1", "web-2"]
+    web7 = pod_object("00000000-0000-4000-8000-000000000007", "web-7")
+    web7["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {}}]
+    c.server.store.create("pods", web7, "default")
+    assert wait_for(lambda: any(p.name == "web-7" for p in c.informer.pods()), NEVER, timeout=5)
+    cached = c.informer.informers["pods"].get("default/web-7")
+    assert cached is not None and "managedFields" not in cached["metadata"]  # not kept by the agent
+
+    c.server.down()
+    try:
+        assert wait_for(c.informer.degraded, NEVER, timeout=10)
+        assert len(c.informer.pods()) == 4  # kept
+    finally:
+        answered_before_up = len(c.server.requests)
+        c.server.up()
+    # the watch resumes (backoff capped at 2 s) and the pods are trusted again at once, without a list
+    assert wait_for(lambda: not c.informer.degraded(), NEVER, timeout=6)
+    c.server.store.delete("pods", "web-7", "default")
+    assert c.server.kubelet.confirm("default", "web-7")  # terminated on its node: the object goes
+    assert wait_for(lambda: all(p.name != "web-7" for p in c.informer.pods()), NEVER, timeout=5)
+    pod_lists = [
+        r
+        for r in c.server.requests[answered_before_up:]
+        if r.path == "/api/v1/pods" and r.query.get("watch") != "true"
+    ]
+    assert pod_lists == []

@@ -48,9 +48,7 @@ def test_the_charts_argument_list_starts_the_agent(tmp_path: Path) -> None:
             "Accelerators",
             "BatchResource",
             "CPUSetAllocator",
-            "CgroupReconcile",
             "GroupIdentity",
             "NodeTopologyReport",
-            "RdtResctrl",
         ]
-    )
+    )  # CgroupReconcile (on by the chart) and RdtResctrl (on by default) are plugins

@@ -7,109 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import json
 import subprocess
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koordlet.api.netqos import ClassLimit, DirectionSpec, NetQoSSpec
 from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
 from koordlet.system.cgroups import CgroupMode
-from koordlet.system.netqos import ClassLimit, DirectionSpec, NetQoSSpec
 from koordlet.system.paths import HostPaths
+from tests.integration.netns import BE_IP, LS_IP, M, Pair, flows
 
 pytestmark = [pytest.mark.root, pytest.mark.tool("iperf3", "ip", "tc"), pytest.mark.slow]
-
-M = 1_000_000
-SERVER, LS_IP, BE_IP = "192.0.2.2", "192.0.2.10", "192.0.2.20"
-LS_PORT, BE_PORT = 5301, 5302
-
-
-@dataclass
-class Pair:
-    a: str
-    b: str
-    dev: str
-
-
-@pytest.fixture
-def veth_pair() -> Iterator[Pair]:
-    from pyroute2 import IPRoute, netns
-
-    tag = uuid.uuid4().hex[:6]
-    pair = Pair(f"kqos-{tag}-a", f"kqos-{tag}-b", f"kq{tag}a")
-    servers: list[subprocess.Popen[bytes]] = []
-    netns.create(pair.a)
-    try:
-        netns.create(pair.b)
-        with IPRoute(netns=pair.a) as ipa:
-            ipa.link("add", ifname=pair.dev, kind="veth", peer={"ifname": f"kq{tag}b", "net_ns_fd": pair.b})
-            idx = ipa.link_lookup(ifname=pair.dev)[0]
-            for addr in ("192.0.2.1", LS_IP, BE_IP):
-                ipa.addr("add", index=idx, address=addr, prefixlen=24)
-            # jumbo frames: the headers HTB counts and iperf3 does not are then under 1 % of a frame
-            ipa.link("set", index=idx, mtu=9000, state="up")
-            ipa.link("set", index=ipa.link_lookup(ifname="lo")[0], state="up")
-        with IPRoute(netns=pair.b) as ipb:
-            idx = ipb.link_lookup(ifname=f"kq{tag}b")[0]
-            ipb.addr("add", index=idx, address=SERVER, prefixlen=24)
-            ipb.link("set", index=idx, mtu=9000, state="up")
-            ipb.link("set", index=ipb.link_lookup(ifname="lo")[0], state="up")
-        for port in (LS_PORT, BE_PORT):
-            servers.append(
-                subprocess.Popen(
-                    ["ip", "netns", "exec", pair.b, "iperf3", "-s", "-B", SERVER, "-p", str(port)],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        yield pair
-    finally:
-        for s in servers:
-            s.kill()
-            s.wait()
-        for ns in (pair.a, pair.b):
-            if Path("/var/run/netns", ns).exists():
-                netns.remove(ns)
-
-
-def _flows(pair: Pair, *, reverse: bool = False, seconds: int = 3) -> dict[str, float]:
-    """Concurrent LS and BE TCP flows; Mbit/s each got as the receiver counted (first second omitted)."""
-    procs = {
-        name: subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                pair.a,
-                "iperf3",
-                "-c",
-                SERVER,
-                "-p",
-                str(port),
-                "-B",
-                src,
-                "-t",
-                str(seconds),
-            ]
-            + ["-O", "1", "-J", "--connect-timeout", "3000"]
-            + (["-R"] if reverse else []),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        for name, port, src in (("LS", LS_PORT, LS_IP), ("BE", BE_PORT, BE_IP))
-    }
-    out = {}
-    for name, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=seconds + 30)
-        report = json.loads(stdout or b"{}")
-        assert proc.returncode == 0, (name, report.get("error"), stderr[-500:])
-        out[name] = report["end"]["sum_received"]["bits_per_second"] / M
-    return out
 
 
 def _spec(pair: Pair, be_egress_ceil: int) -> NetQoSSpec:
@@ -134,12 +43,12 @@ def test_be_is_held_at_its_ceil_ls_gets_its_rate_live_change_and_full_removal(ve
     assert res.written, res
     assert ex.tc.apply(spec, owner="TCNetworkQoS", force=True).skipped == "unchanged"  # read back: equal
 
-    egress = _flows(veth_pair)
+    egress = flows(veth_pair)
     print(f"egress: LS {egress['LS']:.1f} Mbit/s, BE {egress['BE']:.1f} Mbit/s (BE ceil 40, LS rate 50)")
     assert abs(egress["BE"] - 40) <= 4, egress
     assert egress["LS"] >= 50, egress
 
-    ingress = _flows(veth_pair, reverse=True)
+    ingress = flows(veth_pair, reverse=True)
     print(f"ingress: LS {ingress['LS']:.1f} Mbit/s, BE {ingress['BE']:.1f} Mbit/s (BE ceil 30, LS rate 50)")
     assert abs(ingress["BE"] - 30) <= 3, ingress
     assert ingress["LS"] >= 50, ingress
@@ -150,7 +59,7 @@ def test_be_is_held_at_its_ceil_ls_gets_its_rate_live_change_and_full_removal(ve
     assert ex.tc.apply(lowered, owner="TCNetworkQoS", reason="nodeslo").written
     steps = [e["after"] for e in ex.events()[events:]]
     assert len(steps) == 1 and "change-class class 1:4" in str(steps[0]), steps
-    after = _flows(veth_pair)
+    after = flows(veth_pair)
     print(f"egress after change: LS {after['LS']:.1f} Mbit/s, BE {after['BE']:.1f} Mbit/s (BE ceil 20)")
     assert abs(after["BE"] - 20) <= 2, after
     assert after["LS"] >= 50, after

@@ -106,8 +106,9 @@ def test_cpi_is_measured_where_the_pmu_allows_and_refused_clearly_elsewhere(busy
         counters.start()
         time.sleep(1.0)
         sample = counters.read()
-    cpi = sample.cpi()
-    assert cpi is not None and 0.05 < cpi < 50, sample
+    assert sample.values["instructions"] > 0, sample
+    cpi = sample.values["cycles"] / sample.values["instructions"]
+    assert 0.05 < cpi < 50, sample
 
 
 def test_a_removed_cgroup_is_gone() -> None:

@@ -7,6 +7,7 @@ koordlet's ``FileTestUtil`` without globals: everything is reached through ``fak
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -296,3 +297,21 @@ class FakeHost:
 
     def resource_subsystem(self, resource: str) -> str:
         return get_resource(resource).subsystem
+
+
+def make_block_device(
+    sys: Path, name: str, dev: str, *, parent: Path | None = None, dm_name: str = ""
+) -> Path:
+    """A block device as sysfs shows it: its dir under devices/, class/block/<name> and dev/block/M:m."""
+    node = (parent or sys / "devices" / "virtual" / "block") / name
+    node.mkdir(parents=True)
+    (node / "dev").write_text(dev + "\n")
+    if parent is not None:
+        (node / "partition").write_text("1\n")
+    if dm_name:
+        (node / "dm").mkdir()
+        (node / "dm" / "name").write_text(dm_name + "\n")
+    for link_dir, link_name in ((sys / "class" / "block", name), (sys / "dev" / "block", dev)):
+        link_dir.mkdir(parents=True, exist_ok=True)
+        os.symlink(node, link_dir / link_name)
+    return node

@@ -249,9 +249,7 @@ def resource_qos() -> Schema:
             },
         }
     )
-    block = obj(
-        {"name": string(), "type": string("device, volumegroup or podvolume."), "ioCfg": io_cfg}
-    )
+    block = obj({"name": string(), "type": string("device, volumegroup or podvolume."), "ioCfg": io_cfg})
     blkio = obj({"enable": boolean(), "blocks": array(block)})
     network = obj(
         {
@@ -387,12 +385,12 @@ def main(argv: list[str]) -> int:
     stale = []
     for name, text in rendered().items():
         path = HERE / name
-        if "--check" not in argv:
+        if "--check" in argv:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+        else:
             path.write_text(text, encoding="utf-8")
-        elif not path.exists() or path.read_text(encoding="utf-8") != text:
-            stale.append(name)
-    for name in stale:
-        print(f"{name} is out of date: run gen_crds.py")
+    print("".join(f"{name} is out of date: run gen_crds.py\n" for name in stale), end="")
     return 1 if stale else 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from koordlet.cluster.informer import Informer
+from koordlet.cluster.informer import Informer, without_managed_fields
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.unit.cluster.test_informer import Recorder, pod, running, wait  # noqa: F401
@@ -35,3 +35,12 @@ def test_transform_applies_to_list_and_watch(
     watched = pods.get("default/p1")
     assert watched is not None and watched["trimmed"] and "managedFields" not in watched["metadata"]
     assert sorted(o["metadata"]["name"] for o in pods.by_index("node", "n0")) == ["p0", "p1"]
+
+
+def test_without_managed_fields_trims_only_that_and_never_mutates() -> None:
+    plain = pod("p", "n")
+    assert without_managed_fields(plain) is plain  # nothing to trim: no copy
+    heavy = {**plain, "metadata": {**plain["metadata"], "managedFields": [{"manager": "kubectl"}]}}
+    out = without_managed_fields(heavy)
+    assert out["metadata"] == plain["metadata"] and out["spec"] is plain["spec"]
+    assert heavy["metadata"]["managedFields"] == [{"manager": "kubectl"}]  # the input is left as it was

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import re
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from koordlet.cluster.client import ApiError, make_api_client
 from koordlet.cluster.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
 from koordlet.errors import APIUnavailable, ConfigError
-from koordlet.testing import FakeClock
+from koordlet.testing import FakeClock, wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 
@@ -106,16 +105,24 @@ def test_leadership_ends_at_the_deadline_even_while_the_renewal_hangs() -> None:
     clock = FakeClock()
     leases = MemoryLeases()
     a = LeaderElector(cfg("a"), leases, clock=clock, wall_clock=clock.wall)
-    with a._lock:  # what run() does after a first success
-        a._leading = True
-    assert a.try_acquire_or_renew() and a.is_leader()
-    # The server goes away; nobody renews. The deadline alone decides.
-    leases.down = True
-    clock.advance(9.9)
-    assert a.is_leader()
-    clock.advance(0.2)
-    assert not a.is_leader()
-    assert not a.try_acquire_or_renew()
+    assert a.try_acquire_or_renew() and not a.is_leader()  # holding the lease is not leading yet
+    stop = threading.Event()
+    t = threading.Thread(target=a.run, args=(stop,), name="test-elector-deadline")
+    t.start()
+    try:
+        assert wait_until(a.is_leader, 5)  # run() renewed at fake time 1000: leading until 1010
+        # The server goes away; nobody renews (the loop's renewals fail, and the fake clock does not
+        # move for it). The deadline alone decides.
+        leases.down = True
+        clock.advance(9.9)
+        assert a.is_leader()
+        clock.advance(0.2)
+        assert not a.is_leader()
+        assert not a.try_acquire_or_renew()
+    finally:
+        stop.set()
+        t.join(5)
+    assert not t.is_alive()
 
 
 def test_run_loses_the_lead_in_time_and_campaigns_again() -> None:
@@ -131,22 +138,13 @@ def test_run_loses_the_lead_in_time_and_campaigns_again() -> None:
     t = threading.Thread(target=a.run, args=(stop,), name="test-elector")
     t.start()
     try:
-        deadline = time.monotonic() + 5
-        while not a.is_leader():
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        assert wait_until(a.is_leader, 5)
         leases.down = True
-        lost_at = time.monotonic()
-        while a.is_leader():
-            time.sleep(0.01)
-        assert time.monotonic() - lost_at <= 1.0 + 0.1  # never past renew_deadline after the last renewal
-        while events[-1:] != ["stop"]:
-            assert time.monotonic() - lost_at < 3
-            time.sleep(0.01)
+        lost = wait_until(lambda: not a.is_leader(), 5)
+        assert lost and lost.seconds <= 1.0 + 0.1  # never past renew_deadline after the last renewal
+        assert wait_until(lambda: events[-1:] == ["stop"], 3)
         leases.down = False
-        while not a.is_leader():  # our own lease: re-acquired at once, no wait for expiry
-            assert time.monotonic() - lost_at < 5
-            time.sleep(0.01)
+        assert wait_until(a.is_leader, 5)  # our own lease: re-acquired at once, no wait for expiry
         assert events == ["start", "stop", "start"]
     finally:
         stop.set()
@@ -174,20 +172,16 @@ def test_two_electors_on_the_test_api_server(api_server: APIServer) -> None:  # 
     for t in threads:
         t.start()
     try:
-        deadline = time.monotonic() + 10
-        while not any(e.is_leader() for e in electors):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        time.sleep(0.6)
-        assert sum(e.is_leader() for e in electors) == 1
+        assert wait_until(lambda: any(e.is_leader() for e in electors), 10)
         first = next(i for i, e in enumerate(electors) if e.is_leader())
         other = 1 - first
+        # Once the other has read the leader's lease it cannot take it before the lease runs out.
+        assert wait_until(lambda: electors[other].leader == f"e{first}", 5)
+        assert sum(e.is_leader() for e in electors) == 1
         stops[first].set()  # graceful stop releases: the other takes over without waiting a lease
         threads[first].join(5)
-        t0 = time.monotonic()
-        while not electors[other].is_leader():
-            assert time.monotonic() - t0 < 1.5
-            time.sleep(0.01)
+        took_over = wait_until(electors[other].is_leader, 5)
+        assert took_over and took_over.seconds < 1.5
         lease = api_server.store.get("leases", "lock", "ns")
         assert lease["spec"]["holderIdentity"] == f"e{other}"
         assert lease["spec"]["leaseTransitions"] >= 1

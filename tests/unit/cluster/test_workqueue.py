@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
 from koordlet.cluster.workqueue import WorkQueue
+from koordlet.testing import wait_until
+
+
+def blocked_in_get(t: threading.Thread) -> bool:
+    """``t`` is waiting inside ``WorkQueue.get`` on the queue's condition (not merely about to call it):
+    the state a wake-up must reach. Read from the thread's live stack, so the test never guesses."""
+    frame = sys._current_frames().get(t.ident or -1)
+    names = []
+    while frame is not None:
+        names.append((frame.f_code.co_name, frame.f_code.co_filename))
+        frame = frame.f_back
+    return bool(names) and names[0][0] == "wait" and ("get", WorkQueue.get.__code__.co_filename) in names
 
 
 def test_dedup_and_fifo() -> None:
@@ -46,7 +59,7 @@ def test_delayed_key_wakes_a_blocked_worker() -> None:
     got: list[str | None] = []
     t = threading.Thread(target=lambda: got.append(q.get(timeout=2)), name="test-wq-worker")
     t.start()
-    time.sleep(0.05)
+    assert wait_until(lambda: blocked_in_get(t), 5)
     t0 = time.monotonic()
     q.add_after("late", 0.1)
     t.join(3)
@@ -58,7 +71,7 @@ def test_shut_down_releases_workers() -> None:
     got: list[str | None] = []
     t = threading.Thread(target=lambda: got.append(q.get()), name="test-wq-shutdown")
     t.start()
-    time.sleep(0.02)
+    assert wait_until(lambda: blocked_in_get(t), 5)
     q.shut_down()
     t.join(2)
     assert got == [None] and not t.is_alive()

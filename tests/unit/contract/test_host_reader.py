@@ -21,7 +21,7 @@ from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import QOS_TIER, FakeExecutor, FakeHostReader, topology
-from tests.support.fakehost import FakeHost
+from tests.support.fakehost import FakeHost, make_block_device
 
 TIER_BE = QOS_TIER[api.KubeQOSClass.BESTEFFORT]
 CPUS = topology(cores=4)
@@ -39,6 +39,9 @@ class Subject(Protocol):
     def remove(self, cgroup_dir: str) -> None:
         """Remove ``cgroup_dir`` and its descendants, as the kubelet does."""
 
+    def disk(self, name: str, dev: str) -> None:
+        """A block device ``name`` with number ``dev`` (``major:minor``)."""
+
 
 class FakeSubject:
     def __init__(self, version: int) -> None:
@@ -55,6 +58,9 @@ class FakeSubject:
 
     def remove(self, cgroup_dir: str) -> None:
         self.fake.remove_cgroup(cgroup_dir)
+
+    def disk(self, name: str, dev: str) -> None:
+        self.fake.block_devices[name] = dev
 
 
 class RealSubject:
@@ -85,6 +91,9 @@ class RealSubject:
                 for f in d.iterdir():
                     f.unlink()
                 d.rmdir()
+
+    def disk(self, name: str, dev: str) -> None:
+        make_block_device(self.host.paths.sys_root, name, dev)
 
     def _rel(self, d: Path) -> str | None:
         rel = d.relative_to(self.host.paths.cgroup_root).as_posix()
@@ -159,3 +168,15 @@ def test_a_write_to_a_vanished_cgroup_is_skipped_as_gone(subject: Subject) -> No
         api.CgroupUpdate("cpu.cfs_quota_us", f"{TIER_BE}/pod1", "30000", owner="t")
     )
     assert (result.written, result.skipped, result.error) == (False, "gone", "")
+
+
+def test_block_devices_by_name(subject: Subject) -> None:
+    subject.disk("vdb", "252:16")
+    assert subject.reader.block_device("vdb") == subject.reader.block_device("/dev/vdb") == "252:16"
+    with pytest.raises(api.ResourceUnsupported):
+        subject.reader.block_device("nvme7n1")
+
+
+def test_a_host_without_resctrl_says_why(subject: Subject) -> None:
+    why = subject.reader.resctrl_unsupported()
+    assert isinstance(why, str) and why

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from koordlet.cluster.client import make_api_client
+from koordlet.cluster.informer import Informer
 from koordlet.statesinformer import kube
 from tests.apiserver import APIServer, Request, requestinfo
 from tests.apiserver.fixtures import api_server_factory  # noqa: F401
@@ -76,22 +77,22 @@ def traffic(api_server_factory: Callable[..., APIServer]) -> Iterator[set[Attrib
     capi = kube.ClusterAPI(client, NODE, request_timeout=5.0)
     stop = threading.Event()
     threads: list[threading.Thread] = []
-    watches: list[kube.ListWatch] = []
+    informers: list[Informer] = []
     try:
         assert capi.create_node_metric() == 201
         assert capi.patch_node_metric_status({"updateTime": "2026-01-01T00:00:00Z"}) == 200
         capi.evict("default", "be-pod", "0d3c5c3e-1111-2222-3333-444455556666")  # 404 is fine: authz first
         assert capi.create_event("Node", "", NODE, "uid-1", "Warning", "Test", "message", 0.0)
-        factories: list[Callable[..., kube.ListWatch]] = [
-            capi.node_listwatch,
-            capi.pods_listwatch,
-            lambda objs, **o: capi.custom_listwatch("nodeslos", objs, **o),
-            lambda objs, **o: capi.custom_listwatch("nodemetrics", objs, **o),
+        factories: list[Callable[..., Informer]] = [
+            capi.node_informer,
+            capi.pods_informer,
+            lambda **o: capi.custom_informer("nodeslos", **o),
+            lambda **o: capi.custom_informer("nodemetrics", **o),
         ]
         for make in factories:
-            lw = make(kube.WatchedObjects(), watch_timeout=1)
-            watches.append(lw)
-            t = threading.Thread(target=lw.run, args=(stop,), name=f"test-rbac-{lw.name}")
+            inf = make(watch_timeout=1)
+            informers.append(inf)
+            t = threading.Thread(target=inf.run, args=(stop,), name=f"test-rbac-{inf.name}")
             t.start()
             threads.append(t)
         # A watch is logged when it ends (timeoutSeconds=1), so four logged watches mean each loop both
@@ -101,8 +102,8 @@ def traffic(api_server_factory: Callable[..., APIServer]) -> Iterator[set[Attrib
         yield {attributes(r) for r in server.requests}
     finally:
         stop.set()
-        for lw in watches:
-            lw.close()
+        for inf in informers:
+            inf.close()
         for t in threads:
             t.join(10)
         capi.close()

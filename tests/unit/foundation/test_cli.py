@@ -165,8 +165,8 @@ def test_koordinator_chart_args_start_the_agent_with_one_warning_each(captured: 
     assert sum("--runtime-hooks-host-endpoint=" in line for line in lines) == 1
     assert not any("logtostderr" in line for line in lines)
     gated = sorted(line.split("feature gate ")[1].split()[0] for line in lines if "feature gate " in line)
-    on_by_chart = ["CgroupReconcile", "Accelerators"]
-    on_by_default = ["RdtResctrl", "NodeTopologyReport", "GroupIdentity", "CPUSetAllocator", "BatchResource"]
+    on_by_chart = ["Accelerators"]  # CgroupReconcile, also on by the chart, is a plugin
+    on_by_default = ["NodeTopologyReport", "GroupIdentity", "CPUSetAllocator", "BatchResource"]
     assert gated == sorted(on_by_chart + on_by_default)
     assert len(lines) == 1 + len(gated)
 
@@ -195,8 +195,8 @@ def test_foreign_flags_are_taken_with_their_values(
 
 
 def test_plugins_list_shows_gates_without_implementation() -> None:
-    result = invoke(["plugins", "list", "--feature-gates=CgroupReconcile=true"])
+    result = invoke(["plugins", "list", "--feature-gates=Accelerators=true"])
     assert result.exit_code == 0, result.output
     rows = {line.split()[0]: line for line in result.output.splitlines()[1:]}
-    assert "not implemented" in rows["CgroupReconcile"] and rows["CgroupReconcile"].rstrip().endswith("true")
+    assert "not implemented" in rows["Accelerators"] and rows["Accelerators"].rstrip().endswith("true")
     assert " agent " in rows["BECPUManager"] and "NetQOS" not in rows

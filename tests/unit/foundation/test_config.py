@@ -90,6 +90,8 @@ def test_in_cluster_without_node_name_is_an_error() -> None:
         ({"addr": "$(POD_IP):9316"}, "--addr"),
         ({"cgroup-driver": "lxc"}, "--cgroup-driver"),
         ({"log-format": "xml"}, "--log-format"),
+        ({"collect-cpi-timewindow": "60s"}, "--collect-cpi-timewindow"),
+        ({"resctrl-collector-interval": 0}, "--resctrl-collector-interval"),
         ({"node-metric-report-min-interval": 0}, "--node-metric-report-min-interval"),
     ],
 )
@@ -128,3 +130,22 @@ def test_node_metric_report_floor_reaches_the_informer() -> None:
     assert cfg.informer.report_interval_min_seconds == 2.0 and cfg.informer.status_qps == 0.5
     default = config.build(defaults(), environ={"NODE_NAME": "n"}).informer
     assert default.report_interval_min_seconds == 30.0 and default.status_qps == 0.1
+
+
+def test_node_qos_collector_flags() -> None:
+    cfg = config.build(
+        defaults(
+            **{
+                "cpi-collector-interval": "2m",
+                "collect-cpi-timewindow": "5s",
+                "enable-resctrl-collector": True,
+                "resctrl-collector-interval": "30s",
+                "enable-pagecache-collector": True,
+            }
+        ),
+        environ={},
+    )
+    a = cfg.advisor
+    assert (a.cpi_interval, a.cpi_window, a.resctrl_interval) == (120.0, 5.0, 30.0)
+    assert a.resctrl_enabled and a.page_cache
+    assert not a.cpi_enabled  # the CPICollector gate decides, in the daemon

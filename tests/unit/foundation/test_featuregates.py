@@ -69,7 +69,8 @@ def test_defaults_follow_koordlets_table() -> None:
     assert gates.enabled("BECPUSuppress") is True
     assert gates.enabled("CPUBurst") is True
     assert gates.enabled("BEMemoryEvict") is False
-    assert KOORDLET_GATES["RdtResctrl"] == FeatureSpec(True, Stage.BETA)
+    assert gates.enabled("RdtResctrl") is True  # the plugin's spec: Beta, on as in koordlet
+    assert KOORDLET_GATES["GroupIdentity"] == FeatureSpec(True, Stage.BETA)
 
 
 def test_every_koordinator_gate_is_known_with_its_default_and_stage_and_no_other() -> None:
@@ -86,22 +87,22 @@ def test_every_koordinator_gate_is_known_with_its_default_and_stage_and_no_other
 
 
 def test_a_plugin_replaces_the_table_entry_of_its_gate() -> None:
-    """A new built-in plugin for a table gate (RdtResctrl) needs no table edit: its spec wins and the gate
-    stops counting as not implemented."""
-    gates = koordlet_gates({**BUILTIN, "RdtResctrl": FeatureSpec(False, Stage.ALPHA)})
-    assert gates.enabled("RdtResctrl") is False
-    assert source_of("RdtResctrl", {"RdtResctrl"}) == "plugin"
-    assert source_of("RdtResctrl", set(BUILTIN)) == NOT_IMPLEMENTED
+    """A new built-in plugin for a table gate (GroupIdentity) needs no table edit: its spec wins and the
+    gate stops counting as not implemented."""
+    gates = koordlet_gates({**BUILTIN, "GroupIdentity": FeatureSpec(False, Stage.ALPHA)})
+    assert gates.enabled("GroupIdentity") is False
+    assert source_of("GroupIdentity", {"GroupIdentity"}) == "plugin"
+    assert source_of("GroupIdentity", set(BUILTIN)) == NOT_IMPLEMENTED
+    assert source_of("RdtResctrl", set(BUILTIN)) == "plugin"
 
 
 def test_unimplemented_gates_that_are_on_are_reported_once_each() -> None:
     gates = koordlet_gates(BUILTIN)
-    gates.set_from_string("CgroupReconcile=true,BECPUManager=true,NodeTopologyReport=false")
+    gates.set_from_string("Accelerators=true,CgroupReconcile=true,BECPUManager=true,NodeTopologyReport=false")
     off = unimplemented_enabled(gates, set(BUILTIN))
-    # on by default and unimplemented: RdtResctrl, GroupIdentity, CPUSetAllocator, BatchResource
-    assert off == sorted(
-        ["CgroupReconcile", "RdtResctrl", "GroupIdentity", "CPUSetAllocator", "BatchResource"]
-    )
+    # on by default and unimplemented: GroupIdentity, CPUSetAllocator, BatchResource (RdtResctrl, on by
+    # default, and CgroupReconcile are plugins)
+    assert off == sorted(["Accelerators", "GroupIdentity", "CPUSetAllocator", "BatchResource"])
     assert "BECPUManager" in AGENT_IMPLEMENTED and "BECPUManager" not in off
     gates.set_from_string("AllAlpha=true")
     assert "Accelerators" in unimplemented_enabled(gates, set(BUILTIN))
@@ -147,6 +148,6 @@ def test_locked_gate_cannot_change() -> None:
 
 def test_adding_a_gate_twice_with_another_spec_is_refused() -> None:
     gates = FeatureGate(KOORDLET_GATES)
-    gates.add("RdtResctrl", KOORDLET_GATES["RdtResctrl"])
+    gates.add("GroupIdentity", KOORDLET_GATES["GroupIdentity"])
     with pytest.raises(ConfigError):
-        gates.add("RdtResctrl", FeatureSpec(False, Stage.ALPHA))
+        gates.add("GroupIdentity", FeatureSpec(False, Stage.ALPHA))

@@ -13,6 +13,7 @@ from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.managerharness import (
     NS,
+    Running,
     get,
     node,
     running_manager,
@@ -22,6 +23,10 @@ from tests.managerharness import (
 
 DEFAULT_NM_SPEC = CollectPolicy().to_spec()
 
+
+def settled(m: Running) -> bool:
+    """Every controller's queue is empty and no key is being reconciled (delayed keys aside)."""
+    return all(c.queue.idle() for c in m.manager.controllers.values())
 
 
 def nm_spec(server: APIServer, name: str) -> Any:
@@ -142,7 +147,9 @@ def test_broken_configmap_keeps_last_good_specs_and_warns(api_server: APIServer)
         )
         store.create("nodes", node("b"))  # a node created meanwhile gets the last good specs too
         wait_until(lambda: nm_spec(api_server, "b") is not None and slo_spec(api_server, "b") is not None)
-        time.sleep(0.3)
+        # The broken ConfigMap was handled before its Warning Events: whatever it queued is done once the
+        # controllers are idle with b written.
+        wait_until(lambda: settled(m), what="controllers idle")
         assert state() == (20, 55)
         assert slo_spec(api_server, "b")["resourceUsedThresholdWithBE"]["cpuSuppressThresholdPercent"] == 55
         assert m.metric("koord_manager_config_errors_total", key="colocation-config") >= 1
@@ -214,10 +221,24 @@ def test_batch_resources_follow_the_nodemetric(api_server: APIServer) -> None:  
         store.patch("nodemetrics", "n", {"status": nodemetric_status(time.time(), "5")}, subresource="status")
         wait_until(lambda: batch(api_server, "n")[0] == "4600", what="batch down")
         # A 100m move (2%) is under the 10% diff threshold: not written now...
-        store.patch(
+        wait_until(lambda: settled(m), what="the write's own echo reconciled")
+
+        def reconciles() -> float:
+            return m.metric("koord_manager_reconciles_total", controller="noderesource", result="success")
+
+        before = reconciles()
+        rv = store.patch(
             "nodemetrics", "n", {"status": nodemetric_status(time.time(), "5100m")}, subresource="status"
+        )["metadata"]["resourceVersion"]
+        cached = m.manager.nodemetrics
+        wait_until(
+            lambda: (
+                (cached.get("n") or {}).get("metadata", {}).get("resourceVersion") == rv
+                and reconciles() > before
+                and settled(m)
+            ),
+            what="the small change reconciled",
         )
-        time.sleep(0.5)
         assert batch(api_server, "n")[0] == "4600"
         assert (
             m.metric(

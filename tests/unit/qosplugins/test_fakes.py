@@ -92,3 +92,37 @@ def test_list_cgroups_depth_and_order() -> None:
     host.add_cgroup("a/b/c/d")
     assert list(host.list_cgroups("a", 2)) == ["a", "a/b", "a/b/c"]
     assert list(host.list_cgroups("missing", 2)) == []
+
+
+def test_fake_write_kinds_beyond_cgroups() -> None:
+    import ipaddress
+
+    from koordlet import api
+    from koordlet.testing import FakeExecutor, FakeHostReader
+
+    host = FakeHostReader()
+    ex = FakeExecutor(host)
+    ex.sysctls["watermark_scale_factor"] = "10"
+    assert ex.update_sysctl("watermark_scale_factor", "150", owner="p").written
+    assert ex.update_sysctl("memcg_reap_background", "1", owner="p").skipped == "unsupported"
+    assert [r.written for r in ex.restore_sysctl("p")] == [True]
+    assert ex.sysctls == {"watermark_scale_factor": "10"}
+    # resctrl: none on the fake host until a test says so
+    assert ex.ensure_resctrl_group("BE", owner="p").skipped == "unsupported"
+    host.resctrl_why = None
+    assert ex.ensure_resctrl_group("BE", owner="p").written
+    assert ex.update_resctrl(api.ResctrlUpdate("BE", "p", (0, 30), 50)).written
+    assert ex.move_resctrl_tasks("BE", [3, 1], owner="p").written
+    assert ex.move_resctrl_tasks("BE", [1], owner="p").skipped == "unchanged"
+    assert ex.resctrl_tasks == {"BE": {1, 3}}
+    assert ex.remove_resctrl_group("BE", owner="p").written and ex.resctrl_groups == {}
+    spec = api.NetQoSSpec(
+        "eth0",
+        egress=api.DirectionSpec(10**9, api.ClassLimit(10**8, 10**9), api.ClassLimit(10**7, 10**8)),
+        be_ips=frozenset({ipaddress.ip_address("10.0.0.9")}),
+    )
+    assert ex.apply_network_qos(spec, owner="p").written
+    assert ex.apply_network_qos(spec, owner="p").skipped == "unchanged"
+    bad = api.NetQoSSpec("eth0", egress=api.DirectionSpec(10**9, api.ClassLimit(1, 1), api.ClassLimit(1, 1)))
+    assert "rate" in ex.apply_network_qos(bad, owner="p").error
+    assert ex.remove_network_qos("eth0", owner="p").written and ex.network_qos == {}

@@ -151,6 +151,25 @@ def test_invalid_values_are_refused_before_any_write(
     assert ex.events() == []
 
 
+def test_a_repeated_refusal_is_a_warning_once_per_force_period(
+    fake_host: Any,
+    make_executor: Callable[..., ResourceExecutor],
+    fake_clock: FakeClock,
+    registry: CollectorRegistry,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake_host.write_cgroup("cpu.cfs_quota_us", POD, "100000")
+    ex = make_executor()
+    bad = CgroupUpdate("cpu.cfs_quota_us", POD, "-2", "x")
+    with caplog.at_level("WARNING", logger="koordlet.resourceexecutor"):
+        for _ in range(3):
+            assert not ex.update(bad).ok
+        fake_clock.advance(61)
+        assert not ex.update(bad).ok
+    assert len(caplog.records) == 2  # the first, and again a force period later
+    assert errors(registry, "cpu.cfs_quota_us", "invalid") == 4  # every refusal is counted
+
+
 def test_unsafe_dir_is_refused(
     make_executor: Callable[..., ResourceExecutor], writer: RecordingWriter
 ) -> None:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from koordlet.api.netqos import ClassLimit, DirectionSpec, NetQoSSpec
 from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
 from koordlet.resourceexecutor.tcwrites import TCBackend
 from koordlet.system.cgroups import CgroupMode
-from koordlet.system.netqos import BE_CLASS, ClassLimit, DirectionSpec, NetQoSSpec
+from koordlet.system.netqos import BE_CLASS
 from koordlet.system.paths import HostPaths
 from koordlet.testing import FakeClock
 from tests.unit.system.faketc import FakeKernel

@@ -126,3 +126,81 @@ def test_the_memory_lower_bound_defaults_two_points_below_the_threshold() -> Non
     assert slo.resource_used_threshold_with_be.memory_evict_lower == 78
     slo = nodeslo.build({"resourceUsedThresholdWithBE": {"memoryEvictLowerPercent": 60}})
     assert slo.resource_used_threshold_with_be.memory_evict_lower == 60
+
+
+def test_network_qos_resolved_to_bits_per_second() -> None:
+    slo = nodeslo.build(
+        {
+            "systemStrategy": {"totalNetworkBandwidth": "1G"},
+            "resourceQOSStrategy": {
+                "beClass": {
+                    "networkQOS": {
+                        "enable": True,
+                        "egressRequest": 10,
+                        "egressLimit": "300M",
+                        "ingressLimit": "25%",
+                    }
+                }
+            },
+        }
+    )
+    assert slo.total_network_bandwidth_bps == 10**9
+    be = slo.network_qos["beClass"]
+    # an integer or "N%" is a percent of the link, another string a quantity (bit/s)
+    assert (
+        be.enable,
+        be.egress_request_bps,
+        be.egress_limit_bps,
+        be.ingress_limit_bps,
+        be.ingress_request_bps,
+    ) == (
+        True,
+        10**8,
+        3 * 10**8,
+        25 * 10**7,
+        0,
+    )
+    assert not slo.network_qos["lsClass"].enable
+    assert nodeslo.build(None).total_network_bandwidth_bps == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        (
+            {"resourceQOSStrategy": {"lsClass": {"networkQOS": {"egressLimit": 101}}}},
+            "egressLimit: 101 outside",
+        ),
+        ({"resourceQOSStrategy": {"lsClass": {"networkQOS": {"egressLimit": "fast"}}}}, "is not a quantity"),
+        (
+            {"resourceQOSStrategy": {"lsClass": {"networkQOS": {"egressLimit": "120%"}}}},
+            "not a percent from 0%",
+        ),
+        (
+            {"resourceQOSStrategy": {"lsClass": {"networkQOS": {"egressLimit": "-5%"}}}},
+            "not a percent from 0%",
+        ),
+        ({"systemStrategy": {"totalNetworkBandwidth": "-5M"}}, "totalNetworkBandwidth"),
+        ({"systemStrategy": {"watermarkScaleFactor": "150"}}, "watermarkScaleFactor: must be an integer"),
+        ({"systemStrategy": {"memcgReapBackGround": 2}}, "memcgReapBackGround: 2 outside [0, 1]"),
+        ({"systemStrategy": {"schedFeatures": {"no_x": True}}}, "schedFeatures"),
+        ({"systemStrategy": {"schedFeatures": {"X": "on"}}}, "schedFeatures"),
+        (
+            {"resourceQOSStrategy": {"beClass": {"blkioQOS": {"blocks": [{"name": "vdb", "type": "disk"}]}}}},
+            "blocks[0].type",
+        ),
+        (
+            {
+                "resourceQOSStrategy": {
+                    "beClass": {"blkioQOS": {"blocks": [{"ioCfg": {"ioWeightPercent": 0}}]}}
+                }
+            },
+            "ioWeightPercent: 0 outside [1, 100]",
+        ),
+        ({"resourceQOSStrategy": {"beClass": {"blkioQOS": {"blocks": "vdb"}}}}, "blocks: must be a list"),
+    ],
+)
+def test_node_qos_sections_refused_with_the_reason(spec: dict[str, Any], problem: str) -> None:
+    with pytest.raises(nodeslo.InvalidNodeSLO) as err:
+        nodeslo.build(spec)
+    assert problem in str(err.value)

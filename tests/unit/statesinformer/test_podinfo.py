@@ -202,3 +202,19 @@ def test_container_not_started_has_no_id() -> None:
     info = podinfo.pod_info(pod(container_id=None), CGROUPFS)
     assert info is not None
     assert info.containers[0].container_id == "" and not info.containers[0].running
+
+
+def test_pod_ips_and_host_network(caplog: pytest.LogCaptureFixture) -> None:
+    obj = pod()
+    assert podinfo.pod_info(obj, CGROUPFS).ips == ()  # type: ignore[union-attr]
+    obj["status"]["podIP"] = "10.0.0.5"
+    assert podinfo.pod_info(obj, CGROUPFS).ips == ("10.0.0.5",)  # type: ignore[union-attr]
+    # podIPs wins over podIP; addresses come back canonical, bad ones are dropped with a warning
+    obj["status"]["podIPs"] = [{"ip": "10.0.0.5"}, {"ip": "fd00:0:0::7"}, {"ip": "10.0.0.5/24"}, {}]
+    with caplog.at_level(logging.WARNING):
+        info = podinfo.pod_info(obj, CGROUPFS)
+    assert info is not None and info.ips == ("10.0.0.5", "fd00::7")
+    assert "10.0.0.5/24" in caplog.text
+    assert not info.host_network
+    obj["spec"]["hostNetwork"] = True
+    assert podinfo.pod_info(obj, CGROUPFS).host_network  # type: ignore[union-attr]

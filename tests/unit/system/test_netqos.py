@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from koordlet.api.netqos import ClassLimit, DirectionSpec, NetQoSSpec
 from koordlet.errors import InvalidValue
 from koordlet.system import netqos
 from koordlet.system.netqos import (
@@ -18,12 +19,9 @@ from koordlet.system.netqos import (
     QDISC,
     ROOT_CLASS,
     SYSTEM_CLASS,
-    ClassLimit,
-    DirectionSpec,
     FilterState,
     HTBClass,
     IPFilter,
-    NetQoSSpec,
 )
 from koordlet.system.tcnetlink import parse_u32_sel
 from koordlet.system.tcplan import plan, plan_removal

@@ -95,9 +95,7 @@ def test_counts_are_scaled_by_enabled_over_running_and_summed(
         sample = counters.read()
     # cpu0: 3000/1000 as is; cpu1: x2 (counted half the time) -> 2000/1000; cpu2 never ran: nothing
     assert dict(sample.values) == {"cycles": 5000.0, "instructions": 2000.0}
-    assert sample.cpi() == 2.5
     assert (sample.time_enabled_ns, sample.time_running_ns) == (3000, 1500)
-    assert perf.PerfSample({"cycles": 10.0}, 1, 1).cpi() is None
 
 
 def test_kernel_refusals_become_unsupported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

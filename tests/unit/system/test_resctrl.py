@@ -16,21 +16,31 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "resctrl"
 
 def test_detection_and_info(fake_host: FakeHost) -> None:
     assert not resctrl.is_mounted(fake_host.paths)
-    assert not resctrl.is_supported(fake_host.paths)
+    assert "lacks cat_l3, mba" in str(resctrl.control_unsupported(fake_host.paths))
     fake_host.make_resctrl(cbm_mask=0xFFFFF, cache_ids=(0, 1), min_cbm_bits=2, bandwidth_gran=10)
     assert resctrl.is_mounted(fake_host.paths)
-    assert resctrl.is_supported(fake_host.paths)
+    assert resctrl.control_unsupported(fake_host.paths) is None
     info = resctrl.read_info(fake_host.paths)
     assert (info.cbm_mask, info.ways, info.min_cbm_bits, info.num_closids) == (0xFFFFF, 20, 2, 16)
     assert (info.bandwidth_gran, info.min_bandwidth) == (10, 10)
     root = resctrl.parse_schemata(fake_host.read("sys/fs/resctrl/schemata"))
-    assert root.cache_ids == (0, 1)
+    assert sorted(root.l3) == sorted(root.mb) == [0, 1]
 
 
-def test_supported_needs_both_flags(fake_host: FakeHost) -> None:
+def test_supported_needs_both_flags_and_a_resctrl_root(fake_host: FakeHost) -> None:
     fake_host.make_resctrl(flags=("cat_l3",), vendor="AuthenticAMD")
     assert resctrl.read_cpuinfo(fake_host.paths)[0] == "AuthenticAMD"
-    assert not resctrl.is_supported(fake_host.paths)
+    assert resctrl.control_unsupported(fake_host.paths) == (
+        "the CPU lacks mba (no L3 cache or memory bandwidth allocation)"
+    )
+    # flags present but no mount and nowhere to mount it: a kernel without resctrl
+    fake_host.write("proc/cpuinfo", "vendor_id\t: GenuineIntel\nflags\t\t: cat_l3 mba\n")
+    for f in sorted(fake_host.paths.resctrl_root.rglob("*"), reverse=True):
+        f.unlink() if f.is_file() else f.rmdir()
+    fake_host.paths.resctrl_root.rmdir()
+    assert "no resctrl filesystem" in str(resctrl.control_unsupported(fake_host.paths))
+    fake_host.paths.resctrl_root.mkdir()  # an empty mount point: mountable
+    assert resctrl.control_unsupported(fake_host.paths) is None
 
 
 def test_info_without_cbm_mask(fake_host: FakeHost) -> None:
@@ -41,9 +51,14 @@ def test_info_without_cbm_mask(fake_host: FakeHost) -> None:
 def test_groups_and_paths(fake_host: FakeHost) -> None:
     fake_host.make_resctrl()
     for g in resctrl.GROUPS:
-        d = resctrl.ensure_group(fake_host.paths, g)
+        assert resctrl.make_group(fake_host.paths, g)
+        d = resctrl.group_dir(fake_host.paths, g)
         assert d.is_dir() and d.parent == fake_host.paths.resctrl_root
-    resctrl.ensure_group(fake_host.paths, "BE")  # idempotent
+    assert not resctrl.make_group(fake_host.paths, "BE")  # there already
+    assert resctrl.remove_group(fake_host.paths, "BE")
+    assert not resctrl.remove_group(fake_host.paths, "BE")
+    with pytest.raises(UnsafePath):
+        resctrl.remove_group(fake_host.paths, "")
     assert resctrl.schemata_path(fake_host.paths, "") == fake_host.paths.resctrl_root / "schemata"
     assert resctrl.tasks_path(fake_host.paths, "koordlet-pod-1").name == "tasks"
     for bad in ("../x", "BE/..", "be", "info", "koordlet-", "x" * 100, "LS\x00"):
@@ -124,8 +139,27 @@ def test_tasks_to_append(fake_host: FakeHost) -> None:
         resctrl.parse_tasks("1\nabc\n")
 
 
-def test_last_cmd_status(fake_host: FakeHost) -> None:
-    assert resctrl.last_cmd_status(fake_host.paths) == ""
-    fake_host.make_resctrl()
-    fake_host.write("sys/fs/resctrl/info/last_cmd_status", "Mask out of range\n")
-    assert resctrl.last_cmd_status(fake_host.paths) == "Mask out of range"
+@pytest.mark.parametrize(
+    ("vendor", "l3", "mb", "want"),
+    [
+        # 11 ways: ceil(11*0/100)=0 .. ceil(11*30/100)=4 -> 0xf; Intel MB 35 % rounds up to 40
+        ("GenuineIntel", (0, 30), 35, "L3:0=f;1=f\nMB:0=40;1=40\n"),
+        # 50-100 %: ways ceil(5.5)=6 .. 11 -> 0x7c0; AMD 100 % is unlimited (2048)
+        ("AuthenticAMD", (50, 100), 100, "L3:0=7c0;1=7c0\nMB:0=2048;1=2048\n"),
+        # AMD 50 %: int(25*8*0.8*50/100) = 80 units of 1/8 GB/s
+        ("AuthenticAMD", None, 50, "MB:0=80;1=80\n"),
+        ("GenuineIntel", (0, 100), None, "L3:0=7ff;1=7ff\n"),
+    ],
+)
+def test_plan_schemata_per_vendor(
+    fake_host: FakeHost, vendor: str, l3: tuple[int, int] | None, mb: int | None, want: str
+) -> None:
+    fake_host.make_resctrl(cbm_mask=0x7FF, cache_ids=(0, 1), vendor=vendor)
+    assert resctrl.format_schemata(resctrl.plan_schemata(fake_host.paths, l3, mb)) == want
+
+
+def test_plan_schemata_without_mb_leaves_mb_out(fake_host: FakeHost) -> None:
+    fake_host.make_resctrl(cbm_mask=0xFF, cache_ids=(0,), mb=False)
+    assert resctrl.format_schemata(resctrl.plan_schemata(fake_host.paths, (0, 50), 50)) == "L3:0=f\n"
+    with pytest.raises(InvalidValue):
+        resctrl.plan_schemata(fake_host.paths, (40, 41), None)  # less than one way

@@ -1,5 +1,5 @@
-"""resctrl monitoring reads on a fake resctrl tree (this host has no RDT) and page cache figures from
-/proc/meminfo and memory.stat (v1 and v2)."""
+"""resctrl monitoring reads on a fake resctrl tree (this host has no RDT), and the node's memory usage
+with page cache from /proc/meminfo."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 
 from koordlet.errors import InvalidValue
 from koordlet.system import resctrlmon
-from koordlet.system.cgstats import parse_memory_stat, parse_page_cache
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo
 from koordlet.system.resctrlmon import MonData
@@ -71,22 +70,8 @@ def test_this_host_has_no_rdt_monitoring() -> None:
     assert why is not None
 
 
-def test_node_page_cache_from_meminfo() -> None:
+def test_node_memory_with_page_cache_from_meminfo() -> None:
     fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "proc"
     mem = read_meminfo(HostPaths(proc_root=fixtures))
-    assert mem.page_cache == (268996 + 7040) * 1024
-
-
-def test_cgroup_page_cache_v1_v2_and_root() -> None:
-    v1 = (
-        "cache 100\nrss 5\ntotal_cache 4096\ntotal_rss 8192\ntotal_active_anon 1\ntotal_inactive_anon 2\n"
-        "total_active_file 3\ntotal_inactive_file 4\ntotal_unevictable 0\n"
-    )
-    assert parse_page_cache(v1) == 4096 == parse_memory_stat(v1).page_cache
-    v2 = (
-        "anon 10\nfile 20480\nactive_anon 1\ninactive_anon 2\nactive_file 3\ninactive_file 4\nunevictable 0\n"
-    )
-    assert parse_page_cache(v2) == 20480 == parse_memory_stat(v2).page_cache
-    assert parse_page_cache("cache 512\nrss 1\n") == 512
-    with pytest.raises(InvalidValue):
-        parse_page_cache("rss 1\n")
+    # koordlet's MemUsageWithPageCache: MemTotal - MemFree
+    assert mem.used_with_page_cache == mem.total - mem.get("MemFree") > mem.used

@@ -1,0 +1,140 @@
+"""Memory QoS arithmetic of ``CgroupReconcile`` (koordlet's cgreconcile, koordlet.md §6.7), pure.
+
+A pod's memory QoS config is its class's ``memoryQOS`` overlaid with the pod annotation
+``koordinator.sh/memoryQOS`` (``{"policy": "none" | "auto" | "default", ...fields}``): ``none`` turns
+memory QoS off for the pod, ``auto`` starts from Koordinator's recommended config for the pod's class
+instead of the node's, and fields given in the annotation override either. From it, with ``req`` the
+memory request (BE: the ``kubernetes.io/batch-memory`` requests):
+
+* pod and container ``memory.min = req * minLimitPercent / 100``, ``memory.low = req * lowLimitPercent
+  / 100`` (raised to ``memory.min``);
+* container ``memory.high``: ``throttlingPercent`` 0 is no limit; else ``req + (limit - req) *
+  throttlingPercent / 100`` rounded down to pages (limit: the container's, else node allocatable),
+  raised to ``memory.min``;
+* kube QoS tiers: ``memory.min``/``memory.low`` are the sums over their pods (the Guaranteed tier,
+  ``kubepods``, being every tier's parent, sums all of them);
+* the Anolis knobs (``memory.wmark_*``, ``memory.priority``, ``memory.use_priority_oom``,
+  ``memory.oom.group``) take the config's values as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+
+from koordlet import api
+
+ANNOTATION = "koordinator.sh/memoryQOS"
+UNLIMITED = "-1"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryQOS:
+    """Koordinator's ``MemoryQOS`` (percentages and Anolis knob values)."""
+
+    min_limit_percent: int = 0
+    low_limit_percent: int = 0
+    throttling_percent: int = 0
+    wmark_ratio: int = 0
+    wmark_scale_permill: int = 50
+    wmark_min_adj: int = 0
+    priority_enable: int = 0
+    priority: int = 0
+    oom_kill_group: int = 0
+
+
+_JSON_NAMES: Mapping[str, str] = {
+    "minLimitPercent": "min_limit_percent",
+    "lowLimitPercent": "low_limit_percent",
+    "throttlingPercent": "throttling_percent",
+    "wmarkRatio": "wmark_ratio",
+    "wmarkScalePermill": "wmark_scale_permill",
+    "wmarkMinAdj": "wmark_min_adj",
+    "priorityEnable": "priority_enable",
+    "priority": "priority",
+    "oomKillGroup": "oom_kill_group",
+}
+assert set(_JSON_NAMES.values()) == {f.name for f in fields(MemoryQOS)}
+
+# Koordinator's DefaultMemoryQOS per class: what the pod policy "auto" starts from.
+_LS_AUTO = MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=-25)
+AUTO: Mapping[api.QOSClass, MemoryQOS] = {
+    api.QOSClass.LSE: _LS_AUTO,
+    api.QOSClass.LSR: _LS_AUTO,
+    api.QOSClass.LS: _LS_AUTO,
+    api.QOSClass.BE: MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=50),
+    api.QOSClass.SYSTEM: MemoryQOS(),
+}
+
+KNOBS: Mapping[str, str] = {
+    # resource -> MemoryQOS field, for the values written as configured
+    "memory.wmark_ratio": "wmark_ratio",
+    "memory.wmark_scale_factor": "wmark_scale_permill",
+    "memory.wmark_min_adj": "wmark_min_adj",
+    "memory.priority": "priority",
+    "memory.use_priority_oom": "priority_enable",
+}
+TIER_KNOBS = ("memory.priority", "memory.use_priority_oom")
+
+
+def overlay(base: MemoryQOS, section: api.JSONObject) -> MemoryQOS:
+    """``base`` with the integer fields ``section`` sets (camelCase, as in the NodeSLO)."""
+    changes = {
+        attr: value
+        for key, attr in _JSON_NAMES.items()
+        if isinstance(value := section.get(key), int) and not isinstance(value, bool)
+    }
+    return replace(base, **changes) if changes else base
+
+
+def pod_config(pod: api.PodInfo, class_section: api.JSONObject) -> MemoryQOS | None:
+    """The pod's effective config, ``None`` when memory QoS is off for it (class disabled and no
+    ``auto`` policy, or policy ``none``). A malformed annotation is ignored, as koordlet does."""
+    node_cfg = overlay(MemoryQOS(), class_section) if class_section.get("enable") is True else None
+    raw = pod.annotations.get(ANNOTATION)
+    if not raw:
+        return node_cfg
+    try:
+        ann = json.loads(raw)
+    except ValueError:
+        return node_cfg
+    if not isinstance(ann, dict):
+        return node_cfg
+    policy = ann.get("policy") or "default"
+    if policy == "none":
+        return None
+    if policy == "auto":
+        return overlay(AUTO.get(pod.qos, MemoryQOS()), ann)
+    return overlay(node_cfg, ann) if node_cfg is not None else None
+
+
+def pod_request(pod: api.PodInfo) -> int:
+    return pod.batch_memory_request_bytes if pod.is_best_effort else pod.memory_request_bytes
+
+
+def protection(request: int, c: MemoryQOS) -> tuple[int, int]:
+    """``(memory.min, memory.low)`` for ``request`` bytes; low is never below min."""
+    lo_min = max(request, 0) * c.min_limit_percent // 100
+    low = max(request, 0) * c.low_limit_percent // 100
+    if 0 < low < lo_min:
+        low = lo_min
+    return lo_min, low
+
+
+def memory_high(request: int, limit: int, node_allocatable: int, c: MemoryQOS, page: int) -> int | None:
+    """Container ``memory.high`` in bytes; ``None`` for no limit (``throttlingPercent`` 0)."""
+    if c.throttling_percent == 0:
+        return None
+    request = max(request, 0)
+    top = limit if limit > 0 else node_allocatable
+    high = (request + (top - request) * c.throttling_percent // 100) // page * page
+    lo_min, _ = protection(request, c)
+    return max(high, lo_min)
+
+
+def container_limits(pod: api.PodInfo, c: api.ContainerInfo) -> tuple[int, int]:
+    """``(request, limit)`` of a container's memory (BE: its batch-memory), bytes; 0 when unset."""
+    if pod.is_best_effort:
+        return c.batch_memory_request_bytes, c.batch_memory_limit_bytes
+    return c.memory_request_bytes, c.memory_limit_bytes
