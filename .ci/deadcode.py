@@ -30,6 +30,7 @@ ALLOWED_NAMES = {
     "node_metric": "scheduler framework Handle contract method for third-party scheduler plugins",
     "convert": "click.ParamType hook, called by click",
     "plugins_list": "click command, registered by its decorator",
+    "nodes_cmd": "click command (koord-manager top nodes), registered by its decorator",
     "do_GET": "http.server handler hook",
     "do_POST": "http.server handler hook",
     "log_message": "http.server handler hook",

@@ -1,4 +1,5 @@
-"""The ``koordlet`` command: ``run``, ``plugins list``, ``version``.
+"""The ``koordlet`` command: ``run``, ``plugins list``, ``version``, ``top`` (:mod:`koordlet.top`), ``demo``
+(:mod:`koordlet.demo`).
 
 Plugins are discovered before click parses anything, so each plugin's flags become options of
 ``koordlet run`` and show in its ``--help``. Go-style single-dash long flags (``-feature-gates=...``, as in
@@ -228,6 +229,11 @@ def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
         helpers = "compiled" if native.HAS_NATIVE else "absent (pure-Python fallback)"
         click.echo(f"koordlet {__version__}\nplugin API {api.API_VERSION}\nnative helpers: {helpers}")
 
+    from koordlet.demo.command import demo
+    from koordlet.top.command import top
+
+    cli.add_command(top)
+    cli.add_command(demo)
     return cli
 
 

@@ -19,8 +19,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector
 
+from koordlet.agentstatus import StatusSources, status_route
 from koordlet.config import Configuration
 from koordlet.errors import ConfigError
 from koordlet.eventbus import EventBus
@@ -69,6 +70,7 @@ def new_daemon(
 
     clock, wall = time.monotonic, time.time
     registry = CollectorRegistry(auto_describe=False)
+    ProcessCollector(registry=registry)  # process_cpu_seconds_total etc., as Go's koordlet exposes: its cost
     agent_metrics = AgentMetrics(registry, cfg.node_name)
     agent_metrics.started(native.HAS_NATIVE)
     supervisor = Supervisor(stop)
@@ -198,4 +200,8 @@ def new_daemon(
     http.route("/nodemetric", lambda _q: json_response(informer.nodemetric_status()))
     http.route("/events", _events_route(executor))
     http.route("/plugins", lambda _q: json_response(qos.states()))
+    sources = StatusSources(
+        cfg.node_name, informer, cache, host, executor.events, qos.report, wall, started_at=wall()
+    )
+    http.route("/status", status_route(sources))
     return Daemon(components, supervisor, http)

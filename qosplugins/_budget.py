@@ -49,6 +49,57 @@ class Usage:
         return self.pod_non_be_milli + self.host_app_non_be_milli + self.reserved_milli
 
 
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The last applied decision: what the fast path compares against and re-uses."""
+
+    at: float
+    policy: str
+    be_dir: str
+    capacity_milli: int
+    threshold_percent: int
+    min_percent: int | None
+    non_be_milli: float
+    non_be_floor_milli: float
+    pools: _cpuset.CPUPools
+
+
+def explain(
+    decision: Decision,
+    budget: float,
+    path: str,
+    decided_at: float,
+    usage: Usage | None,
+    previous: api.JSONObject,
+) -> api.JSONObject:
+    """The numbers behind ``budget`` for ``BECPUSuppress.status`` (``koordlet top``): a new dict, so the
+    HTTP thread never sees a half-written one. The fast path (no ``usage``) keeps the last periodic split."""
+    split: api.JSONObject = (
+        {
+            "nodeUsedMilli": round(usage.node_used_milli),
+            "lsPodsMilli": round(usage.pod_non_be_milli),
+            "lsHostAppsMilli": round(usage.host_app_non_be_milli),
+            "systemMilli": round(usage.system_milli),
+            "reservedMilli": usage.reserved_milli,
+            "bePodsMilli": round(usage.be_pods_milli),
+        }
+        if usage is not None
+        else {k: v for k, v in previous.items() if k.endswith("Milli") and k != "budgetMilli"}
+    )
+    return {
+        "active": True,
+        "policy": decision.policy,
+        "path": path,
+        "decidedAt": decided_at,
+        "capacityMilli": decision.capacity_milli,
+        "thresholdPercent": decision.threshold_percent,
+        "minPercent": decision.min_percent,
+        **split,
+        "nonBEMilli": round(decision.non_be_milli),
+        "budgetMilli": round(budget),
+    }
+
+
 def be_budget_milli(
     capacity_milli: int, threshold_percent: int, min_percent: int | None, non_be: float
 ) -> float:

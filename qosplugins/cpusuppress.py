@@ -46,7 +46,6 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from koordlet import api
 from qosplugins import _budget, _cpuset, _shared
@@ -62,21 +61,6 @@ FAST_RISE_FRACTION = 0.01
 """A non-BE rise of 1 % of capacity since the last decision wakes the fast path (noise stays below)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The last applied decision: what the fast path compares against and re-uses."""
-
-    at: float
-    policy: str
-    be_dir: str
-    capacity_milli: int
-    threshold_percent: int
-    min_percent: int | None
-    non_be_milli: float
-    non_be_floor_milli: float
-    pools: _cpuset.CPUPools
-
-
 class BECPUSuppress(api.QOSPluginBase):
     """Suppress BE CPU by cpuset or CFS quota from the LS usage of the node."""
 
@@ -89,10 +73,11 @@ class BECPUSuppress(api.QOSPluginBase):
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
         self._lock = threading.Lock()
-        self._decision: Decision | None = None
+        self._decision: _budget.Decision | None = None
         self._probe = _budget.DemandProbe()
         self._restored = False
         self._warned = ""
+        self._status: api.JSONObject = {}
         node = ctx.node_name
         self._labels = {"node": node}
         self._cores = ctx.registry.gauge(
@@ -136,6 +121,7 @@ class BECPUSuppress(api.QOSPluginBase):
             self._recover_for_be_cpu_manager()
             return
         if not slo.enable:
+            self._status = {"active": False, "why": "resourceUsedThresholdWithBE disabled in the NodeSLO"}
             self._decision = None
             self._probe.reset()
             if not self._restored:
@@ -171,7 +157,7 @@ class BECPUSuppress(api.QOSPluginBase):
         pools = _cpuset.cpu_pools(self.ctx.host.cpu_topology(), self.ctx.states.node(), pods)
         self._set(self._share_pool, float(len(pools.ls)))
         self._set(self._be_share_pool, float(len(pools.usable)))
-        decision = Decision(
+        decision = _budget.Decision(
             at=self.ctx.clock(),
             policy=slo.cpu_suppress_policy,
             be_dir=be_dir,
@@ -184,6 +170,9 @@ class BECPUSuppress(api.QOSPluginBase):
         )
         self._set(self._ls_used, (usage.pod_non_be_milli + usage.host_app_non_be_milli) / 1000.0)
         self._set(self._be_used, usage.be_pods_milli / 1000.0)
+        self._status = _budget.explain(
+            decision, budget, "periodic", self.ctx.wall_clock(), usage, self._status
+        )
         self._apply(decision, budget, shrink_only=False, usage=usage)
         if decision.policy == POLICY_CFS_QUOTA:
             self._recover_cpuset(be_dir, pools, only_if_changed=True)
@@ -211,8 +200,12 @@ class BECPUSuppress(api.QOSPluginBase):
             budget = _budget.be_budget_milli(
                 decision.capacity_milli, decision.threshold_percent, decision.min_percent, non_be
             )
-            self._apply(decision, budget, shrink_only=True)
-            self._decision = dataclasses.replace(decision, at=self.ctx.clock(), non_be_milli=non_be)
+            # The decision carries the fast non-BE, so the write's audit reason names what the budget
+            # subtracted (the stale periodic figure made "budget -202m, non-BE 648m" unexplainable).
+            fresh = dataclasses.replace(decision, at=self.ctx.clock(), non_be_milli=non_be)
+            self._status = _budget.explain(fresh, budget, "fast", self.ctx.wall_clock(), None, self._status)
+            self._apply(fresh, budget, shrink_only=True)
+            self._decision = fresh
         finally:
             self._lock.release()
 
@@ -236,14 +229,14 @@ class BECPUSuppress(api.QOSPluginBase):
     # -- writers -------------------------------------------------------------------------------------
 
     def _apply(
-        self, decision: Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None = None
+        self, decision: _budget.Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None = None
     ) -> None:
         if decision.policy == POLICY_CFS_QUOTA:
             self._apply_quota(decision, budget, shrink_only, usage)
         else:
             self._apply_cpuset(decision, budget, shrink_only)
 
-    def _apply_cpuset(self, decision: Decision, budget: float, shrink_only: bool) -> None:
+    def _apply_cpuset(self, decision: _budget.Decision, budget: float, shrink_only: bool) -> None:
         online = frozenset(c.cpu for c in decision.pools.online)
         node = self.ctx.states.node()
         static = node is not None and node.kubelet_cpu_manager_policy == KUBELET_STATIC
@@ -272,7 +265,7 @@ class BECPUSuppress(api.QOSPluginBase):
         return _shared.read_cpuset(self.ctx, be_dir)
 
     def _apply_quota(
-        self, decision: Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None
+        self, decision: _budget.Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None
     ) -> None:
         cur = _shared.parse_quota(_shared.read_value(self.ctx, "cpu.cfs_quota_us", decision.be_dir))
         if cur is None:
@@ -377,10 +370,15 @@ class BECPUSuppress(api.QOSPluginBase):
             self._recover_cpuset(be_dir, pools, only_if_changed=False)
         self._restored = True
 
+    def status(self) -> api.JSONObject:
+        """The last budget and what it was computed from (``api.StatusReporter``, for ``koordlet top``)."""
+        return self._status
+
     def _set(self, gauge: api.GaugeVec, value: float, **extra: str) -> None:
         gauge.labels(**self._labels, **extra).set(value)
 
     def _warn_once(self, message: str) -> None:
+        self._status = {"active": False, "why": message}
         if message != self._warned:
             self.ctx.logger.warning("BECPUSuppress: %s", message)
             self._warned = message

@@ -91,6 +91,7 @@ from koordlet.api.plugin import (
     QOSPlugin,
     QOSPluginBase,
     Scheduler,
+    StatusReporter,
 )
 from koordlet.api.registry import (
     REQUIRED_METHODS,
@@ -193,6 +194,7 @@ __all__ = [
     "Scheduler",
     "Stage",
     "StatesReader",
+    "StatusReporter",
     "UnsafePath",
     "UpdateResult",
     "check_ifname",

@@ -16,6 +16,7 @@ from typing import ClassVar, Protocol, TypeVar, runtime_checkable
 from koordlet.api.flags import FeatureSpec, Flag, FlagSet, OptionValue, Stage
 from koordlet.api.metrics import MetricRegistry
 from koordlet.api.services import Evictor, HostReader, MetricReader, ResourceWriter, StatesReader
+from koordlet.api.types import JSONObject
 from koordlet.errors import PluginError
 
 API_VERSION = 2
@@ -105,6 +106,18 @@ class QOSPlugin(Protocol):
     def shutdown(self) -> None:
         """Restore what the plugin changed; called in reverse start order when the agent stops."""
         ...
+
+
+@runtime_checkable
+class StatusReporter(Protocol):
+    """Optional for a plugin: what it decided last, shown by the agent's ``/status`` and ``koordlet top``.
+
+    Called from the HTTP thread at any time, so it must only read (a snapshot the plugin's tick assigned
+    whole, not a structure it is mutating). Keys are camelCase, numbers carry their unit in the key
+    (``budgetMilli``); an empty mapping says "nothing decided yet".
+    """
+
+    def status(self) -> JSONObject: ...
 
 
 class QOSPluginBase:

@@ -1,7 +1,9 @@
-"""The ``koord-manager`` command: flags (koord-manager's names where it has one), then run until stopped."""
+"""The ``koord-manager`` command: flags (koord-manager's names where it has one), then run until stopped;
+``koord-manager top nodes`` is the cluster view (:mod:`koordlet.manager.top`)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -124,4 +126,10 @@ def run(cfg: config.ManagerConfig, stop: threading.Event, registry: CollectorReg
 
 
 def entry(argv: Sequence[str] | None = None) -> None:
-    main.main(args=list(argv) if argv is not None else None, prog_name="koord-manager")
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["top"]:  # a view for people, beside the controller's flags (koordlet.manager.top)
+        from koordlet.manager.top import top
+
+        top.main(args=args[1:], prog_name="koord-manager top")
+    else:
+        main.main(args=args, prog_name="koord-manager")

@@ -80,6 +80,23 @@ class QOSManager:
         with self._lock:
             return dict(self._state)
 
+    def report(self) -> list[dict[str, api.JSONValue]]:
+        """Every plugin: name, source, state and, for a running :class:`api.StatusReporter`, its
+        ``status()`` (a raising one is reported as ``{"error": ...}``, never fatal to the caller)."""
+        states = self.states()
+        out: list[dict[str, api.JSONValue]] = []
+        for entry in self._entries:
+            state = states.get(entry.name, "pending")
+            row: dict[str, api.JSONValue] = {"name": entry.name, "source": entry.source, "state": state}
+            if state == "running" and isinstance(entry.plugin, api.StatusReporter):
+                try:
+                    row["status"] = dict(entry.plugin.status())
+                except Exception as err:
+                    log.debug("plugin %s: status() failed", entry.name, exc_info=True)
+                    row["status"] = {"error": repr(err)}
+            out.append(row)
+        return out
+
     def _fail(self, entry: PluginEntry, what: str, err: BaseException) -> None:
         log.error("plugin %s: %s failed: %r", entry.name, what, err, exc_info=err)
         if self._metrics is not None:

@@ -196,13 +196,30 @@ def _rmdir(d: Path) -> bool:
     return True
 
 
+def unavailable(what: str, root: Path = CGROUP_ROOT) -> str:
+    """Why :class:`RealKubepods` cannot be made here (empty: it can); ``what`` names the caller in the
+    sentence (``"the loop"``, ``"the demo"``)."""
+    if os.geteuid() != 0:
+        return f"{what} makes real cgroups and moves processes into them: run it as root"
+    missing = [c for c in KUBEPODS_CONTROLLERS if not (root / c / "cgroup.procs").exists()]
+    if missing:
+        return f"{what} needs cgroup v1 with the {', '.join(missing)} controller(s) mounted under {root}"
+    return ""
+
+
 class RealKubepods:
     """A kubelet-like cgroupfs tree ``<parent>/kubepods/{besteffort,burstable}`` in each v1 controller."""
 
-    def __init__(self, root: Path = CGROUP_ROOT, controllers: Sequence[str] = KUBEPODS_CONTROLLERS) -> None:
+    def __init__(
+        self,
+        root: Path = CGROUP_ROOT,
+        controllers: Sequence[str] = KUBEPODS_CONTROLLERS,
+        *,
+        prefix: str = "koordlet-e2e",
+    ) -> None:
         """``controllers``: the v1 controllers the tree (and every process spawned in it) spans; add
-        ``blkio`` or ``perf_event`` where a test needs them."""
-        parent = f"koordlet-e2e-{uuid.uuid4().hex[:10]}"
+        ``blkio`` or ``perf_event`` where a test needs them. ``prefix`` starts the parent's name."""
+        parent = f"{prefix}-{uuid.uuid4().hex[:10]}"
         self.tree = RealCgroupTree(controllers, root=root, parent=parent)
         self.root = root
         self.parent = self.tree.parent

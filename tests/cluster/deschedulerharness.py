@@ -19,6 +19,29 @@ from koordlet.descheduler.config import DeschedulerConfig, parse_configuration
 from koordlet.lifecycle import Supervisor
 
 
+def low_node_load(profile: str, consecutive_abnormalities: int = 2) -> dict[str, Any]:
+    """A DeschedulerConfiguration (1 s rounds) whose one profile balances with LowNodeLoad (cpu 45/75 %,
+    memory out of play) through the MigrationController, which skips the expected-replicas check."""
+    args = {
+        "lowThresholds": {"cpu": 45, "memory": 100},
+        "highThresholds": {"cpu": 75, "memory": 100},
+        "anomalyCondition": {"consecutiveAbnormalities": consecutive_abnormalities},
+    }
+    return {
+        "deschedulingInterval": "1s",
+        "profiles": [
+            {
+                "name": profile,
+                "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
+                "pluginConfig": [
+                    {"name": "LowNodeLoad", "args": args},
+                    {"name": "MigrationController", "args": {"skipCheckExpectedReplicas": True}},
+                ],
+            }
+        ],
+    }
+
+
 @contextmanager
 def running_descheduler(
     client_configuration: Any,

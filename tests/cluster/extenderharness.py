@@ -1,11 +1,16 @@
 """koord-scheduler-extender run in-process against an API server, until the block ends (then stopped and
-checked to exit 0). Independent of pytest."""
+checked to exit 0), or as a child process (:class:`ExtenderProcess`). Independent of pytest."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +21,9 @@ from prometheus_client import CollectorRegistry
 from koordlet.cluster.client import make_api_client
 from koordlet.cluster.process import Address
 from koordlet.scheduler.app import ExtenderApp, ExtenderConfig
+from koordlet.testing.agent import free_port
+from tests.apiserver import APIServer
+from tests.managerharness import write_kubeconfig
 
 
 @contextmanager
@@ -50,3 +58,43 @@ def running_extender(
         app.close()
     assert not thread.is_alive(), "koord-scheduler-extender did not stop"
     assert code == [0], code
+
+
+class ExtenderProcess:
+    """A real ``koord-scheduler-extender`` child process (``python -m koordlet.scheduler``) against
+    ``server``; ``post(verb, doc)`` calls it as kube-scheduler does; :meth:`stop` sends SIGTERM."""
+
+    def __init__(self, tmp: Path, server: APIServer, *args: str, site: Path | None = None) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        kubeconfig = write_kubeconfig(tmp / "kubeconfig.json", server)
+        env = {**os.environ}
+        if site is not None:
+            env["PYTHONPATH"] = str(site)
+        self.log = (tmp / "extender.log").open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "koordlet.scheduler",
+                f"--kubeconfig={kubeconfig}",
+                f"--addr=127.0.0.1:{self.port}",
+                *args,
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+    def post(self, verb: str, doc: Any) -> tuple[int, Any]:
+        req = urllib.request.Request(
+            f"{self.base}/{verb}", data=json.dumps(doc).encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return int(r.status), json.loads(r.read())
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(15)
+        self.log.close()
+        return code

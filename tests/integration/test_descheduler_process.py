@@ -20,31 +20,12 @@ from koordlet.testing.agent import wait_http
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects
-from tests.cluster.deschedulerharness import DeschedulerProcess
+from tests.cluster.deschedulerharness import DeschedulerProcess, low_node_load
 from tests.cluster.pluginsite import install_wheel
 from tests.managerharness import wait_until, write_kubeconfig
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "descheduler_plugin_dist"
-LOWNODELOAD = {
-    "deschedulingInterval": "1s",
-    "profiles": [
-        {
-            "name": "test",
-            "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
-            "pluginConfig": [
-                {
-                    "name": "LowNodeLoad",
-                    "args": {
-                        "lowThresholds": {"cpu": 45, "memory": 100},
-                        "highThresholds": {"cpu": 75, "memory": 100},
-                        "anomalyCondition": {"consecutiveAbnormalities": 2},
-                    },
-                },
-                {"name": "MigrationController", "args": {"skipCheckExpectedReplicas": True}},
-            ],
-        }
-    ],
-}
+LOWNODELOAD = low_node_load("test")
 
 
 @pytest.fixture

@@ -2,21 +2,17 @@
 ``promtool check metrics`` accepts the text.
 
 The container is a real cgroup under a unique ``koordlet-e2e-*`` parent with a busy process; Prometheus
-runs on loopback with a temp config and data dir and is killed by its pid at the end.
+(:mod:`tests.support.prometheus`) runs on loopback with a temp config and data dir and is killed at the end.
 """
 
 from __future__ import annotations
 
 import contextlib
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,39 +28,11 @@ from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates, wait_until
-from koordlet.testing.agent import free_port, get_json
+from koordlet.testing.agent import get_json
 from koordlet.testing.cgroups import RealKubepods
+from tests.support.prometheus import prometheus
 
 pytestmark = [pytest.mark.root, pytest.mark.tool("prometheus", "promtool"), pytest.mark.timeout(120)]
-
-
-@contextlib.contextmanager
-def prometheus(target_port: int) -> Iterator[str]:
-    """A Prometheus scraping ``127.0.0.1:<target_port>`` every second; yields its base URL."""
-    data = Path(tempfile.mkdtemp(prefix="koordlet-prom-"))
-    port = free_port()
-    cfg = data / "prometheus.yml"
-    cfg.write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        "scrape_configs:\n  - job_name: koordlet\n    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{target_port}']\n"
-    )
-    proc = subprocess.Popen(
-        [
-            "prometheus",
-            f"--config.file={cfg}",
-            f"--storage.tsdb.path={data / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.kill()
-        proc.wait(10)
-        shutil.rmtree(data, ignore_errors=True)
 
 
 def test_promql_returns_the_container_cpu_series(kubepods: RealKubepods) -> None:
@@ -90,7 +58,7 @@ def test_promql_returns_the_container_cpu_series(kubepods: RealKubepods) -> None
             ["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30, check=False
         )
         assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
-        with prometheus(server.server_port) as base:
+        with prometheus({"koordlet": [(f"127.0.0.1:{server.server_port}", {})]}) as base:
             query = (
                 f'koordlet_container_resource_usage{{container_id="{container.container_id}",'
                 f'resource="cpu",node="test-node"}}'

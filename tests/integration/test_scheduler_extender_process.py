@@ -6,23 +6,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from koordlet.testing.agent import free_port, http_get, wait_http
+from koordlet.testing.agent import http_get, wait_http
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects
+from tests.cluster.extenderharness import ExtenderProcess as Extender
 from tests.cluster.pluginsite import install_wheel
-from tests.managerharness import write_kubeconfig
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "scheduler_plugin_dist"
 PROG = "koordlet.scheduler"
@@ -32,43 +30,6 @@ PROG = "koordlet.scheduler"
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Build the fixture distribution (wheel) and install it into its own site directory."""
     yield install_wheel(FIXTURE, tmp_path_factory.mktemp("scheduler-plugin"), "koordlet_avoid_label")
-
-
-class Extender:
-    def __init__(self, tmp: Path, server: APIServer, *args: str, site: Path | None = None) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        kubeconfig = write_kubeconfig(tmp / "kubeconfig.json", server)
-        env = {**os.environ}
-        if site is not None:
-            env["PYTHONPATH"] = str(site)
-        self.log = (tmp / "extender.log").open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                PROG,
-                f"--kubeconfig={kubeconfig}",
-                f"--addr=127.0.0.1:{self.port}",
-                *args,
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-
-    def post(self, verb: str, doc: Any) -> tuple[int, Any]:
-        req = urllib.request.Request(
-            f"{self.base}/{verb}", data=json.dumps(doc).encode(), headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return int(r.status), json.loads(r.read())
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(15)
-        self.log.close()
-        return code
 
 
 def go_pod(name: str) -> dict[str, Any]:

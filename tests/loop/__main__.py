@@ -8,7 +8,6 @@ the end, also on a failure, Ctrl-C or SIGTERM. Exit status 0 when the loop told 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import signal
 import sys
@@ -17,21 +16,14 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from koordlet.testing.cgroups import unavailable
 from tests.loop import scenario
 from tests.loop.report import problems, summary
-
-CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory")
 
 
 def preflight() -> str:
     """Why this machine cannot run the loop (empty: it can)."""
-    if os.geteuid() != 0:
-        return "the loop makes real cgroups and moves processes into them: run it as root"
-    missing = [c for c in CONTROLLERS if not Path("/sys/fs/cgroup", c, "cgroup.procs").exists()]
-    if missing:
-        mounted = ", ".join(missing)
-        return f"the loop needs cgroup v1 with the {mounted} controller(s) mounted under /sys/fs/cgroup"
-    return ""
+    return unavailable("the loop")
 
 
 def main(argv: list[str] | None = None) -> int:
