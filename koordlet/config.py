@@ -71,7 +71,7 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("log-format", str, "text", "text or json"),
 )
 
-_ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$")
+_ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])\Z")
 """An IPv4 address, a host name or a bracketed IPv6 address (an unexpanded ``$(POD_IP)`` is refused)."""
 
 

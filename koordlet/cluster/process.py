@@ -25,7 +25,7 @@ from koordlet.lifecycle import Component, Daemon, Supervisor, install_signals
 from koordlet.schema import quantity
 
 F = TypeVar("F", bound=Callable[..., Any])
-_ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$")
+_ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ _DECIMAL = {
 }
 _QUANTITY = re.compile(
     r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+    r"(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?\Z"
 )
 _MAX_TEXT = 64
 _MAX_EXPONENT = 30
@@ -116,7 +116,7 @@ def format_bytes(value: int) -> str:
     return str(value)
 
 
-_GO_DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|s|m|h))+$")
+_GO_DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|s|m|h))+\Z")
 """Go's unsigned duration grammar. ``durationpy`` alone is laxer than Go: it skips text between units
 (``"5m 3s"``) and knows units Go does not (``d``, ``w``, ``y``), so the shape is checked here first."""
 

@@ -43,8 +43,8 @@ and removal are per device."""
 IO_MAX_KEYS = ("rbps", "wbps", "riops", "wiops")
 U64_MAX = (1 << 64) - 1
 
-_DEV = re.compile(r"^(\d{1,10}):(\d{1,10})$")
-_KV = re.compile(r"^[a-z_]{1,16}=[A-Za-z0-9_.]{1,24}$")
+_DEV = re.compile(r"^(\d{1,10}):(\d{1,10})\Z")
+_KV = re.compile(r"^[a-z_]{1,16}=[A-Za-z0-9_.]{1,24}\Z")
 
 
 class DeviceNumber(NamedTuple):

@@ -49,7 +49,7 @@ MIN_RATE_BPS = 8000
 IFNAMSIZ = 16
 ETH_P_ALL, ETH_P_IP, ETH_P_IPV6 = 0x0003, 0x0800, 0x86DD
 
-_IFNAME = re.compile(r"^[A-Za-z0-9_.@:-]{1,15}$")
+_IFNAME = re.compile(r"^[A-Za-z0-9_.@:-]{1,15}\Z")
 # offsets of the addresses from the start of the network header
 _V4_OFF: Mapping[str, int] = MappingProxyType({"src": 12, "dst": 16})
 _V6_OFF: Mapping[str, int] = MappingProxyType({"src": 8, "dst": 24})

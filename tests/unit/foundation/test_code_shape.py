@@ -31,3 +31,27 @@ def test_every_module_is_short_and_says_what_it_is() -> None:
         if p.read_text().strip() and not ast.get_docstring(ast.parse(p.read_text()))
     ]
     assert undocumented == []
+
+
+_RE_CALLS = {"compile", "match", "fullmatch", "search"}
+
+
+def test_no_pattern_ends_in_a_dollar_anchor() -> None:
+    # ``$`` also matches before a trailing newline, so ``pod<uid>\n`` once passed as a pod directory;
+    # a pattern that must match the whole input ends in ``\Z`` (or is used with fullmatch).
+    found = []
+    for p in tracked_python_files():
+        rel = p.relative_to(ROOT)
+        if rel.parts[0] not in ("koordlet", "qosplugins"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute)):
+                continue
+            func, first = node.func, node.args[0]
+            if not (isinstance(func.value, ast.Name) and func.value.id == "re" and func.attr in _RE_CALLS):
+                continue
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                text = first.value
+                if text.endswith("$") and not text.endswith("\\$"):
+                    found.append(f"{rel}:{node.lineno}: {text!r}")
+    assert found == []
