@@ -333,9 +333,17 @@ class MetricCache:
         return thread
 
     def run_loop(self, stop: threading.Event) -> None:
-        """The blocking form of :meth:`run`, for a caller that supervises its own threads."""
-        while not stop.wait(self.config.checkpoint_interval):
+        """The blocking form of :meth:`run`, for a caller that supervises its own threads.
+
+        A young cache checkpoints early and then at doubling intervals up to ``checkpoint_interval``
+        (2, 6, 14, 30, 60, 90... s with the defaults): a checkpoint costs in proportion to the history, so
+        the early ones are cheap, and a SIGKILL at age ``t`` loses at most ``t / 2 + first`` seconds of
+        samples and never more than ``checkpoint_interval`` (plus one checkpoint's duration).
+        """
+        delay = min(self.config.first_checkpoint_delay, self.config.checkpoint_interval)
+        while not stop.wait(delay):
             self._tick()
+            delay = min(2 * delay, self.config.checkpoint_interval)
         self._tick()
 
     def _tick(self) -> None:
