@@ -22,6 +22,7 @@ import yaml
 
 from koordlet.api import AgentOptions, Flag, OptionValue
 from koordlet.errors import ConfigError, InvalidValue
+from koordlet.httpaccess import AUTH_FLAGS
 from koordlet.metriccache.config import MetricCacheConfig
 from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.qosmanager.config import QOSManagerConfig
@@ -69,6 +70,8 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("tsdb-max-bytes", int, 100 * 1024 * 1024, "bound of the persisted metric cache"),
     Flag("audit-max-events-limit", int, 2048, "audit events kept in memory for /events"),
     Flag("log-format", str, "text", "text or json"),
+    # TLS and who may call the HTTP endpoints: kubelet's flags, shared with the cluster processes.
+    *AUTH_FLAGS,
 )
 
 _ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])\Z")
