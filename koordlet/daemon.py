@@ -148,6 +148,7 @@ def new_daemon(
         registry=PluginMetrics(registry),
         agent=cfg.qos.agent,
         dry_run=cfg.qos.dry_run,
+        degraded=informer.degraded,
     )
     qos = QOSManager(entries, gates, ext_gates, cfg.options, services, supervisor, agent_metrics)
 
