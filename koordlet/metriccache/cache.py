@@ -68,6 +68,7 @@ class MetricCache:
         self._wall_clock = wall_clock
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
+        self._checkpoint_error = ""
         """Serialises whole checkpoints: they share one temp file name and must not interleave."""
         self._kinds: dict[str, _Kind] = {}
         self._stats = CacheStats()
@@ -351,5 +352,13 @@ class MetricCache:
         try:
             self.checkpoint()
         except OSError as err:
-            # A full or read-only volume must not stop the agent; the next tick retries.
-            log.error("metric cache checkpoint failed: %s", err)
+            # A full or read-only volume must not stop the agent; the next tick retries, and the last
+            # good file stays in place. A lasting error is logged once, its end once.
+            why = err.strerror or str(err)
+            if why != self._checkpoint_error:
+                log.error("metric cache checkpoint failed: %s (the previous checkpoint is kept)", why)
+            self._checkpoint_error = why
+            return
+        if self._checkpoint_error:
+            log.info("metric cache checkpoint written again")
+            self._checkpoint_error = ""

@@ -13,13 +13,14 @@ Sample = tuple[dict[str, str], float]
 
 
 def samples(agent: Agent, name: str, **match: str) -> list[Sample]:
-    """Samples of ``name`` on ``/metrics`` whose labels include ``match``."""
+    """Samples of ``name`` (or, for a counter, ``name_total``) on ``/metrics`` whose labels include
+    ``match``."""
     status, body = http_get(agent.base + "/metrics", timeout=10)
     assert status == 200, body[:300]
     out = []
     for family in text_string_to_metric_families(body.decode()):
         for s in family.samples:
-            if s.name == name and all(s.labels.get(k) == v for k, v in match.items()):
+            if s.name in (name, f"{name}_total") and all(s.labels.get(k) == v for k, v in match.items()):
                 out.append((dict(s.labels), float(s.value)))
     return out
 

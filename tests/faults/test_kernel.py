@@ -40,6 +40,7 @@ def be_quota(kp: RealKubepods) -> int:
     return read_int(kp.path("cpu", f"{kp.kubepods}/besteffort", "cpu.cfs_quota_us"))
 
 
+@pytest.mark.slow
 def test_be_quota_stays_bounded_repaired_and_kept_through_bad_nodeslos(
     tmp_path: Path, kubepods: RealKubepods
 ) -> None:
@@ -99,6 +100,7 @@ def test_be_quota_stays_bounded_repaired_and_kept_through_bad_nodeslos(
     assert tracebacks(agent) == []
 
 
+@pytest.mark.slow
 def test_churn_counter_resets_a_pause_and_a_fork_storm_give_no_bogus_samples(
     tmp_path: Path, kubepods: RealKubepods
 ) -> None:
@@ -175,6 +177,7 @@ def test_churn_counter_resets_a_pause_and_a_fork_storm_give_no_bogus_samples(
     assert tracebacks(agent) == []
 
 
+@pytest.mark.slow
 def test_a_killed_agent_leaves_be_bounded_and_its_successor_reconciles(
     tmp_path: Path, kubepods: RealKubepods
 ) -> None:
