@@ -14,6 +14,7 @@ from typing import Any
 
 from koordlet import api
 from koordlet.errors import InvalidValue, UnsafePath
+from koordlet.logs import OncePerChange
 from koordlet.schema.pod import BATCH_CPU, BATCH_MEMORY, Obj, kube_qos_of, priority_class_of, qos_of
 from koordlet.schema.pod import as_list as _list
 from koordlet.schema.pod import as_map as _map
@@ -22,6 +23,8 @@ from koordlet.schema.quantity import to_int, to_milli
 from koordlet.system.podpath import CgroupLayout, check_pod_uid, parse_container_id
 
 log = logging.getLogger(__name__)
+_refusals = OncePerChange(log)
+"""A bad pod stays in every list until it is fixed or deleted: its refusal is logged once."""
 
 
 def resource_amount(values: Mapping[str, Any], name: str, *, milli: bool, where: str) -> int:
@@ -32,7 +35,7 @@ def resource_amount(values: Mapping[str, Any], name: str, *, milli: bool, where:
     try:
         return to_milli(raw) if milli else to_int(raw)
     except (InvalidValue, TypeError):
-        log.warning("%s: ignoring unparsable %s quantity %r", where, name, raw)
+        _refusals.warning(f"{where} {name}", f"{where}: ignoring unparsable {name} quantity {raw!r}")
         return 0
 
 
@@ -49,13 +52,13 @@ def _container(
         try:
             runtime, cid = parse_container_id(raw_id)
         except UnsafePath as err:
-            log.warning("%s: refusing container ID: %s", where, str(err))
+            _refusals.warning(f"{where} id", f"{where}: refusing container ID: {err}")
         else:
             if layout is not None:
                 try:
                     cgroup_dir = layout.container_dir(uid, kube_qos, raw_id)
                 except UnsafePath as err:
-                    log.warning("%s: no cgroup dir: %s", where, str(err))
+                    _refusals.warning(f"{where} dir", f"{where}: no cgroup dir: {err}")
     running = bool(status is not None and "running" in _map(status, "state"))
     # batch-cpu is an extended resource counted in millicores, so its integer value IS the millis.
     return api.ContainerInfo(
@@ -114,7 +117,7 @@ def pod_info(
         uid = check_pod_uid(raw_uid)
         safe_layout = layout
     except UnsafePath as err:
-        log.warning("pod %s: %s; kept without cgroup dirs", who, str(err))
+        _refusals.warning(f"pod {who}", f"pod {who}: {err}; kept without cgroup dirs")
         uid, safe_layout = raw_uid[:64], None
     statuses = {
         str(s.get("name", "")): s for s in _list(status, "containerStatuses") if isinstance(s, Mapping)
