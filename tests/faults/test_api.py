@@ -11,13 +11,15 @@ from pathlib import Path
 import psutil
 import pytest
 
+from koordlet.api import KubeQOSClass
 from koordlet.system import inotify
 from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent, http_get, koordlet_command
+from koordlet.testing.cgroups import RealKubepods
 from koordlet.testing.kubelet import pod_object
 from tests.apiserver import APIServer
 from tests.faults.clusteragent import NODE, cluster_agent
-from tests.faults.probes import samples, total, tracebacks
+from tests.faults.probes import read_int, samples, total, tracebacks
 
 IN_OPEN, IN_ACCESS, IN_MODIFY = 0x20, 0x01, 0x02
 
@@ -147,3 +149,54 @@ def test_ten_thousand_pods_at_once(tmp_path: Path, api_server: APIServer) -> Non
     assert tracebacks(agent) == []
     lines = agent.log.read_text().splitlines()
     assert len(lines) < 200, lines[-20:]
+
+
+def suppress_ticks(agent: Agent) -> float:
+    return sum(
+        v
+        for labels, v in samples(agent, "koordlet_tick_duration_seconds_count")
+        if labels["component"].startswith("plugin/BECPUSuppress")
+    )
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_api_server_outage_keeps_suppression_on_the_cached_nodeslo(
+    tmp_path: Path, api_server: APIServer, kubepods: RealKubepods
+) -> None:
+    # F8 for the whole agent (the informer's own 60 s outage with memory and backoff checks is
+    # tests/integration/test_informer_cluster.py::test_api_server_outage).
+    be = kubepods.add_pod(KubeQOSClass.BESTEFFORT)
+    be_c = kubepods.add_container(be)
+    kubepods.busy(be_c)
+    pods = [pod_object(be.uid, "be-0", node=NODE, container_id=f"containerd://{be_c.container_id}")]
+    slo = {"enable": True, "cpuSuppressPolicy": "cfsQuota", "cpuSuppressThresholdPercent": 100}
+    api_server.store.create(
+        "nodeslos",
+        {
+            "apiVersion": "slo.koordinator.sh/v1alpha1",
+            "kind": "NodeSLO",
+            "metadata": {"name": NODE},
+            "spec": {"resourceUsedThresholdWithBE": slo},
+        },
+    )
+    quota = kubepods.path("cpu", f"{kubepods.kubepods}/besteffort", "cpu.cfs_quota_us")
+    with cluster_agent(tmp_path, api_server, f"--cgroup-root=/{kubepods.parent}") as (agent, kubelet):
+        kubelet.set_pods(pods)
+        assert wait_until(lambda: read_int(quota) > 0, 15), agent.tail()
+        api_server.down()
+        try:
+            ticks = suppress_ticks(agent)
+            deadline = time.monotonic() + 8
+            while time.monotonic() < deadline:
+                assert read_int(quota) > 0, "suppression must go on with the cached NodeSLO"
+                assert http_get(agent.base + "/readyz")[0] == 200
+                time.sleep(0.2)
+            assert suppress_ticks(agent) >= ticks + 5
+            assert node_cpu(agent)  # sampling went on
+        finally:
+            api_server.up()
+        # The watches come back by themselves: a NodeSLO change after the outage still applies.
+        api_server.store.patch("nodeslos", NODE, {"spec": {"resourceUsedThresholdWithBE": {"enable": False}}})
+        assert wait_until(lambda: read_int(quota) == -1, 20), agent.tail()
+    assert tracebacks(agent) == []
