@@ -55,3 +55,47 @@ def test_no_pattern_ends_in_a_dollar_anchor() -> None:
                 if text.endswith("$") and not text.endswith("\\$"):
                     found.append(f"{rel}:{node.lineno}: {text!r}")
     assert found == []
+
+
+def _is_open(call: ast.AST) -> bool:
+    return isinstance(call, ast.Call) and (
+        (isinstance(call.func, ast.Name) and call.func.id == "open")
+        or (isinstance(call.func, ast.Attribute) and call.func.attr == "open")
+    )
+
+
+def _write_mode(call: ast.Call) -> bool:
+    modes = [a for a in call.args[1:2]] + [k.value for k in call.keywords if k.arg == "mode"]
+    if isinstance(call.func, ast.Attribute) and call.args:  # Path.open(mode)
+        modes.append(call.args[0])
+    return any(
+        isinstance(m, ast.Constant) and isinstance(m.value, str) and set(m.value) & set("wax+") for m in modes
+    )
+
+
+def test_no_buffered_write_can_lose_its_error() -> None:
+    # F5b: a buffered write without a close surfaces its error only at GC time, where Python swallows it
+    # (a cgroup value silently not written). Writes go through os.write, or an open() in a with block.
+    found = []
+    for p in tracked_python_files():
+        rel = p.relative_to(ROOT)
+        if rel.parts[0] not in ("koordlet", "qosplugins") or rel.parts[:2] == ("koordlet", "testing"):
+            continue
+        tree = ast.parse(p.read_text())
+        managed = {
+            id(item.context_expr)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.With)
+            for item in node.items
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "write" and _is_open(node.value):
+                found.append(f"{rel}:{node.lineno}: open(...).write(...)")
+            elif (
+                _is_open(node)
+                and isinstance(node, ast.Call)
+                and _write_mode(node)
+                and id(node) not in managed
+            ):
+                found.append(f"{rel}:{node.lineno}: open() for writing outside a with block")
+    assert found == []
