@@ -54,6 +54,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
         if not math.isfinite(text):
             raise InvalidValue("quantity", text, "not finite")
         return Fraction(str(text))
+    if not isinstance(text, str):  # a list or an object where a quantity belongs (found by fuzzing)
+        raise InvalidValue("quantity", text, f"a {type(text).__name__} is not a quantity")
     s = text.strip()
     m = _QUANTITY.match(s) if len(s) <= _MAX_TEXT else None
     if m is None:

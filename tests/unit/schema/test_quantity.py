@@ -113,3 +113,11 @@ def test_parse_seconds_numbers_strings_and_go_durations() -> None:
     for bad in ("soon", "", True, "5 s", "1.5.5"):
         with pytest.raises(InvalidValue):
             q.parse_seconds(bad)
+
+
+@pytest.mark.parametrize("value", [[], {}, None, ["1"], {"cpu": "1"}])
+def test_a_non_scalar_is_refused_not_raised_through(value: object) -> None:
+    # Found by fuzzing pod objects: requests.cpu: [] escaped as an AttributeError and failed the whole
+    # pod list.
+    with pytest.raises(InvalidValue):
+        q.parse_quantity(value)  # type: ignore[arg-type]
