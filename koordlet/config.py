@@ -160,7 +160,7 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
         raise ConfigError(f"--collect-res-used-interval={collect}s is below the minimum 100ms")
     addr = str(o["addr"])
     host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
+    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
         raise ConfigError(f"--addr {addr!r}: want host:port with an IP or host name, e.g. 127.0.0.1:9316")
     driver = str(o["cgroup-driver"])
     if driver not in ("", "cgroupfs", "systemd"):

@@ -114,7 +114,7 @@ class ExtenderServer:
                 url = urlsplit(self.path)
                 verb = url.path.rstrip("/").rsplit("/", 1)[-1]
                 length = self.headers.get("Content-Length")
-                if length is None or not length.isdigit():
+                if length is None or not length.isdecimal():
                     self.close_connection = True
                     self._send((411, "text/plain", b"Content-Length required\n"))
                     return

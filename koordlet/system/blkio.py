@@ -212,7 +212,7 @@ def parse_io_max(text: str) -> dict[DeviceNumber, dict[str, int | None]]:
                 continue
             if value == "max":
                 continue
-            if not value.isdigit():
+            if not value.isdecimal():
                 raise InvalidValue("io.max", text[:200], f"bad {key}={value}")
             limits[key] = int(value)
         out[dev] = limits
@@ -233,7 +233,7 @@ def parse_io_weight(text: str) -> tuple[int | None, dict[DeviceNumber, int]]:
     default: int | None = None
     for line in text.splitlines():
         fields = line.split()
-        if len(fields) == 2 and fields[0] == "default" and fields[1].isdigit():
+        if len(fields) == 2 and fields[0] == "default" and fields[1].isdecimal():
             default = int(fields[1])
     return default, parse_device_values(text, "io.weight")
 

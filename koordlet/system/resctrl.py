@@ -250,7 +250,7 @@ def parse_tasks(text: str) -> frozenset[int]:
     """A ``tasks`` / ``cgroup.threads`` file: one TID per line."""
     out: set[int] = set()
     for line in text.split():
-        if not line.isdigit():
+        if not line.isdecimal():
             raise InvalidValue("tasks", line, "not a TID")
         out.add(int(line))
     return frozenset(out)

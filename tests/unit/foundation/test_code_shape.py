@@ -99,3 +99,16 @@ def test_no_buffered_write_can_lose_its_error() -> None:
             ):
                 found.append(f"{rel}:{node.lineno}: open() for writing outside a with block")
     assert found == []
+
+
+def test_digits_are_checked_the_way_int_reads_them() -> None:
+    # str.isdigit() accepts superscripts that int() refuses ("¹"): a file holding one made a parser
+    # raise ValueError instead of its InvalidValue (found by fuzzing). isdecimal() is exactly int()'s set.
+    found = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in tracked_python_files()
+        if p.relative_to(ROOT).parts[0] in ("koordlet", "qosplugins")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if ".isdigit()" in line and "# bytes" not in line  # bytes.isdigit() is ASCII-only: fine
+    ]
+    assert found == []
