@@ -161,6 +161,15 @@ def test_churn_counter_resets_a_pause_and_a_fork_storm_give_no_bogus_samples(
             time.sleep(0.2)
         assert storm.wait(60) == 0
         assert total(agent, "koordlet_collect_errors_total", kind="clock_step") >= 1
+        # F15: a late tick is exported as such (the agent's own lateness histogram saw the pause).
+        count = {
+            labels["collector"]: v for labels, v in samples(agent, "koordlet_collect_lateness_seconds_count")
+        }
+        early = {
+            labels["collector"]: v
+            for labels, v in samples(agent, "koordlet_collect_lateness_seconds_bucket", le="2.5")
+        }
+        assert any(count[c] > early[c] for c in count), (count, early)
         assert samples(agent, "koordlet_host_application_resource_usage", host_application_name=app)
         # Churned pods leave the exposition, and their descriptors are closed.
         shown = {labels["pod_uid"] for labels, _v in samples(agent, "koordlet_pod_resource_usage")}
