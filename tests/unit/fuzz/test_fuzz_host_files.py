@@ -3,8 +3,9 @@ exception); a collector reading a broken file counts it, skips that series only,
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,22 +67,23 @@ def test_a_parser_answers_or_raises_its_own_error(name: str) -> None:
     fuzz()
 
 
-def node_collector(fh: FakeHost, cache: MetricCache, clock: FakeClock, errors: RecordingErrors) -> Any:
-    return NodeResourceCollector(
-        NodeResourceConfig(1.0, clk_tck=100), fh.paths, cache, fw.SharedState(), clock, errors
-    )
+@contextlib.contextmanager
+def fresh_host() -> Iterator[tuple[FakeHost, MetricCache, FakeClock, RecordingErrors]]:
+    """A FakeHost in a temp dir (one per Hypothesis example) with a cache, a clock and an error sink."""
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = FakeClock()
+        yield FakeHost(Path(tmp)), MetricCache(clock=clock, wall_clock=clock.wall), clock, RecordingErrors()
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["stat", "meminfo"]), st.data())
 def test_the_node_collector_counts_a_broken_proc_file_and_goes_on(which: str, data: st.DataObject) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        fh = FakeHost(Path(tmp))
-        clock, errors = FakeClock(), RecordingErrors()
-        cache = MetricCache(clock=clock, wall_clock=clock.wall)
+    with fresh_host() as (fh, cache, clock, errors):
         fh.write_proc_stat(user=100, system=50, idle=1000, per_cpu=((0, 0, 0, 0),))
         fh.write_meminfo(total_kib=8 << 20, available_kib=6 << 20)
-        col = node_collector(fh, cache, clock, errors)
+        col = NodeResourceCollector(
+            NodeResourceConfig(1.0, clk_tck=100), fh.paths, cache, fw.SharedState(), clock, errors
+        )
         col.collect()
         clock.advance(1.0)
         fh.write_proc_stat(user=150, system=60, idle=1080, per_cpu=((0, 0, 0, 0),))
@@ -102,10 +104,7 @@ def test_the_node_collector_counts_a_broken_proc_file_and_goes_on(which: str, da
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["memory.stat", "cpuacct.usage"]), st.data())
 def test_a_broken_cgroup_file_skips_only_its_pods_series(which: str, data: st.DataObject) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        fh = FakeHost(Path(tmp))
-        clock, errors = FakeClock(), RecordingErrors()
-        cache = MetricCache(clock=clock, wall_clock=clock.wall)
+    with fresh_host() as (fh, cache, clock, errors):
         pods = [make_pod(f"pod-{i}", uid=pod_uid(i), containers=0) for i in (1, 2)]
         dirs = [fh.pod_cgroup(p.uid) for p in pods]
         for d in dirs:
