@@ -1,5 +1,6 @@
-# Two entry points, each doing all of its own set-up on a fresh clone:
+# Entry points, each doing all of its own set-up on a fresh clone:
 #   make run   venv -> install -> the agent running standalone on this host
+#   make loop  venv -> install -> the whole colocation loop on this host (root, cgroup v1; no cluster)
 #   make test  venv -> install (+ Debian packages the tests need, when root) -> lint, types, imports,
 #              dead code, tests
 PY      ?= python3
@@ -11,11 +12,11 @@ ARGS    ?=
 PYTEST_ARGS ?=
 DEBIAN_TOOLS := stress-ng:stress-ng iperf3:iperf3 prometheus:prometheus promtool:prometheus gcc:gcc kubectl:kubernetes-client openssl:openssl losetup:mount ip:iproute2 tc:iproute2
 
-.PHONY: run test lint bench deps-system clean
+.PHONY: run loop test lint bench deps-system clean
 
-$(STAMP): pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h)
+$(STAMP): pyproject.toml setup.py requirements.lock $(wildcard csrc/*.c csrc/*.h)
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[test]'
 	@touch $@
 
 deps-system:
@@ -32,6 +33,9 @@ deps-system:
 run: $(STAMP)
 	@mkdir -p $(STATE)/run
 	$(BIN)/koordlet run --tsdb-path $(STATE)/metric-data --var-run-root-dir $(STATE)/run $(ARGS)
+
+loop: $(STAMP)
+	$(BIN)/python -m tests.loop $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check koordlet qosplugins tests bench .ci

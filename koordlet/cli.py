@@ -2,12 +2,16 @@
 
 Plugins are discovered before click parses anything, so each plugin's flags become options of
 ``koordlet run`` and show in its ``--help``. Go-style single-dash long flags (``-feature-gates=...``, as in
-koordlet's DaemonSet args) and ``--bool-flag=true`` are accepted. Bad flags, gates or values exit 2 with a
-message naming the problem. The one stop ``threading.Event`` of the agent is made here.
+koordlet's DaemonSet args) and ``--bool-flag=true`` are accepted; so is koordlet's own command line
+without a subcommand (``koordlet -addr=:9316 ...`` is ``koordlet run``), and every koordlet or klog flag
+this agent does not implement (:mod:`koordlet.compatflags`), each with one warning at start, as is every
+feature gate that is on without an implementation. Bad flags, gates or values exit 2 with a message naming
+the problem. The one stop ``threading.Event`` of the agent is made here.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from collections.abc import Sequence
@@ -15,7 +19,7 @@ from typing import Any
 
 import click
 
-from koordlet import __version__, api, config, featuregates
+from koordlet import __version__, api, compatflags, config, featuregates
 from koordlet.errors import ConfigError, PluginError
 from koordlet.lifecycle import install_signals
 from koordlet.qosmanager import loader
@@ -54,12 +58,22 @@ def flag_option(flag: api.Flag[api.OptionValue], *, owner: str = "") -> click.Op
     return click.Option([f"--{flag.name}", _param(flag.name)], type=ptype, default=flag.default, **common)
 
 
-def normalize_args(args: Sequence[str], entries: Sequence[loader.PluginEntry]) -> list[str]:
+def normalize_args(
+    args: Sequence[str],
+    entries: Sequence[loader.PluginEntry],
+    foreign: list[compatflags.Foreign] | None = None,
+) -> list[str]:
     """Accept Go spellings of the agent's and the plugins' flags: ``-name=v`` → ``--name=v``;
-    ``--b=true``/``false`` → ``--b``/``--no-b``."""
+    ``--b=true``/``false`` → ``--b``/``--no-b``. koordlet's and klog's flags the agent lacks are taken
+    out into ``foreign`` (when given; otherwise click refuses them)."""
     flags = [*config.AGENT_FLAGS, *(f for e in entries for f in e.flags)]
     long_names = {f.name for f in flags} | {"config"}
     bool_names = {f.name for f in flags if f.type is bool}
+    if args and args[0].startswith("-") and args[0] not in ("-h", "--help"):
+        args = ["run", *args]  # koordlet's own command line has no subcommand
+    if foreign is not None:
+        args, found = compatflags.take_foreign(args, long_names | {"v"})
+        foreign.extend(found)
     out: list[str] = []
     for index, arg in enumerate(args):
         if arg == "--":
@@ -87,10 +101,11 @@ def normalize_args(args: Sequence[str], entries: Sequence[loader.PluginEntry]) -
 def _gates(
     entries: Sequence[loader.PluginEntry], feature: str, ext: str
 ) -> tuple[featuregates.FeatureGate, featuregates.FeatureGate]:
-    gates = featuregates.FeatureGate(featuregates.KOORDLET_GATES, flag="--feature-gates")
+    gates = featuregates.koordlet_gates({e.name: e.spec for e in entries if e.builtin})
     ext_gates = featuregates.FeatureGate({}, flag="--qos-extension-plugins")
     for entry in entries:
-        (gates if entry.builtin else ext_gates).add(entry.name, entry.spec)
+        if not entry.builtin:
+            ext_gates.add(entry.name, entry.spec)
     gates.set_from_string(feature)
     ext_gates.set_from_string(ext)
     return gates, ext_gates
@@ -109,6 +124,20 @@ def _load_config(ctx: click.Context, _param: click.Parameter, value: str | None)
 
 def _param_key(name: str) -> str:
     return _param(name)
+
+
+def _startup_warnings(
+    ctx: click.Context, entries: Sequence[loader.PluginEntry], gates: featuregates.FeatureGate
+) -> None:
+    """One warning per koordlet/klog flag without effect here and per gate on without implementation."""
+    log = logging.getLogger("koordlet.cli")
+    found = ctx.find_root().obj or []
+    for message in compatflags.warnings(found):
+        log.warning("%s", message)
+    builtin = {e.name for e in entries if e.builtin}
+    for name in featuregates.unimplemented_enabled(gates, builtin):
+        how = "set" if name in gates.explicit() else "on by default or by AllAlpha/AllBeta"
+        log.warning("feature gate %s is %s but not implemented by this agent: no effect", name, how)
 
 
 def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
@@ -143,6 +172,7 @@ def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
         except ConfigError as err:
             raise click.UsageError(str(err)) from err
         logs.setup(verbosity, str(options["log-format"]))
+        _startup_warnings(click.get_current_context(), entries, gates)
         from koordlet import daemon
 
         stop = threading.Event()
@@ -171,7 +201,8 @@ def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
         "--qos-extension-plugins", default="", envvar="KOORDLET_QOS_EXTENSION_PLUGINS", help="as for run"
     )
     def plugins_list(feature_gates: str, qos_extension_plugins: str) -> None:
-        """Every plugin: name, source, stage, default and whether it is enabled."""
+        """Every plugin, then every other koordlet gate (honoured by the agent, or not implemented):
+        name, source, stage, default and whether it is enabled."""
         try:
             gates, ext_gates = _gates(entries, feature_gates, qos_extension_plugins)
         except ConfigError as err:
@@ -180,6 +211,11 @@ def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
         for e in entries:
             on = (gates if e.builtin else ext_gates).enabled(e.name)
             rows.append((e.name, e.source, str(e.spec.stage), str(e.spec.default).lower(), str(on).lower()))
+        plugins = {e.name for e in entries if e.builtin}
+        for g in gates.states(n for n in gates.known() if n not in plugins):
+            source = featuregates.source_of(g.name, plugins)
+            spec = g.spec
+            rows.append((g.name, source, str(spec.stage), str(spec.default).lower(), str(g.enabled).lower()))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         for r in rows:
             click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
@@ -205,9 +241,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             sys.exit(2)
         entries = []
     cli = build_cli(entries)
+    foreign: list[compatflags.Foreign] = []
     try:
-        args = normalize_args(args, entries)
+        args = normalize_args(args, entries, foreign)
     except click.UsageError as err:
         err.show()
         sys.exit(2)
-    cli.main(args=args, prog_name="koordlet")
+    cli.main(args=args, prog_name="koordlet", obj=foreign)

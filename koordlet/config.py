@@ -25,6 +25,7 @@ from koordlet.errors import ConfigError, InvalidValue
 from koordlet.httpaccess import AUTH_FLAGS
 from koordlet.metriccache.config import MetricCacheConfig
 from koordlet.metricsadvisor.config import AdvisorConfig
+from koordlet.prediction.server import PredictionConfig
 from koordlet.qosmanager.config import QOSManagerConfig
 from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.schema import quantity
@@ -47,6 +48,9 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("sys-root-dir", str, syspaths.DEFAULT_SYS_ROOT, "sysfs root"),
     Flag("sys-fs-root-dir", str, syspaths.DEFAULT_SYS_FS_ROOT, "root holding resctrl"),
     Flag("var-run-root-dir", str, syspaths.DEFAULT_VAR_RUN_ROOT, "var-run root (standalone NodeMetric file)"),
+    Flag(
+        "var-lib-kubelet-dir", str, syspaths.DEFAULT_VAR_LIB_KUBELET, "kubelet root dir (CPU manager state)"
+    ),
     Flag("cgroup-root", str, "/", "kubelet's --cgroup-root: parent of the kubepods tree"),
     Flag("cgroup-driver", str, "", "cgroupfs or systemd (detected when empty)"),
     Flag("collect-res-used-interval", float, 1.0, "resource usage collection interval (>= 100ms)"),
@@ -66,9 +70,29 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("pod-list", str, "", "standalone: PodList JSON file or URL enriching cgroup-discovered pods"),
     Flag("node-slo-file", str, "", "standalone: NodeSLO YAML/JSON file, reloaded when it changes"),
     Flag("enable-node-metric-report", bool, True, "report NodeMetric status"),
+    Flag(
+        "node-metric-report-min-interval",
+        float,
+        30.0,
+        "floor of the NodeMetric report interval (koordlet's 30 s); status writes may go as often",
+    ),
     Flag("tsdb-path", str, "/var/lib/koordlet/metric-data", "metric cache persistence directory"),
     Flag("tsdb-max-bytes", int, 100 * 1024 * 1024, "bound of the persisted metric cache"),
     Flag("audit-max-events-limit", int, 2048, "audit events kept in memory for /events"),
+    Flag(
+        "prediction-checkpoint-filepath",
+        str,
+        "",
+        "prediction model checkpoints (empty: prediction-checkpoints next to --tsdb-path)",
+    ),
+    Flag("prediction-cold-start-duration", float, 24 * 3600.0, "pods younger than this are not predicted"),
+    Flag("prediction-safety-margin-percent", int, 10, "margin added to predicted peaks"),
+    Flag("prediction-memory-histogram-decay-halflife", float, 24 * 3600.0, "memory model half-life"),
+    Flag("prediction-cpu-histogram-decay-halflife", float, 12 * 3600.0, "CPU model half-life"),
+    Flag("prediction-training-interval", float, 60.0, "prediction model update period"),
+    Flag("prediction-model-expiration-duration", float, 30 * 60.0, "models idle this long are dropped"),
+    Flag("prediction-model-checkpoint-interval", float, 10 * 60.0, "a model is checkpointed this often"),
+    Flag("prediction-model-checkpoint-max-per-step", int, 12, "models checkpointed per minute at most"),
     Flag("log-format", str, "text", "text or json"),
     # TLS and who may call the HTTP endpoints: kubelet's flags, shared with the cluster processes.
     *AUTH_FLAGS,
@@ -129,12 +153,14 @@ class Configuration:
     informer: InformerConfig
     advisor: AdvisorConfig
     qos: QOSManagerConfig
+    prediction: PredictionConfig
     options: Mapping[str, OptionValue]
     """Every flag's parsed value by name, the plugins' flags included."""
 
     @property
     def host(self) -> str:
-        return self.addr.rpartition(":")[0] or "127.0.0.1"
+        """The address to bind: ``:9316`` (no host, koordlet's chart) is every interface, as in Go."""
+        return self.addr.rpartition(":")[0].strip("[]")
 
     @property
     def port(self) -> int:
@@ -175,6 +201,9 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
         node = socket.gethostname()
     dry_run = bool(o["dry-run"])
     tsdb = str(o["tsdb-path"])
+    report_floor = seconds("node-metric-report-min-interval")
+    if not report_floor > 0:
+        raise ConfigError("--node-metric-report-min-interval must be positive")
     return Configuration(
         node_name=node,
         addr=addr,
@@ -184,6 +213,7 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
             sys_root=Path(str(o["sys-root-dir"])),
             sys_fs_root=Path(str(o["sys-fs-root-dir"])),
             var_run_root=Path(str(o["var-run-root-dir"])),
+            var_lib_kubelet=Path(str(o["var-lib-kubelet-dir"])),
             cgroup_parent=str(o["cgroup-root"]) or "/",
             cgroup_driver=driver,
         ),
@@ -209,6 +239,9 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
             pod_list=str(o["pod-list"]),
             node_slo_file=str(o["node-slo-file"]),
             enable_node_metric_report=bool(o["enable-node-metric-report"]),
+            report_interval_min_seconds=report_floor,
+            # The write limiter (0.1/s) guards against storms; a lower floor is a deliberate choice.
+            status_qps=max(0.1, 1.0 / report_floor),
         ),
         advisor=AdvisorConfig(
             node_name=node,
@@ -226,5 +259,28 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
             only_evict_by_api=bool(o["only-evict-by-api"]),
             dry_run=dry_run,
         ),
+        prediction=_prediction(o, seconds, integer, tsdb),
         options={k: v for k, v in o.items() if isinstance(v, bool | int | float | str)},
+    )
+
+
+def _prediction(
+    o: Mapping[str, object], seconds: Any, integer: Any, tsdb: str
+) -> PredictionConfig:
+    path = str(o["prediction-checkpoint-filepath"])
+    if not path and tsdb:
+        path = str(Path(tsdb).parent / "prediction-checkpoints")  # koordlet: /metric-data/ -> /prediction-...
+    margin = integer("prediction-safety-margin-percent")
+    if margin < 0:
+        raise ConfigError(f"--prediction-safety-margin-percent={margin}: want 0 or more")
+    return PredictionConfig(
+        checkpoint_path=path,
+        cold_start_seconds=seconds("prediction-cold-start-duration"),
+        safety_margin_percent=margin,
+        memory_half_life=seconds("prediction-memory-histogram-decay-halflife"),
+        cpu_half_life=seconds("prediction-cpu-histogram-decay-halflife"),
+        training_interval=seconds("prediction-training-interval"),
+        model_expiration=seconds("prediction-model-expiration-duration"),
+        checkpoint_interval=seconds("prediction-model-checkpoint-interval"),
+        checkpoint_max_per_step=integer("prediction-model-checkpoint-max-per-step"),
     )

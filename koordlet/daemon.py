@@ -12,10 +12,12 @@ which must not import the agent's components.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
@@ -28,6 +30,8 @@ from koordlet.httpserver import AgentHTTPServer, Route, json_response
 from koordlet.lifecycle import Daemon, FuncComponent, Supervisor
 from koordlet.metriccache.cache import MetricCache
 from koordlet.metrics import AgentMetrics, PluginMetrics
+from koordlet.prediction.checkpoint import Checkpointer
+from koordlet.prediction.server import PeakPredictServer
 from koordlet.qosmanager.evictor import Evictor
 from koordlet.qosmanager.loader import PluginEntry
 from koordlet.qosmanager.manager import QOSManager, Services
@@ -80,6 +84,7 @@ def new_daemon(
     # Imported here: the informer pulls in the kubernetes client, which `koordlet version` never needs.
     from koordlet.metricsadvisor.advisor import MetricsAdvisor
     from koordlet.statesinformer.informer import StatesInformer
+    from koordlet.statesinformer.metrics import NodeMetricGauges
 
     clock, wall = time.monotonic, time.time
     registry = CollectorRegistry(auto_describe=False)
@@ -125,6 +130,19 @@ def new_daemon(
         registry=registry,
         clock=clock,
     )
+    # The builder reports what it says as koordlet's gauges, and the prod prediction (Koordinator's
+    # predict server, trained every minute from the cache) fills prodReclaimableMetric/prodPeakMetric.
+    informer.builder.gauges = NodeMetricGauges(
+        registry, cfg.node_name, usages=gates.enabled("NodeMetricPromMetrics")
+    )
+    prediction = PeakPredictServer(
+        cfg.prediction,
+        cache,
+        informer,
+        wall,
+        Checkpointer(Path(cfg.prediction.checkpoint_path)) if cfg.prediction.checkpoint_path else None,
+    )
+    informer.builder.use_prediction(prediction, informer.node)
     evictor = Evictor(
         node=cfg.node_name,
         host=host,
@@ -146,7 +164,9 @@ def new_daemon(
         wall_clock=wall,
         bus=bus,
         registry=PluginMetrics(registry),
-        agent=cfg.qos.agent,
+        agent=dataclasses.replace(
+            cfg.qos.agent, feature_gates={name: gates.enabled(name) for name in gates.known()}
+        ),
         dry_run=cfg.qos.dry_run,
         degraded=informer.degraded,
     )
@@ -170,6 +190,13 @@ def new_daemon(
             on_error=agent_metrics.tick_error,
         )
 
+    def start_prediction(s: threading.Event, sup: Supervisor) -> None:
+        log.info("prediction: %d model(s) restored", prediction.restore())
+        hook = agent_metrics.tick_error
+        sup.every("prediction/train", cfg.prediction.training_interval, prediction.train, on_error=hook)
+        sup.every("prediction/gc", 60.0, prediction.gc, on_error=hook)
+        sup.every("prediction/checkpoint", 60.0, prediction.checkpoint, on_error=hook)
+
     def start_cache(s: threading.Event, sup: Supervisor) -> None:
         loaded = cache.load()
         log.info("metric cache: %d samples restored", loaded)
@@ -180,6 +207,7 @@ def new_daemon(
         FuncComponent("metriccache", start_cache),
         FuncComponent("statesinformer", informer.start, informer.has_synced, informer.shutdown),
         FuncComponent("metricsadvisor", advisor.start, advisor.has_synced, advisor.shutdown),
+        FuncComponent("prediction", start_prediction),
         FuncComponent("qosmanager", lambda s, _sup: qos.run(s), lambda: True, qos.shutdown),
     ]
     http = _http_server(cfg, registry, standalone=informer.standalone)

@@ -49,3 +49,7 @@ class CgroupGone(KoordletError):
 
 class APIUnavailable(KoordletError):
     """The Kubernetes API server or the kubelet could not be reached."""
+
+
+class InvalidArgs(KoordletError, ValueError):
+    """A cluster-side plugin's args are invalid; the message names the field and what is wrong."""

@@ -1,14 +1,21 @@
 """Feature gates with Kubernetes semantics (``--feature-gates`` and ``--qos-extension-plugins``).
 
-``KOORDLET_GATES`` is koordlet's gate table (names, defaults and stages as in Koordinator). A
-:class:`FeatureGate` parses ``Name=true,Other=false`` (values as Go's ``strconv.ParseBool``), honours
+Where a gate's spec comes from: a built-in plugin carries its own (``feature`` on the class) and provides
+its gate; :data:`KOORDLET_GATES` holds the rest of Koordinator's koordlet gates (names, defaults and stages
+as in ``pkg/features/koordlet_features.go``), so a Koordinator DaemonSet's ``--feature-gates`` is accepted
+whole. A plugin whose name is in that table replaces the entry (:meth:`FeatureGate.provide`): adding a
+plugin never means editing the table. :data:`AGENT_IMPLEMENTED` says which of the table's gates a part of
+the agent other than a plugin honours; every other table gate is accepted, warned about once at start
+when on (:func:`unimplemented_enabled`) and listed as "not implemented" by ``koordlet plugins list``.
+
+A :class:`FeatureGate` parses ``Name=true,Other=false`` (values as Go's ``strconv.ParseBool``), honours
 ``AllAlpha``/``AllBeta`` for gates not set explicitly, refuses unknown names, non-boolean values and
 changes to locked gates with a :class:`ConfigError` that names the problem and lists the known gates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from koordlet.api import FeatureSpec, Stage
@@ -19,15 +26,11 @@ A, B = Stage.ALPHA, Stage.BETA
 KOORDLET_GATES: Mapping[str, FeatureSpec] = {
     "AuditEvents": FeatureSpec(False, A),
     "AuditEventsHTTPHandler": FeatureSpec(False, A),
-    "BECPUSuppress": FeatureSpec(True, B),
     "BECPUManager": FeatureSpec(False, A),
-    "BECPUEvict": FeatureSpec(False, A),
     "CPUEvict": FeatureSpec(False, A),
     "CPUAllocatableEvict": FeatureSpec(False, A),
-    "BEMemoryEvict": FeatureSpec(False, A),
     "MemoryEvict": FeatureSpec(False, A),
     "MemoryAllocatableEvict": FeatureSpec(False, A),
-    "CPUBurst": FeatureSpec(True, B),
     "SystemConfig": FeatureSpec(False, A),
     "RdtResctrl": FeatureSpec(True, B),
     "ResctrlCollector": FeatureSpec(False, A),
@@ -56,8 +59,19 @@ KOORDLET_GATES: Mapping[str, FeatureSpec] = {
     "TCNetworkQoS": FeatureSpec(False, A),
     "Resctrl": FeatureSpec(False, A),
     "OOMScoreAdj": FeatureSpec(False, A),
-    "NetQOS": FeatureSpec(False, A),
 }
+"""Koordinator's koordlet gates that no built-in plugin provides (runtime-hook gates included)."""
+
+AGENT_IMPLEMENTED: Mapping[str, str] = {
+    "BECPUManager": "BECPUSuppress: BE cpusets are the runtime hook's, suppression only recovers",
+    "NodeMetricPromMetrics": "statesinformer: koordlet_node_metric_* gauges from each NodeMetric report",
+    "AuditEvents": "always on: the resource executor's audit log",
+    "AuditEventsHTTPHandler": "always on: /events",
+    "PSICollector": "always on: metricsadvisor's PSI collector (where the kernel has PSI)",
+}
+"""Table gates honoured by a part of the agent that is not a plugin, and how."""
+
+NOT_IMPLEMENTED = "not implemented"
 
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
@@ -115,6 +129,16 @@ class FeatureGate:
             raise ConfigError(f"gate {name} registered twice with different specs ({old} vs {spec})")
         self._known[name] = spec
 
+    def provide(self, name: str, spec: FeatureSpec) -> None:
+        """A built-in plugin's gate: its spec replaces a table entry of the same name."""
+        if name in (ALL_ALPHA, ALL_BETA):
+            raise ConfigError(f"{name!r} is reserved and cannot name a gate")
+        self._known[name] = spec
+
+    def explicit(self) -> set[str]:
+        """Gates set by name (not through AllAlpha/AllBeta or their default)."""
+        return set(self._set) - {ALL_ALPHA, ALL_BETA}
+
     def known(self) -> list[str]:
         return sorted(self._known)
 
@@ -153,3 +177,24 @@ class FeatureGate:
     def states(self, names: Iterable[str] | None = None) -> list[GateState]:
         chosen = sorted(self._known) if names is None else list(names)
         return [GateState(n, self._known[n], self.enabled(n), n in self._set) for n in chosen]
+
+
+def koordlet_gates(plugins: Mapping[str, FeatureSpec]) -> FeatureGate:
+    """``--feature-gates``: :data:`KOORDLET_GATES` with the built-in plugins' gates (``name -> spec``)."""
+    gates = FeatureGate(KOORDLET_GATES, flag="--feature-gates")
+    for name, spec in plugins.items():
+        gates.provide(name, spec)
+    return gates
+
+
+def source_of(name: str, plugins: Collection[str]) -> str:
+    """What provides gate ``name``: ``plugin``, ``agent`` (:data:`AGENT_IMPLEMENTED`) or nothing."""
+    if name in plugins:
+        return "plugin"
+    return "agent" if name in AGENT_IMPLEMENTED else NOT_IMPLEMENTED
+
+
+def unimplemented_enabled(gates: FeatureGate, plugins: Collection[str]) -> list[str]:
+    """Gates that are on (by default, explicitly or through AllAlpha/AllBeta) and that nothing in this
+    agent implements, sorted: each gets one warning at start."""
+    return [n for n in gates.known() if gates.enabled(n) and source_of(n, plugins) == NOT_IMPLEMENTED]

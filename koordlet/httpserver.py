@@ -4,9 +4,10 @@ registers (``/nodemetric``, ``/events``, ``/plugins`` on the agent).
 Routes are plain functions of the query returning ``(status, content type, body)`` or a :class:`Rendered`
 payload (bytes made once elsewhere, e.g. per collection, served as they are, gzip-encoded when the
 producer keeps that form and the client accepts it). It binds loopback by default (koordlet binds every
-interface with no authentication: a weak spot not copied). Who may call: :mod:`koordlet.httpaccess` (TLS,
-TokenReview and SubjectAccessReview of bearer tokens); probe routes (``/healthz``, ``/readyz``) stay open.
-Connections, threads and limits: :mod:`koordlet.httpconn`.
+interface with no authentication: a weak spot not copied); an address without a host (``--addr=:9316``,
+Koordinator's chart) binds every interface, as Go's listener does. Who may call: :mod:`koordlet.httpaccess`
+(TLS, TokenReview and SubjectAccessReview of bearer tokens); probe routes (``/healthz``, ``/readyz``) stay
+open. Connections, threads and limits: :mod:`koordlet.httpconn`.
 """
 
 from __future__ import annotations

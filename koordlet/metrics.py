@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from koordlet import __version__
+from koordlet import __version__, metricdefs
 
 LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -26,12 +26,7 @@ class AgentMetrics:
     def __init__(self, registry: CollectorRegistry, node: str) -> None:
         self.registry = registry
         self.node = node
-        self.start_time = Gauge(
-            "koordlet_start_time",
-            "Start time of the agent (seconds since the epoch)",
-            ["node"],
-            registry=registry,
-        )
+        self.start_time = metricdefs.gauge(metricdefs.START_TIME, registry)
         self.build_info = Gauge(
             "koordlet_build_info",
             "Build information of the running agent",

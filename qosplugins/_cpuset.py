@@ -1,15 +1,21 @@
 """CPU pools and the BE cpuset pick of the ``BECPUSuppress`` cpuset policy (koordlet.md §6.1).
 
 Pools: the usable CPUs are the online ones minus the node's reserved CPUs (``NodeInfo.reserved_cpus``,
-from the ``node.koordinator.sh/reservation`` annotation) and minus CPUs bound to LSE pods; CPUs bound to
-LSR pods form the ``lsr`` pool and the rest the ``ls`` pool (binding from
-``scheduling.koordinator.sh/resource-status``). The pick spreads BE over NUMA node/socket buckets
-round-robin and prefers whole hyper-thread sibling pairs, so BE shares physical cores with itself rather
-than with LS.
+from the ``node.koordinator.sh/reservation`` annotation), minus the system QoS CPUs when they are
+exclusive (``node.koordinator.sh/system-qos-resource``, exclusive unless it says otherwise) and minus CPUs
+bound to pods labelled LSE; CPUs bound to pods labelled LSR form the ``lsr`` pool and the rest the ``ls``
+pool (binding from ``scheduling.koordinator.sh/resource-status``).
+
+The pick is Koordinator's ``calculateBESuppressCPUSetPolicy``: CPUs are bucketed by (NUMA node, socket),
+each bucket ordered by (core, cpu), buckets largest first; a first round-robin takes one hyper-thread
+sibling pair per bucket visit (the first free adjacent pair, wherever it sits in the bucket) while two or
+more CPUs are needed, a second takes single CPUs, each round ending when a whole turn picked nothing. So
+BE shares physical cores with itself rather than with LS, even next to a hole an LSE pod left.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Sequence
@@ -19,6 +25,7 @@ from koordlet import api
 from qosplugins import _shared
 
 RESOURCE_STATUS_ANNOTATION = "scheduling.koordinator.sh/resource-status"
+SYSTEM_QOS_ANNOTATION = "node.koordinator.sh/system-qos-resource"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,23 @@ def pod_bound_cpus(pod: api.PodInfo) -> frozenset[int]:
     return _cpus(status.get("cpuset"))
 
 
+def pod_has_resource_status(pod: api.PodInfo) -> bool:
+    """The scheduler placed the pod (a ``cpuset`` or NUMA resources in ``resource-status``): under
+    ``BECPUManager`` its containers' cpusets are the runtime hook's, not the suppress strategy's."""
+    status = _json_object(pod.annotations.get(RESOURCE_STATUS_ANNOTATION))
+    return bool(status.get("cpuset")) or bool(status.get("numaNodeResources"))
+
+
+def system_qos_exclusive_cpus(node: api.NodeInfo | None) -> frozenset[int]:
+    """CPUs kept for system QoS pods when exclusive (``cpusetExclusive`` absent means exclusive)."""
+    if node is None:
+        return frozenset()
+    res = _json_object(node.annotations.get(SYSTEM_QOS_ANNOTATION))
+    if res.get("cpusetExclusive", True) is False:
+        return frozenset()
+    return _cpus(res.get("cpuset"))
+
+
 def reserved_milli(node: api.NodeInfo | None) -> int:
     """Koordlet's node reservation: the largest of kubelet's (capacity - allocatable), the reservation
     annotation's CPU and its pinned CPUs."""
@@ -78,11 +102,12 @@ def cpu_pools(
     for pod in pods:
         if not pod.is_active:
             continue
-        if pod.qos is api.QOSClass.LSE:
+        if pod.qos_raw is api.QOSClass.LSE:
             lse |= pod_bound_cpus(pod)
-        elif pod.qos is api.QOSClass.LSR:
+        elif pod.qos_raw is api.QOSClass.LSR:
             lsr |= pod_bound_cpus(pod)
-    excluded = (node.reserved_cpus if node is not None else frozenset()) | lse
+    reserved = node.reserved_cpus if node is not None else frozenset()
+    excluded = reserved | system_qos_exclusive_cpus(node) | lse
     usable = tuple(c for c in online if c.cpu not in excluded)
     floor = _shared.bound_cpuset_cores(len(online))
     if len(usable) < floor:
@@ -98,16 +123,9 @@ def cpu_pools(
 
 
 def pick_spread(cpus: Sequence[api.CPUInfo], need: int) -> list[int]:
-    """``need`` CPUs spread over (NUMA node, socket) buckets, whole HT sibling pairs first.
-
-    Buckets are ordered largest first (then by lowest CPU id); inside a bucket CPUs are ordered by
-    (core, cpu) so siblings sit next to each other. Each round visits every bucket once and takes a
-    sibling pair while two or more CPUs are still needed, else one CPU. Returns ``[]`` if ``need``
-    exceeds the CPUs offered.
-    """
-    if need <= 0:
-        return []
-    if need > len(cpus):
+    """``need`` CPUs, sibling pairs first, spread over (NUMA node, socket) buckets (module doc);
+    ``[]`` when ``need`` exceeds the CPUs offered."""
+    if need <= 0 or need > len(cpus):
         return []
     buckets: dict[tuple[int, int], list[api.CPUInfo]] = {}
     for c in cpus:
@@ -115,22 +133,39 @@ def pick_spread(cpus: Sequence[api.CPUInfo], need: int) -> list[int]:
     queues = [sorted(b, key=lambda c: (c.core, c.cpu)) for b in buckets.values()]
     queues.sort(key=lambda q: (-len(q), q[0].cpu))
     picked: list[int] = []
-    while len(picked) < need:
-        for q in queues:
-            remaining = need - len(picked)
-            if remaining <= 0 or not q:
-                continue
-            if remaining >= 2 and len(q) >= 2 and q[0].core == q[1].core:
-                picked.extend((q.pop(0).cpu, q.pop(0).cpu))
-            else:
-                picked.append(q.pop(0).cpu)
-    return sorted(picked)
+    used: set[int] = set()
+
+    def pair(q: list[api.CPUInfo]) -> tuple[int, int] | None:
+        for a, b in itertools.pairwise(q):
+            if a.cpu not in used and b.cpu not in used and a.core == b.core:
+                return a.cpu, b.cpu
+        return None
+
+    def single(q: list[api.CPUInfo]) -> tuple[int] | None:
+        return next(((c.cpu,) for c in q if c.cpu not in used), None)
+
+    i = 0
+    for taker, least in ((pair, 2), (single, 1)):
+        start, before = i, -1
+        while need - len(picked) >= least:
+            if i == start:
+                if before == len(picked):
+                    break  # a whole turn over the buckets found nothing more of this kind
+                before = len(picked)
+            got = taker(queues[i])
+            if got is not None:
+                picked.extend(got)
+                used.update(got)
+            i = (i + 1) % len(queues)
+    return sorted(picked) if len(picked) == need else []
 
 
 def choose_be_cpus(pools: CPUPools, suppress_milli: float, old_count: int | None) -> list[int]:
     """The BE cpuset for a budget of ``suppress_milli``: at least 2 CPUs, growth ≤ 10 % of CPUs a step.
 
     The share taken from the LSR pool is proportional to its size, so BE does not pile onto one pool.
+    Where Koordinator writes nothing (a budget above the usable CPUs, a pool too small for its share) we
+    give BE every usable CPU, or pick over both pools together: BE is never left where it was by accident.
     """
     total = len(pools.usable)
     floor = _shared.bound_cpuset_cores(len(pools.online))

@@ -64,8 +64,9 @@ class Victim:
 
 
 def evictable(pod: api.PodInfo, gate: str) -> bool:
-    """Whether strategy ``gate`` may evict ``pod`` at all."""
-    if not pod.is_best_effort or not pod.is_active:
+    """Whether strategy ``gate`` may evict ``pod`` at all: Koordinator's BE strategies take only pods
+    *labelled* BE (an unlabelled BestEffort pod is left alone, as there)."""
+    if not pod.is_labelled_best_effort or not pod.is_active:
         return False
     if pod.owner_kind in api.NEVER_EVICTED_OWNERS or MIRROR_ANNOTATION in pod.annotations:
         return False
@@ -129,7 +130,7 @@ def evict_until(
             unit,
             " [dry-run]" if ctx.dry_run else "",
         )
-        if ctx.evictor.evict(pod, reason, f"{reason}, kill pod: {pod.name}"):
+        if ctx.evictor.evict(pod, _shared.EVICTED, f"{reason}, kill pod: {pod.name}"):
             released += victim.contribution
             evicted.append(pod)
     return EvictionRound(released=released, evicted=tuple(evicted))

@@ -105,6 +105,11 @@ def be_cpu_labels(allocation: str) -> dict[str, str]:
     return {"be_resource": "cpu", "be_allocation": allocation}
 
 
+EVICTED = "evicted"
+"""The reason Koordinator's eviction strategies give the evictor (its ``EvictedStr``): the ``reason`` label
+of ``koordlet_pod_eviction``; the strategy is named in the message (:func:`evict_reason`)."""
+
+
 def evict_reason(gate: str) -> str:
     """Koordlet's eviction reason string, which dashboards and audit readers match on."""
     return f"trigger by koordlet feature {gate}"

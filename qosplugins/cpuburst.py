@@ -1,7 +1,8 @@
 """``CPUBurst``: let LS containers borrow CPU over their limit (koordlet.md §6.2).
 
-Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), for active pods whose QoS is not LSR, LSE or
-BE, with the node's ``cpuBurstStrategy`` merged with the pod's ``koordinator.sh/cpuBurst`` annotation:
+Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), for active pods not *labelled* LSR, LSE or
+BE (Koordinator's ``IsPodCPUBurstable`` reads the label: an unlabelled Guaranteed pod gets its burst),
+with the node's ``cpuBurstStrategy`` merged with the pod's ``koordinator.sh/cpuBurst`` annotation:
 
 * ``cpuBurstOnly``/``auto``: ``cpu.cfs_burst_us`` = limit cores * cpuBurstPercent% * 100000, capped at
   the container's base quota because the kernel refuses a burst above the quota (EINVAL, checked on
@@ -138,7 +139,7 @@ class CPUBurst(api.QOSPluginBase):
         capacity_quota = _shared.capacity_milli(ctx) * _shared.CFS_PERIOD_US // 1000
         seen: set[str] = set()
         for pod in ctx.states.pods():
-            if pod.qos in SKIPPED_QOS or not pod.is_active or not pod.cgroup_dir:
+            if pod.qos_raw in SKIPPED_QOS or not pod.is_active or not pod.cgroup_dir:
                 continue
             cfg = pod_config(strategy, pod)
             if cfg is None:
@@ -180,9 +181,9 @@ class CPUBurst(api.QOSPluginBase):
         total = _shared.capacity_milli(ctx) / 1000.0
         used = node.value
         for pod in ctx.states.pods():
-            if pod.qos in (api.QOSClass.LSE, api.QOSClass.LSR):
+            if pod.qos_raw in (api.QOSClass.LSE, api.QOSClass.LSR):
                 total -= pod.cpu_request_milli / 1000.0
-            if pod.qos in SKIPPED_QOS:
+            if pod.qos_raw in SKIPPED_QOS:
                 pod_used = ctx.metrics.query(
                     api.POD_CPU_USAGE, window=window, agg="avg", labels={"pod_uid": pod.uid}
                 )

@@ -29,6 +29,12 @@ growth slow; and under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) low
 by one step for 3 s every 10 s, so LS demand hidden by contention shows up as usage and the budget
 follows it. ``koordlet.api`` offers no per-pod PSI series, which would detect the stall directly.
 
+Kubelet CPU manager ``static`` (``NodeInfo.kubelet_cpu_manager_policy``): the kubelet writes container
+cpusets itself and refuses a pod cgroup narrower than what it writes, so (as Koordinator) the tier and
+pod levels keep every usable CPU and only BE containers are confined. Gate ``BECPUManager``: BE cpusets
+belong to the runtime hook, so the strategy only recovers (quota unlimited, tier and pods and the
+containers of pods the scheduler did not place back to every usable CPU) and suppresses nothing.
+
 Safety: only the BE tier and what lies below it is written, and not at all while a non-BE pod sits in that
 tier (it would be confined too); quotas stay in [2000, capacity] or -1 on restore; cpusets keep ≥ 2
 online CPUs. Invalid thresholds skip the tick with a warning.
@@ -47,6 +53,8 @@ from qosplugins import _budget, _cpuset, _shared
 
 POLICY_CPUSET = _budget.POLICY_CPUSET
 POLICY_CFS_QUOTA = _budget.POLICY_CFS_QUOTA
+BE_CPU_MANAGER = "BECPUManager"
+KUBELET_STATIC = "static"
 INTERVAL = api.Flag("cpu-suppress-interval-seconds", float, 1.0, "BE CPU suppress interval in seconds")
 FAST_WINDOW_SECONDS = 1.0
 """Fast samples older than this are stale (the sampler runs every ~100 ms)."""
@@ -96,6 +104,14 @@ class BECPUSuppress(api.QOSPluginBase):
         self._be_used = ctx.registry.gauge(
             "koordlet_be_suppress_be_used_cpu_cores", "BE CPU used at suppression", ["node"]
         )
+        # koordlet reports its share pools with the node topology: LS share pool = CPUs not reserved, not
+        # exclusive to system QoS, not bound to LSE/LSR pods; the BE share pool adds the LSR-bound ones.
+        self._share_pool = ctx.registry.gauge(
+            "koordlet_cpuset_share_pool_cpu_cores", "CPUs of the LS share pool", ["node"]
+        )
+        self._be_share_pool = ctx.registry.gauge(
+            "koordlet_cpuset_be_share_pool_cpu_cores", "CPUs of the BE share pool", ["node"]
+        )
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.subscribe(api.EVENT_NODE_SAMPLE, self.on_node_sample)
@@ -115,6 +131,10 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def _reconcile_locked(self) -> None:
         slo = self.ctx.states.node_slo().resource_used_threshold_with_be
+        if self.ctx.agent.feature_gates.get(BE_CPU_MANAGER, False):
+            self._decision = None
+            self._recover_for_be_cpu_manager()
+            return
         if not slo.enable:
             self._decision = None
             self._probe.reset()
@@ -149,6 +169,8 @@ class BECPUSuppress(api.QOSPluginBase):
             usage.capacity_milli, slo.cpu_suppress_threshold_percent, slo.cpu_suppress_min_percent, non_be
         )
         pools = _cpuset.cpu_pools(self.ctx.host.cpu_topology(), self.ctx.states.node(), pods)
+        self._set(self._share_pool, float(len(pools.ls)))
+        self._set(self._be_share_pool, float(len(pools.usable)))
         decision = Decision(
             at=self.ctx.clock(),
             policy=slo.cpu_suppress_policy,
@@ -223,7 +245,9 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def _apply_cpuset(self, decision: Decision, budget: float, shrink_only: bool) -> None:
         online = frozenset(c.cpu for c in decision.pools.online)
-        old = _shared.read_cpuset(self.ctx, decision.be_dir)
+        node = self.ctx.states.node()
+        static = node is not None and node.kubelet_cpu_manager_policy == KUBELET_STATIC
+        old = self._current_be_cpus(decision.be_dir, static)
         old_count = len(old & online) if old is not None else None
         target = _cpuset.choose_be_cpus(decision.pools, budget, old_count)
         if not target:
@@ -233,8 +257,19 @@ class BECPUSuppress(api.QOSPluginBase):
         reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
         # Written every tick (children appear; the executor skips what is unchanged), logged on change.
         changed = old is None or old != frozenset(target)
-        self._write_cpuset(decision.be_dir, api.format_cpuset(target), reason, changed)
+        outer = api.format_cpuset(decision.pools.usable_ids) if static else None
+        self._write_cpuset(decision.be_dir, api.format_cpuset(target), reason, changed, outer=outer)
         self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
+
+    def _current_be_cpus(self, be_dir: str, static: bool) -> frozenset[int] | None:
+        """The BE cpuset in force: the tier's, or under kubelet ``static`` (tier kept wide) a container's."""
+        if static:
+            levels = _shared.dirs_by_depth(be_dir, self.ctx.host.list_cgroups(be_dir, 2))
+            for container in levels[2]:
+                cpus = _shared.read_cpuset(self.ctx, container)
+                if cpus is not None:
+                    return cpus
+        return _shared.read_cpuset(self.ctx, be_dir)
 
     def _apply_quota(
         self, decision: Decision, budget: float, shrink_only: bool, usage: _budget.Usage | None
@@ -259,10 +294,23 @@ class BECPUSuppress(api.QOSPluginBase):
         self._write_quota(decision.be_dir, new, reason)
         self._set(self._cores, new / _shared.CFS_PERIOD_US, type=POLICY_CFS_QUOTA)
 
-    def _write_cpuset(self, be_dir: str, value: str, reason: str, changed: bool = True) -> None:
+    def _write_cpuset(
+        self,
+        be_dir: str,
+        value: str,
+        reason: str,
+        changed: bool = True,
+        *,
+        outer: str | None = None,
+        skip_pods: frozenset[str] = frozenset(),
+    ) -> None:
+        """``value`` on the tier, its pods and their containers; ``outer`` (kubelet static) instead on
+        the tier and pods; containers of the pod dirs in ``skip_pods`` are left alone."""
         levels = _shared.dirs_by_depth(be_dir, self.ctx.host.list_cgroups(be_dir, 2))
         if not levels[0]:
             return
+        if skip_pods:
+            levels[2] = [d for d in levels[2] if d.rpartition("/")[0] not in skip_pods]
         self.ctx.logger.log(
             logging.INFO if changed else logging.DEBUG,
             "BECPUSuppress: BE cpuset -> %s (%s)%s",
@@ -270,9 +318,10 @@ class BECPUSuppress(api.QOSPluginBase):
             reason,
             " [dry-run]" if self.ctx.dry_run else "",
         )
+        values = [outer or value, outer or value, value]
         updates = [
-            [api.CgroupUpdate("cpuset.cpus", d, value, owner=self.name, reason=reason) for d in level]
-            for level in levels
+            [api.CgroupUpdate("cpuset.cpus", d, v, owner=self.name, reason=reason) for d in level]
+            for level, v in zip(levels, values, strict=True)
         ]
         _shared.report_refused(self.ctx, self.ctx.executor.leveled_update(updates))
 
@@ -297,6 +346,23 @@ class BECPUSuppress(api.QOSPluginBase):
         if only_if_changed and _shared.read_cpuset(self.ctx, be_dir) == pools.usable_ids:
             return
         self._write_cpuset(be_dir, api.format_cpuset(pools.usable_ids), "recover: all usable CPUs")
+
+    def _recover_for_be_cpu_manager(self) -> None:
+        """``BECPUManager``: no suppression; quota unlimited and every usable CPU back on the tier, its
+        pods and the containers of pods without a scheduler placement (``resource-status``)."""
+        be_dir = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
+        self._recover_quota(be_dir)
+        pods = self.ctx.states.pods()
+        pools = _cpuset.cpu_pools(self.ctx.host.cpu_topology(), self.ctx.states.node(), pods)
+        if not pools.usable:
+            return
+        placed = frozenset(
+            p.cgroup_dir.rstrip("/") for p in pods if p.cgroup_dir and _cpuset.pod_has_resource_status(p)
+        )
+        changed = _shared.read_cpuset(self.ctx, be_dir) != pools.usable_ids
+        value = api.format_cpuset(pools.usable_ids)
+        self._write_cpuset(be_dir, value, "recover: BECPUManager", changed, skip_pods=placed)
+        self._restored = True
 
     def _restore(self, why: str) -> None:
         """Quota back to unlimited and cpusets to every usable CPU (once per disable)."""

@@ -33,6 +33,9 @@ class AgentOptions:
     """Seconds, ``--reconcile-interval-seconds``: the period of koordlet's reconcile strategies."""
     collect_interval: float = 1.0
     """Seconds, ``--collect-res-used-interval``: how often usage samples reach the metric cache."""
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    """Every koordlet gate (``--feature-gates``) and whether it is on, for a plugin whose behaviour
+    another gate changes (``BECPUSuppress`` only recovers under ``BECPUManager``). Absent: off."""
 
 
 Scheduler = Callable[[float, Callable[[], None]], None]

@@ -100,11 +100,24 @@ class PodInfo:
     """Kind of the controlling owner (``DaemonSet``, ``ReplicaSet``, ``Node`` for static pods)."""
     created_at: float = 0.0
     """Creation time, seconds since the epoch (0 if unknown)."""
+    sidecars: tuple[ContainerInfo, ...] = ()
+    """Restartable init containers (``restartPolicy: Always``, Kubernetes' sidecars): they run beside
+    ``containers`` for the pod's whole life, so what the pod holds counts them too."""
+    qos_raw: QOSClass = QOSClass.NONE
+    """The class the ``koordinator.sh/qosClass`` label names, without defaulting (Koordinator's
+    ``GetPodQoSClassRaw``): ``NONE`` for an unlabelled pod. Koordinator's QoS strategies decide on it: only
+    a pod labelled BE is an eviction candidate, and CPU burst skips only pods labelled LSE/LSR/BE."""
 
     @property
     def is_best_effort(self) -> bool:
-        """True only for BE pods: the only pods the agent may throttle or evict for BE strategies."""
+        """BE with Koordinator's defaulting (a BE label, or no label and kube BestEffort): the agent's
+        evictor refuses any other pod, whatever a plugin asks."""
         return self.qos is QOSClass.BE
+
+    @property
+    def is_labelled_best_effort(self) -> bool:
+        """Labelled ``koordinator.sh/qosClass: BE``: the pods Koordinator's BE strategies evict."""
+        return self.qos_raw is QOSClass.BE
 
     @property
     def is_active(self) -> bool:
@@ -144,6 +157,7 @@ class NodeInfo:
     cpu_allocatable_milli: int = 0
     memory_allocatable_bytes: int = 0
     batch_cpu_allocatable_milli: int = 0
+    """``kubernetes.io/batch-cpu`` allocatable; -1 when the node does not report it at all."""
     batch_memory_allocatable_bytes: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
@@ -151,6 +165,9 @@ class NodeInfo:
     """CPU kept from pods by the ``node.koordinator.sh/reservation`` annotation (``resources.cpu``)."""
     reserved_cpus: frozenset[int] = frozenset()
     """CPUs that annotation pins (``reservedCPUs``); no pod, BE included, may use them."""
+    kubelet_cpu_manager_policy: str = ""
+    """The kubelet's CPU manager policy (``none``, ``static``; empty when unknown). Under ``static`` the
+    kubelet writes container cpusets itself, so BE suppression confines containers only."""
 
     @property
     def cpu_reserved_milli(self) -> int:

@@ -1,19 +1,18 @@
 """koord-manager's Prometheus metrics, on an injected registry.
 
 Koordinator's slo-controller counters keep their exact exposition names (``slo_controller_*_count``
-with ``status`` and ``reason``), so dashboards carry over; prometheus_client would append ``_total``
-to a ``Counter``, hence the small collector. Ours: reconciles by controller and result, queue depth,
+with ``status`` and ``reason``, without ``_total``: :class:`~koordlet.cluster.gocounter.GoCounter`), so
+dashboards carry over. Ours: reconciles by controller and result, queue depth,
 and whether this replica leads.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
-from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector
+
+from koordlet.cluster.gocounter import GoCounter
 
 SLO_COUNTERS = {
     "nodemetric": "slo_controller_nodemetric_reconcile_count",
@@ -27,39 +26,13 @@ _HELP = {
 }
 
 
-class _SLOCounters(Collector):
-    """Counters exposed under Koordinator's names, without the ``_total`` suffix."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._values: dict[tuple[str, str, str], float] = {}
-
-    def inc(self, controller: str, succeeded: bool, reason: str) -> None:
-        key = (controller, "succeeded" if succeeded else "failed", reason)
-        with self._lock:
-            self._values[key] = self._values.get(key, 0.0) + 1.0
-
-    def get(self, controller: str, succeeded: bool, reason: str) -> float:
-        with self._lock:
-            return self._values.get((controller, "succeeded" if succeeded else "failed", reason), 0.0)
-
-    def collect(self) -> Iterable[Metric]:
-        with self._lock:
-            values = dict(self._values)
-        for controller, name in SLO_COUNTERS.items():
-            # "unknown" (untyped): a "counter" family would be announced as <name>_total.
-            m = Metric(name, _HELP[controller], "unknown")
-            for (ctl, status, reason), v in sorted(values.items()):
-                if ctl == controller:
-                    m.add_sample(name, {"status": status, "reason": reason}, v)
-            yield m
-
-
 class ManagerMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
-        self.slo = _SLOCounters()
-        registry.register(self.slo)
+        self.slo = {
+            controller: GoCounter(name, _HELP[controller], ["status", "reason"], registry)
+            for controller, name in SLO_COUNTERS.items()
+        }
         self.reconciles = Counter(
             "koord_manager_reconciles",
             "Reconciles by controller and result (success, error, not_leader)",
@@ -88,7 +61,7 @@ class ManagerMetrics:
 
     def record(self, controller: str, succeeded: bool, reason: str) -> None:
         """Koordinator's ``Record*ReconcileCount(succeeded, reason)``."""
-        self.slo.inc(controller, succeeded, reason)
+        self.slo[controller].inc(status="succeeded" if succeeded else "failed", reason=reason)
 
     def bind_queue(self, controller: str, depth: Callable[[], int]) -> None:
         self.queue_depth.labels(controller=controller).set_function(lambda: float(depth()))

@@ -27,6 +27,7 @@ from koordlet.metricsadvisor.hostapp import HostAppConfig, HostApplicationCollec
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.metricsadvisor.psi import PSICollector, PSIConfig
+from koordlet.metricsadvisor.summary import ResourceSummaryExporter
 from koordlet.metricsadvisor.sysresource import SystemResourceCollector, SystemResourceConfig
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
@@ -125,6 +126,7 @@ class MetricsAdvisor:
             # a sample is exported while younger than three of its collector's intervals (at least 30 s)
             max_age = max(30.0, 3.0 * max(c.interval for c in self.collectors))
             registry.register(UsageExporter(cache, states, config.node_name, clock, max_age=max_age))
+            registry.register(ResourceSummaryExporter(states, config.node_name))
         self._lock = threading.Lock()
         self._closed = False
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter
 
-from koordlet import api
+from koordlet import api, metricdefs
 from koordlet.resourceexecutor.audit import AuditLog
 from koordlet.statesinformer.eviction import EvictionAPI, EvictResult
 
@@ -73,15 +73,8 @@ class Evictor:
         self._blocked: dict[str, float] = {}
         self._lock = threading.Lock()
         registry = registry if registry is not None else CollectorRegistry()
-        self._count = Counter(
-            "koordlet_pod_eviction", "Pods evicted by koordlet", ["node", "reason"], registry=registry
-        )
-        self._detail = Counter(
-            "koordlet_pod_eviction_detail",
-            "Pods evicted by koordlet, by pod",
-            ["node", "pod_namespace", "pod_name", "reason"],
-            registry=registry,
-        )
+        self._count = metricdefs.counter(metricdefs.POD_EVICTION, registry)
+        self._detail = metricdefs.counter(metricdefs.POD_EVICTION_DETAIL, registry)
         self._refused = Counter(
             "koordlet_pod_eviction_refused",
             "Evictions refused by the agent's safety rules",
@@ -153,7 +146,7 @@ class Evictor:
                     pod.uid,
                     "Warning",
                     "evictPodSuccess",
-                    f"{message}, kill pod: {pod.name}",
+                    f"evict Pod:{target}, reason: {reason}, message: {message}",
                 )
             except Exception:
                 log.debug("event for %s not recorded", target, exc_info=True)

@@ -1,32 +1,35 @@
 """The cluster view the extender hands its plugins: the framework ``Handle`` over three caches (nodes,
-pods, NodeMetrics), the informers that fill them, and the trimming applied before caching.
+pods, NodeMetrics) and the informers that fill them.
 
-kube-scheduler keeps full objects; the extender keeps what scheduling plugins read, so that 100 000
-pods fit in a few hundred MiB. Cached pods lose ``metadata.managedFields``, the
-``last-applied-configuration`` annotation, container fields other than name, image, resources, ports,
-restartPolicy and resizePolicy, ``spec.volumes``, ephemeral containers, and status fields other than
-phase, conditions, qosClass, nominatedNodeName and startTime. Nodes lose ``managedFields`` and
-``status.images``. Terminated pods are not cached at all (field selector), so a pod that ends leaves
-the caches as a delete. Every cached object has its keys and short strings interned (:func:`compact`).
+Cached objects are trimmed by :mod:`koordlet.cluster.trim` (pods lose ``spec.volumes``, managedFields,
+most container and status fields; every key and short string is interned). Terminated pods are not
+cached at all (field selector), so a pod that ends leaves the caches as a delete.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from koordlet.cluster.informer import EventHandler, Informer, index_by_node
+from koordlet.cluster.trim import compact, slim_node, slim_pod
 from koordlet.scheduler.framework import NodeInfo, Obj
 from koordlet.scheduler.framework.interface import ObjHandler, UpdateHandler
 
 NODEMETRIC_GROUP, NODEMETRIC_VERSION, NODEMETRIC_PLURAL = "slo.koordinator.sh", "v1alpha1", "nodemetrics"
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-_CONTAINER_KEEP = ("name", "image", "resources", "ports", "restartPolicy", "resizePolicy")
-_POD_STATUS_KEEP = ("phase", "conditions", "qosClass", "nominatedNodeName", "startTime")
+
+__all__ = [
+    "POD_FIELD_SELECTOR",
+    "ClusterHandle",
+    "Store",
+    "build_informers",
+    "compact",
+    "slim_node",
+    "slim_pod",
+]
 
 
 class Store(Protocol):
@@ -43,64 +46,6 @@ class Store(Protocol):
     def has_synced(self) -> bool: ...
 
     def __len__(self) -> int: ...
-
-
-INTERN_MAX = 32
-"""Strings up to this length are interned: keys always repeat, and so do short values (phases, QoS
-classes, namespaces, label values, resource names), while UIDs and long names rarely do."""
-
-
-def compact(obj: Any) -> Any:
-    """``obj`` rebuilt with interned keys and short values. Every watch event is decoded on its own, so
-    without this each of 100 000 cached pods carries its own copy of every key: half the memory."""
-    if isinstance(obj, dict):
-        return {sys.intern(k) if isinstance(k, str) else k: compact(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [compact(v) for v in obj]
-    if isinstance(obj, str) and len(obj) <= INTERN_MAX:
-        return sys.intern(obj)
-    return obj
-
-
-def _meta(obj: Obj) -> dict[str, Any]:
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
-    annotations = meta.get("annotations")
-    if isinstance(annotations, Mapping) and LAST_APPLIED in annotations:
-        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
-    return meta
-
-
-def _containers(raw: Any) -> Any:
-    if not isinstance(raw, list):
-        return raw
-    return [{k: c[k] for k in _CONTAINER_KEEP if k in c} if isinstance(c, Mapping) else c for c in raw]
-
-
-def slim_pod(obj: Obj) -> Obj:
-    """A pod as the extender caches it (see the module docstring for what is kept)."""
-    out: dict[str, Any] = dict(obj)
-    out["metadata"] = _meta(obj)
-    spec = obj.get("spec")
-    if isinstance(spec, Mapping):
-        spec = {k: v for k, v in spec.items() if k != "volumes"}
-        for key in ("containers", "initContainers"):
-            if key in spec:
-                spec[key] = _containers(spec[key])
-        spec.pop("ephemeralContainers", None)
-        out["spec"] = spec
-    status = obj.get("status")
-    if isinstance(status, Mapping):
-        out["status"] = {k: status[k] for k in _POD_STATUS_KEEP if k in status}
-    return compact(out)  # type: ignore[no-any-return]
-
-
-def slim_node(obj: Obj) -> Obj:
-    out: dict[str, Any] = dict(obj)
-    out["metadata"] = _meta(obj)
-    status = obj.get("status")
-    if isinstance(status, Mapping) and "images" in status:
-        out["status"] = {k: v for k, v in status.items() if k != "images"}
-    return compact(out)  # type: ignore[no-any-return]
 
 
 class ClusterHandle:

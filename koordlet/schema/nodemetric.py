@@ -2,8 +2,12 @@
 (schema layer: agent and cluster side).
 
 The spec is written by the manager and read by the agent (:class:`CollectPolicy`, with koordlet's
-defaults, which equal the manager's default spec). The status is written by the agent and read by the
-manager's batch-resource calculation, the scheduler extender and the descheduler (:func:`parse_status`).
+defaults, which equal the manager's default spec). The status is built by the agent as a typed
+:class:`NodeMetricStatus` and written with :func:`to_status`, in Koordinator's JSON shape (Go's
+``omitempty``: empty lists and nil pointers are left out, struct fields such as ``nodeUsage`` are always
+there, ``{}`` when empty, every aggregation of an aggregated usage is there, ``{}`` in cold start); the
+manager's batch-resource calculation, the scheduler extender and the descheduler read it back with
+:func:`parse_status`. One schema for both sides: ``parse_status(to_status(s)) == s``.
 Parsing is lenient: a malformed field is absent in the view (logged at debug), never an exception, since
 a half-broken status from one node must not stop a cluster-wide loop. CPU is in millicores and memory in
 bytes, rounded up as ``Quantity.MilliValue()``/``Value()`` do.
@@ -17,8 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koordlet.errors import InvalidValue
-from koordlet.schema.quantity import format_duration, parse_duration, to_int, to_milli
-from koordlet.schema.timefmt import parse_time
+from koordlet.schema.quantity import (
+    format_bytes,
+    format_duration,
+    format_milli,
+    parse_duration,
+    to_int,
+    to_milli,
+)
+from koordlet.schema.timefmt import format_time, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +107,15 @@ class AggregatedUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class NUMAUsage:
+    """One ``numaUsages[]`` entry (a NUMA node without system samples has no ``systemUsage``)."""
+
+    numa_node_id: int
+    node_usage: Usage
+    system_usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PodMetric:
     namespace: str
     name: str
@@ -121,9 +141,12 @@ class NodeMetricStatus:
     aggregated_node_usages: tuple[AggregatedUsage, ...] = ()
     system_usage: Usage | None = None
     aggregated_system_usages: tuple[AggregatedUsage, ...] = ()
+    numa_usages: tuple[NUMAUsage, ...] = ()
     pods_metric: tuple[PodMetric, ...] = ()
     host_application_metric: tuple[HostAppMetric, ...] = ()
     prod_reclaimable: Usage | None = None
+    """``None``: the prediction failed (koordlet still writes ``prodReclaimableMetric: {resource: {}}``)."""
+    prod_peak: Usage | None = None
     problems: tuple[str, ...] = field(default=(), compare=False)
     """Fields left out because they were malformed (for a log line or an Event)."""
 
@@ -206,6 +229,15 @@ def parse_status(status: Any) -> NodeMetricStatus:
             )
         )
     reclaimable = status.get("prodReclaimableMetric")
+    peak = status.get("prodPeakMetric")
+    numa = []
+    for n in _items(node.get("numaUsages")):
+        nid = n.get("numaNodeID")
+        usage = r.usage(n.get("nodeUsage"), f"numaUsages[{nid}].nodeUsage")
+        if isinstance(nid, int) and usage is not None:
+            numa.append(
+                NUMAUsage(nid, usage, r.usage(n.get("systemUsage"), f"numaUsages[{nid}].systemUsage"))
+            )
     update_time = parse_time(status.get("updateTime"))
     if status.get("updateTime") is not None and update_time is None:
         r.problems.append(f"updateTime: not an RFC 3339 time: {status.get('updateTime')!r}")
@@ -215,14 +247,80 @@ def parse_status(status: Any) -> NodeMetricStatus:
         aggregated_node_usages=r.aggregated(node.get("aggregatedNodeUsages"), "aggregatedNodeUsages"),
         system_usage=r.usage(node.get("systemUsage"), "nodeMetric.systemUsage"),
         aggregated_system_usages=r.aggregated(node.get("aggregatedSystemUsages"), "aggregatedSystemUsages"),
+        numa_usages=tuple(numa),
         pods_metric=tuple(pods),
         host_application_metric=tuple(apps),
         prod_reclaimable=r.usage(
             reclaimable.get("resource") if isinstance(reclaimable, Mapping) else None,
             "prodReclaimableMetric.resource",
         ),
+        prod_peak=r.usage(
+            peak.get("resource") if isinstance(peak, Mapping) else None, "prodPeakMetric.resource"
+        ),
         problems=tuple(r.problems),
     )
     if r.problems:
         log.debug("NodeMetric status: ignoring %s", "; ".join(r.problems))
+    return out
+
+
+def resource_map(usage: Usage | None) -> dict[str, Any]:
+    """A ``ResourceMap``: ``{}`` when empty (koordlet's failed or cold query), else cpu and memory."""
+    if usage is None:
+        return {}
+    return {"resources": {"cpu": format_milli(usage.cpu_milli), "memory": format_bytes(usage.memory_bytes)}}
+
+
+def _aggregated(items: tuple[AggregatedUsage, ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "duration": format_duration(a.duration_seconds),
+            "usage": {n: resource_map(a.usage.get(n)) for n in AGGREGATIONS},
+        }
+        for a in items
+    ]
+
+
+def to_status(s: NodeMetricStatus) -> dict[str, Any]:
+    """The NodeMetric ``status`` JSON koordlet writes for ``s`` (Go's ``omitempty`` rules)."""
+    node: dict[str, Any] = {
+        "nodeUsage": resource_map(s.node_usage),
+        "systemUsage": resource_map(s.system_usage),
+    }
+    if s.aggregated_node_usages:
+        node["aggregatedNodeUsages"] = _aggregated(s.aggregated_node_usages)
+    if s.aggregated_system_usages:
+        node["aggregatedSystemUsages"] = _aggregated(s.aggregated_system_usages)
+    if s.numa_usages:
+        node["numaUsages"] = [
+            {"numaNodeID": n.numa_node_id, "nodeUsage": resource_map(n.node_usage)}
+            | ({"systemUsage": resource_map(n.system_usage)} if n.system_usage is not None else {})
+            for n in s.numa_usages
+        ]
+    out: dict[str, Any] = {}
+    if s.update_time is not None:
+        out["updateTime"] = format_time(s.update_time)
+    out["nodeMetric"] = node
+    if s.pods_metric:
+        out["podsMetric"] = [
+            _named(p.name, p.priority, p.qos) | {"namespace": p.namespace, "podUsage": resource_map(p.usage)}
+            for p in s.pods_metric
+        ]
+    if s.host_application_metric:
+        out["hostApplicationMetric"] = [
+            _named(a.name, a.priority, a.qos) | {"usage": resource_map(a.usage)}
+            for a in s.host_application_metric
+        ]
+    out["prodReclaimableMetric"] = {"resource": resource_map(s.prod_reclaimable)}
+    if s.prod_peak is not None:
+        out["prodPeakMetric"] = {"resource": resource_map(s.prod_peak)}
+    return out
+
+
+def _named(name: str, priority: str, qos: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name}
+    if priority:
+        out["priority"] = priority
+    if qos:
+        out["qos"] = qos
     return out

@@ -1,9 +1,17 @@
 """Koordinator's pod classification and requests, on the pod's JSON (schema layer: agent and cluster side).
 
-The QoS class comes from the ``koordinator.sh/qosClass`` label, else from the Kubernetes QoS class
-(computed from requests and limits when ``status.qosClass`` is absent); the priority band from
-``koordinator.sh/priority-class``, else ``spec.priority``, else the QoS (``apis/extension``). The agent
-builds its ``PodInfo`` with these; the manager's batch-resource calculation classifies pods the same way.
+Two readings, as Koordinator has them (``apis/extension``):
+
+- raw (``GetPodQoSClassRaw``, ``GetPodPriorityClassRaw``): the ``koordinator.sh/qosClass`` label alone;
+  the ``koordinator.sh/priority-class`` label when the pod has it (a present but empty or unknown value is
+  "none", never a fall-through), else the band of ``spec.priority``. Koordinator's QoS plugins decide on
+  these: only a pod *labelled* BE is an eviction candidate, burstability is decided from the label.
+- with default (``GetPodQoSClassWithDefault``, ``GetPodPriorityClassWithDefault``): the raw class, else
+  from the Kubernetes QoS class (computed from requests and limits when ``status.qosClass`` is absent) or,
+  for the priority, from that QoS class. The NodeMetric report, the manager's batch-resource calculation,
+  the extender and the descheduler classify pods this way.
+
+The agent builds its ``PodInfo`` with both.
 """
 
 from __future__ import annotations
@@ -87,35 +95,43 @@ def _safe_quantity(value: Any) -> int | None:
         return None
 
 
+def qos_raw(labels: Mapping[str, str]) -> api.QOSClass:
+    """Koordinator's ``GetPodQoSClassRaw``: the class the label names; none without a known label."""
+    try:
+        return api.QOSClass(labels.get(LABEL_QOS, ""))
+    except ValueError:
+        return api.QOSClass.NONE
+
+
 def qos_of(labels: Mapping[str, str], kube_qos: api.KubeQOSClass) -> api.QOSClass:
     """Koordinator's ``GetPodQoSClassWithDefault``: a known label wins; otherwise from the kube QoS."""
-    raw = labels.get(LABEL_QOS, "")
-    if raw:
+    raw = qos_raw(labels)
+    return raw if raw is not api.QOSClass.NONE else _KUBE_TO_KOORD[kube_qos]
+
+
+def priority_class_raw(labels: Mapping[str, str], priority: int | None) -> api.PriorityClass:
+    """Koordinator's ``GetPodPriorityClassRaw``: a present label decides (an empty or unknown value is
+    none, without looking at ``spec.priority``); otherwise the band ``spec.priority`` falls in."""
+    if LABEL_PRIORITY_CLASS in labels:
         try:
-            qos = api.QOSClass(raw)
+            return api.PriorityClass(labels[LABEL_PRIORITY_CLASS])
         except ValueError:
-            qos = api.QOSClass.NONE
-        if qos is not api.QOSClass.NONE:
-            return qos
-    return _KUBE_TO_KOORD[kube_qos]
+            return api.PriorityClass.NONE
+    if priority is not None:
+        for cls, low, high in PRIORITY_BANDS:
+            if low <= priority <= high:
+                return cls
+    return api.PriorityClass.NONE
 
 
 def priority_class_of(
     labels: Mapping[str, str], priority: int | None, qos: api.QOSClass
 ) -> api.PriorityClass:
-    """Label, else ``spec.priority`` band, else from the QoS (BE -> batch, every other class -> prod)."""
-    raw = labels.get(LABEL_PRIORITY_CLASS, "")
-    if raw:
-        try:
-            cls = api.PriorityClass(raw)
-        except ValueError:
-            cls = api.PriorityClass.NONE
-        if cls is not api.PriorityClass.NONE:
-            return cls
-    if priority is not None:
-        for cls, low, high in PRIORITY_BANDS:
-            if low <= priority <= high:
-                return cls
+    """``GetPodPriorityClassWithDefault``: the raw class, else from the QoS with default ``qos`` (BE ->
+    batch, every other class -> prod)."""
+    raw = priority_class_raw(labels, priority)
+    if raw is not api.PriorityClass.NONE:
+        return raw
     if qos is api.QOSClass.BE:
         return api.PriorityClass.BATCH
     if qos is api.QOSClass.NONE:

@@ -126,7 +126,11 @@ class DiscoveredPod:
     containers: tuple[api.ContainerInfo, ...]
 
     def pod_info(self) -> api.PodInfo:
-        """A running pod known only by its UID (named after it), Koordinator's defaults for its class."""
+        """A running pod known only by its UID (named after it), Koordinator's defaults for its class.
+
+        No labels to read: the class its tier implies stands in for the ``koordinator.sh/qosClass`` label
+        (``qos_raw``), so a pod of the besteffort tier is a BE pod to the BE strategies, as standalone
+        mode promises (a pod list, when given, brings the real labels)."""
         qos = qos_of({}, self.qos)
         return api.PodInfo(
             uid=self.uid,
@@ -135,6 +139,7 @@ class DiscoveredPod:
             qos=qos,
             kube_qos=self.qos,
             priority_class=priority_class_of({}, None, qos),
+            qos_raw=qos,
             phase="Running",
             cgroup_dir=self.cgroup_dir,
             containers=self.containers,

@@ -137,7 +137,7 @@ class StatesInformer:
         cached = self._node_cache
         # Plugins ask every tick; convert only when the watch delivered a new object.
         if cached is None or cached[0] is not objs[0]:
-            cached = self._node_cache = (objs[0], node_info(objs[0]))
+            cached = self._node_cache = (objs[0], node_info(objs[0], self.host.paths))
         return cached[1]
 
     def pods(self) -> tuple[api.PodInfo, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from koordlet import api
@@ -25,6 +26,34 @@ from koordlet.system.topology import read_online_cpus
 log = logging.getLogger(__name__)
 
 RESERVATION_ANNOTATION = "node.koordinator.sh/reservation"
+CPU_MANAGER_POLICY_ANNOTATION = "kubelet.koordinator.sh/cpu-manager-policy"
+
+
+def kubelet_cpu_manager_policy(annotations: Mapping[str, str], paths: HostPaths | None) -> str:
+    """The kubelet's CPU manager policy: Koordinator's ``kubelet.koordinator.sh/cpu-manager-policy``
+    annotation (``{"policy": "static"}``) when the node carries it, else the ``policyName`` of the
+    kubelet's own checkpoint (Koordinator asks the kubelet's ``/configz``, which we do not); empty when
+    neither says."""
+    for text, key in (
+        (annotations.get(CPU_MANAGER_POLICY_ANNOTATION), "policy"),
+        (_read_text(paths.kubelet_cpu_manager_state()) if paths is not None else None, "policyName"),
+    ):
+        if not text:
+            continue
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if isinstance(doc, Mapping) and isinstance(doc.get(key), str):
+            return str(doc[key])
+    return ""
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # no kubelet checkpoint here (not a kubelet node, or not mounted): unknown
 
 
 def _reservation(annotations: Mapping[str, str]) -> tuple[int, frozenset[int]]:
@@ -53,8 +82,9 @@ def _reservation(annotations: Mapping[str, str]) -> tuple[int, frozenset[int]]:
     return milli, cpus
 
 
-def node_info(obj: Mapping[str, Any]) -> api.NodeInfo:
-    """The :class:`api.NodeInfo` of a ``v1.Node`` JSON object."""
+def node_info(obj: Mapping[str, Any], paths: HostPaths | None = None) -> api.NodeInfo:
+    """The :class:`api.NodeInfo` of a ``v1.Node`` JSON object (``paths``: where the kubelet's CPU
+    manager checkpoint may be read)."""
     meta = obj.get("metadata") or {}
     status = obj.get("status") or {}
     cap = status.get("capacity") or {}
@@ -67,12 +97,16 @@ def node_info(obj: Mapping[str, Any]) -> api.NodeInfo:
         memory_capacity_bytes=resource_amount(cap, "memory", milli=False, where="node"),
         cpu_allocatable_milli=resource_amount(alloc, "cpu", milli=True, where="node"),
         memory_allocatable_bytes=resource_amount(alloc, "memory", milli=False, where="node"),
-        batch_cpu_allocatable_milli=resource_amount(alloc, BATCH_CPU, milli=False, where="node"),
+        # Absent is not zero: BECPUEvict's allocatable policy treats an unreported batch-cpu as unknown.
+        batch_cpu_allocatable_milli=resource_amount(alloc, BATCH_CPU, milli=False, where="node")
+        if BATCH_CPU in alloc
+        else -1,
         batch_memory_allocatable_bytes=resource_amount(alloc, BATCH_MEMORY, milli=False, where="node"),
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         annotations=annotations,
         reservation_cpu_milli=reservation_milli,
         reserved_cpus=reserved_cpus,
+        kubelet_cpu_manager_policy=kubelet_cpu_manager_policy(annotations, paths),
     )
 
 
@@ -86,4 +120,5 @@ def local_node(name: str, paths: HostPaths) -> api.NodeInfo:
         memory_capacity_bytes=mem,
         cpu_allocatable_milli=cpus,
         memory_allocatable_bytes=mem,
+        kubelet_cpu_manager_policy=kubelet_cpu_manager_policy({}, paths),
     )

@@ -2,14 +2,17 @@
 ``states_nodemetric.go``), and the atomic file the standalone agent writes it to.
 
 Usage is the average over ``aggregateDurationSeconds`` (at least 60 s); the aggregated usages cover each
-policy duration with avg/p50/p90/p95/p99 and are left out while the samples span less than half of it
-(cold start), so a fresh agent never reports a 30-minute p99 from 20 seconds of data. CPU is printed in
-millicores (``"1500m"``), memory in bytes with the largest exact binary suffix, as Kubernetes prints them.
+policy duration with avg/p50/p90/p95/p99, each reported empty while the samples span less than half of it
+(cold start), so a fresh agent never reports a 30-minute p99 from 20 seconds of data. The status is
+typed (:class:`koordlet.schema.nodemetric.NodeMetricStatus`, the schema the cluster side reads) and
+written in koordlet's JSON shape; ``prodReclaimableMetric``/``prodPeakMetric`` come from the peak
+prediction (:mod:`koordlet.prediction`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,39 +28,64 @@ from koordlet.metriccache.schema import (
     SYS_NUMA_CPU_USAGE,
     SYS_NUMA_MEMORY_USAGE,
 )
+from koordlet.prediction.predictor import PredictionUnavailable, ProdReclaimablePredictor
+from koordlet.prediction.server import PeakPredictServer
 from koordlet.schema.nodemetric import (
     AGGREGATIONS,
     USAGE_WITH_HOT_PAGE_CACHE,
     USAGE_WITH_PAGE_CACHE,
+    AggregatedUsage,
     CollectPolicy,
+    HostAppMetric,
+    NodeMetricStatus,
+    NUMAUsage,
+    PodMetric,
+    Usage,
+    to_status,
 )
-from koordlet.schema.quantity import format_bytes, format_duration, format_milli
-from koordlet.schema.timefmt import format_time as rfc3339
+from koordlet.statesinformer.metrics import NodeMetricGauges
 from koordlet.system import atomicfile
+
+log = logging.getLogger(__name__)
 
 MIN_AGGREGATE_SECONDS = 60
 _POD_HOT_PAGE = "pod_memory_with_hot_page_usage"
 
 
 class StatusBuilder:
-    """Builds the status dict from a :class:`MetricCache` (whose clock defines "now")."""
+    """Builds the typed status from a :class:`MetricCache` (whose clock defines "now").
 
-    def __init__(self, cache: MetricCache, wall_clock: Callable[[], float]) -> None:
+    ``use_prediction`` adds ``prodReclaimableMetric``/``prodPeakMetric`` from the peak predict server;
+    ``gauges`` records what the report says as koordlet's Prometheus gauges."""
+
+    def __init__(
+        self,
+        cache: MetricCache,
+        wall_clock: Callable[[], float],
+        gauges: NodeMetricGauges | None = None,
+    ) -> None:
         self.cache = cache
         self.wall_clock = wall_clock
+        self.gauges = gauges
+        self._prediction: PeakPredictServer | None = None
+        self._node: Callable[[], api.NodeInfo | None] = lambda: None
+
+    def use_prediction(self, server: PeakPredictServer, node: Callable[[], api.NodeInfo | None]) -> None:
+        self._prediction = server
+        self._node = node
 
     def _avg(self, metric: str, window: float, labels: Mapping[str, str] | None = None) -> float | None:
         res = self.cache.aggregate(metric, window=window, aggs=("avg",), labels=labels)
         return None if res is None else res.values["avg"]
 
-    @staticmethod
-    def _resources(cpu: float | None, memory: float | None) -> dict[str, Any]:
-        out: dict[str, str] = {}
-        if cpu is not None:
-            out["cpu"] = format_milli(int(cpu * 1000))
-        if memory is not None:
-            out["memory"] = format_bytes(int(memory))
-        return {"resources": out} if out else {}
+    def _usage(
+        self, cpu_metric: str, mem_metric: str, window: float, labels: Mapping[str, str] | None = None
+    ) -> Usage | None:
+        """Both averages, or nothing (koordlet's query fails as a whole when one metric has no data)."""
+        cpu, mem = self._avg(cpu_metric, window, labels), self._avg(mem_metric, window, labels)
+        if cpu is None or mem is None:
+            return None
+        return Usage(int(cpu * 1000), int(mem))
 
     def _node_memory_metric(self, policy: CollectPolicy, window: float) -> str:
         if policy.memory_policy == USAGE_WITH_PAGE_CACHE:
@@ -79,48 +107,92 @@ class StatusBuilder:
 
     def _aggregated(
         self, cpu_metric: str, mem_metric: str, durations: Sequence[float]
-    ) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    ) -> tuple[AggregatedUsage, ...]:
+        out: list[AggregatedUsage] = []
         for d in durations:
-            parts: dict[str, dict[str, str]] = {}
-            for resource, metric in (("cpu", cpu_metric), ("memory", mem_metric)):
-                agg = self.cache.aggregate(metric, window=d, aggs=AGGREGATIONS)
-                if agg is None or agg.duration < d / 2:
-                    continue  # cold start: the samples do not cover half the window yet
-                for name in AGGREGATIONS:
-                    value = agg.values[name]
-                    text = format_milli(int(value * 1000)) if resource == "cpu" else format_bytes(int(value))
-                    parts.setdefault(name, {})[resource] = text
-            out.append(
-                {"duration": format_duration(d), "usage": {k: {"resources": v} for k, v in parts.items()}}
-            )
-        return out
+            usage: dict[str, Usage] = {}
+            cpu = self.cache.aggregate(cpu_metric, window=d, aggs=AGGREGATIONS)
+            mem = self.cache.aggregate(mem_metric, window=d, aggs=AGGREGATIONS)
+            # Cold start (koordlet's check on the CPU samples): under half the window, every
+            # aggregation of this duration is reported empty.
+            if cpu is not None and mem is not None and cpu.duration >= d / 2:
+                usage = {n: Usage(int(cpu.values[n] * 1000), int(mem.values[n])) for n in AGGREGATIONS}
+            out.append(AggregatedUsage(d, usage))
+        return tuple(out)
 
-    def _numa(self, window: float) -> list[dict[str, Any]]:
+    def _numa(self, window: float) -> tuple[NUMAUsage, ...]:
         ids: set[int] = set()
         for metric in (NODE_NUMA_CPU_USAGE, NODE_NUMA_MEMORY_USAGE):
             for labels in self.cache.series(metric):
                 raw = labels.get("numa_node_id", "")
                 if raw.isdecimal():
                     ids.add(int(raw))
-        out: list[dict[str, Any]] = []
+        out: list[NUMAUsage] = []
         for numa in sorted(ids):
             labels = {"numa_node_id": str(numa)}
-            node = self._resources(
-                self._avg(NODE_NUMA_CPU_USAGE, window, labels),
-                self._avg(NODE_NUMA_MEMORY_USAGE, window, labels),
-            )
-            if not node:
+            node = self._usage(NODE_NUMA_CPU_USAGE, NODE_NUMA_MEMORY_USAGE, window, labels)
+            if node is None:
                 continue  # koordlet skips a NUMA node without samples in the window
-            entry: dict[str, Any] = {"numaNodeID": numa, "nodeUsage": node}
-            system = self._resources(
-                self._avg(SYS_NUMA_CPU_USAGE, window, labels),
-                self._avg(SYS_NUMA_MEMORY_USAGE, window, labels),
+            system = self._usage(SYS_NUMA_CPU_USAGE, SYS_NUMA_MEMORY_USAGE, window, labels)
+            out.append(NUMAUsage(numa, node, system))
+        return tuple(out)
+
+    def status(
+        self,
+        policy: CollectPolicy,
+        pods: Sequence[api.PodInfo],
+        host_apps: Sequence[api.HostApplication] = (),
+    ) -> NodeMetricStatus:
+        window = float(max(policy.aggregate_duration_seconds, MIN_AGGREGATE_SECONDS))
+        mem_metric = self._node_memory_metric(policy, window)
+        now = self.wall_clock()
+        predictor = None
+        if self._prediction is not None:
+            record = self.gauges.predicted if self.gauges is not None else _ignore
+            predictor = ProdReclaimablePredictor(self._prediction, self._node(), now, record)
+        pod_mem = self._pod_memory_metric(policy)
+        pods_metric: list[PodMetric] = []
+        for pod in pods:
+            usage = self._usage(api.POD_CPU_USAGE, pod_mem, window, {"pod_uid": pod.uid})
+            if usage is None:
+                continue  # koordlet leaves out pods without samples in the window
+            if predictor is not None:
+                predictor.add_pod(pod)  # pods with valid metrics only, as koordlet
+            pods_metric.append(
+                PodMetric(pod.namespace, pod.name, pod.priority_class.value, pod.qos.value, usage)
             )
-            if system:
-                entry["systemUsage"] = system
-            out.append(entry)
-        return out
+        pods_metric.sort(key=lambda p: (p.namespace, p.name))
+        apps: list[HostAppMetric] = []
+        for app in sorted(host_apps, key=lambda a: a.name):
+            usage = self._usage(
+                api.HOST_APP_CPU_USAGE, api.HOST_APP_MEMORY_USAGE, window, {"host_app_name": app.name}
+            )
+            if usage is not None:
+                apps.append(HostAppMetric(app.name, app.priority.value, app.qos.value, usage))
+        reclaimable = peak = None
+        if predictor is not None:
+            try:
+                reclaimable = predictor.result()
+                peak = predictor.peak()
+            except PredictionUnavailable as err:
+                log.debug("nodemetric: no prod prediction yet: %s", err)
+        status = NodeMetricStatus(
+            update_time=now,
+            node_usage=self._usage(api.NODE_CPU_USAGE, mem_metric, window),
+            aggregated_node_usages=self._aggregated(api.NODE_CPU_USAGE, mem_metric, policy.durations),
+            system_usage=self._usage(api.SYS_CPU_USAGE, api.SYS_MEMORY_USAGE, window),
+            aggregated_system_usages=self._aggregated(
+                api.SYS_CPU_USAGE, api.SYS_MEMORY_USAGE, policy.durations
+            ),
+            numa_usages=self._numa(window),
+            pods_metric=tuple(pods_metric),
+            host_application_metric=tuple(apps),
+            prod_reclaimable=reclaimable,
+            prod_peak=peak,
+        )
+        if self.gauges is not None:
+            self.gauges.reported(status, prediction=predictor is not None)
+        return status
 
     def build(
         self,
@@ -128,57 +200,12 @@ class StatusBuilder:
         pods: Sequence[api.PodInfo],
         host_apps: Sequence[api.HostApplication] = (),
     ) -> dict[str, Any]:
-        window = float(max(policy.aggregate_duration_seconds, MIN_AGGREGATE_SECONDS))
-        mem_metric = self._node_memory_metric(policy, window)
-        node_metric = {
-            "nodeUsage": self._resources(
-                self._avg(api.NODE_CPU_USAGE, window), self._avg(mem_metric, window)
-            ),
-            "aggregatedNodeUsages": self._aggregated(api.NODE_CPU_USAGE, mem_metric, policy.durations),
-            "systemUsage": self._resources(
-                self._avg(api.SYS_CPU_USAGE, window), self._avg(api.SYS_MEMORY_USAGE, window)
-            ),
-            "aggregatedSystemUsages": self._aggregated(
-                api.SYS_CPU_USAGE, api.SYS_MEMORY_USAGE, policy.durations
-            ),
-            "numaUsages": self._numa(window),
-        }
-        pod_mem = self._pod_memory_metric(policy)
-        pods_metric: list[dict[str, Any]] = []
-        for pod in pods:
-            labels = {"pod_uid": pod.uid}
-            usage = self._resources(
-                self._avg(api.POD_CPU_USAGE, window, labels), self._avg(pod_mem, window, labels)
-            )
-            if not usage:
-                continue  # koordlet leaves out pods without samples in the window
-            pods_metric.append(
-                {
-                    "namespace": pod.namespace,
-                    "name": pod.name,
-                    "priority": pod.priority_class.value,
-                    "qos": pod.qos.value,
-                    "podUsage": usage,
-                }
-            )
-        pods_metric.sort(key=lambda p: (p["namespace"], p["name"]))
-        apps: list[dict[str, Any]] = []
-        for app in sorted(host_apps, key=lambda a: a.name):
-            labels = {"host_app_name": app.name}
-            usage = self._resources(
-                self._avg(api.HOST_APP_CPU_USAGE, window, labels),
-                self._avg(api.HOST_APP_MEMORY_USAGE, window, labels),
-            )
-            if usage:
-                apps.append(
-                    {"name": app.name, "priority": app.priority.value, "qos": app.qos.value, "usage": usage}
-                )
-        return {
-            "updateTime": rfc3339(self.wall_clock()),
-            "nodeMetric": node_metric,
-            "podsMetric": pods_metric,
-            "hostApplicationMetric": apps,
-        }
+        """The status as koordlet writes it (:func:`koordlet.schema.nodemetric.to_status`)."""
+        return to_status(self.status(policy, pods, host_apps))
+
+
+def _ignore(_kind: str, _predictor: str, _value: Usage) -> None:
+    return None
 
 
 def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:

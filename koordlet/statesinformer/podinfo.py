@@ -15,7 +15,15 @@ from typing import Any
 from koordlet import api
 from koordlet.errors import InvalidValue, UnsafePath
 from koordlet.logs import OncePerChange
-from koordlet.schema.pod import BATCH_CPU, BATCH_MEMORY, Obj, kube_qos_of, priority_class_of, qos_of
+from koordlet.schema.pod import (
+    BATCH_CPU,
+    BATCH_MEMORY,
+    Obj,
+    kube_qos_of,
+    priority_class_of,
+    qos_of,
+    qos_raw,
+)
 from koordlet.schema.pod import as_list as _list
 from koordlet.schema.pod import as_map as _map
 from koordlet.schema.pod import str_map as _str_map
@@ -127,6 +135,14 @@ def pod_info(
         for c in _list(spec, "containers")
         if isinstance(c, Mapping)
     )
+    init_statuses = {
+        str(s.get("name", "")): s for s in _list(status, "initContainerStatuses") if isinstance(s, Mapping)
+    }
+    sidecars = tuple(
+        _container(c, init_statuses.get(str(c.get("name", ""))), safe_layout, uid, kube_qos, who)
+        for c in _list(spec, "initContainers")
+        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"
+    )
     return api.PodInfo(
         uid=uid,
         namespace=str(meta.get("namespace", "")),
@@ -143,6 +159,8 @@ def pod_info(
         node_name=str(spec.get("nodeName", "")),
         owner_kind=_owner_kind(meta),
         created_at=_created_at(meta),
+        sidecars=sidecars,
+        qos_raw=qos_raw(labels),
     )
 
 

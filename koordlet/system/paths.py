@@ -14,6 +14,7 @@ DEFAULT_PROC_ROOT = "/proc"
 DEFAULT_SYS_ROOT = "/sys"
 DEFAULT_SYS_FS_ROOT = "/sys/fs"
 DEFAULT_VAR_RUN_ROOT = "/var/run"
+DEFAULT_VAR_LIB_KUBELET = "/var/lib/kubelet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,8 @@ class HostPaths:
     """``--sys-fs-root-dir``: resctrl is mounted at ``<sys-fs-root>/resctrl``."""
     var_run_root: Path = Path(DEFAULT_VAR_RUN_ROOT)
     """``--var-run-root-dir``: the standalone NodeMetric file goes under ``<var-run>/koordlet``."""
+    var_lib_kubelet: Path = Path(DEFAULT_VAR_LIB_KUBELET)
+    """``--var-lib-kubelet-dir``: the kubelet's root dir (its CPU manager checkpoint)."""
     cgroup_parent: str = "/"
     """Kubelet's ``--cgroup-root``: the parent of the kubepods tree, relative to each subsystem root."""
     cgroup_driver: str = ""
@@ -45,6 +48,10 @@ class HostPaths:
 
     def sys(self, *parts: str) -> Path:
         return self.sys_root.joinpath(*parts)
+
+    def kubelet_cpu_manager_state(self) -> Path:
+        """The kubelet's CPU manager checkpoint (``{"policyName": "static", ...}``)."""
+        return self.var_lib_kubelet / "cpu_manager_state"
 
     def koordlet_run_dir(self) -> Path:
         """Where the standalone agent writes its NodeMetric file."""

@@ -19,6 +19,8 @@ QOS_TIER = {
 }
 """The kube QoS tiers of the cgroupfs driver under the default cgroup root."""
 
+QOS_LABEL = "koordinator.sh/qosClass"
+
 KUBE_QOS_OF = {
     api.QOSClass.BE: api.KubeQOSClass.BESTEFFORT,
     api.QOSClass.LS: api.KubeQOSClass.BURSTABLE,
@@ -68,13 +70,22 @@ def make_pod(
 ) -> api.PodInfo:
     """A pod with a cgroup dir in its kube QoS tier and ``containers`` containers (or one per ID given).
 
-    The Koordinator class defaults from the kube class as the agent does (BestEffort -> BE, Burstable ->
-    LS, Guaranteed -> LSR), and the other way round; with neither, a BE pod. ``cgroup_dir`` places the
-    pod elsewhere (a real tree under a test parent); its containers sit below it.
+    A ``qos`` given (or neither ``qos`` nor ``kube_qos``: a BE pod) is the ``koordinator.sh/qosClass``
+    label, as Koordinator's webhook sets it; with ``kube_qos`` alone the pod is unlabelled and its class
+    defaults from the kube class as the agent does (BestEffort -> BE, Burstable -> LS, Guaranteed -> LSR).
+    The kube class defaults from the Koordinator one the other way round. ``cgroup_dir`` places the pod
+    elsewhere (a real tree under a test parent); its containers sit below it.
     """
     uid = uid or str(uuid.uuid4())
-    if qos is None:
-        qos = _KOORD_QOS_OF[kube_qos] if kube_qos is not None else api.QOSClass.BE
+    pod_labels = dict(labels or {})
+    if qos is None and kube_qos is not None:
+        qos = _KOORD_QOS_OF[kube_qos]
+    else:
+        qos = api.QOSClass.BE if qos is None else qos
+        if qos is not api.QOSClass.NONE:
+            pod_labels.setdefault(QOS_LABEL, qos.value)
+    raw = pod_labels.get(QOS_LABEL, "")
+    qos_raw = api.QOSClass(raw) if raw in set(api.QOSClass) else api.QOSClass.NONE
     kq = kube_qos or KUBE_QOS_OF[qos]
     pod_dir = cgroup_dir or f"{QOS_TIER[kq]}/pod{uid}"
     ids = list(container_ids or [f"{uid[:8]}{i:056x}" for i in range(containers)])
@@ -100,10 +111,11 @@ def make_pod(
         priority=priority,
         phase=phase,
         owner_kind=owner_kind,
-        labels=dict(labels or {}),
+        labels=pod_labels,
         annotations=dict(annotations or {}),
         cgroup_dir=pod_dir,
         containers=cs,
+        qos_raw=qos_raw,
     )
 
 

@@ -168,7 +168,8 @@ def test_be_memory_over_threshold_is_killed_and_ls_untouched(tmp_path: Path, kub
         events = agent.get("/events?limit=50")["events"]
         evictions = [e for e in events if e["resource"] == "pod/eviction"]
         assert evictions and all(be.uid == e["before"] for e in evictions)
-        assert "BEMemoryEvict" in evictions[0]["owner"]
+        # Koordinator's reason ("evicted") and message ("trigger by koordlet feature BEMemoryEvict, ...")
+        assert evictions[0]["owner"] == "evicted" and "BEMemoryEvict" in evictions[0]["reason"]
     finally:
         code = agent.stop()
     assert code == 0, agent.tail()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from koordlet.testing.agent import free_port, http_get, wait_http
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects
+from tests.cluster.pluginsite import install_wheel
 from tests.managerharness import write_kubeconfig
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "scheduler_plugin_dist"
@@ -31,37 +31,7 @@ PROG = "koordlet.scheduler"
 @pytest.fixture(scope="module")
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Build the fixture distribution (wheel) and install it into its own site directory."""
-    work = tmp_path_factory.mktemp("scheduler-plugin")
-    src = work / "src"
-    shutil.copytree(FIXTURE, src)
-    wheels = work / "wheels"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(wheels),
-            str(src),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
-    (wheel,) = wheels.glob("koordlet_avoid_label-*.whl")
-    site = work / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
-    assert list(site.glob("koordlet_avoid_label-*.dist-info"))
-    yield site
+    yield install_wheel(FIXTURE, tmp_path_factory.mktemp("scheduler-plugin"), "koordlet_avoid_label")
 
 
 class Extender:

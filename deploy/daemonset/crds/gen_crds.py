@@ -3,7 +3,12 @@
 The YAML files next to this script are its output; edit the schema here and run
 ``python deploy/daemonset/crds/gen_crds.py`` (``--check`` exits 1 when a file is out of date, as the unit
 tests do). Shapes follow Koordinator's ``apis/slo/v1alpha1`` types: cluster-scoped, one object per node
-(name = node name), ``status`` subresource. Integer ranges are set only where Koordinator documents them.
+(name = node name), ``status`` subresource. Constraints (ranges, enums, required fields) are exactly
+Koordinator's CRDs' and no stricter, so every object a Koordinator cluster holds is accepted here
+(``tests/unit/deploy/test_crd_compat.py`` checks it against ``tests/koord_slo_facts.py``, a table of
+the constraints of Koordinator's v1.8 and main-branch CRDs); values a type allows but the agent cannot
+use are refused by the agent's NodeSLO validation, which keeps the last good spec, as koordlet does.
+Valid values are named in descriptions.
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from pathlib import Path
 
 import yaml
 from schema_parts import (
-    DURATION_PATTERN,
     Schema,
     array,
     boolean,
@@ -39,10 +43,21 @@ def resource_list(description: str = "Resource name (cpu, memory, ...) to quanti
 
 
 def device_info() -> Schema:
+    condition = obj(
+        {
+            "type": string(),
+            "status": string("True, False or Unknown.", enum=["True", "False", "Unknown"]),
+            "observedGeneration": integer(minimum=0),
+            "lastTransitionTime": string(format="date-time"),
+            "reason": string(),
+            "message": string(),
+        },
+        required=["lastTransitionTime", "message", "reason", "status", "type"],
+    )
     return obj(
         {
             "type": string("Device type: gpu, rdma, fpga, ..."),
-            "uuid": string(),
+            "id": string("The device's UID."),
             "minor": integer("int32"),
             "moduleID": integer("int32"),
             "health": boolean(),
@@ -54,11 +69,21 @@ def device_info() -> Schema:
                     "nodeID": integer("int32"),
                     "pcieID": string(),
                     "busID": string(),
-                }
+                },
+                required=["nodeID", "pcieID", "socketID"],
             ),
+            "vfGroups": array(
+                obj(
+                    {
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "vfs": array(obj({"minor": integer("int32"), "busID": string()}, required=["minor"])),
+                    }
+                )
+            ),
+            "conditions": array(condition),
         },
-        "One device's usage; Koordinator's DeviceInfo (fields not listed here are kept).",
-        **{"x-kubernetes-preserve-unknown-fields": True},
+        "One device's usage; Koordinator's DeviceInfo.",
+        required=["health"],
     )
 
 
@@ -67,26 +92,22 @@ def resource_map(description: str | None = None) -> Schema:
 
 
 def aggregated_usages(description: str) -> Schema:
-    usage = obj(
-        {name: resource_map() for name in ("avg", "p50", "p90", "p95", "p99")},
-        "Usage per aggregation type over the duration.",
-    )
-    item = obj(
-        {
-            "duration": string("Window length, Go duration syntax (5m0s).", pattern=DURATION_PATTERN),
-            "usage": usage,
-        }
-    )
+    usage = {
+        "type": "object",
+        "description": "Usage per aggregation type (avg, p50, p90, p95, p99) over the duration.",
+        "additionalProperties": resource_map(),
+    }
+    item = obj({"duration": string("Window length, Go duration syntax (5m0s)."), "usage": usage})
     return array(item, description)
 
 
 def nodemetric_schema() -> Schema:
     collect_policy = obj(
         {
-            "aggregateDurationSeconds": integer(minimum=0, description="Aggregation window of the report."),
-            "reportIntervalSeconds": integer(minimum=0, description="How often koordlet updates the status."),
+            "aggregateDurationSeconds": integer(description="Aggregation window of the report."),
+            "reportIntervalSeconds": integer(description="How often koordlet updates the status."),
             "nodeAggregatePolicy": obj(
-                {"durations": array(string(pattern=DURATION_PATTERN), "Windows of aggregatedNodeUsages.")}
+                {"durations": array(string("Go duration (5m0s)."), "Windows of aggregatedNodeUsages.")}
             ),
             "nodeMemoryCollectPolicy": string(
                 "Which memory usage is reported for the node.",
@@ -106,7 +127,7 @@ def nodemetric_schema() -> Schema:
     )
     host_app = obj({"name": string(), "usage": resource_map(), "priority": string(), "qos": string()})
     numa_usage = obj(
-        {"numaNodeID": integer("int32", 0), "nodeUsage": resource_map(), "systemUsage": resource_map()}
+        {"numaNodeID": integer("int32"), "nodeUsage": resource_map(), "systemUsage": resource_map()}
     )
     status = obj(
         {
@@ -144,30 +165,28 @@ def nodemetric_schema() -> Schema:
 
 
 def threshold_strategy() -> Schema:
-    p = percent
+    p, n = percent, integer
     return obj(
         {
             "enable": boolean("Master switch of BE suppression and eviction."),
             "cpuSuppressThresholdPercent": p("BE CPU budget, % of node capacity."),
             "cpuSuppressMinPercent": p("Floor of the BE CPU budget, % of node capacity."),
-            "cpuSuppressPolicy": string(enum=["cpuset", "cfsQuota"]),
+            "cpuSuppressPolicy": string("cpuset or cfsQuota."),
             "memoryEvictThresholdPercent": p("Node memory usage % that starts BE eviction."),
             "memoryEvictLowerPercent": p("Memory usage % eviction releases down to."),
-            "memoryAllocatableEvictThresholdPercent": p(maximum=None),
-            "memoryAllocatableEvictLowerPercent": p(maximum=None),
-            "cpuEvictBESatisfactionLowerPercent": p(),
-            "cpuEvictBESatisfactionUpperPercent": p(),
-            "cpuEvictBEUsageThresholdPercent": p(),
-            "cpuEvictTimeWindowSeconds": integer(minimum=0),
+            "memoryAllocatableEvictThresholdPercent": n(minimum=0),
+            "memoryAllocatableEvictLowerPercent": n(minimum=0),
+            "cpuEvictBESatisfactionLowerPercent": n(description="(0, 60]"),
+            "cpuEvictBESatisfactionUpperPercent": n(description="[lower, 100)"),
+            "cpuEvictBEUsageThresholdPercent": n(description="BE usage/limit %; 90 when unset."),
+            "cpuEvictTimeWindowSeconds": n(),
             "cpuEvictThresholdPercent": p(),
             "cpuEvictLowerPercent": p(),
-            "cpuAllocatableEvictThresholdPercent": p(maximum=None),
-            "cpuAllocatableEvictLowerPercent": p(maximum=None),
-            "cpuEvictPolicy": string(enum=["evictByRealLimit", "evictByAllocatable"]),
-            "evictEnabledPriorityThreshold": integer(
-                "int32", description="Highest evictable priority value."
-            ),
-            "allocatableEvictPriorityThreshold": integer("int32"),
+            "cpuAllocatableEvictThresholdPercent": n(minimum=0),
+            "cpuAllocatableEvictLowerPercent": n(minimum=0),
+            "cpuEvictPolicy": string("evictByRealLimit or evictByAllocatable."),
+            "evictEnabledPriorityThreshold": n("int32", description="Highest evictable priority value."),
+            "allocatableEvictPriorityThreshold": n("int32"),
         },
         "Thresholds for BE suppression and eviction.",
     )
@@ -177,26 +196,26 @@ def resource_qos() -> Schema:
     cpu = obj(
         {
             "enable": boolean(),
-            "groupIdentity": integer(minimum=-1, maximum=2, description="cpu.bvt_warp_ns."),
-            "schedIdle": integer(minimum=0, maximum=1, description="cpu.idle."),
+            "groupIdentity": integer(description="cpu.bvt_warp_ns, -1..2."),
+            "schedIdle": integer(description="cpu.idle, 0 or 1."),
             "coreExpeller": boolean(),
         }
     )
     memory = obj(
         {
             "enable": boolean(),
-            "minLimitPercent": percent("memory.min as % of the request."),
-            "lowLimitPercent": percent("memory.low as % of the request."),
-            "throttlingPercent": percent("memory.high as % of the limit."),
+            "minLimitPercent": integer(minimum=0, description="memory.min as % of the request."),
+            "lowLimitPercent": integer(minimum=0, description="memory.low as % of the request."),
+            "throttlingPercent": integer(minimum=0, description="memory.high as % of the limit."),
             "wmarkRatio": percent("memory.wmark_ratio."),
             "wmarkScalePermill": integer(minimum=1, maximum=1000, description="memory.wmark_scale_factor."),
             "wmarkMinAdj": integer(minimum=-25, maximum=50, description="memory.wmark_min_adj."),
-            "priorityEnable": integer(minimum=0, maximum=1),
-            "priority": integer(minimum=0, maximum=12),
-            "oomKillGroup": integer(minimum=0, maximum=1),
+            "priorityEnable": integer(description="0 or 1."),
+            "priority": integer(description="0..12."),
+            "oomKillGroup": integer(description="0 or 1."),
             "pageCacheEnable": boolean(),
-            "pageCacheLimitPercent": percent(),
-            "pageCacheLimitSize": integer(minimum=0),
+            "pageCacheLimitPercent": integer(),
+            "pageCacheLimitSize": integer(),
             "pageCacheReclaimSync": boolean(),
         }
     )
@@ -212,8 +231,8 @@ def resource_qos() -> Schema:
         {
             **{k: integer(minimum=0) for k in ("readIOPS", "writeIOPS", "readBPS", "writeBPS")},
             "ioWeightPercent": integer(minimum=1, maximum=100),
-            "readLatency": integer(minimum=0),
-            "writeLatency": integer(minimum=0),
+            "readLatency": integer(),
+            "writeLatency": integer(),
             "readLatencyPercent": percent(),
             "writeLatencyPercent": percent(),
             "enableUserModel": boolean(),
@@ -231,7 +250,7 @@ def resource_qos() -> Schema:
         }
     )
     block = obj(
-        {"name": string(), "type": string(enum=["device", "volumegroup", "podvolume"]), "ioCfg": io_cfg}
+        {"name": string(), "type": string("device, volumegroup or podvolume."), "ioCfg": io_cfg}
     )
     blkio = obj({"enable": boolean(), "blocks": array(block)})
     network = obj(
@@ -253,8 +272,8 @@ def nodeslo_schema() -> Schema:
         {
             "policies": obj(
                 {
-                    "cpuPolicy": string(enum=["groupIdentity", "coreSched"]),
-                    "netQOSPolicy": string(enum=["tc", "terway-qos"]),
+                    "cpuPolicy": string("groupIdentity or coreSched."),
+                    "netQOSPolicy": string("tc or terway-qos."),
                 }
             ),
             **{k: resource_qos() for k in ("lsrClass", "lsClass", "beClass", "systemClass", "cgroupRoot")},
@@ -263,23 +282,25 @@ def nodeslo_schema() -> Schema:
     )
     burst = obj(
         {
-            "policy": string(enum=["none", "cpuBurstOnly", "cfsQuotaBurstOnly", "auto"]),
-            "cpuBurstPercent": integer(minimum=0, description="cpu.cfs_burst_us as % of the limit."),
-            "cfsQuotaBurstPercent": integer(minimum=0, description="Max raised cfs quota, % of the limit."),
-            "cfsQuotaBurstPeriodSeconds": integer(minimum=-1, description="-1 = unlimited."),
-            "sharePoolThresholdPercent": percent("Share-pool usage % above which burst is withdrawn."),
+            "policy": string("none, cpuBurstOnly, cfsQuotaBurstOnly or auto."),
+            "cpuBurstPercent": integer(
+                minimum=0, maximum=10000, description="cpu.cfs_burst_us as % of the limit."
+            ),
+            "cfsQuotaBurstPercent": integer(description="Max raised cfs quota, % of the limit."),
+            "cfsQuotaBurstPeriodSeconds": integer(description="-1 = unlimited."),
+            "sharePoolThresholdPercent": integer(description="Share-pool usage % above which burst stops."),
         },
         "CPU burst strategy.",
     )
     system = obj(
         {
-            "minFreeKbytesFactor": integer(minimum=0),
-            "watermarkScaleFactor": integer(minimum=0),
-            "memcgReapBackGround": integer(minimum=0, maximum=1),
-            "schedGroupIdentityEnabled": integer(minimum=0, maximum=1),
-            "schedIdleSaverWmark": integer(minimum=0),
+            "minFreeKbytesFactor": integer(),
+            "watermarkScaleFactor": integer(),
+            "memcgReapBackGround": integer(description="0 or 1."),
+            "schedGroupIdentityEnabled": integer(description="0 or 1."),
+            "schedIdleSaverWmark": integer(),
             "schedFeatures": {"type": "object", "additionalProperties": {"type": "boolean"}},
-            "pageCacheLimitEnabled": boolean(),
+            "pageCacheLimitEnabled": integer(description="0 or 1: /sys/kernel/mm/pagecache_limit/enabled."),
             "totalNetworkBandwidth": quantity("Node network bandwidth."),
         },
         "Node-level kernel settings.",
@@ -291,9 +312,7 @@ def nodeslo_schema() -> Schema:
             "qos": string(),
             "cgroupPath": obj(
                 {
-                    "base": string(
-                        enum=["CgroupRoot", "Kubepods", "KubepodsBurstable", "KubepodsBesteffort"]
-                    ),
+                    "base": string("CgroupRoot, Kubepods, KubepodsBurstable or KubepodsBesteffort."),
                     "parentDir": string(),
                     "relativePath": string(),
                 }

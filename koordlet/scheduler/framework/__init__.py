@@ -7,6 +7,7 @@ A plugin is a class with a ``name`` and any of ``pre_filter``, ``filter``, ``pre
 and args; :mod:`.runtime` runs them. Nothing here talks to the API server.
 """
 
+from koordlet.errors import InvalidArgs
 from koordlet.scheduler.framework.interface import (
     EXTENSION_POINTS,
     MAX_EXTENDER_PRIORITY,
@@ -19,7 +20,6 @@ from koordlet.scheduler.framework.interface import (
     CycleState,
     FilterPlugin,
     Handle,
-    InvalidArgs,
     NodeInfo,
     NormalizeScorePlugin,
     Obj,

@@ -201,10 +201,6 @@ PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Any]
 when absent). Raise :class:`InvalidArgs` (or ``ValueError``) naming the field for bad args."""
 
 
-class InvalidArgs(ValueError):
-    """A plugin's args are invalid; the message names the field and what is wrong."""
-
-
 EXTENSION_POINTS: Mapping[str, tuple[str, ...]] = {
     "preFilter": ("pre_filter",),
     "filter": ("filter",),

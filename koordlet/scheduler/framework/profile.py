@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from koordlet.errors import ConfigError
+from koordlet.pluginregistry import plugin_config
 from koordlet.scheduler.framework.interface import EXTENSION_POINTS
 
 API_GROUP = "kubescheduler.config.k8s.io"
@@ -132,26 +133,6 @@ def _plugins(raw: Any, where: str) -> dict[str, PluginSet]:
     return out
 
 
-def _plugin_config(raw: Any, where: str) -> dict[str, Mapping[str, Any]]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, list):
-        raise ConfigError(f"{where}: want a list of {{name, args}}")
-    out: dict[str, Mapping[str, Any]] = {}
-    for i, item in enumerate(raw):
-        at = f"{where}[{i}]"
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
-            raise ConfigError(f"{at}: want {{name: <plugin>, args: {{...}}}}, got {item!r}")
-        name = item["name"]
-        if name in out:
-            raise ConfigError(f"{at}: duplicate pluginConfig for {name}")
-        args = item.get("args") or {}
-        if not isinstance(args, Mapping):
-            raise ConfigError(f"{at}.args: want an object, got {args!r}")
-        out[name] = {k: v for k, v in args.items() if k not in ("apiVersion", "kind")}
-    return out
-
-
 def parse_profile(doc: Any, source: str = "config") -> Profile:
     """The profile from a decoded KubeSchedulerConfiguration (``None``/``{}``: the default profile)."""
     if doc is None:
@@ -182,7 +163,7 @@ def parse_profile(doc: Any, source: str = "config") -> Profile:
     return Profile(
         scheduler_name=str(raw.get("schedulerName") or "default-scheduler"),
         plugins=_plugins(raw.get("plugins"), f"{where}.plugins"),
-        plugin_config=_plugin_config(raw.get("pluginConfig"), f"{where}.pluginConfig"),
+        plugin_config=plugin_config(raw.get("pluginConfig"), f"{where}.pluginConfig"),
     )
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from koordlet.errors import PluginError
+from koordlet.errors import InvalidArgs, PluginError
 from koordlet.scheduler.framework.interface import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
@@ -23,7 +23,6 @@ from koordlet.scheduler.framework.interface import (
     Code,
     CycleState,
     Handle,
-    InvalidArgs,
     NodeInfo,
     Obj,
     Status,

@@ -18,7 +18,11 @@ DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"
 def secured(api_server_factory: Callable[..., APIServer]) -> APIServer:
     server = api_server_factory(authorization=True)
     applied = server.apply(DEPLOY / "koordlet.yaml", DEPLOY / "rbac.yaml")
-    assert {"ServiceAccount/koordlet", "ClusterRole/koordlet", "ClusterRoleBinding/koordlet"} <= set(applied)
+    assert {
+        "ServiceAccount/koordlet",
+        "ClusterRole/koordlet-role",
+        "ClusterRoleBinding/koordlet-rolebinding",
+    } <= set(applied)
     return server
 
 

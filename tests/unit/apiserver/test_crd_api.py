@@ -32,7 +32,8 @@ def test_crd_created_through_the_client_is_served(api_server_factory: Any) -> No
     assert {c.type for c in created.status.conditions} == {"Established", "NamesAccepted"}
     co.create_cluster_custom_object(GROUP, VERSION, "nodeslos", NODESLO)
     assert co.get_cluster_custom_object(GROUP, VERSION, "nodeslos", "node-1")["spec"] == NODESLO["spec"]
-    bad = {**NODESLO, "metadata": {"name": "node-2"}, "spec": {"cpuBurstStrategy": {"policy": "always"}}}
+    too_much = {"cpuBurstStrategy": {"cpuBurstPercent": 10001}}  # Koordinator's maximum is 10000
+    bad = {**NODESLO, "metadata": {"name": "node-2"}, "spec": too_much}
     with pytest.raises(ApiException) as err:
         co.create_cluster_custom_object(GROUP, VERSION, "nodeslos", bad)
     assert err.value.status == 422
@@ -83,6 +84,6 @@ def test_kubectl_applies_the_crds_and_a_nodeslo(api_server_factory: Any, tmp_pat
     done = _kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(changed))
     assert done.returncode == 0, done.stderr
     assert server.store.get("nodeslos", "node-1")["spec"]["cpuBurstStrategy"]["cpuBurstPercent"] == 500
-    changed["spec"]["resourceQOSStrategy"]["lsrClass"]["cpuQOS"]["groupIdentity"] = 7
+    changed["spec"]["resourceQOSStrategy"]["lsrClass"]["memoryQOS"] = {"wmarkRatio": 101}
     done = _kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(changed))
-    assert done.returncode != 0 and "groupIdentity" in done.stderr
+    assert done.returncode != 0 and "wmarkRatio" in done.stderr

@@ -177,12 +177,11 @@ def test_preserve_unknown_fields_keeps_anything() -> None:
 @pytest.mark.parametrize(
     ("path", "value"),
     [
-        (("resourceQOSStrategy", "lsClass", "cpuQOS", "groupIdentity"), 3),
+        # Koordinator's own ranges (its CRD has no enums in NodeSLO: those values are the agent's to refuse)
         (("resourceQOSStrategy", "beClass", "memoryQOS", "wmarkMinAdj"), -26),
         (("resourceQOSStrategy", "beClass", "resctrlQOS", "mbaPercent"), 101),
-        (("resourceUsedThresholdWithBE", "cpuSuppressPolicy"), "quota"),
-        (("cpuBurstStrategy", "policy"), "always"),
-        (("cpuBurstStrategy", "cfsQuotaBurstPeriodSeconds"), -2),
+        (("resourceUsedThresholdWithBE", "memoryEvictThresholdPercent"), 101),
+        (("cpuBurstStrategy", "cpuBurstPercent"), 10001),
         (("resourceUsedThresholdWithBE", "enable"), "yes"),
     ],
 )

@@ -101,6 +101,12 @@ def test_daemonset_args_are_accepted_by_the_real_cli(captured: list[Configuratio
     assert str(cfg.paths.sys_root) == "/host-sys" and str(cfg.paths.sys_fs_root) == "/host-sys-fs"
     assert str(cfg.paths.var_run_root) == "/host-var-run"
     assert str(cfg.cache.tsdb_path) == "/metric-data"
+    # the prediction checkpoints default next to the metric cache: where the DaemonSet mounts the host dir
+    assert cfg.prediction.checkpoint_path == "/prediction-checkpoints"
+    mounts = {m["mountPath"].rstrip("/"): m["name"] for m in c["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod_spec()["volumes"]}
+    host = volumes[mounts["/prediction-checkpoints"]]["hostPath"]["path"]
+    assert host == "/var/run/koordlet/prediction-checkpoints"  # Koordinator's chart keeps them there too
 
 
 def test_a_misspelled_flag_would_fail_the_same_check(captured: list[Configuration]) -> None:
@@ -206,7 +212,7 @@ def test_nodeslo_example_passes_the_crd_schema_and_the_agents_validation() -> No
 
 def test_schema_check_of_the_example_is_not_vacuous() -> None:
     obj = one("nodeslo-example.yaml", "NodeSLO")
-    obj["spec"]["resourceUsedThresholdWithBE"]["cpuSuppressPolicy"] = "nope"
+    obj["spec"]["resourceUsedThresholdWithBE"]["cpuSuppressThresholdPercent"] = 101
     with pytest.raises(crdschema.CRDValidationError):
         crdschema.validate(obj, NODESLO_CRD)
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from koordlet import api, cli
+from koordlet import api, cli, compatflags
 from koordlet.config import Configuration
 from koordlet.qosmanager import loader
 from tests.unit.foundation import plugins_sample as ps
@@ -37,7 +37,7 @@ def test_bad_gates_exit_2_naming_the_problem(gate: str, needle: str) -> None:
     assert result.exit_code == 2
     assert needle in result.output
     if "NoSuchGate" in gate:
-        assert "BECPUSuppress" in result.output  # lists the known gates
+        assert "BECPUManager" in result.output  # lists the known gates
 
 
 def test_unknown_flag_exits_2() -> None:
@@ -134,3 +134,69 @@ def test_run_restores_the_signal_handlers_it_found(captured: list[Configuration]
     result = invoke(["run"], env={"NODE_NAME": "n1"})
     assert result.exit_code == 0 and captured
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+CHART_ARGS = [
+    # koordinator-sh/charts v1.8.0 templates/koordlet.yaml: the container's args, defaults rendered
+    "-addr=:9316",
+    "-cgroup-root-dir=/host-cgroup/",
+    "-feature-gates=BECPUEvict=true,BEMemoryEvict=true,CgroupReconcile=true,Accelerators=true",
+    "-runtime-hooks-host-endpoint=/var/run/koordlet/koordlet.sock",
+    "--logtostderr=true",
+    "--v=4",
+]
+
+
+def test_koordinator_chart_args_start_the_agent_with_one_warning_each(captured: list[Configuration]) -> None:
+    """Issue 16 point 10/11: the chart's argument list (no subcommand) starts the agent; the flag without
+    an implementation is named once, ``--logtostderr=true`` (what we do anyway) not at all, and each
+    gate that is on without an implementation gets one line."""
+    import qosplugins
+
+    group, entries = make_cli(builtins=list(qosplugins.BUILTIN))
+    foreign: list[Any] = []
+    args = cli.normalize_args(CHART_ARGS, entries, foreign)
+    assert args[0] == "run"
+    result = CliRunner().invoke(group, args, env={"NODE_NAME": "n1"}, obj=foreign, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    cfg = captured[0]
+    assert (cfg.host, cfg.port, str(cfg.paths.cgroup_root)) == ("", 9316, "/host-cgroup")
+    lines = [line for line in result.output.splitlines() if " koordlet.cli] " in line]
+    assert sum("--runtime-hooks-host-endpoint=" in line for line in lines) == 1
+    assert not any("logtostderr" in line for line in lines)
+    gated = sorted(line.split("feature gate ")[1].split()[0] for line in lines if "feature gate " in line)
+    on_by_chart = ["CgroupReconcile", "Accelerators"]
+    on_by_default = ["RdtResctrl", "NodeTopologyReport", "GroupIdentity", "CPUSetAllocator", "BatchResource"]
+    assert gated == sorted(on_by_chart + on_by_default)
+    assert len(lines) == 1 + len(gated)
+
+
+@pytest.mark.parametrize(
+    ("argv", "kept", "found"),
+    [
+        (["-pprof-addr", ":9317", "-v", "2"], ["-v", "2"], [("pprof-addr", ":9317")]),
+        (["--enable-pprof", "--tsdb-path=/x"], ["--tsdb-path=/x"], [("enable-pprof", "true")]),
+        (["-enable-nri-runtime-hook=f"], [], [("enable-nri-runtime-hook", "false")]),
+        (
+            ["--log_dir=/var/log", "-alsologtostderr"],
+            [],
+            [("log_dir", "/var/log"), ("alsologtostderr", "true")],
+        ),
+        (["--no-such-flag=1"], ["--no-such-flag=1"], []),  # not koordlet's: click refuses it (exit 2)
+        (["--", "-pprof-addr=x"], ["--", "-pprof-addr=x"], []),
+    ],
+)
+def test_foreign_flags_are_taken_with_their_values(
+    argv: list[str], kept: list[str], found: list[tuple[str, str]]
+) -> None:
+    rest, taken = compatflags.take_foreign(argv, {"tsdb-path", "v"})
+    assert rest == kept
+    assert [(f.name, f.value) for f in taken] == found
+
+
+def test_plugins_list_shows_gates_without_implementation() -> None:
+    result = invoke(["plugins", "list", "--feature-gates=CgroupReconcile=true"])
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line for line in result.output.splitlines()[1:]}
+    assert "not implemented" in rows["CgroupReconcile"] and rows["CgroupReconcile"].rstrip().endswith("true")
+    assert " agent " in rows["BECPUManager"] and "NetQOS" not in rows

@@ -34,6 +34,8 @@ def test_build_defaults_and_node_name_from_env() -> None:
     cfg = config.build(defaults(), environ={"NODE_NAME": "node-7"})
     assert cfg.node_name == "node-7"
     assert cfg.port == 9316 and cfg.host == "127.0.0.1"
+    chart = config.build({**defaults(), "addr": ":9316"}, environ={"NODE_NAME": "n"})
+    assert (chart.host, chart.port) == ("", 9316)  # Koordinator's chart: every interface, as Go binds
     assert cfg.advisor.collect_interval == 1.0
     assert str(cfg.paths.cgroup_root) == "/sys/fs/cgroup"
 
@@ -88,6 +90,7 @@ def test_in_cluster_without_node_name_is_an_error() -> None:
         ({"addr": "$(POD_IP):9316"}, "--addr"),
         ({"cgroup-driver": "lxc"}, "--cgroup-driver"),
         ({"log-format": "xml"}, "--log-format"),
+        ({"node-metric-report-min-interval": 0}, "--node-metric-report-min-interval"),
     ],
 )
 def test_bad_values_name_the_flag(over: dict[str, object], needle: str) -> None:
@@ -118,3 +121,10 @@ def test_config_file_unknown_key_and_bad_yaml(tmp_path: Path) -> None:
         config.load_config_file(str(bad), known)
     with pytest.raises(ConfigError, match="cannot read"):
         config.load_config_file(str(tmp_path / "missing.yaml"), known)
+
+
+def test_node_metric_report_floor_reaches_the_informer() -> None:
+    cfg = config.build(defaults(**{"node-metric-report-min-interval": "2s"}), environ={"NODE_NAME": "n"})
+    assert cfg.informer.report_interval_min_seconds == 2.0 and cfg.informer.status_qps == 0.5
+    default = config.build(defaults(), environ={"NODE_NAME": "n"}).informer
+    assert default.report_interval_min_seconds == 30.0 and default.status_qps == 0.1

@@ -4,22 +4,111 @@ from __future__ import annotations
 
 import pytest
 
+import qosplugins
 from koordlet.api import FeatureSpec, Stage
 from koordlet.errors import ConfigError
-from koordlet.featuregates import KOORDLET_GATES, FeatureGate, parse_gate_string
+from koordlet.featuregates import (
+    AGENT_IMPLEMENTED,
+    KOORDLET_GATES,
+    NOT_IMPLEMENTED,
+    FeatureGate,
+    koordlet_gates,
+    parse_gate_string,
+    source_of,
+    unimplemented_enabled,
+)
+
+BUILTIN = {p.name: p.feature for p in qosplugins.BUILTIN}
+
+KOORDINATOR_GATES = {
+    # pkg/features/koordlet_features.go and the runtime-hook gates, by default and stage (v1.8)
+    "AuditEvents": (False, "Alpha"),
+    "AuditEventsHTTPHandler": (False, "Alpha"),
+    "BECPUSuppress": (True, "Beta"),
+    "BECPUManager": (False, "Alpha"),
+    "BECPUEvict": (False, "Alpha"),
+    "CPUEvict": (False, "Alpha"),
+    "CPUAllocatableEvict": (False, "Alpha"),
+    "BEMemoryEvict": (False, "Alpha"),
+    "MemoryEvict": (False, "Alpha"),
+    "MemoryAllocatableEvict": (False, "Alpha"),
+    "CPUBurst": (True, "Beta"),
+    "SystemConfig": (False, "Alpha"),
+    "RdtResctrl": (True, "Beta"),
+    "ResctrlCollector": (False, "Alpha"),
+    "CgroupReconcile": (False, "Alpha"),
+    "NodeTopologyReport": (True, "Beta"),
+    "Accelerators": (False, "Alpha"),
+    "RDMADevices": (False, "Alpha"),
+    "CPICollector": (False, "Alpha"),
+    "Libpfm4": (False, "Alpha"),
+    "PSICollector": (False, "Alpha"),
+    "BlkIOReconcile": (False, "Alpha"),
+    "ColdPageCollector": (False, "Alpha"),
+    "HugePageReport": (False, "Alpha"),
+    "PodResourcesProxy": (False, "Alpha"),
+    "HamiCoreVGPUMonitor": (False, "Alpha"),
+    "PerCPUMetric": (False, "Alpha"),
+    "NodeMetricPromMetrics": (False, "Alpha"),
+    "GroupIdentity": (True, "Beta"),
+    "CPUSetAllocator": (True, "Beta"),
+    "GPUEnvInject": (False, "Alpha"),
+    "RDMADeviceInject": (False, "Alpha"),
+    "BatchResource": (True, "Beta"),
+    "CPUNormalization": (False, "Alpha"),
+    "CoreSched": (False, "Alpha"),
+    "TerwayQoS": (False, "Alpha"),
+    "TCNetworkQoS": (False, "Alpha"),
+    "Resctrl": (False, "Alpha"),
+    "OOMScoreAdj": (False, "Alpha"),
+}
 
 
 def test_defaults_follow_koordlets_table() -> None:
-    gates = FeatureGate(KOORDLET_GATES)
+    gates = koordlet_gates(BUILTIN)
     assert gates.enabled("BECPUSuppress") is True
     assert gates.enabled("CPUBurst") is True
     assert gates.enabled("BEMemoryEvict") is False
-    assert KOORDLET_GATES["BECPUEvict"].stage is Stage.ALPHA
     assert KOORDLET_GATES["RdtResctrl"] == FeatureSpec(True, Stage.BETA)
 
 
+def test_every_koordinator_gate_is_known_with_its_default_and_stage_and_no_other() -> None:
+    """Issue 16 point 11: Koordinator's gates, each once, from the plugins or the table; NetQOS is gone
+    (network QoS is Koordinator's TCNetworkQoS)."""
+    gates = koordlet_gates(BUILTIN)
+    assert set(gates.known()) == set(KOORDINATOR_GATES)
+    for name, (default, stage) in KOORDINATOR_GATES.items():
+        spec = gates.states([name])[0].spec
+        assert (spec.default, str(spec.stage)) == (default, stage), name
+    assert not set(BUILTIN) & set(KOORDLET_GATES)  # a built-in's spec lives on the plugin only
+    with pytest.raises(ConfigError, match="NetQOS"):
+        gates.set_from_string("NetQOS=true")
+
+
+def test_a_plugin_replaces_the_table_entry_of_its_gate() -> None:
+    """A new built-in plugin for a table gate (RdtResctrl) needs no table edit: its spec wins and the gate
+    stops counting as not implemented."""
+    gates = koordlet_gates({**BUILTIN, "RdtResctrl": FeatureSpec(False, Stage.ALPHA)})
+    assert gates.enabled("RdtResctrl") is False
+    assert source_of("RdtResctrl", {"RdtResctrl"}) == "plugin"
+    assert source_of("RdtResctrl", set(BUILTIN)) == NOT_IMPLEMENTED
+
+
+def test_unimplemented_gates_that_are_on_are_reported_once_each() -> None:
+    gates = koordlet_gates(BUILTIN)
+    gates.set_from_string("CgroupReconcile=true,BECPUManager=true,NodeTopologyReport=false")
+    off = unimplemented_enabled(gates, set(BUILTIN))
+    # on by default and unimplemented: RdtResctrl, GroupIdentity, CPUSetAllocator, BatchResource
+    assert off == sorted(
+        ["CgroupReconcile", "RdtResctrl", "GroupIdentity", "CPUSetAllocator", "BatchResource"]
+    )
+    assert "BECPUManager" in AGENT_IMPLEMENTED and "BECPUManager" not in off
+    gates.set_from_string("AllAlpha=true")
+    assert "Accelerators" in unimplemented_enabled(gates, set(BUILTIN))
+
+
 def test_explicit_values_and_go_bool_spellings() -> None:
-    gates = FeatureGate(KOORDLET_GATES)
+    gates = koordlet_gates(BUILTIN)
     gates.set_from_string("BECPUSuppress=false, BEMemoryEvict=T,CPUBurst=0")
     assert not gates.enabled("BECPUSuppress")
     assert gates.enabled("BEMemoryEvict")
@@ -27,7 +116,7 @@ def test_explicit_values_and_go_bool_spellings() -> None:
 
 
 def test_all_alpha_and_all_beta_only_touch_unset_gates_of_their_stage() -> None:
-    gates = FeatureGate(KOORDLET_GATES)
+    gates = koordlet_gates(BUILTIN)
     gates.set_from_string("AllAlpha=true,AllBeta=false,BECPUEvict=false")
     assert gates.enabled("BEMemoryEvict")  # alpha, via AllAlpha
     assert not gates.enabled("BECPUEvict")  # alpha, explicit wins
@@ -35,7 +124,7 @@ def test_all_alpha_and_all_beta_only_touch_unset_gates_of_their_stage() -> None:
 
 
 def test_unknown_gate_names_it_and_lists_known_gates() -> None:
-    gates = FeatureGate(KOORDLET_GATES)
+    gates = koordlet_gates(BUILTIN)
     with pytest.raises(ConfigError) as err:
         gates.set_from_string("NoSuchGate=true")
     assert "NoSuchGate" in str(err.value)
@@ -58,6 +147,6 @@ def test_locked_gate_cannot_change() -> None:
 
 def test_adding_a_gate_twice_with_another_spec_is_refused() -> None:
     gates = FeatureGate(KOORDLET_GATES)
-    gates.add("BECPUSuppress", KOORDLET_GATES["BECPUSuppress"])
+    gates.add("RdtResctrl", KOORDLET_GATES["RdtResctrl"])
     with pytest.raises(ConfigError):
-        gates.add("BECPUSuppress", FeatureSpec(False, Stage.ALPHA))
+        gates.add("RdtResctrl", FeatureSpec(False, Stage.ALPHA))

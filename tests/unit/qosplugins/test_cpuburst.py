@@ -68,6 +68,18 @@ def test_lsr_lse_be_and_unlimited_pods_are_untouched() -> None:
     assert h.executor.updates == []
 
 
+def test_unlabelled_guaranteed_pod_gets_its_burst() -> None:
+    """Issue 16 point 4: Koordinator's ``IsPodCPUBurstable`` reads the raw label. A Guaranteed pod without
+    ``koordinator.sh/qosClass`` defaults to LSR for everything else, but its burst is not skipped."""
+    h = harness(policy="cpuBurstOnly", cpu_burst_percent=50)
+    pod = h.add_pod(
+        make_pod("guaranteed", kube_qos=api.KubeQOSClass.GUARANTEED, cpu_limit_milli=2000), quota=200_000
+    )
+    assert pod.qos is api.QOSClass.LSR and pod.qos_raw is api.QOSClass.NONE
+    started(h).reconcile()
+    assert h.host.read("cpu.cfs_burst_us", pod.containers[0].cgroup_dir) == "100000"  # 2 cores * 50 %
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_throttled_container_quota_grows_to_ceiling_pod_first(version: int) -> None:
     h = harness(version, policy="cfsQuotaBurstOnly")

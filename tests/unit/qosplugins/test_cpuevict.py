@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -83,7 +84,8 @@ def test_release_from_satisfaction_and_victim_order(version: int) -> None:
     # usage/limit = 1800/2000 = 90% >= 90%; satisfaction = 2000/5000 = 0.40 <= 0.40
     # release = 5000 * (0.60 - 0.40) = 1000m; "busy" (ratio 0.8) first releases 1500m -> done
     assert names(h) == ["busy"]
-    assert h.evictor.evicted[0][1] == "trigger by koordlet feature BECPUEvict"
+    # Koordinator's reason label is "evicted"; the strategy is in the message
+    assert h.evictor.evicted[0][1:] == ("evicted", "trigger by koordlet feature BECPUEvict, kill pod: busy")
     h.clock.advance(5)
     be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
     plugin.reconcile()
@@ -123,9 +125,71 @@ def test_short_history_is_not_a_trend() -> None:
     plugin = started(h)
     h.clock.advance(20)
     be_pod(h, "a", 1500, 1.2)
-    be_series(h, [1800] * 3, [5000] * 3, [2000] * 3)  # 3 samples * 1 s < 10 s / 3
+    be_series(h, [1800] * 2, [5000] * 2, [2000] * 2)  # 2 samples * 1 s < 10 // 3 = 3
     plugin.reconcile()
     assert h.evictor.evicted == []
+
+
+def test_a_third_of_the_window_in_integer_seconds_is_enough() -> None:
+    """Issue 16 point 7: Koordinator's check is ``count * interval < window / 3`` on int64, so 3 samples
+    of a 10 s window (10 / 3 = 3) are enough; 3 < 3.33 in floats asked for a fourth."""
+    h = harness()
+    plugin = started(h)
+    h.clock.advance(20)
+    be_pod(h, "a", 1500, 1.2)
+    be_series(h, [1800] * 3, [5000] * 3, [2000] * 3)
+    plugin.reconcile()
+    assert names(h) == ["a"]
+
+
+def test_unlabelled_besteffort_pod_is_not_a_candidate() -> None:
+    """Issue 16 point 3: only pods labelled BE; the unlabelled BestEffort pod (the busiest) stays."""
+    h = harness()
+    plugin = started(h)
+    h.clock.advance(20)
+    plain = h.add_pod(make_pod("plain", kube_qos=api.KubeQOSClass.BESTEFFORT, batch_cpu_request_milli=1500))
+    h.metrics.set(api.POD_CPU_USAGE, 1.4, {"pod_uid": plain.uid})
+    be_pod(h, "labelled", 1500, 0.3)
+    be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
+    plugin.reconcile()
+    assert names(h) == ["labelled"]
+
+
+def test_high_average_but_idle_now_evicts_nothing() -> None:
+    """Issue 16 point 1: the average (1800m of a 2000m limit, 90 %) says busy, the last sample (500m,
+    25 %) says not: Koordinator returns before evicting when the current usage is not high enough."""
+    h = harness()
+    plugin = started(h)
+    h.clock.advance(20)
+    for i in range(3):
+        be_pod(h, f"be-{i}", 400, 0.4)
+    be_series(h, [1950] * 9 + [500], [5000] * 10, [2000] * 10)
+    # avg usage = (9 * 1950 + 500) / 10 = 1805 >= 90 % of 2000; last 500 / 2000 = 25 % < 90 %
+    plugin.reconcile()
+    assert h.evictor.evicted == []
+    h.clock.advance(1)
+    be_series(h, [1950] * 10, [5000] * 10, [2000] * 10)  # busy now as well: release 1000m
+    plugin.reconcile()
+    assert len(names(h)) == 3  # three 400m pods: 800m < 1000m after two, the third completes it
+
+
+def test_sidecars_count_in_the_victims_batch_request() -> None:
+    """Issue 16 point 7: a restartable init container's batch-cpu is part of what the pod releases and
+    of its usage ratio (Koordinator sums sidecars since its eviction fix)."""
+    h = harness()
+    plugin = started(h)
+    h.clock.advance(20)
+    sidecar = api.ContainerInfo(name="proxy", container_id="", batch_cpu_request_milli=600)
+    a = make_pod("with-sidecar", batch_cpu_request_milli=500)
+    h.add_pod(dataclasses.replace(a, sidecars=(sidecar,)))
+    h.metrics.set(api.POD_CPU_USAGE, 0.55, {"pod_uid": a.uid})  # 550 / 1100 = 0.5 (not 550 / 500 = 1.1)
+    be_pod(h, "plain", 1000, 0.7)  # 0.7: before the sidecar pod
+    be_pod(h, "tail", 1000, 0.1)  # 0.1: last
+    be_series(h, [1800] * 10, [5000] * 10, [1500] * 10)  # satisfaction 0.3: release 5000 * 0.3 = 1500m
+    plugin.reconcile()
+    # plain (1000m) + with-sidecar (500m + 600m) = 2100m >= 1500m; without the sidecar the order would be
+    # with-sidecar (1.1), plain (0.7) and its 500m + 1000m the same 1500m, so the order is what shows it.
+    assert names(h) == ["plain", "with-sidecar"]
 
 
 def test_evict_by_allocatable_uses_node_batch_allocatable() -> None:
@@ -133,10 +197,39 @@ def test_evict_by_allocatable_uses_node_batch_allocatable() -> None:
     plugin = started(h)
     h.clock.advance(20)
     be_pod(h, "a", 1500, 1.2)
-    be_series(h, [1800] * 10, [5000] * 10, None)  # no real-limit series needed
+    be_series(h, [1800] * 10, [5000] * 10, [4000] * 10)  # the real limit is read but not used
     plugin.reconcile()
     # limit = batch-cpu allocatable 2000m: same arithmetic as above -> release 1000m
     assert names(h) == ["a"]
+
+
+def test_evict_by_allocatable_without_batch_allocatable_evicts_nothing() -> None:
+    """Issue 16 point 2: a node that reports no ``kubernetes.io/batch-cpu`` has an unknown allocatable
+    (Koordinator: -1, not busy), not a 1m one that would make every BE pod a victim."""
+    h = harness(cpu_evict_policy="evictByAllocatable")
+    h.states.node_info = make_node(8000, 1 << 30, batch_cpu_allocatable_milli=-1)
+    plugin = started(h)
+    h.clock.advance(20)
+    for i in range(3):
+        be_pod(h, f"be-{i}", 1500, 1.2)
+    be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
+    plugin.reconcile()
+    assert h.evictor.evicted == []
+
+
+def test_evict_by_allocatable_zero_is_one_millicore() -> None:
+    """A reported zero batch allocatable is 1m (Koordinator's ``defaultMinAllocatableBatchMilliCPU``):
+    usage counts as high (limit < 1 core), satisfaction 1/5000 -> release int(5000 * (0.6 - 0.0002)) =
+    2999m: both pods go."""
+    h = harness(cpu_evict_policy="evictByAllocatable")
+    h.states.node_info = make_node(8000, 1 << 30, batch_cpu_allocatable_milli=0)
+    plugin = started(h)
+    h.clock.advance(20)
+    be_pod(h, "a", 1500, 1.2)
+    be_pod(h, "b", 1500, 0.3)
+    be_series(h, [100] * 10, [5000] * 10, [2000] * 10)
+    plugin.reconcile()
+    assert names(h) == ["a", "b"]
 
 
 def test_unset_satisfaction_bounds_skip_with_warning(caplog: pytest.LogCaptureFixture) -> None:

@@ -48,8 +48,21 @@ def test_evicts_largest_be_until_below_lower_bound(version: int) -> None:
     # by usage: be2 (5000, released 5000 < 7000), be1 (3000, released 8000) -> stop
     assert names(h) == ["be2", "be1"]
     _, reason, message = h.evictor.evicted[0]
-    assert reason == "trigger by koordlet feature BEMemoryEvict"
-    assert message.endswith("kill pod: be2")
+    assert reason == "evicted"  # Koordinator's reason label (EvictedStr)
+    assert message == "trigger by koordlet feature BEMemoryEvict, kill pod: be2"
+
+
+def test_unlabelled_besteffort_pod_is_not_a_candidate() -> None:
+    """Issue 16 point 3: Koordinator's BE eviction takes pods whose ``koordinator.sh/qosClass`` label is
+    BE; a kube BestEffort pod without the label (BE only by default) is left alone."""
+    h = harness()
+    plain = h.add_pod(make_pod("plain", kube_qos=api.KubeQOSClass.BESTEFFORT))
+    h.metrics.set(api.POD_MEMORY_USAGE, 30_000, {"pod_uid": plain.uid})
+    assert plain.qos is api.QOSClass.BE and plain.qos_raw is api.QOSClass.NONE
+    pod_with_memory(h, "labelled", 1000)
+    h.metrics.set(api.NODE_MEMORY_USAGE, 75_000)  # release 7000: the unlabelled 30000 would cover it
+    started(h).reconcile()
+    assert names(h) == ["labelled"]
 
 
 def test_below_threshold_nothing_happens() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from koordlet.errors import InvalidValue
 from koordlet.schema import quantity as q
@@ -121,3 +124,21 @@ def test_a_non_scalar_is_refused_not_raised_through(value: object) -> None:
     # pod list.
     with pytest.raises(InvalidValue):
         q.parse_quantity(value)  # type: ignore[arg-type]
+
+
+@given(
+    st.integers(min_value=0, max_value=10**18 - 1),
+    st.sampled_from(["m", "", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti"]),
+)
+def test_integer_fast_path_agrees_with_the_exact_parse(number: int, suffix: str) -> None:
+    text = f"{number}{suffix}"
+    assert q.to_milli(text) == math.ceil(q.parse_quantity(text) * 1000)
+    assert q.to_int(text) == math.ceil(q.parse_quantity(text))
+
+
+def test_fast_path_leaves_the_rest_to_the_exact_parse() -> None:
+    assert q.to_milli(" 100m") == 100  # spaces: the general path strips them
+    assert q.to_int("1500m") == 2 and q.to_milli("1.5") == 1500 and q.to_milli("1e3") == 10**6
+    assert q.to_milli(7) == 7000
+    with pytest.raises(InvalidValue):
+        q.to_milli(True)

@@ -50,6 +50,8 @@ def test_discovery_both_drivers(fake_host: Any, driver: CgroupDriver) -> None:
         api.QOSClass.LS,
         api.QOSClass.BE,
     )
+    # No labels to read: the tier's class stands in for the label, so BE strategies can act standalone.
+    assert by_uid[UID_BE].is_labelled_best_effort and by_uid[UID_G].qos_raw is api.QOSClass.LSR
     layout = host.layout
     for pod in by_uid.values():
         assert pod.cgroup_dir == layout.pod_dir(pod.uid, pod.kube_qos)

@@ -76,10 +76,13 @@ def test_usage_average_and_cold_start_omission(cache: MetricCache, clock: FakeCl
     assert by_dur["10m0s"]["avg"]["resources"] == {"cpu": "2", "memory": "5Gi"}
     # p50 over 400 values: index 199 -> 1.0 (first 200 are ones)
     assert by_dur["10m0s"]["p50"]["resources"]["cpu"] == "1"
-    # 30 min window: 400 s < 900 s -> cold start, left out
-    assert by_dur["30m0s"] == {}
+    # 30 min window: 400 s < 900 s -> cold start: every aggregation there, empty (koordlet's shape)
+    assert by_dur["30m0s"] == {"avg": {}, "p50": {}, "p90": {}, "p95": {}, "p99": {}}
     assert status["updateTime"] == "2026-01-01T00:06:40Z"
-    assert status["podsMetric"] == [] and status["hostApplicationMetric"] == []
+    # Go's omitempty: no pods and no host applications -> the lists are left out, not printed empty;
+    # no prediction -> prodReclaimableMetric {resource: {}} (koordlet always sets it), no prodPeakMetric
+    assert "podsMetric" not in status and "hostApplicationMetric" not in status
+    assert status["prodReclaimableMetric"] == {"resource": {}} and "prodPeakMetric" not in status
     crdschema.validate(status, NODEMETRIC_CRD, "status")
 
 
@@ -153,8 +156,10 @@ def test_pods_and_host_apps(cache: MetricCache, clock: FakeClock) -> None:
 
 def test_empty_cache_is_valid_and_empty(cache: MetricCache, clock: FakeClock) -> None:
     status = StatusBuilder(cache, clock.wall).build(CollectPolicy(), [])
-    assert status["nodeMetric"]["nodeUsage"] == {}
-    assert all(a["usage"] == {} for a in status["nodeMetric"]["aggregatedSystemUsages"])
+    assert status["nodeMetric"]["nodeUsage"] == {} and status["nodeMetric"]["systemUsage"] == {}
+    cold = {"avg": {}, "p50": {}, "p90": {}, "p95": {}, "p99": {}}
+    assert all(a["usage"] == cold for a in status["nodeMetric"]["aggregatedSystemUsages"])
+    assert "numaUsages" not in status["nodeMetric"]
     crdschema.validate(status, NODEMETRIC_CRD, "status")
 
 
@@ -189,16 +194,15 @@ def test_numa_usages_sorted_and_skipped_without_samples(cache: MetricCache, cloc
     clock.advance(400)  # numa 2's only sample, and everything else, is now outside a 300 s window...
     for numa in ("0", "1"):
         cache.append(NODE_NUMA_CPU_USAGE, {"numa_node_id": numa}, 1.0)  # ...but 0 and 1 have fresh ones
+    cache.append(NODE_NUMA_MEMORY_USAGE, {"numa_node_id": "0"}, 2 * GI)  # (1 has no memory: skipped too)
     status = StatusBuilder(cache, clock.wall).build(CollectPolicy(), [])
     assert status["nodeMetric"]["numaUsages"] == [
-        {"numaNodeID": 0, "nodeUsage": {"resources": {"cpu": "1"}}},
-        {"numaNodeID": 1, "nodeUsage": {"resources": {"cpu": "1"}}},
+        {"numaNodeID": 0, "nodeUsage": {"resources": {"cpu": "1", "memory": "2Gi"}}},
     ]
     clock.advance(-400)  # fake clocks may go back: see the first samples again
     numa = StatusBuilder(cache, clock.wall).build(CollectPolicy(), [])["nodeMetric"]["numaUsages"]
     assert numa[0] == {
         "numaNodeID": 0,
         "nodeUsage": {"resources": {"cpu": "1250m", "memory": "1Gi"}},
-        "systemUsage": {"resources": {"cpu": "100m"}},
-    }
+    }  # system CPU without system memory: no systemUsage (koordlet needs both)
     crdschema.validate(status, NODEMETRIC_CRD, "status")

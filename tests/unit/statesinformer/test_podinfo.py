@@ -106,22 +106,35 @@ def test_qos_table(label: str, kube: api.KubeQOSClass, qos: api.QOSClass) -> Non
     ("label", "priority", "qos", "expected"),
     [
         ("koord-mid", 9500, api.QOSClass.LS, api.PriorityClass.MID),
-        ("", 9000, api.QOSClass.BE, api.PriorityClass.PROD),
-        ("", 9999, api.QOSClass.BE, api.PriorityClass.PROD),
-        ("", 7500, api.QOSClass.LS, api.PriorityClass.MID),
-        ("", 5000, api.QOSClass.LS, api.PriorityClass.BATCH),
-        ("", 3999, api.QOSClass.LS, api.PriorityClass.FREE),
-        ("", 8500, api.QOSClass.BE, api.PriorityClass.BATCH),  # between bands -> from QoS
-        ("", None, api.QOSClass.LSR, api.PriorityClass.PROD),
-        ("", None, api.QOSClass.BE, api.PriorityClass.BATCH),
+        (None, 9000, api.QOSClass.BE, api.PriorityClass.PROD),
+        (None, 9999, api.QOSClass.BE, api.PriorityClass.PROD),
+        (None, 7500, api.QOSClass.LS, api.PriorityClass.MID),
+        (None, 5000, api.QOSClass.LS, api.PriorityClass.BATCH),
+        (None, 3999, api.QOSClass.LS, api.PriorityClass.FREE),
+        (None, 8500, api.QOSClass.BE, api.PriorityClass.BATCH),  # between bands -> from QoS
+        (None, None, api.QOSClass.LSR, api.PriorityClass.PROD),
+        (None, None, api.QOSClass.BE, api.PriorityClass.BATCH),
         ("koord-gold", None, api.QOSClass.LS, api.PriorityClass.PROD),
+        # Issue 16 point 6: a present label decides even when unknown or empty (Koordinator's
+        # GetPodPriorityClassRaw gives none), so spec.priority is not consulted: from the QoS.
+        ("koord-gold", 5500, api.QOSClass.LS, api.PriorityClass.PROD),
+        ("", 5500, api.QOSClass.LSR, api.PriorityClass.PROD),
+        (None, 5500, api.QOSClass.LSR, api.PriorityClass.BATCH),  # no label: the band of 5500
     ],
 )
 def test_priority_table(
-    label: str, priority: int | None, qos: api.QOSClass, expected: api.PriorityClass
+    label: str | None, priority: int | None, qos: api.QOSClass, expected: api.PriorityClass
 ) -> None:
-    labels = {podschema.LABEL_PRIORITY_CLASS: label} if label else {}
+    labels = {podschema.LABEL_PRIORITY_CLASS: label} if label is not None else {}
     assert podschema.priority_class_of(labels, priority, qos) is expected
+
+
+def test_raw_qos_is_the_label_alone() -> None:
+    unlabelled = podinfo.pod_info(pod(), None)
+    labelled = podinfo.pod_info(pod(labels={podschema.LABEL_QOS: "BE"}), None)
+    assert unlabelled is not None and labelled is not None
+    assert (unlabelled.qos, unlabelled.qos_raw) == (api.QOSClass.BE, api.QOSClass.NONE)
+    assert (labelled.qos, labelled.qos_raw) == (api.QOSClass.BE, api.QOSClass.BE)
 
 
 def test_full_pod_resources_batch_and_cgroup_dirs() -> None:

@@ -20,10 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koordlet.errors import InvalidValue
 from koordlet.scheduler.framework import InvalidArgs
 from koordlet.schema.nodemetric import AGGREGATIONS
-from koordlet.schema.quantity import parse_duration
+from koordlet.schema.strictargs import decode
 
 RESOURCES = ("cpu", "memory")
 """The vectorizer: Koordinator sorts resource names, so cpu comes before memory in every vector."""
@@ -80,76 +79,27 @@ _FIELDS = {
     "filterExpiredNodeMetrics": "bool",
     "nodeMetricExpirationSeconds": "int",
     "enableScheduleWhenNodeMetricsExpired": "bool",
-    "resourceWeights": "map",
+    "resourceWeights": "int_map",
     "dominantResourceWeight": "int",
-    "usageThresholds": "map",
-    "prodUsageThresholds": "map",
+    "usageThresholds": "int_map",
+    "prodUsageThresholds": "int_map",
     "prodUsageIncludeSys": "bool",
     "scoreAccordingProdUsage": "bool",
     "estimator": "str",
-    "estimatedScalingFactors": "map",
+    "estimatedScalingFactors": "int_map",
     "estimatedSecondsAfterPodScheduled": "int",
     "estimatedSecondsAfterInitialized": "int",
     "allowCustomizeEstimation": "bool",
     "aggregated": "object",
-    "supportedResources": "list",
+    "supportedResources": "str_list",
 }
 _AGG_FIELDS = {
-    "usageThresholds": "map",
+    "usageThresholds": "int_map",
     "usageAggregationType": "str",
     "usageAggregatedDuration": "duration",
     "scoreAggregationType": "str",
     "scoreAggregatedDuration": "duration",
 }
-
-
-def _typed(raw: Mapping[str, Any], spec: Mapping[str, str], where: str) -> dict[str, Any]:
-    """Go's strict decoding: unknown fields and wrong JSON types are errors; ``null`` means absent."""
-    unknown = sorted(set(raw) - set(spec))
-    if unknown:
-        raise InvalidArgs(f"{where}unknown field(s) {', '.join(unknown)}")
-    out: dict[str, Any] = {}
-    for key, kind in spec.items():
-        value = raw.get(key)
-        if value is None:
-            continue
-        at = f"{where}{key}"
-        if kind == "bool" and not isinstance(value, bool):
-            raise InvalidArgs(f"{at}: want true or false, got {value!r}")
-        if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InvalidArgs(f"{at}: want an integer, got {value!r}")
-        if kind == "str" and not isinstance(value, str):
-            raise InvalidArgs(f"{at}: want a string, got {value!r}")
-        if kind == "object" and not isinstance(value, Mapping):
-            raise InvalidArgs(f"{at}: want an object, got {value!r}")
-        if kind == "list":
-            if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-                raise InvalidArgs(f"{at}: want a list of resource names, got {value!r}")
-            value = tuple(value)
-        if kind == "map":
-            value = _int_map(value, at)
-        if kind == "duration":
-            value = _duration(value, at)
-        out[key] = value
-    return out
-
-
-def _int_map(value: Any, at: str) -> dict[str, int]:
-    if not isinstance(value, Mapping):
-        raise InvalidArgs(f"{at}: want an object of resource name -> integer, got {value!r}")
-    for name, v in value.items():
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise InvalidArgs(f"{at}.{name}: want an integer, got {v!r}")
-    return {str(k): int(v) for k, v in value.items()}
-
-
-def _duration(value: Any, at: str) -> float:
-    if not isinstance(value, str):
-        raise InvalidArgs(f'{at}: want a duration such as "5m", got {value!r}')
-    try:
-        return parse_duration(value)
-    except InvalidValue as err:
-        raise InvalidArgs(f"{at}: {err}") from err
 
 
 def _check_names(values: Mapping[str, int] | tuple[str, ...], at: str) -> None:
@@ -174,10 +124,10 @@ def _check_type(value: str, at: str) -> None:
 def parse_args(raw: Mapping[str, Any] | None) -> LoadAwareSchedulingArgs:
     """Decode, default and validate (``ValidateLoadAwareSchedulingArgs``); :class:`InvalidArgs` names
     the first field in error."""
-    v = _typed(raw or {}, _FIELDS, "")
+    v = decode(raw, _FIELDS)
     agg: AggregatedArgs | None = None
     if "aggregated" in v:
-        a = _typed(v["aggregated"], _AGG_FIELDS, "aggregated.")
+        a = decode(v["aggregated"], _AGG_FIELDS, "aggregated.")
         agg = AggregatedArgs(
             usage_thresholds=a.get("usageThresholds", {}),
             usage_aggregation_type=a.get("usageAggregationType", ""),

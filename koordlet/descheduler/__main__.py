@@ -1,0 +1,5 @@
+"""``python -m koordlet.descheduler`` = ``koord-descheduler``."""
+
+from koordlet.descheduler.cli import entry
+
+entry()

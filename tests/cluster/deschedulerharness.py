@@ -1,0 +1,136 @@
+"""koord-descheduler in-process against an API server: its real informers, evictor and frameworks, with
+rounds run by the caller (``app.run_round()``) instead of on a timer. Independent of pytest."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from koordlet.cluster.client import make_api_client
+from koordlet.cluster.leaderelection import ElectionConfig
+from koordlet.cluster.process import Address
+from koordlet.descheduler.app import Descheduler
+from koordlet.descheduler.config import DeschedulerConfig, parse_configuration
+from koordlet.lifecycle import Supervisor
+
+
+@contextmanager
+def running_descheduler(
+    client_configuration: Any,
+    config: Mapping[str, Any] | None = None,
+    *,
+    election: ElectionConfig | None = None,
+    **kw: Any,
+) -> Iterator[Descheduler]:
+    """``config`` is a DeschedulerConfiguration; the caches are synced on entry and, with ``election``,
+    this replica leads (released on exit)."""
+    cfg = DeschedulerConfig(
+        addr=Address("127.0.0.1", 0),
+        configuration=parse_configuration(config or {}),
+        leader_election=election is not None,
+        **({"election": election, "request_timeout": 0.5} if election is not None else {}),
+    )
+    app = Descheduler(
+        cfg,
+        CollectorRegistry(),
+        api_client=make_api_client(
+            client_configuration=client_configuration, user_agent="koord-descheduler/test"
+        ),
+        **kw,
+    )
+    stop = threading.Event()
+    supervisor = Supervisor(stop)
+    app.env.stop = stop
+    supervisor.go("events", lambda: app.recorder.run(stop))
+    app.informers.start(stop, supervisor)
+    if app.elector is not None:
+        elector = app.elector
+        supervisor.go("leader-election", lambda: elector.run(stop))
+    try:
+        deadline = time.monotonic() + 15
+        while not app.informers.has_synced() or not app.is_leader():
+            if time.monotonic() > deadline:
+                raise AssertionError("koord-descheduler's caches did not sync (or it did not lead)")
+            time.sleep(0.01)
+        yield app
+    finally:
+        stop.set()
+        app.informers.close()
+        alive = supervisor.join(time.monotonic() + 10)
+        app.close()
+        assert not alive, f"threads still running: {alive}"
+
+
+class DeschedulerProcess:
+    """A real ``koord-descheduler`` child process (``python -m koordlet.descheduler``) with its config
+    written to ``tmp``; :meth:`stop` sends SIGTERM and returns the exit code."""
+
+    def __init__(
+        self,
+        tmp: Any,
+        kubeconfig: Any,
+        config: Mapping[str, Any],
+        *extra: str,
+        name: str = "descheduler",
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        import json
+        import os
+        import subprocess
+        import sys
+
+        from koordlet.testing.agent import free_port
+
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        config_path = tmp / f"{name}-config.json"
+        config_path.write_text(json.dumps(config))
+        self.log_path = tmp / f"{name}.log"
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "koordlet.descheduler",
+                f"--kubeconfig={kubeconfig}",
+                f"--config={config_path}",
+                f"--addr=127.0.0.1:{self.port}",
+                *extra,
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+
+    def metrics(self) -> str:
+        from koordlet.testing.agent import http_get
+
+        try:
+            status, body = http_get(self.base + "/metrics")
+        except OSError:
+            return ""
+        return body.decode() if status == 200 else ""
+
+    def log(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text()
+
+    def stop(self, timeout: float = 15.0) -> int:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait(5)
+                raise
+        self._log.close()
+        return int(self.proc.returncode)

@@ -1,0 +1,56 @@
+"""Koordinator's koordlet DaemonSet arguments start the real agent (issue 16 acceptance): the chart's exact
+list (v1.8.0 ``templates/koordlet.yaml``, with the metrics port and the host cgroup mount of this machine)
+plus our path flags, no subcommand; one warning per flag or gate without an implementation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from koordlet.testing.agent import free_port, standalone_args, wait_http
+
+
+def test_the_charts_argument_list_starts_the_agent(tmp_path: Path) -> None:
+    port = free_port()
+    chart = [
+        f"-addr=127.0.0.1:{port}",  # the chart's -addr=:9316, on loopback for a test
+        "-cgroup-root-dir=/sys/fs/cgroup/",  # the chart's /host-cgroup/ is this mount
+        "-feature-gates=BECPUEvict=true,BEMemoryEvict=true,CgroupReconcile=true,Accelerators=true",
+        "-runtime-hooks-host-endpoint=/var/run/koordlet/koordlet.sock",
+        "--logtostderr=true",
+        "--v=4",
+    ]
+    ours = [a for a in standalone_args(tmp_path, port) if not a.startswith("--addr")]
+    log = tmp_path / "agent.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "koordlet", *chart, *ours],
+            env={**os.environ, "NODE_NAME": "chart-node"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            ready = wait_http(f"http://127.0.0.1:{port}/readyz", 60)
+            assert ready, log.read_text()[-3000:]
+        finally:
+            proc.terminate()
+            code = proc.wait(20)
+    text = log.read_text()
+    assert code == 0, text[-3000:]
+    warnings = [line for line in text.splitlines() if line.startswith("W") and "koordlet.cli]" in line]
+    assert sum("runtime-hooks-host-endpoint" in w for w in warnings) == 1, warnings
+    assert not any("logtostderr" in w for w in warnings)
+    gates = sorted(w.split("feature gate ")[1].split()[0] for w in warnings if "feature gate " in w)
+    assert gates == sorted(
+        [
+            "Accelerators",
+            "BatchResource",
+            "CPUSetAllocator",
+            "CgroupReconcile",
+            "GroupIdentity",
+            "NodeTopologyReport",
+            "RdtResctrl",
+        ]
+    )

@@ -1,0 +1,363 @@
+"""The colocation loop's story, run and checked (:func:`run`), with every process and cgroup removed at the
+end whatever happens (a failure, Ctrl-C).
+
+1. The test API server, three process kubelets (nodes ``loop-a``..``loop-c``, 2 cores each), koord-manager,
+   koord-scheduler-extender, one koordlet per node and a kube-scheduler stand-in come up.
+2. ``loop-a`` is driven hot: an LS prod service and four BE jobs burning CPU in real cgroups; the cold
+   nodes run one small LS pod each. Its NodeMetric reports the load.
+3. A new pod is scheduled through the extender: ``loop-a`` is filtered out, the cold nodes score higher.
+4. koord-descheduler in dry run: after the anomaly count it logs what it would evict; nothing is evicted.
+5. koord-descheduler for real: it evicts through the Eviction API, in Koordinator's order (free before
+   batch, lower priority first, never the prod service first), until ``loop-a`` is under its threshold;
+   each kubelet kills the evicted pod's processes, removes its cgroups and confirms the deletion; the
+   ReplicaSet's replacements are scheduled onto the cold nodes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from koordlet.cluster.client import make_api_client, request
+from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim, Outcome
+from tests.cluster.processkubelet import ProcessKubelet
+from tests.loop import configs
+from tests.loop.components import Child, Component, agent, api_server, wait_for, write
+from tests.loop.report import Report, describe
+from tests.loop.watch import Watcher
+
+NODES = ("loop-a", "loop-b", "loop-c")
+HOT = NODES[0]
+BUSY = "250m"
+LOG_PREFIX = re.compile(r"^[IWE]\d{4} [\d:.]+ \S+ \S+\] ")
+NARRATED = (
+    "not evicting",
+    "abnormal",
+    "in a row",
+    "would evict",
+    "evicted ",
+    "eviction of",
+    "under its",
+    "held back",
+    "became leader",
+)
+
+
+class Loop:
+    def __init__(self, work: Path, say: Callable[[str, str], None]) -> None:
+        self.work = work
+        self.logs = work / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.say = say
+        self.stop = threading.Event()
+        self.procs: list[Child] = []
+        self.kubelets: list[ProcessKubelet] = []
+        self.report = Report()
+        self._desched_lines: list[str] = []
+        self.api: Any = None
+
+    # ---- narration ------------------------------------------------------------------------------------
+
+    def follow(self, name: str, line: str) -> None:
+        text = LOG_PREFIX.sub("", line)
+        if name.startswith("koord-descheduler"):
+            self._desched_lines.append(text)
+            if any(k in text for k in NARRATED):
+                self.say(name, text)
+        elif ("Traceback" in line or line.startswith("E")) and "koordlet-" in name:
+            self.say(name, text)
+
+    # ---- the story ------------------------------------------------------------------------------------
+
+    def run(self) -> Report:
+        apiserver, kubeconfig = api_server(self.work, self.logs)
+        self.procs.append(apiserver)
+        self.say(
+            "api-server",
+            apiserver.first_line,
+        )
+        self.api = make_api_client(kubeconfig=str(kubeconfig))
+        request(self.api, "namespace", "POST", "/api/v1/namespaces", body={"metadata": {"name": configs.NS}})
+        for pc in configs.priority_classes():
+            request(self.api, "priority class", "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body=pc)
+        request(
+            self.api,
+            "slo config",
+            "POST",
+            f"/api/v1/namespaces/{configs.NS}/configmaps",
+            body=configs.slo_controller_config(),
+        )
+        for node in NODES:
+            k = ProcessKubelet(
+                self.api,
+                node,
+                self.work,
+                cpu=configs.CPU,
+                memory=configs.MEMORY,
+                on_event=lambda m, node=node: self.say(f"kubelet {node}", m),
+            )
+            self.kubelets.append(k)
+            k.start(self.stop)
+            where = f"kubepods under /{k.cgroup_parent}, /pods on :{k.port}"
+            self.say(f"kubelet {node}", f"registered the node: {configs.CPU} cores, {where}")
+        watcher = Watcher(self.api, self.say)
+        watcher.start(self.stop)
+        manager = Component(
+            "koord-manager", "koordlet.manager", [f"--kubeconfig={kubeconfig}"], self.logs, follow=self.follow
+        )
+        extender = Component(
+            "koord-scheduler-extender",
+            "koordlet.scheduler",
+            [
+                f"--kubeconfig={kubeconfig}",
+                f"--config={write(self.work / 'extender.yaml', configs.extender_profile())}",
+            ],
+            self.logs,
+            follow=self.follow,
+        )
+        agents = [
+            agent(
+                k.node,
+                kubeconfig,
+                self.work,
+                cgroup_parent=k.cgroup_parent,
+                proc_root=k.proc_root,
+                kubelet_port=k.port,
+            )
+            for k in self.kubelets
+        ]
+        self.procs += [manager.proc, extender.proc, *agents]
+        for c in (manager, extender, *agents):
+            wait_for(f"{c.name} ready", c.ready, 60, [c.proc if isinstance(c, Component) else c])
+            self.say(c.name, "ready")
+        wait_for(
+            "every node's NodeMetric reported",
+            lambda: all(watcher.node_cpu(n)[2] is not None for n in NODES),
+            60,
+            agents,
+        )
+        scheduler = KubeSchedulerSim(
+            make_api_client(kubeconfig=str(kubeconfig)),
+            [ExtenderConfig(url_prefix=extender.base, bind_verb="bind", ignorable=True)],
+        )
+        self._start_scheduler(scheduler)
+        self._drive_hot(watcher)
+        self._probe(watcher, extender)
+        self._dry_run(kubeconfig, watcher)
+        self._deschedule(kubeconfig, watcher)
+        self.report.events = len(watcher.events)
+        return self.report
+
+    def _start_scheduler(self, sim: KubeSchedulerSim) -> None:
+        def loop() -> None:
+            while not self.stop.wait(0.3):
+                try:
+                    for out in sim.schedule_pending():
+                        self._outcomes.append(out)
+                        self.say("kube-scheduler", describe(out))
+                except Exception as err:
+                    self.say("kube-scheduler", f"cycle failed: {err}")
+            sim.close()
+
+        self._outcomes: list[Outcome] = []
+        threading.Thread(target=loop, name="loop-kube-scheduler", daemon=True).start()
+
+    def _live(self) -> list[Child]:
+        """The processes that must be running now (the dry-run descheduler is stopped on purpose)."""
+        return [p for p in self.procs if p.name != "koord-descheduler-dry-run"]
+
+    def _create(self, pod: dict[str, Any]) -> None:
+        request(self.api, "create pod", "POST", "/api/v1/namespaces/default/pods", body=pod)
+
+    def _drive_hot(self, watcher: Watcher) -> None:
+        for node in NODES[1:]:
+            self._create(
+                configs.pod(
+                    f"ls-{node}",
+                    busy="50m",
+                    node=node,
+                    priority_class="koord-prod",
+                    qos="LS",
+                    requests={"cpu": "50m"},
+                )
+            )
+        for p in configs.hot_pods(HOT, BUSY):
+            self._create(p)
+            if "ownerReferences" in p["metadata"]:
+                watcher.own(p)
+        self.say(
+            "loop", f"{HOT} driven hot: ls-web (LS, prod) and be-free, be-batch-1..3 (BE), {BUSY} of CPU each"
+        )
+        wait_for(
+            f"{HOT}'s NodeMetric reporting its five pods",
+            lambda: watcher.node_cpu(HOT)[1] == 5,
+            60,
+            self._live(),
+        )
+        hot_cpu = self._steady(watcher)
+        for node in NODES:
+            self.report.reported_before[node] = 100.0 * watcher.node_cpu(node)[0] / watcher.capacity[node]
+        be = [u for key, u in watcher.pod_cpu(HOT).items() if key.startswith("default/be-")]
+        per_pod = sum(be) / len(be)
+        cap = watcher.capacity[HOT]
+        # Over the threshold by a pod and a half: two evictions bring the node under it (Koordinator's
+        # loop: stop as soon as it is under), whatever this machine lets each busy loop burn.
+        self.report.high_percent = max(
+            math.floor(100.0 * (hot_cpu - 1.5 * per_pod) / cap), configs.LOW_CPU_PERCENT + 5
+        )
+        self.say(
+            "loop",
+            f"{HOT} reports {100.0 * hot_cpu / cap:.0f}% cpu (BE jobs {per_pod:.0f}m each): "
+            f"descheduler high threshold set to {self.report.high_percent}%, low {configs.LOW_CPU_PERCENT}%",
+        )
+
+    def _steady(self, watcher: Watcher) -> int:
+        """The hot node's reported cpu once two reports in a row agree within 2 % of the node (the
+        agents average over their window, and a pod's first samples include its interpreter starting)."""
+        readings: list[tuple[float | None, int]] = []
+
+        def agreed() -> bool:
+            cpu, _, updated = watcher.node_cpu(HOT)
+            if not readings or readings[-1][0] != updated:
+                readings.append((updated, cpu))
+            last = [c for _, c in readings[-2:]]
+            return len(readings) >= 3 and abs(last[0] - last[1]) <= 0.02 * watcher.capacity[HOT]
+
+        wait_for(f"{HOT}'s reported load steady", agreed, 60, self._live())
+        return readings[-1][1]
+
+    def _probe(self, watcher: Watcher, extender: Component) -> None:
+        self._create(configs.pod("probe", busy="0", priority_class="koord-batch", qos="BE"))
+        wait_for(
+            "the probe pod scheduled",
+            lambda: any(o.pod == "default/probe" and o.node for o in self._outcomes),
+            30,
+            self._live(),
+        )
+        self.report.probe = next(o for o in self._outcomes if o.pod == "default/probe")
+        import json
+        import urllib.request
+
+        for node in NODES:
+            with urllib.request.urlopen(
+                f"{extender.base}/debug/nodes/{node}?pod={quote('default/probe')}", timeout=5
+            ) as r:
+                self.report.extender[node] = json.loads(r.read())
+            v = self.report.extender[node]
+            verdict, score = v["filter"][0]["filter"], v["scores"].get("LoadAwareScheduling")
+            self.say("koord-scheduler-extender", f"{node}: filter {verdict}, LoadAware score {score}")
+
+    def _descheduler(self, name: str, kubeconfig: Path, dry_run: bool) -> Component:
+        config = write(
+            self.work / f"{name}.yaml", configs.descheduler_config(self.report.high_percent, dry_run=dry_run)
+        )
+        c = Component(
+            name,
+            "koordlet.descheduler",
+            [f"--kubeconfig={kubeconfig}", f"--config={config}", "--request-timeout=2s"],
+            self.logs,
+            follow=self.follow,
+        )
+        self.procs.append(c.proc)
+        wait_for(f"{name} ready", c.ready, 60, [c.proc])
+        return c
+
+    def _dry_run(self, kubeconfig: Path, watcher: Watcher) -> None:
+        self._desched_lines.clear()
+        d = self._descheduler("koord-descheduler-dry-run", kubeconfig, dry_run=True)
+        wait_for(
+            "a dry-run decision",
+            lambda: any("would evict" in line for line in self._desched_lines),
+            60,
+            [d.proc],
+        )
+        rounds = sum(1 for line in self._desched_lines if "eviction(s) (dry run)" in line)
+        wait_for(
+            "one more dry-run round",
+            lambda: sum(1 for line in self._desched_lines if "eviction(s) (dry run)" in line) > rounds,
+            30,
+            [d.proc],
+        )
+        self.report.exit_codes[d.name] = d.proc.stop()
+        self.report.dry_run_decisions = [
+            m.group(1) for line in self._desched_lines if (m := re.search(r"would evict (\S+)", line))
+        ]
+        watcher.poll()
+        self.report.dry_run_pods_left = sum(
+            1 for k in [*configs.EVICTION_ORDER, "default/ls-web"] if watcher.pod(k) is not None
+        )
+        self.report.dry_run_events = len(watcher.events)
+        would = ", ".join(dict.fromkeys(self.report.dry_run_decisions))
+        left, events = self.report.dry_run_pods_left, self.report.dry_run_events
+        self.say(
+            "loop", f"dry run over: it would have evicted {would}; {left} pods still there, {events} Events"
+        )
+
+    def _deschedule(self, kubeconfig: Path, watcher: Watcher) -> None:
+        self._desched_lines.clear()
+        d = self._descheduler("koord-descheduler", kubeconfig, dry_run=False)
+        high = self.report.high_percent * watcher.capacity[HOT] / 100.0
+
+        def evicted() -> list[str]:
+            return [
+                m.group(1) for line in self._desched_lines if (m := re.search(r"evicted (\S+) from", line))
+            ]
+
+        def settled() -> bool:
+            cpu, _, _ = watcher.node_cpu(HOT, live_only=True)
+            gone = all(watcher.pod(k) is None for k in evicted())
+            return bool(evicted()) and gone and cpu <= high
+
+        wait_for(f"{HOT} under its high threshold after evictions", settled, 90, [d.proc])
+        first = next(i for i, line in enumerate(self._desched_lines) if re.search(r"evicted \S+ from", line))
+        self.report.counted_rounds = sum(1 for line in self._desched_lines[:first] if "in a row" in line)
+        wait_for(
+            "the replacements placed",
+            lambda: (
+                all(watcher.pod(r) and watcher.pod(r)["spec"].get("nodeName") for r in watcher.replacements)
+                and len(watcher.replacements) >= len(evicted())
+            ),
+            30,
+            [d.proc],
+        )
+        time.sleep(4)  # two more rounds: nothing more to evict
+        self.report.evicted = evicted()
+        cpu, _, _ = watcher.node_cpu(HOT, live_only=True)
+        self.report.hot_after = 100.0 * cpu / watcher.capacity[HOT]
+        self.report.replacements = {
+            r: str(watcher.pod(r)["spec"].get("nodeName")) for r in watcher.replacements if watcher.pod(r)
+        }
+        after, high = self.report.hot_after, self.report.high_percent
+        evicted = ", ".join(self.report.evicted)
+        self.say("loop", f"{HOT} now reports {after:.0f}% cpu (threshold {high}%) after evicting {evicted}")
+        self.report.exit_codes[d.name] = d.proc.stop()
+
+    # ---- the end ------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop every process (reverse order), the kubelets (killing every pod process, removing every
+        cgroup) and the API server last."""
+        self.stop.set()
+        for p in reversed(self.procs[1:]):
+            code = p.stop()
+            self.report.exit_codes.setdefault(p.name, code)
+        for k in self.kubelets:
+            k.close()
+        if self.procs:
+            self.report.exit_codes.setdefault(self.procs[0].name, self.procs[0].stop())
+        if self.api is not None:
+            self.api.close()
+
+
+def run(work: Path, say: Callable[[str, str], None]) -> Report:
+    loop = Loop(work, say)
+    try:
+        return loop.run()
+    finally:
+        loop.close()
