@@ -1,4 +1,4 @@
-"""Metric cache: typed ring-buffer time series and a key-value store, persisted across restarts.
+"""Metric cache: typed ring-buffer time series with windowed aggregates, persisted across restarts.
 
 ``MetricCache`` is the component (koordlet's ``metriccache.MetricCache``); collectors append, plugins and the
 NodeMetric reporter query through :class:`koordlet.api.MetricReader`, the Prometheus exporter calls

@@ -1,0 +1,32 @@
+"""docs/architecture.md names every package and top-level module of ``koordlet``, and nothing that is gone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+DOC = ROOT / "docs" / "architecture.md"
+
+
+def _units() -> set[str]:
+    pkg = ROOT / "koordlet"
+    units = {f"koordlet/{p.name}/" for p in pkg.iterdir() if (p / "__init__.py").is_file()}
+    units |= {
+        f"koordlet/{p.name}" for p in pkg.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
+    }
+    return units
+
+
+def _named() -> set[str]:
+    return set(re.findall(r"`(koordlet/[a-z_]+(?:/|\.py))`", DOC.read_text()))
+
+
+def test_every_package_and_module_is_named() -> None:
+    missing = _units() - _named()
+    assert not missing, f"docs/architecture.md does not name {sorted(missing)}"
+
+
+def test_nothing_named_is_gone() -> None:
+    gone = {n for n in _named() if not (ROOT / n.rstrip("/")).exists()}
+    assert not gone, f"docs/architecture.md names what no longer exists: {sorted(gone)}"
