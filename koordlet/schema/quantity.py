@@ -71,7 +71,7 @@ def parse_quantity(text: str | int | float) -> Fraction:
     return number * Fraction(10) ** exponent
 
 
-_INTEGER = re.compile(r"^([0-9]{1,18})(m|Ki|Mi|Gi|Ti|k|M|G|T|)$")
+_INTEGER = re.compile(r"^([0-9]{1,18})(m|Ki|Mi|Gi|Ti|k|M|G|T|)\Z")
 _MILLI_PER_UNIT = {"m": 1, "": 1000, **{k: v * 1000 for k, v in _BINARY.items()}}
 _MILLI_PER_UNIT.update({k: int(v * 1000) for k, v in _DECIMAL.items() if v >= 1})
 
