@@ -13,23 +13,24 @@ def connect(server: AgentHTTPServer) -> socket.socket:
 
 
 def read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    """One response from ``s`` (Content-Length framed)."""
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError(f"closed after {buf!r}")
-        buf += chunk
-    top, _, rest = buf.partition(b"\r\n\r\n")
-    lines = top.decode("latin-1").split("\r\n")
+    """One response from ``s`` (Content-Length framed), reading no byte past it: pipelined answers that
+    arrive together stay in the socket for the next call."""
+    top = b""
+    while not top.endswith(b"\r\n\r\n"):
+        byte = s.recv(1)  # heads are small; a bigger read could swallow the next answer
+        if not byte:
+            raise ConnectionError(f"closed after {top!r}")
+        top += byte
+    lines = top[:-4].decode("latin-1").split("\r\n")
     headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
     length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        chunk = s.recv(65536)
+    body = b""
+    while len(body) < length:
+        chunk = s.recv(length - len(body))
         if not chunk:
             break
-        rest += chunk
-    return int(lines[0].split()[1]), headers, rest[:length]
+        body += chunk
+    return int(lines[0].split()[1]), headers, body
 
 
 def get(server: AgentHTTPServer, path: str, *headers: str) -> tuple[int, dict[str, str], bytes]:
