@@ -15,6 +15,7 @@ import yaml
 from koordlet.testing.agent import Agent
 from koordlet.testing.kubelet import FakeKubelet
 from tests.apiserver import APIServer
+from tests.cluster import objects
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "daemonset"
 NODE = "fault-node"
@@ -40,20 +41,7 @@ def write_kubeconfig(path: Path, server: APIServer, token: str) -> Path:
 
 
 def add_node(server: APIServer, kubelet: FakeKubelet, name: str = NODE) -> None:
-    server.store.create(
-        "nodes",
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name},
-            "status": {
-                "capacity": {"cpu": "2", "memory": "8Gi"},
-                "allocatable": {"cpu": "2", "memory": "8Gi"},
-                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}},
-            },
-        },
-    )
+    server.store.create("nodes", objects.node(name, "2", "8Gi", kubelet_port=kubelet.port))
 
 
 @contextlib.contextmanager
