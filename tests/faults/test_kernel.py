@@ -19,6 +19,7 @@ from koordlet.api import KubeQOSClass
 from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent
 from koordlet.testing.cgroups import BUSY, RealKubepods, write_file
+from koordlet.testing.load import CPUMeter, CPUWindow
 from tests.faults.probes import open_fds, read_int, samples, total, tracebacks
 
 pytestmark = pytest.mark.root
@@ -38,6 +39,16 @@ def node_slo(tmp: Path, threshold: object, *, apps: str = "") -> Path:
 
 def be_quota(kp: RealKubepods) -> int:
     return read_int(kp.path("cpu", f"{kp.kubepods}/besteffort", "cpu.cfs_quota_us"))
+
+
+ROOM = 0.2
+"""Cores of budget (the floor is 0.02) above which BE's quota must be seen off the floor."""
+
+
+def be_room(kp: RealKubepods, threshold: float, window: CPUWindow) -> float:
+    """Cores BE may use at ``threshold`` % with what the rest of the machine used over ``window``: on a
+    busy machine non-pod load is real load and may leave BE nothing, so the floor is then right."""
+    return threshold / 100 * CPUS - window.others(f"{kp.kubepods}/besteffort")
 
 
 @pytest.mark.slow
@@ -87,12 +98,15 @@ def test_be_quota_stays_bounded_repaired_and_kept_through_bad_nodeslos(
         )
         node_slo(tmp_path, 100)
         seen = []
+        meter = CPUMeter(f"{kubepods.kubepods}/besteffort").start()
         deadline = time.monotonic() + 4
         while time.monotonic() < deadline:
             seen.append(be_quota(kubepods))
             time.sleep(0.05)
+        window = meter.stop()
         assert all(FLOOR <= q <= capacity for q in seen), seen
-        assert max(seen) > FLOOR  # it did grow back
+        # It grows back where the rest of the machine leaves BE room.
+        assert max(seen) > FLOOR or be_room(kubepods, 100, window) <= ROOM, (seen, window)
     finally:
         code = agent.stop()
     assert code == 0, agent.tail()
@@ -161,15 +175,17 @@ def test_churn_counter_resets_a_pause_and_a_fork_storm_give_no_bogus_samples(
             time.sleep(0.2)
         assert storm.wait(60) == 0
         assert total(agent, "koordlet_collect_errors_total", kind="clock_step") >= 1
-        # F15: a late tick is exported as such (the agent's own lateness histogram saw the pause).
-        count = {
-            labels["collector"]: v for labels, v in samples(agent, "koordlet_collect_lateness_seconds_count")
-        }
-        early = {
-            labels["collector"]: v
-            for labels, v in samples(agent, "koordlet_collect_lateness_seconds_bucket", le="2.5")
-        }
-        assert any(count[c] > early[c] for c in count), (count, early)
+
+        # F15: the pause is exported: a collector waiting for its slot starts late (lateness histogram);
+        # one paused mid-sweep (every sweep, when a loaded machine makes sweeps overrun) takes long
+        # instead (duration histogram), and its next start is back on the grid.
+        def over(histogram: str) -> dict[str, float]:
+            count = {labels["collector"]: v for labels, v in samples(agent, f"{histogram}_count")}
+            short = {labels["collector"]: v for labels, v in samples(agent, f"{histogram}_bucket", le="2.5")}
+            return {c: count[c] - short[c] for c in count}
+
+        late, long = over("koordlet_collect_lateness_seconds"), over("koordlet_collect_duration_seconds")
+        assert any(v > 0 for v in (*late.values(), *long.values())), (late, long)
         assert samples(agent, "koordlet_host_application_resource_usage", host_application_name=app)
         # Churned pods leave the exposition, and their descriptors are closed.
         shown = {labels["pod_uid"] for labels, _v in samples(agent, "koordlet_pod_resource_usage")}
@@ -192,11 +208,17 @@ def test_a_killed_agent_leaves_be_bounded_and_its_successor_reconciles(
 ) -> None:
     be = kubepods.add_pod(KubeQOSClass.BESTEFFORT)
     kubepods.busy(kubepods.add_container(be))
-    slo = node_slo(tmp_path, 65)
+    slo = node_slo(tmp_path, 100)
     first = Agent(tmp_path, f"--cgroup-root=/{kubepods.parent}", f"--node-slo-file={slo}")
     try:
         first.wait_ready()
-        assert wait_until(lambda: be_quota(kubepods) > FLOOR, 15), first.tail()
+        meter = CPUMeter(f"{kubepods.kubepods}/besteffort").start()
+        grew = wait_until(lambda: be_quota(kubepods) > FLOOR, 15)
+        window = meter.stop()
+        # Where the machine leaves BE no room the first agent holds the floor too; the successor's
+        # reconciliation then shows only in its log ("restored"), checked below.
+        assert grew or be_room(kubepods, 100, window) <= ROOM, (window, first.tail())
+        assert be_quota(kubepods) > 0, first.tail()
         time.sleep(2.5)  # past the first checkpoint
         first.proc.kill()
     finally:
