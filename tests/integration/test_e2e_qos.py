@@ -116,10 +116,19 @@ def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKub
         assert ls_used >= min(0.9 * room, room - 0.15), (ls_used, window, budget)
 
         kubepods.stop_container(ls_c)  # LS load falls: BE grows back (rate-limited) to what is free
-        window = CPUMeter(be_dir).measure(1.0)
-        target = min(0.9 * idle_quota, 0.8 * expected_budget(window) * 100000)
-        grown = wait_until(lambda: read_quota(kubepods) >= target, 20, step=0.1)
-        assert grown, (read_quota(kubepods), idle_quota, target)
+        # What is free is measured over the whole wait, since the rest of a shared machine may take more of
+        # it meanwhile; below 0.1 core of room (the floor is 0.02) holding the floor is right.
+        since_ls_stopped = CPUMeter(be_dir).start()
+        time.sleep(1.0)
+        targets: list[float] = []
+
+        def grown_back() -> bool:
+            room = 0.8 * expected_budget(since_ls_stopped.stop()) * 100000
+            targets.append(min(0.9 * idle_quota, room if room >= 10000 else 2000))
+            return read_quota(kubepods) >= targets[-1]
+
+        grown = wait_until(grown_back, 20, step=0.1)
+        assert grown, (read_quota(kubepods), idle_quota, targets[-5:])
         meter, quotas = CPUMeter(be_dir).start(), []
         while len(quotas) < 20:  # 1 s; the quota may still be growing, so average it over the window
             quotas.append(read_quota(kubepods))
