@@ -22,6 +22,7 @@ import yaml
 
 from koordlet.api import AgentOptions, Flag, OptionValue
 from koordlet.errors import ConfigError, InvalidValue
+from koordlet.httpaccess import AUTH_FLAGS
 from koordlet.metriccache.config import MetricCacheConfig
 from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.prediction.server import PredictionConfig
@@ -98,9 +99,11 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("prediction-model-checkpoint-interval", float, 10 * 60.0, "a model is checkpointed this often"),
     Flag("prediction-model-checkpoint-max-per-step", int, 12, "models checkpointed per minute at most"),
     Flag("log-format", str, "text", "text or json"),
+    # TLS and who may call the HTTP endpoints: kubelet's flags, shared with the cluster processes.
+    *AUTH_FLAGS,
 )
 
-_ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$")
+_ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])\Z")
 """An IPv4 address, a host name or a bracketed IPv6 address (an unexpanded ``$(POD_IP)`` is refused)."""
 
 
@@ -188,7 +191,7 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
         raise ConfigError(f"--collect-res-used-interval={collect}s is below the minimum 100ms")
     addr = str(o["addr"])
     host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
+    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
         raise ConfigError(f"--addr {addr!r}: want host:port with an IP or host name, e.g. 127.0.0.1:9316")
     driver = str(o["cgroup-driver"])
     if driver not in ("", "cgroupfs", "systemd"):

@@ -26,6 +26,7 @@ from koordlet.config import Configuration
 from koordlet.errors import ConfigError
 from koordlet.eventbus import EventBus
 from koordlet.featuregates import FeatureGate
+from koordlet.httpaccess import DelegatingAuth, serving_from_options, ssl_context
 from koordlet.httpserver import AgentHTTPServer, Route, json_response
 from koordlet.lifecycle import Daemon, FuncComponent, Supervisor
 from koordlet.metriccache.cache import MetricCache
@@ -52,6 +53,24 @@ def _events_route(executor: ResourceExecutor) -> Route:
         return json_response({"events": executor.events(since_seq=since, limit=limit)})
 
     return route
+
+
+def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone: bool) -> AgentHTTPServer:
+    """The endpoint with ``--tls-*`` and the callers' review from ``--authentication-token-webhook`` and
+    ``--authorization-mode``; a standalone agent has no API server to review callers with."""
+    serving = serving_from_options(cfg.options)
+    auth: DelegatingAuth | None = None
+    if serving.auth.enabled:
+        if standalone:
+            raise ConfigError(
+                "--authentication-token-webhook reviews callers with the API server, which a standalone "
+                "agent has none of: bind --addr to 127.0.0.1 instead, or run in the cluster"
+            )
+        from koordlet.cluster.delegation import delegating_auth
+
+        auth = delegating_auth(serving.auth, cfg.informer.kubeconfig)
+    tls = ssl_context(serving.tls) if serving.tls is not None else None
+    return AgentHTTPServer(cfg.host, cfg.port, registry, tls=tls, auth=auth)
 
 
 def new_daemon(
@@ -155,6 +174,7 @@ def new_daemon(
             cfg.qos.agent, feature_gates={name: gates.enabled(name) for name in gates.known()}
         ),
         dry_run=cfg.qos.dry_run,
+        degraded=informer.degraded,
     )
     qos = QOSManager(entries, gates, ext_gates, cfg.options, services, supervisor, agent_metrics)
 
@@ -196,7 +216,7 @@ def new_daemon(
         FuncComponent("prediction", start_prediction),
         FuncComponent("qosmanager", lambda s, _sup: qos.run(s), lambda: True, qos.shutdown),
     ]
-    http = AgentHTTPServer(cfg.host, cfg.port, registry)
+    http = _http_server(cfg, registry, standalone=informer.standalone)
     http.route("/nodemetric", lambda _q: json_response(informer.nodemetric_status()))
     http.route("/events", _events_route(executor))
     http.route("/plugins", lambda _q: json_response(qos.states()))

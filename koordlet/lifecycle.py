@@ -193,14 +193,14 @@ class Daemon:
     def _install_probes(self) -> None:
         if self.http is None:
             return
-        self.http.route("/healthz", lambda _q: text_response("ok\n"))
+        self.http.route("/healthz", lambda _q: text_response("ok\n"), probe=True)
 
         def readyz(_q: dict[str, list[str]]) -> tuple[int, str, bytes]:
             if self.ready.is_set():
                 return text_response("ok\n")
             return text_response("starting: " + ", ".join(self.started) + "\n", 503)
 
-        self.http.route("/readyz", readyz)
+        self.http.route("/readyz", readyz, probe=True)
 
     def run(self, stop: threading.Event) -> int:
         """Run until ``stop``; return the process exit code (0 graceful, 1 a root component died)."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 import time
+from collections import OrderedDict
 from typing import TextIO
 
 
@@ -55,3 +57,31 @@ def setup(verbosity: int = 0, fmt: str = "text", stream: TextIO | None = None) -
     logging.getLogger("koordlet.tick").setLevel(logging.DEBUG if verbosity >= 5 else logging.INFO)
     for noisy in ("urllib3", "kubernetes", "pyroute2"):
         logging.getLogger(noisy).setLevel(logging.WARNING if verbosity < 6 else logging.DEBUG)
+
+
+class OncePerChange:
+    """Warns about a subject (a pod, a file) when what is wrong with it changes, not at every look.
+
+    Inputs re-read every few seconds (pod lists, NodeSLOs, cgroup files) would otherwise repeat the same
+    warning forever; repeats go to DEBUG. Bounded: the least recently warned subjects are forgotten
+    first, so a flood of bad objects cannot grow it."""
+
+    def __init__(self, logger: logging.Logger, subjects: int = 4096) -> None:
+        self._log = logger
+        self._subjects = subjects
+        self._last: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def warning(self, subject: str, message: str) -> None:
+        with self._lock:
+            first = self._last.get(subject) != message
+            self._last[subject] = message
+            self._last.move_to_end(subject)
+            while len(self._last) > self._subjects:
+                self._last.popitem(last=False)
+        self._log.log(logging.WARNING if first else logging.DEBUG, "%s", message)
+
+    def forget(self, subject: str) -> None:
+        """The subject is fine again: its next problem is news."""
+        with self._lock:
+            self._last.pop(subject, None)

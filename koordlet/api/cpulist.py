@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from koordlet.errors import InvalidValue
 
 # The kernel's bitmap_parselist also takes "a-b:stride/group"; koordlet never writes it, so refuse it.
-_ITEM = re.compile(r"^(\d{1,6})(?:-(\d{1,6}))?$")
+_ITEM = re.compile(r"^(\d{1,6})(?:-(\d{1,6}))?\Z")
 
 MAX_CPU_ID = 65535
 """Above any NR_CPUS a kernel is built with (8192 on common distributions); bounds parse cost."""

@@ -20,7 +20,7 @@ MIN_RATE_BPS = 8000
 """HTB needs a positive rate; the system class keeps at least this when LS and BE take the whole link."""
 IFNAMSIZ = 16
 
-_IFNAME = re.compile(r"^[A-Za-z0-9_.@:-]{1,15}$")
+_IFNAME = re.compile(r"^[A-Za-z0-9_.@:-]{1,15}\Z")
 
 
 def check_ifname(name: str) -> str:

@@ -25,7 +25,7 @@ from koordlet.lifecycle import Component, Daemon, Supervisor, install_signals
 from koordlet.schema import quantity
 
 F = TypeVar("F", bound=Callable[..., Any])
-_ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])$")
+_ADDR_HOST = re.compile(r"^(|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ class Address:
 def parse_addr(text: str, flag: str = "--addr") -> Address:
     """``host:port`` (an empty host listens on every interface, as Go's ``:8080``)."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
+    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
         raise ConfigError(f"{flag} {text!r}: want host:port with an IP or host name, e.g. 0.0.0.0:8080")
     return Address(host.strip("[]") or "0.0.0.0", int(port))
 

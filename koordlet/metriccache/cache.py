@@ -68,6 +68,7 @@ class MetricCache:
         self._wall_clock = wall_clock
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
+        self._checkpoint_error = ""
         """Serialises whole checkpoints: they share one temp file name and must not interleave."""
         self._kinds: dict[str, _Kind] = {}
         self._stats = CacheStats()
@@ -333,9 +334,17 @@ class MetricCache:
         return thread
 
     def run_loop(self, stop: threading.Event) -> None:
-        """The blocking form of :meth:`run`, for a caller that supervises its own threads."""
-        while not stop.wait(self.config.checkpoint_interval):
+        """The blocking form of :meth:`run`, for a caller that supervises its own threads.
+
+        A young cache checkpoints early and then at doubling intervals up to ``checkpoint_interval``
+        (2, 6, 14, 30, 60, 90... s with the defaults): a checkpoint costs in proportion to the history, so
+        the early ones are cheap, and a SIGKILL at age ``t`` loses at most ``t / 2 + first`` seconds of
+        samples and never more than ``checkpoint_interval`` (plus one checkpoint's duration).
+        """
+        delay = min(self.config.first_checkpoint_delay, self.config.checkpoint_interval)
+        while not stop.wait(delay):
             self._tick()
+            delay = min(2 * delay, self.config.checkpoint_interval)
         self._tick()
 
     def _tick(self) -> None:
@@ -343,5 +352,13 @@ class MetricCache:
         try:
             self.checkpoint()
         except OSError as err:
-            # A full or read-only volume must not stop the agent; the next tick retries.
-            log.error("metric cache checkpoint failed: %s", err)
+            # A full or read-only volume must not stop the agent; the next tick retries, and the last
+            # good file stays in place. A lasting error is logged once, its end once.
+            why = err.strerror or str(err)
+            if why != self._checkpoint_error:
+                log.error("metric cache checkpoint failed: %s (the previous checkpoint is kept)", why)
+            self._checkpoint_error = why
+            return
+        if self._checkpoint_error:
+            log.info("metric cache checkpoint written again")
+            self._checkpoint_error = ""

@@ -52,6 +52,9 @@ class MetricCacheConfig:
     """``--tsdb-max-bytes``: the checkpoint is trimmed (pod/container samples first) to stay under this."""
     checkpoint_interval: float = 30.0
     """Seconds between checkpoints of the running cache; at most 60 so a crash loses at most a minute."""
+    first_checkpoint_delay: float = 2.0
+    """Seconds from start to the first checkpoint; the delay then doubles up to ``checkpoint_interval``,
+    so a young agent killed before its first full interval keeps most of what it collected."""
     node_retention: float = 1800.0
     """Seconds of history for node-level families (the report's longest window is 30 minutes)."""
     pod_retention: float = 600.0
@@ -69,6 +72,8 @@ class MetricCacheConfig:
                 f"checkpoint interval must be in (0, {MAX_CHECKPOINT_INTERVAL:g}] s, "
                 f"got {self.checkpoint_interval}"
             )
+        if self.first_checkpoint_delay <= 0:
+            raise ConfigError(f"first checkpoint delay must be positive, got {self.first_checkpoint_delay}")
         if self.tsdb_max_bytes <= 0:
             raise ConfigError(f"--tsdb-max-bytes must be positive, got {self.tsdb_max_bytes}")
         if self.collect_interval <= 0:

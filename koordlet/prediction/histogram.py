@@ -137,8 +137,13 @@ class DecayingHistogram:
             raise ValueError("histogram checkpoint is not an object")
         total = float(doc.get("totalWeight") or 0.0)
         raw = doc.get("bucketWeights") or {}
-        if total < 0 or not isinstance(raw, dict):
-            raise ValueError("histogram checkpoint has a negative weight or no bucket map")
+        if not math.isfinite(total) or total < 0 or not isinstance(raw, dict):
+            raise ValueError("histogram checkpoint has a negative or infinite weight or no bucket map")
+        # Koordinator's bucket weights are uint32: anything else (Infinity, NaN, negative, fractional, a
+        # string) is a file that was not written by a histogram (found by fuzzing: Infinity raised
+        # OverflowError out of the restore).
+        if not all(_is_uint32(v) for v in raw.values()):
+            raise ValueError("histogram checkpoint has a bucket weight that is not a 32-bit count")
         weights = {int(k): int(v) for k, v in raw.items()}
         if any(b < 0 or b >= self._n for b in weights):
             raise ValueError("histogram checkpoint has buckets out of range")
@@ -152,3 +157,9 @@ class DecayingHistogram:
             self.min_bucket, self.max_bucket = min(self.min_bucket, b), max(self.max_bucket, b)
             self.weights[b] += w * total / s
         self.total += total
+
+
+def _is_uint32(v: Any) -> bool:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return math.isfinite(v) and v == int(v) and 0 <= v < 2**32

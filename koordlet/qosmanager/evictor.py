@@ -164,7 +164,7 @@ class Evictor:
                 log.warning("cannot list the processes of %s: %s", cgroup, err)
                 continue
             for token in (raw or "").split():
-                if token.isdigit() and self._kill_pid(int(token), cgroup):
+                if token.isdecimal() and self._kill_pid(int(token), cgroup):
                     killed += 1
         return killed
 

@@ -38,6 +38,9 @@ class Services:
     registry: api.MetricRegistry
     agent: api.AgentOptions = field(default_factory=api.AgentOptions)
     dry_run: bool = False
+    degraded: Callable[[], bool] = lambda: False
+    """True while the pod list is stale past its bound (kubelet unreachable, garbage answers): plugins
+    then stop acting on it, their ticks and event handlers skipped until a good list comes back."""
 
 
 def is_enabled(entry: PluginEntry, gates: FeatureGate, ext_gates: FeatureGate) -> bool:
@@ -67,6 +70,7 @@ class QOSManager:
         self._started: list[PluginEntry] = []
         self._state: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._paused = False
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -124,10 +128,12 @@ class QOSManager:
                 raise ValueError(f"{component}: every() needs a positive interval, got {interval!r}")
             counter[0] += 1
             name = f"{component}#{counter[0]}"
-            self._supervisor.every(name, interval, fn, on_error=on_error, on_tick=on_tick)
+            self._supervisor.every(
+                name, interval, self._unless_degraded(fn), on_error=on_error, on_tick=on_tick
+            )
 
         def subscribe(event: str, fn: Callable[[], None]) -> None:
-            svc.bus.subscribe(event, fn, owner=component)
+            svc.bus.subscribe(event, self._unless_degraded(fn), owner=component)
 
         return api.PluginContext(
             node_name=svc.node_name,
@@ -146,6 +152,26 @@ class QOSManager:
             dry_run=svc.dry_run,
             wall_clock=svc.wall_clock,
         )
+
+    def _unless_degraded(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """``fn``, skipped while the states informer is degraded (F9: a stale pod list is no basis for
+        throttling or evicting; sampling goes on). The pause and the resume are logged once each."""
+        degraded = self._services.degraded
+
+        def guarded() -> None:
+            if degraded():
+                with self._lock:
+                    first, self._paused = not self._paused, True
+                if first:
+                    log.warning("QoS plugins paused: the pod list is stale (states informer degraded)")
+                return
+            with self._lock:
+                resumed, self._paused = self._paused, False
+            if resumed:
+                log.info("QoS plugins resumed: the pod list is fresh again")
+            fn()
+
+        return guarded
 
     # -- lifecycle -------------------------------------------------------------------------------
 

@@ -156,4 +156,4 @@ def _state(name: str, current: str, value: str) -> str:
 def _well_formed(name: str, value: str) -> bool:
     if sysctl.get_sysctl(name).flag_list:
         return bool(value.strip()) and " " not in value.strip()
-    return value.strip().lstrip("-").isdigit()
+    return value.strip().lstrip("-").isdecimal()

@@ -97,6 +97,6 @@ def guard_kernel_text(resource: str, file_name: str, text: str) -> str | None:
     quota = fields[0] if fields else ""
     if quota in ("max", "-1"):
         return None
-    if not quota.isdigit():
+    if not quota.isdecimal():
         return f"quota {quota!r} is neither a non-negative integer nor -1/max (file {file_name})"
     return None

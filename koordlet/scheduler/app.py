@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from koordlet.cluster.client import make_api_client
 from koordlet.cluster.informer import index_by_node
 from koordlet.cluster.process import Address
+from koordlet.httpaccess import TLSConfig, ssl_context
 from koordlet.lifecycle import Component, Daemon, FuncComponent, Supervisor
 from koordlet.scheduler.binder import APIBinder
 from koordlet.scheduler.extender import Extender
@@ -26,7 +27,7 @@ from koordlet.scheduler.framework.runtime import Framework
 from koordlet.scheduler.memstore import MemoryStore
 from koordlet.scheduler.metrics import ExtenderMetrics
 from koordlet.scheduler.plugins import BUILTIN
-from koordlet.scheduler.server import ExtenderServer, TLSConfig, ssl_context
+from koordlet.scheduler.server import ExtenderServer
 from koordlet.scheduler.snapshot import ClusterHandle, build_informers
 
 USER_AGENT = "koord-scheduler-extender"

@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 
 from koordlet.cluster import process
 from koordlet.errors import ConfigError, PluginError
+from koordlet.httpaccess import TLSConfig
 from koordlet.scheduler.app import ExtenderApp, ExtenderConfig, check_profile, load, plugin_registry
-from koordlet.scheduler.server import TLSConfig
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_SCHEDULER_EXTENDER"

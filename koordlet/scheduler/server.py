@@ -18,7 +18,6 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -44,30 +43,6 @@ MAX_BODY = 256 * 2**20
 IDLE_TIMEOUT = 120.0
 JSON = "application/json"
 Answer = tuple[int, str, bytes]
-
-
-@dataclass(frozen=True, slots=True)
-class TLSConfig:
-    cert_file: str
-    key_file: str
-    client_ca_file: str = ""
-
-
-def ssl_context(tls: TLSConfig) -> ssl.SSLContext:
-    """A server context; :class:`ConfigError` naming the flag when a file is missing or wrong."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    try:
-        ctx.load_cert_chain(tls.cert_file, tls.key_file)
-    except (OSError, ssl.SSLError) as err:
-        raise ConfigError(f"--tls-cert-file/--tls-private-key-file: cannot load the key pair: {err}") from err
-    if tls.client_ca_file:
-        try:
-            ctx.load_verify_locations(tls.client_ca_file)
-        except (OSError, ssl.SSLError) as err:
-            raise ConfigError(f"--client-ca-file {tls.client_ca_file}: cannot load: {err}") from err
-        ctx.verify_mode = ssl.CERT_REQUIRED
-    return ctx
 
 
 class _Server(ThreadingHTTPServer):
@@ -139,7 +114,7 @@ class ExtenderServer:
                 url = urlsplit(self.path)
                 verb = url.path.rstrip("/").rsplit("/", 1)[-1]
                 length = self.headers.get("Content-Length")
-                if length is None or not length.isdigit():
+                if length is None or not length.isdecimal():
                     self.close_connection = True
                     self._send((411, "text/plain", b"Content-Length required\n"))
                     return

@@ -36,7 +36,7 @@ _DECIMAL = {
 }
 _QUANTITY = re.compile(
     r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+    r"(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?\Z"
 )
 _MAX_TEXT = 64
 _MAX_EXPONENT = 30
@@ -54,6 +54,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
         if not math.isfinite(text):
             raise InvalidValue("quantity", text, "not finite")
         return Fraction(str(text))
+    if not isinstance(text, str):  # a list or an object where a quantity belongs (found by fuzzing)
+        raise InvalidValue("quantity", text, f"a {type(text).__name__} is not a quantity")
     s = text.strip()
     m = _QUANTITY.match(s) if len(s) <= _MAX_TEXT else None
     if m is None:
@@ -69,7 +71,7 @@ def parse_quantity(text: str | int | float) -> Fraction:
     return number * Fraction(10) ** exponent
 
 
-_INTEGER = re.compile(r"^([0-9]{1,18})(m|Ki|Mi|Gi|Ti|k|M|G|T|)$")
+_INTEGER = re.compile(r"^([0-9]{1,18})(m|Ki|Mi|Gi|Ti|k|M|G|T|)\Z")
 _MILLI_PER_UNIT = {"m": 1, "": 1000, **{k: v * 1000 for k, v in _BINARY.items()}}
 _MILLI_PER_UNIT.update({k: int(v * 1000) for k, v in _DECIMAL.items() if v >= 1})
 
@@ -135,7 +137,7 @@ def format_bytes(value: int) -> str:
     return str(value)
 
 
-_GO_DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|s|m|h))+$")
+_GO_DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|s|m|h))+\Z")
 """Go's unsigned duration grammar. ``durationpy`` alone is laxer than Go: it skips text between units
 (``"5m 3s"``) and knows units Go does not (``d``, ``w``, ``y``), so the shape is checked here first."""
 

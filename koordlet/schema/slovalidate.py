@@ -228,7 +228,7 @@ def _check_burst(c: _Checker, sec: Mapping[str, Any]) -> None:
 _PRIORITIES = tuple(p.value for p in api.PriorityClass)
 _QOS_NAMES = tuple(q.value for q in api.QOSClass)
 _CGROUP_BASES = ("CgroupRoot", "Kubepods", "KubepodsBurstable", "KubepodsBesteffort")
-_SAFE_REL = re.compile(r"^[A-Za-z0-9_.:@-]+(?:/[A-Za-z0-9_.:@-]+)*$")
+_SAFE_REL = re.compile(r"^[A-Za-z0-9_.:@-]+(?:/[A-Za-z0-9_.:@-]+)*\Z")
 
 
 def _check_host_apps(c: _Checker, apps: Any) -> None:

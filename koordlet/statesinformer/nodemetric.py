@@ -125,7 +125,7 @@ class StatusBuilder:
         for metric in (NODE_NUMA_CPU_USAGE, NODE_NUMA_MEMORY_USAGE):
             for labels in self.cache.series(metric):
                 raw = labels.get("numa_node_id", "")
-                if raw.isdigit():
+                if raw.isdecimal():
                     ids.add(int(raw))
         out: list[NUMAUsage] = []
         for numa in sorted(ids):

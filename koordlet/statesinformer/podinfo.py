@@ -15,6 +15,7 @@ from typing import Any
 
 from koordlet import api
 from koordlet.errors import InvalidValue, UnsafePath
+from koordlet.logs import OncePerChange
 from koordlet.schema.pod import (
     BATCH_CPU,
     BATCH_MEMORY,
@@ -31,6 +32,8 @@ from koordlet.schema.quantity import to_int, to_milli
 from koordlet.system.podpath import CgroupLayout, check_pod_uid, parse_container_id
 
 log = logging.getLogger(__name__)
+_refusals = OncePerChange(log)
+"""A bad pod stays in every list until it is fixed or deleted: its refusal is logged once."""
 
 
 def resource_amount(values: Mapping[str, Any], name: str, *, milli: bool, where: str) -> int:
@@ -41,7 +44,7 @@ def resource_amount(values: Mapping[str, Any], name: str, *, milli: bool, where:
     try:
         return to_milli(raw) if milli else to_int(raw)
     except (InvalidValue, TypeError):
-        log.warning("%s: ignoring unparsable %s quantity %r", where, name, raw)
+        _refusals.warning(f"{where} {name}", f"{where}: ignoring unparsable {name} quantity {raw!r}")
         return 0
 
 
@@ -58,13 +61,13 @@ def _container(
         try:
             runtime, cid = parse_container_id(raw_id)
         except UnsafePath as err:
-            log.warning("%s: refusing container ID: %s", where, str(err))
+            _refusals.warning(f"{where} id", f"{where}: refusing container ID: {err}")
         else:
             if layout is not None:
                 try:
                     cgroup_dir = layout.container_dir(uid, kube_qos, raw_id)
                 except UnsafePath as err:
-                    log.warning("%s: no cgroup dir: %s", where, str(err))
+                    _refusals.warning(f"{where} dir", f"{where}: no cgroup dir: {err}")
     running = bool(status is not None and "running" in _map(status, "state"))
     # batch-cpu is an extended resource counted in millicores, so its integer value IS the millis.
     return api.ContainerInfo(
@@ -138,7 +141,7 @@ def pod_info(
         uid = check_pod_uid(raw_uid)
         safe_layout = layout
     except UnsafePath as err:
-        log.warning("pod %s: %s; kept without cgroup dirs", who, str(err))
+        _refusals.warning(f"pod {who}", f"pod {who}: {err}; kept without cgroup dirs")
         uid, safe_layout = raw_uid[:64], None
     statuses = {
         str(s.get("name", "")): s for s in _list(status, "containerStatuses") if isinstance(s, Mapping)

@@ -53,6 +53,8 @@ class NodeMetricReporter:
         self._metrics = metrics
         self.sink = sink
         self.file = file
+        self._file_error = ""
+        """The last write error of ``file``, so a lasting one is logged once, not every attempt."""
         self.limiter = TokenBucket(config.status_qps, config.status_burst, clock)
         self.backoff = Backoff(initial=0.5, cap=config.max_backoff_seconds)
 
@@ -87,7 +89,18 @@ class NodeMetricReporter:
         interval = self.interval()
         if self.sink is None:
             if self.file is not None:
-                write_atomic(self.file, self._build(self.policy()))
+                try:
+                    write_atomic(self.file, self._build(self.policy()))
+                except OSError as err:  # a full or read-only volume: report it, retry, never crash
+                    why = f"{self.file}: {err.strerror or err}"
+                    if why != self._file_error:
+                        log.warning("nodemetric: cannot write %s; retrying with backoff", why)
+                    self._file_error = why
+                    return self._done("error", self.backoff.next())
+                if self._file_error:
+                    log.info("nodemetric: %s written again", self.file)
+                    self._file_error = ""
+                    self.backoff.reset()
             return self._done("written", interval)
         if self._spec() is None:
             if not self.config.create_node_metric:

@@ -123,7 +123,7 @@ def _parse_int(raw: bytes) -> int:
         return INT64_MAX
     digits = raw[1:] if raw[:1] == b"-" else raw
     # bytes.isdigit is ASCII-only, unlike int(), which takes "+1", "1_0" and non-ASCII digits
-    if not digits or not digits.isdigit():
+    if not digits or not digits.isdigit():  # bytes: ASCII digits only
         raise _ParseError(-errno.EINVAL)
     significant = digits.lstrip(b"0")
     # int() refuses over 4300 digits; anything over 19 significant digits is past INT64_MAX anyway
@@ -231,7 +231,7 @@ class PyBatchReader:
                     return False
             end = data.find(b"\n", vstart)
             raw = (data[vstart:] if end < 0 else data[vstart:end]).strip(_BLANKS)
-            if raw.isdigit() and len(raw) < 19:
+            if raw.isdigit() and len(raw) < 19:  # bytes: ASCII digits only
                 got.append(int(raw))
                 continue
             try:

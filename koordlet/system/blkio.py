@@ -42,8 +42,8 @@ and removal are per device."""
 IO_MAX_KEYS = ("rbps", "wbps", "riops", "wiops")
 U64_MAX = (1 << 64) - 1
 
-_DEV = re.compile(r"^(\d{1,10}):(\d{1,10})$")
-_KV = re.compile(r"^[a-z_]{1,16}=[A-Za-z0-9_.]{1,24}$")
+_DEV = re.compile(r"^(\d{1,10}):(\d{1,10})\Z")
+_KV = re.compile(r"^[a-z_]{1,16}=[A-Za-z0-9_.]{1,24}\Z")
 
 
 class DeviceNumber(NamedTuple):
@@ -189,7 +189,7 @@ def parse_io_max(text: str) -> dict[DeviceNumber, dict[str, int | None]]:
                 continue
             if value == "max":
                 continue
-            if not value.isdigit():
+            if not value.isdecimal():
                 raise InvalidValue("io.max", text[:200], f"bad {key}={value}")
             limits[key] = int(value)
         out[dev] = limits
@@ -210,7 +210,7 @@ def parse_io_weight(text: str) -> tuple[int | None, dict[DeviceNumber, int]]:
     default: int | None = None
     for line in text.splitlines():
         fields = line.split()
-        if len(fields) == 2 and fields[0] == "default" and fields[1].isdigit():
+        if len(fields) == 2 and fields[0] == "default" and fields[1].isdecimal():
             default = int(fields[1])
     return default, parse_device_values(text, "io.weight")
 

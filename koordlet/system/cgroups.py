@@ -364,7 +364,8 @@ def from_kernel(resource: str, mode: CgroupMode, raw: str) -> str:
     res = get_resource(resource)
     text = raw.strip()
     if mode is CgroupMode.V1:
-        if res.minus_one_is_max and (text == "max" or (text.isdigit() and int(text) >= MEMORY_UNLIMITED_V1)):
+        unlimited = text == "max" or (text.isdecimal() and int(text) >= MEMORY_UNLIMITED_V1)
+        if res.minus_one_is_max and unlimited:
             return "-1"
         return text
     if resource in blkio.DEVICE_RESOURCES:

@@ -16,8 +16,8 @@ from koordlet.api.cpulist import format_cpuset, parse_cpuset
 from koordlet.errors import InvalidValue
 from koordlet.system.blkio import check_kv_value
 
-_INT = re.compile(r"^-?\d{1,20}$")
-_DEVICE_VALUE = re.compile(r"^(\d{1,10}):(\d{1,10}) (\d{1,20})$")
+_INT = re.compile(r"^-?\d{1,20}\Z")
+_DEVICE_VALUE = re.compile(r"^(\d{1,10}):(\d{1,10}) (\d{1,20})\Z")
 
 
 class Validator(Protocol):

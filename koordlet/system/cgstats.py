@@ -98,7 +98,7 @@ def parse_cpu_stat(text: str) -> CPUStat:
 def parse_cpuacct_usage(text: str) -> int:
     """``cpuacct.usage`` (v1): cumulative CPU time in nanoseconds."""
     stripped = text.strip()
-    if not stripped.isdigit():
+    if not stripped.isdecimal():
         raise InvalidValue("cpuacct.usage", text[:100], "not a non-negative integer")
     return int(stripped)
 

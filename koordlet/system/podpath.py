@@ -20,8 +20,8 @@ from koordlet.errors import ConfigError, UnsafePath
 from koordlet.system.cgroups import CgroupMode, cgroup_dir_path, check_cgroup_dir
 from koordlet.system.paths import HostPaths
 
-POD_UID_RE = re.compile(r"^[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$")
-CONTAINER_ID_RE = re.compile(r"^[0-9a-f]{64}$")
+POD_UID_RE = re.compile(r"^[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}\Z")
+CONTAINER_ID_RE = re.compile(r"^[0-9a-f]{64}\Z")
 MAX_ID_TEXT = 128
 """Longest accepted raw input (``cri-containerd://`` + 64 hex is 81); longer is refused unparsed."""
 
@@ -46,9 +46,9 @@ _QOS_CGROUPFS = {
     KubeQOSClass.BURSTABLE: "burstable",
     KubeQOSClass.BESTEFFORT: "besteffort",
 }
-_SYSTEMD_POD = re.compile(r"^kubepods-(?:(burstable|besteffort)-)?pod([0-9a-f_]{36})\.slice$")
-_CGROUPFS_POD = re.compile(r"^pod([0-9a-f-]{36})$")
-_SCOPE = re.compile(r"^(docker-|cri-containerd-|crio-|pouch-)([0-9a-f]{64})\.scope$")
+_SYSTEMD_POD = re.compile(r"^kubepods-(?:(burstable|besteffort)-)?pod([0-9a-f_]{36})\.slice\Z")
+_CGROUPFS_POD = re.compile(r"^pod([0-9a-f-]{36})\Z")
+_SCOPE = re.compile(r"^(docker-|cri-containerd-|crio-|pouch-)([0-9a-f]{64})\.scope\Z")
 
 
 def check_pod_uid(uid: str) -> str:

@@ -74,7 +74,7 @@ def parse_proc_stat(text: str) -> ProcStat:
         name, *fields = line.split()
         if name == "cpu":
             total = _ticks(name, fields, text)
-        elif name[3:].isdigit():
+        elif name[3:].isdecimal():
             per_cpu[int(name[3:])] = _ticks(name, fields, text)
     if total is None:
         raise InvalidValue("/proc/stat", text[:200], "no aggregate 'cpu' line")

@@ -23,8 +23,8 @@ from koordlet.system.paths import HostPaths
 GROUP_LSR, GROUP_LS, GROUP_BE = "LSR", "LS", "BE"
 GROUPS = (GROUP_LSR, GROUP_LS, GROUP_BE)
 POD_GROUP_PREFIX = "koordlet-"
-_GROUP_NAME = re.compile(r"^(?:LSR|LS|BE|koordlet-[a-z0-9][a-z0-9-]{0,62})$")
-_DOMAIN = re.compile(r"^\s*(\d+)\s*=\s*([0-9a-fA-F]+)\s*$")
+_GROUP_NAME = re.compile(r"^(?:LSR|LS|BE|koordlet-[a-z0-9][a-z0-9-]{0,62})\Z")
+_DOMAIN = re.compile(r"^\s*(\d+)\s*=\s*([0-9a-fA-F]+)\s*\Z")
 
 AMD_MBA_UNLIMITED = 2048
 """AMD's MB value meaning "no limit" (units of 1/8 GB/s; 2048 is above any link)."""
@@ -300,7 +300,7 @@ def parse_tasks(text: str) -> frozenset[int]:
     """A ``tasks`` / ``cgroup.threads`` file: one TID per line."""
     out: set[int] = set()
     for line in text.split():
-        if not line.isdigit():
+        if not line.isdecimal():
             raise InvalidValue("tasks", line, "not a TID")
         out.add(int(line))
     return frozenset(out)

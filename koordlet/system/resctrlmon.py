@@ -52,7 +52,7 @@ def _value(text: str, path: str) -> int | None:
     text = text.strip()
     if text in ("Unavailable", "Error", ""):
         return None
-    if not text.isdigit():
+    if not text.isdecimal():
         raise InvalidValue(path, text, "not a byte count")
     return int(text)
 
@@ -69,7 +69,7 @@ def read_mon_data(paths: HostPaths, group: str) -> dict[int, MonData]:
     out: dict[int, MonData] = {}
     for name in domains:
         prefix, _, cid = name.rpartition("_")
-        if prefix != "mon_L3" or not cid.isdigit():
+        if prefix != "mon_L3" or not cid.isdecimal():
             continue
         values: list[int | None] = []
         for f in _FILES:

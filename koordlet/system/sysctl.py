@@ -23,7 +23,7 @@ from koordlet.system import files
 from koordlet.system.cgroupvalues import RangeValidator, Validator
 from koordlet.system.paths import HostPaths
 
-_FEATURE = re.compile(r"^(?:NO_)?[A-Z][A-Z0-9_]{0,63}$")
+_FEATURE = re.compile(r"^(?:NO_)?[A-Z][A-Z0-9_]{0,63}\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from koordlet.api import CPUInfo
 from koordlet.api.cpulist import parse_cpuset
 from koordlet.system.paths import HostPaths
 
-_NODE_DIR = re.compile(r"^node(\d+)$")
+_NODE_DIR = re.compile(r"^node(\d+)\Z")
 
 
 def cpu_sys_dir(paths: HostPaths) -> Path:

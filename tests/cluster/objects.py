@@ -23,17 +23,23 @@ def node(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     pods: str = "110",
+    kubelet_port: int | None = None,
 ) -> dict[str, Any]:
+    """A ready Node; with ``kubelet_port``, a kubelet on loopback at that port (as an agent finds it)."""
+    status: dict[str, Any] = {
+        "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
+        "capacity": {"cpu": cpu, "memory": memory, "pods": pods},
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }
+    if kubelet_port is not None:
+        status["addresses"] = [{"type": "InternalIP", "address": "127.0.0.1"}]
+        status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": kubelet_port}}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": dict(labels or {}), "annotations": dict(annotations or {})},
         "spec": {},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
-            "capacity": {"cpu": cpu, "memory": memory, "pods": pods},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
+        "status": status,
     }
 
 

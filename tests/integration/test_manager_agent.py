@@ -17,6 +17,7 @@ from koordlet.testing.cgroups import RealKubepods
 from koordlet.testing.kubelet import FakeKubelet
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
+from tests.cluster import objects
 from tests.managerharness import (
     get,
     running_manager,
@@ -26,7 +27,6 @@ from tests.managerharness import (
 )
 
 NODE = "e2e-node"
-
 
 
 def host_app(name: str, cgroup: str) -> dict[str, Any]:
@@ -71,20 +71,7 @@ def test_agent_in_cluster_mode_picks_up_what_the_manager_renders(
         resource_threshold_config={"clusterStrategy": {"enable": True, "cpuSuppressThresholdPercent": 60}},
         host_application_config={"applications": [host_app("e2e-app", "hostapp")]},
     )
-    api_server.store.create(
-        "nodes",
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": NODE},
-            "status": {
-                "capacity": {"cpu": "64", "memory": "256Gi"},
-                "allocatable": {"cpu": "64", "memory": "256Gi"},
-                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}},
-            },
-        },
-    )
+    api_server.store.create("nodes", objects.node(NODE, "64", "256Gi", kubelet_port=kubelet.port))
     with running_manager(api_server):
         wait_until(lambda: get(api_server, "nodeslos", NODE) is not None, 10, "NodeSLO rendered")
         slo = get(api_server, "nodeslos", NODE)

@@ -385,11 +385,10 @@ def main(argv: list[str]) -> int:
     stale = []
     for name, text in rendered().items():
         path = HERE / name
-        if "--check" in argv:
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                stale.append(name)
-        else:
+        if "--check" not in argv:
             path.write_text(text, encoding="utf-8")
+        elif not path.exists() or path.read_text(encoding="utf-8") != text:
+            stale.append(name)
     print("".join(f"{name} is out of date: run gen_crds.py\n" for name in stale), end="")
     return 1 if stale else 0
 

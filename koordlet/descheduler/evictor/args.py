@@ -48,7 +48,7 @@ GATES = (
     "NodeFit",
 )
 JOB_MODES = ("ReservationFirst", "EvictDirectly")
-_PERCENT = re.compile(r"^([0-9]+)%$")
+_PERCENT = re.compile(r"^([0-9]+)%\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +137,7 @@ def int_or_percent(raw: Any, at: str) -> IntOrPercent:
         m = _PERCENT.match(raw.strip())
         if m:
             return IntOrPercent(int(m.group(1)), percent=True)
-        if raw.strip().isdigit():
+        if raw.strip().isdecimal():
             return IntOrPercent(int(raw.strip()))
     raise InvalidArgs(f'{at}: want a non-negative integer or a percentage such as "10%", got {raw!r}')
 

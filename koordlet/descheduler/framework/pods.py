@@ -108,7 +108,7 @@ def _int32_annotation(pod: Obj, key: str) -> int:
     if not isinstance(raw, str) or not raw:
         return 0
     digits = raw[1:] if raw.startswith("-") else raw
-    if not digits.isdigit() or (digits.startswith("0") and digits != "0") or raw == "-0":
+    if not digits.isdecimal() or (digits.startswith("0") and digits != "0") or raw == "-0":
         return 0
     value = int(raw)
     return value if -(2**31) <= value < 2**31 else 0

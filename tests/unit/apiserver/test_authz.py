@@ -88,10 +88,13 @@ def test_token_review_and_subject_access_review(secured: APIServer) -> None:
 
     assert sar("get", "nodes", "proxy") and sar("create", "pods", "eviction")
     assert not sar("create", "nodes", "proxy") and not sar("get", "secrets")
-    # the agent itself is not an auth delegator
-    agent = {"Authorization": f"Bearer {caller}"}
+    # an account without system:auth-delegator's rules may not review tokens
+    secured.apply(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "plain", "namespace": "default"}}
+    )
+    plain = {"Authorization": f"Bearer {secured.token_for('default', 'plain')}"}
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": caller}}
-    assert raw_call(secured, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body, **agent)[0] == 403
+    assert raw_call(secured, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body, **plain)[0] == 403
     bogus = {**body, "spec": {"token": "nope"}}
     code, tr = raw_call(secured, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", bogus, **gate)
     assert code == 201 and tr["status"]["authenticated"] is False

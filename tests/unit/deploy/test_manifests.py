@@ -226,3 +226,27 @@ def test_pod_monitor_selects_the_daemonset_pods_and_their_metrics_port() -> None
     ports = {p["name"] for p in container()["ports"]}
     for ep in pm["spec"]["podMetricsEndpoints"]:
         assert ep["port"] in ports and ep.get("path", "/metrics") == "/metrics"
+
+
+def test_the_pod_monitor_sends_a_token_that_may_read_metrics_only() -> None:
+    # The agent reviews every caller (--authentication-token-webhook, Webhook mode); the PodMonitor's
+    # token is a ServiceAccount's of its own whose only grant is "get /metrics".
+    pm = one("prometheus-scrape.yaml", "PodMonitor")
+    (endpoint,) = pm["spec"]["podMetricsEndpoints"]
+    ref = endpoint["authorization"]["credentials"]
+    secret = one("prometheus-scrape.yaml", "Secret")
+    assert ref["name"] == secret["metadata"]["name"] and ref["key"] == "token"
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["namespace"] == pm["metadata"]["namespace"]
+    account = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    binding = one("prometheus-scrape.yaml", "ClusterRoleBinding")
+    assert {
+        "kind": "ServiceAccount",
+        "name": account,
+        "namespace": secret["metadata"]["namespace"],
+    } in binding["subjects"]
+    role = one("prometheus-scrape.yaml", "ClusterRole")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    args = container()["args"]
+    assert "--authentication-token-webhook=true" in args and "--authorization-mode=Webhook" in args

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from koordlet.cluster.client import make_api_client
+from koordlet.cluster.delegation import APIReviewer
 from koordlet.cluster.informer import Informer
 from koordlet.statesinformer import kube
 from tests.apiserver import APIServer, Request, requestinfo
@@ -83,6 +84,10 @@ def traffic(api_server_factory: Callable[..., APIServer]) -> Iterator[set[Attrib
         assert capi.patch_node_metric_status({"updateTime": "2026-01-01T00:00:00Z"}) == 200
         capi.evict("default", "be-pod", "0d3c5c3e-1111-2222-3333-444455556666")  # 404 is fine: authz first
         assert capi.create_event("Node", "", NODE, "uid-1", "Warning", "Test", "message", 0.0)
+        # The HTTP endpoint's reviews of its callers (--authentication-token-webhook, Webhook mode).
+        reviewer = APIReviewer(client)
+        caller = reviewer.authenticate(server.token_for(*identity.split("/")))
+        assert caller is not None and reviewer.authorize(caller, "get", "/metrics") is False
         factories: list[Callable[..., Informer]] = [
             capi.node_informer,
             capi.pods_informer,
@@ -115,9 +120,16 @@ def test_every_api_call_of_the_agent_is_authorized(traffic: set[Attributes]) -> 
     assert not denied, f"the ClusterRole denies: {denied}"
     # The traffic really covers the agent's surface (guards against an empty recording passing).
     assert {a.verb for a in traffic} >= {"list", "watch", "create", "patch"}
-    assert {"pods/eviction", "events", "nodemetrics/status", "nodeslos", "nodes", "pods"} <= {
-        a.resource for a in traffic
-    }
+    assert {
+        "pods/eviction",
+        "events",
+        "nodemetrics/status",
+        "nodeslos",
+        "nodes",
+        "pods",
+        "tokenreviews",
+        "subjectaccessreviews",
+    } <= {a.resource for a in traffic}
 
 
 def test_every_write_granted_is_used_and_reads_follow_lists(traffic: set[Attributes]) -> None:

@@ -141,6 +141,7 @@ def test_migration_controller_reads_koordinators_strings_and_percentages() -> No
         ({"evictBurst": 0}, "evictBurst"),
         ({"maxMigratingPerNode": -1}, "maxMigratingPerNode"),
         ({"maxMigratingPerWorkload": "ten"}, "maxMigratingPerWorkload"),
+        ({"maxMigratingPerWorkload": "\u00b2"}, "maxMigratingPerWorkload"),  # isdigit() but not int()
         ({"namespaces": {"include": ["a"], "exclude": ["b"]}}, "namespaces"),
         ({"skipEvictionGates": ["Everything"]}, "skipEvictionGates"),
         ({"priorityThreshold": {"value": 1, "name": "x"}}, "priorityThreshold"),

@@ -46,3 +46,26 @@ def test_verbosity_four_enables_debug_and_setup_is_idempotent(restore_root: None
     logging.getLogger("koordlet.test").debug("detail")
     assert out.getvalue().count("detail") == 1
     assert "koordlet.test] detail" in out.getvalue()
+
+
+def test_once_per_change_warns_on_news_only(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, "test.once")
+    once = logs.OncePerChange(logging.getLogger("test.once"), subjects=2)
+    for _ in range(3):
+        once.warning("pod a", "pod a: bad UID")
+    once.warning("pod a", "pod a: bad container ID")  # changed: news again
+    once.warning("pod b", "pod b: bad UID")
+    once.warning("pod c", "pod c: bad UID")  # pushes "pod a" out of the bounded memory
+    once.warning("pod a", "pod a: bad container ID")
+    once.forget("pod c")
+    once.warning("pod c", "pod c: bad UID")
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [
+        "pod a: bad UID",
+        "pod a: bad container ID",
+        "pod b: bad UID",
+        "pod c: bad UID",
+        "pod a: bad container ID",
+        "pod c: bad UID",
+    ]
+    assert len([r for r in caplog.records if r.levelno == logging.DEBUG]) == 2

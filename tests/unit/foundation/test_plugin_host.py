@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 import threading
 import time
 from typing import Any
@@ -86,7 +87,10 @@ class Nothing:
 
 
 def make_manager(
-    entries: list[loader.PluginEntry], stop: threading.Event, gates_text: str = ""
+    entries: list[loader.PluginEntry],
+    stop: threading.Event,
+    gates_text: str = "",
+    degraded: Any = lambda: False,
 ) -> tuple[QOSManager, AgentMetrics, Supervisor]:
     gates = FeatureGate(KOORDLET_GATES)
     ext = FeatureGate({}, flag="--qos-extension-plugins")
@@ -97,7 +101,17 @@ def make_manager(
     sup = Supervisor(stop)
     n: Any = Nothing()
     services = Services(
-        "n1", n, n, n, n, n, time.monotonic, time.time, EventBus(), PluginMetrics(CollectorRegistry())
+        "n1",
+        n,
+        n,
+        n,
+        n,
+        n,
+        time.monotonic,
+        time.time,
+        EventBus(),
+        PluginMetrics(CollectorRegistry()),
+        degraded=degraded,
     )
     options = {f.name: f.default for e in entries for f in e.flags}
     return QOSManager(entries, gates, ext, options, services, sup, metrics), metrics, sup
@@ -169,3 +183,30 @@ def test_raising_plugins_do_not_stop_the_others() -> None:
         manager.shutdown()
         assert sup.join(time.monotonic() + 2) == []
     assert not sup.failed
+
+
+def test_plugins_pause_while_the_pod_list_is_stale(caplog: pytest.LogCaptureFixture) -> None:
+    # F9: with the kubelet unreachable past the staleness bound, plugins stop acting (sampling goes on).
+    caplog.set_level(logging.INFO, "koordlet.qosmanager.manager")
+    stop = threading.Event()
+    stale = threading.Event()
+    entries = discover([ps.Good])
+    manager, _, sup = make_manager(entries, stop, degraded=stale.is_set)
+    good = next(e.plugin for e in entries if e.name == "Good")
+    manager.run(stop)
+    try:
+        assert wait_until(lambda: good.ticks >= 2, 3.0)  # type: ignore[attr-defined]
+        stale.set()
+        time.sleep(0.2)  # let a tick in flight finish
+        frozen = good.ticks  # type: ignore[attr-defined]
+        time.sleep(0.5)
+        assert good.ticks == frozen  # type: ignore[attr-defined]
+        stale.clear()
+        assert wait_until(lambda: good.ticks > frozen, 3.0)  # type: ignore[attr-defined]
+    finally:
+        stop.set()
+        manager.shutdown()
+        assert sup.join(time.monotonic() + 2) == []
+    paused = [r for r in caplog.records if "paused" in r.getMessage()]
+    resumed = [r for r in caplog.records if "resumed" in r.getMessage()]
+    assert len(paused) == 1 and len(resumed) == 1

@@ -246,6 +246,33 @@ def test_run_checkpoints_periodically_and_at_stop(tmp_path: Path) -> None:
     assert r is not None and r.value == 2  # the final checkpoint at stop has the last append
 
 
+class _CountingStop:
+    """A stop event that records every wait and is set after ``waits`` of them."""
+
+    def __init__(self, waits: int) -> None:
+        self.left = waits
+        self.delays: list[float] = []
+
+    def wait(self, timeout: float) -> bool:
+        self.delays.append(timeout)
+        self.left -= 1
+        return self.left < 0
+
+
+def test_a_young_cache_checkpoints_early_then_at_doubling_intervals(tmp_path: Path) -> None:
+    # A SIGKILL before the first 30 s checkpoint once lost all history; the schedule bounds the loss by
+    # half the cache's age (plus the first delay) and by the interval.
+    clock = FakeClock()
+    cache = _cache(tmp_path, clock)
+    cache.append(api.NODE_CPU_USAGE, None, 1.0)
+    stop = _CountingStop(waits=7)
+    cache.run_loop(stop)  # type: ignore[arg-type]
+    assert stop.delays == [2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0, 30.0]
+    assert cache.stats().checkpoints == 8  # seven periodic ones and the one at stop
+    with pytest.raises(Exception, match="first checkpoint delay"):
+        MetricCacheConfig(first_checkpoint_delay=0)
+
+
 def _handmade(meta: dict[str, Any], data: bytes = b"") -> bytes:
     """A checkpoint with a valid header and checksum around arbitrary metadata."""
     body = json.dumps(meta).encode()

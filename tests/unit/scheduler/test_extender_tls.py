@@ -6,75 +6,21 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from koordlet.errors import ConfigError
-from koordlet.scheduler.server import TLSConfig, ssl_context
+from koordlet.httpaccess import TLSConfig, ssl_context
+from tests.support.pki import make_pki
 from tests.unit.scheduler.extenderenv import ServedExtender
 
 pytestmark = pytest.mark.tool("openssl")
 
 
-def openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("pki")
-    openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=test-ca",
-        cwd=d,
-    )
-    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
-    for name, cn in (("server", "127.0.0.1"), ("client", "kube-scheduler")):
-        openssl(
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            f"{name}.key",
-            "-out",
-            f"{name}.csr",
-            "-subj",
-            f"/CN={cn}",
-            cwd=d,
-        )
-        ext = ["-extfile", "san.cnf"] if name == "server" else []
-        openssl(
-            "x509",
-            "-req",
-            "-in",
-            f"{name}.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            f"{name}.crt",
-            "-days",
-            "1",
-            *ext,
-            cwd=d,
-        )
-    return d
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def call(port: int, ctx: ssl.SSLContext) -> tuple[int, object]:

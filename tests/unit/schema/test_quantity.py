@@ -118,6 +118,14 @@ def test_parse_seconds_numbers_strings_and_go_durations() -> None:
             q.parse_seconds(bad)
 
 
+@pytest.mark.parametrize("value", [[], {}, None, ["1"], {"cpu": "1"}])
+def test_a_non_scalar_is_refused_not_raised_through(value: object) -> None:
+    # Found by fuzzing pod objects: requests.cpu: [] escaped as an AttributeError and failed the whole
+    # pod list.
+    with pytest.raises(InvalidValue):
+        q.parse_quantity(value)  # type: ignore[arg-type]
+
+
 @given(
     st.integers(min_value=0, max_value=10**18 - 1),
     st.sampled_from(["m", "", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti"]),

@@ -62,6 +62,20 @@ def test_discovery_both_drivers(fake_host: Any, driver: CgroupDriver) -> None:
     assert by_uid[UID_G].containers == ()
 
 
+@pytest.mark.parametrize("driver", [CgroupDriver.CGROUPFS, CgroupDriver.SYSTEMD])
+def test_a_pod_dir_with_a_trailing_newline_is_not_a_pod(fake_host: Any, driver: CgroupDriver) -> None:
+    # Anyone who can mkdir in the BE tier once made a running LS pod show up twice, once as BE (which
+    # switched BE suppression off), and made garbage ``pod<uuid>\n`` directories count as pods.
+    host = build(fake_host, driver)
+    be_tier = fake_host.layout(driver).qos_dir(api.KubeQOSClass.BESTEFFORT)
+    name = fake_host.layout(driver).pod_dir_name(UID_B, api.KubeQOSClass.BESTEFFORT)
+    fake_host.mkcgroup(None, f"{be_tier}/{name}\n")
+    fake_host.mkcgroup(None, f"{be_tier}/{name.replace(UID_B[:8], 'f' * 8)}\n")
+    pods = informer(host).pods()
+    assert sorted(p.uid for p in pods) == sorted([UID_G, UID_B, UID_BE])
+    assert next(p for p in pods if p.uid == UID_B).qos is api.QOSClass.LS
+
+
 def test_discovery_cgroup_v2(fake_host: Any) -> None:
     fake_host.use_cgroup_v2()
     fake_host.container_cgroup(

@@ -141,12 +141,27 @@ def test_reverse_parsing_roundtrips() -> None:
         f"crio-{CID}.scope.d",
         "x" * 300,
         "",
+        # ``$`` also matches before a trailing newline: these once parsed as the pod/container itself.
+        f"pod{UID}\n",
+        f"kubepods-besteffort-pod{UID_}.slice\n",
+        f"{CID}\n",
+        f"cri-containerd-{CID}.scope\n",
     ],
 )
 def test_reverse_parsing_refuses_malformed(name: str) -> None:
     for layout in (CGFS, SYSD):
         assert layout.parse_pod_dir_name(name) is None
         assert layout.parse_container_dir_name(name) is None
+
+
+@pytest.mark.parametrize("raw", [f"{UID}\n", f"{UID}\n\n", f"\n{UID}"])
+def test_a_uid_with_a_newline_is_refused(raw: str) -> None:
+    with pytest.raises(UnsafePath):
+        check_pod_uid(raw)
+    with pytest.raises(UnsafePath):
+        CGFS.pod_dir(raw, BE)
+    with pytest.raises(UnsafePath):
+        parse_container_id(f"containerd://{CID}\n")
 
 
 def test_detect_driver_from_tree(fake_host: FakeHost) -> None:

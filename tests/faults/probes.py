@@ -1,0 +1,43 @@
+"""What the fault tests read from a running agent: its exposition, its descriptors and its log."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from koordlet.testing.agent import Agent, http_get
+
+Sample = tuple[dict[str, str], float]
+
+
+def samples(agent: Agent, name: str, **match: str) -> list[Sample]:
+    """Samples of ``name`` (or, for a counter, ``name_total``) on ``/metrics`` whose labels include
+    ``match``."""
+    status, body = http_get(agent.base + "/metrics", timeout=10)
+    assert status == 200, body[:300]
+    out = []
+    for family in text_string_to_metric_families(body.decode()):
+        for s in family.samples:
+            if s.name in (name, f"{name}_total") and all(s.labels.get(k) == v for k, v in match.items()):
+                out.append((dict(s.labels), float(s.value)))
+    return out
+
+
+def total(agent: Agent, name: str, **match: str) -> float:
+    return sum(v for _labels, v in samples(agent, name, **match))
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def tracebacks(agent: Agent) -> list[str]:
+    """Lines of the agent's log that start a traceback (a fault must cost log lines, not tracebacks)."""
+    text = Path(agent.log).read_text(errors="replace")
+    return [line for line in text.splitlines() if line.startswith("Traceback")]
+
+
+def read_int(path: Path) -> int:
+    return int(path.read_text().strip())
