@@ -98,7 +98,7 @@ def devices_in(text: str | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in (text or "").splitlines():
         dev, _, rest = line.strip().partition(" ")
-        if ":" in dev and dev.replace(":", "").isdigit():
+        if ":" in dev and dev.replace(":", "").isdecimal():
             out[dev] = rest.strip()
     return out
 

@@ -39,7 +39,7 @@ _GROUP_OF: Mapping[api.QOSClass, str] = {
 
 def parse_tids(text: str | None) -> list[int]:
     """A ``tasks``/``cgroup.threads`` listing; anything but TIDs is skipped."""
-    return [int(t) for t in (text or "").split() if t.isdigit()]
+    return [int(t) for t in (text or "").split() if t.isdecimal()]
 
 
 def group_update(owner: str, group: str, section: api.JSONObject) -> api.ResctrlUpdate:

@@ -204,7 +204,7 @@ def _check_system(c: _Checker, sec: Mapping[str, Any]) -> None:
         c.problems.append(f"{path}.totalNetworkBandwidth: {total!r} is not a quantity")
 
 
-_FEATURE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+_FEATURE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}\Z")
 
 
 def _quantity_ok(value: Any) -> bool:

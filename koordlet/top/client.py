@@ -37,7 +37,7 @@ def base_url(addr: str) -> str:
     if "://" in addr:
         return addr.rstrip("/")
     host, _, port = addr.rpartition(":")
-    if not port.isdigit():
+    if not port.isdecimal():
         raise ValueError(f"--addr {addr!r}: give host:port, :port or a URL (http://..., https://...)")
     return f"http://{host or '127.0.0.1'}:{port}"
 
