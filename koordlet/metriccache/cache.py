@@ -1,7 +1,9 @@
 """The metric cache: per-kind typed ring-buffer series, windowed aggregation, persistence.
 
 Koordlet's ``MetricCache`` TSDB re-done in memory (its KVStorage has no reader here, so it is left out).
-One lock guards everything: appends are O(1) array writes and queries hold it only to copy their window
+Series appended together by ``append_batch`` share their timestamps (:mod:`koordlet.metriccache.timeline`);
+any other series keeps a private :class:`~koordlet.metriccache.ring.Ring`, with the same samples. One lock
+guards everything: appends are O(1) array writes and queries hold it only to copy their window
 out (C-level slices), so aggregation, sorting and checkpoint encoding run unlocked. Timestamps are the
 injected monotonic clock's seconds, so windows never move with wall-clock steps; the wall clock is only
 used to stamp checkpoints (see :mod:`koordlet.metriccache.persist`).
@@ -25,31 +27,46 @@ from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
 from koordlet.metriccache.ring import Ring, Window
 from koordlet.metriccache.schema import PROPERTIES, SeriesKey, key_labels, normalize_key, series_key
 from koordlet.metriccache.selfmetrics import CacheStats, MetricCacheCollector
+from koordlet.metriccache.timeline import SharedRing, Timeline
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
 
-class Series(Ring):
-    """A ring plus the label set it was created with (shared with :meth:`MetricCache.latest` callers)."""
+class Series:
+    """A series' samples (on its kind's timeline or in a private ring) plus the label set it was created
+    with (shared with :meth:`MetricCache.latest` callers)."""
 
-    __slots__ = ("labels",)
+    __slots__ = ("labels", "ring")
 
-    def __init__(self, capacity: int, labels: Mapping[str, str]) -> None:
-        super().__init__(capacity)
+    def __init__(self, ring: Ring | SharedRing, labels: Mapping[str, str]) -> None:
+        self.ring = ring
         self.labels = labels
 
 
 class _Kind:
     """All series of one metric kind."""
 
-    __slots__ = ("capacity", "props", "series")
+    __slots__ = ("capacity", "props", "series", "timeline")
 
     def __init__(self, metric: str, capacity: int) -> None:
         self.capacity = capacity
         self.props = PROPERTIES.get(metric)
         self.series: dict[SeriesKey, Series] = {}
+        self.timeline = Timeline(capacity)
+
+    def private(self, series: Series) -> Ring:
+        """The series' private ring, made from its timeline samples if it was attached."""
+        ring = series.ring
+        if isinstance(ring, SharedRing):
+            ring = series.ring = ring.detached()
+            self.timeline.members -= 1
+        return ring
+
+    def forget(self, series: Series) -> None:
+        if isinstance(series.ring, SharedRing):
+            self.timeline.members -= 1
 
 
 class MetricCache:
@@ -82,11 +99,17 @@ class MetricCache:
             kind = self._kinds[metric] = _Kind(metric, self.config.capacity_for(metric))
         return kind
 
-    def _new_series(self, metric: str, kind: _Kind, key: SeriesKey) -> Series:
+    def _new_series(self, metric: str, kind: _Kind, key: SeriesKey, tick: int | None = None) -> Series:
+        """The series of ``key`` (any spelling), made if new: on the timeline from ``tick`` when given."""
         canonical = normalize_key(metric, key)
         series = kind.series.get(canonical)
         if series is None:
-            series = kind.series[canonical] = Series(kind.capacity, key_labels(metric, canonical))
+            if tick is None:
+                ring: Ring | SharedRing = Ring(kind.capacity)
+            else:
+                ring = SharedRing(kind.timeline, tick)
+                kind.timeline.members += 1
+            series = kind.series[canonical] = Series(ring, key_labels(metric, canonical))
         return series
 
     def append(
@@ -101,7 +124,7 @@ class MetricCache:
             series = kind.series.get(key)
             if series is None:
                 series = self._new_series(metric, kind, key)
-            series.append(t, value)
+            kind.private(series).append(t, value)
 
     def append_batch(
         self, metric: str, samples: Iterable[tuple[SeriesKey, float]], t: float | None = None
@@ -114,17 +137,49 @@ class MetricCache:
         """
         if t is None:
             t = self._clock()
-        n = 0
+        items = samples if isinstance(samples, list) else list(samples)
+        if not items:
+            return 0
         with self._lock:
             kind = self._kind(metric)
             known = kind.series
-            for key, value in samples:
+            tl = kind.timeline
+            if t < tl.t_last:  # earlier than the timeline's newest tick: appended privately
+                for key, value in items:
+                    series = known.get(key)
+                    if series is None:
+                        series = self._new_series(metric, kind, key)
+                    kind.private(series).append(t, value)
+                return len(items)
+            # Values go into the upcoming tick's slot first; the timestamp is pushed after the series
+            # that missed this tick were detached, so they keep the oldest sample it overwrites.
+            tick = tl.ticks
+            prev = tick - 1
+            hits = 0
+            again: list[tuple[Series, float]] = []
+            for key, value in items:
                 series = known.get(key)
                 if series is None:
-                    series = self._new_series(metric, kind, key)
-                series.append(t, value)
-                n += 1
-        return n
+                    series = self._new_series(metric, kind, key, tick)
+                ring = series.ring
+                if isinstance(ring, SharedRing):
+                    if ring.last == prev:
+                        ring.put(tick, value)
+                        hits += 1
+                    else:  # a second sample in this tick: appended once the tick is in place
+                        again.append((series, value))
+                else:
+                    ring.append(t, value)
+            if hits < tl.members:
+                for series in known.values():
+                    ring = series.ring
+                    if type(ring) is SharedRing and ring.last != tick:
+                        series.ring = ring.detached()
+                        tl.members -= 1
+            tl.push(t)
+            for series, value in again:
+                kind.private(series).append(t, value)
+        return len(items)
 
     # ---- queries ---------------------------------------------------------------------------------
 
@@ -149,7 +204,7 @@ class MetricCache:
         end = self._clock()
         start = end - window
         with self._lock:
-            found = [s.window(start, end) for s in self._matching(metric, labels)]
+            found = [s.ring.window(start, end) for s in self._matching(metric, labels)]
         return [w for w in found if w is not None]
 
     def aggregate(
@@ -189,7 +244,7 @@ class MetricCache:
             if kind is None:
                 return out
             for series in kind.series.values():
-                newest = series.newest()
+                newest = series.ring.newest()
                 if newest is not None:
                     out.append((series.labels, newest[0], newest[1]))
         return out
@@ -215,7 +270,7 @@ class MetricCache:
                     continue
                 doomed = [k for k, s in kind.series.items() if not keep_if(metric, s)]
                 for key in doomed:
-                    del kind.series[key]
+                    kind.forget(kind.series.pop(key))
                 dropped += len(doomed)
         return dropped
 
@@ -225,20 +280,20 @@ class MetricCache:
 
     def gc(self, older_than: float) -> int:
         """Remove series whose newest sample is older than ``older_than`` (monotonic seconds)."""
-        return self._drop(lambda _m, s: s.t_newest() >= older_than)
+        return self._drop(lambda _m, s: s.ring.t_newest() >= older_than)
 
     def expire(self) -> int:
         """Remove series with no sample within their family's retention."""
         now = self._clock()
         cutoffs = {f: now - self.config.retention(f) for f in Family}
-        return self._drop(lambda m, s: s.t_newest() >= cutoffs[family_of(m)])
+        return self._drop(lambda m, s: s.ring.t_newest() >= cutoffs[family_of(m)])
 
     # ---- stats -----------------------------------------------------------------------------------
 
     def stats(self) -> CacheStats:
         with self._lock:
             series = {m: len(k.series) for m, k in self._kinds.items() if k.series}
-            samples = sum(len(s) for k in self._kinds.values() for s in k.series.values())
+            samples = sum(len(s.ring) for k in self._kinds.values() for s in k.series.values())
             return dataclasses.replace(self._stats, series=series, samples=samples)
 
     # ---- persistence -----------------------------------------------------------------------------
@@ -257,7 +312,9 @@ class MetricCache:
         offset = self._wall_clock() - now
         with self._lock:
             snap = [
-                (m, s.labels, *persist.ordered(s)) for m, k in self._kinds.items() for s in k.series.values()
+                (m, s.labels, *persist.ordered(s.ring))
+                for m, k in self._kinds.items()
+                for s in k.series.values()
             ]
         try:
             image = persist.to_image(snap, self.config, now=now, offset=offset)
@@ -309,17 +366,21 @@ class MetricCache:
                 self._stats = dataclasses.replace(self._stats, load_errors=self._stats.load_errors + 1)
             return 0
         with self._lock:
+            kinds: dict[str, _Kind] = {}
             for (metric, key), (labels, saved_ts, saved_vs) in restored.items():
-                kind = self._kind(metric)
+                kind = kinds[metric] = self._kind(metric)
                 live = kind.series.get(key)
-                series = Series(kind.capacity, labels)
+                ring = Ring(kind.capacity)
                 if live is None:
-                    series.reset(saved_ts, saved_vs)
+                    ring.reset(saved_ts, saved_vs)
                 else:
                     # Appends that raced ahead of the load are newer than anything on disk.
-                    lts, lvs = persist.ordered(live)
-                    series.reset(saved_ts + lts, saved_vs + lvs)
-                kind.series[key] = series
+                    lts, lvs = persist.ordered(live.ring)
+                    ring.reset(saved_ts + lts, saved_vs + lvs)
+                    kind.forget(live)
+                kind.series[key] = Series(ring, labels)
+            for kind in kinds.values():
+                _share_restored(kind)
         if skipped:
             log.warning("metric cache: skipped %d checkpointed series that no longer fit the schema", skipped)
         log.info("metric cache: restored %d series from %s", len(restored), path / FILE_NAME)
@@ -345,3 +406,30 @@ class MetricCache:
         except OSError as err:
             # A full or read-only volume must not stop the agent; the next tick retries.
             log.error("metric cache checkpoint failed: %s", err)
+
+
+def _share_restored(kind: _Kind) -> None:
+    """Put restored series back on a timeline (the one of the newest series) when their timestamps are
+    its newest ones, as they are when one collector appended them together before the restart.
+
+    Only while no series is attached yet: a timeline that appends raced onto is left as it is."""
+    if kind.timeline.members:
+        return
+    rings = [(s, s.ring) for s in kind.series.values() if type(s.ring) is Ring]
+    cands = [(s, r) for s, r in rings if r.in_order and len(r)]
+    if not cands:
+        return
+    ref_ts, _ = max(cands, key=lambda c: (c[1].t_newest(), len(c[1])))[1].chronological()
+    tl = kind.timeline = Timeline(kind.capacity)
+    for t in ref_ts:
+        tl.push(t)
+    for series, ring in cands:
+        ts, vs = ring.chronological()
+        first = tl.ticks - len(ts)
+        if ts != ref_ts[len(ref_ts) - len(ts) :]:
+            continue
+        shared = SharedRing(tl, first)
+        for i, v in enumerate(vs):
+            shared.put(first + i, v)
+        series.ring = shared
+        tl.members += 1
