@@ -227,12 +227,19 @@ class PodResourceCollector:
         cpu_base, thr_base = self._cpu_base, self._thr_base
         errs: Counter[str] = Counter()
         resets = steps = 0
-        pod_cpu: list[tuple[str, float]] = []
-        pod_mem: list[tuple[str, float]] = []
-        pod_thr: list[tuple[str, float]] = []
-        cont_cpu: list[tuple[str, float]] = []
-        cont_mem: list[tuple[str, float]] = []
-        cont_thr: list[tuple[str, float]] = []
+        # Keys and values in separate lists (cache.append_columns): no tuple per sample to allocate.
+        pod_cpu_k: list[str] = []
+        pod_cpu_v: list[float] = []
+        pod_mem_k: list[str] = []
+        pod_mem_v: list[float] = []
+        pod_thr_k: list[str] = []
+        pod_thr_v: list[float] = []
+        cont_cpu_k: list[str] = []
+        cont_cpu_v: list[float] = []
+        cont_mem_k: list[str] = []
+        cont_mem_v: list[float] = []
+        cont_thr_k: list[str] = []
+        cont_thr_v: list[float] = []
         v2 = self._v2
         for is_pod, ident, key, f_cpu, f_mem, f_thr, o_cpu, o_mem, o_thr in self._plan:
             s_cpu, s_mem, s_thr = status[f_cpu], status[f_mem], status[f_thr]
@@ -266,8 +273,12 @@ class PodResourceCollector:
                         resets += 1
                     elif delta > max_ns_per_s * dt:
                         errs[fw.ERR_OVER_CAPACITY] += 1
+                    elif is_pod:
+                        pod_cpu_k.append(ident)
+                        pod_cpu_v.append(delta / (dt * 1e9))
                     else:
-                        (pod_cpu if is_pod else cont_cpu).append((ident, delta / (dt * 1e9)))
+                        cont_cpu_k.append(ident)
+                        cont_cpu_v.append(delta / (dt * 1e9))
             # memory
             if s_mem:
                 if s_mem not in GONE_STATUSES:
@@ -276,8 +287,12 @@ class PodResourceCollector:
                 a, b, c = values[o_mem], values[o_mem + 1], values[o_mem + 2]
                 if MISSING in (a, b, c):
                     errs[fw.ERR_MALFORMED] += 1
+                elif is_pod:
+                    pod_mem_k.append(ident)
+                    pod_mem_v.append(float(a + b + c))
                 else:
-                    (pod_mem if is_pod else cont_mem).append((ident, float(a + b + c)))
+                    cont_mem_k.append(ident)
+                    cont_mem_v.append(float(a + b + c))
             # throttling
             if s_thr:
                 if s_thr in GONE_STATUSES:
@@ -301,24 +316,28 @@ class PodResourceCollector:
                 steps += 1
             elif dperiods < 0 or dthrottled < 0:
                 resets += 1
+            elif is_pod:
+                pod_thr_k.append(ident)
+                pod_thr_v.append(dthrottled / dperiods if dperiods else 0.0)
             else:
-                (pod_thr if is_pod else cont_thr).append((ident, dthrottled / dperiods if dperiods else 0.0))
+                cont_thr_k.append(ident)
+                cont_thr_v.append(dthrottled / dperiods if dperiods else 0.0)
         cache = self._cache
-        for metric, samples in (
-            (api.POD_CPU_USAGE, pod_cpu),
-            (api.POD_MEMORY_USAGE, pod_mem),
-            (api.POD_CPU_THROTTLED, pod_thr),
-            (api.CONTAINER_CPU_USAGE, cont_cpu),
-            (api.CONTAINER_MEMORY_USAGE, cont_mem),
-            (api.CONTAINER_CPU_THROTTLED, cont_thr),
+        for metric, col_keys, col_values in (
+            (api.POD_CPU_USAGE, pod_cpu_k, pod_cpu_v),
+            (api.POD_MEMORY_USAGE, pod_mem_k, pod_mem_v),
+            (api.POD_CPU_THROTTLED, pod_thr_k, pod_thr_v),
+            (api.CONTAINER_CPU_USAGE, cont_cpu_k, cont_cpu_v),
+            (api.CONTAINER_MEMORY_USAGE, cont_mem_k, cont_mem_v),
+            (api.CONTAINER_CPU_THROTTLED, cont_thr_k, cont_thr_v),
         ):
-            if samples:
-                cache.append_batch(metric, samples, t)
+            if col_keys:
+                cache.append_columns(metric, col_keys, col_values, t)
         # The baseline round has no CPU rates: publishing a zero sum then would inflate system usage.
-        if pod_cpu or not self._has_pods:
-            self._shared.set(fw.PODS_CPU, t, sum(v for _, v in pod_cpu))
-        if pod_mem or not self._has_pods:
-            self._shared.set(fw.PODS_MEMORY, t, sum(v for _, v in pod_mem))
+        if pod_cpu_v or not self._has_pods:
+            self._shared.set(fw.PODS_CPU, t, sum(pod_cpu_v))
+        if pod_mem_v or not self._has_pods:
+            self._shared.set(fw.PODS_MEMORY, t, sum(pod_mem_v))
         if resets:
             errs[fw.ERR_COUNTER_RESET] += resets
         if steps:
