@@ -31,6 +31,7 @@ from koordlet import api
 from koordlet.errors import ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
+from koordlet.metricsadvisor.podcolumns import Columns
 from koordlet.metricsadvisor.targets import POD, Target, targets_of
 from koordlet.system import native
 from koordlet.system.batchread import GONE_STATUSES, MISSING, BatchReader, FileKind
@@ -99,6 +100,7 @@ class PodResourceCollector:
         self._reader: BatchReader | None = None
         self._targets: list[Target] = []
         self._plan: list[_Plan] = []
+        self._columns = Columns([], 1)
         self._has_pods = False
         self._last_pods: tuple[api.PodInfo, ...] = ()
         self._signature: tuple[Target, ...] = ()
@@ -166,11 +168,13 @@ class PodResourceCollector:
             kinds.extend(k for _, k, _ in self._files)
             keys.extend(ks for _, _, ks in self._files)
         self._close_reader()
+        self._columns.to_dicts(self._cpu_base, self._thr_base)
         reader = native.open_batch_reader(paths, kinds, keys, force_python=self.config.force_python)
         self._reader = reader
         self._targets = kept
         self._signature = signature
         self._plan = self._make_plan(kept, reader.layout.offsets)
+        self._columns = Columns(self._plan, 1000 if self._v2 else 1)
         self._has_pods = any(t.kind == POD for t in kept)
         live = {p.key for p in self._plan}
         self._cpu_base = {k: v for k, v in self._cpu_base.items() if k in live}
@@ -224,6 +228,16 @@ class PodResourceCollector:
         max_ns_per_s = (cap_state.value * fw.CAPACITY_SLACK if cap_state is not None else 1e9) * 1e9
         cpu_scale = 1000 if self._v2 else 1
         max_gap = self._max_gap
+        columns = self._columns
+        fast = columns.sweep(status, values, t, max_gap, max_ns_per_s)
+        if fast is not None:
+            for metric, col_keys, col_values in fast:
+                if col_keys:
+                    self._cache.append_columns(metric, col_keys, col_values, t)
+            self._publish_sums(t, fast[0].values, fast[1].values)
+            self._sweeps += 1
+            return
+        columns.to_dicts(self._cpu_base, self._thr_base)
         cpu_base, thr_base = self._cpu_base, self._thr_base
         errs: Counter[str] = Counter()
         resets = steps = 0
@@ -333,11 +347,8 @@ class PodResourceCollector:
         ):
             if col_keys:
                 cache.append_columns(metric, col_keys, col_values, t)
-        # The baseline round has no CPU rates: publishing a zero sum then would inflate system usage.
-        if pod_cpu_v or not self._has_pods:
-            self._shared.set(fw.PODS_CPU, t, sum(pod_cpu_v))
-        if pod_mem_v or not self._has_pods:
-            self._shared.set(fw.PODS_MEMORY, t, sum(pod_mem_v))
+        self._publish_sums(t, pod_cpu_v, pod_mem_v)
+        columns.from_dicts(cpu_base, thr_base, t)
         if resets:
             errs[fw.ERR_COUNTER_RESET] += resets
         if steps:
@@ -345,6 +356,13 @@ class PodResourceCollector:
         for kind, n in errs.items():
             self._errors.error(NAME, kind, n)
         self._sweeps += 1
+
+    def _publish_sums(self, t: float, pod_cpu: list[float], pod_mem: list[float]) -> None:
+        # The baseline round has no CPU rates: publishing a zero sum then would inflate system usage.
+        if pod_cpu or not self._has_pods:
+            self._shared.set(fw.PODS_CPU, t, sum(pod_cpu))
+        if pod_mem or not self._has_pods:
+            self._shared.set(fw.PODS_MEMORY, t, sum(pod_mem))
 
     # ---- status -----------------------------------------------------------------------------------
 
