@@ -341,4 +341,3 @@ class Informer:
             resp = self._resp
         if resp is not None:
             self._cut(resp)
-

@@ -41,7 +41,7 @@ class PlanEntry(Protocol):
 
 class Output(NamedTuple):
     metric: str
-    keys: list[str]
+    keys: Sequence[str]
     values: list[float]
 
 
@@ -60,7 +60,8 @@ class _Group:
 
     def __init__(self, entries: Sequence[PlanEntry], cpu: str, mem: str, thr: str) -> None:
         self.metrics = (cpu, mem, thr)
-        self.idents = [e.ident for e in entries]
+        # A tuple, the same every sweep: the cache then reuses its lookups (MetricCache.append_columns).
+        self.idents = tuple(e.ident for e in entries)
         self.keys = [e.key for e in entries]
         self.cpu = _gather([e.o_cpu for e in entries])
         self.mem = tuple(_gather([e.o_mem + k for e in entries]) for k in range(3))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,7 +31,10 @@ op = st.one_of(
     ),
     st.tuples(st.just("one"), st.sampled_from([0.0, 1.0, -1.0]), st.sampled_from(KEYS)),
     st.tuples(st.just("drop"), st.just(0.0), st.sampled_from(KEYS)),
+    # the same key tuples again and again, as the pod collector passes them (the cache's memo path)
+    st.tuples(st.just("cols"), st.sampled_from([1.0, 1.0, 1.0, 0.0, -1.0]), st.integers(0, 3)),
 )
+POOL = (tuple(KEYS), ("a", "b"), ("c",), ("a", "a"))
 
 
 def series_of(cache: MetricCache, key: str) -> Series | None:
@@ -66,10 +70,10 @@ def assert_same(cache: MetricCache, model: dict[str, Ring], t: float) -> None:
                 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.lists(op, max_size=60))
 def test_shared_timeline_is_indistinguishable_from_private_rings(
-    ops: list[tuple[str, float, object]],
+    ops: list[tuple[str, float, Any]],
 ) -> None:
     cache = MetricCache(CONFIG, clock=FakeClock())
     model: dict[str, Ring] = {}
@@ -77,14 +81,18 @@ def test_shared_timeline_is_indistinguishable_from_private_rings(
     value = 0.0
     for name, dt, arg in ops:
         t += dt
-        if name == "batch":
-            keys = list(arg)  # type: ignore[call-overload]
+        if name in ("batch", "cols"):
+            keys = list(arg) if name == "batch" else list(POOL[arg])
             samples = []
             for key in keys:
                 value += 1
                 samples.append((key, value))
                 model.setdefault(key, Ring(CAPACITY)).append(t, value)
-            assert cache.append_batch(METRIC, samples, t) == len(samples)
+            if name == "batch":
+                assert cache.append_batch(METRIC, samples, t) == len(samples)
+            else:
+                vals = [v for _, v in samples]
+                assert cache.append_columns(METRIC, POOL[arg], vals, t) == len(samples)
         elif name == "one":
             value += 1
             cache.append(METRIC, {"pod_uid": str(arg)}, value, t)
