@@ -70,7 +70,7 @@ def assert_same(cache: MetricCache, model: dict[str, Ring], t: float) -> None:
                 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(op, max_size=60))
 def test_shared_timeline_is_indistinguishable_from_private_rings(
     ops: list[tuple[str, float, Any]],
