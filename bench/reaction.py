@@ -311,6 +311,11 @@ def main() -> None:
         "--probe-ls-cores", type=float, default=0.9, help="the content LS load of the probe phase"
     )
     ap.add_argument(
+        "--fast-interval",
+        default="100ms",
+        help="--fast-sample-interval of the shipped configuration (worst-case detection lag)",
+    )
+    ap.add_argument(
         "--threshold",
         type=int,
         default=65,
@@ -325,12 +330,22 @@ def main() -> None:
     trials = args.trials or (5 if args.quick else 50)
     probe_seconds = args.probe_seconds or (20 if args.quick else 150)
     fast = run_config(
-        "fast", trials, ["--fast-sample-interval=100ms"], args.threshold, probe_seconds, args.probe_ls_cores
+        "fast",
+        trials,
+        [f"--fast-sample-interval={args.fast_interval}"],
+        args.threshold,
+        probe_seconds,
+        args.probe_ls_cores,
     )
     polling = run_config(
         "polling", max(3, trials // 2) if args.quick else trials, ["--fast-sample-interval=0"], args.threshold
     )
-    out: dict[str, object] = {"bench": "reaction", "trials": trials, "threshold_percent": args.threshold}
+    out: dict[str, object] = {
+        "bench": "reaction",
+        "trials": trials,
+        "threshold_percent": args.threshold,
+        "fast_sample_interval": args.fast_interval,
+    }
     out.update({f"fast_{k}": round(v, 1) for k, v in fast.items() if not k.startswith("probe_")})
     out.update({k: round(v, 2) for k, v in fast.items() if k.startswith("probe_")})
     out.update({f"polling_{k}": round(v, 1) for k, v in polling.items()})
