@@ -341,3 +341,4 @@ class Informer:
             resp = self._resp
         if resp is not None:
             self._cut(resp)
+
