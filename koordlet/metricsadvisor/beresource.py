@@ -84,6 +84,7 @@ class BEResourceCollector:
         self._request = 0
         """Sum of BE batch-cpu requests of ``_last_pods`` (a thousand pods cost ~2 ms a tick to re-add)."""
         self._synced = False
+        self._closed = False
 
     def _usage_milli(self, t: float) -> float | None:
         raw = self._fds.read(self._tier_usage_path)
@@ -154,6 +155,8 @@ class BEResourceCollector:
         return quota * 1000.0 / period
 
     def collect(self) -> None:
+        if self._closed:
+            return  # a last tick racing shutdown: the cpuset reader is closed
         t = self._clock()
         all_pods = self._states.pods()
         try:
@@ -203,6 +206,7 @@ class BEResourceCollector:
         return self._synced
 
     def close(self) -> None:
+        self._closed = True
         self._fds.close()
         if self._cpusets is not None:
             self._cpusets.close()
