@@ -24,52 +24,14 @@ from koordlet.metriccache import persist
 from koordlet.metriccache.aggregate import DEFAULT_AGGS, Aggregates, aggregate_windows, normalize_agg
 from koordlet.metriccache.checkpoint import FILE_NAME, CorruptCheckpoint
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
+from koordlet.metriccache.kind import Kind, Series
 from koordlet.metriccache.ring import Ring, Window
-from koordlet.metriccache.schema import PROPERTIES, SeriesKey, key_labels, normalize_key, series_key
+from koordlet.metriccache.schema import SeriesKey, series_key
 from koordlet.metriccache.selfmetrics import CacheStats, MetricCacheCollector
-from koordlet.metriccache.timeline import SharedRing, Timeline
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-
-
-class Series:
-    """A series' samples (on its kind's timeline or in a private ring) plus the label set it was created
-    with (shared with :meth:`MetricCache.latest` callers)."""
-
-    __slots__ = ("labels", "ring")
-
-    def __init__(self, ring: Ring | SharedRing, labels: Mapping[str, str]) -> None:
-        self.ring = ring
-        self.labels = labels
-
-
-class _Kind:
-    """All series of one metric kind."""
-
-    __slots__ = ("capacity", "memo", "props", "series", "timeline")
-
-    def __init__(self, metric: str, capacity: int) -> None:
-        self.capacity = capacity
-        self.props = PROPERTIES.get(metric)
-        self.series: dict[SeriesKey, Series] = {}
-        self.timeline = Timeline(capacity)
-        self.memo: tuple[tuple[SeriesKey, ...], Timeline, int, list[SharedRing]] | None = None
-        """The rings of the last batch when it was a tuple of keys naming every attached series (see
-        :meth:`MetricCache.append_columns`)."""
-
-    def private(self, series: Series) -> Ring:
-        """The series' private ring, made from its timeline samples if it was attached."""
-        ring = series.ring
-        if isinstance(ring, SharedRing):
-            ring = series.ring = ring.detached()
-            self.timeline.members -= 1
-        return ring
-
-    def forget(self, series: Series) -> None:
-        if isinstance(series.ring, SharedRing):
-            self.timeline.members -= 1
 
 
 class MetricCache:
@@ -89,31 +51,18 @@ class MetricCache:
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         """Serialises whole checkpoints: they share one temp file name and must not interleave."""
-        self._kinds: dict[str, _Kind] = {}
+        self._kinds: dict[str, Kind] = {}
         self._stats = CacheStats()
         if registry is not None:
             registry.register(MetricCacheCollector(self))
 
     # ---- appends ---------------------------------------------------------------------------------
 
-    def _kind(self, metric: str) -> _Kind:
+    def _kind(self, metric: str) -> Kind:
         kind = self._kinds.get(metric)
         if kind is None:
-            kind = self._kinds[metric] = _Kind(metric, self.config.capacity_for(metric))
+            kind = self._kinds[metric] = Kind(metric, self.config.capacity_for(metric))
         return kind
-
-    def _new_series(self, metric: str, kind: _Kind, key: SeriesKey, tick: int | None = None) -> Series:
-        """The series of ``key`` (any spelling), made if new: on the timeline from ``tick`` when given."""
-        canonical = normalize_key(metric, key)
-        series = kind.series.get(canonical)
-        if series is None:
-            if tick is None:
-                ring: Ring | SharedRing = Ring(kind.capacity)
-            else:
-                ring = SharedRing(kind.timeline, tick)
-                kind.timeline.members += 1
-            series = kind.series[canonical] = Series(ring, key_labels(metric, canonical))
-        return series
 
     def append(
         self, metric: str, labels: Mapping[str, str] | None, value: float, t: float | None = None
@@ -126,7 +75,7 @@ class MetricCache:
             kind = self._kind(metric)
             series = kind.series.get(key)
             if series is None:
-                series = self._new_series(metric, kind, key)
+                series = kind.new_series(metric, key)
             kind.private(series).append(t, value)
 
     def append_batch(
@@ -155,72 +104,7 @@ class MetricCache:
             t = self._clock()
         with self._lock:
             kind = self._kind(metric)
-            known = kind.series
-            tl = kind.timeline
-            memo = kind.memo
-            if (
-                memo is not None
-                and memo[0] is keys
-                and memo[1] is tl
-                and memo[2] == tl.ticks
-                and len(memo[3]) == tl.members
-                and t >= tl.t_last
-            ):
-                # The same immutable keys as the last batch, and since then no tick, no detach, no drop
-                # (each changes ticks, members or the timeline): the same rings, all attached, all due.
-                rings = memo[3]
-                tick = tl.ticks
-                slot = tick % tl.capacity
-                for shared, value in zip(rings, values, strict=True):
-                    shared.vs[slot] = value
-                    shared.last = tick
-                tl.push(t)
-                kind.memo = (memo[0], tl, tl.ticks, rings)
-                return len(keys)
-            kind.memo = None
-            if t < tl.t_last:  # earlier than the timeline's newest tick: appended privately
-                for key, value in zip(keys, values, strict=True):
-                    series = known.get(key)
-                    if series is None:
-                        series = self._new_series(metric, kind, key)
-                    kind.private(series).append(t, value)
-                return len(keys)
-            # Values go into the upcoming tick's slot first; the timestamp is pushed after the series
-            # that missed this tick were detached, so they keep the oldest sample it overwrites.
-            tick = tl.ticks
-            prev = tick - 1
-            slot = tick % tl.capacity
-            hits = 0
-            again: list[tuple[Series, float]] = []
-            hit_rings: list[SharedRing] = []
-            for key, value in zip(keys, values, strict=True):
-                series = known.get(key)
-                if series is None:
-                    series = self._new_series(metric, kind, key, tick)
-                ring = series.ring
-                if isinstance(ring, SharedRing):
-                    if ring.last == prev:
-                        # SharedRing.put, inlined: this line runs for every pod and container each second
-                        ring.vs[slot] = value
-                        ring.last = tick
-                        hits += 1
-                        hit_rings.append(ring)
-                    else:  # a second sample in this tick: appended once the tick is in place
-                        again.append((series, value))
-                else:
-                    ring.append(t, value)
-            if hits < tl.members:
-                for series in known.values():
-                    ring = series.ring
-                    if type(ring) is SharedRing and ring.last != tick:
-                        series.ring = ring.detached()
-                        tl.members -= 1
-            tl.push(t)
-            for series, value in again:
-                kind.private(series).append(t, value)
-            if isinstance(keys, tuple) and hits == len(keys) == tl.members:
-                kind.memo = (keys, tl, tl.ticks, hit_rings)
-        return len(keys)
+            return kind.append_tick(metric, keys, values, t)
 
     # ---- queries ---------------------------------------------------------------------------------
 
@@ -407,7 +291,7 @@ class MetricCache:
                 self._stats = dataclasses.replace(self._stats, load_errors=self._stats.load_errors + 1)
             return 0
         with self._lock:
-            kinds: dict[str, _Kind] = {}
+            kinds: dict[str, Kind] = {}
             for (metric, key), (labels, saved_ts, saved_vs) in restored.items():
                 kind = kinds[metric] = self._kind(metric)
                 live = kind.series.get(key)
@@ -421,7 +305,7 @@ class MetricCache:
                     kind.forget(live)
                 kind.series[key] = Series(ring, labels)
             for kind in kinds.values():
-                _share_restored(kind)
+                kind.share_restored()
         if skipped:
             log.warning("metric cache: skipped %d checkpointed series that no longer fit the schema", skipped)
         log.info("metric cache: restored %d series from %s", len(restored), path / FILE_NAME)
@@ -447,30 +331,3 @@ class MetricCache:
         except OSError as err:
             # A full or read-only volume must not stop the agent; the next tick retries.
             log.error("metric cache checkpoint failed: %s", err)
-
-
-def _share_restored(kind: _Kind) -> None:
-    """Put restored series back on a timeline (the one of the newest series) when their timestamps are
-    its newest ones, as they are when one collector appended them together before the restart.
-
-    Only while no series is attached yet: a timeline that appends raced onto is left as it is."""
-    if kind.timeline.members:
-        return
-    rings = [(s, s.ring) for s in kind.series.values() if type(s.ring) is Ring]
-    cands = [(s, r) for s, r in rings if r.in_order and len(r)]
-    if not cands:
-        return
-    ref_ts, _ = max(cands, key=lambda c: (c[1].t_newest(), len(c[1])))[1].chronological()
-    tl = kind.timeline = Timeline(kind.capacity)
-    for t in ref_ts:
-        tl.push(t)
-    for series, ring in cands:
-        ts, vs = ring.chronological()
-        first = tl.ticks - len(ts)
-        if ts != ref_ts[len(ref_ts) - len(ts) :]:
-            continue
-        shared = SharedRing(tl, first)
-        for i, v in enumerate(vs):
-            shared.put(first + i, v)
-        series.ring = shared
-        tl.members += 1

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from koordlet import api
 from koordlet.metriccache import MetricCache, MetricCacheConfig
-from koordlet.metriccache.cache import Series
+from koordlet.metriccache.kind import Series
 from koordlet.metriccache.ring import Ring
 from koordlet.metriccache.timeline import SharedRing
 from koordlet.testing import FakeClock
