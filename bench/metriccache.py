@@ -4,6 +4,12 @@ each beside the bare-Python floor doing the same work in the same run (alternati
 Floors: appending the tick's values to two ``array('d')`` per series found in a dict (no ring, no lock);
 ``sorted()`` + ``math.fsum`` per series for the aggregates; writing the same arrays' bytes to a file with
 fsync for the checkpoint. Prints one JSON object as its last line; ``ratio`` is the append ratio.
+
+Memory (issue 18: < 64 MiB at 1000 containers with 30-minute windows): a fresh interpreter imports the
+cache, fills 1000 containers x 2 metrics (CPU, memory) at 1 Hz to a 30-minute ring, as the collector
+appends them, and reports its RSS after ``gc.collect()``. The floor, in another fresh interpreter with
+the same imports, holds only the values in one ``array('d')`` per series (8 bytes a sample, no
+timestamps, no labels): what any lossless store of these samples needs at least.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ import json
 import math
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from array import array
@@ -42,6 +50,45 @@ def _median_time(fn: Callable[[], object], reps: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+RSS_SCRIPT = """
+import gc, sys, time
+from array import array
+from koordlet import api
+from koordlet.metriccache import MetricCache, MetricCacheConfig
+
+def rss_mib():
+    gc.collect()
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+
+containers = tuple(f"containerd://{i:064x}" for i in range(%(containers)d))
+config = MetricCacheConfig(pod_retention=%(retention)f, collect_interval=1.0)
+ticks = config.capacity_for(api.CONTAINER_CPU_USAGE)
+before = rss_mib()
+if sys.argv[1] == "agent":
+    t = [10_000.0]
+    cache = MetricCache(config, clock=lambda: t[0])
+    cpu, mem = [0.25] * len(containers), [1.5e9] * len(containers)
+    for _ in range(ticks):
+        t[0] += 1.0
+        cache.append_columns(api.CONTAINER_CPU_USAGE, containers, cpu)
+        cache.append_columns(api.CONTAINER_MEMORY_USAGE, containers, mem)
+    assert cache.stats().samples == 2 * len(containers) * ticks
+else:
+    store = {(m, c): array("d", [0.25] * ticks) for m in ("cpu", "mem") for c in containers}
+print(before, rss_mib(), ticks)
+"""
+
+
+def rss(who: str, containers: int, retention: float) -> tuple[float, float, int]:
+    """(RSS before filling, RSS filled, samples per series) of a fresh interpreter."""
+    script = RSS_SCRIPT % {"containers": containers, "retention": retention}
+    out = subprocess.run([sys.executable, "-c", script, who], check=True, capture_output=True, text=True)
+    before, after, ticks = out.stdout.split()
+    return float(before), float(after), int(ticks)
 
 
 def main() -> None:
@@ -124,6 +171,12 @@ def main() -> None:
         f.unlink()
     tmp.rmdir()
 
+    agent_rss, floor_rss = [], []
+    for _ in range(rounds):
+        base, filled, ticks = rss("agent", CONTAINERS, 1800.0)
+        agent_rss.append(filled)
+        floor_rss.append(rss("floor", CONTAINERS, 1800.0)[1])
+
     result = {
         "bench": "metriccache",
         "series": CONTAINERS + PODS,
@@ -137,6 +190,10 @@ def main() -> None:
         "checkpoint_floor_ms": round(statistics.median(ckpt_floor) * 1e3, 2),
         "checkpoint_mib": round(ckpt_bytes / 2**20, 3),
         "load_ms": round(load_s * 1e3, 2),
+        "rss_1000_containers_30min_mib": round(statistics.median(agent_rss), 1),
+        "rss_floor_values_only_mib": round(statistics.median(floor_rss), 1),
+        "rss_imports_mib": round(base, 1),
+        "rss_samples_per_series": ticks,
         "ratio": round(append_agent_us / append_floor_us, 2),
     }
     print(json.dumps(result))

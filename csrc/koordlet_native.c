@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int kn_abi_version(void) { return 2; }
+int kn_abi_version(void) { return 3; }
 
 int64_t kn_missing(void) { return INT64_MIN; }
 
@@ -67,7 +67,7 @@ void kn_reader_free(kn_reader *r) {
 
 int kn_reader_add(kn_reader *r, const char *path, int kind, const char *keys, size_t keys_len, int nkeys) {
     if (r->n >= r->cap) return -ENOSPC;
-    if (kind != KN_COUNTER && kind != KN_KEYVALUE) return -EINVAL;
+    if (kind != KN_COUNTER && kind != KN_KEYVALUE && kind != KN_CPULIST) return -EINVAL;
     if (kind == KN_KEYVALUE && (nkeys <= 0 || keys == NULL)) return -EINVAL;
     struct kn_file *f = &r->files[r->n];
     memset(f, 0, sizeof(*f));
@@ -76,7 +76,7 @@ int kn_reader_add(kn_reader *r, const char *path, int kind, const char *keys, si
     f->slot = r->slots;
     f->path = strdup(path);
     if (f->path == NULL) return -ENOMEM;
-    if (kind == KN_COUNTER) {
+    if (kind != KN_KEYVALUE) {
         f->nkeys = 0;
         r->slots += 1;
     } else {
@@ -152,6 +152,42 @@ static int parse_counter(const char *buf, size_t n, int64_t *out) {
     return parse_int(p, end, out);
 }
 
+/* Number of CPUs in a list such as "0-3,8" (blanks around it ignored, empty = 0). CPU numbers above
+ * KN_MAX_CPU are refused (-ERANGE), anything but digits, '-' and ',' in place is -EINVAL. */
+#define KN_MAX_CPU 65535 /* koordlet.api.cpulist.MAX_CPU_ID */
+static int parse_cpulist(const char *buf, size_t n, int64_t *out) {
+    const char *p = buf, *end = buf + n;
+    while (p < end && is_blank(*p)) p++;
+    while (end > p && is_blank(end[-1])) end--;
+    int64_t count = 0;
+    while (p < end) {
+        int64_t range[2] = {-1, -1};
+        for (int part = 0; part < 2; part++) {
+            int64_t v = -1;
+            for (; p < end && *p >= '0' && *p <= '9'; p++) {
+                v = (v < 0 ? 0 : v) * 10 + (*p - '0');
+                if (v > KN_MAX_CPU) return -ERANGE;
+            }
+            if (v < 0) return -EINVAL;
+            range[part] = v;
+            if (part == 0 && p < end && *p == '-') {
+                p++;
+                continue;
+            }
+            break;
+        }
+        if (range[1] < 0) range[1] = range[0];
+        if (range[1] < range[0]) return -EINVAL;
+        count += range[1] - range[0] + 1;
+        if (p < end) {
+            if (*p != ',' || p + 1 == end) return -EINVAL;
+            p++;
+        }
+    }
+    *out = count;
+    return 0;
+}
+
 static int parse_keyvalue(const struct kn_file *f, const char *buf, size_t n, int64_t *out) {
     const char *p = buf, *end = buf + n;
     int found = 0;
@@ -181,7 +217,7 @@ int kn_reader_read(kn_reader *r, int64_t *values, int *status) {
     int failed = 0;
     for (int i = 0; i < r->n; i++) {
         struct kn_file *f = &r->files[i];
-        int nslots = f->kind == KN_COUNTER ? 1 : f->nkeys;
+        int nslots = f->kind == KN_KEYVALUE ? f->nkeys : 1;
         int64_t *out = values + f->slot;
         for (int k = 0; k < nslots; k++) out[k] = INT64_MIN;
         int st = 0;
@@ -203,6 +239,8 @@ int kn_reader_read(kn_reader *r, int64_t *values, int *status) {
                 st = -EOVERFLOW;
             } else if (f->kind == KN_COUNTER) {
                 st = parse_counter(r->buf, (size_t)got, out);
+            } else if (f->kind == KN_CPULIST) {
+                st = parse_cpulist(r->buf, (size_t)got, out);
             } else {
                 st = parse_keyvalue(f, r->buf, (size_t)got, out);
             }

@@ -10,7 +10,8 @@ int kn_abi_version(void);
 /* File kinds of the batch reader. */
 enum {
     KN_COUNTER = 0,  /* one integer (cpuacct.usage, memory.usage_in_bytes); "max" reads as INT64_MAX */
-    KN_KEYVALUE = 1  /* "key value" lines (memory.stat, cpu.stat): values of the caller's keys */
+    KN_KEYVALUE = 1, /* "key value" lines (memory.stat, cpu.stat): values of the caller's keys */
+    KN_CPULIST = 2   /* a CPU list ("0-3,8", cpuset.cpus): the number of CPUs in it; empty is 0 */
 };
 
 /* Value stored for a requested key the file does not contain (INT64_MIN). */
@@ -25,7 +26,7 @@ void kn_reader_free(kn_reader *r);
 /* Append a file; `keys` holds `nkeys` NUL-terminated names back to back (KN_KEYVALUE only).
  * Returns the file index or -errno (-ENOSPC when full, -EINVAL on a bad kind). */
 int kn_reader_add(kn_reader *r, const char *path, int kind, const char *keys, size_t keys_len, int nkeys);
-/* Number of int64 slots read() fills: 1 per counter file, nkeys per key-value file. */
+/* Number of int64 slots read() fills: 1 per counter or CPU-list file, nkeys per key-value file. */
 int kn_reader_slots(const kn_reader *r);
 /* Read every file: values[] gets the slots in file order, status[i] is 0 or -errno per file.
  * ENODEV (cgroup removed under a held fd) and ENOENT close and forget the descriptor; the next

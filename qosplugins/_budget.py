@@ -4,10 +4,14 @@ Pure functions of samples and the current quota, so the arithmetic is tested wit
 :class:`DemandProbe` answers performance-reliability A3: under the ``cfsQuota`` policy a controller fed
 with LS's *observed* usage can settle where contended LS never shows more demand (BE bursts on LS's CPU
 inside each period). While BE is using its whole quota and some LS pod is running, the probe lowers the
-quota by one step (10 % of capacity) every ``interval`` seconds and holds it for ``hold`` seconds. If LS
-wanted more it takes the room, the next budgets see the higher LS usage and BE stays lower; if not, the
-normal +10 %/tick growth gives BE its quota back. Cost when LS is content: one step for ``hold`` seconds
-per ``interval``.
+quota for ``hold`` seconds. If LS wanted more it takes the room, the next budgets see the higher LS usage
+and BE stays lower; if not, the normal +10 %/tick growth gives BE its quota back.
+
+What probing may cost BE is bounded (issue 18): the squeeze is one growth step (10 % of capacity) but at
+most ``max_squeeze`` of BE's *own* quota, and probes are spaced so that squeeze x hold / spacing stays
+within ``cost_fraction`` (3 %) of BE's quota-time, never closer than ``min_interval``. A node-sized step
+alone held a BE tier smaller than one step at the 2000 us floor for 3 s of every 10 s (~30 % of its CPU),
+also right after a restart; the first probe now waits one full spacing after BE is first seen bound.
 """
 
 from __future__ import annotations
@@ -170,13 +174,19 @@ def quota_target(budget_milli: float, current: int, capacity_milli: int) -> int 
 
 @dataclass(slots=True)
 class DemandProbe:
-    """Periodic one-step squeeze of a quota-bound BE tier, to reveal LS demand hidden by contention."""
+    """Occasional squeeze of a quota-bound BE tier, to reveal LS demand hidden by contention."""
 
-    interval: float = 10.0
     hold: float = 3.0
+    min_interval: float = 10.0
+    cost_fraction: float = 0.03
+    """BE quota-time a probe may take on average (issue 18 allows 5 %; the rest is margin for a hold that
+    ends a reconcile tick late)."""
+    max_squeeze: float = 0.5
+    """A probe takes at most this share of BE's own quota."""
     busy_fraction: float = 0.9
     """BE counts as quota-bound when it uses at least this share of its quota."""
-    started: float = -math.inf
+    next_at: float = -math.inf
+    """When the next probe may start; ``-inf`` until BE is first seen quota-bound."""
     until: float = -math.inf
     ceiling: int = 0
 
@@ -186,14 +196,28 @@ class DemandProbe:
         """The quota ceiling the probe imposes now, or ``None``."""
         if now < self.until:
             return self.ceiling
-        if current == _shared.UNLIMITED or now - self.started < self.interval or ls_used_milli <= 0:
+        if current == _shared.UNLIMITED or ls_used_milli <= 0:
             return None
         if be_used_milli < self.busy_fraction * current * 1000 / _shared.CFS_PERIOD_US:
             return None
-        step = int(capacity_quota(capacity_milli) * STEP_FRACTION)
-        self.ceiling = max(current - step, _shared.MIN_BE_QUOTA_US)
-        self.started, self.until = now, now + self.hold
-        return self.ceiling
+        cap = capacity_quota(capacity_milli)
+        ceiling = max(
+            current - min(int(cap * STEP_FRACTION), int(current * self.max_squeeze)), _shared.MIN_BE_QUOTA_US
+        )
+        if current - ceiling < cap * HYSTERESIS_FRACTION:
+            # Inside the 1 % band growth back would be skipped and BE kept squeezed; a squeeze this small
+            # could only reveal LS demand below what the band ignores anyway.
+            return None
+        spacing = max(self.min_interval, (current - ceiling) / current * self.hold / self.cost_fraction)
+        if self.next_at == -math.inf:
+            # First sight (also after a restart): BE has not paid for a probe yet, wait a full spacing.
+            self.next_at = now + spacing
+            return None
+        if now < self.next_at:
+            return None
+        self.ceiling = ceiling
+        self.until, self.next_at = now + self.hold, now + spacing
+        return ceiling
 
     def reset(self) -> None:
-        self.started = self.until = -math.inf
+        self.next_at = self.until = -math.inf

@@ -25,9 +25,11 @@ is not held up. The periodic path also takes the larger of the per-pod and the f
 LS demand (performance-reliability A3). A controller fed by LS's *observed* usage has a fixed point under
 ``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE
 never shares a CPU with LS there); the fast path feeds LS rises within ~100 ms; shrink is immediate and
-growth slow; and under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) lowers a quota-bound BE tier
-by one step for 3 s every 10 s, so LS demand hidden by contention shows up as usage and the budget
-follows it. ``koordlet.api`` offers no per-pod PSI series, which would detect the stall directly.
+growth slow; and under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) now and then lowers a
+quota-bound BE tier for 3 s, so LS demand hidden by contention shows up as usage and the budget follows
+it. The squeeze is relative to BE's own quota and spaced so probing takes at most 3 % of BE's CPU (a
+node-sized step used to pin a small BE tier at the floor 30 % of the time). ``koordlet.api`` offers no
+per-pod PSI series, which would detect the stall directly.
 
 Kubelet CPU manager ``static`` (``NodeInfo.kubelet_cpu_manager_policy``): the kubelet writes container
 cpusets itself and refuses a pod cgroup narrower than what it writes, so (as Koordinator) the tier and

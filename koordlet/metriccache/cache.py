@@ -1,7 +1,9 @@
 """The metric cache: per-kind typed ring-buffer series, windowed aggregation, persistence.
 
 Koordlet's ``MetricCache`` TSDB re-done in memory (its KVStorage has no reader here, so it is left out).
-One lock guards everything: appends are O(1) array writes and queries hold it only to copy their window
+Series appended together by ``append_batch`` share their timestamps (:mod:`koordlet.metriccache.timeline`);
+any other series keeps a private :class:`~koordlet.metriccache.ring.Ring`, with the same samples. One lock
+guards everything: appends are O(1) array writes and queries hold it only to copy their window
 out (C-level slices), so aggregation, sorting and checkpoint encoding run unlocked. Timestamps are the
 injected monotonic clock's seconds, so windows never move with wall-clock steps; the wall clock is only
 used to stamp checkpoints (see :mod:`koordlet.metriccache.persist`).
@@ -22,34 +24,14 @@ from koordlet.metriccache import persist
 from koordlet.metriccache.aggregate import DEFAULT_AGGS, Aggregates, aggregate_windows, normalize_agg
 from koordlet.metriccache.checkpoint import FILE_NAME, CorruptCheckpoint
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
+from koordlet.metriccache.kind import Kind, Series
 from koordlet.metriccache.ring import Ring, Window
-from koordlet.metriccache.schema import PROPERTIES, SeriesKey, key_labels, normalize_key, series_key
+from koordlet.metriccache.schema import SeriesKey, series_key
 from koordlet.metriccache.selfmetrics import CacheStats, MetricCacheCollector
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-
-
-class Series(Ring):
-    """A ring plus the label set it was created with (shared with :meth:`MetricCache.latest` callers)."""
-
-    __slots__ = ("labels",)
-
-    def __init__(self, capacity: int, labels: Mapping[str, str]) -> None:
-        super().__init__(capacity)
-        self.labels = labels
-
-
-class _Kind:
-    """All series of one metric kind."""
-
-    __slots__ = ("capacity", "props", "series")
-
-    def __init__(self, metric: str, capacity: int) -> None:
-        self.capacity = capacity
-        self.props = PROPERTIES.get(metric)
-        self.series: dict[SeriesKey, Series] = {}
 
 
 class MetricCache:
@@ -70,25 +52,18 @@ class MetricCache:
         self._checkpoint_lock = threading.Lock()
         self._checkpoint_error = ""
         """Serialises whole checkpoints: they share one temp file name and must not interleave."""
-        self._kinds: dict[str, _Kind] = {}
+        self._kinds: dict[str, Kind] = {}
         self._stats = CacheStats()
         if registry is not None:
             registry.register(MetricCacheCollector(self))
 
     # ---- appends ---------------------------------------------------------------------------------
 
-    def _kind(self, metric: str) -> _Kind:
+    def _kind(self, metric: str) -> Kind:
         kind = self._kinds.get(metric)
         if kind is None:
-            kind = self._kinds[metric] = _Kind(metric, self.config.capacity_for(metric))
+            kind = self._kinds[metric] = Kind(metric, self.config.capacity_for(metric))
         return kind
-
-    def _new_series(self, metric: str, kind: _Kind, key: SeriesKey) -> Series:
-        canonical = normalize_key(metric, key)
-        series = kind.series.get(canonical)
-        if series is None:
-            series = kind.series[canonical] = Series(kind.capacity, key_labels(metric, canonical))
-        return series
 
     def append(
         self, metric: str, labels: Mapping[str, str] | None, value: float, t: float | None = None
@@ -101,8 +76,8 @@ class MetricCache:
             kind = self._kind(metric)
             series = kind.series.get(key)
             if series is None:
-                series = self._new_series(metric, kind, key)
-            series.append(t, value)
+                series = kind.new_series(metric, key)
+            kind.private(series).append(t, value)
 
     def append_batch(
         self, metric: str, samples: Iterable[tuple[SeriesKey, float]], t: float | None = None
@@ -113,19 +88,24 @@ class MetricCache:
         one-property kinds (``pod_uid``, ``container_id``), ``()`` for kinds without properties, else the
         ``(name, value)`` pairs sorted by name. Other spellings are accepted but take a slower path.
         """
+        items = samples if isinstance(samples, list) else list(samples)
+        return self.append_columns(metric, [k for k, _ in items], [v for _, v in items], t)
+
+    def append_columns(
+        self, metric: str, keys: Sequence[SeriesKey], values: Sequence[float], t: float | None = None
+    ) -> int:
+        """:meth:`append_batch` with keys and values in two lists: a collector of a thousand pods then
+        allocates no tuple per sample (less work for the allocator and the cyclic GC). A collector that
+        passes the same tuple of keys every tick skips the per-key lookups while nothing has changed."""
+        if len(keys) != len(values):
+            raise ValueError(f"{len(keys)} keys for {len(values)} values")
+        if not keys:
+            return 0
         if t is None:
             t = self._clock()
-        n = 0
         with self._lock:
             kind = self._kind(metric)
-            known = kind.series
-            for key, value in samples:
-                series = known.get(key)
-                if series is None:
-                    series = self._new_series(metric, kind, key)
-                series.append(t, value)
-                n += 1
-        return n
+            return kind.append_tick(metric, keys, values, t)
 
     # ---- queries ---------------------------------------------------------------------------------
 
@@ -150,7 +130,7 @@ class MetricCache:
         end = self._clock()
         start = end - window
         with self._lock:
-            found = [s.window(start, end) for s in self._matching(metric, labels)]
+            found = [s.ring.window(start, end) for s in self._matching(metric, labels)]
         return [w for w in found if w is not None]
 
     def aggregate(
@@ -190,7 +170,7 @@ class MetricCache:
             if kind is None:
                 return out
             for series in kind.series.values():
-                newest = series.newest()
+                newest = series.ring.newest()
                 if newest is not None:
                     out.append((series.labels, newest[0], newest[1]))
         return out
@@ -216,7 +196,7 @@ class MetricCache:
                     continue
                 doomed = [k for k, s in kind.series.items() if not keep_if(metric, s)]
                 for key in doomed:
-                    del kind.series[key]
+                    kind.forget(kind.series.pop(key))
                 dropped += len(doomed)
         return dropped
 
@@ -226,20 +206,20 @@ class MetricCache:
 
     def gc(self, older_than: float) -> int:
         """Remove series whose newest sample is older than ``older_than`` (monotonic seconds)."""
-        return self._drop(lambda _m, s: s.t_newest() >= older_than)
+        return self._drop(lambda _m, s: s.ring.t_newest() >= older_than)
 
     def expire(self) -> int:
         """Remove series with no sample within their family's retention."""
         now = self._clock()
         cutoffs = {f: now - self.config.retention(f) for f in Family}
-        return self._drop(lambda m, s: s.t_newest() >= cutoffs[family_of(m)])
+        return self._drop(lambda m, s: s.ring.t_newest() >= cutoffs[family_of(m)])
 
     # ---- stats -----------------------------------------------------------------------------------
 
     def stats(self) -> CacheStats:
         with self._lock:
             series = {m: len(k.series) for m, k in self._kinds.items() if k.series}
-            samples = sum(len(s) for k in self._kinds.values() for s in k.series.values())
+            samples = sum(len(s.ring) for k in self._kinds.values() for s in k.series.values())
             return dataclasses.replace(self._stats, series=series, samples=samples)
 
     # ---- persistence -----------------------------------------------------------------------------
@@ -258,7 +238,9 @@ class MetricCache:
         offset = self._wall_clock() - now
         with self._lock:
             snap = [
-                (m, s.labels, *persist.ordered(s)) for m, k in self._kinds.items() for s in k.series.values()
+                (m, s.labels, *persist.ordered(s.ring))
+                for m, k in self._kinds.items()
+                for s in k.series.values()
             ]
         try:
             image = persist.to_image(snap, self.config, now=now, offset=offset)
@@ -310,17 +292,21 @@ class MetricCache:
                 self._stats = dataclasses.replace(self._stats, load_errors=self._stats.load_errors + 1)
             return 0
         with self._lock:
+            kinds: dict[str, Kind] = {}
             for (metric, key), (labels, saved_ts, saved_vs) in restored.items():
-                kind = self._kind(metric)
+                kind = kinds[metric] = self._kind(metric)
                 live = kind.series.get(key)
-                series = Series(kind.capacity, labels)
+                ring = Ring(kind.capacity)
                 if live is None:
-                    series.reset(saved_ts, saved_vs)
+                    ring.reset(saved_ts, saved_vs)
                 else:
                     # Appends that raced ahead of the load are newer than anything on disk.
-                    lts, lvs = persist.ordered(live)
-                    series.reset(saved_ts + lts, saved_vs + lvs)
-                kind.series[key] = series
+                    lts, lvs = persist.ordered(live.ring)
+                    ring.reset(saved_ts + lts, saved_vs + lvs)
+                    kind.forget(live)
+                kind.series[key] = Series(ring, labels)
+            for kind in kinds.values():
+                kind.share_restored()
         if skipped:
             log.warning("metric cache: skipped %d checkpointed series that no longer fit the schema", skipped)
         log.info("metric cache: restored %d series from %s", len(restored), path / FILE_NAME)

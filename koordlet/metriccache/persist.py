@@ -23,6 +23,7 @@ from koordlet.metriccache.checkpoint import FILE_NAME, Image, SeriesImage
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
 from koordlet.metriccache.ring import Ring
 from koordlet.metriccache.schema import SeriesKey, key_labels, series_key
+from koordlet.metriccache.timeline import SharedRing
 from koordlet.system import atomicfile
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ LiveSeries = tuple[str, Mapping[str, str], "array[float]", "array[float]"]
 Restored = dict[tuple[str, SeriesKey], tuple[dict[str, str], "array[float]", "array[float]"]]
 
 
-def ordered(ring: Ring) -> tuple[array[float], array[float]]:
+def ordered(ring: Ring | SharedRing) -> tuple[array[float], array[float]]:
     """Copies of a ring's samples sorted by timestamp (append order among equal timestamps)."""
     ts, vs = ring.chronological()
     if ring.in_order:

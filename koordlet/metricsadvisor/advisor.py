@@ -174,10 +174,17 @@ class MetricsAdvisor:
 
         return hook
 
-    def _on_tick(self, name: str) -> Callable[[str, float, float], None]:
-        def hook(_thread: str, duration: float, lateness: float) -> None:
-            if self.metrics is not None:
-                self.metrics.on_tick(name, duration, lateness)
+    def _on_tick(self, name: str) -> Callable[[str, float, float], None] | None:
+        if self.metrics is None:
+            return None
+        # The labelled children once per collector, not per tick: the 100 ms fast sampler ticks ten times
+        # a second and two ``labels()`` lookups were about a third of what a tick costs it (issue 18).
+        duration = self.metrics.duration.labels(collector=name)
+        lateness = self.metrics.lateness.labels(collector=name)
+
+        def hook(_thread: str, took: float, late: float) -> None:
+            duration.observe(took)
+            lateness.observe(late)
 
         return hook
 

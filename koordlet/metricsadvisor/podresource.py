@@ -25,9 +25,7 @@ import errno
 import operator
 import threading
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from koordlet import api
 from koordlet.errors import ResourceUnsupported, UnsafePath
@@ -37,6 +35,7 @@ from koordlet.metriccache.schema import (
     POD_MEMORY_USAGE_WITH_PAGE_CACHE,
 )
 from koordlet.metricsadvisor import framework as fw
+from koordlet.metricsadvisor.podcolumns import Columns, Plan, make_plan
 from koordlet.metricsadvisor.targets import POD, Target, targets_of
 from koordlet.system import native
 from koordlet.system.batchread import GONE_STATUSES, MISSING, BatchReader, FileKind
@@ -61,21 +60,6 @@ class PodResourceConfig:
     """Pure-Python batch reader even when the C one is built."""
     with_page_cache: bool = False
     """Also the ``*_memory_usage_with_page_cache`` series (``--enable-pagecache-collector``)."""
-
-
-class _Plan(NamedTuple):
-    """Where one target's values sit in a sweep's results (built once per reader)."""
-
-    is_pod: bool
-    ident: str
-    key: str
-    """Baseline key: the kind and the ID, so a pod and a container can never share a baseline."""
-    f_cpu: int
-    f_mem: int
-    f_thr: int
-    o_cpu: int
-    o_mem: int
-    o_thr: int
 
 
 class PodResourceCollector:
@@ -108,7 +92,8 @@ class PodResourceCollector:
         self._thr_base: dict[str, tuple[float, int, int]] = {}
         self._reader: BatchReader | None = None
         self._targets: list[Target] = []
-        self._plan: list[_Plan] = []
+        self._plan: list[Plan] = []
+        self._columns = Columns([], 1)
         self._has_pods = False
         self._last_pods: tuple[api.PodInfo, ...] = ()
         self._signature: tuple[Target, ...] = ()
@@ -179,39 +164,19 @@ class PodResourceCollector:
             kinds.extend(k for _, k, _ in self._files)
             keys.extend(ks for _, _, ks in self._files)
         self._close_reader()
+        self._columns.to_dicts(self._cpu_base, self._thr_base)
         reader = native.open_batch_reader(paths, kinds, keys, force_python=self.config.force_python)
         self._reader = reader
         self._targets = kept
         self._signature = signature
-        self._plan = self._make_plan(kept, reader.layout.offsets)
+        self._plan = make_plan(self._v2, len(self._files), kept, reader.layout.offsets)
+        self._columns = Columns(self._plan, 1000 if self._v2 else 1)
         self._has_pods = any(t.kind == POD for t in kept)
         live = {p.key for p in self._plan}
         self._cpu_base = {k: v for k, v in self._cpu_base.items() if k in live}
         self._thr_base = {k: v for k, v in self._thr_base.items() if k in live}
         live_dirs = {t.cgroup_dir for t in kept}
         self._dir_paths = {k: v for k, v in self._dir_paths.items() if k[1] in live_dirs}
-
-    def _make_plan(self, targets: Sequence[Target], offsets: Sequence[int]) -> list[_Plan]:
-        nfiles = len(self._files)
-        plan: list[_Plan] = []
-        for j, target in enumerate(targets):
-            f0 = j * nfiles
-            # v2 keeps usage and bandwidth statistics in one cpu.stat: slots usage_usec, nr_periods, ...
-            f_thr, o_thr = (f0, offsets[f0] + 1) if self._v2 else (f0 + 2, offsets[f0 + 2])
-            plan.append(
-                _Plan(
-                    is_pod=target.kind == POD,
-                    ident=target.ident,
-                    key=f"{target.kind}:{target.ident}",
-                    f_cpu=f0,
-                    f_mem=f0 + 1,
-                    f_thr=f_thr,
-                    o_cpu=offsets[f0],
-                    o_mem=offsets[f0 + 1],
-                    o_thr=o_thr,
-                )
-            )
-        return plan
 
     def _close_reader(self) -> None:
         if self._reader is not None:
@@ -237,18 +202,38 @@ class PodResourceCollector:
         max_ns_per_s = (cap_state.value * fw.CAPACITY_SLACK if cap_state is not None else 1e9) * 1e9
         cpu_scale = 1000 if self._v2 else 1
         max_gap = self._max_gap
+        columns = self._columns
+        # The fast path writes no memory-with-page-cache series, so it stands aside when they are asked for.
+        page_cache = self.config.with_page_cache
+        fast = None if page_cache else columns.sweep(status, values, t, max_gap, max_ns_per_s)
+        if fast is not None:
+            for metric, col_keys, col_values in fast:
+                if col_keys:
+                    self._cache.append_columns(metric, col_keys, col_values, t)
+            self._publish_sums(t, fast[0].values, fast[1].values)
+            self._sweeps += 1
+            return
+        columns.to_dicts(self._cpu_base, self._thr_base)
         cpu_base, thr_base = self._cpu_base, self._thr_base
         errs: Counter[str] = Counter()
         resets = steps = 0
-        pod_cpu: list[tuple[str, float]] = []
-        pod_mem: list[tuple[str, float]] = []
-        pod_thr: list[tuple[str, float]] = []
-        cont_cpu: list[tuple[str, float]] = []
-        cont_mem: list[tuple[str, float]] = []
-        cont_thr: list[tuple[str, float]] = []
-        pod_pc: list[tuple[str, float]] = []
-        cont_pc: list[tuple[str, float]] = []
-        page_cache = self.config.with_page_cache
+        # Keys and values in separate lists (cache.append_columns): no tuple per sample to allocate.
+        pod_cpu_k: list[str] = []
+        pod_cpu_v: list[float] = []
+        pod_mem_k: list[str] = []
+        pod_mem_v: list[float] = []
+        pod_thr_k: list[str] = []
+        pod_thr_v: list[float] = []
+        cont_cpu_k: list[str] = []
+        cont_cpu_v: list[float] = []
+        cont_mem_k: list[str] = []
+        cont_mem_v: list[float] = []
+        cont_thr_k: list[str] = []
+        cont_thr_v: list[float] = []
+        pod_pc_k: list[str] = []
+        pod_pc_v: list[float] = []
+        cont_pc_k: list[str] = []
+        cont_pc_v: list[float] = []
         v2 = self._v2
         for is_pod, ident, key, f_cpu, f_mem, f_thr, o_cpu, o_mem, o_thr in self._plan:
             s_cpu, s_mem, s_thr = status[f_cpu], status[f_mem], status[f_thr]
@@ -282,8 +267,12 @@ class PodResourceCollector:
                         resets += 1
                     elif delta > max_ns_per_s * dt:
                         errs[fw.ERR_OVER_CAPACITY] += 1
+                    elif is_pod:
+                        pod_cpu_k.append(ident)
+                        pod_cpu_v.append(delta / (dt * 1e9))
                     else:
-                        (pod_cpu if is_pod else cont_cpu).append((ident, delta / (dt * 1e9)))
+                        cont_cpu_k.append(ident)
+                        cont_cpu_v.append(delta / (dt * 1e9))
             # memory
             if s_mem:
                 if s_mem not in GONE_STATUSES:
@@ -292,12 +281,17 @@ class PodResourceCollector:
                 a, b, c = values[o_mem], values[o_mem + 1], values[o_mem + 2]
                 if MISSING in (a, b, c):
                     errs[fw.ERR_MALFORMED] += 1
+                elif is_pod:
+                    pod_mem_k.append(ident)
+                    pod_mem_v.append(float(a + b + c))
                 else:
-                    (pod_mem if is_pod else cont_mem).append((ident, float(a + b + c)))
-                    if page_cache:
-                        af, inf = values[o_mem + 3], values[o_mem + 4]
-                        if MISSING not in (af, inf):
-                            (pod_pc if is_pod else cont_pc).append((ident, float(a + b + c + af + inf)))
+                    cont_mem_k.append(ident)
+                    cont_mem_v.append(float(a + b + c))
+                if page_cache and MISSING not in (a, b, c):
+                    af, inf = values[o_mem + 3], values[o_mem + 4]
+                    if MISSING not in (af, inf):
+                        (pod_pc_k if is_pod else cont_pc_k).append(ident)
+                        (pod_pc_v if is_pod else cont_pc_v).append(float(a + b + c + af + inf))
             # throttling
             if s_thr:
                 if s_thr in GONE_STATUSES:
@@ -321,26 +315,27 @@ class PodResourceCollector:
                 steps += 1
             elif dperiods < 0 or dthrottled < 0:
                 resets += 1
+            elif is_pod:
+                pod_thr_k.append(ident)
+                pod_thr_v.append(dthrottled / dperiods if dperiods else 0.0)
             else:
-                (pod_thr if is_pod else cont_thr).append((ident, dthrottled / dperiods if dperiods else 0.0))
+                cont_thr_k.append(ident)
+                cont_thr_v.append(dthrottled / dperiods if dperiods else 0.0)
         cache = self._cache
-        for metric, samples in (
-            (api.POD_CPU_USAGE, pod_cpu),
-            (api.POD_MEMORY_USAGE, pod_mem),
-            (api.POD_CPU_THROTTLED, pod_thr),
-            (api.CONTAINER_CPU_USAGE, cont_cpu),
-            (api.CONTAINER_MEMORY_USAGE, cont_mem),
-            (api.CONTAINER_CPU_THROTTLED, cont_thr),
-            (POD_MEMORY_USAGE_WITH_PAGE_CACHE, pod_pc),
-            (CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, cont_pc),
+        for metric, col_keys, col_values in (
+            (api.POD_CPU_USAGE, pod_cpu_k, pod_cpu_v),
+            (api.POD_MEMORY_USAGE, pod_mem_k, pod_mem_v),
+            (api.POD_CPU_THROTTLED, pod_thr_k, pod_thr_v),
+            (api.CONTAINER_CPU_USAGE, cont_cpu_k, cont_cpu_v),
+            (api.CONTAINER_MEMORY_USAGE, cont_mem_k, cont_mem_v),
+            (api.CONTAINER_CPU_THROTTLED, cont_thr_k, cont_thr_v),
+            (POD_MEMORY_USAGE_WITH_PAGE_CACHE, pod_pc_k, pod_pc_v),
+            (CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, cont_pc_k, cont_pc_v),
         ):
-            if samples:
-                cache.append_batch(metric, samples, t)
-        # The baseline round has no CPU rates: publishing a zero sum then would inflate system usage.
-        if pod_cpu or not self._has_pods:
-            self._shared.set(fw.PODS_CPU, t, sum(v for _, v in pod_cpu))
-        if pod_mem or not self._has_pods:
-            self._shared.set(fw.PODS_MEMORY, t, sum(v for _, v in pod_mem))
+            if col_keys:
+                cache.append_columns(metric, col_keys, col_values, t)
+        self._publish_sums(t, pod_cpu_v, pod_mem_v)
+        columns.from_dicts(cpu_base, thr_base, t)
         if resets:
             errs[fw.ERR_COUNTER_RESET] += resets
         if steps:
@@ -348,6 +343,13 @@ class PodResourceCollector:
         for kind, n in errs.items():
             self._errors.error(NAME, kind, n)
         self._sweeps += 1
+
+    def _publish_sums(self, t: float, pod_cpu: list[float], pod_mem: list[float]) -> None:
+        # The baseline round has no CPU rates: publishing a zero sum then would inflate system usage.
+        if pod_cpu or not self._has_pods:
+            self._shared.set(fw.PODS_CPU, t, sum(pod_cpu))
+        if pod_mem or not self._has_pods:
+            self._shared.set(fw.PODS_MEMORY, t, sum(pod_mem))
 
     # ---- status -----------------------------------------------------------------------------------
 

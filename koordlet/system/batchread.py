@@ -35,6 +35,8 @@ class FileKind(enum.IntEnum):
     """One integer (``cpuacct.usage``); ``max`` reads as INT64_MAX."""
     KEY_VALUE = 1
     """``key value`` lines (``memory.stat``, ``cpu.stat``); the caller names the keys it wants."""
+    CPU_LIST = 2
+    """A CPU list (``cpuset.cpus``, ``0-3,8``): its number of CPUs (empty is 0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,7 @@ class Layout:
         norm_keys: list[tuple[str, ...]] = []
         for kind, file_keys in zip(kinds, keys, strict=True):
             offsets.append(slot)
-            if kind == FileKind.COUNTER:
+            if kind != FileKind.KEY_VALUE:
                 norm_keys.append(())
                 slot += 1
                 continue
@@ -135,6 +137,41 @@ def _parse_int(raw: bytes) -> int:
     return -v if digits is not raw else v
 
 
+MAX_CPU: Final = 65535
+"""CPU numbers above this are refused (-ERANGE), as in C and ``koordlet.api.cpulist.MAX_CPU_ID``."""
+
+
+def _parse_cpulist(raw: bytes) -> int:
+    """Number of CPUs in a list such as ``0-3,8``; raises -errno on failure (a port of the C scanner, so
+    both report the same status for the same bad text)."""
+    p, n, count = 0, len(raw), 0
+    while p < n:
+        bounds = [-1, -1]
+        for part in (0, 1):
+            v = -1
+            while p < n and 48 <= raw[p] <= 57:
+                v = (0 if v < 0 else v) * 10 + raw[p] - 48
+                if v > MAX_CPU:
+                    raise _ParseError(-errno.ERANGE)
+                p += 1
+            if v < 0:
+                raise _ParseError(-errno.EINVAL)
+            bounds[part] = v
+            if part == 0 and p < n and raw[p] == 45:  # "-"
+                p += 1
+                continue
+            break
+        lo, hi = bounds[0], bounds[1] if bounds[1] >= 0 else bounds[0]
+        if hi < lo:
+            raise _ParseError(-errno.EINVAL)
+        count += hi - lo + 1
+        if p < n:
+            if raw[p] != 44 or p + 1 == n:  # ","
+                raise _ParseError(-errno.EINVAL)
+            p += 1
+    return count
+
+
 class _ParseError(Exception):
     def __init__(self, status: int) -> None:
         super().__init__(status)
@@ -199,6 +236,8 @@ class PyBatchReader:
                 try:
                     if layout.kinds[i] == FileKind.COUNTER:
                         values[base] = _parse_int(data.strip(_BLANKS))
+                    elif layout.kinds[i] == FileKind.CPU_LIST:
+                        values[base] = _parse_cpulist(data.strip(_BLANKS))
                     else:
                         fast = self._fast[i]
                         if fast is None or not self._parse_kv_fast(data, fast, values, base):

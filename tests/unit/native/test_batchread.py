@@ -159,6 +159,45 @@ def test_c_and_python_agree_on_any_content(
 
 
 @pytest.mark.parametrize("impl", IMPLS)
+def test_cpu_lists_count_cpus(tmp_path: Path, impl: str) -> None:
+    cases = {
+        "0-3,8\n": 4 + 1,
+        "\n": 0,
+        "5": 1,
+        "0-1,4-5,10-11\n": 6,
+        "65535": 1,
+        "3-1\n": -errno.EINVAL,
+        "1,,2\n": -errno.EINVAL,
+        "1,\n": -errno.EINVAL,
+        "0-\n": -errno.EINVAL,
+        "a\n": -errno.EINVAL,
+        "65536\n": -errno.ERANGE,
+    }
+    paths = []
+    for i, text in enumerate(cases):
+        paths.append(tmp_path / f"cpus{i}")
+        paths[-1].write_text(text)
+    with _open(impl, paths, [FileKind.CPU_LIST] * len(paths), [()] * len(paths)) as reader:
+        res = reader.read()
+    for i, want in enumerate(cases.values()):
+        if want >= 0:
+            assert (res.status[i], res.value(i)) == (0, want), list(cases)[i]
+        else:
+            assert (res.status[i], res.value(i)) == (want, None), list(cases)[i]
+
+
+@pytest.mark.native
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet="0123456789-,\n x", max_size=24))
+def test_c_and_python_agree_on_any_cpu_list(tmp_path: Path, text: str) -> None:
+    (tmp_path / "cpus").write_bytes(text.encode())
+    args = ([tmp_path / "cpus"], [FileKind.CPU_LIST], [()])
+    with native.NativeBatchReader(*args) as c_reader, batchread.PyBatchReader(*args) as py_reader:
+        c_res, py_res = c_reader.read(), py_reader.read()
+    assert (c_res.status, c_res.values) == (py_res.status, py_res.values)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 def test_write_batch_reports_errno_per_item_in_order(tmp_path: Path, impl: str) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     a.write_text("old")

@@ -324,42 +324,6 @@ def test_policy_file_missing_pauses_with_warning(caplog: pytest.LogCaptureFixtur
     assert "cpuset.cpus is not available" in caplog.text
 
 
-def test_demand_probe_squeezes_quota_bound_be_and_follows_ls() -> None:
-    # 2 cores, threshold 65 % = 1300m. The A3 fixed point: LS shows 0.55 core, BE is pinned at its quota.
-    h = make_harness(1, topology(cores=2), slo=be_slo(cpu_suppress_policy="cfsQuota"))
-    ls, be = setup_load(h, ls_cores=0.55, be_cores=0.75, system_cores=0.0)
-    plugin = started(h)
-    quotas: list[int] = []
-    for t in range(16):
-        if t == 3:  # the probe gave LS room and it takes it: its demand was hidden
-            set_usage(h, ls, be, 0.75, 0.55, 0.0)
-        else:
-            last = quotas[-1] if quotas else 75000
-            ls_c = 0.75 if t > 3 else 0.55
-            set_usage(h, ls, be, ls_c, last / 100_000, 0.0)  # BE always uses its whole quota
-        plugin.reconcile()
-        quotas.append(int(h.host.read("cpu.cfs_quota_us", BE) or 0))
-        h.clock.advance(1)
-    # t0: 1300 - 550 = 750m -> 75000. t1: BE at its quota, LS running -> probe: 75000 - 20000 (10 % of
-    # 200000) = 55000, held 3 s. t3: LS rose to 750m -> budget 550m = 55000: BE stays there afterwards.
-    # t11: the next probe (10 s after t1) squeezes again to 35000; t14 it ends and BE grows back to 55000.
-    assert quotas[:4] == [75000, 55000, 55000, 55000]
-    assert quotas[4:11] == [55000] * 7
-    assert quotas[11:14] == [35000] * 3
-    assert quotas[14:] == [55000, 55000]
-
-
-def test_demand_probe_leaves_be_alone_when_not_quota_bound() -> None:
-    h = make_harness(1, topology(cores=2), slo=be_slo(cpu_suppress_policy="cfsQuota"))
-    ls, be = setup_load(h, ls_cores=0.55, be_cores=0.3, system_cores=0.0)
-    plugin = started(h)
-    for _ in range(12):
-        set_usage(h, ls, be, 0.55, 0.3, 0.0)  # BE uses 0.3 of its 0.75 core: something else limits it
-        plugin.reconcile()
-        h.clock.advance(1)
-    assert h.executor.values_written("cpu.cfs_quota_us", BE) == ["75000"]
-
-
 def test_lse_cpus_are_excluded_and_lsr_share_is_proportional() -> None:
     h = make_harness(1, HT8, slo=be_slo())
     status = "scheduling.koordinator.sh/resource-status"

@@ -1,0 +1,161 @@
+"""One metric kind's series in the cache: which share the kind's timeline, which keep a private ring.
+
+Layer: ``koordlet.metriccache`` (used under :class:`~koordlet.metriccache.cache.MetricCache`'s lock). A
+batch of one collector tick goes into the timeline's slots (:mod:`koordlet.metriccache.timeline`); a series
+that misses a tick, gets a second sample in one, or a sample off the timeline moves to a private
+:class:`~koordlet.metriccache.ring.Ring` with exactly the same samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from koordlet.metriccache.ring import Ring
+from koordlet.metriccache.schema import PROPERTIES, SeriesKey, key_labels, normalize_key
+from koordlet.metriccache.timeline import SharedRing, Timeline
+
+
+class Series:
+    """A series' samples (on its kind's timeline or in a private ring) plus the label set it was created
+    with (shared with :meth:`MetricCache.latest` callers)."""
+
+    __slots__ = ("labels", "ring")
+
+    def __init__(self, ring: Ring | SharedRing, labels: Mapping[str, str]) -> None:
+        self.ring = ring
+        self.labels = labels
+
+
+class Kind:
+    """All series of one metric kind."""
+
+    __slots__ = ("capacity", "memo", "props", "series", "timeline")
+
+    def __init__(self, metric: str, capacity: int) -> None:
+        self.capacity = capacity
+        self.props = PROPERTIES.get(metric)
+        self.series: dict[SeriesKey, Series] = {}
+        self.timeline = Timeline(capacity)
+        self.memo: tuple[tuple[SeriesKey, ...], Timeline, int, list[SharedRing]] | None = None
+        """The rings of the last batch when it was a tuple of keys naming every attached series (see
+        :meth:`MetricCache.append_columns`)."""
+
+    def private(self, series: Series) -> Ring:
+        """The series' private ring, made from its timeline samples if it was attached."""
+        ring = series.ring
+        if isinstance(ring, SharedRing):
+            ring = series.ring = ring.detached()
+            self.timeline.members -= 1
+        return ring
+
+    def forget(self, series: Series) -> None:
+        if isinstance(series.ring, SharedRing):
+            self.timeline.members -= 1
+
+    def new_series(self, metric: str, key: SeriesKey, tick: int | None = None) -> Series:
+        """The series of ``key`` (any spelling), made if new: on the timeline from ``tick`` when given."""
+        canonical = normalize_key(metric, key)
+        series = self.series.get(canonical)
+        if series is None:
+            if tick is None:
+                ring: Ring | SharedRing = Ring(self.capacity)
+            else:
+                ring = SharedRing(self.timeline, tick)
+                self.timeline.members += 1
+            series = self.series[canonical] = Series(ring, key_labels(metric, canonical))
+        return series
+
+    def append_tick(self, metric: str, keys: Sequence[SeriesKey], values: Sequence[float], t: float) -> int:
+        """One sample per key at ``t`` (see :meth:`MetricCache.append_columns`)."""
+        known = self.series
+        tl = self.timeline
+        memo = self.memo
+        if (
+            memo is not None
+            and memo[0] is keys
+            and memo[1] is tl
+            and memo[2] == tl.ticks
+            and len(memo[3]) == tl.members
+            and t >= tl.t_last
+        ):
+            # The same immutable keys as the last batch, and since then no tick, no detach, no drop
+            # (each changes ticks, members or the timeline): the same rings, all attached, all due.
+            rings = memo[3]
+            tick = tl.ticks
+            slot = tick % tl.capacity
+            for shared, value in zip(rings, values, strict=True):
+                shared.vs[slot] = value
+                shared.last = tick
+            tl.push(t)
+            self.memo = (memo[0], tl, tl.ticks, rings)
+            return len(keys)
+        self.memo = None
+        if t < tl.t_last:  # earlier than the timeline's newest tick: appended privately
+            for key, value in zip(keys, values, strict=True):
+                series = known.get(key)
+                if series is None:
+                    series = self.new_series(metric, key)
+                self.private(series).append(t, value)
+            return len(keys)
+        # Values go into the upcoming tick's slot first; the timestamp is pushed after the series
+        # that missed this tick were detached, so they keep the oldest sample it overwrites.
+        tick = tl.ticks
+        prev = tick - 1
+        slot = tick % tl.capacity
+        hits = 0
+        again: list[tuple[Series, float]] = []
+        hit_rings: list[SharedRing] = []
+        for key, value in zip(keys, values, strict=True):
+            series = known.get(key)
+            if series is None:
+                series = self.new_series(metric, key, tick)
+            ring = series.ring
+            if isinstance(ring, SharedRing):
+                if ring.last == prev:
+                    # SharedRing.put, inlined: this line runs for every pod and container each second
+                    ring.vs[slot] = value
+                    ring.last = tick
+                    hits += 1
+                    hit_rings.append(ring)
+                else:  # a second sample in this tick: appended once the tick is in place
+                    again.append((series, value))
+            else:
+                ring.append(t, value)
+        if hits < tl.members:
+            for series in known.values():
+                ring = series.ring
+                if type(ring) is SharedRing and ring.last != tick:
+                    series.ring = ring.detached()
+                    tl.members -= 1
+        tl.push(t)
+        for series, value in again:
+            self.private(series).append(t, value)
+        if isinstance(keys, tuple) and hits == len(keys) == tl.members:
+            self.memo = (keys, tl, tl.ticks, hit_rings)
+        return len(keys)
+
+    def share_restored(self) -> None:
+        """Put restored series back on a timeline (the one of the newest series) when their timestamps are
+        its newest ones, as they are when one collector appended them together before the restart.
+
+        Only while no series is attached yet: a timeline that appends raced onto is left as it is."""
+        if self.timeline.members:
+            return
+        rings = [(s, s.ring) for s in self.series.values() if type(s.ring) is Ring]
+        cands = [(s, r) for s, r in rings if r.in_order and len(r)]
+        if not cands:
+            return
+        ref_ts, _ = max(cands, key=lambda c: (c[1].t_newest(), len(c[1])))[1].chronological()
+        tl = self.timeline = Timeline(self.capacity)
+        for t in ref_ts:
+            tl.push(t)
+        for series, ring in cands:
+            ts, vs = ring.chronological()
+            first = tl.ticks - len(ts)
+            if ts != ref_ts[len(ref_ts) - len(ts) :]:
+                continue
+            shared = SharedRing(tl, first)
+            for i, v in enumerate(vs):
+                shared.put(first + i, v)
+            series.ring = shared
+            tl.members += 1
