@@ -191,6 +191,8 @@ def new_daemon(
         FuncComponent("qosmanager", lambda s, _sup: qos.run(s), lambda: True, qos.shutdown),
     ]
     http = AgentHTTPServer(cfg.host, cfg.port, registry)
+    if advisor.exposition is not None:  # pre-rendered bytes; the server's default renders per scrape
+        http.route("/metrics", advisor.exposition.route)
     http.route("/nodemetric", lambda _q: json_response(informer.nodemetric_status()))
     http.route("/events", _events_route(executor))
     http.route("/plugins", lambda _q: json_response(qos.states()))

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -22,8 +22,17 @@ from koordlet.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+
+class Encodable(Protocol):
+    """A body rendered ahead of time (``/metrics``), sent gzip-compressed to clients that accept it."""
+
+    def identity(self) -> bytes: ...
+
+    def gzip(self) -> bytes: ...
+
+
 Response = tuple[int, str, bytes]
-Route = Callable[[dict[str, list[str]]], Response]
+Route = Callable[[dict[str, list[str]]], "tuple[int, str, bytes | Encodable]"]
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
@@ -32,6 +41,25 @@ def json_response(obj: Any, status: int = 200) -> Response:
 
 def text_response(text: str, status: int = 200) -> Response:
     return status, "text/plain; charset=utf-8", text.encode()
+
+
+def accepts_gzip(accept_encoding: str | None) -> bool:
+    """``Accept-Encoding`` names gzip (or ``*``) with a non-zero quality (RFC 9110 12.5.3)."""
+    for item in (accept_encoding or "").split(","):
+        coding, _, params = item.partition(";")
+        if coding.strip().lower() not in ("gzip", "x-gzip", "*"):
+            continue
+        quality = 1.0
+        for param in params.split(";"):
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0.0:
+            return True
+    return False
 
 
 class AgentHTTPServer:
@@ -47,6 +75,7 @@ class AgentHTTPServer:
             server_version = "koordlet"
 
             def do_GET(self) -> None:
+                body: bytes | Encodable
                 url = urlsplit(self.path)
                 route = routes.get(url.path.rstrip("/") or "/")
                 if route is None:
@@ -59,11 +88,22 @@ class AgentHTTPServer:
                     except Exception as err:
                         log.exception("HTTP %s failed", url.path)
                         status, ctype, body = text_response(f"internal error: {err!r}\n", 500)
+                encoding = None
+                if isinstance(body, bytes):
+                    data = body
+                elif accepts_gzip(self.headers.get("Accept-Encoding")):
+                    data, encoding = body.gzip(), "gzip"
+                else:
+                    data = body.identity()
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
+                if not isinstance(body, bytes):
+                    self.send_header("Vary", "Accept-Encoding")
+                if encoding is not None:
+                    self.send_header("Content-Encoding", encoding)
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(data)
 
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug("http: " + format, *args)

@@ -22,6 +22,7 @@ from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.beresource import BEResourceCollector, BEResourceConfig
 from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.metricsadvisor.exporter import AdvisorMetrics, UsageExporter
+from koordlet.metricsadvisor.exposition import Exposition
 from koordlet.metricsadvisor.fastsampler import FastSampler, FastSamplerConfig, Publisher
 from koordlet.metricsadvisor.hostapp import HostAppConfig, HostApplicationCollector, ProcessSource
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 __all__ = ["AdvisorConfig", "MetricsAdvisor"]
 
 GC_NAME = "metricsadvisor/gc"
+EXPOSITION_NAME = "metricsadvisor/exposition"
 
 
 class MetricsAdvisor:
@@ -127,6 +129,16 @@ class MetricsAdvisor:
             max_age = max(30.0, 3.0 * max(c.interval for c in self.collectors))
             registry.register(UsageExporter(cache, states, config.node_name, clock, max_age=max_age))
             registry.register(ResourceSummaryExporter(states, config.node_name))
+        self.exposition: Exposition | None = None
+        """``/metrics`` rendered after each pod sweep (the bulk of the series), served as bytes."""
+        if registry is not None:
+            self.exposition = Exposition(
+                registry,
+                interval=every,
+                max_staleness=max(10.0, 5.0 * every),
+                clock=clock,
+                on_error=lambda err: errors.error("exposition", f"exception:{type(err).__name__}"),
+            )
         self._lock = threading.Lock()
         self._closed = False
 
@@ -140,6 +152,9 @@ class MetricsAdvisor:
                 on_error=self._on_error(collector.name),
                 on_tick=self._on_tick(collector.name),
             )
+        if self.exposition is not None:
+            exposition = self.exposition
+            supervisor.go(EXPOSITION_NAME, lambda: exposition.run(stop))
         supervisor.every(
             GC_NAME,
             self.config.gc_interval,
@@ -156,9 +171,13 @@ class MetricsAdvisor:
         return hook
 
     def _on_tick(self, name: str) -> Callable[[str, float, float], None]:
+        renders = self.exposition is not None and name == self.pods.name
+
         def hook(_thread: str, duration: float, lateness: float) -> None:
             if self.metrics is not None:
                 self.metrics.on_tick(name, duration, lateness)
+            if renders and self.exposition is not None:
+                self.exposition.collected()
 
         return hook
 

@@ -16,11 +16,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from koordlet import api, metricdefs
+from koordlet.metricsadvisor.exposition import RowFamily
 from koordlet.schema.pod import BATCH_CPU, BATCH_MEMORY
 
 
 def _family(d: metricdefs.MetricDef) -> GaugeMetricFamily:
-    return GaugeMetricFamily(d.name, d.help, labels=list(d.labels))
+    return RowFamily(d.name, d.help, labels=list(d.labels))
 
 
 class ResourceSummaryExporter(Collector):
