@@ -227,5 +227,7 @@ class MetricsAdvisor:
             if self._closed:
                 return
             self._closed = True
+        if self.exposition is not None:
+            self.exposition.close()
         for collector in self.collectors:
             collector.close()

@@ -161,6 +161,7 @@ class Exposition:
         self._render_lock = threading.Lock()
         self._due = threading.Event()
         self._payload: Payload | None = None
+        self._closed = False
         self.renders = 0
 
     def collected(self) -> None:
@@ -204,11 +205,16 @@ class Exposition:
         """The ``/metrics`` route of the agent's HTTP server (which picks gzip or identity)."""
         return 200, CONTENT_TYPE_LATEST, self.payload()
 
+    def close(self) -> None:
+        """End :meth:`run` now (it otherwise notices ``stop`` within two intervals)."""
+        self._closed = True
+        self._due.set()
+
     def run(self, stop: threading.Event) -> None:
         """Render after every collection until ``stop``; without collections, every two intervals."""
         while not stop.is_set():
             self._due.wait(2.0 * self.interval)
-            if stop.is_set():
+            if stop.is_set() or self._closed:
                 return
             self._due.clear()
             with contextlib.suppress(Exception):  # logged and counted in render(); the next one retries
