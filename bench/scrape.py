@@ -229,7 +229,7 @@ def skip(why: str) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="10 s phases (under 50 s in all)")
+    ap.add_argument("--quick", action="store_true", help="8 s phases (under 50 s in all)")
     ap.add_argument("--pods", type=int, default=1000)
     ap.add_argument("--scrapers", type=int, default=20)
     ap.add_argument("--rate", type=float, default=10.0, help="requests/s per scraper at most (0: unpaced)")
@@ -240,7 +240,7 @@ def main() -> int:
         return skip("needs root to create cgroups")
     if detect_mode(HostPaths()) is not CgroupMode.V1:
         return skip("needs the cgroup v1 cpu, cpuacct, cpuset and memory controllers")
-    seconds = args.seconds or (10.0 if args.quick else 60.0)
+    seconds = args.seconds or (8.0 if args.quick else 60.0)
     seq = 20 if args.quick else 50
     print(f"building {args.pods} pods ...", file=sys.stderr)
     with node(args.pods) as n:
