@@ -25,6 +25,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import sys
@@ -178,6 +179,7 @@ def main() -> int:
         if agent is not None:
             agent.stop()
         kp.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
     steady = [p for p in points if p.t >= warmup]
     if len(steady) < 3:
         raise SystemExit(f"too short: {len(steady)} points after a {warmup:.0f} s warm-up")
