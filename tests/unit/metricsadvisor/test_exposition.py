@@ -5,6 +5,8 @@ parses, and survives a failing collector."""
 from __future__ import annotations
 
 import gzip
+import select
+import socket
 import threading
 import time
 import urllib.request
@@ -199,3 +201,26 @@ def test_a_failing_render_keeps_the_last_payload_and_is_counted() -> None:
     empty = Exposition(reg)
     with pytest.raises(OSError):
         empty.payload()  # nothing to fall back on: the route answers 500
+
+
+def test_twenty_scrapers_connecting_at_once_are_all_queued() -> None:
+    # With socketserver's backlog of 5 the kernel drops the SYNs of the 7th and later simultaneous
+    # clients and they retry after a second. Nothing accepts here (the server is not started), so the
+    # only thing that completes the handshakes is the listen queue.
+    http = AgentHTTPServer("127.0.0.1", 0, CollectorRegistry())
+    socks = [socket.socket() for _ in range(40)]
+    try:
+        for s in socks:
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", http.port))
+        pending = list(socks)
+        deadline = time.monotonic() + 0.8  # before the first SYN retransmission (1 s)
+        while pending and time.monotonic() < deadline:
+            _r, writable, _x = select.select([], pending, [], 0.05)
+            pending = [s for s in pending if s not in writable]
+        assert pending == []
+        assert all(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0 for s in socks)
+    finally:
+        for s in socks:
+            s.close()
+        http.shutdown()
