@@ -1,10 +1,11 @@
-"""Prometheus exposition of usage, built at scrape time from the metric cache, and the advisor's own health.
+"""Prometheus exposition of usage, built from the metric cache when rendered, and the advisor's own health.
 
-Layer: ``koordlet.metricsadvisor``. :class:`UsageExporter` is a ``prometheus_client`` custom collector: a
-scrape copies the newest sample of each kind out of the cache (``MetricCache.latest`` holds the cache
-lock only for that copy, one kind at a time) and formats outside any lock, so a 35-50 ms exposition of
-thousands of series never delays sampling (performance-reliability A4). Series of pods that left the
-states informer, and samples older than ``max_age``, are not exported, so deleted pods disappear at once.
+Layer: ``koordlet.metricsadvisor``. :class:`UsageExporter` is a ``prometheus_client`` custom collector
+whose families are :class:`~koordlet.metricsadvisor.exposition.RowFamily`: a render (once per pod sweep,
+by :class:`~koordlet.metricsadvisor.exposition.Exposition`; scrapes are served its bytes) copies the
+newest sample of each kind out of the cache (``MetricCache.latest`` holds the cache lock only for that
+copy, one kind at a time) and formats outside any lock. Series of pods that left the states informer,
+and samples older than ``max_age``, are not exported, so deleted pods disappear with the next render.
 :class:`AdvisorMetrics` holds collection duration, tick lateness and errors by collector and kind.
 """
 
@@ -67,7 +68,7 @@ class AdvisorMetrics:
 
 
 class UsageExporter(Collector):
-    """Koordlet's usage families, from the cache's live series, at scrape time."""
+    """Koordlet's usage families, from the cache's live series, at render time."""
 
     def __init__(
         self,

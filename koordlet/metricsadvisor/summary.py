@@ -1,4 +1,4 @@
-"""koordlet's resource-summary metrics, built at scrape time from what the states informer knows.
+"""koordlet's resource-summary metrics, built at each ``/metrics`` render from what the states informer knows.
 
 Layer: ``koordlet.metricsadvisor``. ``koordlet_node_resource_allocatable`` carries the node's batch
 allocatable and ``koordlet_container_resource_requests`` / ``_limits`` each running container's batch
