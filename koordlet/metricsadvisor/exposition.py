@@ -162,6 +162,7 @@ class Exposition:
         self._due = threading.Event()
         self._payload: Payload | None = None
         self._closed = False
+        self._failing = ""
         self.renders = 0
 
     def collected(self) -> None:
@@ -177,12 +178,17 @@ class Exposition:
         try:
             body = self._renderer.render(self.registry.collect())
         except Exception as err:
-            log.exception("rendering /metrics failed; serving the previous payload")
+            if repr(err) != self._failing:  # a broken collector fails every second: log once per change
+                self._failing = repr(err)
+                log.exception("rendering /metrics failed; serving the previous payload")
             if self._on_error is not None:
                 self._on_error(err)
             if self._payload is None:
                 raise
             return self._payload
+        if self._failing:
+            log.info("rendering /metrics works again")
+            self._failing = ""
         self._payload = Payload(body, self._clock())
         self.renders += 1
         return self._payload

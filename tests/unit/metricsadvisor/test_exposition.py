@@ -178,7 +178,7 @@ def test_scrapes_serve_the_last_render_until_the_next_collection(fake_host: Any)
     assert after is not before and b"hits_total 2.0" in after.body
 
 
-def test_a_failing_render_keeps_the_last_payload_and_is_counted() -> None:
+def test_a_failing_render_keeps_the_last_payload_and_is_counted(caplog: pytest.LogCaptureFixture) -> None:
     class Flaky:
         fail = False
 
@@ -197,7 +197,12 @@ def test_a_failing_render_keeps_the_last_payload_and_is_counted() -> None:
     good: Payload = ex.render()
     flaky.fail = True
     assert ex.render() is good
-    assert [type(e) for e in errors] == [OSError]
+    assert ex.render() is good
+    assert [type(e) for e in errors] == [OSError, OSError]  # counted every time, logged once
+    assert [r.levelname for r in caplog.records] == ["ERROR"]
+    flaky.fail = False
+    assert ex.render() is not good
+    flaky.fail = True
     empty = Exposition(reg)
     with pytest.raises(OSError):
         empty.payload()  # nothing to fall back on: the route answers 500
