@@ -217,6 +217,8 @@ def new_daemon(
         FuncComponent("qosmanager", lambda s, _sup: qos.run(s), lambda: True, qos.shutdown),
     ]
     http = _http_server(cfg, registry, standalone=informer.standalone)
+    if advisor.exposition is not None:  # pre-rendered bytes; the server's default renders per scrape
+        http.route("/metrics", advisor.exposition.route)
     http.route("/nodemetric", lambda _q: json_response(informer.nodemetric_status()))
     http.route("/events", _events_route(executor))
     http.route("/plugins", lambda _q: json_response(qos.states()))

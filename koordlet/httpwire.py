@@ -45,12 +45,22 @@ class RequestHead:
         return self.headers.get(name, "")
 
     def accepts(self, coding: str) -> bool:
-        """Whether ``Accept-Encoding`` admits ``coding`` (a ``q=0`` entry refuses it)."""
+        """Whether ``Accept-Encoding`` admits ``coding``, by name or ``*``, with a non-zero quality (RFC 9110
+        12.5.3); an unreadable quality counts as 0."""
         for item in self.header("accept-encoding").split(","):
-            name, _, params = item.strip().partition(";")
-            if name.strip().lower() == coding:
-                q = params.strip().replace(" ", "")
-                return q not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+            name, _, params = item.partition(";")
+            if name.strip().lower() not in (coding, "*"):
+                continue
+            quality = 1.0
+            for param in params.split(";"):
+                key, _, value = param.partition("=")
+                if key.strip().lower() == "q":
+                    try:
+                        quality = float(value)
+                    except ValueError:
+                        quality = 0.0
+            if quality > 0.0:
+                return True
         return False
 
 

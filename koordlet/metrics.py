@@ -1,6 +1,7 @@
 """The agent's own Prometheus metrics (health of the agent itself), and the registry plugins export through.
 
-Usage metrics of the node and its pods are built at scrape time by the metrics advisor's collector; this
+Usage metrics of the node and its pods are built by the metrics advisor's collector (rendered once per pod
+sweep with the rest of the registry by its ``Exposition``, which serves ``/metrics``); this
 module holds what the agent says about itself: start time, build info, plugin states, tick errors,
 tick duration and lateness. :class:`PluginMetrics` is ``api.MetricRegistry`` on the same registry. Never
 the global default registry, so tests get a fresh one each.

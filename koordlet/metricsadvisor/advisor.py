@@ -23,6 +23,7 @@ from koordlet.metricsadvisor.beresource import BEResourceCollector, BEResourceCo
 from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
 from koordlet.metricsadvisor.exporter import AdvisorMetrics, UsageExporter
+from koordlet.metricsadvisor.exposition import Exposition
 from koordlet.metricsadvisor.fastsampler import FastSampler, FastSamplerConfig, Publisher
 from koordlet.metricsadvisor.hostapp import HostAppConfig, HostApplicationCollector, ProcessSource
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 __all__ = ["AdvisorConfig", "MetricsAdvisor"]
 
 GC_NAME = "metricsadvisor/gc"
+EXPOSITION_NAME = "metricsadvisor/exposition"
 
 
 class MetricsAdvisor:
@@ -146,6 +148,16 @@ class MetricsAdvisor:
             registry.register(UsageExporter(cache, states, config.node_name, clock, max_age=max_age))
             registry.register(NodeQoSExporter(cache, states, config.node_name, clock, max_age=max_age))
             registry.register(ResourceSummaryExporter(states, config.node_name))
+        self.exposition: Exposition | None = None
+        """``/metrics`` rendered after each pod sweep (the bulk of the series), served as bytes."""
+        if registry is not None:
+            self.exposition = Exposition(
+                registry,
+                interval=every,
+                max_staleness=max(10.0, 5.0 * every),
+                clock=clock,
+                on_error=lambda err: errors.error("exposition", f"exception:{type(err).__name__}"),
+            )
         self._lock = threading.Lock()
         self._closed = False
 
@@ -159,6 +171,9 @@ class MetricsAdvisor:
                 on_error=self._on_error(collector.name),
                 on_tick=self._on_tick(collector.name),
             )
+        if self.exposition is not None:
+            exposition = self.exposition
+            supervisor.go(EXPOSITION_NAME, lambda: exposition.run(stop))
         supervisor.every(
             GC_NAME,
             self.config.gc_interval,
@@ -175,16 +190,22 @@ class MetricsAdvisor:
         return hook
 
     def _on_tick(self, name: str) -> Callable[[str, float, float], None] | None:
-        if self.metrics is None:
+        # The pod sweep's tick tells the exposition to render: the sweep writes the bulk of the series.
+        exposition = self.exposition if name == self.pods.name else None
+        if self.metrics is None and exposition is None:
             return None
         # The labelled children once per collector, not per tick: the 100 ms fast sampler ticks ten times
         # a second and two ``labels()`` lookups were about a third of what a tick costs it (issue 18).
-        duration = self.metrics.duration.labels(collector=name)
-        lateness = self.metrics.lateness.labels(collector=name)
+        metrics = self.metrics
+        duration = metrics.duration.labels(collector=name) if metrics is not None else None
+        lateness = metrics.lateness.labels(collector=name) if metrics is not None else None
 
         def hook(_thread: str, took: float, late: float) -> None:
-            duration.observe(took)
-            lateness.observe(late)
+            if duration is not None and lateness is not None:
+                duration.observe(took)
+                lateness.observe(late)
+            if exposition is not None:
+                exposition.collected()
 
         return hook
 
@@ -234,5 +255,7 @@ class MetricsAdvisor:
             if self._closed:
                 return
             self._closed = True
+        if self.exposition is not None:
+            self.exposition.close()
         for collector in self.collectors:
             collector.close()

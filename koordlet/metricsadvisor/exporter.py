@@ -1,10 +1,11 @@
-"""Prometheus exposition of usage, built at scrape time from the metric cache, and the advisor's own health.
+"""Prometheus exposition of usage, built from the metric cache when rendered, and the advisor's own health.
 
-Layer: ``koordlet.metricsadvisor``. :class:`UsageExporter` is a ``prometheus_client`` custom collector: a
-scrape copies the newest sample of each kind out of the cache (``MetricCache.latest`` holds the cache
-lock only for that copy, one kind at a time) and formats outside any lock, so a 35-50 ms exposition of
-thousands of series never delays sampling (performance-reliability A4). Series of pods that left the
-states informer, and samples older than ``max_age``, are not exported, so deleted pods disappear at once.
+Layer: ``koordlet.metricsadvisor``. :class:`UsageExporter` is a ``prometheus_client`` custom collector
+whose families are :class:`~koordlet.metricsadvisor.exposition.RowFamily`: a render (once per pod sweep,
+by :class:`~koordlet.metricsadvisor.exposition.Exposition`; scrapes are served its bytes) copies the
+newest sample of each kind out of the cache (``MetricCache.latest`` holds the cache lock only for that
+copy, one kind at a time) and formats outside any lock. Series of pods that left the states informer,
+and samples older than ``max_age``, are not exported, so deleted pods disappear with the next render.
 :class:`AdvisorMetrics` holds collection duration, tick lateness and errors by collector and kind.
 """
 
@@ -20,6 +21,7 @@ from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.beresource import REAL_LIMIT, REQUEST, USAGE
+from koordlet.metricsadvisor.exposition import RowFamily
 from koordlet.metricsadvisor.psi import CONTAINER_PSI, NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
 
 DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -66,7 +68,7 @@ class AdvisorMetrics:
 
 
 class UsageExporter(Collector):
-    """Koordlet's usage families, from the cache's live series, at scrape time."""
+    """Koordlet's usage families, from the cache's live series, at render time."""
 
     def __init__(
         self,
@@ -101,10 +103,10 @@ class UsageExporter(Collector):
         pods = {p.uid: p for p in self._states.pods()}
         containers = {c.container_id: (c, p) for p in pods.values() for c in p.containers if c.container_id}
         yield from self._node_families(now)
-        pod_fam = GaugeMetricFamily(
+        pod_fam = RowFamily(
             "koordlet_pod_resource_usage", "Pod resource usage", labels=[*_POD_LABELS, "resource", "unit"]
         )
-        cont_fam = GaugeMetricFamily(
+        cont_fam = RowFamily(
             "koordlet_container_resource_usage",
             "Container resource usage",
             labels=[*_CONTAINER_LABELS, "resource", "unit"],
@@ -136,22 +138,20 @@ class UsageExporter(Collector):
 
     def _node_families(self, now: float) -> Iterable[GaugeMetricFamily]:
         node = self._node
-        usage = GaugeMetricFamily(
+        usage = RowFamily(
             "koordlet_node_resource_usage", "Node resource usage", labels=["node", "resource", "unit"]
         )
         cpu = self._one(api.NODE_CPU_USAGE, now)
         mem = self._one(api.NODE_MEMORY_USAGE, now)
-        used_cpu = GaugeMetricFamily("koordlet_node_used_cpu_cores", "Node CPU used (cores)", labels=["node"])
-        used_mem = GaugeMetricFamily(
-            "koordlet_node_used_memory_bytes", "Node memory used (bytes)", labels=["node"]
-        )
+        used_cpu = RowFamily("koordlet_node_used_cpu_cores", "Node CPU used (cores)", labels=["node"])
+        used_mem = RowFamily("koordlet_node_used_memory_bytes", "Node memory used (bytes)", labels=["node"])
         if cpu is not None:
             usage.add_metric([node, "cpu", "core"], cpu)
             used_cpu.add_metric([node], cpu)
         if mem is not None:
             usage.add_metric([node, "memory", "byte"], mem)
             used_mem.add_metric([node], mem)
-        system = GaugeMetricFamily(
+        system = RowFamily(
             "koordlet_node_system_resource_usage",
             "Node usage outside pods and host applications",
             labels=["node", "resource", "unit"],
@@ -163,7 +163,7 @@ class UsageExporter(Collector):
             value = self._one(metric, now)
             if value is not None:
                 system.add_metric([node, resource, unit], value)
-        be = GaugeMetricFamily(
+        be = RowFamily(
             "koordlet_node_be_resource",
             "BE CPU: usage, real limit and batch request (cores)",
             labels=["node", "resource", "allocation", "unit"],
@@ -177,7 +177,7 @@ class UsageExporter(Collector):
                 be_used = value / 1000.0
         yield from (usage, used_cpu, used_mem, system, be)
         if self._be_suppress_alias:
-            alias = GaugeMetricFamily(
+            alias = RowFamily(
                 "koordlet_be_suppress_be_used_cpu_cores", "BE CPU used (cores)", labels=["node"]
             )
             if be_used is not None:
@@ -191,7 +191,7 @@ class UsageExporter(Collector):
         containers: Mapping[str, tuple[api.ContainerInfo, api.PodInfo]],
     ) -> Iterable[GaugeMetricFamily]:
         node = self._node
-        node_fam = GaugeMetricFamily(
+        node_fam = RowFamily(
             "koordlet_node_psi", "Node pressure stall (percent)", labels=["node", *_PSI_LABELS[:3]]
         )
         for labels, value in self._latest(NODE_PSI, now):
@@ -199,9 +199,7 @@ class UsageExporter(Collector):
                 [node, labels["psi_resource"], labels["psi_precision"], labels["psi_degree"]], value
             )
         full = {labels["pod_uid"]: v for labels, v in self._latest(POD_PSI_CPU_FULL_SUPPORTED, now)}
-        pod_fam = GaugeMetricFamily(
-            "koordlet_pod_psi", "Pod pressure stall", labels=[*_POD_LABELS, *_PSI_LABELS]
-        )
+        pod_fam = RowFamily("koordlet_pod_psi", "Pod pressure stall", labels=[*_POD_LABELS, *_PSI_LABELS])
         for labels, value in self._latest(POD_PSI, now):
             pod = pods.get(labels.get("pod_uid", ""))
             if pod is None:
@@ -220,7 +218,7 @@ class UsageExporter(Collector):
                 ],
                 value,
             )
-        cont_fam = GaugeMetricFamily(
+        cont_fam = RowFamily(
             "koordlet_container_psi", "Container pressure stall", labels=[*_CONTAINER_LABELS, *_PSI_LABELS]
         )
         for labels, value in self._latest(CONTAINER_PSI, now):
@@ -248,7 +246,7 @@ class UsageExporter(Collector):
 
     def _host_app_family(self, now: float) -> GaugeMetricFamily:
         apps = {a.name: a for a in self._states.node_slo().host_applications}
-        fam = GaugeMetricFamily(
+        fam = RowFamily(
             "koordlet_host_application_resource_usage",
             "Host application resource usage",
             labels=["node", "host_application_name", "resource", "priority_class", "qos"],

@@ -1,4 +1,4 @@
-"""koordlet's resource-summary metrics, built at scrape time from what the states informer knows.
+"""koordlet's resource-summary metrics, built at each ``/metrics`` render from what the states informer knows.
 
 Layer: ``koordlet.metricsadvisor``. ``koordlet_node_resource_allocatable`` carries the node's batch
 allocatable and ``koordlet_container_resource_requests`` / ``_limits`` each running container's batch
@@ -16,11 +16,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from koordlet import api, metricdefs
+from koordlet.metricsadvisor.exposition import RowFamily
 from koordlet.schema.pod import BATCH_CPU, BATCH_MEMORY
 
 
 def _family(d: metricdefs.MetricDef) -> GaugeMetricFamily:
-    return GaugeMetricFamily(d.name, d.help, labels=list(d.labels))
+    return RowFamily(d.name, d.help, labels=list(d.labels))
 
 
 class ResourceSummaryExporter(Collector):

@@ -1,14 +1,16 @@
-"""The real agent process: /healthz within 3 s, /readyz once started, SIGTERM → exit 0 within 5 s,
-a second signal forces exit, a port already in use is a clear non-zero exit."""
+"""The real agent process: /healthz within 3 s, /readyz once started, /metrics (gzip when asked), SIGTERM →
+exit 0 within 5 s, a second signal forces exit, a port already in use is a clear non-zero exit."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from koordlet.testing.agent import free_port, http_get, standalone_args, wait_http
@@ -34,6 +36,11 @@ def test_healthz_fast_ready_and_graceful_sigterm(tmp_path: Path) -> None:
         status, body = http_get(f"http://127.0.0.1:{port}/metrics")
         assert status == 200 and b"koordlet_start_time" in body and b"koordlet_build_info" in body
         assert b"koordlet_plugin_state" in body
+        # /metrics is the pre-rendered payload, gzip-compressed for a client that asks (as Prometheus does)
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            assert resp.headers["Content-Encoding"] == "gzip"
+            assert b"koordlet_build_info" in gzip.decompress(resp.read())
     finally:
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)

@@ -1,5 +1,6 @@
-"""A real Prometheus scrapes the advisor's exposition: PromQL returns the test container's CPU series, and
-``promtool check metrics`` accepts the text.
+"""A real Prometheus scrapes the advisor's exposition (the pre-rendered ``/metrics`` of the agent's HTTP
+server, which Prometheus asks for gzip-compressed): PromQL returns the test container's CPU series, and
+``promtool check metrics`` accepts the served text.
 
 The container is a real cgroup under a unique ``koordlet-e2e-*`` parent with a busy process; Prometheus
 (:mod:`tests.support.prometheus`) runs on loopback with a temp config and data dir and is killed at the end.
@@ -16,10 +17,11 @@ import urllib.request
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.eventbus import EventBus
+from koordlet.httpserver import AgentHTTPServer
 from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
@@ -48,17 +50,23 @@ def test_promql_returns_the_container_cpu_series(kubepods: RealKubepods) -> None
     advisor = MetricsAdvisor(config, host, cache, states, EventBus(), registry)
     stop = threading.Event()
     supervisor = Supervisor(stop)
-    server, _thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    assert advisor.exposition is not None
+    exposition = advisor.exposition
+    server = AgentHTTPServer("127.0.0.1", 0, registry)
+    server.route("/metrics", exposition.route)
+    server.start()
     try:
         advisor.start(stop, supervisor)
         assert wait_for(advisor.has_synced, stop, timeout=15.0)
-        text = generate_latest(registry)
+        assert wait_until(lambda: exposition.renders > 0, 10.0, step=0.1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as resp:
+            text = resp.read()
         assert f'container_id="{container.container_id}"'.encode() in text
         check = subprocess.run(
             ["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30, check=False
         )
         assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
-        with prometheus({"koordlet": [(f"127.0.0.1:{server.server_port}", {})]}) as base:
+        with prometheus({"koordlet": [(f"127.0.0.1:{server.port}", {})]}) as base:
             query = (
                 f'koordlet_container_resource_usage{{container_id="{container.container_id}",'
                 f'resource="cpu",node="test-node"}}'
