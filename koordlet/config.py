@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from koordlet.api import AgentOptions, Flag, OptionValue
+from koordlet.configfile import read_config_file
 from koordlet.errors import ConfigError, InvalidValue
 from koordlet.httpaccess import AUTH_FLAGS
 from koordlet.metriccache.config import MetricCacheConfig
@@ -121,13 +120,7 @@ def env_name(flag_name: str) -> str:
 
 def load_config_file(path: str, known: set[str]) -> dict[str, Any]:
     """Read the ``--config`` YAML (flag names as keys, kebab or snake case); unknown keys are errors."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-    except OSError as err:
-        raise ConfigError(f"--config {path}: cannot read: {err.strerror}") from err
-    except yaml.YAMLError as err:
-        raise ConfigError(f"--config {path}: not valid YAML: {err}") from err
+    data = read_config_file(path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"--config {path}: want a mapping of flag names to values")
     out: dict[str, Any] = {}

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from koordlet.cluster.leaderelection import ElectionConfig, default_identity
 from koordlet.cluster.process import Address, parse_addr, parse_seconds
+from koordlet.configfile import read_config_file
 from koordlet.descheduler.framework.profile import Profile, parse_node_selector, parse_profiles
 from koordlet.descheduler.framework.runtime import RoundLimits
 from koordlet.errors import ConfigError
@@ -174,15 +172,7 @@ def parse_configuration(doc: Any, where: str = "config") -> Configuration:
 
 
 def load_configuration(path: str) -> Configuration:
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise ConfigError(f"--config {path}: cannot read: {err.strerror}") from err
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"--config {path}: not YAML: {err}") from err
-    return parse_configuration(doc, f"--config {path}")
+    return parse_configuration(read_config_file(path), f"--config {path}")
 
 
 def build(options: Mapping[str, Any]) -> DeschedulerConfig:

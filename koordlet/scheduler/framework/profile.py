@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from koordlet.configfile import read_config_file
 from koordlet.errors import ConfigError
 from koordlet.pluginregistry import plugin_config
 from koordlet.scheduler.framework.interface import EXTENSION_POINTS
@@ -173,12 +172,4 @@ def default_profile() -> Profile:
 
 def load_profile(path: str | Path) -> Profile:
     """Read ``--config``: a YAML (or JSON) KubeSchedulerConfiguration."""
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise ConfigError(f"--config {path}: cannot read: {err.strerror}") from err
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"--config {path}: not YAML: {err}") from err
-    return parse_profile(doc, f"--config {path}")
+    return parse_profile(read_config_file(path), f"--config {path}")

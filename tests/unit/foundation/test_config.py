@@ -123,6 +123,9 @@ def test_config_file_unknown_key_and_bad_yaml(tmp_path: Path) -> None:
         config.load_config_file(str(bad), known)
     with pytest.raises(ConfigError, match="cannot read"):
         config.load_config_file(str(tmp_path / "missing.yaml"), known)
+    bad.write_bytes(b"addr: \xff\xfe\n")  # a UnicodeDecodeError escaped as a traceback before
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        config.load_config_file(str(bad), known)
 
 
 def test_node_metric_report_floor_reaches_the_informer() -> None:

@@ -200,7 +200,7 @@ def test_profile_file_keeps_kube_scheduler_keys(tmp_path: Any) -> None:
     assert p.scheduler_name == "s"
     assert p.plugin_config["LoadAwareScheduling"] == {"usageThresholds": {"cpu": 0, "memory": 0}}
     path.write_text("profiles: [")
-    with pytest.raises(ConfigError, match="not YAML"):
+    with pytest.raises(ConfigError, match="not valid YAML"):
         load_profile(path)
     with pytest.raises(ConfigError, match="cannot read"):
         load_profile(tmp_path / "missing.yaml")
