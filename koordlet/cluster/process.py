@@ -54,11 +54,16 @@ def parse_seconds(text: object, flag: str) -> float:
     return seconds
 
 
+def env_var(env_prefix: str, flag: str) -> str:
+    """A flag's environment variable: ``<PREFIX>_<FLAG>`` (``sync-timeout`` -> ``..._SYNC_TIMEOUT``)."""
+    return f"{env_prefix}_{flag.upper().replace('-', '_')}"
+
+
 def common_options(env_prefix: str, default_addr: str) -> Callable[[F], F]:
     """The options every cluster process takes; environment variables ``<PREFIX>_<FLAG>``."""
 
     def env(name: str) -> str:
-        return f"{env_prefix}_{name.upper().replace('-', '_')}"
+        return env_var(env_prefix, name)
 
     def decorate(fn: F) -> F:
         opts = [
@@ -89,6 +94,33 @@ def common_options(env_prefix: str, default_addr: str) -> Callable[[F], F]:
         for opt in reversed(opts):
             fn = opt(fn)
         return fn
+
+    return decorate
+
+
+def election_options(env_prefix: str, identity_flag: str) -> Callable[[F], F]:
+    """What every leader-electing process adds: this replica's name in the Lease (Koordinator's manager and
+    descheduler spell that flag differently, hence ``identity_flag``; ``POD_NAME`` in a Deployment) and
+    ``--request-timeout``, which must stay below lease duration minus renew deadline so a hung request
+    cannot outlive the leadership it was made under."""
+
+    def env(name: str) -> str:
+        return env_var(env_prefix, name)
+
+    def decorate(fn: F) -> F:
+        fn = click.option(
+            "--request-timeout",
+            default="3s",
+            envvar=env("request-timeout"),
+            show_default=True,
+            help="timeout of each API request (below lease duration minus renew deadline)",
+        )(fn)
+        return click.option(
+            identity_flag,
+            default="",
+            envvar=[env(identity_flag.lstrip("-")), "POD_NAME"],
+            help="this replica's name in the Lease (default: <hostname>_<random>)",
+        )(fn)
 
     return decorate
 

@@ -26,7 +26,7 @@ PROG = "koord-descheduler"
 
 
 def _env(name: str) -> str:
-    return f"{ENV}_{name.upper().replace('-', '_')}"
+    return process.env_var(ENV, name)
 
 
 @click.command(PROG, context_settings=CONTEXT)
@@ -52,19 +52,7 @@ def _env(name: str) -> str:
 @click.option(
     "--leader-elect-resource-namespace", default=None, envvar=_env("leader-elect-resource-namespace")
 )
-@click.option(
-    "--leader-elect-identity",
-    default="",
-    envvar=[_env("leader-elect-identity"), "POD_NAME"],
-    help="this replica's name in the Lease (default: <hostname>_<random>)",
-)
-@click.option(
-    "--request-timeout",
-    default="3s",
-    envvar=_env("request-timeout"),
-    show_default=True,
-    help="timeout of each API request (below lease duration minus renew deadline)",
-)
+@process.election_options(ENV, "--leader-elect-identity")
 @click.option("--sync-timeout", default="60s", envvar=_env("sync-timeout"), show_default=True)
 @click.option("--list-plugins", is_flag=True, help="print the registered plugins and the profiles, then exit")
 def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> None:

@@ -20,7 +20,7 @@ ENV = "KOORD_MANAGER"
 
 
 def _env(name: str) -> str:
-    return f"{ENV}_{name.upper().replace('-', '_')}"
+    return process.env_var(ENV, name)
 
 
 @click.command("koord-manager", context_settings=CONTEXT)
@@ -56,12 +56,7 @@ def _env(name: str) -> str:
     envvar=_env("leader-election-id"),
     show_default=True,
 )
-@click.option(
-    "--leader-election-identity",
-    default="",
-    envvar=[_env("leader-election-identity"), "POD_NAME"],
-    help="this replica's name in the Lease (default: <hostname>_<random>)",
-)
+@process.election_options(ENV, "--leader-election-identity")
 @click.option(
     "--leader-elect-lease-duration",
     default="15s",
@@ -79,13 +74,6 @@ def _env(name: str) -> str:
 )
 @click.option(
     "--workers", default=2, type=int, envvar=_env("workers"), show_default=True, help="workers per controller"
-)
-@click.option(
-    "--request-timeout",
-    default="3s",
-    envvar=_env("request-timeout"),
-    show_default=True,
-    help="timeout of each API request (below lease duration minus renew deadline)",
 )
 @click.option(
     "--sync-period",

@@ -26,7 +26,7 @@ PROG = "koord-scheduler-extender"
 
 
 def _env(name: str) -> str:
-    return f"{ENV}_{name.upper().replace('-', '_')}"
+    return process.env_var(ENV, name)
 
 
 def build_config(values: dict[str, Any]) -> ExtenderConfig:
