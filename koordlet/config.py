@@ -267,9 +267,7 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
     )
 
 
-def _prediction(
-    o: Mapping[str, object], seconds: Any, integer: Any, tsdb: str
-) -> PredictionConfig:
+def _prediction(o: Mapping[str, object], seconds: Any, integer: Any, tsdb: str) -> PredictionConfig:
     path = str(o["prediction-checkpoint-filepath"])
     if not path and tsdb:
         path = str(Path(tsdb).parent / "prediction-checkpoints")  # koordlet: /metric-data/ -> /prediction-...

@@ -139,8 +139,6 @@ def wait_for(
     return False
 
 
-
-
 SYNC_TIMEOUT = 60.0
 STOP_DEADLINE = 4.0
 """Seconds to join threads at stop; the CLI promises a graceful stop within 5 s."""
@@ -250,6 +248,7 @@ class Daemon:
             return 1
         log.info("stopped")
         return 0
+
 
 @contextlib.contextmanager
 def install_signals(stop: threading.Event) -> Iterator[None]:

@@ -199,6 +199,7 @@ class CPUBurst(api.QOSPluginBase):
 
     def _apply_burst(self, pod: api.PodInfo, cfg: api.CPUBurstStrategy) -> None:
         total = 0
+        updates: list[api.CgroupUpdate] = []
         for c in pod.containers:
             if not c.cgroup_dir:
                 continue
@@ -209,11 +210,15 @@ class CPUBurst(api.QOSPluginBase):
                     c.cpu_limit_milli * cfg.cpu_burst_percent * _shared.CFS_PERIOD_US // 100_000, base
                 )
             total += value
-            self._write_if_changed("cpu.cfs_burst_us", c.cgroup_dir, value)
+            updates.append(api.CgroupUpdate("cpu.cfs_burst_us", c.cgroup_dir, str(value), owner=self.name))
             self._burst_gauge.labels(self.ctx.node_name, pod.namespace, pod.name, c.container_id, c.name).set(
                 value
             )
-        self._write_if_changed("cpu.cfs_burst_us", pod.cgroup_dir, total)
+        updates.append(api.CgroupUpdate("cpu.cfs_burst_us", pod.cgroup_dir, str(total), owner=self.name))
+        # One batch per pod, no reads here: the executor reads a file only when its cache has no fresh
+        # entry for the value, and skips an equal one (reading every file every tick cost more than the
+        # rest of the plugin at 1000 pods).
+        _shared.report_refused(self.ctx, self.ctx.executor.update_batch(updates))
 
     def _quota_op(self, c: api.ContainerInfo, cfg: api.CPUBurstStrategy, state: NodeState, now: float) -> Op:
         op = Op.REMAIN
@@ -296,12 +301,3 @@ class CPUBurst(api.QOSPluginBase):
 
     def _update(self, cgroup_dir: str, quota: int, op: Op) -> api.CgroupUpdate:
         return api.CgroupUpdate("cpu.cfs_quota_us", cgroup_dir, str(quota), owner=self.name, reason=str(op))
-
-    def _write_if_changed(self, resource: str, cgroup_dir: str, value: int) -> None:
-        current = _shared.parse_int(_shared.read_value(self.ctx, resource, cgroup_dir))
-        if current is None or current == value:
-            return
-        _shared.report_refused(
-            self.ctx,
-            [self.ctx.executor.update(api.CgroupUpdate(resource, cgroup_dir, str(value), owner=self.name))],
-        )

@@ -86,5 +86,3 @@ def slim_node(obj: Obj) -> Obj:
     if isinstance(status, Mapping) and "images" in status:
         out["status"] = {k: v for k, v in status.items() if k != "images"}
     return compact(out)  # type: ignore[no-any-return]
-
-

@@ -13,6 +13,15 @@ series that were not rendered, so a deleted pod's text goes with the pod). Every
 formatted by ``prometheus_client`` itself, and the result is byte for byte what ``generate_latest`` gives
 for the same registry (tested). A scrape that finds no payload, or one older than ``max_staleness`` (the
 render thread is stuck or dead), renders in place, one scraper at a time.
+
+Rendering ahead pays only for a payload somebody fetches, so the thread renders a collection only when
+a scrape is due before the next one: the scrape period is the shortest of the last few gaps between
+scrapes, and a collection within two intervals of ``last scrape + period`` is rendered. Prometheus scrapes
+on a steady period, so at a 10 s period and 1 s collections two of every ten collections are rendered
+instead of ten (a render is ~1 % of a core at 1000 pods: the largest single cost of the agent). Scrapers
+at other phases shorten the period and every collection is rendered again; with no scrape for
+``idle_after`` seconds nothing is. A scrape that finds collections unrendered (it came early, or after an
+idle spell) renders in place, so what it gets is never older than the last collection.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import gzip
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, cast
 
@@ -38,6 +48,9 @@ log = logging.getLogger(__name__)
 _go_float = cast(
     Callable[[float], str], floatToGoString
 )  # untyped upstream; the same text as generate_latest
+
+SCRAPE_GAPS = 8
+"""Gaps between scrapes remembered to estimate the scrape period (the shortest of them)."""
 
 GZIP_LEVEL = 1
 """Level 1 compresses the exposition's repetitive text ~10x at a fraction of level 6's cost."""
@@ -151,13 +164,19 @@ class Exposition:
         *,
         interval: float = 1.0,
         max_staleness: float = 10.0,
+        idle_after: float = 180.0,
         clock: Callable[[], float] = time.monotonic,
         on_error: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.registry = registry
         self.interval = interval
         self.max_staleness = max_staleness
+        self.idle_after = idle_after
         self._clock = clock
+        self._last_scrape: float | None = None
+        self._gaps: deque[float] = deque(maxlen=SCRAPE_GAPS)
+        self._scrape_lock = threading.Lock()
+        self._behind = False  # a collection went unrendered: the next scrape renders in place
         self._on_error = on_error
         self._renderer = Renderer()
         self._render_lock = threading.Lock()
@@ -192,17 +211,37 @@ class Exposition:
             log.info("rendering /metrics works again")
             self._failing = ""
         self._payload = Payload(body, self._clock())
+        self._behind = False
         self.renders += 1
         return self._payload
 
     def _fresh(self) -> Payload | None:
         got = self._payload
-        if got is not None and self._clock() - got.rendered_at <= self.max_staleness:
+        if got is not None and not self._behind and self._clock() - got.rendered_at <= self.max_staleness:
             return got
         return None
 
+    def render_due(self) -> bool:
+        """Whether the collection just made should be rendered: a scrape is expected before the next
+        collection (or the scrape period is not known yet), and one came within ``idle_after``."""
+        with self._scrape_lock:
+            last = self._last_scrape
+            period = min(self._gaps) if self._gaps else None
+        if last is None:
+            return False
+        now = self._clock()
+        if now - last > self.idle_after:
+            return False
+        return period is None or now + 2.0 * self.interval >= last + period
+
     def payload(self) -> Payload:
-        """What a scrape serves: the last payload, or a fresh one if there is none or it is too old."""
+        """What a scrape serves: the last payload, or a fresh one if there is none, it is too old, or
+        collections went unrendered since."""
+        now = self._clock()
+        with self._scrape_lock:
+            if self._last_scrape is not None and now > self._last_scrape:
+                self._gaps.append(now - self._last_scrape)
+            self._last_scrape = now
         got = self._fresh()
         if got is not None:
             return got
@@ -221,11 +260,15 @@ class Exposition:
         self._due.set()
 
     def run(self, stop: threading.Event) -> None:
-        """Render after every collection until ``stop``; without collections, every two intervals."""
+        """Render after every collection until ``stop``; without collections, every two intervals. While
+        nobody scrapes, only note that the payload is behind."""
         while not stop.is_set():
             self._due.wait(2.0 * self.interval)
             if stop.is_set() or self._closed:
                 return
             self._due.clear()
+            if not self.render_due():
+                self._behind = True
+                continue
             with contextlib.suppress(Exception):  # logged and counted in render(); the next one retries
                 self.render()

@@ -13,6 +13,7 @@ import errno
 import os
 import select
 import struct
+from collections.abc import KeysView
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,8 +72,9 @@ class Inotify:
         self.close()
 
     @property
-    def watched(self) -> list[Path]:
-        return list(self._wds)
+    def watched(self) -> KeysView[Path]:
+        """The watched directories, a live view (``in`` and ``len`` are O(1))."""
+        return self._wds.keys()
 
     def add_watch(self, directory: Path, mask: int = IN_CREATE | IN_DELETE) -> int:
         """Watch ``directory`` (must be a directory; ``OSError`` otherwise, e.g. ENOENT)."""

@@ -184,7 +184,9 @@ class FakeExecutor(FakeSystemWrites):
         self.dry_run = dry_run
         self.strict_cpuset = host.version == 1 if strict_cpuset is None else strict_cpuset
         self.updates: list[api.CgroupUpdate] = []
-        """Every update requested, in the order it reached the (fake) kernel."""
+        """Every update that reached the (fake) kernel, in order (a value equal to the file's is not
+        written, as the real executor skips it: those are in ``unchanged``)."""
+        self.unchanged: list[api.CgroupUpdate] = []
         self.leveled: list[list[list[api.CgroupUpdate]]] = []
         self.errors: list[api.UpdateResult] = []
         self.released: list[str] = []
@@ -232,15 +234,24 @@ class FakeExecutor(FakeSystemWrites):
         return [u.value for u in self.updates if u.resource == resource and u.cgroup_dir == cgroup_dir]
 
     def _apply(self, u: api.CgroupUpdate) -> api.UpdateResult:
+        error = self.fail.get((u.resource, u.cgroup_dir)) or self._refusal(u)
+        present = u.cgroup_dir in self.host.dirs
+        if (
+            not error
+            and present
+            and u.cacheable
+            and self.host.values.get((u.resource, u.cgroup_dir)) == u.value
+        ):
+            self.unchanged.append(u)  # as the real executor, an equal value is not written
+            return api.UpdateResult(u, written=False, skipped="unchanged")
         self.updates.append(u)
         if self.on_update is not None:
             self.on_update(u)
-        error = self.fail.get((u.resource, u.cgroup_dir)) or self._refusal(u)
         if error:
             result = api.UpdateResult(u, written=False, error=error)
             self.errors.append(result)
             return result
-        if u.cgroup_dir not in self.host.dirs:
+        if not present:
             return api.UpdateResult(u, written=False, skipped="gone")
         if self.dry_run:
             return api.UpdateResult(u, written=False, skipped="dry-run")

@@ -30,7 +30,6 @@ INTERVAL = {"a": 10, "b": 30}  # reportIntervalSeconds by pool (b = the cluster 
 SUPPRESS = {"a": 40, "b": 55}  # cpuSuppressThresholdPercent by pool
 
 
-
 def pool_of(labels: dict[str, str]) -> str:
     return "a" if labels.get("pool") == "a" else "b"
 

@@ -38,7 +38,6 @@ ELECTION = (
 _UA = re.compile(r"^koord-manager/\S+ \((?P<identity>[^)]*)\)$")
 
 
-
 def writer(r: Request) -> str | None:
     """The identity of the manager that sent a write to a NodeMetric/NodeSLO/Node (not the Lease)."""
     if r.method == "GET" or "/leases" in r.path or "/events" in r.path:

@@ -12,9 +12,7 @@ DOC = ROOT / "docs" / "architecture.md"
 def _units() -> set[str]:
     pkg = ROOT / "koordlet"
     units = {f"koordlet/{p.name}/" for p in pkg.iterdir() if (p / "__init__.py").is_file()}
-    units |= {
-        f"koordlet/{p.name}" for p in pkg.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
-    }
+    units |= {f"koordlet/{p.name}" for p in pkg.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}}
     return units
 
 

@@ -231,3 +231,86 @@ def test_twenty_scrapers_connecting_at_once_are_all_queued() -> None:
         for s in socks:
             s.close()
         http.shutdown()
+
+
+def test_rendering_ahead_only_while_scraped() -> None:
+    """Unscraped, collections render nothing; the first scrape renders in place (and sees the latest
+    values), later collections render ahead, and ``idle_after`` without a scrape stops that again."""
+    reg = CollectorRegistry()
+    hits = Counter("hits", "incremented between renders", registry=reg)
+    clock = FakeClock()
+    ex = Exposition(reg, interval=10.0, idle_after=60.0, clock=clock)  # no timed renders in the test
+    stop = threading.Event()
+    sup = Supervisor(stop)
+    sup.go("exposition", lambda: ex.run(stop))
+
+    def collect_and_settle() -> None:
+        n = ex.renders
+        ex.collected()
+        deadline = time.monotonic() + 0.3
+        while ex.renders == n and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    try:
+        for _ in range(3):
+            collect_and_settle()
+        assert ex.renders == 0, "rendered for nobody"
+        hits.inc()
+        first = ex.payload()
+        assert ex.renders == 1 and b"hits_total 1.0" in first.body
+        hits.inc()
+        collect_and_settle()
+        assert ex.renders == 2 and b"hits_total 2.0" in ex.payload().body  # rendered ahead, then served
+        assert ex.renders == 2
+        clock.advance(61.0)
+        hits.inc()
+        collect_and_settle()
+        assert ex.renders == 2, "still rendering ahead a minute after the last scrape"
+        # the payload is behind the collections: the scrape renders rather than serving old values
+        assert b"hits_total 3.0" in ex.payload().body and ex.renders == 3
+    finally:
+        ex.close()
+        stop.set()
+        assert sup.join(time.monotonic() + 5.0) == []
+
+
+def test_rendering_ahead_follows_the_scrape_period() -> None:
+    """Scraped every 10 s with 1 s collections, only the collections just before the next scrape are
+    rendered; a scrape that comes early renders in place and still sees the latest collection."""
+    reg = CollectorRegistry()
+    hits = Counter("hits", "incremented every collection", registry=reg)
+    clock = FakeClock()
+    ex = Exposition(reg, interval=1.0, idle_after=60.0, clock=clock)
+    stop = threading.Event()
+    sup = Supervisor(stop)
+    sup.go("exposition", lambda: ex.run(stop))
+
+    def collection() -> bool:
+        """One collection a second later; whether the exposition rendered it."""
+        clock.advance(1.0)
+        hits.inc()
+        n = ex.renders
+        ex.collected()
+        deadline = time.monotonic() + 0.3
+        while ex.renders == n and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return ex.renders > n
+
+    try:
+        ex.payload()
+        for _ in range(10):  # the first period: no gap known yet, so every collection is rendered
+            assert collection()
+        ex.payload()  # gap 10 s
+        rendered = [collection() for _ in range(9)]
+        assert rendered == [False] * 7 + [True] * 2  # t+8 and t+9: the scrape at t+10 is within 2 s
+        before = ex.renders
+        body = ex.payload().body  # on time: served as rendered
+        assert ex.renders == before and f"hits_total {hits._value.get()}".encode() in body
+        assert [collection() for _ in range(3)] == [False] * 3
+        early = ex.payload()  # 3 s after the last one: the payload is behind, rendered in place
+        assert ex.renders == before + 1 and f"hits_total {hits._value.get()}".encode() in early.body
+        assert collection(), "a 3 s gap is now the period: the next collection is within 2 s of it"
+    finally:
+        ex.close()
+        stop.set()
+        assert sup.join(time.monotonic() + 5.0) == []

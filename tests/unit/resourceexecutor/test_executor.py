@@ -353,3 +353,24 @@ def test_cpuset_batch_on_both_layouts(
     again = ex.update_batch([CgroupUpdate("cpuset.cpus", d, "2,1", "CPUSuppress") for d in pods[:2]])
     assert [r.skipped for r in again] == ["unchanged", "unchanged"]
     assert len(writer.writes) == 2
+
+
+def test_online_cpus_are_read_only_for_cpu_lists(
+    fake_host: Any, make_executor: Callable[..., ResourceExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other values never need the online CPUs; reading sysfs for each of them cost a read per update."""
+    fake_host.write_cgroup("cpu.cfs_quota_us", POD, "-1")
+    fake_host.write_cgroup("cpuset.cpus", POD, "0-3")
+    ex = make_executor()
+    reads: list[int] = []
+    real = ex._online
+    monkeypatch.setattr(ex, "_online", lambda: reads.append(1) or real())
+    assert ex.update(quota("50000")).written
+    assert ex.update_batch([quota("60000"), CgroupUpdate("cpu.shares", POD, "2", "x")])[0].written
+    assert ex.leveled_update([[], [quota("70000")], []])[0].written
+    assert reads == []
+    # a cpu list is still checked against them: an offline CPU is refused before any write
+    refused = ex.update(CgroupUpdate("cpuset.cpus", POD, "0-7", "x"))
+    assert refused.error and reads == [1]
+    assert fake_host.read_cgroup("cpuset.cpus", POD) == "0-3"
+    assert ex.leveled_update([[], [CgroupUpdate("cpuset.cpus", POD, "1", "x")], []])[0].ok and reads == [1, 1]

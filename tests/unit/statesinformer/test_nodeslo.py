@@ -77,4 +77,3 @@ def test_slo_file_with_only_a_spec_key_is_an_object(tmp_path: Path) -> None:
     assert NodeSLOFile(str(path), store).check()
     strategy = store.current().resource_used_threshold_with_be
     assert strategy.enable and strategy.cpu_suppress_policy == "cfsQuota"
-

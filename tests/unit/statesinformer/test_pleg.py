@@ -70,3 +70,87 @@ def test_pleg_reports_pod_and_container_dirs(fake_host: Any) -> None:
         stop.set()
         t.join(5)
     assert not t.is_alive()
+
+
+class _CountingPLEG(PLEG):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listed: list[Path] = []
+
+    def _watch_pods(self, ino: Inotify, tier: Path) -> None:
+        self.listed.append(tier)
+        super()._watch_pods(ino, tier)
+
+
+def _uid(i: int) -> str:
+    return f"00000000-0000-4000-8000-{i:012d}"
+
+
+def test_pleg_lists_pod_dirs_only_when_something_can_be_new(fake_host: Any) -> None:
+    """Idle wake-ups do not list the pod dirs again (that cost a quarter of a core at 1000 pods); a tier
+    made after start is listed once when it gets its watch, and its pods' container dirs raise events."""
+    fake_host.mkcgroup(None, "kubepods/burstable")
+    cpu = fake_host.paths.cgroup_root / "cpu"
+    for i in range(20):
+        (cpu / f"kubepods/burstable/pod{_uid(i)}").mkdir()
+    host = Host(fake_host.paths)
+    hits: list[int] = []
+    pleg = _CountingPLEG(host, lambda: hits.append(1), poll=0.01, rescan=3600.0)
+    stop = threading.Event()
+    t = threading.Thread(target=pleg.run, args=(stop,))
+    t.start()
+    try:
+        assert wait_for(lambda: len(hits) == 1, threading.Event(), timeout=3)
+        first = [cpu / "kubepods", cpu / "kubepods/burstable"]  # the guaranteed tier is kubepods itself
+        assert pleg.listed == first
+        stop.wait(0.3)  # ~30 idle wake-ups
+        assert pleg.listed == first, "idle wake-ups listed the pod dirs again"
+        # every pre-existing pod dir is watched: a container dir in one raises an event
+        (cpu / f"kubepods/burstable/pod{_uid(7)}/{'b' * 64}").mkdir()
+        assert wait_for(lambda: len(hits) >= 2, threading.Event(), timeout=3)
+        # a tier made later: pods already in it are listed once its watch is up
+        (cpu / "kubepods/besteffort").mkdir()
+        (cpu / f"kubepods/besteffort/pod{_uid(99)}").mkdir()
+        assert wait_for(lambda: cpu / "kubepods/besteffort" in pleg.listed, threading.Event(), timeout=3)
+        n = len(hits)
+        (cpu / f"kubepods/besteffort/pod{_uid(99)}/{'c' * 64}").mkdir()
+        assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)
+        assert pleg.scans == 1
+    finally:
+        stop.set()
+        t.join(5)
+    assert not t.is_alive()
+
+
+def test_pleg_rescan_watches_pod_dirs_it_missed(fake_host: Any) -> None:
+    """The periodic rescan is the safety net for a pod dir whose watch was never added."""
+    fake_host.mkcgroup(None, "kubepods/besteffort")
+    cpu = fake_host.paths.cgroup_root / "cpu"
+    host = Host(fake_host.paths)
+    hits: list[int] = []
+    pleg = _CountingPLEG(host, lambda: hits.append(1), poll=0.01, rescan=0.2)
+    missed = cpu / f"kubepods/besteffort/pod{_uid(5)}"
+    real_watch = pleg._watch
+    refused: list[Path] = []
+
+    def watch_once_refused(ino: Inotify, path: Path) -> bool:
+        if path == missed and not refused:
+            refused.append(path)  # as if the dir vanished and came back between event and watch
+            return False
+        return real_watch(ino, path)
+
+    pleg._watch = watch_once_refused  # type: ignore[method-assign]
+    stop = threading.Event()
+    t = threading.Thread(target=pleg.run, args=(stop,))
+    t.start()
+    try:
+        assert wait_for(lambda: len(hits) == 1, threading.Event(), timeout=3)
+        missed.mkdir()
+        assert wait_for(lambda: refused and pleg.scans >= 2, threading.Event(), timeout=3)
+        n = len(hits)
+        (missed / ("d" * 64)).mkdir()
+        assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)
+    finally:
+        stop.set()
+        t.join(5)
+    assert not t.is_alive()
