@@ -11,9 +11,10 @@ resolution, the BE tier's quota file and its cpuacct counter, then report:
   (cpu.shares 2, as kubelet sets it) already pulls its usage down when LS starts, so this figure can come
   before the write; the write is the agent's own reaction.
 
-Two agent configurations run in the same session: the agent as shipped (fast node sampler at 100 ms feeding
-the suppress plugin) and a koordlet-like polling configuration (no fast sampler: 1 s collection + 1 s
-strategy loop, koordlet's design). ``ratio`` = fast p99 / polling p99 of spike → write.
+Two agent configurations run in the same session: the agent as shipped (fast node sampler at 50 ms,
+with its confirm window, feeding the suppress plugin) and a koordlet-like polling configuration (no fast
+sampler: 1 s collection + 1 s strategy loop, koordlet's design).
+``ratio`` = fast p99 / polling p99 of spike → write.
 
 The agent counts every CPU used outside kubepods as system usage, so on a machine busy with other work the
 BE budget at the default ``cpuSuppressThresholdPercent`` (65) can be the quota floor: a trial that starts
@@ -312,7 +313,7 @@ def main() -> None:
     )
     ap.add_argument(
         "--fast-interval",
-        default="100ms",
+        default="50ms",
         help="--fast-sample-interval of the shipped configuration (worst-case detection lag)",
     )
     ap.add_argument(

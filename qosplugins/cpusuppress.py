@@ -13,7 +13,7 @@ children first, grow parents first). Policy ``cfsQuota`` writes ``cpu.cfs_quota_
 ``max(be * 100, 2000)`` us, capped at capacity, skipped inside a 1 % band, growing ≤ 10 % of capacity per
 tick. Each policy recovers the other's setting; with the NodeSLO switch off both are restored once.
 
-Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~100 ms into
+Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~50 ms into
 ``node_cpu_usage_fast``/``be_cpu_usage_fast`` and publishes ``EVENT_NODE_SAMPLE``. The handler
 estimates non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE
 pods and host apps plus the reservation (slower but per pod). When that estimate has risen by ≥ 1 % of
@@ -24,7 +24,7 @@ is not held up. The periodic path also takes the larger of the per-pod and the f
 
 LS demand (performance-reliability A3). A controller fed by LS's *observed* usage has a fixed point under
 ``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE
-never shares a CPU with LS there); the fast path feeds LS rises within ~100 ms; shrink is immediate and
+never shares a CPU with LS there); the fast path feeds LS rises within ~60 ms; shrink is immediate and
 growth slow; and under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) now and then lowers a
 quota-bound BE tier for 3 s, so LS demand hidden by contention shows up as usage and the budget follows
 it. The squeeze is relative to BE's own quota and spaced so probing takes at most 3 % of BE's CPU (a
@@ -58,7 +58,7 @@ BE_CPU_MANAGER = "BECPUManager"
 KUBELET_STATIC = "static"
 INTERVAL = api.Flag("cpu-suppress-interval-seconds", float, 1.0, "BE CPU suppress interval in seconds")
 FAST_WINDOW_SECONDS = 1.0
-"""Fast samples older than this are stale (the sampler runs every ~100 ms)."""
+"""Fast samples older than this are stale (the sampler runs every ~50 ms)."""
 FAST_RISE_FRACTION = 0.01
 """A non-BE rise of 1 % of capacity since the last decision wakes the fast path (noise stays below)."""
 

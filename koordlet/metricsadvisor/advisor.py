@@ -1,7 +1,7 @@
 """``MetricsAdvisor``: builds the collectors, schedules them, exports usage, drops series of gone pods.
 
 Layer: ``koordlet.metricsadvisor`` (koordlet's ``metricsadvisor.MetricAdvisor``). ``start`` schedules each
-enabled collector's ``collect`` on the supervisor (one thread each, so the 100 ms fast sampler never waits
+enabled collector's ``collect`` on the supervisor (one thread each, so the 50 ms fast sampler never waits
 behind a 1000-pod sweep) and returns at once; ``has_synced`` turns true when every enabled collector has
 produced its first samples; ``shutdown`` closes every cached descriptor.
 """
@@ -194,7 +194,7 @@ class MetricsAdvisor:
         exposition = self.exposition if name == self.pods.name else None
         if self.metrics is None and exposition is None:
             return None
-        # The labelled children once per collector, not per tick: the 100 ms fast sampler ticks ten times
+        # The labelled children once per collector, not per tick: the 50 ms fast sampler ticks twenty times
         # a second and two ``labels()`` lookups were about a third of what a tick costs it (issue 18).
         metrics = self.metrics
         duration = metrics.duration.labels(collector=name) if metrics is not None else None

@@ -21,7 +21,7 @@ class AdvisorConfig:
     """``--collect-res-used-interval``: node, pod/container, system and host-application usage."""
     be_interval: float = 1.0
     """BE resource collector (``node_be``)."""
-    fast_sample_interval: float = 0.1
+    fast_sample_interval: float = 0.05
     """Fast node/BE CPU sampler for sub-second QoS reaction; 0 disables it."""
     psi_interval: float = 10.0
     """PSI collector (koordlet's PerformanceCollector period); 0 disables it."""

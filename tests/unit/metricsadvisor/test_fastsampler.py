@@ -127,3 +127,68 @@ def test_node_figure_comes_from_the_exact_root_counter_when_present(
     assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(1.37)
     assert one(cache, api.BE_CPU_USAGE_FAST) == pytest.approx(0.4)
     sampler.close()
+
+
+@pytest.mark.parametrize("confirm_after", [0.01, 0.0])
+def test_a_non_be_rise_is_confirmed_by_a_short_window_after_it(
+    host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors, confirm_after: float
+) -> None:
+    """A load that starts late in a window shows as a fraction of its rate; the confirm window 10 ms later
+    lies wholly after the rise and reads the full rate, so the plugin need not wait a whole interval."""
+    fh = host_tree
+    fh.write_proc_stat(user=1000, idle=5000, per_cpu=((0,), (0,)))
+    root, be = 50_000_000_000, 7_000_000_000
+    set_root(fh, root)
+    set_be(fh, be)
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the LS core keeps running while the sampler waits
+        nonlocal root, be
+        slept.append(seconds)
+        fake_clock.advance(seconds)
+        root, be = root + int(seconds * 1.9e9), be + int(seconds * 0.9e9)
+        set_root(fh, root)
+        set_be(fh, be)
+
+    bus = RecordingBus()
+    sampler = FastSampler(
+        FastSamplerConfig(0.05, clk_tck=100, confirm_after=confirm_after),
+        make_host(fh),
+        cache,
+        bus,
+        fake_clock,
+        errors,
+        sleep=sleep,
+    )
+    sampler.collect()  # baseline
+    for _ in range(2):  # steady: BE 0.9, non-BE 0.1 core
+        fake_clock.advance(0.05)
+        root, be = root + 50_000_000, be + 45_000_000
+        set_root(fh, root)
+        set_be(fh, be)
+        sampler.collect()
+    assert slept == [] and len(bus.events) == 2
+    # LS starts 10 ms before the next sample: 1 core for 10 ms reads as +0.2 core over the 50 ms window
+    fake_clock.advance(0.05)
+    root, be = root + 50_000_000 + 10_000_000, be + 45_000_000
+    set_root(fh, root)
+    set_be(fh, be)
+    sampler.collect()
+    if confirm_after == 0:
+        assert slept == [] and len(bus.events) == 3
+        assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(1.2)
+        return
+    assert slept == [0.01] and sampler.confirms == 1 and len(bus.events) == 4
+    # the confirm window saw the whole new rate: node 1.9 cores, BE 0.9, so non-BE 1.0 (not 0.3)
+    assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(1.9)
+    assert one(cache, api.BE_CPU_USAGE_FAST) == pytest.approx(0.9)
+    # the next window at the new level is no rise: no second confirm
+    fake_clock.advance(0.05)
+    root, be = root + int(0.05 * 1.9e9), be + int(0.05 * 0.9e9)
+    set_root(fh, root)
+    set_be(fh, be)
+    sampler.collect()
+    assert slept == [0.01] and sampler.confirms == 1
+    assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(1.9)
+    assert errors.kind(fw.ERR_CLOCK) == 0
+    sampler.close()
