@@ -185,17 +185,29 @@ class DemandProbe:
     """A probe takes at most this share of BE's own quota."""
     busy_fraction: float = 0.9
     """BE counts as quota-bound when it uses at least this share of its quota."""
+    end_slack: float = 0.25
+    """Seconds: a hold ends at the first reconcile tick this close to its planned end. Ticks come a few ms
+    late on their grid, so without slack half the 3 s holds ran to a fourth tick (BE paid 4-5 %)."""
     next_at: float = -math.inf
     """When the next probe may start; ``-inf`` until BE is first seen quota-bound."""
     until: float = -math.inf
     ceiling: int = 0
+    started: float | None = None
+    squeezed: float = 0.0
+    """Share of BE's quota the running probe takes."""
 
     def limit(
         self, now: float, current: int, be_used_milli: float, ls_used_milli: float, capacity_milli: int
     ) -> int | None:
         """The quota ceiling the probe imposes now, or ``None``."""
-        if now < self.until:
+        if now < self.until - self.end_slack:
             return self.ceiling
+        if self.started is not None:
+            # The probe ends now: space the next one by the time it really held (a stalled tick can
+            # stretch a hold), so BE's cost stays at ``cost_fraction`` on average.
+            held = now - self.started
+            self.next_at = max(self.next_at, self.started + self.squeezed * held / self.cost_fraction)
+            self.started = None
         if current == _shared.UNLIMITED or ls_used_milli <= 0:
             return None
         if be_used_milli < self.busy_fraction * current * 1000 / _shared.CFS_PERIOD_US:
@@ -217,7 +229,9 @@ class DemandProbe:
             return None
         self.ceiling = ceiling
         self.until, self.next_at = now + self.hold, now + spacing
+        self.started, self.squeezed = now, (current - ceiling) / current
         return ceiling
 
     def reset(self) -> None:
         self.next_at = self.until = -math.inf
+        self.started = None

@@ -149,7 +149,8 @@ class MetricsAdvisor:
             registry.register(NodeQoSExporter(cache, states, config.node_name, clock, max_age=max_age))
             registry.register(ResourceSummaryExporter(states, config.node_name))
         self.exposition: Exposition | None = None
-        """``/metrics`` rendered after each pod sweep (the bulk of the series), served as bytes."""
+        """``/metrics`` rendered after a pod sweep (the bulk of the series) when a scrape is due, served as
+        bytes."""
         if registry is not None:
             self.exposition = Exposition(
                 registry,

@@ -1,11 +1,12 @@
 """Prometheus exposition of usage, built from the metric cache when rendered, and the advisor's own health.
 
 Layer: ``koordlet.metricsadvisor``. :class:`UsageExporter` is a ``prometheus_client`` custom collector
-whose families are :class:`~koordlet.metricsadvisor.exposition.RowFamily`: a render (once per pod sweep,
-by :class:`~koordlet.metricsadvisor.exposition.Exposition`; scrapes are served its bytes) copies the
-newest sample of each kind out of the cache (``MetricCache.latest`` holds the cache lock only for that
-copy, one kind at a time) and formats outside any lock. Series of pods that left the states informer,
-and samples older than ``max_age``, are not exported, so deleted pods disappear with the next render.
+whose families are :class:`~koordlet.metricsadvisor.exposition.RowFamily`: a render (after a pod sweep
+when a scrape is due, by :class:`~koordlet.metricsadvisor.exposition.Exposition`; scrapes are served its
+bytes) copies the newest sample of each kind out of the cache (``MetricCache.latest`` holds the cache
+lock only for that copy, one kind at a time) and formats outside any lock. Series of pods that left the
+states informer, and samples older than ``max_age``, are not exported, so deleted pods disappear with
+the next render.
 :class:`AdvisorMetrics` holds collection duration, tick lateness and errors by collector and kind.
 """
 

@@ -1,8 +1,8 @@
-"""``/metrics`` rendered once per collection and served as bytes (plain or gzip) to every scraper.
+"""``/metrics`` rendered ahead of scrapes and served as bytes (plain or gzip) to every scraper.
 
 Layer: ``koordlet.metricsadvisor``. Rendering the whole registry at scrape time cost 55-130 ms of GIL at
 1000 pods, paid again by every concurrent scraper, and each of those milliseconds delayed the samplers
-(performance-reliability A4). :class:`Exposition` renders after each pod sweep (``collected()`` wakes its
+(performance-reliability A4). :class:`Exposition` renders after a pod sweep (``collected()`` wakes its
 thread) and keeps the bytes; a scrape only copies them out. Its gzip form is built at most once per
 payload, by the first scrape that asks for it (zlib runs without the GIL).
 
