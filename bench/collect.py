@@ -118,6 +118,13 @@ def run_agent(advisor: MetricsAdvisor, seconds: float) -> float:
     return cpu / wall * 100.0
 
 
+def floor_sweep_ms(exe: Path, listing: Path, sweeps: int, pause_ms: int = 0) -> float:
+    """The C floor's median CPU ms per sweep; ``pause_ms`` between sweeps paces it like the agent."""
+    argv = [str(exe), str(listing), str(sweeps)] + ([str(pause_ms)] if pause_ms else [])
+    out = subprocess.run(argv, check=True, capture_output=True, text=True)
+    return float(out.stdout.strip())
+
+
 def late_ticks(registry: CollectorRegistry) -> tuple[float, float]:
     """(fast sampler ticks so far, those that started within 10 ms of their slot)."""
     labels = {"collector": "FastSampler"}
@@ -225,20 +232,8 @@ def main() -> int:
                 if who == "agent":
                     agent_pct.append(run_agent(advisor, seconds))
                 else:
-                    out = subprocess.run(
-                        [str(exe), str(listing), str(floor_sweeps)],
-                        check=True,
-                        capture_output=True,
-                        text=True,
-                    )
-                    floor_ms.append(float(out.stdout.strip()))
-                    out = subprocess.run(
-                        [str(exe), str(listing), str(floor_sweeps), "1000"],
-                        check=True,
-                        capture_output=True,
-                        text=True,
-                    )
-                    paced_ms.append(float(out.stdout.strip()))
+                    floor_ms.append(floor_sweep_ms(exe, listing, floor_sweeps))
+                    paced_ms.append(floor_sweep_ms(exe, listing, floor_sweeps, pause_ms=1000))
         rss_end = rss_mib()
         late_after = late_ticks(registry)
         # the same advisor without its fast sampler: that one reads two node-level counters 20 times a

@@ -121,9 +121,7 @@ class ResourceExecutor:
         (cpuset EACCES, cfs quota EINVAL) and a parent narrower than a child (cpuset EBUSY).
         """
         with self._lock:
-            return self._leveled(
-                levels, self._online_for([u for level in levels for u in level]), force=False
-            )
+            return self._leveled(levels, self._online_for(*levels), force=False)
 
     def release(self, owner: str) -> None:
         """Stop caching and re-applying ``owner``'s values (its plugin restored them or is gone)."""
@@ -189,7 +187,7 @@ class ResourceExecutor:
             if not due:
                 return repaired
             levels = [due[d] for d in sorted(due)]
-            online = self._online_for([u for level in levels for u in level])
+            online = self._online_for(*levels)
             return self._leveled(levels, online, force=True) + repaired
 
     def events(self, *, since_seq: int = 0, limit: int | None = None) -> list[dict[str, object]]:
@@ -198,10 +196,11 @@ class ResourceExecutor:
 
     # -- steps ----------------------------------------------------------------------------------------
 
-    def _online_for(self, updates: Sequence[CgroupUpdate]) -> frozenset[int] | None:
+    def _online_for(self, *batches: Sequence[CgroupUpdate]) -> frozenset[int] | None:
         # Only cpu lists are checked against the online CPUs: reading them for every batch of other
         # values cost a sysfs read per cfs_burst_us update at 1000 pods.
-        return self._online() if any(u.resource == "cpuset.cpus" for u in updates) else None
+        wanted = any(u.resource == "cpuset.cpus" for batch in batches for u in batch)
+        return self._online() if wanted else None
 
     def _read_online_cpus(self) -> frozenset[int] | None:
         try:

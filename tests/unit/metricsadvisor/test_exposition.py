@@ -233,6 +233,16 @@ def test_twenty_scrapers_connecting_at_once_are_all_queued() -> None:
         http.shutdown()
 
 
+def collected_and_rendered(ex: Exposition) -> bool:
+    """Tell ``ex`` a collection finished; whether its thread rendered within 0.3 s."""
+    n = ex.renders
+    ex.collected()
+    deadline = time.monotonic() + 0.3
+    while ex.renders == n and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return ex.renders > n
+
+
 def test_rendering_ahead_only_while_scraped() -> None:
     """Unscraped, collections render nothing; the first scrape renders in place (and sees the latest
     values), later collections render ahead, and ``idle_after`` without a scrape stops that again."""
@@ -244,27 +254,20 @@ def test_rendering_ahead_only_while_scraped() -> None:
     sup = Supervisor(stop)
     sup.go("exposition", lambda: ex.run(stop))
 
-    def collect_and_settle() -> None:
-        n = ex.renders
-        ex.collected()
-        deadline = time.monotonic() + 0.3
-        while ex.renders == n and time.monotonic() < deadline:
-            time.sleep(0.005)
-
     try:
         for _ in range(3):
-            collect_and_settle()
+            collected_and_rendered(ex)
         assert ex.renders == 0, "rendered for nobody"
         hits.inc()
         first = ex.payload()
         assert ex.renders == 1 and b"hits_total 1.0" in first.body
         hits.inc()
-        collect_and_settle()
+        collected_and_rendered(ex)
         assert ex.renders == 2 and b"hits_total 2.0" in ex.payload().body  # rendered ahead, then served
         assert ex.renders == 2
         clock.advance(61.0)
         hits.inc()
-        collect_and_settle()
+        collected_and_rendered(ex)
         assert ex.renders == 2, "still rendering ahead a minute after the last scrape"
         # the payload is behind the collections: the scrape renders rather than serving old values
         assert b"hits_total 3.0" in ex.payload().body and ex.renders == 3
@@ -289,12 +292,7 @@ def test_rendering_ahead_follows_the_scrape_period() -> None:
         """One collection a second later; whether the exposition rendered it."""
         clock.advance(1.0)
         hits.inc()
-        n = ex.renders
-        ex.collected()
-        deadline = time.monotonic() + 0.3
-        while ex.renders == n and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return ex.renders > n
+        return collected_and_rendered(ex)
 
     try:
         ex.payload()

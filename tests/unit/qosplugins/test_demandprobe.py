@@ -4,6 +4,8 @@ time)."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from koordlet import api
@@ -121,8 +123,6 @@ def test_probe_cost_bound_holds_with_late_and_stalled_ticks(stall_every: int | N
     """Reconcile ticks come a few ms late on their grid (a probe planned for 3 s then ran to a fourth
     tick: 4-5 % on the real kernel), and a stalled agent can miss a tick mid-hold: the hold ends at the
     tick nearest its planned end, and the next probe is spaced by the time the hold really took."""
-    import random
-
     rng = random.Random(7)
     capacity = 2000
     current = 25000
