@@ -16,11 +16,13 @@ tick. Each policy recovers the other's setting; with the NodeSLO switch off both
 Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~50 ms into
 ``node_cpu_usage_fast``/``be_cpu_usage_fast`` and publishes ``EVENT_NODE_SAMPLE``. The handler
 estimates non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE
-pods and host apps plus the reservation (slower but per pod). When that estimate has risen by ≥ 1 % of
-capacity since the last decision it re-decides at once and writes only if the result *shrinks* BE;
+pods and host apps plus the reservation (slower but per pod). When that estimate stands above the last
+decision's by more than the sampling noise (``_fastrise``: twice the spread the samples showed in the
+last 2 s, at least 1 % of capacity) it re-decides at once and writes only if the result *shrinks* BE;
 growth stays with the periodic tick and its +10 % step. Both paths run under one lock; the handler
 never waits for it (a running reconcile already reads the newest samples), so the publisher's thread
-is not held up. The periodic path also takes the larger of the per-pod and the fast estimate.
+is not held up. The periodic path also takes the fast estimate's median over the last 0.25 s when that
+is above the per-pod figure (a rise already acted on is not undone by the 1 s average).
 
 LS demand (performance-reliability A3). A controller fed by LS's *observed* usage has a fixed point under
 ``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE
@@ -50,7 +52,7 @@ import threading
 from collections.abc import Sequence
 
 from koordlet import api
-from qosplugins import _budget, _cpuset, _shared
+from qosplugins import _budget, _cpuset, _fastrise, _shared
 
 POLICY_CPUSET = _budget.POLICY_CPUSET
 POLICY_CFS_QUOTA = _budget.POLICY_CFS_QUOTA
@@ -60,7 +62,7 @@ INTERVAL = api.Flag("cpu-suppress-interval-seconds", float, 1.0, "BE CPU suppres
 FAST_WINDOW_SECONDS = 1.0
 """Fast samples older than this are stale (the sampler runs every ~50 ms)."""
 FAST_RISE_FRACTION = 0.01
-"""A non-BE rise of 1 % of capacity since the last decision wakes the fast path (noise stays below)."""
+"""The least non-BE rise (of capacity) the fast path acts on; above it the learnt noise band decides."""
 
 
 class BECPUSuppress(api.QOSPluginBase):
@@ -77,6 +79,7 @@ class BECPUSuppress(api.QOSPluginBase):
         self._lock = threading.Lock()
         self._decision: _budget.Decision | None = None
         self._probe = _budget.DemandProbe()
+        self._rise = _fastrise.RiseDetector()
         self._restored = False
         self._warned = ""
         self._status: api.JSONObject = {}
@@ -152,7 +155,7 @@ class BECPUSuppress(api.QOSPluginBase):
             self.ctx.logger.debug("BECPUSuppress: no node CPU sample yet")
             return
         self._warned = ""
-        non_be = max(usage.non_be_milli, self._fast_non_be(usage.non_be_floor_milli) or 0.0)
+        non_be = max(usage.non_be_milli, self._rise.level(self.ctx.clock()) or 0.0)
         budget = _budget.be_budget_milli(
             usage.capacity_milli, slo.cpu_suppress_threshold_percent, slo.cpu_suppress_min_percent, non_be
         )
@@ -191,13 +194,16 @@ class BECPUSuppress(api.QOSPluginBase):
             return
         try:
             decision = self._decision
-            if decision is None or not _shared.threshold_enabled(self.ctx):
+            non_be = self._fast_non_be(0.0 if decision is None else decision.non_be_floor_milli)
+            if non_be is None:
                 return
-            non_be = self._fast_non_be(decision.non_be_floor_milli)
-            if (
-                non_be is None
-                or non_be < decision.non_be_milli + FAST_RISE_FRACTION * decision.capacity_milli
-            ):
+            rose = self._rise.observe(
+                self.ctx.clock(),
+                non_be,
+                None if decision is None else decision.non_be_milli,
+                0.0 if decision is None else FAST_RISE_FRACTION * decision.capacity_milli,
+            )
+            if decision is None or not rose or not _shared.threshold_enabled(self.ctx):
                 return
             budget = _budget.be_budget_milli(
                 decision.capacity_milli, decision.threshold_percent, decision.min_percent, non_be

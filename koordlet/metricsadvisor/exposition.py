@@ -137,11 +137,13 @@ class Renderer:
 
 
 class Payload:
-    """One rendered exposition: its bytes, when it was rendered, and its gzip form once asked for."""
+    """One rendered exposition: its bytes, when it was rendered, the number of collections it shows,
+    and its gzip form once asked for."""
 
-    def __init__(self, body: bytes, rendered_at: float) -> None:
+    def __init__(self, body: bytes, rendered_at: float, collections: int = 0) -> None:
         self.body = body
         self.rendered_at = rendered_at
+        self.collections = collections
         self._gzip: bytes | None = None
         self._lock = threading.Lock()
 
@@ -176,7 +178,7 @@ class Exposition:
         self._last_scrape: float | None = None
         self._gaps: deque[float] = deque(maxlen=SCRAPE_GAPS)
         self._scrape_lock = threading.Lock()
-        self._behind = False  # a collection went unrendered: the next scrape renders in place
+        self._collections = 0  # collections finished; a payload showing fewer is behind
         self._on_error = on_error
         self._renderer = Renderer()
         self._render_lock = threading.Lock()
@@ -187,7 +189,9 @@ class Exposition:
         self.renders = 0
 
     def collected(self) -> None:
-        """A collection finished: render at the next chance (called from the collector's thread)."""
+        """A collection finished: render at the next chance (called from the collector's thread). Until
+        then a scrape renders in place rather than serve the payload from before it."""
+        self._collections += 1  # one writer (the pod sweep's thread); readers compare, never write
         self._due.set()
 
     def render(self) -> Payload:
@@ -196,6 +200,8 @@ class Exposition:
             return self._render_locked()
 
     def _render_locked(self) -> Payload:
+        # Counted before collecting: a collection finishing mid-render leaves this payload behind.
+        collections = self._collections
         try:
             body = self._renderer.render(self.registry.collect())
         except Exception as err:
@@ -210,14 +216,17 @@ class Exposition:
         if self._failing:
             log.info("rendering /metrics works again")
             self._failing = ""
-        self._payload = Payload(body, self._clock())
-        self._behind = False
+        self._payload = Payload(body, self._clock(), collections)
         self.renders += 1
         return self._payload
 
     def _fresh(self) -> Payload | None:
         got = self._payload
-        if got is not None and not self._behind and self._clock() - got.rendered_at <= self.max_staleness:
+        if (
+            got is not None
+            and got.collections == self._collections
+            and self._clock() - got.rendered_at <= self.max_staleness
+        ):
             return got
         return None
 
@@ -235,8 +244,8 @@ class Exposition:
         return period is None or now + 2.0 * self.interval >= last + period
 
     def payload(self) -> Payload:
-        """What a scrape serves: the last payload, or a fresh one if there is none, it is too old, or
-        collections went unrendered since."""
+        """What a scrape serves: the last payload, or a fresh one if there is none, it is too old, or a
+        collection finished after it was rendered."""
         now = self._clock()
         with self._scrape_lock:
             if self._last_scrape is not None and now > self._last_scrape:
@@ -261,14 +270,13 @@ class Exposition:
 
     def run(self, stop: threading.Event) -> None:
         """Render after every collection until ``stop``; without collections, every two intervals. While
-        nobody scrapes, only note that the payload is behind."""
+        nobody scrapes, leave the payload behind (the next scrape renders in place)."""
         while not stop.is_set():
             self._due.wait(2.0 * self.interval)
             if stop.is_set() or self._closed:
                 return
             self._due.clear()
-            if not self.render_due():
-                self._behind = True
+            if not self.render_due() or self._fresh() is not None:  # a scrape may have rendered it
                 continue
             with contextlib.suppress(Exception):  # logged and counted in render(); the next one retries
                 self.render()

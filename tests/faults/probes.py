@@ -12,17 +12,25 @@ from koordlet.testing.agent import Agent, http_get
 Sample = tuple[dict[str, str], float]
 
 
+def scrape(agent: Agent) -> list[tuple[str, dict[str, str], float]]:
+    """Every sample of one ``/metrics`` scrape as ``(name, labels, value)``."""
+    status, body = http_get(agent.base + "/metrics", timeout=10)
+    assert status == 200, body[:300]
+    return [
+        (s.name, dict(s.labels), float(s.value))
+        for family in text_string_to_metric_families(body.decode())
+        for s in family.samples
+    ]
+
+
 def samples(agent: Agent, name: str, **match: str) -> list[Sample]:
     """Samples of ``name`` (or, for a counter, ``name_total``) on ``/metrics`` whose labels include
     ``match``."""
-    status, body = http_get(agent.base + "/metrics", timeout=10)
-    assert status == 200, body[:300]
-    out = []
-    for family in text_string_to_metric_families(body.decode()):
-        for s in family.samples:
-            if s.name in (name, f"{name}_total") and all(s.labels.get(k) == v for k, v in match.items()):
-                out.append((dict(s.labels), float(s.value)))
-    return out
+    return [
+        (labels, value)
+        for got, labels, value in scrape(agent)
+        if got in (name, f"{name}_total") and all(labels.get(k) == v for k, v in match.items())
+    ]
 
 
 def total(agent: Agent, name: str, **match: str) -> float:

@@ -20,7 +20,7 @@ from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent
 from koordlet.testing.cgroups import BUSY, RealKubepods, write_file
 from koordlet.testing.load import CPUMeter, CPUWindow
-from tests.faults.probes import open_fds, read_int, samples, total, tracebacks
+from tests.faults.probes import open_fds, read_int, samples, scrape, total, tracebacks
 
 pytestmark = pytest.mark.root
 CPUS = os.cpu_count() or 1
@@ -179,9 +179,15 @@ def test_churn_counter_resets_a_pause_and_a_fork_storm_give_no_bogus_samples(
         # F15: the pause is exported: a collector waiting for its slot starts late (lateness histogram);
         # one paused mid-sweep (every sweep, when a loaded machine makes sweeps overrun) takes long
         # instead (duration histogram), and its next start is back on the grid.
+        # Count and bucket come from one scrape: from two, a collection between them hides an observation.
         def over(histogram: str) -> dict[str, float]:
-            count = {labels["collector"]: v for labels, v in samples(agent, f"{histogram}_count")}
-            short = {labels["collector"]: v for labels, v in samples(agent, f"{histogram}_bucket", le="2.5")}
+            got = scrape(agent)
+            count = {labels["collector"]: v for name, labels, v in got if name == f"{histogram}_count"}
+            short = {
+                labels["collector"]: v
+                for name, labels, v in got
+                if name == f"{histogram}_bucket" and labels.get("le") == "2.5"
+            }
             return {c: count[c] - short[c] for c in count}
 
         late, long = over("koordlet_collect_lateness_seconds"), over("koordlet_collect_duration_seconds")

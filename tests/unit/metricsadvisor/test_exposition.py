@@ -312,3 +312,16 @@ def test_rendering_ahead_follows_the_scrape_period() -> None:
         ex.close()
         stop.set()
         assert sup.join(time.monotonic() + 5.0) == []
+
+
+def test_a_scrape_never_gets_a_payload_older_than_the_last_collection() -> None:
+    """Between a collection and the render thread's render of it, a scrape renders in place instead of
+    serving the payload from before the collection (two scrapes a moment apart must not go backwards)."""
+    reg = CollectorRegistry()
+    hits = Counter("hits", "incremented by every collection", registry=reg)
+    ex = Exposition(reg, interval=1.0, clock=FakeClock())  # no render thread: every collection is pending
+    assert b"hits_total 0.0" in ex.payload().body
+    hits.inc()
+    ex.collected()
+    assert b"hits_total 1.0" in ex.payload().body and ex.renders == 2
+    assert ex.payload().body == ex.payload().body and ex.renders == 2, "re-rendered an up-to-date payload"

@@ -32,6 +32,7 @@ from koordlet.testing import (
     topology,
 )
 from qosplugins.cpusuppress import BECPUSuppress
+from tests.unit.qosplugins.test_cpusuppress_fastpath import fast_sample, quiet_samples
 
 BE = "kubepods/besteffort"
 
@@ -232,10 +233,8 @@ def test_cpusuppress_status_explains_its_budget_on_both_paths() -> None:
         "budgetMilli": 2700,
     }
     assert h.host.read("cpu.cfs_quota_us", BE) == "270000"  # what it explains is what it wrote
-    h.clock.advance(0.1)
-    h.metrics.set(api.NODE_CPU_USAGE_FAST, 7.5)
-    h.metrics.set(api.BE_CPU_USAGE_FAST, 2.5)
-    h.publish(api.EVENT_NODE_SAMPLE)
+    quiet_samples(h, 5.5, 3.0)  # the noise the fast path learns before it acts
+    fast_sample(h, 7.5, 2.5)
     fast = plugin.status()
     # the fast path: non-BE (7.5 - 2.5) = 5000m, budget 200m; the per-pod split is the last periodic one
     assert (fast["path"], fast["nonBEMilli"], fast["budgetMilli"]) == ("fast", 5000, 200)

@@ -1,0 +1,132 @@
+"""BECPUSuppress's fast path: ~50 ms node samples shrink BE at once on a rise above the learnt noise,
+never grow it, respect the per-pod floor, and stand aside while a periodic reconcile holds the lock."""
+
+from __future__ import annotations
+
+import pytest
+
+from koordlet import api
+from koordlet.testing import Harness, be_slo, make_harness
+from tests.unit.qosplugins.test_cpusuppress import BE, HT8, set_usage, setup_load, started
+
+
+def fast_sample(h: Harness, node: float, be: float) -> None:
+    """One fast sample 50 ms after the last (cores)."""
+    h.clock.advance(0.05)
+    h.metrics.set(api.NODE_CPU_USAGE_FAST, node)
+    h.metrics.set(api.BE_CPU_USAGE_FAST, be)
+    h.publish(api.EVENT_NODE_SAMPLE)
+
+
+def quiet_samples(h: Harness, node: float, be: float, spread: float = 0.0, n: int = 12) -> None:
+    """``n`` fast samples at one level, alternately ``spread`` cores above and below it: the noise band
+    the fast path learns before it acts."""
+    for i in range(n):
+        fast_sample(h, node + (spread if i % 2 else -spread), be)
+
+
+@pytest.mark.parametrize("policy", ["cpuset", "cfsQuota"])
+def test_fast_sample_with_ls_rise_shrinks_without_waiting(policy: str) -> None:
+    h = make_harness(1, HT8, slo=be_slo(cpu_suppress_policy=policy))
+    setup_load(h, ls_cores=2.0, be_cores=3.0)
+    plugin = started(h)
+    plugin.reconcile()  # 3 CPUs / 270000 us, non-BE 2500m
+    quiet_samples(h, 5.5, 3.0)  # within the 1 s interval: no periodic tick
+    before = len(h.executor.updates)
+    fast_sample(h, 7.5, 2.5)
+    # fast non-BE = (7.5 - 2.5) * 1000 = 5000m (above the per-pod floor 2000m)
+    # budget = 5200 - 5000 = 200m -> cpuset floor 2 CPUs (0,4) / quota 20000 us
+    assert len(h.executor.updates) > before
+    if policy == "cpuset":
+        assert api.parse_cpuset(h.host.read("cpuset.cpus", BE) or "") == {0, 4}
+        assert h.executor.errors == []
+    else:
+        assert h.host.read("cpu.cfs_quota_us", BE) == "20000"
+
+
+def test_fast_path_never_grows_and_ignores_small_rises() -> None:
+    h = make_harness(1, HT8, slo=be_slo())
+    setup_load(h, ls_cores=2.0, be_cores=3.0)
+    plugin = started(h)
+    plugin.reconcile()
+    quiet_samples(h, 5.5, 3.0)
+    before = len(h.executor.updates)
+    fast_sample(h, 3.5, 3.0)  # non-BE falls to 500m: would grow BE
+    fast_sample(h, 5.55, 3.0)  # non-BE 2550m: a rise of 50m < 1% of 8000m
+    assert len(h.executor.updates) == before
+    fast_sample(h, 6.3, 3.0)  # 800m, with no noise seen: budget 1900m, two CPUs
+    assert len(h.executor.updates) > before
+
+
+def test_fast_path_acts_on_a_rise_above_the_noise_and_not_on_the_noise() -> None:
+    """Samples spread +-300m around the level: a peak of +500m is noise (under twice the band), and the
+    periodic tick's estimate is not raised by it; a rise of 1.5 cores is acted on at once."""
+    h = make_harness(1, HT8, slo=be_slo(cpu_suppress_policy="cfsQuota"))
+    setup_load(h, ls_cores=2.0, be_cores=3.0)  # non-BE 2500m, budget 2700m
+    plugin = started(h)
+    plugin.reconcile()
+    quota = h.host.read("cpu.cfs_quota_us", BE)
+    quiet_samples(h, 5.5, 3.0, spread=0.3, n=30)
+    fast_sample(h, 6.0, 3.0)
+    assert h.host.read("cpu.cfs_quota_us", BE) == quota, "shrunk on a noise peak"
+    h.clock.advance(0.9)
+    plugin.reconcile()  # the last fast sample is a peak; the median of the last 0.25 s is the level
+    assert h.host.read("cpu.cfs_quota_us", BE) == quota
+    quiet_samples(h, 5.5, 3.0, spread=0.3, n=4)
+    fast_sample(h, 7.0, 3.0)  # non-BE 4000m: budget 5200 - 4000 = 1200m
+    assert h.host.read("cpu.cfs_quota_us", BE) == "120000"
+
+
+def test_a_rise_first_seen_in_part_is_acted_on_again_at_its_full_rate() -> None:
+    """A spike that starts late in a window reads as part of its rate there; the next window's full rate
+    is a further rise above the new decision, and shrinks BE again (the band learnt before is kept)."""
+    h = make_harness(1, HT8, slo=be_slo(cpu_suppress_policy="cfsQuota"))
+    setup_load(h, ls_cores=2.0, be_cores=3.0)
+    plugin = started(h)
+    plugin.reconcile()
+    quiet_samples(h, 5.5, 3.0, spread=0.1)
+    fast_sample(h, 6.5, 3.0)  # a third of a 3-core spike: non-BE 3500m
+    assert h.host.read("cpu.cfs_quota_us", BE) == "170000"
+    fast_sample(h, 8.5, 3.0)  # the whole of it: non-BE 5500m, budget under the floor
+    assert h.host.read("cpu.cfs_quota_us", BE) == "2000"
+    h.clock.advance(0.9)
+    plugin.reconcile()  # the periodic path keeps what the fast path saw (the median of 0.25 s)
+    fast_sample(h, 8.5, 3.0)
+    assert h.host.read("cpu.cfs_quota_us", BE) == "2000"
+
+
+def test_fast_path_uses_per_pod_floor_when_tier_sample_is_low() -> None:
+    h = make_harness(1, HT8, slo=be_slo())
+    setup_load(h, ls_cores=4.0, be_cores=0.2)
+    plugin = started(h)
+    plugin.reconcile()
+    # non-BE = 4000 + 500 = 4500 -> budget 700m -> 2 CPUs
+    assert len(api.parse_cpuset(h.host.read("cpuset.cpus", BE) or "")) == 2
+    before = len(h.executor.updates)
+    quiet_samples(h, 1.0, 0.9)  # fast says 100m non-BE; per-pod floor says 4000m
+    fast_sample(h, 1.0, 0.9)
+    assert len(h.executor.updates) == before
+
+
+def test_fast_path_does_not_run_while_reconcile_holds_the_lock() -> None:
+    h = make_harness(1, HT8, slo=be_slo())
+    ls, be = setup_load(h, ls_cores=2.0, be_cores=3.0)
+    plugin = started(h)
+    plugin.reconcile()
+    quiet_samples(h, 5.5, 3.0)
+    set_usage(h, ls, be, 3.0, 2.5)  # the next reconcile writes
+    h.metrics.set(api.NODE_CPU_USAGE_FAST, 7.5)
+    h.metrics.set(api.BE_CPU_USAGE_FAST, 2.5)
+    during: list[int] = []
+
+    def sample_arrives(_u: api.CgroupUpdate) -> None:
+        # a node sample published while a periodic reconcile is writing (it holds the plugin's lock)
+        if not during:
+            during.append(len(h.executor.updates))
+            h.publish(api.EVENT_NODE_SAMPLE)
+            during.append(len(h.executor.updates))
+
+    h.executor.on_update = sample_arrives
+    plugin.reconcile()
+    h.executor.on_update = None
+    assert len(during) == 2 and during[1] == during[0]  # the fast path stood aside, no deadlock
