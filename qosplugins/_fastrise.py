@@ -2,20 +2,24 @@
 
 Layer: ``qosplugins`` (plugin-private). A 50 ms window is shorter than the 100 ms CFS period and than many
 a process's bursts, so a steady load reads with a spread: one LS core beside a quota-bound BE tier reads
-0.94 +- 0.10 core per window on an idle 2-CPU machine, up to +0.18 over ten seconds, and more on a busy
+0.94 +- 0.10 core per window on an idle 2-CPU machine (10 ms confirm windows +- 0.20), and more on a busy
 machine (every other process's 10 ms burst is +0.2 core in one window). A fixed 1 %-of-capacity trigger
 fired on that noise several times a second: each time BE was shrunk to a noise peak and grown back by the
 periodic tick, and each quota write refills the tier's runtime in the kernel, so BE used more than its
 mean quota (the real-kernel e2e test caught BE at 0.29 core against a 0.24 mean).
 
-:class:`RiseDetector` learns the spread from the samples themselves: the band is the highest sample of
-the last ``span`` seconds minus their median, and a sample fires when it exceeds the decision's non-BE
-estimate by ``multiple`` bands (at least the 1 % floor). Samples that fired are a new level, not noise:
-the window restarts after a fire and keeps the band it had until ``min_samples`` new samples (0.5 s at
-50 ms) give a new one, so a spike first seen half-way through a window (a partial rise) still fires
-again at its full rate in the next window. Until the first band is known nothing fires. :meth:`level` is
-the median of the last ``level_span`` seconds: a rise that has lasted that long, which the periodic
-decision takes when it is above the 1 s average (one noisy window no longer steers it).
+:class:`RiseDetector` learns the spread from the samples themselves, in 0.5 s blocks: a block's spread is
+its highest sample minus its median, and the band is the median spread of the last five blocks. A sample
+fires when it exceeds the decision's non-BE estimate by ``multiple`` bands (and by the 1 % floor).
+The median over blocks is what makes the band robust to the level shifts it must detect: a load that
+starts or stops inside a block (or a spike first seen in part, then in full, and not fired on) makes
+that one block's spread large and leaves the median alone; a band taken over a plain 2 s window was
+poisoned by the fall of the last spike, or by a partial first window, and then missed the next spike
+(one trial in fifteen fell back to the 1 s tick). Samples that fired are a new level, not noise, and
+are left out. Until a first block is complete nothing fires.
+
+:meth:`level` is the median of the last ``level_span`` seconds: a rise that has lasted that long, which
+the periodic decision takes when it is above the 1 s average (one noisy window no longer steers it).
 """
 
 from __future__ import annotations
@@ -24,53 +28,59 @@ from collections import deque
 from dataclasses import dataclass, field
 from statistics import median
 
+MIN_BLOCK_SAMPLES = 3
+"""A block with fewer samples (the agent stalled) says nothing about the spread."""
+
 
 @dataclass(slots=True)
 class RiseDetector:
     """Per fast sample: does non-BE usage stand above the decision by more than the noise?"""
 
-    span: float = 2.0
-    """Seconds of samples the noise band is learnt from."""
-    multiple: float = 2.0
-    """A rise must exceed the decision by this many bands (bounded noise never does; a core does)."""
-    min_samples: int = 10
+    block: float = 0.5
+    """Seconds per block of samples whose spread is measured."""
+    blocks: int = 5
+    multiple: float = 2.5
+    """A rise must exceed the decision by this many bands (bounded noise does not; a core does)."""
     level_span: float = 0.25
     band: float | None = None
-    """The learnt spread (millicores); ``None`` until ``min_samples`` samples came."""
-    _quiet: deque[tuple[float, float]] = field(default_factory=deque)
-    """``(time, millicores)`` of the samples since the last fire, within ``span``."""
+    """The learnt spread (the unit of the samples); ``None`` until a block is complete."""
+    _block_start: float | None = None
+    _current: list[float] = field(default_factory=list)
+    _spreads: deque[float] = field(default_factory=deque)
     _recent: deque[tuple[float, float]] = field(default_factory=deque)
-    """Every sample within ``level_span``."""
+    """``(time, value)`` of every sample within ``level_span``."""
 
-    def observe(self, t: float, non_be: float, baseline: float | None, floor: float) -> bool:
+    def observe(self, t: float, value: float, baseline: float | None, floor: float) -> bool:
         """Record a sample; whether it is a rise of more than the noise over ``baseline`` (the
-        decision's non-BE estimate; ``None``: no decision yet, nothing can fire)."""
-        _trim(self._recent, t - self.level_span)
-        self._recent.append((t, non_be))
+        decision's estimate; ``None``: no decision yet, nothing can fire)."""
+        recent = self._recent
+        while recent and recent[0][0] < t - self.level_span:
+            recent.popleft()
+        recent.append((t, value))
+        if self._block_start is None:
+            self._block_start = t
+        elif t - self._block_start >= self.block:
+            self._close_block(t)
         band = self.band
-        rise = None if baseline is None else non_be - baseline
+        rise = None if baseline is None else value - baseline
         if rise is not None and band is not None and rise >= max(floor, self.multiple * band):
-            self._quiet.clear()
             return True
-        quiet = self._quiet
-        _trim(quiet, t - self.span)
-        quiet.append((t, non_be))
-        if len(quiet) >= self.min_samples:
-            values = [v for _t, v in quiet]
-            self.band = max(values) - median(values)
+        self._current.append(value)
         return False
+
+    def _close_block(self, t: float) -> None:
+        current = self._current
+        if len(current) >= MIN_BLOCK_SAMPLES:
+            self._spreads.append(max(current) - median(current))
+            while len(self._spreads) > self.blocks:
+                self._spreads.popleft()
+            self.band = median(self._spreads)
+        self._current = []
+        self._block_start = t
 
     def level(self, now: float) -> float | None:
         """The median of the samples of the last ``level_span`` seconds (``None`` without any)."""
-        _trim(self._recent, now - self.level_span)
-        return median(v for _t, v in self._recent) if self._recent else None
-
-    def reset(self) -> None:
-        self._quiet.clear()
-        self._recent.clear()
-        self.band = None
-
-
-def _trim(samples: deque[tuple[float, float]], before: float) -> None:
-    while samples and samples[0][0] < before:
-        samples.popleft()
+        recent = self._recent
+        while recent and recent[0][0] < now - self.level_span:
+            recent.popleft()
+        return median(v for _t, v in recent) if recent else None

@@ -1,0 +1,75 @@
+"""RiseDetector: the fast path's noise band is learnt from the samples, survives the level shifts it is
+there to detect, and tells a spike from bounded noise."""
+
+from __future__ import annotations
+
+import random
+
+from qosplugins._fastrise import RiseDetector
+
+STEP = 0.05
+
+
+def feed(d: RiseDetector, t: float, values: list[float], baseline: float) -> tuple[float, list[bool]]:
+    fired = []
+    for v in values:
+        t += STEP
+        fired.append(d.observe(t, v, baseline, floor=20.0))
+    return t, fired
+
+
+def wobble(level: float, spread: float, n: int, rng: random.Random) -> list[float]:
+    return [level + rng.uniform(-spread, spread) for _ in range(n)]
+
+
+def test_nothing_fires_before_a_block_of_samples_gave_a_band() -> None:
+    d = RiseDetector()
+    _t, fired = feed(d, 0.0, [100.0] * 5 + [5000.0], baseline=100.0)
+    assert d.band is None and fired == [False] * 6
+
+
+def test_bounded_noise_never_fires_and_a_spike_does() -> None:
+    rng = random.Random(7)
+    d = RiseDetector()
+    t, fired = feed(d, 0.0, wobble(500.0, 100.0, 400, rng), baseline=500.0)
+    assert not any(fired) and d.band is not None and 50 < d.band < 110
+    t, fired = feed(d, t, [1500.0], baseline=500.0)
+    assert fired == [True]
+
+
+def test_the_fall_of_the_last_spike_does_not_hide_the_next() -> None:
+    """A load that stopped a second ago sits in the samples as a high level; the band must not take it
+    for noise (a band over a plain 2 s window did, and the next spike waited for the 1 s tick)."""
+    rng = random.Random(3)
+    d = RiseDetector()
+    t, _ = feed(d, 0.0, wobble(1000.0, 30.0, 40, rng), baseline=1000.0)
+    t, fired = feed(d, t, wobble(60.0, 30.0, 20, rng), baseline=60.0)  # LS stopped: 1 s ago
+    assert not any(fired)
+    t, fired = feed(d, t, [1060.0], baseline=60.0)
+    assert fired == [True]
+
+
+def test_a_spike_seen_first_in_part_fires_at_its_full_rate() -> None:
+    """The first window of a spike that starts late in it reads a small part of it and does not fire;
+    that sample must not widen the band so that the spike's full rate, next window, fires neither."""
+    rng = random.Random(5)
+    d = RiseDetector()
+    t, _ = feed(d, 0.0, wobble(100.0, 40.0, 30, rng), baseline=100.0)
+    band = d.band
+    assert band is not None
+    t, fired = feed(d, t, [100.0 + 2.0 * band], baseline=100.0)  # under 2.5 bands: not yet
+    assert fired == [False]
+    t, fired = feed(d, t, [1100.0], baseline=100.0)
+    assert fired == [True]
+    t, fired = feed(d, t, wobble(1100.0, 40.0, 20, rng), baseline=1100.0)  # the decision follows
+    assert not any(fired)
+
+
+def test_level_is_the_median_of_the_last_quarter_second() -> None:
+    d = RiseDetector()
+    t, _ = feed(d, 0.0, [100.0] * 10, baseline=100.0)
+    t, _ = feed(d, t, [100.0, 100.0, 100.0, 100.0, 900.0], baseline=100.0)  # one peak is not a level
+    assert d.level(t) == 100.0
+    t, _ = feed(d, t, [900.0] * 4, baseline=100.0)
+    assert d.level(t) == 900.0
+    assert d.level(t + 1.0) is None
