@@ -53,13 +53,17 @@ class ProcStat:
     per_cpu: Mapping[int, CPUTicks]
 
 
+def _unsigned(field: str) -> bool:
+    return field.isascii() and field.isdigit()
+
+
 def _ticks(name: str, fields: list[str], text: str) -> CPUTicks:
     # Fields after the name: user nice system idle iowait irq softirq steal guest guest_nice;
     # guest time is already included in user, so it is not added again.
-    try:
-        values = [int(f) for f in fields[:8]]
-    except ValueError as err:
-        raise InvalidValue("/proc/stat", text[:200], f"non-integer field on {name!r}") from err
+    # int() would also take "-1", "+5" and "1_0"; the kernel prints unsigned decimals only
+    if not all(_unsigned(f) for f in fields[:8]):
+        raise InvalidValue("/proc/stat", text[:200], f"a field on {name!r} is not an unsigned integer")
+    values = [int(f) for f in fields[:8]]
     if len(values) < 7:
         raise InvalidValue("/proc/stat", text[:200], f"short {name!r} line")
     return CPUTicks(*values)
@@ -121,10 +125,9 @@ def parse_meminfo(text: str) -> MemInfo:
         parts = rest.split()
         if not sep or not parts:
             continue
-        try:
-            value = int(parts[0])
-        except ValueError as err:
-            raise InvalidValue("/proc/meminfo", line, "non-integer value") from err
+        if not _unsigned(parts[0]):
+            raise InvalidValue("/proc/meminfo", line, "not an unsigned integer")
+        value = int(parts[0])
         fields[key.strip()] = value * 1024 if len(parts) > 1 and parts[1] == "kB" else value
     if "MemTotal" not in fields or "MemAvailable" not in fields:
         raise InvalidValue("/proc/meminfo", text[:200], "MemTotal or MemAvailable missing")

@@ -125,3 +125,13 @@ def test_a_broken_cgroup_file_skips_only_its_pods_series(which: str, data: st.Da
         mem = {labels["pod_uid"] for labels, _t, _v in cache.latest(api.POD_MEMORY_USAGE)}
         assert pods[0].uid in cpu and pods[0].uid in mem  # the healthy pod is unaffected
         col.close()
+
+
+@pytest.mark.parametrize("field", ["-1", "+5", "1_0", "²"])
+def test_proc_files_take_unsigned_decimals_only(field: str) -> None:
+    """``int()`` takes all of these; the kernel prints none of them (a negative tick count read as a
+    counter going backwards, not as a malformed file)."""
+    with pytest.raises(KoordletError):
+        procfs.parse_proc_stat(f"cpu {field} 0 0 60 0 0 0 0 0 0\n")
+    with pytest.raises(KoordletError):
+        procfs.parse_meminfo(f"MemTotal: {field} kB\nMemAvailable: 1 kB\n")
