@@ -14,15 +14,15 @@ children first, grow parents first). Policy ``cfsQuota`` writes ``cpu.cfs_quota_
 tick. Each policy recovers the other's setting; with the NodeSLO switch off both are restored once.
 
 Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~50 ms into
-``node_cpu_usage_fast``/``be_cpu_usage_fast`` and publishes ``EVENT_NODE_SAMPLE``. The handler
-estimates non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE
-pods and host apps plus the reservation (slower but per pod). When that estimate stands above the last
-decision's by more than the sampling noise (``_fastrise``: 2.5 times the spread the samples showed,
-learnt in 0.5 s blocks; at least 1 % of capacity) it re-decides at once and writes only if the result *shrinks* BE;
-growth stays with the periodic tick and its +10 % step. Both paths run under one lock; the handler
-never waits for it (a running reconcile already reads the newest samples), so the publisher's thread
-is not held up. The periodic path also takes the fast estimate's median over the last 0.25 s when that
-is above the per-pod figure (a rise already acted on is not undone by the 1 s average).
+``node_cpu_usage_fast``/``be_cpu_usage_fast`` and publishes ``EVENT_NODE_SAMPLE``. The handler estimates
+non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE pods and host
+apps plus the reservation (slower but per pod). When that estimate stands above the last decision's by
+more than the sampling noise (``_fastrise``: 2.5 times the spread the samples showed, learnt in 0.5 s
+blocks; at least 1 % of capacity) it re-decides at once and writes only if the result *shrinks* BE;
+growth stays with the periodic tick and its +10 % step. Both paths run under one lock; the handler never
+waits for it (a running reconcile already reads the newest samples), so the publisher's thread is not
+held up. The periodic path also takes the fast estimate's median over the last 0.25 s when that is above
+the per-pod figure (a rise already acted on is not undone by the 1 s average).
 
 LS demand (performance-reliability A3). A controller fed by LS's *observed* usage has a fixed point under
 ``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE

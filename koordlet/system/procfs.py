@@ -54,7 +54,7 @@ class ProcStat:
 
 
 def _unsigned(field: str) -> bool:
-    return field.isascii() and field.isdigit()
+    return field.isascii() and field.isdecimal()
 
 
 def _ticks(name: str, fields: list[str], text: str) -> CPUTicks:
