@@ -230,8 +230,12 @@ class ResourceExecutor:
         )
 
     def _remember(self, t: Target, now: float) -> None:
+        # The cache says what the file holds: an uncached write (another owner's restore) must also drop
+        # the entry, or the cached owner's next identical value is skipped and the file keeps the other one.
         if t.update.cacheable:
             self._cache[_key(t)] = _Entry(t, now)
+        else:
+            self._cache.pop(_key(t), None)
 
     def _current(self, t: Target) -> tuple[str | None, str | None] | UpdateResult:
         """``(raw, v1 value)`` now in the file (value ``None`` if unparsable), or a gone/error result."""

@@ -374,3 +374,16 @@ def test_online_cpus_are_read_only_for_cpu_lists(
     assert refused.error and reads == [1]
     assert fake_host.read_cgroup("cpuset.cpus", POD) == "0-3"
     assert ex.leveled_update([[], [CgroupUpdate("cpuset.cpus", POD, "1", "x")], []])[0].ok and reads == [1, 1]
+
+
+def test_an_uncached_write_by_another_owner_drops_the_cache_entry(
+    fake_host: Any, make_executor: Callable[..., ResourceExecutor]
+) -> None:
+    """One plugin caches its quota; another restores the file without caching (BECPUSuppress's restore).
+    The first one's next identical value must be written, not skipped as unchanged (the file held -1)."""
+    fake_host.write_cgroup("cpu.cfs_quota_us", POD, "-1")
+    ex = make_executor()
+    assert ex.update(quota("50000", owner="BEQuotaCap")).written
+    assert ex.update(quota("-1", cacheable=False)).written
+    assert ex.update(quota("50000", owner="BEQuotaCap")).written
+    assert fake_host.read_cgroup("cpu.cfs_quota_us", POD) == "50000"
