@@ -1,12 +1,14 @@
 """Telling a real rise of non-BE CPU from sampling noise in the ~50 ms fast samples (BECPUSuppress).
 
-Layer: ``qosplugins`` (plugin-private). A 50 ms window is shorter than the 100 ms CFS period and than many
-a process's bursts, so a steady load reads with a spread: one LS core beside a quota-bound BE tier reads
-0.94 +- 0.10 core per window on an idle 2-CPU machine (10 ms confirm windows +- 0.20), and more on a busy
-machine (every other process's 10 ms burst is +0.2 core in one window). A fixed 1 %-of-capacity trigger
-fired on that noise several times a second: each time BE was shrunk to a noise peak and grown back by the
-periodic tick, and each quota write refills the tier's runtime in the kernel, so BE used more than its
-mean quota (the real-kernel e2e test caught BE at 0.29 core against a 0.24 mean).
+Layer: ``qosplugins`` (plugin-private). A 50 ms window is shorter than the 100 ms CFS period and than
+many a process's bursts, so a steady load reads with a spread: one LS core beside a quota-bound BE tier
+reads 0.97 core per window with a standard deviation of 0.06 and peaks 0.16 above the mean on an idle
+2-CPU machine (10 ms confirm windows: 0.22 and 0.73; ``bench/fastnoise.py``), and more on a busy machine
+(every other process's 10 ms burst is +0.2 core in one window). A fixed 1 %-of-capacity trigger fired on
+that noise several times a second (206 of 594 steady windows in the bench; the band: 1): each time BE was
+shrunk to a noise peak and grown back by the periodic tick, and each quota write refills the tier's
+runtime in the kernel, so BE used more than its mean quota (the real-kernel e2e test caught BE at 0.29
+core against a 0.24 mean).
 
 :class:`RiseDetector` learns the spread from the samples themselves, in 0.5 s blocks: a block's spread is
 its highest sample minus its median, and the band is the median spread of the last five blocks. A sample
@@ -53,10 +55,8 @@ class RiseDetector:
     def observe(self, t: float, value: float, baseline: float | None, floor: float) -> bool:
         """Record a sample; whether it is a rise of more than the noise over ``baseline`` (the
         decision's estimate; ``None``: no decision yet, nothing can fire)."""
-        recent = self._recent
-        while recent and recent[0][0] < t - self.level_span:
-            recent.popleft()
-        recent.append((t, value))
+        self._trim(t)
+        self._recent.append((t, value))
         if self._block_start is None:
             self._block_start = t
         elif t - self._block_start >= self.block:
@@ -80,7 +80,10 @@ class RiseDetector:
 
     def level(self, now: float) -> float | None:
         """The median of the samples of the last ``level_span`` seconds (``None`` without any)."""
+        self._trim(now)
+        return median(v for _t, v in self._recent) if self._recent else None
+
+    def _trim(self, now: float) -> None:
         recent = self._recent
         while recent and recent[0][0] < now - self.level_span:
             recent.popleft()
-        return median(v for _t, v in recent) if recent else None

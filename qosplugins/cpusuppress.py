@@ -194,23 +194,23 @@ class BECPUSuppress(api.QOSPluginBase):
             return
         try:
             decision = self._decision
+            now = self.ctx.clock()
             non_be = self._fast_non_be(0.0 if decision is None else decision.non_be_floor_milli)
             if non_be is None:
                 return
-            rose = self._rise.observe(
-                self.ctx.clock(),
-                non_be,
-                None if decision is None else decision.non_be_milli,
-                0.0 if decision is None else FAST_RISE_FRACTION * decision.capacity_milli,
-            )
-            if decision is None or not rose or not _shared.threshold_enabled(self.ctx):
+            if decision is None:  # nothing to shrink yet; the samples still teach the noise band
+                self._rise.observe(now, non_be, None, 0.0)
+                return
+            least = FAST_RISE_FRACTION * decision.capacity_milli
+            rose = self._rise.observe(now, non_be, decision.non_be_milli, least)
+            if not rose or not _shared.threshold_enabled(self.ctx):
                 return
             budget = _budget.be_budget_milli(
                 decision.capacity_milli, decision.threshold_percent, decision.min_percent, non_be
             )
             # The decision carries the fast non-BE, so the write's audit reason names what the budget
             # subtracted (the stale periodic figure made "budget -202m, non-BE 648m" unexplainable).
-            fresh = dataclasses.replace(decision, at=self.ctx.clock(), non_be_milli=non_be)
+            fresh = dataclasses.replace(decision, at=now, non_be_milli=non_be)
             self._status = _budget.explain(fresh, budget, "fast", self.ctx.wall_clock(), None, self._status)
             self._apply(fresh, budget, shrink_only=True)
             self._decision = fresh

@@ -140,7 +140,7 @@ class Payload:
     """One rendered exposition: its bytes, when it was rendered, the number of collections it shows,
     and its gzip form once asked for."""
 
-    def __init__(self, body: bytes, rendered_at: float, collections: int = 0) -> None:
+    def __init__(self, body: bytes, rendered_at: float, collections: int) -> None:
         self.body = body
         self.rendered_at = rendered_at
         self.collections = collections

@@ -7,6 +7,7 @@ import pytest
 
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness
+from qosplugins.cpusuppress import BECPUSuppress
 from tests.unit.qosplugins.test_cpusuppress import BE, HT8, set_usage, setup_load, started
 
 
@@ -25,12 +26,20 @@ def quiet_samples(h: Harness, node: float, be: float, spread: float = 0.0, n: in
         fast_sample(h, node + (spread if i % 2 else -spread), be)
 
 
+def reconciled(
+    policy: str = "cpuset", ls_cores: float = 2.0, be_cores: float = 3.0
+) -> tuple[Harness, BECPUSuppress]:
+    """A started plugin after its first periodic decision (2 cores LS, 3 BE, 0.5 system: non-BE 2500m)."""
+    h = make_harness(1, HT8, slo=be_slo(cpu_suppress_policy=policy))
+    setup_load(h, ls_cores=ls_cores, be_cores=be_cores)
+    plugin = started(h)
+    plugin.reconcile()
+    return h, plugin
+
+
 @pytest.mark.parametrize("policy", ["cpuset", "cfsQuota"])
 def test_fast_sample_with_ls_rise_shrinks_without_waiting(policy: str) -> None:
-    h = make_harness(1, HT8, slo=be_slo(cpu_suppress_policy=policy))
-    setup_load(h, ls_cores=2.0, be_cores=3.0)
-    plugin = started(h)
-    plugin.reconcile()  # 3 CPUs / 270000 us, non-BE 2500m
+    h, _plugin = reconciled(policy)  # 3 CPUs / 270000 us, non-BE 2500m
     quiet_samples(h, 5.5, 3.0)  # within the 1 s interval: no periodic tick
     before = len(h.executor.updates)
     fast_sample(h, 7.5, 2.5)
@@ -45,10 +54,7 @@ def test_fast_sample_with_ls_rise_shrinks_without_waiting(policy: str) -> None:
 
 
 def test_fast_path_never_grows_and_ignores_small_rises() -> None:
-    h = make_harness(1, HT8, slo=be_slo())
-    setup_load(h, ls_cores=2.0, be_cores=3.0)
-    plugin = started(h)
-    plugin.reconcile()
+    h, _plugin = reconciled()
     quiet_samples(h, 5.5, 3.0)
     before = len(h.executor.updates)
     fast_sample(h, 3.5, 3.0)  # non-BE falls to 500m: would grow BE
@@ -61,10 +67,7 @@ def test_fast_path_never_grows_and_ignores_small_rises() -> None:
 def test_fast_path_acts_on_a_rise_above_the_noise_and_not_on_the_noise() -> None:
     """Samples spread +-300m around the level: a peak of +500m is noise (under twice the band), and the
     periodic tick's estimate is not raised by it; a rise of 1.5 cores is acted on at once."""
-    h = make_harness(1, HT8, slo=be_slo(cpu_suppress_policy="cfsQuota"))
-    setup_load(h, ls_cores=2.0, be_cores=3.0)  # non-BE 2500m, budget 2700m
-    plugin = started(h)
-    plugin.reconcile()
+    h, plugin = reconciled("cfsQuota")  # budget 2700m
     quota = h.host.read("cpu.cfs_quota_us", BE)
     quiet_samples(h, 5.5, 3.0, spread=0.3, n=30)
     fast_sample(h, 6.0, 3.0)
@@ -80,10 +83,7 @@ def test_fast_path_acts_on_a_rise_above_the_noise_and_not_on_the_noise() -> None
 def test_a_rise_first_seen_in_part_is_acted_on_again_at_its_full_rate() -> None:
     """A spike that starts late in a window reads as part of its rate there; the next window's full rate
     is a further rise above the new decision, and shrinks BE again (the band learnt before is kept)."""
-    h = make_harness(1, HT8, slo=be_slo(cpu_suppress_policy="cfsQuota"))
-    setup_load(h, ls_cores=2.0, be_cores=3.0)
-    plugin = started(h)
-    plugin.reconcile()
+    h, plugin = reconciled("cfsQuota")
     quiet_samples(h, 5.5, 3.0, spread=0.1)
     fast_sample(h, 6.5, 3.0)  # a third of a 3-core spike: non-BE 3500m
     assert h.host.read("cpu.cfs_quota_us", BE) == "170000"
@@ -96,10 +96,7 @@ def test_a_rise_first_seen_in_part_is_acted_on_again_at_its_full_rate() -> None:
 
 
 def test_fast_path_uses_per_pod_floor_when_tier_sample_is_low() -> None:
-    h = make_harness(1, HT8, slo=be_slo())
-    setup_load(h, ls_cores=4.0, be_cores=0.2)
-    plugin = started(h)
-    plugin.reconcile()
+    h, _plugin = reconciled(ls_cores=4.0, be_cores=0.2)
     # non-BE = 4000 + 500 = 4500 -> budget 700m -> 2 CPUs
     assert len(api.parse_cpuset(h.host.read("cpuset.cpus", BE) or "")) == 2
     before = len(h.executor.updates)
