@@ -8,10 +8,11 @@ FROM python:3.11-bookworm AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 WORKDIR /src
 # The files setuptools needs for the sdist-free wheel build: metadata, the cffi shim and C sources,
-# and the two packages (tests, bench and deploy stay out of the image).
+# and the three packages (tests, bench and deploy stay out of the image).
 COPY pyproject.toml setup.py MANIFEST.in README.md requirements.lock ./
 COPY csrc/ csrc/
 COPY koordlet/ koordlet/
+COPY koord/ koord/
 COPY qosplugins/ qosplugins/
 RUN pip wheel --no-cache-dir --constraint requirements.lock --wheel-dir /wheels .
 

@@ -38,7 +38,7 @@ loop: $(STAMP)
 	$(BIN)/python -m tests.loop $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check koordlet qosplugins tests bench .ci
+	$(BIN)/ruff check koordlet koord qosplugins tests bench .ci
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python .ci/deadcode.py

@@ -15,7 +15,7 @@ from pathlib import Path
 from vulture import Vulture
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHS = ["koordlet", "qosplugins", "bench"]
+PATHS = ["koordlet", "koord", "qosplugins", "bench"]
 EXCLUDE = ["koordlet/testing"]
 KINDS = {"function", "method", "class", "property", "import"}
 

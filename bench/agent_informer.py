@@ -118,8 +118,8 @@ def run_agent(url: str, token: str, ready: Any) -> None:
     from kubernetes import client
     from prometheus_client import CollectorRegistry
 
-    from koordlet.eventbus import EventBus
-    from koordlet.lifecycle import Supervisor
+    from koord.runtime.eventbus import EventBus
+    from koord.runtime.lifecycle import Supervisor
     from koordlet.metriccache import MetricCache
     from koordlet.statesinformer.config import InformerConfig
     from koordlet.statesinformer.informer import StatesInformer

@@ -39,9 +39,9 @@ from pathlib import Path
 import psutil
 from prometheus_client import CollectorRegistry, generate_latest
 
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor
 from koordlet import api
-from koordlet.eventbus import EventBus
-from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache, MetricCacheConfig, series_key
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
 from koordlet.system import native

@@ -29,13 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psutil
 
-from koordlet.descheduler.app import plugin_registry
-from koordlet.descheduler.framework.nodes import is_ready
-from koordlet.descheduler.framework.profile import parse_profiles
-from koordlet.descheduler.framework.runtime import Environment, Framework
-from koordlet.descheduler.informers import MemoryInformers
-from koordlet.schema.quantity import format_bytes, format_milli
-from koordlet.schema.timefmt import format_time
+from koord.apis.quantity import format_bytes, format_milli
+from koord.apis.timefmt import format_time
+from koord.descheduler.app import plugin_registry
+from koord.descheduler.framework.nodes import is_ready
+from koord.descheduler.framework.profile import parse_profiles
+from koord.descheduler.framework.runtime import Environment, Framework
+from koord.descheduler.informers import MemoryInformers
 
 NAME = "descheduler"
 PODS_PER_NODE = 30

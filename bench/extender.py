@@ -22,18 +22,18 @@ from typing import Any
 import psutil
 from prometheus_client import CollectorRegistry
 
-from koordlet.cluster.informer import index_by_node
-from koordlet.scheduler.app import freeze_heap
-from koordlet.scheduler.extender import Extender
-from koordlet.scheduler.framework.profile import default_profile
-from koordlet.scheduler.framework.registry import discover
-from koordlet.scheduler.framework.runtime import Framework
-from koordlet.scheduler.memstore import MemoryStore
-from koordlet.scheduler.metrics import ExtenderMetrics
-from koordlet.scheduler.plugins import BUILTIN
-from koordlet.scheduler.server import ExtenderServer
-from koordlet.scheduler.snapshot import ClusterHandle, compact, slim_node, slim_pod
-from koordlet.schema.timefmt import format_time
+from koord.apis.timefmt import format_time
+from koord.kube.informer import index_by_node
+from koord.scheduler.app import freeze_heap
+from koord.scheduler.extender import Extender
+from koord.scheduler.framework.profile import default_profile
+from koord.scheduler.framework.registry import discover
+from koord.scheduler.framework.runtime import Framework
+from koord.scheduler.memstore import MemoryStore
+from koord.scheduler.metrics import ExtenderMetrics
+from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.server import ExtenderServer
+from koord.scheduler.snapshot import ClusterHandle, compact, slim_node, slim_pod
 
 NAME = "extender"
 PODS_PER_NODE = 20

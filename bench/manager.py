@@ -29,15 +29,15 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from koordlet.cluster.client import make_api_client, request
-from koordlet.lifecycle import Supervisor
-from koordlet.manager import batchresource as br
-from koordlet.manager.app import Manager
-from koordlet.schema import sloconfig
-from koordlet.schema.colocation import collect_policy, node_strategy, parse_colocation_config
-from koordlet.schema.nodemetric import parse_status
-from koordlet.schema.quantity import format_bytes, format_decimal
-from koordlet.schema.timefmt import format_time
+from koord.apis import sloconfig
+from koord.apis.colocation import collect_policy, node_strategy, parse_colocation_config
+from koord.apis.nodemetric import parse_status
+from koord.apis.quantity import format_bytes, format_decimal
+from koord.apis.timefmt import format_time
+from koord.kube.client import make_api_client, request
+from koord.manager import batchresource as br
+from koord.manager.app import Manager
+from koord.runtime.lifecycle import Supervisor
 
 try:  # the repository's test API server: importable when run as a module from the repository root
     from tests.apiserver import APIServer

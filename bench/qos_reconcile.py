@@ -34,11 +34,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from koord.apis import nodeslo
 from koordlet import api
 from koordlet.metrics import PluginMetrics
 from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.resourceexecutor.executor import ResourceExecutor
-from koordlet.schema import nodeslo
 from koordlet.system import native
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from koord.runtime.eventbus import EventBus
+from koord.runtime.httpserver import AgentHTTPServer
+from koord.runtime.lifecycle import Supervisor
 from koordlet import api
-from koordlet.eventbus import EventBus
-from koordlet.httpserver import AgentHTTPServer
-from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
 from koordlet.system.cgroups import CgroupMode, detect_mode

@@ -4,7 +4,7 @@ metric-cache queries they cannot avoid (the floor).
 The real metric cache holds 60 s of 1 s samples for the node, N pods and ``node_be``, plus 100 ms fast
 samples. The host is the test fake and the executor answers "unchanged" to every update (the real one's
 cache hit), so the figures are the plugin's own cost; nothing here is about the kernel (a write costs
-~6 us, see performance-reliability A3). The handler is timed on its common path (no rise: two queries,
+~6 us). The handler is timed on its common path (no rise: two queries,
 then return) and on a shrink (rise seen: budget, cpuset pick, 2N+1 updates handed to the executor).
 Agent and floor alternate over several rounds; medians are printed. ``ratio`` = handler (no rise) / its
 floor (the two fast-sample queries). Runs without root.

@@ -1,8 +1,9 @@
-"""koordlet: a Python node agent for Kubernetes colocation (Koordinator's koordlet, re-implemented).
+"""koordlet: the node agent (Koordinator's koordlet, re-implemented), one of the system's four processes.
 
-Layers, bottom up: ``api`` (plugin contract) → ``system`` (host reads) → ``resourceexecutor`` (host writes)
-→ ``metriccache`` → ``metricsadvisor`` / ``statesinformer`` → ``qosmanager`` (plugin host) → ``daemon`` →
-``cli``. ``scheduler`` is the slim cluster-side component.
+Layers, bottom up: ``api`` (the QoS plugin contract) → ``system`` (host reads) → ``resourceexecutor`` (host
+writes) → ``metriccache`` → ``prediction`` → ``metricsadvisor`` / ``statesinformer`` → ``qosmanager`` (plugin
+host) → ``daemon`` → ``cli``. Below the agent lies the runtime every process shares (``koord.runtime``,
+``koord.kube``, ``koord.apis``); the cluster processes live in ``koord``. See ``docs/architecture.md``.
 """
 
-__version__ = "0.1.0"
+from koord import __version__ as __version__

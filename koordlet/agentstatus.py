@@ -19,8 +19,9 @@ from typing import Any
 
 import psutil
 
-from koordlet import __version__, api
-from koordlet.httpserver import Response, Route, json_response
+from koord import __version__
+from koord.runtime.httpserver import Response, Route, json_response
+from koordlet import api
 
 API_VERSION = "koordlet/v1"
 KIND = "AgentStatus"

@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from koord.apis import quantity
+from koord.runtime.configfile import read_config_file
+from koord.runtime.errors import ConfigError, InvalidValue
+from koord.runtime.httpaccess import AUTH_FLAGS
 from koordlet.api import AgentOptions, Flag, OptionValue
-from koordlet.configfile import read_config_file
-from koordlet.errors import ConfigError, InvalidValue
-from koordlet.httpaccess import AUTH_FLAGS
 from koordlet.metriccache.config import MetricCacheConfig
 from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.prediction.server import PredictionConfig
 from koordlet.qosmanager.config import QOSManagerConfig
 from koordlet.resourceexecutor.config import ExecutorConfig
-from koordlet.schema import quantity
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.system import paths as syspaths
 

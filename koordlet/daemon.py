@@ -6,8 +6,8 @@ Start order: resource executor → metric cache → states informer (wait for sy
 for first samples) → QoS manager (plugins) → ready. ``/healthz`` answers as soon as the HTTP server is up;
 ``/readyz`` only once the whole order has completed. A root component that dies sets ``stop`` and the
 process exits non-zero so the kubelet restarts it; stop runs the order backwards. That run machinery
-(:class:`~koordlet.lifecycle.Daemon`) is :mod:`koordlet.lifecycle`'s, shared with the cluster processes,
-which must not import the agent's components.
+(:class:`~koord.runtime.lifecycle.Daemon`) is :mod:`koord.runtime.lifecycle`'s, shared with the cluster
+processes, which must not import the agent's components.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 
+from koord.runtime.errors import ConfigError
+from koord.runtime.eventbus import EventBus
+from koord.runtime.httpaccess import DelegatingAuth, serving_from_options, ssl_context
+from koord.runtime.httpserver import AgentHTTPServer, Route, json_response
+from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor
 from koordlet.agentstatus import StatusSources, status_route
 from koordlet.config import Configuration
-from koordlet.errors import ConfigError
-from koordlet.eventbus import EventBus
 from koordlet.featuregates import FeatureGate
-from koordlet.httpaccess import DelegatingAuth, serving_from_options, ssl_context
-from koordlet.httpserver import AgentHTTPServer, Route, json_response
-from koordlet.lifecycle import Daemon, FuncComponent, Supervisor
 from koordlet.metriccache.cache import MetricCache
 from koordlet.metrics import AgentMetrics, PluginMetrics
 from koordlet.prediction.checkpoint import Checkpointer
@@ -66,7 +66,7 @@ def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone:
                 "--authentication-token-webhook reviews callers with the API server, which a standalone "
                 "agent has none of: bind --addr to 127.0.0.1 instead, or run in the cluster"
             )
-        from koordlet.cluster.delegation import delegating_auth
+        from koord.kube.delegation import delegating_auth
 
         auth = delegating_auth(serving.auth, cfg.informer.kubeconfig)
     tls = ssl_context(serving.tls) if serving.tls is not None else None

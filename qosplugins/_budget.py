@@ -1,11 +1,11 @@
 """The numbers behind ``BECPUSuppress``: usage split, BE budget, CFS quota steps and the LS demand probe.
 
 Pure functions of samples and the current quota, so the arithmetic is tested without a host. The
-:class:`DemandProbe` answers performance-reliability A3: under the ``cfsQuota`` policy a controller fed
-with LS's *observed* usage can settle where contended LS never shows more demand (BE bursts on LS's CPU
-inside each period). While BE is using its whole quota and some LS pod is running, the probe lowers the
-quota for ``hold`` seconds. If LS wanted more it takes the room, the next budgets see the higher LS usage
-and BE stays lower; if not, the normal +10 %/tick growth gives BE its quota back.
+:class:`DemandProbe` answers a weakness of koordlet's controller: under the ``cfsQuota`` policy a controller
+fed with LS's *observed* usage can settle where contended LS never shows more demand (BE bursts on LS's CPU
+inside each period). While BE is using its whole quota and some LS pod is running, the probe lowers the quota
+for ``hold`` seconds. If LS wanted more it takes the room, the next budgets see the higher LS usage and BE
+stays lower; if not, the normal +10 %/tick growth gives BE its quota back.
 
 What probing may cost BE is bounded (issue 18): the squeeze is one growth step (10 % of capacity) but at
 most ``max_squeeze`` of BE's *own* quota, and probes are spaced so that squeeze x hold / spacing stays

@@ -1,4 +1,5 @@
-"""CPU pools and the BE cpuset pick of the ``BECPUSuppress`` cpuset policy (koordlet.md §6.1).
+"""CPU pools and the BE cpuset pick of the ``BECPUSuppress`` cpuset policy (Koordinator's
+``pkg/koordlet/qosmanager/plugins/cpusuppress/cpu_suppress.go``).
 
 Pools: the usable CPUs are the online ones minus the node's reserved CPUs (``NodeInfo.reserved_cpus``,
 from the ``node.koordinator.sh/reservation`` annotation), minus the system QoS CPUs when they are

@@ -1,4 +1,5 @@
-"""Victim choice and the eviction loop shared by ``BECPUEvict`` and ``BEMemoryEvict`` (koordlet.md §6.5).
+"""Victim choice and the eviction loop shared by ``BECPUEvict`` and ``BEMemoryEvict`` (Koordinator's
+``pkg/koordlet/qosmanager/plugins/util/evictor.go`` and ``evict.go``).
 
 Only BE pods are ever candidates, and not every BE pod: inactive pods, static/mirror pods and DaemonSet
 pods are never chosen (evicting them frees nothing for long: they come straight back), nor pods whose

@@ -1,4 +1,5 @@
-"""Memory QoS arithmetic of ``CgroupReconcile`` (koordlet's cgreconcile, koordlet.md §6.7), pure.
+"""Memory QoS arithmetic of ``CgroupReconcile`` (Koordinator's
+``pkg/koordlet/qosmanager/plugins/cgreconcile/cgroup_reconcile.go``), pure.
 
 A pod's memory QoS config is its class's ``memoryQOS`` overlaid with the pod annotation
 ``koordinator.sh/memoryQOS`` (``{"policy": "none" | "auto" | "default", ...fields}``): ``none`` turns

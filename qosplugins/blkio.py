@@ -1,4 +1,5 @@
-"""``BlkIOReconcile``: block I/O throttles and weights per class and per pod (koordlet.md §6.9).
+"""``BlkIOReconcile``: block I/O throttles and weights per class and per pod (Koordinator's
+``pkg/koordlet/qosmanager/plugins/blkio/blkio_reconcile.go``).
 
 Every ``reconcile-interval-seconds`` (the agent's flag, 1 s):
 

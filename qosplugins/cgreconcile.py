@@ -1,4 +1,5 @@
-"""``CgroupReconcile``: memory QoS on pod, container and kube QoS tier cgroups (koordlet.md §6.7).
+"""``CgroupReconcile``: memory QoS on pod, container and kube QoS tier cgroups (Koordinator's
+``pkg/koordlet/qosmanager/plugins/cgreconcile/cgroup_reconcile.go``).
 
 Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), for active pods: the class's ``memoryQOS``
 (``lsrClass`` for LSE/LSR, ``lsClass``, ``beClass``, ``systemClass``) with the pod's

@@ -1,4 +1,5 @@
-"""``CPUBurst``: let LS containers borrow CPU over their limit (koordlet.md §6.2).
+"""``CPUBurst``: let LS containers borrow CPU over their limit (Koordinator's
+``pkg/koordlet/qosmanager/plugins/cpuburst/cpu_burst.go``).
 
 Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), for active pods not *labelled* LSR, LSE or
 BE (Koordinator's ``IsPodCPUBurstable`` reads the label: an unlabelled Guaranteed pod gets its burst),

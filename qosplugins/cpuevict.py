@@ -1,4 +1,5 @@
-"""``BECPUEvict``: evict BE pods whose CPU is too starved to make progress (koordlet.md §6.3).
+"""``BECPUEvict``: evict BE pods whose CPU is too starved to make progress (Koordinator's
+``pkg/koordlet/qosmanager/plugins/cpuevict/cpu_evict.go``).
 
 Every ``cpu-evict-interval-seconds`` (1 s), never within ``cpu-evict-cool-time-seconds`` (20 s) of the last
 eviction nor of the start (suppression needs time to settle first). From ``node_be`` (millicores), as

@@ -1,4 +1,4 @@
-"""``BECPUSuppress``: keep best-effort pods inside what LS leaves free (koordlet.md §6.1).
+"""``BECPUSuppress``: keep best-effort pods inside what LS leaves free (Koordinator's ``cpu_suppress.go``).
 
 Budget (millicores), every ``cpu-suppress-interval-seconds`` (1 s)::
 
@@ -24,7 +24,7 @@ waits for it (a running reconcile already reads the newest samples), so the publ
 held up. The periodic path also takes the fast estimate's median over the last 0.25 s when that is above
 the per-pod figure (a rise already acted on is not undone by the 1 s average).
 
-LS demand (performance-reliability A3). A controller fed by LS's *observed* usage has a fixed point under
+LS demand. A controller fed by LS's *observed* usage has a fixed point under
 ``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE
 never shares a CPU with LS there); the fast path feeds LS rises within ~60 ms; shrink is immediate and
 growth slow; and under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) now and then lowers a

@@ -1,4 +1,5 @@
-"""``BEMemoryEvict``: evict BE pods when node memory crosses the NodeSLO threshold (koordlet.md §6.4).
+"""``BEMemoryEvict``: evict BE pods when node memory crosses the NodeSLO threshold (Koordinator's
+``pkg/koordlet/qosmanager/plugins/memoryevict/memory_evict.go``).
 
 Every ``memory-evict-interval-seconds`` (1 s), unless an eviction happened within
 ``memory-evict-cool-time-seconds`` (4 s)::

@@ -1,4 +1,5 @@
-"""``RdtResctrl``: last-level cache ways and memory bandwidth per QoS class (koordlet.md §6.6, §7.3).
+"""``RdtResctrl``: last-level cache ways and memory bandwidth per QoS class (Koordinator's
+``pkg/koordlet/qosmanager/plugins/resctrl/resctrl_reconcile.go``).
 
 Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), where the CPU has L3 cache allocation and
 memory bandwidth allocation (``cat_l3`` and ``mba``; elsewhere one log line says why and nothing is done):

@@ -1,4 +1,5 @@
-"""``SystemConfig``: kernel memory and scheduler tunables from NodeSLO ``systemStrategy`` (koordlet.md §6.8).
+"""``SystemConfig``: kernel memory and scheduler tunables from NodeSLO ``systemStrategy`` (Koordinator's
+``pkg/koordlet/qosmanager/plugins/sysreconcile/system_config.go``).
 
 Every ``reconcile-interval-seconds`` (the agent's flag, 1 s):
 

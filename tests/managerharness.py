@@ -15,11 +15,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from koord.kube import process
+from koord.kube.process import Address
+from koord.manager.app import Manager
+from koord.manager.config import ManagerConfig
 from koordlet import testing
-from koordlet.cluster import process
-from koordlet.cluster.process import Address
-from koordlet.manager.app import Manager
-from koordlet.manager.config import ManagerConfig
 from koordlet.testing.agent import free_port, http_get, wait_http
 from tests.apiserver import APIServer
 
@@ -151,7 +151,7 @@ def write_kubeconfig(path: Path, server: APIServer) -> Path:
 
 
 class ManagerProcess:
-    """A real ``koord-manager`` child process (``python -m koordlet.manager``); :meth:`stop` sends SIGTERM
+    """A real ``koord-manager`` child process (``python -m koord.manager``); :meth:`stop` sends SIGTERM
     and checks the exit, :meth:`kill` sends SIGKILL."""
 
     def __init__(self, tmp: Path, server: APIServer, identity: str, *extra: str) -> None:
@@ -165,7 +165,7 @@ class ManagerProcess:
             [
                 sys.executable,
                 "-m",
-                "koordlet.manager",
+                "koord.manager",
                 f"--kubeconfig={kubeconfig}",
                 f"--addr=127.0.0.1:{self.port}",
                 f"--leader-election-identity={identity}",

@@ -12,7 +12,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-from koordlet.errors import InvalidValue
+from koord.runtime.errors import InvalidValue
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

@@ -1,8 +1,5 @@
-"""koord-descheduler: Koordinator's descheduler framework with LowNodeLoad, on the Eviction API.
+"""Compatibility package: koord-descheduler moved to :mod:`koord.descheduler`.
 
-``framework`` is the plugin contract and runner; ``plugins`` the built-in Deschedule/Balance plugins
-(LowNodeLoad, RemovePodsViolatingNodeAffinity); ``evictor`` the default Evict and Filter plugin
-(``MigrationController``: filters, limits, the Eviction API); ``config`` the DeschedulerConfiguration;
-``informers`` the shared caches; ``app`` the rounds under leader election; ``cli`` the command.
-Nothing here imports the node side.
+Only the plugin framework's public import path, ``koordlet.descheduler.framework``, is kept here, for plugins
+written before the move; new code imports :mod:`koord.descheduler.framework`.
 """

@@ -27,7 +27,7 @@ from array import array
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from koordlet.errors import KoordletError
+from koord.runtime.errors import KoordletError
 
 MAGIC = b"KMC\x01"
 VERSION = 1

@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from koordlet.errors import InvalidValue
+from koord.runtime.errors import InvalidValue
 from koordlet.metriccache import checkpoint
 from koordlet.metriccache.checkpoint import FILE_NAME, Image, SeriesImage
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.lifecycle import Supervisor
 from koordlet import api
-from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.beresource import BEResourceCollector, BEResourceConfig

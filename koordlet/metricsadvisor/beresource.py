@@ -22,8 +22,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from koord.runtime.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet import api
-from koordlet.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koordlet.errors import ConfigError
+from koord.runtime.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

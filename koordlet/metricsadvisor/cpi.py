@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from koord.runtime.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet import api
-from koordlet.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metriccache.schema import CONTAINER_CPI
 from koordlet.metricsadvisor import framework as fw

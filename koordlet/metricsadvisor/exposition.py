@@ -2,7 +2,7 @@
 
 Layer: ``koordlet.metricsadvisor``. Rendering the whole registry at scrape time cost 55-130 ms of GIL at
 1000 pods, paid again by every concurrent scraper, and each of those milliseconds delayed the samplers
-(performance-reliability A4). :class:`Exposition` renders after a pod sweep (``collected()`` wakes its
+(``docs/reliability.md``, F20). :class:`Exposition` renders after a pod sweep (``collected()`` wakes its
 thread) and keeps the bytes; a scrape only copies them out. Its gzip form is built at most once per
 payload, by the first scrape that asks for it (zlib runs without the GIL).
 
@@ -41,7 +41,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
-from koordlet.httpserver import Rendered
+from koord.runtime.httpserver import Rendered
 
 log = logging.getLogger(__name__)
 

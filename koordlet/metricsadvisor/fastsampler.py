@@ -44,7 +44,7 @@ _FIRST_LINE_CAP = 1024
 
 
 class Publisher(Protocol):
-    """The event bus (``koordlet.eventbus.EventBus``)."""
+    """The event bus (``koord.runtime.eventbus.EventBus``)."""
 
     def publish(self, event: str) -> None: ...
 

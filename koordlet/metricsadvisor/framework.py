@@ -1,7 +1,7 @@
 """What every collector shares: the collector Protocol, error sink, counter-delta tracking, shared state.
 
 Layer: ``koordlet.metricsadvisor``. Rates are computed from cumulative kernel counters with the rules of
-performance-reliability B2/F2/F13: the first reading only sets a baseline (koordlet's first-round skip), a
+``docs/reliability.md`` (F2, F13): the first reading only sets a baseline (koordlet's first-round skip), a
 counter that goes backwards is discarded and re-baselined, and a time step ``dt <= 0`` or ``dt > 10 x
 interval`` (clock jump, VM pause, stalled agent) re-baselines instead of producing a rate.
 """

@@ -15,8 +15,8 @@ from typing import Protocol
 
 import psutil
 
+from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet import api
-from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from koord.runtime.errors import InvalidValue
 from koordlet import api
-from koordlet.errors import InvalidValue
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import NODE_MEMORY_USAGE_WITH_PAGE_CACHE
 from koordlet.metricsadvisor import framework as fw

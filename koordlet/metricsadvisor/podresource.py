@@ -27,8 +27,8 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 
+from koord.runtime.errors import ResourceUnsupported, UnsafePath
 from koordlet import api
-from koordlet.errors import ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
     CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet import api
-from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache

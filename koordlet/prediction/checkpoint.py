@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from koordlet.schema.timefmt import format_time, parse_time
+from koord.apis.timefmt import format_time, parse_time
 from koordlet.system import atomicfile
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from koord.runtime.errors import PluginError
 from koordlet import api
-from koordlet.errors import PluginError
 
 ENTRY_POINT_GROUP = "koordlet.qos_plugins"
 

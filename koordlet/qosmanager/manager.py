@@ -12,10 +12,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor
 from koordlet import api
-from koordlet.eventbus import EventBus
 from koordlet.featuregates import FeatureGate
-from koordlet.lifecycle import Supervisor
 from koordlet.metrics import AgentMetrics
 from koordlet.qosmanager.loader import PluginEntry
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.api import CgroupUpdate, NetQoSSpec, ResctrlUpdate, UpdateResult
-from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
 from koordlet.resourceexecutor.config import ExecutorConfig

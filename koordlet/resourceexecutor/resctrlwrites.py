@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from koord.runtime.errors import InvalidValue, UnsafePath
 from koordlet.api import CgroupUpdate, ResctrlUpdate, UpdateResult
-from koordlet.errors import InvalidValue, UnsafePath
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import native, resctrl

@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from koord.runtime.errors import InvalidValue, ResourceUnsupported
 from koordlet.api import CgroupUpdate, UpdateResult
-from koordlet.errors import InvalidValue, ResourceUnsupported
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import sysctl

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from koord.runtime.errors import InvalidValue
 from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.api.netqos import DirectionSpec, NetQoSSpec, check_ifname, default_ifb
-from koordlet.errors import InvalidValue
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system.netqos import NetQoSState

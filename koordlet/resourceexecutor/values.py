@@ -6,8 +6,8 @@ Layer: ``koordlet.resourceexecutor``; pure functions over v1-style strings (what
 
 from __future__ import annotations
 
+from koord.runtime.errors import InvalidValue
 from koordlet.api import cpulist
-from koordlet.errors import InvalidValue
 from koordlet.system import blkio
 
 UNLIMITED_TOKENS = frozenset({"max", "-1", str(2**63 - 1)})

@@ -1,7 +1,5 @@
-"""The scheduler side: ``koord-scheduler-extender``, a kube-scheduler HTTP extender hosting
-scheduling-framework plugins, LoadAwareScheduling first.
+"""Compatibility package: koord-scheduler moved to :mod:`koord.scheduler`.
 
-``framework/`` is the plugin contract and runtime (no API access); ``plugins/`` the built-ins;
-``snapshot``/``memstore`` the caches behind the plugins' handle; ``wire`` the extender JSON;
-``extender`` the verbs; ``binder`` the API binding; ``server`` HTTP; ``app``/``cli`` the process.
+Only the plugin framework's public import path, ``koordlet.scheduler.framework``, is kept here, for plugins
+written before the move; new code imports :mod:`koord.scheduler.framework`.
 """

@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
+from koord.apis.pod import priority_class_of, qos_of
+from koord.runtime.errors import APIUnavailable
 from koordlet import api
-from koordlet.errors import APIUnavailable
-from koordlet.schema.pod import priority_class_of, qos_of
 from koordlet.statesinformer.podinfo import pod_info
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupLayout

@@ -1,7 +1,7 @@
 """``StatesInformer``: the facade the agent and the plugins read (implements :class:`api.StatesReader`).
 
 It wires the pieces by mode. In a cluster: the Node, this node's NodeSLO and NodeMetric are cached by
-name, each by the cluster side's shared :class:`~koordlet.cluster.informer.Informer`; pods come from the
+name, each by the cluster side's shared :class:`~koord.kube.informer.Informer`; pods come from the
 kubelet (or the API server, by the same informer with ``spec.nodeName``), the NodeMetric status is
 reported every interval, and the evictor's Eviction and Event calls go through here. Standalone (no
 credentials, or asked): the node is this host, pods are discovered in the cgroup tree, the NodeSLO comes
@@ -20,14 +20,14 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from koord.apis.nodemetric import CollectPolicy
+from koord.kube.client import in_cluster_available, make_api_client
+from koord.kube.informer import EventHandler, Informer
+from koord.kube.ratelimit import Backoff
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor
 from koordlet import api
-from koordlet.cluster.client import in_cluster_available, make_api_client
-from koordlet.cluster.informer import EventHandler, Informer
-from koordlet.cluster.ratelimit import Backoff
-from koordlet.eventbus import EventBus
-from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache
-from koordlet.schema.nodemetric import CollectPolicy
 from koordlet.statesinformer import kube
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.discovery import CgroupDiscovery

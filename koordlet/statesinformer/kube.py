@@ -1,7 +1,7 @@
-"""The Kubernetes API side of the informer: the shared :class:`~koordlet.cluster.informer.Informer` for
+"""The Kubernetes API side of the informer: the shared :class:`~koord.kube.informer.Informer` for
 each object the agent watches (its Node, its pods, its NodeSLO and NodeMetric, each by field selector so
 nothing of other nodes is cached) and the few writes (NodeMetric status, Eviction, Event); the client
-itself is made by :mod:`koordlet.cluster.client`. The only module of the agent's own packages that
+itself is made by :mod:`koord.kube.client`. The only module of the agent's own packages that
 imports ``kubernetes``.
 
 The client is imported lazily (about a second of imports) so standalone agents and ``--help`` never pay
@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from koordlet.cluster.informer import Informer, without_managed_fields
-from koordlet.errors import APIUnavailable
+from koord.kube.informer import Informer, without_managed_fields
+from koord.runtime.errors import APIUnavailable
 from koordlet.statesinformer.eviction import EvictResult
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from koord.apis.pod import BATCH_CPU, BATCH_MEMORY
+from koord.runtime.errors import InvalidValue
 from koordlet import api
-from koordlet.errors import InvalidValue
-from koordlet.schema.pod import BATCH_CPU, BATCH_MEMORY
 from koordlet.statesinformer.podinfo import resource_amount
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo

@@ -1,6 +1,6 @@
 """Turn a pod object (the JSON of ``v1.Pod``) into an :class:`api.PodInfo` (statesinformer layer).
 
-Koordinator's defaulting (QoS class and priority band) is :mod:`koordlet.schema.pod`'s. UIDs and
+Koordinator's defaulting (QoS class and priority band) is :mod:`koord.apis.pod`'s. UIDs and
 container IDs come from objects anyone with ``pods/status`` may write, so they are validated before a
 cgroup path is built from them; a bad one leaves the pod (or container) without a cgroup dir.
 """
@@ -13,10 +13,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from koordlet import api
-from koordlet.errors import InvalidValue, UnsafePath
-from koordlet.logs import OncePerChange
-from koordlet.schema.pod import (
+from koord.apis.pod import (
     BATCH_CPU,
     BATCH_MEMORY,
     Obj,
@@ -25,10 +22,13 @@ from koordlet.schema.pod import (
     qos_of,
     qos_raw,
 )
-from koordlet.schema.pod import as_list as _list
-from koordlet.schema.pod import as_map as _map
-from koordlet.schema.pod import str_map as _str_map
-from koordlet.schema.quantity import to_int, to_milli
+from koord.apis.pod import as_list as _list
+from koord.apis.pod import as_map as _map
+from koord.apis.pod import str_map as _str_map
+from koord.apis.quantity import to_int, to_milli
+from koord.runtime.errors import InvalidValue, UnsafePath
+from koord.runtime.logs import OncePerChange
+from koordlet import api
 from koordlet.system.podpath import CgroupLayout, check_pod_uid, parse_container_id
 
 log = logging.getLogger(__name__)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from koord.kube.ratelimit import TokenBucket
+from koord.runtime.errors import APIUnavailable
 from koordlet import api
-from koordlet.cluster.ratelimit import TokenBucket
-from koordlet.errors import APIUnavailable
 from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.system.podpath import CgroupLayout
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from koordlet.cluster.ratelimit import Backoff, TokenBucket
-from koordlet.errors import APIUnavailable
-from koordlet.schema.nodemetric import CollectPolicy
+from koord.apis.nodemetric import CollectPolicy
+from koord.kube.ratelimit import Backoff, TokenBucket
+from koord.runtime.errors import APIUnavailable
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.nodemetric import write_atomic

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from koordlet.errors import InvalidValue, ResourceUnsupported
+from koord.runtime.errors import InvalidValue, ResourceUnsupported
 from koordlet.system.paths import HostPaths
 
 THROTTLE_KEYS: Mapping[str, str] = {

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
+from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.system import blkio
 from koordlet.system.cgroupvalues import (
     CpusetValidator,

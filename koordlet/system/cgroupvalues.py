@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from koord.runtime.errors import InvalidValue
 from koordlet.api.cpulist import format_cpuset, parse_cpuset
-from koordlet.errors import InvalidValue
 from koordlet.system.blkio import check_kv_value
 
 _INT = re.compile(r"^-?\d{1,20}\Z")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koordlet.errors import InvalidValue
+from koord.runtime.errors import InvalidValue
 
 
 def parse_flat_keyed(text: str, resource: str) -> dict[str, int]:

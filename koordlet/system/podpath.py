@@ -15,8 +15,8 @@ import enum
 import re
 from dataclasses import dataclass
 
+from koord.runtime.errors import ConfigError, UnsafePath
 from koordlet.api import KubeQOSClass
-from koordlet.errors import ConfigError, UnsafePath
 from koordlet.system.cgroups import CgroupMode, cgroup_dir_path, check_cgroup_dir
 from koordlet.system.paths import HostPaths
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from koordlet.errors import InvalidValue
+from koord.runtime.errors import InvalidValue
 from koordlet.system.paths import HostPaths
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from koordlet.errors import InvalidValue, UnsafePath
+from koord.runtime.errors import InvalidValue, UnsafePath
 from koordlet.system import files
 from koordlet.system.paths import HostPaths
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from koordlet.errors import InvalidValue
+from koord.runtime.errors import InvalidValue
 from koordlet.system import files
 from koordlet.system.paths import HostPaths
 from koordlet.system.resctrl import group_dir, is_mounted, read_cpuinfo

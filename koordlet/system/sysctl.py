@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
-from koordlet.errors import InvalidValue, ResourceUnsupported
+from koord.runtime.errors import InvalidValue, ResourceUnsupported
 from koordlet.system import files
 from koordlet.system.cgroupvalues import RangeValidator, Validator
 from koordlet.system.paths import HostPaths

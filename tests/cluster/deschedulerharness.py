@@ -11,12 +11,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.cluster.client import make_api_client
-from koordlet.cluster.leaderelection import ElectionConfig
-from koordlet.cluster.process import Address
-from koordlet.descheduler.app import Descheduler
-from koordlet.descheduler.config import DeschedulerConfig, parse_configuration
-from koordlet.lifecycle import Supervisor
+from koord.descheduler.app import Descheduler
+from koord.descheduler.config import DeschedulerConfig, parse_configuration
+from koord.kube.client import make_api_client
+from koord.kube.leaderelection import ElectionConfig
+from koord.kube.process import Address
+from koord.runtime.lifecycle import Supervisor
 
 
 def low_node_load(profile: str, consecutive_abnormalities: int = 2) -> dict[str, Any]:
@@ -90,7 +90,7 @@ def running_descheduler(
 
 
 class DeschedulerProcess:
-    """A real ``koord-descheduler`` child process (``python -m koordlet.descheduler``) with its config
+    """A real ``koord-descheduler`` child process (``python -m koord.descheduler``) with its config
     written to ``tmp``; :meth:`stop` sends SIGTERM and returns the exit code."""
 
     def __init__(
@@ -119,7 +119,7 @@ class DeschedulerProcess:
             [
                 sys.executable,
                 "-m",
-                "koordlet.descheduler",
+                "koord.descheduler",
                 f"--kubeconfig={kubeconfig}",
                 f"--config={config_path}",
                 f"--addr=127.0.0.1:{self.port}",

@@ -18,9 +18,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.cluster.client import make_api_client
-from koordlet.cluster.process import Address
-from koordlet.scheduler.app import ExtenderApp, ExtenderConfig
+from koord.kube.client import make_api_client
+from koord.kube.process import Address
+from koord.scheduler.app import ExtenderApp, ExtenderConfig
 from koordlet.testing.agent import free_port
 from tests.apiserver import APIServer
 from tests.managerharness import write_kubeconfig
@@ -61,7 +61,7 @@ def running_extender(
 
 
 class ExtenderProcess:
-    """A real ``koord-scheduler-extender`` child process (``python -m koordlet.scheduler``) against
+    """A real ``koord-scheduler-extender`` child process (``python -m koord.scheduler``) against
     ``server``; ``post(verb, doc)`` calls it as kube-scheduler does; :meth:`stop` sends SIGTERM."""
 
     def __init__(self, tmp: Path, server: APIServer, *args: str, site: Path | None = None) -> None:
@@ -76,7 +76,7 @@ class ExtenderProcess:
             [
                 sys.executable,
                 "-m",
-                "koordlet.scheduler",
+                "koord.scheduler",
                 f"--kubeconfig={kubeconfig}",
                 f"--addr=127.0.0.1:{self.port}",
                 *args,

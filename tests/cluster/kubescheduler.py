@@ -1,16 +1,16 @@
 """A stand-in for kube-scheduler driving HTTP extenders, close enough to judge an extender by.
 
-It does what ``schedule_one.go`` does with extenders (scheduler.md A.4-A.6): in-tree filtering
-(node ready and schedulable, NodeResourcesFit on requests), then each interested extender's filter in
-config order on the survivors (``FailedNodes``/``FailedAndUnresolvableNodes``, names checked against the
-input when cache-capable, ``null`` lists dropping every node); one feasible node is chosen without
-prioritize; otherwise in-tree scores (NodeResourcesFit LeastAllocated and BalancedAllocation, weight 1
-each, 0..100) plus ``score * weight * 10`` from every extender's prioritize (run in parallel, errors
-ignored); the highest total wins and ties are broken at random (seeded). The pod is then assumed (its
-requests count at once) and bound by the first binder extender (falling back to the default binder when
-that fails and the extender is ignorable), else by a ``pods/binding`` POST of its own; binding runs on a
-thread, as kube-scheduler's binding cycle does, unless ``async_binding`` is off. A filter error fails
-the pod's attempt unless the extender is ``ignorable``.
+It does what kube-scheduler does with extenders (Kubernetes' ``pkg/scheduler/schedule_one.go`` and
+``extender.go``): in-tree filtering (node ready and schedulable, NodeResourcesFit on requests), then each
+interested extender's filter in config order on the survivors (``FailedNodes``/``FailedAndUnresolvableNodes``,
+names checked against the input when cache-capable, ``null`` lists dropping every node); one feasible node is
+chosen without prioritize; otherwise in-tree scores (NodeResourcesFit LeastAllocated and BalancedAllocation,
+weight 1 each, 0..100) plus ``score * weight * 10`` from every extender's prioritize (run in parallel, errors
+ignored); the highest total wins and ties are broken at random (seeded). The pod is then assumed (its requests
+count at once) and bound by the first binder extender (falling back to the default binder when that fails and
+the extender is ignorable), else by a ``pods/binding`` POST of its own; binding runs on a thread, as
+kube-scheduler's binding cycle does, unless ``async_binding`` is off. A filter error fails the pod's attempt
+unless the extender is ``ignorable``.
 
 Independent of pytest: the descheduler's end-to-end tests drive it too.
 """
@@ -27,9 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from koordlet.cluster.client import ApiError, request
-from koordlet.errors import APIUnavailable
-from koordlet.schema.resources import node_allocatable, pod_requests_list, value_of
+from koord.apis.resources import node_allocatable, pod_requests_list, value_of
+from koord.kube.client import ApiError, request
+from koord.runtime.errors import APIUnavailable
 
 Obj = Mapping[str, Any]
 MAX_NODE_SCORE = 100

@@ -8,8 +8,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from koordlet.schema.quantity import format_bytes, format_milli
-from koordlet.schema.timefmt import format_time
+from koord.apis.quantity import format_bytes, format_milli
+from koord.apis.timefmt import format_time
 
 GiB = 2**30
 MiB = 2**20

@@ -26,12 +26,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from koordlet.cluster.client import ApiError, request
-from koordlet.cluster.informer import EventHandler, Informer
-from koordlet.errors import APIUnavailable
-from koordlet.schema.pod import kube_qos_of
-from koordlet.schema.quantity import parse_quantity, to_int
-from koordlet.schema.timefmt import format_time
+from koord.apis.pod import kube_qos_of
+from koord.apis.quantity import parse_quantity, to_int
+from koord.apis.timefmt import format_time
+from koord.kube.client import ApiError, request
+from koord.kube.informer import EventHandler, Informer
+from koord.runtime.errors import APIUnavailable
 from koordlet.testing.cgroups import RealKubepods, RealPod
 from tests.cluster.nodeproc import NodeProcView
 

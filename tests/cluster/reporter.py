@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from koordlet.cluster.client import ApiError, request
-from koordlet.schema.resources import pod_requests_list, value_of
+from koord.apis.resources import pod_requests_list, value_of
+from koord.kube.client import ApiError, request
 from tests.cluster.objects import node_metric
 
 BASE = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"

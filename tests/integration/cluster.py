@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor
 from koordlet import api
-from koordlet.eventbus import EventBus
-from koordlet.lifecycle import Supervisor
 from koordlet.metriccache import MetricCache
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.informer import StatesInformer

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from koord.runtime.errors import ResourceUnsupported
 from koordlet import api
-from koordlet.errors import ResourceUnsupported
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import CONTAINER_CPI
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from koord.kube.client import make_api_client
 from koordlet.api import KubeQOSClass
-from koordlet.cluster.client import make_api_client
 from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent, wait_http
 from koordlet.testing.cgroups import RealKubepods

@@ -154,7 +154,7 @@ def test_two_replicas_elect_one_leader_and_hand_over(server: APIServer, tmp_path
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "koordlet.descheduler", *args],
+        [sys.executable, "-m", "koord.descheduler", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from koord.runtime.lifecycle import wait_for
 from koordlet import api
-from koordlet.lifecycle import wait_for
 from koordlet.statesinformer.eviction import EvictResult
 from koordlet.testing.kubelet import pod_object
 from tests import crdschema

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from koordlet.lifecycle import wait_for
+from koord.runtime.lifecycle import wait_for
 from koordlet.testing.kubelet import FakeKubelet, pod_object
 from tests import crdschema
 from tests.apiserver import APIServer

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor, wait_for
 from koordlet import api
-from koordlet.eventbus import EventBus
-from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.informer import StatesInformer

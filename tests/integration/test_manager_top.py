@@ -13,8 +13,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from koordlet.manager.cli import entry
-from koordlet.manager.top import top
+from koord.manager.cli import entry
+from koord.manager.top import top
 from koordlet.testing.agent import free_port
 from tests.apiserver import APIServer
 from tests.apiserver.__main__ import kubeconfig

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from koord.apis.nodemetric import CollectPolicy
+from koord.apis.quantity import to_int
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
@@ -18,8 +20,6 @@ from koordlet.metriccache.schema import (
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
-from koordlet.schema.nodemetric import CollectPolicy
-from koordlet.schema.quantity import to_int
 from koordlet.statesinformer.nodemetric import StatusBuilder
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths

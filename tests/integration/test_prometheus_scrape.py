@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.eventbus import EventBus
+from koord.runtime.httpserver import AgentHTTPServer
+from koord.runtime.lifecycle import Supervisor, wait_for
 from koordlet import api
-from koordlet.eventbus import EventBus
-from koordlet.httpserver import AgentHTTPServer
-from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
 from koordlet.system.cgroups import CgroupMode

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from koordlet.cluster.client import make_api_client, request
+from koord.kube.client import make_api_client, request
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects

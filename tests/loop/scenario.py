@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from koordlet.cluster.client import make_api_client, request
+from koord.kube.client import make_api_client, request
 from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim, Outcome
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
@@ -111,11 +111,11 @@ class Loop:
         watcher = Watcher(self.api, self.say)
         watcher.start(self.stop)
         manager = Component(
-            "koord-manager", "koordlet.manager", [f"--kubeconfig={kubeconfig}"], self.logs, follow=self.follow
+            "koord-manager", "koord.manager", [f"--kubeconfig={kubeconfig}"], self.logs, follow=self.follow
         )
         extender = Component(
             "koord-scheduler-extender",
-            "koordlet.scheduler",
+            "koord.scheduler",
             [
                 f"--kubeconfig={kubeconfig}",
                 f"--config={write(self.work / 'extender.yaml', configs.extender_profile())}",
@@ -261,7 +261,7 @@ class Loop:
         )
         c = Component(
             name,
-            "koordlet.descheduler",
+            "koord.descheduler",
             [f"--kubeconfig={kubeconfig}", f"--config={config}", "--request-timeout=2s"],
             self.logs,
             follow=self.follow,

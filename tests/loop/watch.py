@@ -10,10 +10,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from koordlet.cluster.client import ApiError, request
-from koordlet.errors import APIUnavailable
-from koordlet.schema.nodemetric import parse_status
-from koordlet.schema.resources import node_allocatable, value_of
+from koord.apis.nodemetric import parse_status
+from koord.apis.resources import node_allocatable, value_of
+from koord.kube.client import ApiError, request
+from koord.runtime.errors import APIUnavailable
 from tests.loop import configs
 
 Say = Callable[[str, str], None]

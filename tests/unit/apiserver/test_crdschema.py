@@ -1,4 +1,5 @@
-"""The CRD YAMLs and tests/crdschema.py: koordlet.md's example objects validate, broken ones do not."""
+"""The CRD YAMLs and tests/crdschema.py: Koordinator's documented example objects validate, broken ones do
+not."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from koordlet.schema.nodemetric import parse_status, to_status
-from koordlet.schema.nodeslo import build, default_spec, merge
-from koordlet.schema.sloconfig import render_spec
+from koord.apis.nodemetric import parse_status, to_status
+from koord.apis.nodeslo import build, default_spec, merge
+from koord.apis.sloconfig import render_spec
 from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD, NODESLO_CRD
 from tests.koord_slo_edges import crd, edge_objects, paths

@@ -12,11 +12,11 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
-from koordlet.cluster.leaderelection import ElectionConfig
-from koordlet.descheduler import cli
-from koordlet.descheduler.config import parse_configuration
-from koordlet.descheduler.evictor.args import parse_args as mc_args
-from koordlet.descheduler.plugins.lownodeload.args import parse_args as lnl_args
+from koord.descheduler import cli
+from koord.descheduler.config import parse_configuration
+from koord.descheduler.evictor.args import parse_args as mc_args
+from koord.descheduler.plugins.lownodeload.args import parse_args as lnl_args
+from koord.kube.leaderelection import ElectionConfig
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.deschedulerharness import running_descheduler

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from koordlet.cluster import process
-from koordlet.manager import cli as manager_cli
-from koordlet.manager.config import ManagerConfig
-from koordlet.schema import colocation, nodeslo, sloconfig
+from koord.apis import colocation, nodeslo, sloconfig
+from koord.kube import process
+from koord.manager import cli as manager_cli
+from koord.manager.config import ManagerConfig
 from tests import crdschema
 from tests.unit.deploy.test_manifests import NODESLO_CRD, expand
 

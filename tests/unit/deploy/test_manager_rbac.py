@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from koordlet.cluster.leaderelection import ElectionConfig
+from koord.kube.leaderelection import ElectionConfig
 from tests.apiserver import APIServer, Request, requestinfo
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.managerharness import NS, get, node, running_manager, set_config, wait_until

@@ -11,10 +11,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from koord.apis import nodeslo, slovalidate
 from koordlet import cli
 from koordlet.config import Configuration
 from koordlet.qosmanager import loader
-from koordlet.schema import nodeslo, slovalidate
 from tests import crdschema
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"

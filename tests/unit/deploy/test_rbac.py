@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from koordlet.cluster.client import make_api_client
-from koordlet.cluster.delegation import APIReviewer
-from koordlet.cluster.informer import Informer
+from koord.kube.client import make_api_client
+from koord.kube.delegation import APIReviewer
+from koord.kube.informer import Informer
 from koordlet.statesinformer import kube
 from tests.apiserver import APIServer, Request, requestinfo
 from tests.apiserver.fixtures import api_server_factory  # noqa: F401

@@ -11,11 +11,11 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
-from koordlet.cluster.client import make_api_client, request
-from koordlet.cluster.process import parse_seconds
-from koordlet.scheduler import cli
-from koordlet.scheduler.framework.profile import parse_profile
-from koordlet.scheduler.plugins.loadaware.args import parse_args
+from koord.kube.client import make_api_client, request
+from koord.kube.process import parse_seconds
+from koord.scheduler import cli
+from koord.scheduler.framework.profile import parse_profile
+from koord.scheduler.plugins.loadaware.args import parse_args
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects

@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koordlet.descheduler.app import plugin_registry
-from koordlet.descheduler.framework import EvictionRefused, EvictOptions, Obj
-from koordlet.descheduler.framework.nodes import is_ready
-from koordlet.descheduler.framework.pods import pod_key
-from koordlet.descheduler.framework.profile import parse_profiles
-from koordlet.descheduler.framework.runtime import Environment, Framework, RoundLimiter, RoundLimits
-from koordlet.descheduler.informers import MemoryInformers
-from koordlet.schema.timefmt import format_time
+from koord.apis.timefmt import format_time
+from koord.descheduler.app import plugin_registry
+from koord.descheduler.framework import EvictionRefused, EvictOptions, Obj
+from koord.descheduler.framework.nodes import is_ready
+from koord.descheduler.framework.pods import pod_key
+from koord.descheduler.framework.profile import parse_profiles
+from koord.descheduler.framework.runtime import Environment, Framework, RoundLimiter, RoundLimits
+from koord.descheduler.informers import MemoryInformers
 from koordlet.testing.clock import FakeClock
 from tests.cluster import objects
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from koordlet.descheduler.evictor.args import IntOrPercent, max_per_workload
-from koordlet.descheduler.evictor.args import parse_args as mc_args
-from koordlet.descheduler.plugins.lownodeload.args import DEFAULT_POOL, AnomalyCondition, parse_args
-from koordlet.errors import InvalidArgs
+from koord.descheduler.evictor.args import IntOrPercent, max_per_workload
+from koord.descheduler.evictor.args import parse_args as mc_args
+from koord.descheduler.plugins.lownodeload.args import DEFAULT_POOL, AnomalyCondition, parse_args
+from koord.runtime.errors import InvalidArgs
 
 
 def test_lownodeload_defaults() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from koordlet.cluster.client import make_api_client
-from koordlet.schema.timefmt import format_time
+from koord.apis.timefmt import format_time
+from koord.kube.client import make_api_client
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster import objects

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from koordlet.descheduler.evictor import MigrationController
-from koordlet.descheduler.framework import EvictionRefused, EvictOptions, Obj
-from koordlet.descheduler.framework.runtime import Environment, ProfileEvictor, ProfileHandle
-from koordlet.descheduler.informers import MemoryInformers
+from koord.descheduler.evictor import MigrationController
+from koord.descheduler.framework import EvictionRefused, EvictOptions, Obj
+from koord.descheduler.framework.runtime import Environment, ProfileEvictor, ProfileHandle
+from koord.descheduler.informers import MemoryInformers
 from koordlet.testing.clock import FakeClock
 from tests.cluster import objects
 from tests.unit.descheduler.env import NoEvents

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.cluster.process import Address
-from koordlet.descheduler.app import Descheduler, check_profiles, plugin_registry
-from koordlet.descheduler.config import Configuration, DeschedulerConfig, parse_configuration
-from koordlet.descheduler.framework import EvictOptions, Obj, Status
-from koordlet.descheduler.framework.profile import PluginSet, merge, parse_profiles
-from koordlet.descheduler.framework.runtime import Environment, Framework
-from koordlet.descheduler.informers import MemoryInformers
-from koordlet.errors import ConfigError, PluginError
+from koord.descheduler.app import Descheduler, check_profiles, plugin_registry
+from koord.descheduler.config import Configuration, DeschedulerConfig, parse_configuration
+from koord.descheduler.framework import EvictOptions, Obj, Status
+from koord.descheduler.framework.profile import PluginSet, merge, parse_profiles
+from koord.descheduler.framework.runtime import Environment, Framework
+from koord.descheduler.informers import MemoryInformers
+from koord.kube.process import Address
+from koord.runtime.errors import ConfigError, PluginError
 from tests.cluster import objects
 from tests.unit.descheduler.env import NoEvents
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordlet.descheduler.framework.runtime import RoundLimits
+from koord.descheduler.framework.runtime import RoundLimits
 from tests.unit.descheduler.env import Env, GiB
 
 ONE_ROUND = {"anomalyCondition": {"consecutiveAbnormalities": 1}}
@@ -158,7 +158,7 @@ def test_number_of_nodes_and_all_under_used() -> None:
 
 
 def test_pod_order() -> None:
-    from koordlet.descheduler.plugins.lownodeload.sorter import sort_pods
+    from koord.descheduler.plugins.lownodeload.sorter import sort_pods
     from tests.unit.descheduler.test_lownodeload_usage import usages
 
     env = Env({"lowThresholds": {"cpu": 30, "memory": 100}, "highThresholds": {"cpu": 40, "memory": 100}})

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from koordlet.descheduler.plugins.lownodeload.usage import (
+from koord.apis.timefmt import format_time
+from koord.descheduler.plugins.lownodeload.usage import (
     NodeUsage,
     classify,
     complete_thresholds,
     node_usages,
     set_thresholds,
 )
-from koordlet.schema.timefmt import format_time
 from tests.unit.descheduler.env import Env, GiB
 
 

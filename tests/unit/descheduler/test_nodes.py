@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from koordlet.descheduler.framework.nodes import NodeFit, is_ready, matches_node_selector, untolerated_taints
+from koord.descheduler.framework.nodes import NodeFit, is_ready, matches_node_selector, untolerated_taints
 from tests.cluster import objects
 from tests.unit.descheduler.env import Env
 
@@ -118,7 +118,7 @@ def test_pods_whose_node_no_longer_matches_their_affinity_are_evicted_where_anot
 
 
 def test_node_affinity_args() -> None:
-    from koordlet.errors import ConfigError
+    from koord.runtime.errors import ConfigError
 
     with pytest.raises(ConfigError, match="preferredDuringSchedulingIgnoredDuringExecution not supported"):
         Env(

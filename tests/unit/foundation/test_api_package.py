@@ -8,10 +8,10 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor
 from koordlet import api
-from koordlet.eventbus import EventBus
 from koordlet.featuregates import FeatureGate
-from koordlet.lifecycle import Supervisor
 from koordlet.metrics import PluginMetrics
 from koordlet.qosmanager.loader import discover
 from koordlet.qosmanager.manager import QOSManager, Services

@@ -1,4 +1,5 @@
-"""docs/architecture.md names every package and top-level module of ``koordlet``, and nothing that is gone."""
+"""docs/architecture.md names every package and top-level module of ``koordlet`` and ``koord`` (and of
+``koord``'s shared trees), and nothing that is gone."""
 
 from __future__ import annotations
 
@@ -7,17 +8,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "architecture.md"
+# Trees whose packages and modules the page names one by one; the processes' own trees are named whole.
+TREES = ("koordlet", "koord")
 
 
 def _units() -> set[str]:
-    pkg = ROOT / "koordlet"
-    units = {f"koordlet/{p.name}/" for p in pkg.iterdir() if (p / "__init__.py").is_file()}
-    units |= {f"koordlet/{p.name}" for p in pkg.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}}
+    units: set[str] = set()
+    for tree in TREES:
+        pkg = ROOT / tree
+        units |= {f"{tree}/{p.name}/" for p in pkg.iterdir() if (p / "__init__.py").is_file()}
+        modules = (p for p in pkg.glob("*.py") if p.name not in {"__init__.py", "__main__.py"})
+        units |= {f"{tree}/{p.name}" for p in modules}
     return units
 
 
 def _named() -> set[str]:
-    return set(re.findall(r"`(koordlet/[a-z_]+(?:/|\.py))`", DOC.read_text()))
+    return set(re.findall(r"`((?:koordlet|koord)/[a-z_]+(?:/|\.py))`", DOC.read_text()))
 
 
 def test_every_package_and_module_is_named() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import qosplugins
+from koord.runtime.errors import ConfigError
 from koordlet.api import FeatureSpec, Stage
-from koordlet.errors import ConfigError
 from koordlet.featuregates import (
     AGENT_IMPLEMENTED,
     KOORDLET_GATES,

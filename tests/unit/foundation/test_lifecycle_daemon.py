@@ -9,9 +9,9 @@ import urllib.request
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.eventbus import EventBus
-from koordlet.httpserver import AgentHTTPServer
-from koordlet.lifecycle import Daemon, FuncComponent, Supervisor, until, wait_for
+from koord.runtime.eventbus import EventBus
+from koord.runtime.httpserver import AgentHTTPServer
+from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor, until, wait_for
 
 
 def test_until_keeps_going_after_a_failed_tick_and_stops_promptly() -> None:

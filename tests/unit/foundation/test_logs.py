@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from koordlet import logs
+from koord.runtime import logs
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.errors import PluginError
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor
 from koordlet import api
-from koordlet.errors import PluginError
-from koordlet.eventbus import EventBus
 from koordlet.featuregates import KOORDLET_GATES, FeatureGate
-from koordlet.lifecycle import Supervisor
 from koordlet.metrics import AgentMetrics, PluginMetrics
 from koordlet.qosmanager import loader
 from koordlet.qosmanager.manager import QOSManager, Services

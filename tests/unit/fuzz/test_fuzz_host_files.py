@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from koord.runtime.errors import KoordletError
 from koordlet import api
 from koordlet.api.cpulist import parse_cpuset
-from koordlet.errors import KoordletError
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig

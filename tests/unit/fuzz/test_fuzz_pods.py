@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from koord.runtime.errors import APIUnavailable
 from koordlet import api
-from koordlet.errors import APIUnavailable
 from koordlet.statesinformer.discovery import load_pod_list
 from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer

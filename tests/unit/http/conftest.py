@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.httpconn import Limits
-from koordlet.httpserver import AgentHTTPServer, text_response
+from koord.runtime.httpconn import Limits
+from koord.runtime.httpserver import AgentHTTPServer, text_response
 
 Serve = Callable[..., AgentHTTPServer]
 

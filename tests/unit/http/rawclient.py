@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from koordlet.httpserver import AgentHTTPServer
+from koord.runtime.httpserver import AgentHTTPServer
 
 
 def connect(server: AgentHTTPServer) -> socket.socket:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from koordlet.errors import APIUnavailable, ConfigError
-from koordlet.httpaccess import (
+from koord.runtime.errors import APIUnavailable, ConfigError
+from koord.runtime.httpaccess import (
     AuthConfig,
     DelegatingAuth,
     TLSConfig,
@@ -158,7 +158,7 @@ def test_tls_serving_and_a_plain_client_on_the_tls_port(
             assert (resp.status, resp.read()) == (200, f"hello {who}\n".encode())
     finally:
         conn.close()
-    caplog.set_level(logging.INFO, "koordlet.httpconn")
+    caplog.set_level(logging.INFO, "koord.runtime.httpconn")
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as plain:
         plain.sendall(b"GET /hello HTTP/1.1\r\n\r\n")
     assert wait_until(lambda: any("TLS handshake" in r.getMessage() for r in caplog.records), 5)

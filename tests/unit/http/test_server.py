@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from koordlet.httpconn import Limits
-from koordlet.httpserver import Rendered, text_response
+from koord.runtime.httpconn import Limits
+from koord.runtime.httpserver import Rendered, text_response
 from koordlet.testing import wait_until
 from tests.unit.http.conftest import Serve
 from tests.unit.http.rawclient import connect, get, read_response
@@ -64,7 +64,7 @@ def test_a_slow_client_is_cut_after_the_request_timeout(
     serve: Serve, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = serve(Limits(request_timeout=0.5))
-    caplog.set_level(logging.INFO, "koordlet.httpconn")
+    caplog.set_level(logging.INFO, "koord.runtime.httpconn")
     with connect(server) as slow:
         slow.sendall(b"GET /hello HTTP/1.1\r\n")
         started = time.monotonic()

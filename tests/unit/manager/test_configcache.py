@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from koordlet.cluster.events import ObjectRef
-from koordlet.errors import ConfigError
-from koordlet.manager.config import enabled_controllers
-from koordlet.manager.configcache import SLOConfigCache
+from koord.kube.events import ObjectRef
+from koord.manager.config import enabled_controllers
+from koord.manager.configcache import SLOConfigCache
+from koord.runtime.errors import ConfigError
 
 
 class Events:

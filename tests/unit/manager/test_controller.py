@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.manager.controller import Controller, NotLeader, Writer
-from koordlet.manager.metrics import ManagerMetrics
+from koord.manager.controller import Controller, NotLeader, Writer
+from koord.manager.metrics import ManagerMetrics
 
 
 def test_failures_back_off_success_forgets_and_not_leader_requeues_plainly() -> None:

@@ -7,8 +7,8 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.errors import InvalidValue
 from koordlet import api
-from koordlet.errors import InvalidValue
 from koordlet.metriccache import MetricCache, MetricCacheConfig, series_key
 from koordlet.testing import FakeClock
 

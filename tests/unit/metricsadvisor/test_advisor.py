@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.errors import ConfigError
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor, wait_for
 from koordlet import api
-from koordlet.errors import ConfigError
-from koordlet.eventbus import EventBus
-from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import MetricsAdvisor
 from koordlet.metricsadvisor.config import AdvisorConfig

@@ -18,9 +18,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from koordlet.httpserver import AgentHTTPServer
-from koordlet.httpwire import parse_head
-from koordlet.lifecycle import Supervisor
+from koord.runtime.httpserver import AgentHTTPServer
+from koord.runtime.httpwire import parse_head
+from koord.runtime.lifecycle import Supervisor
 from koordlet.metricsadvisor.exposition import Exposition, Payload, RowFamily
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 from tests.unit.metricsadvisor.test_advisor import build, prepare

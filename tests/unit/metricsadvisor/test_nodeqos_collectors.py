@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.errors import ResourceUnsupported
 from koordlet import api
-from koordlet.errors import ResourceUnsupported
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
     CONTAINER_CPI,
@@ -95,7 +95,7 @@ class FakeCounters:
 
     def __init__(self, path: Path, cpus: Sequence[int], events: Sequence[str]) -> None:
         if not path.exists():
-            from koordlet.errors import CgroupGone
+            from koord.runtime.errors import CgroupGone
 
             raise CgroupGone(str(path))
         self.path, self.cpus, self.events = path, list(cpus), tuple(events)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from koord.apis.nodemetric import Usage
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.prediction.checkpoint import Checkpointer
 from koordlet.prediction.histogram import CPU_BUCKETS, DecayingHistogram
 from koordlet.prediction.predictor import PredictionUnavailable, ProdReclaimablePredictor
 from koordlet.prediction.server import NODE_UID, PeakPredictServer, PredictionConfig, node_item_uid
-from koordlet.schema.nodemetric import Usage
 from koordlet.testing import FakeClock, FakeStates, make_node, make_pod
 
 GI = 1 << 30

@@ -11,10 +11,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from koord.apis import nodeslo
 from koordlet import api
 from koordlet.metrics import PluginMetrics
 from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
-from koordlet.schema import nodeslo
 from koordlet.system import native
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver

@@ -18,9 +18,9 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from koord.apis import nodeslo
+from koord.runtime.errors import InvalidValue
 from koordlet import api
-from koordlet.errors import InvalidValue
-from koordlet.schema import nodeslo
 from koordlet.system import resctrl
 from koordlet.system.cgroups import validate
 from koordlet.testing import make_harness, make_node, make_pod

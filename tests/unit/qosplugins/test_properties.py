@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from koord.apis import nodeslo
+from koord.apis.slovalidate import InvalidNodeSLO
 from koordlet import api
-from koordlet.schema import nodeslo
-from koordlet.schema.slovalidate import InvalidNodeSLO
 from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod, topology
 from qosplugins import _evict
 from qosplugins.cpuburst import CPUBurst

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from koordlet.errors import InvalidValue, ResourceUnsupported
+from koord.runtime.errors import InvalidValue, ResourceUnsupported
 from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
 from koordlet.system import native, sysctl
 from koordlet.system.cgroups import CgroupMode

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from koordlet.cluster.informer import index_by_node
-from koordlet.scheduler.framework import CycleState, Status
-from koordlet.scheduler.memstore import MemoryStore
-from koordlet.scheduler.plugins.loadaware import LoadAwareScheduling
-from koordlet.scheduler.snapshot import ClusterHandle
+from koord.kube.informer import index_by_node
+from koord.scheduler.framework import CycleState, Status
+from koord.scheduler.memstore import MemoryStore
+from koord.scheduler.plugins.loadaware import LoadAwareScheduling
+from koord.scheduler.snapshot import ClusterHandle
 from koordlet.testing import FakeClock
 from tests.cluster import objects
 

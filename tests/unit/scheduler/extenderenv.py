@@ -10,17 +10,17 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.cluster.informer import index_by_node
-from koordlet.scheduler.binder import BindFailed
-from koordlet.scheduler.extender import Extender
-from koordlet.scheduler.framework.profile import parse_profile
-from koordlet.scheduler.framework.registry import Registry
-from koordlet.scheduler.framework.runtime import Framework
-from koordlet.scheduler.memstore import MemoryStore
-from koordlet.scheduler.metrics import ExtenderMetrics
-from koordlet.scheduler.plugins import BUILTIN
-from koordlet.scheduler.server import ExtenderServer
-from koordlet.scheduler.snapshot import ClusterHandle
+from koord.kube.informer import index_by_node
+from koord.scheduler.binder import BindFailed
+from koord.scheduler.extender import Extender
+from koord.scheduler.framework.profile import parse_profile
+from koord.scheduler.framework.registry import Registry
+from koord.scheduler.framework.runtime import Framework
+from koord.scheduler.memstore import MemoryStore
+from koord.scheduler.metrics import ExtenderMetrics
+from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.server import ExtenderServer
+from koord.scheduler.snapshot import ClusterHandle
 from koordlet.testing import FakeClock
 from tests.cluster import objects
 

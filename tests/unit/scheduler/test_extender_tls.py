@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from koordlet.errors import ConfigError
-from koordlet.httpaccess import TLSConfig, ssl_context
+from koord.runtime.errors import ConfigError
+from koord.runtime.httpaccess import TLSConfig, ssl_context
 from tests.support.pki import make_pki
 from tests.unit.scheduler.extenderenv import ServedExtender
 

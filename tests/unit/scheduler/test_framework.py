@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from koordlet.errors import ConfigError, PluginError
-from koordlet.scheduler.framework import SKIP, CycleState, InvalidArgs, NodeInfo, Status
-from koordlet.scheduler.framework.profile import load_profile, parse_profile
-from koordlet.scheduler.framework.registry import Registry, discover
-from koordlet.scheduler.framework.runtime import Framework, PluginFailure, combine_scores
-from koordlet.scheduler.plugins import BUILTIN
+from koord.runtime.errors import ConfigError, PluginError
+from koord.scheduler.framework import SKIP, CycleState, InvalidArgs, NodeInfo, Status
+from koord.scheduler.framework.profile import load_profile, parse_profile
+from koord.scheduler.framework.registry import Registry, discover
+from koord.scheduler.framework.runtime import Framework, PluginFailure, combine_scores
+from koord.scheduler.plugins import BUILTIN
 from tests.unit.scheduler.env import Env
 
 

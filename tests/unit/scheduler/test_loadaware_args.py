@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from koordlet.scheduler.framework import InvalidArgs
-from koordlet.scheduler.plugins.loadaware.args import parse_args
-from koordlet.scheduler.plugins.loadaware.estimator import estimate_pod, node_capacity, priority_class
+from koord.scheduler.framework import InvalidArgs
+from koord.scheduler.plugins.loadaware.args import parse_args
+from koord.scheduler.plugins.loadaware.estimator import estimate_pod, node_capacity, priority_class
 from tests.cluster.objects import GiB, node, pod
 
 FACTORS = {"cpu": 85, "memory": 70}

@@ -1,10 +1,11 @@
-"""The assign cache (scheduler.md B.6): pods placed after the NodeMetric snapshot count with
-``max(0, estimate - reported)``, older reported pods do not; reserve/unreserve; pod updates (condition
-changes, a changed nodeName, termination); forced-estimation windows; NodeMetric deletion."""
+"""The assign cache (Koordinator's ``pkg/scheduler/plugins/loadaware/pod_assign_cache.go``): pods placed after
+the NodeMetric snapshot count with ``max(0, estimate - reported)``, older reported pods do not;
+reserve/unreserve; pod updates (condition changes, a changed nodeName, termination); forced-estimation
+windows; NodeMetric deletion."""
 
 from __future__ import annotations
 
-from koordlet.scheduler.framework import CycleState
+from koord.scheduler.framework import CycleState
 from tests.cluster.objects import pod
 from tests.unit.scheduler.env import Env
 

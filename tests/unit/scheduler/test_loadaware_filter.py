@@ -1,12 +1,12 @@
-"""LoadAware filter decisions computed by hand from scheduler.md B.7: thresholds with the incoming
-pod's estimate, Go rounding, prod and batch pods, expired and missing NodeMetrics, node annotations,
-aggregated thresholds, DaemonSet pods."""
+"""LoadAware filter decisions computed by hand from Koordinator's ``load_aware.go`` ``Filter``: thresholds
+with the incoming pod's estimate, Go rounding, prod and batch pods, expired and missing NodeMetrics, node
+annotations, aggregated thresholds, DaemonSet pods."""
 
 from __future__ import annotations
 
 import json
 
-from koordlet.scheduler.framework import Code
+from koord.scheduler.framework import Code
 from tests.cluster.objects import GiB, pod
 from tests.unit.scheduler.env import Env
 
@@ -201,7 +201,7 @@ def test_aggregated_specific_window_missing_uses_full_estimates() -> None:
 
 def test_unknown_node_passes() -> None:
     env = Env()
-    from koordlet.scheduler.framework import CycleState, NodeInfo
+    from koord.scheduler.framework import CycleState, NodeInfo
 
     assert env.plugin.filter(CycleState(), BE, NodeInfo("ghost", None)) is None
     assert env.plugin.score(CycleState(), BE, NodeInfo("ghost", None)) == 0

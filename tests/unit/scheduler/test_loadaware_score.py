@@ -1,15 +1,16 @@
-"""LoadAware scores computed by hand from Koordinator's formula (scheduler.md B.8), the worked example
-included: ``leastUsed = (cap - used)*100 // cap``, weighted, integer division, 0 without a fresh metric."""
+"""LoadAware scores computed by hand from Koordinator's formula
+(``pkg/scheduler/plugins/loadaware/load_aware.go``, ``Score``), the worked example included: ``leastUsed =
+(cap - used)*100 // cap``, weighted, integer division, 0 without a fresh metric."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from koordlet.scheduler.plugins.loadaware.args import Vec
-from koordlet.scheduler.plugins.loadaware.estimator import estimate_pod
-from koordlet.scheduler.plugins.loadaware.plugin import MAX_SCORE
-from koordlet.schema.quantity import to_milli
+from koord.apis.quantity import to_milli
+from koord.scheduler.plugins.loadaware.args import Vec
+from koord.scheduler.plugins.loadaware.estimator import estimate_pod
+from koord.scheduler.plugins.loadaware.plugin import MAX_SCORE
 from tests.cluster.objects import GiB, pod
 from tests.unit.scheduler.env import Env
 

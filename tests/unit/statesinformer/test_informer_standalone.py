@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor, wait_for
 from koordlet import api
-from koordlet.eventbus import EventBus
-from koordlet.lifecycle import Supervisor, wait_for
 from koordlet.metriccache import MetricCache
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.eviction import EvictResult

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from koord.apis.nodemetric import CollectPolicy
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
@@ -14,7 +15,6 @@ from koordlet.metriccache.schema import (
     NODE_NUMA_MEMORY_USAGE,
     SYS_NUMA_CPU_USAGE,
 )
-from koordlet.schema.nodemetric import CollectPolicy
 from koordlet.statesinformer.nodemetric import StatusBuilder, write_atomic
 from koordlet.testing import FakeClock
 from tests import crdschema

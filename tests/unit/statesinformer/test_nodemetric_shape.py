@@ -7,10 +7,7 @@ import dataclasses
 
 from prometheus_client import CollectorRegistry
 
-from koordlet import api
-from koordlet.metriccache import MetricCache
-from koordlet.prediction.server import PeakPredictServer, PredictionConfig, node_item_uid
-from koordlet.schema.nodemetric import (
+from koord.apis.nodemetric import (
     AggregatedUsage,
     CollectPolicy,
     HostAppMetric,
@@ -21,6 +18,9 @@ from koordlet.schema.nodemetric import (
     parse_status,
     to_status,
 )
+from koordlet import api
+from koordlet.metriccache import MetricCache
+from koordlet.prediction.server import PeakPredictServer, PredictionConfig, node_item_uid
 from koordlet.statesinformer.metrics import NodeMetricGauges
 from koordlet.statesinformer.nodemetric import StatusBuilder
 from koordlet.testing import FakeClock, FakeStates, make_node, make_pod

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from koord.runtime.lifecycle import wait_for
 from koordlet import api
-from koordlet.lifecycle import wait_for
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.system.host import Host
 from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from koord.apis import pod as podschema
 from koordlet import api
-from koordlet.schema import pod as podschema
 from koordlet.statesinformer import podinfo
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
 

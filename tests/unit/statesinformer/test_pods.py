@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from koord.runtime.errors import APIUnavailable
 from koordlet import api
-from koordlet.errors import APIUnavailable
 from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer
 from koordlet.system.podpath import CgroupDriver, CgroupLayout

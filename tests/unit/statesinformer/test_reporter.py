@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.errors import APIUnavailable, ConfigError
-from koordlet.schema.nodemetric import CollectPolicy
+from koord.apis.nodemetric import CollectPolicy
+from koord.runtime.errors import APIUnavailable, ConfigError
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.reporter import NodeMetricReporter

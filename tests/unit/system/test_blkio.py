@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koordlet.errors import InvalidValue, ResourceUnsupported
+from koord.runtime.errors import InvalidValue, ResourceUnsupported
 from koordlet.system import blkio
 from koordlet.system.blkio import DeviceNumber
 from koordlet.system.cgroups import CgroupMode, from_kernel, to_kernel, validate

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koordlet.errors import InvalidValue, ResourceUnsupported, UnsafePath
+from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.system.cgroups import (
     RESOURCES,
     CgroupMode,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from koordlet.errors import InvalidValue
+from koord.runtime.errors import InvalidValue
 from koordlet.system.cgstats import (
     parse_cpu_stat,
     parse_cpuacct_usage,

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from koord.runtime.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.api import HostReader, KubeQOSClass
-from koordlet.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.cgstats import parse_memory_stat
 from koordlet.system.host import Host

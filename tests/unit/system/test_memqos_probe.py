@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koordlet.errors import InvalidValue
+from koord.runtime.errors import InvalidValue
 from koordlet.system.cgroups import CgroupMode, validate
 from koordlet.system.cgroupvalues import page_size
 from koordlet.system.probes import supports_resource

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from koord.runtime.errors import InvalidValue
 from koordlet.api.netqos import ClassLimit, DirectionSpec, NetQoSSpec
-from koordlet.errors import InvalidValue
 from koordlet.system import netqos
 from koordlet.system.netqos import (
     BE_CLASS,

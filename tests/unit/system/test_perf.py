@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from koordlet.errors import ResourceUnsupported, UnsafePath
+from koord.runtime.errors import ResourceUnsupported, UnsafePath
 from koordlet.system import native, perf
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths

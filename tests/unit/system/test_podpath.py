@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from koord.runtime.errors import ConfigError, UnsafePath
 from koordlet.api import KubeQOSClass
-from koordlet.errors import ConfigError, UnsafePath
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.podpath import (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from koordlet.errors import InvalidValue
+from koord.runtime.errors import InvalidValue
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import (
     clock_ticks,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from koordlet.errors import InvalidValue, UnsafePath
+from koord.runtime.errors import InvalidValue, UnsafePath
 from koordlet.system import resctrl
 from koordlet.system.resctrl import Schemata
 from tests.support.fakehost import FakeHost

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from koordlet.errors import InvalidValue
+from koord.runtime.errors import InvalidValue
 from koordlet.system import resctrlmon
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo

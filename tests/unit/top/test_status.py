@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koord.runtime.eventbus import EventBus
+from koord.runtime.lifecycle import Supervisor
 from koordlet import api
 from koordlet.agentstatus import API_VERSION, StatusSources, build_status, status_route
-from koordlet.eventbus import EventBus
 from koordlet.featuregates import FeatureGate
-from koordlet.lifecycle import Supervisor
 from koordlet.metrics import PluginMetrics
 from koordlet.qosmanager.loader import PluginEntry
 from koordlet.qosmanager.manager import QOSManager, Services

@@ -1,0 +1,5 @@
+"""``python -m koord.descheduler`` = ``koord-descheduler``."""
+
+from koord.descheduler.cli import entry
+
+entry()

@@ -1,0 +1,193 @@
+"""How many evictions may be under way (Koordinator's MigrationController arbitration, on pods evicted
+directly instead of PodMigrationJobs).
+
+A pod this evictor evicted counts as *migrating* from the eviction until it has left the cache (its
+deletion confirmed) and the round it was evicted in is over, or ``defaultJobTTL`` has passed: so a round
+never evicts more than the limit from a node even when the kubelet confirms deletions at once, and a
+pod stuck terminating holds its slot for at most the TTL. Dry-run decisions count for their round only.
+
+Limits (each can be skipped with ``skipEvictionGates``): migrating pods per node (default 2), per
+namespace and in total; per workload (the pod's controller; replicas are its cached pods plus its
+migrating ones already gone from the cache, as the controller's spec is not watched), migrating
+pods at most ``maxMigratingPerWorkload`` and migrating-or-unavailable pods at most
+``maxUnavailablePerWorkload`` (Koordinator's defaults by replica count); a workload of one replica (or as
+many as its limit) is never evicted unless ``skipCheckExpectedReplicas``; and at most ``maxMigrating``
+evictions per workload within the ``objectLimiters.workload`` window (a token bucket refilled at
+``maxMigrating / duration``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from koord.apis.pod import as_map
+from koord.descheduler.evictor.args import MigrationControllerArgs, max_per_workload
+from koord.descheduler.framework import pods as podutil
+from koord.descheduler.framework.interface import Obj
+from koord.kube.ratelimit import TokenBucket
+
+
+@dataclass(slots=True)
+class Migration:
+    key: str
+    uid: str
+    node: str
+    namespace: str
+    workload: str
+    started: float
+    round: int
+    dry_run: bool
+
+
+def workload_of(pod: Obj) -> str:
+    ref = podutil.controller_ref(pod)
+    return str(ref.get("uid") or "") if ref else ""
+
+
+class Limits:
+    """Tracks migrating pods and answers whether one more eviction is allowed."""
+
+    def __init__(
+        self,
+        args: MigrationControllerArgs,
+        *,
+        get_pod: Callable[[str, str], Obj | None],
+        workload_pods: Callable[[str], Sequence[Obj]],
+        clock: Callable[[], float],
+    ) -> None:
+        self.args = args
+        self._get_pod = get_pod
+        self._workload_pods = workload_pods
+        self._clock = clock
+        self.round = 0
+        self.migrating: dict[str, Migration] = {}
+        self._windows: dict[str, TokenBucket] = {}
+        self._workloads: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._counts: dict[str, dict[str, int]] = {}
+        """Migrating pods per node and per namespace, rebuilt when ``migrating`` changes."""
+
+    def begin_round(self) -> None:
+        self.round += 1
+        self._workloads.clear()
+        self.prune()
+
+    def _workload(self, workload: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The workload's cached pods and the unavailable ones among them, once per round (a workload
+        of thousands of pods is not rescanned for each of its pods)."""
+        hit = self._workloads.get(workload)
+        if hit is None:
+            pods = self._workload_pods(workload)
+            hit = self._workloads[workload] = (
+                frozenset(podutil.pod_key(p) for p in pods),
+                frozenset(podutil.pod_key(p) for p in pods if not _available(p)),
+            )
+        return hit
+
+    def prune(self) -> None:
+        now = self._clock()
+        for uid, m in list(self.migrating.items()):
+            past = m.round < self.round
+            ns, _, name = m.key.partition("/")
+            current = self._get_pod(ns, name)
+            gone = current is None or str(podutil.meta(current).get("uid") or "") != m.uid
+            if (past and (m.dry_run or gone)) or now - m.started >= self.args.job_ttl:
+                del self.migrating[uid]
+                self._counts.clear()
+
+    def _count(self, field: str, value: str) -> int:
+        counts = self._counts.get(field)
+        if counts is None:
+            counts = self._counts[field] = {}
+            for m in self.migrating.values():
+                key = getattr(m, field)
+                counts[key] = counts.get(key, 0) + 1
+        return counts.get(value, 0)
+
+    def refusal(self, pod: Obj) -> tuple[str, str]:
+        """``(result, why)`` when evicting ``pod`` now would break a limit, else ``("", "")``."""
+        a = self.args
+        node = str(as_map(pod, "spec").get("nodeName") or "")
+        ns = str(podutil.meta(pod).get("namespace") or "")
+        uid = str(podutil.meta(pod).get("uid") or "")
+        if uid in self.migrating:
+            return "already-migrating", "the pod is already being evicted"
+        limit = a.max_migrating_globally if a.gated("MaxMigratingGlobally") else None
+        if limit and len(self.migrating) >= limit:
+            return "max-migrating-globally", f"{len(self.migrating)} pods migrating, maxMigratingGlobally"
+        if node and a.max_migrating_per_node and a.gated("MaxMigratingPerNode"):
+            n = self._count("node", node)
+            if n >= a.max_migrating_per_node:
+                return "max-migrating-per-node", f"{n} pods migrating from {node} (maxMigratingPerNode)"
+        if a.max_migrating_per_namespace and a.gated("MaxMigratingPerNamespace"):
+            n = self._count("namespace", ns)
+            if n >= a.max_migrating_per_namespace:
+                return "max-migrating-per-namespace", f"{n} pods migrating in {ns} (maxMigratingPerNamespace)"
+        workload = workload_of(pod)
+        return self._workload_refusal(workload) if workload else ("", "")
+
+    def _workload_refusal(self, workload: str) -> tuple[str, str]:
+        a = self.args
+        keys, not_available = self._workload(workload)
+        migrating = {m.key for m in self.migrating.values() if m.workload == workload}
+        replicas = len(keys | migrating)
+        max_migrating = max_per_workload(replicas, a.max_migrating_per_workload)
+        max_unavailable = max_per_workload(replicas, a.max_unavailable_per_workload)
+        check_replicas = a.gated("ExpectedReplicas") and not a.skip_check_expected_replicas
+        if check_replicas and (replicas <= 1 or replicas in (max_migrating, max_unavailable)):
+            return "expected-replicas", f"its workload has {replicas} replica(s), limit {max_migrating}"
+        if a.gated("MaxMigratingPerWorkload") and migrating and len(migrating) >= max_migrating:
+            return (
+                "max-migrating-per-workload",
+                f"{len(migrating)} of its workload migrating (max {max_migrating})",
+            )
+        if a.gated("MaxUnavailablePerWorkload"):
+            unavailable = migrating | not_available
+            if len(unavailable) >= max_unavailable:
+                return (
+                    "max-unavailable-per-workload",
+                    f"{len(unavailable)} of its workload unavailable (max {max_unavailable})",
+                )
+        bucket = self._windows.get(workload)
+        if bucket is not None and bucket.wait_time() > 0:
+            return "workload-window", f"its workload was evicted from within {a.workload_window:g}s"
+        return "", ""
+
+    def track(self, pod: Obj, dry_run: bool) -> None:
+        """Count ``pod`` as migrating (after an eviction, or a dry-run decision)."""
+        meta = podutil.meta(pod)
+        uid = str(meta.get("uid") or "")
+        workload = workload_of(pod)
+        self._counts.clear()
+        self.migrating[uid] = Migration(
+            key=podutil.pod_key(pod),
+            uid=uid,
+            node=str(as_map(pod, "spec").get("nodeName") or ""),
+            namespace=str(meta.get("namespace") or ""),
+            workload=workload,
+            started=self._clock(),
+            round=self.round,
+            dry_run=dry_run,
+        )
+        a = self.args
+        if workload and a.workload_window > 0 and not dry_run:
+            bucket = self._windows.get(workload)
+            if bucket is None:
+                migrating = {m.key for m in self.migrating.values() if m.workload == workload}
+                replicas = len(self._workload(workload)[0] | migrating)
+                allowed = max_per_workload(replicas, a.workload_window_max or a.max_migrating_per_workload)
+                if allowed <= 0:
+                    return
+                bucket = self._windows[workload] = TokenBucket(
+                    allowed / a.workload_window, a.workload_window_burst, self._clock
+                )
+            bucket.allow()
+
+
+def _available(pod: Obj) -> bool:
+    """``IsPodActive && IsPodReady``."""
+    return (
+        as_map(pod, "status").get("phase") not in ("Succeeded", "Failed")
+        and not podutil.is_terminating(pod)
+        and podutil.is_ready(pod)
+    )

@@ -1,0 +1,46 @@
+"""The descheduler framework (Koordinator's, after the seed on writing descheduler plugins): the plugin
+contract (:mod:`.interface`), profiles from a DeschedulerConfiguration (:mod:`.profile`), the registry of
+built-ins plus the ``koordlet.descheduler_plugins`` entry points (:mod:`.registry`), the runner and the
+profile's evictor (:mod:`.runtime`), and helpers plugins decide with: node readiness, selection and
+``NodeFit`` (:mod:`.nodes`) and pod facts (:mod:`.pods`). Nothing here talks to the API server.
+"""
+
+from koord.descheduler.framework.interface import (
+    BalancePlugin,
+    DeschedulePlugin,
+    EventRecorder,
+    EvictionRefused,
+    EvictOptions,
+    Evictor,
+    EvictPlugin,
+    FilterPlugin,
+    Handle,
+    Informers,
+    Obj,
+    Plugin,
+    PluginFactory,
+    PreEvictionFilterPlugin,
+    Status,
+    Store,
+)
+from koord.runtime.errors import InvalidArgs
+
+__all__ = [
+    "BalancePlugin",
+    "DeschedulePlugin",
+    "EventRecorder",
+    "EvictOptions",
+    "EvictPlugin",
+    "EvictionRefused",
+    "Evictor",
+    "FilterPlugin",
+    "Handle",
+    "Informers",
+    "InvalidArgs",
+    "Obj",
+    "Plugin",
+    "PluginFactory",
+    "PreEvictionFilterPlugin",
+    "Status",
+    "Store",
+]

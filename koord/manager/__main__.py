@@ -1,0 +1,5 @@
+"""``python -m koord.manager`` = ``koord-manager``."""
+
+from koord.manager.cli import entry
+
+entry()

@@ -1,0 +1,263 @@
+"""Batch resources of a node: Koordinator's noderesource ``BatchResource`` plugin, as pure functions.
+
+``kubernetes.io/batch-cpu`` (an integer count of millicores) and ``kubernetes.io/batch-memory`` (bytes)
+are what the node can lend to batch pods: its capacity minus a safety margin (``100 - reclaim threshold``
+percent of capacity), minus what the system uses (at least what the kubelet and the
+``node.koordinator.sh/reservation`` annotation reserve), minus what the high-priority (non batch/free)
+pods use (``usage`` policy), request (``request``, memory only) or the larger of both
+(``maxUsageRequest``); never below zero and, when set, at most ``batch{CPU,Memory}ThresholdPercent`` of
+capacity. The result is dropped (the resources removed) when the NodeMetric is older than
+``degradeTimeMinutes`` or colocation is disabled for the node, and written only when it moved by more
+than ``resourceDiffThreshold`` (or ``updateTimeThresholdSeconds`` passed since the last write).
+
+Where Koordinator is weaker we do better, and say so: a high-priority pod not yet in the NodeMetric
+counts its request under ``maxUsageRequest`` too (Koordinator adds it to the usage sum only, so a fresh
+prod pod lent its whole request to batch under that policy).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from koord.apis import cpulist, extension
+from koord.apis import pod as podschema
+from koord.apis.colocation import (
+    CALCULATE_BY_MAX_USAGE_REQUEST,
+    CALCULATE_BY_REQUEST,
+    ColocationStrategy,
+)
+from koord.apis.nodemetric import NodeMetricStatus, Usage
+from koord.apis.quantity import to_int, to_milli
+from koord.runtime.errors import InvalidValue
+
+BATCH_CPU = podschema.BATCH_CPU
+BATCH_MEMORY = podschema.BATCH_MEMORY
+ANNOTATION_NODE_RESERVATION = "node.koordinator.sh/reservation"
+_LOW_PRIORITY = (extension.PriorityClass.BATCH, extension.PriorityClass.FREE)
+_HOST_APP_HIGH = (extension.PriorityClass.PROD.value, extension.PriorityClass.MID.value)
+"""Host applications above batch priority (Koordinator compares the classes' default priority values)."""
+_ACTIVE_PHASES = ("Running", "Pending")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """What the calculation reads of a Node: CPU in millicores, memory in bytes."""
+
+    name: str
+    capacity: Usage
+    allocatable: Usage
+    annotations: Mapping[str, str]
+    batch_capacity: tuple[int | None, int | None]
+    """The batch-cpu/batch-memory now in ``status.allocatable`` (``None``: absent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResources:
+    """The decision: ``cpu``/``memory`` ``None`` means "remove the resource" (reset or degraded)."""
+
+    cpu: int | None
+    memory: int | None
+    cpu_msg: str = ""
+    memory_msg: str = ""
+
+
+def _usage(values: Mapping[str, Any]) -> Usage:
+    def one(name: str, milli: bool) -> int:
+        raw = values.get(name)
+        try:
+            return (to_milli(raw) if milli else to_int(raw)) if raw is not None else 0
+        except (InvalidValue, TypeError):
+            return 0
+
+    return Usage(one("cpu", True), one("memory", False))
+
+
+def amount(values: Mapping[str, Any], name: str) -> int | None:
+    """The integer value of ``values[name]`` (``None``: absent or unparsable)."""
+    raw = values.get(name)
+    if raw is None:
+        return None
+    try:
+        return to_int(raw)
+    except (InvalidValue, TypeError):
+        return None
+
+
+def node_view(node: Mapping[str, Any]) -> NodeView:
+    meta, status = podschema.as_map(node, "metadata"), podschema.as_map(node, "status")
+    capacity, allocatable = podschema.as_map(status, "capacity"), podschema.as_map(status, "allocatable")
+    return NodeView(
+        name=str(meta.get("name", "")),
+        capacity=_usage(capacity),
+        allocatable=_usage(allocatable),
+        annotations=podschema.str_map(podschema.as_map(meta, "annotations")),
+        batch_capacity=(amount(allocatable, BATCH_CPU), amount(allocatable, BATCH_MEMORY)),
+    )
+
+
+def _max(a: Usage, b: Usage) -> Usage:
+    return Usage(max(a.cpu_milli, b.cpu_milli), max(a.memory_bytes, b.memory_bytes))
+
+
+def _minus(a: Usage, *bs: Usage) -> Usage:
+    cpu, mem = a.cpu_milli, a.memory_bytes
+    for b in bs:
+        cpu, mem = cpu - b.cpu_milli, mem - b.memory_bytes
+    return Usage(max(cpu, 0), max(mem, 0))
+
+
+def annotation_reserved(annotations: Mapping[str, str]) -> Usage:
+    """``node.koordinator.sh/reservation``: ``resources`` and/or ``reservedCPUs`` (a cpuset, whole CPUs)."""
+    raw = annotations.get(ANNOTATION_NODE_RESERVATION)
+    if not raw:
+        return Usage()
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return Usage()
+    if not isinstance(doc, Mapping):
+        return Usage()
+    resources = doc.get("resources")
+    reserved = _usage(resources) if isinstance(resources, Mapping) else Usage()
+    cpus = doc.get("reservedCPUs")
+    if isinstance(cpus, str) and cpus:
+        try:
+            count = len(cpulist.parse_cpuset(cpus, resource="reservedCPUs"))
+        except InvalidValue:
+            return Usage()  # Koordinator drops the whole reservation when the cpuset does not parse
+        reserved = Usage(count * 1000, reserved.memory_bytes)
+    return reserved
+
+
+def _pod_key(pod: Mapping[str, Any]) -> str:
+    meta = podschema.as_map(pod, "metadata")
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _classify(pod: Mapping[str, Any]) -> tuple[extension.PriorityClass, extension.QOSClass]:
+    meta, spec = podschema.as_map(pod, "metadata"), podschema.as_map(pod, "spec")
+    labels = podschema.str_map(podschema.as_map(meta, "labels"))
+    qos = podschema.qos_of(labels, podschema.kube_qos_of(pod))
+    raw = spec.get("priority")
+    priority = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    return podschema.priority_class_of(labels, priority, qos), qos
+
+
+@dataclass(frozen=True, slots=True)
+class HighPriorityLoad:
+    """Sums over the high-priority pods: requests, usage, and per-pod max(usage, request)."""
+
+    request: Usage
+    used: Usage
+    max_used_request: Usage
+
+
+def high_priority_load(pods: Iterable[Mapping[str, Any]], metric: NodeMetricStatus) -> HighPriorityLoad:
+    by_key = {f"{p.namespace}/{p.name}": p for p in metric.pods_metric}
+    dangling = dict(by_key)
+    request, used, max_used = Usage(), Usage(), Usage()
+    for pod in pods:
+        phase = podschema.as_map(pod, "status").get("phase") or "Pending"
+        if phase not in _ACTIVE_PHASES:
+            continue
+        key = _pod_key(pod)
+        pod_metric = dangling.pop(key, None) or by_key.get(key)
+        priority, qos = _classify(pod)
+        if priority in _LOW_PRIORITY:
+            continue
+        req = Usage(*podschema.pod_requests(pod))
+        request += req
+        if pod_metric is None:
+            used += req
+            max_used += req
+        elif qos is extension.QOSClass.LSE:
+            # LSE pods hold their CPUs exclusively: count the request for CPU, the usage for memory.
+            used += Usage(req.cpu_milli, pod_metric.usage.memory_bytes)
+            max_used += _max(req, pod_metric.usage)
+        else:
+            used += pod_metric.usage
+            max_used += _max(req, pod_metric.usage)
+    for pod_metric in dangling.values():
+        # Reported but not in the pod list (deleted since, or never seen by this cache): still running.
+        if pod_metric.priority in (p.value for p in _LOW_PRIORITY):
+            continue
+        used += pod_metric.usage
+        max_used += pod_metric.usage
+    return HighPriorityLoad(request, used, max_used)
+
+
+def is_degraded(metric: NodeMetricStatus | None, strategy: ColocationStrategy, now: float) -> bool:
+    """The NodeMetric is missing, never reported, or older than ``degradeTimeMinutes``."""
+    if metric is None or metric.update_time is None:
+        return True
+    return now > metric.update_time + 60.0 * (strategy.degrade_time_minutes or 0)
+
+
+def calculate(
+    strategy: ColocationStrategy,
+    node: NodeView,
+    pods: Iterable[Mapping[str, Any]],
+    metric: NodeMetricStatus,
+) -> BatchResources:
+    """``CalculateBatchResourceByPolicy`` for one node (call only when not degraded)."""
+    cap = node.capacity
+    cpu_reclaim = strategy.cpu_reclaim_threshold_percent or 0
+    mem_reclaim = strategy.memory_reclaim_threshold_percent or 0
+    # MultiplyMilliQuant / MultiplyQuant: float product truncated to an integer.
+    margin = Usage(
+        int(cap.cpu_milli * ((100 - cpu_reclaim) / 100.0)),
+        int(cap.memory_bytes * ((100 - mem_reclaim) / 100.0)),
+    )
+    host_apps = Usage()
+    for app in metric.host_application_metric:
+        if app.priority in _HOST_APP_HIGH:
+            host_apps += app.usage
+    reserved = _max(_minus(cap, node.allocatable), annotation_reserved(node.annotations))
+    system = _max((metric.system_usage or Usage()) + host_apps, reserved)
+    hp = high_priority_load(pods, metric)
+    by_usage = _minus(cap, margin, system, hp.used)
+    by_request = _minus(cap, margin, reserved, hp.request)
+    by_max = _minus(cap, margin, system, hp.max_used_request)
+
+    if strategy.cpu_calculate_policy == CALCULATE_BY_MAX_USAGE_REQUEST:
+        cpu, cpu_hp, cpu_what = by_max.cpu_milli, hp.max_used_request.cpu_milli, "podHPMaxUsedRequest"
+    else:
+        cpu, cpu_hp, cpu_what = by_usage.cpu_milli, hp.used.cpu_milli, "podHPUsed"
+    cpu_msg = (
+        f"batchAllocatable[CPU(Milli-Core)]:{{}} = nodeCapacity:{cap.cpu_milli} - nodeSafetyMargin:"
+        f"{margin.cpu_milli} - systemUsageOrNodeReserved:{system.cpu_milli} - {cpu_what}:{cpu_hp}"
+    )
+    if strategy.batch_cpu_threshold_percent is not None:
+        ratio = strategy.batch_cpu_threshold_percent / 100.0
+        cpu = min(cpu, int(cap.cpu_milli * ratio))
+        cpu_msg = f"min(nodeCapacity:{cap.cpu_milli} * thresholdRatio:{ratio}, {cpu_msg})"
+
+    mem_policy = strategy.memory_calculate_policy
+    if mem_policy == CALCULATE_BY_REQUEST:
+        mem, mem_sys, mem_hp, mem_what = by_request.memory_bytes, reserved, hp.request, "podHPRequest"
+    elif mem_policy == CALCULATE_BY_MAX_USAGE_REQUEST:
+        mem, mem_sys, mem_hp = by_max.memory_bytes, system, hp.max_used_request
+        mem_what = "podHPMaxUsedRequest"
+    else:
+        mem, mem_sys, mem_hp, mem_what = by_usage.memory_bytes, system, hp.used, "podHPUsed"
+    mem_msg = (
+        f"batchAllocatable[Memory(Byte)]:{{}} = nodeCapacity:{cap.memory_bytes} - nodeSafetyMargin:"
+        f"{margin.memory_bytes} - system:{mem_sys.memory_bytes} - {mem_what}:{mem_hp.memory_bytes}"
+    )
+    if strategy.batch_memory_threshold_percent is not None:
+        ratio = strategy.batch_memory_threshold_percent / 100.0
+        mem = min(mem, int(cap.memory_bytes * ratio))
+        mem_msg = f"min(nodeCapacity:{cap.memory_bytes} * thresholdRatio:{ratio}, {mem_msg})"
+    return BatchResources(cpu, mem, cpu_msg.format(cpu), mem_msg.format(mem))
+
+
+def is_diff(old: int | None, new: int | None, threshold: float) -> bool:
+    """``util.IsResourceDiff``: presence changed, or ``|new - old| > old * threshold`` (in millis)."""
+    if (old is None) != (new is None):
+        return True
+    if old is None or new is None:
+        return False
+    return abs(new - old) > old * threshold

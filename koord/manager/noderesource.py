@@ -1,0 +1,150 @@
+"""The noderesource controller: a node's ``kubernetes.io/batch-cpu`` and ``batch-memory`` from its
+NodeMetric (Koordinator's ``BatchResource`` plugin; the formula is :mod:`koord.manager.batchresource`).
+
+Per node: colocation disabled (cluster or node strategy) -> the batch resources are removed; NodeMetric
+missing, never reported or older than ``degradeTimeMinutes`` -> removed (degraded); otherwise computed
+from the NodeMetric and the node's pods. The result is written into ``status.capacity`` and
+``status.allocatable`` with a JSON patch of those two keys only (the kubelet's own status fields are never
+rewritten), and only when it differs from what the node has and either moved by more than
+``resourceDiffThreshold`` or ``updateTimeThresholdSeconds`` passed since our last write. A no-op write is
+never sent (Koordinator sends one every threshold period). A node whose NodeMetric will go stale is looked
+at again when it does, so degradation needs no other event.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from koord.apis.colocation import ColocationStrategy, node_strategy
+from koord.apis.nodemetric import NodeMetricStatus, parse_status
+from koord.apis.pod import as_map
+from koord.apis.quantity import format_bytes, format_decimal
+from koord.kube.informer import Informer
+from koord.manager import batchresource as br
+from koord.manager.configcache import SLOConfigCache
+from koord.manager.controller import Writer
+from koord.manager.metrics import ManagerMetrics
+from koord.manager.nodeowned import annotations_of, labels_of
+
+log = logging.getLogger(__name__)
+
+CONTROLLER = "noderesource"
+JSON_PATCH = "application/json-patch+json"
+Obj = Mapping[str, Any]
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def status_patch(node: Obj, want: br.BatchResources) -> list[dict[str, Any]]:
+    """JSON patch ops setting (or removing) the batch resources in capacity and allocatable."""
+    status = as_map(node, "status")
+    ops: list[dict[str, Any]] = []
+    values = {br.BATCH_CPU: want.cpu, br.BATCH_MEMORY: want.memory}
+    for section in ("capacity", "allocatable"):
+        have = as_map(status, section)
+        for name, value in values.items():
+            path = f"/status/{section}/{_pointer(name)}"
+            if value is None:
+                if name in have:
+                    ops.append({"op": "remove", "path": path})
+            elif br.amount(have, name) != value:
+                text = format_decimal(value) if name == br.BATCH_CPU else format_bytes(value)
+                ops.append({"op": "add", "path": path, "value": text})
+    return ops
+
+
+class NodeResourceReconciler:
+    def __init__(
+        self,
+        nodes: Informer,
+        nodemetrics: Informer,
+        pods: Informer,
+        cache: SLOConfigCache,
+        writer: Writer,
+        metrics: ManagerMetrics,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.nodes = nodes
+        self.nodemetrics = nodemetrics
+        self.pods = pods
+        self.cache = cache
+        self.writer = writer
+        self.metrics = metrics
+        self._clock = clock
+        self._wall = wall_clock
+        self._last_sync: dict[str, float] = {}
+        self._status: dict[str, tuple[str, NodeMetricStatus]] = {}
+
+    def forget(self, name: str) -> None:
+        """The node or its NodeMetric is gone: the next result is written at once."""
+        self._last_sync.pop(name, None)
+        self._status.pop(name, None)
+
+    def _metric(self, name: str) -> NodeMetricStatus | None:
+        nm = self.nodemetrics.get(name)
+        if nm is None:
+            self._status.pop(name, None)
+            return None
+        rv = str(as_map(nm, "metadata").get("resourceVersion") or "")
+        cached = self._status.get(name)
+        if cached is None or cached[0] != rv:
+            cached = self._status[name] = (rv, parse_status(nm.get("status")))
+        return cached[1]
+
+    def desired(self, node: Obj, strategy: ColocationStrategy) -> tuple[br.BatchResources, float | None]:
+        """The batch resources for ``node`` and when to look again (the NodeMetric going stale)."""
+        name = str(as_map(node, "metadata").get("name") or "")
+        if not self.cache.colocation.cluster.enable or not strategy.enable:
+            return br.BatchResources(None, None, "colocation disabled", "colocation disabled"), None
+        metric = self._metric(name)
+        now = self._wall()
+        if metric is None or br.is_degraded(metric, strategy, now):
+            return br.BatchResources(None, None, "degraded", "degraded"), None
+        assert metric.update_time is not None
+        stale_in = metric.update_time + 60.0 * (strategy.degrade_time_minutes or 0) - now
+        pods = self.pods.by_index("node", name)
+        return br.calculate(strategy, br.node_view(node), pods, metric), max(stale_in, 0.0) + 1.0
+
+    def __call__(self, name: str) -> float | None:
+        node = self.nodes.get(name)
+        if node is None:
+            self.forget(name)
+            self.metrics.record(CONTROLLER, False, "reconcileNodeNotFound")
+            return None
+        status = as_map(node, "status")
+        if not as_map(status, "capacity") or not as_map(status, "allocatable"):
+            return None  # Koordinator: no status to sync into yet
+        strategy = node_strategy(self.cache.colocation, labels_of(node), annotations_of(node))
+        want, recheck = self.desired(node, strategy)
+        view = br.node_view(node)
+        have_cpu, have_mem = view.batch_capacity
+        threshold = strategy.resource_diff_threshold or 0.0
+        moved = br.is_diff(have_cpu, want.cpu, threshold) or br.is_diff(have_mem, want.memory, threshold)
+        last = self._last_sync.get(name)
+        period = float(strategy.update_time_threshold_seconds or 0)
+        expired = last is None or self._clock() - last > period
+        ops = status_patch(node, want)
+        if ops and (moved or expired):
+            try:
+                self.writer.send(
+                    "patch", "PATCH", f"/api/v1/nodes/{name}/status", ops, content_type=JSON_PATCH
+                )
+            except Exception:
+                self.metrics.record(CONTROLLER, False, "updateNodeStatus")
+                raise
+            self._last_sync[name] = self._clock()
+            self.metrics.record(CONTROLLER, True, "updateNodeStatus")
+            log.debug("%s: batch cpu %s, memory %s", name, want.cpu_msg, want.memory_msg)
+        elif ops:
+            # A small change: written once the update period has passed since our last write.
+            assert last is not None
+            wait = last + period - self._clock() + 0.01
+            recheck = wait if recheck is None else min(recheck, wait)
+        return recheck

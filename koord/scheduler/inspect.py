@@ -1,0 +1,41 @@
+"""The scheduler's public inspection API: its plugins' verdicts on nodes, computed away from a server.
+
+``koord-manager top nodes`` shows what a freshly started scheduler would say of every node without
+importing the scheduler's internals: it hands this module the lists it read from the API server and gets
+back one function, node name -> the same document ``/debug/nodes/<node>`` serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def explainer(
+    config_file: str, nodes: list[Obj], pods: list[Obj], metrics: list[Obj], pod: Obj | None
+) -> Callable[[str], Mapping[str, Any]]:
+    """The profile of ``config_file`` (default: LoadAwareScheduling with its defaults) run over these
+    lists, its caches trimmed as the running extender trims them; ``pod`` defaults to a pod with no
+    requests. Raises ``ConfigError``/``PluginError`` for a bad profile."""
+    from prometheus_client import CollectorRegistry
+
+    from koord.kube.informer import index_by_node
+    from koord.scheduler.app import plugin_registry
+    from koord.scheduler.extender import Extender
+    from koord.scheduler.framework.profile import default_profile, load_profile
+    from koord.scheduler.framework.runtime import Framework
+    from koord.scheduler.memstore import MemoryStore
+    from koord.scheduler.metrics import ExtenderMetrics
+    from koord.scheduler.snapshot import ClusterHandle, compact, slim_node, slim_pod
+
+    profile = load_profile(config_file) if config_file else default_profile()
+    handle = ClusterHandle(
+        MemoryStore(nodes, transform=slim_node),
+        MemoryStore(pods, indexers={"node": index_by_node}, transform=slim_pod),
+        MemoryStore(metrics, transform=compact),
+    )
+    framework = Framework(profile, plugin_registry(), handle)
+    extender = Extender(framework, handle, ExtenderMetrics(CollectorRegistry()), ready=lambda: True)
+    return lambda node: extender.explain(node, pod)

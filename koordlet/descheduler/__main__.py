@@ -1,5 +1,0 @@
-"""``python -m koordlet.descheduler`` = ``koord-descheduler``."""
-
-from koordlet.descheduler.cli import entry
-
-entry()

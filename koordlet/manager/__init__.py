@@ -1,5 +1,0 @@
-"""koord-manager: Koordinator's slo-controller (NodeMetric, NodeSLO and batch-resource controllers).
-
-Runs in the cluster as a Deployment of two replicas with leader election; builds on the shared cluster
-layer (:mod:`koordlet.cluster`) and the shared schema (:mod:`koordlet.schema`), never on the node side.
-"""

@@ -1,5 +1,0 @@
-"""``python -m koordlet.manager`` = ``koord-manager``."""
-
-from koordlet.manager.cli import entry
-
-entry()

@@ -1,5 +1,0 @@
-"""``python -m koordlet.scheduler`` = ``koord-scheduler-extender``."""
-
-from koordlet.scheduler.cli import entry
-
-entry()
