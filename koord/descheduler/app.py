@@ -20,11 +20,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koord import __version__
+from koord.apis.node import is_ready, select
 from koord.descheduler.config import Configuration, DeschedulerConfig
 from koord.descheduler.evictor import NAME as MIGRATION_CONTROLLER
 from koord.descheduler.evictor import MigrationController
 from koord.descheduler.framework.interface import Informers, Obj
-from koord.descheduler.framework.nodes import is_ready, select
 from koord.descheduler.framework.registry import EntryPoints, Registry, discover
 from koord.descheduler.framework.runtime import Environment, Framework, RoundLimiter
 from koord.descheduler.informers import MemoryInformers, SharedInformers

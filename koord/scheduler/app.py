@@ -84,8 +84,8 @@ class ExtenderApp:
         tls = ssl_context(cfg.tls) if cfg.tls is not None else None
         self.api = api_client or make_api_client(cfg.kubeconfig, user_agent=USER_AGENT)
         self.informers = build_informers(self.api)
-        nodes, pods, node_metrics = self.informers
-        self.handle = ClusterHandle(nodes, pods, node_metrics, clock=clock)
+        inf = self.informers
+        self.handle = ClusterHandle(inf["nodes"], inf["pods"], inf["nodemetrics"], clock=clock)
         self.metrics = ExtenderMetrics(registry)
         self.framework = Framework(profile, plugins, self.handle, timer=self.metrics.observe_plugin)
         self.daemon_ready = threading.Event()

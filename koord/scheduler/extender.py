@@ -82,7 +82,9 @@ class _Cycles:
         return len(self._items)
 
 
-def pod_key(pod: Obj) -> str:
+def attempt_key(pod: Obj) -> str:
+    """Which scheduling attempt a request belongs to: the pod's UID (a pod deleted and re-created under
+    its name is another attempt), else ``namespace/name``."""
     meta = pod.get("metadata") or {}
     return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
 
@@ -142,7 +144,7 @@ class Extender:
         pod = args.pod
         nodes = self._node_infos(args)
         state = CycleState()
-        self.cycles.put(pod_key(pod), state, pod)
+        self.cycles.put(attempt_key(pod), state, pod)
         try:
             rejected = self.framework.run_pre_filter(state, pod)
             if rejected is not None:
@@ -165,7 +167,7 @@ class Extender:
         if not self.ready():
             raise NotReady("caches not synced yet")
         pod = args.pod
-        key = pod_key(pod)
+        key = attempt_key(pod)
         kept = self.cycles.get(key)
         try:
             if kept is None:  # no filter call seen (filterVerb unset): PreFilter has not run yet
@@ -209,35 +211,19 @@ class Extender:
         return ""
 
     def explain(self, node_name: str, pod: Obj | None = None) -> dict[str, Any]:
-        """What each plugin would say of ``node_name`` for ``pod`` (default: a pod with no requests), and
-        what the plugins keep about the node. Reserves nothing."""
+        """What the framework would say of ``node_name`` for ``pod`` (default: a pod with no requests)
+        among every cached node, and what the plugins keep about it. Reserves nothing."""
+        return self.explain_nodes([node_name], pod)[node_name]
+
+    def explain_nodes(self, names: list[str], pod: Obj | None = None) -> dict[str, dict[str, Any]]:
+        """:meth:`explain` of several nodes from one pass over the cached nodes."""
         pod = pod or PROBE_POD
-        info = self.handle.node_info(node_name) or NodeInfo(node_name, None)
-        state = CycleState()
-        verdicts: list[dict[str, Any]] = []
         meta = pod.get("metadata") or {}
-        out: dict[str, Any] = {
-            "node": node_name,
-            "known": info.node is not None,
-            "pod": f"{meta.get('namespace') or ''}/{meta.get('name') or ''}",
-        }
-        try:
-            rejected = self.framework.run_pre_filter(state, pod)
-            for e in self.framework.points["filter"]:
-                st = rejected if rejected is not None else e.plugin.filter(state, pod, info)
-                verdicts.append(
-                    {"plugin": e.name, "filter": "pass" if st is None else st.message or st.code.name}
-                )
-            scores = {e.name: int(e.plugin.score(state, pod, info)) for e in self.framework.points["score"]}
-            out["extenderScore"] = self.framework.run_score(state, pod, [info])[node_name]
-        except Exception as err:  # a plugin raising here is reported, not fatal: this is a debug view
-            out["error"] = str(err)
-            scores = {}
-        out["filter"] = verdicts
-        out["scores"] = scores
-        out["passes"] = all(v["filter"] == "pass" for v in verdicts) and "error" not in out
-        out["plugins"] = self.framework.debug_node(node_name)
-        return out
+        nodes = list(self.handle.node_infos())
+        docs = self.framework.explain(pod, nodes, names)
+        known = {ni.name for ni in nodes}
+        who = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+        return {n: {"node": n, "known": n in known, "pod": who, **docs[n]} for n in names}
 
     def cache_sizes(self) -> Mapping[str, int]:
         h = self.handle

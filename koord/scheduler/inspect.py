@@ -38,4 +38,12 @@ def explainer(
     )
     framework = Framework(profile, plugin_registry(), handle)
     extender = Extender(framework, handle, ExtenderMetrics(CollectorRegistry()), ready=lambda: True)
-    return lambda node: extender.explain(node, pod)
+    names = [str((n.get("metadata") or {}).get("name") or "") for n in nodes]
+    answers: dict[str, Mapping[str, Any]] = {}
+
+    def explain(node: str) -> Mapping[str, Any]:
+        if not answers:  # one pass over every node, as one scheduling cycle sees them
+            answers.update(extender.explain_nodes(names, pod))
+        return answers.get(node) or extender.explain(node, pod)
+
+    return explain

@@ -13,16 +13,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from koord.kube.informer import EventHandler, Informer, index_by_node
+from koord.kube.informer import EventHandler
+from koord.kube.informers import InformerSet, cluster_watches
 from koord.kube.trim import compact, slim_node, slim_pod
 from koord.scheduler.framework import NodeInfo, Obj
 from koord.scheduler.framework.interface import ObjHandler, UpdateHandler
 
-NODEMETRIC_GROUP, NODEMETRIC_VERSION, NODEMETRIC_PLURAL = "slo.koordinator.sh", "v1alpha1", "nodemetrics"
-POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-
 __all__ = [
-    "POD_FIELD_SELECTOR",
     "ClusterHandle",
     "Store",
     "build_informers",
@@ -121,24 +118,7 @@ class ClusterHandle:
         return self.nodes.has_synced() and self.pods.has_synced() and self.node_metrics.has_synced()
 
 
-def build_informers(api_client: Any) -> tuple[Informer, Informer, Informer]:
-    """Nodes, non-terminated pods (with the ``node`` index) and NodeMetrics, each trimmed as documented."""
-    from kubernetes import client
-
-    core = client.CoreV1Api(api_client)
-    custom = client.CustomObjectsApi(api_client)
-    nodes = Informer("nodes", core.list_node, transform=slim_node)
-    pods = Informer(
-        "pods",
-        core.list_pod_for_all_namespaces,
-        {"field_selector": POD_FIELD_SELECTOR},
-        indexers={"node": index_by_node},
-        transform=slim_pod,
-    )
-    metrics = Informer(
-        "nodemetrics",
-        custom.list_cluster_custom_object,
-        {"group": NODEMETRIC_GROUP, "version": NODEMETRIC_VERSION, "plural": NODEMETRIC_PLURAL},
-        transform=compact,
-    )
-    return nodes, pods, metrics
+def build_informers(api_client: Any) -> InformerSet:
+    """Nodes, non-terminated pods (with the ``node`` index) and NodeMetrics, each trimmed as documented
+    (the caches every cluster process builds the same way, :mod:`koord.kube.informers`)."""
+    return InformerSet(api_client, cluster_watches())

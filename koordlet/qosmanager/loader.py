@@ -10,13 +10,13 @@ naming it; we fail at startup rather than on the first tick.
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from koord.runtime.errors import PluginError
+from koord.runtime.pluginregistry import EntryPoints, group_entry_points, load_entry_points
 from koordlet import api
 
 ENTRY_POINT_GROUP = "koordlet.qos_plugins"
@@ -72,11 +72,7 @@ def validate(
     return plugin, feature
 
 
-EntryPoints = Callable[[], Iterable[importlib.metadata.EntryPoint]]
-
-
-def _entry_points() -> Iterable[importlib.metadata.EntryPoint]:
-    return importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+_entry_points = group_entry_points(ENTRY_POINT_GROUP)
 
 
 def discover(
@@ -108,14 +104,9 @@ def discover(
     for name, (declared, obj) in sorted(reg.items()):
         plugin, spec = validate(name, obj, spec=declared)
         put(PluginEntry(name, plugin, spec, SOURCE_REGISTERED, False))
-    for ep in sorted(entry_points(), key=lambda e: e.name):
-        dist = getattr(getattr(ep, "dist", None), "name", None) or ep.value
-        try:
-            obj = ep.load()
-        except Exception as err:
-            raise PluginError(ep.name, f"entry point {ep.value!r} ({dist}) failed to load: {err!r}") from err
-        plugin, spec = validate(ep.name, obj)
-        put(PluginEntry(ep.name, plugin, spec, f"entrypoint:{dist}", False))
+    for name, obj, source in load_entry_points(entry_points):
+        plugin, spec = validate(name, obj)
+        put(PluginEntry(name, plugin, spec, source, False))
     return _with_flags(table.values())
 
 

@@ -17,15 +17,14 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from koord.apis import groups
 from koord.kube.informer import Informer, without_managed_fields
 from koord.runtime.errors import APIUnavailable
 from koordlet.statesinformer.eviction import EvictResult
 
 log = logging.getLogger(__name__)
 
-SLO_GROUP = "slo.koordinator.sh"
-SLO_VERSION = "v1alpha1"
-
+NM = groups.NODE_METRICS
 
 def _status_of(err: BaseException) -> int:
     status = getattr(err, "status", None)
@@ -55,23 +54,19 @@ class ClusterAPI:
     def pods_informer(self, **opts: Any) -> Informer:
         """The pods of this node (``fieldSelector=spec.nodeName=<node>``); ``opts`` go to
         :class:`Informer`."""
-        sel = {"field_selector": f"spec.nodeName={self.node_name}"}
+        sel = {"field_selector": groups.on_node(self.node_name)}
         return self._informer("pods", self.core.list_pod_for_all_namespaces, sel, **opts)
 
     def node_informer(self, **opts: Any) -> Informer:
         """This node's Node (``fieldSelector=metadata.name=<node>``)."""
-        sel = {"field_selector": f"metadata.name={self.node_name}"}
+        sel = {"field_selector": groups.named(self.node_name)}
         return self._informer("node", self.core.list_node, sel, **opts)
 
     def custom_informer(self, plural: str, **opts: Any) -> Informer:
         """This node's object of a cluster-scoped ``slo.koordinator.sh`` resource, by name (NodeSLO,
         NodeMetric)."""
-        kwargs = {
-            "group": SLO_GROUP,
-            "version": SLO_VERSION,
-            "plural": plural,
-            "field_selector": f"metadata.name={self.node_name}",
-        }
+        resource = next(r for r in (groups.NODE_SLOS, groups.NODE_METRICS) if r.plural == plural)
+        kwargs = {**resource.custom_object_args, "field_selector": groups.named(self.node_name)}
         return self._informer(plural, self.custom.list_cluster_custom_object, kwargs, **opts)
 
     # writes ----------------------------------------------------------------------------------------
@@ -96,9 +91,9 @@ class ClusterAPI:
             self._call(
                 "nodemetric status",
                 lambda: self.custom.patch_cluster_custom_object_status(
-                    SLO_GROUP,
-                    SLO_VERSION,
-                    "nodemetrics",
+                    NM.group,
+                    NM.version,
+                    NM.plural,
                     self.node_name,
                     {"status": dict(status)},
                     _request_timeout=self.timeout,
@@ -112,15 +107,15 @@ class ClusterAPI:
         from kubernetes.client.exceptions import ApiException
 
         body = {
-            "apiVersion": f"{SLO_GROUP}/{SLO_VERSION}",
-            "kind": "NodeMetric",
+            "apiVersion": groups.NODE_METRICS.api_version,
+            "kind": groups.NODE_METRICS.kind,
             "metadata": {"name": self.node_name},
         }
         try:
             self._call(
                 "nodemetric create",
                 lambda: self.custom.create_cluster_custom_object(
-                    SLO_GROUP, SLO_VERSION, "nodemetrics", body, _request_timeout=self.timeout
+                    NM.group, NM.version, NM.plural, body, _request_timeout=self.timeout
                 ),
             )
         except ApiException as err:

@@ -196,6 +196,14 @@ class ReservePlugin(Plugin, Protocol):
     def unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None: ...
 
 
+@runtime_checkable
+class NodeDebugPlugin(Plugin, Protocol):
+    """Optional: what the plugin keeps about a node, shown by ``/debug/nodes/<node>`` and
+    ``koord-manager top nodes`` beside the plugin's verdict."""
+
+    def debug_node(self, node_name: str) -> Any: ...
+
+
 PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Any]
 """``factory(args, handle)``: ``args`` is the profile's ``pluginConfig[].args`` for this plugin (``None``
 when absent). Raise :class:`InvalidArgs` (or ``ValueError``) naming the field for bad args."""

@@ -2,9 +2,10 @@
 (``kubescheduler.config.k8s.io/v1``): ``profiles[0].plugins.<point>.enabled/disabled[{name, weight}]`` and
 ``profiles[0].pluginConfig[{name, args}]``.
 
-Merging follows kube-scheduler: the default plugins (LoadAwareScheduling at ``multiPoint``, weight 1)
-minus ``disabled`` (a name, or ``"*"`` for all defaults), with ``enabled`` entries replacing a default
-of the same name in place and the rest appended. Anything malformed is a :class:`ConfigError` that
+Merging follows kube-scheduler (:func:`koord.runtime.pluginset.merge_plugin_set`, shared with the
+descheduler): the default plugins (LoadAwareScheduling at ``multiPoint``, weight 1) minus ``disabled`` (a
+name, or ``"*"`` for all defaults), with ``enabled`` entries replacing a default of the same name in place
+and the rest appended. Anything malformed is a :class:`ConfigError` that
 names the field; nothing is silently ignored except keys that belong to kube-scheduler itself
 (``extenders``, ``leaderElection``, ``clientConnection``...), so one file can describe both.
 """
@@ -18,8 +19,20 @@ from typing import Any
 
 from koord.runtime.configfile import read_config_file
 from koord.runtime.errors import ConfigError
-from koord.runtime.pluginregistry import plugin_config
+from koord.runtime.pluginset import PluginRef, PluginSet, merge_plugin_set, parse_plugin_set, plugin_config
 from koord.scheduler.framework.interface import EXTENSION_POINTS
+
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "MULTI_POINT",
+    "POINTS",
+    "PluginRef",
+    "PluginSet",
+    "Profile",
+    "default_profile",
+    "load_profile",
+    "parse_profile",
+]
 
 API_GROUP = "kubescheduler.config.k8s.io"
 KIND = "KubeSchedulerConfiguration"
@@ -27,22 +40,6 @@ MULTI_POINT = "multiPoint"
 POINTS = (MULTI_POINT, *EXTENSION_POINTS)
 UNSUPPORTED_POINTS = ("preEnqueue", "queueSort", "postFilter", "permit", "preBind", "bind", "postBind")
 """kube-scheduler's points an extender cannot take part in; enabling a plugin there is an error."""
-
-
-@dataclass(frozen=True, slots=True)
-class PluginRef:
-    name: str
-    weight: int = 0
-    """Score weight; 0 means "not set" (then the multiPoint weight, else 1)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PluginSet:
-    enabled: tuple[PluginRef, ...] = ()
-    disabled: tuple[str, ...] = ()
-
-    def disables(self, name: str) -> bool:
-        return "*" in self.disabled or name in self.disabled
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,46 +67,6 @@ DEFAULT_PLUGINS: Mapping[str, PluginSet] = {
 }
 
 
-def _plugin_set(raw: Any, where: str) -> PluginSet:
-    if raw is None:
-        return PluginSet()
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: want an object with enabled/disabled, got {raw!r}")
-    unknown = sorted(set(raw) - {"enabled", "disabled"})
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
-    enabled: list[PluginRef] = []
-    disabled: list[str] = []
-    for key in ("enabled", "disabled"):
-        items = raw.get(key) or []
-        if not isinstance(items, list):
-            raise ConfigError(f"{where}.{key}: want a list of {{name, weight}}")
-        for i, item in enumerate(items):
-            at = f"{where}.{key}[{i}]"
-            if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
-                raise ConfigError(f"{at}: want {{name: <plugin>, weight: <int>}}, got {item!r}")
-            extra = sorted(set(item) - {"name", "weight"})
-            if extra:
-                raise ConfigError(f"{at}: unknown field(s) {', '.join(extra)}")
-            weight = item.get("weight", 0)
-            if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
-                raise ConfigError(f"{at}.weight: want a non-negative integer, got {weight!r}")
-            if key == "enabled":
-                enabled.append(PluginRef(item["name"], weight))
-            else:
-                disabled.append(item["name"])
-    return PluginSet(tuple(enabled), tuple(disabled))
-
-
-def _merge(default: PluginSet, custom: PluginSet) -> PluginSet:
-    """kube-scheduler's ``mergePluginSet``: defaults not disabled (replaced in place by a custom entry of
-    the same name), then the other custom entries."""
-    custom_by_name = {ref.name: ref for ref in custom.enabled}
-    merged = [custom_by_name.pop(ref.name, ref) for ref in default.enabled if not custom.disables(ref.name)]
-    merged += [ref for ref in custom.enabled if ref.name in custom_by_name]
-    return PluginSet(tuple(merged), custom.disabled)
-
-
 def _plugins(raw: Any, where: str) -> dict[str, PluginSet]:
     if raw is None:
         raw = {}
@@ -118,7 +75,7 @@ def _plugins(raw: Any, where: str) -> dict[str, PluginSet]:
     out: dict[str, PluginSet] = {}
     for point, value in raw.items():
         if point in UNSUPPORTED_POINTS:
-            if _plugin_set(value, f"{where}.{point}").enabled:
+            if parse_plugin_set(value, f"{where}.{point}", weights=True).enabled:
                 raise ConfigError(
                     f"{where}.{point}: an extender cannot run plugins at {point}; "
                     f"supported points: {', '.join(POINTS)}"
@@ -127,8 +84,8 @@ def _plugins(raw: Any, where: str) -> dict[str, PluginSet]:
         if point not in POINTS:
             raise ConfigError(f"{where}.{point}: unknown extension point; supported: {', '.join(POINTS)}")
     for point in POINTS:
-        custom = _plugin_set(raw.get(point), f"{where}.{point}")
-        out[point] = _merge(DEFAULT_PLUGINS.get(point, PluginSet()), custom)
+        custom = parse_plugin_set(raw.get(point), f"{where}.{point}", weights=True)
+        out[point] = merge_plugin_set(DEFAULT_PLUGINS.get(point, PluginSet()), custom)
     return out
 
 

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.runtime.errors import InvalidArgs, PluginError
+from koord.runtime.errors import PluginError
+from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 from koord.scheduler.framework.interface import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
@@ -23,6 +24,7 @@ from koord.scheduler.framework.interface import (
     Code,
     CycleState,
     Handle,
+    NodeDebugPlugin,
     NodeInfo,
     Obj,
     Status,
@@ -33,7 +35,6 @@ from koord.scheduler.framework.registry import Registry
 log = logging.getLogger(__name__)
 
 _SKIP_FILTER = "koord.scheduler/skip-filter"
-_SKIP_SCORE = "koord.scheduler/skip-score"
 
 Timer = Callable[[str, str, float], None]
 """``(plugin, extension point, seconds)`` after each plugin's pass over the nodes of one call."""
@@ -102,29 +103,19 @@ class Framework:
         self.instances: dict[str, Any] = {}
         for name in profile.names():
             self.instances[name] = self._build(name, registry, handle)
+        check_plugin_config(profile.plugin_config, registry, "")
         for name in profile.plugin_config:
-            if name not in registry:
-                raise PluginError(name, f"pluginConfig for an unknown plugin; registered: {_known(registry)}")
             if name not in self.instances:
                 log.info("pluginConfig for %s, which the profile does not enable: ignored", name)
         self.points: dict[str, list[Enabled]] = {p: self._expand(p) for p in EXTENSION_POINTS}
         self.total_score_weight = sum(e.weight for e in self.points["score"])
 
     def _build(self, name: str, registry: Registry, handle: Handle) -> Any:
-        entry = registry.get(name)
-        if entry is None:
-            raise PluginError(name, f"not registered; registered plugins: {_known(registry)}")
-        args = self.profile.plugin_config.get(name)
-        try:
-            plugin = entry.factory(args, handle)
-        except (InvalidArgs, ValueError, TypeError) as err:
-            raise PluginError(name, f"invalid args: {err}") from err
-        if getattr(plugin, "name", None) != name:
-            raise PluginError(
-                name, f"({entry.source}) built a plugin named {getattr(plugin, 'name', None)!r}"
-            )
+        plugin = build_plugin(registry, name, self.profile.plugin_config.get(name), handle, "")
         if not any(_implements(plugin, p) for p in EXTENSION_POINTS):
-            raise PluginError(name, f"({entry.source}) implements no extension point")
+            entry = registry.get(name)
+            source = entry.source if entry is not None else "?"
+            raise PluginError(name, f"({source}) implements no extension point")
         return plugin
 
     def _expand(self, point: str) -> list[Enabled]:
@@ -132,6 +123,8 @@ class Framework:
         re-lists them; then the point's own entries (which must be implemented)."""
         own = self.profile.point(point)
         multi = self.profile.point(MULTI_POINT)
+        refuse_duplicates(own.names(), point, f"profile {self.profile.scheduler_name}")
+        refuse_duplicates(multi.names(), MULTI_POINT, f"profile {self.profile.scheduler_name}")
         own_names = {r.name for r in own.enabled}
         out: list[Enabled] = []
         for ref in multi.enabled:
@@ -211,8 +204,13 @@ class Framework:
 
     def run_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> dict[str, int]:
         """PreScore, Score and NormalizeScore; the combined 0..10 per node (:func:`combine_scores`)."""
+        return self._combined(nodes, self._scores(state, pod, nodes))
+
+    def _scores(
+        self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]
+    ) -> list[tuple[Enabled, list[int]]]:
+        """PreScore (a SKIP skips that plugin's score), then every Score plugin's normalised scores."""
         skip: set[str] = set()
-        state.write(_SKIP_SCORE, skip)
         for e in self.points["preScore"]:
             start = time.perf_counter()
             st = _call(e.name, "preScore", e.plugin.pre_score, state, pod, nodes)
@@ -221,7 +219,18 @@ class Framework:
                 skip.add(e.name)
             elif st is not None and st.code is not Code.SUCCESS:
                 raise PluginFailure(e.name, "preScore", st.message or st.code.name)
-        weighted: list[tuple[int, Sequence[int]]] = []
+        return self._plugin_scores(state, pod, nodes, skip)
+
+    def _combined(self, nodes: Sequence[NodeInfo], scores: list[tuple[Enabled, list[int]]]) -> dict[str, int]:
+        weighted = [(e.weight, values) for e, values in scores]
+        combined = combine_scores(weighted, len(nodes), self.total_score_weight)
+        return dict(zip([ni.name for ni in nodes], combined, strict=True))
+
+    def _plugin_scores(
+        self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo], skip: set[str]
+    ) -> list[tuple[Enabled, list[int]]]:
+        """Each Score plugin not skipped, with its scores after NormalizeScore, in node order."""
+        out: list[tuple[Enabled, list[int]]] = []
         for e in self.points["score"]:
             if e.name in skip:
                 continue
@@ -235,9 +244,8 @@ class Framework:
                     if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE
                 )
                 raise PluginFailure(e.name, "score", f"node {node}: score {bad} outside 0..{MAX_NODE_SCORE}")
-            weighted.append((e.weight, values))
-        combined = combine_scores(weighted, len(nodes), self.total_score_weight)
-        return dict(zip([ni.name for ni in nodes], combined, strict=True))
+            out.append((e, values))
+        return out
 
     def _score_one(self, e: Enabled, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> list[int]:
         """One plugin's scores, in node order, after its NormalizeScore."""
@@ -286,14 +294,66 @@ class Framework:
             except Exception:
                 log.exception("plugin %s: unreserve on %s failed", e.name, node_name)
 
-    def debug_node(self, node_name: str) -> dict[str, Any]:
-        """Each plugin's ``debug_node(name)`` (what it has cached about the node), by plugin name."""
-        out: dict[str, Any] = {}
-        for name, plugin in self.instances.items():
-            fn = getattr(plugin, "debug_node", None)
-            if fn is not None:
-                out[name] = fn(node_name)
+    def explain(self, pod: Obj, nodes: Sequence[NodeInfo], names: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Why the cycle would (not) pick each node of ``names`` for ``pod``, computed by the cycle's own
+        code over ``nodes`` (the candidates a cycle would see): PreFilter (a SKIP skips that plugin's
+        filter), every Filter plugin's verdict on the node, then PreScore, Score and NormalizeScore over
+        the nodes that pass, so the per-plugin scores are the normalised ones and ``extenderScore`` is
+        what ``/prioritize`` answers for that node list. Reserves nothing; a failing plugin is reported
+        in ``error``."""
+        state = CycleState()
+        out: dict[str, dict[str, Any]] = {n: {"filter": [], "scores": {}} for n in names}
+        try:
+            rejected = self.run_pre_filter(state, pod)
+            skip: set[str] = state.get(_SKIP_FILTER) or set()
+            by_name = {ni.name: ni for ni in nodes}
+            for name in names:
+                verdicts = out[name]["filter"]
+                info = by_name.get(name) or NodeInfo(name, None)
+                for e in self.points["filter"]:
+                    if rejected is not None:
+                        why = f"PreFilter {rejected.plugin}: {rejected.message or rejected.code.name}"
+                        verdicts.append({"plugin": e.name, "filter": why})
+                    elif e.name in skip:
+                        verdicts.append({"plugin": e.name, "filter": "skipped (PreFilter)"})
+                    else:
+                        st = _call(e.name, "filter", e.plugin.filter, state, pod, info)
+                        verdicts.append({"plugin": e.name, "filter": _verdict(st)})
+            feasible = [] if rejected is not None else self.run_filter(state, pod, nodes).passed
+            passing = [by_name[n] for n in feasible]
+            for name in feasible:
+                if name in out:
+                    out[name]["passes"] = True
+            if passing:
+                per_plugin = self._scores(state, pod, passing)
+                combined = self._combined(passing, per_plugin)
+                index = {ni.name: i for i, ni in enumerate(passing)}
+                for name in names:
+                    i = index.get(name)
+                    if i is not None:
+                        out[name]["scores"] = {e.name: values[i] for e, values in per_plugin}
+                        out[name]["extenderScore"] = combined[name]
+        except PluginFailure as err:
+            for doc in out.values():
+                doc["error"] = str(err)
+        for name, doc in out.items():
+            doc["passes"] = "error" not in doc and doc.get("passes", False)
+            doc["plugins"] = self.debug_node(name)
         return out
+
+    def debug_node(self, node_name: str) -> dict[str, Any]:
+        """What each :class:`NodeDebugPlugin` has cached about the node, by plugin name."""
+        return {
+            name: plugin.debug_node(node_name)
+            for name, plugin in self.instances.items()
+            if isinstance(plugin, NodeDebugPlugin)
+        }
+
+
+def _verdict(st: Status | None) -> str:
+    if st is None or st.code is Code.SUCCESS:
+        return "pass"
+    return st.message or st.code.name
 
 
 def _reject(out: FilterOutcome, plugin: str, node: str, st: Any) -> None:
@@ -328,7 +388,3 @@ def _implements(plugin: Any, point: str) -> bool:
 
 def _weight(ref: PluginRef) -> int:
     return ref.weight if ref.weight > 0 else 1
-
-
-def _known(registry: Registry) -> str:
-    return ", ".join(registry.names()) or "none"

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from koord.apis.node import is_ready
+from koord.apis.pod import pod_key
 from koord.apis.timefmt import format_time
 from koord.descheduler.app import plugin_registry
 from koord.descheduler.framework import EvictionRefused, EvictOptions, Obj
-from koord.descheduler.framework.nodes import is_ready
-from koord.descheduler.framework.pods import pod_key
 from koord.descheduler.framework.profile import parse_profiles
 from koord.descheduler.framework.runtime import Environment, Framework, RoundLimiter, RoundLimits
 from koord.descheduler.informers import MemoryInformers
