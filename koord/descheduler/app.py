@@ -44,7 +44,7 @@ def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
     """The built-ins (LowNodeLoad, RemovePodsViolatingNodeAffinity, MigrationController) and the
     installed ``koordlet.descheduler_plugins`` entry points."""
     builtins = {**BUILTIN, MIGRATION_CONTROLLER: MigrationController}
-    return discover(builtins) if entry_points is None else discover(builtins, entry_points=entry_points)
+    return discover(builtins, entry_points=entry_points)
 
 
 class PodEvents:

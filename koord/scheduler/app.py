@@ -6,6 +6,7 @@ connects), then the API client, the informers, the handle, the framework, the ex
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from koord.scheduler.plugins import BUILTIN
 from koord.scheduler.server import ExtenderServer
 from koord.scheduler.snapshot import ClusterHandle, build_informers
 
+log = logging.getLogger(__name__)
 USER_AGENT = "koord-scheduler-extender"
 
 
@@ -54,7 +56,7 @@ def freeze_heap() -> None:
 
 
 def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
-    return discover(BUILTIN) if entry_points is None else discover(BUILTIN, entry_points=entry_points)
+    return discover(BUILTIN, entry_points=entry_points)
 
 
 def load(cfg: ExtenderConfig) -> Profile:
@@ -120,6 +122,7 @@ class ExtenderApp:
         daemon = Daemon(self.components(), Supervisor(stop), None, sync_timeout=self.cfg.sync_timeout)
         daemon.on_ready = self._on_ready
         self.server.start()
+        log.info("serving HTTP on port %d", self.server.port)
         try:
             return daemon.run(stop)
         finally:

@@ -21,13 +21,13 @@ import pytest
 import yaml
 
 from koord.kube.client import make_api_client
+from koord.testing import objects
 from koordlet.api import KubeQOSClass
 from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent, wait_http
 from koordlet.testing.cgroups import RealKubepods
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.cluster import objects
 from tests.cluster.deschedulerharness import DeschedulerProcess, low_node_load
 from tests.cluster.extenderharness import ExtenderProcess
 from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim

@@ -9,20 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from koordlet.testing.agent import free_port, standalone_args, wait_http
+from koord.testing.ports import EPHEMERAL, port_from_log
+from koordlet.testing.agent import standalone_args, wait_http
 
 
 def test_the_charts_argument_list_starts_the_agent(tmp_path: Path) -> None:
-    port = free_port()
     chart = [
-        f"-addr=127.0.0.1:{port}",  # the chart's -addr=:9316, on loopback for a test
+        f"-addr={EPHEMERAL}",  # the chart's -addr=:9316, on loopback (any free port) for a test
         "-cgroup-root-dir=/sys/fs/cgroup/",  # the chart's /host-cgroup/ is this mount
         "-feature-gates=BECPUEvict=true,BEMemoryEvict=true,CgroupReconcile=true,Accelerators=true",
         "-runtime-hooks-host-endpoint=/var/run/koordlet/koordlet.sock",
         "--logtostderr=true",
         "--v=4",
     ]
-    ours = [a for a in standalone_args(tmp_path, port) if not a.startswith("--addr")]
+    ours = [a for a in standalone_args(tmp_path, 0) if not a.startswith("--addr")]
     log = tmp_path / "agent.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -32,6 +32,7 @@ def test_the_charts_argument_list_starts_the_agent(tmp_path: Path) -> None:
             stderr=subprocess.STDOUT,
         )
         try:
+            port = port_from_log(log, proc)
             ready = wait_http(f"http://127.0.0.1:{port}/readyz", 60)
             assert ready, log.read_text()[-3000:]
         finally:

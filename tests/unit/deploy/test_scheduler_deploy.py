@@ -16,9 +16,9 @@ from koord.kube.process import parse_seconds
 from koord.scheduler import cli
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.plugins.loadaware.args import parse_args
+from koord.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.cluster import objects
 from tests.cluster.extenderharness import running_extender
 from tests.cluster.kubescheduler import ExtenderConfig, HTTPExtender
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted

@@ -16,10 +16,10 @@ from koord.descheduler.framework import EvictOptions, Obj, Status
 from koord.descheduler.framework.profile import parse_profiles
 from koord.descheduler.framework.runtime import Environment, Framework
 from koord.descheduler.informers import MemoryInformers
+from koord.descheduler.testing import NoEvents
 from koord.kube.process import Address
 from koord.runtime.errors import ConfigError, PluginError
-from tests.cluster import objects
-from tests.unit.descheduler.env import NoEvents
+from koord.testing import objects
 
 
 def test_default_profile_enables_migration_controller_at_evict_and_filter() -> None:

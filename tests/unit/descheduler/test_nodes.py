@@ -9,7 +9,7 @@ import pytest
 
 from koord.apis.node import is_ready, matches_node_selector, untolerated_taints
 from koord.descheduler.framework.nodefit import NodeFit
-from tests.cluster import objects
+from koord.testing import objects
 from tests.unit.descheduler.env import Env
 
 

@@ -87,3 +87,33 @@ def test_one_error_for_a_bad_plugin_or_bad_args() -> None:
         build_plugin(registry, "P", {"bad": True}, None, "profile x")
     with pytest.raises(PluginError, match=r"plugin 'Liar': profile x: \(builtin\) built a plugin named 'P'"):
         build_plugin(registry, "Liar", None, None, "profile x")
+
+
+def test_the_frameworks_old_import_paths_re_export_the_same_objects() -> None:
+    import koord.descheduler.framework as new_d
+    import koord.scheduler.framework as new_s
+    import koordlet.descheduler.framework as old_d
+    import koordlet.scheduler.framework as old_s
+
+    for old, new in ((old_s, new_s), (old_d, new_d)):
+        assert old.__all__ == new.__all__
+        assert all(getattr(old, name) is getattr(new, name) for name in new.__all__)
+
+
+def test_both_frameworks_label_plugin_metrics_by_extension_point() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from koord.descheduler.metrics import DeschedulerMetrics
+    from koord.scheduler.metrics import ExtenderMetrics
+
+    d, s = CollectorRegistry(), CollectorRegistry()
+    DeschedulerMetrics(d).plugin_call("p", "X", "balance", 0.1, failed=True)
+    ExtenderMetrics(s).observe_plugin("X", "filter", 0.1)
+    for registry in (d, s):
+        labelled = [
+            sample.labels
+            for metric in registry.collect()
+            for sample in metric.samples
+            if "plugin" in sample.labels
+        ]
+        assert labelled and all("extension_point" in labels and "point" not in labels for labels in labelled)

@@ -10,8 +10,7 @@ from koord.scheduler.framework import CycleState, Status
 from koord.scheduler.memstore import MemoryStore
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
 from koord.scheduler.snapshot import ClusterHandle
-from koordlet.testing import FakeClock
-from tests.cluster import objects
+from koord.testing import FakeClock, objects
 
 
 class Env:

@@ -21,8 +21,8 @@ from koord.scheduler.metrics import ExtenderMetrics
 from koord.scheduler.plugins import BUILTIN
 from koord.scheduler.server import ExtenderServer
 from koord.scheduler.snapshot import ClusterHandle
+from koord.testing import objects
 from koordlet.testing import FakeClock
-from tests.cluster import objects
 
 
 class RecordingBinder:

@@ -1,5 +1,7 @@
-"""Builders for the cluster objects scheduler-side tests use: nodes, pods, NodeMetrics, as the API
-server stores them (plain JSON dicts). Independent of pytest, so simulations and benchmarks share them.
+"""Builders for cluster objects as the API server stores them (plain JSON dicts): nodes, pods, NodeMetrics.
+
+For scheduler and descheduler plugin authors' tests (and the project's own tests, simulations and
+benchmarks); independent of pytest.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from koord.apis import groups
 from koord.apis.quantity import format_bytes, format_milli
 from koord.apis.timefmt import format_time
 
@@ -137,8 +140,8 @@ def node_metric(
     if report_interval is not None:
         spec = {"metricCollectPolicy": {"reportIntervalSeconds": report_interval}}
     return {
-        "apiVersion": "slo.koordinator.sh/v1alpha1",
-        "kind": "NodeMetric",
+        "apiVersion": groups.NODE_METRICS.api_version,
+        "kind": groups.NODE_METRICS.kind,
         "metadata": {"name": name},
         "spec": spec,
         "status": status,
