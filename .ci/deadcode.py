@@ -1,11 +1,11 @@
 """Dead-code check of ``make lint``: vulture over the agent, the built-in plugins and the benchmarks.
 
 Tests are not users: a function only tests call is dead. The plugin-author kits (``koordlet/testing``,
-``koord/testing`` and each framework's ``testing`` module, whose users are tests) are not scanned. Reported: unused functions, methods, classes, properties and
-imports at vulture's 60% confidence, and anything at 100% (unreachable code, unused arguments). Data
-fields (dataclass fields, enum members) are left out: parsers fill them by keyword, which vulture cannot
-see. Whatever is unused on purpose is named in ALLOWED, with the reason; keep that list short.
-"""
+``koord/testing`` and each framework's ``testing`` module, whose users are tests) are not scanned. Reported:
+unused functions, methods, classes, properties and imports at vulture's 60% confidence, and anything at 100%
+(unreachable code, unused arguments). Data fields (dataclass fields, enum members) are left out: parsers fill
+them by keyword, which vulture cannot see. Whatever is unused on purpose is named in ALLOWED, with the reason;
+keep that list short."""
 
 from __future__ import annotations
 
