@@ -19,12 +19,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from koord.kube.informers import MemoryInformerSet, cluster_watches
-from koord.scheduler.framework import CycleState, Obj, PluginFactory
+from koord.scheduler.extender.handle import ClusterHandle
+from koord.scheduler.framework import Obj, PluginFactory, verdicts
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.framework.registry import discover
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import BUILTIN
-from koord.scheduler.snapshot import ClusterHandle
 from koord.testing.clock import FakeClock
 
 
@@ -57,26 +57,22 @@ class SchedulerHarness:
         """PreFilter then Filter over ``nodes`` (default: every cached node): node -> "" when it passes,
         else the reason of the first plugin that rejects it."""
         infos = self._infos(nodes)
-        state = CycleState()
-        rejected = self.framework.run_pre_filter(state, pod)
-        if rejected is not None:
-            return {ni.name: rejected.message or f"rejected by {rejected.plugin}" for ni in infos}
-        out = self.framework.run_filter(state, pod, infos)
+        out = verdicts.run_filter(self.framework, verdicts.new_state(pod), pod, infos)
         return {ni.name: out.failed.get(ni.name) or out.unresolvable.get(ni.name) or "" for ni in infos}
 
     def scores(self, pod: Obj, nodes: Sequence[str] | None = None) -> dict[str, int]:
         """The combined score of every node of ``nodes`` that passes the filter (0..10, as ``/prioritize``
         answers)."""
-        state = CycleState()
-        if self.framework.run_pre_filter(state, pod) is not None:
-            return {}
+        state = verdicts.new_state(pod)
         infos = self._infos(nodes)
-        passed = set(self.framework.run_filter(state, pod, infos).passed)
-        return self.framework.run_score(state, pod, [ni for ni in infos if ni.name in passed])
+        passed = set(verdicts.run_filter(self.framework, state, pod, infos).passed)
+        if not passed:
+            return {}
+        return verdicts.run_score(self.framework, state, pod, [ni for ni in infos if ni.name in passed])
 
     def explain(self, pod: Obj, node: str) -> dict[str, Any]:
-        """Each plugin's verdict and normalised score for ``node`` (the framework's ``explain``)."""
-        return self.framework.explain(pod, self._infos(None), [node])[node]
+        """Each plugin's verdict and normalised score for ``node`` (the framework's explanation)."""
+        return verdicts.explain(self.framework, pod, self._infos(None), [node])[node]
 
     def _infos(self, nodes: Sequence[str] | None) -> list[Any]:
         if nodes is None:

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from koord.kube.client import make_api_client
 from koord.kube.process import Address
-from koord.scheduler.app import ExtenderApp, ExtenderConfig
+from koord.scheduler.extender.app import ExtenderApp, ExtenderConfig
 from koord.testing.ports import EPHEMERAL, port_from_log
 from tests.apiserver import APIServer
 from tests.managerharness import write_kubeconfig
@@ -76,7 +76,7 @@ class ExtenderProcess:
             [
                 sys.executable,
                 "-m",
-                "koord.scheduler",
+                "koord.scheduler.extender",
                 f"--kubeconfig={kubeconfig}",
                 f"--addr={EPHEMERAL}",
                 *args,

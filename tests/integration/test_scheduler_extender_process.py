@@ -23,7 +23,7 @@ from tests.cluster.extenderharness import ExtenderProcess as Extender
 from tests.cluster.pluginsite import install_wheel
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "scheduler_plugin_dist"
-PROG = "koord.scheduler"
+PROG = "koord.scheduler.extender"
 
 
 @pytest.fixture(scope="module")

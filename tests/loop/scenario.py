@@ -115,7 +115,7 @@ class Loop:
         )
         extender = Component(
             "koord-scheduler-extender",
-            "koord.scheduler",
+            "koord.scheduler.extender",
             [
                 f"--kubeconfig={kubeconfig}",
                 f"--config={write(self.work / 'extender.yaml', configs.extender_profile())}",

@@ -1,18 +1,19 @@
-"""The extender's profile, read from ``--config`` in the shape of KubeSchedulerConfiguration
-(``kubescheduler.config.k8s.io/v1``): ``profiles[0].plugins.<point>.enabled/disabled[{name, weight}]`` and
-``profiles[0].pluginConfig[{name, args}]``.
+"""A scheduling profile in the shape of KubeSchedulerConfiguration (``kubescheduler.config.k8s.io/v1``):
+``plugins.<point>.enabled/disabled[{name, weight}]`` (``multiPoint`` and each extension point) and
+``pluginConfig[{name, args}]``, merged over a front end's default plugins as kube-scheduler merges them
+(:func:`koord.runtime.pluginset.merge_plugin_set`, shared with the descheduler). Anything malformed is a
+:class:`ConfigError` that names the field.
 
-Merging follows kube-scheduler (:func:`koord.runtime.pluginset.merge_plugin_set`, shared with the
-descheduler): the default plugins (LoadAwareScheduling at ``multiPoint``, weight 1) minus ``disabled`` (a
-name, or ``"*"`` for all defaults), with ``enabled`` entries replacing a default of the same name in place
-and the rest appended. Anything malformed is a :class:`ConfigError` that
-names the field; nothing is silently ignored except keys that belong to kube-scheduler itself
-(``extenders``, ``leaderElection``, ``clientConnection``...), so one file can describe both.
+koord-scheduler reads whole configurations (several profiles, kube-scheduler's default plugins) in
+:mod:`koord.scheduler.config`. The extender front end serves one profile whose default is
+LoadAwareScheduling at ``multiPoint`` and whose points are those an extender can take part in
+(:func:`parse_profile`); keys that belong to kube-scheduler itself (``extenders``, ``leaderElection``,
+``clientConnection``...) are ignored there, so one file can describe both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,23 +24,26 @@ from koord.runtime.pluginset import PluginRef, PluginSet, merge_plugin_set, pars
 from koord.scheduler.framework.interface import EXTENSION_POINTS
 
 __all__ = [
-    "DEFAULT_PLUGINS",
+    "EXTENDER_DEFAULT_PLUGINS",
+    "EXTENDER_POINTS",
     "MULTI_POINT",
-    "POINTS",
     "PluginRef",
     "PluginSet",
     "Profile",
     "default_profile",
     "load_profile",
+    "parse_plugins",
     "parse_profile",
 ]
 
 API_GROUP = "kubescheduler.config.k8s.io"
 KIND = "KubeSchedulerConfiguration"
 MULTI_POINT = "multiPoint"
-POINTS = (MULTI_POINT, *EXTENSION_POINTS)
-UNSUPPORTED_POINTS = ("preEnqueue", "queueSort", "postFilter", "permit", "preBind", "bind", "postBind")
-"""kube-scheduler's points an extender cannot take part in; enabling a plugin there is an error."""
+EXTENDER_POINTS = ("preFilter", "filter", "preScore", "score", "reserve")
+"""The points an extender can take part in (kube-scheduler runs it between its own Filter and Score)."""
+EXTENDER_DEFAULT_PLUGINS: Mapping[str, PluginSet] = {
+    MULTI_POINT: PluginSet(enabled=(PluginRef("LoadAwareScheduling", 1),)),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,8 @@ class Profile:
     """Extension point (``multiPoint``, ``filter``, ...) -> the merged set."""
     plugin_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Plugin name -> its ``args`` (``apiVersion``/``kind`` removed)."""
+    percentage_of_nodes_to_score: int | None = None
+    """The profile's own ``percentageOfNodesToScore`` (``None``: the configuration's)."""
 
     def point(self, name: str) -> PluginSet:
         return self.plugins.get(name, PluginSet())
@@ -56,41 +62,45 @@ class Profile:
     def names(self) -> list[str]:
         """Every plugin enabled anywhere, in first-seen order."""
         seen: dict[str, None] = {}
-        for point in POINTS:
+        for point in (MULTI_POINT, *EXTENSION_POINTS):
             for ref in self.point(point).enabled:
                 seen.setdefault(ref.name, None)
         return list(seen)
 
 
-DEFAULT_PLUGINS: Mapping[str, PluginSet] = {
-    MULTI_POINT: PluginSet(enabled=(PluginRef("LoadAwareScheduling", 1),)),
-}
-
-
-def _plugins(raw: Any, where: str) -> dict[str, PluginSet]:
+def parse_plugins(
+    raw: Any, where: str, *, points: Sequence[str], defaults: Mapping[str, PluginSet], front_end: str
+) -> dict[str, PluginSet]:
+    """``plugins`` of a profile, each point merged over ``defaults``; a point outside ``points`` is an
+    error naming what ``front_end`` supports (an empty set there is accepted)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: want an object keyed by extension point")
-    out: dict[str, PluginSet] = {}
+    supported = (MULTI_POINT, *points)
     for point, value in raw.items():
-        if point in UNSUPPORTED_POINTS:
+        if point in supported:
+            continue
+        if point in EXTENSION_POINTS:
             if parse_plugin_set(value, f"{where}.{point}", weights=True).enabled:
                 raise ConfigError(
-                    f"{where}.{point}: an extender cannot run plugins at {point}; "
-                    f"supported points: {', '.join(POINTS)}"
+                    f"{where}.{point}: {front_end} cannot run plugins at {point}; "
+                    f"supported points: {', '.join(supported)}"
                 )
             continue
-        if point not in POINTS:
-            raise ConfigError(f"{where}.{point}: unknown extension point; supported: {', '.join(POINTS)}")
-    for point in POINTS:
-        custom = parse_plugin_set(raw.get(point), f"{where}.{point}", weights=True)
-        out[point] = merge_plugin_set(DEFAULT_PLUGINS.get(point, PluginSet()), custom)
-    return out
+        raise ConfigError(f"{where}.{point}: unknown extension point; supported: {', '.join(supported)}")
+    return {
+        point: merge_plugin_set(
+            defaults.get(point, PluginSet()),
+            parse_plugin_set(raw.get(point), f"{where}.{point}", weights=True),
+        )
+        for point in supported
+    }
 
 
 def parse_profile(doc: Any, source: str = "config") -> Profile:
-    """The profile from a decoded KubeSchedulerConfiguration (``None``/``{}``: the default profile)."""
+    """The extender's profile from a decoded KubeSchedulerConfiguration (``None``/``{}``: the default
+    profile, LoadAwareScheduling everywhere)."""
     if doc is None:
         doc = {}
     if not isinstance(doc, Mapping):
@@ -116,9 +126,16 @@ def parse_profile(doc: Any, source: str = "config") -> Profile:
     unknown = sorted(set(raw) - {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"})
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    plugins = parse_plugins(
+        raw.get("plugins"),
+        f"{where}.plugins",
+        points=EXTENDER_POINTS,
+        defaults=EXTENDER_DEFAULT_PLUGINS,
+        front_end="an extender",
+    )
     return Profile(
         scheduler_name=str(raw.get("schedulerName") or "default-scheduler"),
-        plugins=_plugins(raw.get("plugins"), f"{where}.plugins"),
+        plugins=plugins,
         plugin_config=plugin_config(raw.get("pluginConfig"), f"{where}.pluginConfig"),
     )
 

@@ -83,15 +83,19 @@ def lint(root: Path, contract: str) -> subprocess.CompletedProcess[str]:
 
 # contract id -> (file in the scratch tree, the import appended to it, why it must be refused)
 WRONG = {
-    "system": ("koord/runtime/logs.py", "import koord.scheduler.app", "the runtime imports a process"),
+    "system": (
+        "koord/runtime/logs.py",
+        "import koord.scheduler.extender.app",
+        "the runtime imports a process",
+    ),
     "system#processes": (
         "koord/descheduler/app.py",
-        "import koord.scheduler.extender",
+        "import koord.scheduler.extender.verbs",
         "a process imports another",
     ),
     "system#public-only": (
         "koord/manager/top.py",
-        "import koord.scheduler.app",
+        "import koord.scheduler.extender.app",
         "koord-manager reaches past the scheduler's public inspect module",
     ),
     "agent-layers": ("koordlet/system/paths.py", "import koordlet.qosmanager", "a lower agent layer"),
@@ -111,7 +115,7 @@ WRONG = {
     ),
     "scheduler-plugins-see-the-framework": (
         "koord/scheduler/plugins/__init__.py",
-        "import koord.scheduler.extender",
+        "import koord.scheduler.extender.verbs",
         "plugins see only the framework",
     ),
     "descheduler-framework-is-pure": (
@@ -125,7 +129,7 @@ WRONG = {
         "plugins see only the framework",
     ),
     "testing-kits-stay-out": (
-        "koord/scheduler/extender.py",
+        "koord/scheduler/extender/verbs.py",
         "import koord.testing",
         "the processes never import a test kit",
     ),

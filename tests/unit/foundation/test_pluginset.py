@@ -104,7 +104,7 @@ def test_both_frameworks_label_plugin_metrics_by_extension_point() -> None:
     from prometheus_client import CollectorRegistry
 
     from koord.descheduler.metrics import DeschedulerMetrics
-    from koord.scheduler.metrics import ExtenderMetrics
+    from koord.scheduler.extender.metrics import ExtenderMetrics
 
     d, s = CollectorRegistry(), CollectorRegistry()
     DeschedulerMetrics(d).plugin_call("p", "X", "balance", 0.1, failed=True)

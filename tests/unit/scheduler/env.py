@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from koord.kube.informer import index_by_node
+from koord.kube.memstore import MemoryStore
+from koord.scheduler.extender.handle import ClusterHandle
 from koord.scheduler.framework import CycleState, Status
-from koord.scheduler.memstore import MemoryStore
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
-from koord.scheduler.snapshot import ClusterHandle
 from koord.testing import FakeClock, objects
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from koord.scheduler.framework import CycleState, NodeInfo
+from koord.scheduler.framework.verdicts import explain, run_filter, run_score
 from tests.unit.scheduler.test_framework import NODES, Normalizing, framework
 
 
@@ -32,12 +33,12 @@ def test_explain_agrees_with_the_cycle() -> None:
         }
     )
     pod = {"metadata": {"name": "p", "namespace": "d"}}
-    docs = fw.explain(pod, NODES, ["n1", "n2", "n3"])
+    docs = explain(fw, pod, NODES, ["n1", "n2", "n3"])
     state = CycleState()
-    assert fw.run_pre_filter(state, pod) is None
-    passed = fw.run_filter(state, pod, NODES).passed
+    assert fw.run_pre_filter(state, pod) == (None, None)
+    passed = run_filter(fw, state, pod, NODES).passed
     assert passed == ["n1", "n2"]
-    cycle = fw.run_score(state, pod, [ni for ni in NODES if ni.name in passed])
+    cycle = run_score(fw, state, pod, [ni for ni in NODES if ni.name in passed])
     for name in passed:
         assert docs[name]["passes"] and docs[name]["extenderScore"] == cycle[name]
     # N's scores normalised over the nodes that pass (n2 is the top of n1, n2), not raw
@@ -54,11 +55,11 @@ def test_a_prefilter_skip_skips_that_filter_and_prescore_runs_before_score() -> 
             "pluginConfig": [{"name": "A", "args": {"reject": {"n1": "no"}}}],
         }
     )
-    docs = fw.explain({"skip": "A"}, NODES, ["n1"])
+    docs = explain(fw, {"skip": "A"}, NODES, ["n1"])
     assert {v["plugin"]: v["filter"] for v in docs["n1"]["filter"]}["A"] == "skipped (PreFilter)"
     assert docs["n1"]["passes"]
     ordered = Ordered("O", {"scores": {"n1": 5}})
     fw.points["preScore"] = [*fw.points["preScore"], type(fw.points["score"][0])(ordered, 1)]
     fw.points["score"] = [type(fw.points["score"][0])(ordered, 1)]
-    fw.explain({}, NODES, ["n1"])
+    explain(fw, {}, NODES, ["n1"])
     assert ordered.calls.index("pre_score") < ordered.calls.index("score")

@@ -17,19 +17,19 @@ from prometheus_client import CollectorRegistry
 
 from koord.kube.client import make_api_client
 from koord.kube.informer import index_by_node
+from koord.kube.memstore import MemoryStore
 from koord.kube.process import Address
 from koord.runtime.httpaccess import TLSConfig, ssl_context
 from koord.runtime.lifecycle import Component, Daemon, FuncComponent, Supervisor
-from koord.scheduler.binder import APIBinder
-from koord.scheduler.extender import Extender
+from koord.scheduler.extender.binder import APIBinder
+from koord.scheduler.extender.handle import ClusterHandle, build_informers
+from koord.scheduler.extender.metrics import ExtenderMetrics
+from koord.scheduler.extender.server import ExtenderServer
+from koord.scheduler.extender.verbs import Extender
 from koord.scheduler.framework.profile import Profile, default_profile, load_profile
 from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
-from koord.scheduler.memstore import MemoryStore
-from koord.scheduler.metrics import ExtenderMetrics
 from koord.scheduler.plugins import BUILTIN
-from koord.scheduler.server import ExtenderServer
-from koord.scheduler.snapshot import ClusterHandle, build_informers
 
 log = logging.getLogger(__name__)
 USER_AGENT = "koord-scheduler-extender"

@@ -47,7 +47,7 @@ class Store(Protocol):
 
 class ClusterHandle:
     """The framework's ``Handle`` over a node, a pod and a NodeMetric store (informers in the process,
-    :class:`~koord.scheduler.memstore.MemoryStore` in tests and benchmarks). The pod store must
+    :class:`~koord.kube.memstore.MemoryStore` in tests and benchmarks). The pod store must
     carry the ``node`` index (``index_by_node``)."""
 
     def __init__(

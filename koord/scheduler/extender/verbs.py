@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.scheduler.binder import Binder, BindFailed
-from koord.scheduler.framework import Code, CycleState, NodeInfo, Obj
+from koord.scheduler.extender.binder import Binder, BindFailed
+from koord.scheduler.extender.handle import ClusterHandle
+from koord.scheduler.extender.metrics import ExtenderMetrics
+from koord.scheduler.extender.wire import BindingArgs, ExtenderArgs
+from koord.scheduler.framework import CycleState, NodeInfo, Obj, verdicts
 from koord.scheduler.framework.runtime import Framework, PluginFailure
-from koord.scheduler.metrics import ExtenderMetrics
-from koord.scheduler.snapshot import ClusterHandle
-from koord.scheduler.wire import BindingArgs, ExtenderArgs
 
 log = logging.getLogger(__name__)
 
@@ -143,19 +143,10 @@ class Extender:
             raise NotReady("caches not synced yet")
         pod = args.pod
         nodes = self._node_infos(args)
-        state = CycleState()
+        state = verdicts.new_state(pod)
         self.cycles.put(attempt_key(pod), state, pod)
         try:
-            rejected = self.framework.run_pre_filter(state, pod)
-            if rejected is not None:
-                message = rejected.message or f"rejected by {rejected.plugin}"
-                target: dict[str, str] = {}
-                for ni in nodes:
-                    target[ni.name] = message
-                self.metrics.filter_rejections.labels(rejected.plugin).inc(len(nodes))
-                unresolvable = rejected.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-                return FilterAnswer([], {} if unresolvable else target, target if unresolvable else {})
-            out = self.framework.run_filter(state, pod, nodes)
+            out = verdicts.run_filter(self.framework, state, pod, nodes)
         except PluginFailure as err:
             self._failure(err)
             raise
@@ -171,12 +162,12 @@ class Extender:
         kept = self.cycles.get(key)
         try:
             if kept is None:  # no filter call seen (filterVerb unset): PreFilter has not run yet
-                state = CycleState()
+                state = verdicts.new_state(pod)
                 self.framework.run_pre_filter(state, pod)
                 self.cycles.put(key, state, pod)
             else:
                 state = kept[0]
-            return self.framework.run_score(state, pod, self._node_infos(args))
+            return verdicts.run_score(self.framework, state, pod, self._node_infos(args))
         except PluginFailure as err:
             self._failure(err)
             raise
@@ -195,7 +186,7 @@ class Extender:
             if cached is None:
                 self.metrics.bindings.labels("reserve_failed").inc()
                 return f"pod {b.pod_namespace}/{b.pod_name} is not in the extender's cache"
-            state, pod = CycleState(), cached
+            state, pod = verdicts.new_state(cached), cached
         st = self.framework.run_reserve(state, pod, b.node)
         if st is not None:
             self.metrics.bindings.labels("reserve_failed").inc()
@@ -220,7 +211,7 @@ class Extender:
         pod = pod or PROBE_POD
         meta = pod.get("metadata") or {}
         nodes = list(self.handle.node_infos())
-        docs = self.framework.explain(pod, nodes, names)
+        docs = verdicts.explain(self.framework, pod, nodes, names)
         known = {ni.name for ni in nodes}
         who = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
         return {n: {"node": n, "known": n in known, "pod": who, **docs[n]} for n in names}

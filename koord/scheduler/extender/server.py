@@ -25,9 +25,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from koord.runtime.errors import ConfigError
-from koord.scheduler.extender import Extender, NotReady
-from koord.scheduler.framework.runtime import PluginFailure
-from koord.scheduler.wire import (
+from koord.scheduler.extender.verbs import Extender, NotReady
+from koord.scheduler.extender.wire import (
     WireError,
     decode_args,
     decode_binding,
@@ -35,6 +34,7 @@ from koord.scheduler.wire import (
     encode_filter,
     encode_priorities,
 )
+from koord.scheduler.framework.runtime import PluginFailure
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,0 @@
-"""``python -m koord.scheduler`` = ``koord-scheduler-extender``."""
-
-from koord.scheduler.cli import entry
-
-entry()
