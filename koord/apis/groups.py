@@ -41,6 +41,12 @@ SCHEDULING_GROUP = "scheduling.koordinator.sh"
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
+PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
+PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 NODE_METRICS = Resource(SLO_GROUP, "v1alpha1", "nodemetrics", "NodeMetric", namespaced=False)
 NODE_SLOS = Resource(SLO_GROUP, "v1alpha1", "nodeslos", "NodeSLO", namespaced=False)
 

@@ -47,7 +47,7 @@ def select(nodes: Iterable[Obj], selector: LabelSelector | None) -> list[Obj]:
 # ---- node affinity (component-helpers' NodeSelector semantics) ---------------------------------------
 
 
-def _requirement_matches(req: Any, labels: Mapping[str, Any]) -> bool:
+def requirement_matches(req: Any, labels: Mapping[str, Any]) -> bool:
     if not isinstance(req, Mapping):
         return False
     key, op = req.get("key"), req.get("operator")
@@ -74,13 +74,13 @@ def _requirement_matches(req: Any, labels: Mapping[str, Any]) -> bool:
     return False  # an unknown operator matches nothing, as a parse error does
 
 
-def _term_matches(term: Any, node: Obj) -> bool:
+def term_matches(term: Any, node: Obj) -> bool:
     """A term ANDs its expressions and fields; a term with neither matches nothing."""
     exprs, fields = as_list(term, "matchExpressions"), as_list(term, "matchFields")
     if not exprs and not fields:
         return False
     labels = labels_of(node)
-    if not all(_requirement_matches(r, labels) for r in exprs):
+    if not all(requirement_matches(r, labels) for r in exprs):
         return False
     own_fields = {"metadata.name": node_name(node)}
     for r in fields:
@@ -90,7 +90,7 @@ def _term_matches(term: Any, node: Obj) -> bool:
             or r.get("operator") not in ("In", "NotIn")
         ):
             return False
-        if not _requirement_matches(r, own_fields):
+        if not requirement_matches(r, own_fields):
             return False
     return True
 
@@ -107,13 +107,13 @@ def matches_node_selector(pod: Obj, node: Obj) -> bool:
     )
     if not required:
         return True
-    return any(_term_matches(t, node) for t in as_list(required, "nodeSelectorTerms"))
+    return any(term_matches(t, node) for t in as_list(required, "nodeSelectorTerms"))
 
 
 # ---- taints ------------------------------------------------------------------------------------------
 
 
-def _tolerates(toleration: Any, taint: Mapping[str, Any]) -> bool:
+def tolerates(toleration: Any, taint: Mapping[str, Any]) -> bool:
     if not isinstance(toleration, Mapping):
         return False
     effect = toleration.get("effect") or ""
@@ -137,6 +137,6 @@ def untolerated_taints(pod: Obj, node: Obj, effects: Sequence[str] = NO_SCHEDULE
     for taint in as_list(as_map(node, "spec"), "taints"):
         if not isinstance(taint, Mapping) or taint.get("effect") not in effects:
             continue
-        if not any(_tolerates(t, taint) for t in tolerations):
+        if not any(tolerates(t, taint) for t in tolerations):
             out.append(f"{taint.get('key')}={taint.get('value') or ''}:{taint.get('effect')}")
     return out

@@ -29,6 +29,21 @@ _CORE_LISTS: Mapping[str, tuple[str, str]] = {
     "nodes": ("list_node", ""),
     "pods": ("list_pod_for_all_namespaces", "list_namespaced_pod"),
     "configmaps": ("list_config_map_for_all_namespaces", "list_namespaced_config_map"),
+    "namespaces": ("list_namespace", ""),
+    "persistentvolumeclaims": (
+        "list_persistent_volume_claim_for_all_namespaces",
+        "list_namespaced_persistent_volume_claim",
+    ),
+    "persistentvolumes": ("list_persistent_volume", ""),
+}
+# Resources of other built-in groups, by plural: (API class of the official client, methods as above).
+_GROUP_LISTS: Mapping[str, tuple[str, str, str]] = {
+    "poddisruptionbudgets": (
+        "PolicyV1Api",
+        "list_pod_disruption_budget_for_all_namespaces",
+        "list_namespaced_pod_disruption_budget",
+    ),
+    "priorityclasses": ("SchedulingV1Api", "list_priority_class", ""),
 }
 
 
@@ -52,6 +67,12 @@ def list_call(api_client: Any, watch: Watch) -> tuple[Callable[..., Any], dict[s
     if watch.field_selector:
         kwargs["field_selector"] = watch.field_selector
     res = watch.resource
+    if res.plural in _GROUP_LISTS:
+        api_class, every, namespaced = _GROUP_LISTS[res.plural]
+        api = getattr(client, api_class)(api_client)
+        if watch.namespace and namespaced:
+            return getattr(api, namespaced), {**kwargs, "namespace": watch.namespace}
+        return getattr(api, every), kwargs
     if res.group:
         custom = client.CustomObjectsApi(api_client)
         kwargs.update(res.custom_object_args)
@@ -101,6 +122,20 @@ class InformerSet:
     def __iter__(self) -> Iterator[Informer]:
         with self._lock:
             return iter(list(self._all.values()))
+
+    def watch(self, w: Watch) -> Informer:
+        """The cache ``w.name``, created from ``w`` on first use (and started if the set runs)."""
+        list_fn, kwargs = list_call(self.api_client, w)
+        with self._lock:
+            inf = self._all.get(w.name)
+            if inf is None:
+                inf = self._all[w.name] = Informer(
+                    w.name, list_fn, kwargs, indexers=w.indexers, transform=w.transform, **self._opts
+                )
+                if self._started is not None:
+                    stop, supervisor = self._started
+                    supervisor.go(f"informer-{w.name}", lambda: inf.run(stop))
+            return inf
 
     def shared(
         self, name: str, list_fn: Callable[..., Any], kwargs: Mapping[str, Any] | None = None
@@ -153,6 +188,12 @@ class MemoryInformerSet:
 
     def __iter__(self) -> Iterator[MemoryStore]:
         return iter(list(self._all.values()))
+
+    def watch(self, w: Watch) -> MemoryStore:
+        store = self._all.get(w.name)
+        if store is None:
+            store = self._all[w.name] = MemoryStore(indexers=w.indexers, transform=w.transform, name=w.name)
+        return store
 
     def shared(
         self, name: str, list_fn: Callable[..., Any], kwargs: Mapping[str, Any] | None = None

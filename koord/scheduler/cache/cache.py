@@ -131,12 +131,6 @@ class Cache:
             state = self._pods.get(uid)
             return state is not None and state.assumed
 
-    def pod_node(self, uid: str) -> str | None:
-        """Where the cache counts the pod (assumed or bound), ``None`` if nowhere."""
-        with self._lock:
-            state = self._pods.get(uid)
-            return None if state is None else state.node
-
     def counts(self) -> tuple[int, int, int]:
         """(nodes, pods, assumed pods)."""
         with self._lock:

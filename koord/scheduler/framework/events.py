@@ -94,8 +94,9 @@ UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, Action.ALL, "UnschedulableTimeout
 FORCE_ACTIVATE = ClusterEvent(WILDCARD, Action.ALL, "ForceActivate")
 
 
-def node_update_event(old: Obj, new: Obj) -> ClusterEvent:
-    """Which kinds of node change happened (kube-scheduler's ``nodeSchedulingPropertiesChange``)."""
+def node_update_event(old: Obj, new: Obj) -> ClusterEvent | None:
+    """Which kinds of node change happened (kube-scheduler's ``nodeSchedulingPropertiesChange``);
+    ``None`` when nothing a scheduler looks at changed (a heartbeat)."""
     action = Action(0)
     old_status, new_status = old.get("status") or {}, new.get("status") or {}
     old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
@@ -112,4 +113,14 @@ def node_update_event(old: Obj, new: Obj) -> ClusterEvent:
         action |= Action.UPDATE_NODE_CONDITION
     if old_meta.get("annotations") != new_meta.get("annotations"):
         action |= Action.UPDATE_OTHER
-    return ClusterEvent(NODE, action or Action.UPDATE_OTHER, "NodeUpdate")
+    return ClusterEvent(NODE, action, "NodeUpdate") if action else None
+
+
+def pod_update_event(old: Obj, new: Obj) -> ClusterEvent:
+    """An assigned pod's change as kube-scheduler classifies it (labels, a scale-down of its requests)."""
+    action = Action(0)
+    if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
+        action |= Action.UPDATE_POD_LABEL
+    if (old.get("spec") or {}).get("containers") != (new.get("spec") or {}).get("containers"):
+        action |= Action.UPDATE_POD_SCALE_DOWN
+    return ClusterEvent(ASSIGNED_POD, action or Action.UPDATE_OTHER, "AssignedPodUpdate")

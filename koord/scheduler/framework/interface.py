@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from koord.apis.groups import Resource
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 if TYPE_CHECKING:
@@ -146,6 +147,9 @@ class Store(Protocol):
 
     def by_index(self, index: str, value: str) -> list[Obj]: ...
 
+    def add_handler(self, handler: Any) -> None:
+        """Be told of changes (a :class:`koord.kube.informer.EventHandler`; replays cached objects)."""
+
 
 class WaitingPod(Protocol):
     """A pod held by Permit plugins (kube-scheduler's ``WaitingPod``)."""
@@ -207,8 +211,12 @@ class SchedulerHandle(Handle, Protocol):
         """The API client (``kubernetes.client.ApiClient``); ``None`` in tests."""
 
     def store(self, name: str) -> Store | None:
-        """A cache the scheduler keeps by name (``pods``, ``nodes``, ``nodemetrics``,
-        ``poddisruptionbudgets``, ``namespaces``...); ``None`` when it keeps none of that name."""
+        """A cache the scheduler keeps by name (``pods``, ``nodes``, ``nodemetrics``, and those plugins
+        asked for with :meth:`watch`); ``None`` when it keeps none of that name."""
+
+    def watch(self, name: str, resource: Resource, *, field_selector: str = "", namespace: str = "") -> Store:
+        """A cache of ``resource`` (``koord.apis.groups``) called ``name``, shared by every plugin that
+        asks for the same name; ask in the factory, so the cache syncs before the first cycle."""
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
 
@@ -222,6 +230,12 @@ class SchedulerHandle(Handle, Protocol):
     def patch_pod(self, state: CycleState, patch: Mapping[str, Any]) -> None:
         """PreBind only: merge ``patch`` (a JSON merge patch of metadata labels/annotations) into the
         one PATCH DefaultPreBind sends for the pod before Bind."""
+
+    def apply_patch(self, state: CycleState, pod: Obj) -> Status | None:
+        """Send the merged PATCH now (DefaultPreBind); the scheduler sends what is left after PreBind."""
+
+    def bind_pod(self, pod: Obj, node: str) -> Status | None:
+        """``POST pods/<name>/binding`` (DefaultBinder); an error status when the API refuses."""
 
 
 @runtime_checkable

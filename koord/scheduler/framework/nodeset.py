@@ -8,8 +8,8 @@ node its cache does not know yet); a plugin then answers node by node.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, overload
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -48,9 +48,28 @@ class NodeSet(Sequence[NodeInfo]):
             self._infos = [every[i] for i in self.rows.tolist()]
         return self._infos
 
+    def info(self, i: int) -> NodeInfo:
+        """The ``i``-th NodeInfo, without building the whole list."""
+        if self._infos is not None:
+            return self._infos[i]
+        assert self.snapshot is not None and self.rows is not None
+        return self.snapshot.infos[int(self.rows[i])]
+
     @property
     def names(self) -> list[str]:
         return [ni.name for ni in self.infos]
+
+    def mask(self, keep: Callable[[NodeInfo], bool]) -> np.ndarray:
+        """``keep(node_info)`` for every node, as a boolean array (the node-by-node fallback)."""
+        return np.fromiter((keep(ni) for ni in self.infos), dtype=bool, count=len(self))
+
+    def column(self, key: str, fn: Callable[[NodeInfo], Any], dtype: Any = object) -> np.ndarray | None:
+        """The snapshot's derived column ``key`` (see :meth:`Snapshot.derived`) for these nodes;
+        ``None`` when they have no rows (answer node by node then)."""
+        if self.rows is None or self.snapshot is None:
+            return None
+        values: np.ndarray = self.snapshot.derived(key, fn, dtype)[self.rows]
+        return values
 
     def subset(self, keep: np.ndarray) -> NodeSet:
         """The nodes where the boolean array ``keep`` is true, in order."""

@@ -62,9 +62,6 @@ class Snapshot:
             col = self._add_column(resource)
         return col
 
-    def all_nodes(self) -> NodeSet:
-        return NodeSet(self, np.arange(len(self.infos), dtype=np.int64))
-
     def rotated(self, start: int) -> NodeSet:
         """Every node, starting at row ``start`` and wrapping around (the cycle's search order)."""
         n = len(self.infos)

@@ -6,9 +6,37 @@ Third-party plugins register through the ``koordlet.scheduler_plugins`` entry-po
 from collections.abc import Mapping
 
 from koord.scheduler.framework import PluginFactory
+from koord.scheduler.plugins import (
+    defaultbinder,
+    defaultprebind,
+    nodeaffinity,
+    nodename,
+    nodeports,
+    nodeunschedulable,
+    queuesort,
+    schedulinggates,
+    tainttoleration,
+)
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
+from koord.scheduler.plugins.noderesources import (
+    BALANCED,
+    FIT,
+    NodeResourcesBalancedAllocation,
+    NodeResourcesFit,
+)
 
 BUILTIN: Mapping[str, PluginFactory] = {
+    schedulinggates.NAME: schedulinggates.SchedulingGates,
+    queuesort.NAME: queuesort.PrioritySort,
+    nodeunschedulable.NAME: nodeunschedulable.NodeUnschedulable,
+    nodename.NAME: nodename.NodeName,
+    tainttoleration.NAME: tainttoleration.TaintToleration,
+    nodeaffinity.NAME: nodeaffinity.NodeAffinity,
+    nodeports.NAME: nodeports.NodePorts,
+    FIT: NodeResourcesFit,
+    BALANCED: NodeResourcesBalancedAllocation,
+    defaultprebind.NAME: defaultprebind.DefaultPreBind,
+    defaultbinder.NAME: defaultbinder.DefaultBinder,
     LOAD_AWARE: LoadAwareScheduling,
 }

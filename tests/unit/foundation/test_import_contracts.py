@@ -128,6 +128,11 @@ WRONG = {
         "import koord.descheduler.app",
         "plugins see only the framework",
     ),
+    "scheduler-layers": (
+        "koord/scheduler/queue/podinfo.py",
+        "import koord.scheduler.core.scheduler",
+        "the queue sits below the scheduler core",
+    ),
     "testing-kits-stay-out": (
         "koord/scheduler/extender/verbs.py",
         "import koord.testing",

@@ -1,0 +1,5 @@
+"""``python -m koord.scheduler`` = ``koord-scheduler``."""
+
+from koord.scheduler.cli import entry
+
+entry()

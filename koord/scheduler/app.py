@@ -1,0 +1,224 @@
+"""The koord-scheduler process: the informers, the cache, the profiles' frameworks and the scheduler on
+the shared lifecycle, under Lease leader election.
+
+Components in order: the informers (ready once synced), then scheduling, which starts the election and
+schedules only while this replica leads. A replica that loses its Lease stops scheduling and exits
+non-zero (kube-scheduler's ``leaderelection lost``), so the Deployment restarts it as a follower; API
+requests time out before the Lease could pass to another replica, so no two replicas bind at once.
+HTTP: ``/healthz``, ``/readyz``, ``/metrics`` and ``/debug/explain?pod=<namespace>/<name>[&node=<node>]``
+(every plugin's verdict and score per node, computed by the cycle's own code).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from koord import __version__
+from koord.apis.pod import index_by_owner
+from koord.kube.client import make_api_client
+from koord.kube.events import EventRecorder
+from koord.kube.informers import InformerSet, Watch, cluster_watches
+from koord.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
+from koord.kube.process import Address
+from koord.runtime.errors import ConfigError
+from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
+from koord.scheduler.cache.cache import Cache
+from koord.scheduler.config import SchedulerConfiguration
+from koord.scheduler.core.api import ClusterAPI, KubeAPI
+from koord.scheduler.core.eventhandlers import EventHandlers
+from koord.scheduler.core.handle import SchedulerHandle
+from koord.scheduler.core.metrics import SchedulerMetrics
+from koord.scheduler.core.scheduler import Scheduler, SchedulingOptions
+from koord.scheduler.framework import verdicts
+from koord.scheduler.framework.registry import EntryPoints, Registry, discover
+from koord.scheduler.framework.runtime import Framework
+from koord.scheduler.framework.snapshot import Snapshot
+from koord.scheduler.framework.waiting import WaitingPods
+from koord.scheduler.plugins import BUILTIN
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "koord-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class KoordSchedulerConfig:
+    """The process's configuration: the file's, with the flags applied."""
+
+    addr: Address
+    configuration: SchedulerConfiguration
+    kubeconfig: str = ""
+    leader_election: bool = True
+    election: ElectionConfig = field(default_factory=ElectionConfig)
+    request_timeout: float = 3.0
+    sync_timeout: float = 60.0
+
+
+def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
+    return discover(BUILTIN, entry_points=entry_points)
+
+
+def watches() -> list[Watch]:
+    """Nodes, every pod that holds resources (indexed by node and workload; the pending ones are the
+    queue's) and NodeMetrics; plugins add their own caches through the handle."""
+    return list(cluster_watches(pod_indexers={"owner": index_by_owner}, keep_volume_kinds=True))
+
+
+def build_frameworks(
+    configuration: SchedulerConfiguration, registry: Registry, handle: Any, timer: Any = None
+) -> dict[str, Framework]:
+    """One framework per profile; every profile must sort its queue with the same plugin."""
+    frameworks = {
+        p.scheduler_name: Framework(p, registry, handle, timer=timer, complete=True)
+        for p in configuration.profiles
+    }
+    sorts = {tuple(e.name for e in fw.points["queueSort"]) for fw in frameworks.values()}
+    if len(sorts) > 1:
+        raise ConfigError(
+            f"profiles: every profile must use the same queueSort plugin, found {sorted(sorts)}"
+        )
+    return frameworks
+
+
+class KoordScheduler:
+    def __init__(
+        self,
+        cfg: KoordSchedulerConfig,
+        registry: CollectorRegistry,
+        *,
+        api_client: Any = None,
+        informers: Any = None,
+        api: ClusterAPI | None = None,
+        entry_points: EntryPoints | None = None,
+        clock: Callable[[], float] = time.time,
+        seed: int | None = None,
+    ) -> None:
+        self.cfg = cfg
+        conf = cfg.configuration
+        self.plugins = plugin_registry(entry_points)
+        identity = cfg.election.identity if cfg.leader_election else "no-election"
+        self.api_client = api_client or make_api_client(
+            cfg.kubeconfig, user_agent=f"{USER_AGENT}/{__version__} ({identity})"
+        )
+        self.informers: Any = informers or InformerSet(
+            self.api_client, watches(), request_timeout=cfg.request_timeout
+        )
+        self.recorder = EventRecorder(self.api_client, USER_AGENT, request_timeout=cfg.request_timeout)
+        self.api = api or KubeAPI(self.api_client, self.recorder, cfg.request_timeout)
+        self.metrics = SchedulerMetrics(registry)
+        self.registry = registry
+        self.snapshot = Snapshot()
+        self.cache = Cache()
+        self.waiting = WaitingPods()
+        self.handle = SchedulerHandle(
+            self.snapshot, self.informers, self.api, self.waiting, client=self.api_client, clock=clock
+        )
+        frameworks = build_frameworks(conf, self.plugins, self.handle, self.metrics.plugin)
+        self.scheduler = Scheduler(
+            frameworks,
+            self.api,
+            self.metrics,
+            cache=self.cache,
+            snapshot=self.snapshot,
+            waiting=self.waiting,
+            pods=self.informers["pods"],
+            options=SchedulingOptions(
+                percentage_of_nodes_to_score=conf.percentage_of_nodes_to_score,
+                pod_initial_backoff_seconds=conf.pod_initial_backoff_seconds,
+                pod_max_backoff_seconds=conf.pod_max_backoff_seconds,
+                parallelism=conf.parallelism,
+            ),
+            seed=seed,
+        )
+        EventHandlers(self.scheduler).attach(self.informers["pods"], self.informers["nodes"])
+        self.elector: LeaderElector | None = None
+        if cfg.leader_election:
+            lease = KubeLeaseClient(self.api_client, cfg.election.namespace, cfg.election.name)
+            self.elector = LeaderElector(cfg.election, lease)
+        self.is_leader: Callable[[], bool] = self.elector.is_leader if self.elector else (lambda: True)
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def _start_informers(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        supervisor.go("events", lambda: self.recorder.run(stop))
+        self.informers.start(stop, supervisor)
+
+    def _start_scheduling(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        if self.elector is not None:
+            elector = self.elector
+            supervisor.go("leader-election", lambda: elector.run(stop))
+        supervisor.go("scheduling", lambda: self.loop(stop))
+        supervisor.go("queue-flush", lambda: self.scheduler.queue.run(stop))
+
+    def loop(self, stop: threading.Event) -> None:
+        """Schedule while leading; a replica that loses the lead stops here and the process exits."""
+        led = False
+        while not stop.is_set():
+            if not self.is_leader():
+                if led:
+                    raise RuntimeError(
+                        "leadership lost: stopping (a restarted replica follows the new leader)"
+                    )
+                stop.wait(0.1)
+                continue
+            if not led:
+                log.info("leading: scheduling pods of profiles %s", ", ".join(self.scheduler.profiles))
+                led = True
+            self.scheduler.schedule_next(timeout=0.2)
+
+    def components(self) -> list[Component]:
+        return [
+            FuncComponent(
+                "informers", self._start_informers, self.informers.has_synced, self._close_informers
+            ),
+            FuncComponent("scheduling", self._start_scheduling, shutdown_fn=self.scheduler.stop),
+        ]
+
+    def _close_informers(self) -> None:
+        self.informers.close()
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    # ---- explain --------------------------------------------------------------------------------
+
+    def explain(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        """``/debug/explain?pod=<ns>/<name>[&node=<node>]``: every plugin's verdict and score per node."""
+        key = (query.get("pod") or [""])[0]
+        if key.count("/") != 1:
+            return 400, "text/plain; charset=utf-8", b"give pod=<namespace>/<name>\n"
+        pod = self.informers["pods"].get(key)
+        if pod is None:
+            return 404, "text/plain; charset=utf-8", f"pod {key} is not in the scheduler's cache\n".encode()
+        fw = self.scheduler.framework_for(pod)
+        if fw is None:
+            return (
+                409,
+                "text/plain; charset=utf-8",
+                f"pod {key} is not for koord-scheduler's profiles\n".encode(),
+            )
+        with self.scheduler.cycle_lock:
+            self.cache.update_snapshot(self.snapshot)
+            nodes = self.snapshot.node_infos()
+            names = query.get("node") or [ni.name for ni in nodes]
+            docs = verdicts.explain(fw, pod, nodes, names)
+        body = {"pod": key, "profile": fw.profile.scheduler_name, "nodes": docs}
+        return 200, "application/json", json.dumps(body, indent=1, default=str).encode() + b"\n"
+
+
+def check(configuration: SchedulerConfiguration, registry: Registry) -> dict[str, Framework]:
+    """Build every profile over empty caches: unknown plugins and bad args fail here (``--list-plugins``
+    and the start)."""
+    from koord.kube.informers import MemoryInformerSet
+    from koord.scheduler.core.api import MemoryAPI
+
+    handle = SchedulerHandle(Snapshot(), MemoryInformerSet(watches()), MemoryAPI(), WaitingPods())
+    return build_frameworks(configuration, registry, handle)

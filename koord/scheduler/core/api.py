@@ -1,0 +1,168 @@
+"""What koord-scheduler writes to the API server, behind one interface: the binding (``POST
+pods/<name>/binding`` with the pod's UID as precondition, as DefaultBinder does), the ``PodScheduled``
+condition and ``nominatedNodeName`` (status PATCH), the one metadata PATCH of DefaultPreBind, Events, and
+the deletion of preemption victims. :class:`MemoryAPI` does the same in memory (benchmarks, tests).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from koord.kube.client import ApiError, request
+from koord.kube.events import EventRecorder, ObjectRef
+from koord.runtime.errors import APIUnavailable
+from koord.scheduler.framework.types import Obj
+
+
+class APIFailed(Exception):
+    """A write failed; ``conflict`` when the server refused it because the object changed (a pod already
+    bound, deleted, or re-created under its name)."""
+
+    def __init__(self, message: str, *, conflict: bool = False, gone: bool = False) -> None:
+        super().__init__(message)
+        self.conflict = conflict
+        self.gone = gone
+
+
+class ClusterAPI(Protocol):
+    def bind(self, pod: Obj, node: str) -> None: ...
+
+    def patch_status(self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None) -> None:
+        """Set the ``PodScheduled`` condition and/or ``status.nominatedNodeName`` (``""`` clears it)."""
+
+    def patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None: ...
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None: ...
+
+    def delete_pod(self, pod: Obj) -> None: ...
+
+
+def _meta(pod: Obj) -> tuple[str, str, str]:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or ""), str(meta.get("uid") or "")
+
+
+class KubeAPI:
+    """On the official client's ApiClient (raw JSON requests; Events through an :class:`EventRecorder`
+    whose thread the process runs)."""
+
+    def __init__(self, api_client: Any, recorder: EventRecorder, timeout: float = 10.0) -> None:
+        self._api = api_client
+        self.recorder = recorder
+        self._timeout = timeout
+
+    def _send(
+        self, what: str, method: str, path: str, body: Any, content_type: str = "application/json"
+    ) -> None:
+        try:
+            request(
+                self._api, what, method, path, body=body, timeout=self._timeout, content_type=content_type
+            )
+        except ApiError as err:
+            raise APIFailed(str(err), conflict=err.conflict, gone=err.not_found) from err
+        except APIUnavailable as err:
+            raise APIFailed(str(err)) from err
+
+    def bind(self, pod: Obj, node: str) -> None:
+        ns, name, uid = _meta(pod)
+        meta: dict[str, Any] = {"name": name, "namespace": ns}
+        if uid:
+            meta["uid"] = uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        self._send(
+            f"bind {ns}/{name} to {node}", "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body
+        )
+
+    def patch_status(self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None) -> None:
+        ns, name, uid = _meta(pod)
+        status: dict[str, Any] = {}
+        if condition is not None:
+            # A strategic merge patch merges conditions by type, as kube-scheduler's status update does.
+            status["conditions"] = [dict(condition)]
+        if nominated_node is not None:
+            status["nominatedNodeName"] = nominated_node or None
+        body = {"metadata": {"uid": uid}, "status": status} if uid else {"status": status}
+        self._send(
+            f"status of {ns}/{name}",
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/pods/{name}/status",
+            body,
+            "application/strategic-merge-patch+json",
+        )
+
+    def patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None:
+        ns, name, _ = _meta(pod)
+        self._send(
+            f"patch {ns}/{name}",
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/pods/{name}",
+            dict(patch),
+            "application/merge-patch+json",
+        )
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        self.recorder.event(ObjectRef.of(obj), type_, reason, message)
+
+    def delete_pod(self, pod: Obj) -> None:
+        ns, name, uid = _meta(pod)
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}} if uid else None
+        self._send(f"delete {ns}/{name}", "DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", body)
+
+
+class MemoryAPI:
+    """Every write recorded; ``on_bind(pod, node)`` lets a test or benchmark feed the bound pod back to
+    the informer caches, as the API server's watch would."""
+
+    def __init__(self, on_bind: Callable[[Obj, str], None] | None = None) -> None:
+        self._lock = threading.Lock()
+        self.bindings: dict[str, str] = {}
+        self.statuses: dict[str, list[tuple[Mapping[str, Any] | None, str | None]]] = {}
+        self.patches: dict[str, list[Mapping[str, Any]]] = {}
+        self.events: list[tuple[str, str, str, str]] = []
+        self.deleted: list[str] = []
+        self.fail_bind: Callable[[Obj, str], str] | None = None
+        """A test hook: the error to raise for a binding (``""``: bind)."""
+        self._on_bind = on_bind
+
+    def bind(self, pod: Obj, node: str) -> None:
+        ns, name, _ = _meta(pod)
+        key = f"{ns}/{name}"
+        failure = self.fail_bind(pod, node) if self.fail_bind is not None else ""
+        if failure:
+            raise APIFailed(failure)
+        with self._lock:
+            if key in self.bindings:
+                raise APIFailed(f"pod {key} is already assigned to node {self.bindings[key]}", conflict=True)
+            self.bindings[key] = node
+        if self._on_bind is not None:
+            self._on_bind(pod, node)
+
+    def patch_status(self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None) -> None:
+        ns, name, _ = _meta(pod)
+        with self._lock:
+            self.statuses.setdefault(f"{ns}/{name}", []).append((condition, nominated_node))
+
+    def patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None:
+        ns, name, _ = _meta(pod)
+        with self._lock:
+            self.patches.setdefault(f"{ns}/{name}", []).append(json.loads(json.dumps(patch)))
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        meta = obj.get("metadata") or {}
+        with self._lock:
+            self.events.append(
+                (f"{meta.get('namespace') or ''}/{meta.get('name') or ''}", type_, reason, message)
+            )
+
+    def delete_pod(self, pod: Obj) -> None:
+        ns, name, _ = _meta(pod)
+        with self._lock:
+            self.deleted.append(f"{ns}/{name}")

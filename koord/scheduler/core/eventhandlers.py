@@ -1,0 +1,92 @@
+"""Informer events into the scheduler (kube-scheduler's ``eventhandlers.go``): bound pods into the cache,
+pending pods of this scheduler's profiles into the queue, nodes into the cache; every change that may make
+an unschedulable pod fit becomes a cluster event for the queue's hints. A pending pod that is assumed
+(being bound) is left alone; a pending pod deleted while it waits on Permit is rejected there."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from koord.kube.informer import EventHandler
+from koord.scheduler.framework import events
+from koord.scheduler.framework.types import Obj
+
+if TYPE_CHECKING:
+    from koord.scheduler.core.scheduler import Scheduler
+
+
+def _assigned(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def _terminating(pod: Obj) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _uid(pod: Obj) -> str:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+
+
+class EventHandlers:
+    def __init__(self, sched: Scheduler) -> None:
+        self.sched = sched
+
+    def attach(self, pods: Any, nodes: Any) -> None:
+        pods.add_handler(EventHandler(self.pod_added, self.pod_updated, self.pod_deleted))
+        nodes.add_handler(EventHandler(self.node_added, self.node_updated, self.node_deleted))
+
+    # ---- pods -----------------------------------------------------------------------------------
+
+    def pod_added(self, pod: Obj) -> None:
+        s = self.sched
+        if _assigned(pod):
+            s.cache.add_pod(pod)
+            s.queue.on_event(events.ASSIGNED_POD_ADD, None, pod)
+        elif s.responsible_for(pod) and not _terminating(pod):
+            s.queue.add(pod)
+
+    def pod_updated(self, old: Obj, new: Obj) -> None:
+        s = self.sched
+        if _assigned(new):
+            if not _assigned(old):
+                s.queue.delete(old)  # bound (by this scheduler, confirmed now, or by another one)
+                s.cache.add_pod(new)
+                s.queue.on_event(events.ASSIGNED_POD_ADD, None, new)
+                return
+            s.cache.update_pod(old, new)
+            s.queue.on_event(events.pod_update_event(old, new), old, new)
+        elif s.responsible_for(new):
+            if _terminating(new):
+                s.queue.delete(new)
+                s.reject_waiting(_uid(new), "pod is being deleted")
+            elif not s.cache.is_assumed(_uid(new)):
+                s.queue.update(old, new)
+                s.queue.on_event(events.UNSCHEDULED_POD_UPDATE, old, new)
+
+    def pod_deleted(self, pod: Obj) -> None:
+        s = self.sched
+        uid = _uid(pod)
+        s.forget_condition(uid)
+        if _assigned(pod):
+            s.cache.remove_pod(pod)
+            s.queue.on_event(events.ASSIGNED_POD_DELETE, pod, None)
+            return
+        s.queue.delete(pod)
+        s.reject_waiting(uid, "pod deleted")
+
+    # ---- nodes ----------------------------------------------------------------------------------
+
+    def node_added(self, node: Obj) -> None:
+        self.sched.cache.add_node(node)
+        self.sched.queue.on_event(events.NODE_ADD, None, node)
+
+    def node_updated(self, old: Obj, new: Obj) -> None:
+        self.sched.cache.update_node(old, new)
+        event = events.node_update_event(old, new)
+        if event is not None:
+            self.sched.queue.on_event(event, old, new)
+
+    def node_deleted(self, node: Obj) -> None:
+        self.sched.cache.remove_node(node)
+        self.sched.queue.on_event(events.NODE_DELETE, node, None)

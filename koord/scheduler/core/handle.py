@@ -1,0 +1,162 @@
+"""The handle koord-scheduler gives its plugins (kube-scheduler's ``framework.Handle``): the snapshot of the
+current cycle, the informer caches by name, change notifications, the clock, the API client, the waiting
+pods, Events, and the one merged PATCH of PreBind (DefaultPreBind)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from koord.apis import groups
+from koord.kube.informer import EventHandler
+from koord.kube.informers import Watch
+from koord.kube.trim import compact
+from koord.scheduler.core.api import APIFailed, ClusterAPI
+from koord.scheduler.framework.interface import CycleState, ObjHandler, Status, Store, UpdateHandler
+from koord.scheduler.framework.snapshot import Snapshot
+from koord.scheduler.framework.types import NodeInfo, Obj
+from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
+
+PATCH_KEY = "koord.scheduler/prebind-patch"
+"""Where PreBind plugins' metadata changes gather in the cycle state until DefaultPreBind sends them."""
+
+
+def merge_patch(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    """RFC 7386 merge of ``patch`` into ``into`` (nested objects merged, the rest replaced)."""
+    for key, value in patch.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            merge_patch(into[key], value)
+        else:
+            into[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+class SchedulerHandle:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        informers: Any,
+        api: ClusterAPI,
+        waiting: WaitingPods,
+        *,
+        client: Any = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._snapshot = snapshot
+        self.informers = informers
+        """An :class:`~koord.kube.informers.InformerSet` (or its in-memory twin)."""
+        self.api = api
+        self.waiting = waiting
+        self._client = client
+        self._clock = clock
+
+    # ---- views --------------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def node_info(self, name: str) -> NodeInfo | None:
+        return self._snapshot.node_info(name)
+
+    def node_infos(self) -> Sequence[NodeInfo]:
+        return self._snapshot.node_infos()
+
+    def store(self, name: str) -> Store | None:
+        try:
+            store: Store = self.informers[name]
+        except KeyError:
+            return None
+        return store
+
+    def watch(
+        self, name: str, resource: groups.Resource, *, field_selector: str = "", namespace: str = ""
+    ) -> Store:
+        """A cache of ``resource`` called ``name`` (shared: the first caller creates it)."""
+        watch = Watch(name, resource, field_selector, namespace, transform=compact)
+        store: Store = self.informers.watch(watch)
+        return store
+
+    def get_pod(self, namespace: str, name: str) -> Obj | None:
+        pods = self.store("pods")
+        return None if pods is None else pods.get(f"{namespace}/{name}" if namespace else name)
+
+    def pods_on_node(self, node_name: str) -> list[Obj]:
+        pods = self.store("pods")
+        return [] if pods is None else list(pods.by_index("node", node_name))
+
+    def node_metric(self, node_name: str) -> Obj | None:
+        metrics = self.store("nodemetrics")
+        return None if metrics is None else metrics.get(node_name)
+
+    def on_pods(
+        self,
+        on_add: ObjHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: ObjHandler | None = None,
+    ) -> None:
+        self.informers["pods"].add_handler(EventHandler(on_add, on_update, on_delete))
+
+    def on_node_metrics(
+        self,
+        on_add: ObjHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: ObjHandler | None = None,
+    ) -> None:
+        try:
+            self.informers["nodemetrics"].add_handler(EventHandler(on_add, on_update, on_delete))
+        except KeyError:
+            pass
+
+    def now(self) -> float:
+        return self._clock()
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    # ---- waiting pods ----------------------------------------------------------------------------
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting.get(uid)
+
+    def iterate_waiting_pods(self, fn: Callable[[WaitingPod], None]) -> None:
+        for wp in self.waiting.all():
+            fn(wp)
+
+    def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool:
+        wp = self.waiting.get(uid)
+        if wp is None:
+            return False
+        wp.reject(plugin, message)
+        return True
+
+    # ---- writes --------------------------------------------------------------------------------
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        self.api.event(obj, type_, reason, message)
+
+    def bind_pod(self, pod: Obj, node: str) -> Status | None:
+        try:
+            self.api.bind(pod, node)
+        except APIFailed as err:
+            return Status.error(str(err))
+        return None
+
+    def apply_patch(self, state: CycleState, pod: Obj) -> Status | None:
+        """Send the PreBind plugins' merged metadata PATCH, if there is one (DefaultPreBind)."""
+        pending = state.get(PATCH_KEY)
+        if not pending:
+            return None
+        state.delete(PATCH_KEY)
+        try:
+            self.api.patch_metadata(pod, pending)
+        except APIFailed as err:
+            return Status.error(str(err))
+        return None
+
+    def patch_pod(self, state: CycleState, patch: Mapping[str, Any]) -> None:
+        pending = state.get(PATCH_KEY)
+        if pending is None:
+            pending = {}
+            state.write(PATCH_KEY, pending)
+        merge_patch(pending, patch)
