@@ -67,9 +67,11 @@ def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
 
 
 def watches() -> list[Watch]:
-    """Nodes, every pod that holds resources (indexed by node and workload; the pending ones are the
-    queue's) and NodeMetrics; plugins add their own caches through the handle."""
-    return list(cluster_watches(pod_indexers={"owner": index_by_owner}, keep_volume_kinds=True))
+    """Nodes and every pod that holds resources (indexed by node and workload; the pending ones are the
+    queue's); plugins add the caches they need (NodeMetrics for LoadAwareScheduling...) through the
+    handle, so a cluster without Koordinator's CRDs runs a profile that does not need them."""
+    nodes, pods, _ = cluster_watches(pod_indexers={"owner": index_by_owner}, keep_volume_kinds=True)
+    return [nodes, pods]
 
 
 def build_frameworks(

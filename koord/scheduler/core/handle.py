@@ -10,7 +10,7 @@ from typing import Any
 
 from koord.apis import groups
 from koord.kube.informer import EventHandler
-from koord.kube.informers import Watch
+from koord.kube.informers import Watch, cluster_watches
 from koord.kube.trim import compact
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.framework.interface import CycleState, ObjHandler, Status, Store, UpdateHandler
@@ -88,6 +88,11 @@ class SchedulerHandle:
         metrics = self.store("nodemetrics")
         return None if metrics is None else metrics.get(node_name)
 
+    def _node_metrics(self) -> Store:
+        metrics = cluster_watches()[2]
+        store: Store = self.informers.watch(metrics)
+        return store
+
     def on_pods(
         self,
         on_add: ObjHandler | None = None,
@@ -102,10 +107,7 @@ class SchedulerHandle:
         on_update: UpdateHandler | None = None,
         on_delete: ObjHandler | None = None,
     ) -> None:
-        try:
-            self.informers["nodemetrics"].add_handler(EventHandler(on_add, on_update, on_delete))
-        except KeyError:
-            pass
+        self._node_metrics().add_handler(EventHandler(on_add, on_update, on_delete))
 
     def now(self) -> float:
         return self._clock()

@@ -154,8 +154,7 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
         sched.failure(fw, qpi, st, start, error=st.code is Code.ERROR)
         return
     sched.queue.done(qpi.uid)
-    sched.metrics.attempt(fw.profile.scheduler_name, "scheduled", time.perf_counter() - start)
     if waits:
-        sched.wait_on_permit(fw, state, qpi, node, waits)
+        sched.wait_on_permit(fw, state, qpi, node, waits, start)
     else:
-        sched.submit_binding(fw, state, qpi, node)
+        sched.submit_binding(fw, state, qpi, node, start)

@@ -173,7 +173,13 @@ class Scheduler:
     # ---- permit and binding ------------------------------------------------------------------------
 
     def wait_on_permit(
-        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, waits: Mapping[str, float]
+        self,
+        fw: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        node: str,
+        waits: Mapping[str, float],
+        start: float,
     ) -> None:
         now = self.waiting._clock()
         deadlines = {plugin: now + seconds for plugin, seconds in waits.items()}
@@ -181,15 +187,19 @@ class Scheduler:
         def done(st: Status | None) -> None:
             self.waiting.remove(qpi.uid)
             if st is None:
-                self.submit_binding(fw, state, qpi, node)
+                self.submit_binding(fw, state, qpi, node, start)
             else:
                 self._binders.submit(self._give_up, fw, state, qpi, node, st)
 
         wp = WaitingPod(qpi.info, node, deadlines, done)
         self.waiting.add(qpi.uid, wp, deadlines)
 
-    def submit_binding(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str) -> None:
-        self._binders.submit(self._binding_cycle, fw, state, qpi, node, time.perf_counter())
+    def submit_binding(
+        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, start: float
+    ) -> None:
+        """Run the binding cycle on a binding thread; ``start`` is when the scheduling cycle began (the
+        attempt's duration spans both cycles, as kube-scheduler measures it)."""
+        self._binders.submit(self._binding_cycle, fw, state, qpi, node, start)
 
     def _binding_cycle(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, start: float
