@@ -38,6 +38,7 @@ from koord.scheduler.core.handle import SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler, SchedulingOptions
 from koord.scheduler.framework import verdicts
+from koord.scheduler.framework.extension import FailureHooks
 from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
@@ -120,8 +121,15 @@ class KoordScheduler:
         self.snapshot = Snapshot()
         self.cache = Cache()
         self.waiting = WaitingPods()
+        hooks = FailureHooks()
         self.handle = SchedulerHandle(
-            self.snapshot, self.informers, self.api, self.waiting, client=self.api_client, clock=clock
+            self.snapshot,
+            self.informers,
+            self.api,
+            self.waiting,
+            client=self.api_client,
+            clock=clock,
+            hooks=hooks,
         )
         frameworks = build_frameworks(conf, self.plugins, self.handle, self.metrics.plugin)
         self.scheduler = Scheduler(
@@ -138,6 +146,7 @@ class KoordScheduler:
                 pod_max_backoff_seconds=conf.pod_max_backoff_seconds,
                 parallelism=conf.parallelism,
             ),
+            hooks=hooks,
             seed=seed,
         )
         EventHandlers(self.scheduler).attach(self.informers["pods"], self.informers["nodes"])

@@ -13,6 +13,7 @@ from koord.kube.informer import EventHandler
 from koord.kube.informers import Watch, cluster_watches
 from koord.kube.trim import compact
 from koord.scheduler.core.api import APIFailed, ClusterAPI
+from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
 from koord.scheduler.framework.interface import CycleState, ObjHandler, Status, Store, UpdateHandler
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj
@@ -41,8 +42,10 @@ class SchedulerHandle:
         *,
         client: Any = None,
         clock: Callable[[], float] = time.time,
+        hooks: FailureHooks | None = None,
     ) -> None:
         self._snapshot = snapshot
+        self.hooks = hooks or FailureHooks()
         self.informers = informers
         """An :class:`~koord.kube.informers.InformerSet` (or its in-memory twin)."""
         self.api = api
@@ -131,6 +134,20 @@ class SchedulerHandle:
             return False
         wp.reject(plugin, message)
         return True
+
+    # ---- FrameworkExtender hooks ------------------------------------------------------------------
+
+    def register_error_handler_filters(self, pre: ErrorHandler | None, post: ErrorHandler | None) -> None:
+        """Koordinator's ``RegisterErrorHandlerFilters``: ``pre(pod, why)`` returning True takes over a
+        scheduling failure (the default requeue and report are skipped); ``post`` runs after."""
+        if pre is not None:
+            self.hooks.error_pre.append(pre)
+        if post is not None:
+            self.hooks.error_post.append(post)
+
+    def register_forget_pod_handler(self, handler: ForgetHandler) -> None:
+        """Koordinator's ``RegisterForgetPodHandler``: told when an assumed pod is forgotten."""
+        self.hooks.forget.append(handler)
 
     # ---- writes --------------------------------------------------------------------------------
 

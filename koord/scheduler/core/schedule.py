@@ -64,7 +64,17 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
     if total == 0:
         diagnosis.reject_all(Status.unresolvable("no nodes available to schedule pods"), 0)
         raise FitError(qpi.info.key, 0, diagnosis)
+    ext = fw.extensions
+    if ext.pre_filter:
+        pod, rejected = ext.before_pre_filter(state, pod)
+        if rejected is not None:
+            if rejected.code is Code.ERROR:
+                raise PluginFailure(rejected.plugin, "beforePreFilter", rejected.message)
+            diagnosis.reject_all(rejected, total)
+            raise FitError(qpi.info.key, total, diagnosis)
     result, rejected = fw.run_pre_filter(state, pod)
+    if rejected is None and ext.pre_filter:
+        rejected = ext.after_pre_filter(state, pod, result)
     if rejected is not None:
         if not rejected.is_rejected:
             raise PluginFailure(rejected.plugin, "preFilter", rejected.message or rejected.code.name)
@@ -99,6 +109,9 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
         raise FitError(qpi.info.key, total, diagnosis)
     if len(feasible) == 1:
         return feasible.info(0).name
+    if ext.score:
+        pod, transformed, _ = ext.before_score(state, pod, feasible)
+        feasible = transformed if isinstance(transformed, NodeSet) else NodeSet.of(snapshot, transformed)
     run_pre_score(fw, state, pod, feasible)
     scores = plugin_scores(fw, state, pod, feasible)
     totals = weighted_total(scores, len(feasible))
@@ -132,6 +145,7 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
             if not post.is_success:
                 fit.diagnosis.post_filter_message = post.message
             nominated = result.nominated_node_name if result is not None else ""
+        fw.extensions.after_post_filter(state, pod, fit.diagnosis.statuses)
         sched.failure(fw, qpi, fit, start, nominated=nominated)
         return
     except PluginFailure as err:
@@ -140,7 +154,7 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
     sched.cache.assume_pod(qpi.info, node)
     reserved = fw.run_reserve(state, pod, node)
     if reserved is not None:
-        sched.cache.forget_pod(qpi.uid)
+        sched.forget(qpi)
         sched.failure(fw, qpi, reserved, start, error=reserved.code is Code.ERROR)
         return
     st: Status | None
@@ -150,7 +164,7 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
         st, waits = Status(Code.ERROR, (str(err),), err.plugin), {}
     if st is not None and st.code is not Code.WAIT:
         fw.run_unreserve(state, pod, node)
-        sched.cache.forget_pod(qpi.uid)
+        sched.forget(qpi)
         sched.failure(fw, qpi, st, start, error=st.code is Code.ERROR)
         return
     sched.queue.done(qpi.uid)

@@ -26,6 +26,7 @@ from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.schedule import schedule_one
 from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
 from koord.scheduler.framework.events import ClusterEventWithHint
+from koord.scheduler.framework.extension import FailureHooks
 from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.runtime import Framework, PluginFailure
 from koord.scheduler.framework.snapshot import Snapshot
@@ -62,6 +63,7 @@ class Scheduler:
         waiting: WaitingPods,
         pods: Any,
         options: SchedulingOptions = SchedulingOptions(),
+        hooks: FailureHooks | None = None,
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -76,6 +78,7 @@ class Scheduler:
         self.pods = pods
         """The pods informer cache (``namespace/name`` keys): the truth about a pod's current state."""
         self.config = options
+        self.hooks = hooks or FailureHooks()
         self.rng = np.random.default_rng(seed)
         self.next_start_node_index = 0
         first = next(iter(self.profiles.values()))
@@ -235,8 +238,13 @@ class Scheduler:
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:
         """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue."""
         fw.run_unreserve(state, qpi.pod, node)
-        self.cache.forget_pod(qpi.uid)
+        self.forget(qpi)
         self.failure(fw, qpi, st, time.perf_counter(), error=st.code is Code.ERROR)
+
+    def forget(self, qpi: QueuedPodInfo) -> None:
+        """Undo the assumption of ``qpi`` and tell the forget handlers."""
+        if self.cache.forget_pod(qpi.uid):
+            self.hooks.forgotten(qpi.pod)
 
     def reject_waiting(self, uid: str, message: str) -> None:
         wp: WaitingPod | None = self.waiting.get(uid)
@@ -273,9 +281,18 @@ class Scheduler:
         if self.gone(qpi):
             self.queue.done(qpi.uid)
             return
-        self.queue.add_unschedulable(qpi)
-        log.info("unable to schedule %s: %s", qpi.info.key, message)
-        self._report(qpi.pod, reason, message, nominated)
+
+        def default() -> None:
+            self.queue.add_unschedulable(qpi)
+            log.info("unable to schedule %s: %s", qpi.info.key, message)
+            self._report(qpi.pod, reason, message, nominated)
+
+        why = (
+            err
+            if isinstance(err, Status)
+            else Status(Code.ERROR if error else Code.UNSCHEDULABLE, (message,))
+        )
+        self.hooks.handle_error(qpi.pod, why, default)
 
     def _report(self, pod: Obj, reason: str, message: str, nominated: str) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or "")

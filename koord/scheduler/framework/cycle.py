@@ -76,6 +76,16 @@ def find_feasible(
     n = len(nodes)
     alive = np.ones(n, dtype=bool)
     result = FilterResult(nodes, nodes, n, state, pod, plugins)
+    if fw.extensions.filter:
+        # BeforeFilter may change what a node holds for this pod: such nodes are judged one by one on the
+        # transformed NodeInfo (the snapshot's arrays do not know it); the others as usual.
+        changed: dict[int, tuple[Obj, NodeInfo]] = {}
+        for pos, ni in enumerate(nodes):
+            p2, ni2, did = fw.extensions.before_filter(state, pod, ni)
+            if did:
+                changed[pos] = (p2, ni2)
+        if changed:
+            return _with_transformed(fw, state, pod, nodes, want, plugins, changed)
     per_node: list[tuple[int, Enabled]] = []
     for pi, e in enumerate(plugins):
         batch = getattr(e.plugin, "filter_nodes", None)
@@ -135,6 +145,35 @@ def find_feasible(
                 result.processed = pos + 1
                 break
     result.feasible = nodes.subset(_mask(n, np.asarray(keep, dtype=np.int64)))
+    return result
+
+
+def _with_transformed(
+    fw: Framework,
+    state: CycleState,
+    pod: Obj,
+    nodes: NodeSet,
+    want: int | None,
+    plugins: list[Enabled],
+    changed: dict[int, tuple[Obj, NodeInfo]],
+) -> FilterResult:
+    """Every node node by node (plugins in order), the transformed ones with their transformed pod and
+    NodeInfo; stops once ``want`` nodes passed."""
+    result = FilterResult(nodes, nodes, len(nodes), state, pod, plugins)
+    keep: list[int] = []
+    for pos, ni in enumerate(nodes):
+        p, info = changed.get(pos, (pod, ni))
+        for pi, e in enumerate(plugins):
+            st = call(e.name, "filter", e.plugin.filter, state, p, info)
+            if st is not None and not (isinstance(st, Status) and st.code is Code.SUCCESS):
+                result.failed[pos] = (pi, _check(e.name, info.name, st))
+                break
+        else:
+            keep.append(pos)
+            if want is not None and len(keep) >= want:
+                result.processed = pos + 1
+                break
+    result.feasible = nodes.subset(_mask(len(nodes), np.asarray(keep, dtype=np.int64)))
     return result
 
 

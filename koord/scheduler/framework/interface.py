@@ -237,6 +237,14 @@ class SchedulerHandle(Handle, Protocol):
     def bind_pod(self, pod: Obj, node: str) -> Status | None:
         """``POST pods/<name>/binding`` (DefaultBinder); an error status when the API refuses."""
 
+    def register_error_handler_filters(
+        self, pre: Callable[[Obj, Any], bool] | None, post: Callable[[Obj, Any], bool] | None
+    ) -> None:
+        """``pre(pod, why)`` returning True takes over a scheduling failure; ``post`` runs after."""
+
+    def register_forget_pod_handler(self, handler: Callable[[Obj], None]) -> None:
+        """Be told when an assumed pod is forgotten (its binding failed or was given up)."""
+
 
 @runtime_checkable
 class Plugin(Protocol):

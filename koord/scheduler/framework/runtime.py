@@ -21,6 +21,7 @@ from typing import Any
 from koord.runtime.errors import PluginError
 from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 from koord.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint
+from koord.scheduler.framework.extension import Extensions
 from koord.scheduler.framework.interface import (
     EXTENSION_POINTS,
     Code,
@@ -125,6 +126,7 @@ class Framework:
                 log.info("%s: pluginConfig for %s, which the profile does not enable: ignored", where, name)
         self.points: dict[str, list[Enabled]] = {p: self._expand(p, where) for p in self.point_names}
         self.total_score_weight = sum(e.weight for e in self.points.get("score", ()))
+        self.extensions = Extensions(list(self.instances.values()))
         if complete:
             if len(self.points.get("queueSort", ())) != 1:
                 raise PluginError("", f"{where}: exactly one queueSort plugin is required")
