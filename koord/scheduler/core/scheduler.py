@@ -95,6 +95,8 @@ class Scheduler:
         self._status = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pod-status")
         self._conditions: dict[str, tuple[str, str, str]] = {}
         self._lock = threading.Lock()
+        self._idle = threading.Condition()
+        self._binding = 0
         self.cycle_lock = threading.Lock()
         """Held for each scheduling cycle: whatever reads the snapshot or runs plugins beside the loop
         (``/debug/explain``) takes it."""
@@ -153,6 +155,25 @@ class Scheduler:
                 )
         return True
 
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until no binding cycle is running or queued (tests, benchmarks); False on timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._binding == 0, timeout)
+
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+        with self._idle:
+            self._binding += 1
+
+        def run() -> None:
+            try:
+                fn(*args)
+            finally:
+                with self._idle:
+                    self._binding -= 1
+                    self._idle.notify_all()
+
+        self._binders.submit(run)
+
     def stop(self) -> None:
         self.queue.close()
         self.waiting.stop()
@@ -192,7 +213,7 @@ class Scheduler:
             if st is None:
                 self.submit_binding(fw, state, qpi, node, start)
             else:
-                self._binders.submit(self._give_up, fw, state, qpi, node, st)
+                self._submit(self._give_up, fw, state, qpi, node, st)
 
         wp = WaitingPod(qpi.info, node, deadlines, done)
         self.waiting.add(qpi.uid, wp, deadlines)
@@ -202,7 +223,7 @@ class Scheduler:
     ) -> None:
         """Run the binding cycle on a binding thread; ``start`` is when the scheduling cycle began (the
         attempt's duration spans both cycles, as kube-scheduler measures it)."""
-        self._binders.submit(self._binding_cycle, fw, state, qpi, node, start)
+        self._submit(self._binding_cycle, fw, state, qpi, node, start)
 
     def _binding_cycle(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, start: float
@@ -292,7 +313,8 @@ class Scheduler:
             if isinstance(err, Status)
             else Status(Code.ERROR if error else Code.UNSCHEDULABLE, (message,))
         )
-        self.hooks.handle_error(qpi.pod, why, default)
+        if not self.hooks.handle_error(qpi.pod, why, default):
+            self.queue.done(qpi.uid)  # a handler took the failure over: the pod leaves the queue's care
 
     def _report(self, pod: Obj, reason: str, message: str, nominated: str) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or "")

@@ -68,13 +68,16 @@ def run_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Stat
     for e in fw.points.get("bind", ()):
         start = time.perf_counter()
         try:
-            st = call_status(e.name, "bind", e.plugin.bind, state, pod, node_name)
+            st = call(e.name, "bind", e.plugin.bind, state, pod, node_name)
         except PluginFailure as err:
-            st = Status(Code.ERROR, (str(err),))
+            st = Status(Code.ERROR, (err.detail,))
         fw.timed(e.name, "bind", start)
-        if st is not None and st.code is Code.SKIP:
+        if st is None or st.code is Code.SUCCESS:
+            return Status(Code.SUCCESS, (), e.name)
+        if st.code is Code.SKIP:
             continue
-        return Status(Code.SUCCESS, (), e.name) if st is None else st.with_plugin(e.name)
+        # kube-scheduler's RunBindPlugins wording, which operators see in FailedScheduling Events
+        return Status(st.code, (f'running Bind plugin "{e.name}": {st.message}',), e.name)
     return SKIP
 
 

@@ -162,12 +162,15 @@ class FailureHooks:
         self.error_post: list[ErrorHandler] = []
         self.forget: list[ForgetHandler] = []
 
-    def handle_error(self, pod: Obj, why: Status | Exception, default: Callable[[], None]) -> None:
-        """Pre-handlers first (one that returns True takes over), else the default, then post-handlers."""
-        if not any(_safe(h, pod, why) for h in self.error_pre):
+    def handle_error(self, pod: Obj, why: Status | Exception, default: Callable[[], None]) -> bool:
+        """Pre-handlers first (one that returns True takes over), else the default, then post-handlers;
+        whether the default ran."""
+        ran = not any(_safe(h, pod, why) for h in self.error_pre)
+        if ran:
             default()
         for h in self.error_post:
             _safe(h, pod, why)
+        return ran
 
     def forgotten(self, pod: Obj) -> None:
         for h in self.forget:

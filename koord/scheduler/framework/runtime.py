@@ -51,6 +51,7 @@ class PluginFailure(Exception):
         super().__init__(f"plugin {plugin} failed at {point}: {message}")
         self.plugin = plugin
         self.point = point
+        self.detail = message
 
 
 @dataclass(frozen=True, slots=True)
