@@ -99,6 +99,7 @@ class MemoryScheduler:
         plugins: Mapping[str, PluginFactory] | None = None,
         clock: FakeClock | None = None,
         seed: int = 0,
+        parallelism: int = 1,
     ) -> None:
         from prometheus_client import CollectorRegistry
 
@@ -145,7 +146,7 @@ class MemoryScheduler:
                 percentage_of_nodes_to_score=conf.percentage_of_nodes_to_score,
                 pod_initial_backoff_seconds=conf.pod_initial_backoff_seconds,
                 pod_max_backoff_seconds=conf.pod_max_backoff_seconds,
-                parallelism=1,
+                parallelism=parallelism,
             ),
             hooks=hooks,
             seed=seed,

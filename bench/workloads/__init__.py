@@ -1,0 +1,1 @@
+"""Cluster shapes the scheduler benchmarks share (built in memory)."""
