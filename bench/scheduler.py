@@ -81,7 +81,8 @@ def algorithm(nodes: int, placed: int, pods: int) -> dict[str, Any]:
     print(
         f"algorithm, {nodes} nodes, {placed} placed, {pods} pods: {r['pods_per_s']} pods/s, "
         f"cycle p50 {r['cycle_p50_ms']} ms p99 {r['cycle_p99_ms']} ms "
-        f"(floor, QueueSort+Bind only: {r['floor_pods_per_s']} pods/s, cycle p50 {r['floor_cycle_p50_ms']} ms)",
+        f"(floor, QueueSort+Bind only: {r['floor_pods_per_s']} pods/s, "
+        f"cycle p50 {r['floor_cycle_p50_ms']} ms)",
         flush=True,
     )
     return res
