@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koord.runtime.errors import PluginError
+from koord.runtime.errors import ConfigError, PluginError
 from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 from koord.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint
 from koord.scheduler.framework.extension import Extensions
@@ -129,10 +129,14 @@ class Framework:
         self.total_score_weight = sum(e.weight for e in self.points.get("score", ()))
         self.extensions = Extensions(list(self.instances.values()))
         if complete:
-            if len(self.points.get("queueSort", ())) != 1:
-                raise PluginError("", f"{where}: exactly one queueSort plugin is required")
+            sorts = len(self.points.get("queueSort", ()))
+            if sorts != 1:
+                many = (
+                    "only one queueSort plugin can be enabled" if sorts else "no queueSort plugin is enabled"
+                )
+                raise ConfigError(f"{where}: {many}")
             if not self.points.get("bind"):
-                raise PluginError("", f"{where}: at least one bind plugin is required")
+                raise ConfigError(f"{where}: at least one bind plugin is needed")
 
     def _expand(self, point: str, where: str) -> list[Enabled]:
         """kube-scheduler's order: multiPoint plugins re-listed at the point (in the point's order),
