@@ -2,9 +2,11 @@
 
 Paths follow the real API: ``/api/v1/...`` and ``/apis/<group>/<version>/...``, namespaced as
 ``namespaces/<ns>/<plural>[/<name>[/<subresource>]]`` or cluster-scoped as ``<plural>[/<name>[/...]]``,
-plus the deprecated ``.../watch/...`` prefix. Bodies are JSON; a POST without Content-Type is JSON (the
-official client sends none). A watch is HTTP/1.1 chunked newline-delimited JSON events that ends with the
-zero-length chunk when ``timeoutSeconds`` passes, so ``Watch.stream(timeout_seconds=...)`` returns.
+plus the deprecated ``.../watch/...`` prefix. Bodies are read and decoded by :mod:`tests.apiserver.bodies`
+(JSON, YAML, protobuf); warnings a request collects go out as ``Warning`` headers; whatever a request
+holds, the handler answers a Status (an unexpected exception is a 500, noted on the server). A watch is
+HTTP/1.1 chunked newline-delimited JSON events that ends with the zero-length chunk when
+``timeoutSeconds`` passes, so ``Watch.stream(timeout_seconds=...)`` returns.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.apiserver import endpoints, requestinfo, status
+from tests.apiserver import bodies, endpoints, requestinfo, requestwarnings, status
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError
 from tests.apiserver.watch import WatchClosed
@@ -74,66 +76,67 @@ class Handler(BaseHTTPRequestHandler):
     def api(self) -> APIServer:
         return self.server.api
 
-    def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    def _send(self, code: int, body: Any, headers: list[tuple[str, str]] | None = None) -> None:
         data = json.dumps(body).encode() if not isinstance(body, bytes) else body
         self.send_response(code)
         self.send_header("Content-Type", "application/json" if not isinstance(body, bytes) else "text/plain")
         self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
+        for name, value in headers or ():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
     def _dispatch(self, method: str) -> None:
-        url = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
-        raw = self._read_body()
+        self._raw = b""
+        self._decoded: Any = _UNDECODED
         code = 500
-        try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = raw
         recorded = False
+        path, query = self.path, {}
 
         def record(answered: int) -> None:
             nonlocal recorded
             if not recorded:
                 recorded = True
-                self.api.record(method, url.path, query, dict(self.headers.items()), body, answered)
+                body = self._decoded if self._decoded is not _UNDECODED else _best_effort(self._raw)
+                self.api.record(method, path, query, dict(self.headers.items()), body, answered)
 
         self._record = record
-        try:
-            self.api.check_injected(method, url.path)
-            if isinstance(body, bytes):
-                raise status.bad_request("the request body is not valid JSON")
-            reply = self._route(method, url.path, query, body)
-            if reply is None:  # a watch stream, already answered
-                code = 200
-                return
-            code, payload = reply
-            record(code)  # before answering: a client that reads the log after its call sees the entry
-            self._send(code, payload)
-        except APIError as err:
-            code = err.code
-            record(code)
-            self._send(err.code, err.body(), err.headers)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-        except Exception as err:  # a bug in the test server: answer 500 and keep serving
-            log.exception("test API server failed on %s %s", method, self.path)
-            code = 500
-            record(code)
-            self._send(500, status.internal(repr(err)).body())
-        finally:
-            record(code)
+        with requestwarnings.collecting() as warned:
+            try:
+                url = urlsplit(self.path)
+                path = url.path
+                query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+                self._raw = bodies.read(self.rfile, self.headers)
+                self.api.check_injected(method, path)
+                reply = self._route(method, path, query)
+                if reply is None:  # a watch stream, already answered
+                    code = 200
+                    return
+                code, payload = reply
+                record(code)  # before answering: a client that reads the log after its call sees the entry
+                self._send(code, payload, _warning_headers(warned))
+            except APIError as err:
+                code = err.code
+                record(code)
+                headers = list(err.headers.items()) + _warning_headers(warned)
+                if isinstance(err, bodies.FramingError):
+                    self.close_connection = True  # the rest of the bytes cannot be trusted
+                    headers.append(("Connection", "close"))
+                self._send(err.code, err.body(), headers)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            except Exception as err:  # a bug in the test server: answer 500 and keep serving
+                log.exception("test API server failed on %s %s", method, self.path)
+                self.api.note_internal_error(method, self.path, err)
+                code = 500
+                record(code)
+                self._send(500, status.internal(repr(err)).body())
+            finally:
+                record(code)
 
     # ---- routing --------------------------------------------------------------------------------------
 
-    def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply | None:
+    def _route(self, method: str, path: str, query: dict[str, str]) -> Reply | None:
         info = requestinfo.parse(method, path, query)
         user = self.api.authenticate(self.headers.get("Authorization"))
         self.api.authorize(user, requestinfo.for_authorization(info, query))
@@ -153,7 +156,11 @@ class Handler(BaseHTTPRequestHandler):
                 query = {**query, "fieldSelector": ",".join(t for t in terms if t)}
             self._watch(rt, ns, query)
             return None
-        ctype = self.headers.get("Content-Type") or "application/merge-patch+json"
+        ctype = self.headers.get("Content-Type")
+        directive = endpoints.field_validation(query)
+        self._decoded = bodies.decode(self._raw, ctype, rt=rt, verb=info.verb, directive=directive)
+        ctype = ctype or "application/merge-patch+json"
+        body = self._decoded
         call = endpoints.Call(info.verb, rt, ns, info.name, info.subresource, query, body, ctype, user)
         return endpoints.serve(self.api, call)
 
@@ -255,6 +262,23 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             watcher.close()
             self.api.stream_ended()
+
+
+_UNDECODED = object()
+
+
+def _best_effort(raw: bytes) -> Any:
+    """A body for the request log when the request failed before it was decoded."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
+
+
+def _warning_headers(warned: list[str]) -> list[tuple[str, str]]:
+    return [("Warning", requestwarnings.header_value(w)) for w in warned]
 
 
 def _no_route() -> APIError:

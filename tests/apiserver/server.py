@@ -130,6 +130,7 @@ class APIServer:
         self._unavailable = False
         self._streams = 0
         self._streams_done = threading.Condition(self._lock)
+        self._internal_errors: list[str] = []
         self._httpd: _HTTPServer | None = None
         self._switch_lock = threading.RLock()
         self._timer: tuple[threading.Timer, object] | None = None
@@ -339,6 +340,17 @@ class APIServer:
         with self._lock:
             self._streams -= 1
             self._streams_done.notify_all()
+
+    def note_internal_error(self, method: str, path: str, err: BaseException) -> None:
+        """A request raised something the server did not expect (answered 500): a bug to look at."""
+        with self._lock:
+            self._internal_errors.append(f"{method} {path}: {err!r}")
+
+    @property
+    def internal_errors(self) -> list[str]:
+        """``"<method> <path>: <exception>"`` of every request that hit a bug of the server (a copy)."""
+        with self._lock:
+            return list(self._internal_errors)
 
     # ---- request log ----------------------------------------------------------------------------------
 
