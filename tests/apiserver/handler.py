@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.apiserver import bodies, endpoints, requestinfo, requestwarnings, status
+from tests.apiserver import bodies, endpoints, requestinfo, requestwarnings, status, tables
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError
 from tests.apiserver.watch import WatchClosed
@@ -150,11 +150,13 @@ class Handler(BaseHTTPRequestHandler):
             ns = None
         elif ns is not None and not rt.namespaced:
             raise _no_route()
+        as_table = tables.negotiate(self.headers.get("Accept"))
+        include = tables.include_object(query) if as_table else ""
         if info.verb == "watch":
             if info.name:  # the deprecated watch of one object is a watch by metadata.name
                 terms = (query.get("fieldSelector"), f"metadata.name={info.name}")
                 query = {**query, "fieldSelector": ",".join(t for t in terms if t)}
-            self._watch(rt, ns, query)
+            self._watch(rt, ns, query, (as_table, include) if as_table else None)
             return None
         ctype = self.headers.get("Content-Type")
         directive = endpoints.field_validation(query)
@@ -162,7 +164,10 @@ class Handler(BaseHTTPRequestHandler):
         ctype = ctype or "application/merge-patch+json"
         body = self._decoded
         call = endpoints.Call(info.verb, rt, ns, info.name, info.subresource, query, body, ctype, user)
-        return endpoints.serve(self.api, call)
+        code, payload = endpoints.serve(self.api, call)
+        if as_table and info.verb in ("get", "list") and not info.subresource and code == 200:
+            payload = tables.table(rt, payload, as_table, include, self.api.store.clock())
+        return code, payload
 
     def _non_resource(self, method: str, path: str) -> Reply:
         registry = self.api.registry
@@ -209,8 +214,20 @@ class Handler(BaseHTTPRequestHandler):
         at = min(now + self.api.bookmark_interval, deadline - BOOKMARK_BEFORE_TIMEOUT)
         return at if at > now else None
 
-    def _watch(self, rt: ResourceType, ns: str | None, query: dict[str, str]) -> None:
+    def _watch(
+        self, rt: ResourceType, ns: str | None, query: dict[str, str], as_table: tuple[str, str] | None
+    ) -> None:
         store = self.api.store
+        headers = True
+
+        def shown(obj: Any) -> Any:
+            nonlocal headers
+            if as_table is None:
+                return obj
+            out = tables.table(rt, obj, as_table[0], as_table[1], store.clock(), headers=headers)
+            headers = False  # NoHeaders after the first event
+            return out
+
         timeout = float(query.get("timeoutSeconds") or self.api.default_watch_timeout)
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1", "True")
         try:
@@ -233,7 +250,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._start_stream()
             for typ, obj in initial:
-                self._chunk({"type": typ, "object": obj})
+                self._chunk({"type": typ, "object": shown(obj)})
             deadline = time.monotonic() + timeout
             next_bookmark = self._next_bookmark(deadline) if bookmarks else None
             while (left := deadline - time.monotonic()) > 0:
@@ -245,7 +262,7 @@ class Handler(BaseHTTPRequestHandler):
                 except WatchClosed:
                     break
                 if event is not None:
-                    self._chunk({"type": event[0], "object": event[1]})
+                    self._chunk({"type": event[0], "object": shown(event[1])})
                 elif next_bookmark is not None and time.monotonic() >= next_bookmark:
                     meta = {"resourceVersion": str(watcher.last_rv)}
                     self._chunk(

@@ -46,7 +46,7 @@ def apply(
                 "the body of the request was in an unknown format - accepted media types include: "
                 f"{JSON_PATCH}, {MERGE}, {APPLY}",
             )
-        return smp.apply(target, body, smp.schema_for(rt.key))
+        return smp.apply(target, body, smp.schema_for_kind(rt.group, rt.version, rt.kind))
     if media in (MERGE, STRATEGIC):
         if not isinstance(body, dict):
             raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
