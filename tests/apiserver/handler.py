@@ -11,6 +11,7 @@ HTTP/1.1 chunked newline-delimited JSON events that ends with the zero-length ch
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -18,7 +19,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.apiserver import bodies, endpoints, requestinfo, requestwarnings, status, tables
+from tests.apiserver import bodies, endpoints, openapiproto, requestinfo, requestwarnings, status, tables
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError
 from tests.apiserver.watch import WatchClosed
@@ -41,6 +42,14 @@ VERSION_INFO = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RawReply:
+    """An answer that is not JSON: its bytes and media type."""
+
+    data: bytes
+    content_type: str
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -77,9 +86,14 @@ class Handler(BaseHTTPRequestHandler):
         return self.server.api
 
     def _send(self, code: int, body: Any, headers: list[tuple[str, str]] | None = None) -> None:
-        data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+        if isinstance(body, RawReply):
+            data, ctype = body.data, body.content_type
+        elif isinstance(body, bytes):
+            data, ctype = body, "text/plain"
+        else:
+            data, ctype = json.dumps(body).encode(), "application/json"
         self.send_response(code)
-        self.send_header("Content-Type", "application/json" if not isinstance(body, bytes) else "text/plain")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         for name, value in headers or ():
             self.send_header(name, value)
@@ -180,6 +194,8 @@ class Handler(BaseHTTPRequestHandler):
             return 200, VERSION_INFO
         if parts == ["api"]:
             return 200, registry.api_versions()
+        if parts[:1] == ["openapi"]:
+            return self._openapi(parts[1:])
         if parts == ["apis"]:
             return 200, registry.api_group_list()
         found: Any = None
@@ -192,6 +208,25 @@ class Handler(BaseHTTPRequestHandler):
         if found is None:
             raise _no_route()
         return 200, found
+
+    def _openapi(self, parts: list[str]) -> Reply:
+        docs = self.api.openapi
+        if parts == ["v2"]:
+            if openapiproto.wants_protobuf(self.headers.get("Accept")):
+                return 200, RawReply(openapiproto.encode(docs.v2()), openapiproto.MEDIA_TYPE)
+            return 200, docs.v2()
+        if parts == ["v3"]:
+            return 200, docs.v3_index()
+        if len(parts) >= 3 and parts[0] == "v3":
+            rest = parts[1:]
+            found = None
+            if rest[0] == "api" and len(rest) == 2:
+                found = docs.v3("", rest[1])
+            elif rest[0] == "apis" and len(rest) == 3:
+                found = docs.v3(rest[1], rest[2])
+            if found is not None:
+                return 200, found
+        raise _no_route()
 
     # ---- watch ----------------------------------------------------------------------------------------
 

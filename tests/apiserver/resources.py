@@ -91,6 +91,7 @@ class Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._types: dict[tuple[str, str, str], ResourceType] = {}
+        self.generation = 0  # counts changes of what is served (documents built from it are kept until then)
         from tests.apiserver.builtin import BUILTIN  # it imports ResourceType from here
 
         for rt in BUILTIN:
@@ -99,6 +100,7 @@ class Registry:
     def add(self, rt: ResourceType) -> None:
         with self._lock:
             self._types[(rt.group, rt.version, rt.plural)] = rt
+            self.generation += 1
 
     def add_crd(self, crd: crdschema.CRDSource) -> list[ResourceType]:
         """Serve every served version of the CRD; returns the types added."""
@@ -133,6 +135,7 @@ class Registry:
         with self._lock:
             for key in [k for k in self._types if k[0] == spec["group"] and k[2] == spec["names"]["plural"]]:
                 del self._types[key]
+            self.generation += 1
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         with self._lock:

@@ -23,6 +23,7 @@ from tests.apiserver.auth import Auth
 from tests.apiserver.disruption import DisruptionController
 from tests.apiserver.handler import Handler
 from tests.apiserver.kubelet import KubeletHook
+from tests.apiserver.openapi import OpenAPI
 from tests.apiserver.rbac import ANONYMOUS, User
 from tests.apiserver.requestinfo import RequestInfo
 from tests.apiserver.resources import Registry, ResourceType
@@ -114,6 +115,7 @@ class APIServer:
         authorization: bool = False,
     ) -> None:
         self.registry = Registry()
+        self.openapi = OpenAPI(self.registry)
         self.store = Store(self.registry, history_limit=history_limit)
         self.disruption = DisruptionController(self.store)
         self.kubelet = KubeletHook(self.store, auto=kubelet_auto_confirm)
