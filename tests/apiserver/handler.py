@@ -25,7 +25,8 @@ from tests.apiserver.status import APIError
 from tests.apiserver.watch import WatchClosed
 
 if TYPE_CHECKING:
-    from tests.apiserver.server import APIServer, _HTTPServer
+    from tests.apiserver.connections import ConnectionServer
+    from tests.apiserver.server import APIServer
 
 log = logging.getLogger(__name__)
 Reply = tuple[int, Any]
@@ -59,7 +60,7 @@ class Handler(BaseHTTPRequestHandler):
     # Headers and body go out in two sends; with Nagle's algorithm the body would wait for the client's
     # delayed ACK (~40 ms per request on Linux), hiding every client's own latency.
     disable_nagle_algorithm = True
-    server: _HTTPServer
+    server: ConnectionServer
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
