@@ -8,8 +8,8 @@ chunk a 400 after which the connection is closed.
 Decoding: JSON (also when no Content-Type is sent: the official client sends none on some calls), YAML,
 and ``application/vnd.kubernetes.protobuf`` for the built-in kinds :mod:`tests.apiserver.protobuf` knows.
 Any other media type, and protobuf for a custom resource or an unknown kind, is kube-apiserver's 415
-UnsupportedMediaType naming what is accepted. A PATCH body is decoded by its patch type (JSON, or YAML
-for ``application/apply-patch+yaml``); its media type is checked by :mod:`tests.apiserver.patch`. JSON with
+UnsupportedMediaType naming what is accepted. A PATCH body is JSON for the patch types served; its media
+type is checked by :mod:`tests.apiserver.patch`. JSON with
 a repeated key is a strict decoding error: a 400 under ``fieldValidation=Strict``, a warning under Warn.
 """
 
@@ -22,12 +22,13 @@ from typing import IO, Any
 import yaml
 
 from tests.apiserver import protobuf, requestwarnings, status
+from tests.apiserver.patch import JSON_PATCH, MERGE, STRATEGIC
 from tests.apiserver.resources import ResourceType
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
 JSON, YAML, PROTOBUF = "application/json", "application/yaml", protobuf.MEDIA_TYPE
-APPLY_PATCH = "application/apply-patch+yaml"
 _MAX_CHUNK_LINE = 1024
+PATCH_TYPES = ("", JSON_PATCH, MERGE, STRATEGIC)
 
 
 class FramingError(status.APIError):
@@ -111,9 +112,8 @@ def decode(
         return None
     media = media_type(content_type)
     if verb == "patch":
-        if media == APPLY_PATCH:
-            return _yaml(raw)
-        return _json(raw, directive)
+        # Other patch types (server-side apply's YAML) are refused by tests.apiserver.patch.
+        return _json(raw, directive) if media in PATCH_TYPES else None
     if media in ("", JSON, "*/*"):
         return _json(raw, directive)
     if media in (YAML, "application/x-yaml", "text/yaml"):
