@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import yaml
 
-from tests.apiserver import protobuf, requestwarnings, status
+from tests.apiserver import fieldvalidation, protobuf, status
 from tests.apiserver.patch import JSON_PATCH, MERGE, STRATEGIC
 from tests.apiserver.resources import ResourceType
 
@@ -165,12 +165,7 @@ def _json(raw: bytes, directive: str) -> Any:
         return value
     found: list[str] = []
     value = _plain(value, "", found)
-    problems = [f'duplicate field "{path}"' for path in found]
-    if directive == "Strict":
-        raise status.bad_request("strict decoding error: " + ", ".join(problems))
-    if directive == "Warn":
-        for p in problems:
-            requestwarnings.add(p)
+    fieldvalidation.report([f'duplicate field "{path}"' for path in found], directive)
     return value
 
 

@@ -38,14 +38,20 @@ def admit(rt: ResourceType, obj: dict[str, Any], directive: str) -> dict[str, An
         decoded = typeschema.prune(model, obj)
         _refuse_wrong_type(rt, decoded, "")
         pruned, dropped = decoded.value, decoded.dropped
-    if dropped:
-        problems = [f'unknown field "{path}"' for path in dropped]
-        if directive == "Strict":
-            raise status.bad_request("strict decoding error: " + ", ".join(problems))
-        if directive == "Warn":
-            for p in problems:
-                requestwarnings.add(p)
+    report([f'unknown field "{path}"' for path in dropped], directive)
     return pruned
+
+
+def report(problems: list[str], directive: str) -> None:
+    """Strict decoding problems (unknown or repeated fields) as the directive says: a 400 listing them
+    all (Strict), one warning each (Warn), nothing (Ignore)."""
+    if not problems:
+        return
+    if directive == "Strict":
+        raise status.bad_request("strict decoding error: " + ", ".join(problems))
+    if directive == "Warn":
+        for p in problems:
+            requestwarnings.add(p)
 
 
 def _refuse_wrong_type(rt: ResourceType, decoded: typeschema.Decoded, prefix: str) -> None:
