@@ -174,7 +174,8 @@ class Handler(BaseHTTPRequestHandler):
             self._watch(rt, ns, query, (as_table, include) if as_table else None)
             return None
         ctype = self.headers.get("Content-Type")
-        directive = endpoints.field_validation(query)
+        writes = info.verb in ("create", "update", "patch")
+        directive = endpoints.field_validation(query) if writes else "Ignore"
         self._decoded = bodies.decode(self._raw, ctype, rt=rt, verb=info.verb, directive=directive)
         ctype = ctype or "application/merge-patch+json"
         body = self._decoded
