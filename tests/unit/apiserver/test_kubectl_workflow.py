@@ -306,3 +306,16 @@ def test_field_validation_and_server_side_apply_as_kubectl_reports_them(
     assert quiet.returncode == 0 and "Warning" not in quiet.stderr
     ssa = kubectl("apply", "--server-side", "-f", str(manifest))
     assert ssa.returncode == 1 and "Server-side apply not available on the server" in ssa.stderr, ssa.stderr
+
+
+def test_the_loops_kubectl_hints_work(kubectl: Kubectl) -> None:
+    """The commands ``make loop`` prints to watch it from another terminal run as printed (a watch
+    without ``--watch``, so that it returns)."""
+    from tests.loop.components import kubectl_hints
+
+    lines = kubectl_hints(kubectl.kubeconfig)
+    assert f"  export KUBECONFIG={kubectl.kubeconfig}" in lines
+    commands = [line.split()[1:] for line in lines if line.strip().startswith("kubectl ")]
+    assert commands
+    for args in commands:
+        kubectl.ok(*(a for a in args if a != "--watch"))
