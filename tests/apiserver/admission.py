@@ -36,14 +36,18 @@ _NO_NAMESPACE_CHECK = {("", "namespaces"), ("authentication.k8s.io", "tokenrevie
 def admit_create(api: APIServer, rt: ResourceType, namespace: str | None, obj: Obj) -> Obj:
     """``obj`` as the mutating plugins leave it; raises what the validating ones refuse."""
     out = copy.deepcopy(obj)
-    meta = out.get("metadata") or {}
-    ns = namespace or meta.get("namespace") or "default"
+    meta = out.get("metadata") if isinstance(out.get("metadata"), dict) else {}
+    ns = namespace or str(meta.get("namespace") or "default")
     if rt.namespaced and rt.key not in _NO_NAMESPACE_CHECK:
         _namespace_lifecycle(api, ns)
     if rt.key == ("", "pods"):
-        spec = out.setdefault("spec", {})
+        if out.get("spec") is None:
+            out["spec"] = {}
+        spec = out["spec"]
+        if not isinstance(spec, dict):
+            return out  # it does not decode: the store answers 400 (decoding comes before admission)
         spec.setdefault("serviceAccountName", "default")
-        _priority(api, meta.get("name") or meta.get("generateName") or "", spec)
+        _priority(api, str(meta.get("name") or meta.get("generateName") or ""), spec)
         _default_tolerations(spec)
     return out
 

@@ -101,21 +101,24 @@ def serve(api: APIServer, call: Call) -> Reply:
     if rt.key in _REVIEWS:
         if call.verb != "create":
             raise APIError(405, f"{call.verb} is not supported on {rt.plural}")
-        return 201, reviews.review(api, rt, call.body, call.user)
+        return 201, reviews.review(api, rt, _decoded(call, rt.group, rt.version, rt.kind), call.user)
     if rt.key == ("", "bindings"):
         if call.verb != "create" or call.namespace is None:
             raise APIError(405, f"{call.verb} is not supported on bindings")
-        return 201, binding.bind(api.store, call.namespace, None, call.body, dry_run=dry_run(call.query))
+        body = _decoded(call, "", "v1", "Binding")
+        return 201, binding.bind(api.store, call.namespace, None, body, dry_run=dry_run(call.query))
     found = rt.subresource(sub) if sub else None
     if found is not None and found.verbs == ("create",):
         if call.verb != "create" or not call.name:
             raise APIError(405, f"only POST is allowed on {rt.plural}/{sub}")
         ns, dry = call.namespace or "", dry_run(call.query)
+        group = rt.group if found.group is None else found.group
+        body = _decoded(call, group, found.version or rt.version, found.kind)
         if sub == "binding":
-            return 201, binding.bind(api.store, ns, call.name, call.body, dry_run=dry)
+            return 201, binding.bind(api.store, ns, call.name, body, dry_run=dry)
         if sub == "token":
-            return 201, tokens.request(api, ns, call.name, call.body, dry_run=dry)
-        return eviction.evict(api, ns, call.name, call.body, dry_run=dry)
+            return 201, tokens.request(api, ns, call.name, body, dry_run=dry)
+        return eviction.evict(api, ns, call.name, body, dry_run=dry)
     if found is not None and sub == "scale":
         if call.verb not in ("get", "update", "patch") or not call.name:
             raise APIError(405, f"{call.verb} is not supported on {rt.plural}/scale")
@@ -131,6 +134,12 @@ def serve(api: APIServer, call: Call) -> Reply:
     if handler is None or named != bool(call.name) or (sub and call.verb not in ("get", "update", "patch")):
         raise APIError(405, f"{call.verb} is not supported here")
     return handler(api, call)
+
+
+def _decoded(call: Call, group: str, version: str, kind: str) -> Any:
+    """The body of a create that is not stored as such (a review, a Binding, an Eviction, a
+    TokenRequest) decoded as its kind: a value of the wrong type does not decode, unknown fields drop."""
+    return fieldvalidation.admit_kind(group, version, kind, call.body, field_validation(call.query))
 
 
 def _list(api: APIServer, call: Call) -> Reply:
@@ -167,9 +176,10 @@ def _create(api: APIServer, call: Call) -> Reply:
         raise APIError(404, "the server could not find the requested resource")
     if not isinstance(call.body, dict):
         raise status.bad_request("the body of a create must be an object")
-    dry = dry_run(call.query)
-    obj = admission.admit_create(api, call.rt, call.namespace, call.body)
     validation = field_validation(call.query)
+    body = fieldvalidation.admit(call.rt, call.body, validation)  # decoding comes before admission
+    dry = dry_run(call.query)
+    obj = admission.admit_create(api, call.rt, call.namespace, body)
     with api.store.lock:  # allocation and create in one step, so two creates never share an IP
         if call.rt.key == ("", "services"):
             obj = services.allocate(api.store, call.namespace or "", obj)
@@ -183,6 +193,7 @@ def _update(api: APIServer, call: Call) -> Reply:
     body = call.body
     if not isinstance(body, dict):
         raise status.bad_request("the body of an update must be an object")
+    body = fieldvalidation.admit(call.rt, body, field_validation(call.query))  # decoding comes first
     body_name = (body.get("metadata") or {}).get("name")
     if body_name != call.name:
         raise status.bad_request(

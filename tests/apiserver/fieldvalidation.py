@@ -28,18 +28,25 @@ def admit(rt: ResourceType, obj: dict[str, Any], directive: str) -> dict[str, An
         meta = pruned.get("metadata")
         if meta is not None:
             decoded = typeschema.prune("V1ObjectMeta", meta)
-            _refuse_wrong_type(rt, decoded, "metadata.")
+            _refuse_wrong_type(rt.kind, rt.version, decoded, "metadata.")
             pruned["metadata"] = decoded.value
             dropped += [f"metadata.{p}" for p in decoded.dropped]
-    else:
-        model = typeschema.model_class_for(rt.group, rt.version, rt.kind)
-        if model is None:
-            return obj
-        decoded = typeschema.prune(model, obj)
-        _refuse_wrong_type(rt, decoded, "")
-        pruned, dropped = decoded.value, decoded.dropped
-    report([f'unknown field "{path}"' for path in dropped], directive)
-    return pruned
+        report([f'unknown field "{path}"' for path in dropped], directive)
+        return pruned
+    return admit_kind(rt.group, rt.version, rt.kind, obj, directive)
+
+
+def admit_kind(group: str, version: str, kind: str, obj: Any, directive: str) -> Any:
+    """``obj`` decoded as the built-in ``kind`` (also the kinds subresources take: an Eviction, a
+    TokenRequest, a Scale): 400 for a value of the wrong JSON type, unknown fields dropped and reported.
+    A kind the official client has no model of is taken as it is."""
+    model = typeschema.model_class_for(group, version, kind)
+    if model is None:
+        return obj
+    decoded = typeschema.prune(model, obj)
+    _refuse_wrong_type(kind, version, decoded, "")
+    report([f'unknown field "{path}"' for path in decoded.dropped], directive)
+    return decoded.value
 
 
 def report(problems: list[str], directive: str) -> None:
@@ -54,15 +61,15 @@ def report(problems: list[str], directive: str) -> None:
             requestwarnings.add(p)
 
 
-def _refuse_wrong_type(rt: ResourceType, decoded: typeschema.Decoded, prefix: str) -> None:
+def _refuse_wrong_type(kind: str, version: str, decoded: typeschema.Decoded, prefix: str) -> None:
     """Go's decoder stops at a value of the wrong JSON type: 400, as kube-apiserver words it."""
     if decoded.wrong_type is None:
         return
     path, expected = decoded.wrong_type
     where = f"{prefix}{path}" if path else (prefix.rstrip(".") or "the object")
     raise status.bad_request(
-        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-        f"json: cannot unmarshal into Go struct field {rt.kind}.{where} of type {expected}"
+        f'{kind} in version "{version}" cannot be handled as a {kind}: '
+        f"json: cannot unmarshal into Go struct field {kind}.{where} of type {expected}"
     )
 
 

@@ -166,8 +166,9 @@ class Decoded:
 
 def prune(name: str, obj: Any) -> Decoded:
     """``obj`` read as an object of model ``name``: fields its type does not have are dropped (with their
-    paths, ``spec.containers[0].foo``) and values of the wrong JSON type noted, as Go's JSON decoding does.
-    ``obj`` itself is not changed. Strings also take numbers (a Quantity may be written either way)."""
+    paths, ``spec.containers[0].foo``), nulls of struct, list and map fields too, and values of the wrong
+    JSON type noted, as Go's JSON decoding does. ``obj`` itself is not changed. Strings also take numbers
+    (a Quantity may be written either way)."""
     found = Decoded(None)
     found.value = _prune(TypeRef("model", model=name), obj, "", found)
     return found
@@ -181,6 +182,11 @@ _SCALARS: dict[str, tuple[type, ...]] = {
     "number": (int, float),
     "int-or-string": (int, str),
 }
+
+
+# A JSON null decodes to the Go zero value: nil for a pointer, slice or map, an empty struct otherwise, all
+# of which the object leaves out; nulls of scalar fields are kept as given.
+_STRUCTURED = frozenset({"model", "array", "map"})
 
 
 def _fits(kind: str, value: Any) -> bool:
@@ -210,7 +216,7 @@ def _prune(ref: TypeRef, value: Any, path: str, found: Decoded) -> Any:
             field = fields.get(key)
             if field is None:
                 found.dropped.append(at)
-            else:
+            elif item is not None or field.type.kind not in _STRUCTURED:
                 out[key] = _prune(field.type, item, at, found)
         return out
     if ref.kind == "array" and isinstance(value, list) and ref.item is not None:

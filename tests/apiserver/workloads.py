@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.apiserver import patch, podspec, status
+from tests.apiserver import fieldvalidation, patch, podspec, status
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.selectors import label_selector
 from tests.apiserver.status import Cause
@@ -182,6 +182,7 @@ def scale(
             return _as_scale(current)
         view = _as_scale(current)
         wanted = body if verb == "update" else patch.apply(view, body, content_type)
+        wanted = fieldvalidation.admit_kind("autoscaling", "v1", "Scale", wanted, "Ignore")
         if not isinstance(wanted, dict) or not isinstance(wanted.get("spec"), dict):
             raise status.bad_request("the body of a Scale must be an object with a spec")
         replicas = wanted["spec"].get("replicas")
