@@ -51,9 +51,9 @@ class Kubectl:
             timeout=timeout,
         )
 
-    def ok(self, *args: str, **kw: str) -> str:
+    def ok(self, *args: str, token: str | None = None, stdin: str | None = None) -> str:
         """stdout of a call that must succeed (the failure shows kubectl's stderr)."""
-        done = self(*args, **kw)  # type: ignore[arg-type]
+        done = self(*args, token=token, stdin=stdin)
         assert done.returncode == 0, f"kubectl {' '.join(args)} failed:\n{done.stderr}"
         return done.stdout
 
