@@ -28,7 +28,7 @@ from koord.kube.client import make_api_client, request
 from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim, Outcome
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
-from tests.loop.components import Child, Component, agent, api_server, wait_for, write
+from tests.loop.components import Child, Component, agent, api_server, kubectl_hints, wait_for, write
 from tests.loop.report import Report, describe
 from tests.loop.watch import Watcher
 
@@ -80,10 +80,9 @@ class Loop:
     def run(self) -> Report:
         apiserver, kubeconfig = api_server(self.work, self.logs)
         self.procs.append(apiserver)
-        self.say(
-            "api-server",
-            apiserver.first_line,
-        )
+        self.say("api-server", apiserver.first_line)
+        for line in kubectl_hints(kubeconfig):
+            self.say("api-server", line)
         self.api = make_api_client(kubeconfig=str(kubeconfig))
         request(self.api, "namespace", "POST", "/api/v1/namespaces", body={"metadata": {"name": configs.NS}})
         for pc in configs.priority_classes():
