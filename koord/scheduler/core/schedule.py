@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -105,6 +106,15 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
     return feasible.info(select_host(feasible, totals, sched.rng)).name
 
 
+def _post_filter_statuses(sched: Scheduler, fit: FitError) -> Mapping[str, Status]:
+    """Why each node failed, as PostFilter reads it: a PreFilter rejection counts on every node (a node
+    without a status failed unresolvably)."""
+    rejected = fit.diagnosis.pre_filter
+    if rejected is None:
+        return fit.diagnosis.statuses
+    return {ni.name: rejected for ni in sched.snapshot.node_infos()}
+
+
 def _allowed_mask(nodes: NodeSet, allowed: frozenset[str]) -> np.ndarray:
     return np.fromiter((ni.name in allowed for ni in nodes), dtype=bool, count=len(nodes))
 
@@ -122,22 +132,23 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
     try:
         node = schedule_pod(sched, fw, state, qpi)
     except FitError as fit:
-        nominated = ""
-        if fw.has("postFilter") and not fit.unresolvable:
+        nominated: str | None = None
+        if fw.has("postFilter") and fit.num_nodes:
             try:
-                result, post = fw.run_post_filter(state, pod, fit.diagnosis.statuses)
+                result, post = fw.run_post_filter(state, pod, _post_filter_statuses(sched, fit))
             except PluginFailure as err:
                 sched.failure(fw, qpi, err, start, error=True)
                 return
             if not post.is_success:
                 fit.diagnosis.post_filter_message = post.message
-            nominated = result.nominated_node_name if result is not None else ""
+            nominated = result.nominated_node_name if result is not None else None
         sched.failure(fw, qpi, fit, start, nominated=nominated)
         return
     except PluginFailure as err:
         sched.failure(fw, qpi, err, start, error=True)
         return
     sched.cache.assume_pod(qpi.info, node)
+    sched.nominator.delete(qpi.uid)
     reserved = fw.run_reserve(state, pod, node)
     if reserved is not None:
         sched.cache.forget_pod(qpi.uid)

@@ -21,12 +21,13 @@ import numpy as np
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.fiterror import FitError
-from koord.scheduler.core.handle import PATCH_KEY
+from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.schedule import schedule_one
 from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
 from koord.scheduler.framework.events import ClusterEventWithHint
 from koord.scheduler.framework.interface import Code, CycleState, Status
+from koord.scheduler.framework.nominator import Nominator, nominated_node_name
 from koord.scheduler.framework.runtime import Framework, PluginFailure
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import Obj
@@ -90,11 +91,17 @@ class Scheduler:
         )
         self._binders = ThreadPoolExecutor(max_workers=max(options.parallelism, 1), thread_name_prefix="bind")
         self._status = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pod-status")
-        self._conditions: dict[str, tuple[str, str, str]] = {}
+        self._conditions: dict[str, tuple[str, str, str | None]] = {}
         self._lock = threading.Lock()
         self.cycle_lock = threading.Lock()
         """Held for each scheduling cycle: whatever reads the snapshot or runs plugins beside the loop
         (``/debug/explain``) takes it."""
+        self.nominator = Nominator()
+        """Pending pods nominated to nodes (by preemption): the cycle keeps their room for them."""
+        for fw in self.profiles.values():
+            fw.nominator = self.nominator
+            if isinstance(fw.handle, SchedulerHandle):
+                fw.handle.attach(self)
         metrics.bind_queue(self.queue.counts)
         metrics.bind_cache(cache.counts)
 
@@ -253,10 +260,11 @@ class Scheduler:
         start: float,
         *,
         error: bool = False,
-        nominated: str = "",
+        nominated: str | None = None,
     ) -> None:
         """Back to the queue (unless the pod is gone or bound meanwhile), with an Event and the
-        ``PodScheduled=False`` condition saying why."""
+        ``PodScheduled=False`` condition saying why; ``nominated`` (PostFilter's answer) sets the pod's
+        ``status.nominatedNodeName`` (``""`` clears it, ``None`` leaves it)."""
         profile = fw.profile.scheduler_name
         if isinstance(err, FitError):
             qpi.unschedulable_plugins = set(err.diagnosis.unschedulable_plugins)
@@ -274,10 +282,16 @@ class Scheduler:
             self.queue.done(qpi.uid)
             return
         self.queue.add_unschedulable(qpi)
+        if nominated is not None:
+            # Before the API server has it, so the next cycles keep the room for this pod already.
+            self.nominator.add(qpi.info, nominated)
+            current = self.pods.get(qpi.info.key) if self.pods is not None else None
+            if nominated == nominated_node_name(current or qpi.pod):
+                nominated = None  # the API has it already
         log.info("unable to schedule %s: %s", qpi.info.key, message)
         self._report(qpi.pod, reason, message, nominated)
 
-    def _report(self, pod: Obj, reason: str, message: str, nominated: str) -> None:
+    def _report(self, pod: Obj, reason: str, message: str, nominated: str | None) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or "")
         key = (reason, message, nominated)
         with self._lock:
@@ -289,7 +303,7 @@ class Scheduler:
 
         def patch() -> None:
             try:
-                self.api.patch_status(pod, condition, nominated or None)
+                self.api.patch_status(pod, condition, nominated)
             except APIFailed as failed:
                 log.info("updating the status of %s failed: %s", uid, failed)
 
