@@ -2,7 +2,8 @@
 ``python -m tests.apiserver`` runs one outside pytest.
 
 Served: core ``v1`` pods (``status``, ``binding``, ``eviction``), bindings, nodes, namespaces, events,
-configmaps, serviceaccounts; ``coordination.k8s.io/v1`` leases; ``policy/v1`` poddisruptionbudgets (with
+configmaps, serviceaccounts, persistentvolumeclaims and persistentvolumes (with status);
+``storage.k8s.io/v1`` storageclasses; ``coordination.k8s.io/v1`` leases; ``policy/v1`` poddisruptionbudgets (with
 status); ``events.k8s.io/v1`` events (the same store as core events); ``scheduling.k8s.io/v1``
 priorityclasses; ``rbac.authorization.k8s.io/v1``; TokenReview and SubjectAccessReview;
 ``apiextensions.k8s.io/v1`` CRDs (creating one serves its resources, so ``kubectl apply -f`` works) and
