@@ -3,11 +3,12 @@
 
 Served: core ``v1`` pods (``status``, ``binding``, ``eviction``), bindings, nodes, namespaces, events,
 configmaps, serviceaccounts, persistentvolumeclaims and persistentvolumes (with status);
-``storage.k8s.io/v1`` storageclasses; ``coordination.k8s.io/v1`` leases; ``policy/v1`` poddisruptionbudgets (with
-status); ``events.k8s.io/v1`` events (the same store as core events); ``scheduling.k8s.io/v1``
-priorityclasses; ``rbac.authorization.k8s.io/v1``; TokenReview and SubjectAccessReview;
-``apiextensions.k8s.io/v1`` CRDs (creating one serves its resources, so ``kubectl apply -f`` works) and
-custom resources validated against their schema (422) with unknown fields pruned; discovery.
+``storage.k8s.io/v1`` storageclasses; ``coordination.k8s.io/v1`` leases; ``policy/v1``
+poddisruptionbudgets (with status); ``events.k8s.io/v1`` events (the same store as core events);
+``scheduling.k8s.io/v1`` priorityclasses; ``rbac.authorization.k8s.io/v1``; TokenReview and
+SubjectAccessReview; ``apiextensions.k8s.io/v1`` CRDs (creating one serves its resources, so
+``kubectl apply -f`` works) and custom resources validated against their schema (422) with unknown
+fields pruned; discovery.
 
 Behaviour, each written from the kube-apiserver code it names in its module: GET/LIST/WATCH/POST/PUT/
 PATCH/DELETE and deletecollection; one global resourceVersion with per-resource history (410 Gone past it);
