@@ -26,8 +26,8 @@ from koord.scheduler.framework.cycle import (
 )
 from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.nodeset import NodeSet
+from koord.scheduler.framework.nominator import nominated_node_name
 from koord.scheduler.framework.runtime import Framework, PluginFailure
-from koord.scheduler.framework.types import Obj
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 
 if TYPE_CHECKING:
@@ -52,10 +52,6 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all: int) -> int:
     return max(num_all * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def nominated_node(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("nominatedNodeName") or "")
-
-
 def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo) -> str:
     """The node for the pod, or :class:`FitError` (no node fits) / :class:`PluginFailure` (an error)."""
     pod = qpi.pod
@@ -72,7 +68,7 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
         diagnosis.reject_all(rejected, total)
         raise FitError(qpi.info.key, total, diagnosis)
     allowed = None if result is None else result.node_names
-    nominated = nominated_node(pod)
+    nominated = nominated_node_name(pod)
     if nominated and (allowed is None or nominated in allowed):
         info = snapshot.node_info(nominated)
         if info is not None and filter_one(fw, state, pod, info) is None:

@@ -121,21 +121,30 @@ def find_feasible(
             pos = int(cand[k])
             result.failed[pos] = (pi, _check(e.name, infos[k].name, st))
             alive[pos] = False
-    survivors = np.nonzero(alive)[0]
-    if nominated is not None:
-        survivors = np.union1d(survivors, np.nonzero(nominated)[0])
-    elif not per_node:
+    index = {e.name: pi for pi, e in enumerate(plugins)}
+    special = set() if nominated is None else set(np.nonzero(nominated)[0].tolist())
+    if not per_node:
+        for pos in special:  # a few nodes: settle them here and keep the vector path
+            ni = nodes.info(pos)
+            st = filter_with_nominated_pods(fw, state, pod, ni, ahead[ni.name])
+            if st is None:
+                alive[pos] = True
+            else:
+                result.failed[pos] = (index[st.plugin], st)
+        survivors = np.nonzero(alive)[0]
         taken = survivors if want is None else survivors[:want]
         result.feasible = nodes.subset(_mask(n, taken))
         if want is not None and len(taken) == want:
             result.processed = int(taken[-1]) + 1
         return result
+    survivors = np.nonzero(alive)[0]
+    if special:
+        survivors = np.union1d(survivors, np.asarray(sorted(special), dtype=np.int64))
     infos = nodes.infos
-    index = {e.name: pi for pi, e in enumerate(plugins)}
     keep: list[int] = []
     for pos in survivors.tolist():
         ni = infos[pos]
-        if nominated is not None and nominated[pos]:
+        if pos in special:
             st = filter_with_nominated_pods(fw, state, pod, ni, ahead[ni.name])
             rejected = None if st is None else (index[st.plugin], st)
         else:

@@ -57,7 +57,7 @@ def dry_run(
     n = len(potential)
     for i in range(n):
         ni = potential[(offset + i) % n]
-        victims, st = select_victims_on_node(handle, state.clone(), pod, preemptor, ni.clone(), pdbs, now)
+        victims, st = select_victims_on_node(handle, state, pod, preemptor, ni, pdbs, now)
         if victims is not None and victims.pods:
             group = fine if victims.pdb_violations == 0 else violating
             if len(group) < wanted:

@@ -101,10 +101,12 @@ def select_victims_on_node(
     pdbs: list[Budget],
     now: float,
 ) -> tuple[Victims | None, Status | None]:
-    """The victims on ``node`` (a copy, changed here, as ``state`` is), or why there are none."""
+    """The victims on ``node``, or why there are none (``node`` and ``state`` are left as they are: the
+    what-if runs on copies)."""
     potential = [p for p in node.pods.values() if p.priority < preemptor.priority]
     if not potential:
         return None, Status.unresolvable(NO_VICTIMS)
+    node, state = node.clone(), state.clone()
     for p in potential:
         node.remove_pod(p.uid)
         failed = handle.run_pre_filter_extension_remove_pod(state, pod, p, node)
