@@ -25,7 +25,7 @@ from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.schedule import schedule_one
 from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
-from koord.scheduler.framework.events import ClusterEventWithHint
+from koord.scheduler.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint
 from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.nominator import Nominator, nominated_node_name
 from koord.scheduler.framework.runtime import Framework, PluginFailure
@@ -240,9 +240,12 @@ class Scheduler:
         run_post_bind(fw, state, pod, node)
 
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:
-        """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue."""
+        """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue. The room
+        it took is free again, as when a bound pod is deleted (a preemptor waits for that)."""
         fw.run_unreserve(state, qpi.pod, node)
-        self.cache.forget_pod(qpi.uid)
+        if self.cache.forget_pod(qpi.uid):
+            assumed = {**qpi.pod, "spec": {**(qpi.pod.get("spec") or {}), "nodeName": node}}
+            self.queue.on_event(ASSIGNED_POD_DELETE, assumed, None)
         self.failure(fw, qpi, st, time.perf_counter(), error=st.code is Code.ERROR)
 
     def reject_waiting(self, uid: str, message: str) -> None:

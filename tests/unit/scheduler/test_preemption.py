@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from koord.apis.strictargs import InvalidArgs
-from koord.scheduler.framework import PodInfo
+from koord.scheduler.framework import PodInfo, Status
 from koord.scheduler.plugins.defaultpreemption.args import PreemptionArgs, parse_args
 from koord.scheduler.plugins.defaultpreemption.candidates import Candidate, pick_one
 from koord.scheduler.plugins.defaultpreemption.victims import Victims
@@ -174,6 +174,41 @@ def test_victim_deletion_failure_sends_the_preemptor_back_to_the_active_queue(c:
     wait_for(lambda: c.scheduler.queue.where(uid) == "unschedulable")
     gate.set()
     assert wait_for(lambda: c.scheduler.queue.where(uid) == "active")
+
+
+class Holds:
+    """Permit: pods labelled ``hold=yes`` wait (as a gang member waits for its gang)."""
+
+    name = "Holds"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    def permit(self, state: Any, pod: Any, node_name: str) -> tuple[Status | None, float]:
+        held = (pod["metadata"].get("labels") or {}).get("hold") == "yes"
+        return (Status.wait(), 600.0) if held else (None, 0.0)
+
+
+def test_a_victim_waiting_on_permit_is_rejected_not_deleted() -> None:
+    c = MemCluster(
+        {"profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Holds"}]}}}]},
+        plugins={"Holds": Holds},
+    )
+    try:
+        c.node("n1", cpu="2")
+        held = c.pod("held", "2", priority=LOW, labels={"hold": "yes"})
+        assert c.schedule(1) == 1
+        uid = held["metadata"]["uid"]
+        assert c.scheduler.waiting.get(uid) is not None and c.cache.is_assumed(uid)
+        c.pod("high", "2", priority=HIGH)
+        assert preempt(c, "high") == "n1"
+        wait_for(lambda: c.events("Preempted"))
+        assert c.api.deleted == []
+        wait_for(lambda: not c.cache.is_assumed(uid))
+        c.schedule(2)
+        assert wait_for(lambda: c.node_of("high")) == "n1"
+    finally:
+        c.close()
 
 
 # ---- eligibility (PodEligibleToPreemptOthers) ------------------------------------------------------
