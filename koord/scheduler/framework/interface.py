@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from koord.apis.groups import Resource
+from koord.scheduler.framework.preemptionhandle import PreemptionHandle
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ class Handle(Protocol):
         """Wall-clock seconds (injected, so tests control expiry)."""
 
 
-class SchedulerHandle(Handle, Protocol):
+class SchedulerHandle(Handle, PreemptionHandle, Protocol):
     """The handle koord-scheduler gives (the extender front end gives the plain :class:`Handle`)."""
 
     @property
@@ -236,45 +237,6 @@ class SchedulerHandle(Handle, Protocol):
 
     def bind_pod(self, pod: Obj, node: str) -> Status | None:
         """``POST pods/<name>/binding`` (DefaultBinder); an error status when the API refuses."""
-
-    # What preemption (a PostFilter plugin) needs; kube-scheduler's Handle is the framework itself.
-
-    def run_filter_plugins_with_nominated_pods(
-        self, state: CycleState, pod: Obj, node_info: NodeInfo
-    ) -> Status | None:
-        """Every Filter plugin of ``pod``'s profile on ``node_info`` (a what-if copy) as the cycle runs
-        them: also with the pods nominated to the node ahead of ``pod``. The first rejection, or ``None``."""
-
-    def run_pre_filter_extension_add_pod(
-        self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo
-    ) -> Status | None:
-        """The PreFilter plugins' ``add_pod`` for ``to_add`` now on ``node_info`` (an error if one fails)."""
-
-    def run_pre_filter_extension_remove_pod(
-        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
-    ) -> Status | None:
-        """The PreFilter plugins' ``remove_pod`` for ``to_remove`` taken off ``node_info``."""
-
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        """The pending pods nominated to the node (kube-scheduler's ``PodNominator``)."""
-
-    def delete_pod(self, pod: Obj) -> Status | None:
-        """``DELETE`` the pod (with its UID as precondition); one already gone counts as deleted."""
-
-    def update_pod_status(
-        self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None
-    ) -> Status | None:
-        """Merge ``condition`` into the pod's conditions and/or set ``status.nominatedNodeName`` (``""``
-        clears it); a pod already gone is no error."""
-
-    def activate(self, pods: Sequence[Obj]) -> None:
-        """Move these pending pods to the active queue now (kube-scheduler's ``Activate``)."""
-
-    def count_preemption_attempt(self) -> None:
-        """``scheduler_preemption_attempts_total`` grows by one."""
-
-    def observe_preemption_victims(self, victims: int) -> None:
-        """``scheduler_preemption_victims`` observes a preemption's number of victims."""
 
 
 @runtime_checkable

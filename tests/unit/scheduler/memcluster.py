@@ -179,6 +179,25 @@ class MemCluster:
     def events(self, reason: str) -> list[tuple[str, str]]:
         return [(obj, msg) for obj, _, r, msg in self.api.events if r == reason]
 
+    def failed_scheduling(self, pod: str) -> str:
+        """The last FailedScheduling message of ``pod`` (waiting for one)."""
+        return str(
+            wait_for(lambda: [m for obj, m in self.events("FailedScheduling") if obj == f"default/{pod}"])[-1]
+        )
+
+    def attempt(self, pod: str) -> str:
+        """One (failing) cycle for ``pod``; the node it was nominated to ("" when none)."""
+        assert self.schedule(1) == 1
+        writes = wait_for(lambda: self.api.statuses.get(f"default/{pod}"))
+        return str(writes[-1][1] or "")
+
+    def deleted(self, count: int) -> list[str]:
+        """The pods deleted (waiting for ``count`` of them), sorted."""
+        return sorted(wait_for(lambda: len(self.api.deleted) >= count and list(self.api.deleted)))
+
+    def metric(self, name: str) -> float | None:
+        return self.registry.get_sample_value(name)
+
     def close(self) -> None:
         self.scheduler.stop()
 
@@ -192,3 +211,17 @@ def wait_for(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
             assert value, "condition not met in time"
             return value
         time.sleep(0.005)
+
+
+def pdb(name: str, allowed: int, labels: dict[str, str], disrupted: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A PodDisruptionBudget of the default namespace, with its status."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": labels}},
+        "status": {
+            "disruptionsAllowed": allowed,
+            "disruptedPods": {p: "2026-01-01T00:00:00Z" for p in disrupted},
+        },
+    }

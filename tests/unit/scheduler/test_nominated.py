@@ -25,10 +25,6 @@ def c() -> Iterator[MemCluster]:
     cluster.close()
 
 
-def failed_scheduling(c: MemCluster, pod: str) -> str:
-    return wait_for(lambda: [m for obj, m in c.events("FailedScheduling") if obj == f"default/{pod}"])[-1]
-
-
 def nominate(c: MemCluster, name: str, cpu: str, priority: int, node: str = "n1", **kw: Any) -> None:
     """A pending pod nominated to ``node`` that stays pending (gated)."""
     c.pod(name, cpu, priority=priority, status={"nominatedNodeName": node}, spec=GATED, **kw)
@@ -44,7 +40,7 @@ def test_room_on_a_node_is_kept_for_pods_nominated_there(c: MemCluster, priority
     if lands:
         assert wait_for(lambda: c.node_of("other")) == "n1"
     else:
-        assert failed_scheduling(c, "other").startswith("0/1 nodes are available: 1 Insufficient cpu.")
+        assert c.failed_scheduling("other").startswith("0/1 nodes are available: 1 Insufficient cpu.")
         assert c.node_of("other") == ""
 
 
@@ -132,7 +128,7 @@ def test_a_node_must_fit_without_the_nominated_pods_too(priority: int, reason: s
         c.pod("social", "1", priority=priority, labels={"wants": "company"})
         c.schedule()
         # With the nominated friend the node passes; without it, it does not: both must pass.
-        assert failed_scheduling(c, "social").startswith(f"0/1 nodes are available: 1 {reason}.")
+        assert c.failed_scheduling("social").startswith(f"0/1 nodes are available: 1 {reason}.")
         c.pod("real-friend", "1", node="n1", labels={"company": "yes"})
         c.schedule()
         assert wait_for(lambda: c.node_of("social")) == "n1"
