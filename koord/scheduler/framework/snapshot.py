@@ -5,21 +5,27 @@ few vector operations.
 ``allocatable``, ``requested`` (rows: nodes; columns: :attr:`Snapshot.resources`) and ``non_zero``
 (cpu, memory requested with kube-scheduler's scoring defaults) are kept in step with the NodeInfos.
 :meth:`Snapshot.derived` gives a plugin its own per-node column (taints, labels it cares about...),
-computed once per node change, not once per cycle. The cache updates the snapshot between cycles with
-the nodes that changed; during a cycle nothing else writes it.
+computed once per node change, not once per cycle; :meth:`Snapshot.topology` is one for a topology key
+(each node's domain as an integer code, so counting per domain is a ``np.bincount``). The cache updates
+the snapshot between cycles with the nodes that changed; during a cycle nothing else writes it.
+:func:`snapshot_of` gives a plugin the cluster it looks at in PreFilter/PreScore.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import numpy as np
 
 from koord.scheduler.framework.nodeset import NodeSet
-from koord.scheduler.framework.types import CPU, EPHEMERAL, MEMORY, PODS, NodeInfo
+from koord.scheduler.framework.types import CPU, EPHEMERAL, MEMORY, PODS, NodeInfo, PodInfo
 
 _FIRST = (CPU, MEMORY, PODS, EPHEMERAL)
+TRANSIENT_COLUMNS = 256
+"""How many transient derived columns (keyed by what comes and goes: a label selector, tolerations) a
+snapshot keeps; the least recently used go first."""
 
 
 class Snapshot:
@@ -36,7 +42,9 @@ class Snapshot:
         self.non_zero = np.zeros((0, 2), dtype=np.int64)
         self._stamp = np.zeros(0, dtype=np.int64)
         self._next_stamp = 1
-        self._derived: dict[str, tuple[np.ndarray, np.ndarray, Callable[[NodeInfo], Any]]] = {}
+        self._derived: dict[Hashable, tuple[np.ndarray, np.ndarray, Callable[[NodeInfo], Any]]] = {}
+        self._transient: OrderedDict[Hashable, None] = OrderedDict()
+        self._topology: dict[str, dict[str, int]] = {}
         self.with_affinity: list[NodeInfo] = []
         """Nodes with pods that have (anti-)affinity terms; kept by :meth:`refresh_affinity_lists`."""
         self.with_required_anti_affinity: list[NodeInfo] = []
@@ -68,15 +76,27 @@ class Snapshot:
         rows = np.arange(n, dtype=np.int64)
         return NodeSet(self, np.roll(rows, -start) if n and start % n else rows)
 
-    def derived(self, key: str, fn: Callable[[NodeInfo], Any], dtype: Any = object) -> np.ndarray:
+    def derived(
+        self, key: Hashable, fn: Callable[[NodeInfo], Any], dtype: Any = object, *, transient: bool = False
+    ) -> np.ndarray:
         """``fn(node_info)`` for every row, recomputed only for rows whose node changed since. ``key``
-        names the column (one per plugin and meaning); ``fn`` must depend on the NodeInfo alone."""
+        names the column (one per plugin and meaning: a string, or a tuple with what the column is of);
+        ``fn`` must depend on the NodeInfo alone. A ``transient`` column is one of many that come and
+        go (counts of the pods a selector matches): only the :data:`TRANSIENT_COLUMNS` most recently
+        used are kept."""
         n = len(self.infos)
         entry = self._derived.get(key)
         if entry is None:
             values = np.empty(self._cap, dtype=dtype)
             stamps = np.zeros(self._cap, dtype=np.int64)
             entry = self._derived[key] = (values, stamps, fn)
+            if transient:
+                self._transient[key] = None
+                while len(self._transient) > TRANSIENT_COLUMNS:
+                    oldest, _ = self._transient.popitem(last=False)
+                    del self._derived[oldest]
+        elif transient:
+            self._transient.move_to_end(key)
         values, stamps, _ = entry
         if len(values) < self._cap:
             values, stamps = self._grow_derived(key, dtype)
@@ -87,6 +107,30 @@ class Snapshot:
                 values[i] = fn(infos[i])
             stamps[stale] = self._stamp[stale]
         return values[:n]
+
+    def topology(self, key: str) -> tuple[np.ndarray, Mapping[str, int]]:
+        """Each row's topology domain for label ``key`` as an integer code (-1: the node has no such
+        label), and value -> code. Codes stay valid for the snapshot's life (the table only grows)."""
+        table = self._topology.setdefault(key, {})
+
+        def code(ni: NodeInfo) -> int:
+            value = ni.labels.get(key)
+            return -1 if value is None else table.setdefault(value, len(table))
+
+        return self.derived(("topology", key), code, np.int64), table
+
+    def topology_of(self, nodes: NodeSet, key: str) -> np.ndarray:
+        """:meth:`topology` codes of ``nodes``: their rows' when they are this snapshot's, else looked up
+        by label (-2: a value no node of this snapshot has)."""
+        codes, table = self.topology(key)
+        if nodes.snapshot is self and nodes.rows is not None:
+            out: np.ndarray = codes[nodes.rows]
+            return out
+        return np.fromiter(
+            (-1 if (v := ni.labels.get(key)) is None else table.get(v, -2) for ni in nodes),
+            dtype=np.int64,
+            count=len(nodes),
+        )
 
     def refresh_affinity_lists(self) -> None:
         if self._affinity_dirty:
@@ -158,7 +202,7 @@ class Snapshot:
         for key in list(self._derived):
             self._grow_derived(key, self._derived[key][0].dtype)
 
-    def _grow_derived(self, key: str, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _grow_derived(self, key: Hashable, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
         values, stamps, fn = self._derived[key]
         new_values = np.empty(self._cap, dtype=dtype)
         new_values[: len(values)] = values
@@ -184,3 +228,41 @@ def _grown(arr: np.ndarray, rows: int) -> np.ndarray:
     out = np.zeros((rows, *arr.shape[1:]), dtype=arr.dtype)
     out[: arr.shape[0]] = arr
     return out
+
+
+def at_codes(per_domain: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``per_domain[code]`` for each code; 0 where the code names no domain of the array (a node without
+    the label, a value unknown to the snapshot, a domain newer than the array)."""
+    ok = (codes >= 0) & (codes < len(per_domain))
+    out = np.zeros(len(codes), dtype=per_domain.dtype)
+    out[ok] = per_domain[codes[ok]]
+    return out
+
+
+def per_domain(codes: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """The sum of the integer ``weights`` of the nodes in each domain (nodes without one left out), as
+    an array over the codes ``0..size-1`` at least."""
+    has = codes >= 0
+    sums = np.bincount(codes[has], weights=weights[has], minlength=size)
+    out: np.ndarray = np.rint(sums).astype(np.int64)
+    return out
+
+
+def snapshot_of(handle: Any) -> Snapshot:
+    """The cluster a plugin's PreFilter or PreScore looks at: koord-scheduler's snapshot of the cycle
+    (``handle.snapshot()``); a front end without one (the extender, whose NodeInfos carry no pods) gets
+    one built now from the handle's nodes and the pods on them."""
+    own = getattr(handle, "snapshot", None)
+    snap = own() if callable(own) else None
+    if isinstance(snap, Snapshot):
+        return snap
+    snap = Snapshot()
+    for ni in handle.node_infos():
+        if ni.node is None:
+            continue
+        info = ni.clone()
+        if not ni.pods:
+            for pod in handle.pods_on_node(ni.name):
+                info.add_pod(PodInfo(pod))
+        snap.set(info)
+    return snap

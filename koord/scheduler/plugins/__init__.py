@@ -17,6 +17,8 @@ from koord.scheduler.plugins import (
     schedulinggates,
     tainttoleration,
 )
+from koord.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
+from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
 from koord.scheduler.plugins.noderesources import (
@@ -25,6 +27,8 @@ from koord.scheduler.plugins.noderesources import (
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
 )
+from koord.scheduler.plugins.podtopologyspread import NAME as POD_TOPOLOGY_SPREAD
+from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
 
 BUILTIN: Mapping[str, PluginFactory] = {
     schedulinggates.NAME: schedulinggates.SchedulingGates,
@@ -36,6 +40,8 @@ BUILTIN: Mapping[str, PluginFactory] = {
     nodeports.NAME: nodeports.NodePorts,
     FIT: NodeResourcesFit,
     BALANCED: NodeResourcesBalancedAllocation,
+    POD_TOPOLOGY_SPREAD: PodTopologySpread,
+    INTER_POD_AFFINITY: InterPodAffinity,
     defaultprebind.NAME: defaultprebind.DefaultPreBind,
     defaultbinder.NAME: defaultbinder.DefaultBinder,
     LOAD_AWARE: LoadAwareScheduling,
