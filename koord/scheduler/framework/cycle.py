@@ -43,12 +43,18 @@ class FilterResult:
     plugins: list[Enabled]
     failed: dict[int, tuple[int, Status | None]] = field(default_factory=dict)
     """Position in ``nodes`` -> (index of the rejecting plugin in ``plugins``, its status if known)."""
+    rejected: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    """(index of a batch plugin that answered with a boolean array, the positions it rejected): kept
+    as arrays, since a plugin may reject thousands of nodes in a cycle that never asks why."""
 
     def statuses(self) -> dict[str, Status]:
         """Node name -> why it failed, for every rejected node the search went through."""
         out: dict[str, Status] = {}
         infos = self.nodes.infos
-        for pos, (pi, known) in self.failed.items():
+        failed = dict(self.failed)
+        for pi, positions in self.rejected:
+            failed.update(dict.fromkeys(positions.tolist(), (pi, None)))
+        for pos, (pi, known) in failed.items():
             if pos >= self.processed:
                 continue
             e = self.plugins[pi]
@@ -97,9 +103,10 @@ def find_feasible(
         if isinstance(answer, np.ndarray):
             if answer.shape != (len(cand),):
                 raise PluginFailure(e.name, "filter", f"answered {answer.shape} for {len(cand)} nodes")
-            for pos in cand[~answer].tolist():
-                result.failed[pos] = (pi, None)
-            alive[cand[~answer]] = False
+            rejected = cand[~answer]
+            if len(rejected):
+                result.rejected.append((pi, rejected))
+                alive[rejected] = False
             continue
         answers = list(answer)
         if len(answers) != len(cand):

@@ -45,6 +45,15 @@ class Snapshot:
         self._derived: dict[Hashable, tuple[np.ndarray, np.ndarray, Callable[[NodeInfo], Any]]] = {}
         self._transient: OrderedDict[Hashable, None] = OrderedDict()
         self._topology: dict[str, dict[str, int]] = {}
+        # (column key, topology key) -> (the column's values, the rows' codes, sums per domain, log position)
+        self._sums: OrderedDict[tuple[Hashable, str], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = (
+            OrderedDict()
+        )
+        # Rows written, in order (absolute positions from _log_base), and how far each column has read
+        # it: a column catches up on the rows written since, instead of comparing every row's stamp.
+        self._log: list[int] = []
+        self._log_base = 0
+        self._synced: dict[Hashable, int] = {}
         self.with_affinity: list[NodeInfo] = []
         """Nodes with pods that have (anti-)affinity terms; kept by :meth:`refresh_affinity_lists`."""
         self.with_required_anti_affinity: list[NodeInfo] = []
@@ -95,18 +104,32 @@ class Snapshot:
                 while len(self._transient) > TRANSIENT_COLUMNS:
                     oldest, _ = self._transient.popitem(last=False)
                     del self._derived[oldest]
+                    self._synced.pop(oldest, None)
         elif transient:
             self._transient.move_to_end(key)
         values, stamps, _ = entry
         if len(values) < self._cap:
             values, stamps = self._grow_derived(key, dtype)
-        stale = np.nonzero(stamps[:n] != self._stamp[:n])[0]
-        if len(stale):
+        rows = self._written_since(self._synced.get(key, -1))
+        if rows is None:
+            stale = np.nonzero(stamps[:n] != self._stamp[:n])[0].tolist()
+        else:
+            stale = [i for i in rows if i < n and stamps[i] != self._stamp[i]]
+        if stale:
             infos = self.infos
-            for i in stale.tolist():
+            for i in stale:
                 values[i] = fn(infos[i])
-            stamps[stale] = self._stamp[stale]
+            at = np.asarray(stale, dtype=np.int64)
+            stamps[at] = self._stamp[at]
+        self._synced[key] = self._log_base + len(self._log)
         return values[:n]
+
+    def _written_since(self, position: int) -> list[int] | None:
+        """The rows written since log ``position``; ``None`` when that is too long ago (compare all)."""
+        start = position - self._log_base
+        if position < 0 or start < 0 or len(self._log) - start > max(64, len(self.infos) // 8):
+            return None
+        return list(dict.fromkeys(self._log[start:]))
 
     def topology(self, key: str) -> tuple[np.ndarray, Mapping[str, int]]:
         """Each row's topology domain for label ``key`` as an integer code (-1: the node has no such
@@ -131,6 +154,49 @@ class Snapshot:
             dtype=np.int64,
             count=len(nodes),
         )
+
+    def domain_sums(self, key: Hashable, values: np.ndarray, topology_key: str) -> np.ndarray:
+        """The sum of ``values`` (the integer derived column ``key``, as just read) per domain of
+        ``topology_key``, over the codes ``0..len(table)-1`` at least; nodes without the label left out.
+        Kept from call to call: only rows whose value or domain changed since are summed again, so a
+        cycle after one binding costs two comparisons, not a pass over every node. Do not change the
+        array returned."""
+        codes, table = self.topology(topology_key)
+        size = len(table)
+        now = self._log_base + len(self._log)
+        entry = self._sums.get((key, topology_key))
+        if entry is None or len(entry[0]) != len(values):
+            self._sums[(key, topology_key)] = (
+                values.copy(),
+                codes.copy(),
+                per_domain(codes, values, size),
+                now,
+            )
+            while len(self._sums) > TRANSIENT_COLUMNS:
+                self._sums.popitem(last=False)
+            return self._sums[(key, topology_key)][2]
+        self._sums.move_to_end((key, topology_key))
+        old_values, old_codes, sums, position = entry
+        rows = self._written_since(position)
+        if rows is None:
+            changed = np.flatnonzero((values != old_values) | (codes != old_codes))
+        else:
+            changed = np.asarray(
+                [
+                    i
+                    for i in rows
+                    if i < len(values) and (values[i] != old_values[i] or codes[i] != old_codes[i])
+                ],
+                dtype=np.int64,
+            )
+        if len(changed) or len(sums) < size:
+            sums = widened(sums, size)  # a new array: earlier answers stay as they were
+            gone, came = old_codes[changed], codes[changed]
+            np.subtract.at(sums, gone[gone >= 0], old_values[changed][gone >= 0])
+            np.add.at(sums, came[came >= 0], values[changed][came >= 0])
+            old_values[changed], old_codes[changed] = values[changed], codes[changed]
+        self._sums[(key, topology_key)] = (old_values, old_codes, sums, now)
+        return sums
 
     def refresh_affinity_lists(self) -> None:
         if self._affinity_dirty:
@@ -170,6 +236,7 @@ class Snapshot:
                 arr[i] = arr[last]
             for values, stamps, _ in self._derived.values():
                 values[i], stamps[i] = values[last], stamps[last]
+            self._log.append(i)
         self.infos.pop()
         self._affinity_dirty = True
 
@@ -189,6 +256,11 @@ class Snapshot:
         self.non_zero[i] = (info.non_zero_cpu, info.non_zero_memory)
         self._stamp[i] = self._next_stamp
         self._next_stamp += 1
+        self._log.append(i)
+        if len(self._log) > 4 * max(len(self.infos), 64):
+            drop = len(self._log) // 2
+            del self._log[:drop]
+            self._log_base += drop
 
     def _ensure(self, rows: int) -> None:
         if rows <= self._cap:
@@ -227,6 +299,13 @@ class Snapshot:
 def _grown(arr: np.ndarray, rows: int) -> np.ndarray:
     out = np.zeros((rows, *arr.shape[1:]), dtype=arr.dtype)
     out[: arr.shape[0]] = arr
+    return out
+
+
+def widened(per_domain: np.ndarray, size: int) -> np.ndarray:
+    """A copy of ``per_domain`` with at least ``size`` entries (zeros added)."""
+    out = np.zeros(max(size, len(per_domain)), dtype=per_domain.dtype)
+    out[: len(per_domain)] = per_domain
     return out
 
 

@@ -13,12 +13,12 @@ Terms no pod carries any more are forgotten when the list of known ones has doub
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 
 import numpy as np
 
 from koord.scheduler.framework import NodeInfo, Obj, PodInfo, Snapshot
-from koord.scheduler.framework.snapshot import per_domain
+from koord.scheduler.framework.snapshot import widened
 from koord.scheduler.plugins.interpodaffinity.terms import NAME_PREFIX, AffinityTerm, terms_of
 
 REQUIRED_AFFINITY, REQUIRED_ANTI, PREFERRED_AFFINITY, PREFERRED_ANTI = (
@@ -28,6 +28,10 @@ REQUIRED_AFFINITY, REQUIRED_ANTI, PREFERRED_AFFINITY, PREFERRED_ANTI = (
     "preferredAnti",
 )
 _MIN_KNOWN = 64
+Counts = dict[str, np.ndarray]
+"""Topology key -> matching pods per domain code."""
+Column = tuple[Hashable, np.ndarray]
+"""A derived snapshot column: its key and its values."""
 
 
 def entries(info: PodInfo) -> Iterator[tuple[str, AffinityTerm, int]]:
@@ -73,7 +77,7 @@ class ExistingTerms:
         return [t for k, t in self.known if k == kind]
 
     @staticmethod
-    def weights(snap: Snapshot, kind: str, term: AffinityTerm) -> np.ndarray:
+    def weights(snap: Snapshot, kind: str, term: AffinityTerm) -> Column:
         """Per row: the pods carrying ``term`` as ``kind`` (preferred: the sum of their weights)."""
 
         def weight(ni: NodeInfo) -> int:
@@ -81,36 +85,34 @@ class ExistingTerms:
                 w for info in ni.pods_with_affinity for k, t, w in entries(info) if k == kind and t == term
             )
 
-        return snap.derived((NAME_PREFIX + kind, term), weight, np.int64, transient=True)
+        key = (NAME_PREFIX + kind, term)
+        return key, snap.derived(key, weight, np.int64, transient=True)
 
 
-def pods_matching(snap: Snapshot, terms: tuple[AffinityTerm, ...]) -> np.ndarray:
+def pods_matching(snap: Snapshot, terms: tuple[AffinityTerm, ...]) -> Column:
     """Per row: the pods that match every one of ``terms`` (of the pod being scheduled, whose namespace
     selectors are resolved, so the pods' namespace labels are not needed)."""
 
     def count(ni: NodeInfo) -> int:
         return sum(1 for p in ni.pods.values() if all(t.matches(p.namespace, p.labels, None) for t in terms))
 
-    return snap.derived((NAME_PREFIX + "matching", terms), count, np.int64, transient=True)
+    key = (NAME_PREFIX + "matching", terms)
+    return key, snap.derived(key, count, np.int64, transient=True)
 
 
-Counts = dict[str, np.ndarray]
-"""Topology key -> matching pods per domain code."""
-
-
-def add_to_domains(counts: Counts, snap: Snapshot, key: str, per_node: np.ndarray, sign: int = 1) -> bool:
-    """Add ``sign * per_node`` to the domains of ``key``; whether any pod was on a node with the key."""
-    codes, table = snap.topology(key)
-    on = (per_node != 0) & (codes >= 0)
-    if not on.any():
+def add_to_domains(counts: Counts, snap: Snapshot, key: str, column: Column, sign: int = 1) -> bool:
+    """Add ``sign`` times the per-node ``column`` to the domains of ``key``; whether any pod counted
+    (was on a node with the key)."""
+    sums = snap.domain_sums(column[0], column[1], key)
+    if not sums.any():
         return False
-    sums = per_domain(np.where(on, codes, -1), per_node, len(table)) * sign
     have = counts.get(key)
     if have is None:
-        counts[key] = sums
+        counts[key] = sums * sign
     else:
-        size = max(len(have), len(sums))
-        counts[key] = np.pad(have, (0, size - len(have))) + np.pad(sums, (0, size - len(sums)))
+        total = widened(have, len(sums))
+        total[: len(sums)] += sign * sums
+        counts[key] = total
     return True
 
 
@@ -120,9 +122,6 @@ def bump_domain(counts: Counts, snap: Snapshot, key: str, node: Obj, delta: int)
     code = None if value is None else snap.topology(key)[1].get(value)
     if code is None:  # no such label, or a node the snapshot does not know: nothing counted there
         return
-    have = counts.get(key, np.zeros(0, dtype=np.int64))
-    if code >= len(have):
-        have = np.pad(have, (0, code + 1 - len(have)))
-    have = have.copy()
+    have = widened(counts.get(key, np.zeros(0, dtype=np.int64)), code + 1)  # a copy: clones share arrays
     have[code] += delta
     counts[key] = have

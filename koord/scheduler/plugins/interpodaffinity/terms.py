@@ -16,7 +16,7 @@ Terms are frozen values: equal terms are one key, so the snapshot keeps one colu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from koord.apis.node import labels_of
@@ -37,6 +37,16 @@ class AffinityTerm:
     namespace_selector: LabelSelector
     selector: LabelSelector
     topology_key: str
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Terms key snapshot columns: hashed once, not on every lookup.
+        object.__setattr__(
+            self, "_hash", hash((self.namespaces, self.namespace_selector, self.selector, self.topology_key))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def matches(
         self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None
@@ -76,10 +86,10 @@ class PodTerms:
         it selects (an empty selector stays: it selects every namespace, present or future)."""
 
         def one(t: AffinityTerm) -> AffinityTerm:
-            if t.namespace_selector == EVERYTHING:
+            if t.namespace_selector.nothing or t.namespace_selector == EVERYTHING:
                 return t
-            chosen = () if t.namespace_selector.nothing else namespaces_selected(t.namespace_selector)
-            return replace(t, namespaces=t.namespaces | frozenset(chosen), namespace_selector=NOTHING)
+            chosen = frozenset(namespaces_selected(t.namespace_selector))
+            return replace(t, namespaces=t.namespaces | chosen, namespace_selector=NOTHING)
 
         return PodTerms(
             tuple(one(t) for t in self.required_affinity),

@@ -20,7 +20,7 @@ import numpy as np
 
 from koord.apis.node import labels_of
 from koord.scheduler.framework import NodeSet, Obj, PodInfo, Snapshot, Status
-from koord.scheduler.framework.snapshot import at_codes, per_domain
+from koord.scheduler.framework.snapshot import at_codes, per_domain, widened
 from koord.scheduler.plugins.podtopologyspread.constraints import (
     Constraint,
     included,
@@ -106,10 +106,8 @@ class SpreadState:
             code = self.snapshot.topology(c.topology_key)[1].get(labels[c.topology_key])
             if code is None:  # a node the snapshot does not know: nothing counted there
                 continue
-            if code >= len(self.counts[i]):
-                grow = code + 1 - len(self.counts[i])
-                self.counts[i] = np.concatenate([self.counts[i], np.zeros(grow, dtype=np.int64)])
-                self.present[i] = np.concatenate([self.present[i], np.zeros(grow, dtype=bool)])
+            self.counts[i] = widened(self.counts[i], code + 1)
+            self.present[i] = widened(self.present[i], code + 1)
             self.counts[i][code] += delta
             self.present[i][code] = True
 
