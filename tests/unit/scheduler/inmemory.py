@@ -77,6 +77,12 @@ class InMemoryScheduler:
     def close(self) -> None:
         self.scheduler.stop()
 
+    def __enter__(self) -> InMemoryScheduler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _bound(self, pod: Mapping[str, Any], node: str) -> None:
         current = self.pods.get(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}") or pod
         bound = {**current, "spec": {**current["spec"], "nodeName": node}}
