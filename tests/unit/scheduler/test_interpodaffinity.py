@@ -17,6 +17,7 @@ from koord.scheduler.framework import SKIP, Action, Code, CycleState, PodInfo
 from koord.scheduler.framework.events import QUEUE
 from koord.scheduler.framework.events import SKIP as QUEUE_SKIP
 from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
+from koord.scheduler.testing import SchedulerHarness
 from koord.testing.objects import node, pod
 from tests.unit.scheduler.inmemory import SCHEDULER, InMemoryScheduler, only
 
@@ -453,3 +454,18 @@ def test_required_affinity_follows_the_first_pod_into_its_zone() -> None:
             s.schedule_all()
         zones = {n.split("-")[0] for n in s.placement().values()}
         assert len(s.placement()) == 6 and len(zones) == 1
+
+
+def test_a_front_end_without_a_snapshot_gets_the_same_answers() -> None:
+    """The extender's handle has no snapshot and NodeInfos without pods: the plugin builds one."""
+    kit = SchedulerHarness(
+        {"plugins": {"multiPoint": {"enabled": [{"name": NAME}], "disabled": [{"name": "*"}]}}}
+    )
+    for n in ("a", "b"):
+        kit.nodes.put(node(n, labels={HOST: n, "zone": "z1" if n == "a" else "z2"}))
+    kit.pods.put(placed("w", "a", {"app": "web"}))
+    p = incoming({"app": "web"}, anti=[term(HOST, expr("app", "In", "web"))])
+    assert kit.filter(p) == {"a": ANTI, "b": ""}
+    near = incoming(preferred=[(5, term("zone", expr("app", "In", "web")))])
+    assert kit.explain(near, "a")["scores"] == {NAME: 100}
+    assert kit.explain(near, "b")["scores"] == {NAME: 0}

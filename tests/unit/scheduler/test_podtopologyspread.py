@@ -17,6 +17,7 @@ from koord.scheduler.framework.events import QUEUE
 from koord.scheduler.framework.events import SKIP as QUEUE_SKIP
 from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
 from koord.scheduler.plugins.podtopologyspread.args import parse_args
+from koord.scheduler.testing import SchedulerHarness
 from koord.testing.objects import node, pod
 from tests.unit.scheduler.inmemory import SCHEDULER, InMemoryScheduler, only
 
@@ -510,3 +511,17 @@ def test_a_zone_no_pod_can_use_blocks_the_spread_with_kube_schedulers_message() 
             "0/9 nodes are available: 3 node(s) had untolerated taint {dedicated: db}, "
             "6 node(s) didn't match pod topology spread constraints."
         )
+
+
+def test_a_front_end_without_a_snapshot_gets_the_same_answers() -> None:
+    """The extender's handle has no snapshot and NodeInfos without pods: the plugin builds one."""
+    kit = SchedulerHarness(
+        {"plugins": {"multiPoint": {"enabled": [{"name": NAME}], "disabled": [{"name": "*"}]}}}
+    )
+    for n in FOUR:
+        kit.nodes.put(n)
+    for p in spread_as("2103"):
+        kit.pods.put(p)
+    assert [n for n, why in kit.filter(incoming(spread(1, "node"))).items() if not why] == ["node-x"]
+    assert kit.explain(incoming(soft(1, "node")), "node-x")["scores"] == {NAME: 100}
+    assert kit.explain(incoming(soft(1, "node")), "node-y")["scores"] == {NAME: 0}

@@ -44,6 +44,13 @@ class AffinityState:
     """What PreFilter computed for one pod; preemption's what-ifs change a clone of it."""
 
     __slots__ = ("affinity", "anti", "existing", "namespace_labels", "pod", "self_match", "snapshot", "terms")
+    statuses = (
+        None,
+        Status.unresolvable(ERR_AFFINITY),
+        Status.unschedulable(ERR_ANTI_AFFINITY),
+        Status.unschedulable(ERR_EXISTING_ANTI_AFFINITY),
+    )
+    """Per verdict (:data:`FITS` ... :data:`EXISTING_ANTI_AFFINITY`): Filter's answer."""
 
     def __init__(
         self, snapshot: Snapshot, pod: Obj, terms: PodTerms, namespace_labels: Mapping[str, str]
@@ -126,13 +133,3 @@ class AffinityState:
         for term in self.terms.required_anti_affinity:
             if term.matches_pod(other.pod):
                 bump_domain(self.anti, snap, term.topology_key, node, delta)
-
-
-def status_of(verdict: int) -> Status | None:
-    if verdict == AFFINITY:
-        return Status.unresolvable(ERR_AFFINITY)
-    if verdict == ANTI_AFFINITY:
-        return Status.unschedulable(ERR_ANTI_AFFINITY)
-    if verdict == EXISTING_ANTI_AFFINITY:
-        return Status.unschedulable(ERR_EXISTING_ANTI_AFFINITY)
-    return None

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from koord.apis import groups
 from koord.apis.node import labels_of
 from koord.apis.pod import as_map
@@ -28,7 +26,6 @@ from koord.scheduler.framework import (
     ClusterEventWithHint,
     CycleState,
     NodeInfo,
-    NodeSet,
     Obj,
     PodInfo,
     QueueingHint,
@@ -37,9 +34,10 @@ from koord.scheduler.framework import (
 )
 from koord.scheduler.framework.events import NODE, POD
 from koord.scheduler.framework.events import SKIP as QUEUE_SKIP
+from koord.scheduler.framework.prepared import Prepared
 from koord.scheduler.framework.snapshot import snapshot_of
 from koord.scheduler.plugins.interpodaffinity.existing import ExistingTerms
-from koord.scheduler.plugins.interpodaffinity.filtering import FITS, AffinityState, status_of
+from koord.scheduler.plugins.interpodaffinity.filtering import AffinityState
 from koord.scheduler.plugins.interpodaffinity.scoring import ScoreState
 from koord.scheduler.plugins.interpodaffinity.terms import (
     NAME,
@@ -55,8 +53,13 @@ PRE_SCORE_KEY = NAME_PREFIX + "PreScore"
 NAMESPACES = "namespaces"
 
 
-class InterPodAffinity:
+class InterPodAffinity(Prepared):
+    """Filter, Score and the what-ifs come from :class:`Prepared`, over the states of PreFilter
+    (:class:`AffinityState`) and PreScore (:class:`ScoreState`)."""
+
     name = NAME
+    pre_filter_key = PRE_FILTER_KEY
+    pre_score_key = PRE_SCORE_KEY
 
     def __init__(self, args: Mapping[str, Any] | None, handle: Any) -> None:
         fields = decode(args, {"hardPodAffinityWeight": "int", "ignorePreferredTermsOfExistingPods": "bool"})
@@ -106,29 +109,6 @@ class InterPodAffinity:
         state.write(PRE_FILTER_KEY, s)
         return None
 
-    def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None:
-        s: AffinityState = state.read(PRE_FILTER_KEY)
-        return status_of(int(s.verdicts(NodeSet(None, None, [node_info]))[0]))
-
-    def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
-        s: AffinityState = state.read(PRE_FILTER_KEY)
-        out: np.ndarray = s.verdicts(nodes) == FITS
-        return out
-
-    def add_pod(self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo) -> Status | None:
-        s: AffinityState | None = state.get(PRE_FILTER_KEY)
-        if s is not None:
-            s.update(to_add, node_info.node, 1)
-        return None
-
-    def remove_pod(
-        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
-    ) -> Status | None:
-        s: AffinityState | None = state.get(PRE_FILTER_KEY)
-        if s is not None:
-            s.update(to_remove, node_info.node, -1)
-        return None
-
     # ---- PreScore / Score -------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Status | None:
@@ -143,18 +123,6 @@ class InterPodAffinity:
             return SKIP
         state.write(PRE_SCORE_KEY, s)
         return None
-
-    def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
-        s: ScoreState = state.read(PRE_SCORE_KEY)
-        return int(s.scores(NodeSet(None, None, [node_info]))[0])
-
-    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
-        s: ScoreState = state.read(PRE_SCORE_KEY)
-        return s.scores(nodes)
-
-    def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
-        s: ScoreState = state.read(PRE_SCORE_KEY)
-        return s.normalize(scores)
 
     # ---- queueing hints ---------------------------------------------------------------------------
 

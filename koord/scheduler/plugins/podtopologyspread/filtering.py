@@ -37,6 +37,8 @@ class SpreadState:
     """What PreFilter computed for one pod; preemption's what-ifs change a clone of it."""
 
     __slots__ = ("constraints", "counts", "namespace", "pod", "present", "self_match", "snapshot")
+    statuses = (None, Status.unresolvable(ERR_MISSING_LABEL), Status.unschedulable(ERR_CONSTRAINTS))
+    """Per verdict (:data:`FITS`, :data:`MISSING_LABEL`, :data:`SKEW`): Filter's answer."""
 
     def __init__(self, snapshot: Snapshot, pod: Obj, constraints: tuple[Constraint, ...]) -> None:
         self.snapshot = snapshot
@@ -110,11 +112,3 @@ class SpreadState:
             self.present[i] = widened(self.present[i], code + 1)
             self.counts[i][code] += delta
             self.present[i][code] = True
-
-
-def status_of(verdict: int) -> Status | None:
-    if verdict == MISSING_LABEL:
-        return Status.unresolvable(ERR_MISSING_LABEL)
-    if verdict == SKEW:
-        return Status.unschedulable(ERR_CONSTRAINTS)
-    return None

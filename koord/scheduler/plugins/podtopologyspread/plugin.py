@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from koord.apis.node import labels_of
 from koord.apis.pod import as_list, as_map
 from koord.scheduler.framework import (
@@ -23,12 +21,12 @@ from koord.scheduler.framework import (
     NodeInfo,
     NodeSet,
     Obj,
-    PodInfo,
     QueueingHint,
     Status,
 )
 from koord.scheduler.framework.events import NODE, POD
 from koord.scheduler.framework.events import SKIP as QUEUE_SKIP
+from koord.scheduler.framework.prepared import Prepared
 from koord.scheduler.framework.snapshot import snapshot_of
 from koord.scheduler.plugins.podtopologyspread.args import (
     DO_NOT_SCHEDULE,
@@ -38,15 +36,20 @@ from koord.scheduler.plugins.podtopologyspread.args import (
     parse_args,
 )
 from koord.scheduler.plugins.podtopologyspread.constraints import Constraint, constraints_of
-from koord.scheduler.plugins.podtopologyspread.filtering import FITS, SpreadState, status_of
+from koord.scheduler.plugins.podtopologyspread.filtering import SpreadState
 from koord.scheduler.plugins.podtopologyspread.scoring import ScoreState
 
 PRE_FILTER_KEY = NAME_PREFIX + "PreFilter"
 PRE_SCORE_KEY = NAME_PREFIX + "PreScore"
 
 
-class PodTopologySpread:
+class PodTopologySpread(Prepared):
+    """Filter, Score and the what-ifs come from :class:`Prepared`, over the states of PreFilter
+    (:class:`SpreadState`) and PreScore (:class:`ScoreState`)."""
+
     name = NAME
+    pre_filter_key = PRE_FILTER_KEY
+    pre_score_key = PRE_SCORE_KEY
 
     def __init__(self, args: Mapping[str, Any] | None, handle: Any) -> None:
         self.args = parse_args(args)
@@ -62,29 +65,6 @@ class PodTopologySpread:
         if not constraints:
             return SKIP
         state.write(PRE_FILTER_KEY, SpreadState.build(snapshot_of(self.handle), pod, constraints))
-        return None
-
-    def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None:
-        s: SpreadState = state.read(PRE_FILTER_KEY)
-        return status_of(int(s.verdicts(NodeSet(None, None, [node_info]))[0]))
-
-    def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
-        s: SpreadState = state.read(PRE_FILTER_KEY)
-        out: np.ndarray = s.verdicts(nodes) == FITS
-        return out
-
-    def add_pod(self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo) -> Status | None:
-        s: SpreadState | None = state.get(PRE_FILTER_KEY)
-        if s is not None:
-            s.update(to_add, node_info.node, 1)
-        return None
-
-    def remove_pod(
-        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
-    ) -> Status | None:
-        s: SpreadState | None = state.get(PRE_FILTER_KEY)
-        if s is not None:
-            s.update(to_remove, node_info.node, -1)
         return None
 
     # ---- PreScore / Score -------------------------------------------------------------------------
@@ -103,18 +83,6 @@ class PodTopologySpread:
         filtered = nodes if isinstance(nodes, NodeSet) else NodeSet.of(snap, nodes)
         state.write(PRE_SCORE_KEY, ScoreState.build(snap, pod, constraints, filtered, require_all))
         return None
-
-    def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
-        s: ScoreState = state.read(PRE_SCORE_KEY)
-        return int(s.scores(NodeSet(None, None, [node_info]))[0])
-
-    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
-        s: ScoreState = state.read(PRE_SCORE_KEY)
-        return s.scores(nodes)
-
-    def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
-        s: ScoreState = state.read(PRE_SCORE_KEY)
-        return s.normalize(scores)
 
     # ---- queueing hints ---------------------------------------------------------------------------
 
