@@ -370,6 +370,7 @@ def test_add_and_remove_pod_move_the_counts(cluster: InMemoryScheduler) -> None:
     ni = cluster.snapshot.node_info("machine1")
     assert ni is not None
     assert plugin.filter(state, p, ni) is not None  # no db pod anywhere, and the pod is not one
+    assert plugin.filter_nodes(state, p, cluster.snapshot.rotated(0)).tolist() == [False]  # kept
     what_if = state.clone()
     plugin.add_pod(what_if, p, PodInfo(placed("db", "machine1", {"app": "db"})), ni)
     st = plugin.filter(what_if, p, ni)

@@ -412,6 +412,9 @@ def test_add_and_remove_pod_move_the_counts(cluster: InMemoryScheduler) -> None:
     a, b = (cluster.snapshot.node_info(n) for n in ("node-a", "node-b"))
     assert a is not None and b is not None
     assert plugin.filter(state, p, a) is not None
+    assert plugin.filter_nodes(state, p, cluster.snapshot.rotated(0)).tolist() == [  # kept for the cycle
+        ni.name == "node-b" for ni in cluster.snapshot.infos
+    ]
     what_if = state.clone()
     for v in victims:
         plugin.remove_pod(what_if, p, PodInfo(v), a)
