@@ -22,6 +22,7 @@ from koord.apis.node import labels_of, matches_node_selector, untolerated_taints
 from koord.apis.pod import as_list, as_map, controller_ref
 from koord.apis.selector import NOTHING, LabelSelector, Requirement, parse_selector
 from koord.scheduler.framework import NodeInfo, Obj, Snapshot
+from koord.scheduler.framework.snapshot import per_domain
 from koord.scheduler.plugins.podtopologyspread.args import HONOR, IGNORE, NAME_PREFIX
 
 DEFAULT_OWNER_KINDS = frozenset({"ReplicaSet", "ReplicationController", "StatefulSet"})
@@ -122,6 +123,22 @@ def matching_pods(snap: Snapshot, namespace: str, selector: PodSelector) -> np.n
         np.int64,
         transient=True,
     )
+
+
+def domains_of(
+    snap: Snapshot, namespace: str, selector: PodSelector, key: str, domains: np.ndarray | None, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Matching pods per domain (over ``size`` codes at least) and which domains have a node, counting the
+    nodes of ``domains`` (a code per row, -1: left out); ``None``: every node with the key, as the
+    snapshot's incrementally kept sums (the common case: no inclusion policy leaves a node out)."""
+    counts = matching_pods(snap, namespace, selector)
+    if domains is None:
+        ones = snap.derived(NAME_PREFIX + "one", lambda ni: 1, np.int64)
+        sums = snap.domain_sums((NAME_PREFIX + "count", namespace, selector), counts, key)
+        return sums, snap.domain_sums(NAME_PREFIX + "one", ones, key) > 0
+    present = np.zeros(size, dtype=bool)
+    present[domains[domains >= 0]] = True
+    return per_domain(domains, counts, size), present
 
 
 def has_node_affinity(pod: Obj) -> bool:

@@ -20,11 +20,11 @@ import numpy as np
 
 from koord.apis.node import labels_of
 from koord.scheduler.framework import NodeSet, Obj, PodInfo, Snapshot, Status
-from koord.scheduler.framework.snapshot import at_codes, per_domain, widened
+from koord.scheduler.framework.snapshot import at_codes, widened
 from koord.scheduler.plugins.podtopologyspread.constraints import (
     Constraint,
+    domains_of,
     included,
-    matching_pods,
     node_included,
 )
 
@@ -54,15 +54,16 @@ class SpreadState:
         s = cls(snapshot, pod, constraints)
         columns = [snapshot.topology(c.topology_key) for c in constraints]
         has_all = np.logical_and.reduce([codes >= 0 for codes, _ in columns])
+        every = bool(has_all.all())
         for c, (codes, table) in zip(constraints, columns, strict=True):
-            eligible = has_all
             mask = included(snapshot, pod, c)
-            if mask is not None:
-                eligible = eligible & mask
-            domains = np.where(eligible, codes, -1)
-            s.counts.append(per_domain(domains, matching_pods(snapshot, s.namespace, c.selector), len(table)))
-            present = np.zeros(len(table), dtype=bool)
-            present[domains[domains >= 0]] = True
+            domains = None
+            if mask is not None or not every:
+                domains = np.where(has_all if mask is None else has_all & mask, codes, -1)
+            counts, present = domains_of(
+                snapshot, s.namespace, c.selector, c.topology_key, domains, len(table)
+            )
+            s.counts.append(counts)
             s.present.append(present)
         return s
 

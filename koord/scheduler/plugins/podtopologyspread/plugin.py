@@ -55,13 +55,21 @@ class PodTopologySpread(Prepared):
         self.args = parse_args(args)
         self.handle = handle
 
-    def _constraints(self, pod: Obj, action: str) -> tuple[Constraint, ...]:
-        return constraints_of(pod, action, self.args.defaults)
+    def _constraints(self, pod: Obj, action: str, state: CycleState | None = None) -> tuple[Constraint, ...]:
+        """The pod's constraints of ``action``; for the pod being scheduled, parsed once per pod object."""
+        info = state.pod_info if state is not None else None
+        if info is None or info.pod is not pod:
+            return constraints_of(pod, action, self.args.defaults)
+        key = f"{NAME_PREFIX}{action}/{id(self)}"  # profiles may differ in their default constraints
+        found: tuple[Constraint, ...] | None = info.memo.get(key)
+        if found is None:
+            found = info.memo[key] = constraints_of(pod, action, self.args.defaults)
+        return found
 
     # ---- PreFilter / Filter -----------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pod: Obj) -> Status | None:
-        constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        constraints = self._constraints(pod, DO_NOT_SCHEDULE, state)
         if not constraints:
             return SKIP
         state.write(PRE_FILTER_KEY, SpreadState.build(snapshot_of(self.handle), pod, constraints))
@@ -73,7 +81,7 @@ class PodTopologySpread(Prepared):
         snap = snapshot_of(self.handle)
         if not len(snap):
             return SKIP
-        constraints = self._constraints(pod, SCHEDULE_ANYWAY)
+        constraints = self._constraints(pod, SCHEDULE_ANYWAY, state)
         if not constraints:
             return SKIP
         # Only the System defaults let a node without a zone still be scored by hostname.

@@ -15,11 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from koord.scheduler.framework import MAX_NODE_SCORE, NodeSet, Obj, Snapshot
-from koord.scheduler.framework.snapshot import at_codes, per_domain
+from koord.scheduler.framework.snapshot import at_codes
 from koord.scheduler.plugins.podtopologyspread.args import HOSTNAME
 from koord.scheduler.plugins.podtopologyspread.constraints import (
     Constraint,
     count_on,
+    domains_of,
     included,
     matching_pods,
 )
@@ -79,13 +80,14 @@ class ScoreState:
                 continue
             kept = s._domains(i, snapshot.topology_of(filtered, c.topology_key))[~ignored]
             s.weights[i] = np.log(len(np.unique(kept)) + 2)
-            eligible = every if require_all else np.ones(len(codes), dtype=bool)
             mask = included(snapshot, pod, c)
-            if mask is not None:
-                eligible = eligible & mask
-            domains = np.where(eligible, s._domains(i, codes), -1)
+            domains = None
+            if mask is not None or not every.all():
+                eligible = every if require_all else np.ones(len(codes), dtype=bool)
+                eligible = eligible if mask is None else eligible & mask
+                domains = np.where(eligible, s._domains(i, codes), -1)
             s.counts.append(
-                per_domain(domains, matching_pods(snapshot, namespace, c.selector), len(table) + 1)
+                domains_of(snapshot, namespace, c.selector, c.topology_key, domains, len(table) + 1)[0]
             )
         return s
 
