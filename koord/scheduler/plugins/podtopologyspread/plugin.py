@@ -78,11 +78,11 @@ class PodTopologySpread(Prepared):
     # ---- PreScore / Score -------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Status | None:
-        snap = snapshot_of(self.handle)
-        if not len(snap):
-            return SKIP
         constraints = self._constraints(pod, SCHEDULE_ANYWAY, state)
         if not constraints:
+            return SKIP
+        snap = snapshot_of(self.handle)
+        if not len(snap):
             return SKIP
         # Only the System defaults let a node without a zone still be scored by hostname.
         require_all = (
