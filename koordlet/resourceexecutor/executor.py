@@ -28,6 +28,7 @@ from koordlet.resourceexecutor.audit import AuditLog
 from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
+from koordlet.resourceexecutor.procwrites import ProcWrites
 from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
 from koordlet.resourceexecutor.sysctlwrites import SysctlWrites
 from koordlet.resourceexecutor.tcwrites import TCWrites
@@ -93,6 +94,8 @@ class ResourceExecutor:
         """``/proc/sys`` and ``/sys`` tunables (koordlet's ``SystemResource``), restorable per owner."""
         self.tc = TCWrites(self.context, netns=self.config.netns)
         """Network QoS: tc state per uplink (HTB classes, pod filters, IFB ingress), applied by difference."""
+        self.procs = ProcWrites(paths, self.mode, self.context)
+        """The processes of a cgroup: ``oom_score_adj`` and core-scheduling cookies (runtime hooks)."""
 
     # -- public API (koordlet.api.ResourceWriter) -------------------------------------------------------
 

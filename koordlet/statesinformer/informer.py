@@ -80,6 +80,7 @@ class StatesInformer:
         self.standalone = self._decide_standalone(config)
         self._local_node: api.NodeInfo | None = None
         self._node_cache: tuple[Mapping[str, Any], api.NodeInfo] | None = None
+        self._cgroup_listeners: list[Callable[[], None]] = []
         self.nodeslo = NodeSLOStore(
             on_change=lambda: bus.publish(api.EVENT_NODE_SLO_CHANGED), on_invalid=self._nodeslo_invalid
         )
@@ -247,10 +248,20 @@ class StatesInformer:
         self.topology.refresh_host()  # the runtime hooks read the pools before the first sync
         supervisor.every("informer-node-topology", cfg.node_topology_sync_interval, self.topology.sync)
         if cfg.pleg:
-            pleg = PLEG(self.host, self.pods_informer.kick)
+            pleg = PLEG(self.host, self._cgroups_changed, on_idle=self.pods_informer.retry)
             supervisor.go("informer-pleg", lambda: pleg.run(stop))
         if cfg.enable_node_metric_report:
             supervisor.go("informer-nodemetric", lambda: self.reporter.run(stop))
+
+    def on_cgroups_changed(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` after each PLEG event, once the pod list it asked for is in (the runtime hooks retry
+        writes to cgroup dirs that did not exist at their last pass)."""
+        self._cgroup_listeners.append(fn)
+
+    def _cgroups_changed(self) -> None:
+        self.pods_informer.kick()
+        for fn in self._cgroup_listeners:
+            fn()
 
     def _check_slo_file(self) -> None:
         self.slo_file.check()

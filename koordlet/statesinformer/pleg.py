@@ -37,10 +37,17 @@ class PLEG:
     """Calls ``on_event()`` after a burst of pod/container dir creations or removals."""
 
     def __init__(
-        self, host: Host, on_event: Callable[[], object], poll: float = 0.5, rescan: float = 60.0
+        self,
+        host: Host,
+        on_event: Callable[[], object],
+        poll: float = 0.5,
+        rescan: float = 60.0,
+        on_idle: Callable[[], object] | None = None,
     ) -> None:
+        """``on_idle`` runs after every ``poll`` seconds without an event."""
         self.host = host
         self.on_event = on_event
+        self.on_idle = on_idle
         self.poll = poll
         self.rescan = rescan
         self.events = 0
@@ -102,6 +109,8 @@ class PLEG:
                     next_rescan = now + self.rescan
                 if not batch:
                     self._watch_tiers(ino, all_pods=rescan)  # tiers created after we started
+                    if self.on_idle is not None:
+                        self.on_idle()
                     continue
                 layout = self.host.layout
                 relevant = False

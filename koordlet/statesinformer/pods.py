@@ -109,6 +109,7 @@ class PodsInformer:
         self._refresh_lock = threading.Lock()
         self._pods: tuple[api.PodInfo, ...] = ()
         self._synced = False
+        self._pending = False
         self._last_good: float | None = None
         self._started = clock()
 
@@ -157,8 +158,16 @@ class PodsInformer:
             self._on_refresh(ok, n)
 
     def kick(self) -> bool:
-        """An early refresh if the rate limiter allows (PLEG events); True if it ran."""
+        """An early refresh if the rate limiter allows (PLEG events); True if it ran. A refused kick is
+        remembered and :meth:`retry` runs it once a token is there, so a burst of new pods beyond the
+        limiter's burst waits a fraction of a second for its refresh, not the next periodic sync."""
         if not self._limiter.allow():
+            self._pending = True
             return False
+        self._pending = False
         self.refresh()
         return True
+
+    def retry(self) -> bool:
+        """Run a refused kick now if the limiter allows (the PLEG calls this while idle)."""
+        return self.kick() if self._pending else False

@@ -21,7 +21,6 @@ from koordlet.system.procfs import read_meminfo
 
 _NODE_DIR = re.compile(r"^node(\d{1,6})\Z")
 _HUGEPAGE_DIR = re.compile(r"^hugepages-(\d{1,12})kB\Z")
-_MEMTOTAL = re.compile(r"^Node\s+\d+\s+MemTotal:\s+(\d+)\s+kB\s*$", re.MULTILINE)
 HUGEPAGE_2M_KB = 2048
 HUGEPAGE_1G_KB = 1048576
 
@@ -63,6 +62,15 @@ def _hugepages(node_dir: Path) -> dict[int, int]:
     return out
 
 
+def _memtotal_kb(meminfo: str) -> int | None:
+    """``Node <n> MemTotal: <kB> kB`` of a node's ``meminfo``."""
+    for line in meminfo.splitlines():
+        fields = line.split()
+        if len(fields) == 5 and fields[0] == "Node" and fields[2] == "MemTotal:" and fields[4] == "kB":
+            return int(fields[3]) if fields[3].isdecimal() else None
+    return None
+
+
 def read_numa_memory(paths: HostPaths) -> list[NUMANodeMemory]:
     """Every NUMA node's memory, sorted by id; one node 0 from ``/proc/meminfo`` when sysfs has none."""
     base = numa_dir(paths)
@@ -79,10 +87,10 @@ def read_numa_memory(paths: HostPaths) -> list[NUMANodeMemory]:
             text = (base / name / "meminfo").read_text()
         except OSError:
             continue  # a memoryless or offline node: nothing to report for it
-        total = _MEMTOTAL.search(text)
+        total = _memtotal_kb(text)
         if total is None:
             continue
-        nodes.append(NUMANodeMemory(int(m.group(1)), int(total.group(1)) * 1024, _hugepages(base / name)))
+        nodes.append(NUMANodeMemory(int(m.group(1)), total * 1024, _hugepages(base / name)))
     if not nodes:
         return [NUMANodeMemory(0, read_meminfo(paths).total)]
     return sorted(nodes, key=lambda n: n.node)
