@@ -108,6 +108,7 @@ def _runtime_hooks(
         executor,
         informer.topology.status,
         procs=executor.procs,
+        guard=(host.paths, host.mode),
         group_identity_why=None if bvt else "this kernel has no cpu.bvt_warp_ns (Alibaba Cloud Linux/Anolis)",
         core_sched_why=core_sched_why,
         on_pass=metrics.reconciled,

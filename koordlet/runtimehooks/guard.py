@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from koordlet.system.paths import HostPaths
 log = logging.getLogger(__name__)
 
 MAX_WATCHES = 8192
+MIN_INTERVAL = 0.2
+"""Seconds between two verifications of one pod."""
 _RESOURCES = tuple(resource for _, resource in FILES)
 
 
@@ -91,23 +94,41 @@ class Guard:
                 self._owner = {}
             self._rewatch(pending)
             try:
-                while not stop.is_set():
-                    batch = ino.read(0.5)
-                    touched: set[str] = set()
-                    with self._lock:
-                        for ev in batch:
-                            if ev.overflow:
-                                touched.update(self._owner.values())
-                            elif ev.mask & IN_MODIFY and ev.name in self.files:
-                                uid = self._owner.get(ev.directory)
-                                if uid is not None:
-                                    touched.add(uid)
-                    if touched:
-                        self.events += 1
-                        self.on_change(touched)
+                self._loop(ino, stop)
             finally:
                 with self._lock:
                     self._ino = None
+
+    def _loop(self, ino: Inotify, stop: threading.Event) -> None:
+        last: dict[str, float] = {}
+        due: dict[str, float] = {}
+        while not stop.is_set():
+            now = time.monotonic()
+            wait = min([0.5, *(t - now for t in due.values())])
+            batch = ino.read(max(wait, 0.0))
+            touched: set[str] = set()
+            with self._lock:
+                for ev in batch:
+                    if ev.overflow:
+                        touched.update(self._owner.values())
+                    elif ev.mask & IN_MODIFY and ev.name in self.files:
+                        uid = self._owner.get(ev.directory)
+                        if uid is not None:
+                            touched.add(uid)
+            now = time.monotonic()
+            for uid in touched:
+                # one verify per pod per MIN_INTERVAL: a value that never read back as written cannot
+                # turn write -> event -> write into a busy loop
+                due.setdefault(uid, max(now, last.get(uid, 0.0) + MIN_INTERVAL))
+            if len(last) > MAX_WATCHES:  # forget pods verified long ago
+                last = {uid: t for uid, t in last.items() if now - t < MIN_INTERVAL}
+            ready = {uid for uid, t in due.items() if t <= now}
+            if ready:
+                for uid in ready:
+                    del due[uid]
+                    last[uid] = now
+                self.events += 1
+                self.on_change(ready)
 
     def _rewatch(self, pending: Mapping[Path, str]) -> None:
         with self._lock:

@@ -161,13 +161,16 @@ class Reconciler:
             for u in updates:
                 levels[u.level].append(u.update)
         results = self.writer.leveled_update(levels) if any(levels) else []
-        by_update = {id(u): r for u, r in zip((u for lv in levels for u in lv), results, strict=True)}
+        # by file: a writer may answer a cpuset twice (its widening, then its final value), the last counts
+        by_file = {(r.update.resource, r.update.cgroup_dir): r for r in results}
         written = errors = 0
         settled: set[str] = set()
         for uid, updates in batch:
             ok = True
             for u in updates:
-                r = by_update[id(u.update)]
+                r = by_file.get((u.update.resource, u.update.cgroup_dir))
+                if r is None:
+                    continue
                 written += r.written
                 if r.error:
                     errors += 1

@@ -33,7 +33,8 @@ from koordlet.runtimehooks.oomscoreadj import OOMScoreAdj
 from koordlet.runtimehooks.protocol import Hook, Rule
 from koordlet.runtimehooks.reconciler import PassReport, Reconciler
 from koordlet.runtimehooks.writes import ProcessWriter
-from koordlet.system.host import Host
+from koordlet.system.cgroups import CgroupMode
+from koordlet.system.paths import HostPaths
 
 log = logging.getLogger(__name__)
 _asked = OncePerChange(log)
@@ -63,18 +64,19 @@ class RuntimeHooks:
         self,
         config: HooksConfig,
         states: api.StatesReader,
-        host: Host,
+        host: api.HostReader,
         writer: api.ResourceWriter,
         topology: Callable[[], NodeTopologyStatus | None],
         *,
         procs: ProcessWriter | None = None,
+        guard: tuple[HostPaths, CgroupMode] | None = None,
         group_identity_why: str | None = None,
         core_sched_why: str | None = None,
         on_pass: Callable[[PassReport], None] | None = None,
         on_hook: Callable[[str, str, float, bool], None] | None = None,
     ) -> None:
-        """``group_identity_why`` / ``core_sched_why``: why this kernel cannot serve that hook (``None``:
-        it can)."""
+        """``guard``: the host roots and cgroup version to watch (no guard without); ``group_identity_why`` /
+        ``core_sched_why``: why this kernel cannot serve that hook (``None``: it can)."""
         self.config = config
         self.states = states
         self.topology = topology
@@ -100,8 +102,8 @@ class RuntimeHooks:
             on_managed=self._managed,
         )
         self.guard = (
-            Guard(host.paths, host.mode, lambda uids: self.reconciler.request(verify=uids))
-            if config.guard
+            Guard(guard[0], guard[1], lambda uids: self.reconciler.request(verify=uids))
+            if config.guard and guard is not None
             else None
         )
 
