@@ -38,6 +38,7 @@ from koordlet.runtimehooks.writes import ProcessWriter, Update, cgroup_updates
 log = logging.getLogger(__name__)
 
 TIERS = (api.KubeQOSClass.GUARANTEED, api.KubeQOSClass.BURSTABLE, api.KubeQOSClass.BESTEFFORT)
+RETRY_FIRST, RETRY_MAX = 0.1, 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,8 @@ class Reconciler:
         self._last_rule: Rule | None = None
         self._owned: dict[str, tuple[str, ...]] = {}
         self.passes = 0
+        self.unsettled = 0
+        """Pods the last pass could not fully write (retried soon)."""
 
     # -- triggers (any thread) --------------------------------------------------------------------
 
@@ -114,15 +117,19 @@ class Reconciler:
     # -- loop -------------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        """Passes on request and every ``interval`` seconds (a full one) until ``stop``."""
+        """Passes on request, every ``interval`` seconds (a full one) and, while some pod could not be
+        written (a controller's dir not there yet), again after 0.1 s, doubling up to 5 s."""
         next_full = self._clock()
+        backoff = RETRY_FIRST
+        retry_at: float | None = None
         while not stop.is_set():
+            due = next_full if retry_at is None else min(next_full, retry_at)
             # bounded wait: the stop Event is not this one, so look at it now and then
-            self._wake.wait(min(max(next_full - self._clock(), 0.0), 1.0))
+            self._wake.wait(min(max(due - self._clock(), 0.0), 1.0))
             if stop.is_set():
                 return
             now = self._clock()
-            if not self._wake.is_set() and now < next_full:
+            if not self._wake.is_set() and now < due:
                 continue
             self._wake.clear()
             with self._lock:
@@ -134,6 +141,11 @@ class Reconciler:
                 self.reconcile(full=pending.full, verify=pending.verify)
             except Exception:
                 log.exception("runtime hooks: pass failed")
+            if self.unsettled:
+                retry_at = self._clock() + backoff
+                backoff = min(backoff * 2, RETRY_MAX)
+            else:
+                retry_at, backoff = None, RETRY_FIRST
 
     def shutdown(self) -> None:
         self._wake.set()
@@ -191,6 +203,7 @@ class Reconciler:
             else:
                 self._applied.pop(p.uid, None)
         self._owned = {uid: dirs for uid, dirs in self._owned.items() if uid in current}
+        self.unsettled = len([p for p in pods if p.uid not in self._applied])
         self._last_rule = rule
         self.passes += 1
         report = PassReport(
