@@ -87,6 +87,7 @@ class NodeTopologyInformer:
         self._facts: _HostFacts | None = None
         self._kubelet: KubeletConfig | None = None
         self._memo: tuple[tuple[object, ...], nrtobj.NodeTopologyStatus | None] | None = None
+        self.syncs = 0
         self.reports = 0
         self.errors = 0
 
@@ -164,6 +165,7 @@ class NodeTopologyInformer:
 
     def sync(self) -> None:
         """One round: re-read the host and the kubelet, then report if enabled and changed."""
+        self.syncs += 1
         self.refresh_host()
         self.refresh_kubelet()
         if self._sink is None or not self.options.report or not self._ready():
