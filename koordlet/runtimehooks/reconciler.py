@@ -38,7 +38,7 @@ from koordlet.runtimehooks.writes import ProcessWriter, Update, cgroup_updates
 log = logging.getLogger(__name__)
 
 TIERS = (api.KubeQOSClass.GUARANTEED, api.KubeQOSClass.BURSTABLE, api.KubeQOSClass.BESTEFFORT)
-RETRY_FIRST, RETRY_MAX = 0.1, 5.0
+RETRY_FIRST, RETRY_MAX = 0.01, 5.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 class PodSource(Protocol):
     trust_empty: bool
     """Whether an empty answer is believed (cgroup discovery) or taken as a restarting source (kubelet)."""
+    kick_rate: float
+    kick_burst: int
+    """How often PLEG events may ask it for an early refresh (per second, burst)."""
 
     def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
         """Every pod of this node, cgroup dirs built with ``layout``; :class:`APIUnavailable` when the
@@ -40,6 +43,7 @@ class KubeletPodSource:
     """``GET /pods/`` of the kubelet, decoded as a PodList."""
 
     trust_empty = False
+    kick_rate, kick_burst = 5.0, 10  # koordlet's limiter on its kubelet calls
 
     def __init__(self, endpoint: Callable[[], KubeletEndpoint]) -> None:
         self.client = KubeletClient(endpoint)
@@ -66,6 +70,7 @@ class APIPodSource:
     """Pods of this node from the API server (``fieldSelector=spec.nodeName=<node>``), as a pod source."""
 
     trust_empty = False
+    kick_rate, kick_burst = 50.0, 50  # a read of the watch's cache: no call to limit
 
     def __init__(self, objects: WatchedPods) -> None:
         self.objects = objects
@@ -95,16 +100,19 @@ class PodsInformer:
         staleness: float,
         on_change: Hook | None = None,
         on_refresh: Callable[[bool, int], None] | None = None,
-        kick_rate: float = 5.0,
-        kick_burst: int = 10,
+        kick_rate: float | None = None,
+        kick_burst: int | None = None,
     ) -> None:
+        """``kick_rate``/``kick_burst`` default to the source's own (its class attributes)."""
         self.source = source
         self._layout = layout
         self._clock = clock
         self.staleness = staleness
         self._on_change = on_change
         self._on_refresh = on_refresh
-        self._limiter = TokenBucket(kick_rate, kick_burst, clock)
+        rate = kick_rate if kick_rate is not None else source.kick_rate
+        burst = kick_burst if kick_burst is not None else source.kick_burst
+        self._limiter = TokenBucket(rate, burst, clock)
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
         self._pods: tuple[api.PodInfo, ...] = ()
@@ -168,6 +176,11 @@ class PodsInformer:
         self.refresh()
         return True
 
-    def retry(self) -> bool:
-        """Run a refused kick now if the limiter allows (the PLEG calls this while idle)."""
-        return self.kick() if self._pending else False
+    def retry(self) -> float | None:
+        """Run a refused kick if the limiter now allows; the seconds until it can when not yet, ``None``
+        when no kick waits (the PLEG calls this between events and sleeps no longer than it says)."""
+        if not self._pending:
+            return None
+        if self.kick():
+            return None
+        return max(self._limiter.wait_time(), 0.001)
