@@ -9,7 +9,8 @@ changes (NodeSLO, share pools, gates), and every ``--runtime-hooks-reconcile-int
 net. A pass over changed pods only touches those pods; a rule change or the periodic pass re-asks every
 pod. Writes go through the executor in one leveled batch (kube-QoS tiers, pods, containers: growth
 parents first, shrink children first), values owned by the hook that asked; a pod is settled once every
-write of it succeeded, and retried on the next pass otherwise.
+write of it succeeded, and retried otherwise, 10 ms later at first (a controller's dir of a new cgroup is
+made a moment after the others), doubling up to 5 s.
 
 Only pods of this node (those the informer lists), active, with a cgroup dir built from their validated
 UID are touched; unknown cgroup dirs never are.
@@ -214,9 +215,6 @@ class Reconciler:
         if self._on_pass is not None:
             self._on_pass(report)
         return report
-
-    def owned_dirs(self, uid: str) -> tuple[str, ...]:
-        return self._owned.get(uid, ())
 
     def _ask(self, hook: Hook, stage: Stage, fn: Callable[..., Resources], *args: object) -> Resources:
         t0 = time.perf_counter()

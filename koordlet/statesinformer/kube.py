@@ -1,6 +1,7 @@
 """The Kubernetes API side of the informer: the shared :class:`~koord.kube.informer.Informer` for
-each object the agent watches (its Node, its pods, its NodeSLO and NodeMetric, each by field selector so
-nothing of other nodes is cached) and the few writes (NodeMetric status, Eviction, Event); the client
+each object the agent watches (its Node, its pods, its NodeSLO, NodeMetric and NodeResourceTopology, each
+by field selector so nothing of other nodes is cached) and the few writes (NodeMetric status, the
+NodeResourceTopology, Eviction, Event); the client
 itself is made by :mod:`koord.kube.client`. The only module of the agent's own packages that
 imports ``kubernetes``.
 

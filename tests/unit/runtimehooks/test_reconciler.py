@@ -18,7 +18,6 @@ from koordlet.runtimehooks.cpuset import CPUSetAllocator
 from koordlet.runtimehooks.protocol import Rule
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.runtimehooks.service import RuntimeHooks
-from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeExecutor, FakeHostReader, FakeStates, be_slo, make_pod, topology

@@ -14,7 +14,7 @@ import pytest
 
 from koord.apis import noderesourcetopology as nrtobj
 from koord.apis import nrt
-from koord.testing.topology import GiB, TWO_SOCKETS, SimulatedTopology
+from koord.testing.topology import TWO_SOCKETS, GiB, SimulatedTopology
 from koordlet import api
 from koordlet.statesinformer.noderesourcetopology import NodeTopologyInformer, TopologyOptions
 from koordlet.system.cgroups import CgroupMode
