@@ -267,27 +267,13 @@ class ResourceExecutor:
         if isinstance(cur, UpdateResult):
             return cur
         raw, current = cur
-        if self._holds(t, raw, current):
+        if values.holds(u.resource, self.mode, t.value, current, raw):
             self._remember(t, now)
             return UpdateResult(u, False, skipped="unchanged")
         res = self._write(t, t.value, raw, current, phase)
         if res.written:
             self._remember(t, now)
         return res
-
-    def _holds(self, t: Target, raw: str | None, current: str | None) -> bool:
-        """Whether the file already says ``t``'s value: the same v1 meaning, or exactly the text the
-        write would put there (v2 ``cpu.weight`` reads back as shares that need not equal the shares
-        written, and rewriting the same weight forever would be a write per pass)."""
-        if values.same(t.update.resource, current, t.value):
-            return True
-        if raw is None or self.mode is CgroupMode.V1:
-            return False
-        try:
-            _, text = cgroups.to_kernel(t.update.resource, self.mode, t.value, raw)
-        except InvalidValue:
-            return False
-        return text.strip() == raw.strip()
 
     def _append(self, t: Target) -> UpdateResult:
         """``tasks``/``cgroup.procs``: write the id only if it is not already listed (never cached)."""
@@ -394,7 +380,7 @@ class ResourceExecutor:
         if isinstance(cur, UpdateResult):
             return cur
         raw, current = cur
-        if self._holds(target, raw, current):
+        if values.holds(u.resource, self.mode, target.value, current, raw):
             self._remember(target, now)
             return UpdateResult(u, False, skipped="unchanged")
         wrote = False
