@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koord.apis.cpulist import format_cpuset, parse_cpuset
-from koord.apis.numa import dumps, loads_annotation
+from koord.apis.numa import (
+    dumps,
+    json_cpus,
+    json_int,
+    json_list,
+    json_object,
+    json_string,
+    loads_annotation,
+)
 from koord.runtime.errors import InvalidValue
 
 ANNOTATION_CPU_TOPOLOGY = "node.koordinator.sh/cpu-topology"
@@ -46,42 +54,6 @@ KUBELET_POLICY_STATIC = "static"
 KUBELET_POLICY_NONE = "none"
 
 
-def _map(value: Any, key: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidValue(key, value, "want a JSON object")
-    return value
-
-
-def _list(value: Any, key: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InvalidValue(key, value, "want a JSON list")
-    return value
-
-
-def _int(doc: Mapping[str, Any], name: str, key: str) -> int:
-    value = doc.get(name, 0)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidValue(key, value, f"{name} must be an integer")
-    return value
-
-
-def _str(doc: Mapping[str, Any], name: str, key: str) -> str:
-    value = doc.get(name, "")
-    if not isinstance(value, str):
-        raise InvalidValue(key, value, f"{name} must be a string")
-    return value
-
-
-def _cpus_text(doc: Mapping[str, Any], name: str, key: str) -> str:
-    """A cpu list field, canonical; ``""`` when absent."""
-    text = _str(doc, name, key)
-    return format_cpuset(parse_cpuset(text, resource=key)) if text else ""
-
-
 # ---- cpu-topology ---------------------------------------------------------------------------------
 
 
@@ -106,12 +78,17 @@ def cpu_topology_json(cpus: Iterable[CPUDetail]) -> str:
 
 def cpu_topology(annotations: Mapping[str, str]) -> tuple[CPUDetail, ...]:
     key = ANNOTATION_CPU_TOPOLOGY
-    doc = _map(loads_annotation(annotations, key), key)
+    doc = json_object(loads_annotation(annotations, key), key)
     out = []
-    for item in _list(doc.get("detail"), key):
-        d = _map(item, key)
+    for item in json_list(doc.get("detail"), key):
+        d = json_object(item, key)
         out.append(
-            CPUDetail(_int(d, "id", key), _int(d, "core", key), _int(d, "socket", key), _int(d, "node", key))
+            CPUDetail(
+                json_int(d, "id", key),
+                json_int(d, "core", key),
+                json_int(d, "socket", key),
+                json_int(d, "node", key),
+            )
         )
     return tuple(sorted(out, key=lambda c: c.id))
 
@@ -143,9 +120,11 @@ def share_pools(
 ) -> tuple[CPUSharedPool, ...]:
     """``cpu-shared-pools`` (or ``be-cpu-shared-pools`` with that ``key``); absent or ``null`` is none."""
     out = []
-    for item in _list(loads_annotation(annotations, key), key):
-        d = _map(item, key)
-        out.append(CPUSharedPool(_int(d, "socket", key), _int(d, "node", key), _cpus_text(d, "cpuset", key)))
+    for item in json_list(loads_annotation(annotations, key), key):
+        d = json_object(item, key)
+        out.append(
+            CPUSharedPool(json_int(d, "socket", key), json_int(d, "node", key), json_cpus(d, "cpuset", key))
+        )
     return tuple(out)
 
 
@@ -193,9 +172,11 @@ class KubeletCPUManagerPolicy:
 
 def kubelet_cpu_manager_policy(annotations: Mapping[str, str]) -> KubeletCPUManagerPolicy:
     key = ANNOTATION_KUBELET_CPU_MANAGER_POLICY
-    doc = _map(loads_annotation(annotations, key), key)
-    options = {str(k): str(v) for k, v in _map(doc.get("options"), key).items()}
-    return KubeletCPUManagerPolicy(_str(doc, "policy", key), options, _cpus_text(doc, "reservedCPUs", key))
+    doc = json_object(loads_annotation(annotations, key), key)
+    options = {str(k): str(v) for k, v in json_object(doc.get("options"), key).items()}
+    return KubeletCPUManagerPolicy(
+        json_string(doc, "policy", key), options, json_cpus(doc, "reservedCPUs", key)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,15 +210,15 @@ def pod_cpu_allocs_json(allocs: Sequence[PodCPUAlloc]) -> str:
 def pod_cpu_allocs(annotations: Mapping[str, str]) -> tuple[PodCPUAlloc, ...]:
     key = ANNOTATION_POD_CPU_ALLOCS
     out = []
-    for item in _list(loads_annotation(annotations, key), key):
-        d = _map(item, key)
+    for item in json_list(loads_annotation(annotations, key), key):
+        d = json_object(item, key)
         managed = d.get("managedByKubelet", False)
         out.append(
             PodCPUAlloc(
-                _str(d, "namespace", key),
-                _str(d, "name", key),
-                _str(d, "uid", key),
-                _cpus_text(d, "cpuset", key),
+                json_string(d, "namespace", key),
+                json_string(d, "name", key),
+                json_string(d, "uid", key),
+                json_cpus(d, "cpuset", key),
                 managed is True,
             )
         )
@@ -272,11 +253,11 @@ class SystemQOSResource:
 
 def system_qos_resource(annotations: Mapping[str, str]) -> SystemQOSResource:
     key = ANNOTATION_SYSTEM_QOS_RESOURCE
-    doc = _map(loads_annotation(annotations, key), key)
+    doc = json_object(loads_annotation(annotations, key), key)
     exclusive = doc.get("cpusetExclusive")
     if exclusive is not None and not isinstance(exclusive, bool):
         raise InvalidValue(key, exclusive, "cpusetExclusive must be a boolean")
-    return SystemQOSResource(_cpus_text(doc, "cpuset", key), exclusive)
+    return SystemQOSResource(json_cpus(doc, "cpuset", key), exclusive)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,9 +283,11 @@ def node_reservation(annotations: Mapping[str, str]) -> NodeReservation:
     key = ANNOTATION_NODE_RESERVATION
     if not annotations.get(key):
         return NodeReservation()
-    doc = _map(loads_annotation(annotations, key), key)
-    resources = {str(k): str(v) for k, v in _map(doc.get("resources"), key).items()}
-    return NodeReservation(resources, _cpus_text(doc, "reservedCPUs", key), _str(doc, "applyPolicy", key))
+    doc = json_object(loads_annotation(annotations, key), key)
+    resources = {str(k): str(v) for k, v in json_object(doc.get("resources"), key).items()}
+    return NodeReservation(
+        resources, json_cpus(doc, "reservedCPUs", key), json_string(doc, "applyPolicy", key)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,7 +77,11 @@ def loads_annotation(annotations: Mapping[str, str], key: str) -> Any:
         raise InvalidValue(key, text[:200], f"not JSON: {err}") from err
 
 
-def _object(value: Any, key: str) -> Mapping[str, Any]:
+# Field readers of annotation JSON: ``key`` names the annotation in the InvalidValue they raise.
+
+
+def json_object(value: Any, key: str) -> Mapping[str, Any]:
+    """A JSON object (``{}`` for null/absent)."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -85,13 +89,35 @@ def _object(value: Any, key: str) -> Mapping[str, Any]:
     return value
 
 
-def _string(doc: Mapping[str, Any], field: str, key: str) -> str:
+def json_list(value: Any, key: str) -> list[Any]:
+    """A JSON list (``[]`` for null/absent)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidValue(key, value, "want a JSON list")
+    return value
+
+
+def json_int(doc: Mapping[str, Any], field: str, key: str) -> int:
+    value = doc.get(field, 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidValue(key, value, f"{field} must be an integer")
+    return value
+
+
+def json_string(doc: Mapping[str, Any], field: str, key: str) -> str:
     value = doc.get(field, "")
     if value is None:
         return ""
     if not isinstance(value, str):
         raise InvalidValue(key, value, f"{field} must be a string")
     return value
+
+
+def json_cpus(doc: Mapping[str, Any], field: str, key: str) -> str:
+    """A cpu-list field, canonical (``"3,0-2"`` -> ``"0-3"``); ``""`` when absent."""
+    text = json_string(doc, field, key)
+    return format_cpuset(parse_cpuset(text, resource=key)) if text else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,20 +174,15 @@ def resource_status(annotations: Mapping[str, str]) -> ResourceStatus:
     """Koordinator's ``GetResourceStatus``: the empty status when the annotation is absent; a malformed one
     (bad JSON, a cpuset that does not parse, bad NUMA entries) is :class:`InvalidValue`."""
     key = ANNOTATION_RESOURCE_STATUS
-    doc = _object(loads_annotation(annotations, key), key)
-    cpuset = _string(doc, "cpuset", key)
-    if cpuset:
-        cpuset = format_cpuset(parse_cpuset(cpuset, resource=key))
+    doc = json_object(loads_annotation(annotations, key), key)
+    cpuset = json_cpus(doc, "cpuset", key)
     numa: list[NUMANodeResource] = []
-    raw_numa = doc.get("numaNodeResources") or []
-    if not isinstance(raw_numa, list):
-        raise InvalidValue(key, raw_numa, "numaNodeResources must be a list")
-    for item in raw_numa:
-        entry = _object(item, key)
+    for item in json_list(doc.get("numaNodeResources"), key):
+        entry = json_object(item, key)
         node = entry.get("node", 0)
         if isinstance(node, bool) or not isinstance(node, int) or node < 0:
             raise InvalidValue(key, node, "numaNodeResources[].node must be a non-negative integer")
-        res = _object(entry.get("resources"), key)
+        res = json_object(entry.get("resources"), key)
         numa.append(NUMANodeResource(node, {str(k): str(v) for k, v in res.items()}))
     return ResourceStatus(cpuset, tuple(numa))
 
@@ -185,11 +206,11 @@ class ResourceSpec:
 
 def resource_spec(annotations: Mapping[str, str]) -> ResourceSpec:
     key = ANNOTATION_RESOURCE_SPEC
-    doc = _object(loads_annotation(annotations, key), key)
+    doc = json_object(loads_annotation(annotations, key), key)
     return ResourceSpec(
-        _string(doc, "requiredCPUBindPolicy", key),
-        _string(doc, "preferredCPUBindPolicy", key),
-        _string(doc, "preferredCPUExclusivePolicy", key),
+        json_string(doc, "requiredCPUBindPolicy", key),
+        json_string(doc, "preferredCPUBindPolicy", key),
+        json_string(doc, "preferredCPUExclusivePolicy", key),
     )
 
 
@@ -210,7 +231,7 @@ class NUMATopologySpec:
 
 def numa_topology_spec(annotations: Mapping[str, str]) -> NUMATopologySpec:
     key = ANNOTATION_NUMA_TOPOLOGY_SPEC
-    doc = _object(loads_annotation(annotations, key), key)
+    doc = json_object(loads_annotation(annotations, key), key)
     return NUMATopologySpec(
-        _string(doc, "numaTopologyPolicy", key), _string(doc, "singleNUMANodeExclusive", key)
+        json_string(doc, "numaTopologyPolicy", key), json_string(doc, "singleNUMANodeExclusive", key)
     )

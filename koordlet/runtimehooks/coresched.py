@@ -12,43 +12,31 @@ kube-QoS ``cpu.idle`` of ``schedIdle``, and clearing cookies when a pod's class 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from koordlet import api
+from koordlet.runtimehooks.cpuqos import CLASS_OF, CLASSES, cpu_policy, cpu_qos
 from koordlet.runtimehooks.protocol import NOTHING, ContainerRequest, PodRequest, Resources, Rule
 
 POLICY = "coreSched"
 LABEL_GROUP_ID = "koordinator.sh/core-sched-group-id"
 LABEL_POLICY = "koordinator.sh/core-sched-policy"
 EXPELLER_SUFFIX = "-expeller"
-_CLASS_KEY = {
-    api.QOSClass.LSE: "lsrClass",
-    api.QOSClass.LSR: "lsrClass",
-    api.QOSClass.LS: "lsClass",
-    api.QOSClass.BE: "beClass",
-}
 
 
 def _params(slo: api.NodeSLO, key: str) -> tuple[bool, bool]:
     """``(enabled, expeller)`` of a class under the coreSched policy."""
-    strategy = slo.resource_qos_strategy
-    policies = strategy.get("policies")
-    if not isinstance(policies, Mapping) or policies.get("cpuPolicy") != POLICY:
+    if cpu_policy(slo) != POLICY:
         return False, False
-    cls = strategy.get(key)
-    cpu = cls.get("cpuQOS") if isinstance(cls, Mapping) else None
-    if not isinstance(cpu, Mapping):
-        return False, False
+    cpu = cpu_qos(slo, key)
     return cpu.get("enable") is True, cpu.get("coreExpeller") is True
 
 
 def enabled(slo: api.NodeSLO) -> bool:
-    return any(_params(slo, k)[0] for k in ("lsrClass", "lsClass", "beClass"))
+    return any(_params(slo, k)[0] for k in CLASSES)
 
 
 def group_of(slo: api.NodeSLO, pod: api.PodInfo, qos: api.QOSClass) -> str | None:
     """The pod's core-sched group, ``None`` when its class (or its label) keeps it out."""
-    key = _CLASS_KEY.get(qos)
+    key = CLASS_OF.get(qos)
     if key is None:
         by_kube = {
             api.KubeQOSClass.GUARANTEED: "lsrClass" if _params(slo, "lsrClass")[0] else "lsClass",

@@ -11,40 +11,29 @@ so once at start.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from koordlet import api
+from koordlet.runtimehooks.cpuqos import CLASS_OF, CLASSES, cpu_policy, cpu_qos
 from koordlet.runtimehooks.protocol import NOTHING, ContainerRequest, PodRequest, Resources, Rule
 
 POLICY = "groupIdentity"
-_CLASS_KEY = {
-    api.QOSClass.LSE: "lsrClass",
-    api.QOSClass.LSR: "lsrClass",
-    api.QOSClass.LS: "lsClass",
-    api.QOSClass.BE: "beClass",
-}
 
 
 def _class_value(slo: api.NodeSLO, key: str) -> int | None:
     """The class's ``groupIdentity`` when its CPU QoS is on under the groupIdentity policy, else None."""
-    strategy = slo.resource_qos_strategy
-    policies = strategy.get("policies")
-    policy = policies.get("cpuPolicy") if isinstance(policies, Mapping) else None
-    if policy not in (None, "", POLICY):
+    if cpu_policy(slo) not in (None, POLICY):
         return None
-    cls = strategy.get(key)
-    cpu = cls.get("cpuQOS") if isinstance(cls, Mapping) else None
-    if not isinstance(cpu, Mapping) or cpu.get("enable") is not True:
+    cpu = cpu_qos(slo, key)
+    if cpu.get("enable") is not True:
         return None
     value = cpu.get("groupIdentity")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def pod_bvt(slo: api.NodeSLO, qos: api.QOSClass, kube_qos: api.KubeQOSClass) -> int:
-    key = _CLASS_KEY.get(qos)
+    key = CLASS_OF.get(qos)
     if key is not None:
         return _class_value(slo, key) or 0
-    lsr, ls, be = (_class_value(slo, k) for k in ("lsrClass", "lsClass", "beClass"))
+    lsr, ls, be = (_class_value(slo, k) for k in CLASSES)
     by_kube = {
         api.KubeQOSClass.GUARANTEED: lsr if lsr is not None else ls,
         api.KubeQOSClass.BURSTABLE: ls,
@@ -62,7 +51,7 @@ def tier_bvt(slo: api.NodeSLO, kube_qos: api.KubeQOSClass) -> int:
 
 
 def enabled(slo: api.NodeSLO) -> bool:
-    return any(_class_value(slo, k) is not None for k in ("lsrClass", "lsClass", "beClass"))
+    return any(_class_value(slo, k) is not None for k in CLASSES)
 
 
 class GroupIdentity:
