@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from koord.apis.cpulist import format_cpuset
+from koord.apis.cpulist import format_cpuset, parse_cpuset
 from koordlet.api import KubeQOSClass
 from koordlet.system import coresched
 from koordlet.testing import wait_until
@@ -196,6 +196,12 @@ def test_runtime_hooks_on_real_cgroups(tmp_path: Path, tree: RealKubepods) -> No
         assert wait_until(lambda: read(kp, "cpu", be_c.cgroup_dir, "cpu.shares") == "1536", 30)
         assert (values(kp, stray.cgroup_dir), values(kp, stray_c.cgroup_dir)) == before
         assert (values(other, foreign.cgroup_dir), values(other, foreign_c.cgroup_dir)) == before_foreign
+
+        # standalone, the node's topology is served as the NodeResourceTopology the cluster would get
+        nrt = agent.get("/noderesourcetopology")
+        assert nrt["kind"] == "NodeResourceTopology" and nrt["metadata"]["name"] == "e2e-node"
+        pools = json.loads(nrt["metadata"]["annotations"]["node.koordinator.sh/cpu-shared-pools"])
+        assert format_cpuset(c for p in pools for c in parse_cpuset(p.get("cpuset", ""))) == pool
 
         # GroupIdentity and CoreSched, where this kernel lacks them, are refused once, clearly
         log = agent.tail(200_000)
