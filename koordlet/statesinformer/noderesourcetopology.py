@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from koord.apis import noderesourcetopology as nrtobj
-from koord.runtime.errors import APIUnavailable, InvalidValue
+from koord.runtime.errors import APIUnavailable, InvalidValue, KoordletError
+from koord.runtime.logs import OncePerChange
 from koordlet import api
 from koordlet.statesinformer.kubeletconfig import KubeletConfig, parse_checkpoint, parse_configz
 from koordlet.statesinformer.topologystatus import TopologyInputs, build
@@ -30,6 +31,7 @@ from koordlet.system.host import Host
 from koordlet.system.numa import CPUFacts, NUMANodeMemory, read_cpu_facts, read_numa_memory
 
 log = logging.getLogger(__name__)
+_unreadable = OncePerChange(log)
 
 
 class TopologySink(Protocol):
@@ -94,13 +96,20 @@ class NodeTopologyInformer:
     # -- inputs ------------------------------------------------------------------------------------
 
     def refresh_host(self) -> None:
+        """Re-read the host; a host that cannot be read keeps the last facts (or none: no status)."""
         paths = self.host.paths
-        cpus = tuple(self.host.cpu_topology())
+        try:
+            cpus = tuple(self.host.cpu_topology())
+            numa = tuple(read_numa_memory(paths))
+        except (OSError, KoordletError) as err:
+            _unreadable.warning("host", f"node topology: cannot read the host's CPUs and memory: {err}")
+            return
+        _unreadable.forget("host")
         try:
             checkpoint: str | None = paths.kubelet_cpu_manager_state().read_text()
         except OSError:
             checkpoint = None  # not a kubelet node, or the kubelet root is not mounted
-        facts = _HostFacts(cpus, tuple(read_numa_memory(paths)), read_cpu_facts(paths, cpus), checkpoint)
+        facts = _HostFacts(cpus, numa, read_cpu_facts(paths, cpus), checkpoint)
         with self._lock:
             self._facts = facts
 

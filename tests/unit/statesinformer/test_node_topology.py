@@ -311,3 +311,18 @@ def test_unknown_until_the_kubelet_answers(tmp_path: Path) -> None:
 )
 def test_topology_policies(policy: str, scope: str, want: str) -> None:
     assert nrtobj.topology_policy(policy, scope) == want
+
+
+def test_an_unreadable_host_gives_no_status_and_no_error(tmp_path: Path) -> None:
+    # no sysfs NUMA nodes and no /proc/meminfo: the host cannot say its memory
+    (tmp_path / "sys").mkdir()
+    paths = write_topology(tmp_path / "elsewhere", TWO_SOCKETS)
+    bare = dataclasses.replace(paths, proc_root=tmp_path / "proc", sys_root=tmp_path / "sys")
+    host = Host(bare, mode=CgroupMode.V1, driver=CgroupDriver.CGROUPFS)
+    inf = NodeTopologyInformer(
+        TopologyOptions("node-a", query_kubelet_config=False), host, lambda: None, lambda: ()
+    )
+    inf.refresh_host()
+    inf.sync()
+    assert inf.status() is None
+    assert inf.document()["zones"] == []
