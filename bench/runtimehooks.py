@@ -117,9 +117,14 @@ def run(pods: int) -> dict[str, Any]:
 
             if not wait_until(written, 30, step=0.002):
                 raise AssertionError(f"pod {uid} not written in 30 s:\n{agent.tail()}")
-            events = [e for e in agent.get("/events?limit=100000")["events"] if uid in str(e["path"])]
-            latencies.append(max(float(e["time"]) for e in events) - t0)
-            writes.append(len(events))
+            def events(uid: str = uid) -> list[dict[str, Any]]:
+                return [e for e in agent.get("/events?limit=100000")["events"] if uid in str(e["path"])]
+
+            # a write is audited just after it lands: the file can show it a moment before /events does
+            wait_until(lambda: len(events()) >= len(WANT) * 2, 2.0, step=0.01)
+            found = events()
+            latencies.append(max(float(e["time"]) for e in found) - t0)
+            writes.append(len(found))
         floor = floor_ms(kp, min(pods, 50))
     finally:
         agent.stop()
