@@ -35,6 +35,7 @@ from koordlet.runtimehooks.protocol import (
     request_qos,
 )
 from koordlet.runtimehooks.writes import ProcessWriter, Update, cgroup_updates
+from koordlet.system.podpath import is_container_dir_name
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +248,7 @@ class Reconciler:
         sandbox = [
             (api.ContainerInfo("", d.rsplit("/", 1)[-1], cgroup_dir=d), True)
             for d in self.host.list_cgroups(pod.cgroup_dir, 1)[1:]
-            if d not in ids
+            if d not in ids and is_container_dir_name(d.rsplit("/", 1)[-1])
         ]
         return known + sandbox[:1] if len(sandbox) == 1 else known
 

@@ -184,3 +184,22 @@ def test_the_real_executor_writes_the_kernel_files(tmp_path: Path, version: int)
     assert r.reconcile(full=False, verify={pod.uid}).written == 1
     assert fake.read_cgroup("cpu.shares", c_dir) == ("1536" if version == 1 else "59")
     assert ex.events()[-1]["owner"] == "BatchResource"
+
+
+def test_the_sandbox_gets_the_cpuset_and_nothing_else_is_guessed() -> None:
+    lsr = make_pod("lsr", api.QOSClass.LSR, annotations={STATUS: '{"cpuset":"1"}'})
+    states, host, ex = fake_world(lsr)
+    sandbox = f"{lsr.cgroup_dir}/{'a' * 64}"
+    stray = f"{lsr.cgroup_dir}/not-a-container"
+    host.add_cgroup(sandbox, cpuset_cpus="0-3", cpu_cfs_quota_us="-1")
+    host.add_cgroup(stray, cpuset_cpus="0-3")
+    r = reconciler(states, host, ex, Rule(share_pools=POOLS))
+    r.reconcile()
+    assert host.read("cpuset.cpus", sandbox) == "1"
+    assert host.read("cpuset.cpus", stray) == "0-3"
+    # two unnamed container dirs: which one is the sandbox is not known, so neither is touched
+    other = f"{lsr.cgroup_dir}/{'b' * 64}"
+    host.add_cgroup(other, cpuset_cpus="0-3")
+    host.add_cgroup(sandbox, cpuset_cpus="0-3")
+    r.reconcile()
+    assert host.read("cpuset.cpus", sandbox) == "0-3" and host.read("cpuset.cpus", other) == "0-3"
