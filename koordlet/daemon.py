@@ -113,6 +113,7 @@ def _runtime_hooks(
         core_sched_why=core_sched_why,
         on_pass=metrics.reconciled,
         on_hook=metrics.hook,
+        refresh_pods=informer.pods_informer.kick,
     )
     bus.subscribe(api.EVENT_PODS_CHANGED, hooks.reconciler.pods_changed, owner="runtimehooks")
     bus.subscribe(api.EVENT_NODE_SLO_CHANGED, hooks.reconciler.rule_changed, owner="runtimehooks")

@@ -76,9 +76,11 @@ class Reconciler:
         on_pass: Callable[[PassReport], None] | None = None,
         on_hook: Callable[[str, Stage, float, bool], None] | None = None,
         on_managed: Callable[[Mapping[str, tuple[str, ...]]], None] | None = None,
+        refresh: Callable[[], object] | None = None,
     ) -> None:
         """``on_managed(dirs by pod uid)`` after each pass: the cgroup dirs holding values the hooks own
-        (the guard watches them)."""
+        (the guard watches them); ``refresh`` asks the pod source for a new list (a container's cgroup
+        appeared that the list does not name yet)."""
         self.hooks = tuple(hooks)
         self.states = states
         self.host = host
@@ -90,6 +92,9 @@ class Reconciler:
         self._on_pass = on_pass
         self._on_hook = on_hook
         self._on_managed = on_managed
+        self._refresh = refresh
+        self._awaiting: set[str] = set()
+        """Pods with a container cgroup the pod list does not name yet (found by the last pass)."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._pending = _Pending()
@@ -139,6 +144,8 @@ class Reconciler:
             if now >= next_full:
                 pending.full = True
                 next_full = now + self.interval
+            if retry_at is not None and now >= retry_at and self._awaiting and self._refresh is not None:
+                self._refresh()  # rate limited by the pod source; a change wakes this loop again anyway
             try:
                 self.reconcile(full=pending.full, verify=pending.verify)
             except Exception:
@@ -156,6 +163,7 @@ class Reconciler:
 
     def reconcile(self, *, full: bool = True, verify: Iterable[str] = ()) -> PassReport:
         start = time.perf_counter()
+        self._awaiting = set()
         rule = self.rule()
         if rule != self._last_rule:
             full = True
@@ -191,7 +199,7 @@ class Reconciler:
                 if r.error or r.skipped == "gone":
                     ok = False
             if uid:
-                if ok:
+                if ok and uid not in self._awaiting:
                     settled.add(uid)
                 self._owned[uid] = tuple(sorted({u.update.cgroup_dir for u in updates}))
         written_procs, proc_errors = self._process_writes(todo, answers)
@@ -250,6 +258,10 @@ class Reconciler:
             for d in self.host.list_cgroups(pod.cgroup_dir, 1)[1:]
             if d not in ids and is_container_dir_name(d.rsplit("/", 1)[-1])
         ]
+        if len(sandbox) > 1 and any(not c.container_id for c in pod.containers):
+            # A container's cgroup is there but the pod list does not name it yet (the kubelet reports
+            # a container's ID a moment after the runtime made it): ask for the list again soon.
+            self._awaiting.add(pod.uid)
         return known + sandbox[:1] if len(sandbox) == 1 else known
 
     def _pod_updates(

@@ -74,6 +74,7 @@ class RuntimeHooks:
         core_sched_why: str | None = None,
         on_pass: Callable[[PassReport], None] | None = None,
         on_hook: Callable[[str, str, float, bool], None] | None = None,
+        refresh_pods: Callable[[], object] | None = None,
     ) -> None:
         """``guard``: the host roots and cgroup version to watch (no guard without); ``group_identity_why`` /
         ``core_sched_why``: why this kernel cannot serve that hook (``None``: it can)."""
@@ -100,6 +101,7 @@ class RuntimeHooks:
             on_pass=on_pass,
             on_hook=None if on_hook is None else lambda h, s, t, ok: on_hook(h, s.value, t, ok),
             on_managed=self._managed,
+            refresh=refresh_pods,
         )
         self.guard = (
             Guard(guard[0], guard[1], lambda uids: self.reconciler.request(verify=uids))

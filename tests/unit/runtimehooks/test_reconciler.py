@@ -4,6 +4,7 @@ agent's real executor over a throw-away cgroup tree (v1 and v2 files as the kern
 from __future__ import annotations
 
 import dataclasses
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.runtimehooks.service import RuntimeHooks
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
-from koordlet.testing import FakeExecutor, FakeHostReader, FakeStates, be_slo, make_pod, topology
+from koordlet.testing import FakeExecutor, FakeHostReader, FakeStates, be_slo, make_pod, topology, wait_until
 from tests.support.fakehost import FakeHost
 
 GiB = 1 << 30
@@ -203,3 +204,31 @@ def test_the_sandbox_gets_the_cpuset_and_nothing_else_is_guessed() -> None:
     host.add_cgroup(sandbox, cpuset_cpus="0-3")
     r.reconcile()
     assert host.read("cpuset.cpus", sandbox) == "0-3" and host.read("cpuset.cpus", other) == "0-3"
+
+
+def test_a_container_the_list_does_not_name_yet_asks_for_the_list_again() -> None:
+    pod = be_pod()
+    c = pod.containers[0]
+    unnamed = dataclasses.replace(pod, containers=(dataclasses.replace(c, container_id="", cgroup_dir=""),))
+    states, host, ex = fake_world(pod)
+    host.add_cgroup(f"{pod.cgroup_dir}/{'f' * 64}")  # the sandbox
+    states.pod_list = [unnamed]  # the runtime made the container; the kubelet does not report it yet
+    asked: list[float] = []
+
+    def refresh() -> None:
+        asked.append(1)
+        if len(asked) >= 2:
+            states.pod_list = [pod]  # the kubelet's next answer names it
+            r.pods_changed()
+
+    r = Reconciler((BatchResource(),), states, host, ex, Rule, refresh=refresh, interval=3600)
+    stop = threading.Event()
+    t = threading.Thread(target=r.run, args=(stop,))
+    t.start()
+    try:
+        assert wait_until(lambda: host.read("cpu.shares", c.cgroup_dir) == "1536", 10)
+        assert len(asked) >= 2 and r.unsettled == 0
+    finally:
+        stop.set()
+        r.shutdown()
+        t.join(5)
