@@ -67,6 +67,21 @@ PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
             "unmatched",
         ),
     },
+    # The pod-side half of the node-scheduler contract (docs/node-scheduler-contract.md): koord-scheduler's
+    # NodeNUMAResource (issue 26, being built on another branch) reads what the pods ask for and the
+    # kubelet's allocations with these; the agent only writes the annotations and reads resource-status.
+    "koord-scheduler NodeNUMAResource (issue 26)": {
+        "koord/apis/numa.py": (
+            "CPUBindPolicy",
+            "CPUExclusivePolicy",
+            "NodeCPUBindPolicy",
+            "NUMAAllocateStrategy",
+            "NUMATopologyPolicy",
+            "resource_spec",
+            "numa_topology_spec",
+        ),
+        "koord/apis/nrt.py": ("pod_cpu_allocs",),
+    },
 }
 _PENDING = {(f, n) for files in PENDING_CALLERS.values() for f, names in files.items() for n in names}
 

@@ -37,6 +37,7 @@ class Resource:
 
 SLO_GROUP = "slo.koordinator.sh"
 SCHEDULING_GROUP = "scheduling.koordinator.sh"
+TOPOLOGY_GROUP = "topology.node.k8s.io"
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
@@ -50,6 +51,10 @@ PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "Prior
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 NODE_METRICS = Resource(SLO_GROUP, "v1alpha1", "nodemetrics", "NodeMetric", namespaced=False)
 NODE_SLOS = Resource(SLO_GROUP, "v1alpha1", "nodeslos", "NodeSLO", namespaced=False)
+NODE_RESOURCE_TOPOLOGIES = Resource(
+    TOPOLOGY_GROUP, "v1alpha1", "noderesourcetopologies", "NodeResourceTopology", namespaced=False
+)
+"""Written by the agent, one per node (``docs/node-scheduler-contract.md``); read by koord-scheduler."""
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold resources on a node: every process lists pods with this selector (kube-scheduler's
