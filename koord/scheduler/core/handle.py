@@ -1,12 +1,13 @@
 """The handle koord-scheduler gives its plugins (kube-scheduler's ``framework.Handle``): the snapshot of the
 current cycle, the informer caches by name, change notifications, the clock, the API client, the waiting
-pods, Events, and the one merged PATCH of PreBind (DefaultPreBind)."""
+pods, Events, the one merged PATCH of PreBind (DefaultPreBind), pod status and plugin objects' writes, and
+the queue's activation (the scheduler attaches itself when it is built: :meth:`SchedulerHandle.attach`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from koord.apis import groups
 from koord.kube.informer import EventHandler
@@ -16,8 +17,11 @@ from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
 from koord.scheduler.framework.interface import CycleState, ObjHandler, Status, Store, UpdateHandler
 from koord.scheduler.framework.snapshot import Snapshot
-from koord.scheduler.framework.types import NodeInfo, Obj
+from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
+
+if TYPE_CHECKING:
+    from koord.scheduler.core.scheduler import Scheduler
 
 PATCH_KEY = "koord.scheduler/prebind-patch"
 """Where PreBind plugins' metadata changes gather in the cycle state until DefaultPreBind sends them."""
@@ -52,6 +56,16 @@ class SchedulerHandle:
         self.waiting = waiting
         self._client = client
         self._clock = clock
+        self._watched: dict[str, groups.Resource] = {}
+        self._scheduler: Scheduler | None = None
+
+    def attach(self, scheduler: Scheduler) -> None:
+        """Serve ``scheduler`` (done by the scheduler itself): its queue backs :meth:`activate`."""
+        self._scheduler = scheduler
+
+    def watched(self, resource: groups.Resource) -> list[str]:
+        """The names of the caches plugins asked for with :meth:`watch` that hold ``resource``."""
+        return [name for name, r in self._watched.items() if r == resource]
 
     # ---- views --------------------------------------------------------------------------------------
 
@@ -72,11 +86,20 @@ class SchedulerHandle:
         return store
 
     def watch(
-        self, name: str, resource: groups.Resource, *, field_selector: str = "", namespace: str = ""
+        self,
+        name: str,
+        resource: groups.Resource,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
+        namespace: str = "",
     ) -> Store:
         """A cache of ``resource`` called ``name`` (shared: the first caller creates it)."""
-        watch = Watch(name, resource, field_selector, namespace, transform=compact)
+        watch = Watch(
+            name, resource, field_selector, namespace, transform=compact, label_selector=label_selector
+        )
         store: Store = self.informers.watch(watch)
+        self._watched[name] = resource
         return store
 
     def get_pod(self, namespace: str, name: str) -> Obj | None:
@@ -179,3 +202,25 @@ class SchedulerHandle:
             pending = {}
             state.write(PATCH_KEY, pending)
         merge_patch(pending, patch)
+
+    def update_pod_status(
+        self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None
+    ) -> Status | None:
+        try:
+            self.api.patch_status(pod, condition, nominated_node)
+        except APIFailed as err:
+            return None if err.gone else Status.error(str(err))
+        return None
+
+    def patch_object(
+        self, resource: groups.Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Status | None:
+        try:
+            self.api.patch_object(resource, namespace, name, patch)
+        except APIFailed as err:
+            return Status.error(str(err))
+        return None
+
+    def activate(self, pods: Sequence[Obj]) -> None:
+        if self._scheduler is not None:
+            self._scheduler.queue.activate([PodInfo(p).uid for p in pods])

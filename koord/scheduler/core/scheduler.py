@@ -21,7 +21,7 @@ import numpy as np
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.fiterror import FitError
-from koord.scheduler.core.handle import PATCH_KEY
+from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.schedule import schedule_one
 from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
@@ -30,7 +30,7 @@ from koord.scheduler.framework.extension import FailureHooks
 from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.runtime import Framework, PluginFailure
 from koord.scheduler.framework.snapshot import Snapshot
-from koord.scheduler.framework.types import Obj
+from koord.scheduler.framework.types import Obj, PodInfo
 from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 from koord.scheduler.queue.queue import SchedulingQueue
@@ -100,6 +100,9 @@ class Scheduler:
         self.cycle_lock = threading.Lock()
         """Held for each scheduling cycle: whatever reads the snapshot or runs plugins beside the loop
         (``/debug/explain``) takes it."""
+        for fw in self.profiles.values():
+            if isinstance(fw.handle, SchedulerHandle):
+                fw.handle.attach(self)
         metrics.bind_queue(self.queue.counts)
         metrics.bind_cache(cache.counts)
 
@@ -136,7 +139,7 @@ class Scheduler:
     def schedule_next(self, timeout: float | None = 0.5) -> bool:
         """One scheduling cycle if a pod is ready within ``timeout``; whether there was one. A pod that
         breaks the cycle in an unexpected way is logged and sent back with an error, never stops the loop."""
-        qpi = self.queue.pop(timeout)
+        qpi = self._next_from_plugins() or self.queue.pop(timeout)
         if qpi is None:
             return False
         try:
@@ -154,6 +157,24 @@ class Scheduler:
                     error=True,
                 )
         return True
+
+    def _next_from_plugins(self) -> QueuedPodInfo | None:
+        """The pod a NextPod plugin names (Koordinator's ``runNextPodPlugin``), taken out of the queue; a
+        pod the queue cannot give up is skipped and the plugin asked again."""
+        for fw in self.profiles.values():
+            for plugin in fw.extensions.next_pod:
+                while True:
+                    try:
+                        pod = plugin.next_pod()
+                    except Exception:
+                        log.exception("plugin %s: NextPod failed", plugin.name)
+                        break
+                    if pod is None:
+                        break
+                    qpi = self.queue.take(PodInfo(pod).uid, plugin.name)
+                    if qpi is not None:
+                        return qpi
+        return None
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until no binding cycle is running or queued (tests, benchmarks); False on timeout."""

@@ -6,6 +6,11 @@ profile implements them (in profile order; a profile without them pays nothing).
   ``after_pre_filter`` sees PreFilter's node subset, ``before_filter`` may replace a node's NodeInfo for the
   pod (e.g. give back what a reservation holds for it), ``before_score`` may replace the nodes to score,
   ``after_post_filter`` always runs after PostFilter.
+- ``next_pod`` (Koordinator's ``NextPodPlugin``): before the scheduler takes the next pod from its queue,
+  a plugin may name the pod to schedule next (Coscheduling hands out a gang's members back to back); the
+  queue gives it up wherever it waits, unless another plugin gates it.
+- Controllers (Koordinator's ``ControllerProvider``): reconcile loops a plugin runs inside koord-scheduler,
+  on a work queue the scheduler keeps, while it leads.
 - Error handlers and forget handlers, registered through the handle: a pre-handler that returns True takes
   over a scheduling failure (the default handling is skipped); post-handlers run after it; forget handlers
   are told when an assumed pod is forgotten.
@@ -54,6 +59,35 @@ class ScoreTransformer(Plugin, Protocol):
 @runtime_checkable
 class PostFilterTransformer(Plugin, Protocol):
     def after_post_filter(self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]) -> None: ...
+
+
+@runtime_checkable
+class NextPodPlugin(Plugin, Protocol):
+    def next_pod(self) -> Obj | None:
+        """The pending pod to schedule next, or ``None`` to let the queue decide."""
+
+
+class Controller(Protocol):
+    """A reconcile loop of a plugin (Koordinator's ``frameworkext.Controller``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def workers(self) -> int: ...
+
+    def bind(self, enqueue: Callable[[str], None]) -> None:
+        """The scheduler's work queue: the controller's handlers call ``enqueue(key)`` from now on (keys
+        it collected before are handed over now)."""
+
+    def reconcile(self, key: str) -> float | None:
+        """Bring ``key`` up to date; raise to retry it after a backoff; a number of seconds asks for
+        another look then."""
+
+
+@runtime_checkable
+class ControllerProvider(Plugin, Protocol):
+    def new_controllers(self) -> Sequence[Controller]: ...
 
 
 @runtime_checkable
@@ -113,6 +147,10 @@ class Extensions:
         self.filter = [p for p in plugins if isinstance(p, FilterTransformer)]
         self.score = [p for p in plugins if isinstance(p, ScoreTransformer)]
         self.post_filter = [p for p in plugins if isinstance(p, PostFilterTransformer)]
+        self.next_pod = [p for p in plugins if isinstance(p, NextPodPlugin)]
+        self.controllers = [
+            c for p in plugins if isinstance(p, ControllerProvider) for c in p.new_controllers()
+        ]
 
     def before_pre_filter(self, state: CycleState, pod: Obj) -> tuple[Obj, Status | None]:
         for p in self.pre_filter:

@@ -214,7 +214,15 @@ class SchedulerHandle(Handle, Protocol):
         """A cache the scheduler keeps by name (``pods``, ``nodes``, ``nodemetrics``, and those plugins
         asked for with :meth:`watch`); ``None`` when it keeps none of that name."""
 
-    def watch(self, name: str, resource: Resource, *, field_selector: str = "", namespace: str = "") -> Store:
+    def watch(
+        self,
+        name: str,
+        resource: Resource,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
+        namespace: str = "",
+    ) -> Store:
         """A cache of ``resource`` (``koord.apis.groups``) called ``name``, shared by every plugin that
         asks for the same name; ask in the factory, so the cache syncs before the first cycle."""
 
@@ -236,6 +244,20 @@ class SchedulerHandle(Handle, Protocol):
 
     def bind_pod(self, pod: Obj, node: str) -> Status | None:
         """``POST pods/<name>/binding`` (DefaultBinder); an error status when the API refuses."""
+
+    def update_pod_status(
+        self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None
+    ) -> Status | None:
+        """Merge ``condition`` into the pod's conditions and/or set ``status.nominatedNodeName`` (``""``
+        clears it); a pod already gone is no error."""
+
+    def patch_object(
+        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Status | None:
+        """A JSON merge PATCH of one object of ``resource`` (a plugin's own kinds: a PodGroup's status)."""
+
+    def activate(self, pods: Sequence[Obj]) -> None:
+        """Move these pending pods to the active queue now (kube-scheduler's ``Activate``)."""
 
     def register_error_handler_filters(
         self, pre: Callable[[Obj, Any], bool] | None, post: Callable[[Obj, Any], bool] | None

@@ -17,6 +17,8 @@ from koord.scheduler.plugins import (
     schedulinggates,
     tainttoleration,
 )
+from koord.scheduler.plugins.coscheduling import NAME as COSCHEDULING
+from koord.scheduler.plugins.coscheduling import Coscheduling
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
 from koord.scheduler.plugins.noderesources import (
@@ -39,4 +41,5 @@ BUILTIN: Mapping[str, PluginFactory] = {
     defaultprebind.NAME: defaultprebind.DefaultPreBind,
     defaultbinder.NAME: defaultbinder.DefaultBinder,
     LOAD_AWARE: LoadAwareScheduling,
+    COSCHEDULING: Coscheduling,
 }
