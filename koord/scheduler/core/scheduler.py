@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -225,7 +225,9 @@ class Scheduler:
         node: str,
         waits: Mapping[str, float],
         start: float,
+        reasons: Sequence[str] = (),
     ) -> None:
+        """Hold the pod until the plugins in ``waits`` allow it (``reasons``: why each one holds it)."""
         now = self.waiting._clock()
         deadlines = {plugin: now + seconds for plugin, seconds in waits.items()}
 
@@ -236,7 +238,7 @@ class Scheduler:
             else:
                 self._submit(self._give_up, fw, state, qpi, node, st)
 
-        wp = WaitingPod(qpi.info, node, deadlines, done)
+        wp = WaitingPod(qpi.info, node, deadlines, done, dict(zip(waits, reasons, strict=False)))
         self.waiting.add(qpi.uid, wp, deadlines)
 
     def submit_binding(

@@ -7,8 +7,10 @@ gang. A bound pod counts as bound and marks its gang group once satisfied (a res
 running gangs that way). Gangs of the annotation way go when their last pod goes; PodGroup gangs with
 their PodGroup.
 
-The handlers answer what the plugin must do outside the lock: which pod to move to the active queue (a
-gang just became complete) and which problems of the gang's spec to report on the pod that joined.
+The handlers answer what the plugin must do outside the lock: which pods to move to the active queue (a
+gang just became complete: the pending members of its group, held until then, are checked again; Koordinator
+activates only the pod that completed it, and the others wait for the queue's flush) and which problems of
+the gang's spec to report on the pod that joined.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ class StoreHandler:
 
 @dataclass(frozen=True, slots=True)
 class Joined:
-    """What a handler asks of the plugin: ``activate`` this pod; report ``problems`` on ``pod``."""
+    """What a handler asks of the plugin: ``activate`` these pods; report ``problems`` on ``pod``."""
 
     gang: str
     pod: Obj | None = None
-    activate: Obj | None = None
+    activate: tuple[Obj, ...] = ()
     problems: tuple[str, ...] = ()
 
 
@@ -93,6 +95,11 @@ class GangCache:
         gang.group_info = info
         self._linked.add(gang.id)
 
+    def _pending_of_group(self, gang: Gang) -> tuple[Obj, ...]:
+        """The group's pending members, to re-check at PreEnqueue now that ``gang`` is complete (its pods
+        and those of the other gangs were held while it was not)."""
+        return tuple(p for gid in gang.group if (g := self._gangs.get(gid)) for p in g.pending.values())
+
     def _forget(self, gang: Gang) -> None:
         self._gangs.pop(gang.id, None)
         self._linked.discard(gang.id)
@@ -108,19 +115,18 @@ class GangCache:
         gid = gang_id(_namespace_name(pod)[0], name)
         with self.lock:
             gang = self._ensure(gid)
+            before = gang.worth_requeue()
             if not in_pod_group(pod) and gang.spec is None:
                 try:
                     gang.spec = gangspec.from_pod(pod, gid, self.args)
                     gang.error = ""
                 except gangspec.BadGang as err:
-                    gang.error = str(err)
+                    gang.error = f"pod {gid.split('/', 1)[0]}/{_namespace_name(pod)[1]}: {err}"
                 self._link_group(gang)
             gang.set_child(pod)
-            activate = None
             if (pod.get("spec") or {}).get("nodeName"):
                 gang.add_bound(pod)
-            elif created and gang.worth_requeue():
-                activate = pod
+            activate = self._pending_of_group(gang) if gang.worth_requeue() and not before else ()
             problems = gang.spec.problems if gang.spec is not None else ()
         return Joined(gid, pod, activate, problems if created else ())
 
@@ -148,9 +154,7 @@ class GangCache:
             gang.spec = gangspec.from_pod_group(pg, gid, self.args)
             gang.error = ""
             self._link_group(gang)
-            activate = None
-            if gang.worth_requeue() and not before:
-                activate = next(iter(gang.pending.values()), None)
+            activate = self._pending_of_group(gang) if gang.worth_requeue() and not before else ()
             return Joined(gid, None, activate, gang.spec.problems)
 
     def pod_group_deleted(self, pg: Obj) -> None:

@@ -51,6 +51,11 @@ def rejected(group: Sequence[str], gangs: Sequence[Gang], why: str) -> str:
     return f"{subject(group)}: rejected with {waiting(gangs)}: {why}"
 
 
+def kept(group: Sequence[str], gangs: Sequence[Gang], why: str = "") -> str:
+    """NonStrict: the members waiting at Permit stay there."""
+    return f"{subject(group)}: {why + '; ' if why else ''}{waiting(gangs)} keep waiting (NonStrict)"
+
+
 def cannot_place(pod: str, fit: str) -> str:
     return f"member {pod} cannot be placed: {fit}"
 

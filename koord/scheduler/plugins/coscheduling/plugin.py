@@ -102,8 +102,8 @@ class Coscheduling:
             return
         if joined.problems:
             self.reporter.problems("pod", joined.pod, joined.gang, joined.problems)
-        if joined.activate is not None:
-            self.handle.activate([joined.activate])
+        if joined.activate:
+            self.handle.activate(joined.activate)
 
     def _pod_added(self, pod: Obj) -> None:
         self._joined(self.cache.pod_added(pod))
@@ -119,8 +119,8 @@ class Coscheduling:
         joined = self.cache.pod_group_added(pg)
         if joined.problems:
             self.reporter.problems("podgroup", pg, joined.gang, joined.problems)
-        if joined.activate is not None:
-            self.handle.activate([joined.activate])
+        if joined.activate:
+            self.handle.activate(joined.activate)
 
     def _pod_group_updated(self, old: Obj, new: Obj) -> None:
         if old is not new:
@@ -238,10 +238,10 @@ class Coscheduling:
             if gang is None or gang.satisfied_once():
                 return None, Status.unschedulable()
             gangs = self._group(gang)
-            effect = "they are rejected" if gang.mode is GangMode.STRICT else "they keep waiting"
-            return None, Status.unschedulable(
-                f"{messages.subject(gang.group)}: {messages.waiting(gangs)}, {effect}"
-            )
+            head, count = messages.subject(gang.group), messages.waiting(gangs)
+            if gang.mode is GangMode.STRICT:
+                return None, Status.unschedulable(f"{head}: rejected with {count} (Strict)")
+            return None, Status.unschedulable(messages.kept(gang.group, gangs))
 
     def after_post_filter(self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]) -> None:
         if not gang_name(pod):
@@ -306,21 +306,26 @@ class Coscheduling:
         if not gang_name(pod):
             return
         key = pod_key(pod)
+        note, uids, message = "", [], ""
         with self.cache.lock:
             gang = self.cache.of_pod(pod)
             if gang is None:
                 return
             since = gang.waiting_since.get(key)
             gang.remove_waiting(pod)
-            if gang.satisfied_once() or gang.mode is not GangMode.STRICT:
+            if gang.satisfied_once():
                 return
             gangs = self._group(gang)
-            if not any(g.waiting for g in gangs):
-                return
             timed_out = since is not None and self.handle.now() - since + 1e-3 >= gang.wait_seconds
             why = messages.timed_out(key, gang.wait_seconds) if timed_out else messages.left_permit(key)
-            message = messages.rejected(gang.group, gangs, why)
-            uids = self._detach(gangs)
+            strict = gang.mode is GangMode.STRICT
+            if timed_out:
+                note = (messages.rejected if strict else messages.kept)(gang.group, gangs, why)
+            if strict and any(g.waiting for g in gangs):
+                message = messages.rejected(gang.group, gangs, why)
+                uids = self._detach(gangs)
+        if note:  # the framework's timeout message names the plugin; this says what became of the gang
+            self.handle.event(pod, "Warning", "FailedScheduling", note)
         self._reject(uids, message)
 
     def pre_bind(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
