@@ -10,6 +10,7 @@ from koord.testing import node, pod
 from tests.unit.scheduler.gangkit import S, condition, eventually, kit, member, messages, uid
 
 ROOM_FOR_4 = "gang default/g: rejected with 4 of 5 members waiting at Permit"
+NO_ROOM = "0/4 nodes are available: 4 Insufficient cpu."
 
 
 def test_a_gang_of_five_with_room_for_four_binds_none_and_every_member_says_why() -> None:
@@ -31,7 +32,7 @@ def test_a_gang_of_five_with_room_for_four_binds_none_and_every_member_says_why(
     assert messages(k, f"g{f}") == [f"0/4 nodes are available: 4 Insufficient cpu. {ROOM_FOR_4} (Strict)."]
     for i in set(range(5)) - {f}:
         assert messages(k, f"g{i}") == [
-            f"{ROOM_FOR_4}: member default/g{f} cannot be placed: 0/4 nodes are available: 4 Insufficient cpu."
+            f"{ROOM_FOR_4}: member default/g{f} cannot be placed: {NO_ROOM}"
         ]
     assert k.scheduler.queue.counts()["unschedulable"] == 5
     assert len(k.waiting) == 0 and not any(k.cache.is_assumed(uid(f"g{i}")) for i in range(5))
@@ -280,8 +281,8 @@ def test_a_waiting_time_above_the_permit_limit_is_reported_and_held_at_fifteen_m
     k.run()
     (told,) = messages(k, "g0", "InvalidGangSpec")
     assert told == (
-        "gang default/g: annotation gang.scheduling.koordinator.sh/waiting-time 30m0s exceeds the 15m0s a pod "
-        "may wait at Permit: members wait at most 15m0s"
+        "gang default/g: annotation gang.scheduling.koordinator.sh/waiting-time 30m0s exceeds the 15m0s a "
+        "pod may wait at Permit: members wait at most 15m0s"
     )
     k.clock.advance(15 * 60 - 1)
     k.waiting.expire_due()
