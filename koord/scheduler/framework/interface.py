@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from koord.apis.groups import Resource
+from koord.scheduler.framework.preemptionhandle import PreemptionHandle
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ class Handle(Protocol):
         """Wall-clock seconds (injected, so tests control expiry)."""
 
 
-class SchedulerHandle(Handle, Protocol):
+class SchedulerHandle(Handle, PreemptionHandle, Protocol):
     """The handle koord-scheduler gives (the extender front end gives the plain :class:`Handle`)."""
 
     @property
@@ -245,19 +246,10 @@ class SchedulerHandle(Handle, Protocol):
     def bind_pod(self, pod: Obj, node: str) -> Status | None:
         """``POST pods/<name>/binding`` (DefaultBinder); an error status when the API refuses."""
 
-    def update_pod_status(
-        self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None
-    ) -> Status | None:
-        """Merge ``condition`` into the pod's conditions and/or set ``status.nominatedNodeName`` (``""``
-        clears it); a pod already gone is no error."""
-
     def patch_object(
         self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> Status | None:
         """A JSON merge PATCH of one object of ``resource`` (a plugin's own kinds: a PodGroup's status)."""
-
-    def activate(self, pods: Sequence[Obj]) -> None:
-        """Move these pending pods to the active queue now (kube-scheduler's ``Activate``)."""
 
     def register_error_handler_filters(
         self, pre: Callable[[Obj, Any], bool] | None, post: Callable[[Obj, Any], bool] | None

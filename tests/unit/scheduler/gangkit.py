@@ -30,7 +30,7 @@ def profile(args: Mapping[str, Any] | None = None) -> dict[str, Any]:
         "plugins": {
             "preEnqueue": {"enabled": on},
             "preFilter": {"enabled": on},
-            "postFilter": {"enabled": on},
+            "postFilter": {"disabled": [{"name": "*"}], "enabled": [*on, {"name": "DefaultPreemption"}]},
             "preScore": {"enabled": on},
             "score": {"enabled": [{"name": CO, "weight": 1}]},
             "reserve": {"enabled": on},
