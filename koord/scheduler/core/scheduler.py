@@ -175,7 +175,7 @@ class Scheduler:
                         break
                     if pod is None:
                         break
-                    qpi = self.queue.take(PodInfo(pod).uid, plugin.name)
+                    qpi = self.queue.take(PodInfo.uid_of(pod), plugin.name)
                     if qpi is not None:
                         return qpi
         return None

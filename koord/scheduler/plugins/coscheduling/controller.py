@@ -6,8 +6,9 @@ Pending -> PreScheduling -> Scheduling -> Scheduled -> Running, and ends Finishe
 - Pending -> PreScheduling once ``minMember`` (> 0) pods exist; ``occupiedBy`` names their owners
   (``namespace/ownerName``, sorted, comma-separated);
 - then the counters: ``running``/``succeeded``/``failed`` from the pods' phases, ``scheduled`` the pods
-  bound; Scheduling while fewer than ``minMember`` are bound (``scheduleStartTime`` set once), else
-  Scheduled; Running once ``succeeded + running >= minMember``; Failed when some failed and
+  bound; Scheduling while fewer than ``minMember`` are bound, else Scheduled (``scheduleStartTime`` set
+  at the first of these looks: Koordinator sets it only in Scheduling, so a gang bound before the
+  controller looked had none); Running once ``succeeded + running >= minMember``; Failed when some failed and
   ``failed + running + succeeded >= minMember``; Finished once ``succeeded >= minMember``; back to Pending
   when no pod is left. Finished and Failed PodGroups are left alone, as are those scheduled long ago
   (``scheduleStartTime`` more than 48 h after creation) with nothing running.
@@ -78,12 +79,9 @@ def next_status(pg: Obj, pods: list[Obj], now: float) -> dict[str, Any]:
     running, succeeded, failed = (phases.count(x) for x in ("Running", "Succeeded", "Failed"))
     scheduled = sum(1 for p in pods if as_map(p, "spec").get("nodeName"))
     status.update(running=running, succeeded=succeeded, failed=failed, scheduled=scheduled)
-    if scheduled < min_member:
-        status["phase"] = PodGroupPhase.SCHEDULING.value
-        if parse_time(old.get("scheduleStartTime")) is None:
-            status["scheduleStartTime"] = format_time(now)
-    else:
-        status["phase"] = PodGroupPhase.SCHEDULED.value
+    status["phase"] = (PodGroupPhase.SCHEDULING if scheduled < min_member else PodGroupPhase.SCHEDULED).value
+    if parse_time(old.get("scheduleStartTime")) is None:
+        status["scheduleStartTime"] = format_time(now)
     if succeeded + running >= min_member and status["phase"] == PodGroupPhase.SCHEDULED.value:
         status["phase"] = PodGroupPhase.RUNNING.value
     if failed and failed + running + succeeded >= min_member:

@@ -36,6 +36,11 @@ from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs
 INT32_MAX = 2**31 - 1
 
 
+def q(text: str) -> str:
+    """A value quoted as Go's ``%q`` does (the way Koordinator's and kube's messages quote)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 class BadGang(ValueError):
     """The gang cannot be defined (its ``min-available`` is missing or malformed)."""
 
@@ -67,9 +72,9 @@ def _int(text: str, what: str) -> int:
     try:
         value = int(text.strip(), 10)
     except ValueError:
-        raise BadGang(f"{what} {text!r} is not an integer") from None
+        raise BadGang(f"{what} {q(text)} is not an integer") from None
     if not -INT32_MAX - 1 <= value <= INT32_MAX:
-        raise BadGang(f"{what} {text!r} is out of range")
+        raise BadGang(f"{what} {q(text)} is out of range")
     return value
 
 
@@ -116,7 +121,7 @@ def _mode(annotations: Mapping[str, Any], problems: list[str]) -> GangMode:
         return GangMode.STRICT
     if raw in {m.value for m in GangMode}:
         return GangMode(raw)
-    problems.append(f"annotation {GANG_MODE} {raw!r} is neither Strict nor NonStrict: using Strict")
+    problems.append(f"annotation {GANG_MODE} {q(raw)} is neither Strict nor NonStrict: using Strict")
     return GangMode.STRICT
 
 
@@ -127,7 +132,7 @@ def _policy(annotations: Mapping[str, Any], args: CoschedulingArgs, problems: li
     if raw in {m.value for m in MatchPolicy}:
         return MatchPolicy(raw)
     problems.append(
-        f"annotation {GANG_MATCH_POLICY} {raw!r} is not one of "
+        f"annotation {GANG_MATCH_POLICY} {q(raw)} is not one of "
         f"{', '.join(m.value for m in MatchPolicy)}: using {args.default_match_policy.value}"
     )
     return args.default_match_policy
@@ -153,7 +158,7 @@ def _wait_from_annotation(
         seconds = parse_duration(raw)
     except InvalidValue:
         problems.append(
-            f"annotation {GANG_WAITING_TIME} {raw!r} is not a duration (e.g. 300s, 10m): using the default "
+            f"annotation {GANG_WAITING_TIME} {q(raw)} is not a duration (e.g. 300s, 10m): using the default "
             f"{format_duration(args.default_timeout)}"
         )
         return args.default_timeout
@@ -172,12 +177,12 @@ def _group(annotations: Mapping[str, Any], own: str, problems: list[str]) -> tup
         parsed = None
     if not isinstance(parsed, list) or not all(isinstance(g, str) for g in parsed):
         problems.append(
-            f'annotation {GANG_GROUPS} {raw!r} is not a JSON list of "namespace/name": the gang is alone'
+            f'annotation {GANG_GROUPS} {q(raw)} is not a JSON list of "namespace/name": the gang is alone'
         )
         return (own,)
     for g in parsed:
         if g.count("/") != 1 or g.startswith("/") or g.endswith("/"):
-            problems.append(f"annotation {GANG_GROUPS}: {g!r} is not namespace/name, so no gang matches it")
+            problems.append(f"annotation {GANG_GROUPS}: {q(g)} is not namespace/name, so no gang matches it")
     return tuple(sorted(set(parsed))) or (own,)
 
 
@@ -208,7 +213,7 @@ def from_pod_group(pg: Mapping[str, Any], own: str, args: CoschedulingArgs) -> G
     raw_min = spec.get("minMember", 0)
     min_member = raw_min if isinstance(raw_min, int) and not isinstance(raw_min, bool) and raw_min >= 0 else 0
     if min_member != raw_min:
-        problems.append(f"spec.minMember {raw_min!r} is not a count: using 0")
+        problems.append(f"spec.minMember {json.dumps(raw_min)} is not a count: using 0")
     wait = args.default_timeout
     timeout = spec.get("scheduleTimeoutSeconds")
     if timeout is not None:
@@ -216,8 +221,8 @@ def from_pod_group(pg: Mapping[str, Any], own: str, args: CoschedulingArgs) -> G
             wait = _capped(float(timeout), "spec.scheduleTimeoutSeconds", problems)
         else:
             problems.append(
-                f"spec.scheduleTimeoutSeconds {timeout!r} is not a positive number of seconds: using the "
-                f"default {format_duration(args.default_timeout)}"
+                f"spec.scheduleTimeoutSeconds {json.dumps(timeout)} is not a positive number of seconds: "
+                f"using the default {format_duration(args.default_timeout)}"
             )
     return GangSpec(
         min_member=min_member,
