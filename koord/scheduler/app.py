@@ -33,13 +33,12 @@ from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import SchedulerConfiguration
 from koord.scheduler.core.api import ClusterAPI, KubeAPI
-from koord.scheduler.core.controllers import runners
 from koord.scheduler.core.eventhandlers import EventHandlers
 from koord.scheduler.core.handle import SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler, SchedulingOptions
 from koord.scheduler.framework import verdicts
-from koord.scheduler.framework.extension import FailureHooks
+from koord.scheduler.framework.extension import FailureHooks, plugin_controllers
 from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
@@ -151,8 +150,7 @@ class KoordScheduler:
             seed=seed,
         )
         EventHandlers(self.scheduler).attach(self.informers["pods"], self.informers["nodes"])
-        self.controllers = runners(frameworks.values())
-        """The plugins' controllers (the PodGroup status...), reconciling while this replica leads."""
+        self.controllers = plugin_controllers(fw.instances for fw in frameworks.values())
         self.elector: LeaderElector | None = None
         if cfg.leader_election:
             lease = KubeLeaseClient(self.api_client, cfg.election.namespace, cfg.election.name)
@@ -171,12 +169,17 @@ class KoordScheduler:
             supervisor.go("leader-election", lambda: elector.run(stop))
         supervisor.go("scheduling", lambda: self.loop(stop))
         supervisor.go("queue-flush", lambda: self.scheduler.queue.run(stop))
-        for runner in self.controllers:
-            for i in range(max(runner.controller.workers, 1)):
-                supervisor.go(
-                    f"controller-{runner.controller.name}-{i}",
-                    lambda runner=runner: runner.work(stop, self.is_leader),  # type: ignore[misc]
-                )
+        for c in self.controllers:
+            # Plugins' controllers write to the API server: only the leader's run (Koordinator starts them
+            # once elected).
+            supervisor.every(f"controller-{c.name}", c.period, self._while_leading(c.sync))
+
+    def _while_leading(self, fn: Callable[[], None]) -> Callable[[], None]:
+        def tick() -> None:
+            if self.is_leader():
+                fn()
+
+        return tick
 
     def loop(self, stop: threading.Event) -> None:
         """Schedule while leading; a replica that loses the lead stops here and the process exits."""
@@ -199,13 +202,8 @@ class KoordScheduler:
             FuncComponent(
                 "informers", self._start_informers, self.informers.has_synced, self._close_informers
             ),
-            FuncComponent("scheduling", self._start_scheduling, shutdown_fn=self._stop_scheduling),
+            FuncComponent("scheduling", self._start_scheduling, shutdown_fn=self.scheduler.stop),
         ]
-
-    def _stop_scheduling(self) -> None:
-        for runner in self.controllers:
-            runner.stop()
-        self.scheduler.stop()
 
     def _close_informers(self) -> None:
         self.informers.close()

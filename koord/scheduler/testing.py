@@ -22,7 +22,7 @@ from koord.apis import groups
 from koord.kube.informers import MemoryInformerSet, cluster_watches
 from koord.scheduler.extender.handle import ClusterHandle
 from koord.scheduler.framework import Obj, PluginFactory, verdicts
-from koord.scheduler.framework.extension import Controller
+from koord.scheduler.framework.extension import plugin_controllers
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.framework.registry import discover
 from koord.scheduler.framework.runtime import Framework
@@ -95,34 +95,6 @@ def apply_merge_patch(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[
     return out
 
 
-class ManualRunner:
-    """A plugin controller driven by hand: keys wait until :meth:`drain`, which reconciles each key queued
-    so far once (a key that asks for a later look, or fails, waits for the next drain)."""
-
-    def __init__(self, controller: Controller) -> None:
-        self.controller = controller
-        self.keys: dict[str, None] = {}
-        controller.bind(self._add)
-
-    def _add(self, key: str) -> None:
-        self.keys[key] = None
-
-    def drain(self) -> int:
-        """The number of keys done (not waiting for a later look)."""
-        todo, self.keys = list(self.keys), {}
-        done = 0
-        for key in todo:
-            try:
-                again = self.controller.reconcile(key)
-            except Exception:
-                again = 0.0
-            if again is None:
-                done += 1
-            else:
-                self.keys[key] = None
-        return done
-
-
 class MemoryScheduler:
     """The whole koord-scheduler in memory: the real queue, cache, profiles and cycles over in-memory
     caches, with a recording API whose bindings (and plugins' object patches) come back through the caches
@@ -164,7 +136,7 @@ class MemoryScheduler:
         self.pods = self.informers["pods"]
         self.nodes = self.informers["nodes"]
         self.api = MemoryAPI(self._bound)
-        self.api.on_patch = self._patched
+        self.api.patch_object = self._patch_object  # type: ignore[method-assign]
         registry = plugin_registry(entry_points=lambda: [])
         for name, factory in (plugins or {}).items():
             registry.register(name, factory)
@@ -198,7 +170,7 @@ class MemoryScheduler:
             clock=self.clock,
         )
         EventHandlers(self.scheduler).attach(self.pods, self.nodes)
-        self.controllers = [ManualRunner(c) for fw in frameworks.values() for c in fw.extensions.controllers]
+        self.controllers = plugin_controllers(fw.instances for fw in frameworks.values())
 
     def _bound(self, pod: Obj, node: str) -> None:
         meta = pod.get("metadata") or {}
@@ -206,9 +178,11 @@ class MemoryScheduler:
         base = current if current is not None else pod
         self.add_pod({**base, "spec": {**(base.get("spec") or {}), "nodeName": node}})
 
-    def _patched(
+    def _patch_object(
         self, resource: groups.Resource, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> None:
+        """Record the patch, and hand the patched object to the caches holding it (the watch's event)."""
+        type(self.api).patch_object(self.api, resource, namespace, name, patch)
         key = f"{namespace}/{name}" if namespace else name
         for store_name in self.handle.watched(resource):
             store = self.informers[store_name]
@@ -257,11 +231,18 @@ class MemoryScheduler:
         return cycles
 
     def reconcile(self, rounds: int = 20) -> None:
-        """Run the plugins' controllers until no key is left that can be done now (their writes come
-        back through the caches and may queue more keys)."""
+        """Sync the plugins' controllers until a round writes nothing (their writes come back through the
+        caches and may give them more to do)."""
         for _ in range(rounds):
-            if not sum(r.drain() for r in self.controllers):
+            before = self._writes()
+            for c in self.controllers:
+                c.sync()
+            if self._writes() == before:
                 return
+
+    def _writes(self) -> tuple[int, int, int]:
+        api = self.api
+        return len(api.object_patches), len(api.events), sum(map(len, api.statuses.values()))
 
     def settle(self) -> None:
         """Wait for every binding submitted so far."""

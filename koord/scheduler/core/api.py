@@ -142,13 +142,10 @@ class MemoryAPI:
         self.patches: dict[str, list[Mapping[str, Any]]] = {}
         self.events: list[tuple[str, str, str, str]] = []
         self.deleted: list[str] = []
-        self.object_patches: list[tuple[str, str, Mapping[str, Any]]] = []
-        """``(plural, namespace/name, patch)`` of every :meth:`patch_object`."""
+        self.object_patches: list[tuple[str, str, str, Mapping[str, Any]]] = []
         self.fail_bind: Callable[[Obj, str], str] | None = None
         """A test hook: the error to raise for a binding (``""``: bind)."""
         self._on_bind = on_bind
-        self.on_patch: Callable[[Resource, str, str, Mapping[str, Any]], None] | None = None
-        """Feeds a patched object back to the caches, as the API server's watch would."""
 
     def bind(self, pod: Obj, node: str) -> None:
         ns, name, _ = _meta(pod)
@@ -186,8 +183,5 @@ class MemoryAPI:
             self.deleted.append(f"{ns}/{name}")
 
     def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        copy = json.loads(json.dumps(patch))
         with self._lock:
-            self.object_patches.append((resource.plural, f"{namespace}/{name}", copy))
-        if self.on_patch is not None:
-            self.on_patch(resource, namespace, name, copy)
+            self.object_patches.append((resource.plural, namespace, name, json.loads(json.dumps(patch))))

@@ -24,8 +24,8 @@ def phases(k: MemoryScheduler, name: str = "pg") -> list[str]:
     """The phases the controller wrote, in order."""
     return [
         p["status"]["phase"]
-        for plural, key, p in k.api.object_patches
-        if plural == "podgroups" and key == f"default/{name}" and "phase" in p.get("status", {})
+        for plural, ns, pg_name, p in k.api.object_patches
+        if plural == "podgroups" and f"{ns}/{pg_name}" == f"default/{name}" and "phase" in p.get("status", {})
     ]
 
 

@@ -2,7 +2,8 @@
 from the profile's ``pluginConfig[].args``.
 
 Defaults: ``defaultTimeout`` 600 s (a gang's waiting time at Permit when it names none),
-``controllerWorkers`` 1 (the PodGroup status controller), ``defaultMatchPolicy`` once-satisfied,
+``controllerWorkers`` 1 (validated and kept; the PodGroup status controller here is one periodic sync, which
+keeps up without more workers), ``defaultMatchPolicy`` once-satisfied,
 ``enablePreemption`` and ``awareNetworkTopology`` false, ``skipCheckScheduleCycle`` false (deprecated,
 accepted and ignored: the schedule cycle it skipped is gone since Koordinator v1.7).
 

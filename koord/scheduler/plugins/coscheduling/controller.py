@@ -110,10 +110,9 @@ def _settled(pg: Obj) -> bool:
 class PodGroupController(KeyedController):
     name = "PodGroupController"
 
-    def __init__(self, handle: SchedulerHandle, pod_groups: Store, workers: int) -> None:
-        super().__init__()
+    def __init__(self, handle: SchedulerHandle, pod_groups: Store) -> None:
+        super().__init__(handle.now)
         self.handle = handle
-        self.workers = workers
         self.pod_groups = pod_groups
         self.pods = handle.watch(POD_CACHE, groups.PODS, label_selector=POD_GROUP_LABEL)
         self._members: dict[str, set[str]] = {}

@@ -86,7 +86,7 @@ class Coscheduling:
         self._context: GangContext | None = None
         self.reporter = GangReporter(self.handle, self.gate_reason)
         pod_groups = self.handle.watch("podgroups", groups.PODGROUPS)
-        self.status = PodGroupController(self.handle, pod_groups, self.args.controller_workers)
+        self.status = PodGroupController(self.handle, pod_groups)
         self.handle.on_pods(self._pod_added, self._pod_updated, self._pod_deleted)
         pod_groups.add_handler(
             StoreHandler(self._pod_group_added, self._pod_group_updated, self._pod_group_deleted)

@@ -28,7 +28,7 @@ class GangReporter(KeyedController):
     name = "GangReporter"
 
     def __init__(self, handle: SchedulerHandle, reason: Callable[[Obj], str]) -> None:
-        super().__init__()
+        super().__init__(handle.now)
         self.handle = handle
         self._reason = reason
         self._gated: dict[str, float] = {}
