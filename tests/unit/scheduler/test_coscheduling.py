@@ -296,3 +296,22 @@ def test_a_waiting_time_above_the_permit_limit_is_reported_and_held_at_fifteen_m
     k.settle()
     assert len(k.waiting) == 0
     assert "waiting-time 15m0s" in messages(k, "g0")[-1]
+
+
+def test_nonstrict_members_wait_while_the_rest_are_tried_then_go_back_with_the_failure() -> None:
+    k = kit(nodes=3)
+    for i in range(4):
+        k.add_pod(member(f"g{i}", "g", 4, mode="NonStrict"))
+    k.run()
+    assert k.bound() == {} and len(k.waiting) == 0
+    msgs = {i: messages(k, f"g{i}")[0] for i in range(4)}
+    (f,) = [i for i, m in msgs.items() if m.startswith("0/3 nodes")]
+    assert msgs[f].endswith(
+        "gang default/g: 3 of 4 members waiting at Permit keep waiting until every pending member was tried "
+        "(NonStrict)."
+    )
+    for i in set(msgs) - {f}:
+        assert msgs[i] == (
+            f"gang default/g: rejected with 3 of 4 members waiting at Permit: member default/g{f} cannot be "
+            "placed: 0/3 nodes are available: 3 Insufficient cpu."
+        )

@@ -51,9 +51,12 @@ def rejected(group: Sequence[str], gangs: Sequence[Gang], why: str) -> str:
     return f"{subject(group)}: rejected with {waiting(gangs)}: {why}"
 
 
-def kept(group: Sequence[str], gangs: Sequence[Gang], why: str = "") -> str:
-    """NonStrict: the members waiting at Permit stay there."""
-    return f"{subject(group)}: {why + '; ' if why else ''}{waiting(gangs)} keep waiting (NonStrict)"
+def kept(group: Sequence[str], gangs: Sequence[Gang], why: str = "", until: str = "") -> str:
+    """NonStrict: the members waiting at Permit stay there (``until`` what)."""
+    head = f"{subject(group)}: {why + '; ' if why else ''}"
+    if not any(g.waiting for g in gangs):
+        return f"{head}no other member waits at Permit (NonStrict)"
+    return f"{head}{waiting(gangs)} keep waiting{' ' + until if until else ''} (NonStrict)"
 
 
 def cannot_place(pod: str, fit: str) -> str:

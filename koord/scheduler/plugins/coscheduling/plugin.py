@@ -241,7 +241,9 @@ class Coscheduling:
             head, count = messages.subject(gang.group), messages.waiting(gangs)
             if gang.mode is GangMode.STRICT:
                 return None, Status.unschedulable(f"{head}: rejected with {count} (Strict)")
-            return None, Status.unschedulable(messages.kept(gang.group, gangs))
+            return None, Status.unschedulable(
+                messages.kept(gang.group, gangs, until="until every pending member was tried")
+            )
 
     def after_post_filter(self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]) -> None:
         if not gang_name(pod):
