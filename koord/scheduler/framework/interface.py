@@ -252,11 +252,6 @@ class SchedulerHandle(Handle, PreemptionHandle, Protocol):
     def bind_pod(self, pod: Obj, node: str) -> Status | None:
         """``POST pods/<name>/binding`` (DefaultBinder); an error status when the API refuses."""
 
-    def patch_object(
-        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> Status | None:
-        """A JSON merge PATCH of one object of ``resource`` (a plugin's own kinds: a PodGroup's status)."""
-
     def register_error_handler_filters(
         self, pre: Callable[[Obj, Any], bool] | None, post: Callable[[Obj, Any], bool] | None
     ) -> None:
