@@ -315,3 +315,16 @@ def test_nonstrict_members_wait_while_the_rest_are_tried_then_go_back_with_the_f
             f"gang default/g: rejected with 3 of 4 members waiting at Permit: member default/g{f} cannot be "
             "placed: 0/3 nodes are available: 3 Insufficient cpu."
         )
+
+
+def test_a_member_bound_on_its_own_loses_stale_gang_annotations() -> None:
+    k = kit(nodes=3)
+    for i in range(2):
+        k.add_pod(member(f"g{i}", "g", 2, **{"gang.scheduling.koordinator.sh/total-number": "3"}))
+    k.run()
+    stale = {BIND_GANG_GROUP_ID: "default/old", BIND_GANG_MEMBER_COUNT: "7"}
+    k.add_pod(member("g2", "g", 2, **{"gang.scheduling.koordinator.sh/total-number": "3"}, **stale))
+    k.run()
+    assert "default/g2" in k.bound()
+    (patch,) = k.api.patches["default/g2"]
+    assert patch == {"metadata": {"annotations": {BIND_GANG_GROUP_ID: None, BIND_GANG_MEMBER_COUNT: None}}}
