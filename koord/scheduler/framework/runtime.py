@@ -44,7 +44,6 @@ def go_list(names: Sequence[str]) -> str:
     """``names`` sorted as kube-scheduler prints a ``sets.List`` with ``%v``: ``[A B]``."""
     return f"[{' '.join(sorted(names))}]"
 
-
 Timer = Callable[[str, str, float], None]
 """``(plugin, extension point, seconds)`` after each plugin call (or pass over the nodes of a call)."""
 

@@ -112,7 +112,9 @@ def test_unimplemented_gates_that_are_on_are_reported_once_each() -> None:
     off = unimplemented_enabled(gates, set(SOME_PLUGINS))
     # on (by default or by the flag) and implemented by neither a plugin nor the agent
     expected = sorted(
-        g for g in gates.known() if gates.enabled(g) and g not in SOME_PLUGINS and g not in AGENT_IMPLEMENTED
+        g
+        for g in gates.known()
+        if gates.enabled(g) and g not in SOME_PLUGINS and g not in AGENT_IMPLEMENTED
     )
     assert off == expected
     assert {"Accelerators", "GroupIdentity"} <= set(off)  # turned on; on by default, no plugin here
