@@ -9,6 +9,9 @@ Printed, each beside a floor measured in the same run:
 - **anti-affinity**: kube-scheduler's ``SchedulingPodAntiAffinity`` (5000 nodes, 1000 pods placed, 2000
   measured, each pod needing a node of its own; kube-scheduler's CI minimum is 60 pods/s), beside the
   basic workload's pods/s at the same node count from the same run.
+- **gangs**: 1000 nodes, gangs of 10 (one in 20 cannot fit) in Koordinator's profile: pods/s with every
+  gang created at once, and the time from a gang's last member created to all members bound (p50/p99) with
+  gangs arriving one by one, beside plain pods on the same cluster and profile (``bench/workloads/gang.py``).
 - **end to end** against the test API server: pods/s from the first pending pod to the last binding, by
   the real ``koord-scheduler`` process; floor: the server's own bind throughput (16 threads POSTing
   bindings with the official client).
@@ -31,7 +34,7 @@ from typing import Any
 
 import psutil
 
-from bench.workloads import affinity, basic
+from bench.workloads import affinity, basic, gang
 from koord.scheduler.testing import MemoryScheduler
 
 NAME = "scheduler"
@@ -110,6 +113,26 @@ def anti_affinity(nodes: int, placed: int, pods: int, basic_pods_per_s: float) -
         f"{res['anti_affinity_cycle_p50_ms']} ms p99 {res['anti_affinity_cycle_p99_ms']} ms "
         f"(basic workload at {nodes} nodes, same run: {basic_pods_per_s} pods/s; "
         "kube-scheduler CI minimum 60)",
+        flush=True,
+    )
+    return res
+
+
+def gangs(nodes: int, count: int, size: int, rate: float) -> dict[str, Any]:
+    b = gang.burst(nodes, count, size, unfit_every=20)
+    lat = gang.arrivals(nodes, count, size, unfit_every=20, rate=rate)
+    res = {
+        **b,
+        "gang_latency_p50_ms": pct(lat, 0.5),
+        "gang_latency_p99_ms": pct(lat, 0.99),
+        "gang_rate": rate,
+    }
+    print(
+        f"gangs, {nodes} nodes, {count} gangs of {size} ({count // 20} cannot fit): "
+        f"{b['gang_pods_per_s']} pods/s "
+        f"(plain pods, same cluster and profile, same run: {b['plain_pods_per_s']} pods/s); last member "
+        f"created to gang bound p50 {res['gang_latency_p50_ms']} ms p99 {res['gang_latency_p99_ms']} ms "
+        f"(gangs arriving at {rate}/s)",
         flush=True,
     )
     return res
@@ -276,12 +299,14 @@ def main() -> None:
         result.update(algorithm(5000, 1000, 3000))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 2000))
+        result.update(gangs(1000, 100, 10, rate=5.0))
         result.update(end_to_end(500, 1000))
         result.update(memory(5000, 20_000))
     else:
         result.update(algorithm(5000, 1000, 10_000))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 10_000))
+        result.update(gangs(1000, 200, 10, rate=5.0))
         result.update(end_to_end(5000, 5000))
         result.update(memory(5000, 100_000))
     result["target_pods_per_s_5000"] = 300

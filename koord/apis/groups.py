@@ -55,6 +55,7 @@ NODE_RESOURCE_TOPOLOGIES = Resource(
     TOPOLOGY_GROUP, "v1alpha1", "noderesourcetopologies", "NodeResourceTopology", namespaced=False
 )
 """Written by the agent, one per node (``docs/node-scheduler-contract.md``); read by koord-scheduler."""
+PODGROUPS = Resource("scheduling.sigs.k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True)
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold resources on a node: every process lists pods with this selector (kube-scheduler's

@@ -1,7 +1,8 @@
 """What koord-scheduler writes to the API server, behind one interface: the binding (``POST
 pods/<name>/binding`` with the pod's UID as precondition, as DefaultBinder does), the ``PodScheduled``
 condition and ``nominatedNodeName`` (status PATCH), the one metadata PATCH of DefaultPreBind, Events, and
-the deletion of preemption victims. :class:`MemoryAPI` does the same in memory (benchmarks, tests).
+the deletion of preemption victims, and merge PATCHes of plugins' own objects (a PodGroup's status).
+:class:`MemoryAPI` does the same in memory (benchmarks, tests).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from koord.apis.groups import Resource
 from koord.kube.client import ApiError, request
 from koord.kube.events import EventRecorder, ObjectRef
 from koord.runtime.errors import APIUnavailable
@@ -38,6 +40,9 @@ class ClusterAPI(Protocol):
     def event(self, obj: Obj, type_: str, reason: str, message: str) -> None: ...
 
     def delete_pod(self, pod: Obj) -> None: ...
+
+    def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """A JSON merge PATCH of one object of ``resource``."""
 
 
 def _meta(pod: Obj) -> tuple[str, str, str]:
@@ -111,6 +116,15 @@ class KubeAPI:
     def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         self.recorder.event(ObjectRef.of(obj), type_, reason, message)
 
+    def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self._send(
+            f"patch {resource.kind} {namespace}/{name}",
+            "PATCH",
+            resource.path(name, namespace),
+            dict(patch),
+            "application/merge-patch+json",
+        )
+
     def delete_pod(self, pod: Obj) -> None:
         ns, name, uid = _meta(pod)
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}} if uid else None
@@ -128,6 +142,7 @@ class MemoryAPI:
         self.patches: dict[str, list[Mapping[str, Any]]] = {}
         self.events: list[tuple[str, str, str, str]] = []
         self.deleted: list[str] = []
+        self.object_patches: list[tuple[str, str, str, Mapping[str, Any]]] = []
         self.fail_bind: Callable[[Obj, str], str] | None = None
         """A test hook: the error to raise for a binding (``""``: bind)."""
         self._on_bind = on_bind
@@ -166,3 +181,7 @@ class MemoryAPI:
         ns, name, _ = _meta(pod)
         with self._lock:
             self.deleted.append(f"{ns}/{name}")
+
+    def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.object_patches.append((resource.plural, namespace, name, json.loads(json.dumps(patch))))

@@ -1,7 +1,8 @@
 """The handle koord-scheduler gives its plugins (kube-scheduler's ``framework.Handle``): the snapshot of the
 current cycle, the informer caches by name, change notifications, the clock, the API client, the waiting
-pods, Events, the one merged PATCH of PreBind (DefaultPreBind), and what preemption needs of the scheduler
-(the profile's filters over what-if nodes, the nominated pods, victims' deletion, the queue, metrics).
+pods, Events, the one merged PATCH of PreBind (DefaultPreBind), pod status and plugin objects' writes, and
+what preemption needs of the scheduler (the profile's filters over what-if nodes, the nominated pods,
+victims' deletion, the queue's activation, metrics).
 
 The scheduler attaches itself when it is built (:meth:`SchedulerHandle.attach`); changes to the caches
 plugins asked for (:meth:`SchedulerHandle.watch`) then become cluster events for the queue when some
@@ -93,6 +94,10 @@ class SchedulerHandle:
             raise RuntimeError(f"no profile schedules {PodInfo(pod).key}")
         return fw
 
+    def watched(self, resource: groups.Resource) -> list[str]:
+        """The names of the caches plugins asked for with :meth:`watch` that hold ``resource``."""
+        return [name for name, r in self._watched.items() if r == resource]
+
     # ---- views --------------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
@@ -112,10 +117,18 @@ class SchedulerHandle:
         return store
 
     def watch(
-        self, name: str, resource: groups.Resource, *, field_selector: str = "", namespace: str = ""
+        self,
+        name: str,
+        resource: groups.Resource,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
+        namespace: str = "",
     ) -> Store:
         """A cache of ``resource`` called ``name`` (shared: the first caller creates it)."""
-        watch = Watch(name, resource, field_selector, namespace, transform=compact)
+        watch = Watch(
+            name, resource, field_selector, namespace, transform=compact, label_selector=label_selector
+        )
         store: Store = self.informers.watch(watch)
         self._watched[name] = resource
         return store
@@ -235,6 +248,15 @@ class SchedulerHandle:
             self.api.patch_status(pod, condition, nominated_node)
         except APIFailed as err:
             return None if err.gone else Status.error(str(err))
+        return None
+
+    def patch_object(
+        self, resource: groups.Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Status | None:
+        try:
+            self.api.patch_object(resource, namespace, name, patch)
+        except APIFailed as err:
+            return Status.error(str(err))
         return None
 
     # ---- the scheduler's side: preemption --------------------------------------------------------

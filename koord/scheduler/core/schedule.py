@@ -180,6 +180,6 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
         return
     sched.queue.done(qpi.uid)
     if waits:
-        sched.wait_on_permit(fw, state, qpi, node, waits, start)
+        sched.wait_on_permit(fw, state, qpi, node, waits, start, st.reasons if st is not None else ())
     else:
         sched.submit_binding(fw, state, qpi, node, start)

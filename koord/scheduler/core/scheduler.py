@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +31,7 @@ from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.nominator import Nominator, nominated_node_name
 from koord.scheduler.framework.runtime import Framework, PluginFailure
 from koord.scheduler.framework.snapshot import Snapshot
-from koord.scheduler.framework.types import Obj
+from koord.scheduler.framework.types import Obj, PodInfo
 from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 from koord.scheduler.queue.queue import SchedulingQueue
@@ -143,7 +143,7 @@ class Scheduler:
     def schedule_next(self, timeout: float | None = 0.5) -> bool:
         """One scheduling cycle if a pod is ready within ``timeout``; whether there was one. A pod that
         breaks the cycle in an unexpected way is logged and sent back with an error, never stops the loop."""
-        qpi = self.queue.pop(timeout)
+        qpi = self._next_from_plugins() or self.queue.pop(timeout)
         if qpi is None:
             return False
         try:
@@ -161,6 +161,24 @@ class Scheduler:
                     error=True,
                 )
         return True
+
+    def _next_from_plugins(self) -> QueuedPodInfo | None:
+        """The pod a NextPod plugin names (Koordinator's ``runNextPodPlugin``), taken out of the queue; a
+        pod the queue cannot give up is skipped and the plugin asked again."""
+        for fw in self.profiles.values():
+            for plugin in fw.extensions.next_pod:
+                while True:
+                    try:
+                        pod = plugin.next_pod()
+                    except Exception:
+                        log.exception("plugin %s: NextPod failed", plugin.name)
+                        break
+                    if pod is None:
+                        break
+                    qpi = self.queue.take(PodInfo.uid_of(pod), plugin.name)
+                    if qpi is not None:
+                        return qpi
+        return None
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until no binding cycle is running or queued (tests, benchmarks); False on timeout."""
@@ -211,7 +229,9 @@ class Scheduler:
         node: str,
         waits: Mapping[str, float],
         start: float,
+        reasons: Sequence[str] = (),
     ) -> None:
+        """Hold the pod until the plugins in ``waits`` allow it (``reasons``: why each one holds it)."""
         now = self.waiting._clock()
         deadlines = {plugin: now + seconds for plugin, seconds in waits.items()}
 
@@ -222,7 +242,7 @@ class Scheduler:
             else:
                 self._submit(self._give_up, fw, state, qpi, node, st)
 
-        wp = WaitingPod(qpi.info, node, deadlines, done)
+        wp = WaitingPod(qpi.info, node, deadlines, done, dict(zip(waits, reasons, strict=False)))
         self.waiting.add(qpi.uid, wp, deadlines)
 
     def submit_binding(

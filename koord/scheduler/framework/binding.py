@@ -24,8 +24,10 @@ log = logging.getLogger(__name__)
 def run_permit(
     fw: Framework, state: CycleState, pod: Obj, node_name: str
 ) -> tuple[Status | None, dict[str, float]]:
-    """``(None, {})``: allowed; ``(Wait, {plugin: seconds})``: held by those plugins; a rejection."""
+    """``(None, {})``: allowed; ``(Wait, {plugin: seconds})``: held by those plugins, the Wait status
+    giving each one's reason in that order; a rejection."""
     waits: dict[str, float] = {}
+    reasons: list[str] = []
     for e in fw.points.get("permit", ()):
         start = time.perf_counter()
         answer = call(e.name, "permit", e.plugin.permit, state, pod, node_name)
@@ -43,10 +45,11 @@ def run_permit(
                     MAX_PERMIT_WAIT,
                 )
             waits[e.name] = min(max(float(timeout), 0.0), MAX_PERMIT_WAIT)
+            reasons.append(st.message)
             continue
         return st.with_plugin(e.name), {}
     if waits:
-        return Status(Code.WAIT, ("waiting on permit",), next(iter(waits))), waits
+        return Status(Code.WAIT, tuple(reasons), next(iter(waits))), waits
     return None, {}
 
 

@@ -6,9 +6,14 @@ profile implements them (in profile order; a profile without them pays nothing).
   ``after_pre_filter`` sees PreFilter's node subset, ``before_filter`` may replace a node's NodeInfo for the
   pod (e.g. give back what a reservation holds for it), ``before_score`` may replace the nodes to score,
   ``after_post_filter`` always runs after PostFilter.
+- ``next_pod`` (Koordinator's ``NextPodPlugin``): before the scheduler takes the next pod from its queue,
+  a plugin may name the pod to schedule next (Coscheduling hands out a gang's members back to back); the
+  queue gives it up wherever it waits, unless another plugin gates it.
 - Error handlers and forget handlers, registered through the handle: a pre-handler that returns True takes
   over a scheduling failure (the default handling is skipped); post-handlers run after it; forget handlers
   are told when an assumed pod is forgotten.
+- Controllers (:class:`ControllerProvider`): background work of a plugin (an ElasticQuota status writer...),
+  synced periodically by the process while it leads, once per plugin however many profiles enable it.
 - The reservation hooks (:class:`ReservationRestorePlugin`, :class:`ReservationFilterPlugin`,
   :class:`ReservationScorePlugin`, :class:`ReservationNominator`, :class:`ReservationPreBindPlugin`): the
   interfaces the Reservation plugin and the plugins with fine-grained state (NodeNUMAResource, DeviceShare)
@@ -18,7 +23,7 @@ profile implements them (in profile order; a profile without them pays nothing).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from koord.scheduler.framework.interface import Code, CycleState, Plugin, Status
@@ -54,6 +59,12 @@ class ScoreTransformer(Plugin, Protocol):
 @runtime_checkable
 class PostFilterTransformer(Plugin, Protocol):
     def after_post_filter(self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]) -> None: ...
+
+
+@runtime_checkable
+class NextPodPlugin(Plugin, Protocol):
+    def next_pod(self) -> Obj | None:
+        """The pending pod to schedule next, or ``None`` to let the queue decide."""
 
 
 @runtime_checkable
@@ -100,6 +111,38 @@ class ReservationPreBindPlugin(Plugin, Protocol):
     def pre_bind_reservation(self, state: CycleState, reservation: Any, node_name: str) -> Status | None: ...
 
 
+@runtime_checkable
+class Controller(Protocol):
+    """Koordinator's ``frameworkext.Controller``: ``sync`` runs every ``period`` seconds while this
+    replica leads (a raising sync is logged, and runs again at the next period)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def period(self) -> float: ...
+
+    def sync(self) -> None: ...
+
+
+@runtime_checkable
+class ControllerProvider(Plugin, Protocol):
+    def new_controllers(self) -> Sequence[Controller]: ...
+
+
+def plugin_controllers(profiles: Iterable[Mapping[str, Any]]) -> list[Controller]:
+    """The controllers of the plugins of every profile (plugin name -> instance), each plugin's once
+    (the first profile's instance), as Koordinator's ``ControllersMap`` registers them."""
+    seen: set[str] = set()
+    out: list[Controller] = []
+    for plugins in profiles:
+        for name, plugin in plugins.items():
+            if name not in seen and isinstance(plugin, ControllerProvider):
+                seen.add(name)
+                out.extend(plugin.new_controllers())
+    return out
+
+
 ErrorHandler = Callable[[Obj, Status | Exception], bool]
 """``handler(pod, why)``: a pre-handler returning True takes over the failure."""
 ForgetHandler = Callable[[Obj], None]
@@ -113,6 +156,7 @@ class Extensions:
         self.filter = [p for p in plugins if isinstance(p, FilterTransformer)]
         self.score = [p for p in plugins if isinstance(p, ScoreTransformer)]
         self.post_filter = [p for p in plugins if isinstance(p, PostFilterTransformer)]
+        self.next_pod = [p for p in plugins if isinstance(p, NextPodPlugin)]
 
     def before_pre_filter(self, state: CycleState, pod: Obj) -> tuple[Obj, Status | None]:
         for p in self.pre_filter:

@@ -221,7 +221,15 @@ class SchedulerHandle(Handle, PreemptionHandle, Protocol):
         """A cache the scheduler keeps by name (``pods``, ``nodes``, ``nodemetrics``, and those plugins
         asked for with :meth:`watch`); ``None`` when it keeps none of that name."""
 
-    def watch(self, name: str, resource: Resource, *, field_selector: str = "", namespace: str = "") -> Store:
+    def watch(
+        self,
+        name: str,
+        resource: Resource,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
+        namespace: str = "",
+    ) -> Store:
         """A cache of ``resource`` (``koord.apis.groups``) called ``name``, shared by every plugin that
         asks for the same name; ask in the factory, so the cache syncs before the first cycle."""
 

@@ -2,7 +2,8 @@
 
 A pod waits while at least one Permit plugin that answered ``Wait`` has not allowed it; each such plugin
 has its own deadline (capped at 15 minutes). The first rejection or expired deadline ends the wait; so
-does the last allow. The end is reported once, through ``on_done(status)`` (``None``: allowed), on
+does the last allow (a timeout's message ends with the reason the plugin gave for the wait). The end is
+reported once, through ``on_done(status)`` (``None``: allowed), on
 the thread that ended it (the scheduling cycle of another pod, the timer, an event handler). No thread
 is held while a pod waits.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from koord.scheduler.framework.interface import Code, Status
 from koord.scheduler.framework.types import Obj, PodInfo
@@ -21,8 +22,16 @@ Done = Callable[[Status | None], None]
 
 
 class WaitingPod:
-    def __init__(self, info: PodInfo, node_name: str, deadlines: dict[str, float], on_done: Done) -> None:
+    def __init__(
+        self,
+        info: PodInfo,
+        node_name: str,
+        deadlines: dict[str, float],
+        on_done: Done,
+        reasons: Mapping[str, str] | None = None,
+    ) -> None:
         self.info = info
+        self._reasons = dict(reasons or {})
         self._node = node_name
         self._pending = dict(deadlines)
         self._on_done = on_done
@@ -62,7 +71,11 @@ class WaitingPod:
         with self._lock:
             late = sorted(p for p, deadline in self._pending.items() if deadline <= now)
         if late:
-            self.reject(late[0], f"rejected due to timeout after waiting at plugin {late[0]}")
+            why = self._reasons.get(late[0])
+            self.reject(
+                late[0],
+                f"rejected due to timeout after waiting at plugin {late[0]}{': ' + why if why else ''}",
+            )
 
     @property
     def done(self) -> bool:

@@ -18,6 +18,8 @@ from koord.scheduler.plugins import (
     tainttoleration,
     volumebinding,
 )
+from koord.scheduler.plugins.coscheduling import NAME as COSCHEDULING
+from koord.scheduler.plugins.coscheduling import Coscheduling
 from koord.scheduler.plugins.defaultpreemption import NAME as DEFAULT_PREEMPTION
 from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
 from koord.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
@@ -50,4 +52,5 @@ BUILTIN: Mapping[str, PluginFactory] = {
     defaultbinder.NAME: defaultbinder.DefaultBinder,
     volumebinding.NAME: volumebinding.VolumeBinding,
     LOAD_AWARE: LoadAwareScheduling,
+    COSCHEDULING: Coscheduling,
 }
