@@ -37,6 +37,8 @@ class Resource:
 
 SLO_GROUP = "slo.koordinator.sh"
 SCHEDULING_GROUP = "scheduling.koordinator.sh"
+SIGS_SCHEDULING_GROUP = "scheduling.sigs.k8s.io"
+"""The group of the scheduler-plugins CRDs Koordinator uses (ElasticQuota, PodGroup)."""
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
@@ -49,6 +51,7 @@ PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "Prior
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 NODE_METRICS = Resource(SLO_GROUP, "v1alpha1", "nodemetrics", "NodeMetric", namespaced=False)
 NODE_SLOS = Resource(SLO_GROUP, "v1alpha1", "nodeslos", "NodeSLO", namespaced=False)
+ELASTIC_QUOTAS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True)
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold resources on a node: every process lists pods with this selector (kube-scheduler's
