@@ -38,7 +38,7 @@ from koord.scheduler.core.handle import SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler, SchedulingOptions
 from koord.scheduler.framework import verdicts
-from koord.scheduler.framework.extension import FailureHooks
+from koord.scheduler.framework.extension import FailureHooks, plugin_controllers
 from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
@@ -150,6 +150,7 @@ class KoordScheduler:
             seed=seed,
         )
         EventHandlers(self.scheduler).attach(self.informers["pods"], self.informers["nodes"])
+        self.controllers = plugin_controllers(fw.instances for fw in frameworks.values())
         self.elector: LeaderElector | None = None
         if cfg.leader_election:
             lease = KubeLeaseClient(self.api_client, cfg.election.namespace, cfg.election.name)
@@ -167,7 +168,17 @@ class KoordScheduler:
             elector = self.elector
             supervisor.go("leader-election", lambda: elector.run(stop))
         supervisor.go("scheduling", lambda: self.loop(stop))
-        supervisor.go("queue-flush", lambda: self.scheduler.queue.run(stop))
+        for c in self.controllers:
+            # Plugins' controllers write to the API server: only the leader's run (Koordinator starts them
+            # once elected).
+            supervisor.every(f"controller-{c.name}", c.period, self._while_leading(c.sync))
+
+    def _while_leading(self, fn: Callable[[], None]) -> Callable[[], None]:
+        def tick() -> None:
+            if self.is_leader():
+                fn()
+
+        return tick
 
     def loop(self, stop: threading.Event) -> None:
         """Schedule while leading; a replica that loses the lead stops here and the process exits."""

@@ -1,6 +1,7 @@
 """The handle koord-scheduler gives its plugins (kube-scheduler's ``framework.Handle``): the snapshot of the
 current cycle, the informer caches by name, change notifications, the clock, the API client, the waiting
-pods, Events, and the one merged PATCH of PreBind (DefaultPreBind)."""
+pods, Events, the one merged PATCH of PreBind (DefaultPreBind), and the writes of plugins' controllers
+(create or patch their own objects, evict a pod)."""
 
 from __future__ import annotations
 
@@ -179,3 +180,26 @@ class SchedulerHandle:
             pending = {}
             state.write(PATCH_KEY, pending)
         merge_patch(pending, patch)
+
+    def ensure_object(self, resource: groups.Resource, obj: Obj) -> Status | None:
+        try:
+            self.api.create_object(resource, obj)
+        except APIFailed as err:
+            return None if err.conflict else Status.error(str(err))
+        return None
+
+    def patch_object(
+        self, resource: groups.Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Status | None:
+        try:
+            self.api.patch_object(resource, namespace, name, patch)
+        except APIFailed as err:
+            return Status.error(str(err))
+        return None
+
+    def evict_pod(self, pod: Obj) -> Status | None:
+        try:
+            self.api.evict_pod(pod)
+        except APIFailed as err:
+            return None if err.gone else Status.error(str(err))
+        return None

@@ -9,6 +9,8 @@ profile implements them (in profile order; a profile without them pays nothing).
 - Error handlers and forget handlers, registered through the handle: a pre-handler that returns True takes
   over a scheduling failure (the default handling is skipped); post-handlers run after it; forget handlers
   are told when an assumed pod is forgotten.
+- Controllers (:class:`ControllerProvider`): background work of a plugin (an ElasticQuota status writer...),
+  synced periodically by the process while it leads, once per plugin however many profiles enable it.
 - The reservation hooks (:class:`ReservationRestorePlugin`, :class:`ReservationFilterPlugin`,
   :class:`ReservationScorePlugin`, :class:`ReservationNominator`, :class:`ReservationPreBindPlugin`): the
   interfaces the Reservation plugin and the plugins with fine-grained state (NodeNUMAResource, DeviceShare)
@@ -18,7 +20,7 @@ profile implements them (in profile order; a profile without them pays nothing).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from koord.scheduler.framework.interface import Code, CycleState, Plugin, Status
@@ -98,6 +100,38 @@ class ReservationNominator(Plugin, Protocol):
 @runtime_checkable
 class ReservationPreBindPlugin(Plugin, Protocol):
     def pre_bind_reservation(self, state: CycleState, reservation: Any, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class Controller(Protocol):
+    """Koordinator's ``frameworkext.Controller``: ``sync`` runs every ``period`` seconds while this
+    replica leads (a raising sync is logged, and runs again at the next period)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def period(self) -> float: ...
+
+    def sync(self) -> None: ...
+
+
+@runtime_checkable
+class ControllerProvider(Plugin, Protocol):
+    def new_controllers(self) -> Sequence[Controller]: ...
+
+
+def plugin_controllers(profiles: Iterable[Mapping[str, Any]]) -> list[Controller]:
+    """The controllers of the plugins of every profile (plugin name -> instance), each plugin's once
+    (the first profile's instance), as Koordinator's ``ControllersMap`` registers them."""
+    seen: set[str] = set()
+    out: list[Controller] = []
+    for plugins in profiles:
+        for name, plugin in plugins.items():
+            if name not in seen and isinstance(plugin, ControllerProvider):
+                seen.add(name)
+                out.extend(plugin.new_controllers())
+    return out
 
 
 ErrorHandler = Callable[[Obj, Status | Exception], bool]

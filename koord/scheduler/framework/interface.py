@@ -245,6 +245,20 @@ class SchedulerHandle(Handle, Protocol):
     def register_forget_pod_handler(self, handler: Callable[[Obj], None]) -> None:
         """Be told when an assumed pod is forgotten (its binding failed or was given up)."""
 
+    # Writes of plugins' controllers (an ElasticQuota's status, the built-in quotas, over-use revoke).
+
+    def ensure_object(self, resource: Resource, obj: Obj) -> Status | None:
+        """Create ``obj`` unless it exists; an error status when the API refuses."""
+
+    def patch_object(
+        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Status | None:
+        """A JSON merge patch of the object (``null`` removes a key)."""
+
+    def evict_pod(self, pod: Obj) -> Status | None:
+        """Evict the pod through the Eviction API (PodDisruptionBudgets apply); one gone already is no
+        error."""
+
 
 @runtime_checkable
 class Plugin(Protocol):

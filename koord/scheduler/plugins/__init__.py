@@ -9,6 +9,7 @@ from koord.scheduler.framework import PluginFactory
 from koord.scheduler.plugins import (
     defaultbinder,
     defaultprebind,
+    elasticquota,
     nodeaffinity,
     nodename,
     nodeports,
@@ -39,4 +40,5 @@ BUILTIN: Mapping[str, PluginFactory] = {
     defaultprebind.NAME: defaultprebind.DefaultPreBind,
     defaultbinder.NAME: defaultbinder.DefaultBinder,
     LOAD_AWARE: LoadAwareScheduling,
+    elasticquota.NAME: elasticquota.ElasticQuota,
 }

@@ -65,6 +65,16 @@ class Usage:
     non_preemptible_used: Resources
 
 
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A quota's figures as its object shows them."""
+
+    runtime: Resources
+    request: Resources
+    child_request: Resources
+    usage: Usage
+
+
 def _add(into: Resources, more: Mapping[str, int], sign: int = 1) -> None:
     for r, v in more.items():
         into[r] = into.get(r, 0) + sign * v
@@ -344,3 +354,28 @@ class Ledger:
                 out.append(spec.parent)
                 spec = self._specs.get(spec.parent)
             return out
+
+    def summary(self, name: str) -> Summary | None:
+        """What the status writer writes on the quota's object; ``None`` for a quota the ledger does not
+        know."""
+        with self._lock:
+            spec = self._specs.get(name)
+            if spec is None:
+                return None
+            usage = self.usage(name)
+            if name in OUTSIDE_TREE:
+                own = self._own_masked(name, 0)
+                return Summary(dict(spec.max), own, own, usage)
+            figures = self.figures()
+            if name == eq.ROOT_QUOTA:
+                request: Resources = {}
+                for child, figs in figures.items():
+                    if self._specs[child].parent == eq.ROOT_QUOTA:
+                        _add(request, figs.limited_request)
+                for outside in OUTSIDE_TREE:
+                    _add(request, self._own_masked(outside, 0))
+                return Summary(self.tree_total(), request, request, usage)
+            fig = figures.get(name)
+            if fig is None:  # outside the tree: nothing to share with it
+                return Summary({}, usage.request, usage.request, usage)
+            return Summary(spec.mask(fig.runtime), fig.request, fig.child_request, usage)

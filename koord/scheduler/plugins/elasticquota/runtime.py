@@ -192,8 +192,8 @@ def calculate(
     for q in quotas.values():
         if q.name != root:
             children.setdefault(q.parent, []).append(q.name)
-    for names in children.values():
-        names.sort()
+    for kids in children.values():
+        kids.sort()
     # Children of a parent that does not exist share nothing: each keeps at most its min, which is what
     # Koordinator's calculator for an unknown parent (with a total of zero) gives them.
     orphans = sorted(p for p in children if p not in quotas and p != root)
