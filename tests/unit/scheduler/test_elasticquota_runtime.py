@@ -27,7 +27,7 @@ def q(
         parent,
         min={"cpu": cpu.get("min", 0)},
         max={"cpu": maximum},
-        weight={"cpu": maximum if weight is None else weight},
+        weight={"cpu": maximum},
         lends=lends,
         own_request={"cpu": cpu["req"]} if "req" in cpu else {},
     )
@@ -122,7 +122,8 @@ def test_a_quota_that_does_not_lend_keeps_its_scaled_min() -> None:
 
 
 def tree(total: int) -> dict[str, int]:
-    """root <- p (parent, min 60) <- c1 (min 40, asks 50), c2 (min 20, asks 40); root <- x (min 40, asks 70)."""
+    """root <- p (parent, min 60) <- c1 (min 40, asks 50), c2 (min 20, asks 40);
+    root <- x (min 40, asks 70)."""
     return runtimes(
         [
             q("p", min=60, max=100),

@@ -104,11 +104,11 @@ class ElasticQuota:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any] | None, handle: SchedulerHandle) -> None:
+    def __init__(self, args: Mapping[str, Any] | None, handle: Any) -> None:
         if not callable(getattr(handle, "patch_object", None)):
             raise ValueError("ElasticQuota needs koord-scheduler's handle (it is a koord-scheduler plugin)")
         self.args: ElasticQuotaArgs = parse_args(args)
-        self.handle = handle
+        self.handle: SchedulerHandle = handle
         self.ledger = Ledger(self.args)
         ledger = self.ledger
         self.quotas = handle.watch(QUOTA_CACHE, ELASTIC_QUOTAS)
