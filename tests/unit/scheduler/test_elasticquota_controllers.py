@@ -46,7 +46,7 @@ def test_the_status_writer_writes_koordinators_figures_once() -> None:
     k.add_pod(placed("p0", "a", "1", labels={eq.LABEL_PREEMPTIBLE: "false"}))
     k.add_pod(pod("p1", requests={"cpu": "2"}, labels={eq.LABEL_QUOTA_NAME: "a"}))  # pending
     writer.sync()
-    ((plural, ns, name, patch),) = [p for p in k.api.object_patches if p[2] == "a"]
+    ((plural, ns, _, patch),) = [p for p in k.api.object_patches if p[2] == "a"]
     assert (plural, ns) == ("elasticquotas", "default")
     assert patch == {
         "metadata": {
