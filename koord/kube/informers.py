@@ -44,6 +44,7 @@ _GROUP_LISTS: Mapping[str, tuple[str, str, str]] = {
         "list_namespaced_pod_disruption_budget",
     ),
     "priorityclasses": ("SchedulingV1Api", "list_priority_class", ""),
+    "storageclasses": ("StorageV1Api", "list_storage_class", ""),
 }
 
 

@@ -2,9 +2,10 @@
 and with the real kubectl; ``python -m tests.apiserver`` runs one outside pytest.
 
 Served: core ``v1`` pods (``status``, ``binding``, ``eviction``), bindings, nodes, namespaces, events,
-configmaps, secrets, services, serviceaccounts (``token``); ``apps/v1`` deployments (``scale``) and
-daemonsets; ``coordination.k8s.io/v1`` leases; ``policy/v1`` poddisruptionbudgets (with status);
-``events.k8s.io/v1`` events (the same store as core events); ``scheduling.k8s.io/v1`` priorityclasses;
+configmaps, secrets, services, serviceaccounts (``token``), persistentvolumeclaims and persistentvolumes
+(with status); ``apps/v1`` deployments (``scale``) and daemonsets; ``storage.k8s.io/v1`` storageclasses;
+``coordination.k8s.io/v1`` leases; ``policy/v1`` poddisruptionbudgets (with status); ``events.k8s.io/v1``
+events (the same store as core events); ``scheduling.k8s.io/v1`` priorityclasses;
 ``rbac.authorization.k8s.io/v1``; TokenReview, SubjectAccessReview and the self reviews (access, rules,
 who-am-I); ``apiextensions.k8s.io/v1`` CRDs (creating one serves its resources) and custom resources
 validated against their schema (422) with unknown fields pruned; discovery (categories, subresource

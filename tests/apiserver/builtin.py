@@ -158,6 +158,38 @@ BUILTIN = (
         categories=ALL,
         delete_returns_object=False,
     ),
+    ResourceType(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        True,
+        True,
+        COMMON_FIELDS,
+        ("pvc",),
+        delete_returns_object=False,
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "persistentvolumes",
+        "PersistentVolume",
+        False,
+        True,
+        COMMON_FIELDS,
+        ("pv",),
+        delete_returns_object=False,
+    ),
+    ResourceType(
+        "storage.k8s.io",
+        "v1",
+        "storageclasses",
+        "StorageClass",
+        False,
+        False,
+        short_names=("sc",),
+        delete_returns_object=False,
+    ),
     *(
         ResourceType(
             "rbac.authorization.k8s.io", "v1", plural, kind, namespaced, False, delete_returns_object=False

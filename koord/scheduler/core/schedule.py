@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,8 +26,8 @@ from koord.scheduler.framework.cycle import (
 )
 from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.nodeset import NodeSet
+from koord.scheduler.framework.nominator import nominated_node_name
 from koord.scheduler.framework.runtime import Framework, PluginFailure
-from koord.scheduler.framework.types import Obj
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 
 if TYPE_CHECKING:
@@ -49,10 +50,6 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all: int) -> int:
     if pct == 0:
         pct = max(50 - num_all // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     return max(num_all * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-def nominated_node(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("nominatedNodeName") or "")
 
 
 def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo) -> str:
@@ -81,7 +78,7 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
         diagnosis.reject_all(rejected, total)
         raise FitError(qpi.info.key, total, diagnosis)
     allowed = None if result is None else result.node_names
-    nominated = nominated_node(pod)
+    nominated = nominated_node_name(pod)
     if nominated and (allowed is None or nominated in allowed):
         info = snapshot.node_info(nominated)
         if info is not None and filter_one(fw, state, pod, info) is None:
@@ -118,6 +115,15 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
     return feasible.info(select_host(feasible, totals, sched.rng)).name
 
 
+def _post_filter_statuses(sched: Scheduler, fit: FitError) -> Mapping[str, Status]:
+    """Why each node failed, as PostFilter reads it: a PreFilter rejection counts on every node (a node
+    without a status failed unresolvably)."""
+    rejected = fit.diagnosis.pre_filter
+    if rejected is None:
+        return fit.diagnosis.statuses
+    return {ni.name: rejected for ni in sched.snapshot.node_infos()}
+
+
 def _allowed_mask(nodes: NodeSet, allowed: frozenset[str]) -> np.ndarray:
     return np.fromiter((ni.name in allowed for ni in nodes), dtype=bool, count=len(nodes))
 
@@ -135,16 +141,16 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
     try:
         node = schedule_pod(sched, fw, state, qpi)
     except FitError as fit:
-        nominated = ""
-        if fw.has("postFilter") and not fit.unresolvable:
+        nominated: str | None = None
+        if fw.has("postFilter") and fit.num_nodes:
             try:
-                result, post = fw.run_post_filter(state, pod, fit.diagnosis.statuses)
+                result, post = fw.run_post_filter(state, pod, _post_filter_statuses(sched, fit))
             except PluginFailure as err:
                 sched.failure(fw, qpi, err, start, error=True)
                 return
             if not post.is_success:
                 fit.diagnosis.post_filter_message = post.message
-            nominated = result.nominated_node_name if result is not None else ""
+            nominated = result.nominated_node_name if result is not None else None
         fw.extensions.after_post_filter(state, pod, fit.diagnosis.statuses)
         sched.failure(fw, qpi, fit, start, nominated=nominated)
         return
@@ -152,6 +158,7 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
         sched.failure(fw, qpi, err, start, error=True)
         return
     sched.cache.assume_pod(qpi.info, node)
+    sched.nominator.delete(qpi.uid)
     reserved = fw.run_reserve(state, pod, node)
     if reserved is not None:
         sched.forget(qpi)

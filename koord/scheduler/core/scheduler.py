@@ -21,13 +21,14 @@ import numpy as np
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.fiterror import FitError
-from koord.scheduler.core.handle import PATCH_KEY
+from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.schedule import schedule_one
 from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
-from koord.scheduler.framework.events import ClusterEventWithHint
+from koord.scheduler.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint
 from koord.scheduler.framework.extension import FailureHooks
 from koord.scheduler.framework.interface import Code, CycleState, Status
+from koord.scheduler.framework.nominator import Nominator, nominated_node_name
 from koord.scheduler.framework.runtime import Framework, PluginFailure
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import Obj
@@ -93,13 +94,19 @@ class Scheduler:
         )
         self._binders = ThreadPoolExecutor(max_workers=max(options.parallelism, 1), thread_name_prefix="bind")
         self._status = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pod-status")
-        self._conditions: dict[str, tuple[str, str, str]] = {}
+        self._conditions: dict[str, tuple[str, str, str | None]] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition()
         self._binding = 0
         self.cycle_lock = threading.Lock()
         """Held for each scheduling cycle: whatever reads the snapshot or runs plugins beside the loop
         (``/debug/explain``) takes it."""
+        self.nominator = Nominator()
+        """Pending pods nominated to nodes (by preemption): the cycle keeps their room for them."""
+        for fw in self.profiles.values():
+            fw.nominator = self.nominator
+            if isinstance(fw.handle, SchedulerHandle):
+                fw.handle.attach(self)
         metrics.bind_queue(self.queue.counts)
         metrics.bind_cache(cache.counts)
 
@@ -257,15 +264,22 @@ class Scheduler:
         run_post_bind(fw, state, pod, node)
 
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:
-        """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue."""
+        """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue. The room
+        it took is free again, as when a bound pod is deleted (a preemptor waits for that)."""
         fw.run_unreserve(state, qpi.pod, node)
-        self.forget(qpi)
+        self.forget(qpi, node)
         self.failure(fw, qpi, st, time.perf_counter(), error=st.code is Code.ERROR)
 
-    def forget(self, qpi: QueuedPodInfo) -> None:
-        """Undo the assumption of ``qpi`` and tell the forget handlers."""
-        if self.cache.forget_pod(qpi.uid):
-            self.hooks.forgotten(qpi.pod)
+    def forget(self, qpi: QueuedPodInfo, released: str = "") -> None:
+        """Undo the assumption of ``qpi`` and tell the forget handlers. ``released``: the node of a
+        binding cycle that failed; the room it held is announced as an assigned pod's deletion, as
+        kube-scheduler does (a preemptor, or a pod its Permit kept waiting, may fit now)."""
+        if not self.cache.forget_pod(qpi.uid):
+            return
+        self.hooks.forgotten(qpi.pod)
+        if released:
+            assumed = {**qpi.pod, "spec": {**(qpi.pod.get("spec") or {}), "nodeName": released}}
+            self.queue.on_event(ASSIGNED_POD_DELETE, assumed, None)
 
     def reject_waiting(self, uid: str, message: str) -> None:
         wp: WaitingPod | None = self.waiting.get(uid)
@@ -282,10 +296,11 @@ class Scheduler:
         start: float,
         *,
         error: bool = False,
-        nominated: str = "",
+        nominated: str | None = None,
     ) -> None:
         """Back to the queue (unless the pod is gone or bound meanwhile), with an Event and the
-        ``PodScheduled=False`` condition saying why."""
+        ``PodScheduled=False`` condition saying why; ``nominated`` (PostFilter's answer) sets the pod's
+        ``status.nominatedNodeName`` (``""`` clears it, ``None`` leaves it)."""
         profile = fw.profile.scheduler_name
         if isinstance(err, FitError):
             qpi.unschedulable_plugins = set(err.diagnosis.unschedulable_plugins)
@@ -302,6 +317,12 @@ class Scheduler:
         if self.gone(qpi):
             self.queue.done(qpi.uid)
             return
+        if nominated is not None:
+            # Before the API server has it, so the next cycles keep the room for this pod already.
+            self.nominator.add(qpi.info, nominated)
+            current = self.pods.get(qpi.info.key) if self.pods is not None else None
+            if nominated == nominated_node_name(current or qpi.pod):
+                nominated = None  # the API has it already
 
         def default() -> None:
             self.queue.add_unschedulable(qpi)
@@ -316,7 +337,7 @@ class Scheduler:
         if not self.hooks.handle_error(qpi.pod, why, default):
             self.queue.done(qpi.uid)  # a handler took the failure over: the pod leaves the queue's care
 
-    def _report(self, pod: Obj, reason: str, message: str, nominated: str) -> None:
+    def _report(self, pod: Obj, reason: str, message: str, nominated: str | None) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or "")
         key = (reason, message, nominated)
         with self._lock:
@@ -328,7 +349,7 @@ class Scheduler:
 
         def patch() -> None:
             try:
-                self.api.patch_status(pod, condition, nominated or None)
+                self.api.patch_status(pod, condition, nominated)
             except APIFailed as failed:
                 log.info("updating the status of %s failed: %s", uid, failed)
 

@@ -30,9 +30,10 @@ from koord.scheduler.framework.interface import (
     NodeDebugPlugin,
     Status,
 )
+from koord.scheduler.framework.nominator import Nominator
 from koord.scheduler.framework.profile import MULTI_POINT, Profile
 from koord.scheduler.framework.registry import Registry
-from koord.scheduler.framework.types import Obj, PostFilterResult, PreFilterResult
+from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,8 @@ class Framework:
         self.profile = profile
         self.handle = handle
         self._timer = timer
+        self.nominator: Nominator | None = None
+        """The pods nominated to nodes (set by the scheduler; the extender front end has none)."""
         # The points the profile was parsed for (a front end's subset), unless given.
         self.point_names = tuple(
             points or [p for p in EXTENSION_POINTS if p in profile.plugins] or EXTENSION_POINTS
@@ -224,9 +227,12 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
-        """PostFilter plugins in order until one succeeds or says unresolvable."""
-        last = Status(Code.UNSCHEDULABLE)
+        """PostFilter plugins in order until one succeeds or says unresolvable; otherwise the reasons of
+        all, with the last result that says something of the nomination (``PostFilterResult("")``
+        clears it, ``None`` leaves it)."""
         reasons: list[str] = []
+        rejector = ""
+        kept: PostFilterResult | None = None
         for e in self.points.get("postFilter", ()):
             start = time.perf_counter()
             result, st = call(e.name, "postFilter", e.plugin.post_filter, state, pod, statuses)
@@ -235,9 +241,39 @@ class Framework:
                 return result, Status(Code.SUCCESS, (), e.name)
             if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return result, st.with_plugin(e.name)
+            if result is not None:
+                kept = result
             reasons.extend(st.reasons)
-            last = Status(Code.UNSCHEDULABLE, tuple(reasons), e.name)
-        return None, last
+            rejector = rejector or e.name
+        return kept, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """Each PreFilter plugin with ``add_pod`` (not skipped) updates its state for ``to_add`` now
+        counted on ``node_info`` (a what-if copy); the first failure is returned as an error."""
+        return self._pre_filter_extension("add_pod", state, pod, to_add, node_info)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """The same for ``to_remove`` taken off ``node_info`` (preemption's what-if)."""
+        return self._pre_filter_extension("remove_pod", state, pod, to_remove, node_info)
+
+    def _pre_filter_extension(
+        self, method: str, state: CycleState, pod: Obj, other: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        for e in self.points.get("preFilter", ()):
+            fn = getattr(e.plugin, method, None)
+            if fn is None or e.name in state.skip_filter:
+                continue
+            try:
+                st = call_status(e.name, "preFilter", fn, state, pod, other, node_info)
+            except PluginFailure as err:
+                return Status(Code.ERROR, (str(err),), e.name)
+            if st is not None and not st.is_success:
+                return Status(Code.ERROR, (f"{method} of {e.name}: {st.message or st.code.name}",), e.name)
+        return None
 
     def run_reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
         """Reserve plugins in order; on the first failure every reserve plugin is unreserved."""

@@ -169,6 +169,12 @@ class PodInfo:
         self.requests: Resources = _requests(pod)
         self.non_zero_cpu, self.non_zero_memory = _non_zero(pod, self.requests)
 
+    @staticmethod
+    def uid_of(pod: Obj) -> str:
+        """The ``uid`` a PodInfo of ``pod`` has, without parsing the pod."""
+        meta = as_map(pod, "metadata")
+        return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"

@@ -17,7 +17,10 @@ from koord.scheduler.plugins import (
     queuesort,
     schedulinggates,
     tainttoleration,
+    volumebinding,
 )
+from koord.scheduler.plugins.defaultpreemption import NAME as DEFAULT_PREEMPTION
+from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
 from koord.scheduler.plugins.noderesources import (
@@ -37,8 +40,10 @@ BUILTIN: Mapping[str, PluginFactory] = {
     nodeports.NAME: nodeports.NodePorts,
     FIT: NodeResourcesFit,
     BALANCED: NodeResourcesBalancedAllocation,
+    DEFAULT_PREEMPTION: DefaultPreemption,
     defaultprebind.NAME: defaultprebind.DefaultPreBind,
     defaultbinder.NAME: defaultbinder.DefaultBinder,
+    volumebinding.NAME: volumebinding.VolumeBinding,
     LOAD_AWARE: LoadAwareScheduling,
     elasticquota.NAME: elasticquota.ElasticQuota,
 }

@@ -37,13 +37,18 @@ def test_pods_are_placed_where_they_fit_and_only_once() -> None:
     k.run()
     assert "default/p4" not in k.bound()
     (event,) = k.events("FailedScheduling")
-    assert event[3] == "0/2 nodes are available: 2 Insufficient cpu."
+    # kube-scheduler's words, DefaultPreemption's verdict included.
+    full = (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.."
+    )
+    assert event[3] == full
     ((condition, nominated),) = k.api.statuses["default/p4"]
     assert condition == {
         "type": "PodScheduled",
         "status": "False",
         "reason": "Unschedulable",
-        "message": "0/2 nodes are available: 2 Insufficient cpu.",
+        "message": full,
     }
     assert nominated is None
     assert k.scheduler.queue.counts()["unschedulable"] == 1
@@ -275,8 +280,12 @@ def test_framework_extender_transformers_and_handlers() -> None:
     t.seen.clear()
     k.add_pod(pod("r", scheduler_name=S, labels={"refuse": "yes"}))
     k.run()
-    assert "after_post_filter" in t.seen and "error 0/1 nodes are available: refused by T." in t.seen
-    assert k.events("FailedScheduling")[-1][3] == "0/1 nodes are available: refused by T."
+    refused = (
+        "0/1 nodes are available: refused by T. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.."
+    )
+    assert "after_post_filter" in t.seen and f"error {refused}" in t.seen
+    assert k.events("FailedScheduling")[-1][3] == refused
     k.add_pod(pod("s", scheduler_name=S, labels={"refuse": "yes", "swallow": "yes"}))
     before = len(k.events("FailedScheduling"))
     k.run()
