@@ -15,14 +15,20 @@ from koord.testing import node, pod
 from koord.testing.objects import elastic_quota
 
 S = "koord-scheduler"
+NO_VICTIMS = " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.."
 
 
-def kit(args: dict[str, Any] | None = None, *, extra: list[str] = (), plugins: Any = None) -> MemoryScheduler:  # type: ignore[assignment]
+def kit(
+    args: dict[str, Any] | None = None, *, extra: tuple[str, ...] = (), factories: Any = None
+) -> MemoryScheduler:
     enabled = [{"name": NAME}, *({"name": n} for n in extra)]
-    profile: dict[str, Any] = {"schedulerName": S, "plugins": {"multiPoint": {"enabled": enabled}}}
+    # Koordinator's profile: ElasticQuota's preemption first, then DefaultPreemption.
+    post = {"disabled": [{"name": "*"}], "enabled": [{"name": NAME}, {"name": "DefaultPreemption"}]}
+    plugins = {"multiPoint": {"enabled": enabled}, "postFilter": post}
+    profile: dict[str, Any] = {"schedulerName": S, "plugins": plugins}
     if args is not None:
         profile["pluginConfig"] = [{"name": NAME, "args": args}]
-    return MemoryScheduler({"profiles": [profile]}, plugins=plugins)
+    return MemoryScheduler({"profiles": [profile]}, plugins=factories)
 
 
 def plugin(k: MemoryScheduler) -> ElasticQuota:
@@ -100,7 +106,7 @@ def test_admission_is_refused_over_the_runtime_and_allowed_when_the_quota_grows(
     assert plugin(k).ledger.runtime("a") == {"cpu": 2000}
     assert failures(k, "default/a2") == [
         "0/1 nodes are available: Insufficient quotas, quotaName: a, runtime: cpu:2, used: cpu:2, "
-        "pod's request: cpu:1, exceedDimensions: [cpu]."
+        "pod's request: cpu:1, exceedDimensions: [cpu]." + NO_VICTIMS
     ]
     # b lends again: a borrows the rest of its request, 4; the quota's change requeues its pods.
     put_quota(k, elastic_quota("b", minimum={"cpu": "6"}, maximum={"cpu": "8"}))
@@ -140,7 +146,7 @@ def test_non_preemptible_pods_stay_within_min() -> None:
     assert sorted(k.bound()) == ["default/free", "default/np0", "default/np1"]
     assert failures(k, "default/np2") == [
         "0/1 nodes are available: Insufficient non-preemptible quotas, quotaName: a, min: cpu:2, "
-        "nonPreemptibleUsed: cpu:2, pod's request: cpu:1, exceedDimensions: [cpu]."
+        "nonPreemptibleUsed: cpu:2, pod's request: cpu:1, exceedDimensions: [cpu]." + NO_VICTIMS
     ]
     usage = plugin(k).ledger.usage("a")
     assert usage.non_preemptible_used == {"cpu": 2000} and usage.non_preemptible_request == {"cpu": 3000}
@@ -169,7 +175,8 @@ def test_a_parent_quota_takes_no_pods_and_parents_are_checked_when_asked() -> No
     k.run()
     assert failures(k, "default/in-parent") == [
         "0/1 nodes are available: quota p is a parent quota "
-        "(quota.scheduling.koordinator.sh/is-parent: true): pods run in leaf quotas only."
+        "(quota.scheduling.koordinator.sh/is-parent: true): pods run in leaf quotas only. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.."
     ]
     # c1 holds 3 cpu placed by another scheduler; c2 asks for its min, 2. p asks for 3 + 2 capped at its
     # max 3: runtime 3; inside it c2 gets its 2, c1 the 1 left. c2's pod fits c2, not p (3 + 2 > 3).
@@ -180,7 +187,7 @@ def test_a_parent_quota_takes_no_pods_and_parents_are_checked_when_asked() -> No
     assert k.bound() == {}
     assert failures(k, "default/c2-0") == [
         "0/1 nodes are available: Insufficient quotas, quotaNameTopo: [p c2], runtime: cpu:3, used: cpu:3, "
-        "pod's request: cpu:2, exceedDimensions: [cpu]."
+        "pod's request: cpu:2, exceedDimensions: [cpu]." + NO_VICTIMS
     ]
     k2 = kit()  # parents are not checked by default
     for obj in k.informers["elasticquotas"].objects():
@@ -216,7 +223,7 @@ class RejectAtPermit:
 
 
 def test_reserve_counts_the_pod_as_used_and_unreserve_gives_it_back() -> None:
-    k = kit(extra=["RejectAtPermit"], plugins={"RejectAtPermit": RejectAtPermit})
+    k = kit(extra=("RejectAtPermit",), factories={"RejectAtPermit": RejectAtPermit})
     k.add_node(node("n", "8", "32Gi"))
     put_quota(k, elastic_quota("a", minimum={"cpu": "2"}, maximum={"cpu": "8"}))
     k.add_pod(qpod("p", "a", cpu="2"))

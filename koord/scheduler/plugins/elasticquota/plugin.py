@@ -23,7 +23,7 @@ requeue pods the plugin rejected (they change every runtime; Koordinator waits f
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from koord.apis import elasticquota as eq
@@ -37,6 +37,7 @@ from koord.scheduler.framework import (
     NodeInfo,
     Obj,
     PodInfo,
+    PostFilterResult,
     QueueingHint,
     SchedulerHandle,
     Status,
@@ -45,12 +46,12 @@ from koord.scheduler.framework.extension import Controller
 from koord.scheduler.framework.types import Resources
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs, parse_args
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
-from koord.scheduler.plugins.elasticquota.revoke import RevokeController, fits
+from koord.scheduler.plugins.elasticquota.preempt import STATE_KEY, QuotaCycle, QuotaPreemption, plus
+from koord.scheduler.plugins.elasticquota.revoke import RevokeController
 from koord.scheduler.plugins.elasticquota.status import StatusController
 from koord.scheduler.plugins.elasticquota.units import go_list, printed
 
 NAME = "ElasticQuota"
-STATE_KEY = "PostFilter" + NAME
 QUOTA_CACHE = "elasticquotas"
 
 
@@ -61,38 +62,6 @@ class _Handler:
     on_add: Any = None
     on_update: Any = None
     on_delete: Any = None
-
-
-@dataclass(slots=True)
-class QuotaCycle:
-    """What PreFilter learnt of the pod's quota, for the preemption what-ifs (Koordinator's
-    ``PostFilterState``): ``used`` changes as pods of the quota are removed and added back."""
-
-    quota: str
-    used: Resources
-    non_preemptible_used: Resources
-    limit: Resources
-    request: Resources
-    """The pod's requests masked to the quota's max."""
-    max_names: frozenset[str] = field(default_factory=frozenset)
-
-    def clone(self) -> QuotaCycle:
-        return QuotaCycle(
-            self.quota,
-            dict(self.used),
-            dict(self.non_preemptible_used),
-            self.limit,
-            self.request,
-            self.max_names,
-        )
-
-    def fits(self) -> bool:
-        """Whether the pod fits the quota with ``used`` as it is now."""
-        return fits(_plus(self.used, self.request), self.limit)
-
-
-def _plus(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
-    return {r: a.get(r, 0) + b.get(r, 0) for r in {*a, *b}}
 
 
 def exceeded(used: Mapping[str, int], limit: Mapping[str, int]) -> list[str]:
@@ -121,6 +90,7 @@ class ElasticQuota:
         handle.on_pods(ledger.add_pod, ledger.update_pod, ledger.delete_pod)
         # A binding given up: the pod stays pending in its quota's request, no longer used.
         handle.register_forget_pod_handler(ledger.unreserve)
+        self.preemption = QuotaPreemption(NAME, handle, ledger, self.args)
 
     def new_controllers(self) -> Sequence[Controller]:
         out: list[Controller] = [
@@ -162,14 +132,14 @@ class ElasticQuota:
         used, np_used = self.ledger.own_used(quota)
         cycle = QuotaCycle(quota, used, np_used, limit, request, frozenset(spec.max))
         state.write(STATE_KEY, cycle)
-        over = exceeded(_plus(used, request), limit)
+        over = exceeded(plus(used, request), limit)
         if over:
             return Status.unschedulable(
                 f"Insufficient quotas, quotaName: {quota}, runtime: {printed(limit)}, used: {printed(used)}, "
                 f"pod's request: {printed(request)}, exceedDimensions: {go_list(over)}"
             )
         if eq.is_non_preemptible(pod):
-            over = exceeded(_plus(np_used, request), spec.min)
+            over = exceeded(plus(np_used, request), spec.min)
             if over:
                 return Status.unschedulable(
                     f"Insufficient non-preemptible quotas, quotaName: {quota}, min: {printed(spec.min)}, "
@@ -214,6 +184,13 @@ class ElasticQuota:
                 if r in cycle.max_names:
                     cycle.used[r] = max(cycle.used.get(r, 0) - v, 0)
         return None
+
+    # ---- PostFilter -----------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        return self.preemption.post_filter(state, pod, statuses)
 
     # ---- Reserve --------------------------------------------------------------------------------
 
