@@ -42,14 +42,6 @@ ANNOTATION_REQUEST = PREFIX + "/request"
 ANNOTATION_CHILD_REQUEST = PREFIX + "/child-request"
 ANNOTATION_NON_PREEMPTIBLE_REQUEST = PREFIX + "/non-preemptible-request"
 ANNOTATION_NON_PREEMPTIBLE_USED = PREFIX + "/non-preemptible-used"
-WRITTEN_ANNOTATIONS = (
-    ANNOTATION_RUNTIME,
-    ANNOTATION_REQUEST,
-    ANNOTATION_CHILD_REQUEST,
-    ANNOTATION_NON_PREEMPTIBLE_REQUEST,
-    ANNOTATION_NON_PREEMPTIBLE_USED,
-)
-"""What koord-scheduler writes on every ElasticQuota (with ``status.used``)."""
 
 Obj = Mapping[str, Any]
 
@@ -77,10 +69,6 @@ def is_parent(quota: Obj) -> bool:
 def allows_lending(quota: Obj) -> bool:
     """Whether the quota lends what it does not use of its min (anything but ``"false"``: yes)."""
     return labels_of(quota).get(LABEL_ALLOW_LENT_RESOURCE) != "false"
-
-
-def is_tree_root(quota: Obj) -> bool:
-    return labels_of(quota).get(LABEL_IS_ROOT) == "true"
 
 
 def tree_id(quota: Obj) -> str:
