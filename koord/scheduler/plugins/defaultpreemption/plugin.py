@@ -38,7 +38,7 @@ from koord.scheduler.framework.nominator import nominated_node_name
 from koord.scheduler.plugins.defaultpreemption.args import parse_args
 from koord.scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, pick_one
 from koord.scheduler.plugins.defaultpreemption.policy import LowerPriority, VictimPolicy
-from koord.scheduler.plugins.defaultpreemption.victims import budgets
+from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE, budgets
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +116,14 @@ class DefaultPreemption:
         if not nodes:
             return None, Status.error("no nodes available")
         # Nodes whose filters said Unschedulable; without a status, a node failed unresolvably.
-        potential = [ni for ni in nodes if _code(statuses.get(ni.name)) is Code.UNSCHEDULABLE]
+        unschedulable = [ni for ni in nodes if _code(statuses.get(ni.name)) is Code.UNSCHEDULABLE]
+        potential = list(self.policy.nodes(preemptor, unschedulable))
+        # The nodes the policy knows hold no victims answer as a dry run there would.
+        kept = {ni.name for ni in potential}
+        none_here = {ni.name: NONE_HERE for ni in unschedulable if ni.name not in kept}
         if not potential:
-            return PostFilterResult(""), Status.unschedulable(fit_message(len(nodes), {}, absent=NOT_HELPFUL))
+            message = fit_message(len(nodes), none_here, absent=NOT_HELPFUL)
+            return PostFilterResult(""), Status.unschedulable(message)
         now = self.handle.now()
         offset, wanted = self.policy.candidates(len(potential), self.rng)
         run = dry_run(
@@ -136,7 +141,7 @@ class DefaultPreemption:
         if not run.candidates:
             if run.errors:
                 return None, Status.error("; ".join(run.errors))
-            message = fit_message(len(nodes), run.statuses, absent=NOT_HELPFUL)
+            message = fit_message(len(nodes), {**none_here, **run.statuses}, absent=NOT_HELPFUL)
             return PostFilterResult(""), Status.unschedulable(message)
         best = pick_one(run.candidates, now)
         self._prepare(best, preemptor)

@@ -24,6 +24,7 @@ from koord.scheduler.framework import CycleState, NodeInfo, Obj, PodInfo, Schedu
 from koord.scheduler.plugins.defaultpreemption.policy import VictimPolicy
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
+NONE_HERE = Status.unresolvable(NO_VICTIMS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +109,7 @@ def select_victims_on_node(
     what-if runs on copies)."""
     potential = [p for p in node.pods.values() if policy.can_preempt(preemptor, p)]
     if not potential:
-        return None, Status.unresolvable(NO_VICTIMS)
+        return None, NONE_HERE
     node, state = node.clone(), state.clone()
     for p in potential:
         node.remove_pod(p.uid)

@@ -53,6 +53,8 @@ class PodEntry:
     requests: Resources
     non_preemptible: bool
     assigned: bool
+    node: str = ""
+    """Where it is placed (bound, or reserved by this scheduler)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,8 @@ class Ledger:
         self._specs: dict[str, QuotaSpec] = dict(self._built_in)
         self._by_namespace: dict[str, list[str]] = {}
         self._pods: dict[str, PodEntry] = {}
+        self._members: dict[str, set[str]] = {}
+        """Per quota, the keys of its pods."""
         # Per quota, its own pods' sums (unmasked): request, non-preemptible request, used, n-p used.
         self._own: dict[str, tuple[Resources, Resources, Resources, Resources]] = {}
         self._nodes: dict[str, Resources] = {}
@@ -172,6 +176,11 @@ class Ledger:
 
     def _account(self, entry: PodEntry, sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) the pod's requests, and its used when it is assigned."""
+        members = self._members.setdefault(entry.quota, set())
+        if sign > 0:
+            members.add(pod_key(entry.pod))
+        else:
+            members.discard(pod_key(entry.pod))
         own = self._own.setdefault(entry.quota, ({}, {}, {}, {}))
         _add(own[0], entry.requests, sign)
         if entry.non_preemptible:
@@ -192,13 +201,15 @@ class Ledger:
         key = pod_key(pod)
         with self._lock:
             old = self._pods.get(key)
+            bound = _bound(pod)
             entry = PodEntry(
                 pod,
                 match(pod, self._specs, self._by_namespace),
                 PodInfo(pod).requests,
                 eq.is_non_preemptible(pod),
                 # Assigned once bound or reserved, until unreserved or deleted (Koordinator's isAssigned).
-                _bound(pod) or (old is not None and old.assigned),
+                bound or (old is not None and old.assigned),
+                str(as_map(pod, "spec").get("nodeName") or "") if bound else (old.node if old else ""),
             )
             self._pods[key] = entry
             if old is not None and (old.quota, old.requests, old.non_preemptible) == (
@@ -222,24 +233,26 @@ class Ledger:
             if entry is not None:
                 self._account(entry, -1)
 
-    def reserve(self, pod: Obj) -> None:
+    def reserve(self, pod: Obj, node: str) -> None:
         """The pod is placed: its requests count as used from now (Koordinator's ``ReservePod``)."""
-        self._assign(pod, True)
+        self._assign(pod, node)
 
     def unreserve(self, pod: Obj) -> None:
-        self._assign(pod, False)
+        self._assign(pod, "")
 
-    def _assign(self, pod: Obj, assigned: bool) -> None:
+    def _assign(self, pod: Obj, node: str) -> None:
         with self._lock:
             entry = self._pods.get(pod_key(pod))
-            if entry is None or entry.assigned == assigned:
+            if entry is None or entry.assigned == bool(node):
                 return
-            entry.assigned = assigned
-            self._count_used(entry, 1 if assigned else -1)
+            entry.assigned, entry.node = bool(node), node
+            self._count_used(entry, 1 if node else -1)
 
-    def assigned_pods(self, quota: str) -> list[Obj]:
+    def placed(self, quota: str) -> list[tuple[Obj, str]]:
+        """The quota's placed pods and their nodes."""
         with self._lock:
-            return [e.pod for e in self._pods.values() if e.quota == quota and e.assigned]
+            entries = (self._pods[k] for k in self._members.get(quota, ()))
+            return [(e.pod, e.node) for e in entries if e.assigned]
 
     def in_quota(self, pod: Obj, quota: str) -> bool:
         """Whether the ledger counts ``pod`` in ``quota`` (Koordinator's ``IsPodExist``)."""

@@ -195,7 +195,7 @@ class ElasticQuota:
     # ---- Reserve --------------------------------------------------------------------------------
 
     def reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
-        self.ledger.reserve(pod)
+        self.ledger.reserve(pod, node_name)
         return None
 
     def unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None:

@@ -8,9 +8,9 @@ with its own choice of victims, as Koordinator runs kube-scheduler's evaluator w
   default) no pod of the default quota is one;
 - the preemptor must fit the node's filters *and* its quota (used within the limit, as PreFilter checks)
   once its victims are gone; a victim put back that breaks either is a victim again;
-- every node the filters found ``Unschedulable`` is tried, from the first (Koordinator's
-  ``GetOffsetAndNumCandidates``), and a pod with a terminating pod of its quota and of lower priority on its
-  nominated node waits for it.
+- every node the filters found ``Unschedulable`` and where the quota has such victims is tried, from the
+  first (Koordinator's ``GetOffsetAndNumCandidates``: all nodes), and a pod with a terminating pod of its
+  quota and of lower priority on its nominated node waits for it.
 
 Koordinator differs in two ways fixed here: it checks the quota only when putting victims back, so a node
 whose victims cannot bring the quota within its limit still yields a preemption that does not help; and a
@@ -23,13 +23,15 @@ one. A pod refused by the nodes alone, its quota having room, may still be helpe
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from koord.apis import elasticquota as eq
+from koord.apis.pod import priority
 from koord.scheduler.framework import (
     Code,
     CycleState,
+    NodeInfo,
     Obj,
     PodInfo,
     PostFilterResult,
@@ -87,12 +89,25 @@ class QuotaVictims:
 
     def can_preempt(self, preemptor: PodInfo, victim: PodInfo) -> bool:
         """Koordinator's ``canPreempt``."""
-        if eq.is_non_preemptible(victim.pod) or victim.priority >= preemptor.priority:
+        if victim.priority >= preemptor.priority or eq.is_non_preemptible(victim.pod):
             return False
         quota = self._ledger.quota_of(victim.pod)
         if self._spare_default and quota == eq.DEFAULT_QUOTA:
             return False
         return quota == self._ledger.quota_of(preemptor.pod)
+
+    def nodes(self, preemptor: PodInfo, potential: Sequence[NodeInfo]) -> Sequence[NodeInfo]:
+        """The nodes where the preemptor's quota has pods it may preempt (the quota knows them; the dry run
+        need not visit the cluster)."""
+        quota = self._ledger.quota_of(preemptor.pod)
+        if self._spare_default and quota == eq.DEFAULT_QUOTA:
+            return []
+        holding = {
+            node
+            for pod, node in self._ledger.placed(quota)
+            if priority(pod) < preemptor.priority and not eq.is_non_preemptible(pod)
+        }
+        return [ni for ni in potential if ni.name in holding]
 
     def fits(self, state: CycleState, pod: Obj) -> Status | None:
         cycle = state.get(STATE_KEY)

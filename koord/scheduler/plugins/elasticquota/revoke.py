@@ -112,4 +112,4 @@ class RevokeController:
         if now - self._under_since.get(name, now) <= self._delay:
             return []
         self._under_since[name] = now
-        return to_revoke(self._ledger.assigned_pods(name), used, runtime, spec.mask)
+        return to_revoke([p for p, _ in self._ledger.placed(name)], used, runtime, spec.mask)
