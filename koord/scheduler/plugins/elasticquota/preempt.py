@@ -38,8 +38,10 @@ from koord.scheduler.framework import (
     SchedulerHandle,
     Status,
 )
+from koord.scheduler.framework.fitmessage import fit_message
 from koord.scheduler.framework.types import Resources
 from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
+from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
 from koord.scheduler.plugins.elasticquota.revoke import fits
@@ -99,15 +101,23 @@ class QuotaVictims:
     def nodes(self, preemptor: PodInfo, potential: Sequence[NodeInfo]) -> Sequence[NodeInfo]:
         """The nodes where the preemptor's quota has pods it may preempt (the quota knows them; the dry run
         need not visit the cluster)."""
+        holding = self._holding(preemptor)
+        return [ni for ni in potential if ni.name in holding]
+
+    def has_victims(self, preemptor: PodInfo) -> bool:
+        """Whether a pod preemptor is eligible to be its victim (unless it is not eligible at all, which
+        the evaluator then says)."""
+        return preemptor.spec.get("preemptionPolicy") == "Never" or bool(self._holding(preemptor))
+
+    def _holding(self, preemptor: PodInfo) -> set[str]:
         quota = self._ledger.quota_of(preemptor.pod)
         if self._spare_default and quota == eq.DEFAULT_QUOTA:
-            return []
-        holding = {
+            return set()
+        return {
             node
             for pod, node in self._ledger.placed(quota)
             if priority(pod) < preemptor.priority and not eq.is_non_preemptible(pod)
         }
-        return [ni for ni in potential if ni.name in holding]
 
     def fits(self, state: CycleState, pod: Obj) -> Status | None:
         cycle = state.get(STATE_KEY)
@@ -125,16 +135,26 @@ class QuotaPreemption:
     def __init__(
         self, plugin_name: str, handle: SchedulerHandle, ledger: Ledger, args: ElasticQuotaArgs
     ) -> None:
-        self._evaluator = DefaultPreemption(None, handle, name=plugin_name, policy=QuotaVictims(ledger, args))
+        self._policy = QuotaVictims(ledger, args)
+        self._evaluator = DefaultPreemption(None, handle, name=plugin_name, policy=self._policy)
         self._plugin = plugin_name
+        self._handle = handle
 
     def post_filter(
         self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
+        refused = self._refused_by_quota(statuses)
+        if refused is Code.UNSCHEDULABLE and not self._policy.has_victims(PodInfo(pod)):
+            # Nothing in the quota to preempt: the evaluator's answer, without visiting every node.
+            self._handle.count_preemption_attempt()
+            message = fit_message(len(self._handle.node_infos()), {}, absent=NONE_HERE)
+            return PostFilterResult(""), Status.unresolvable(f"preemption: {message}")
         result, st = self._evaluator.post_filter(state, pod, statuses)
-        if st is not None and st.code is Code.UNSCHEDULABLE and self._refused_by_quota(statuses):
+        if st is not None and st.code is Code.UNSCHEDULABLE and refused is not None:
             st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.reasons)
         return result, st
 
-    def _refused_by_quota(self, statuses: Mapping[str, Status]) -> bool:
-        return any(st.plugin == self._plugin for st in statuses.values())
+    def _refused_by_quota(self, statuses: Mapping[str, Status]) -> Code | None:
+        """How ElasticQuota refused the pod (its PreFilter's answer is every node's), ``None`` when it
+        did not."""
+        return next((st.code for st in statuses.values() if st.plugin == self._plugin), None)
