@@ -46,6 +46,15 @@ def _bound(pod: Obj) -> bool:
     return bool(as_map(pod, "spec").get("nodeName")) and as_map(pod, "status").get("phase") not in _TERMINATED
 
 
+_REQUEST_FIELDS = ("containers", "initContainers", "overhead")
+
+
+def _same_requests(old: Obj, new: Obj) -> bool:
+    """Whether nothing a pod's requests come from changed (most updates: status, binding, labels)."""
+    a, b = as_map(old, "spec"), as_map(new, "spec")
+    return all(a.get(f) is b.get(f) or a.get(f) == b.get(f) for f in _REQUEST_FIELDS)
+
+
 @dataclass(slots=True)
 class PodEntry:
     pod: Obj
@@ -205,7 +214,7 @@ class Ledger:
             entry = PodEntry(
                 pod,
                 match(pod, self._specs, self._by_namespace),
-                PodInfo(pod).requests,
+                old.requests if old is not None and _same_requests(old.pod, pod) else PodInfo(pod).requests,
                 eq.is_non_preemptible(pod),
                 # Assigned once bound or reserved, until unreserved or deleted (Koordinator's isAssigned).
                 bound or (old is not None and old.assigned),
