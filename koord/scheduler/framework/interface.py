@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from koord.apis.groups import Resource
+from koord.scheduler.framework.objecthandle import ObjectHandle
 from koord.scheduler.framework.preemptionhandle import PreemptionHandle
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
@@ -204,7 +205,7 @@ class Handle(Protocol):
         """Wall-clock seconds (injected, so tests control expiry)."""
 
 
-class SchedulerHandle(Handle, PreemptionHandle, Protocol):
+class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, Protocol):
     """The handle koord-scheduler gives (the extender front end gives the plain :class:`Handle`)."""
 
     @property
@@ -245,20 +246,6 @@ class SchedulerHandle(Handle, PreemptionHandle, Protocol):
 
     def register_forget_pod_handler(self, handler: Callable[[Obj], None]) -> None:
         """Be told when an assumed pod is forgotten (its binding failed or was given up)."""
-
-    # Writes of plugins' controllers (an ElasticQuota's status, the built-in quotas, over-use revoke).
-
-    def ensure_object(self, resource: Resource, obj: Obj) -> Status | None:
-        """Create ``obj`` unless it exists; an error status when the API refuses."""
-
-    def patch_object(
-        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> Status | None:
-        """A JSON merge patch of the object (``null`` removes a key)."""
-
-    def evict_pod(self, pod: Obj) -> Status | None:
-        """Evict the pod through the Eviction API (PodDisruptionBudgets apply); one gone already is no
-        error."""
 
 
 @runtime_checkable
