@@ -27,7 +27,7 @@ from koord.scheduler.framework.cycle import (
 from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.framework.nominator import nominated_node_name
-from koord.scheduler.framework.runtime import Framework, PluginFailure
+from koord.scheduler.framework.runtime import NARROWED_BY, Framework, PluginFailure, go_list
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 
 if TYPE_CHECKING:
@@ -99,7 +99,11 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
         if allowed is not None:
             outside = total - len(nodes)
             if outside:
-                why = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy PreFilter",))
+                # kube-scheduler's status for the nodes a PreFilter result left out (findNodesThatFitPod).
+                by = state.get(NARROWED_BY) or ()
+                diagnosis.unschedulable_plugins.update(by)
+                text = f"node(s) didn't satisfy plugin(s) {go_list(by)}"
+                why = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (text,))
                 for ni in snapshot.node_infos():
                     if ni.name not in allowed:
                         diagnosis.statuses[ni.name] = why

@@ -46,12 +46,18 @@ class FilterResult:
     plugins: list[Enabled]
     failed: dict[int, tuple[int, Status | None]] = field(default_factory=dict)
     """Position in ``nodes`` -> (index of the rejecting plugin in ``plugins``, its status if known)."""
+    rejected: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    """(index of a batch plugin that answered with a boolean array, the positions it rejected): kept
+    as arrays, since a plugin may reject thousands of nodes in a cycle that never asks why."""
 
     def statuses(self) -> dict[str, Status]:
         """Node name -> why it failed, for every rejected node the search went through."""
         out: dict[str, Status] = {}
         infos = self.nodes.infos
-        for pos, (pi, known) in self.failed.items():
+        failed = dict(self.failed)
+        for pi, positions in self.rejected:
+            failed.update(dict.fromkeys(positions.tolist(), (pi, None)))
+        for pos, (pi, known) in failed.items():
             if pos >= self.processed:
                 continue
             e = self.plugins[pi]
@@ -115,9 +121,10 @@ def find_feasible(
         if isinstance(answer, np.ndarray):
             if answer.shape != (len(cand),):
                 raise PluginFailure(e.name, "filter", f"answered {answer.shape} for {len(cand)} nodes")
-            for pos in cand[~answer].tolist():
-                result.failed[pos] = (pi, None)
-            alive[cand[~answer]] = False
+            rejected = cand[~answer]
+            if len(rejected):
+                result.rejected.append((pi, rejected))
+                alive[rejected] = False
             continue
         answers = list(answer)
         if len(answers) != len(cand):
@@ -156,11 +163,11 @@ def find_feasible(
         ni = infos[pos]
         if pos in special:
             st = filter_with_nominated_pods(fw, state, pod, ni, ahead[ni.name])
-            rejected = None if st is None else (index[st.plugin], st)
+            verdict = None if st is None else (index[st.plugin], st)
         else:
-            rejected = _first_rejection(per_node, state, pod, ni)
-        if rejected is not None:
-            result.failed[pos] = rejected
+            verdict = _first_rejection(per_node, state, pod, ni)
+        if verdict is not None:
+            result.failed[pos] = verdict
             continue
         keep.append(pos)
         if want is not None and len(keep) >= want:

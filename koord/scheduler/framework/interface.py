@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from koord.scheduler.framework.events import ClusterEventWithHint
     from koord.scheduler.framework.nodeset import NodeSet
+    from koord.scheduler.framework.snapshot import Snapshot
 
 MAX_NODE_SCORE = 100
 """A Score plugin answers 0..100 per node (after NormalizeScore), as in kube-scheduler."""
@@ -211,6 +212,11 @@ class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, Protocol):
     @property
     def client(self) -> Any:
         """The API client (``kubernetes.client.ApiClient``); ``None`` in tests."""
+
+    def snapshot(self) -> Snapshot:
+        """The cluster as the current cycle sees it (nodes in row order, their arrays and derived
+        columns); :func:`~koord.scheduler.framework.snapshot.snapshot_of` also serves front ends
+        without one."""
 
     def store(self, name: str) -> Store | None:
         """A cache the scheduler keeps by name (``pods``, ``nodes``, ``nodemetrics``, and those plugins

@@ -36,6 +36,13 @@ from koord.scheduler.framework.registry import Registry
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 log = logging.getLogger(__name__)
+NARROWED_BY = "framework/preFilterNarrowedBy"
+"""CycleState key: the PreFilter plugins whose node lists narrowed this cycle's search, in order."""
+
+
+def go_list(names: Sequence[str]) -> str:
+    """``names`` sorted as kube-scheduler prints a ``sets.List`` with ``%v``: ``[A B]``."""
+    return f"[{' '.join(sorted(names))}]"
 
 Timer = Callable[[str, str, float], None]
 """``(plugin, extension point, seconds)`` after each plugin call (or pass over the nodes of a call)."""
@@ -219,8 +226,9 @@ class Framework:
                     return None, answer.with_plugin(e.name)
             elif answer is not None:
                 raise PluginFailure(e.name, "preFilter", f"returned {answer!r}")
+        state.write(NARROWED_BY, tuple(narrowed))
         if result is not None and result.node_names is not None and not result.node_names:
-            why = f"node(s) didn't satisfy plugin(s) {narrowed} simultaneously"
+            why = f"node(s) didn't satisfy plugin(s) {go_list(narrowed)} simultaneously"
             return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (why,), narrowed[0])
         return result, None
 

@@ -192,6 +192,12 @@ class PodInfo:
         return host_ports(self.pod)
 
     @cached_property
+    def memo(self) -> dict[str, Any]:
+        """Where plugins keep what they derive from the pod object (parsed affinity terms...), as
+        :attr:`NodeInfo.memo` for the node: a changed pod is a new PodInfo, with an empty memo."""
+        return {}
+
+    @cached_property
     def affinity(self) -> Mapping[str, Any]:
         return as_map(self.spec, "affinity")
 

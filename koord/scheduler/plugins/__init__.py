@@ -21,6 +21,8 @@ from koord.scheduler.plugins import (
 )
 from koord.scheduler.plugins.defaultpreemption import NAME as DEFAULT_PREEMPTION
 from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
+from koord.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
+from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
 from koord.scheduler.plugins.noderesources import (
@@ -29,6 +31,8 @@ from koord.scheduler.plugins.noderesources import (
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
 )
+from koord.scheduler.plugins.podtopologyspread import NAME as POD_TOPOLOGY_SPREAD
+from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
 
 BUILTIN: Mapping[str, PluginFactory] = {
     schedulinggates.NAME: schedulinggates.SchedulingGates,
@@ -41,6 +45,8 @@ BUILTIN: Mapping[str, PluginFactory] = {
     FIT: NodeResourcesFit,
     BALANCED: NodeResourcesBalancedAllocation,
     DEFAULT_PREEMPTION: DefaultPreemption,
+    POD_TOPOLOGY_SPREAD: PodTopologySpread,
+    INTER_POD_AFFINITY: InterPodAffinity,
     defaultprebind.NAME: defaultprebind.DefaultPreBind,
     defaultbinder.NAME: defaultbinder.DefaultBinder,
     volumebinding.NAME: volumebinding.VolumeBinding,

@@ -315,3 +315,21 @@ def _uid(k: MemoryScheduler, name: str) -> str:
     p = k.pods.get(f"default/{name}")
     assert p is not None
     return str(p["metadata"]["uid"])
+
+
+def test_nodes_a_prefilter_result_leaves_out_are_named_by_plugin() -> None:
+    k = kit()
+    for name in ("a", "b", "c"):
+        k.add_node(node(name, "1", "4Gi"))
+    p = pod("pinned", requests={"cpu": "2"}, scheduler_name=S)
+    names = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]}]}
+    p["spec"]["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [names]}}
+    }
+    k.add_pod(p)
+    k.run()
+    assert k.bound() == {}
+    # kube-scheduler's words for the nodes outside NodeAffinity's PreFilter result.
+    assert k.events("FailedScheduling")[-1][3].startswith(
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+    )
