@@ -272,7 +272,18 @@ def test_queue_hints_look_at_the_pods_quota() -> None:
     assert deleted_hint(waiting, qpod("x", "b", node_name="n"), None).name == "SKIP"
     assert deleted_hint(waiting, qpod("x", "a"), None).name == "SKIP"  # it held nothing
     a, b = elastic_quota("a", maximum={"cpu": "4"}), elastic_quota("b", maximum={"cpu": "4"})
-    assert quota_hint(waiting, a, a).name == "QUEUE"
-    assert quota_hint(waiting, b, b).name == "SKIP"
-    # Without enableQueueHint (Koordinator's default) every such event requeues.
-    assert all(e.hint is None for e in kit().scheduler.profiles[S].instances[NAME].events_to_register())
+    a8, b8 = elastic_quota("a", maximum={"cpu": "8"}), elastic_quota("b", maximum={"cpu": "8"})
+    assert quota_hint(waiting, a, a8).name == "QUEUE"
+    assert quota_hint(waiting, b, b8).name == "SKIP"  # another quota
+    assert quota_hint(waiting, None, a8).name == "QUEUE"  # a quota added
+    # The scheduler's own figures written back are no reason to retry, hints or not.
+    written = {**a, "metadata": {**a["metadata"], "annotations": {eq.ANNOTATION_RUNTIME: '{"cpu":"2"}'}}}
+    written["status"] = {"used": {"cpu": "2"}}
+    assert quota_hint(waiting, a, written).name == "SKIP"
+    # Without enableQueueHint (Koordinator's default) every other change requeues.
+    plain = {str(e.event): e.hint for e in kit().scheduler.profiles[S].instances[NAME].events_to_register()}
+    assert plain["Pod/DELETE"] is None
+    hint = plain["ElasticQuota/ALL"]
+    assert hint is not None
+    assert hint(waiting, b, b8).name == "QUEUE"
+    assert hint(waiting, a, written).name == "SKIP"

@@ -77,6 +77,7 @@ class Ledger:
         self._nodes: dict[str, Resources] = {}
         self._total: Resources = {}
         self._figures: dict[str, QuotaFigures] | None = None
+        self._children: dict[str, list[str]] | None = None
 
     # ---- quotas ---------------------------------------------------------------------------------
 
@@ -102,6 +103,7 @@ class Ledger:
                 )
             self._specs[spec.name] = spec
             self._figures = None
+            self._children = None
             if old is None or old.namespaces != spec.namespaces or old.namespace != spec.namespace:
                 self._index_namespaces()
                 self._rematch()
@@ -116,6 +118,7 @@ class Ledger:
             else:
                 del self._specs[name]
             self._figures = None
+            self._children = None
             self._index_namespaces()
             self._rematch()
 
@@ -304,9 +307,11 @@ class Ledger:
     def usage(self, name: str) -> Usage:
         """The quota's request and used, its descendants' included."""
         with self._lock:
-            children: dict[str, list[str]] = {}
-            for s in self._specs.values():
-                children.setdefault(s.parent, []).append(s.name)
+            children = self._children
+            if children is None:
+                children = self._children = {}
+                for s in self._specs.values():
+                    children.setdefault(s.parent, []).append(s.name)
             sums = Usage({}, {}, {}, {})
             seen: set[str] = set()
             stack = [name]

@@ -47,6 +47,7 @@ from koord.scheduler.framework.types import Resources
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs, parse_args
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
 from koord.scheduler.plugins.elasticquota.preempt import STATE_KEY, QuotaCycle, QuotaPreemption, plus
+from koord.scheduler.plugins.elasticquota.quotas import QuotaSpec
 from koord.scheduler.plugins.elasticquota.revoke import RevokeController
 from koord.scheduler.plugins.elasticquota.status import StatusController
 from koord.scheduler.plugins.elasticquota.units import go_list, printed
@@ -209,9 +210,7 @@ class ElasticQuota:
             ClusterEventWithHint(
                 ClusterEvent("Pod", Action.DELETE), self._after_pod_deleted if hinted else None
             ),
-            ClusterEventWithHint(
-                ClusterEvent(ELASTIC_QUOTAS.kind, Action.ALL), self._after_quota_changed if hinted else None
-            ),
+            ClusterEventWithHint(ClusterEvent(ELASTIC_QUOTAS.kind, Action.ALL), self._after_quota_changed),
             ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE_NODE_ALLOCATABLE)),
         )
 
@@ -230,7 +229,13 @@ class ElasticQuota:
         return QUEUE if self._related(pod, self.ledger.quota_of(old)) else QueueingHint.SKIP
 
     def _after_quota_changed(self, pod: Obj, old: Any, new: Any) -> QueueingHint:
-        """Koordinator's ``isSchedulableAfterQuotaChanged``, for added and deleted quotas too."""
+        """An update that leaves the quota's spec, labels and read annotations as they were (the figures
+        this plugin writes back every second) makes room for nobody; with ``enableQueueHint``, the rest
+        is Koordinator's ``isSchedulableAfterQuotaChanged`` (for added and deleted quotas too)."""
+        if isinstance(old, Mapping) and isinstance(new, Mapping) and QuotaSpec.of(old) == QuotaSpec.of(new):
+            return QueueingHint.SKIP
+        if not self.args.enable_queue_hint:
+            return QUEUE
         changed = new if isinstance(new, Mapping) else old
         if not isinstance(changed, Mapping):
             return QUEUE
