@@ -15,6 +15,8 @@ Printed, each beside a floor measured in the same run:
 - **end to end** against the test API server: pods/s from the first pending pod to the last binding, by
   the real ``koord-scheduler`` process; floor: the server's own bind throughput (16 threads POSTing
   bindings with the official client).
+- **quota**: the same algorithm run with 20 ElasticQuotas over the 5000 nodes (:mod:`bench.workloads.quota`),
+  beside the plain workload's pods/s of this run.
 - **memory**: the scheduler's RSS with 5000 nodes and 100 000 bound pods cached (``--quick``: 20 000,
   with the per-pod cost), beside the RSS of the same process before the caches are built.
 """
@@ -34,7 +36,7 @@ from typing import Any
 
 import psutil
 
-from bench.workloads import affinity, basic, gang
+from bench.workloads import affinity, basic, gang, quota
 from koord.scheduler.testing import MemoryScheduler
 
 NAME = "scheduler"
@@ -297,6 +299,7 @@ def main() -> None:
     gc.freeze()
     if opts.quick:
         result.update(algorithm(5000, 1000, 3000))
+        result.update(quota.algorithm(5000, 1000, 3000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 2000))
         result.update(gangs(1000, 100, 10, rate=5.0))
@@ -304,6 +307,7 @@ def main() -> None:
         result.update(memory(5000, 20_000))
     else:
         result.update(algorithm(5000, 1000, 10_000))
+        result.update(quota.algorithm(5000, 1000, 10_000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 10_000))
         result.update(gangs(1000, 200, 10, rate=5.0))

@@ -38,6 +38,8 @@ class Resource:
 SLO_GROUP = "slo.koordinator.sh"
 SCHEDULING_GROUP = "scheduling.koordinator.sh"
 TOPOLOGY_GROUP = "topology.node.k8s.io"
+SIGS_SCHEDULING_GROUP = "scheduling.sigs.k8s.io"
+"""The group of the scheduler-plugins CRDs Koordinator uses (ElasticQuota, PodGroup)."""
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
@@ -55,7 +57,8 @@ NODE_RESOURCE_TOPOLOGIES = Resource(
     TOPOLOGY_GROUP, "v1alpha1", "noderesourcetopologies", "NodeResourceTopology", namespaced=False
 )
 """Written by the agent, one per node (``docs/node-scheduler-contract.md``); read by koord-scheduler."""
-PODGROUPS = Resource("scheduling.sigs.k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True)
+PODGROUPS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "podgroups", "PodGroup", namespaced=True)
+ELASTIC_QUOTAS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True)
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold resources on a node: every process lists pods with this selector (kube-scheduler's

@@ -1,7 +1,8 @@
 """What koord-scheduler writes to the API server, behind one interface: the binding (``POST
 pods/<name>/binding`` with the pod's UID as precondition, as DefaultBinder does), the ``PodScheduled``
 condition and ``nominatedNodeName`` (status PATCH), the one metadata PATCH of DefaultPreBind, Events, and
-the deletion of preemption victims, and merge PATCHes of plugins' own objects (a PodGroup's status).
+the deletion of preemption victims; for plugins' own objects (an ElasticQuota's or a PodGroup's
+status...), a create, a JSON merge patch, and a pod's eviction (``policy/v1``, as Koordinator's quota revoke evicts).
 :class:`MemoryAPI` does the same in memory (benchmarks, tests).
 """
 
@@ -41,8 +42,14 @@ class ClusterAPI(Protocol):
 
     def delete_pod(self, pod: Obj) -> None: ...
 
+    def create_object(self, resource: Resource, obj: Obj) -> None:
+        """``POST`` ``obj`` (``APIFailed`` with ``conflict`` when it exists already)."""
+
     def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        """A JSON merge PATCH of one object of ``resource``."""
+        """A JSON merge patch of the object (``APIFailed`` with ``gone`` when it does not exist)."""
+
+    def evict_pod(self, pod: Obj) -> None:
+        """``POST pods/<name>/eviction`` (a ``policy/v1`` Eviction: PodDisruptionBudgets apply)."""
 
 
 def _meta(pod: Obj) -> tuple[str, str, str]:
@@ -116,6 +123,16 @@ class KubeAPI:
     def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         self.recorder.event(ObjectRef.of(obj), type_, reason, message)
 
+    def delete_pod(self, pod: Obj) -> None:
+        ns, name, uid = _meta(pod)
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}} if uid else None
+        self._send(f"delete {ns}/{name}", "DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", body)
+
+    def create_object(self, resource: Resource, obj: Obj) -> None:
+        ns = str((obj.get("metadata") or {}).get("namespace") or "")
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        self._send(f"create {resource.kind} {ns}/{name}", "POST", resource.path(namespace=ns), dict(obj))
+
     def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         self._send(
             f"patch {resource.kind} {namespace}/{name}",
@@ -125,10 +142,16 @@ class KubeAPI:
             "application/merge-patch+json",
         )
 
-    def delete_pod(self, pod: Obj) -> None:
+    def evict_pod(self, pod: Obj) -> None:
         ns, name, uid = _meta(pod)
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}} if uid else None
-        self._send(f"delete {ns}/{name}", "DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", body)
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": ns},
+        }
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+        self._send(f"evict {ns}/{name}", "POST", f"/api/v1/namespaces/{ns}/pods/{name}/eviction", body)
 
 
 class MemoryAPI:
@@ -142,6 +165,9 @@ class MemoryAPI:
         self.patches: dict[str, list[Mapping[str, Any]]] = {}
         self.events: list[tuple[str, str, str, str]] = []
         self.deleted: list[str] = []
+        self.evicted: list[str] = []
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        """Objects plugins created, by (plural, namespace, name), with their patches applied."""
         self.object_patches: list[tuple[str, str, str, Mapping[str, Any]]] = []
         self.fail_bind: Callable[[Obj, str], str] | None = None
         """A test hook: the error to raise for a binding (``""``: bind)."""
@@ -182,6 +208,33 @@ class MemoryAPI:
         with self._lock:
             self.deleted.append(f"{ns}/{name}")
 
+    def create_object(self, resource: Resource, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        key = (resource.plural, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        with self._lock:
+            if key in self.objects:
+                raise APIFailed(f"{resource.kind} {key[1]}/{key[2]} already exists", conflict=True)
+            self.objects[key] = json.loads(json.dumps(obj))
+
     def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         with self._lock:
             self.object_patches.append((resource.plural, namespace, name, json.loads(json.dumps(patch))))
+            target = self.objects.get((resource.plural, namespace, name))
+            if target is not None:
+                _merge(target, patch)
+
+    def evict_pod(self, pod: Obj) -> None:
+        ns, name, _ = _meta(pod)
+        with self._lock:
+            self.evicted.append(f"{ns}/{name}")
+
+
+def _merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    """RFC 7386: nested objects merged, ``null`` removes, anything else replaces."""
+    for key, value in patch.items():
+        if value is None:
+            into.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = json.loads(json.dumps(value))

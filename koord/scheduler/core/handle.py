@@ -1,8 +1,9 @@
 """The handle koord-scheduler gives its plugins (kube-scheduler's ``framework.Handle``): the snapshot of the
 current cycle, the informer caches by name, change notifications, the clock, the API client, the waiting
-pods, Events, the one merged PATCH of PreBind (DefaultPreBind), pod status and plugin objects' writes, and
-what preemption needs of the scheduler (the profile's filters over what-if nodes, the nominated pods,
-victims' deletion, the queue's activation, metrics).
+pods, Events, the one merged PATCH of PreBind (DefaultPreBind), what preemption needs of the scheduler
+(the profile's filters over what-if nodes, the nominated pods, victims' deletion, the queue, metrics), and
+the writes of plugins' controllers (create or patch their own objects, such as a PodGroup's or an
+ElasticQuota's status; evict a pod).
 
 The scheduler attaches itself when it is built (:meth:`SchedulerHandle.attach`); changes to the caches
 plugins asked for (:meth:`SchedulerHandle.watch`) then become cluster events for the queue when some
@@ -250,15 +251,6 @@ class SchedulerHandle:
             return None if err.gone else Status.error(str(err))
         return None
 
-    def patch_object(
-        self, resource: groups.Resource, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> Status | None:
-        try:
-            self.api.patch_object(resource, namespace, name, patch)
-        except APIFailed as err:
-            return Status.error(str(err))
-        return None
-
     # ---- the scheduler's side: preemption --------------------------------------------------------
 
     def run_filter_plugins_with_nominated_pods(
@@ -287,3 +279,26 @@ class SchedulerHandle:
 
     def observe_preemption_victims(self, victims: int) -> None:
         self._attached().metrics.preemption_victims.observe(victims)
+
+    def ensure_object(self, resource: groups.Resource, obj: Obj) -> Status | None:
+        try:
+            self.api.create_object(resource, obj)
+        except APIFailed as err:
+            return None if err.conflict else Status.error(str(err))
+        return None
+
+    def patch_object(
+        self, resource: groups.Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Status | None:
+        try:
+            self.api.patch_object(resource, namespace, name, patch)
+        except APIFailed as err:
+            return Status.error(str(err))
+        return None
+
+    def evict_pod(self, pod: Obj) -> Status | None:
+        try:
+            self.api.evict_pod(pod)
+        except APIFailed as err:
+            return None if err.gone else Status.error(str(err))
+        return None

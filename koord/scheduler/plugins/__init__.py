@@ -9,6 +9,7 @@ from koord.scheduler.framework import PluginFactory
 from koord.scheduler.plugins import (
     defaultbinder,
     defaultprebind,
+    elasticquota,
     nodeaffinity,
     nodename,
     nodeports,
@@ -53,4 +54,5 @@ BUILTIN: Mapping[str, PluginFactory] = {
     volumebinding.NAME: volumebinding.VolumeBinding,
     LOAD_AWARE: LoadAwareScheduling,
     COSCHEDULING: Coscheduling,
+    elasticquota.NAME: elasticquota.ElasticQuota,
 }

@@ -22,13 +22,13 @@ Failed are reached, and ``scheduled`` does not shrink as members complete.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import Any
 
 from koord.apis import groups
 from koord.apis.coscheduling import POD_GROUP_LABEL, PodGroupPhase
 from koord.apis.pod import as_map
 from koord.apis.timefmt import format_time, parse_time
-from koord.scheduler.framework import SchedulerHandle, Status, Store
+from koord.scheduler.framework import SchedulerHandle, Store
 from koord.scheduler.plugins.coscheduling.cache import StoreHandler
 from koord.scheduler.plugins.coscheduling.gang import Obj, pod_key
 from koord.scheduler.plugins.coscheduling.keyed import KeyedController
@@ -107,21 +107,12 @@ def _settled(pg: Obj) -> bool:
     )
 
 
-class ObjectWriter(Protocol):
-    """What the controller writes with (koord-scheduler's handle: a merge PATCH of a plugin's object)."""
-
-    def patch_object(
-        self, resource: groups.Resource, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> Status | None: ...
-
-
 class PodGroupController(KeyedController):
     name = "PodGroupController"
 
     def __init__(self, handle: SchedulerHandle, pod_groups: Store) -> None:
         super().__init__(handle.now)
         self.handle = handle
-        self.writer = cast(ObjectWriter, handle)
         self.pod_groups = pod_groups
         self.pods = handle.watch(POD_CACHE, groups.PODS, label_selector=POD_GROUP_LABEL)
         self._members: dict[str, set[str]] = {}
@@ -176,7 +167,7 @@ class PodGroupController(KeyedController):
         if not changed:
             return None
         namespace, name = key.split("/", 1)
-        st = self.writer.patch_object(groups.PODGROUPS, namespace, name, {"status": changed})
+        st = self.handle.patch_object(groups.PODGROUPS, namespace, name, {"status": changed})
         if st is not None:
             raise RuntimeError(f"status of PodGroup {key}: {st.message}")
         return None

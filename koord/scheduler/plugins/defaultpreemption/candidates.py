@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from koord.scheduler.framework import Code, CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status
+from koord.scheduler.plugins.defaultpreemption.policy import VictimPolicy
 from koord.scheduler.plugins.defaultpreemption.victims import (
     Budget,
     Victims,
@@ -50,6 +51,7 @@ def dry_run(
     offset: int,
     wanted: int,
     now: float,
+    policy: VictimPolicy,
 ) -> DryRun:
     fine: list[Candidate] = []
     violating: list[Candidate] = []
@@ -57,7 +59,7 @@ def dry_run(
     n = len(potential)
     for i in range(n):
         ni = potential[(offset + i) % n]
-        victims, st = select_victims_on_node(handle, state, pod, preemptor, ni, pdbs, now)
+        victims, st = select_victims_on_node(handle, state, pod, preemptor, ni, pdbs, now, policy)
         if victims is not None and victims.pods:
             group = fine if victims.pdb_violations == 0 else violating
             if len(group) < wanted:

@@ -9,6 +9,9 @@ victim gets the ``DisruptionTarget`` condition (``PreemptionByScheduler``), is d
 Permit is rejected instead) and gets a ``Preempted`` Event; pods of lower priority nominated to the same
 node lose their nomination. Until that is done, the preemptor does not preempt again; if a call fails,
 it is sent back to the active queue. Failure messages are kube-scheduler's, prefixed ``preemption:``.
+
+Another PostFilter plugin preempts with its own choice of victims by building one of these with its name
+and a :class:`~.policy.VictimPolicy` (as Koordinator's ElasticQuota builds on kube-scheduler's evaluator).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from koord.scheduler.framework.fitmessage import fit_message
 from koord.scheduler.framework.nominator import nominated_node_name
 from koord.scheduler.plugins.defaultpreemption.args import parse_args
 from koord.scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, pick_one
-from koord.scheduler.plugins.defaultpreemption.victims import budgets
+from koord.scheduler.plugins.defaultpreemption.policy import LowerPriority, VictimPolicy
+from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE, budgets
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +65,17 @@ def terminating_by_preemption(pod: Obj) -> bool:
 class DefaultPreemption:
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any] | None, handle: Any) -> None:
+    def __init__(
+        self,
+        args: Mapping[str, Any] | None,
+        handle: Any,
+        *,
+        name: str = NAME,
+        policy: VictimPolicy | None = None,
+    ) -> None:
+        self.name = name
         self.args = parse_args(args)
+        self.policy: VictimPolicy = policy or LowerPriority(self.args)
         if not callable(getattr(handle, "run_filter_plugins_with_nominated_pods", None)):
             raise ValueError("needs koord-scheduler's handle (it is a PostFilter plugin of koord-scheduler)")
         self.handle: SchedulerHandle = handle
@@ -103,10 +116,16 @@ class DefaultPreemption:
         if not nodes:
             return None, Status.error("no nodes available")
         # Nodes whose filters said Unschedulable; without a status, a node failed unresolvably.
-        potential = [ni for ni in nodes if _code(statuses.get(ni.name)) is Code.UNSCHEDULABLE]
+        unschedulable = [ni for ni in nodes if _code(statuses.get(ni.name)) is Code.UNSCHEDULABLE]
+        potential = list(self.policy.nodes(preemptor, unschedulable))
+        # The nodes the policy knows hold no victims answer as a dry run there would.
+        kept = {ni.name for ni in potential}
+        none_here = {ni.name: NONE_HERE for ni in unschedulable if ni.name not in kept}
         if not potential:
-            return PostFilterResult(""), Status.unschedulable(fit_message(len(nodes), {}, absent=NOT_HELPFUL))
+            message = fit_message(len(nodes), none_here, absent=NOT_HELPFUL)
+            return PostFilterResult(""), Status.unschedulable(message)
         now = self.handle.now()
+        offset, wanted = self.policy.candidates(len(potential), self.rng)
         run = dry_run(
             self.handle,
             state,
@@ -114,14 +133,15 @@ class DefaultPreemption:
             preemptor,
             potential,
             budgets(self.pdbs.objects()),
-            self.rng.randrange(len(potential)),
-            self.args.num_candidates(len(potential)),
+            offset,
+            wanted,
             now,
+            self.policy,
         )
         if not run.candidates:
             if run.errors:
                 return None, Status.error("; ".join(run.errors))
-            message = fit_message(len(nodes), run.statuses, absent=NOT_HELPFUL)
+            message = fit_message(len(nodes), {**none_here, **run.statuses}, absent=NOT_HELPFUL)
             return PostFilterResult(""), Status.unschedulable(message)
         best = pick_one(run.candidates, now)
         self._prepare(best, preemptor)
@@ -139,7 +159,8 @@ class DefaultPreemption:
             return ""  # the nominated node cannot take it any more: preempting elsewhere is fine
         node = self.handle.node_info(nominated)
         if node is not None and any(
-            p.priority < preemptor.priority and terminating_by_preemption(p.pod) for p in node.pods.values()
+            terminating_by_preemption(p.pod) and self.policy.can_preempt(preemptor, p)
+            for p in node.pods.values()
         ):
             return TERMINATING
         return ""
@@ -184,7 +205,7 @@ class DefaultPreemption:
     def _preempt_pod(self, node: str, preemptor: PodInfo, victim: PodInfo) -> bool:
         waiting = self.handle.get_waiting_pod(victim.uid)
         if waiting is not None:
-            waiting.reject(NAME, "preempted")
+            waiting.reject(self.name, "preempted")
         else:
             scheduler = str(preemptor.spec.get("schedulerName") or "default-scheduler")
             condition = {

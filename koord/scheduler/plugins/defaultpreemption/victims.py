@@ -1,11 +1,12 @@
 """The fewest pods to remove from one node so that the preemptor fits there (kube-scheduler's
 ``SelectVictimsOnNode``), and PodDisruptionBudgets.
 
-Every pod of lower priority is taken off a copy of the node (each PreFilter plugin told through its
-``remove_pod``); if the preemptor still does not fit, the node cannot help. Otherwise the pods are put back
-one at a time, most important first (higher priority, then the one running longer), those whose removal
-would violate a PodDisruptionBudget before the others; a pod that leaves the preemptor without room is
-taken off again and becomes a victim. The victims come out most important first.
+Every pod of lower priority (every pod the plugin's :class:`~.policy.VictimPolicy` lets it preempt) is
+taken off a copy of the node (each PreFilter plugin told through its ``remove_pod``); if the preemptor
+still does not fit (the profile's filters, and the policy's own check), the node cannot help. Otherwise
+the pods are put back one at a time, most important first (higher priority, then the one running
+longer), those whose removal would violate a PodDisruptionBudget before the others; a pod that leaves the
+preemptor without room is taken off again and becomes a victim. The victims come out most important first.
 
 A budget covers the pods of its namespace its selector matches (an empty or malformed selector matches
 none); each victim it covers and has not yet seen disrupted (``status.disruptedPods``) uses one of its
@@ -20,8 +21,10 @@ from dataclasses import dataclass
 from koord.apis.selector import LabelSelector, parse_selector
 from koord.apis.timefmt import parse_time
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status
+from koord.scheduler.plugins.defaultpreemption.policy import VictimPolicy
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
+NONE_HERE = Status.unresolvable(NO_VICTIMS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,19 +103,20 @@ def select_victims_on_node(
     node: NodeInfo,
     pdbs: list[Budget],
     now: float,
+    policy: VictimPolicy,
 ) -> tuple[Victims | None, Status | None]:
     """The victims on ``node``, or why there are none (``node`` and ``state`` are left as they are: the
     what-if runs on copies)."""
-    potential = [p for p in node.pods.values() if p.priority < preemptor.priority]
+    potential = [p for p in node.pods.values() if policy.can_preempt(preemptor, p)]
     if not potential:
-        return None, Status.unresolvable(NO_VICTIMS)
+        return None, NONE_HERE
     node, state = node.clone(), state.clone()
     for p in potential:
         node.remove_pod(p.uid)
         failed = handle.run_pre_filter_extension_remove_pod(state, pod, p, node)
         if failed is not None:
             return None, failed
-    st = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
+    st = handle.run_filter_plugins_with_nominated_pods(state, pod, node) or policy.fits(state, pod)
     if st is not None:
         return None, st
     key = importance(now)
@@ -126,7 +130,8 @@ def select_victims_on_node(
         failed = handle.run_pre_filter_extension_add_pod(state, pod, p, node)
         if failed is not None:
             return failed
-        if handle.run_filter_plugins_with_nominated_pods(state, pod, node) is not None:
+        fails = handle.run_filter_plugins_with_nominated_pods(state, pod, node) or policy.fits(state, pod)
+        if fails is not None:
             node.remove_pod(p.uid)
             victims.append(p)
             return handle.run_pre_filter_extension_remove_pod(state, pod, p, node)
