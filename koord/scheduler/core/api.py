@@ -2,7 +2,8 @@
 pods/<name>/binding`` with the pod's UID as precondition, as DefaultBinder does), the ``PodScheduled``
 condition and ``nominatedNodeName`` (status PATCH), the one metadata PATCH of DefaultPreBind, Events, and
 the deletion of preemption victims; for plugins' own objects (an ElasticQuota's or a PodGroup's
-status...), a create, a JSON merge patch, and a pod's eviction (``policy/v1``, as Koordinator's quota revoke evicts).
+status...), a create, a JSON merge patch, and a pod's eviction (``policy/v1``, as Koordinator's quota
+revoke evicts).
 :class:`MemoryAPI` does the same in memory (benchmarks, tests).
 """
 
