@@ -1,7 +1,8 @@
 """Informer events into the scheduler (kube-scheduler's ``eventhandlers.go``): bound pods into the cache,
 pending pods of this scheduler's profiles into the queue, nodes into the cache; every change that may make
 an unschedulable pod fit becomes a cluster event for the queue's hints. A pending pod that is assumed
-(being bound) is left alone; a pending pod deleted while it waits on Permit is rejected there."""
+(being bound) is left alone; a pending pod deleted while it waits on Permit is rejected there, and one
+deleted while assumed leaves the cache at once."""
 
 from __future__ import annotations
 
@@ -74,6 +75,11 @@ class EventHandlers:
             return
         s.queue.delete(pod)
         s.reject_waiting(uid, "pod deleted")
+        # Assumed, and deleted before its binding reached this cache (a re-list after 410 Gone reports
+        # only the deletion, of the object last seen unbound): nothing else would ever free its room.
+        node = s.cache.forget_pod(uid)
+        if node:
+            s.room_freed(pod, node)
 
     # ---- nodes ----------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from koord.scheduler.core.fiterror import FitError
 from koord.scheduler.core.handle import PATCH_KEY
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.schedule import schedule_one
+from koord.scheduler.framework import events
 from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
 from koord.scheduler.framework.events import ClusterEventWithHint
 from koord.scheduler.framework.interface import Code, CycleState, Status
@@ -44,6 +45,10 @@ class SchedulingOptions:
     pod_max_backoff_seconds: float = 10.0
     parallelism: int = 16
     """Binding threads (kube-scheduler's ``parallelism`` sizes its worker pools)."""
+
+
+def node_gone(node: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, (f"node {node} was deleted while the pod was being bound",))
 
 
 def scheduler_name(pod: Obj) -> str:
@@ -92,6 +97,7 @@ class Scheduler:
         self._status = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pod-status")
         self._conditions: dict[str, tuple[str, str, str]] = {}
         self._lock = threading.Lock()
+        self._stopped = False
         self.cycle_lock = threading.Lock()
         """Held for each scheduling cycle: whatever reads the snapshot or runs plugins beside the loop
         (``/debug/explain``) takes it."""
@@ -151,10 +157,21 @@ class Scheduler:
         return True
 
     def stop(self) -> None:
+        """No more cycles; bindings not started are dropped (the process is stopping, and the writes of
+        those under way are the API's to fence and drain: :class:`~.api.FencedAPI`), so a plugin stuck
+        in PreBind does not hold the stop."""
+        self._stopped = True
         self.queue.close()
         self.waiting.stop()
-        self._binders.shutdown(wait=True, cancel_futures=False)
-        self._status.shutdown(wait=True)
+        self._binders.shutdown(wait=False, cancel_futures=True)
+        self._status.shutdown(wait=False, cancel_futures=True)
+
+    def _submit(self, pool: ThreadPoolExecutor, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            pool.submit(fn, *args)
+        except RuntimeError:  # shut down: a cycle or a Permit that ended while stopping
+            if not self._stopped:
+                raise
 
     def skip(self, qpi: QueuedPodInfo) -> bool:
         """Nothing to schedule: the pod is gone or bound meanwhile, or already assumed."""
@@ -189,7 +206,7 @@ class Scheduler:
             if st is None:
                 self.submit_binding(fw, state, qpi, node, start)
             else:
-                self._binders.submit(self._give_up, fw, state, qpi, node, st)
+                self._submit(self._binders, self._give_up, fw, state, qpi, node, st)
 
         wp = WaitingPod(qpi.info, node, deadlines, done)
         self.waiting.add(qpi.uid, wp, deadlines)
@@ -199,7 +216,7 @@ class Scheduler:
     ) -> None:
         """Run the binding cycle on a binding thread; ``start`` is when the scheduling cycle began (the
         attempt's duration spans both cycles, as kube-scheduler measures it)."""
-        self._binders.submit(self._binding_cycle, fw, state, qpi, node, start)
+        self._submit(self._binders, self._binding_cycle, fw, state, qpi, node, start)
 
     def _binding_cycle(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, start: float
@@ -212,7 +229,9 @@ class Scheduler:
                 if patch:  # what DefaultPreBind did not send (it is not enabled): one PATCH still
                     self.api.patch_metadata(pod, patch)
                     state.delete(PATCH_KEY)
-                st = run_bind(fw, state, pod, node)
+                # The node may have gone while Permit waited or PreBind ran: the API server would still
+                # accept the binding (it does not check the node), leaving the pod on no node.
+                st = run_bind(fw, state, pod, node) if self.cache.has_node(node) else node_gone(node)
                 if st.code is Code.SKIP:
                     st = Status(Code.ERROR, ("no Bind plugin bound the pod",))
                 elif st.is_success:
@@ -233,10 +252,19 @@ class Scheduler:
         run_post_bind(fw, state, pod, node)
 
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:
-        """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue."""
+        """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue. The room
+        it held is free again, which is an assigned pod's deletion to the pods waiting for room
+        (kube-scheduler's ``handleBindingCycleError``); the pod itself is not in the queue to be moved."""
         fw.run_unreserve(state, qpi.pod, node)
-        self.cache.forget_pod(qpi.uid)
+        if self.cache.forget_pod(qpi.uid):
+            self.room_freed(qpi.pod, node)
         self.failure(fw, qpi, st, time.perf_counter(), error=st.code is Code.ERROR)
+
+    def room_freed(self, pod: Obj, node: str) -> None:
+        """An assumed pod left the cache without binding: to the queue, an assigned pod's deletion (the
+        pod as it was assumed, on its node, as kube-scheduler hands its hints the assumed pod)."""
+        assumed = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+        self.queue.on_event(events.ASSIGNED_POD_DELETE, assumed, None)
 
     def reject_waiting(self, uid: str, message: str) -> None:
         wp: WaitingPod | None = self.waiting.get(uid)
@@ -293,7 +321,7 @@ class Scheduler:
             except APIFailed as failed:
                 log.info("updating the status of %s failed: %s", uid, failed)
 
-        self._status.submit(patch)
+        self._submit(self._status, patch)
 
     def forget_condition(self, uid: str) -> None:
         with self._lock:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from koord.kube.client import make_api_client, request
 from koord.kube.process import parse_seconds
-from koord.scheduler import cli
+from koord.scheduler.extender import cli
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.plugins.loadaware.args import parse_args
 from koord.testing import objects
@@ -59,7 +59,8 @@ def test_the_cli_accepts_the_deployment_args_and_profile(tmp_path: Path) -> None
     argv = [a for a in args() if a != mounted] + [f"--config={config}", "--list-plugins"]
     result = CliRunner().invoke(cli.main, argv)
     assert result.exit_code == 0, result.output
-    assert "LoadAwareScheduling  builtin  preFilter,filter,preScore,score(weight 1),reserve" in result.output
+    rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines()[1:]}
+    assert rows["LoadAwareScheduling"] == ["builtin", "preFilter,filter,preScore,score(weight", "1),reserve"]
     assert container()["command"] == ["koord-scheduler-extender"]
 
 
