@@ -13,7 +13,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,10 @@ class KoordSchedulerProcess:
             if all(have.get(k) == v for k, v in labels.items()):
                 return float(m.group(3))
         return 0.0
+
+    def wait_metric(self, name: str, value: float, timeout: float = 10.0, **labels: str) -> bool:
+        """Whether the sample reaches ``value`` in ``timeout`` (metrics lag the API writes they follow)."""
+        return bool(wait_until(lambda: self.metric(name, **labels) == value, timeout, step=0.05))
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -257,8 +261,11 @@ class Cluster:
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
         request(self.client, "delete pod", "DELETE", f"/api/v1/namespaces/default/pods/{name}", body=body)
 
-    def node(self, name: str, cpu: str = "2", **kw: Any) -> None:
-        request(self.client, "create node", "POST", "/api/v1/nodes", body=objects.node(name, cpu, **kw))
+    def node(self, name: str, cpu: str = "2", *, taints: Sequence[Mapping[str, str]] = (), **kw: Any) -> None:
+        node = objects.node(name, cpu, **kw)
+        if taints:
+            node["spec"]["taints"] = [dict(t) for t in taints]
+        request(self.client, "create node", "POST", "/api/v1/nodes", body=node)
 
     def delete_node(self, name: str) -> None:
         request(self.client, "delete node", "DELETE", f"/api/v1/nodes/{name}")

@@ -24,7 +24,9 @@ def profile(
     **fields: Any,
 ) -> dict[str, Any]:
     """A profile enabling the process-test plugins at these points, each given the trace file."""
-    plugins: dict[str, Any] = {point: {"enabled": [{"name": n} for n in names]} for point, names in enable.items()}
+    plugins: dict[str, Any] = {
+        point: {"enabled": [{"name": n} for n in names]} for point, names in enable.items()
+    }
     used = sorted({n for names in enable.values() for n in names})
     config = [{"name": n, "args": {"trace": str(trace), **(args or {}).get(n, {})}} for n in used]
     return {**fields, "plugins": plugins, "pluginConfig": config}
@@ -32,7 +34,9 @@ def profile(
 
 @pytest.fixture(scope="session")
 def points_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return install_wheel(POINTS_DIST, tmp_path_factory.mktemp("scheduler-points"), "koordlet_scheduler_points")
+    return install_wheel(
+        POINTS_DIST, tmp_path_factory.mktemp("scheduler-points"), "koordlet_scheduler_points"
+    )
 
 
 @pytest.fixture

@@ -10,8 +10,16 @@ from pathlib import Path
 
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
-from tests.cluster.koordscheduler import Cluster, bindings, calls, condition, configuration, events_for, node_of
-from tests.integration.koordscheduler_env import Start, cluster, points_site, profile, schedulers  # noqa: F401
+from tests.cluster.koordscheduler import (
+    Cluster,
+    bindings,
+    calls,
+    condition,
+    configuration,
+    events_for,
+    node_of,
+)
+from tests.integration.koordscheduler_env import Start, profile
 
 GATE, OPEN = "points.test/gate", "points.test/open"
 
@@ -67,9 +75,7 @@ def test_a_permit_timeout_unreserves_and_requeues_without_binding(
     trace = tmp_path / "trace"
     cluster.node("n1")
     ks = schedulers(
-        configuration(
-            profile(trace, {"permit": ["Pair"], "reserve": ["Recorder"]}, {"Pair": {"timeout": 1}})
-        )
+        configuration(profile(trace, {"permit": ["Pair"], "reserve": ["Recorder"]}, {"Pair": {"timeout": 1}}))
     )
     cluster.pod("alone", labels={"points.test/pair": "solo"})
     assert wait_until(lambda: calls(trace, "unreserve", "default/alone"), 30, step=0.05)

@@ -29,6 +29,17 @@ def _uid(pod: Obj) -> str:
     return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
 
 
+_VERSIONS = ("resourceVersion", "generation", "managedFields")
+
+
+def _status_only(old: Obj, new: Obj) -> bool:
+    def rest(pod: Obj) -> tuple[dict[str, Any], dict[str, Any]]:
+        meta = {k: v for k, v in (pod.get("metadata") or {}).items() if k not in _VERSIONS}
+        return meta, {k: v for k, v in pod.items() if k not in ("metadata", "status")}
+
+    return rest(old) == rest(new)
+
+
 class EventHandlers:
     def __init__(self, sched: Scheduler) -> None:
         self.sched = sched
@@ -63,7 +74,11 @@ class EventHandlers:
                 s.reject_waiting(_uid(new), "pod is being deleted")
             elif not s.cache.is_assumed(_uid(new)):
                 s.queue.update(old, new)
-                s.queue.on_event(events.UNSCHEDULED_POD_UPDATE, old, new)
+                # Its status alone (the PodScheduled=False this scheduler just wrote) changes nothing
+                # another pod could be waiting for; as an event it would requeue every pod rejected by a
+                # plugin that registered pod updates, after each failure (kube-scheduler's isPodUpdated).
+                if not _status_only(old, new):
+                    s.queue.on_event(events.UNSCHEDULED_POD_UPDATE, old, new)
 
     def pod_deleted(self, pod: Obj) -> None:
         s = self.sched

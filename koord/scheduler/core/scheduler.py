@@ -82,6 +82,7 @@ class Scheduler:
         """The pods informer cache (``namespace/name`` keys): the truth about a pod's current state."""
         self.config = options
         self.rng = np.random.default_rng(seed)
+        self._clock = clock
         self.next_start_node_index = 0
         first = next(iter(self.profiles.values()))
         hints = {name: fw.events_to_register() for name, fw in self.profiles.items()}
@@ -248,6 +249,8 @@ class Scheduler:
         self.forget_condition(qpi.uid)
         self.metrics.attempt(fw.profile.scheduler_name, "scheduled", time.perf_counter() - start)
         self.metrics.pod_attempts.observe(qpi.attempts)
+        if qpi.initial_attempt is not None:
+            self.metrics.scheduled(qpi.attempts, self._clock() - qpi.initial_attempt)
         self.api.event(pod, "Normal", "Scheduled", f"Successfully assigned {qpi.info.key} to {node}")
         run_post_bind(fw, state, pod, node)
 
