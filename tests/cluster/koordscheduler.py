@@ -120,9 +120,9 @@ class KoordSchedulerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def stop(self, timeout: float = 20.0) -> int:
-        """SIGTERM; the exit code."""
-        if self.proc.poll() is None:
+    def stop(self, timeout: float = 20.0, *, signal_it: bool = True) -> int:
+        """SIGTERM (unless ``signal_it`` is false: it was signalled, or stops by itself); the exit code."""
+        if signal_it and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
             code = self.proc.wait(timeout)

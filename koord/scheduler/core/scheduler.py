@@ -309,6 +309,8 @@ class Scheduler:
         self._report(qpi.pod, reason, message, nominated)
 
     def _report(self, pod: Obj, reason: str, message: str, nominated: str) -> None:
+        if self._stopped:
+            return  # a binding refused at the fence of a stopping replica: the next leader reports
         uid = str((pod.get("metadata") or {}).get("uid") or "")
         key = (reason, message, nominated)
         with self._lock:
