@@ -38,7 +38,8 @@ def configuration(*profiles: Mapping[str, Any], **top: Any) -> dict[str, Any]:
 
 
 class KoordSchedulerProcess:
-    """One ``koord-scheduler`` child; without ``elect`` it runs with ``--no-leader-elect``."""
+    """One ``koord-scheduler`` child; without ``elect`` it runs with ``--no-leader-elect``; with ``token``
+    it authenticates with that bearer token."""
 
     def __init__(
         self,
@@ -49,11 +50,16 @@ class KoordSchedulerProcess:
         name: str = "koord-scheduler",
         site: Path | None = None,
         elect: bool = False,
+        token: str = "",
     ) -> None:
         self.name = name
         self._port: int | None = None
         self.log_path = tmp / f"{name}.log"
         kubeconfig = write_kubeconfig(tmp / f"{name}-kubeconfig.json", server)
+        if token:  # authenticate as the owner of the token (a ServiceAccount), as in a cluster
+            doc = json.loads(kubeconfig.read_text())
+            doc["users"][0]["user"] = {"token": token}
+            kubeconfig.write_text(json.dumps(doc))
         argv = [f"--kubeconfig={kubeconfig}", f"--addr={EPHEMERAL}", *args]
         if config is not None:
             path = tmp / f"{name}-config.json"
