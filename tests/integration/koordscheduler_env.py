@@ -32,6 +32,15 @@ def profile(
     return {**fields, "plugins": plugins, "pluginConfig": config}
 
 
+def holding(tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
+    """The trace, the release directory and a profile whose PreBind holds pods labelled
+    ``points.test/hold`` until ``<release>/<pod name>`` exists (``Hold``), with Reserve recorded."""
+    trace, release = tmp_path / "trace", tmp_path / "release"
+    release.mkdir()
+    enable = {"preBind": ["Hold"], "reserve": ["Recorder"]}
+    return trace, release, profile(trace, enable, {"Hold": {"release": str(release)}})
+
+
 @pytest.fixture(scope="session")
 def points_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return install_wheel(

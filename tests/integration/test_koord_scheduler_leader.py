@@ -10,7 +10,7 @@ from pathlib import Path
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer, Request
 from tests.cluster.koordscheduler import Cluster, KoordSchedulerProcess, calls, configuration, node_of
-from tests.integration.koordscheduler_env import Start, profile
+from tests.integration.koordscheduler_env import Start, holding
 
 NS, LEASE = "koordinator-system", "koord-scheduler"
 # Short leases for the test: a request times out (1.5 s) before the lease could pass to the other replica
@@ -57,11 +57,10 @@ def two_replicas(
     server: APIServer, cluster: Cluster, schedulers: Start, tmp_path: Path
 ) -> tuple[KoordSchedulerProcess, KoordSchedulerProcess, Path, Path]:
     """Replica ``a`` leading, ``b`` following; the pod ``held`` caught in ``a``'s PreBind."""
-    trace, release = tmp_path / "trace", tmp_path / "release"
-    release.mkdir()
+    trace, release, held = holding(tmp_path)
     server.store.create("namespaces", {"metadata": {"name": NS}}, keep_status=False)
     cluster.node("n1", cpu="4")
-    config = configuration(profile(trace, {"preBind": ["Hold"]}, {"Hold": {"release": str(release)}}))
+    config = configuration(held)
     a = schedulers(config, *ELECTION, "--leader-elect-identity=a", name="a", elect=True)
     assert wait_until(lambda: lease_holder(server) == "a", 30, step=0.05)
     b = schedulers(config, *ELECTION, "--leader-elect-identity=b", name="b", elect=True)

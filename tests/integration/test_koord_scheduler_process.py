@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
@@ -19,7 +20,7 @@ from tests.cluster.koordscheduler import (
     events_for,
     node_of,
 )
-from tests.integration.koordscheduler_env import Start, profile
+from tests.integration.koordscheduler_env import Start, holding, profile
 
 GATE, OPEN = "points.test/gate", "points.test/open"
 
@@ -28,6 +29,17 @@ def bound(server: APIServer, name: str, timeout: float = 30.0) -> str:
     """The node ``name`` is bound to, waiting for it; fails after ``timeout``."""
     assert wait_until(lambda: node_of(server, name), timeout, step=0.05), f"{name} not bound in {timeout}s"
     return node_of(server, name)
+
+
+def flaky_binder(plugins: dict[str, Any], trace: Path) -> dict[str, Any]:
+    """The profile with FlakyBind before DefaultBinder, as Koordinator's profile puts Reservation before
+    it (``disabled: ["*"]``, then both in order)."""
+    plugins["plugins"]["bind"] = {
+        "disabled": [{"name": "*"}],
+        "enabled": [{"name": "FlakyBind"}, {"name": "DefaultBinder"}],
+    }
+    plugins["pluginConfig"].append({"name": "FlakyBind", "args": {"trace": str(trace)}})
+    return plugins
 
 
 def test_a_gated_pod_waits_for_its_label(
@@ -131,12 +143,7 @@ def test_a_failing_bind_is_retried_with_backoff_and_binds_once(
     trace = tmp_path / "trace"
     cluster.node("n1")
     plugins = profile(trace, {"reserve": ["Recorder"], "postBind": ["Recorder"]})
-    plugins["plugins"]["bind"] = {
-        "disabled": [{"name": "*"}],
-        "enabled": [{"name": "FlakyBind"}, {"name": "DefaultBinder"}],
-    }
-    plugins["pluginConfig"].append({"name": "FlakyBind", "args": {"trace": str(trace)}})
-    ks = schedulers(configuration(plugins))
+    ks = schedulers(configuration(flaky_binder(plugins, trace)))
     cluster.pod("flaky", labels={"points.test/fail-bind": "2"})
     assert bound(api_server, "flaky") == "n1"
     tries = calls(trace, "bind", "default/flaky")
@@ -156,18 +163,9 @@ def test_a_failing_bind_is_retried_with_backoff_and_binds_once(
 def test_a_failed_binding_frees_the_room_for_a_pod_waiting_for_it(
     api_server: APIServer, cluster: Cluster, schedulers: Start, tmp_path: Path
 ) -> None:
-    trace, release = tmp_path / "trace", tmp_path / "release"
-    release.mkdir()
+    trace, release, plugins = holding(tmp_path)
     cluster.node("n1", cpu="2")
-    plugins = profile(
-        trace, {"reserve": ["Recorder"], "preBind": ["Hold"]}, {"Hold": {"release": str(release)}}
-    )
-    plugins["plugins"]["bind"] = {
-        "disabled": [{"name": "*"}],
-        "enabled": [{"name": "FlakyBind"}, {"name": "DefaultBinder"}],
-    }
-    plugins["pluginConfig"].append({"name": "FlakyBind", "args": {"trace": str(trace)}})
-    ks = schedulers(configuration(plugins))
+    ks = schedulers(configuration(flaky_binder(plugins, trace)))
     cluster.pod("doomed", cpu="2", labels={"points.test/hold": "1", "points.test/fail-bind": "always"})
     assert wait_until(lambda: calls(trace, "preBind", "default/doomed", "held"), 30, step=0.05)
     cluster.pod("waiter", cpu="2")

@@ -27,7 +27,7 @@ from tests.cluster.koordscheduler import (
     events_for,
     node_of,
 )
-from tests.integration.koordscheduler_env import Start, profile
+from tests.integration.koordscheduler_env import Start, holding, profile
 
 HOLD = {"points.test/hold": "1"}
 
@@ -139,13 +139,9 @@ def test_concurrent_pod_and_node_churn_never_overcommits_or_binds_twice(
 def test_a_node_deleted_during_binding_gets_no_pod(
     api_server: APIServer, cluster: Cluster, schedulers: Start, tmp_path: Path
 ) -> None:
-    trace, release = tmp_path / "trace", tmp_path / "release"
-    release.mkdir()
+    trace, release, config = holding(tmp_path)
     audit = BindingAudit(api_server)
     cluster.node("doomed")
-    config = profile(
-        trace, {"preBind": ["Hold"], "reserve": ["Recorder"]}, {"Hold": {"release": str(release)}}
-    )
     ks = schedulers(configuration(config))
     cluster.pod("p", labels=HOLD)
     assert wait_until(lambda: held(trace, "p"), 30, step=0.05)
@@ -164,14 +160,10 @@ def test_a_node_deleted_during_binding_gets_no_pod(
 def test_an_api_outage_and_a_410_relist_lose_nothing_and_bind_nothing_twice(
     api_server: APIServer, cluster: Cluster, schedulers: Start, tmp_path: Path
 ) -> None:
-    trace, release = tmp_path / "trace", tmp_path / "release"
-    release.mkdir()
+    trace, release, config = holding(tmp_path)
     audit = BindingAudit(api_server)
     api_server.store.create("namespaces", {"metadata": {"name": "koordinator-system"}}, keep_status=False)
     cluster.node("n1", cpu="2")
-    config = profile(
-        trace, {"preBind": ["Hold"], "reserve": ["Recorder"]}, {"Hold": {"release": str(release)}}
-    )
     ks = schedulers(configuration(config), elect=True)
     assert wait_until(lambda: lease_holder(api_server), 30, step=0.05)
     cluster.pod("old", cpu="1")
@@ -217,10 +209,8 @@ def test_a_binding_the_watch_never_showed_frees_its_room_when_the_pod_goes(
     """The pod is bound while the scheduler's watches are cut, and deleted at once with the history
     compacted (in the same store transaction as the binding): the re-list after the 410 reports only
     the deletion of the pod as the scheduler last saw it, unbound."""
-    trace, release = tmp_path / "trace", tmp_path / "release"
-    release.mkdir()
+    trace, release, config = holding(tmp_path)
     cluster.node("n1", cpu="2")
-    config = profile(trace, {"preBind": ["Hold"]}, {"Hold": {"release": str(release)}})
     ks = schedulers(configuration(config))
     cluster.pod("ghost", cpu="2", labels=HOLD)
     assert wait_until(lambda: held(trace, "ghost"), 30, step=0.05)

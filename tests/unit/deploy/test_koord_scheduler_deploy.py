@@ -22,8 +22,8 @@ from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.koordscheduler import KoordSchedulerProcess, condition, events_for, node_of
 from tests.unit.deploy.test_manager_rbac import READ_VERBS, request_attrs
+from tests.unit.deploy.test_scheduler_deploy import DEPLOY, one
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "scheduler"
 NS = "koordinator-system"
 MOUNTED = "--config=/etc/koord-scheduler/koord-scheduler-config.yaml"
 KUBE_SCHEDULER_READS = {
@@ -57,15 +57,6 @@ KUBE_SCHEDULER_WRITES = {
     ("patch", "", "events"),
     ("update", "", "events"),
 }
-
-
-def docs(name: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d is not None]
-
-
-def one(name: str, kind: str) -> dict[str, Any]:
-    (found,) = [d for d in docs(name) if d["kind"] == kind]
-    return found
 
 
 def container() -> dict[str, Any]:
