@@ -3,8 +3,11 @@ the shared lifecycle, under Lease leader election.
 
 Components in order: the informers (ready once synced), then scheduling, which starts the election and
 schedules only while this replica leads. A replica that loses its Lease stops scheduling and exits
-non-zero (kube-scheduler's ``leaderelection lost``), so the Deployment restarts it as a follower; API
-requests time out before the Lease could pass to another replica, so no two replicas bind at once.
+non-zero (kube-scheduler's ``leaderelection lost``), so the Deployment restarts it as a follower. Every
+write goes through a fence (:class:`~koord.scheduler.core.api.FencedAPI`) checked just before it is sent:
+after the leadership deadline nothing is sent, and what was sent before times out before the Lease could
+pass to another replica. On a graceful stop the fence closes first, the writes under way land, and only
+then is the Lease released, so the next leader starts after this one's last binding.
 HTTP: ``/healthz``, ``/readyz``, ``/metrics`` and ``/debug/explain?pod=<namespace>/<name>[&node=<node>]``
 (every plugin's verdict and score per node, computed by the cycle's own code).
 """
@@ -32,7 +35,7 @@ from koord.runtime.errors import ConfigError
 from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import SchedulerConfiguration
-from koord.scheduler.core.api import ClusterAPI, KubeAPI
+from koord.scheduler.core.api import ClusterAPI, FencedAPI, KubeAPI
 from koord.scheduler.core.eventhandlers import EventHandlers
 from koord.scheduler.core.handle import SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
@@ -115,7 +118,10 @@ class KoordScheduler:
             self.api_client, watches(), request_timeout=cfg.request_timeout
         )
         self.recorder = EventRecorder(self.api_client, USER_AGENT, request_timeout=cfg.request_timeout)
-        self.api = api or KubeAPI(self.api_client, self.recorder, cfg.request_timeout)
+        self._stopping = threading.Event()
+        self._elect_stop = threading.Event()
+        inner = api or KubeAPI(self.api_client, self.recorder, cfg.request_timeout)
+        self.api = FencedAPI(inner, self.may_write)
         self.metrics = SchedulerMetrics(registry)
         self.registry = registry
         self.snapshot = Snapshot()
@@ -163,10 +169,14 @@ class KoordScheduler:
         supervisor.go("events", lambda: self.recorder.run(stop))
         self.informers.start(stop, supervisor)
 
+    def may_write(self) -> bool:
+        return not self._stopping.is_set() and self.is_leader()
+
     def _start_scheduling(self, stop: threading.Event, supervisor: Supervisor) -> None:
         if self.elector is not None:
             elector = self.elector
-            supervisor.go("leader-election", lambda: elector.run(stop))
+            # Its own stop: the Lease is released only once the writes of this replica are over.
+            supervisor.go("leader-election", lambda: elector.run(self._elect_stop))
         supervisor.go("scheduling", lambda: self.loop(stop))
         supervisor.go("queue-flush", lambda: self.scheduler.queue.run(stop))
         for c in self.controllers:
@@ -202,8 +212,17 @@ class KoordScheduler:
             FuncComponent(
                 "informers", self._start_informers, self.informers.has_synced, self._close_informers
             ),
-            FuncComponent("scheduling", self._start_scheduling, shutdown_fn=self.scheduler.stop),
+            FuncComponent("scheduling", self._start_scheduling, shutdown_fn=self._stop_scheduling),
         ]
+
+    def _stop_scheduling(self) -> None:
+        self._stopping.set()
+        try:
+            self.scheduler.stop()
+            if not self.api.drain(self.cfg.request_timeout + 1.0):
+                log.warning("writes still under way at stop; the Lease is released anyway")
+        finally:
+            self._elect_stop.set()
 
     def _close_informers(self) -> None:
         self.informers.close()

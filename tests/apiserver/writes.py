@@ -100,14 +100,17 @@ class Writes:
         keep_status: bool = True,
         validation: str = "Ignore",
         dry_run: bool = False,
+        corrupt: bool = False,
     ) -> Obj:
         """Store a new object (409 AlreadyExists if taken). ``keep_status=False`` is an API create: the
         type's strategy drops what a create may not set (``.status`` of most types with a status
         subresource); a test seeding a complete object keeps it. Unknown fields are dropped;
-        ``validation`` (fieldValidation: Ignore, Warn, Strict) says whether that is said or refused."""
+        ``validation`` (fieldValidation: Ignore, Warn, Strict) says whether that is said or refused.
+        ``corrupt``: stored as given, without decoding, defaults or validation (a test's stand-in for an
+        object kube-apiserver would refuse that a client must still survive reading from a watch)."""
         rt = self.resolve(resource)
         strat = for_key(rt.key)
-        new = self._decode(rt, strat, copy.deepcopy(obj), validation)
+        new = copy.deepcopy(obj) if corrupt else self._decode(rt, strat, copy.deepcopy(obj), validation)
         meta = new.setdefault("metadata", {})
         with self._lock:
             ns = self._ns(rt, namespace, new)
@@ -134,8 +137,9 @@ class Writes:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now_rfc3339(self.clock)
             meta["generation"] = 1
-            causes = strat.name_problems(name) + validation_checks.meta_errors(new)
-            _check(rt, name, causes + strat.validate(new))
+            if not corrupt:
+                causes = strat.name_problems(name) + validation_checks.meta_errors(new)
+                _check(rt, name, causes + strat.validate(new))
             self._admit(rt, new, name)
             if dry_run:
                 return events.from_storage(rt, new)

@@ -1,4 +1,4 @@
-"""What the loop configures: the slo-controller-config, the extender's profile, the descheduler's
+"""What the loop configures: the slo-controller-config, koord-scheduler's configuration, the descheduler's
 configuration, and the pods (one node's load, the replacements a ReplicaSet would make).
 
 Timescales are shortened (agents report every 2 s, rounds every 2 s, an abnormal node after 3 rounds
@@ -22,7 +22,9 @@ WORKLOAD = {
     "uid": "rs-be-jobs",
     "controller": True,
 }
-EXTENDER_CPU_PERCENT = 40
+SCHEDULER = "koord-scheduler"
+"""The schedulerName of the pods the loop leaves to koord-scheduler (the probe and the replacements)."""
+SCHEDULER_CPU_PERCENT = 40
 LOW_CPU_PERCENT = 20
 
 
@@ -36,15 +38,19 @@ def slo_controller_config() -> dict[str, Any]:
     }
 
 
-def extender_profile() -> dict[str, Any]:
-    """LoadAwareScheduling filtering on the p95 of the last 5 minutes (reacts within seconds of a node
-    turning hot) and scoring on the current usage."""
-    thresholds = {"cpu": EXTENDER_CPU_PERCENT, "memory": 95}
+def scheduler_config() -> dict[str, Any]:
+    """koord-scheduler's profile: kube-scheduler's default plugins plus LoadAwareScheduling, filtering on
+    the p95 of the last 5 minutes (reacts within seconds of a node turning hot) and scoring on the current
+    usage. Leader election on the Lease koordinator-system/koord-scheduler, as deployed."""
+    thresholds = {"cpu": SCHEDULER_CPU_PERCENT, "memory": 95}
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"resourceName": SCHEDULER, "resourceNamespace": NS},
         "profiles": [
             {
+                "schedulerName": SCHEDULER,
+                "plugins": {"multiPoint": {"enabled": [{"name": "LoadAwareScheduling", "weight": 1}]}},
                 "pluginConfig": [
                     {
                         "name": "LoadAwareScheduling",
@@ -57,7 +63,7 @@ def extender_profile() -> dict[str, Any]:
                             },
                         },
                     }
-                ]
+                ],
             }
         ],
     }
@@ -107,6 +113,7 @@ def pod(
     priority_class_name: str = "",
     requests: dict[str, str] | None = None,
     owned: bool = False,
+    gate: str = "",
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "name": name,
@@ -119,9 +126,11 @@ def pod(
     container: dict[str, Any] = {"name": "main", "image": "busy-loop"}
     if requests:
         container["resources"] = {"requests": requests}
-    spec: dict[str, Any] = {"containers": [container]}
+    spec: dict[str, Any] = {"containers": [container], "schedulerName": SCHEDULER}
     if node:
         spec["nodeName"] = node
+    if gate:
+        spec["schedulingGates"] = [{"name": gate}]
     if priority_class_name:
         spec["priorityClassName"] = priority_class_name
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -4,14 +4,16 @@ condition and ``nominatedNodeName`` (status PATCH), the one metadata PATCH of De
 the deletion of preemption victims; for plugins' own objects (an ElasticQuota's or a PodGroup's
 status...), a create, a JSON merge patch, and a pod's eviction (``policy/v1``, as Koordinator's quota
 revoke evicts).
-:class:`MemoryAPI` does the same in memory (benchmarks, tests).
+:class:`MemoryAPI` does the same in memory (benchmarks, tests);
+:class:`FencedAPI` wraps either so that only the leader writes.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from koord.apis.groups import Resource
@@ -239,3 +241,66 @@ def _merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
             _merge(into[key], value)
         else:
             into[key] = json.loads(json.dumps(value))
+
+
+class FencedAPI:
+    """A :class:`ClusterAPI` that writes only while ``allowed()`` (the replica leads and is not stopping)
+    and counts the writes under way, so that a stopping leader lets them land (:meth:`drain`) before its
+    Lease goes to another replica. A refused write raises :class:`APIFailed`, as a failed one does.
+    Events pass: they change nothing another scheduler reads."""
+
+    def __init__(self, inner: ClusterAPI, allowed: Callable[[], bool]) -> None:
+        self.inner = inner
+        self._allowed = allowed
+        self._cond = threading.Condition()
+        self._writing = 0
+
+    @contextmanager
+    def _write(self, what: str, pod: Obj) -> Iterator[None]:
+        with self._cond:
+            if not self._allowed():
+                ns, name, _ = _meta(pod)
+                raise APIFailed(f"{what} {ns}/{name}: not sent, this replica is not leading (or is stopping)")
+            self._writing += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing -= 1
+                self._cond.notify_all()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until no write is under way (each ends within the request timeout); False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._writing == 0, timeout)
+
+    def bind(self, pod: Obj, node: str) -> None:
+        with self._write("bind", pod):
+            self.inner.bind(pod, node)
+
+    def patch_status(self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None) -> None:
+        with self._write("status of", pod):
+            self.inner.patch_status(pod, condition, nominated_node)
+
+    def patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None:
+        with self._write("patch", pod):
+            self.inner.patch_metadata(pod, patch)
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        self.inner.event(obj, type_, reason, message)
+
+    def delete_pod(self, pod: Obj) -> None:
+        with self._write("delete", pod):
+            self.inner.delete_pod(pod)
+
+    def create_object(self, resource: Resource, obj: Obj) -> None:
+        with self._write(f"create {resource.kind}", obj):
+            self.inner.create_object(resource, obj)
+
+    def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        with self._write(f"patch {resource.kind}", {"metadata": {"namespace": namespace, "name": name}}):
+            self.inner.patch_object(resource, namespace, name, patch)
+
+    def evict_pod(self, pod: Obj) -> None:
+        with self._write("evict", pod):
+            self.inner.evict_pod(pod)

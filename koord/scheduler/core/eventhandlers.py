@@ -2,7 +2,7 @@
 pending pods of this scheduler's profiles into the queue (their nominations into the nominator), nodes into
 the cache; every change that may make an unschedulable pod fit becomes a cluster event for the queue's
 hints. A pending pod that is assumed (being bound) is left alone; a pending pod deleted while it waits on
-Permit is rejected there."""
+Permit is rejected there, and one deleted while assumed leaves the cache at once."""
 
 from __future__ import annotations
 
@@ -27,6 +27,17 @@ def _terminating(pod: Obj) -> bool:
 
 
 _uid = PodInfo.uid_of
+
+
+_VERSIONS = ("resourceVersion", "generation", "managedFields")
+
+
+def _status_only(old: Obj, new: Obj) -> bool:
+    def rest(pod: Obj) -> tuple[dict[str, Any], dict[str, Any]]:
+        meta = {k: v for k, v in (pod.get("metadata") or {}).items() if k not in _VERSIONS}
+        return meta, {k: v for k, v in pod.items() if k not in ("metadata", "status")}
+
+    return rest(old) == rest(new)
 
 
 class EventHandlers:
@@ -68,7 +79,11 @@ class EventHandlers:
             elif not s.cache.is_assumed(_uid(new)):
                 s.queue.update(old, new)
                 s.nominator.update(old, new)
-                s.queue.on_event(events.UNSCHEDULED_POD_UPDATE, old, new)
+                # Its status alone (the PodScheduled=False this scheduler just wrote) changes nothing
+                # another pod could be waiting for; as an event it would requeue every pod rejected by a
+                # plugin that registered pod updates, after each failure (kube-scheduler's isPodUpdated).
+                if not _status_only(old, new):
+                    s.queue.on_event(events.UNSCHEDULED_POD_UPDATE, old, new)
 
     def pod_deleted(self, pod: Obj) -> None:
         s = self.sched
@@ -81,6 +96,11 @@ class EventHandlers:
         s.queue.delete(pod)
         s.nominator.delete(uid)
         s.reject_waiting(uid, "pod deleted")
+        # Assumed, and deleted before its binding reached this cache (a re-list after 410 Gone reports
+        # only the deletion, of the object last seen unbound): nothing else would ever free its room.
+        node = s.cache.forget_pod(uid)
+        if node:
+            s.room_freed(pod, node)
 
     # ---- nodes ----------------------------------------------------------------------------------
 

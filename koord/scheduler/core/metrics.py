@@ -97,6 +97,10 @@ class SchedulerMetrics:
         self.attempts.labels(result=result, profile=profile).inc()
         self.attempt_duration.labels(result=result, profile=profile).observe(seconds)
 
+    def scheduled(self, attempts: int, seconds: float) -> None:
+        """A pod bound ``seconds`` after its first attempt (kube-scheduler labels 15 and more ``15+``)."""
+        self.sli_duration.labels(attempts=str(attempts) if attempts < 15 else "15+").observe(seconds)
+
     def plugin(self, plugin: str, point: str, seconds: float) -> None:
         child = self._plugin_children.get((plugin, point))
         if child is None:  # labels() takes a lock and builds a key: once per plugin and point, not per call

@@ -23,6 +23,7 @@ from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.fiterror import FitError
 from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
+from koord.scheduler.core.reporter import StatusReporter
 from koord.scheduler.core.schedule import schedule_one
 from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
 from koord.scheduler.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint
@@ -46,6 +47,10 @@ class SchedulingOptions:
     pod_max_backoff_seconds: float = 10.0
     parallelism: int = 16
     """Binding threads (kube-scheduler's ``parallelism`` sizes its worker pools)."""
+
+
+def node_gone(node: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, (f"node {node} was deleted while the pod was being bound",))
 
 
 def scheduler_name(pod: Obj) -> str:
@@ -81,6 +86,7 @@ class Scheduler:
         self.config = options
         self.hooks = hooks or FailureHooks()
         self.rng = np.random.default_rng(seed)
+        self._clock = clock
         self.next_start_node_index = 0
         first = next(iter(self.profiles.values()))
         hints = {name: fw.events_to_register() for name, fw in self.profiles.items()}
@@ -93,11 +99,10 @@ class Scheduler:
             clock=clock,
         )
         self._binders = ThreadPoolExecutor(max_workers=max(options.parallelism, 1), thread_name_prefix="bind")
-        self._status = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pod-status")
-        self._conditions: dict[str, tuple[str, str, str | None]] = {}
-        self._lock = threading.Lock()
+        self.reporter = StatusReporter(api)
         self._idle = threading.Condition()
         self._binding = 0
+        self._stopped = False
         self.cycle_lock = threading.Lock()
         """Held for each scheduling cycle: whatever reads the snapshot or runs plugins beside the loop
         (``/debug/explain``) takes it."""
@@ -183,7 +188,8 @@ class Scheduler:
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until no binding cycle is running or queued (tests, benchmarks); False on timeout."""
         with self._idle:
-            return self._idle.wait_for(lambda: self._binding == 0, timeout)
+            # Once stopped, bindings not started were dropped and will never finish.
+            return self._idle.wait_for(lambda: self._binding == 0 or self._stopped, timeout)
 
     def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         with self._idle:
@@ -197,13 +203,26 @@ class Scheduler:
                     self._binding -= 1
                     self._idle.notify_all()
 
-        self._binders.submit(run)
+        try:
+            self._binders.submit(run)
+        except RuntimeError:  # shut down: a cycle or a Permit that ended while stopping
+            with self._idle:
+                self._binding -= 1
+                self._idle.notify_all()
+            if not self._stopped:
+                raise
 
     def stop(self) -> None:
+        """No more cycles; bindings not started are dropped (the process is stopping, and the writes of
+        those under way are the API's to fence and drain: :class:`~.api.FencedAPI`), so a plugin stuck
+        in PreBind does not hold the stop."""
+        self._stopped = True
         self.queue.close()
         self.waiting.stop()
-        self._binders.shutdown(wait=True, cancel_futures=False)
-        self._status.shutdown(wait=True)
+        self._binders.shutdown(wait=False, cancel_futures=True)
+        self.reporter.stop()
+        with self._idle:
+            self._idle.notify_all()
 
     def skip(self, qpi: QueuedPodInfo) -> bool:
         """Nothing to schedule: the pod is gone or bound meanwhile, or already assumed."""
@@ -263,7 +282,9 @@ class Scheduler:
                 if patch:  # what DefaultPreBind did not send (it is not enabled): one PATCH still
                     self.api.patch_metadata(pod, patch)
                     state.delete(PATCH_KEY)
-                st = run_bind(fw, state, pod, node)
+                # The node may have gone while Permit waited or PreBind ran: the API server would still
+                # accept the binding (it does not check the node), leaving the pod on no node.
+                st = run_bind(fw, state, pod, node) if self.cache.has_node(node) else node_gone(node)
                 if st.code is Code.SKIP:
                     st = Status(Code.ERROR, ("no Bind plugin bound the pod",))
                 elif st.is_success:
@@ -280,26 +301,33 @@ class Scheduler:
         self.forget_condition(qpi.uid)
         self.metrics.attempt(fw.profile.scheduler_name, "scheduled", time.perf_counter() - start)
         self.metrics.pod_attempts.observe(qpi.attempts)
+        if qpi.initial_attempt is not None:
+            self.metrics.scheduled(qpi.attempts, self._clock() - qpi.initial_attempt)
         self.api.event(pod, "Normal", "Scheduled", f"Successfully assigned {qpi.info.key} to {node}")
         run_post_bind(fw, state, pod, node)
 
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:
         """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue. The room
-        it took is free again, as when a bound pod is deleted (a preemptor waits for that)."""
+        it held is free again, which is an assigned pod's deletion to the pods waiting for room
+        (kube-scheduler's ``handleBindingCycleError``); the pod itself is not in the queue to be moved."""
         fw.run_unreserve(state, qpi.pod, node)
         self.forget(qpi, node)
         self.failure(fw, qpi, st, time.perf_counter(), error=st.code is Code.ERROR)
 
     def forget(self, qpi: QueuedPodInfo, released: str = "") -> None:
-        """Undo the assumption of ``qpi`` and tell the forget handlers. ``released``: the node of a
-        binding cycle that failed; the room it held is announced as an assigned pod's deletion, as
-        kube-scheduler does (a preemptor, or a pod its Permit kept waiting, may fit now)."""
+        """Undo the assumption of ``qpi`` and tell the forget handlers; ``released``: the node of a
+        binding cycle that failed, whose room goes to the pods waiting for it (:meth:`room_freed`)."""
         if not self.cache.forget_pod(qpi.uid):
             return
         self.hooks.forgotten(qpi.pod)
         if released:
-            assumed = {**qpi.pod, "spec": {**(qpi.pod.get("spec") or {}), "nodeName": released}}
-            self.queue.on_event(ASSIGNED_POD_DELETE, assumed, None)
+            self.room_freed(qpi.pod, released)
+
+    def room_freed(self, pod: Obj, node: str) -> None:
+        """An assumed pod left the cache without binding: to the queue, an assigned pod's deletion (the
+        pod as it was assumed, on its node, as kube-scheduler hands its hints the assumed pod)."""
+        assumed = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+        self.queue.on_event(ASSIGNED_POD_DELETE, assumed, None)
 
     def reject_waiting(self, uid: str, message: str) -> None:
         wp: WaitingPod | None = self.waiting.get(uid)
@@ -347,7 +375,7 @@ class Scheduler:
         def default() -> None:
             self.queue.add_unschedulable(qpi)
             log.info("unable to schedule %s: %s", qpi.info.key, message)
-            self._report(qpi.pod, reason, message, nominated)
+            self.reporter.report(qpi.pod, reason, message, nominated)
 
         why = (
             err
@@ -357,24 +385,5 @@ class Scheduler:
         if not self.hooks.handle_error(qpi.pod, why, default):
             self.queue.done(qpi.uid)  # a handler took the failure over: the pod leaves the queue's care
 
-    def _report(self, pod: Obj, reason: str, message: str, nominated: str | None) -> None:
-        uid = str((pod.get("metadata") or {}).get("uid") or "")
-        key = (reason, message, nominated)
-        with self._lock:
-            if self._conditions.get(uid) == key:
-                return  # the same condition again: no write (kube-scheduler skips unchanged updates)
-            self._conditions[uid] = key
-        self.api.event(pod, "Warning", "FailedScheduling", message)
-        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
-
-        def patch() -> None:
-            try:
-                self.api.patch_status(pod, condition, nominated)
-            except APIFailed as failed:
-                log.info("updating the status of %s failed: %s", uid, failed)
-
-        self._status.submit(patch)
-
     def forget_condition(self, uid: str) -> None:
-        with self._lock:
-            self._conditions.pop(uid, None)
+        self.reporter.forget(uid)

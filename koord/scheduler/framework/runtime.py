@@ -162,7 +162,10 @@ class Framework:
                 raise PluginError(
                     ref.name, f"enabled at {point} but has no {'/'.join(EXTENSION_POINTS[point])}"
                 )
-        overrides = [r for r in own.enabled if r.name in multi_weights]
+        # A plugin the point disables is not a multiPoint override even when the point lists it again
+        # (Koordinator's ``bind: {disabled: ["*"], enabled: [Reservation, DefaultBinder]}``): it keeps
+        # its place among the point's entries, as kube-scheduler's expandMultiPointPlugins keeps it.
+        overrides = [r for r in own.enabled if r.name in multi_weights and not own.disables(r.name)]
         from_multi = (
             []
             if "*" in own.disabled
@@ -174,7 +177,8 @@ class Framework:
                 and r.name not in own_names
             ]
         )
-        rest = [r for r in own.enabled if r.name not in multi_weights]
+        overridden = {r.name for r in overrides}
+        rest = [r for r in own.enabled if r.name not in overridden]
         own_weights = {r.name: r.weight for r in own.enabled}
         out = []
         for ref in (*overrides, *from_multi, *rest):

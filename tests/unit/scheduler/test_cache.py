@@ -26,10 +26,10 @@ def test_assume_confirm_and_forget() -> None:
     bound = {**pending, "spec": {**pending["spec"], "nodeName": "a"}}
     cache.add_pod(bound)  # the informer confirms it
     assert not cache.is_assumed(info.uid)
-    assert cache.forget_pod(info.uid) is False  # confirmed pods are never forgotten
+    assert cache.forget_pod(info.uid) == ""  # confirmed pods are never forgotten
     other = PodInfo(pod("q", requests={"cpu": "2"}))
     cache.assume_pod(other, "a")
-    assert cache.forget_pod(other.uid) is True
+    assert cache.forget_pod(other.uid) == "a"
     cache.update_snapshot(snap)
     a = snap.node_info("a")
     assert a is not None and a.requested["cpu"] == 1000 and cache.counts() == (1, 1, 0)
