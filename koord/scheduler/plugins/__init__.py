@@ -33,8 +33,14 @@ from koord.scheduler.plugins.noderesources import (
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
 )
+from koord.scheduler.plugins.noderesourcesfitplus import NAME as FIT_PLUS
+from koord.scheduler.plugins.noderesourcesfitplus import NodeResourcesFitPlus
 from koord.scheduler.plugins.podtopologyspread import NAME as POD_TOPOLOGY_SPREAD
 from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
+from koord.scheduler.plugins.scarceresourceavoidance import NAME as SCARCE_RESOURCE_AVOIDANCE
+from koord.scheduler.plugins.scarceresourceavoidance import ScarceResourceAvoidance
+from koord.scheduler.plugins.schedulinghint import NAME as SCHEDULING_HINT
+from koord.scheduler.plugins.schedulinghint import SchedulingHint
 
 BUILTIN: Mapping[str, PluginFactory] = {
     schedulinggates.NAME: schedulinggates.SchedulingGates,
@@ -55,4 +61,7 @@ BUILTIN: Mapping[str, PluginFactory] = {
     LOAD_AWARE: LoadAwareScheduling,
     COSCHEDULING: Coscheduling,
     elasticquota.NAME: elasticquota.ElasticQuota,
+    FIT_PLUS: NodeResourcesFitPlus,
+    SCARCE_RESOURCE_AVOIDANCE: ScarceResourceAvoidance,
+    SCHEDULING_HINT: SchedulingHint,
 }
