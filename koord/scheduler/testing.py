@@ -137,6 +137,7 @@ class MemoryScheduler:
         self.nodes = self.informers["nodes"]
         self.api = MemoryAPI(self._bound)
         self.api.patch_object = self._patch_object  # type: ignore[method-assign]
+        self.api.patch_metadata = self._patch_metadata  # type: ignore[method-assign]
         registry = plugin_registry(entry_points=lambda: [])
         for name, factory in (plugins or {}).items():
             registry.register(name, factory)
@@ -189,6 +190,16 @@ class MemoryScheduler:
             current = store.get(key)
             if current is not None:
                 store.put(apply_merge_patch(current, patch))
+
+    def _patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None:
+        """Record a pod's metadata PATCH (PreBind's), and hand the patched pod to the caches, as the watch
+        of the API server would."""
+        type(self.api).patch_metadata(self.api, pod, patch)
+        meta = pod.get("metadata") or {}
+        key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+        current = self.pods.get(key)
+        if current is not None:
+            self.add_pod(apply_merge_patch(current, patch))
 
     def _pod_stores(self) -> list[Any]:
         """The pod caches: the scheduler's (non-terminated pods) and those plugins watch (by label...)."""

@@ -23,6 +23,8 @@ from koord.scheduler.plugins.coscheduling import NAME as COSCHEDULING
 from koord.scheduler.plugins.coscheduling import Coscheduling
 from koord.scheduler.plugins.defaultpreemption import NAME as DEFAULT_PREEMPTION
 from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
+from koord.scheduler.plugins.deviceshare import NAME as DEVICE_SHARE
+from koord.scheduler.plugins.deviceshare import DeviceShare
 from koord.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
 from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
@@ -64,4 +66,5 @@ BUILTIN: Mapping[str, PluginFactory] = {
     FIT_PLUS: NodeResourcesFitPlus,
     SCARCE_RESOURCE_AVOIDANCE: ScarceResourceAvoidance,
     SCHEDULING_HINT: SchedulingHint,
+    DEVICE_SHARE: DeviceShare,
 }
