@@ -57,6 +57,7 @@ def rdma(
     healthy: bool = True,
     vfs: int = 0,
     vf_labels: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One RDMA NIC (``koordinator.sh/rdma`` 100) with ``vfs`` virtual functions in one group."""
     bus = f"0000:{0x80 + minor:02x}:00.0"
@@ -67,6 +68,7 @@ def rdma(
         "health": healthy,
         "resources": {dv.RESOURCE_RDMA: "100"},
         "topology": _topology(numa, pcie, socket, bus),
+        "labels": dict(labels or {}),
     }
     if vfs:
         out["vfGroups"] = [
