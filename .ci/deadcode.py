@@ -66,6 +66,17 @@ PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
             "score_reservation",
             "unmatched",
         ),
+        # DeviceShare's side of the contract (its reservation.py / hooks.py), written against these
+        # Protocols before the Reservation plugin that calls them is on main.
+        "koord/scheduler/plugins/deviceshare/hooks.py": (
+            "use_reservation_hooks",
+            "pre_restore_reservation",
+            "restore_reservation",
+            "filter_reservation",
+            "filter_nominate_reservation",
+            "score_reservation",
+            "pre_bind_reservation",
+        ),
     },
     # The pod-side half of the node-scheduler contract (docs/node-scheduler-contract.md): koord-scheduler's
     # NodeNUMAResource (issue 26, being built on another branch) reads what the pods ask for and the

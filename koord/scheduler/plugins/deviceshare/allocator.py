@@ -231,3 +231,36 @@ def allocate_type(
     if t == dv.GPU:
         return gpuallocator.allocate(req, view, count, most)
     return allocate_default(req, view, t, per_device, count, most, pcies)
+
+
+def fill_gpu_memory(allocations: DeviceAllocations, nd: NodeDevice) -> DeviceAllocations:
+    """``fillGPUTotalMem``: each GPU allocation with both its memory and its memory ratio, one worked out
+    from the other and the GPU's memory; ``ValueError`` for a GPU that is gone or unhealthy."""
+    gpus = allocations.get(dv.GPU)
+    totals = nd.total.get(dv.GPU)
+    if not gpus or totals is None:
+        return allocations
+    out = []
+    for a in gpus:
+        total = totals.get(a.minor)
+        if rs.is_zero(total):
+            raise ValueError(f"no healthy gpu device with minor {a.minor} of allocation")
+        assert total is not None
+        res = dict(a.resources)
+        memory = total.get(dv.RESOURCE_GPU_MEMORY, 0)
+        if dv.RESOURCE_GPU_MEMORY in res and dv.RESOURCE_GPU_MEMORY_RATIO not in res:
+            res[dv.RESOURCE_GPU_MEMORY_RATIO] = (
+                int(res[dv.RESOURCE_GPU_MEMORY] / memory * 100) if memory else 0
+            )
+        elif dv.RESOURCE_GPU_MEMORY not in res:
+            res[dv.RESOURCE_GPU_MEMORY] = res.get(dv.RESOURCE_GPU_MEMORY_RATIO, 0) * memory // 100
+        out.append(DeviceAllocation(a.minor, res, a.id, a.vfs, a.template))
+    return {**allocations, dv.GPU: out}
+
+
+def filled(allocations: DeviceAllocations, nd: NodeDevice) -> DeviceAllocations:
+    """:func:`fill_gpu_memory`, a failure as an error status."""
+    try:
+        return fill_gpu_memory(allocations, nd)
+    except ValueError as err:
+        raise AllocationFailed(Status.error(f"fillGPUTotalMem failed: {err}")) from err

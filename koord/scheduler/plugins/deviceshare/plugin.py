@@ -28,10 +28,7 @@ import numpy as np
 from koord.apis import device as dv
 from koord.apis import groups
 from koord.apis.deviceshare import (
-    ANNOTATION_DEVICE_ALLOCATED,
-    DeviceAllocation,
     DeviceAllocations,
-    format_device_allocations,
 )
 from koord.apis.pod import pod_key
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status
@@ -40,15 +37,16 @@ from koord.scheduler.framework.hinter import hint_state
 from koord.scheduler.framework.interface import StoreHandler
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare import scoring
-from koord.scheduler.plugins.deviceshare.allocator import Allocator
+from koord.scheduler.plugins.deviceshare.allocator import Allocator, filled
 from koord.scheduler.plugins.deviceshare.args import MOST, DeviceShareArgs, parse_args
 from koord.scheduler.plugins.deviceshare.cache import DeviceCache
 from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed
-from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
+from koord.scheduler.plugins.deviceshare.hooks import ReservationHooks
 from koord.scheduler.plugins.deviceshare.reservation import (
     RESTORE_KEY,
     ignoring_reservations,
     node_restore,
+    score_with,
     try_from_reusable,
 )
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
@@ -72,32 +70,7 @@ def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dv.labels_of(obj) if obj is not None else {}
 
 
-def fill_gpu_memory(allocations: DeviceAllocations, nd: NodeDevice) -> DeviceAllocations:
-    """``fillGPUTotalMem``: each GPU allocation with both its memory and its memory ratio, one worked out
-    from the other and the GPU's memory; ``ValueError`` for a GPU that is gone or unhealthy."""
-    gpus = allocations.get(dv.GPU)
-    totals = nd.total.get(dv.GPU)
-    if not gpus or totals is None:
-        return allocations
-    out = []
-    for a in gpus:
-        total = totals.get(a.minor)
-        if rs.is_zero(total):
-            raise ValueError(f"no healthy gpu device with minor {a.minor} of allocation")
-        assert total is not None
-        res = dict(a.resources)
-        memory = total.get(dv.RESOURCE_GPU_MEMORY, 0)
-        if dv.RESOURCE_GPU_MEMORY in res and dv.RESOURCE_GPU_MEMORY_RATIO not in res:
-            res[dv.RESOURCE_GPU_MEMORY_RATIO] = (
-                int(res[dv.RESOURCE_GPU_MEMORY] / memory * 100) if memory else 0
-            )
-        elif dv.RESOURCE_GPU_MEMORY not in res:
-            res[dv.RESOURCE_GPU_MEMORY] = res.get(dv.RESOURCE_GPU_MEMORY_RATIO, 0) * memory // 100
-        out.append(DeviceAllocation(a.minor, res, a.id, a.vfs, a.template))
-    return {**allocations, dv.GPU: out}
-
-
-class DeviceShare:
+class DeviceShare(ReservationHooks):
     name = NAME
 
     def __init__(self, args: Mapping[str, Any] | None, handle: Any) -> None:
@@ -105,6 +78,7 @@ class DeviceShare:
         if not hasattr(handle, "watch") or not hasattr(handle, "patch_pod"):
             raise ValueError("runs in koord-scheduler only (it watches Device objects and patches pods)")
         self.handle = cast(SchedulerHandle, handle)
+        self._reservation_hooks: Any = None
         self.scorer = Scorer(self.args.scoring_type == MOST, dict(self.args.scoring_resources))
         self.cache = DeviceCache()
         self.templates = Templates()
@@ -159,12 +133,6 @@ class DeviceShare:
             ps.designated, ps.designated_vfs = None, {}
         state.write(STATE_KEY, ps)
         return SKIP if ps.skip else None
-
-    def _state(self, state: CycleState) -> PodDeviceState:
-        found = state.get(STATE_KEY)
-        if not isinstance(found, PodDeviceState):
-            raise RuntimeError(f"{NAME}: no PreFilter state for this cycle")
-        return found
 
     def add_pod(self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo) -> Status | None:
         """Preemption's what-if puts a pod back: its devices are no longer free for this pod."""
@@ -261,13 +229,18 @@ class DeviceShare:
         if ps.skip or nd is None:
             return 0
         restore = node_restore(state, node_info.name)
-        preemptible = rs.append_allocated(
-            None, restore.unmatched_used, ps.preemptible.get(node_info.name), restore.matched_allocatable
-        )
+        basic = rs.append_allocated(None, restore.unmatched_used, ps.preemptible.get(node_info.name))
         allocator = Allocator(ps, nd, node_info.node, self.scorer)
+        uid = self._nominated(state, pod, node_info.name)
+        nominated = [r for r in restore.matched if uid and r.reservation.uid == uid]
         with nd.lock:
+            if nominated:  # the node's score with the pod in its nominated reservation, when it fits there
+                try:
+                    return score_with(allocator, ps, restore, nominated[0], node_info.name, basic)
+                except AllocationFailed:
+                    pass
             try:
-                return allocator.score(None, preemptible)
+                return allocator.score(None, rs.append_allocated(basic, restore.matched_allocatable))
             except AllocationFailed as failed:
                 raise RuntimeError(failed.status.message) from failed
 
@@ -295,30 +268,21 @@ class DeviceShare:
                     allocator, ps, restore, restore.matched, name, basic
                 )
             else:
-                nominated = [r for r in restore.matched if r.reservation.uid == self._nominated(state, name)]
+                nominated = [
+                    r for r in restore.matched if r.reservation.uid == self._nominated(state, pod, name)
+                ]
                 result = try_from_reusable(allocator, ps, restore, nominated, name, basic, False, False)
             if not result:
                 required = None
                 if ps.designated:
-                    designated = self._filled(ps.designated, nd)
+                    designated = filled(ps.designated, nd)
                     required = {
                         t: {a.minor: dict(a.resources) for a in allocs} for t, allocs in designated.items()
                     }
                 result = allocator.allocate(
                     None, None, required, rs.append_allocated(basic, restore.matched_allocatable)
                 )
-            ps.result = self._filled(result, nd)
-
-    @staticmethod
-    def _filled(allocations: DeviceAllocations, nd: NodeDevice) -> DeviceAllocations:
-        try:
-            return fill_gpu_memory(allocations, nd)
-        except ValueError as err:
-            raise AllocationFailed(Status.error(f"fillGPUTotalMem failed: {err}")) from err
-
-    def _nominated(self, state: CycleState, node: str) -> str:
-        """The uid of the reservation nominated for the pod on ``node`` ("": none)."""
-        return ""
+            ps.result = filled(result, nd)
 
     def reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
         try:
@@ -352,22 +316,4 @@ class DeviceShare:
         ps.result = None
 
     def pre_bind(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
-        ps = self._state(state)
-        if ps.skip or ps.result is None:
-            return None  # no Device on the node: the devices are the kubelet's to pick
-        device = self.devices.get(node_name)
-        if device is None:
-            return Status.error(f"Device {node_name} not found")
-        ids = {(d.type, d.minor): d.uuid for d in dv.device_infos(device)}
-        ps.result = {
-            t: [
-                DeviceAllocation(a.minor, a.resources, ids.get((t, a.minor), a.id), a.vfs, a.template)
-                for a in allocs
-            ]
-            for t, allocs in ps.result.items()
-        }
-        patch = {
-            "metadata": {"annotations": {ANNOTATION_DEVICE_ALLOCATED: format_device_allocations(ps.result)}}
-        }
-        self.handle.patch_pod(state, patch)
-        return None
+        return self._write_allocation(state, node_name)

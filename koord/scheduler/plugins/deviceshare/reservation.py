@@ -14,11 +14,12 @@ reservation's unallocated part.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from koord.apis.deviceshare import DeviceAllocations
+from koord.apis.pod import pod_key
 from koord.scheduler.framework import CycleState, Status
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.allocator import Allocator
@@ -33,19 +34,27 @@ RESERVATION_REASON = "Reservation(s) "
 """Koordinator's ``NewReservationReason`` prefix for a reason a reservation could not be used."""
 
 
+class Owner(Protocol):
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
 class ReservationLike(Protocol):
-    """What DeviceShare reads of a reservation (the Reservation plugin's reservation info)."""
+    """What DeviceShare reads of a reservation the Reservation plugin hands the hooks (Koordinator's
+    ``ReservationInfo``): its uid, its reserve pod (what the reservation holds is counted under the reserve
+    pod's key), the owner pods placed in it, and its allocate policy."""
 
     @property
     def uid(self) -> str: ...
 
     @property
-    def reserve_pod_key(self) -> str:
-        """``namespace/name`` of its reserve pod: what it holds is counted under this key."""
+    def pod(self) -> Mapping[str, Any]: ...
 
     @property
-    def assigned_pod_keys(self) -> Sequence[str]:
-        """``namespace/name`` of the pods allocated from it."""
+    def assigned(self) -> Mapping[str, Owner]: ...
 
     @property
     def allocate_policy(self) -> str:
@@ -56,7 +65,7 @@ class ReservationLike(Protocol):
 class Reusable:
     """``reusableAlloc``: one reservation's devices on the node."""
 
-    reservation: Any
+    reservation: ReservationLike
     allocatable: ByType
     allocated: ByType
     remained: ByType
@@ -97,18 +106,18 @@ def node_restore(state: CycleState, node: str) -> NodeRestore:
     return restore_state(state).nodes.get(node) or NodeRestore()
 
 
-def reusables(nd: NodeDevice, reservations: Sequence[Any]) -> list[Reusable]:
+def reusables(nd: NodeDevice, reservations: Sequence[ReservationLike]) -> list[Reusable]:
     """The reservations that hold devices on the node, with what their owners took of them."""
     out = []
     with nd.lock:
         for r in reservations:
-            allocatable = nd.held_by(r.reserve_pod_key)
+            allocatable = nd.held_by(pod_key(r.pod))
             if not allocatable:
                 continue
             hints = rs.minor_sets(allocatable)
             allocated: ByType = {}
-            for key in r.assigned_pod_keys:
-                taken = nd.held_by(key)
+            for owner in r.assigned.values():
+                taken = nd.held_by(f"{owner.namespace}/{owner.name}")
                 if taken:
                     rs.append_allocated_by_hints(hints, allocated, taken)
             remained = rs.subtract_allocated(rs.copy_by_type(allocatable), allocated, False)
