@@ -294,3 +294,50 @@ def test_gpu_share_is_refused_on_unsupported_models_and_other_isolation_provider
         "ascend": "",
         "hami": "",
     }  # whole GPUs
+
+
+NPU_SHARE = {
+    dv.RESOURCE_GPU_SHARED: "1",
+    dv.RESOURCE_HUAWEI_NPU_CORE: "10",
+    dv.RESOURCE_HUAWEI_NPU_CPU: "3",
+    MEM: "16Gi",
+}
+
+
+def templates_config_map(data: str) -> dict[str, Any]:
+    meta = {"name": "gpu-shared-resource-templates", "namespace": "koordinator-system"}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"data.yaml": data}}
+
+
+def test_npu_shares_must_match_a_template_of_the_nodes_model() -> None:
+    labels = {dv.LABEL_GPU_VENDOR: "huawei", dv.LABEL_GPU_MODEL: "Ascend-910B"}
+    nodes = [device_node("ascend", gpus=1, labels=labels), device_node("other", gpus=1)]
+    devices = [device("ascend", gpu(0, "64Gi")), device("other", gpu(0, "64Gi"))]
+    r = run(nodes, devices)
+    # No template loaded: Koordinator's answer for every node.
+    st = r.pre_filter(pod("npu", requests=NPU_SHARE))
+    assert (
+        st.code.name == "UNSCHEDULABLE_AND_UNRESOLVABLE"
+        and st.message == "no matched GPU shared resource template"
+    )
+    data = (
+        "huawei-Ascend-910B:\n"
+        "  vir10_3c_16g: {huawei.com/npu-core: '10', huawei.com/npu-cpu: '3', koordinator.sh/gpu-memory: 16Gi}\n"
+        "  vir05_1c_8g: {huawei.com/npu-core: '5', huawei.com/npu-cpu: '1', koordinator.sh/gpu-memory: 8Gi}\n"
+    )
+    store = r.handle.informers["configmaps/koordinator-system/gpu-shared-resource-templates"]
+    store.put(templates_config_map(data))
+    assert r.reasons(pod("npu", requests=NPU_SHARE)) == {
+        "ascend": "",
+        "other": "unresolvable: no matched GPU shared resource template",
+    }
+    state = CycleState(PodInfo(pod("npu", requests=NPU_SHARE)))
+    r.plugin.pre_filter(state, pod("npu", requests=NPU_SHARE))
+    assert r.plugin.reserve(state, pod("npu", requests=NPU_SHARE), "ascend") is None
+    (alloc,) = state.read(STATE_KEY).result["gpu"]
+    assert alloc.template == "vir10_3c_16g"
+    # A ConfigMap that does not parse keeps the templates read before; its deletion drops them.
+    store.put(templates_config_map("- not a map"))
+    assert r.pre_filter(pod("again", requests=NPU_SHARE)) is None
+    store.remove("koordinator-system/gpu-shared-resource-templates")
+    assert r.pre_filter(pod("gone", requests=NPU_SHARE)).message == "no matched GPU shared resource template"
