@@ -322,7 +322,8 @@ def test_npu_shares_must_match_a_template_of_the_nodes_model() -> None:
     )
     data = (
         "huawei-Ascend-910B:\n"
-        "  vir10_3c_16g: {huawei.com/npu-core: '10', huawei.com/npu-cpu: '3', koordinator.sh/gpu-memory: 16Gi}\n"
+        "  vir10_3c_16g: {huawei.com/npu-core: '10', huawei.com/npu-cpu: '3',\n"
+        "                 koordinator.sh/gpu-memory: 16Gi}\n"
         "  vir05_1c_8g: {huawei.com/npu-core: '5', huawei.com/npu-cpu: '1', koordinator.sh/gpu-memory: 8Gi}\n"
     )
     store = r.handle.informers["configmaps/koordinator-system/gpu-shared-resource-templates"]
