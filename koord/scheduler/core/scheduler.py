@@ -114,6 +114,7 @@ class Scheduler:
                 fw.handle.attach(self)
         metrics.bind_queue(self.queue.counts)
         metrics.bind_cache(cache.counts)
+        metrics.bind_unschedulable(lambda: self.queue.unschedulable_by_plugin(scheduler_name))
 
     # ---- profiles --------------------------------------------------------------------------------
 
