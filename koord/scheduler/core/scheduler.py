@@ -262,7 +262,7 @@ class Scheduler:
             else:
                 self._submit(self._give_up, fw, state, qpi, node, st)
 
-        wp = WaitingPod(qpi.info, node, deadlines, done, dict(zip(waits, reasons, strict=False)))
+        wp = WaitingPod(qpi.info, node, deadlines, done, dict(zip(waits, reasons, strict=False)), waits)
         self.waiting.add(qpi.uid, wp, deadlines)
 
     def submit_binding(

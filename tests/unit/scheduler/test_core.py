@@ -161,7 +161,8 @@ def test_permit_wait_then_allow_binds_and_a_timeout_unreserves() -> None:
     k.settle()
     assert "default/q" not in k.bound() and not k.cache.is_assumed(quid)
     assert calls[-1] == "R.unreserve a"
-    assert "rejected due to timeout after waiting at plugin R" in k.events("FailedScheduling")[-1][3]
+    # kube-scheduler's words, with the wait the plugin asked for (30 s)
+    assert "rejected due to timeout after waiting 30s at plugin R" in k.events("FailedScheduling")[-1][3]
 
 
 def test_a_permit_wait_is_capped_at_fifteen_minutes() -> None:
