@@ -141,15 +141,6 @@ ObjHandler = Callable[[Obj], None]
 UpdateHandler = Callable[[Obj, Obj], None]
 
 
-@dataclass(frozen=True, slots=True)
-class StoreHandler:
-    """What a plugin gives :meth:`Store.add_handler` to be told of changes: add, update, delete."""
-
-    on_add: ObjHandler | None = None
-    on_update: UpdateHandler | None = None
-    on_delete: ObjHandler | None = None
-
-
 class Store(Protocol):
     """A cache of one resource (an informer, or an in-memory store in tests)."""
 

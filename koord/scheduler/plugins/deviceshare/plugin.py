@@ -34,7 +34,7 @@ from koord.apis.pod import pod_key
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status
 from koord.scheduler.framework.events import POD, Action, ClusterEvent, ClusterEventWithHint
 from koord.scheduler.framework.hinter import hint_state
-from koord.scheduler.framework.interface import StoreHandler
+from koord.scheduler.framework.storehandler import StoreHandler
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare import scoring
 from koord.scheduler.plugins.deviceshare.allocator import Allocator, filled
