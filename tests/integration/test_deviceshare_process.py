@@ -8,9 +8,6 @@ traffic."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,12 +20,10 @@ from koord.apis import device as dv
 from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
 from koord.testing.devices import device, device_node, gpu
 from koord.testing.objects import pod
-from koord.testing.ports import EPHEMERAL, port_from_log
-from koordlet.testing.agent import wait_http
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
-from tests.managerharness import write_kubeconfig
+from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 from tests.unit.scheduler.devicekit import S, profile
 
@@ -36,11 +31,7 @@ pytestmark = pytest.mark.slow
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
 CRD = DEPLOY / "crds" / "scheduling.koordinator.sh_devices.yaml"
-CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [profile()],
-}
+CONFIG = configuration(profile())
 WHOLE = {dv.RESOURCE_NVIDIA_GPU: "1"}
 SHARE = {dv.RESOURCE_GPU_CORE: "50", dv.RESOURCE_GPU_MEMORY_RATIO: "50"}
 
@@ -53,32 +44,13 @@ def server(api_server_factory: Callable[..., APIServer]) -> APIServer:  # noqa: 
 @contextmanager
 def running(server: APIServer, tmp_path: Path, name: str) -> Iterator[Path]:
     """The process, ready; stopped with SIGTERM when the block ends, checked to exit 0 (yields its log)."""
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(CONFIG))
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig.json", server)
-    log_path = tmp_path / f"{name}.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "koord.scheduler",
-                f"--kubeconfig={kubeconfig}",
-                f"--config={config}",
-                f"--addr={EPHEMERAL}",
-                "--no-leader-elect",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            port = port_from_log(log_path, proc)
-            assert wait_http(f"http://127.0.0.1:{port}/readyz", 60), log_path.read_text()
-            yield log_path
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(30)
-    assert code == 0, log_path.read_text()[-3000:]
+    proc = KoordSchedulerProcess(tmp_path, server, CONFIG, name=name)
+    try:
+        assert proc.ready(60), proc.log()[-3000:]
+        yield proc.log_path
+    finally:
+        code = proc.stop(30)
+    assert code == 0, proc.log()[-3000:]
 
 
 def create_pod(server: APIServer, name: str, requests: dict[str, str]) -> None:
