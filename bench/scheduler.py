@@ -17,6 +17,9 @@ Printed, each beside a floor measured in the same run:
   bindings with the official client).
 - **quota**: the same algorithm run with 20 ElasticQuotas over the 5000 nodes (:mod:`bench.workloads.quota`),
   beside the plain workload's pods/s of this run.
+- **gpu**: 1000 nodes of 8 GPUs (Device objects) and GPU pods, whole and half GPUs, with DeviceShare at
+  the points of Koordinator's profile (:mod:`bench.workloads.devices`), beside the plain workload's pods/s
+  at 1000 nodes of this run.
 - **memory**: the scheduler's RSS with 5000 nodes and 100 000 bound pods cached (``--quick``: 20 000,
   with the per-pod cost), beside the RSS of the same process before the caches are built.
 """
@@ -36,7 +39,7 @@ from typing import Any
 
 import psutil
 
-from bench.workloads import affinity, basic, gang, quota
+from bench.workloads import affinity, basic, devices, gang, quota
 from koord.scheduler.testing import MemoryScheduler
 
 NAME = "scheduler"
@@ -302,6 +305,7 @@ def main() -> None:
         result.update(quota.algorithm(5000, 1000, 3000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 2000))
+        result.update(devices.algorithm(1000, 1000, plain=result["pods_per_s_1000"]))
         result.update(gangs(1000, 100, 10, rate=5.0))
         result.update(end_to_end(500, 1000))
         result.update(memory(5000, 20_000))
@@ -310,6 +314,7 @@ def main() -> None:
         result.update(quota.algorithm(5000, 1000, 10_000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 10_000))
+        result.update(devices.algorithm(1000, 4000, plain=result["pods_per_s_1000"]))
         result.update(gangs(1000, 200, 10, rate=5.0))
         result.update(end_to_end(5000, 5000))
         result.update(memory(5000, 100_000))

@@ -113,6 +113,26 @@ def test_devices_follow_their_device_object() -> None:
     assert "default/q" not in k2.bound()
 
 
+def test_pods_of_one_shape_see_each_allocation_before_them() -> None:
+    # DeviceShare remembers a verdict per pod shape and node: each allocation must make it stale. The node
+    # lists four GPUs but its Device one, so DeviceShare (not NodeResourcesFit) is the one to refuse.
+    k = kit()
+    k.add_node(device_node("n", gpus=4))
+    k.informers["devices"].put(device("n", gpu(0)))
+    half = {dv.RESOURCE_GPU_CORE: "50", dv.RESOURCE_GPU_MEMORY_RATIO: "50"}
+    for name in ("a", "b", "c"):
+        k.add_pod(gpu_pod(name, half))
+    k.run()
+    assert set(k.bound()) == {"default/a", "default/b"}
+    (failed,) = k.events("FailedScheduling")
+    assert failed[0] == "default/c" and "1 Insufficient GPU Devices" in failed[3]
+    # A second GPU in the Device: the same shape fits again.
+    k.informers["devices"].put(device("n", gpu(0), gpu(1)))
+    k.clock.advance(2)
+    k.run()
+    assert k.bound()["default/c"] == "n" and minors(annotation(k, "default/c")) == [1]
+
+
 class RejectAtPermit:
     name = "RejectAtPermit"
 

@@ -22,6 +22,7 @@ from koord.apis import device as dv
 from koord.apis.deviceshare import (
     APPLY_FOR_ALL,
     DEVICE_LEVEL_EXCLUSIVE,
+    PCIE_LEVEL_EXCLUSIVE,
     REQUESTS_AS_COUNT,
     SAME_PCIE_SCOPE,
     DeviceAllocation,
@@ -126,7 +127,12 @@ class Allocator:
         """``filterNodeDevice``."""
         per, _ = self.prepare()
         st = self.state
-        if required is None and preemptible is None and self.numa_nodes is None and not st.has_selectors:
+        if (
+            not required
+            and self.numa_nodes is None
+            and not st.has_selectors
+            and self._plain(per, preemptible)
+        ):
             return self.nd
         devices: dict[str, list[int]] = {}
         for t in per:
@@ -143,6 +149,20 @@ class Allocator:
             if minors:
                 devices[t] = sorted(minors)
         return self.nd.filter(devices, st.hints, required, preemptible)
+
+    def _plain(self, per: Mapping[str, ResourceList], preemptible: Mapping[str, Devices] | None) -> bool:
+        """Whether the view would be the node's devices as they are (Koordinator always builds it, with
+        the same outcome): nothing to count as free beyond them, no PCIe-level exclusivity, and each type
+        asked for listed by the Device with something free (a view leaves a type without free out)."""
+        if preemptible and any(preemptible.values()):
+            return False
+        for t in per:
+            hint = self.state.hints.get(t)
+            if hint is not None and hint.exclusive_policy == PCIE_LEVEL_EXCLUSIVE:
+                return False
+            if not self.nd.infos.get(t) or rs.devices_zero(self.nd.free.get(t, {})):
+                return False
+        return True
 
     def allocate(
         self,

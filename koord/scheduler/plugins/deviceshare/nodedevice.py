@@ -22,6 +22,9 @@ from koord.apis.deviceshare import PCIE_LEVEL_EXCLUSIVE, DeviceAllocation, Devic
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.resources import ByType, Devices
 
+MEMO_SIZE = 64
+"""Pod shapes remembered per node (a few in a steady workload); all forgotten past this."""
+
 
 @dataclass(frozen=True, slots=True)
 class PCIe:
@@ -64,11 +67,20 @@ class NodeDevice:
     gpu_topology: Any = None
     """The GPU topology tree (:mod:`.gputopology`), or ``None`` when a GPU lacks topology."""
     lock: threading.RLock = field(default_factory=threading.RLock)
+    memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict)
+    """Filter verdicts and scores on these devices by pod shape (the plugin's), with the node object they
+    were worked out with; emptied on every change of the devices or of what pods hold."""
+
+    def remember(self, key: Any, node: Any, value: Any) -> None:
+        if len(self.memo) >= MEMO_SIZE:
+            self.memo.clear()
+        self.memo[key] = (node, value)
 
     # ---- what the Device object says --------------------------------------------------------------
 
     def reset_total(self, total: ByType) -> None:
         """New device resources: a type that disappeared keeps an empty entry; free is recomputed."""
+        self.memo.clear()
         for t in self.total:
             total.setdefault(t, {})
         self.total = total
@@ -76,6 +88,7 @@ class NodeDevice:
             self.reset_free(t)
 
     def reset_free(self, t: str) -> None:
+        self.memo.clear()
         total = self.total.setdefault(t, {})
         free = rs.copy_devices(total)
         for minor, used in self.used.get(t, {}).items():

@@ -44,11 +44,13 @@ from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed
 from koord.scheduler.plugins.deviceshare.hooks import ReservationHooks
 from koord.scheduler.plugins.deviceshare.reservation import (
     RESTORE_KEY,
+    NodeRestore,
     ignoring_reservations,
     node_restore,
     score_with,
     try_from_reusable,
 )
+from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import (
     LABEL_RESERVATION_IGNORED,
@@ -187,7 +189,11 @@ class DeviceShare(ReservationHooks):
         basic = rs.append_allocated(None, restore.unmatched_used, ps.preemptible.get(node_info.name))
         allocator = Allocator(ps, nd, node, None)
         ignored = _labels(pod).get(LABEL_RESERVATION_IGNORED) == "true"
+        key = self._memo_key("filter", ps, node, restore, basic)
         with nd.lock:
+            if key is not None and key in nd.memo and nd.memo[key][0] is node:
+                found: Status | None = nd.memo[key][1]
+                return found
             try:
                 got = try_from_reusable(
                     allocator,
@@ -203,9 +209,23 @@ class DeviceShare(ReservationHooks):
                     allocator.allocate(
                         None, None, None, rs.append_allocated(basic, restore.matched_allocatable)
                     )
+                verdict = None
             except AllocationFailed as failed:
-                return failed.status
-        return None
+                verdict = failed.status
+            if key is not None:
+                nd.remember(key, node, verdict)
+        return verdict
+
+    def _memo_key(
+        self, kind: str, ps: PodDeviceState, node: Obj, restore: NodeRestore, basic: ByType
+    ) -> tuple[str, str, int, int] | None:
+        """The key of a Filter verdict or a score on a node for pods of this shape, when nothing but the
+        shape, the node's devices and the node object decide it (no reservation, nothing preemption
+        frees): pods of the same shape meet the same unchanged nodes cycle after cycle. ``None``: work it
+        out."""
+        if ps.designated is not None or any(basic.values()) or restore.matched or restore.unmatched:
+            return None
+        return kind, ps.signature, self.templates.generation, id(node)
 
     def _gpu_share_refused(self, ps: PodDeviceState, pod: Obj, node: Obj) -> Status | None:
         if ps.gpu is None or not ps.gpu.shared:
@@ -233,16 +253,23 @@ class DeviceShare(ReservationHooks):
         allocator = Allocator(ps, nd, node_info.node, self.scorer)
         uid = self._nominated(state, pod, node_info.name)
         nominated = [r for r in restore.matched if uid and r.reservation.uid == uid]
+        key = self._memo_key("score", ps, node_info.node or {}, restore, basic)
         with nd.lock:
             if nominated:  # the node's score with the pod in its nominated reservation, when it fits there
                 try:
                     return score_with(allocator, ps, restore, nominated[0], node_info.name, basic)
                 except AllocationFailed:
                     pass
+            if key is not None and key in nd.memo and nd.memo[key][0] is node_info.node:
+                remembered: int = nd.memo[key][1]
+                return remembered
             try:
-                return allocator.score(None, rs.append_allocated(basic, restore.matched_allocatable))
+                score = allocator.score(None, rs.append_allocated(basic, restore.matched_allocatable))
             except AllocationFailed as failed:
                 raise RuntimeError(failed.status.message) from failed
+            if key is not None:
+                nd.remember(key, node_info.node, score)
+            return score
 
     def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
         return scoring.normalize(scores)

@@ -70,6 +70,9 @@ class PodDeviceState:
     """Node -> what pods preemption's what-ifs removed there hold (PreFilter extensions)."""
     preemptible_in_reservations: dict[str, dict[str, ByType]] = field(default_factory=dict)
     """Node -> reservation uid -> the same, for pods allocated from a reservation."""
+    signature: str = ""
+    """The pod's shape as the allocation sees it (requests, hints, GPU requirements, the labels that
+    matter): pods with equal signatures get equal Filter verdicts and scores on an unchanged node."""
 
     def clone(self) -> PodDeviceState:
         """A copy whose what-if bookkeeping can change without touching this one."""
@@ -181,6 +184,18 @@ def prepare_pod(
             state.gpu = _gpu_requirements(pod, device_requests[dv.GPU], hints.get(dv.GPU), templates, matched)
         state.fits_secondary_well_planned = state.gpu is not None and not state.gpu.shared
         state.reservation_required = _reservation_required(pod)
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        state.signature = repr(
+            (
+                sorted((t, sorted(r.items())) for t, r in device_requests.items()),
+                sorted(hints.items()),
+                state.joint,
+                state.gpu,
+                state.reservation_required,
+                labels.get(dv.LABEL_GPU_ISOLATION_PROVIDER),
+                labels.get(LABEL_RESERVATION_IGNORED),
+            )
+        )
         return state
     except (DeviceRequestError, InvalidValue) as err:
         raise PodRejected(str(err)) from err

@@ -43,6 +43,8 @@ class Templates:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._set: dict[str, dict[str, ResourceList]] = {}
+        self.generation = 0
+        """Bumped on every replacement: what was worked out with older templates is stale."""
 
     def current(self) -> TemplateSet:
         with self._lock:
@@ -56,7 +58,9 @@ class Templates:
             return
         with self._lock:
             self._set = parsed
+            self.generation += 1
 
     def config_map_deleted(self, config_map: Mapping[str, Any]) -> None:
         with self._lock:
             self._set = {}
+            self.generation += 1
