@@ -31,6 +31,7 @@ from koordlet.testing.agent import http_get
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
 from tests.loop.components import Child, Component, agent, api_server, kubectl_hints, wait_for, write
+from tests.loop.narrate import narration, strip_prefix
 from tests.loop.report import Placement, Report, describe
 from tests.loop.watch import Watcher
 
@@ -39,20 +40,7 @@ HOT = NODES[0]
 BUSY = "250m"
 CALM_SECONDS = 6.0
 """Three descheduling rounds (2 s) and NodeMetric reports in a row under the threshold."""
-LOG_PREFIX = re.compile(r"^[IWE]\d{4} [\d:.]+ \S+ \S+\] ")
 PROBE_GATE = "loop.test/explain"
-ASSIGNED = re.compile(r"Successfully assigned (\S+) to (\S+)")
-NARRATED = (
-    "not evicting",
-    "abnormal",
-    "in a row",
-    "would evict",
-    "evicted ",
-    "eviction of",
-    "under its",
-    "held back",
-    "became leader",
-)
 
 
 class Loop:
@@ -71,18 +59,11 @@ class Loop:
     # ---- narration ------------------------------------------------------------------------------------
 
     def follow(self, name: str, line: str) -> None:
-        text = LOG_PREFIX.sub("", line)
-        if name == configs.SCHEDULER:
-            if m := ASSIGNED.search(text):
-                self.say(name, f"{m.group(1)} -> {m.group(2)}")
-            elif "unable to schedule" in text or "became leader" in text:
-                self.say(name, text)
-        elif name.startswith("koord-descheduler"):
+        text = strip_prefix(line)
+        if name.startswith("koord-descheduler"):
             self._desched_lines.append(text)
-            if any(k in text for k in NARRATED):
-                self.say(name, text)
-        elif ("Traceback" in line or line.startswith("E")) and "koordlet-" in name:
-            self.say(name, text)
+        if (told := narration(name, line)) is not None:
+            self.say(name, told)
 
     # ---- the story ------------------------------------------------------------------------------------
 
