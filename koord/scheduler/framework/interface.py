@@ -261,6 +261,20 @@ class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, Protocol):
     def register_forget_pod_handler(self, handler: Callable[[Obj], None]) -> None:
         """Be told when an assumed pod is forgotten (its binding failed or was given up)."""
 
+    def add_virtual_pod(self, pod: Obj) -> None:
+        """A pod that exists only in the scheduler (a Reservation's reserve pod): without
+        ``spec.nodeName`` it is queued and scheduled like a pod; with one it holds its room on that node as
+        a bound pod does. Its failures are not reported on it (an error handler tells its owner)."""
+
+    def update_virtual_pod(self, old: Obj, new: Obj) -> None: ...
+
+    def delete_virtual_pod(self, pod: Obj) -> None: ...
+
+    def replace_node_info(self, info: NodeInfo) -> None:
+        """From PreFilter on, for this cycle only: the snapshot's row of ``info.name`` is ``info`` (a
+        changed clone of it); the cache's comes back for the next cycle (Koordinator's ``InvalidNodeInfo``
+        after restoring reserved resources in the snapshot)."""
+
 
 @runtime_checkable
 class Plugin(Protocol):
