@@ -109,10 +109,3 @@ def _request_exactly(spec: dict[str, Any], allocatable: Mapping[str, Any]) -> No
         {"name": FAKE_CONTAINER, "resources": {"requests": dict(wanted), "limits": dict(wanted)}}
     )
 
-
-def template_requests(r: Mapping[str, Any]) -> dict[str, Any]:
-    """``ReservationRequests``: what the reservation holds, as a ResourceList of exact quantities (its
-    ``status.allocatable`` once available, else its template's requests)."""
-    if rsv.is_available(r):
-        return dict(parse_resource_list(as_map(as_map(r, "status"), "allocatable")))
-    return dict(pod_requests_list({"spec": as_map(rsv.template_of(r), "spec")}))

@@ -192,6 +192,11 @@ class MemoryScheduler:
         """Record the patch, and hand the patched object to the caches holding it (the watch's event)."""
         type(self.api).patch_object(self.api, resource, namespace, name, patch, subresource=subresource)
         key = f"{namespace}/{name}" if namespace else name
+        if resource == groups.PODS and not subresource:
+            current = self.pods.get(key)
+            if current is not None:
+                self.add_pod(apply_merge_patch(current, patch))
+            return
         for store_name in self.handle.watched(resource):
             store = self.informers[store_name]
             current = store.get(key)

@@ -2,7 +2,7 @@
 one, for the Reservation plugin's tests and for plugin authors whose plugins give back reserved room
 (NodeNUMAResource, DeviceShare). Independent of pytest.
 
-    r = reservation("r1", {"cpu": "4"}, owners=[owner_labels({"app": "web"})], scheduler_name="koord-scheduler")
+    r = reservation("r1", {"cpu": "4"}, owners=[owner_labels({"app": "web"})])
     placed = available(r, "node-a")
 """
 
@@ -47,7 +47,11 @@ def reservation(
 ) -> dict[str, Any]:
     """A pending Reservation holding ``requests`` for ``owners`` (default: any pod); ``node_name`` pins
     it to a node (``template.spec.nodeName``); ``created`` is its creation time (wall seconds)."""
-    container: dict[str, Any] = {"name": "main", "image": "reserve", "resources": {"requests": dict(requests)}}
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": "reserve",
+        "resources": {"requests": dict(requests)},
+    }
     if host_port is not None:
         container["ports"] = [{"containerPort": host_port, "hostPort": host_port, "protocol": "TCP"}]
     tspec: dict[str, Any] = {"schedulerName": scheduler_name, "containers": [container]}
@@ -83,7 +87,9 @@ def reservation(
     }
 
 
-def available(r: Mapping[str, Any], node: str, allocatable: Mapping[str, str] | None = None) -> dict[str, Any]:
+def available(
+    r: Mapping[str, Any], node: str, allocatable: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """``r`` as placed on ``node`` (Available, holding ``allocatable``: default its template's requests)."""
     held = allocatable
     if held is None:

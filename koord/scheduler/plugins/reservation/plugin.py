@@ -171,7 +171,12 @@ class Reservation:
     def post_filter(
         self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
-        return None, Status.unschedulable(*messages.post_filter_reasons(data_of(state), statuses))
+        data = data_of(state)
+        if data.reserve is not None:
+            # A reservation preempts no pod (it is no pod the preemption could nominate): PostFilter ends
+            # here for it, and it waits for room.
+            return None, Status.unresolvable()
+        return None, Status.unschedulable(*messages.post_filter_reasons(data, statuses))
 
     # ---- the reservation hooks of its own ----------------------------------------------------------
 
