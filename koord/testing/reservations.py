@@ -30,7 +30,7 @@ def reservation(
     name: str,
     requests: Mapping[str, str],
     *,
-    owners: Sequence[Mapping[str, Any]] = ({},),
+    owners: Sequence[Mapping[str, Any]] = ({"labelSelector": {}},),
     scheduler_name: str = "koord-scheduler",
     node_name: str = "",
     ttl: str | None = None,
@@ -45,7 +45,8 @@ def reservation(
     uid: str | None = None,
     host_port: int | None = None,
 ) -> dict[str, Any]:
-    """A pending Reservation holding ``requests`` for ``owners`` (default: any pod); ``node_name`` pins
+    """A pending Reservation holding ``requests`` for ``owners`` (default: any pod, through an empty label
+    selector: the CRD refuses an owner with no field); ``node_name`` pins
     it to a node (``template.spec.nodeName``); ``created`` is its creation time (wall seconds)."""
     container: dict[str, Any] = {
         "name": "main",

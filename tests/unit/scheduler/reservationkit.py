@@ -26,7 +26,10 @@ def profile(args: Mapping[str, Any] | None = None, extra: Sequence[str] = ()) ->
         "plugins": {
             "preFilter": {"enabled": list(on)},
             "filter": {"enabled": list(on)},
-            "postFilter": {"disabled": [{"name": "*"}], "enabled": [{"name": R}, {"name": "DefaultPreemption"}]},
+            "postFilter": {
+                "disabled": [{"name": "*"}],
+                "enabled": [{"name": R}, {"name": "DefaultPreemption"}],
+            },
             "preScore": {"enabled": list(on)},
             "score": {"enabled": [{"name": R, "weight": 5000}]},
             "reserve": {"enabled": list(on)},
@@ -45,7 +48,9 @@ def kit(
     plugins: Mapping[str, PluginFactory] | None = None,
 ) -> MemoryScheduler:
     """A MemoryScheduler on the profile, with nodes (name -> cpu, 16Gi each)."""
-    k = MemoryScheduler({"profiles": [profile(args, tuple(plugins or ()))]}, plugins=plugins, clock=FakeClock())
+    k = MemoryScheduler(
+        {"profiles": [profile(args, tuple(plugins or ()))]}, plugins=plugins, clock=FakeClock()
+    )
     for name, cpu in (nodes or {}).items():
         k.add_node(node(name, cpu, "16Gi"))
     return k

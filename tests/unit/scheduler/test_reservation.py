@@ -394,3 +394,28 @@ def test_reserve_pods_are_never_reported_as_pods() -> None:
     assert k.api.statuses == {} and not any(e[0].startswith("default/") for e in k.events())
     (pod_key,) = k.scheduler.virtual_pods
     assert k.scheduler.virtual_pods[pod_key]["metadata"]["annotations"][ANNOTATION_RESERVE_POD] == "true"
+
+
+def test_profiles_share_one_reservation_cache_and_each_reservation_is_scheduled_once() -> None:
+    from koord.scheduler.testing import MemoryScheduler
+    from koord.testing import FakeClock
+    from tests.unit.scheduler.reservationkit import profile
+
+    second = {**profile(), "schedulerName": "other"}
+    k = MemoryScheduler({"profiles": [profile(), second]}, clock=FakeClock())
+    k.add_node(node("a", "4", "16Gi"))
+    r = reservation(
+        "r1", {"cpu": "3"}, owners=[owner_labels(WEB)], scheduler_name="other", allocate_once=False
+    )
+    add(k, r)
+    assert len(k.scheduler.virtual_pods) == 1 and k.scheduler.queue.counts()["active"] == 1
+    assert k.run() == 1
+    assert phase(k, "r1") == "Available"
+    k.add_pod(owner("web", "3", WEB))  # koord-scheduler's pod in the reservation other placed
+    k.run()
+    assert allocated_to(k, "web") == "r1"
+    mine = k.scheduler.profiles["koord-scheduler"].instances["Reservation"]
+    theirs = k.scheduler.profiles["other"].instances["Reservation"]
+    assert mine.cache is theirs.cache
+    info = mine.cache.get(r["metadata"]["uid"])
+    assert info is not None and info.allocated_pods == 1

@@ -52,7 +52,10 @@ def test_ignored_resources_and_groups() -> None:
     args = parse_args({"ignoredResources": ["example.com/gpu"], "ignoredResourceGroups": ["vendor.io"]})
     assert args.ignored("example.com/gpu") and args.ignored("vendor.io/fpga")
     assert not args.ignored("cpu") and not args.ignored("example.com/nic")
-    assert parse_args({"reservationSelectorIndex": {"enabled": True, "keyPrefixes": ["a/"]}}) == ReservationArgs()
+    assert (
+        parse_args({"reservationSelectorIndex": {"enabled": True, "keyPrefixes": ["a/"]}})
+        == ReservationArgs()
+    )
     assert is_extended_resource("example.com/gpu") and not is_extended_resource("hugepages-2Mi")
 
 

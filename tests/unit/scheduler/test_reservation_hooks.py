@@ -66,7 +66,9 @@ class Probe:
     ) -> Status | None:
         return Status.unschedulable("not this one") if reservation.name == "skipped" else None
 
-    def score_reservation(self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str) -> int:
+    def score_reservation(
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
+    ) -> int:
         return int(reservation.labels.get("probe-score", "0"))
 
     def reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
@@ -82,7 +84,9 @@ class Probe:
         self.calls.append(("pre_bind", pod["metadata"]["name"]))
         return None
 
-    def pre_bind_reservation(self, state: CycleState, reservation: ReservationInfo, node_name: str) -> Status | None:
+    def pre_bind_reservation(
+        self, state: CycleState, reservation: ReservationInfo, node_name: str
+    ) -> Status | None:
         self.calls.append(("pre_bind_reservation", reservation.name, reservation.node_name))
         self.handle.patch_pod(state, {"metadata": {"annotations": {"probe/cpus": "0-1"}}})
         return None
