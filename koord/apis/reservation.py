@@ -198,7 +198,7 @@ class OwnerMatcher:
             return False
         if self.controller is not None and not _controller_matches(meta, self.controller):
             return False
-        return self.selector is None or self.selector.matches(str_map(as_map(meta, "labels")))
+        return self.selector is None or self.selector.matches(as_map(meta, "labels"))
 
 
 def _object_matches(pod: Mapping[str, Any], meta: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:

@@ -17,7 +17,7 @@ ReservationPreBindPlugins when it binds a reserve pod.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -79,6 +79,15 @@ class ReservationInfo:
     owners: tuple[rsv.OwnerMatcher, ...]
     parse_error: str = ""
     """Why the owners (or the restricted options) could not be read: such a reservation matches no pod."""
+    name: str = ""
+    uid: str = ""
+    node_name: str = ""
+    """Where it was placed (``status.nodeName``)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    allocate_once: bool = True
+    allocate_policy: str = ""
+    available_phase: bool = False
+    """Placed and Available (``is_available``)."""
 
     @classmethod
     def of(cls, reservation: Obj, assigned: Sequence[PodRequirement] = ()) -> ReservationInfo:
@@ -118,34 +127,17 @@ class ReservationInfo:
             assigned=_EMPTY,  # type: ignore[arg-type]
             owners=owners,
             parse_error="; ".join(errors),
+            name=rsv.name_of(reservation),
+            uid=rsv.uid_of(reservation),
+            node_name=rsv.node_of(reservation),
+            labels=MappingProxyType(str_map(as_map(as_map(reservation, "metadata"), "labels"))),
+            allocate_once=rsv.allocate_once(reservation),
+            allocate_policy=rsv.allocate_policy(reservation),
+            available_phase=rsv.is_available(reservation),
         )
         return info._with_assigned({a.uid: a for a in assigned})
 
     # ---- reading --------------------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return rsv.name_of(self.reservation)
-
-    @property
-    def uid(self) -> str:
-        return rsv.uid_of(self.reservation)
-
-    @property
-    def node_name(self) -> str:
-        return rsv.node_of(self.reservation)
-
-    @property
-    def labels(self) -> Mapping[str, str]:
-        return str_map(as_map(as_map(self.reservation, "metadata"), "labels"))
-
-    @property
-    def allocate_once(self) -> bool:
-        return rsv.allocate_once(self.reservation)
-
-    @property
-    def allocate_policy(self) -> str:
-        return rsv.allocate_policy(self.reservation)
 
     @property
     def priority(self) -> int:
@@ -170,7 +162,7 @@ class ReservationInfo:
         return as_map(self.reservation, "spec").get("unschedulable") is True or self.is_terminating
 
     def is_available(self) -> bool:
-        return rsv.is_available(self.reservation)
+        return self.available_phase
 
     def is_matchable(self) -> bool:
         """Available, readable, and not used up (an allocate-once reservation with an owner is done,

@@ -26,7 +26,8 @@ class ReservationCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._infos: dict[str, ReservationInfo] = {}
-        self._on_node: dict[str, set[str]] = {}
+        self._on_node: dict[str, dict[str, None]] = {}
+        """Node -> the UIDs of its reservations, in the order they came."""
         self._owner_of: dict[str, str] = {}
         """Pod UID -> the reservation UID it is counted in."""
         self._early: dict[str, dict[str, PodRequirement]] = {}
@@ -50,11 +51,11 @@ class ReservationCache:
                 for owner in early.values():
                     info = info.with_pod(owner)
                 if old.node_name != info.node_name:
-                    self._on_node.get(old.node_name, set()).discard(uid)
+                    self._on_node.get(old.node_name, {}).pop(uid, None)
             for pod_uid in info.assigned:
                 self._owner_of[pod_uid] = uid
             self._infos[uid] = info
-            self._on_node.setdefault(info.node_name, set()).add(uid)
+            self._on_node.setdefault(info.node_name, {})[uid] = None
 
     def reservation_deleted(self, r: Obj) -> None:
         with self._lock:
@@ -67,7 +68,7 @@ class ReservationCache:
             return
         on_node = self._on_node.get(info.node_name)
         if on_node is not None:
-            on_node.discard(uid)
+            on_node.pop(uid, None)
             if not on_node:
                 del self._on_node[info.node_name]
         for owner in info.assigned:
@@ -141,21 +142,7 @@ class ReservationCache:
             return list(self._on_node)
 
     def on_node(self, node: str) -> list[ReservationInfo]:
-        """The available reservations on ``node``, oldest first (then by name)."""
+        """The available reservations on ``node``."""
         with self._lock:
-            infos = [self._infos[uid] for uid in self._on_node.get(node, ())]
-        return sorted(infos, key=_age_order)
+            return [self._infos[uid] for uid in self._on_node.get(node, ())]
 
-    def get(self, uid: str) -> ReservationInfo | None:
-        with self._lock:
-            return self._infos.get(uid)
-
-    def owners(self) -> Mapping[str, str]:
-        """Pod UID -> reservation UID, a copy."""
-        with self._lock:
-            return dict(self._owner_of)
-
-
-def _age_order(info: ReservationInfo) -> tuple[str, str]:
-    meta = info.reservation.get("metadata") or {}
-    return str(meta.get("creationTimestamp") or ""), info.name

@@ -115,8 +115,14 @@ class Reservation:
         return self._filter_with(state, pod, data, node_info, ns.matched, data.has_affinity)
 
     def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
+        """Only the nodes with something to check are looked at (a reserve pod: with reservations, or
+        all when it is pinned; another pod: with matched reservations, or all with an affinity)."""
         data = data_of(state)
-        if data.reserve is None and not data.has_affinity:
+        if data.reserve is not None:
+            busy = set(self.cache.nodes())
+            everywhere = bool(pinned_node(pod))
+            return [self.filter(state, pod, ni) if everywhere or ni.name in busy else None for ni in nodes]
+        if not data.has_affinity:
             return [self.filter(state, pod, ni) if ni.name in data.nodes else None for ni in nodes]
         return [self.filter(state, pod, ni) for ni in nodes]
 
@@ -216,6 +222,7 @@ class Reservation:
             chosen = matched[0]
         elif matched:
             ok = [r for r in matched if self.hooks.filter_nominate(state, pod, r, node_name) is None]
+            ok.sort(key=_age)  # ties go to the oldest (then by name)
             chosen, _ = nominate.lowest_order(ok)
             if chosen is None and ok:
                 scores = self.hooks.scores(state, pod, ok, node_name) if len(ok) > 1 else [0]
@@ -344,3 +351,7 @@ class Reservation:
             return st
         self.handle.event(reference(r), "Normal", "Scheduled", f"Successfully assigned {name} to {node_name}")
         return None
+
+
+def _age(r: ReservationInfo) -> tuple[str, str]:
+    return str((r.reservation.get("metadata") or {}).get("creationTimestamp") or ""), r.name

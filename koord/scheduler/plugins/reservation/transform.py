@@ -69,13 +69,14 @@ class Restorer:
         if data.reservation_name:
             nodes = self._named(data.reservation_name) or nodes
         snapshot = self.handle.snapshot()
+        selects = specific is None and _selects_nodes(pod)
         for node in nodes:
             ni = snapshot.node_info(node)
             if ni is None or ni.node is None:
                 continue
             if specific is not None and node not in specific:
                 continue
-            if specific is None and not matches_node_selector(pod, ni.node):
+            if selects and not matches_node_selector(pod, ni.node):
                 continue
             diag = Diagnosis()
             matched, unmatched = [], []
@@ -144,9 +145,10 @@ class Restorer:
             node.remove_pod(r.uid)  # a reserve pod not cached yet (an informer behind) holds nothing
             for name, value in r.allocated.items():
                 r_allocated[name] = r_allocated.get(name, 0) + value
-        _, st = self.hooks.restore(state, pod, matched, unmatched, node)
-        if st is not None:
-            return st
+        if self.hooks.restorers:
+            _, st = self.hooks.restore(state, pod, matched, unmatched, node)
+            if st is not None:
+                return st
         self.handle.replace_node_info(node)
         data.nodes[ni.name] = NodeState(ni.name, list(matched), list(unmatched), pod_requested, r_allocated)
         return None
@@ -195,6 +197,11 @@ def _matches(
         diag.not_exact += 1
         return False
     return True
+
+
+def _selects_nodes(pod: Obj) -> bool:
+    spec = as_map(pod, "spec")
+    return bool(spec.get("nodeSelector")) or bool(as_map(as_map(spec, "affinity"), "nodeAffinity"))
 
 
 def specific_nodes(pod: Obj) -> set[str] | Status | None:
