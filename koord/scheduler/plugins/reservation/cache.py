@@ -12,7 +12,6 @@ arrives.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 
 from koord.apis import reservation as rsv
 from koord.scheduler.framework import Obj, PodInfo, PodRequirement, ReservationInfo
