@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from koord.apis.groups import Resource
 from koord.scheduler.framework.objecthandle import ObjectHandle
 from koord.scheduler.framework.preemptionhandle import PreemptionHandle
+from koord.scheduler.framework.virtualhandle import VirtualPodHandle
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ class Handle(Protocol):
         """Wall-clock seconds (injected, so tests control expiry)."""
 
 
-class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, Protocol):
+class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, Protocol):
     """The handle koord-scheduler gives (the extender front end gives the plain :class:`Handle`)."""
 
     @property
@@ -260,20 +261,6 @@ class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, Protocol):
 
     def register_forget_pod_handler(self, handler: Callable[[Obj], None]) -> None:
         """Be told when an assumed pod is forgotten (its binding failed or was given up)."""
-
-    def add_virtual_pod(self, pod: Obj) -> None:
-        """A pod that exists only in the scheduler (a Reservation's reserve pod): without
-        ``spec.nodeName`` it is queued and scheduled like a pod; with one it holds its room on that node as
-        a bound pod does. Its failures are not reported on it (an error handler tells its owner)."""
-
-    def update_virtual_pod(self, old: Obj, new: Obj) -> None: ...
-
-    def delete_virtual_pod(self, pod: Obj) -> None: ...
-
-    def replace_node_info(self, info: NodeInfo) -> None:
-        """From PreFilter on, for this cycle only: the snapshot's row of ``info.name`` is ``info`` (a
-        changed clone of it); the cache's comes back for the next cycle (Koordinator's ``InvalidNodeInfo``
-        after restoring reserved resources in the snapshot)."""
 
 
 @runtime_checkable
