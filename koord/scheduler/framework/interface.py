@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from koord.apis.groups import Resource
 from koord.scheduler.framework.objecthandle import ObjectHandle
 from koord.scheduler.framework.preemptionhandle import PreemptionHandle
-from koord.scheduler.framework.virtualhandle import VirtualPodHandle
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
+from koord.scheduler.framework.virtualhandle import VirtualPodHandle
 
 if TYPE_CHECKING:
     import numpy as np

@@ -60,8 +60,10 @@ def test_the_room_is_the_owners_and_no_one_elses_then_succeeded_returns_the_rest
     k.reconcile()
     r = get(k, "r1")
     assert rsv.phase_of(r) == "Succeeded"
+    web = k.pods.get("default/web")
+    assert web is not None
     assert r["status"]["currentOwners"] == [
-        {"namespace": "default", "name": "web", "uid": k.pods.get("default/web")["metadata"]["uid"]}
+        {"namespace": "default", "name": "web", "uid": web["metadata"]["uid"]}
     ]
     assert r["status"]["allocated"] == {"cpu": "2"}
     assert condition(k, "r1", "Ready")["reason"] == "Succeeded"

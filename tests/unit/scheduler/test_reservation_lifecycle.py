@@ -33,7 +33,7 @@ def test_an_expired_reservation_is_released_and_collected_a_day_later() -> None:
     k.clock.advance(601)
     k.reconcile()
     assert phase(k, "r1") == "Failed"
-    assert condition(k, "r1", "Ready") | {"lastProbeTime": "", "lastTransitionTime": ""} == {
+    assert {**condition(k, "r1", "Ready"), "lastProbeTime": "", "lastTransitionTime": ""} == {
         "type": "Ready",
         "status": "False",
         "reason": "Expired",
