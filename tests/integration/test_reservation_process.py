@@ -7,10 +7,6 @@ ClusterRole of ``deploy/scheduler/reservation-rbac.yaml`` allows exactly the plu
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,13 +17,11 @@ import yaml
 
 from koord.apis import reservation as rsv
 from koord.testing import objects
-from koord.testing.ports import EPHEMERAL, port_from_log
 from koord.testing.reservations import owner_labels, reservation
-from koordlet.testing.agent import wait_http
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
-from tests.managerharness import write_kubeconfig
+from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, node_of
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 from tests.unit.scheduler.reservationkit import profile
 
@@ -35,11 +29,7 @@ pytestmark = pytest.mark.slow
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
 CRD = DEPLOY / "crds" / "scheduling.koordinator.sh_reservations.yaml"
-CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [profile({"gcDurationSeconds": 2})],
-}
+CONFIG = configuration(profile({"gcDurationSeconds": 2}))
 WEB = {"app": "web"}
 PREBIND_PATCH = ("patch", "scheduling.koordinator.sh", "reservations")
 """Granted for the PreBind plugins that annotate a reservation they place (NodeNUMAResource, DeviceShare:
@@ -52,34 +42,15 @@ def server(api_server_factory: Callable[..., APIServer]) -> APIServer:  # noqa: 
 
 
 @contextmanager
-def running(server: APIServer, tmp_path: Path) -> Iterator[Path]:
-    """The process, ready; stopped with SIGTERM when the block ends, checked to exit 0 (yields its log)."""
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(CONFIG))
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig.json", server)
-    log_path = tmp_path / "koord-scheduler.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "koord.scheduler",
-                f"--kubeconfig={kubeconfig}",
-                f"--config={config}",
-                f"--addr={EPHEMERAL}",
-                "--no-leader-elect",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            port = port_from_log(log_path, proc)
-            assert wait_http(f"http://127.0.0.1:{port}/readyz", 60), log_path.read_text()
-            yield log_path
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(30)
-    assert code == 0, log_path.read_text()[-3000:]
+def running(server: APIServer, tmp_path: Path) -> Iterator[KoordSchedulerProcess]:
+    """The process, ready; stopped with SIGTERM when the block ends, checked to exit 0."""
+    proc = KoordSchedulerProcess(tmp_path, server, CONFIG)
+    try:
+        assert proc.ready(60), proc.log()[-3000:]
+        yield proc
+    finally:
+        code = proc.stop(30)
+    assert code == 0, proc.log()[-3000:]
 
 
 def create(server: APIServer, r: dict[str, Any]) -> None:
@@ -101,10 +72,6 @@ def pod(name: str, cpu: str, labels: dict[str, str] | None = None) -> dict[str, 
     return {**p, "metadata": {k: v for k, v in p["metadata"].items() if k != "uid"}}
 
 
-def node_of(server: APIServer, name: str) -> str:
-    return str(server.store.get("pods", name, "default")["spec"].get("nodeName") or "")
-
-
 def reservation_events(server: APIServer, name: str, reason: str) -> list[str]:
     events, _ = server.store.list("events")
     return [
@@ -116,42 +83,43 @@ def reservation_events(server: APIServer, name: str, reason: str) -> list[str]:
     ]
 
 
-def wait(cond: Callable[[], object], log: Path, timeout: float = 30) -> None:
-    assert wait_until(cond, timeout, step=0.05), log.read_text()[-3000:]
+def wait(cond: Callable[[], object], proc: KoordSchedulerProcess, timeout: float = 30) -> None:
+    assert wait_until(cond, timeout, step=0.05), proc.log()[-3000:]
 
 
 def test_reservations_in_the_process(server: APIServer, tmp_path: Path) -> None:
     server.store.create("nodes", objects.node("n0", "4", "16Gi"))
     before = len(server.requests)
-    with running(server, tmp_path) as log:
+    with running(server, tmp_path) as proc:
         # Placed as its reserve pod: Available on n0, holding 3 of its 4 cpus.
         create(server, reservation("r1", {"cpu": "3"}, owners=[owner_labels(WEB)]))
-        wait(lambda: rsv.is_available(found(server, "r1")), log)
+        wait(lambda: rsv.is_available(found(server, "r1")), proc)
         r1 = found(server, "r1")
         assert rsv.node_of(r1) == "n0" and r1["status"]["allocatable"] == {"cpu": "3"}
-        wait(lambda: reservation_events(server, "r1", "Scheduled") == ["Successfully assigned r1 to n0"], log)
+        placed = ["Successfully assigned r1 to n0"]
+        wait(lambda: reservation_events(server, "r1", "Scheduled") == placed, proc)
 
         # Its room is its owner's: another pod waits, the owner is placed in it.
         server.store.create("pods", pod("other", "2"))
-        wait(lambda: server.store.get("pods", "other", "default").get("status", {}).get("conditions"), log)
+        wait(lambda: server.store.get("pods", "other", "default").get("status", {}).get("conditions"), proc)
         assert node_of(server, "other") == ""
         server.store.create("pods", pod("web", "2", WEB))
-        wait(lambda: node_of(server, "web") == "n0", log)
+        wait(lambda: node_of(server, "web") == "n0", proc)
         annotations = server.store.get("pods", "web", "default")["metadata"]["annotations"]
         assert rsv.allocated_of({"metadata": {"annotations": annotations}}) == ("r1", r1["metadata"]["uid"])
 
         # Allocate-once: Succeeded with its owner; its leftover cpu is the node's again, so "other" fits.
-        wait(lambda: node_of(server, "other") == "n0", log)
+        wait(lambda: node_of(server, "other") == "n0", proc)
         # Garbage collected 2 s after it ended (gcDurationSeconds).
-        wait(lambda: not found(server, "r1"), log)
+        wait(lambda: not found(server, "r1"), proc)
 
         # A reservation no node can hold says why, on itself.
         create(server, reservation("big", {"cpu": "8"}, owners=[owner_labels(WEB)]))
-        wait(lambda: rsv.condition(found(server, "big"), rsv.CONDITION_SCHEDULED), log)
+        wait(lambda: rsv.condition(found(server, "big"), rsv.CONDITION_SCHEDULED), proc)
         scheduled = rsv.condition(found(server, "big"), rsv.CONDITION_SCHEDULED) or {}
         assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
         assert scheduled["message"] == "0/1 nodes are available: 1 Insufficient cpu."
-        wait(lambda: reservation_events(server, "big", "FailedScheduling"), log)
+        wait(lambda: reservation_events(server, "big", "FailedScheduling"), proc)
         assert rsv.phase_of(found(server, "big")) in ("", "Pending")
 
         # A short-lived one on a new node: Available, then Failed (Expired), then collected.
@@ -159,8 +127,8 @@ def test_reservations_in_the_process(server: APIServer, tmp_path: Path) -> None:
         create(
             server, reservation("brief", {"cpu": "1"}, owners=[owner_labels(WEB)], ttl="3s", node_name="n1")
         )
-        wait(lambda: rsv.is_available(found(server, "brief")) or rsv.is_expired(found(server, "brief")), log)
-        wait(lambda: not found(server, "brief"), log)
+        wait(lambda: rsv.is_available(found(server, "brief")) or rsv.is_expired(found(server, "brief")), proc)
+        wait(lambda: not found(server, "brief"), proc)
     traffic = [r for r in server.requests[before:] if "/reservations" in r.path]
     written = [r.body["status"] for r in traffic if r.method == "PATCH" and r.path.endswith("/status")]
     r1_owned = [s for s in written if s.get("currentOwners")]

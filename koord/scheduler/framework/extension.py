@@ -272,11 +272,7 @@ class ReservationHooks:
         self.nominator = next((p for p in plugins if isinstance(p, ReservationNominator)), None)
 
     def pre_restore(self, state: CycleState, pod: Obj) -> Status | None:
-        for p in self.restorers:
-            st = p.pre_restore_reservation(state, pod)
-            if st is not None and not st.is_success:
-                return st.with_plugin(p.name)
-        return None
+        return _first_failure([(p.name, p.pre_restore_reservation) for p in self.restorers], state, pod)
 
     def restore(
         self,
@@ -297,20 +293,15 @@ class ReservationHooks:
         return states, None
 
     def filter(self, state: CycleState, pod: Obj, reservation: ReservationInfo, node: str) -> Status | None:
-        for p in self.filters:
-            st = p.filter_reservation(state, pod, reservation, node)
-            if st is not None and not st.is_success:
-                return st.with_plugin(p.name)
-        return None
+        return _first_failure(
+            [(p.name, p.filter_reservation) for p in self.filters], state, pod, reservation, node
+        )
 
     def filter_nominate(
         self, state: CycleState, pod: Obj, reservation: ReservationInfo, node: str
     ) -> Status | None:
-        for p in self.filters:
-            st = p.filter_nominate_reservation(state, pod, reservation, node)
-            if st is not None and not st.is_success:
-                return st.with_plugin(p.name)
-        return None
+        calls = [(p.name, p.filter_nominate_reservation) for p in self.filters]
+        return _first_failure(calls, state, pod, reservation, node)
 
     def scores(
         self, state: CycleState, pod: Obj, reservations: Sequence[ReservationInfo], node: str
@@ -332,3 +323,12 @@ class ReservationHooks:
         if self.nominator is None:
             return None, None
         return self.nominator.nominate_reservation(state, pod, node)
+
+
+def _first_failure(calls: Sequence[tuple[str, Callable[..., Status | None]]], *args: Any) -> Status | None:
+    """The first of ``fn(*args)`` over ``calls`` that fails, with its plugin's name."""
+    for name, fn in calls:
+        st = fn(*args)
+        if st is not None and not st.is_success:
+            return st.with_plugin(name)
+    return None
