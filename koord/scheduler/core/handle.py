@@ -303,6 +303,10 @@ class SchedulerHandle:
         merge_patch(pending, patch)
 
     def delete_pod(self, pod: Obj) -> Status | None:
+        sched = self._scheduler
+        if sched is not None and PodInfo(pod).key in sched.virtual_pods:
+            # A reserve pod chosen as a preemption victim: its reservation is not the victim's to end.
+            return Status.error(f"{PodInfo(pod).key} exists only in the scheduler and cannot be deleted")
         try:
             self.api.delete_pod(pod)
         except APIFailed as err:

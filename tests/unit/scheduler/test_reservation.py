@@ -265,3 +265,26 @@ def test_owners_seen_before_their_reservation_still_count() -> None:
     k.add_pod(owner("big", "4"))
     k.run()
     assert k.bound() == {"default/big": "a"}  # 8 - 4 held (the owner inside): no double count
+
+
+def test_preemption_counts_what_the_victims_free_outside_and_inside_a_reservation() -> None:
+    k = kit({"a": "4"})
+    add(k, available(reservation("r1", {"cpu": "2"}, owners=[owner_labels(WEB)], allocate_once=False), "a"))
+    k.add_pod(owner("low", "2", node_name="a", priority=1))  # beside the reservation: the node is full
+    k.add_pod(owner("web", "3", WEB, priority=100))  # 2 from r1, 1 from the node: only with "low" gone
+    k.run()
+    assert k.api.deleted == ["default/low"]
+    assert k.scheduler.nominator.pods_for_node("a")[0].name == "web"
+
+    k = kit({"a": "8"})
+    r = reservation("r2", {"cpu": "2"}, owners=[owner_labels(WEB)], allocate_once=False, policy="Restricted")
+    add(k, available(r, "a"))
+    placed = owner("in-r2", "2", WEB, node_name="a", priority=1)
+    placed["metadata"]["annotations"] = {
+        rsv.ANNOTATION_RESERVATION_ALLOCATED: rsv.allocated_annotation("r2", r["metadata"]["uid"])
+    }
+    k.add_pod(placed)
+    aff = {rsv.ANNOTATION_RESERVATION_AFFINITY: "{}"}
+    k.add_pod(owner("urgent", "2", WEB, priority=100, annotations=aff))  # r2 is full: only its owner's room
+    k.run()
+    assert k.api.deleted == ["default/in-r2"]

@@ -174,3 +174,16 @@ def test_profiles_share_one_reservation_cache_and_each_reservation_is_scheduled_
     assert mine.cache is theirs.cache
     (info,) = mine.cache.on_node("a")
     assert info.uid == r["metadata"]["uid"] and info.allocated_pods == 1
+
+
+def test_a_low_priority_reservation_is_never_deleted_as_a_preemption_victim() -> None:
+    k = kit({"a": "4"})
+    r = reservation("low", {"cpu": "4"}, owners=[owner_labels(WEB)])
+    r["spec"]["template"]["spec"]["priority"] = 0
+    add(k, r)
+    k.run()
+    assert phase(k, "low") == "Available"
+    k.add_pod(owner("urgent", "2", {"not": "an-owner"}, priority=1000))
+    k.run()
+    assert k.api.deleted == [] and k.bound() == {} and phase(k, "low") == "Available"
+    assert [e[3] for e in k.events("FailedScheduling") if e[0] == "default/urgent"]

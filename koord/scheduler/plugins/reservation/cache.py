@@ -140,8 +140,12 @@ class ReservationCache:
         with self._lock:
             return list(self._on_node)
 
+    def reservation_of(self, pod_uid: str) -> str | None:
+        """The UID of the reservation the pod is counted in."""
+        with self._lock:
+            return self._owner_of.get(pod_uid)
+
     def on_node(self, node: str) -> list[ReservationInfo]:
         """The available reservations on ``node``."""
         with self._lock:
             return [self._infos[uid] for uid in self._on_node.get(node, ())]
-

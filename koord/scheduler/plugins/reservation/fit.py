@@ -19,6 +19,7 @@ pod may still use the node's own free room, without any reservation's.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from koord.scheduler.framework import NodeInfo, ReservationInfo
 from koord.scheduler.framework.types import CPU, EPHEMERAL, MEMORY, PODS
@@ -29,6 +30,7 @@ PREFIX = "Reservation(s) "
 """Reservation-level reasons start with this (Koordinator's ``ErrReasonPrefix``); PostFilter skips them."""
 NO_RESERVATION_FITS = "node(s) no reservation(s) to meet the requirements"
 _NATIVE = (CPU, MEMORY, EPHEMERAL)
+_NONE: Mapping[str, int] = MappingProxyType({})
 
 
 def fits_node(
@@ -38,8 +40,10 @@ def fits_node(
     r_allocated: Mapping[str, int],
     remained: Mapping[str, int],
     args: ReservationArgs,
+    preemptible: Mapping[str, int] = _NONE,
 ) -> list[str]:
-    """The resources the node lacks for the pod (``pods`` first), counting ``remained`` as free."""
+    """The resources the node lacks for the pod (``pods`` first), counting ``remained`` (and what
+    preemption's victims would free) as free."""
     out = []
     allowed = node.allocatable.get(PODS, 0)
     if node.requested.get(PODS, 0) + 1 > allowed:
@@ -49,7 +53,7 @@ def fits_node(
 
     def free(name: str) -> int:
         used = pod_requested.get(name, 0) - remained.get(name, 0) - r_allocated.get(name, 0)
-        return node.allocatable.get(name, 0) - used
+        return node.allocatable.get(name, 0) - used + preemptible.get(name, 0)
 
     for name in _NATIVE:
         if request.get(name, 0) > free(name):
@@ -63,12 +67,17 @@ def fits_node(
 
 
 def fits_reservation(
-    request: Mapping[str, int], r: ReservationInfo, detailed: bool, args: ReservationArgs
+    request: Mapping[str, int],
+    r: ReservationInfo,
+    detailed: bool,
+    args: ReservationArgs,
+    preemptible: Mapping[str, int] = _NONE,
 ) -> list[str]:
-    """Why a Restricted reservation cannot take the pod (empty: it can)."""
+    """Why a Restricted reservation cannot take the pod (empty: it can), counting what preemption's
+    victims inside it would free."""
     out = []
     if PODS in r.allocatable:
-        used, capacity = r.allocated_pods, r.allocatable[PODS]
+        used, capacity = r.allocated_pods - preemptible.get(PODS, 0), r.allocatable[PODS]
         if used + 1 > capacity:
             why = (
                 f"Too many pods, requested: 1, used: {used}, capacity: {capacity}"
@@ -80,7 +89,7 @@ def fits_reservation(
         if args.ignored(name) or not request.get(name):
             continue
         capacity = r.allocatable.get(name, 0) - r.reserved.get(name, 0)
-        used = max(r.allocated.get(name, 0), 0)
+        used = max(r.allocated.get(name, 0) - preemptible.get(name, 0), 0)
         if request[name] <= capacity - used:
             continue
         if detailed:
@@ -99,12 +108,16 @@ def fits_one(
     r: ReservationInfo,
     detailed: bool,
     args: ReservationArgs,
+    preemptible: Mapping[str, int] = _NONE,
+    preemptible_in: Mapping[str, int] = _NONE,
 ) -> tuple[list[str], list[str]]:
-    """``fitsNodeAndReservation``: (what the node lacks, why the reservation refuses); both empty: fits."""
-    by_node = fits_node(request, node, ns.pod_requested, ns.r_allocated, r.available, args)
+    """``fitsNodeAndReservation``: (what the node lacks, why the reservation refuses); both empty: fits.
+    ``preemptible``/``preemptible_in``: what preemption's victims free on the node, and inside ``r``."""
+    freed = {n: preemptible.get(n, 0) + preemptible_in.get(n, 0) for n in {*preemptible, *preemptible_in}}
+    by_node = fits_node(request, node, ns.pod_requested, ns.r_allocated, r.available, args, freed)
     by_reservation: list[str] = []
     if r.allocate_policy == "Restricted":
-        by_reservation = fits_reservation(request, r, detailed, args)
+        by_reservation = fits_reservation(request, r, detailed, args, preemptible_in)
     elif not by_node:
         return [], []
     if not by_node and not by_reservation:

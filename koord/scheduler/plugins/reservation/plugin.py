@@ -153,12 +153,17 @@ class Reservation:
         short: set[str] = set()
         refused: list[str] = []
         asked = set(data.requests)
+        freed = data.preemptible.get(ni.name, {})
+        freed_in = data.preemptible_in.get(ni.name, {})
+        detailed = bool(data.reservation_name)
         for r in matched:
             if not data.has_affinity and not asked & set(r.resource_names):
                 continue
             if data.reservation_name and data.reservation_name != r.name:
                 continue
-            lacks, no = fit.fits_one(data.requests, ni, ns, r, bool(data.reservation_name), self.args)
+            lacks, no = fit.fits_one(
+                data.requests, ni, ns, r, detailed, self.args, freed, freed_in.get(r.uid, {})
+            )
             short.update(lacks)
             refused.extend(no)
             st = self.hooks.filter(state, pod, r, ni.name)
@@ -171,8 +176,23 @@ class Reservation:
             return Status.unschedulable(*(fit.by_node(sorted(short)) + refused or [fit.NO_RESERVATION_FITS]))
         if short:
             return Status.unschedulable(*fit.by_node(sorted(short)))
-        alone = fit.fits_node(data.requests, ni, ns.pod_requested, ns.r_allocated, {}, self.args)
+        alone = fit.fits_node(data.requests, ni, ns.pod_requested, ns.r_allocated, {}, self.args, freed)
         return Status.unschedulable(*fit.by_node(alone)) if alone else None
+
+    def add_pod(self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo) -> Status | None:
+        """Preemption's what-if put a victim back on the node (Koordinator's ``AddPod``)."""
+        data = data_of(state)
+        data.freed(node_info.name, self.cache.reservation_of(to_add.uid), to_add.requests, -1)
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """Preemption's what-if took a victim off the node: its room counts as free, inside the
+        reservation it was placed in if any (Koordinator's ``RemovePod``)."""
+        data = data_of(state)
+        data.freed(node_info.name, self.cache.reservation_of(to_remove.uid), to_remove.requests, 1)
+        return None
 
     def post_filter(
         self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]

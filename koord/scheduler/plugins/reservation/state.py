@@ -8,10 +8,11 @@ node, and the one the pod was placed in.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from koord.scheduler.framework import CycleState, ReservationInfo
-from koord.scheduler.framework.types import Resources
+from koord.scheduler.framework.types import PODS, Resources
 
 STATE_KEY = "Reservation"
 
@@ -59,12 +60,29 @@ class CycleData:
     assumed: ReservationInfo | None = None
     annotated: bool = False
     """PreBind asked for ``reservation-allocated`` on the pod."""
+    preemptible: dict[str, Resources] = field(default_factory=dict)
+    """Preemption's what-if: per node, what the victims taken off it free (outside reservations)."""
+    preemptible_in: dict[str, dict[str, Resources]] = field(default_factory=dict)
+    """... and inside each reservation (node -> reservation UID -> resources)."""
 
     def clone(self) -> CycleData:
-        """For preemption's what-if runs (CycleState.clone): its own nominations."""
+        """For preemption's what-if runs (CycleState.clone): its own nominations and what-if room."""
         out = copy.copy(self)
         out.nominated = dict(self.nominated)
+        out.preemptible = {n: dict(r) for n, r in self.preemptible.items()}
+        out.preemptible_in = {n: {u: dict(r) for u, r in by.items()} for n, by in self.preemptible_in.items()}
         return out
+
+    def freed(self, node: str, reservation: str | None, requests: Mapping[str, int], sign: int) -> None:
+        """A victim taken off ``node`` (``sign`` 1) or put back (-1): its requests and one pod slot, in
+        the reservation it was placed in (if any) or on the node."""
+        into = (
+            self.preemptible.setdefault(node, {})
+            if reservation is None
+            else self.preemptible_in.setdefault(node, {}).setdefault(reservation, {})
+        )
+        for name, value in (*requests.items(), (PODS, 1)):
+            into[name] = into.get(name, 0) + sign * value
 
 
 def data_of(state: CycleState) -> CycleData:
