@@ -88,6 +88,10 @@ class ReservationInfo:
     allocate_policy: str = ""
     available_phase: bool = False
     """Placed and Available (``is_available``)."""
+    is_terminating: bool = False
+    """Being deleted."""
+    is_unschedulable: bool = False
+    """``spec.unschedulable``, or being deleted: no new owner unless it tolerates that."""
 
     @classmethod
     def of(cls, reservation: Obj, assigned: Sequence[PodRequirement] = ()) -> ReservationInfo:
@@ -114,6 +118,7 @@ class ReservationInfo:
             errors.append(str(err))
             kept = {}
         reserved = {n: v for n, v in kept.items() if n in names}
+        terminating = bool(as_map(reservation, "metadata").get("deletionTimestamp"))
         info = cls(
             reservation=reservation,
             pod=pod,
@@ -134,6 +139,8 @@ class ReservationInfo:
             allocate_once=rsv.allocate_once(reservation),
             allocate_policy=rsv.allocate_policy(reservation),
             available_phase=rsv.is_available(reservation),
+            is_terminating=terminating,
+            is_unschedulable=terminating or as_map(reservation, "spec").get("unschedulable") is True,
         )
         return info._with_assigned({a.uid: a for a in assigned})
 
@@ -151,15 +158,6 @@ class ReservationInfo:
     @property
     def allocated_pods(self) -> int:
         return len(self.assigned)
-
-    @property
-    def is_terminating(self) -> bool:
-        return bool(as_map(self.reservation, "metadata").get("deletionTimestamp"))
-
-    @property
-    def is_unschedulable(self) -> bool:
-        """``spec.unschedulable``, or being deleted: no new owner unless it tolerates that."""
-        return as_map(self.reservation, "spec").get("unschedulable") is True or self.is_terminating
 
     def is_available(self) -> bool:
         return self.available_phase

@@ -171,7 +171,7 @@ def _matches(
     if not r.match_owners(pod):
         return False
     diag.owner_matched += 1
-    exact = rsv.exact_match(data.requests, r.allocatable, data.exact)
+    exact = not data.exact or rsv.exact_match(data.requests, r.allocatable, data.exact)
     if data.reservation_name:
         if data.reservation_name != r.name:
             diag.name_unmatched += 1
