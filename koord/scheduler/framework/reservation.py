@@ -74,8 +74,8 @@ class ReservationInfo:
     available: Mapping[str, int]
     allocatable_ports: tuple[HostPort, ...]
     allocated_ports: tuple[HostPort, ...]
-    assigned: Mapping[str, PodRequirement]
-    """Owner pod UID -> what it takes."""
+    assigned_pods: Mapping[str, PodRequirement]
+    """Owner pod UID -> what it takes (Koordinator's ``AssignedPods``)."""
     owners: tuple[rsv.OwnerMatcher, ...]
     parse_error: str = ""
     """Why the owners (or the restricted options) could not be read: such a reservation matches no pod."""
@@ -129,7 +129,7 @@ class ReservationInfo:
             available=_EMPTY,
             allocatable_ports=pinfo.host_ports,
             allocated_ports=(),
-            assigned=_EMPTY,  # type: ignore[arg-type]
+            assigned_pods=_EMPTY,  # type: ignore[arg-type]
             owners=owners,
             parse_error="; ".join(errors),
             name=rsv.name_of(reservation),
@@ -157,7 +157,7 @@ class ReservationInfo:
 
     @property
     def allocated_pods(self) -> int:
-        return len(self.assigned)
+        return len(self.assigned_pods)
 
     def is_available(self) -> bool:
         return self.available_phase
@@ -167,7 +167,7 @@ class ReservationInfo:
         even before its status says Succeeded)."""
         if not self.is_available() or self.parse_error:
             return False
-        return not (self.allocate_once and self.assigned)
+        return not (self.allocate_once and self.assigned_pods)
 
     def match_owners(self, pod: Obj) -> bool:
         return not self.parse_error and any(o.matches(pod) for o in self.owners)
@@ -175,7 +175,7 @@ class ReservationInfo:
     def non_zero_allocated(self) -> tuple[int, int]:
         """cpu and memory of ``allocated`` with kube-scheduler's defaults for a missing one (what the
         owners added to the node's scoring totals, as Koordinator counts it); (0, 0) without owners."""
-        if not self.assigned:
+        if not self.assigned_pods:
             return 0, 0
         a = self.allocated
         return a.get(CPU, DEFAULT_MILLI_CPU_REQUEST), a.get(MEMORY, DEFAULT_MEMORY_REQUEST)
@@ -184,17 +184,17 @@ class ReservationInfo:
 
     def with_reservation(self, reservation: Obj) -> ReservationInfo:
         """The same owners over a newer version of the object."""
-        return ReservationInfo.of(reservation, tuple(self.assigned.values()))
+        return ReservationInfo.of(reservation, tuple(self.assigned_pods.values()))
 
     def with_pod(self, owner: PodRequirement) -> ReservationInfo:
-        if owner.uid in self.assigned:
+        if owner.uid in self.assigned_pods:
             return self
-        return self._with_assigned({**self.assigned, owner.uid: owner})
+        return self._with_assigned({**self.assigned_pods, owner.uid: owner})
 
     def without_pod(self, uid: str) -> ReservationInfo:
-        if uid not in self.assigned:
+        if uid not in self.assigned_pods:
             return self
-        return self._with_assigned({k: v for k, v in self.assigned.items() if k != uid})
+        return self._with_assigned({k: v for k, v in self.assigned_pods.items() if k != uid})
 
     def _with_assigned(self, assigned: Mapping[str, PodRequirement]) -> ReservationInfo:
         names = set(self.resource_names)
@@ -213,7 +213,7 @@ class ReservationInfo:
             allocated=MappingProxyType(allocated),
             available=MappingProxyType(available),
             allocated_ports=tuple(ports),
-            assigned=MappingProxyType(dict(assigned)),
+            assigned_pods=MappingProxyType(dict(assigned)),
         )
 
     def __repr__(self) -> str:

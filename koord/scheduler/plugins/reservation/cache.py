@@ -51,7 +51,7 @@ class ReservationCache:
                     info = info.with_pod(owner)
                 if old.node_name != info.node_name:
                     self._on_node.get(old.node_name, {}).pop(uid, None)
-            for pod_uid in info.assigned:
+            for pod_uid in info.assigned_pods:
                 self._owner_of[pod_uid] = uid
             self._infos[uid] = info
             self._on_node.setdefault(info.node_name, {})[uid] = None
@@ -70,7 +70,7 @@ class ReservationCache:
             on_node.pop(uid, None)
             if not on_node:
                 del self._on_node[info.node_name]
-        for owner in info.assigned:
+        for owner in info.assigned_pods:
             if self._owner_of.get(owner) == uid:
                 del self._owner_of[owner]
 
