@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from koord.scheduler.framework.extension import ReservationPreBindPlugin
 from koord.scheduler.framework.interface import MAX_PERMIT_WAIT, SKIP, Code, CycleState, Status
+from koord.scheduler.framework.pointtiming import extension_point
 from koord.scheduler.framework.reservation import ASSUMED_RESERVATION, ReservationInfo, is_reserve_pod
 from koord.scheduler.framework.runtime import PluginFailure, call, call_status
 from koord.scheduler.framework.types import Obj
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@extension_point("Permit")
 def run_permit(
     fw: Framework, state: CycleState, pod: Obj, node_name: str
 ) -> tuple[Status | None, dict[str, float]]:
@@ -57,6 +59,7 @@ def run_permit(
     return None, {}
 
 
+@extension_point("PreBind")
 def run_pre_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Status | None:
     """PreBind plugins in order; a reserve pod is no pod: its PreBind is the PreBind plugins'
     ``pre_bind_reservation`` (those that have one, in PreBind order), given the reservation its cycle
@@ -93,6 +96,7 @@ def _each_pre_bind(
     return None
 
 
+@extension_point("Bind")
 def run_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Status:
     """The first Bind plugin that does not skip; ``SKIP`` when every one skipped."""
     for e in fw.points.get("bind", ()):
@@ -111,6 +115,7 @@ def run_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Stat
     return SKIP
 
 
+@extension_point("PostBind")
 def run_post_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> None:
     for e in fw.points.get("postBind", ()):
         try:
