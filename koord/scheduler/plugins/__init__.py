@@ -35,6 +35,8 @@ from koord.scheduler.plugins.noderesources import (
 )
 from koord.scheduler.plugins.podtopologyspread import NAME as POD_TOPOLOGY_SPREAD
 from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
+from koord.scheduler.plugins.reservation import NAME as RESERVATION
+from koord.scheduler.plugins.reservation import Reservation
 
 BUILTIN: Mapping[str, PluginFactory] = {
     schedulinggates.NAME: schedulinggates.SchedulingGates,
@@ -55,4 +57,5 @@ BUILTIN: Mapping[str, PluginFactory] = {
     LOAD_AWARE: LoadAwareScheduling,
     COSCHEDULING: Coscheduling,
     elasticquota.NAME: elasticquota.ElasticQuota,
+    RESERVATION: Reservation,
 }
