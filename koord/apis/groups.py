@@ -61,6 +61,7 @@ DEVICES = Resource(SCHEDULING_GROUP, "v1alpha1", "devices", "Device", namespaced
 """One per node, named after it: the node's GPUs, RDMA NICs and FPGAs (read by DeviceShare)."""
 PODGROUPS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "podgroups", "PodGroup", namespaced=True)
 ELASTIC_QUOTAS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True)
+RESERVATIONS = Resource(SCHEDULING_GROUP, "v1alpha1", "reservations", "Reservation", namespaced=False)
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold resources on a node: every process lists pods with this selector (kube-scheduler's

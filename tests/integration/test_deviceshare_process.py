@@ -31,6 +31,7 @@ pytestmark = pytest.mark.slow
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
 CRD = DEPLOY / "crds" / "scheduling.koordinator.sh_devices.yaml"
+RESERVATION_CRD = DEPLOY / "crds" / "scheduling.koordinator.sh_reservations.yaml"
 CONFIG = configuration(profile())
 WHOLE = {dv.RESOURCE_NVIDIA_GPU: "1"}
 SHARE = {dv.RESOURCE_GPU_CORE: "50", dv.RESOURCE_GPU_MEMORY_RATIO: "50"}
@@ -38,7 +39,7 @@ SHARE = {dv.RESOURCE_GPU_CORE: "50", dv.RESOURCE_GPU_MEMORY_RATIO: "50"}
 
 @pytest.fixture
 def server(api_server_factory: Callable[..., APIServer]) -> APIServer:  # noqa: F811
-    return api_server_factory(crds=[*DEFAULT_CRDS, CRD])
+    return api_server_factory(crds=[*DEFAULT_CRDS, CRD, RESERVATION_CRD])
 
 
 @contextmanager
@@ -112,7 +113,9 @@ def test_gpu_pods_in_the_process(server: APIServer, tmp_path: Path) -> None:
         (gpu1,) = allocated(server, "share")["gpu"]
         assert gpu1["minor"] == 1 and gpu1["resources"][dv.RESOURCE_GPU_MEMORY] == "8Gi"
     traffic = {
-        attributes(r) for r in server.requests[before:] if "/devices" in r.path or "/configmaps" in r.path
+        attributes(r)
+        for r in server.requests[before:]
+        if any(part in r.path for part in ("/devices", "/configmaps", "/reservations"))
     }
 
     # A new process sees both GPUs taken from the pods' annotations: a whole-GPU pod cannot go anywhere.
@@ -130,7 +133,7 @@ def test_gpu_pods_in_the_process(server: APIServer, tmp_path: Path) -> None:
         (a.verb, a.resource) for a in granted(rules) if a not in traffic and a.verb not in READ_VERBS
     )
     assert unused == []
-    assert {("list", "devices"), ("watch", "devices"), ("list", "configmaps")} <= {
+    assert {("list", "devices"), ("watch", "devices"), ("list", "configmaps"), ("list", "reservations")} <= {
         (a.verb, a.resource) for a in traffic
     }
     namespaces = {

@@ -39,6 +39,8 @@ from koord.scheduler.plugins.noderesourcesfitplus import NAME as FIT_PLUS
 from koord.scheduler.plugins.noderesourcesfitplus import NodeResourcesFitPlus
 from koord.scheduler.plugins.podtopologyspread import NAME as POD_TOPOLOGY_SPREAD
 from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
+from koord.scheduler.plugins.reservation import NAME as RESERVATION
+from koord.scheduler.plugins.reservation import Reservation
 from koord.scheduler.plugins.scarceresourceavoidance import NAME as SCARCE_RESOURCE_AVOIDANCE
 from koord.scheduler.plugins.scarceresourceavoidance import ScarceResourceAvoidance
 from koord.scheduler.plugins.schedulinghint import NAME as SCHEDULING_HINT
@@ -67,4 +69,5 @@ BUILTIN: Mapping[str, PluginFactory] = {
     SCARCE_RESOURCE_AVOIDANCE: ScarceResourceAvoidance,
     SCHEDULING_HINT: SchedulingHint,
     DEVICE_SHARE: DeviceShare,
+    RESERVATION: Reservation,
 }

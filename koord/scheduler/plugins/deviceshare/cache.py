@@ -8,6 +8,11 @@ as in Koordinator: the node agent recreates it, and until then the GPUs must not
 node's entry goes when its Node object is deleted (Koordinator sweeps entries of missing nodes every 3 s).
 A pod's allocation is released from what was counted for it, so a pod whose annotation was removed or
 rewritten still gives back exactly what it held.
+
+An available Reservation counts as its reserve pod does (the devices PreBindReservation wrote on it), so a
+restarted scheduler keeps a reservation's GPUs for its owners; a reservation that is over (succeeded,
+failed, expired, deleted) gives them back (Koordinator feeds its Reservation informer, as reserve pods, to
+the same handlers).
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from koord.apis import device as dv
+from koord.apis import reservation as rsv
 from koord.apis.deviceshare import DeviceAllocation, parse_device_allocations
 from koord.apis.pod import annotations_of, as_map, pod_key
+from koord.apis.reservepod import reserve_pod
 from koord.runtime.errors import InvalidValue
 from koord.scheduler.plugins.deviceshare.gputopology import partition_indexer, topology_tree
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice, pcie_groups
@@ -45,6 +52,11 @@ def pod_allocations(pod: Mapping[str, Any]) -> dict[str, list[DeviceAllocation]]
     except InvalidValue as err:
         log.error("pod %s: %s", pod_key(pod), err)
         return {}
+
+
+def _active(reservation: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The reserve pod of an available reservation (placed, holding its devices), else ``None``."""
+    return reserve_pod(reservation) if reservation is not None and rsv.is_available(reservation) else None
 
 
 def _node_of(pod: Mapping[str, Any] | None) -> str:
@@ -164,6 +176,16 @@ class DeviceCache:
             self.release(key, node)
         if allocations:
             self.count(node, allocations, key)
+
+    def reservation_changed(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
+        before, after = _active(old), _active(new)
+        if after is not None:
+            self.pod_updated(before, after)
+        elif before is not None:
+            self.pod_deleted(before)
+
+    def reservation_deleted(self, reservation: Mapping[str, Any]) -> None:
+        self.pod_deleted(reserve_pod(reservation))
 
     def pod_deleted(self, pod: Mapping[str, Any]) -> None:
         node = _node_of(pod)

@@ -3,9 +3,10 @@
 the plugin the Reservation plugin calls, and the writing of an allocation shared by PreBind and
 PreBindReservation.
 
-The hooks take the reservations as the Reservation plugin hands them (:class:`.reservation.ReservationLike`:
-uid, reserve pod, owners, allocate policy). ``use_reservation_hooks`` gives the plugin the profile's
-hooks, from which it learns the reservation nominated for the pod (Score, Reserve).
+The hooks take the reservations as the Reservation plugin hands them (the framework's
+:class:`~koord.scheduler.framework.ReservationInfo`: uid, reserve pod, owners placed in it, allocate
+policy). ``use_reservation_hooks`` gives the plugin the profile's hooks, from which it learns the
+reservation nominated for the pod (Score, Reserve).
 """
 
 from __future__ import annotations
@@ -15,7 +16,17 @@ from typing import Any
 
 from koord.apis import device as dv
 from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED, DeviceAllocation, format_device_allocations
-from koord.scheduler.framework import CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status, Store
+from koord.scheduler.framework import (
+    CycleState,
+    NodeInfo,
+    Obj,
+    PodInfo,
+    ReservationInfo,
+    SchedulerHandle,
+    Status,
+    Store,
+)
+from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare import scoring
 from koord.scheduler.plugins.deviceshare.allocator import Allocator
@@ -45,7 +56,7 @@ class ReservationHooks:
     cache: DeviceCache
     scorer: Scorer
     devices: Store
-    _reservation_hooks: Any
+    _reservation_hooks: ProfileHooks | None
 
     def _state(self, state: CycleState) -> PodDeviceState:
         found = state.get(STATE_KEY)
@@ -78,7 +89,7 @@ class ReservationHooks:
     # ---- reservations (Koordinator's ReservationRestorePlugin, ReservationFilterPlugin,
     # ReservationScorePlugin and ReservationPreBindPlugin) -----------------------------------------
 
-    def use_reservation_hooks(self, hooks: Any) -> None:
+    def use_reservation_hooks(self, hooks: ProfileHooks) -> None:
         """The profile's reservation hooks: which reservation the pod is nominated to (Score, Reserve)."""
         self._reservation_hooks = hooks
 
@@ -102,8 +113,8 @@ class ReservationHooks:
         self,
         state: CycleState,
         pod: Obj,
-        matched: Sequence[Any],
-        unmatched: Sequence[Any],
+        matched: Sequence[ReservationInfo],
+        unmatched: Sequence[ReservationInfo],
         node_info: NodeInfo,
     ) -> tuple[Any, Status | None]:
         """What the node's reservations hold of its devices, for Filter, Score and Reserve."""
@@ -118,12 +129,12 @@ class ReservationHooks:
         return node, None
 
     def filter_reservation(
-        self, state: CycleState, pod: Obj, reservation: Any, node_name: str
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
     ) -> Status | None:
         return None
 
     def _with_reservation(
-        self, state: CycleState, pod: Obj, reservation: Any, node_name: str, scored: bool
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str, scored: bool
     ) -> tuple[Allocator, PodDeviceState, NodeRestore, list[Reusable], ByType] | None:
         ps = self._state(state)
         nd = self.cache.get(node_name)
@@ -136,7 +147,7 @@ class ReservationHooks:
         return Allocator(ps, nd, info.node, self.scorer if scored else None), ps, restore, chosen, basic
 
     def filter_nominate_reservation(
-        self, state: CycleState, pod: Obj, reservation: Any, node_name: str
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
     ) -> Status | None:
         """Whether the pod's devices can come from ``reservation`` (as its policy allows)."""
         found = self._with_reservation(state, pod, reservation, node_name, scored=False)
@@ -151,7 +162,9 @@ class ReservationHooks:
                 return failed.status
         return None
 
-    def score_reservation(self, state: CycleState, pod: Obj, reservation: Any, node_name: str) -> int:
+    def score_reservation(
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
+    ) -> int:
         """The node's device score with the pod allocated from ``reservation``, per device type asked for
         (0..100; Koordinator normalises the sum over the reservations instead)."""
         found = self._with_reservation(state, pod, reservation, node_name, scored=True)
@@ -165,6 +178,8 @@ class ReservationHooks:
                 return 0
         return min(raw // max(len(ps.requests), 1), scoring.MAX)
 
-    def pre_bind_reservation(self, state: CycleState, reservation: Any, node_name: str) -> Status | None:
+    def pre_bind_reservation(
+        self, state: CycleState, reservation: ReservationInfo, node_name: str
+    ) -> Status | None:
         """A reserve pod's devices are written on its Reservation (Koordinator's ``PreBindReservation``)."""
         return self._write_allocation(state, node_name)

@@ -33,6 +33,7 @@ from koord.apis.deviceshare import (
 from koord.apis.pod import pod_key
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status
 from koord.scheduler.framework.events import POD, Action, ClusterEvent, ClusterEventWithHint
+from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
 from koord.scheduler.framework.hinter import hint_state
 from koord.scheduler.framework.storehandler import StoreHandler
 from koord.scheduler.plugins.deviceshare import resources as rs
@@ -80,7 +81,7 @@ class DeviceShare(ReservationHooks):
         if not hasattr(handle, "watch") or not hasattr(handle, "patch_pod"):
             raise ValueError("runs in koord-scheduler only (it watches Device objects and patches pods)")
         self.handle = cast(SchedulerHandle, handle)
-        self._reservation_hooks: Any = None
+        self._reservation_hooks: ProfileHooks | None = None
         self.scorer = Scorer(self.args.scoring_type == MOST, dict(self.args.scoring_resources))
         self.cache = DeviceCache()
         self.templates = Templates()
@@ -89,6 +90,14 @@ class DeviceShare(ReservationHooks):
             StoreHandler(self.cache.device_changed, self._device_updated, self.cache.device_deleted)
         )
         self.handle.on_pods(self.cache.pod_added, self.cache.pod_updated, self.cache.pod_deleted)
+        reservations = self.handle.watch("reservations", groups.RESERVATIONS)
+        reservations.add_handler(
+            StoreHandler(
+                lambda r: self.cache.reservation_changed(None, r),
+                self._reservation_updated,
+                self.cache.reservation_deleted,
+            )
+        )
         nodes = self.handle.store("nodes")
         if nodes is not None:
             nodes.add_handler(StoreHandler(on_delete=self.cache.node_deleted))
@@ -112,6 +121,10 @@ class DeviceShare(ReservationHooks):
     def _device_updated(self, old: Obj, new: Obj) -> None:
         if old is not new:
             self.cache.device_changed(new)
+
+    def _reservation_updated(self, old: Obj, new: Obj) -> None:
+        if old is not new:
+            self.cache.reservation_changed(old, new)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS

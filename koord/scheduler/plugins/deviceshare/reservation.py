@@ -14,13 +14,13 @@ reservation's unallocated part.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from koord.apis.deviceshare import DeviceAllocations
 from koord.apis.pod import pod_key
-from koord.scheduler.framework import CycleState, Status
+from koord.apis.reservation import AllocatePolicy
+from koord.scheduler.framework import CycleState, ReservationInfo, Status
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.allocator import Allocator
 from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed
@@ -29,43 +29,16 @@ from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
 
 RESTORE_KEY = "DeviceShare/reservationRestoreState"
-ALIGNED, RESTRICTED = "Aligned", "Restricted"
+ALIGNED, RESTRICTED = AllocatePolicy.ALIGNED, AllocatePolicy.RESTRICTED
 RESERVATION_REASON = "Reservation(s) "
 """Koordinator's ``NewReservationReason`` prefix for a reason a reservation could not be used."""
-
-
-class Owner(Protocol):
-    @property
-    def namespace(self) -> str: ...
-
-    @property
-    def name(self) -> str: ...
-
-
-class ReservationLike(Protocol):
-    """What DeviceShare reads of a reservation the Reservation plugin hands the hooks (Koordinator's
-    ``ReservationInfo``): its uid, its reserve pod (what the reservation holds is counted under the reserve
-    pod's key), the owner pods placed in it, and its allocate policy."""
-
-    @property
-    def uid(self) -> str: ...
-
-    @property
-    def pod(self) -> Mapping[str, Any]: ...
-
-    @property
-    def assigned(self) -> Mapping[str, Owner]: ...
-
-    @property
-    def allocate_policy(self) -> str:
-        """``""`` (Aligned), ``Aligned`` or ``Restricted``."""
 
 
 @dataclass(frozen=True, slots=True)
 class Reusable:
     """``reusableAlloc``: one reservation's devices on the node."""
 
-    reservation: ReservationLike
+    reservation: ReservationInfo
     allocatable: ByType
     allocated: ByType
     remained: ByType
@@ -106,7 +79,7 @@ def node_restore(state: CycleState, node: str) -> NodeRestore:
     return restore_state(state).nodes.get(node) or NodeRestore()
 
 
-def reusables(nd: NodeDevice, reservations: Sequence[ReservationLike]) -> list[Reusable]:
+def reusables(nd: NodeDevice, reservations: Sequence[ReservationInfo]) -> list[Reusable]:
     """The reservations that hold devices on the node, with what their owners took of them."""
     out = []
     with nd.lock:
@@ -116,7 +89,7 @@ def reusables(nd: NodeDevice, reservations: Sequence[ReservationLike]) -> list[R
                 continue
             hints = rs.minor_sets(allocatable)
             allocated: ByType = {}
-            for owner in r.assigned.values():
+            for owner in r.assigned_pods.values():
                 taken = nd.held_by(f"{owner.namespace}/{owner.name}")
                 if taken:
                     rs.append_allocated_by_hints(hints, allocated, taken)
