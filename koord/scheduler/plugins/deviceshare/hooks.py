@@ -46,7 +46,7 @@ from koord.scheduler.plugins.deviceshare.reservation import (
 )
 from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
-from koord.scheduler.plugins.deviceshare.state import LABEL_RESERVATION_IGNORED, STATE_KEY, PodDeviceState
+from koord.scheduler.plugins.deviceshare.state import STATE_KEY, PodDeviceState
 
 
 class ReservationHooks:
@@ -154,10 +154,11 @@ class ReservationHooks:
         if found is None:
             return None
         allocator, ps, restore, chosen, basic = found
-        ignored = dv.labels_of(pod).get(LABEL_RESERVATION_IGNORED) == "true"
         with allocator.nd.lock:
             try:
-                try_from_reusable(allocator, ps, restore, chosen, node_name, basic, ignored, True)
+                try_from_reusable(
+                    allocator, ps, restore, chosen, node_name, basic, ps.reservation_ignored, True
+                )
             except AllocationFailed as failed:
                 return failed.status
         return None

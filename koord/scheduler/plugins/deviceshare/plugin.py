@@ -54,7 +54,6 @@ from koord.scheduler.plugins.deviceshare.reservation import (
 from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import (
-    LABEL_RESERVATION_IGNORED,
     STATE_KEY,
     PodDeviceState,
     PodRejected,
@@ -200,13 +199,14 @@ class DeviceShare(ReservationHooks):
             return None
         restore = node_restore(state, node_info.name)
         basic = rs.append_allocated(None, restore.unmatched_used, ps.preemptible.get(node_info.name))
-        allocator = Allocator(ps, nd, node, None)
-        ignored = _labels(pod).get(LABEL_RESERVATION_IGNORED) == "true"
         key = self._memo_key("filter", ps, node, restore, basic)
         with nd.lock:
-            if key is not None and key in nd.memo and nd.memo[key][0] is node:
-                found: Status | None = nd.memo[key][1]
-                return found
+            if key is not None:
+                found = nd.memo.get(key)
+                if found is not None and found[0] is node:
+                    remembered: Status | None = found[1]
+                    return remembered
+            allocator = Allocator(ps, nd, node, None)
             try:
                 got = try_from_reusable(
                     allocator,
@@ -215,7 +215,7 @@ class DeviceShare(ReservationHooks):
                     restore.matched,
                     node_info.name,
                     basic,
-                    ignored,
+                    ps.reservation_ignored,
                     ps.reservation_required,
                 )
                 if not got:
@@ -244,7 +244,7 @@ class DeviceShare(ReservationHooks):
         if ps.gpu is None or not ps.gpu.shared:
             return None
         labels = _labels(node)
-        provider = _labels(pod).get(dv.LABEL_GPU_ISOLATION_PROVIDER)
+        provider = ps.isolation_provider
         if provider and provider != labels.get(dv.LABEL_GPU_ISOLATION_PROVIDER):
             # Koordinator answers an error here, which fails the whole cycle; this node alone is unfit.
             return Status.unresolvable("GPUIsolationProviderHAMICore not found on the node")
@@ -263,19 +263,21 @@ class DeviceShare(ReservationHooks):
             return 0
         restore = node_restore(state, node_info.name)
         basic = rs.append_allocated(None, restore.unmatched_used, ps.preemptible.get(node_info.name))
-        allocator = Allocator(ps, nd, node_info.node, self.scorer)
-        uid = self._nominated(state, pod, node_info.name)
-        nominated = [r for r in restore.matched if uid and r.reservation.uid == uid]
         key = self._memo_key("score", ps, node_info.node or {}, restore, basic)
+        # Only a matched reservation can be nominated (and then nothing is remembered).
+        uid = self._nominated(state, pod, node_info.name) if restore.matched else ""
+        nominated = [r for r in restore.matched if uid and r.reservation.uid == uid]
         with nd.lock:
+            found = nd.memo.get(key) if key is not None else None
+            if found is not None and found[0] is node_info.node:
+                remembered: int = found[1]
+                return remembered
+            allocator = Allocator(ps, nd, node_info.node, self.scorer)
             if nominated:  # the node's score with the pod in its nominated reservation, when it fits there
                 try:
                     return score_with(allocator, ps, restore, nominated[0], node_info.name, basic)
                 except AllocationFailed:
                     pass
-            if key is not None and key in nd.memo and nd.memo[key][0] is node_info.node:
-                remembered: int = nd.memo[key][1]
-                return remembered
             try:
                 score = allocator.score(None, rs.append_allocated(basic, restore.matched_allocatable))
             except AllocationFailed as failed:
@@ -301,9 +303,8 @@ class DeviceShare(ReservationHooks):
         restore = node_restore(state, name)
         basic = rs.append_allocated(None, restore.unmatched_used, ps.preemptible.get(name))
         allocator = Allocator(ps, nd, node, self.scorer, reserving=reserving)
-        ignored = _labels(pod).get(LABEL_RESERVATION_IGNORED) == "true"
         with nd.lock:
-            if ignored:
+            if ps.reservation_ignored:
                 result: DeviceAllocations | None = ignoring_reservations(
                     allocator, ps, restore, restore.matched, name, basic
                 )

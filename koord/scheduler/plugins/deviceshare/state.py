@@ -63,6 +63,10 @@ class PodDeviceState:
     fits_secondary_well_planned: bool = False
     gpu: GPURequirements | None = None
     reservation_required: bool = False
+    reservation_ignored: bool = False
+    """Labelled ``reservation-ignored``: the node's free devices and every reservation's unallocated part."""
+    isolation_provider: str = ""
+    """The GPU isolation provider the pod names (its label), or ``""``."""
     designated: DeviceAllocations | None = None
     designated_vfs: dict[str, dict[int, set[str]]] = field(default_factory=dict)
     result: DeviceAllocations | None = None
@@ -184,7 +188,9 @@ def prepare_pod(
             state.gpu = _gpu_requirements(pod, device_requests[dv.GPU], hints.get(dv.GPU), templates, matched)
         state.fits_secondary_well_planned = state.gpu is not None and not state.gpu.shared
         state.reservation_required = _reservation_required(pod)
-        labels = (pod.get("metadata") or {}).get("labels") or {}
+        labels = dv.labels_of(pod)
+        state.reservation_ignored = labels.get(LABEL_RESERVATION_IGNORED) == "true"
+        state.isolation_provider = str(labels.get(dv.LABEL_GPU_ISOLATION_PROVIDER) or "")
         state.signature = repr(
             (
                 sorted((t, sorted(r.items())) for t, r in device_requests.items()),
@@ -192,8 +198,8 @@ def prepare_pod(
                 state.joint,
                 state.gpu,
                 state.reservation_required,
-                labels.get(dv.LABEL_GPU_ISOLATION_PROVIDER),
-                labels.get(LABEL_RESERVATION_IGNORED),
+                state.isolation_provider,
+                state.reservation_ignored,
             )
         )
         return state
