@@ -74,6 +74,10 @@ class DeviceCache:
         with self._lock:
             return self._nodes.get(node)
 
+    def get_many(self, nodes: Sequence[str]) -> list[NodeDevice | None]:
+        with self._lock:
+            return [self._nodes.get(n) for n in nodes]
+
     def nodes(self) -> list[str]:
         with self._lock:
             return list(self._nodes)

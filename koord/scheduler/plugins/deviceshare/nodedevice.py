@@ -26,6 +26,12 @@ MEMO_SIZE = 64
 """Pod shapes remembered per node (a few in a steady workload); all forgotten past this."""
 
 
+def memo_key(kind: str, signature: str, generation: int, node: Any) -> tuple[str, str, int, int]:
+    """The key of a remembered ``kind`` ("filter", "score") answer for pods of ``signature`` with the GPU
+    templates of ``generation`` on the node object ``node`` (kept beside the answer, so the id stays its)."""
+    return kind, signature, generation, id(node)
+
+
 @dataclass(frozen=True, slots=True)
 class PCIe:
     """The devices behind one PCIe switch (Koordinator's ``PCIe`` of its ``NUMATopology``)."""

@@ -31,18 +31,28 @@ from koord.apis.deviceshare import (
     DeviceAllocations,
 )
 from koord.apis.pod import pod_key
-from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status
+from koord.scheduler.framework import (
+    SKIP,
+    CycleState,
+    NodeInfo,
+    NodeSet,
+    Obj,
+    PodInfo,
+    SchedulerHandle,
+    Status,
+)
 from koord.scheduler.framework.events import POD, Action, ClusterEvent, ClusterEventWithHint
 from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
 from koord.scheduler.framework.hinter import hint_state
 from koord.scheduler.framework.storehandler import StoreHandler
+from koord.scheduler.plugins.deviceshare import batch, scoring
 from koord.scheduler.plugins.deviceshare import resources as rs
-from koord.scheduler.plugins.deviceshare import scoring
 from koord.scheduler.plugins.deviceshare.allocator import Allocator, filled
 from koord.scheduler.plugins.deviceshare.args import MOST, DeviceShareArgs, parse_args
 from koord.scheduler.plugins.deviceshare.cache import DeviceCache
 from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed
 from koord.scheduler.plugins.deviceshare.hooks import ReservationHooks
+from koord.scheduler.plugins.deviceshare.nodedevice import memo_key
 from koord.scheduler.plugins.deviceshare.reservation import (
     RESTORE_KEY,
     NodeRestore,
@@ -229,6 +239,13 @@ class DeviceShare(ReservationHooks):
                 nd.remember(key, node, verdict)
         return verdict
 
+    def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
+        ps = self._state(state)
+        if ps.skip:
+            return [None] * len(nodes)
+        gen = self.templates.generation
+        return batch.answers("filter", ps, gen, self.cache, state, pod, nodes.infos, self.filter)
+
     def _memo_key(
         self, kind: str, ps: PodDeviceState, node: Obj, restore: NodeRestore, basic: ByType
     ) -> tuple[str, str, int, int] | None:
@@ -238,7 +255,7 @@ class DeviceShare(ReservationHooks):
         out."""
         if ps.designated is not None or any(basic.values()) or restore.matched or restore.unmatched:
             return None
-        return kind, ps.signature, self.templates.generation, id(node)
+        return memo_key(kind, ps.signature, self.templates.generation, node)
 
     def _gpu_share_refused(self, ps: PodDeviceState, pod: Obj, node: Obj) -> Status | None:
         if ps.gpu is None or not ps.gpu.shared:
@@ -285,6 +302,13 @@ class DeviceShare(ReservationHooks):
             if key is not None:
                 nd.remember(key, node_info.node, score)
             return score
+
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[int]:
+        ps = self._state(state)
+        if ps.skip:
+            return [0] * len(nodes)
+        gen = self.templates.generation
+        return batch.answers("score", ps, gen, self.cache, state, pod, nodes.infos, self.score)
 
     def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
         return scoring.normalize(scores)
