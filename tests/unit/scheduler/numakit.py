@@ -9,7 +9,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from koord.apis import nrt
-from koord.apis.numa import ANNOTATION_RESOURCE_SPEC, ANNOTATION_RESOURCE_STATUS, ResourceStatus, resource_status
+from koord.apis.numa import (
+    ANNOTATION_RESOURCE_SPEC,
+    ANNOTATION_RESOURCE_STATUS,
+    ResourceStatus,
+    resource_status,
+)
 from koord.scheduler.testing import MemoryScheduler
 from koord.testing import node, pod
 from koord.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
@@ -51,9 +56,11 @@ def add_node(
     kubelet: nrt.KubeletCPUManagerPolicy | None = None,
     annotations: Mapping[str, str] | None = None,
     memory: str = "",
+    cpu: str = "",
 ) -> None:
-    """A node as big as ``topo`` (its allocatable), reported by its agent (``topo`` None: not reported)."""
-    cpus = topo.cpu_count if topo is not None else 16
+    """A node as big as ``topo`` (its allocatable, unless ``cpu`` or ``memory`` say otherwise), reported
+    by its agent (``topo`` None: not reported)."""
+    cpus = cpu or (topo.cpu_count if topo is not None else 16)
     mem = memory or (f"{topo.numa_nodes * topo.memory_per_numa}" if topo is not None else "64Gi")
     k.add_node(node(name, str(cpus), mem, labels=labels))
     if topo is not None:

@@ -10,8 +10,8 @@ import pytest
 
 from koord.apis import nrt
 from koord.apis.numa import ANNOTATION_RESOURCE_SPEC, ANNOTATION_RESOURCE_STATUS
-from koord.scheduler.plugins.nodenumaresource.args import parse_args
 from koord.runtime.errors import InvalidArgs
+from koord.scheduler.plugins.nodenumaresource.args import parse_args
 from koord.testing.topology import SimulatedTopology
 from tests.unit.scheduler.numakit import (
     S,
