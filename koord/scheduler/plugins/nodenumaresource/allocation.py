@@ -121,16 +121,32 @@ def allocation_of(pod: Obj) -> PodAllocation | None:
 class NodeAllocation:
     """The pods bound on one node and what they hold."""
 
-    __slots__ = ("cpus", "numa", "pods")
+    __slots__ = ("_fingerprint", "cpus", "numa", "pods")
 
     def __init__(self) -> None:
         self.pods: dict[str, PodAllocation] = {}
         self.cpus: dict[int, AllocatedCPU] = {}
         self.numa: NUMAResources = {}
+        self._fingerprint: str | None = ""
+
+    def fingerprint(self) -> str:
+        """Equal for nodes holding alike (the same CPUs, NUMA amounts, and CPU sets per pod, whoever the
+        pods are); ``""`` for an empty node."""
+        if self._fingerprint is None:
+            sets = sorted(tuple(sorted(a.cpus)) for a in self.pods.values() if a.cpus)
+            self._fingerprint = repr(
+                (
+                    sorted(self.cpus.items()),
+                    sorted((n, sorted(r.items())) for n, r in self.numa.items()),
+                    sets,
+                )
+            )
+        return self._fingerprint
 
     def add(self, alloc: PodAllocation) -> None:
         if alloc.uid in self.pods:
             return
+        self._fingerprint = None
         self.pods[alloc.uid] = alloc
         for cpu in alloc.cpus:
             held = self.cpus.get(cpu)
@@ -146,6 +162,7 @@ class NodeAllocation:
         alloc = self.pods.pop(uid, None)
         if alloc is None:
             return None
+        self._fingerprint = None
         for cpu in alloc.cpus:
             held = self.cpus.get(cpu)
             if held is None:

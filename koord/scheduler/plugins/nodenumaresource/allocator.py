@@ -11,7 +11,8 @@ node's allocation does not change under it.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from koord.apis.numa import CPUBindPolicy, NUMATopologyPolicy
 from koord.scheduler.framework import Status
@@ -65,6 +66,16 @@ class ResourceOptions:
     required_from_reservation: bool = False
     numa_scorer: Scorer | None = None
     preemption: PreemptibleAlloc | None = None
+
+    def derive(self, **changes: Any) -> ResourceOptions:
+        """A copy with ``changes`` (``dataclasses.replace`` without its cost: this runs per NUMA mask)."""
+        new = object.__new__(ResourceOptions)
+        for name in _FIELDS:
+            object.__setattr__(new, name, changes[name] if name in changes else getattr(self, name))
+        return new
+
+
+_FIELDS = tuple(f.name for f in fields(ResourceOptions))
 
 
 def _required_policy_cpus(policy: str, cpus: frozenset[int], topo: CPUTopology) -> frozenset[int]:
@@ -214,8 +225,8 @@ def from_node(
         preemptible = opts.preemption.cpus()
     return allocate(
         na,
-        replace(
-            opts, required=None, reusable=reusable, preferred_cpus=frozenset(), preemptible_cpus=preemptible
+        opts.derive(
+            required=None, reusable=reusable, preferred_cpus=frozenset(), preemptible_cpus=preemptible
         ),
     )
 
@@ -235,8 +246,7 @@ def from_reusable(
         preemptible = opts.preemption.cpus()
     failures: list[Status] = []
     for alloc in allocs.values():
-        attempt = replace(
-            opts,
+        attempt = opts.derive(
             reusable=add_numa(base, alloc.remained),
             preferred_cpus=restore.matched_allocated_cpus | alloc.remained_cpus,
             preemptible_cpus=preemptible,
@@ -252,8 +262,8 @@ def from_reusable(
         if opts.request_cpu_bind and opts.num_cpus_needed > len(reserved):
             failures.append(Status.unschedulable(ERR_NOT_ENOUGH_CPUS))
             continue
-        restricted = replace(
-            attempt, required=dict(alloc.remained), preferred_cpus=reserved, preemptible_cpus=frozenset()
+        restricted = attempt.derive(
+            required=dict(alloc.remained), preferred_cpus=reserved, preemptible_cpus=frozenset()
         )
         result, st = allocate(na, restricted)
         if st is not None:
@@ -283,8 +293,8 @@ def topology_hints(
     if opts.preemption is not None:
         reusable = opts.preemption.numa_with(reusable)
         preemptible = opts.preemption.cpus()
-    base = replace(
-        opts, reusable=reusable, preferred_cpus=restore.matched_remain_cpus, preemptible_cpus=preemptible
+    base = opts.derive(
+        reusable=reusable, preferred_cpus=restore.matched_remain_cpus, preemptible_cpus=preemptible
     )
     available, _ = na.available_numa(numa_resources, base.reusable)
     _trim(na, available, base)
@@ -307,7 +317,7 @@ def topology_hints(
             score = 0
             if opts.numa_scorer is not None:
                 score = opts.numa_scorer.score(sub_floor(total, free), total, opts.requests)
-            attempt = replace(base, hint=NUMATopologyHint(mask), required=None)
+            attempt = base.derive(hint=NUMATopologyHint(mask), required=None)
             result, st = from_reusable(na, attempt, restore, restore.matched)
             if st is not None:
                 continue

@@ -58,6 +58,7 @@ class ResourceManager:
         self._options: dict[str, TopologyOptions] = {}
         self._nodes: dict[str, NodeAllocation] = {}
         self._steering: frozenset[str] = frozenset()
+        self._valid: frozenset[str] = frozenset()
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -111,16 +112,24 @@ class ResourceManager:
             steers = opts.numa_policy is not NUMATopologyPolicy.NONE or full_pcpus_only(opts.kubelet_policy)
             if steers != (name in self._steering):
                 self._steering = self._steering | {name} if steers else self._steering - {name}
+            valid = opts.topology.valid
+            if valid != (name in self._valid):
+                self._valid = self._valid | {name} if valid else self._valid - {name}
 
     def topology_deleted(self, obj: Obj) -> None:
         with self._lock:
             self._options.pop(_name(obj), None)
             self._steering -= {_name(obj)}
+            self._valid -= {_name(obj)}
 
     def steering(self) -> frozenset[str]:
         """The nodes whose report alone steers placement (a NUMA policy, a kubelet binding whole cores):
         a pod that asks for nothing still needs a look there."""
         return self._steering
+
+    def valid(self) -> frozenset[str]:
+        """The nodes whose report has a usable CPU topology (the others cannot bind CPUs)."""
+        return self._valid
 
     # ---- pod and node events ----------------------------------------------------------------------
 

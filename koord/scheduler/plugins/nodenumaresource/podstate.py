@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from koord.apis.extension import PriorityClass, QOSClass
 from koord.apis.numa import (
@@ -73,6 +74,20 @@ class PreFilterState:
 
     def clone(self) -> PreFilterState:
         return replace(self, preemption={n: a.clone() for n, a in self.preemption.items()})
+
+    def memo_key(self) -> tuple[Any, ...]:
+        """What of the pod its NUMA decisions on a node depend on (pods of one shape share them)."""
+        return (
+            self.request_cpu_bind,
+            tuple(sorted(self.requests.items())),
+            self.required_cpu_bind_policy,
+            self.preferred_cpu_bind_policy,
+            self.preferred_cpu_exclusive_policy,
+            self.pod_numa_policy,
+            self.pod_numa_exclusive,
+            self.num_cpus_needed,
+            self.has_reservation_affinity,
+        )
 
     def exclusive_for(self) -> str:
         """``singleNUMANodeExclusive``: the pod's, ``Required`` by default when the pod names a policy

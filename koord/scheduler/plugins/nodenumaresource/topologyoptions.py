@@ -16,6 +16,7 @@ A malformed annotation leaves that part out and says why (:attr:`TopologyOptions
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -63,6 +64,9 @@ class TopologyOptions:
     reported: bool = False
     """False: the node has no NodeResourceTopology (not reported yet)."""
     problems: tuple[str, ...] = field(default=(), compare=False)
+    fingerprint: str = ""
+    """Equal for reports that place pods alike (topology, kept CPUs, NUMA resources, policies): lets
+    identical nodes share what was computed for one."""
 
     def numa_nodes(self) -> list[int]:
         return [n for n, _ in self.numa_resources]
@@ -132,6 +136,15 @@ def options_of(obj: Mapping[str, Any]) -> TopologyOptions:
             res["cpu"] -= kept * 1000
         numa.append((node, res))
     numa.sort(key=lambda e: e[0])
+    fingerprint = repr(
+        (
+            [(c.id, c.core, c.socket, c.node) for c in details],
+            sorted(reserved),
+            numa,
+            str(policy),
+            None if kubelet is None else (kubelet.policy, sorted(kubelet.options.items())),
+        )
+    )
     return TopologyOptions(
         topology=topo,
         reserved_cpus=frozenset(reserved),
@@ -140,6 +153,7 @@ def options_of(obj: Mapping[str, Any]) -> TopologyOptions:
         numa_resources=tuple(numa),
         reported=True,
         problems=tuple(problems),
+        fingerprint=hashlib.sha1(fingerprint.encode()).hexdigest(),
     )
 
 
