@@ -229,8 +229,13 @@ class Placement(ReservationHooks):
         name = node_name(node)
         with self.manager.locked():
             na = self.manager.allocation(name)
-            key = self._memo_key(state, name, node, na, opts, "admit", policy, exclusive)
             store = tm.store(state)
+            # once this cycle chose the node's affinity, admitting again only checks the allocation
+            key = (
+                None
+                if name in store.affinity
+                else self._memo_key(state, name, node, na, opts, "admit", policy, exclusive)
+            )
             if key is not None:
                 hit = self.memo.get(key)
                 if hit is not None:
@@ -249,11 +254,9 @@ class Placement(ReservationHooks):
     ) -> tuple[Any, ...] | None:
         """What a NUMA decision on this node depends on, so that nodes and cycles alike share it (a
         deployment's replicas over identical nodes); ``None`` when reservations or a preemption what-if
-        are in play, or this cycle already chose the node's affinity."""
+        are in play."""
         s = self._state(state)
         if name in s.preemption or self.restore_state(state, name) is not EMPTY_RESTORE:
-            return None
-        if name in tm.store(state).affinity:
             return None
         labels = labels_of(node)
         steer = (labels.get(LABEL_NODE_CPU_BIND_POLICY, ""), self.manager.strategy(node))
