@@ -79,11 +79,19 @@ def watches() -> list[Watch]:
 
 
 def build_frameworks(
-    configuration: SchedulerConfiguration, registry: Registry, handle: Any, timer: Any = None
+    configuration: SchedulerConfiguration,
+    registry: Registry,
+    handle: Any,
+    metrics: SchedulerMetrics | None = None,
 ) -> dict[str, Framework]:
-    """One framework per profile; every profile must sort its queue with the same plugin."""
+    """One framework per profile (timed into ``metrics``); every profile must sort its queue with the
+    same plugin."""
+    timer = metrics.plugin if metrics is not None else None
+    point_timer = metrics.point if metrics is not None else None
     frameworks = {
-        p.scheduler_name: Framework(p, registry, handle, timer=timer, complete=True)
+        p.scheduler_name: Framework(
+            p, registry, handle, timer=timer, point_timer=point_timer, complete=True
+        )
         for p in configuration.profiles
     }
     sorts = {tuple(e.name for e in fw.points["queueSort"]) for fw in frameworks.values()}
@@ -137,7 +145,7 @@ class KoordScheduler:
             clock=clock,
             hooks=hooks,
         )
-        frameworks = build_frameworks(conf, self.plugins, self.handle, self.metrics.plugin)
+        frameworks = build_frameworks(conf, self.plugins, self.handle, self.metrics)
         self.scheduler = Scheduler(
             frameworks,
             self.api,

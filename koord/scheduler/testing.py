@@ -148,8 +148,9 @@ class MemoryScheduler:
         self.handle = SchedulerHandle(
             self.snapshot, self.informers, self.api, self.waiting, clock=self.clock.wall, hooks=hooks
         )
-        self.metrics = SchedulerMetrics(CollectorRegistry())
-        frameworks = build_frameworks(self.configuration, registry, self.handle, self.metrics.plugin)
+        self.registry = CollectorRegistry()
+        self.metrics = SchedulerMetrics(self.registry)
+        frameworks = build_frameworks(self.configuration, registry, self.handle, self.metrics)
         conf = self.configuration
         self.scheduler = Scheduler(
             frameworks,

@@ -162,7 +162,7 @@ def test_gangs_in_the_process(server: APIServer, tmp_path: Path) -> None:
         ungate(server, "n1")
         # Strict: s1 goes back with s0, before its own wait would end; NonStrict: n1 waits until its own
         # time is up (whatever the timing, the first message each one gets says which happened).
-        timed_out = "rejected due to timeout after waiting at plugin Coscheduling"
+        timed_out = "rejected due to timeout after waiting "
         wait(
             lambda: failures(server, "s1") and any(m.startswith(timed_out) for m in failures(server, "n1")),
             log,

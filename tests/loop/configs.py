@@ -9,6 +9,7 @@ Koordinator's fields with values fitted to a 2-core node.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 NS = "koordinator-system"
@@ -38,11 +39,31 @@ def slo_controller_config() -> dict[str, Any]:
     }
 
 
-def scheduler_config() -> dict[str, Any]:
+def thresholds(hot: float, cold: float, per_pod: float) -> tuple[int, int, int]:
+    """``(low, high, scheduler)`` cpu percents for what this machine let the loop's pods burn (``hot``:
+    the hot node's reported %, ``cold``: the busiest cold node's, ``per_pod``: one BE job's).
+
+    The descheduler's high threshold is a pod and a half under the hot node (two evictions bring it
+    under), its low one under that and over the cold nodes (LOW_CPU_PERCENT when there is room);
+    LoadAwareScheduling's filter keeps new pods off the hot node but takes a cold node with two
+    replacements more (SCHEDULER_CPU_PERCENT when there is room). On a quiet machine these are the
+    configured values; on a busy one, where each busy loop burns less, they follow what was measured.
+    """
+    high = math.floor(hot - 1.5 * per_pod)
+    low = max(min(LOW_CPU_PERCENT, high - 3), math.ceil(cold) + 1)
+    high = max(high, low + 3)
+    room = math.ceil(cold + 2 * per_pod) + 1
+    scheduler = min(SCHEDULER_CPU_PERCENT, math.floor(hot) - 1)
+    if scheduler <= room:
+        scheduler = math.floor((room + hot) / 2)
+    return low, high, scheduler
+
+
+def scheduler_config(cpu_percent: int = SCHEDULER_CPU_PERCENT) -> dict[str, Any]:
     """koord-scheduler's profile: kube-scheduler's default plugins plus LoadAwareScheduling, filtering on
     the p95 of the last 5 minutes (reacts within seconds of a node turning hot) and scoring on the current
     usage. Leader election on the Lease koordinator-system/koord-scheduler, as deployed."""
-    thresholds = {"cpu": SCHEDULER_CPU_PERCENT, "memory": 95}
+    thresholds = {"cpu": cpu_percent, "memory": 95}
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -69,7 +90,7 @@ def scheduler_config() -> dict[str, Any]:
     }
 
 
-def descheduler_config(high_cpu_percent: int, *, dry_run: bool) -> dict[str, Any]:
+def descheduler_config(low_cpu_percent: int, high_cpu_percent: int, *, dry_run: bool) -> dict[str, Any]:
     return {
         "apiVersion": "descheduler/v1alpha2",
         "kind": "DeschedulerConfiguration",
@@ -84,7 +105,7 @@ def descheduler_config(high_cpu_percent: int, *, dry_run: bool) -> dict[str, Any
                     {
                         "name": "LowNodeLoad",
                         "args": {
-                            "lowThresholds": {"cpu": LOW_CPU_PERCENT, "memory": 100},
+                            "lowThresholds": {"cpu": low_cpu_percent, "memory": 100},
                             "highThresholds": {"cpu": high_cpu_percent, "memory": 100},
                             "anomalyCondition": {"consecutiveAbnormalities": 2},
                             "evictableNamespaces": {"exclude": ["kube-system", NS]},

@@ -27,7 +27,10 @@ class Placement:
 class Report:
     reported_before: dict[str, float] = field(default_factory=dict)
     """Each node's reported cpu usage (%) once the hot load is steady."""
+    low_percent: int = configs.LOW_CPU_PERCENT
     high_percent: int = 0
+    scheduler_percent: int = configs.SCHEDULER_CPU_PERCENT
+    """LoadAwareScheduling's cpu threshold the run used (configs.thresholds)."""
     probe: Placement | None = None
     explain: dict[str, dict[str, Any]] = field(default_factory=dict)
     """koord-scheduler's ``/debug/explain`` of the probe, per node."""
@@ -58,8 +61,8 @@ def problems(r: Report, hot: str, cold: tuple[str, ...]) -> list[str]:
     out = []
     if not r.reported_before.get(hot, 0) > r.high_percent:
         out.append(f"{hot}'s NodeMetric did not report it over the threshold ({r.reported_before})")
-    if any(r.reported_before.get(c, 100) >= configs.LOW_CPU_PERCENT for c in cold):
-        out.append(f"the cold nodes did not report under {configs.LOW_CPU_PERCENT}% ({r.reported_before})")
+    if any(r.reported_before.get(c, 100) >= r.low_percent for c in cold):
+        out.append(f"the cold nodes did not report under {r.low_percent}% ({r.reported_before})")
     probe = r.probe
     if probe is None or probe.node not in cold or hot not in probe.filtered:
         out.append(f"koord-scheduler did not keep the new pod off {hot}: {probe}")

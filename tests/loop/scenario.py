@@ -18,7 +18,6 @@ end whatever happens (a failure, Ctrl-C).
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
 import time
@@ -32,6 +31,7 @@ from koordlet.testing.agent import http_get
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
 from tests.loop.components import Child, Component, agent, api_server, kubectl_hints, wait_for, write
+from tests.loop.narrate import narration, strip_prefix
 from tests.loop.report import Placement, Report, describe
 from tests.loop.watch import Watcher
 
@@ -40,20 +40,7 @@ HOT = NODES[0]
 BUSY = "250m"
 CALM_SECONDS = 6.0
 """Three descheduling rounds (2 s) and NodeMetric reports in a row under the threshold."""
-LOG_PREFIX = re.compile(r"^[IWE]\d{4} [\d:.]+ \S+ \S+\] ")
 PROBE_GATE = "loop.test/explain"
-ASSIGNED = re.compile(r"Successfully assigned (\S+) to (\S+)")
-NARRATED = (
-    "not evicting",
-    "abnormal",
-    "in a row",
-    "would evict",
-    "evicted ",
-    "eviction of",
-    "under its",
-    "held back",
-    "became leader",
-)
 
 
 class Loop:
@@ -72,18 +59,11 @@ class Loop:
     # ---- narration ------------------------------------------------------------------------------------
 
     def follow(self, name: str, line: str) -> None:
-        text = LOG_PREFIX.sub("", line)
-        if name == configs.SCHEDULER:
-            if m := ASSIGNED.search(text):
-                self.say(name, f"{m.group(1)} -> {m.group(2)}")
-            elif "unable to schedule" in text or "became leader" in text:
-                self.say(name, text)
-        elif name.startswith("koord-descheduler"):
+        text = strip_prefix(line)
+        if name.startswith("koord-descheduler"):
             self._desched_lines.append(text)
-            if any(k in text for k in NARRATED):
-                self.say(name, text)
-        elif ("Traceback" in line or line.startswith("E")) and "koordlet-" in name:
-            self.say(name, text)
+        if (told := narration(name, line)) is not None:
+            self.say(name, told)
 
     # ---- the story ------------------------------------------------------------------------------------
 
@@ -122,16 +102,6 @@ class Loop:
         manager = Component(
             "koord-manager", "koord.manager", [f"--kubeconfig={kubeconfig}"], self.logs, follow=self.follow
         )
-        scheduler = Component(
-            configs.SCHEDULER,
-            "koord.scheduler",
-            [
-                f"--kubeconfig={kubeconfig}",
-                f"--config={write(self.work / 'koord-scheduler.yaml', configs.scheduler_config())}",
-            ],
-            self.logs,
-            follow=self.follow,
-        )
         agents = [
             agent(
                 k.node,
@@ -143,8 +113,8 @@ class Loop:
             )
             for k in self.kubelets
         ]
-        self.procs += [manager.proc, scheduler.proc, *agents]
-        for c in (manager, scheduler, *agents):
+        self.procs += [manager.proc, *agents]
+        for c in (manager, *agents):
             wait_for(f"{c.name} ready", c.ready, 60, [c.proc if isinstance(c, Component) else c])
             self.say(c.name, "ready")
         wait_for(
@@ -154,6 +124,27 @@ class Loop:
             agents,
         )
         self._drive_hot(watcher)
+        # koord-scheduler starts once the load is measured: its LoadAware threshold sits between what the
+        # cold nodes will carry and what the hot node reports on this machine, however busy it is.
+        scheduler = Component(
+            configs.SCHEDULER,
+            "koord.scheduler",
+            [
+                f"--kubeconfig={kubeconfig}",
+                "--config="
+                + str(
+                    write(
+                        self.work / "koord-scheduler.yaml",
+                        configs.scheduler_config(self.report.scheduler_percent),
+                    )
+                ),
+            ],
+            self.logs,
+            follow=self.follow,
+        )
+        self.procs.append(scheduler.proc)
+        wait_for(f"{scheduler.name} ready", scheduler.ready, 60, [scheduler.proc])
+        self.say(scheduler.name, "ready")
         self._probe(scheduler)
         self._dry_run(kubeconfig, watcher)
         self._deschedule(kubeconfig, watcher)
@@ -198,15 +189,17 @@ class Loop:
         be = [u for key, u in watcher.pod_cpu(HOT).items() if key.startswith("default/be-")]
         per_pod = sum(be) / len(be)
         cap = watcher.capacity[HOT]
-        # Over the threshold by a pod and a half: two evictions bring the node under it (Koordinator's
-        # loop: stop as soon as it is under), whatever this machine lets each busy loop burn.
-        self.report.high_percent = max(
-            math.floor(100.0 * (hot_cpu - 1.5 * per_pod) / cap), configs.LOW_CPU_PERCENT + 5
+        r = self.report
+        r.low_percent, r.high_percent, r.scheduler_percent = configs.thresholds(
+            hot=100.0 * hot_cpu / cap,
+            cold=max(r.reported_before[n] for n in NODES[1:]),
+            per_pod=100.0 * per_pod / cap,
         )
         self.say(
             "loop",
             f"{HOT} reports {100.0 * hot_cpu / cap:.0f}% cpu (BE jobs {per_pod:.0f}m each): "
-            f"descheduler high threshold set to {self.report.high_percent}%, low {configs.LOW_CPU_PERCENT}%",
+            f"descheduler high threshold set to {r.high_percent}%, low {r.low_percent}%, "
+            f"koord-scheduler's LoadAware threshold {r.scheduler_percent}%",
         )
 
     def _steady(self, watcher: Watcher) -> int:
@@ -266,7 +259,8 @@ class Loop:
 
     def _descheduler(self, name: str, kubeconfig: Path, dry_run: bool) -> Component:
         config = write(
-            self.work / f"{name}.yaml", configs.descheduler_config(self.report.high_percent, dry_run=dry_run)
+            self.work / f"{name}.yaml",
+            configs.descheduler_config(self.report.low_percent, self.report.high_percent, dry_run=dry_run),
         )
         c = Component(
             name,

@@ -114,6 +114,7 @@ class Scheduler:
                 fw.handle.attach(self)
         metrics.bind_queue(self.queue.counts)
         metrics.bind_cache(cache.counts)
+        metrics.bind_unschedulable(lambda: self.queue.unschedulable_by_plugin(scheduler_name))
 
     # ---- profiles --------------------------------------------------------------------------------
 
@@ -261,7 +262,7 @@ class Scheduler:
             else:
                 self._submit(self._give_up, fw, state, qpi, node, st)
 
-        wp = WaitingPod(qpi.info, node, deadlines, done, dict(zip(waits, reasons, strict=False)))
+        wp = WaitingPod(qpi.info, node, deadlines, done, dict(zip(waits, reasons, strict=False)), waits)
         self.waiting.add(qpi.uid, wp, deadlines)
 
     def submit_binding(

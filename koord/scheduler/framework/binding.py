@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from koord.scheduler.framework.interface import MAX_PERMIT_WAIT, SKIP, Code, CycleState, Status
+from koord.scheduler.framework.pointtiming import extension_point
 from koord.scheduler.framework.runtime import PluginFailure, call, call_status
 from koord.scheduler.framework.types import Obj
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@extension_point("Permit")
 def run_permit(
     fw: Framework, state: CycleState, pod: Obj, node_name: str
 ) -> tuple[Status | None, dict[str, float]]:
@@ -53,6 +55,7 @@ def run_permit(
     return None, {}
 
 
+@extension_point("PreBind")
 def run_pre_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Status | None:
     for e in fw.points.get("preBind", ()):
         start = time.perf_counter()
@@ -66,6 +69,7 @@ def run_pre_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> 
     return None
 
 
+@extension_point("Bind")
 def run_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Status:
     """The first Bind plugin that does not skip; ``SKIP`` when every one skipped."""
     for e in fw.points.get("bind", ()):
@@ -84,6 +88,7 @@ def run_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Stat
     return SKIP
 
 
+@extension_point("PostBind")
 def run_post_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> None:
     for e in fw.points.get("postBind", ()):
         try:

@@ -27,6 +27,7 @@ import numpy as np
 
 from koord.scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, CycleState, Status
 from koord.scheduler.framework.nodeset import NodeSet
+from koord.scheduler.framework.pointtiming import extension_point
 from koord.scheduler.framework.runtime import Enabled, PluginFailure, call
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 
@@ -289,6 +290,7 @@ def run_filter_plugins(fw: Framework, state: CycleState, pod: Obj, node: NodeInf
     return None
 
 
+@extension_point("PreScore")
 def run_pre_score(fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> None:
     """PreScore plugins in order; a SKIP takes that plugin's score out (``state.skip_score``)."""
     state.skip_score = set()
@@ -302,6 +304,7 @@ def run_pre_score(fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[No
             raise PluginFailure(e.name, "preScore", st.message or st.code.name)
 
 
+@extension_point("Score")
 def plugin_scores(
     fw: Framework, state: CycleState, pod: Obj, nodes: NodeSet
 ) -> list[tuple[Enabled, np.ndarray]]:

@@ -31,6 +31,7 @@ from koord.scheduler.framework.interface import (
     Status,
 )
 from koord.scheduler.framework.nominator import Nominator
+from koord.scheduler.framework.pointtiming import PointTimer, extension_point
 from koord.scheduler.framework.profile import MULTI_POINT, Profile
 from koord.scheduler.framework.registry import Registry
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
@@ -110,12 +111,15 @@ class Framework:
         handle: Handle,
         *,
         timer: Timer | None = None,
+        point_timer: PointTimer | None = None,
         points: Sequence[str] | None = None,
         complete: bool = False,
     ) -> None:
         self.profile = profile
         self.handle = handle
         self._timer = timer
+        self.point_timer = point_timer
+        """Records each extension point's run (koord-scheduler's metrics; none in the extender)."""
         self.nominator: Nominator | None = None
         """The pods nominated to nodes (set by the scheduler; the extender front end has none)."""
         # The points the profile was parsed for (a front end's subset), unless given.
@@ -209,6 +213,7 @@ class Framework:
                 return st.with_plugin(e.name)
         return None
 
+    @extension_point("PreFilter")
     def run_pre_filter(self, state: CycleState, pod: Obj) -> tuple[PreFilterResult | None, Status | None]:
         """PreFilter plugins in order: the intersection of their node subsets, and the first rejection
         (every node fails with it); a SKIP takes that plugin's filter out (``state.skip_filter``)."""
@@ -236,6 +241,7 @@ class Framework:
             return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (why,), narrowed[0])
         return result, None
 
+    @extension_point("PostFilter")
     def run_post_filter(
         self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
@@ -287,6 +293,7 @@ class Framework:
                 return Status(Code.ERROR, (f"{method} of {e.name}: {st.message or st.code.name}",), e.name)
         return None
 
+    @extension_point("Reserve")
     def run_reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
         """Reserve plugins in order; on the first failure every reserve plugin is unreserved."""
         for e in self.points.get("reserve", ()):
@@ -299,6 +306,7 @@ class Framework:
                 return st.with_plugin(e.name)
         return None
 
+    @extension_point("Unreserve")
     def run_unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None:
         """Unreserve in reverse order; a failing plugin is logged, the others still run."""
         for e in reversed(self.points.get("reserve", ())):

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from koord.apis.quantity import format_duration
 from koord.scheduler.framework.interface import Code, Status
 from koord.scheduler.framework.types import Obj, PodInfo
 
@@ -29,9 +30,12 @@ class WaitingPod:
         deadlines: dict[str, float],
         on_done: Done,
         reasons: Mapping[str, str] | None = None,
+        waits: Mapping[str, float] | None = None,
     ) -> None:
         self.info = info
         self._reasons = dict(reasons or {})
+        self._waits = dict(waits or {})
+        """Plugin -> how long it asked the pod to wait (for the timeout's message)."""
         self._node = node_name
         self._pending = dict(deadlines)
         self._on_done = on_done
@@ -71,11 +75,12 @@ class WaitingPod:
         with self._lock:
             late = sorted(p for p, deadline in self._pending.items() if deadline <= now)
         if late:
-            why = self._reasons.get(late[0])
-            self.reject(
-                late[0],
-                f"rejected due to timeout after waiting at plugin {late[0]}{': ' + why if why else ''}",
-            )
+            plugin, why = late[0], self._reasons.get(late[0])
+            # kube-scheduler's words ("rejected due to timeout after waiting 10s at plugin X"), then the
+            # reason the plugin gave for the wait.
+            waited = f" {format_duration(self._waits[plugin])}" if plugin in self._waits else ""
+            said = f": {why}" if why else ""
+            self.reject(plugin, f"rejected due to timeout after waiting{waited} at plugin {plugin}{said}")
 
     @property
     def done(self) -> bool:

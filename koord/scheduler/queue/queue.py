@@ -343,6 +343,20 @@ class SchedulingQueue:
                 out[where] += 1
             return out
 
+    def unschedulable_by_plugin(self, profile_of: Callable[[Any], str]) -> dict[tuple[str, str], int]:
+        """``(plugin, profile) -> pods`` held as unschedulable that the plugin rejected
+        (``scheduler_unschedulable_pods``)."""
+        out: dict[tuple[str, str], int] = {}
+        with self._cond:
+            for uid, where in self._where.items():
+                qpi = self._pods.get(uid) if where == "unschedulable" else None
+                if qpi is None:
+                    continue
+                profile = profile_of(qpi.pod)
+                for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
+                    out[(plugin, profile)] = out.get((plugin, profile), 0) + 1
+        return out
+
     def where(self, uid: str) -> str | None:
         with self._cond:
             return self._where.get(uid) or ("in-flight" if uid in self._in_flight else None)

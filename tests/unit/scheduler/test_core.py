@@ -161,7 +161,8 @@ def test_permit_wait_then_allow_binds_and_a_timeout_unreserves() -> None:
     k.settle()
     assert "default/q" not in k.bound() and not k.cache.is_assumed(quid)
     assert calls[-1] == "R.unreserve a"
-    assert "rejected due to timeout after waiting at plugin R" in k.events("FailedScheduling")[-1][3]
+    # kube-scheduler's words, with the wait the plugin asked for (30 s)
+    assert "rejected due to timeout after waiting 30s at plugin R" in k.events("FailedScheduling")[-1][3]
 
 
 def test_a_permit_wait_is_capped_at_fifteen_minutes() -> None:
@@ -339,3 +340,43 @@ def test_nodes_a_prefilter_result_leaves_out_are_named_by_plugin() -> None:
     assert k.events("FailedScheduling")[-1][3].startswith(
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
     )
+
+
+def _samples(metric: Any, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {
+        tuple(sorted(s.labels.items())): s.value
+        for family in metric.collect()
+        for s in family.samples
+        if s.name == name
+    }
+
+
+def test_extension_points_and_plugins_are_timed_with_kube_schedulers_labels() -> None:
+    k = kit()
+    k.add_node(node("a", "2", "4Gi"))
+    k.add_pod(pod("fits", requests={"cpu": "1"}, scheduler_name=S))
+    k.add_pod(pod("too-big", requests={"cpu": "4"}, scheduler_name=S))
+    k.run()
+    points = _samples(k.metrics.point_duration, "scheduler_framework_extension_point_duration_seconds_count")
+    seen = {(dict(labels)["extension_point"], dict(labels)["status"]) for labels in points}
+    wanted = {("PreFilter", "Success"), ("Reserve", "Success"), ("Permit", "Success"), ("Bind", "Success")}
+    assert wanted <= seen
+    assert ("PostFilter", "Unschedulable") in seen  # DefaultPreemption found nothing for too-big
+    assert all(dict(labels)["profile"] == S for labels in points)
+    plugins = _samples(k.metrics.plugin_duration, "scheduler_plugin_execution_duration_seconds_count")
+    named = {(dict(labels)["plugin"], dict(labels)["extension_point"]) for labels in plugins}
+    assert ("NodeResourcesFit", "Filter") in named and ("DefaultBinder", "Bind") in named
+
+
+def test_unschedulable_pods_are_counted_by_rejecting_plugin() -> None:
+    k = kit()
+    k.add_node(node("a", "2", "4Gi"))
+    k.add_pod(pod("too-big", requests={"cpu": "4"}, scheduler_name=S))
+    k.run()
+    (family,) = [m for m in k.registry.collect() if m.name == "scheduler_unschedulable_pods"]
+    got = {(s.labels["plugin"], s.labels["profile"]): s.value for s in family.samples}
+    assert got == {("NodeResourcesFit", S): 1.0}
+    k.add_node(node("b", "8", "16Gi"))  # the pod fits there: it leaves the unschedulable pods
+    k.run()
+    (family,) = [m for m in k.registry.collect() if m.name == "scheduler_unschedulable_pods"]
+    assert [s.value for s in family.samples] == []

@@ -102,7 +102,7 @@ def test_strict_timeout_returns_every_waiting_member_to_the_queue() -> None:
     assert k.scheduler.queue.where(uid("g1")) == "unschedulable"
     (gang, timeout) = messages(k, "g0")  # the gang's word first (at Unreserve), then the framework's
     assert timeout == (
-        "rejected due to timeout after waiting at plugin Coscheduling: gang default/g needs 3 members "
+        "rejected due to timeout after waiting 10s at plugin Coscheduling: gang default/g needs 3 members "
         "waiting at Permit (min-available), waiting-time 10s"
     )
     why = "member default/g0 waited 10s (the gang's waiting time) for the others"
