@@ -66,6 +66,12 @@ PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
             "score_reservation",
             "unmatched",
         ),
+        # NodeNUMAResource's side of them: the Reservation plugin (issue 26, another branch) calls these.
+        "koord/scheduler/plugins/nodenumaresource/reservation.py": (
+            "filter_reservation",
+            "pre_restore_reservation",
+            "restore_reservation",
+        ),
     },
     # The pod-side half of the node-scheduler contract (docs/node-scheduler-contract.md): koord-scheduler's
     # NodeNUMAResource (issue 26, being built on another branch) reads what the pods ask for and the

@@ -36,8 +36,6 @@ from koord.runtime.errors import InvalidValue
 from koord.scheduler.plugins.nodenumaresource.cputopology import EMPTY, CPUTopology
 
 T = TypeVar("T")
-NUMAResources = dict[int, dict[str, int]]
-"""NUMA node -> resource -> amount, in the scheduler's units (cpu in millicores)."""
 
 KUBELET_FULL_PCPUS_ONLY = "full-pcpus-only"
 """The kubelet's static-policy option that makes a node bind whole cores only."""
@@ -70,9 +68,6 @@ class TopologyOptions:
 
     def numa_nodes(self) -> list[int]:
         return [n for n, _ in self.numa_resources]
-
-    def numa_resource_map(self) -> NUMAResources:
-        return {n: dict(r) for n, r in self.numa_resources}
 
 
 NOT_REPORTED = TopologyOptions()
