@@ -76,27 +76,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_one(name: str, work: Path, say: Callable[[str, str], None]) -> list[str]:
     """Run one scenario; what it did not show (empty: it told its whole story)."""
-    failure = ""
-    if name == "numa":
-        numa_report = None
-        try:
-            numa_report = numa.run(work, say)
-        except KeyboardInterrupt:
-            raise
-        except Exception as err:
-            failure = f"{type(err).__name__}: {err}"
-        if numa_report is not None and not failure:
-            print(numa.summary(numa_report))
-        return [failure] if failure else numa.problems(numa_report)
-    report = None
+    report: numa.NumaReport | scenario.Report | None = None
     try:
-        report = scenario.run(work, say)
+        report = numa.run(work, say) if name == "numa" else scenario.run(work, say)
     except KeyboardInterrupt:
         raise
     except Exception as err:
-        failure = f"{type(err).__name__}: {err}"
-    if report is None:
-        return [failure]
+        return [f"{type(err).__name__}: {err}"]
+    if isinstance(report, numa.NumaReport):
+        print(numa.summary(report))
+        return numa.problems(report)
     print(summary(report, scenario.HOT))
     return problems(report, scenario.HOT, scenario.NODES[1:])
 
