@@ -12,6 +12,8 @@ Printed, each beside a floor measured in the same run:
 - **gangs**: 1000 nodes, gangs of 10 (one in 20 cannot fit) in Koordinator's profile: pods/s with every
   gang created at once, and the time from a gang's last member created to all members bound (p50/p99) with
   gangs arriving one by one, beside plain pods on the same cluster and profile (``bench/workloads/gang.py``).
+- **reservations**: 1000 nodes, owners scheduled into Available reservations, other pods beside them,
+  reservations scheduled as reserve pods, beside plain pods (``bench/workloads/reservation.py``).
 - **end to end** against the test API server: pods/s from the first pending pod to the last binding, by
   the real ``koord-scheduler`` process; floor: the server's own bind throughput (16 threads POSTing
   bindings with the official client).
@@ -40,7 +42,7 @@ from typing import Any
 
 import psutil
 
-from bench.workloads import affinity, basic, gang, numa, quota
+from bench.workloads import affinity, basic, gang, numa, quota, reservation
 from koord.scheduler.testing import MemoryScheduler
 
 NAME = "scheduler"
@@ -308,6 +310,7 @@ def main() -> None:
         result.update(algorithm(1000, 1000, 2000))
         result.update(numa.algorithm(1000, 2000, 1000, 300, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 100, 10, rate=5.0))
+        result.update(reservation.algorithm(1000, 200))
         result.update(end_to_end(500, 1000))
         result.update(memory(5000, 20_000))
     else:
@@ -317,6 +320,7 @@ def main() -> None:
         result.update(algorithm(1000, 1000, 10_000))
         result.update(numa.algorithm(1000, 10_000, 5000, 1000, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 200, 10, rate=5.0))
+        result.update(reservation.algorithm(1000, 500))
         result.update(end_to_end(5000, 5000))
         result.update(memory(5000, 100_000))
     result["target_pods_per_s_5000"] = 300

@@ -59,6 +59,7 @@ NODE_RESOURCE_TOPOLOGIES = Resource(
 """Written by the agent, one per node (``docs/node-scheduler-contract.md``); read by koord-scheduler."""
 PODGROUPS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "podgroups", "PodGroup", namespaced=True)
 ELASTIC_QUOTAS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True)
+RESERVATIONS = Resource(SCHEDULING_GROUP, "v1alpha1", "reservations", "Reservation", namespaced=False)
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold resources on a node: every process lists pods with this selector (kube-scheduler's

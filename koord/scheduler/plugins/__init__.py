@@ -37,6 +37,8 @@ from koord.scheduler.plugins.noderesources import (
 )
 from koord.scheduler.plugins.podtopologyspread import NAME as POD_TOPOLOGY_SPREAD
 from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
+from koord.scheduler.plugins.reservation import NAME as RESERVATION
+from koord.scheduler.plugins.reservation import Reservation
 
 BUILTIN: Mapping[str, PluginFactory] = {
     schedulinggates.NAME: schedulinggates.SchedulingGates,
@@ -58,4 +60,5 @@ BUILTIN: Mapping[str, PluginFactory] = {
     COSCHEDULING: Coscheduling,
     elasticquota.NAME: elasticquota.ElasticQuota,
     NODE_NUMA_RESOURCE: NodeNUMAResource,
+    RESERVATION: Reservation,
 }
