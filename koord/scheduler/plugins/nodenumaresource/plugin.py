@@ -43,10 +43,13 @@ from koord.scheduler.framework import (
     NodeInfo,
     Obj,
     PodInfo,
+    ReservationInfo,
     SchedulerHandle,
     Status,
 )
 from koord.scheduler.framework import topologymanager as tm
+from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
+from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.args import NodeNUMAResourceArgs, parse_args
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
@@ -57,12 +60,16 @@ from koord.scheduler.plugins.nodenumaresource.podstate import (
     pre_filter_state,
     request_cpu_bind,
 )
+from koord.scheduler.plugins.nodenumaresource.reservation import reservation_changed, reservation_deleted
 from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import node_cpu_bind_policy
 
 NAME = STATE_KEY
 NRT_CACHE = "noderesourcetopologies"
+RESERVATION_CACHE = "reservations"
+"""The Reservation plugin's cache of Reservations (read when that plugin is in the profile)."""
+ERR_RESERVATION_NUMA_SCOPE = "reservation NUMA scope is incompatible with the best topology hint"
 
 
 class _Handler:
@@ -84,6 +91,7 @@ class NodeNUMAResource(Placement):
         self.numa_scorer = Scorer(self.args.numa_scoring_strategy)
         self.manager = ResourceManager(self.args.default_numa_allocate_strategy)
         self.memo = Memo()
+        self._reservations_watched = False
         m = self.manager
         topologies = self.handle.watch(NRT_CACHE, groups.NODE_RESOURCE_TOPOLOGIES)
         topologies.add_handler(
@@ -196,6 +204,15 @@ class NodeNUMAResource(Placement):
             self.handle.patch_pod(state, {"metadata": {"annotations": patch}})
         return None
 
+    def pre_bind_reservation(
+        self, state: CycleState, reservation: ReservationInfo, node_name: str
+    ) -> Status | None:
+        """A reserve pod's placement goes onto its Reservation (the handle sends the patch there)."""
+        patch = self.placement_patch(state, reservation.pod, node_name)
+        if patch:
+            self.handle.patch_pod(state, {"metadata": {"annotations": patch}})
+        return None
+
     def placement_patch(self, state: CycleState, obj: Obj, node_name: str) -> dict[str, str]:
         """The annotations that say the placement: ``resource-status``, and ``resource-spec`` with the
         bind policy used when the object named none (``appendResourceSpecIfMissed``)."""
@@ -222,6 +239,56 @@ class NodeNUMAResource(Placement):
             if spec != before:
                 out[ANNOTATION_RESOURCE_SPEC] = dumps(spec.to_json())
         return out
+
+    # ---- reservations --------------------------------------------------------------------------------
+
+    def use_reservation_hooks(self, hooks: ProfileHooks) -> None:
+        """With the Reservation plugin in the profile, its Available reservations are counted on their
+        nodes as their reserve pods (the placement their ``resource-status`` says)."""
+        super().use_reservation_hooks(hooks)
+        store = self.handle.store(RESERVATION_CACHE) if hooks.nominator is not None else None
+        if store is None or self._reservations_watched:
+            return
+        self._reservations_watched = True
+        m = self.manager
+        store.add_handler(
+            _Handler(
+                lambda r: reservation_changed(m, None, r),
+                lambda old, new: reservation_changed(m, old, new),
+                lambda r: reservation_deleted(m, r),
+            )
+        )
+
+    def filter_nominate_reservation(
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
+    ) -> Status | None:
+        """``FilterNominateReservation``: the pod's CPUs and NUMA resources fit in what ``reservation``
+        holds for it on the node (a reservation holding none passes)."""
+        s = self._state(state)
+        if s.skip:
+            return None
+        node = self._node(node_name)
+        if node is None:
+            return Status.error(f"getting node {node_name!r} from Snapshot: not found")
+        opts = self.manager.options(node_name)
+        policy, _, binds, st = self._policies(s, node, opts)
+        if st is not None:
+            return st
+        if not binds and policy is NUMATopologyPolicy.NONE:
+            return None
+        if binds and not opts.topology.valid:
+            return Status.unresolvable(ERR_INVALID_CPU_TOPOLOGY)
+        restore = self.restore_state(state, node_name)
+        held = restore.matched.get(reservation.uid)
+        if held is None:
+            return None
+        ro = self.options(s, node, binds, opts, tm.store(state).affinity.get(node_name))
+        with self.manager.locked():
+            na = self.manager.allocation(node_name)
+            result, st = allocator.from_reusable(na, ro, restore, {held.uid: held})
+        if st is not None:
+            return st
+        return Status.unschedulable(ERR_RESERVATION_NUMA_SCOPE) if result is None else None
 
     # ---- requeueing and debugging -------------------------------------------------------------------
 

@@ -5,22 +5,24 @@ NUMA resources a reservation holds on a node are restored to the pods it is for.
   what it holds (its reserve pod's placement), what its owners already took and what remains. Matched
   reservations (the pod is one of their owners) offer their remains; the others only give back what their
   owners took (those owners count on the node themselves).
-- ``filter_nominate_reservation``: the pod fits in that reservation's CPUs and NUMA share.
-- Allocation with a nominated reservation: ``Aligned`` takes the reservation's CPUs first and the node's
-  after; ``Restricted`` only the reservation's. A pod whose nominated reservation cannot hold it does not
-  fall back to the node's free CPUs (that would take what the reservation keeps for others).
-- ``pre_bind_reservation``: a reservation placed by the scheduler carries ``resource-status`` like a pod.
-
-A reservation is read through :func:`reservation_uid` and friends (the Reservation plugin's
-``ReservationInfo``).
+- ``filter_nominate_reservation`` (in the plugin): the pod fits in that reservation's CPUs and NUMA share.
+- Allocation with the reservation the Reservation plugin nominates on the node (asked through the
+  profile's hooks, :meth:`use_reservation_hooks`): ``Aligned`` takes the reservation's CPUs first and the
+  node's after; ``Restricted`` only the reservation's. A pod whose nominated reservation cannot hold it
+  does not fall back to the node's free CPUs (that would take what the reservation keeps for others).
+- ``pre_bind_reservation`` (in the plugin): a reservation placed by the scheduler carries
+  ``resource-status`` like a pod, and Available reservations are counted on their node from it as their
+  reserve pods (:func:`reservation_changed`), so a restarted scheduler knows what they hold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from koord.scheduler.framework import CycleState, NodeInfo, Obj, Status
+from koord.apis.reservepod import reserve_pod
+from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, Status
+from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
 from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation, add_numa
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
@@ -35,27 +37,24 @@ RESTORE_KEY = "NodeNUMAResource/reservationRestoreState"
 ERR_NOMINATED_NOT_FIT = "pod has a nominated reservation but cannot be allocated within its NUMA scope"
 
 
-def reservation_uid(r: Any) -> str:
-    uid = getattr(r, "uid", None)
-    return str(uid() if callable(uid) else uid or "")
+def reservation_changed(manager: ResourceManager, old: Obj | None, new: Obj) -> None:
+    """A Reservation as its reserve pod (Koordinator's ``NewReservationToPodEventHandler``): an Available
+    one holds what its ``resource-status`` says on its node; a finished or unplaced one nothing."""
+    manager.pod_updated(None if old is None else reserve_pod(old), reserve_pod(new))
 
 
-def assigned_uids(r: Any) -> list[str]:
-    """The UIDs of the pods already using the reservation (``AssignedPods``)."""
-    pods = getattr(r, "assigned_pods", None) or {}
-    items: Iterable[Any] = pods.keys() if isinstance(pods, dict) else pods
-    return [str(p if isinstance(p, str) else getattr(p, "uid", "")) for p in items]
-
-
-def allocate_policy(r: Any) -> str:
-    got = getattr(r, "allocate_policy", "")
-    return str(got() if callable(got) else got or "")
+def reservation_deleted(manager: ResourceManager, r: Obj) -> None:
+    manager.pod_deleted(reserve_pod(r))
 
 
 class ReservationHooks:
     """The hooks, mixed into the plugin (which owns ``manager``)."""
 
     manager: ResourceManager
+    profile_hooks: ProfileHooks | None = None
+
+    def use_reservation_hooks(self, hooks: ProfileHooks) -> None:
+        self.profile_hooks = hooks
 
     # ---- cycle state --------------------------------------------------------------------------------
 
@@ -81,15 +80,15 @@ class ReservationHooks:
         self._restores(state)
         return None
 
-    def _reusable(self, node: str, reservations: Sequence[Any]) -> dict[str, ReusableAlloc]:
+    def _reusable(self, node: str, reservations: Sequence[ReservationInfo]) -> dict[str, ReusableAlloc]:
         out: dict[str, ReusableAlloc] = {}
         for r in reservations:
-            uid = reservation_uid(r)
+            uid = r.uid
             held = self.manager.held_by(node, uid)
             if held is None:
                 continue
             allocatable = held.numa_map()
-            owned = [a for u in assigned_uids(r) if (a := self.manager.held_by(node, u)) is not None]
+            owned = [a for u in r.assigned_pods if (a := self.manager.held_by(node, u)) is not None]
             allocated = add_numa(*(a.numa_map() for a in owned)) if allocatable else {}
             remained = sub_numa(allocatable, allocated) if allocatable else {}
             taken: frozenset[int] = frozenset()
@@ -99,7 +98,7 @@ class ReservationHooks:
                 remain -= a.cpus
             if allocatable or remain or held.cpus:
                 out[uid] = ReusableAlloc(
-                    r, uid, allocate_policy(r), held.cpus, taken, remain, allocatable, allocated, remained
+                    r, uid, r.allocate_policy, held.cpus, taken, remain, allocatable, allocated, remained
                 )
         return out
 
@@ -107,8 +106,8 @@ class ReservationHooks:
         self,
         state: CycleState,
         pod: Obj,
-        matched: Sequence[Any],
-        unmatched: Sequence[Any],
+        matched: Sequence[ReservationInfo],
+        unmatched: Sequence[ReservationInfo],
         node_info: NodeInfo,
     ) -> tuple[Any, Status | None]:
         with self.manager.locked():
@@ -122,11 +121,13 @@ class ReservationHooks:
 
     # ---- allocating with a nominated reservation ----------------------------------------------------
 
-    def nominated_reservation(self, state: CycleState, pod: Obj, node: str) -> Any:
-        """The reservation the pod will use on ``node``, as the Reservation plugin nominated it (written
-        in the cycle state under its key); ``None``: none."""
-        got = state.get(NOMINATED_KEY)
-        return got.get(node) if isinstance(got, dict) else None
+    def nominated_reservation(self, state: CycleState, pod: Obj, node: str) -> ReservationInfo | None:
+        """The reservation the pod will use on ``node``, as the Reservation plugin nominates it (the same
+        answer for the whole cycle); ``None``: none, or no Reservation plugin in the profile."""
+        if self.profile_hooks is None:
+            return None
+        chosen, _ = self.profile_hooks.nominate(state, pod, node)
+        return chosen
 
     def allocate_with_nominated(
         self,
@@ -146,7 +147,7 @@ class ReservationHooks:
             if ro.required_from_reservation:
                 return None, Status.unschedulable("no nominated reservation")
             return None, None
-        alloc = restore.matched.get(reservation_uid(r))
+        alloc = restore.matched.get(r.uid)
         if alloc is None:
             return None, None
         result, st = allocator.from_reusable(na, ro, restore, {alloc.uid: alloc})
@@ -157,11 +158,8 @@ class ReservationHooks:
         return result, None
 
     def filter_reservation(
-        self, state: CycleState, pod: Obj, reservation: Any, node_name: str
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
     ) -> Status | None:
+        """Koordinator's ``FilterReservation`` lets every reservation through: the fit is decided at
+        nomination (``filter_nominate_reservation``)."""
         return None
-
-
-NOMINATED_KEY = "Reservation/nominated"
-"""Where the Reservation plugin leaves the reservation nominated per node (read by
-:meth:`ReservationHooks.nominated_reservation`)."""

@@ -38,7 +38,7 @@ class ReusableAlloc:
     """One reservation's fine-grained holding on the node."""
 
     reservation: Any
-    """The reservation (the Reservation plugin's ReservationInfo; :func:`uid_of` reads its UID)."""
+    """The reservation (the Reservation plugin's ReservationInfo)."""
     uid: str
     allocate_policy: str = ""
     allocatable_cpus: frozenset[int] = frozenset()
