@@ -12,7 +12,7 @@ each once.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -23,7 +23,6 @@ from koord.apis.numa import (
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
 )
-from koord.apis.pod import str_map
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.plugins.nodenumaresource import allocator
@@ -57,7 +56,9 @@ _LABELLED = "NodeNUMAResource/labelled"
 
 
 def labels_of(node: Obj) -> Mapping[str, str]:
-    return str_map((node.get("metadata") or {}).get("labels") or {})
+    """The node's labels as the API server keeps them (strings: it refuses anything else), not copied:
+    this is read several times per node and pod."""
+    return cast(Mapping[str, str], (node.get("metadata") or {}).get("labels") or {})
 
 
 def node_name(node: Obj) -> str:

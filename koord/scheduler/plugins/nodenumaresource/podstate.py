@@ -71,12 +71,19 @@ class PreFilterState:
     """The placement Reserve made (PreBind writes it)."""
     preemption: dict[str, PreemptibleAlloc] = field(default_factory=dict)
     """Per node, what preemption's what-ifs freed."""
+    shape: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
+    """:meth:`memo_key`, once computed (it is asked for on every node a NUMA decision is made on)."""
 
     def clone(self) -> PreFilterState:
         return replace(self, preemption={n: a.clone() for n, a in self.preemption.items()})
 
     def memo_key(self) -> tuple[Any, ...]:
         """What of the pod its NUMA decisions on a node depend on (pods of one shape share them)."""
+        if self.shape is None:
+            self.shape = self._shape()
+        return self.shape
+
+    def _shape(self) -> tuple[Any, ...]:
         return (
             self.request_cpu_bind,
             tuple(sorted(self.requests.items())),
