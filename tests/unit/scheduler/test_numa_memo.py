@@ -11,6 +11,7 @@ import pytest
 
 from koord.apis import nrt
 from koord.scheduler.framework import CycleState, PodInfo
+from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.testing import MemoryScheduler
 from koord.testing.topology import SimulatedTopology
@@ -63,6 +64,8 @@ def _cluster() -> MemoryScheduler:
     add_node(k, "plain")
     add_node(k, "unreported", None)
     add_node(k, "labelled", labels={POLICY: "SingleNUMANode"})
+    add_node(k, "labelled-too", labels={POLICY: "SingleNUMANode"})  # alike: decided once
+    add_node(k, "plain-too")  # as "plain" before its pod: alike only in report
     add_node(k, "full-pcpus", labels={"node.koordinator.sh/cpu-bind-policy": "FullPCPUsOnly"})
     add_node(
         k,
@@ -70,6 +73,7 @@ def _cluster() -> MemoryScheduler:
         kubelet=nrt.KubeletCPUManagerPolicy("static", {"full-pcpus-only": "true"}, "0-1"),
     )
     add_node(k, "reported-numa", policy="SingleNUMANodePodLevel")
+    add_node(k, "reported-numa-too", policy="SingleNUMANodePodLevel")
     add_node(k, "small", SimulatedTopology(sockets=1, numa_per_socket=1, cores_per_numa=1, threads=2))
     k.add_pod(
         lsr(
@@ -96,7 +100,7 @@ def _cluster() -> MemoryScheduler:
     ],
     ids=lambda p: p["metadata"]["name"],
 )
-def test_batch_filter_agrees_with_node_by_node(pod: dict[str, Any]) -> None:
+def test_batch_filter_and_score_agree_with_node_by_node(pod: dict[str, Any]) -> None:
     k = _cluster()
     p = plugin(k)
     infos = k.snapshot.node_infos()
@@ -115,3 +119,16 @@ def test_batch_filter_agrees_with_node_by_node(pod: dict[str, Any]) -> None:
     assert dict(zip([ni.name for ni in infos], batch, strict=True)) == one
     binds = "koordinator.sh/qosClass" in (pod["metadata"].get("labels") or {})
     assert one["unreported"] is not binds  # a pod binding CPUs needs the node's report
+    chosen = dict(tm.store(state).affinity)  # the NUMA nodes Filter chose on each node
+    fit = [ni for ni in infos if one[ni.name]]
+    scores = p.score_nodes(state, pod, NodeSet.of(k.snapshot, fit)).tolist()
+    assert scores == [p.score(state, pod, ni) for ni in fit]
+    # the same again with nothing remembered: the shortcuts changed no answer
+    fresh = _cluster()
+    q = plugin(fresh)
+    state = CycleState(PodInfo(pod))
+    q.pre_filter(state, pod)
+    alone = {ni.name: q.filter(state, pod, ni) is None for ni in fresh.snapshot.node_infos()}
+    assert alone == one
+    assert tm.store(state).affinity == chosen
+    assert [q.score(state, pod, ni) for ni in fresh.snapshot.node_infos() if alone[ni.name]] == scores

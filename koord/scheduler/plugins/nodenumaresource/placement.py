@@ -1,18 +1,18 @@
-"""NodeNUMAResource's Filter and Score (Koordinator's ``plugin.go`` ``Filter``, ``scoring.go``,
-``topology_hint.go``), and its part as the topology manager's hint provider.
+"""NodeNUMAResource's Filter (Koordinator's ``plugin.go`` ``Filter``, ``topology_hint.go``) and its part
+as the topology manager's hint provider; Score builds on it (:mod:`.placementscore`).
 
 A pod is looked at node by node only where something calls for it: a node whose labels or report steer
 binding or NUMA placement, a pod with a NUMA policy or a required bind policy; elsewhere a pod binding
-CPUs needs the node's topology and a pod binding none passes, and the score is the node-level resource
-score over the snapshot's arrays. NUMA admissions and scores are memoised by what they depend on (the
-node's report and holding, the pod's shape), so a deployment's replicas over identical nodes compute
-each once.
+CPUs needs the node's topology and a pod binding none passes. Where every node is looked at, each kind of
+node (same report, holding and steering labels: :meth:`Placement._kind`) is decided once per cycle, and
+NUMA admissions and scores are memoised across cycles by what they depend on (the node's report and
+holding, the pod's shape), so a deployment's replicas over identical nodes compute each once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,11 +23,11 @@ from koord.apis.numa import (
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
 )
-from koord.scheduler.framework import SKIP, CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
+from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, Status
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.accumulator import AllocationError
-from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation, add, add_numa
+from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
 from koord.scheduler.plugins.nodenumaresource.podstate import (
@@ -43,35 +43,19 @@ from koord.scheduler.plugins.nodenumaresource.podstate import (
     request_cpu_bind,
 )
 from koord.scheduler.plugins.nodenumaresource.reservation import ReservationHooks
-from koord.scheduler.plugins.nodenumaresource.restorestate import EMPTY_RESTORE, NodeRestoreState
+from koord.scheduler.plugins.nodenumaresource.restorestate import EMPTY_RESTORE
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
     TopologyOptions,
+    labels_of,
     node_cpu_bind_policy,
+    node_name,
     numa_policy_of,
+    steers_by_labels,
 )
 
 STATE_KEY = "NodeNUMAResource"
-_LABELLED = "NodeNUMAResource/labelled"
-
-
-def labels_of(node: Obj) -> Mapping[str, str]:
-    """The node's labels as the API server keeps them (strings: it refuses anything else), not copied:
-    this is read several times per node and pod."""
-    return cast(Mapping[str, str], (node.get("metadata") or {}).get("labels") or {})
-
-
-def node_name(node: Obj) -> str:
-    return str((node.get("metadata") or {}).get("name") or "")
-
-
-def _labelled(ni: NodeInfo) -> bool:
-    """Whether the node's labels steer binding or NUMA placement (then every pod needs a look)."""
-    labels = labels_of(ni.node or {})
-    return bool(labels.get(LABEL_NUMA_TOPOLOGY_POLICY)) or labels.get(LABEL_NODE_CPU_BIND_POLICY, "") in (
-        NodeCPUBindPolicy.FULL_PCPUS_ONLY,
-        NodeCPUBindPolicy.SPREAD_BY_PCPUS,
-    )
+LABELLED_COLUMN = "NodeNUMAResource/labelled"
 
 
 def state_of(state: CycleState) -> PreFilterState:
@@ -80,7 +64,7 @@ def state_of(state: CycleState) -> PreFilterState:
 
 
 class Placement(ReservationHooks):
-    """Filter, Score and the hint provider, mixed into the plugin (which sets these attributes)."""
+    """Filter and the hint provider, mixed into the plugin (which sets these attributes)."""
 
     manager: ResourceManager
     scorer: Scorer
@@ -195,9 +179,9 @@ class Placement(ReservationHooks):
         s = self._state(state)
         if s.skip:
             return np.ones(len(nodes), dtype=bool)
-        labelled = nodes.column(_LABELLED, _labelled, bool)
+        labelled = nodes.column(LABELLED_COLUMN, steers_by_labels, bool)
         if labelled is None or s.pod_numa_policy is not NUMATopologyPolicy.NONE or s.required_cpu_bind_policy:
-            return [self.filter(state, pod, ni) for ni in nodes]
+            return self._filter_alike(state, pod, nodes)
         look = labelled | self._among(nodes, self.manager.steering())
         out = (
             self._among(nodes, self.manager.valid())
@@ -207,6 +191,42 @@ class Placement(ReservationHooks):
         for i in np.flatnonzero(look).tolist():
             out[i] = self.filter(state, pod, nodes.info(i)) is None
         return out
+
+    def _filter_alike(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
+        """``filter`` on every node, once per kind of node (:meth:`_kind`): the others of a kind get the
+        first one's answer and NUMA affinity."""
+        store = tm.store(state)
+        seen: dict[tuple[Any, ...], tuple[Status | None, tm.NUMATopologyHint | None]] = {}
+        out: list[Status | None] = []
+        with self.manager.locked():
+            for ni in nodes:
+                key = self._kind(state, ni)
+                hit = seen.get(key) if key is not None else None
+                if hit is None:
+                    st = self.filter(state, pod, ni)
+                    if key is not None:
+                        seen[key] = (st, store.affinity.get(ni.name))
+                else:
+                    st, best = hit
+                    if best is not None:
+                        store.affinity[ni.name] = best
+                out.append(st)
+        return out
+
+    def _kind(self, state: CycleState, ni: NodeInfo, *, chosen: bool = False) -> tuple[Any, ...] | None:
+        """What a node's answer depends on beside the pod (its report, its holding, its steering labels);
+        ``None`` for a node to look at alone (a reservation or a what-if on it, or, unless ``chosen``
+        (scoring), its NUMA affinity already chosen)."""
+        name, node, m = ni.name, ni.node, self.manager
+        if node is None or name in self._state(state).preemption:
+            return None
+        if not chosen and name in tm.store(state).affinity:
+            return None
+        if self.restore_state(state, name) is not EMPTY_RESTORE:
+            return None
+        labels = labels_of(node)
+        policy, bind = labels.get(LABEL_NUMA_TOPOLOGY_POLICY, ""), labels.get(LABEL_NODE_CPU_BIND_POLICY, "")
+        return (m.options(name).fingerprint, m.allocation(name).fingerprint(), policy, bind, m.strategy(node))
 
     @staticmethod
     def _among(nodes: NodeSet, names: frozenset[str]) -> np.ndarray:
@@ -301,83 +321,3 @@ class Placement(ReservationHooks):
             if st is not None or alloc is not None:
                 return st
             return allocator.from_node(na, ro, restore)[1]
-
-    # ---- Score --------------------------------------------------------------------------------------
-
-    def pre_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Status | None:
-        return SKIP if self._state(state).skip else None
-
-    def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
-        s = self._state(state)
-        node = node_info.node
-        if s.skip or node is None:
-            return 0
-        opts = self.manager.options(node_info.name)
-        policy, _, binds, st = self._policies(s, node, opts)
-        if st is not None or (binds and not opts.topology.valid):
-            return 0
-        if policy is NUMATopologyPolicy.NONE:
-            return self.scorer.score(node_info.requested, node_info.allocatable, s.requests)
-        affinity = tm.store(state).affinity.get(node_info.name)
-        ro = self.options(s, node, binds, opts, affinity)
-        with self.manager.locked():
-            na = self.manager.allocation(node_info.name)
-            key = self._memo_key(state, node_info.name, node, na, opts, "score", policy, affinity)
-            if key is not None:
-                key = (
-                    *key,
-                    tuple(sorted(node_info.requested.items())),
-                    tuple(sorted(node_info.allocatable.items())),
-                )
-                hit = self.memo.get(key)
-                if hit is not None:
-                    return int(hit)
-            alloc, st = self._try(state, pod, node, ro)
-            # Filter passed it: a placement failing now only costs the node its score
-            got = (
-                0
-                if st is not None or alloc is None
-                else self._numa_score(node_info, alloc, ro, self.restore_state(state, node_info.name))
-            )
-            if key is not None:
-                self.memo.put(key, got)
-            return got
-
-    def _numa_score(
-        self, ni: NodeInfo, alloc: PodAllocation, ro: allocator.ResourceOptions, restore: NodeRestoreState
-    ) -> int:
-        """``calculateAllocatableAndRequested``: over the pod's NUMA nodes when it has some, with bound
-        CPUs counted whole."""
-        na = self.manager.allocation(ni.name)
-        opts = ro.topology
-        if alloc.numa:
-            reusable = add_numa(restore.unmatched_used, restore.matched_allocated)
-            _, used = na.available_numa(opts.numa_resources, reusable)
-            allocatable: dict[str, int] = {}
-            requested: dict[str, int] = {}
-            totals = dict(opts.numa_resources)
-            for node, _ in alloc.numa:
-                requested = add(requested, used.get(node, {}))
-                allocatable = add(allocatable, totals.get(node, {}))
-        else:
-            allocatable, requested = dict(ni.allocatable), dict(ni.requested)
-        if alloc.cpus:
-            _, held = na.available_cpus(
-                opts.topology, opts.max_refs, opts.reserved_cpus, ro.preferred_cpus - alloc.cpus
-            )
-            requested["cpu"] = len(held) * 1000
-        return self.scorer.score(requested, allocatable, ro.requests)
-
-    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
-        s = self._state(state)
-        info = state.pod_info if state.pod_info is not None else PodInfo(pod)
-        out = self.scorer.score_nodes(nodes, info)
-        labelled = nodes.column(_LABELLED, _labelled, bool)
-        if labelled is None:
-            return np.asarray([self.score(state, pod, ni) for ni in nodes], dtype=np.int64)
-        look = labelled | self._among(nodes, self.manager.steering())
-        if s.pod_numa_policy is not NUMATopologyPolicy.NONE:
-            look[:] = True
-        for i in np.flatnonzero(look).tolist():
-            out[i] = self.score(state, pod, nodes.info(i))
-        return out

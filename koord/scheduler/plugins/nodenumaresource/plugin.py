@@ -53,7 +53,8 @@ from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.args import NodeNUMAResourceArgs, parse_args
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
-from koord.scheduler.plugins.nodenumaresource.placement import STATE_KEY, Placement, labels_of
+from koord.scheduler.plugins.nodenumaresource.placement import STATE_KEY
+from koord.scheduler.plugins.nodenumaresource.placementscore import ScoredPlacement
 from koord.scheduler.plugins.nodenumaresource.podstate import (
     ERR_INVALID_CPU_TOPOLOGY,
     cpu_bind_policy,
@@ -63,7 +64,7 @@ from koord.scheduler.plugins.nodenumaresource.podstate import (
 from koord.scheduler.plugins.nodenumaresource.reservation import reservation_changed, reservation_deleted
 from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
-from koord.scheduler.plugins.nodenumaresource.topologyoptions import node_cpu_bind_policy
+from koord.scheduler.plugins.nodenumaresource.topologyoptions import labels_of, node_cpu_bind_policy
 
 NAME = STATE_KEY
 NRT_CACHE = "noderesourcetopologies"
@@ -77,7 +78,7 @@ class _Handler:
         self.on_add, self.on_update, self.on_delete = on_add, on_update, on_delete
 
 
-class NodeNUMAResource(Placement):
+class NodeNUMAResource(ScoredPlacement):
     name = NAME
 
     def __init__(self, args: Mapping[str, Any] | None, handle: Any) -> None:

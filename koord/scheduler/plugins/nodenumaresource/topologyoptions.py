@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from koord.apis import nrt
 from koord.apis.cpulist import parse_cpuset
@@ -33,6 +33,7 @@ from koord.apis.numa import (
 from koord.apis.quantity import parse_quantity
 from koord.apis.resources import value_of
 from koord.runtime.errors import InvalidValue
+from koord.scheduler.framework import NodeInfo, Obj
 from koord.scheduler.plugins.nodenumaresource.cputopology import EMPTY, CPUTopology
 
 T = TypeVar("T")
@@ -179,3 +180,22 @@ def numa_policy_of(labels: Mapping[str, str], reported: NUMATopologyPolicy) -> N
     except ValueError:
         label = NUMATopologyPolicy.NONE
     return label if label is not NUMATopologyPolicy.NONE else reported
+
+
+def labels_of(node: Obj) -> Mapping[str, str]:
+    """The node's labels as the API server keeps them (strings: it refuses anything else), not copied:
+    this is read several times per node and pod."""
+    return cast(Mapping[str, str], (node.get("metadata") or {}).get("labels") or {})
+
+
+def node_name(node: Obj) -> str:
+    return str((node.get("metadata") or {}).get("name") or "")
+
+
+def steers_by_labels(ni: NodeInfo) -> bool:
+    """Whether the node's labels steer binding or NUMA placement (then every pod needs a look)."""
+    labels = labels_of(ni.node or {})
+    return bool(labels.get(LABEL_NUMA_TOPOLOGY_POLICY)) or labels.get(LABEL_NODE_CPU_BIND_POLICY, "") in (
+        NodeCPUBindPolicy.FULL_PCPUS_ONLY,
+        NodeCPUBindPolicy.SPREAD_BY_PCPUS,
+    )
