@@ -27,6 +27,8 @@ from koord.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
 from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
+from koord.scheduler.plugins.nodenumaresource import NAME as NODE_NUMA_RESOURCE
+from koord.scheduler.plugins.nodenumaresource import NodeNUMAResource
 from koord.scheduler.plugins.noderesources import (
     BALANCED,
     FIT,
@@ -57,5 +59,6 @@ BUILTIN: Mapping[str, PluginFactory] = {
     LOAD_AWARE: LoadAwareScheduling,
     COSCHEDULING: Coscheduling,
     elasticquota.NAME: elasticquota.ElasticQuota,
+    NODE_NUMA_RESOURCE: NodeNUMAResource,
     RESERVATION: Reservation,
 }
