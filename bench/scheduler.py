@@ -22,6 +22,10 @@ Printed, each beside a floor measured in the same run:
 - **gpu**: 1000 nodes of 8 GPUs (Device objects) and GPU pods, whole and half GPUs, with DeviceShare at
   the points of Koordinator's profile (:mod:`bench.workloads.devices`), beside the plain workload's pods/s
   at 1000 nodes of this run.
+- **NUMA**: 1000 nodes of the shared 2-socket simulated topology, each reported by its
+  NodeResourceTopology, NodeNUMAResource added to the default profile (:mod:`bench.workloads.numa`): plain
+  pods with and without the plugin, LSR pods of 2 CPUs, LSR pods under a ``SingleNUMANode`` policy, beside
+  the basic workload's pods/s at 1000 nodes of this run.
 - **memory**: the scheduler's RSS with 5000 nodes and 100 000 bound pods cached (``--quick``: 20 000,
   with the per-pod cost), beside the RSS of the same process before the caches are built.
 """
@@ -41,7 +45,7 @@ from typing import Any
 
 import psutil
 
-from bench.workloads import affinity, basic, devices, gang, quota, reservation
+from bench.workloads import affinity, basic, devices, gang, numa, quota, reservation
 from koord.scheduler.testing import MemoryScheduler
 
 NAME = "scheduler"
@@ -308,6 +312,7 @@ def main() -> None:
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 2000))
         result.update(devices.algorithm(1000, 1000, plain=result["pods_per_s_1000"]))
+        result.update(numa.algorithm(1000, 2000, 1000, 300, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 100, 10, rate=5.0))
         result.update(reservation.algorithm(1000, 200))
         result.update(end_to_end(500, 1000))
@@ -318,6 +323,7 @@ def main() -> None:
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 10_000))
         result.update(devices.algorithm(1000, 4000, plain=result["pods_per_s_1000"]))
+        result.update(numa.algorithm(1000, 10_000, 5000, 1000, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 200, 10, rate=5.0))
         result.update(reservation.algorithm(1000, 500))
         result.update(end_to_end(5000, 5000))

@@ -29,6 +29,8 @@ from koord.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
 from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
+from koord.scheduler.plugins.nodenumaresource import NAME as NODE_NUMA_RESOURCE
+from koord.scheduler.plugins.nodenumaresource import NodeNUMAResource
 from koord.scheduler.plugins.noderesources import (
     BALANCED,
     FIT,
@@ -69,5 +71,6 @@ BUILTIN: Mapping[str, PluginFactory] = {
     SCARCE_RESOURCE_AVOIDANCE: ScarceResourceAvoidance,
     SCHEDULING_HINT: SchedulingHint,
     DEVICE_SHARE: DeviceShare,
+    NODE_NUMA_RESOURCE: NodeNUMAResource,
     RESERVATION: Reservation,
 }
