@@ -19,6 +19,9 @@ Printed, each beside a floor measured in the same run:
   bindings with the official client).
 - **quota**: the same algorithm run with 20 ElasticQuotas over the 5000 nodes (:mod:`bench.workloads.quota`),
   beside the plain workload's pods/s of this run.
+- **gpu**: 1000 nodes of 8 GPUs (Device objects) and GPU pods, whole and half GPUs, with DeviceShare at
+  the points of Koordinator's profile (:mod:`bench.workloads.devices`), beside the plain workload's pods/s
+  at 1000 nodes of this run.
 - **NUMA**: 1000 nodes of the shared 2-socket simulated topology, each reported by its
   NodeResourceTopology, NodeNUMAResource added to the default profile (:mod:`bench.workloads.numa`): plain
   pods with and without the plugin, LSR pods of 2 CPUs, LSR pods under a ``SingleNUMANode`` policy, beside
@@ -42,7 +45,7 @@ from typing import Any
 
 import psutil
 
-from bench.workloads import affinity, basic, gang, numa, quota, reservation
+from bench.workloads import affinity, basic, devices, gang, numa, quota, reservation
 from koord.scheduler.testing import MemoryScheduler
 
 NAME = "scheduler"
@@ -308,6 +311,7 @@ def main() -> None:
         result.update(quota.algorithm(5000, 1000, 3000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 2000))
+        result.update(devices.algorithm(1000, 1000, plain=result["pods_per_s_1000"]))
         result.update(numa.algorithm(1000, 2000, 1000, 300, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 100, 10, rate=5.0))
         result.update(reservation.algorithm(1000, 200))
@@ -318,6 +322,7 @@ def main() -> None:
         result.update(quota.algorithm(5000, 1000, 10_000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 10_000))
+        result.update(devices.algorithm(1000, 4000, plain=result["pods_per_s_1000"]))
         result.update(numa.algorithm(1000, 10_000, 5000, 1000, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 200, 10, rate=5.0))
         result.update(reservation.algorithm(1000, 500))

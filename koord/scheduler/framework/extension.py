@@ -6,6 +6,9 @@ profile implements them (in profile order; a profile without them pays nothing).
   ``after_pre_filter`` sees PreFilter's node subset, ``before_filter`` may replace a node's NodeInfo for the
   pod (e.g. give back what a reservation holds for it), ``before_score`` may replace the nodes to score,
   ``after_post_filter`` always runs after PostFilter.
+- ``prefer_nodes`` (Koordinator's ``PreferNodesPlugin``, the first plugin of the profile that has it): after
+  PreFilter, nodes to try first, in order; the first that passes every filter (with the pods nominated
+  there) becomes the cycle's only candidate, and none passing leaves the search as it was.
 - ``next_pod`` (Koordinator's ``NextPodPlugin``): before the scheduler takes the next pod from its queue,
   a plugin may name the pod to schedule next (Coscheduling hands out a gang's members back to back); the
   queue gives it up wherever it waits, unless another plugin gates it.
@@ -64,6 +67,15 @@ class ScoreTransformer(Plugin, Protocol):
 @runtime_checkable
 class PostFilterTransformer(Plugin, Protocol):
     def after_post_filter(self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]) -> None: ...
+
+
+@runtime_checkable
+class PreferNodesPlugin(Plugin, Protocol):
+    def prefer_nodes(
+        self, state: CycleState, pod: Obj, result: PreFilterResult | None
+    ) -> Sequence[str] | Status:
+        """The nodes to try first, in order; ``SKIP`` to search as usual; a rejection fails the cycle as a
+        PreFilter rejection does."""
 
 
 @runtime_checkable
@@ -185,6 +197,7 @@ class Extensions:
         self.score = [p for p in plugins if isinstance(p, ScoreTransformer)]
         self.post_filter = [p for p in plugins if isinstance(p, PostFilterTransformer)]
         self.next_pod = [p for p in plugins if isinstance(p, NextPodPlugin)]
+        self.prefer_nodes = next((p for p in plugins if isinstance(p, PreferNodesPlugin)), None)
 
     def before_pre_filter(self, state: CycleState, pod: Obj) -> tuple[Obj, Status | None]:
         for p in self.pre_filter:
