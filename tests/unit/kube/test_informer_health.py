@@ -43,17 +43,18 @@ def test_outage_turns_unhealthy_and_a_resumed_watch_healthy_again(
     wait(lambda: len(errors) >= 1)  # it tried and failed
     assert not inf.healthy() and not inf.has_synced() and health.get() == []
     api_server.up()
-    wait(inf.healthy)
-    assert inf.has_synced() and health.get() == [True]
+    # The hook runs right after the flag flips, in the informer's thread: wait for what is asserted.
+    wait(lambda: health.get() == [True])
+    assert inf.healthy() and inf.has_synced()
 
     api_server.store.wait_for_watchers(1)
     api_server.down(mode)
-    wait(lambda: not inf.healthy())
-    assert health.get() == [True, False]
+    wait(lambda: health.get() == [True, False])
+    assert not inf.healthy()
     api_server.store.create("nodes", node("during-outage"))
     api_server.up()
-    wait(inf.healthy)
-    assert health.get() == [True, False, True]
+    wait(lambda: health.get() == [True, False, True])
+    assert inf.healthy()
     wait(lambda: ("add", "during-outage") in rec.seen())
     assert inf.lists == 1  # healthy again from the resumed watch, not from a re-list
 
