@@ -23,10 +23,10 @@ import psutil
 from prometheus_client import CollectorRegistry
 
 from koord.apis.timefmt import format_time
-from koord.kube.informer import index_by_node
 from koord.kube.memstore import MemoryStore
+from koord.kube.trim import compact, slim_node, slim_pod
 from koord.scheduler.extender.app import freeze_heap
-from koord.scheduler.extender.handle import ClusterHandle, compact, slim_node, slim_pod
+from koord.scheduler.extender.handle import ExtenderHandle
 from koord.scheduler.extender.metrics import ExtenderMetrics
 from koord.scheduler.extender.server import ExtenderServer
 from koord.scheduler.extender.verbs import Extender
@@ -211,9 +211,10 @@ class Setup:
     def __init__(self, n: int) -> None:
         now = time.time()
         self.nodes = MemoryStore(transform=slim_node)
-        self.pods = MemoryStore(indexers={"node": index_by_node}, transform=slim_pod)
+        self.pods = MemoryStore(transform=slim_pod)
         self.metrics = MemoryStore(transform=compact)
-        handle = ClusterHandle(self.nodes, self.pods, self.metrics)
+        # a clock stopped at the build: NodeMetrics stay as fresh as when reported, however long it takes
+        handle = ExtenderHandle(self.nodes, self.pods, self.metrics, clock=lambda: now)
         self.framework = Framework(default_profile(), discover(BUILTIN), handle)
         self.extender = Extender(
             self.framework, handle, ExtenderMetrics(CollectorRegistry()), ready=lambda: True

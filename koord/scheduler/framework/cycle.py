@@ -47,14 +47,24 @@ class FilterResult:
     def statuses(self) -> dict[str, Status]:
         """Node name -> why it failed, for every rejected node the search went through."""
         out: dict[str, Status] = {}
-        infos = self.nodes.infos
-        for pos, (pi, known) in self.failed.items():
-            if pos >= self.processed:
-                continue
+        seen = [pos for pos in self.failed if pos < self.processed]
+        # A batch plugin answers thousands of nodes with a handful of Status objects: each is tagged
+        # with its plugin once, not once per node.
+        tagged: dict[tuple[int, int], Status] = {}
+        for pos, name in zip(seen, self.nodes.names_at(seen), strict=True):
+            pi, known = self.failed[pos]
             e = self.plugins[pi]
-            st = known or e.plugin.filter(self.state, self.pod, infos[pos])
-            st = st or Status.unschedulable(f"node(s) rejected by {e.name}")
-            out[infos[pos].name] = st.with_plugin(e.name)
+            if known is None:
+                st = e.plugin.filter(self.state, self.pod, self.nodes.info(pos)) or Status.unschedulable(
+                    f"node(s) rejected by {e.name}"
+                )
+                out[name] = st.with_plugin(e.name)
+                continue
+            key = (id(known), pi)
+            st = tagged.get(key)
+            if st is None:
+                st = tagged[key] = known.with_plugin(e.name)
+            out[name] = st
         return out
 
 
@@ -101,18 +111,26 @@ def find_feasible(
                 result.failed[pos] = (pi, None)
             alive[cand[~answer]] = False
             continue
-        answers = list(answer)
+        answers = answer if isinstance(answer, list) else list(answer)
         if len(answers) != len(cand):
             raise PluginFailure(
                 e.name, "filter", f"filter_nodes answered {len(answers)} of {len(cand)} nodes"
             )
-        infos = sub.infos
-        for k, st in enumerate(answers):
-            if st is None or (isinstance(st, Status) and st.code is Code.SUCCESS):
-                continue
-            pos = int(cand[k])
-            result.failed[pos] = (pi, _check(e.name, infos[k].name, st))
-            alive[pos] = False
+        # Statuses repeat (one object per reason): each distinct one is checked once.
+        given = [k for k, st in enumerate(answers) if st is not None]
+        checked: dict[int, Status | None] = {}
+        for k in given:
+            st = answers[k]
+            if id(st) not in checked:
+                checked[id(st)] = (
+                    None
+                    if isinstance(st, Status) and st.code is Code.SUCCESS
+                    else _check(e.name, sub.info(k).name, st)
+                )
+        failing = [k for k in given if checked[id(answers[k])] is not None]
+        positions = cand[failing].tolist()
+        result.failed.update(zip(positions, [(pi, checked[id(answers[k])]) for k in failing], strict=True))
+        alive[positions] = False
     survivors = np.nonzero(alive)[0]
     if not per_node:
         taken = survivors if want is None else survivors[:want]

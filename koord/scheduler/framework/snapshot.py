@@ -70,7 +70,8 @@ class Snapshot:
 
     def derived(self, key: str, fn: Callable[[NodeInfo], Any], dtype: Any = object) -> np.ndarray:
         """``fn(node_info)`` for every row, recomputed only for rows whose node changed since. ``key``
-        names the column (one per plugin and meaning); ``fn`` must depend on the NodeInfo alone."""
+        names the column (one per plugin and meaning); ``fn`` must depend on the NodeInfo alone. A
+        subarray ``dtype`` (``(np.float64, (k,))``) makes a 2-D column of ``k`` values per node."""
         n = len(self.infos)
         entry = self._derived.get(key)
         if entry is None:
@@ -79,7 +80,7 @@ class Snapshot:
             entry = self._derived[key] = (values, stamps, fn)
         values, stamps, _ = entry
         if len(values) < self._cap:
-            values, stamps = self._grow_derived(key, dtype)
+            values, stamps = self._grow_derived(key, values.dtype)
         stale = np.nonzero(stamps[:n] != self._stamp[:n])[0]
         if len(stale):
             infos = self.infos
@@ -160,7 +161,7 @@ class Snapshot:
 
     def _grow_derived(self, key: str, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
         values, stamps, fn = self._derived[key]
-        new_values = np.empty(self._cap, dtype=dtype)
+        new_values = np.empty((self._cap, *values.shape[1:]), dtype=dtype)
         new_values[: len(values)] = values
         new_stamps = np.zeros(self._cap, dtype=np.int64)
         new_stamps[: len(stamps)] = stamps
