@@ -16,6 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -121,9 +122,9 @@ class Extender:
         index = snapshot.index
         if args.nodes is None:
             names = args.node_names or []
-            rows = list(map(index.get, names))
-            if None not in rows:
-                return NodeSet(snapshot, np.asarray(rows, dtype=np.int64))
+            rows = np.array(list(map(index.get, names, repeat(-1))), dtype=np.int64)
+            if not len(rows) or rows.min() >= 0:
+                return NodeSet(snapshot, rows)
             return NodeSet(snapshot, None, [snapshot.node_info(n) or NodeInfo(n, None) for n in names])
         infos: list[NodeInfo] = []
         for node in args.nodes:

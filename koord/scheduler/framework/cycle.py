@@ -18,6 +18,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import is_not, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,26 +48,25 @@ class FilterResult:
 
     def statuses(self) -> dict[str, Status]:
         """Node name -> why it failed, for every rejected node the search went through."""
-        out: dict[str, Status] = {}
-        seen = [pos for pos in self.failed if pos < self.processed]
-        # A batch plugin answers thousands of nodes with a handful of Status objects: each is tagged
-        # with its plugin once, not once per node.
+        failed = self.failed
+        seen = list(failed)
+        if self.processed < len(self.nodes):
+            seen = [p for p in seen if p < self.processed]
+        pairs = list(map(failed.__getitem__, seen))
+        # A batch plugin answers thousands of nodes with a handful of Status objects: each distinct
+        # (plugin, status) is tagged once, and the nodes are gone through at C level.
+        keys = list(zip(map(itemgetter(0), pairs), map(id, map(itemgetter(1), pairs)), strict=True))
         tagged: dict[tuple[int, int], Status] = {}
-        for pos, name in zip(seen, self.nodes.names_at(seen), strict=True):
-            pi, known = self.failed[pos]
-            e = self.plugins[pi]
-            if known is None:
-                st = e.plugin.filter(self.state, self.pod, self.nodes.info(pos)) or Status.unschedulable(
-                    f"node(s) rejected by {e.name}"
-                )
-                out[name] = st.with_plugin(e.name)
-                continue
-            key = (id(known), pi)
-            st = tagged.get(key)
-            if st is None:
-                st = tagged[key] = known.with_plugin(e.name)
-            out[name] = st
-        return out
+        for key, (pi, known) in dict(zip(keys, pairs, strict=True)).items():
+            if known is not None:
+                tagged[key] = known.with_plugin(self.plugins[pi].name)
+        sts = list(map(tagged.get, keys))
+        for i, st in enumerate(sts):
+            if st is None:  # a boolean answer: the plugin says why, node by node
+                e = self.plugins[keys[i][0]]
+                why = e.plugin.filter(self.state, self.pod, self.nodes.info(seen[i]))
+                sts[i] = (why or Status.unschedulable(f"node(s) rejected by {e.name}")).with_plugin(e.name)
+        return dict(zip(self.nodes.names_at(seen), sts, strict=True))
 
 
 def _check(plugin: str, node: str, st: Any) -> Status:
@@ -116,20 +117,22 @@ def find_feasible(
             raise PluginFailure(
                 e.name, "filter", f"filter_nodes answered {len(answers)} of {len(cand)} nodes"
             )
-        # Statuses repeat (one object per reason): each distinct one is checked once.
-        given = [k for k, st in enumerate(answers) if st is not None]
+        # Thousands of answers, a handful of distinct Status objects: each distinct one is checked once
+        # and the per-node work is C-level iteration (map, compress, zip).
+        given = list(compress(range(len(answers)), map(is_not, answers, repeat(None, len(answers)))))
+        given_sts = list(map(answers.__getitem__, given))
         checked: dict[int, Status | None] = {}
-        for k in given:
-            st = answers[k]
-            if id(st) not in checked:
-                checked[id(st)] = (
-                    None
-                    if isinstance(st, Status) and st.code is Code.SUCCESS
-                    else _check(e.name, sub.info(k).name, st)
-                )
-        failing = [k for k in given if checked[id(answers[k])] is not None]
+        for k, st in dict(zip(map(id, given_sts), zip(given, given_sts, strict=True), strict=True)).values():
+            checked[id(st)] = (
+                None
+                if isinstance(st, Status) and st.code is Code.SUCCESS
+                else _check(e.name, sub.info(k).name, st)
+            )
+        verdicts = list(map(checked.__getitem__, map(id, given_sts)))
+        failing = list(compress(given, verdicts))
         positions = cand[failing].tolist()
-        result.failed.update(zip(positions, [(pi, checked[id(answers[k])]) for k in failing], strict=True))
+        found = zip(repeat(pi, len(positions)), filter(None, verdicts), strict=True)
+        result.failed.update(zip(positions, found, strict=True))
         alive[positions] = False
     survivors = np.nonzero(alive)[0]
     if not per_node:

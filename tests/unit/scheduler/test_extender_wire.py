@@ -259,3 +259,25 @@ def test_priorities_encoding_escapes_odd_names() -> None:
         {"Host": "ünïcode", "Score": 1},
     ]
     assert encode_priorities({}) == b"[]"
+
+
+def test_answers_written_by_hand_read_as_json_writes_them() -> None:
+    from koord.scheduler.extender.wire import encode_filter, encode_priorities
+
+    failed = {f"n{i}": ("node(s) cpu usage exceed threshold" if i % 2 else 'said "no"') for i in range(6)}
+    for passed, fails, unres, error in (
+        (["a", "b.example.com"], failed, {"x": "gone"}, ""),
+        ([], {}, {}, "koord-scheduler-extender: caches not synced yet"),
+        (["ünïcode", "a"], {'we"ird': "r"}, {}, ""),  # not plain: json.dumps writes it
+    ):
+        doc = json.loads(encode_filter(None, passed, fails, unres, error))
+        assert doc == {
+            "Nodes": None,
+            "NodeNames": passed,
+            "FailedNodes": fails,
+            "FailedAndUnresolvableNodes": unres,
+            "Error": error,
+        }
+    scores = {f"node-{i}": i % 11 for i in range(30)}
+    assert json.loads(encode_priorities(scores)) == [{"Host": h, "Score": s} for h, s in scores.items()]
+    assert json.loads(encode_priorities({"a": 11})) == [{"Host": "a", "Score": 11}]  # out of range: as is
