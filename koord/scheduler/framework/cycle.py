@@ -60,12 +60,14 @@ class FilterResult:
         for key, (pi, known) in dict(zip(keys, pairs, strict=True)).items():
             if known is not None:
                 tagged[key] = known.with_plugin(self.plugins[pi].name)
-        sts = list(map(tagged.get, keys))
-        for i, st in enumerate(sts):
+        found = list(map(tagged.get, keys))
+        sts: list[Status] = []
+        for i, st in enumerate(found):
             if st is None:  # a boolean answer: the plugin says why, node by node
                 e = self.plugins[keys[i][0]]
                 why = e.plugin.filter(self.state, self.pod, self.nodes.info(seen[i]))
-                sts[i] = (why or Status.unschedulable(f"node(s) rejected by {e.name}")).with_plugin(e.name)
+                st = (why or Status.unschedulable(f"node(s) rejected by {e.name}")).with_plugin(e.name)
+            sts.append(st)
         return dict(zip(self.nodes.names_at(seen), sts, strict=True))
 
 
