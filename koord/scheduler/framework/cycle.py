@@ -62,12 +62,13 @@ class FilterResult:
                 tagged[key] = known.with_plugin(self.plugins[pi].name)
         found = list(map(tagged.get, keys))
         sts: list[Status] = []
-        for i, st in enumerate(found):
-            if st is None:  # a boolean answer: the plugin says why, node by node
-                e = self.plugins[keys[i][0]]
-                why = e.plugin.filter(self.state, self.pod, self.nodes.info(seen[i]))
-                st = (why or Status.unschedulable(f"node(s) rejected by {e.name}")).with_plugin(e.name)
-            sts.append(st)
+        for i, known in enumerate(found):
+            if known is not None:
+                sts.append(known)
+                continue
+            e = self.plugins[keys[i][0]]  # a boolean answer: the plugin says why, node by node
+            why = e.plugin.filter(self.state, self.pod, self.nodes.info(seen[i]))
+            sts.append((why or Status.unschedulable(f"node(s) rejected by {e.name}")).with_plugin(e.name))
         return dict(zip(self.nodes.names_at(seen), sts, strict=True))
 
 
