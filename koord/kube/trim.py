@@ -21,7 +21,7 @@ import json
 import sys
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 Obj = Mapping[str, Any]
@@ -123,16 +123,18 @@ def slim_pod(obj: Obj, *, keep_volume_kinds: bool = False) -> Obj:
     pod: dict[str, Any] = compact(out)
     # What the pod template gave (every spec field holding an object or a list, and these metadata
     # fields) is shared with equal pods; nodeName and the status are the pod's own.
-    meta = pod.get("metadata")
-    if isinstance(meta, dict):
-        for key in _SHARED_META:
-            if key in meta:
-                meta[key] = share(meta[key])
+    _share_fields(pod.get("metadata"), _SHARED_META)
     spec = pod.get("spec")
-    if isinstance(spec, dict):
-        for key, value in spec.items():
-            spec[key] = share(value)
+    _share_fields(spec, list(spec) if isinstance(spec, dict) else ())
     return pod
+
+
+def _share_fields(section: Any, keys: Iterable[str]) -> None:
+    """Replace ``section[key]`` by its shared equal (``section`` is a dict this module just built)."""
+    if isinstance(section, dict):
+        for key in keys:
+            if key in section:
+                section[key] = share(section[key])
 
 
 _SHARED_NODE_STATUS = ("allocatable", "capacity", "nodeInfo", "daemonEndpoints")
@@ -147,9 +149,5 @@ def slim_node(obj: Obj) -> Obj:
     if isinstance(status, Mapping) and "images" in status:
         out["status"] = {k: v for k, v in status.items() if k != "images"}
     node: dict[str, Any] = compact(out)
-    status = node.get("status")
-    if isinstance(status, dict):
-        for key in _SHARED_NODE_STATUS:
-            if key in status:
-                status[key] = share(status[key])
+    _share_fields(node.get("status"), _SHARED_NODE_STATUS)
     return node
