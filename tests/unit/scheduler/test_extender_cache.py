@@ -106,6 +106,9 @@ def test_nodes_follow_the_informer_and_batch_plugins_get_rows() -> None:
         # a node kube-scheduler knows and the informer has not delivered: judged node by node
         assert failed(e, pod("p"), ["a", "ghost"]) == {}
         assert spy.rows[-1] is False
+        assert e.get("/debug/nodes/another-ghost")[0] == 200
+        slots = e.framework.instances["LoadAwareScheduling"].cache.table.slots
+        assert set(slots) == {"a", "late"}  # names without a Node object take no room
         e.nodes.remove("late")
         assert failed(e, pod("p"), ["late"]) == {}  # gone: unknown again, no NodeMetric opinion
         _, scores = e.post("prioritize", {"Pod": pod("p"), "NodeNames": ["a", "late"]})

@@ -39,6 +39,7 @@ from koord.scheduler.plugins.loadaware.args import (
 from koord.scheduler.plugins.loadaware.assigncache import PodAssignCache
 from koord.scheduler.plugins.loadaware.batch import MAX_SCORE, NodeFacts
 from koord.scheduler.plugins.loadaware.estimator import estimate_with_args, node_capacity
+from koord.scheduler.plugins.loadaware.table import NO_NODE
 from koord.scheduler.plugins.loadaware.thresholds import args_profile, node_profile
 
 __all__ = ["MAX_SCORE", "NAME", "LoadAwareScheduling", "NodeFacts", "PodFacts"]
@@ -117,9 +118,9 @@ class LoadAwareScheduling:
         return facts
 
     def _facts_row(self, node_info: NodeInfo) -> tuple[float, ...]:
-        slot = self.cache.slot(node_info.name)
         if node_info.node is None:
-            return batch.facts_row(slot, None, -1)
+            return batch.facts_row(NO_NODE, None, -1)
+        slot = self.cache.slot(node_info.name)
         nf = self.node_facts(node_info)
         agg = nf.profile.aggregated
         column = (

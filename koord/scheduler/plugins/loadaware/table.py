@@ -2,11 +2,11 @@
 are a few vector operations.
 
 A NodeMetric change, or a pod placed on or removed from a node, is not a change of the Node object, so
-these facts cannot be snapshot columns (recomputed only when a node changes). Each node name gets a
-*slot* (a row of :attr:`LoadTable.rows`) the first time a pass asks for it; LoadAware's snapshot column
-maps snapshot rows to slots, and every change of a node's :class:`NodeState` rewrites that node's slot.
-A slot is kept for as long as the plugin lives (a node that comes back gets its old one), so a snapshot
-column never points at a slot that changed owner.
+these facts cannot be snapshot columns (recomputed only when a node changes). Each known node gets a
+*slot* (a row of :attr:`LoadTable.rows`) the first time a pass asks for it (unknown nodes share
+:data:`NO_NODE`); LoadAware's snapshot column maps snapshot rows to slots, and every change of a node's
+:class:`NodeState` rewrites that node's slot. A slot is kept for as long as the plugin lives (a node that
+comes back gets its old one), so a snapshot column never points at a slot that changed owner.
 
 Columns (float64; the sums are integers far below 2**53, so they are exact): whether the node has a
 NodeMetric (:data:`HAS_METRIC`) with a ``status.nodeMetric`` (:data:`HAS_NODE_METRIC`), its
@@ -36,19 +36,26 @@ def agg_columns(k: int) -> slice:
     return slice(_FIRST_AGG + 2 * k, _FIRST_AGG + 2 * k + 2)
 
 
+NO_NODE = 0
+"""The slot of every node whose Node object is unknown (a name in a request, a debug query): a row of
+zeros that is never written, so such names take no room."""
+
+
 class LoadTable:
     def __init__(self) -> None:
         self.slots: dict[str, int] = {}
         self.agg_keys: dict[AggKey, int] = {}
-        self.rows = np.zeros((0, _FIRST_AGG), dtype=np.float64)
+        self.rows = np.zeros((64, _FIRST_AGG), dtype=np.float64)
+        self._used = NO_NODE + 1
 
     def slot(self, name: str, state: NodeState | None) -> int:
         """The slot of ``name`` (created and filled from ``state`` on first use)."""
         i = self.slots.get(name)
         if i is None:
-            i = len(self.slots)
+            i = self._used
+            self._used += 1
             if i >= len(self.rows):
-                grown = np.zeros((max(64, 2 * len(self.rows)), self.rows.shape[1]), dtype=np.float64)
+                grown = np.zeros((2 * len(self.rows), self.rows.shape[1]), dtype=np.float64)
                 grown[: len(self.rows)] = self.rows
                 self.rows = grown
             self.slots[name] = i
