@@ -45,6 +45,12 @@ def _assigned(pod: Obj) -> bool:
     return bool((pod.get("spec") or {}).get("nodeName"))
 
 
+def _uid(pod: Obj) -> str:
+    """The cache's key of a pod (:attr:`PodInfo.uid`)."""
+    meta = pod.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+
+
 class ExtenderHandle:
     """The framework's ``Handle`` over a node, a pod and a NodeMetric store (informers in the process,
     :class:`~koord.kube.memstore.MemoryStore` in tests and benchmarks): node views from the snapshot,
@@ -81,7 +87,9 @@ class ExtenderHandle:
             self.cache.remove_pod(old)
 
     def _pod_deleted(self, pod: Obj) -> None:
-        if _assigned(pod):
+        # A pod deleted between /bind and the informer's view of the binding arrives unassigned: the
+        # cache holds it assumed, and would hold it for good.
+        if _assigned(pod) or self.cache.is_assumed(_uid(pod)):
             self.cache.remove_pod(pod)
 
     # ---- the verbs' view ------------------------------------------------------------------------

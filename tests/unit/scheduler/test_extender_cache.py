@@ -63,6 +63,20 @@ def test_bind_assumes_the_pod_until_the_informer_confirms_it() -> None:
         e.close()
 
 
+def test_a_pod_deleted_before_its_binding_is_seen_leaves_the_cache() -> None:
+    e = ServedExtender(FIT)
+    try:
+        e.add_node("a", cpu="4")
+        p = cpu_pod("p", "3")
+        e.pods.put(p)  # pending, as the informer saw it
+        assert bind(e, p, "a") == ""
+        assert failed(e, cpu_pod("q", "2"), ["a"]) == {"a": "Insufficient cpu"}
+        e.pods.remove("default/p")  # the watch never showed it bound
+        assert failed(e, cpu_pod("q", "2"), ["a"]) == {}
+    finally:
+        e.close()
+
+
 def test_binding_a_pod_the_cache_already_holds_counts_it_once() -> None:
     e = ServedExtender(FIT)
     try:
