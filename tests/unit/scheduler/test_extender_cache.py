@@ -73,6 +73,8 @@ def test_a_pod_deleted_before_its_binding_is_seen_leaves_the_cache() -> None:
         assert failed(e, cpu_pod("q", "2"), ["a"]) == {"a": "Insufficient cpu"}
         e.pods.remove("default/p")  # the watch never showed it bound
         assert failed(e, cpu_pod("q", "2"), ["a"]) == {}
+        la = e.framework.instances["LoadAwareScheduling"].cache
+        assert la.debug("a")["pods"] == []  # LoadAware let go of its estimate as well
     finally:
         e.close()
 

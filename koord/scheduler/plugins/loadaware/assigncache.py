@@ -7,8 +7,10 @@ while it was placed within one report interval before the NodeMetric's ``updateT
 forced-estimation deadline is after ``updateTime``. Prod pods are also summed separately (reported
 usage of pods that are prod by both the pod and the NodeMetric, plus their deltas) for
 ``prodUsageThresholds``. Pods enter through the pod cache (bound pods) and through ``reserve`` (the
-extender's ``/bind``, before the API binding); a NodeMetric update rebuilds the node's sums. One lock
-guards it all: updates come from the cache threads, reads from the HTTP threads.
+extender's ``/bind``, before the API binding; a reserved pod deleted while still pending leaves with its
+load, which Koordinator's cache, keyed by the deleted pod's empty nodeName, would keep); a NodeMetric
+update rebuilds the node's sums. One lock guards it all: updates come from the cache threads, reads
+from the HTTP threads.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ class PodAssignCache:
         self._nodes: dict[str, NodeState] = {}
         self.table = LoadTable()
         """The per-node sums as arrays (read them under :meth:`reading`)."""
+        self._reserved: dict[str, str] = {}
+        """UID -> node of the pods :meth:`reserve` counted that the informer has not shown bound yet."""
 
     # ---- pods -------------------------------------------------------------------------------------
 
@@ -127,10 +131,27 @@ class PodAssignCache:
                 n.add(entry)
                 self.table.write(node_name, n)
 
+    def reserve(self, node_name: str, pod: Obj) -> None:
+        """:meth:`assign` for a pod placed before the API server says so (``/bind``): remembered until
+        the informer shows it bound, so that deleting it while still pending takes its load away."""
+        self.assign(node_name, pod)
+        uid = str(as_map(pod, "metadata").get("uid") or "")
+        if node_name and uid:
+            with self._lock:
+                self._reserved[uid] = node_name
+
+    def _bound(self, pod: Obj) -> None:
+        uid = str(as_map(pod, "metadata").get("uid") or "")
+        if as_map(pod, "spec").get("nodeName") and uid in self._reserved:
+            with self._lock:
+                self._reserved.pop(uid, None)
+
     def unassign(self, node_name: str, uid: str) -> None:
         if not node_name:
             return
         with self._lock:
+            if self._reserved.get(uid) == node_name:
+                del self._reserved[uid]
             n = self._nodes.get(node_name)
             if n is None:
                 return
@@ -147,6 +168,7 @@ class PodAssignCache:
             return n.pods.get(uid) if n is not None else None
 
     def on_pod_add(self, pod: Obj) -> None:
+        self._bound(pod)
         self.assign(str(as_map(pod, "spec").get("nodeName") or ""), pod)
 
     def on_pod_update(self, old: Obj, pod: Obj) -> None:
@@ -154,6 +176,7 @@ class PodAssignCache:
         node = str(as_map(pod, "spec").get("nodeName") or "")
         uid = str(as_map(pod, "metadata").get("uid") or "")
         old_node = str(as_map(old, "spec").get("nodeName") or "")
+        self._bound(pod)
         if old_node and old_node != node:
             self.unassign(old_node, uid)
         cached = self.cached_pod(node, uid)
@@ -167,9 +190,9 @@ class PodAssignCache:
             self.assign(node, pod)
 
     def on_pod_delete(self, pod: Obj) -> None:
-        self.unassign(
-            str(as_map(pod, "spec").get("nodeName") or ""), str(as_map(pod, "metadata").get("uid") or "")
-        )
+        """A pending pod deleted after :meth:`reserve` arrives without a node: its reserved one."""
+        uid = str(as_map(pod, "metadata").get("uid") or "")
+        self.unassign(str(as_map(pod, "spec").get("nodeName") or "") or self._reserved.get(uid, ""), uid)
 
     # ---- NodeMetrics ------------------------------------------------------------------------------
 

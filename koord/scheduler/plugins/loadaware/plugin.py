@@ -192,7 +192,7 @@ class LoadAwareScheduling:
         return batch.scores(rows, used, valid, facts.estimate, self._weights, self._dominant)
 
     def reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
-        self.cache.assign(node_name, pod)
+        self.cache.reserve(node_name, pod)
         return None
 
     def unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None:
