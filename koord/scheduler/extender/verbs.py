@@ -3,9 +3,11 @@ node, every plugin's word on it: the debug route and ``koord-manager top nodes``
 
 kube-scheduler calls filter, then prioritize, then bind for one pod as separate HTTP requests; the
 framework's cycle state of a pod is kept between them by pod UID (bounded, expiring), so what
-``pre_filter`` computed is there for ``score`` and ``reserve``. ``bind`` runs the Reserve plugins before
-the API binding (so the next pod already sees this one's load) and Unreserve when the binding fails:
-without a Reserve hook in the extender protocol, this is the only moment an extender learns the choice.
+``pre_filter`` computed is there for ``score`` and ``reserve``. ``bind`` assumes the pod on its node in
+koord-scheduler's cache and runs the Reserve plugins before the API binding (so the next pod already sees
+this one), and Unreserve and forgets it when the binding fails: without a Reserve hook in the extender
+protocol, this is the only moment an extender learns the choice. ``filter`` and ``prioritize`` run over
+the snapshot, brought up to date at the start of each call.
 """
 
 from __future__ import annotations
