@@ -38,13 +38,51 @@ ALLOWED_NAMES = {
     "delete_pod": "ClusterAPI method: DefaultPreemption deletes victims through it",
     "refresh_affinity_lists": "Snapshot contract for the InterPodAffinity plugin",
     "activate": "SchedulingQueue contract: moving pods to activeQ (PodsToActivate, gangs)",
+    "register_error_handler_filters": "SchedulerHandle contract (Koordinator's RegisterErrorHandlerFilters)",
+    "register_forget_pod_handler": "SchedulerHandle contract (Koordinator's RegisterForgetPodHandler)",
     "plugins_list": "click command, registered by its decorator",
     "nodes_cmd": "click command (koord-manager top nodes), registered by its decorator",
     "do_GET": "http.server handler hook",
     "do_POST": "http.server handler hook",
     "log_message": "http.server handler hook",
 }
-PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {}
+PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
+    # The FrameworkExtender's reservation hooks: the contract the Reservation plugin, NodeNUMAResource and
+    # DeviceShare implement (issue 26); nothing calls them until those plugins exist.
+    "reservation hooks": {
+        "koord/scheduler/framework/extension.py": (
+            "ReservationFilterPlugin",
+            "ReservationNominator",
+            "ReservationPreBindPlugin",
+            "ReservationRestorePlugin",
+            "ReservationScorePlugin",
+            "filter_nominate_reservation",
+            "filter_reservation",
+            "nominate_reservation",
+            "pre_bind_reservation",
+            "pre_restore_reservation",
+            "reservation",
+            "restore_reservation",
+            "score_reservation",
+            "unmatched",
+        ),
+    },
+    # The pod-side half of the node-scheduler contract (docs/node-scheduler-contract.md): koord-scheduler's
+    # NodeNUMAResource (issue 26, being built on another branch) reads what the pods ask for and the
+    # kubelet's allocations with these; the agent only writes the annotations and reads resource-status.
+    "koord-scheduler NodeNUMAResource (issue 26)": {
+        "koord/apis/numa.py": (
+            "CPUBindPolicy",
+            "CPUExclusivePolicy",
+            "NodeCPUBindPolicy",
+            "NUMAAllocateStrategy",
+            "NUMATopologyPolicy",
+            "resource_spec",
+            "numa_topology_spec",
+        ),
+        "koord/apis/nrt.py": ("pod_cpu_allocs",),
+    },
+}
 _PENDING = {(f, n) for files in PENDING_CALLERS.values() for f, names in files.items() for n in names}
 
 

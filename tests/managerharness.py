@@ -175,7 +175,6 @@ class ManagerProcess:
             stderr=subprocess.STDOUT,
         )
 
-
     @property
     def port(self) -> int:
         """The port the child chose and logged (waits for it); no race with other processes."""

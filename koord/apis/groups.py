@@ -37,6 +37,9 @@ class Resource:
 
 SLO_GROUP = "slo.koordinator.sh"
 SCHEDULING_GROUP = "scheduling.koordinator.sh"
+TOPOLOGY_GROUP = "topology.node.k8s.io"
+SIGS_SCHEDULING_GROUP = "scheduling.sigs.k8s.io"
+"""The group of the scheduler-plugins CRDs Koordinator uses (ElasticQuota, PodGroup)."""
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
@@ -44,11 +47,18 @@ CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
 PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", namespaced=False)
 PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 NODE_METRICS = Resource(SLO_GROUP, "v1alpha1", "nodemetrics", "NodeMetric", namespaced=False)
 NODE_SLOS = Resource(SLO_GROUP, "v1alpha1", "nodeslos", "NodeSLO", namespaced=False)
+NODE_RESOURCE_TOPOLOGIES = Resource(
+    TOPOLOGY_GROUP, "v1alpha1", "noderesourcetopologies", "NodeResourceTopology", namespaced=False
+)
+"""Written by the agent, one per node (``docs/node-scheduler-contract.md``); read by koord-scheduler."""
+PODGROUPS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "podgroups", "PodGroup", namespaced=True)
+ELASTIC_QUOTAS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True)
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold resources on a node: every process lists pods with this selector (kube-scheduler's

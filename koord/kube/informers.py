@@ -44,12 +44,14 @@ _GROUP_LISTS: Mapping[str, tuple[str, str, str]] = {
         "list_namespaced_pod_disruption_budget",
     ),
     "priorityclasses": ("SchedulingV1Api", "list_priority_class", ""),
+    "storageclasses": ("StorageV1Api", "list_storage_class", ""),
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Watch:
-    """One cache: the objects of ``resource`` (in ``namespace``, matching ``field_selector``)."""
+    """One cache: the objects of ``resource`` (in ``namespace``, matching ``field_selector`` and
+    ``label_selector``)."""
 
     name: str
     resource: groups.Resource
@@ -57,6 +59,7 @@ class Watch:
     namespace: str = ""
     indexers: Mapping[str, IndexFunc] = field(default_factory=dict)
     transform: Transform | None = None
+    label_selector: str = ""
 
 
 def list_call(api_client: Any, watch: Watch) -> tuple[Callable[..., Any], dict[str, Any]]:
@@ -66,6 +69,8 @@ def list_call(api_client: Any, watch: Watch) -> tuple[Callable[..., Any], dict[s
     kwargs: dict[str, Any] = {}
     if watch.field_selector:
         kwargs["field_selector"] = watch.field_selector
+    if watch.label_selector:
+        kwargs["label_selector"] = watch.label_selector
     res = watch.resource
     if res.plural in _GROUP_LISTS:
         api_class, every, namespaced = _GROUP_LISTS[res.plural]

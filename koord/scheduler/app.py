@@ -3,8 +3,11 @@ the shared lifecycle, under Lease leader election.
 
 Components in order: the informers (ready once synced), then scheduling, which starts the election and
 schedules only while this replica leads. A replica that loses its Lease stops scheduling and exits
-non-zero (kube-scheduler's ``leaderelection lost``), so the Deployment restarts it as a follower; API
-requests time out before the Lease could pass to another replica, so no two replicas bind at once.
+non-zero (kube-scheduler's ``leaderelection lost``), so the Deployment restarts it as a follower. Every
+write goes through a fence (:class:`~koord.scheduler.core.api.FencedAPI`) checked just before it is sent:
+after the leadership deadline nothing is sent, and what was sent before times out before the Lease could
+pass to another replica. On a graceful stop the fence closes first, the writes under way land, and only
+then is the Lease released, so the next leader starts after this one's last binding.
 HTTP: ``/healthz``, ``/readyz``, ``/metrics`` and ``/debug/explain?pod=<namespace>/<name>[&node=<node>]``
 (every plugin's verdict and score per node, computed by the cycle's own code).
 """
@@ -32,12 +35,13 @@ from koord.runtime.errors import ConfigError
 from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import SchedulerConfiguration
-from koord.scheduler.core.api import ClusterAPI, KubeAPI
+from koord.scheduler.core.api import ClusterAPI, FencedAPI, KubeAPI
 from koord.scheduler.core.eventhandlers import EventHandlers
 from koord.scheduler.core.handle import SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler, SchedulingOptions
 from koord.scheduler.framework import verdicts
+from koord.scheduler.framework.extension import FailureHooks, plugin_controllers
 from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
@@ -75,11 +79,19 @@ def watches() -> list[Watch]:
 
 
 def build_frameworks(
-    configuration: SchedulerConfiguration, registry: Registry, handle: Any, timer: Any = None
+    configuration: SchedulerConfiguration,
+    registry: Registry,
+    handle: Any,
+    metrics: SchedulerMetrics | None = None,
 ) -> dict[str, Framework]:
-    """One framework per profile; every profile must sort its queue with the same plugin."""
+    """One framework per profile (timed into ``metrics``); every profile must sort its queue with the
+    same plugin."""
+    timer = metrics.plugin if metrics is not None else None
+    point_timer = metrics.point if metrics is not None else None
     frameworks = {
-        p.scheduler_name: Framework(p, registry, handle, timer=timer, complete=True)
+        p.scheduler_name: Framework(
+            p, registry, handle, timer=timer, point_timer=point_timer, complete=True
+        )
         for p in configuration.profiles
     }
     sorts = {tuple(e.name for e in fw.points["queueSort"]) for fw in frameworks.values()}
@@ -114,16 +126,26 @@ class KoordScheduler:
             self.api_client, watches(), request_timeout=cfg.request_timeout
         )
         self.recorder = EventRecorder(self.api_client, USER_AGENT, request_timeout=cfg.request_timeout)
-        self.api = api or KubeAPI(self.api_client, self.recorder, cfg.request_timeout)
+        self._stopping = threading.Event()
+        self._elect_stop = threading.Event()
+        inner = api or KubeAPI(self.api_client, self.recorder, cfg.request_timeout)
+        self.api = FencedAPI(inner, self.may_write)
         self.metrics = SchedulerMetrics(registry)
         self.registry = registry
         self.snapshot = Snapshot()
         self.cache = Cache()
         self.waiting = WaitingPods()
+        hooks = FailureHooks()
         self.handle = SchedulerHandle(
-            self.snapshot, self.informers, self.api, self.waiting, client=self.api_client, clock=clock
+            self.snapshot,
+            self.informers,
+            self.api,
+            self.waiting,
+            client=self.api_client,
+            clock=clock,
+            hooks=hooks,
         )
-        frameworks = build_frameworks(conf, self.plugins, self.handle, self.metrics.plugin)
+        frameworks = build_frameworks(conf, self.plugins, self.handle, self.metrics)
         self.scheduler = Scheduler(
             frameworks,
             self.api,
@@ -138,9 +160,11 @@ class KoordScheduler:
                 pod_max_backoff_seconds=conf.pod_max_backoff_seconds,
                 parallelism=conf.parallelism,
             ),
+            hooks=hooks,
             seed=seed,
         )
         EventHandlers(self.scheduler).attach(self.informers["pods"], self.informers["nodes"])
+        self.controllers = plugin_controllers(fw.instances for fw in frameworks.values())
         self.elector: LeaderElector | None = None
         if cfg.leader_election:
             lease = KubeLeaseClient(self.api_client, cfg.election.namespace, cfg.election.name)
@@ -153,12 +177,27 @@ class KoordScheduler:
         supervisor.go("events", lambda: self.recorder.run(stop))
         self.informers.start(stop, supervisor)
 
+    def may_write(self) -> bool:
+        return not self._stopping.is_set() and self.is_leader()
+
     def _start_scheduling(self, stop: threading.Event, supervisor: Supervisor) -> None:
         if self.elector is not None:
             elector = self.elector
-            supervisor.go("leader-election", lambda: elector.run(stop))
+            # Its own stop: the Lease is released only once the writes of this replica are over.
+            supervisor.go("leader-election", lambda: elector.run(self._elect_stop))
         supervisor.go("scheduling", lambda: self.loop(stop))
         supervisor.go("queue-flush", lambda: self.scheduler.queue.run(stop))
+        for c in self.controllers:
+            # Plugins' controllers write to the API server: only the leader's run (Koordinator starts them
+            # once elected).
+            supervisor.every(f"controller-{c.name}", c.period, self._while_leading(c.sync))
+
+    def _while_leading(self, fn: Callable[[], None]) -> Callable[[], None]:
+        def tick() -> None:
+            if self.is_leader():
+                fn()
+
+        return tick
 
     def loop(self, stop: threading.Event) -> None:
         """Schedule while leading; a replica that loses the lead stops here and the process exits."""
@@ -181,8 +220,17 @@ class KoordScheduler:
             FuncComponent(
                 "informers", self._start_informers, self.informers.has_synced, self._close_informers
             ),
-            FuncComponent("scheduling", self._start_scheduling, shutdown_fn=self.scheduler.stop),
+            FuncComponent("scheduling", self._start_scheduling, shutdown_fn=self._stop_scheduling),
         ]
+
+    def _stop_scheduling(self) -> None:
+        self._stopping.set()
+        try:
+            self.scheduler.stop()
+            if not self.api.drain(self.cfg.request_timeout + 1.0):
+                log.warning("writes still under way at stop; the Lease is released anyway")
+        finally:
+            self._elect_stop.set()
 
     def _close_informers(self) -> None:
         self.informers.close()

@@ -168,7 +168,9 @@ def parse_configuration(
             f"{source}: extenders: koord-scheduler calls no extenders; its plugins run in the framework "
             "(to extend kube-scheduler, run koord-scheduler-extender beside it)"
         )
-    raw_profiles = doc.get("profiles") or [{}]
+    raw_profiles = doc.get("profiles")
+    if raw_profiles is None or raw_profiles == []:
+        raw_profiles = [{}]
     if not isinstance(raw_profiles, list):
         raise ConfigError(f"{source}: profiles: want a list")
     profiles = tuple(_profile(p, f"{source}: profiles[{i}]", registered) for i, p in enumerate(raw_profiles))

@@ -1,4 +1,5 @@
-"""Builders for cluster objects as the API server stores them (plain JSON dicts): nodes, pods, NodeMetrics.
+"""Builders for cluster objects as the API server stores them (plain JSON dicts): nodes, pods, NodeMetrics,
+ElasticQuotas.
 
 For scheduler and descheduler plugin authors' tests (and the project's own tests, simulations and
 benchmarks); independent of pytest.
@@ -10,6 +11,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from koord.apis import elasticquota as eq
 from koord.apis import groups
 from koord.apis.quantity import format_bytes, format_milli
 from koord.apis.timefmt import format_time
@@ -145,4 +147,43 @@ def node_metric(
         "metadata": {"name": name},
         "spec": spec,
         "status": status,
+    }
+
+
+def elastic_quota(
+    name: str,
+    *,
+    namespace: str = "default",
+    minimum: Mapping[str, str] | None = None,
+    maximum: Mapping[str, str] | None = None,
+    parent: str = "",
+    is_parent: bool = False,
+    lends: bool = True,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """An ElasticQuota (``scheduling.sigs.k8s.io/v1alpha1``): ``spec.min``/``spec.max`` from ``minimum``
+    and ``maximum``, Koordinator's tree labels set as asked."""
+    all_labels = dict(labels or {})
+    if parent:
+        all_labels[eq.LABEL_PARENT] = parent
+    if is_parent:
+        all_labels[eq.LABEL_IS_PARENT] = "true"
+    if not lends:
+        all_labels[eq.LABEL_ALLOW_LENT_RESOURCE] = "false"
+    spec: dict[str, Any] = {}
+    if minimum:
+        spec["min"] = dict(minimum)
+    if maximum:
+        spec["max"] = dict(maximum)
+    return {
+        "apiVersion": groups.ELASTIC_QUOTAS.api_version,
+        "kind": groups.ELASTIC_QUOTAS.kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": all_labels,
+            "annotations": dict(annotations or {}),
+        },
+        "spec": spec,
     }

@@ -1,6 +1,7 @@
 """The Kubernetes API side of the informer: the shared :class:`~koord.kube.informer.Informer` for
-each object the agent watches (its Node, its pods, its NodeSLO and NodeMetric, each by field selector so
-nothing of other nodes is cached) and the few writes (NodeMetric status, Eviction, Event); the client
+each object the agent watches (its Node, its pods, its NodeSLO, NodeMetric and NodeResourceTopology, each
+by field selector so nothing of other nodes is cached) and the few writes (NodeMetric status, the
+NodeResourceTopology, Eviction, Event); the client
 itself is made by :mod:`koord.kube.client`. The only module of the agent's own packages that
 imports ``kubernetes``.
 
@@ -25,6 +26,9 @@ from koordlet.statesinformer.eviction import EvictResult
 log = logging.getLogger(__name__)
 
 NM = groups.NODE_METRICS
+NRT = groups.NODE_RESOURCE_TOPOLOGIES
+_NODE_NAMED = (groups.NODE_SLOS, groups.NODE_METRICS, NRT)
+
 
 def _status_of(err: BaseException) -> int:
     status = getattr(err, "status", None)
@@ -63,9 +67,9 @@ class ClusterAPI:
         return self._informer("node", self.core.list_node, sel, **opts)
 
     def custom_informer(self, plural: str, **opts: Any) -> Informer:
-        """This node's object of a cluster-scoped ``slo.koordinator.sh`` resource, by name (NodeSLO,
-        NodeMetric)."""
-        resource = next(r for r in (groups.NODE_SLOS, groups.NODE_METRICS) if r.plural == plural)
+        """This node's object of a cluster-scoped custom resource named after the node (NodeSLO,
+        NodeMetric, NodeResourceTopology)."""
+        resource = next(r for r in _NODE_NAMED if r.plural == plural)
         kwargs = {**resource.custom_object_args, "field_selector": groups.named(self.node_name)}
         return self._informer(plural, self.custom.list_cluster_custom_object, kwargs, **opts)
 
@@ -121,6 +125,26 @@ class ClusterAPI:
         except ApiException as err:
             return _status_of(err) or 500
         return 201
+
+    def write_node_topology(self, body: Mapping[str, Any], *, create: bool) -> int:
+        """Create this node's NodeResourceTopology, or replace it (``body`` carries the resourceVersion it
+        was read at, so a concurrent change is a 409); returns the HTTP status (201/200 on success)."""
+        from kubernetes.client.exceptions import ApiException
+
+        def call() -> Any:
+            if create:
+                return self.custom.create_cluster_custom_object(
+                    NRT.group, NRT.version, NRT.plural, dict(body), _request_timeout=self.timeout
+                )
+            return self.custom.replace_cluster_custom_object(
+                NRT.group, NRT.version, NRT.plural, self.node_name, dict(body), _request_timeout=self.timeout
+            )
+
+        try:
+            self._call("noderesourcetopology " + ("create" if create else "update"), call)
+        except ApiException as err:
+            return _status_of(err) or 500
+        return 201 if create else 200
 
     def evict(self, namespace: str, name: str, uid: str) -> EvictResult:
         """policy/v1 Eviction with a UID precondition (never evicts a same-named successor)."""

@@ -128,7 +128,6 @@ class DeschedulerProcess:
             env={**os.environ, **(env or {})},
         )
 
-
     @property
     def port(self) -> int:
         """The port the child chose and logged (waits for it); no race with other processes."""

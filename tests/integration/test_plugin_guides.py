@@ -22,7 +22,7 @@ YAML_BLOCK = re.compile(r"```yaml\n(.*?)```", re.S)
 
 GUIDES = {
     # kind -> (guide, module, entry point name, distribution, process module, entry-point group)
-    "scheduler": ("scheduler.md", "avoid_label", "AvoidLabel", "avoid_label", "koord.scheduler.extender"),
+    "scheduler": ("scheduler.md", "avoid_label", "AvoidLabel", "avoid_label", "koord.scheduler"),
     "descheduler": (
         "descheduler.md",
         "evict_labelled",

@@ -149,6 +149,19 @@ def api_server(work: Path, logs: Path) -> tuple[Proc, Path]:
     return proc, kubeconfig
 
 
+def kubectl_hints(kubeconfig: Path) -> list[str]:
+    """What to type in another terminal to watch the loop with kubectl while it runs (the test API server
+    answers kubectl's tables; without RBAC, plain HTTP is enough)."""
+    return [
+        "watch it from another terminal while the loop runs (the kubeconfig goes when it ends):",
+        f"  export KUBECONFIG={kubeconfig}",
+        "  kubectl get nodes -o wide",
+        "  kubectl get pods -A -o wide --watch",
+        "  kubectl get nodemetrics,nodeslos",
+        "  kubectl get events -A --field-selector reason=Descheduled --watch",
+    ]
+
+
 def write(path: Path, doc: Any) -> Path:
     path.write_text(yaml.safe_dump(doc) if path.suffix in (".yaml", ".yml") else json.dumps(doc))
     return path

@@ -55,6 +55,7 @@ def prometheus(jobs: Mapping[str, Sequence[Target]], *, interval: str = "1s") ->
             stderr=subprocess.DEVNULL,
         )
         base = f"http://127.0.0.1:{port}"
+
         def settled(proc: subprocess.Popen[bytes] = proc, base: str = base) -> bool:
             if proc.poll() is not None:
                 return True

@@ -78,6 +78,12 @@ class Cache:
         with self._lock:
             return [n for n, info in self._nodes.items() if info.node is not None]
 
+    def has_node(self, name: str) -> bool:
+        """Whether the Node object is known (its pods may outlive it here, the node itself not)."""
+        with self._lock:
+            info = self._nodes.get(name)
+            return info is not None and info.node is not None
+
     # ---- pods -----------------------------------------------------------------------------------
 
     def add_pod(self, pod: Obj) -> None:
@@ -115,16 +121,16 @@ class Cache:
             if state is not None and state.assumed:
                 state.binding_finished = True
 
-    def forget_pod(self, uid: str) -> bool:
-        """Undo :meth:`assume_pod` (the binding failed or was given up); False when the pod is not
-        assumed any more (confirmed meanwhile: then it is bound and stays)."""
+    def forget_pod(self, uid: str) -> str:
+        """Undo :meth:`assume_pod` (the binding failed or was given up): the node it was assumed on, or
+        ``""`` when the pod is not assumed any more (confirmed meanwhile: then it is bound and stays)."""
         with self._lock:
             state = self._pods.get(uid)
             if state is None or not state.assumed:
-                return False
+                return ""
             del self._pods[uid]
             self._remove_locked(state)
-            return True
+            return state.node
 
     def is_assumed(self, uid: str) -> bool:
         with self._lock:

@@ -1,22 +1,16 @@
-"""Why a pod fits no node, in kube-scheduler's words (``framework.FitError``): the message operators see in
-``FailedScheduling`` Events and the ``PodScheduled=False`` condition, e.g.
-
-    0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.
-    preemption: 0/5 nodes are available: 5 No preemption victims found for incoming pod.
-
-Each node's reasons are counted across nodes and the counts sorted as strings, as kube-scheduler does; a
-PreFilter rejection replaces the histogram; the PostFilter (preemption) message is appended.
+"""Why a pod fits no node (kube-scheduler's ``framework.FitError``): the statuses the cycle gathered, the
+PreFilter rejection and the PostFilter (preemption) message, and the plugins that rejected the pod (they
+decide which cluster events requeue it). The message is
+:func:`~koord.scheduler.framework.fitmessage.fit_message`.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from koord.scheduler.framework.fitmessage import fit_message
 from koord.scheduler.framework.interface import Code, Status
-
-NO_NODE_AVAILABLE = "0/{} nodes are available"
 
 
 @dataclass
@@ -56,29 +50,8 @@ class FitError(Exception):
         self.num_nodes = num_nodes
         self.diagnosis = diagnosis
 
-    @property
-    def unresolvable(self) -> bool:
-        """Nothing preemption could do (every node failed unresolvably, or PreFilter said so)."""
-        d = self.diagnosis
-        if d.pre_filter is not None:
-            return d.pre_filter.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        return bool(d.statuses) and all(
-            st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE for st in d.statuses.values()
-        )
-
     def __str__(self) -> str:
         d = self.diagnosis
-        msg = NO_NODE_AVAILABLE.format(self.num_nodes) + ":"
-        if d.pre_filter is not None:
-            msg += f" {d.pre_filter.message or 'rejected by ' + d.pre_filter.plugin}."
-        else:
-            counts: Counter[str] = Counter()
-            for st in d.statuses.values():
-                for reason in st.reasons or (f"node(s) rejected by {st.plugin}",):
-                    counts[reason] += 1
-            histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
-            if histogram:
-                msg += f" {', '.join(histogram)}."
-        if d.post_filter_message:
-            msg += f" {d.post_filter_message}."
-        return msg
+        return fit_message(
+            self.num_nodes, d.statuses, pre_filter=d.pre_filter, post_filter=d.post_filter_message
+        )

@@ -4,10 +4,14 @@ and per extension point, preemption attempts and victims, the cache's size."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from koord.scheduler.framework.pointtiming import kube_point
 
 # kube-scheduler's buckets (metrics.go): exponential from 1 ms, and from 0.01 ms for plugins.
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
@@ -84,24 +88,34 @@ class SchedulerMetrics:
             ["type"],
             registry=registry,
         )
-        self.unschedulable = Gauge(
-            "scheduler_unschedulable_pods",
-            "The number of unschedulable pods broken down by plugin name.",
-            ["plugin", "profile"],
-            registry=registry,
-        )
+        self._unschedulable: Callable[[], Mapping[tuple[str, str], int]] = dict
+        registry.register(_Unschedulable(self._unschedulable_counts))
 
         self._plugin_children: dict[tuple[str, str], Any] = {}
+        self._point_children: dict[tuple[str, str, str], Any] = {}
 
     def attempt(self, profile: str, result: str, seconds: float) -> None:
         self.attempts.labels(result=result, profile=profile).inc()
         self.attempt_duration.labels(result=result, profile=profile).observe(seconds)
 
+    def scheduled(self, attempts: int, seconds: float) -> None:
+        """A pod bound ``seconds`` after its first attempt (kube-scheduler labels 15 and more ``15+``)."""
+        self.sli_duration.labels(attempts=str(attempts) if attempts < 15 else "15+").observe(seconds)
+
     def plugin(self, plugin: str, point: str, seconds: float) -> None:
         child = self._plugin_children.get((plugin, point))
         if child is None:  # labels() takes a lock and builds a key: once per plugin and point, not per call
             child = self._plugin_children[(plugin, point)] = self.plugin_duration.labels(
-                plugin=plugin, extension_point=point, status="Success"
+                plugin=plugin, extension_point=kube_point(point), status="Success"
+            )
+        child.observe(seconds)
+
+    def point(self, profile: str, point: str, status: str, seconds: float) -> None:
+        key = (profile, point, status)
+        child = self._point_children.get(key)
+        if child is None:
+            child = self._point_children[key] = self.point_duration.labels(
+                extension_point=point, status=status, profile=profile
             )
         child.observe(seconds)
 
@@ -109,6 +123,31 @@ class SchedulerMetrics:
         for queue in ("active", "backoff", "unschedulable", "gated"):
             self.pending.labels(queue=queue).set_function(lambda q=queue: float(counts().get(q, 0)))  # type: ignore[misc]
 
+    def bind_unschedulable(self, counts: Callable[[], Mapping[tuple[str, str], int]]) -> None:
+        """``(plugin, profile) -> pods`` the queue holds as unschedulable because that plugin rejected
+        them, read at each scrape."""
+        self._unschedulable = counts
+
+    def _unschedulable_counts(self) -> Mapping[tuple[str, str], int]:
+        return self._unschedulable()  # bound late: the queue exists after the metrics
+
     def bind_cache(self, counts: Callable[[], tuple[int, int, int]]) -> None:
         for i, kind in enumerate(("nodes", "pods", "assumed_pods")):
             self.cache_size.labels(type=kind).set_function(lambda i=i: float(counts()[i]))  # type: ignore[misc]
+
+
+class _Unschedulable(Collector):
+    """``scheduler_unschedulable_pods{plugin, profile}``, computed from the queue when scraped."""
+
+    def __init__(self, counts: Callable[[], Mapping[tuple[str, str], int]]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name.",
+            labels=["plugin", "profile"],
+        )
+        for (plugin, profile), n in sorted(self._counts().items()):
+            family.add_metric([plugin, profile], n)
+        yield family

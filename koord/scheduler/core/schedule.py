@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,8 +26,8 @@ from koord.scheduler.framework.cycle import (
 )
 from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.nodeset import NodeSet
-from koord.scheduler.framework.runtime import Framework, PluginFailure
-from koord.scheduler.framework.types import Obj
+from koord.scheduler.framework.nominator import nominated_node_name
+from koord.scheduler.framework.runtime import NARROWED_BY, Framework, PluginFailure, go_list
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 
 if TYPE_CHECKING:
@@ -51,10 +52,6 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all: int) -> int:
     return max(num_all * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def nominated_node(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("nominatedNodeName") or "")
-
-
 def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: QueuedPodInfo) -> str:
     """The node for the pod, or :class:`FitError` (no node fits) / :class:`PluginFailure` (an error)."""
     pod = qpi.pod
@@ -64,14 +61,24 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
     if total == 0:
         diagnosis.reject_all(Status.unresolvable("no nodes available to schedule pods"), 0)
         raise FitError(qpi.info.key, 0, diagnosis)
+    ext = fw.extensions
+    if ext.pre_filter:
+        pod, rejected = ext.before_pre_filter(state, pod)
+        if rejected is not None:
+            if rejected.code is Code.ERROR:
+                raise PluginFailure(rejected.plugin, "beforePreFilter", rejected.message)
+            diagnosis.reject_all(rejected, total)
+            raise FitError(qpi.info.key, total, diagnosis)
     result, rejected = fw.run_pre_filter(state, pod)
+    if rejected is None and ext.pre_filter:
+        rejected = ext.after_pre_filter(state, pod, result)
     if rejected is not None:
         if not rejected.is_rejected:
             raise PluginFailure(rejected.plugin, "preFilter", rejected.message or rejected.code.name)
         diagnosis.reject_all(rejected, total)
         raise FitError(qpi.info.key, total, diagnosis)
     allowed = None if result is None else result.node_names
-    nominated = nominated_node(pod)
+    nominated = nominated_node_name(pod)
     if nominated and (allowed is None or nominated in allowed):
         info = snapshot.node_info(nominated)
         if info is not None and filter_one(fw, state, pod, info) is None:
@@ -92,17 +99,33 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
         if allowed is not None:
             outside = total - len(nodes)
             if outside:
-                why = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy PreFilter",))
+                # kube-scheduler's status for the nodes a PreFilter result left out (findNodesThatFitPod).
+                by = state.get(NARROWED_BY) or ()
+                diagnosis.unschedulable_plugins.update(by)
+                text = f"node(s) didn't satisfy plugin(s) {go_list(by)}"
+                why = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (text,))
                 for ni in snapshot.node_infos():
                     if ni.name not in allowed:
                         diagnosis.statuses[ni.name] = why
         raise FitError(qpi.info.key, total, diagnosis)
     if len(feasible) == 1:
         return feasible.info(0).name
+    if ext.score:
+        pod, transformed, _ = ext.before_score(state, pod, feasible)
+        feasible = transformed if isinstance(transformed, NodeSet) else NodeSet.of(snapshot, transformed)
     run_pre_score(fw, state, pod, feasible)
     scores = plugin_scores(fw, state, pod, feasible)
     totals = weighted_total(scores, len(feasible))
     return feasible.info(select_host(feasible, totals, sched.rng)).name
+
+
+def _post_filter_statuses(sched: Scheduler, fit: FitError) -> Mapping[str, Status]:
+    """Why each node failed, as PostFilter reads it: a PreFilter rejection counts on every node (a node
+    without a status failed unresolvably)."""
+    rejected = fit.diagnosis.pre_filter
+    if rejected is None:
+        return fit.diagnosis.statuses
+    return {ni.name: rejected for ni in sched.snapshot.node_infos()}
 
 
 def _allowed_mask(nodes: NodeSet, allowed: frozenset[str]) -> np.ndarray:
@@ -122,25 +145,27 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
     try:
         node = schedule_pod(sched, fw, state, qpi)
     except FitError as fit:
-        nominated = ""
-        if fw.has("postFilter") and not fit.unresolvable:
+        nominated: str | None = None
+        if fw.has("postFilter") and fit.num_nodes:
             try:
-                result, post = fw.run_post_filter(state, pod, fit.diagnosis.statuses)
+                result, post = fw.run_post_filter(state, pod, _post_filter_statuses(sched, fit))
             except PluginFailure as err:
                 sched.failure(fw, qpi, err, start, error=True)
                 return
             if not post.is_success:
                 fit.diagnosis.post_filter_message = post.message
-            nominated = result.nominated_node_name if result is not None else ""
+            nominated = result.nominated_node_name if result is not None else None
+        fw.extensions.after_post_filter(state, pod, fit.diagnosis.statuses)
         sched.failure(fw, qpi, fit, start, nominated=nominated)
         return
     except PluginFailure as err:
         sched.failure(fw, qpi, err, start, error=True)
         return
     sched.cache.assume_pod(qpi.info, node)
+    sched.nominator.delete(qpi.uid)
     reserved = fw.run_reserve(state, pod, node)
     if reserved is not None:
-        sched.cache.forget_pod(qpi.uid)
+        sched.forget(qpi)
         sched.failure(fw, qpi, reserved, start, error=reserved.code is Code.ERROR)
         return
     st: Status | None
@@ -150,11 +175,11 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
         st, waits = Status(Code.ERROR, (str(err),), err.plugin), {}
     if st is not None and st.code is not Code.WAIT:
         fw.run_unreserve(state, pod, node)
-        sched.cache.forget_pod(qpi.uid)
+        sched.forget(qpi)
         sched.failure(fw, qpi, st, start, error=st.code is Code.ERROR)
         return
     sched.queue.done(qpi.uid)
     if waits:
-        sched.wait_on_permit(fw, state, qpi, node, waits, start)
+        sched.wait_on_permit(fw, state, qpi, node, waits, start, st.reasons if st is not None else ())
     else:
         sched.submit_binding(fw, state, qpi, node, start)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -21,15 +21,18 @@ import numpy as np
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.fiterror import FitError
-from koord.scheduler.core.handle import PATCH_KEY
+from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
+from koord.scheduler.core.reporter import StatusReporter
 from koord.scheduler.core.schedule import schedule_one
 from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
-from koord.scheduler.framework.events import ClusterEventWithHint
+from koord.scheduler.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint
+from koord.scheduler.framework.extension import FailureHooks
 from koord.scheduler.framework.interface import Code, CycleState, Status
+from koord.scheduler.framework.nominator import Nominator, nominated_node_name
 from koord.scheduler.framework.runtime import Framework, PluginFailure
 from koord.scheduler.framework.snapshot import Snapshot
-from koord.scheduler.framework.types import Obj
+from koord.scheduler.framework.types import Obj, PodInfo
 from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 from koord.scheduler.queue.queue import SchedulingQueue
@@ -44,6 +47,10 @@ class SchedulingOptions:
     pod_max_backoff_seconds: float = 10.0
     parallelism: int = 16
     """Binding threads (kube-scheduler's ``parallelism`` sizes its worker pools)."""
+
+
+def node_gone(node: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, (f"node {node} was deleted while the pod was being bound",))
 
 
 def scheduler_name(pod: Obj) -> str:
@@ -62,6 +69,7 @@ class Scheduler:
         waiting: WaitingPods,
         pods: Any,
         options: SchedulingOptions = SchedulingOptions(),
+        hooks: FailureHooks | None = None,
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -76,7 +84,9 @@ class Scheduler:
         self.pods = pods
         """The pods informer cache (``namespace/name`` keys): the truth about a pod's current state."""
         self.config = options
+        self.hooks = hooks or FailureHooks()
         self.rng = np.random.default_rng(seed)
+        self._clock = clock
         self.next_start_node_index = 0
         first = next(iter(self.profiles.values()))
         hints = {name: fw.events_to_register() for name, fw in self.profiles.items()}
@@ -89,14 +99,22 @@ class Scheduler:
             clock=clock,
         )
         self._binders = ThreadPoolExecutor(max_workers=max(options.parallelism, 1), thread_name_prefix="bind")
-        self._status = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pod-status")
-        self._conditions: dict[str, tuple[str, str, str]] = {}
-        self._lock = threading.Lock()
+        self.reporter = StatusReporter(api)
+        self._idle = threading.Condition()
+        self._binding = 0
+        self._stopped = False
         self.cycle_lock = threading.Lock()
         """Held for each scheduling cycle: whatever reads the snapshot or runs plugins beside the loop
         (``/debug/explain``) takes it."""
+        self.nominator = Nominator()
+        """Pending pods nominated to nodes (by preemption): the cycle keeps their room for them."""
+        for fw in self.profiles.values():
+            fw.nominator = self.nominator
+            if isinstance(fw.handle, SchedulerHandle):
+                fw.handle.attach(self)
         metrics.bind_queue(self.queue.counts)
         metrics.bind_cache(cache.counts)
+        metrics.bind_unschedulable(lambda: self.queue.unschedulable_by_plugin(scheduler_name))
 
     # ---- profiles --------------------------------------------------------------------------------
 
@@ -131,7 +149,7 @@ class Scheduler:
     def schedule_next(self, timeout: float | None = 0.5) -> bool:
         """One scheduling cycle if a pod is ready within ``timeout``; whether there was one. A pod that
         breaks the cycle in an unexpected way is logged and sent back with an error, never stops the loop."""
-        qpi = self.queue.pop(timeout)
+        qpi = self._next_from_plugins() or self.queue.pop(timeout)
         if qpi is None:
             return False
         try:
@@ -150,11 +168,62 @@ class Scheduler:
                 )
         return True
 
+    def _next_from_plugins(self) -> QueuedPodInfo | None:
+        """The pod a NextPod plugin names (Koordinator's ``runNextPodPlugin``), taken out of the queue; a
+        pod the queue cannot give up is skipped and the plugin asked again."""
+        for fw in self.profiles.values():
+            for plugin in fw.extensions.next_pod:
+                while True:
+                    try:
+                        pod = plugin.next_pod()
+                    except Exception:
+                        log.exception("plugin %s: NextPod failed", plugin.name)
+                        break
+                    if pod is None:
+                        break
+                    qpi = self.queue.take(PodInfo.uid_of(pod), plugin.name)
+                    if qpi is not None:
+                        return qpi
+        return None
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until no binding cycle is running or queued (tests, benchmarks); False on timeout."""
+        with self._idle:
+            # Once stopped, bindings not started were dropped and will never finish.
+            return self._idle.wait_for(lambda: self._binding == 0 or self._stopped, timeout)
+
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+        with self._idle:
+            self._binding += 1
+
+        def run() -> None:
+            try:
+                fn(*args)
+            finally:
+                with self._idle:
+                    self._binding -= 1
+                    self._idle.notify_all()
+
+        try:
+            self._binders.submit(run)
+        except RuntimeError:  # shut down: a cycle or a Permit that ended while stopping
+            with self._idle:
+                self._binding -= 1
+                self._idle.notify_all()
+            if not self._stopped:
+                raise
+
     def stop(self) -> None:
+        """No more cycles; bindings not started are dropped (the process is stopping, and the writes of
+        those under way are the API's to fence and drain: :class:`~.api.FencedAPI`), so a plugin stuck
+        in PreBind does not hold the stop."""
+        self._stopped = True
         self.queue.close()
         self.waiting.stop()
-        self._binders.shutdown(wait=True, cancel_futures=False)
-        self._status.shutdown(wait=True)
+        self._binders.shutdown(wait=False, cancel_futures=True)
+        self.reporter.stop()
+        with self._idle:
+            self._idle.notify_all()
 
     def skip(self, qpi: QueuedPodInfo) -> bool:
         """Nothing to schedule: the pod is gone or bound meanwhile, or already assumed."""
@@ -180,7 +249,9 @@ class Scheduler:
         node: str,
         waits: Mapping[str, float],
         start: float,
+        reasons: Sequence[str] = (),
     ) -> None:
+        """Hold the pod until the plugins in ``waits`` allow it (``reasons``: why each one holds it)."""
         now = self.waiting._clock()
         deadlines = {plugin: now + seconds for plugin, seconds in waits.items()}
 
@@ -189,9 +260,9 @@ class Scheduler:
             if st is None:
                 self.submit_binding(fw, state, qpi, node, start)
             else:
-                self._binders.submit(self._give_up, fw, state, qpi, node, st)
+                self._submit(self._give_up, fw, state, qpi, node, st)
 
-        wp = WaitingPod(qpi.info, node, deadlines, done)
+        wp = WaitingPod(qpi.info, node, deadlines, done, dict(zip(waits, reasons, strict=False)), waits)
         self.waiting.add(qpi.uid, wp, deadlines)
 
     def submit_binding(
@@ -199,7 +270,7 @@ class Scheduler:
     ) -> None:
         """Run the binding cycle on a binding thread; ``start`` is when the scheduling cycle began (the
         attempt's duration spans both cycles, as kube-scheduler measures it)."""
-        self._binders.submit(self._binding_cycle, fw, state, qpi, node, start)
+        self._submit(self._binding_cycle, fw, state, qpi, node, start)
 
     def _binding_cycle(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, start: float
@@ -212,7 +283,9 @@ class Scheduler:
                 if patch:  # what DefaultPreBind did not send (it is not enabled): one PATCH still
                     self.api.patch_metadata(pod, patch)
                     state.delete(PATCH_KEY)
-                st = run_bind(fw, state, pod, node)
+                # The node may have gone while Permit waited or PreBind ran: the API server would still
+                # accept the binding (it does not check the node), leaving the pod on no node.
+                st = run_bind(fw, state, pod, node) if self.cache.has_node(node) else node_gone(node)
                 if st.code is Code.SKIP:
                     st = Status(Code.ERROR, ("no Bind plugin bound the pod",))
                 elif st.is_success:
@@ -229,14 +302,33 @@ class Scheduler:
         self.forget_condition(qpi.uid)
         self.metrics.attempt(fw.profile.scheduler_name, "scheduled", time.perf_counter() - start)
         self.metrics.pod_attempts.observe(qpi.attempts)
+        if qpi.initial_attempt is not None:
+            self.metrics.scheduled(qpi.attempts, self._clock() - qpi.initial_attempt)
         self.api.event(pod, "Normal", "Scheduled", f"Successfully assigned {qpi.info.key} to {node}")
         run_post_bind(fw, state, pod, node)
 
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:
-        """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue."""
+        """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue. The room
+        it held is free again, which is an assigned pod's deletion to the pods waiting for room
+        (kube-scheduler's ``handleBindingCycleError``); the pod itself is not in the queue to be moved."""
         fw.run_unreserve(state, qpi.pod, node)
-        self.cache.forget_pod(qpi.uid)
+        self.forget(qpi, node)
         self.failure(fw, qpi, st, time.perf_counter(), error=st.code is Code.ERROR)
+
+    def forget(self, qpi: QueuedPodInfo, released: str = "") -> None:
+        """Undo the assumption of ``qpi`` and tell the forget handlers; ``released``: the node of a
+        binding cycle that failed, whose room goes to the pods waiting for it (:meth:`room_freed`)."""
+        if not self.cache.forget_pod(qpi.uid):
+            return
+        self.hooks.forgotten(qpi.pod)
+        if released:
+            self.room_freed(qpi.pod, released)
+
+    def room_freed(self, pod: Obj, node: str) -> None:
+        """An assumed pod left the cache without binding: to the queue, an assigned pod's deletion (the
+        pod as it was assumed, on its node, as kube-scheduler hands its hints the assumed pod)."""
+        assumed = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+        self.queue.on_event(ASSIGNED_POD_DELETE, assumed, None)
 
     def reject_waiting(self, uid: str, message: str) -> None:
         wp: WaitingPod | None = self.waiting.get(uid)
@@ -253,10 +345,11 @@ class Scheduler:
         start: float,
         *,
         error: bool = False,
-        nominated: str = "",
+        nominated: str | None = None,
     ) -> None:
         """Back to the queue (unless the pod is gone or bound meanwhile), with an Event and the
-        ``PodScheduled=False`` condition saying why."""
+        ``PodScheduled=False`` condition saying why; ``nominated`` (PostFilter's answer) sets the pod's
+        ``status.nominatedNodeName`` (``""`` clears it, ``None`` leaves it)."""
         profile = fw.profile.scheduler_name
         if isinstance(err, FitError):
             qpi.unschedulable_plugins = set(err.diagnosis.unschedulable_plugins)
@@ -273,28 +366,25 @@ class Scheduler:
         if self.gone(qpi):
             self.queue.done(qpi.uid)
             return
-        self.queue.add_unschedulable(qpi)
-        log.info("unable to schedule %s: %s", qpi.info.key, message)
-        self._report(qpi.pod, reason, message, nominated)
+        if nominated is not None:
+            # Before the API server has it, so the next cycles keep the room for this pod already.
+            self.nominator.add(qpi.info, nominated)
+            current = self.pods.get(qpi.info.key) if self.pods is not None else None
+            if nominated == nominated_node_name(current or qpi.pod):
+                nominated = None  # the API has it already
 
-    def _report(self, pod: Obj, reason: str, message: str, nominated: str) -> None:
-        uid = str((pod.get("metadata") or {}).get("uid") or "")
-        key = (reason, message, nominated)
-        with self._lock:
-            if self._conditions.get(uid) == key:
-                return  # the same condition again: no write (kube-scheduler skips unchanged updates)
-            self._conditions[uid] = key
-        self.api.event(pod, "Warning", "FailedScheduling", message)
-        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        def default() -> None:
+            self.queue.add_unschedulable(qpi)
+            log.info("unable to schedule %s: %s", qpi.info.key, message)
+            self.reporter.report(qpi.pod, reason, message, nominated)
 
-        def patch() -> None:
-            try:
-                self.api.patch_status(pod, condition, nominated or None)
-            except APIFailed as failed:
-                log.info("updating the status of %s failed: %s", uid, failed)
-
-        self._status.submit(patch)
+        why = (
+            err
+            if isinstance(err, Status)
+            else Status(Code.ERROR if error else Code.UNSCHEDULABLE, (message,))
+        )
+        if not self.hooks.handle_error(qpi.pod, why, default):
+            self.queue.done(qpi.uid)  # a handler took the failure over: the pod leaves the queue's care
 
     def forget_condition(self, uid: str) -> None:
-        with self._lock:
-            self._conditions.pop(uid, None)
+        self.reporter.forget(uid)

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from koord.scheduler.framework.interface import MAX_PERMIT_WAIT, SKIP, Code, CycleState, Status
+from koord.scheduler.framework.pointtiming import extension_point
 from koord.scheduler.framework.runtime import PluginFailure, call, call_status
 from koord.scheduler.framework.types import Obj
 
@@ -21,11 +22,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@extension_point("Permit")
 def run_permit(
     fw: Framework, state: CycleState, pod: Obj, node_name: str
 ) -> tuple[Status | None, dict[str, float]]:
-    """``(None, {})``: allowed; ``(Wait, {plugin: seconds})``: held by those plugins; a rejection."""
+    """``(None, {})``: allowed; ``(Wait, {plugin: seconds})``: held by those plugins, the Wait status
+    giving each one's reason in that order; a rejection."""
     waits: dict[str, float] = {}
+    reasons: list[str] = []
     for e in fw.points.get("permit", ()):
         start = time.perf_counter()
         answer = call(e.name, "permit", e.plugin.permit, state, pod, node_name)
@@ -43,13 +47,15 @@ def run_permit(
                     MAX_PERMIT_WAIT,
                 )
             waits[e.name] = min(max(float(timeout), 0.0), MAX_PERMIT_WAIT)
+            reasons.append(st.message)
             continue
         return st.with_plugin(e.name), {}
     if waits:
-        return Status(Code.WAIT, ("waiting on permit",), next(iter(waits))), waits
+        return Status(Code.WAIT, tuple(reasons), next(iter(waits))), waits
     return None, {}
 
 
+@extension_point("PreBind")
 def run_pre_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Status | None:
     for e in fw.points.get("preBind", ()):
         start = time.perf_counter()
@@ -63,21 +69,26 @@ def run_pre_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> 
     return None
 
 
+@extension_point("Bind")
 def run_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Status:
     """The first Bind plugin that does not skip; ``SKIP`` when every one skipped."""
     for e in fw.points.get("bind", ()):
         start = time.perf_counter()
         try:
-            st = call_status(e.name, "bind", e.plugin.bind, state, pod, node_name)
+            st = call(e.name, "bind", e.plugin.bind, state, pod, node_name)
         except PluginFailure as err:
-            st = Status(Code.ERROR, (str(err),))
+            st = Status(Code.ERROR, (err.detail,))
         fw.timed(e.name, "bind", start)
-        if st is not None and st.code is Code.SKIP:
+        if st is None or st.code is Code.SUCCESS:
+            return Status(Code.SUCCESS, (), e.name)
+        if st.code is Code.SKIP:
             continue
-        return Status(Code.SUCCESS, (), e.name) if st is None else st.with_plugin(e.name)
+        # kube-scheduler's RunBindPlugins wording, which operators see in FailedScheduling Events
+        return Status(st.code, (f'running Bind plugin "{e.name}": {st.message}',), e.name)
     return SKIP
 
 
+@extension_point("PostBind")
 def run_post_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> None:
     for e in fw.points.get("postBind", ()):
         try:

@@ -6,7 +6,10 @@ then the node-by-node plugins over the survivors in search order, stopping once 
 (``percentageOfNodesToScore``). The set of feasible nodes is exactly kube-scheduler's; a node two plugins
 reject is reported with the batch plugin's reason even when a node-by-node plugin comes first in the
 profile. Why each node failed is worked out only when asked (:meth:`FilterResult.statuses`): a batch
-plugin that answered with a boolean array is then asked ``filter`` for the rejected nodes.
+plugin that answered with a boolean array is then asked ``filter`` for the rejected nodes. A node with
+pods nominated to it ahead of this pod (preemptors waiting for their victims to leave) is filtered node
+by node, with and without them (:func:`filter_with_nominated_pods`); without nominations the search
+pays nothing for this.
 
 Score: PreScore (a SKIP takes that plugin's score out), then each Score plugin's scores after its
 NormalizeScore (``normalize_scores`` on an array, or ``normalize_score`` on a dict), checked to be in
@@ -16,7 +19,7 @@ NormalizeScore (``normalize_scores`` on an array, or ``normalize_score`` on a di
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import is_not, itemgetter
@@ -26,8 +29,9 @@ import numpy as np
 
 from koord.scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, CycleState, Status
 from koord.scheduler.framework.nodeset import NodeSet
+from koord.scheduler.framework.pointtiming import extension_point
 from koord.scheduler.framework.runtime import Enabled, PluginFailure, call
-from koord.scheduler.framework.types import NodeInfo, Obj
+from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 
 if TYPE_CHECKING:
     from koord.scheduler.framework.runtime import Framework
@@ -45,10 +49,15 @@ class FilterResult:
     plugins: list[Enabled]
     failed: dict[int, tuple[int, Status | None]] = field(default_factory=dict)
     """Position in ``nodes`` -> (index of the rejecting plugin in ``plugins``, its status if known)."""
+    rejected: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    """(index of a batch plugin that answered with a boolean array, the positions it rejected): kept
+    as arrays, since a plugin may reject thousands of nodes in a cycle that never asks why."""
 
     def statuses(self) -> dict[str, Status]:
         """Node name -> why it failed, for every rejected node the search went through."""
-        failed = self.failed
+        failed = dict(self.failed)
+        for pi, positions in self.rejected:
+            failed.update(dict.fromkeys(positions.tolist(), (pi, None)))
         seen = list(failed)
         if self.processed < len(self.nodes):
             seen = [p for p in seen if p < self.processed]
@@ -90,6 +99,21 @@ def find_feasible(
     n = len(nodes)
     alive = np.ones(n, dtype=bool)
     result = FilterResult(nodes, nodes, n, state, pod, plugins)
+    # Nodes with nominated pods ahead of this one are filtered node by node, twice (rare: preemption).
+    ahead = nominated_ahead(fw, state, pod)
+    if fw.extensions.filter:
+        # BeforeFilter may change what a node holds for this pod: such nodes are judged one by one on the
+        # transformed NodeInfo (the snapshot's arrays do not know it); the others as usual.
+        changed: dict[int, tuple[Obj, NodeInfo]] = {}
+        for pos, ni in enumerate(nodes):
+            p2, ni2, did = fw.extensions.before_filter(state, pod, ni)
+            if did:
+                changed[pos] = (p2, ni2)
+        if changed:
+            return _with_transformed(fw, state, pod, nodes, want, plugins, changed, ahead)
+    nominated = _positions(nodes, ahead) if ahead else None
+    if nominated is not None:
+        alive &= ~nominated
     per_node: list[tuple[int, Enabled]] = []
     for pi, e in enumerate(plugins):
         batch = getattr(e.plugin, "filter_nodes", None)
@@ -111,9 +135,10 @@ def find_feasible(
         if isinstance(answer, np.ndarray):
             if answer.shape != (len(cand),):
                 raise PluginFailure(e.name, "filter", f"answered {answer.shape} for {len(cand)} nodes")
-            for pos in cand[~answer].tolist():
-                result.failed[pos] = (pi, None)
-            alive[cand[~answer]] = False
+            rejected = cand[~answer]
+            if len(rejected):
+                result.rejected.append((pi, rejected))
+                alive[rejected] = False
             continue
         answers = answer if isinstance(answer, list) else list(answer)
         if len(answers) != len(cand):
@@ -137,28 +162,86 @@ def find_feasible(
         found = zip(repeat(pi, len(positions)), filter(None, verdicts), strict=True)
         result.failed.update(zip(positions, found, strict=True))
         alive[positions] = False
-    survivors = np.nonzero(alive)[0]
+    index = {e.name: pi for pi, e in enumerate(plugins)}
+    special = set() if nominated is None else set(np.nonzero(nominated)[0].tolist())
     if not per_node:
+        for pos in special:  # a few nodes: settle them here and keep the vector path
+            ni = nodes.info(pos)
+            st = filter_with_nominated_pods(fw, state, pod, ni, ahead[ni.name])
+            if st is None:
+                alive[pos] = True
+            else:
+                result.failed[pos] = (index[st.plugin], st)
+        survivors = np.nonzero(alive)[0]
         taken = survivors if want is None else survivors[:want]
         result.feasible = nodes.subset(_mask(n, taken))
         if want is not None and len(taken) == want:
             result.processed = int(taken[-1]) + 1
         return result
+    survivors = np.nonzero(alive)[0]
+    if special:
+        survivors = np.union1d(survivors, np.asarray(sorted(special), dtype=np.int64))
     infos = nodes.infos
     keep: list[int] = []
     for pos in survivors.tolist():
         ni = infos[pos]
-        for pi, e in per_node:
-            st = call(e.name, "filter", e.plugin.filter, state, pod, ni)
-            if st is not None and not (isinstance(st, Status) and st.code is Code.SUCCESS):
-                result.failed[pos] = (pi, _check(e.name, ni.name, st))
-                break
+        if pos in special:
+            st = filter_with_nominated_pods(fw, state, pod, ni, ahead[ni.name])
+            verdict = None if st is None else (index[st.plugin], st)
         else:
-            keep.append(pos)
-            if want is not None and len(keep) >= want:
-                result.processed = pos + 1
-                break
+            verdict = _first_rejection(per_node, state, pod, ni)
+        if verdict is not None:
+            result.failed[pos] = verdict
+            continue
+        keep.append(pos)
+        if want is not None and len(keep) >= want:
+            result.processed = pos + 1
+            break
     result.feasible = nodes.subset(_mask(n, np.asarray(keep, dtype=np.int64)))
+    return result
+
+
+def _first_rejection(
+    per_node: list[tuple[int, Enabled]], state: CycleState, pod: Obj, ni: NodeInfo
+) -> tuple[int, Status] | None:
+    for pi, e in per_node:
+        st = call(e.name, "filter", e.plugin.filter, state, pod, ni)
+        if st is not None and not (isinstance(st, Status) and st.code is Code.SUCCESS):
+            return pi, _check(e.name, ni.name, st)
+    return None
+
+
+def _with_transformed(
+    fw: Framework,
+    state: CycleState,
+    pod: Obj,
+    nodes: NodeSet,
+    want: int | None,
+    plugins: list[Enabled],
+    changed: dict[int, tuple[Obj, NodeInfo]],
+    ahead: Mapping[str, list[PodInfo]],
+) -> FilterResult:
+    """Every node node by node (plugins in order), the transformed ones with their transformed pod and
+    NodeInfo, those with nominated pods ahead twice; stops once ``want`` nodes passed."""
+    result = FilterResult(nodes, nodes, len(nodes), state, pod, plugins)
+    index = {e.name: pi for pi, e in enumerate(plugins)}
+    every = list(enumerate(plugins))
+    keep: list[int] = []
+    for pos, ni in enumerate(nodes):
+        p, info = changed.get(pos, (pod, ni))
+        if info.name in ahead:
+            st = filter_with_nominated_pods(fw, state, p, info, ahead[info.name])
+            rejected = None if st is None else (index[st.plugin], st)
+        else:
+            rejected = _first_rejection(every, state, p, info)
+        if rejected is not None:
+            result.failed[pos] = rejected
+            continue
+        keep.append(pos)
+        if want is not None and len(keep) >= want:
+            result.processed = pos + 1
+            break
+    result.feasible = nodes.subset(_mask(len(nodes), np.asarray(keep, dtype=np.int64)))
     return result
 
 
@@ -168,8 +251,59 @@ def _mask(n: int, positions: np.ndarray) -> np.ndarray:
     return mask
 
 
+def _positions(nodes: NodeSet, names: Mapping[str, object]) -> np.ndarray | None:
+    """Where the nodes named in ``names`` are in ``nodes`` (``None`` when none of them is)."""
+    snapshot, rows = nodes.snapshot, nodes.rows
+    if snapshot is not None and rows is not None:
+        wanted = [r for name in names if (r := snapshot.index.get(name)) is not None]
+        mask = np.isin(rows, np.asarray(wanted, dtype=np.int64))
+    else:
+        mask = np.fromiter((ni.name in names for ni in nodes), dtype=bool, count=len(nodes))
+    return mask if mask.any() else None
+
+
+def nominated_ahead(fw: Framework, state: CycleState, pod: Obj) -> Mapping[str, list[PodInfo]]:
+    """Node -> the pods nominated there of ``pod``'s priority or higher (empty without nominations)."""
+    nominator = fw.nominator
+    if nominator is None or not len(nominator):
+        return {}
+    return nominator.for_pod(state.pod_info if state.pod_info is not None else PodInfo(pod))
+
+
+def filter_with_nominated_pods(
+    fw: Framework, state: CycleState, pod: Obj, node: NodeInfo, ahead: Sequence[PodInfo]
+) -> Status | None:
+    """kube-scheduler's ``RunFilterPluginsWithNominatedPods``: with pods nominated to the node ahead of
+    this one (``ahead``), the filters run first with them counted on the node (this pod must not take
+    the room freed for them), then, if that passes, without them (they may land elsewhere, and some
+    filters, such as pod affinity, pass only with them gone). The node fits when both pass."""
+    if ahead:
+        with_state, with_node = state.clone(), node.clone()
+        added = False
+        for pi in ahead:
+            if pi.uid in with_node.pods:
+                continue
+            with_node.add_pod(pi)
+            added = True
+            st = fw.run_pre_filter_extension_add_pod(with_state, pod, pi, with_node)
+            if st is not None:
+                raise PluginFailure(st.plugin, "preFilter", st.message)
+        if added:
+            st = run_filter_plugins(fw, with_state, pod, with_node)
+            if st is not None:
+                return st
+    return run_filter_plugins(fw, state, pod, node)
+
+
 def filter_one(fw: Framework, state: CycleState, pod: Obj, node: NodeInfo) -> Status | None:
-    """Every Filter plugin (not skipped) on one node, node by node: the first rejection, or ``None``."""
+    """Every Filter plugin (not skipped) on one node as the cycle runs them (with the pods nominated
+    there, see :func:`filter_with_nominated_pods`): the first rejection, or ``None``."""
+    ahead = nominated_ahead(fw, state, pod).get(node.name, ())
+    return filter_with_nominated_pods(fw, state, pod, node, ahead)
+
+
+def run_filter_plugins(fw: Framework, state: CycleState, pod: Obj, node: NodeInfo) -> Status | None:
+    """Every Filter plugin (not skipped) on one node as it is, node by node: the first rejection."""
     for e in fw.points.get("filter", ()):
         if e.name in state.skip_filter:
             continue
@@ -179,6 +313,7 @@ def filter_one(fw: Framework, state: CycleState, pod: Obj, node: NodeInfo) -> St
     return None
 
 
+@extension_point("PreScore")
 def run_pre_score(fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> None:
     """PreScore plugins in order; a SKIP takes that plugin's score out (``state.skip_score``)."""
     state.skip_score = set()
@@ -192,6 +327,7 @@ def run_pre_score(fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[No
             raise PluginFailure(e.name, "preScore", st.message or st.code.name)
 
 
+@extension_point("Score")
 def plugin_scores(
     fw: Framework, state: CycleState, pod: Obj, nodes: NodeSet
 ) -> list[tuple[Enabled, np.ndarray]]:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from koord.apis.groups import Resource
+from koord.scheduler.framework.objecthandle import ObjectHandle
+from koord.scheduler.framework.preemptionhandle import PreemptionHandle
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 if TYPE_CHECKING:
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
     from koord.scheduler.framework.events import ClusterEventWithHint
     from koord.scheduler.framework.nodeset import NodeSet
+    from koord.scheduler.framework.snapshot import Snapshot
 
 MAX_NODE_SCORE = 100
 """A Score plugin answers 0..100 per node (after NormalizeScore), as in kube-scheduler."""
@@ -203,18 +206,31 @@ class Handle(Protocol):
         """Wall-clock seconds (injected, so tests control expiry)."""
 
 
-class SchedulerHandle(Handle, Protocol):
+class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, Protocol):
     """The handle koord-scheduler gives (the extender front end gives the plain :class:`Handle`)."""
 
     @property
     def client(self) -> Any:
         """The API client (``kubernetes.client.ApiClient``); ``None`` in tests."""
 
+    def snapshot(self) -> Snapshot:
+        """The cluster as the current cycle sees it (nodes in row order, their arrays and derived
+        columns); :func:`~koord.scheduler.framework.snapshot.snapshot_of` also serves front ends
+        without one."""
+
     def store(self, name: str) -> Store | None:
         """A cache the scheduler keeps by name (``pods``, ``nodes``, ``nodemetrics``, and those plugins
         asked for with :meth:`watch`); ``None`` when it keeps none of that name."""
 
-    def watch(self, name: str, resource: Resource, *, field_selector: str = "", namespace: str = "") -> Store:
+    def watch(
+        self,
+        name: str,
+        resource: Resource,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
+        namespace: str = "",
+    ) -> Store:
         """A cache of ``resource`` (``koord.apis.groups``) called ``name``, shared by every plugin that
         asks for the same name; ask in the factory, so the cache syncs before the first cycle."""
 
@@ -236,6 +252,14 @@ class SchedulerHandle(Handle, Protocol):
 
     def bind_pod(self, pod: Obj, node: str) -> Status | None:
         """``POST pods/<name>/binding`` (DefaultBinder); an error status when the API refuses."""
+
+    def register_error_handler_filters(
+        self, pre: Callable[[Obj, Any], bool] | None, post: Callable[[Obj, Any], bool] | None
+    ) -> None:
+        """``pre(pod, why)`` returning True takes over a scheduling failure; ``post`` runs after."""
+
+    def register_forget_pod_handler(self, handler: Callable[[Obj], None]) -> None:
+        """Be told when an assumed pod is forgotten (its binding failed or was given up)."""
 
 
 @runtime_checkable

@@ -18,9 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koord.runtime.errors import PluginError
+from koord.runtime.errors import ConfigError, PluginError
 from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 from koord.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint
+from koord.scheduler.framework.extension import Extensions
 from koord.scheduler.framework.interface import (
     EXTENSION_POINTS,
     Code,
@@ -29,11 +30,20 @@ from koord.scheduler.framework.interface import (
     NodeDebugPlugin,
     Status,
 )
+from koord.scheduler.framework.nominator import Nominator
+from koord.scheduler.framework.pointtiming import PointTimer, extension_point
 from koord.scheduler.framework.profile import MULTI_POINT, Profile
 from koord.scheduler.framework.registry import Registry
-from koord.scheduler.framework.types import Obj, PostFilterResult, PreFilterResult
+from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 log = logging.getLogger(__name__)
+NARROWED_BY = "framework/preFilterNarrowedBy"
+"""CycleState key: the PreFilter plugins whose node lists narrowed this cycle's search, in order."""
+
+
+def go_list(names: Sequence[str]) -> str:
+    """``names`` sorted as kube-scheduler prints a ``sets.List`` with ``%v``: ``[A B]``."""
+    return f"[{' '.join(sorted(names))}]"
 
 Timer = Callable[[str, str, float], None]
 """``(plugin, extension point, seconds)`` after each plugin call (or pass over the nodes of a call)."""
@@ -50,6 +60,7 @@ class PluginFailure(Exception):
         super().__init__(f"plugin {plugin} failed at {point}: {message}")
         self.plugin = plugin
         self.point = point
+        self.detail = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +111,17 @@ class Framework:
         handle: Handle,
         *,
         timer: Timer | None = None,
+        point_timer: PointTimer | None = None,
         points: Sequence[str] | None = None,
         complete: bool = False,
     ) -> None:
         self.profile = profile
         self.handle = handle
         self._timer = timer
+        self.point_timer = point_timer
+        """Records each extension point's run (koord-scheduler's metrics; none in the extender)."""
+        self.nominator: Nominator | None = None
+        """The pods nominated to nodes (set by the scheduler; the extender front end has none)."""
         # The points the profile was parsed for (a front end's subset), unless given.
         self.point_names = tuple(
             points or [p for p in EXTENSION_POINTS if p in profile.plugins] or EXTENSION_POINTS
@@ -125,11 +141,16 @@ class Framework:
                 log.info("%s: pluginConfig for %s, which the profile does not enable: ignored", where, name)
         self.points: dict[str, list[Enabled]] = {p: self._expand(p, where) for p in self.point_names}
         self.total_score_weight = sum(e.weight for e in self.points.get("score", ()))
+        self.extensions = Extensions(list(self.instances.values()))
         if complete:
-            if len(self.points.get("queueSort", ())) != 1:
-                raise PluginError("", f"{where}: exactly one queueSort plugin is required")
+            sorts = len(self.points.get("queueSort", ()))
+            if sorts != 1:
+                many = (
+                    "only one queueSort plugin can be enabled" if sorts else "no queueSort plugin is enabled"
+                )
+                raise ConfigError(f"{where}: {many}")
             if not self.points.get("bind"):
-                raise PluginError("", f"{where}: at least one bind plugin is required")
+                raise ConfigError(f"{where}: at least one bind plugin is needed")
 
     def _expand(self, point: str, where: str) -> list[Enabled]:
         """kube-scheduler's order: multiPoint plugins re-listed at the point (in the point's order),
@@ -145,7 +166,10 @@ class Framework:
                 raise PluginError(
                     ref.name, f"enabled at {point} but has no {'/'.join(EXTENSION_POINTS[point])}"
                 )
-        overrides = [r for r in own.enabled if r.name in multi_weights]
+        # A plugin the point disables is not a multiPoint override even when the point lists it again
+        # (Koordinator's ``bind: {disabled: ["*"], enabled: [Reservation, DefaultBinder]}``): it keeps
+        # its place among the point's entries, as kube-scheduler's expandMultiPointPlugins keeps it.
+        overrides = [r for r in own.enabled if r.name in multi_weights and not own.disables(r.name)]
         from_multi = (
             []
             if "*" in own.disabled
@@ -157,7 +181,8 @@ class Framework:
                 and r.name not in own_names
             ]
         )
-        rest = [r for r in own.enabled if r.name not in multi_weights]
+        overridden = {r.name for r in overrides}
+        rest = [r for r in own.enabled if r.name not in overridden]
         own_weights = {r.name: r.weight for r in own.enabled}
         out = []
         for ref in (*overrides, *from_multi, *rest):
@@ -188,6 +213,7 @@ class Framework:
                 return st.with_plugin(e.name)
         return None
 
+    @extension_point("PreFilter")
     def run_pre_filter(self, state: CycleState, pod: Obj) -> tuple[PreFilterResult | None, Status | None]:
         """PreFilter plugins in order: the intersection of their node subsets, and the first rejection
         (every node fails with it); a SKIP takes that plugin's filter out (``state.skip_filter``)."""
@@ -209,17 +235,22 @@ class Framework:
                     return None, answer.with_plugin(e.name)
             elif answer is not None:
                 raise PluginFailure(e.name, "preFilter", f"returned {answer!r}")
+        state.write(NARROWED_BY, tuple(narrowed))
         if result is not None and result.node_names is not None and not result.node_names:
-            why = f"node(s) didn't satisfy plugin(s) {narrowed} simultaneously"
+            why = f"node(s) didn't satisfy plugin(s) {go_list(narrowed)} simultaneously"
             return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (why,), narrowed[0])
         return result, None
 
+    @extension_point("PostFilter")
     def run_post_filter(
         self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
-        """PostFilter plugins in order until one succeeds or says unresolvable."""
-        last = Status(Code.UNSCHEDULABLE)
+        """PostFilter plugins in order until one succeeds or says unresolvable; otherwise the reasons of
+        all, with the last result that says something of the nomination (``PostFilterResult("")``
+        clears it, ``None`` leaves it)."""
         reasons: list[str] = []
+        rejector = ""
+        kept: PostFilterResult | None = None
         for e in self.points.get("postFilter", ()):
             start = time.perf_counter()
             result, st = call(e.name, "postFilter", e.plugin.post_filter, state, pod, statuses)
@@ -228,10 +259,41 @@ class Framework:
                 return result, Status(Code.SUCCESS, (), e.name)
             if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return result, st.with_plugin(e.name)
+            if result is not None:
+                kept = result
             reasons.extend(st.reasons)
-            last = Status(Code.UNSCHEDULABLE, tuple(reasons), e.name)
-        return None, last
+            rejector = rejector or e.name
+        return kept, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """Each PreFilter plugin with ``add_pod`` (not skipped) updates its state for ``to_add`` now
+        counted on ``node_info`` (a what-if copy); the first failure is returned as an error."""
+        return self._pre_filter_extension("add_pod", state, pod, to_add, node_info)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """The same for ``to_remove`` taken off ``node_info`` (preemption's what-if)."""
+        return self._pre_filter_extension("remove_pod", state, pod, to_remove, node_info)
+
+    def _pre_filter_extension(
+        self, method: str, state: CycleState, pod: Obj, other: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        for e in self.points.get("preFilter", ()):
+            fn = getattr(e.plugin, method, None)
+            if fn is None or e.name in state.skip_filter:
+                continue
+            try:
+                st = call_status(e.name, "preFilter", fn, state, pod, other, node_info)
+            except PluginFailure as err:
+                return Status(Code.ERROR, (str(err),), e.name)
+            if st is not None and not st.is_success:
+                return Status(Code.ERROR, (f"{method} of {e.name}: {st.message or st.code.name}",), e.name)
+        return None
+
+    @extension_point("Reserve")
     def run_reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
         """Reserve plugins in order; on the first failure every reserve plugin is unreserved."""
         for e in self.points.get("reserve", ()):
@@ -244,6 +306,7 @@ class Framework:
                 return st.with_plugin(e.name)
         return None
 
+    @extension_point("Unreserve")
     def run_unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None:
         """Unreserve in reverse order; a failing plugin is logged, the others still run."""
         for e in reversed(self.points.get("reserve", ())):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -199,6 +199,12 @@ class PodInfo:
         affinity = spec.get("affinity")
         self.affinity: Mapping[str, Any] = affinity if isinstance(affinity, Mapping) else _NO_AFFINITY
 
+    @staticmethod
+    def uid_of(pod: Obj) -> str:
+        """The ``uid`` a PodInfo of ``pod`` has, without parsing the pod."""
+        meta = as_map(pod, "metadata")
+        return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -210,6 +216,12 @@ class PodInfo:
     @property
     def spec(self) -> Mapping[str, Any]:
         return as_map(self.pod, "spec")
+
+    @cached_property
+    def memo(self) -> dict[str, Any]:
+        """Where plugins keep what they derive from the pod object (parsed affinity terms...), as
+        :attr:`NodeInfo.memo` for the node: a changed pod is a new PodInfo, with an empty memo."""
+        return {}
 
     @property
     def has_pod_affinity(self) -> bool:

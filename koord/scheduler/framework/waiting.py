@@ -2,7 +2,8 @@
 
 A pod waits while at least one Permit plugin that answered ``Wait`` has not allowed it; each such plugin
 has its own deadline (capped at 15 minutes). The first rejection or expired deadline ends the wait; so
-does the last allow. The end is reported once, through ``on_done(status)`` (``None``: allowed), on
+does the last allow (a timeout's message ends with the reason the plugin gave for the wait). The end is
+reported once, through ``on_done(status)`` (``None``: allowed), on
 the thread that ended it (the scheduling cycle of another pod, the timer, an event handler). No thread
 is held while a pod waits.
 """
@@ -12,8 +13,9 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
+from koord.apis.quantity import format_duration
 from koord.scheduler.framework.interface import Code, Status
 from koord.scheduler.framework.types import Obj, PodInfo
 
@@ -21,8 +23,19 @@ Done = Callable[[Status | None], None]
 
 
 class WaitingPod:
-    def __init__(self, info: PodInfo, node_name: str, deadlines: dict[str, float], on_done: Done) -> None:
+    def __init__(
+        self,
+        info: PodInfo,
+        node_name: str,
+        deadlines: dict[str, float],
+        on_done: Done,
+        reasons: Mapping[str, str] | None = None,
+        waits: Mapping[str, float] | None = None,
+    ) -> None:
         self.info = info
+        self._reasons = dict(reasons or {})
+        self._waits = dict(waits or {})
+        """Plugin -> how long it asked the pod to wait (for the timeout's message)."""
         self._node = node_name
         self._pending = dict(deadlines)
         self._on_done = on_done
@@ -62,7 +75,12 @@ class WaitingPod:
         with self._lock:
             late = sorted(p for p, deadline in self._pending.items() if deadline <= now)
         if late:
-            self.reject(late[0], f"rejected due to timeout after waiting at plugin {late[0]}")
+            plugin, why = late[0], self._reasons.get(late[0])
+            # kube-scheduler's words ("rejected due to timeout after waiting 10s at plugin X"), then the
+            # reason the plugin gave for the wait.
+            waited = f" {format_duration(self._waits[plugin])}" if plugin in self._waits else ""
+            said = f": {why}" if why else ""
+            self.reject(plugin, f"rejected due to timeout after waiting{waited} at plugin {plugin}{said}")
 
     @property
     def done(self) -> bool:

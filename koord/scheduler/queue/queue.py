@@ -142,15 +142,7 @@ class SchedulingQueue:
                     qpi = entry.qpi
                     if self._where.get(qpi.uid) != "active" or self._pods.get(qpi.uid) is not qpi:
                         continue  # stale entry: the pod moved or left
-                    del self._where[qpi.uid]
-                    del self._pods[qpi.uid]
-                    self.scheduling_cycle += 1
-                    qpi.attempts += 1
-                    qpi.popped_cycle = self.scheduling_cycle
-                    if qpi.initial_attempt is None:
-                        qpi.initial_attempt = self._clock()
-                    self._in_flight[qpi.uid] = []
-                    return qpi
+                    return self._start(qpi)
                 if self._closed:
                     return None
                 wait = 1.0 if not self._backoff else max(self._backoff[0][0] - self._clock(), 0.001)
@@ -160,6 +152,35 @@ class SchedulingQueue:
                         return None
                     wait = min(wait, left)
                 self._cond.wait(wait)
+
+    def _start(self, qpi: QueuedPodInfo) -> QueuedPodInfo:
+        """``qpi`` leaves the queue for a scheduling attempt (hold the lock)."""
+        del self._where[qpi.uid]
+        del self._pods[qpi.uid]
+        self.scheduling_cycle += 1
+        qpi.attempts += 1
+        qpi.popped_cycle = self.scheduling_cycle
+        if qpi.initial_attempt is None:
+            qpi.initial_attempt = self._clock()
+        self._in_flight[qpi.uid] = []
+        return qpi
+
+    def take(self, uid: str, plugin: str) -> QueuedPodInfo | None:
+        """This pod for a scheduling attempt now, wherever it waits in the queue (Koordinator's NextPod,
+        for ``plugin``); ``None`` when the queue does not hold it, or a PreEnqueue plugin other than
+        ``plugin`` gates it."""
+        with self._cond:
+            qpi = self._pods.get(uid)
+            where = self._where.get(uid)
+            if qpi is None or where is None:
+                return None
+            if where == "gated":
+                gate = self._pre_enqueue(qpi.pod)
+                if gate is not None and gate.plugin != plugin:
+                    qpi.gating_plugin, qpi.gate_message = gate.plugin, gate.message
+                    return None
+                qpi.gating_plugin = ""
+            return self._start(qpi)
 
     def done(self, uid: str) -> None:
         """The pod's scheduling attempt is over (it was assumed, or handed back)."""
@@ -266,11 +287,18 @@ class SchedulingQueue:
             self._in_flight.pop(uid, None)
 
     def activate(self, uids: Iterable[str]) -> None:
-        """Move these pods to activeQ whatever their backoff (Koordinator's gangs use it)."""
+        """Move these pods to activeQ whatever their backoff (Koordinator's gangs use it); a gated one
+        when its PreEnqueue plugins now let it through (kube-scheduler's ``Activate``)."""
         with self._cond:
             for uid in uids:
                 qpi = self._pods.get(uid)
-                if qpi is not None and self._where.get(uid) in ("backoff", "unschedulable"):
+                where = self._where.get(uid)
+                if qpi is None:
+                    continue
+                if where in ("backoff", "unschedulable"):
+                    self._push_active(qpi)
+                elif where == "gated" and self._pre_enqueue(qpi.pod) is None:
+                    qpi.gating_plugin = ""
                     self._push_active(qpi)
 
     # ---- housekeeping ---------------------------------------------------------------------------
@@ -314,6 +342,20 @@ class SchedulingQueue:
             for where in self._where.values():
                 out[where] += 1
             return out
+
+    def unschedulable_by_plugin(self, profile_of: Callable[[Any], str]) -> dict[tuple[str, str], int]:
+        """``(plugin, profile) -> pods`` held as unschedulable that the plugin rejected
+        (``scheduler_unschedulable_pods``)."""
+        out: dict[tuple[str, str], int] = {}
+        with self._cond:
+            for uid, where in self._where.items():
+                qpi = self._pods.get(uid) if where == "unschedulable" else None
+                if qpi is None:
+                    continue
+                profile = profile_of(qpi.pod)
+                for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
+                    out[(plugin, profile)] = out.get((plugin, profile), 0) + 1
+        return out
 
     def where(self, uid: str) -> str | None:
         with self._cond:

@@ -5,6 +5,7 @@ ClusterRole allows exactly the extender's recorded API traffic."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 
 from koord.kube.client import make_api_client, request
 from koord.kube.process import parse_seconds
-from koord.scheduler import cli
+from koord.scheduler.extender import cli
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.plugins.loadaware.args import parse_args
 from koord.testing import objects
@@ -59,7 +60,9 @@ def test_the_cli_accepts_the_deployment_args_and_profile(tmp_path: Path) -> None
     argv = [a for a in args() if a != mounted] + [f"--config={config}", "--list-plugins"]
     result = CliRunner().invoke(cli.main, argv)
     assert result.exit_code == 0, result.output
-    assert "LoadAwareScheduling  builtin  preFilter,filter,preScore,score(weight 1),reserve" in result.output
+    points = r"preFilter,filter,preScore,score\(weight 1\),reserve"
+    row = re.compile(rf"^LoadAwareScheduling +builtin +{points}$", re.M)
+    assert row.search(result.output), result.output
     assert container()["command"] == ["koord-scheduler-extender"]
 
 

@@ -34,9 +34,16 @@ class FitArgs:
     scoring: ScoringStrategy = ScoringStrategy()
 
     def ignores(self, resource: str) -> bool:
-        if resource in self.ignored_resources:
-            return True
-        return "/" in resource and resource.split("/", 1)[0] in self.ignored_resource_groups
+        """Whether Filter leaves ``resource`` unchecked: only extended resources can be ignored (kube-
+        scheduler checks cpu, memory, hugepages and ``kubernetes.io/`` names whatever the args say)."""
+        if not is_extended(resource):
+            return False
+        return resource in self.ignored_resources or resource.split("/", 1)[0] in self.ignored_resource_groups
+
+
+def is_extended(resource: str) -> bool:
+    """kube's ``IsExtendedResourceName``: a prefixed name outside ``kubernetes.io/`` and not ``requests.``."""
+    return "/" in resource and "kubernetes.io/" not in resource and not resource.startswith("requests.")
 
 
 def _strict(raw: Mapping[str, Any] | None, allowed: set[str], where: str) -> dict[str, Any]:

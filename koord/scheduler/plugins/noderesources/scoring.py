@@ -100,7 +100,8 @@ def requested_to_capacity_ratio(
     w = counted * weights[:, None]
     wsum = w.sum(axis=0)
     total = (scores * w).sum(axis=0)
-    return np.where(wsum > 0, np.round(total / np.maximum(wsum, 1)), 0).astype(np.int64)
+    # Go's math.Round: halves away from zero (numpy rounds them to even); every value here is >= 0.
+    return np.where(wsum > 0, np.floor(total / np.maximum(wsum, 1) + 0.5), 0).astype(np.int64)
 
 
 def balanced(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
