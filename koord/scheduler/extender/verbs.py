@@ -124,7 +124,7 @@ class Extender:
         index = snapshot.index
         if args.nodes is None:
             names = args.node_names or []
-            rows = np.array(list(map(index.get, names, repeat(-1))), dtype=np.int64)
+            rows = np.fromiter(map(index.get, names, repeat(-1)), dtype=np.int64, count=len(names))
             if not len(rows) or rows.min() >= 0:
                 return NodeSet(snapshot, rows)
             return NodeSet(snapshot, None, [snapshot.node_info(n) or NodeInfo(n, None) for n in names])

@@ -21,8 +21,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import is_not, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,37 +46,52 @@ class FilterResult:
     pod: Obj
     plugins: list[Enabled]
     failed: dict[int, tuple[int, Status | None]] = field(default_factory=dict)
-    """Position in ``nodes`` -> (index of the rejecting plugin in ``plugins``, its status if known)."""
+    """Position in ``nodes`` -> (index of the rejecting plugin in ``plugins``, its status if known): the
+    nodes judged one by one."""
     rejected: list[tuple[int, np.ndarray]] = field(default_factory=list)
     """(index of a batch plugin that answered with a boolean array, the positions it rejected): kept
     as arrays, since a plugin may reject thousands of nodes in a cycle that never asks why."""
+    grouped: list[tuple[int, Status, np.ndarray]] = field(default_factory=list)
+    """(index of a batch plugin that answered with statuses, one distinct Status it gave, the positions
+    it gave it to): thousands of nodes rejected with a handful of Status objects stay a few arrays."""
+
+    def groups(self) -> list[tuple[Status, np.ndarray]]:
+        """Why nodes failed, for every rejected node the search went through: each distinct Status
+        (tagged with its plugin) with the positions in ``nodes`` it rejected. A batch plugin that
+        answered with a boolean array is asked ``filter`` for each node it rejected."""
+        limit = self.processed
+        cut = limit < len(self.nodes)
+        out: list[tuple[Status, np.ndarray]] = []
+        for pi, st, positions in self.grouped:
+            at = positions[positions < limit] if cut else positions
+            if len(at):
+                out.append((st.with_plugin(self.plugins[pi].name), at))
+        # Node by node: grouped by (plugin, Status object), each group tagged once.
+        singles: dict[tuple[int, int], tuple[Status, list[int]]] = {}
+        for pos, (pi, known) in self.failed.items():
+            if pos < limit:
+                st = known or self._why(pi, pos)
+                singles.setdefault((pi, id(st)), (st, []))[1].append(pos)
+        for pi, positions in self.rejected:
+            for pos in (positions[positions < limit] if cut else positions).tolist():
+                st = self._why(pi, pos)
+                singles.setdefault((pi, id(st)), (st, []))[1].append(pos)
+        for (pi, _), (st, at_list) in singles.items():
+            out.append((st.with_plugin(self.plugins[pi].name), np.asarray(at_list, dtype=np.int64)))
+        return out
+
+    def _why(self, pi: int, pos: int) -> Status:
+        """A boolean answer's reason: the plugin's ``filter`` on that one node."""
+        e = self.plugins[pi]
+        why = e.plugin.filter(self.state, self.pod, self.nodes.info(pos))
+        return why or Status.unschedulable(f"node(s) rejected by {e.name}")
 
     def statuses(self) -> dict[str, Status]:
         """Node name -> why it failed, for every rejected node the search went through."""
-        failed = dict(self.failed)
-        for pi, positions in self.rejected:
-            failed.update(dict.fromkeys(positions.tolist(), (pi, None)))
-        seen = list(failed)
-        if self.processed < len(self.nodes):
-            seen = [p for p in seen if p < self.processed]
-        pairs = list(map(failed.__getitem__, seen))
-        # A batch plugin answers thousands of nodes with a handful of Status objects: each distinct
-        # (plugin, status) is tagged once, and the nodes are gone through at C level.
-        keys = list(zip(map(itemgetter(0), pairs), map(id, map(itemgetter(1), pairs)), strict=True))
-        tagged: dict[tuple[int, int], Status] = {}
-        for key, (pi, known) in dict(zip(keys, pairs, strict=True)).items():
-            if known is not None:
-                tagged[key] = known.with_plugin(self.plugins[pi].name)
-        found = list(map(tagged.get, keys))
-        sts: list[Status] = []
-        for i, known in enumerate(found):
-            if known is not None:
-                sts.append(known)
-                continue
-            e = self.plugins[keys[i][0]]  # a boolean answer: the plugin says why, node by node
-            why = e.plugin.filter(self.state, self.pod, self.nodes.info(seen[i]))
-            sts.append((why or Status.unschedulable(f"node(s) rejected by {e.name}")).with_plugin(e.name))
-        return dict(zip(self.nodes.names_at(seen), sts, strict=True))
+        out: dict[str, Status] = {}
+        for st, positions in self.groups():
+            out.update(dict.fromkeys(self.nodes.names_at(positions), st))
+        return out
 
 
 def _check(plugin: str, node: str, st: Any) -> Status:
@@ -145,23 +158,18 @@ def find_feasible(
             raise PluginFailure(
                 e.name, "filter", f"filter_nodes answered {len(answers)} of {len(cand)} nodes"
             )
-        # Thousands of answers, a handful of distinct Status objects: each distinct one is checked once
-        # and the per-node work is C-level iteration (map, compress, zip).
-        given = list(compress(range(len(answers)), map(is_not, answers, repeat(None, len(answers)))))
-        given_sts = list(map(answers.__getitem__, given))
-        checked: dict[int, Status | None] = {}
-        for k, st in dict(zip(map(id, given_sts), zip(given, given_sts, strict=True), strict=True)).values():
-            checked[id(st)] = (
-                None
-                if isinstance(st, Status) and st.code is Code.SUCCESS
-                else _check(e.name, sub.info(k).name, st)
-            )
-        verdicts = list(map(checked.__getitem__, map(id, given_sts)))
-        failing = list(compress(given, verdicts))
-        positions = cand[failing].tolist()
-        found = zip(repeat(pi, len(positions)), filter(None, verdicts), strict=True)
-        result.failed.update(zip(positions, found, strict=True))
-        alive[positions] = False
+        # Thousands of answers, a handful of distinct Status objects: each distinct one is checked once,
+        # and the nodes it rejects are found with array operations.
+        ids = np.fromiter(map(id, answers), dtype=np.intp, count=len(answers))
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        for k, at in enumerate(first.tolist()):
+            st = answers[at]
+            if st is None or (isinstance(st, Status) and st.code is Code.SUCCESS):
+                continue
+            checked = _check(e.name, sub.info(at).name, st)
+            positions = cand[inverse.reshape(-1) == k]
+            result.grouped.append((pi, checked, positions))
+            alive[positions] = False
     index = {e.name: pi for pi, e in enumerate(plugins)}
     special = set() if nominated is None else set(np.nonzero(nominated)[0].tolist())
     if not per_node:

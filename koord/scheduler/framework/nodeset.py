@@ -70,7 +70,7 @@ class NodeSet(Sequence[NodeInfo]):
             return names
         return [ni.name for ni in self.infos]
 
-    def names_at(self, positions: Sequence[int]) -> list[str]:
+    def names_at(self, positions: Sequence[int] | np.ndarray) -> list[str]:
         """The names of the nodes at ``positions`` (a few of many, without building every NodeInfo)."""
         if self.rows is not None and self.snapshot is not None:
             every = self.snapshot.derived(NAME_COLUMN, _name)

@@ -7,11 +7,8 @@ disagree with what the scheduler does.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter, itemgetter, not_
 from typing import Any
 
 import numpy as np
@@ -63,21 +60,14 @@ def run_filter(fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[NodeI
         nodes = [ni for ni in nodes if ni.name in allowed]
     found = find_feasible(fw, state, pod, _nodes(fw, nodes))
     out.passed = found.feasible.names
-    # Thousands of nodes, a handful of distinct statuses: each is read once, the rest is C-level
-    # iteration over the nodes.
-    statuses = found.statuses()
-    sts = list(statuses.values())
-    ids = list(map(id, sts))
-    said: dict[int, tuple[bool, str]] = {
-        id(st): (st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.message or f"rejected by {st.plugin}")
-        for st in dict(zip(ids, sts, strict=True)).values()
-    }
-    kinds = list(map(said.__getitem__, ids))
-    pairs = list(zip(statuses, map(itemgetter(1), kinds), strict=True))
-    unresolvable = list(map(itemgetter(0), kinds))
-    out.failed.update(compress(pairs, map(not_, unresolvable)))
-    out.unresolvable.update(compress(pairs, unresolvable))
-    out.rejected_by.update(Counter(map(attrgetter("plugin"), sts)))
+    # Thousands of nodes, a handful of distinct statuses: each is read once and its nodes are written
+    # into the answer at C level.
+    names_at = found.nodes.names_at
+    for st, positions in found.groups():
+        names = names_at(positions)
+        target = out.unresolvable if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE else out.failed
+        target.update(dict.fromkeys(names, st.message or f"rejected by {st.plugin}"))
+        out.rejected_by[st.plugin] = out.rejected_by.get(st.plugin, 0) + len(names)
     return out
 
 
