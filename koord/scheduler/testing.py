@@ -30,6 +30,13 @@ from koord.scheduler.plugins import BUILTIN
 from koord.testing.clock import FakeClock
 
 
+def run_score(fw: Framework, state: Any, pod: Obj, nodes: Sequence[Any]) -> dict[str, int]:
+    """PreScore, Score and NormalizeScore over ``nodes``: node -> the extender's combined 0..10, as
+    ``/prioritize`` answers."""
+    ns, combined = verdicts.node_scores(fw, state, pod, nodes)
+    return dict(zip(ns.names, combined, strict=True))
+
+
 class SchedulerHarness:
     """``profile`` (default: the default profile) with ``plugins`` registered beside the built-ins."""
 
@@ -72,7 +79,7 @@ class SchedulerHarness:
             passed = set(verdicts.run_filter(self.framework, state, pod, infos).passed)
             if not passed:
                 return {}
-            return verdicts.run_score(self.framework, state, pod, [ni for ni in infos if ni.name in passed])
+            return run_score(self.framework, state, pod, [ni for ni in infos if ni.name in passed])
 
     def explain(self, pod: Obj, node: str) -> dict[str, Any]:
         """Each plugin's verdict and normalised score for ``node`` (the framework's explanation)."""

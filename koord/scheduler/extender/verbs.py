@@ -26,7 +26,7 @@ import numpy as np
 from koord.scheduler.extender.binder import Binder, BindFailed
 from koord.scheduler.extender.handle import ExtenderHandle
 from koord.scheduler.extender.metrics import ExtenderMetrics
-from koord.scheduler.extender.wire import BindingArgs, ExtenderArgs
+from koord.scheduler.extender.wire import BindingArgs, ExtenderArgs, host_entry
 from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, PodInfo, Snapshot, verdicts
 from koord.scheduler.framework.runtime import Framework, PluginFailure
 
@@ -50,6 +50,23 @@ class FilterAnswer:
     passed: list[str]
     failed: dict[str, str]
     unresolvable: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Priorities:
+    """A ``/prioritize`` answer: each node's ``HostPriority`` written up to its score
+    (:func:`~koord.scheduler.extender.wire.host_entry`, kept as a snapshot column so thousands of nodes
+    are not written again on every call) and its score, in order."""
+
+    hosts: list[str]
+    scores: list[int]
+
+
+HOST_ENTRY = "extender.host_entry"
+
+
+def _host_entry(ni: NodeInfo) -> str:
+    return host_entry(ni.name)
 
 
 class _Cycles:
@@ -166,7 +183,7 @@ class Extender:
             self.metrics.filter_rejections.labels(plugin).inc(n)
         return FilterAnswer(out.passed, out.failed, out.unresolvable)
 
-    def prioritize(self, args: ExtenderArgs) -> dict[str, int]:
+    def prioritize(self, args: ExtenderArgs) -> Priorities:
         if not self.ready():
             raise NotReady("caches not synced yet")
         pod = args.pod
@@ -180,7 +197,11 @@ class Extender:
                     self.cycles.put(key, state, pod)
                 else:
                     state = kept[0]
-                return verdicts.run_score(self.framework, state, pod, self._nodes(snapshot, args))
+                nodes, scores = verdicts.node_scores(self.framework, state, pod, self._nodes(snapshot, args))
+                hosts = nodes.column(HOST_ENTRY, _host_entry)
+                return Priorities(
+                    hosts.tolist() if hosts is not None else [host_entry(ni.name) for ni in nodes], scores
+                )
         except PluginFailure as err:
             self._failure(err)
             raise

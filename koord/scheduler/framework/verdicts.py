@@ -92,13 +92,14 @@ def combine_scores(
     return combined
 
 
-def run_score(fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> dict[str, int]:
-    """PreScore, Score and NormalizeScore; the extender's combined 0..10 per node."""
+def node_scores(
+    fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]
+) -> tuple[NodeSet, list[int]]:
+    """PreScore, Score and NormalizeScore: the nodes and the extender's combined 0..10 of each, in order."""
     ns = _nodes(fw, nodes)
     run_pre_score(fw, state, pod, ns)
     scores = plugin_scores(fw, state, pod, ns)
-    combined = combine_scores([(e.weight, v) for e, v in scores], len(ns), fw.total_score_weight)
-    return dict(zip(ns.names, combined, strict=True))
+    return ns, combine_scores([(e.weight, v) for e, v in scores], len(ns), fw.total_score_weight)
 
 
 def explain(

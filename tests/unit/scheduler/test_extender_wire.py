@@ -245,9 +245,14 @@ def test_metrics_and_debug_route(ext: ServedExtender) -> None:
     assert ext.get("/debug/nodes/idle?pod=default/nope")[0] == 404
 
 
-def test_priorities_encoding_escapes_odd_names() -> None:
-    from koord.scheduler.extender.wire import encode_priorities
+def encode_priorities(scores: dict[str, int]) -> bytes:
+    """The ``/prioritize`` body for ``scores`` (node -> score), as the server writes it."""
+    from koord.scheduler.extender.wire import encode_priorities, host_entry
 
+    return encode_priorities([host_entry(h) for h in scores], list(scores.values()))
+
+
+def test_priorities_encoding_escapes_odd_names() -> None:
     plain = {"node-1.example.com": 7, "n2": 0}
     assert json.loads(encode_priorities(plain)) == [
         {"Host": "node-1.example.com", "Score": 7},
@@ -262,7 +267,7 @@ def test_priorities_encoding_escapes_odd_names() -> None:
 
 
 def test_answers_written_by_hand_read_as_json_writes_them() -> None:
-    from koord.scheduler.extender.wire import encode_filter, encode_priorities
+    from koord.scheduler.extender.wire import encode_filter
 
     failed = {f"n{i}": ("node(s) cpu usage exceed threshold" if i % 2 else 'said "no"') for i in range(6)}
     for passed, fails, unres, error in (
