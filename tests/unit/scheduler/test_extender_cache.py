@@ -131,3 +131,29 @@ def test_nodes_follow_the_informer_and_batch_plugins_get_rows() -> None:
         assert {s["Host"] for s in scores} == {"a", "late"}
     finally:
         e.close()
+
+
+def test_the_same_node_names_asked_again_follow_the_nodes_rows() -> None:
+    """kube-scheduler sends the same NodeNames pod after pod; nodes leaving and coming back in between
+    move the snapshot's rows, and each answer still judges the nodes named."""
+    e = ServedExtender(FIT)
+    try:
+        for name in ("a", "b", "c"):
+            e.add_node(name, cpu="4")
+        names = ["a", "b", "c"]
+        big = cpu_pod("big", "3")
+        assert failed(e, big, names) == {}
+        e.pods.put(cpu_pod("filler", "2", node="a"))
+        assert failed(e, big, names) == {"a": "Insufficient cpu"}
+        e.nodes.remove("a")  # the last row moves into a's; a is unknown now
+        assert failed(e, big, names) == {}  # an unknown node: no opinion from NodeResourcesFit
+        _, scores = e.post("prioritize", {"Pod": big, "NodeNames": names})
+        assert [s["Host"] for s in scores] == names
+        e.add_node("a", cpu="4")  # back, in another row; the filler still counts on it
+        assert failed(e, big, names) == {"a": "Insufficient cpu"}
+        e.nodes.remove("c")
+        e.nodes.remove("b")
+        assert failed(e, big, names) == {"a": "Insufficient cpu"}  # fewer rows than names asked
+        assert failed(e, big, ["a"]) == {"a": "Insufficient cpu"}
+    finally:
+        e.close()
