@@ -55,30 +55,30 @@ class FilterResult:
     """(index of a batch plugin that answered with statuses, one distinct Status it gave, the positions
     it gave it to): thousands of nodes rejected with a handful of Status objects stay a few arrays."""
 
-    def groups(self) -> list[tuple[Status, np.ndarray]]:
-        """Why nodes failed, for every rejected node the search went through: each distinct Status
-        (tagged with its plugin) with the positions in ``nodes`` it rejected. A batch plugin that
-        answered with a boolean array is asked ``filter`` for each node it rejected."""
+    def groups(self) -> tuple[list[tuple[Status, np.ndarray]], list[tuple[int, Status]]]:
+        """Why nodes failed, for every rejected node the search went through, each Status tagged with
+        its plugin: the distinct statuses batch plugins gave many nodes, with the positions in ``nodes``
+        each rejected; and the nodes with a reason of their own (judged one by one, or rejected by a
+        boolean batch answer, whose plugin is then asked ``filter`` on the node) as (position, Status)."""
         limit = self.processed
         cut = limit < len(self.nodes)
-        out: list[tuple[Status, np.ndarray]] = []
+        grouped: list[tuple[Status, np.ndarray]] = []
         for pi, st, positions in self.grouped:
             at = positions[positions < limit] if cut else positions
             if len(at):
-                out.append((st.with_plugin(self.plugins[pi].name), at))
-        # Node by node: grouped by (plugin, Status object), each group tagged once.
-        singles: dict[tuple[int, int], tuple[Status, list[int]]] = {}
-        for pos, (pi, known) in self.failed.items():
-            if pos < limit:
-                st = known or self._why(pi, pos)
-                singles.setdefault((pi, id(st)), (st, []))[1].append(pos)
+                grouped.append((st.with_plugin(self.plugins[pi].name), at))
+        raw = [(pos, pi, known) for pos, (pi, known) in self.failed.items() if pos < limit]
         for pi, positions in self.rejected:
-            for pos in (positions[positions < limit] if cut else positions).tolist():
-                st = self._why(pi, pos)
-                singles.setdefault((pi, id(st)), (st, []))[1].append(pos)
-        for (pi, _), (st, at_list) in singles.items():
-            out.append((st.with_plugin(self.plugins[pi].name), np.asarray(at_list, dtype=np.int64)))
-        return out
+            raw += [(pos, pi, None) for pos in (positions[positions < limit] if cut else positions).tolist()]
+        tagged: dict[tuple[int, int], Status] = {}  # a status shared by many nodes is tagged once
+        singles: list[tuple[int, Status]] = []
+        for pos, pi, known in raw:
+            st = known or self._why(pi, pos)
+            got = tagged.get((pi, id(st)))
+            if got is None:
+                got = tagged[(pi, id(st))] = st.with_plugin(self.plugins[pi].name)
+            singles.append((pos, got))
+        return grouped, singles
 
     def _why(self, pi: int, pos: int) -> Status:
         """A boolean answer's reason: the plugin's ``filter`` on that one node."""
@@ -88,10 +88,19 @@ class FilterResult:
 
     def statuses(self) -> dict[str, Status]:
         """Node name -> why it failed, for every rejected node the search went through."""
+        grouped, singles = self.groups()
         out: dict[str, Status] = {}
-        for st, positions in self.groups():
+        for st, positions in grouped:
             out.update(dict.fromkeys(self.nodes.names_at(positions), st))
+        if singles:
+            names = self.nodes.names_at([pos for pos, _ in singles])
+            out.update(zip(names, [st for _, st in singles], strict=True))
         return out
+
+
+FEW_STATUSES = 32
+"""Up to this many distinct Status objects in a batch answer, the nodes each rejects are kept as one array
+(:attr:`FilterResult.grouped`); beyond, node by node."""
 
 
 def _check(plugin: str, node: str, st: Any) -> Status:
@@ -162,14 +171,25 @@ def find_feasible(
         # and the nodes it rejects are found with array operations.
         ids = np.fromiter(map(id, answers), dtype=np.intp, count=len(answers))
         _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        for k, at in enumerate(first.tolist()):
+        inverse = inverse.reshape(-1)
+        said: list[Status | None] = []
+        for at in first.tolist():
             st = answers[at]
-            if st is None or (isinstance(st, Status) and st.code is Code.SUCCESS):
-                continue
-            checked = _check(e.name, sub.info(at).name, st)
-            positions = cand[inverse.reshape(-1) == k]
-            result.grouped.append((pi, checked, positions))
-            alive[positions] = False
+            ok = st is None or (isinstance(st, Status) and st.code is Code.SUCCESS)
+            said.append(None if ok else _check(e.name, sub.info(at).name, st))
+        if len(first) <= FEW_STATUSES:
+            for k, checked in enumerate(said):
+                if checked is not None:
+                    positions = cand[inverse == k]
+                    result.grouped.append((pi, checked, positions))
+                    alive[positions] = False
+            continue
+        # Many distinct statuses (a plugin that words each node's reason): node by node, at C level.
+        per_node_verdicts = list(map(said.__getitem__, inverse.tolist()))
+        failing = [k for k, v in enumerate(per_node_verdicts) if v is not None]
+        positions_list = cand[failing].tolist()
+        result.failed.update(zip(positions_list, [(pi, per_node_verdicts[k]) for k in failing], strict=True))
+        alive[positions_list] = False
     index = {e.name: pi for pi, e in enumerate(plugins)}
     special = set() if nominated is None else set(np.nonzero(nominated)[0].tolist())
     if not per_node:

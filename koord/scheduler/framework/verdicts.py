@@ -63,11 +63,16 @@ def run_filter(fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[NodeI
     # Thousands of nodes, a handful of distinct statuses: each is read once and its nodes are written
     # into the answer at C level.
     names_at = found.nodes.names_at
-    for st, positions in found.groups():
+    grouped, singles = found.groups()
+    for st, positions in grouped:
         names = names_at(positions)
         target = out.unresolvable if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE else out.failed
         target.update(dict.fromkeys(names, st.message or f"rejected by {st.plugin}"))
         out.rejected_by[st.plugin] = out.rejected_by.get(st.plugin, 0) + len(names)
+    for name, (_, st) in zip(names_at([pos for pos, _ in singles]), singles, strict=True):
+        target = out.unresolvable if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE else out.failed
+        target[name] = st.message or f"rejected by {st.plugin}"
+        out.rejected_by[st.plugin] = out.rejected_by.get(st.plugin, 0) + 1
     return out
 
 

@@ -25,7 +25,8 @@ def _index(ni: NodeInfo) -> int:
 
 
 class Shared:
-    """Batch statuses: the same two Status objects for many nodes, explicit successes for others."""
+    """Batch statuses: the same two Status objects for many nodes, a Status of its own for some, explicit
+    successes for others."""
 
     name = "Shared"
 
@@ -38,7 +39,9 @@ class Shared:
             return THIRD
         if i % 2 == 0:
             return EVEN
-        return PASS if i % 5 == 0 else None
+        if i % 5 == 0:
+            return Status.unschedulable(f"five divides {ni.name}")
+        return PASS if i % 17 == 0 else None
 
     def filter_nodes(self, state: CycleState, p: Obj, nodes: NodeSet) -> list[Status | None]:
         return [self.filter(state, p, ni) for ni in nodes]
@@ -94,6 +97,8 @@ def expected(i: int) -> tuple[str, str] | None:
         return "Shared", "every third node"
     if i % 2 == 0:
         return "Shared", "even node"
+    if i % 5 == 0:
+        return "Shared", f"five divides n-{i}"
     if i % 7 == 0:
         return "Bools", f"seven divides n-{i}"
     if i % 11 == 0:
@@ -132,8 +137,9 @@ def test_a_search_stopped_early_reports_the_nodes_it_went_through() -> None:
         state = verdicts.new_state(p)
         found = find_feasible(h.framework, state, p, nodes, want=3)
         got = found.statuses()
-    assert found.feasible.names == ["n-1", "n-5", "n-13"]  # 7 fails Bools, 11 fails Eleven
-    assert found.processed == 14
-    assert set(got) == {f"n-{i}" for i in (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12)}
+    assert found.feasible.names == ["n-1", "n-13", "n-17"]
+    assert found.processed == 18
+    assert set(got) == {f"n-{i}" for i in (0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16)}
+    assert got["n-5"].plugin == "Shared" and got["n-5"].message == "five divides n-5"
     assert got["n-7"].plugin == "Bools" and got["n-7"].message == "seven divides n-7"
     assert got["n-11"].plugin == "Eleven"
