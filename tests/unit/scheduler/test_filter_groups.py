@@ -143,3 +143,44 @@ def test_a_search_stopped_early_reports_the_nodes_it_went_through() -> None:
     assert got["n-5"].plugin == "Shared" and got["n-5"].message == "five divides n-5"
     assert got["n-7"].plugin == "Bools" and got["n-7"].message == "seven divides n-7"
     assert got["n-11"].plugin == "Eleven"
+
+
+class Worded:
+    """A reason of its own for every node it rejects (more distinct statuses than are grouped)."""
+
+    name = "Worded"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    def filter(self, state: CycleState, p: Obj, ni: NodeInfo) -> Status | None:
+        i = _index(ni)
+        if i % 4 == 0:
+            return None
+        return (Status.unresolvable if i % 3 == 0 else Status.unschedulable)(f"not {ni.name}")
+
+    def filter_nodes(self, state: CycleState, p: Obj, nodes: NodeSet) -> list[Status | None]:
+        return [self.filter(state, p, ni) for ni in nodes]
+
+
+def test_a_reason_per_node() -> None:
+    h = SchedulerHarness(
+        {"plugins": {"multiPoint": {"enabled": [{"name": "Worded"}], "disabled": [{"name": "*"}]}}},
+        plugins={"Worded": Worded},
+    )
+    for i in range(60):
+        h.nodes.put(node(f"n-{i}"))
+    p = pod("p")
+    with h.handle.cycle() as snapshot:
+        nodes = NodeSet(snapshot, np.array([snapshot.index[f"n-{i}"] for i in range(60)], dtype=np.int64))
+        out = verdicts.run_filter(h.framework, verdicts.new_state(p), p, nodes)
+        found = find_feasible(h.framework, verdicts.new_state(p), p, nodes, want=2)
+        early = found.statuses()
+    rejected = [i for i in range(60) if i % 4]
+    assert out.failed == {f"n-{i}": f"not n-{i}" for i in rejected if i % 3}
+    assert out.unresolvable == {f"n-{i}": f"not n-{i}" for i in rejected if i % 3 == 0}
+    assert out.rejected_by == {"Worded": len(rejected)}
+    assert found.feasible.names == ["n-0", "n-4"]
+    assert {n: (st.plugin, st.message) for n, st in early.items()} == {
+        f"n-{i}": ("Worded", f"not n-{i}") for i in (1, 2, 3)
+    }
