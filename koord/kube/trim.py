@@ -7,13 +7,22 @@ restartPolicy and resizePolicy, ``spec.volumes`` (unless asked to keep their kin
 ephemeral containers, and status fields other than phase, conditions, qosClass, nominatedNodeName and
 startTime.
 :func:`slim_node` drops ``managedFields`` and ``status.images``. Every result has its keys and short
-strings interned (:func:`compact`).
+strings interned (:func:`compact`), but for UIDs and resourceVersions, which no two objects share.
+
+Pods stamped from one template carry equal containers, tolerations, affinity, labels, annotations and
+owner references: :func:`slim_pod` keeps one object for each distinct such value (:func:`share`), so
+100 000 pods of a few hundred workloads hold a few hundred copies, not 100 000. Cached objects are
+read-only, which is what makes sharing them safe. Nodes of one pool share their capacity, allocatable
+and node software the same way.
 """
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Mapping
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 Obj = Mapping[str, Any]
@@ -27,16 +36,51 @@ INTERN_MAX = 32
 classes, namespaces, label values, resource names), while UIDs and long names rarely do."""
 
 
+_OWN_VALUES = frozenset({"uid", "resourceVersion"})
+"""Keys whose values are one object's own: interning them would only grow the interned table."""
+
+
 def compact(obj: Any) -> Any:
     """``obj`` rebuilt with interned keys and short values. Every watch event is decoded on its own, so
     without this each of 100 000 cached pods carries its own copy of every key: half the memory."""
     if isinstance(obj, dict):
-        return {sys.intern(k) if isinstance(k, str) else k: compact(v) for k, v in obj.items()}
+        return {
+            sys.intern(k) if isinstance(k, str) else k: v if k in _OWN_VALUES else compact(v)
+            for k, v in obj.items()
+        }
     if isinstance(obj, list):
         return [compact(v) for v in obj]
     if isinstance(obj, str) and len(obj) <= INTERN_MAX:
         return sys.intern(obj)
     return obj
+
+
+class _SharedDict(dict[str, Any]):
+    """A dict the sharing table can hold weakly (it forgets a value no cached object holds any more)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class _SharedList(list[Any]):
+    __slots__ = ("__weakref__",)
+
+
+_shared: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+_shared_lock = threading.Lock()
+_SHARED_META = ("labels", "annotations", "ownerReferences")
+
+
+def share(value: Any) -> Any:
+    """The one cached object equal to ``value`` (a compacted dict or list; anything else is returned as
+    it is). Equal means equal JSON, so ``1`` and ``1.0`` or ``true`` stay apart."""
+    if not isinstance(value, dict | list) or not value:
+        return value
+    key = json.dumps(value, separators=(",", ":"))
+    with _shared_lock:
+        got = _shared.get(key)
+        if got is None:
+            got = _shared[key] = _SharedDict(value) if isinstance(value, dict) else _SharedList(value)
+    return got
 
 
 def _meta(obj: Obj) -> dict[str, Any]:
@@ -82,13 +126,34 @@ def slim_pod(obj: Obj, *, keep_volume_kinds: bool = False) -> Obj:
     status = obj.get("status")
     if isinstance(status, Mapping):
         out["status"] = {k: status[k] for k in _POD_STATUS_KEEP if k in status}
-    return compact(out)  # type: ignore[no-any-return]
+    pod: dict[str, Any] = compact(out)
+    # What the pod template gave (every spec field holding an object or a list, and these metadata
+    # fields) is shared with equal pods; nodeName and the status are the pod's own.
+    _share_fields(pod.get("metadata"), _SHARED_META)
+    spec = pod.get("spec")
+    _share_fields(spec, list(spec) if isinstance(spec, dict) else ())
+    return pod
+
+
+def _share_fields(section: Any, keys: Iterable[str]) -> None:
+    """Replace ``section[key]`` by its shared equal (``section`` is a dict this module just built)."""
+    if isinstance(section, dict):
+        for key in keys:
+            if key in section:
+                section[key] = share(section[key])
+
+
+_SHARED_NODE_STATUS = ("allocatable", "capacity", "nodeInfo", "daemonEndpoints")
 
 
 def slim_node(obj: Obj) -> Obj:
+    """A node without managedFields and images; what the nodes of a pool have alike in their status
+    (capacity, allocatable, the node software) is shared among them."""
     out: dict[str, Any] = dict(obj)
     out["metadata"] = _meta(obj)
     status = obj.get("status")
     if isinstance(status, Mapping) and "images" in status:
         out["status"] = {k: v for k, v in status.items() if k != "images"}
-    return compact(out)  # type: ignore[no-any-return]
+    node: dict[str, Any] = compact(out)
+    _share_fields(node.get("status"), _SHARED_NODE_STATUS)
+    return node

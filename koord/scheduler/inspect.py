@@ -21,21 +21,17 @@ def explainer(
     requests. Raises ``ConfigError``/``PluginError`` for a bad profile."""
     from prometheus_client import CollectorRegistry
 
-    from koord.kube.informer import index_by_node
-    from koord.kube.memstore import MemoryStore
+    from koord.kube.informers import MemoryInformerSet
     from koord.scheduler.extender.app import plugin_registry
-    from koord.scheduler.extender.handle import ClusterHandle, compact, slim_node, slim_pod
+    from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
     from koord.scheduler.extender.metrics import ExtenderMetrics
     from koord.scheduler.extender.verbs import Extender
     from koord.scheduler.framework.profile import default_profile, load_profile
     from koord.scheduler.framework.runtime import Framework
 
     profile = load_profile(config_file) if config_file else default_profile()
-    handle = ClusterHandle(
-        MemoryStore(nodes, transform=slim_node),
-        MemoryStore(pods, indexers={"node": index_by_node}, transform=slim_pod),
-        MemoryStore(metrics, transform=compact),
-    )
+    caches = MemoryInformerSet(extender_watches(), {"nodes": nodes, "pods": pods, "nodemetrics": metrics})
+    handle = ExtenderHandle(caches["nodes"], caches["pods"], caches["nodemetrics"])
     framework = Framework(profile, plugin_registry(), handle)
     extender = Extender(framework, handle, ExtenderMetrics(CollectorRegistry()), ready=lambda: True)
     names = [str((n.get("metadata") or {}).get("name") or "") for n in nodes]

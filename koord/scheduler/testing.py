@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from koord.apis import groups
-from koord.kube.informers import MemoryInformerSet, cluster_watches
-from koord.scheduler.extender.handle import ClusterHandle
+from koord.kube.informers import MemoryInformerSet
+from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
 from koord.scheduler.framework import Obj, PluginFactory, verdicts
 from koord.scheduler.framework.extension import plugin_controllers
 from koord.scheduler.framework.profile import parse_profile
@@ -28,6 +28,13 @@ from koord.scheduler.framework.registry import discover
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import BUILTIN
 from koord.testing.clock import FakeClock
+
+
+def run_score(fw: Framework, state: Any, pod: Obj, nodes: Sequence[Any]) -> dict[str, int]:
+    """PreScore, Score and NormalizeScore over ``nodes``: node -> the extender's combined 0..10, as
+    ``/prioritize`` answers."""
+    ns, combined = verdicts.node_scores(fw, state, pod, nodes)
+    return dict(zip(ns.names, combined, strict=True))
 
 
 class SchedulerHarness:
@@ -41,11 +48,11 @@ class SchedulerHarness:
         clock: FakeClock | None = None,
     ) -> None:
         self.clock = clock or FakeClock()
-        self.informers = MemoryInformerSet(cluster_watches())
+        self.informers = MemoryInformerSet(extender_watches())
         self.nodes = self.informers["nodes"]
         self.pods = self.informers["pods"]
         self.node_metrics = self.informers["nodemetrics"]
-        self.handle = ClusterHandle(self.nodes, self.pods, self.node_metrics, clock=self.clock.wall)
+        self.handle = ExtenderHandle(self.nodes, self.pods, self.node_metrics, clock=self.clock.wall)
         registry = discover(BUILTIN, entry_points=lambda: [])
         for name, factory in (plugins or {}).items():
             registry.register(name, factory)
@@ -58,25 +65,29 @@ class SchedulerHarness:
     def filter(self, pod: Obj, nodes: Sequence[str] | None = None) -> dict[str, str]:
         """PreFilter then Filter over ``nodes`` (default: every cached node): node -> "" when it passes,
         else the reason of the first plugin that rejects it."""
-        infos = self._infos(nodes)
-        out = verdicts.run_filter(self.framework, verdicts.new_state(pod), pod, infos)
+        with self.handle.cycle():
+            infos = self._infos(nodes)
+            out = verdicts.run_filter(self.framework, verdicts.new_state(pod), pod, infos)
         return {ni.name: out.failed.get(ni.name) or out.unresolvable.get(ni.name) or "" for ni in infos}
 
     def scores(self, pod: Obj, nodes: Sequence[str] | None = None) -> dict[str, int]:
         """The combined score of every node of ``nodes`` that passes the filter (0..10, as ``/prioritize``
         answers)."""
         state = verdicts.new_state(pod)
-        infos = self._infos(nodes)
-        passed = set(verdicts.run_filter(self.framework, state, pod, infos).passed)
-        if not passed:
-            return {}
-        return verdicts.run_score(self.framework, state, pod, [ni for ni in infos if ni.name in passed])
+        with self.handle.cycle():
+            infos = self._infos(nodes)
+            passed = set(verdicts.run_filter(self.framework, state, pod, infos).passed)
+            if not passed:
+                return {}
+            return run_score(self.framework, state, pod, [ni for ni in infos if ni.name in passed])
 
     def explain(self, pod: Obj, node: str) -> dict[str, Any]:
         """Each plugin's verdict and normalised score for ``node`` (the framework's explanation)."""
-        return verdicts.explain(self.framework, pod, self._infos(None), [node])[node]
+        with self.handle.cycle():
+            return verdicts.explain(self.framework, pod, self._infos(None), [node])[node]
 
     def _infos(self, nodes: Sequence[str] | None) -> list[Any]:
+        """The snapshot's NodeInfos (call inside ``handle.cycle()``)."""
         if nodes is None:
             return list(self.handle.node_infos())
         return [info for n in nodes if (info := self.handle.node_info(n)) is not None]

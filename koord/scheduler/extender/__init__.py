@@ -1,7 +1,7 @@
 """``koord-scheduler-extender``: kube-scheduler's HTTP extender as a second front end on the scheduling
-framework (the plugins are the same objects koord-scheduler runs).
+framework (the plugins are the same objects koord-scheduler runs, over the same cache and snapshot).
 
 ``verbs`` answers ``/filter``, ``/prioritize`` and ``/bind`` in kube-scheduler's terms, ``wire`` the JSON
-shapes, ``handle`` the plugins' view of the caches, ``binder`` the API binding, ``server`` HTTP, ``app`` and
-``cli`` the process.
+shapes, ``handle`` the informers into koord-scheduler's cache and the plugins' view of it, ``binder`` the
+API binding, ``server`` HTTP, ``app`` and ``cli`` the process.
 """

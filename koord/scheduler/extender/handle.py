@@ -1,42 +1,38 @@
-"""The cluster view the extender hands its plugins: the framework ``Handle`` over three caches (nodes,
-pods, NodeMetrics) and the informers that fill them.
+"""The cluster view the extender hands its plugins: koord-scheduler's own :class:`~koord.scheduler.cache.
+cache.Cache` and :class:`~koord.scheduler.framework.snapshot.Snapshot`, fed by the node and pod informers,
+behind the framework ``Handle``.
 
-Cached objects are trimmed by :mod:`koord.kube.trim` (pods lose ``spec.volumes``, managedFields,
-most container and status fields; every key and short string is interned). Terminated pods are not
-cached at all (field selector), so a pod that ends leaves the caches as a delete.
+The informers fill the cache as koord-scheduler's event handlers do, without a queue: nodes, and the pods
+bound to a node (a pending pod is the one kube-scheduler asks about, never cached as placed). ``/bind``
+assumes the pod on its node before the binding POST and forgets it when the POST fails, so the next
+``/filter`` counts it at once. Each verb brings the snapshot up to date under :meth:`ExtenderHandle.cycle`
+and reads only the snapshot while it runs: batch plugins see NodeSets with snapshot rows, as in
+koord-scheduler.
+
+Cached objects are trimmed by :mod:`koord.kube.trim`; terminated pods are not cached at all (field
+selector), so a pod that ends leaves the caches as a delete.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from koord.kube.informer import EventHandler
-from koord.kube.informers import InformerSet, cluster_watches
-from koord.kube.trim import compact, slim_node, slim_pod
-from koord.scheduler.framework import NodeInfo, Obj
+from koord.kube.informers import InformerSet, Watch, cluster_watches
+from koord.scheduler.cache.cache import Cache
+from koord.scheduler.framework import NodeInfo, Obj, PodInfo
 from koord.scheduler.framework.interface import ObjHandler, UpdateHandler
-
-__all__ = [
-    "ClusterHandle",
-    "Store",
-    "build_informers",
-    "compact",
-    "slim_node",
-    "slim_pod",
-]
+from koord.scheduler.framework.snapshot import Snapshot
 
 
 class Store(Protocol):
     """What the handle needs of a cache; :class:`~koord.kube.informer.Informer` is one."""
 
     def get(self, key: str) -> Obj | None: ...
-
-    def objects(self) -> list[Obj]: ...
-
-    def by_index(self, index: str, value: str) -> list[Obj]: ...
 
     def add_handler(self, handler: EventHandler) -> None: ...
 
@@ -45,50 +41,100 @@ class Store(Protocol):
     def __len__(self) -> int: ...
 
 
-class ClusterHandle:
+def _assigned(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def _uid(pod: Obj) -> str:
+    """The cache's key of a pod (:attr:`PodInfo.uid`)."""
+    meta = pod.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+
+
+class ExtenderHandle:
     """The framework's ``Handle`` over a node, a pod and a NodeMetric store (informers in the process,
-    :class:`~koord.kube.memstore.MemoryStore` in tests and benchmarks). The pod store must
-    carry the ``node`` index (``index_by_node``)."""
+    :class:`~koord.kube.memstore.MemoryStore` in tests and benchmarks): node views from the snapshot,
+    pods and NodeMetrics by name from their stores."""
 
     def __init__(
         self, nodes: Store, pods: Store, node_metrics: Store, *, clock: Callable[[], float] = time.time
     ) -> None:
         self.nodes, self.pods, self.node_metrics = nodes, pods, node_metrics
+        self.cache = Cache()
+        self._snapshot = Snapshot()
         self._clock = clock
-        self._lock = threading.Lock()
-        self._infos: dict[str, NodeInfo] = {}
-        nodes.add_handler(
-            EventHandler(on_add=self._node_set, on_update=self._node_update, on_delete=self._node_del)
-        )
+        self._cycle = threading.Lock()
+        cache = self.cache
+        nodes.add_handler(EventHandler(cache.add_node, self._node_updated, cache.remove_node))
+        pods.add_handler(EventHandler(self._pod_added, self._pod_updated, self._pod_deleted))
 
-    def _node_set(self, obj: Obj) -> None:
-        name = str((obj.get("metadata") or {}).get("name") or "")
-        info = NodeInfo(name, obj)
-        with self._lock:
-            self._infos[name] = info
+    # ---- informer events into the cache (koord-scheduler's handlers, without the queue) ---------------
 
-    def _node_update(self, old: Obj, new: Obj) -> None:
-        if old is not new:  # a resync replays the same object: keep the memo
-            self._node_set(new)
+    def _node_updated(self, old: Obj, new: Obj) -> None:
+        if old is not new:  # a resync replays the same object: the snapshot keeps its rows
+            self.cache.update_node(old, new)
 
-    def _node_del(self, obj: Obj) -> None:
-        with self._lock:
-            self._infos.pop(str((obj.get("metadata") or {}).get("name") or ""), None)
+    def _pod_added(self, pod: Obj) -> None:
+        if _assigned(pod):
+            self.cache.add_pod(pod)
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        if old is new:  # a resync replays the same object: nothing changed
+            return
+        if _assigned(new):
+            self.cache.update_pod(old, new)  # confirms the pod /bind assumed
+        elif _assigned(old):
+            self.cache.remove_pod(old)
+
+    def _pod_deleted(self, pod: Obj) -> None:
+        # A pod deleted between /bind and the informer's view of the binding arrives unassigned: the
+        # cache holds it assumed, and would hold it for good.
+        if _assigned(pod) or self.cache.is_assumed(_uid(pod)):
+            self.cache.remove_pod(pod)
+
+    # ---- the verbs' view ------------------------------------------------------------------------
+
+    @contextmanager
+    def cycle(self) -> Iterator[Snapshot]:
+        """The snapshot, brought up to date with the cache and held still while the block runs (one verb
+        at a time reads it; informer events keep arriving into the cache)."""
+        with self._cycle:
+            self.cache.update_snapshot(self._snapshot)
+            yield self._snapshot
+
+    def assume(self, pod_info: PodInfo, node: str) -> bool:
+        """Count the pod on ``node`` until the informer confirms the binding; False when the cache has it
+        already (bound, or assumed by an earlier ``/bind``), which leaves nothing to forget."""
+        try:
+            self.cache.assume_pod(pod_info, node)
+        except ValueError:
+            return False
+        return True
+
+    def forget(self, pod_info: PodInfo) -> None:
+        self.cache.forget_pod(pod_info.uid)
+
+    def finish_binding(self, pod_info: PodInfo) -> None:
+        self.cache.finish_binding(pod_info.uid)
 
     # ---- the framework Handle ---------------------------------------------------------------------
 
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
     def node_info(self, name: str) -> NodeInfo | None:
-        return self._infos.get(name)
+        return self._snapshot.node_info(name)
 
     def node_infos(self) -> Sequence[NodeInfo]:
-        with self._lock:
-            return list(self._infos.values())
+        return self._snapshot.node_infos()
 
     def get_pod(self, namespace: str, name: str) -> Obj | None:
         return self.pods.get(f"{namespace}/{name}" if namespace else name)
 
     def pods_on_node(self, node_name: str) -> list[Obj]:
-        return self.pods.by_index("node", node_name)
+        """The pods the snapshot counts on the node (bound, and assumed by ``/bind``)."""
+        info = self._snapshot.node_info(node_name)
+        return [] if info is None else [p.pod for p in info.pods.values()]
 
     def node_metric(self, node_name: str) -> Obj | None:
         return self.node_metrics.get(node_name)
@@ -117,8 +163,17 @@ class ClusterHandle:
     def has_synced(self) -> bool:
         return self.nodes.has_synced() and self.pods.has_synced() and self.node_metrics.has_synced()
 
+    def sizes(self) -> dict[str, int]:
+        nodes = self.cache.counts()[0]
+        return {"nodes": nodes, "pods": len(self.pods), "nodemetrics": len(self.node_metrics)}
+
+
+def extender_watches() -> tuple[Watch, Watch, Watch]:
+    """Nodes, non-terminated pods and NodeMetrics, trimmed as every cluster process trims them; the pods
+    carry no node index here, since the cache holds the pods of each node."""
+    nodes, pods, metrics = cluster_watches()
+    return nodes, Watch(pods.name, pods.resource, pods.field_selector, transform=pods.transform), metrics
+
 
 def build_informers(api_client: Any) -> InformerSet:
-    """Nodes, non-terminated pods (with the ``node`` index) and NodeMetrics, each trimmed as documented
-    (the caches every cluster process builds the same way, :mod:`koord.kube.informers`)."""
-    return InformerSet(api_client, cluster_watches())
+    return InformerSet(api_client, extender_watches())

@@ -205,7 +205,7 @@ class ExtenderServer:
         except Exception as err:
             log.exception("prioritize failed")
             return 500, "error", _error(f"internal error: {err!r}")
-        return 200, "ok", encode_priorities(scores)
+        return 200, "ok", encode_priorities(scores.hosts, scores.scores)
 
     def _bind(self, body: bytes) -> tuple[int, str, bytes]:
         try:

@@ -3,9 +3,11 @@ node, every plugin's word on it: the debug route and ``koord-manager top nodes``
 
 kube-scheduler calls filter, then prioritize, then bind for one pod as separate HTTP requests; the
 framework's cycle state of a pod is kept between them by pod UID (bounded, expiring), so what
-``pre_filter`` computed is there for ``score`` and ``reserve``. ``bind`` runs the Reserve plugins before
-the API binding (so the next pod already sees this one's load) and Unreserve when the binding fails:
-without a Reserve hook in the extender protocol, this is the only moment an extender learns the choice.
+``pre_filter`` computed is there for ``score`` and ``reserve``. ``bind`` assumes the pod on its node in
+koord-scheduler's cache and runs the Reserve plugins before the API binding (so the next pod already sees
+this one), and Unreserve and forgets it when the binding fails: without a Reserve hook in the extender
+protocol, this is the only moment an extender learns the choice. ``filter`` and ``prioritize`` run over
+the snapshot, brought up to date at the start of each call.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
+import numpy as np
+
 from koord.scheduler.extender.binder import Binder, BindFailed
-from koord.scheduler.extender.handle import ClusterHandle
+from koord.scheduler.extender.handle import ExtenderHandle
 from koord.scheduler.extender.metrics import ExtenderMetrics
-from koord.scheduler.extender.wire import BindingArgs, ExtenderArgs
-from koord.scheduler.framework import CycleState, NodeInfo, Obj, verdicts
+from koord.scheduler.extender.wire import BindingArgs, ExtenderArgs, host_entry
+from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, PodInfo, Snapshot, verdicts
 from koord.scheduler.framework.runtime import Framework, PluginFailure
 
 log = logging.getLogger(__name__)
@@ -45,6 +50,23 @@ class FilterAnswer:
     passed: list[str]
     failed: dict[str, str]
     unresolvable: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Priorities:
+    """A ``/prioritize`` answer: each node's ``HostPriority`` written up to its score
+    (:func:`~koord.scheduler.extender.wire.host_entry`, kept as a snapshot column so thousands of nodes
+    are not written again on every call) and its score, in order."""
+
+    hosts: list[str]
+    scores: list[int]
+
+
+HOST_ENTRY = "extender.host_entry"
+
+
+def _host_entry(ni: NodeInfo) -> str:
+    return host_entry(ni.name)
 
 
 class _Cycles:
@@ -93,7 +115,7 @@ class Extender:
     def __init__(
         self,
         framework: Framework,
-        handle: ClusterHandle,
+        handle: ExtenderHandle,
         metrics: ExtenderMetrics,
         binder: Binder | None = None,
         *,
@@ -106,30 +128,50 @@ class Extender:
         self.binder = binder
         self._ready = ready or handle.has_synced
         self.cycles = _Cycles(clock)
+        self._last_rows: np.ndarray | None = None
+        """The rows of the last NodeNames looked up: kube-scheduler asks about the same list pod after
+        pod, and comparing names is cheaper than hashing thousands of freshly decoded ones."""
 
     def ready(self) -> bool:
         return self._ready()
 
-    def _node_infos(self, args: ExtenderArgs) -> list[NodeInfo]:
-        """Cached NodeInfos by name; for Node objects sent in the request, the cached one when it is the
-        same version (its memo is reused), else one built from the request's object."""
-        handle = self.handle
+    def _nodes(self, snapshot: Snapshot, args: ExtenderArgs) -> NodeSet:
+        """The nodes asked about, as snapshot rows when every one is the snapshot's (batch plugins then
+        work on arrays). A node the snapshot does not know yet (kube-scheduler's node cache may be a
+        moment ahead of ours) is judged on its own NodeInfo: from the request's Node object when one was
+        sent, else empty; then the whole call runs node by node. A Node object sent in the request is
+        the snapshot's row when it is the same version."""
+        index = snapshot.index
         if args.nodes is None:
-            return [handle.node_info(n) or NodeInfo(n, None) for n in args.node_names or ()]
-        out: list[NodeInfo] = []
+            names = args.node_names or []
+            last = self._last_rows
+            if (
+                last is not None
+                and len(last) == len(names)
+                and int(last.max(initial=-1)) < len(snapshot)
+                and NodeSet(snapshot, last).names == names
+            ):
+                return NodeSet(snapshot, last)
+            rows = np.fromiter(map(index.get, names, repeat(-1)), dtype=np.int64, count=len(names))
+            if not len(rows) or rows.min() >= 0:
+                rows.setflags(write=False)
+                self._last_rows = rows
+                return NodeSet(snapshot, rows)
+            return NodeSet(snapshot, None, [snapshot.node_info(n) or NodeInfo(n, None) for n in names])
+        infos: list[NodeInfo] = []
         for node in args.nodes:
             meta = node.get("metadata") or {}
             name = str(meta.get("name") or "")
-            cached = handle.node_info(name)
+            cached = snapshot.node_info(name)
             rv = meta.get("resourceVersion")
             cached_rv = (
                 (cached.node.get("metadata") or {}).get("resourceVersion") if cached and cached.node else None
             )
             if cached is not None and rv and cached_rv == rv:
-                out.append(cached)
+                infos.append(cached)
             else:
-                out.append(NodeInfo(name, node))
-        return out
+                infos.append(NodeInfo(name, node))
+        return NodeSet.of(snapshot, infos)
 
     def _failure(self, err: PluginFailure) -> None:
         self.metrics.plugin_errors.labels(err.plugin, err.point).inc()
@@ -142,11 +184,11 @@ class Extender:
         if not self.ready():
             raise NotReady("caches not synced yet")
         pod = args.pod
-        nodes = self._node_infos(args)
         state = verdicts.new_state(pod)
         self.cycles.put(attempt_key(pod), state, pod)
         try:
-            out = verdicts.run_filter(self.framework, state, pod, nodes)
+            with self.handle.cycle() as snapshot:
+                out = verdicts.run_filter(self.framework, state, pod, self._nodes(snapshot, args))
         except PluginFailure as err:
             self._failure(err)
             raise
@@ -154,26 +196,32 @@ class Extender:
             self.metrics.filter_rejections.labels(plugin).inc(n)
         return FilterAnswer(out.passed, out.failed, out.unresolvable)
 
-    def prioritize(self, args: ExtenderArgs) -> dict[str, int]:
+    def prioritize(self, args: ExtenderArgs) -> Priorities:
         if not self.ready():
             raise NotReady("caches not synced yet")
         pod = args.pod
         key = attempt_key(pod)
         kept = self.cycles.get(key)
         try:
-            if kept is None:  # no filter call seen (filterVerb unset): PreFilter has not run yet
-                state = verdicts.new_state(pod)
-                self.framework.run_pre_filter(state, pod)
-                self.cycles.put(key, state, pod)
-            else:
-                state = kept[0]
-            return verdicts.run_score(self.framework, state, pod, self._node_infos(args))
+            with self.handle.cycle() as snapshot:
+                if kept is None:  # no filter call seen (filterVerb unset): PreFilter has not run yet
+                    state = verdicts.new_state(pod)
+                    self.framework.run_pre_filter(state, pod)
+                    self.cycles.put(key, state, pod)
+                else:
+                    state = kept[0]
+                nodes, scores = verdicts.node_scores(self.framework, state, pod, self._nodes(snapshot, args))
+                hosts = nodes.column(HOST_ENTRY, _host_entry)
+                return Priorities(
+                    hosts.tolist() if hosts is not None else [host_entry(ni.name) for ni in nodes], scores
+                )
         except PluginFailure as err:
             self._failure(err)
             raise
 
     def bind(self, b: BindingArgs) -> str:
-        """Reserve, POST the Binding, Unreserve on failure; the error for kube-scheduler ("" if bound)."""
+        """Assume the pod on the node in the cache, Reserve, POST the Binding; on a failure Unreserve and
+        forget the pod (koord-scheduler's order). The error for kube-scheduler ("" if bound)."""
         if self.binder is None:
             return "this extender does not bind (started without API access)"
         kept = self.cycles.pop(b.pod_uid) if b.pod_uid else None
@@ -187,17 +235,25 @@ class Extender:
                 self.metrics.bindings.labels("reserve_failed").inc()
                 return f"pod {b.pod_namespace}/{b.pod_name} is not in the extender's cache"
             state, pod = verdicts.new_state(cached), cached
+        info = state.pod_info or PodInfo(pod)
+        assumed = self.handle.assume(info, b.node)
         st = self.framework.run_reserve(state, pod, b.node)
         if st is not None:
+            if assumed:
+                self.handle.forget(info)
             self.metrics.bindings.labels("reserve_failed").inc()
             return f"reserve on {b.node} failed in plugin {st.plugin}: {st.message}"
         try:
             self.binder.bind(b.pod_namespace, b.pod_name, b.pod_uid, b.node)
         except BindFailed as err:
             self.framework.run_unreserve(state, pod, b.node)
+            if assumed:
+                self.handle.forget(info)
             self.metrics.bindings.labels("api_error").inc()
             log.info("binding %s/%s to %s failed: %s", b.pod_namespace, b.pod_name, b.node, err)
             return str(err)
+        if assumed:
+            self.handle.finish_binding(info)
         self.metrics.bindings.labels("bound").inc()
         return ""
 
@@ -210,17 +266,12 @@ class Extender:
         """:meth:`explain` of several nodes from one pass over the cached nodes."""
         pod = pod or PROBE_POD
         meta = pod.get("metadata") or {}
-        nodes = list(self.handle.node_infos())
-        docs = verdicts.explain(self.framework, pod, nodes, names)
-        known = {ni.name for ni in nodes}
+        with self.handle.cycle() as snapshot:
+            nodes = snapshot.node_infos()
+            docs = verdicts.explain(self.framework, pod, nodes, names)
+            known = set(snapshot.index)
         who = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
         return {n: {"node": n, "known": n in known, "pod": who, **docs[n]} for n in names}
 
     def cache_sizes(self) -> Mapping[str, int]:
-        h = self.handle
-        return {
-            "nodes": len(h.node_infos()),
-            "pods": len(h.pods),
-            "nodemetrics": len(h.node_metrics),
-            "cycles": len(self.cycles),
-        }
+        return {**self.handle.sizes(), "cycles": len(self.cycles)}

@@ -13,9 +13,9 @@ caller reads: a ``null`` list makes kube-scheduler drop every node.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import add
 from typing import Any
 
 Obj = Mapping[str, Any]
@@ -79,7 +79,8 @@ def decode_args(body: bytes) -> ExtenderArgs:
     raw_names = field(doc, "NodeNames")
     names: list[str] | None = None
     if raw_names is not None:
-        if not isinstance(raw_names, list) or not all(isinstance(n, str) for n in raw_names):
+        # JSON strings decode to exact ``str``: the set of types checks thousands of names at C level.
+        if not isinstance(raw_names, list) or not set(map(type, raw_names)) <= {str}:
             raise WireError("ExtenderArgs: NodeNames is not a list of strings")
         names = raw_names
     return ExtenderArgs(pod, nodes, names)
@@ -139,18 +140,26 @@ def encode_filter(
     )
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9._:-]*")
-"""Characters that need no JSON escaping; node names (DNS subdomains) are made of these."""
+def host_entry(name: str) -> str:
+    """One ``HostPriority`` of a ``HostPriorityList`` written up to its score: ``{"Host":"<name>","Score":``
+    (the extender keeps it per node, so thousands of entries are joined without writing each again)."""
+    return '{"Host":' + json.dumps(name, ensure_ascii=False) + ',"Score":'
 
 
-def encode_priorities(scores: Mapping[str, int]) -> bytes:
-    """A ``HostPriorityList``: a JSON array, ``[]`` when empty. Written by hand when every name is
-    plain (4x faster than building 5000 dicts for ``json.dumps``), by ``json.dumps`` otherwise."""
-    if _PLAIN.fullmatch("".join(scores)):
-        return (
-            "[" + ",".join([f'{{"Host":"{h}","Score":{int(s)}}}' for h, s in scores.items()]) + "]"
-        ).encode()
-    return _dumps([{"Host": host, "Score": score} for host, score in scores.items()])
+_SCORE_ENDS = [f"{i}}}" for i in range(11)]
+"""A score of 0..10 (what the extender answers) and the brace that closes its entry."""
+
+
+def encode_priorities(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
+    """A ``HostPriorityList`` (a JSON array, ``[]`` when empty) from each node's :func:`host_entry` and
+    its score, in order."""
+    if not scores:
+        return b"[]"
+    if min(scores) >= 0 and max(scores) < len(_SCORE_ENDS):
+        ends: Iterable[str] = map(_SCORE_ENDS.__getitem__, scores)
+    else:
+        ends = (f"{int(s)}}}" for s in scores)
+    return ("[" + ",".join(map(add, hosts, ends)) + "]").encode()
 
 
 def encode_binding(error: str = "") -> bytes:

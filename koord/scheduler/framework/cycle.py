@@ -46,26 +46,61 @@ class FilterResult:
     pod: Obj
     plugins: list[Enabled]
     failed: dict[int, tuple[int, Status | None]] = field(default_factory=dict)
-    """Position in ``nodes`` -> (index of the rejecting plugin in ``plugins``, its status if known)."""
+    """Position in ``nodes`` -> (index of the rejecting plugin in ``plugins``, its status if known): the
+    nodes judged one by one."""
     rejected: list[tuple[int, np.ndarray]] = field(default_factory=list)
     """(index of a batch plugin that answered with a boolean array, the positions it rejected): kept
     as arrays, since a plugin may reject thousands of nodes in a cycle that never asks why."""
+    grouped: list[tuple[int, Status, np.ndarray]] = field(default_factory=list)
+    """(index of a batch plugin that answered with statuses, one distinct Status it gave, the positions
+    it gave it to): thousands of nodes rejected with a handful of Status objects stay a few arrays."""
+
+    def groups(self) -> tuple[list[tuple[Status, np.ndarray]], list[tuple[int, Status]]]:
+        """Why nodes failed, for every rejected node the search went through, each Status tagged with
+        its plugin: the distinct statuses batch plugins gave many nodes, with the positions in ``nodes``
+        each rejected; and the nodes with a reason of their own (judged one by one, or rejected by a
+        boolean batch answer, whose plugin is then asked ``filter`` on the node) as (position, Status)."""
+        limit = self.processed
+        cut = limit < len(self.nodes)
+        grouped: list[tuple[Status, np.ndarray]] = []
+        for pi, st, positions in self.grouped:
+            at = positions[positions < limit] if cut else positions
+            if len(at):
+                grouped.append((st.with_plugin(self.plugins[pi].name), at))
+        raw = [(pos, pi, known) for pos, (pi, known) in self.failed.items() if pos < limit]
+        for pi, positions in self.rejected:
+            raw += [(pos, pi, None) for pos in (positions[positions < limit] if cut else positions).tolist()]
+        tagged: dict[tuple[int, int], Status] = {}  # a status shared by many nodes is tagged once
+        singles: list[tuple[int, Status]] = []
+        for pos, pi, known in raw:
+            st = known or self._why(pi, pos)
+            got = tagged.get((pi, id(st)))
+            if got is None:
+                got = tagged[(pi, id(st))] = st.with_plugin(self.plugins[pi].name)
+            singles.append((pos, got))
+        return grouped, singles
+
+    def _why(self, pi: int, pos: int) -> Status:
+        """A boolean answer's reason: the plugin's ``filter`` on that one node."""
+        e = self.plugins[pi]
+        why = e.plugin.filter(self.state, self.pod, self.nodes.info(pos))
+        return why or Status.unschedulable(f"node(s) rejected by {e.name}")
 
     def statuses(self) -> dict[str, Status]:
         """Node name -> why it failed, for every rejected node the search went through."""
+        grouped, singles = self.groups()
         out: dict[str, Status] = {}
-        infos = self.nodes.infos
-        failed = dict(self.failed)
-        for pi, positions in self.rejected:
-            failed.update(dict.fromkeys(positions.tolist(), (pi, None)))
-        for pos, (pi, known) in failed.items():
-            if pos >= self.processed:
-                continue
-            e = self.plugins[pi]
-            st = known or e.plugin.filter(self.state, self.pod, infos[pos])
-            st = st or Status.unschedulable(f"node(s) rejected by {e.name}")
-            out[infos[pos].name] = st.with_plugin(e.name)
+        for st, positions in grouped:
+            out.update(dict.fromkeys(self.nodes.names_at(positions), st))
+        if singles:
+            names = self.nodes.names_at([pos for pos, _ in singles])
+            out.update(zip(names, [st for _, st in singles], strict=True))
         return out
+
+
+FEW_STATUSES = 32
+"""Up to this many distinct Status objects in a batch answer, the nodes each rejects are kept as one array
+(:attr:`FilterResult.grouped`); beyond, node by node."""
 
 
 def _check(plugin: str, node: str, st: Any) -> Status:
@@ -127,18 +162,34 @@ def find_feasible(
                 result.rejected.append((pi, rejected))
                 alive[rejected] = False
             continue
-        answers = list(answer)
+        answers = answer if isinstance(answer, list) else list(answer)
         if len(answers) != len(cand):
             raise PluginFailure(
                 e.name, "filter", f"filter_nodes answered {len(answers)} of {len(cand)} nodes"
             )
-        infos = sub.infos
-        for k, st in enumerate(answers):
-            if st is None or (isinstance(st, Status) and st.code is Code.SUCCESS):
-                continue
-            pos = int(cand[k])
-            result.failed[pos] = (pi, _check(e.name, infos[k].name, st))
-            alive[pos] = False
+        # Thousands of answers, a handful of distinct Status objects: each distinct one is checked once,
+        # and the nodes it rejects are found with array operations.
+        ids = np.fromiter(map(id, answers), dtype=np.intp, count=len(answers))
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        said: list[Status | None] = []
+        for at in first.tolist():
+            st = answers[at]
+            ok = st is None or (isinstance(st, Status) and st.code is Code.SUCCESS)
+            said.append(None if ok else _check(e.name, sub.info(at).name, st))
+        if len(first) <= FEW_STATUSES:
+            for k, checked in enumerate(said):
+                if checked is not None:
+                    positions = cand[inverse == k]
+                    result.grouped.append((pi, checked, positions))
+                    alive[positions] = False
+            continue
+        # Many distinct statuses (a plugin that words each node's reason): node by node, at C level.
+        per_node_verdicts = list(map(said.__getitem__, inverse.tolist()))
+        failing = [k for k, v in enumerate(per_node_verdicts) if v is not None]
+        positions_list = cand[failing].tolist()
+        result.failed.update(zip(positions_list, [(pi, per_node_verdicts[k]) for k in failing], strict=True))
+        alive[positions_list] = False
     index = {e.name: pi for pi, e in enumerate(plugins)}
     special = set() if nominated is None else set(np.nonzero(nominated)[0].tolist())
     if not per_node:

@@ -19,6 +19,13 @@ if TYPE_CHECKING:
     from koord.scheduler.framework.snapshot import Snapshot
 
 
+NAME_COLUMN = "framework/name"
+
+
+def _name(info: NodeInfo) -> str:
+    return info.name
+
+
 class NodeSet(Sequence[NodeInfo]):
     __slots__ = ("_infos", "rows", "snapshot")
 
@@ -57,7 +64,20 @@ class NodeSet(Sequence[NodeInfo]):
 
     @property
     def names(self) -> list[str]:
+        col = self.column(NAME_COLUMN, _name)
+        if col is not None:  # thousands of names without a Python loop
+            names: list[str] = col.tolist()
+            return names
         return [ni.name for ni in self.infos]
+
+    def names_at(self, positions: Sequence[int] | np.ndarray) -> list[str]:
+        """The names of the nodes at ``positions`` (a few of many, without building every NodeInfo)."""
+        if self.rows is not None and self.snapshot is not None:
+            every = self.snapshot.derived(NAME_COLUMN, _name)
+            names: list[str] = np.take(every, np.take(self.rows, positions)).tolist()
+            return names
+        infos = self.infos
+        return [infos[i].name for i in positions]
 
     def mask(self, keep: Callable[[NodeInfo], bool]) -> np.ndarray:
         """``keep(node_info)`` for every node, as a boolean array (the node-by-node fallback)."""
@@ -68,7 +88,7 @@ class NodeSet(Sequence[NodeInfo]):
         ``None`` when they have no rows (answer node by node then)."""
         if self.rows is None or self.snapshot is None:
             return None
-        values: np.ndarray = self.snapshot.derived(key, fn, dtype)[self.rows]
+        values: np.ndarray = np.take(self.snapshot.derived(key, fn, dtype), self.rows, axis=0)
         return values
 
     def subset(self, keep: np.ndarray) -> NodeSet:

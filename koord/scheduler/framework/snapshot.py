@@ -90,9 +90,10 @@ class Snapshot:
     ) -> np.ndarray:
         """``fn(node_info)`` for every row, recomputed only for rows whose node changed since. ``key``
         names the column (one per plugin and meaning: a string, or a tuple with what the column is of);
-        ``fn`` must depend on the NodeInfo alone. A ``transient`` column is one of many that come and
-        go (counts of the pods a selector matches): only the :data:`TRANSIENT_COLUMNS` most recently
-        used are kept."""
+        ``fn`` must depend on the NodeInfo alone. A subarray ``dtype`` (``(np.float64, (k,))``) makes a
+        2-D column of ``k`` values per node. A ``transient`` column is one of many that come and go
+        (counts of the pods a selector matches): only the :data:`TRANSIENT_COLUMNS` most recently used
+        are kept."""
         n = len(self.infos)
         entry = self._derived.get(key)
         if entry is not None and self._synced.get(key) == self._log_base + len(self._log):
@@ -113,7 +114,7 @@ class Snapshot:
             self._transient.move_to_end(key)
         values, stamps, _ = entry
         if len(values) < self._cap:
-            values, stamps = self._grow_derived(key, dtype)
+            values, stamps = self._grow_derived(key, values.dtype)
         rows = self._written_since(self._synced.get(key, -1))
         if rows is None:
             stale = np.nonzero(stamps[:n] != self._stamp[:n])[0].tolist()
@@ -282,7 +283,7 @@ class Snapshot:
 
     def _grow_derived(self, key: Hashable, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
         values, stamps, fn = self._derived[key]
-        new_values = np.empty(self._cap, dtype=dtype)
+        new_values = np.empty((self._cap, *values.shape[1:]), dtype=dtype)
         new_values[: len(values)] = values
         new_stamps = np.zeros(self._cap, dtype=np.int64)
         new_stamps[: len(stamps)] = stamps

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from koord.apis.pod import as_list, as_map
@@ -140,11 +141,34 @@ def host_ports(pod: Obj) -> tuple[HostPort, ...]:
     return tuple(out)
 
 
+_RESOURCE_FACTS: dict[tuple[Any, ...], tuple[Resources, int, int]] = {}
+_RESOURCE_FACTS_MAX = 1 << 16
+
+
+def _shared_facts(requests: Resources, non_zero: tuple[int, int]) -> tuple[Resources, int, int]:
+    """One (requests, non-zero cpu, non-zero memory) object per distinct value: pods of one template
+    ask for the same, and a cache of 100 000 pods then holds a few hundred of them (they are read-only).
+    The table starts over when it gets large, which only costs sharing."""
+    key = (*sorted(requests.items()), *non_zero)
+    got = _RESOURCE_FACTS.get(key)
+    if got is None:
+        if len(_RESOURCE_FACTS) >= _RESOURCE_FACTS_MAX:
+            _RESOURCE_FACTS.clear()
+        got = _RESOURCE_FACTS[key] = (requests, *non_zero)
+    return got
+
+
+_NO_AFFINITY: Mapping[str, Any] = MappingProxyType({})
+
+
 class PodInfo:
-    """One pod object and what the framework derives from it once (requests, priority, ports...)."""
+    """One pod object and what the framework derives from it once (requests, priority, ports...).
+    ``requests`` is shared among pods asking for the same: never change it."""
 
     __slots__ = (
         "__dict__",
+        "affinity",
+        "host_ports",
         "name",
         "namespace",
         "node_name",
@@ -166,8 +190,14 @@ class PodInfo:
         self.node_name = str(spec.get("nodeName") or "")
         prio = spec.get("priority")
         self.priority = prio if isinstance(prio, int) and not isinstance(prio, bool) else 0
-        self.requests: Resources = _requests(pod)
-        self.non_zero_cpu, self.non_zero_memory = _non_zero(pod, self.requests)
+        requests = _requests(pod)
+        self.requests, self.non_zero_cpu, self.non_zero_memory = _shared_facts(
+            requests, _non_zero(pod, requests)
+        )
+        # Every cached pod is asked these when it joins a node: plain slots, not a per-pod __dict__.
+        self.host_ports: tuple[HostPort, ...] = host_ports(pod)
+        affinity = spec.get("affinity")
+        self.affinity: Mapping[str, Any] = affinity if isinstance(affinity, Mapping) else _NO_AFFINITY
 
     @staticmethod
     def uid_of(pod: Obj) -> str:
@@ -188,18 +218,10 @@ class PodInfo:
         return as_map(self.pod, "spec")
 
     @cached_property
-    def host_ports(self) -> tuple[HostPort, ...]:
-        return host_ports(self.pod)
-
-    @cached_property
     def memo(self) -> dict[str, Any]:
         """Where plugins keep what they derive from the pod object (parsed affinity terms...), as
         :attr:`NodeInfo.memo` for the node: a changed pod is a new PodInfo, with an empty memo."""
         return {}
-
-    @cached_property
-    def affinity(self) -> Mapping[str, Any]:
-        return as_map(self.spec, "affinity")
 
     @property
     def has_pod_affinity(self) -> bool:

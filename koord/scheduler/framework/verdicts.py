@@ -60,9 +60,18 @@ def run_filter(fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[NodeI
         nodes = [ni for ni in nodes if ni.name in allowed]
     found = find_feasible(fw, state, pod, _nodes(fw, nodes))
     out.passed = found.feasible.names
-    for node, st in found.statuses().items():
+    # Thousands of nodes, a handful of distinct statuses: each is read once and its nodes are written
+    # into the answer at C level.
+    names_at = found.nodes.names_at
+    grouped, singles = found.groups()
+    for st, positions in grouped:
+        names = names_at(positions)
         target = out.unresolvable if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE else out.failed
-        target[node] = st.message or f"rejected by {st.plugin}"
+        target.update(dict.fromkeys(names, st.message or f"rejected by {st.plugin}"))
+        out.rejected_by[st.plugin] = out.rejected_by.get(st.plugin, 0) + len(names)
+    for name, (_, st) in zip(names_at([pos for pos, _ in singles]), singles, strict=True):
+        target = out.unresolvable if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE else out.failed
+        target[name] = st.message or f"rejected by {st.plugin}"
         out.rejected_by[st.plugin] = out.rejected_by.get(st.plugin, 0) + 1
     return out
 
@@ -88,13 +97,14 @@ def combine_scores(
     return combined
 
 
-def run_score(fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> dict[str, int]:
-    """PreScore, Score and NormalizeScore; the extender's combined 0..10 per node."""
+def node_scores(
+    fw: Framework, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]
+) -> tuple[NodeSet, list[int]]:
+    """PreScore, Score and NormalizeScore: the nodes and the extender's combined 0..10 of each, in order."""
     ns = _nodes(fw, nodes)
     run_pre_score(fw, state, pod, ns)
     scores = plugin_scores(fw, state, pod, ns)
-    combined = combine_scores([(e.weight, v) for e, v in scores], len(ns), fw.total_score_weight)
-    return dict(zip(ns.names, combined, strict=True))
+    return ns, combine_scores([(e.weight, v) for e, v in scores], len(ns), fw.total_score_weight)
 
 
 def explain(

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from koord.kube.informer import index_by_node
 from koord.kube.memstore import MemoryStore
-from koord.scheduler.extender.handle import ClusterHandle
+from koord.scheduler.extender.handle import ExtenderHandle
 from koord.scheduler.framework import CycleState, Status
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
 from koord.testing import FakeClock, objects
@@ -17,9 +16,9 @@ class Env:
     def __init__(self, args: Mapping[str, Any] | None = None, clock: FakeClock | None = None) -> None:
         self.clock = clock or FakeClock()
         self.nodes = MemoryStore()
-        self.pods = MemoryStore(indexers={"node": index_by_node})
+        self.pods = MemoryStore()
         self.metrics = MemoryStore()
-        self.handle = ClusterHandle(self.nodes, self.pods, self.metrics, clock=self.clock.wall)
+        self.handle = ExtenderHandle(self.nodes, self.pods, self.metrics, clock=self.clock.wall)
         self.plugin = LoadAwareScheduling(args, self.handle)
 
     @property
@@ -36,9 +35,10 @@ class Env:
     def filter(self, pod: Mapping[str, Any], node: str) -> Status | None:
         state = CycleState()
         self.plugin.pre_filter(state, pod)
-        info = self.handle.node_info(node)
-        assert info is not None
-        return self.plugin.filter(state, pod, info)
+        with self.handle.cycle():
+            info = self.handle.node_info(node)
+            assert info is not None
+            return self.plugin.filter(state, pod, info)
 
     def reason(self, pod: Mapping[str, Any], node: str) -> str:
         st = self.filter(pod, node)
@@ -46,6 +46,7 @@ class Env:
 
     def score(self, pod: Mapping[str, Any], node: str) -> int:
         state = CycleState()
-        info = self.handle.node_info(node)
-        assert info is not None
-        return self.plugin.score(state, pod, info)
+        with self.handle.cycle():
+            info = self.handle.node_info(node)
+            assert info is not None
+            return self.plugin.score(state, pod, info)

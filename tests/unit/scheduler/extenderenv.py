@@ -10,10 +10,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord.kube.informer import index_by_node
 from koord.kube.memstore import MemoryStore
 from koord.scheduler.extender.binder import BindFailed
-from koord.scheduler.extender.handle import ClusterHandle
+from koord.scheduler.extender.handle import ExtenderHandle
 from koord.scheduler.extender.metrics import ExtenderMetrics
 from koord.scheduler.extender.server import ExtenderServer
 from koord.scheduler.extender.verbs import Extender
@@ -48,9 +47,9 @@ class ServedExtender:
     ) -> None:
         self.clock = FakeClock()
         self.nodes = MemoryStore()
-        self.pods = MemoryStore(indexers={"node": index_by_node})
+        self.pods = MemoryStore()
         self.metrics_store = MemoryStore()
-        self.handle = ClusterHandle(self.nodes, self.pods, self.metrics_store, clock=self.clock.wall)
+        self.handle = ExtenderHandle(self.nodes, self.pods, self.metrics_store, clock=self.clock.wall)
         registry = Registry()
         for name, factory in {**BUILTIN, **(extra_plugins or {})}.items():
             registry.register(name, factory)

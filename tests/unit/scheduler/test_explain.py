@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from koord.scheduler.framework import CycleState, NodeInfo
-from koord.scheduler.framework.verdicts import explain, run_filter, run_score
+from koord.scheduler.framework.verdicts import explain, run_filter
+from koord.scheduler.testing import run_score
 from tests.unit.scheduler.test_framework import NODES, Normalizing, framework
 
 

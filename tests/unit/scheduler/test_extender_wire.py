@@ -245,9 +245,14 @@ def test_metrics_and_debug_route(ext: ServedExtender) -> None:
     assert ext.get("/debug/nodes/idle?pod=default/nope")[0] == 404
 
 
-def test_priorities_encoding_escapes_odd_names() -> None:
-    from koord.scheduler.extender.wire import encode_priorities
+def encode_priorities(scores: dict[str, int]) -> bytes:
+    """The ``/prioritize`` body for ``scores`` (node -> score), as the server writes it."""
+    from koord.scheduler.extender.wire import encode_priorities, host_entry
 
+    return encode_priorities([host_entry(h) for h in scores], list(scores.values()))
+
+
+def test_priorities_encoding_escapes_odd_names() -> None:
     plain = {"node-1.example.com": 7, "n2": 0}
     assert json.loads(encode_priorities(plain)) == [
         {"Host": "node-1.example.com", "Score": 7},
@@ -259,3 +264,25 @@ def test_priorities_encoding_escapes_odd_names() -> None:
         {"Host": "ünïcode", "Score": 1},
     ]
     assert encode_priorities({}) == b"[]"
+
+
+def test_answers_written_by_hand_read_as_json_writes_them() -> None:
+    from koord.scheduler.extender.wire import encode_filter
+
+    failed = {f"n{i}": ("node(s) cpu usage exceed threshold" if i % 2 else 'said "no"') for i in range(6)}
+    for passed, fails, unres, error in (
+        (["a", "b.example.com"], failed, {"x": "gone"}, ""),
+        ([], {}, {}, "koord-scheduler-extender: caches not synced yet"),
+        (["ünïcode", "a"], {'we"ird': "r"}, {}, ""),  # not plain: json.dumps writes it
+    ):
+        doc = json.loads(encode_filter(None, passed, fails, unres, error))
+        assert doc == {
+            "Nodes": None,
+            "NodeNames": passed,
+            "FailedNodes": fails,
+            "FailedAndUnresolvableNodes": unres,
+            "Error": error,
+        }
+    scores = {f"node-{i}": i % 11 for i in range(30)}
+    assert json.loads(encode_priorities(scores)) == [{"Host": h, "Score": s} for h, s in scores.items()]
+    assert json.loads(encode_priorities({"a": 11})) == [{"Host": "a", "Score": 11}]  # out of range: as is

@@ -12,8 +12,9 @@ from koord.scheduler.framework import SKIP, CycleState, InvalidArgs, NodeInfo, S
 from koord.scheduler.framework.profile import load_profile, parse_profile
 from koord.scheduler.framework.registry import Registry, discover
 from koord.scheduler.framework.runtime import Framework, PluginFailure
-from koord.scheduler.framework.verdicts import combine_scores, run_filter, run_score
+from koord.scheduler.framework.verdicts import combine_scores, run_filter
 from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.testing import run_score
 from tests.unit.scheduler.env import Env
 
 

@@ -7,8 +7,10 @@ while it was placed within one report interval before the NodeMetric's ``updateT
 forced-estimation deadline is after ``updateTime``. Prod pods are also summed separately (reported
 usage of pods that are prod by both the pod and the NodeMetric, plus their deltas) for
 ``prodUsageThresholds``. Pods enter through the pod cache (bound pods) and through ``reserve`` (the
-extender's ``/bind``, before the API binding); a NodeMetric update rebuilds the node's sums. One lock
-guards it all: updates come from the cache threads, reads from the HTTP threads.
+extender's ``/bind``, before the API binding; a reserved pod deleted while still pending leaves with its
+load, which Koordinator's cache, keyed by the deleted pod's empty nodeName, would keep); a NodeMetric
+update rebuilds the node's sums. One lock guards it all: updates come from the cache threads, reads
+from the HTTP threads.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from koord.apis import extension
-from koord.apis.nodemetric import CollectPolicy, NodeMetricStatus, Usage, parse_status
+from koord.apis.nodemetric import CollectPolicy, Usage, parse_status
 from koord.apis.pod import as_list, as_map
 from koord.apis.timefmt import parse_time
 from koord.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs, Vec
@@ -27,11 +29,12 @@ from koord.scheduler.plugins.loadaware.estimator import (
     ANNOTATION_SECONDS_AFTER_SCHEDULED,
     custom_seconds,
     estimate_with_args,
+    shared_vec,
 )
 from koord.scheduler.plugins.loadaware.nodestate import NodeState, PodAssign
+from koord.scheduler.plugins.loadaware.table import LoadTable
 
 Obj = Mapping[str, Any]
-PROD = extension.PriorityClass.PROD.value
 
 
 class Existing(NamedTuple):
@@ -66,6 +69,10 @@ class PodAssignCache:
         self.clock = clock
         self._lock = threading.Lock()
         self._nodes: dict[str, NodeState] = {}
+        self.table = LoadTable()
+        """The per-node sums as arrays (read them under :meth:`reading`)."""
+        self._reserved: dict[str, str] = {}
+        """UID -> node of the pods :meth:`reserve` counted that the informer has not shown bound yet."""
 
     # ---- pods -------------------------------------------------------------------------------------
 
@@ -81,10 +88,9 @@ class PodAssignCache:
         timestamp = ts if ts is not None else self.clock()
         return PodAssign(
             uid=str(meta.get("uid") or ""),
-            key=f"{meta.get('namespace') or ''}/{meta.get('name') or ''}",
             pod=pod,
             timestamp=timestamp,
-            estimated=est if est != (0, 0) else None,
+            estimated=shared_vec(est) if est != (0, 0) else None,
             deadline=self._deadline(pod, timestamp),
             prod=prio is extension.PriorityClass.PROD,
         )
@@ -123,17 +129,36 @@ class PodAssignCache:
                 if old is not None:
                     n.add(old, -1)
                 n.add(entry)
+                self.table.write(node_name, n)
+
+    def reserve(self, node_name: str, pod: Obj) -> None:
+        """:meth:`assign` for a pod placed before the API server says so (``/bind``): remembered until
+        the informer shows it bound, so that deleting it while still pending takes its load away."""
+        self.assign(node_name, pod)
+        uid = str(as_map(pod, "metadata").get("uid") or "")
+        if node_name and uid:
+            with self._lock:
+                self._reserved[uid] = node_name
+
+    def _bound(self, pod: Obj) -> None:
+        uid = str(as_map(pod, "metadata").get("uid") or "")
+        if as_map(pod, "spec").get("nodeName") and uid in self._reserved:
+            with self._lock:
+                self._reserved.pop(uid, None)
 
     def unassign(self, node_name: str, uid: str) -> None:
         if not node_name:
             return
         with self._lock:
+            if self._reserved.get(uid) == node_name:
+                del self._reserved[uid]
             n = self._nodes.get(node_name)
             if n is None:
                 return
             old = n.pods.pop(uid, None)
             if old is not None and n.has_metric:
                 n.add(old, -1)
+                self.table.write(node_name, n)
             if not n.has_metric and not n.pods:
                 del self._nodes[node_name]
 
@@ -143,6 +168,7 @@ class PodAssignCache:
             return n.pods.get(uid) if n is not None else None
 
     def on_pod_add(self, pod: Obj) -> None:
+        self._bound(pod)
         self.assign(str(as_map(pod, "spec").get("nodeName") or ""), pod)
 
     def on_pod_update(self, old: Obj, pod: Obj) -> None:
@@ -150,6 +176,7 @@ class PodAssignCache:
         node = str(as_map(pod, "spec").get("nodeName") or "")
         uid = str(as_map(pod, "metadata").get("uid") or "")
         old_node = str(as_map(old, "spec").get("nodeName") or "")
+        self._bound(pod)
         if old_node and old_node != node:
             self.unassign(old_node, uid)
         cached = self.cached_pod(node, uid)
@@ -163,9 +190,9 @@ class PodAssignCache:
             self.assign(node, pod)
 
     def on_pod_delete(self, pod: Obj) -> None:
-        self.unassign(
-            str(as_map(pod, "spec").get("nodeName") or ""), str(as_map(pod, "metadata").get("uid") or "")
-        )
+        """A pending pod deleted after :meth:`reserve` arrives without a node: its reserved one."""
+        uid = str(as_map(pod, "metadata").get("uid") or "")
+        self.unassign(str(as_map(pod, "spec").get("nodeName") or "") or self._reserved.get(uid, ""), uid)
 
     # ---- NodeMetrics ------------------------------------------------------------------------------
 
@@ -175,14 +202,12 @@ class PodAssignCache:
         if not name:
             return
         raw_status = as_map(obj, "status")
-        status = parse_status(raw_status)
-        has_node_metric = isinstance(raw_status.get("nodeMetric"), Mapping)
+        raw_node = raw_status.get("nodeMetric")
+        has_node_metric = isinstance(raw_node, Mapping)
+        # Everything but the per-pod entries and the aggregated usages, which the node state reads from
+        # this object when it needs them.
+        status = parse_status({k: v for k, v in raw_status.items() if k != "podsMetric"})
         interval = float(CollectPolicy.from_spec(as_map(obj, "spec")).report_interval_seconds)
-        pod_usages = {
-            f"{m.namespace}/{m.name}": (m.usage.cpu_milli, m.usage.memory_bytes) for m in status.pods_metric
-        }
-        prod_pods = {f"{m.namespace}/{m.name}" for m in status.pods_metric if m.priority == PROD}
-        agg = _aggregated(status) if has_node_metric else {}
         node_usage = (_vec(status.node_usage) or (0, 0)) if has_node_metric else None
         prod_base = [0, 0]
         if has_node_metric and self.args.prod_usage_include_sys and status.system_usage is not None:
@@ -197,9 +222,13 @@ class PodAssignCache:
             n.status_time = status.update_time
             if status.update_time is not None:
                 n.update_time = status.update_time
-            n.pod_usages, n.prod_pods = pod_usages, prod_pods
-            n.node_usage, n.agg, n.prod_usage = node_usage, agg, prod_base
+            n.set_report(
+                raw_status.get("podsMetric"),
+                raw_node.get("aggregatedNodeUsages") if isinstance(raw_node, Mapping) else None,
+            )
+            n.node_usage, n.prod_usage = node_usage, prod_base
             n.rebuild()
+            self.table.write(name, n)
 
     def delete_node_metric(self, obj: Obj) -> None:
         name = str(as_map(obj, "metadata").get("name") or "")
@@ -210,6 +239,7 @@ class PodAssignCache:
             n.has_metric = n.has_node_metric = False
             if not n.pods:
                 del self._nodes[name]
+            self.table.write(name, None)
 
     # ---- reading ----------------------------------------------------------------------------------
 
@@ -222,6 +252,16 @@ class PodAssignCache:
             if n is None or not n.has_metric:
                 return None
             return Existing(n.status_time, n.has_node_metric, n.existing(prod, agg_type, agg_duration))
+
+    def slot(self, node_name: str) -> int:
+        """The node's row in :attr:`table` (see :mod:`.table`)."""
+        with self._lock:
+            return self.table.slot(node_name, self._nodes.get(node_name))
+
+    def agg_column(self, key: tuple[str, float]) -> int:
+        """The :attr:`table` column of the existing load under an aggregation (type, window)."""
+        with self._lock:
+            return self.table.agg_column(key, self._nodes)
 
     def reading(self) -> _Reading:
         """``with cache.reading() as nodes:`` the per-node states under the lock, for a batch of reads
@@ -244,6 +284,7 @@ class PodAssignCache:
                 "hasNodeMetric": n.has_metric,
             }
             if n.has_metric:
+                node_delta_pods, prod_delta_pods, estimated_pods = n.counted()
                 out.update(
                     updateTime=n.status_time,
                     reportIntervalSeconds=n.report_interval,
@@ -252,10 +293,10 @@ class PodAssignCache:
                     nodeDelta=list(n.node_delta),
                     prodDelta=list(n.prod_delta),
                     nodeEstimated=list(n.node_estimated),
-                    nodeDeltaPods=sorted(n.node_delta_pods),
-                    prodDeltaPods=sorted(n.prod_delta_pods),
-                    nodeEstimatedPods=sorted(n.node_estimated_pods),
-                    aggregated={f"{t}/{d:g}s": v for (t, d), v in sorted(n.agg.items())},
+                    nodeDeltaPods=node_delta_pods,
+                    prodDeltaPods=prod_delta_pods,
+                    nodeEstimatedPods=estimated_pods,
+                    aggregated={f"{t}/{d:g}s": v for (t, d), v in sorted(n.every_aggregated().items())},
                 )
             return out
 
@@ -274,17 +315,3 @@ class _Reading:
 
     def __exit__(self, *_exc: object) -> None:
         self._cache._lock.release()
-
-
-def _aggregated(status: NodeMetricStatus) -> dict[tuple[str, float], Vec]:
-    """Every reported (type, window) usage, plus ``(type, 0)`` aliasing the longest window of a type."""
-    out: dict[tuple[str, float], Vec] = {}
-    longest: dict[str, float] = {}
-    for entry in status.aggregated_node_usages:
-        for typ, usage in entry.usage.items():
-            out[(typ, entry.duration_seconds)] = (usage.cpu_milli, usage.memory_bytes)
-            if entry.duration_seconds > longest.get(typ, 0.0):
-                longest[typ] = entry.duration_seconds
-    for typ, d in longest.items():
-        out[(typ, 0.0)] = out[(typ, d)]
-    return out

@@ -115,6 +115,21 @@ def estimate_pod(
     return (out[0], out[1])
 
 
+_ESTIMATES: dict[Vec, Vec] = {}
+
+
+def shared_vec(v: Vec) -> Vec:
+    """One tuple per distinct estimate: the pods of a workload share theirs (kept for every cached pod,
+    so 100 000 pods hold a few hundred). The table starts over when it gets large, which only costs
+    sharing."""
+    got = _ESTIMATES.get(v)
+    if got is None:
+        if len(_ESTIMATES) >= 1 << 16:
+            _ESTIMATES.clear()
+        got = _ESTIMATES[v] = v
+    return got
+
+
 def estimate_with_args(pod: Any, args: LoadAwareSchedulingArgs) -> tuple[extension.PriorityClass, Vec]:
     """The pod's priority class and its estimate under the plugin's args."""
     prio = priority_class(pod)

@@ -9,20 +9,26 @@ the incoming pod's estimate. Score: 0 without a fresh NodeMetric, else
 ``(sum w_r*leastUsed_r + D*min_r leastUsed_r) / (sum w_r + D)`` with ``leastUsed = (cap - used)*100 / cap``.
 Reserve records the pod in the assign cache (the extender calls it from ``/bind``).
 
+Both run over a NodeSet as vector operations (:mod:`.batch`): the node facts as a snapshot column, the
+assign cache's sums as arrays by node (:mod:`.table`). ``filter``/``score`` on one node are the same code
+over a set of one.
+
 One difference: a node the extender's cache does not know yet passes and scores 0 (Koordinator's
 in-process plugin never sees one; here kube-scheduler's node cache may be a moment ahead of ours).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from koord.apis import extension
 from koord.apis.pod import as_map, is_daemonset_pod
-from koord.scheduler.framework import CycleState, Handle, NodeInfo, Obj, Status
+from koord.scheduler.framework import CycleState, Handle, NodeInfo, NodeSet, Obj, Status
+from koord.scheduler.plugins.loadaware import batch
 from koord.scheduler.plugins.loadaware.args import (
     RESOURCES,
     LoadAwareSchedulingArgs,
@@ -31,15 +37,18 @@ from koord.scheduler.plugins.loadaware.args import (
     to_vec,
 )
 from koord.scheduler.plugins.loadaware.assigncache import PodAssignCache
+from koord.scheduler.plugins.loadaware.batch import MAX_SCORE, NodeFacts
 from koord.scheduler.plugins.loadaware.estimator import estimate_with_args, node_capacity
-from koord.scheduler.plugins.loadaware.thresholds import FilterProfile, args_profile, node_profile
+from koord.scheduler.plugins.loadaware.table import NO_NODE
+from koord.scheduler.plugins.loadaware.thresholds import args_profile, node_profile
+
+__all__ = ["MAX_SCORE", "NAME", "LoadAwareScheduling", "NodeFacts", "PodFacts"]
 
 NAME = "LoadAwareScheduling"
 STATE_KEY = "IncomingPodEstimated" + NAME
 REASON_EXPIRED = "node(s) nodeMetric expired"
 REASON_USAGE = "node(s) %s usage exceed threshold"
 REASON_AGG_USAGE = "node(s) %s aggregated usage exceed threshold"
-MAX_SCORE = 100
 
 EXPIRED = Status.unschedulable(REASON_EXPIRED)
 OVER = tuple(Status.unschedulable(REASON_USAGE % r) for r in RESOURCES)
@@ -53,44 +62,6 @@ class PodFacts:
     daemonset: bool
     prod: bool
     estimate: Vec
-
-
-Limits = tuple[float, float]
-"""Per resource, the usage percentage at which a node fails: ``round(x) > t`` is ``x >= t + 0.5``
-(exact, unlike adding 0.5 in floating point); ``inf`` where the threshold or the capacity is 0."""
-
-
-def _limits(thresholds: Vec, capacity: Vec) -> Limits | None:
-    """``None`` when every threshold is 0 (the filter is off for this profile)."""
-    if thresholds == (0, 0):
-        return None
-    lim = [t + 0.5 if t > 0 and c > 0 else math.inf for t, c in zip(thresholds, capacity, strict=True)]
-    return (lim[0], lim[1])
-
-
-@dataclass(frozen=True, slots=True)
-class NodeFacts:
-    """What LoadAware derives from one Node object (memoized on its NodeInfo)."""
-
-    capacity: Vec
-    profile: FilterProfile
-    usage_limits: Limits | None
-    prod_limits: Limits | None
-    agg_limits: Limits | None
-    divisor: Vec
-    """The capacity with 0 replaced by 1, so a resource without capacity divides safely (its limit is inf)."""
-
-    @classmethod
-    def of(cls, capacity: Vec, profile: FilterProfile) -> NodeFacts:
-        agg = profile.aggregated
-        return cls(
-            capacity,
-            profile,
-            _limits(profile.usage, capacity),
-            _limits(profile.prod, capacity),
-            _limits(agg.thresholds, capacity) if agg is not None else None,
-            (capacity[0] or 1, capacity[1] or 1),
-        )
 
 
 class LoadAwareScheduling:
@@ -111,7 +82,17 @@ class LoadAwareScheduling:
             if agg is not None and agg.score_aggregation_type
             else ("", 0.0)
         )
+        # Two profiles may run this plugin with different args over one snapshot: its memo and column
+        # are its own.
+        self._memo = f"{NAME}@{id(self):x}"
+        self._column = f"{NAME}/facts@{id(self):x}"
+        expired = None if self.args.enable_schedule_when_node_metrics_expired else EXPIRED
+        answers = [None, expired, OVER[0], OVER[1], *AGG_OVER]
+        self._answers = np.empty(len(answers), dtype=object)
+        self._answers[:] = answers
+        """A Status (or None) per :mod:`.batch` filter code, to answer thousands of nodes in one take."""
         cache = self.cache
+        self._score_column = cache.agg_column(self._score_agg) if self._score_agg[0] else -1
         handle.on_pods(cache.on_pod_add, cache.on_pod_update, cache.on_pod_delete)
         handle.on_node_metrics(
             cache.set_node_metric, lambda _old, new: cache.set_node_metric(new), cache.delete_node_metric
@@ -129,12 +110,39 @@ class LoadAwareScheduling:
         return facts
 
     def node_facts(self, node_info: NodeInfo) -> NodeFacts:
-        facts = node_info.memo.get(NAME)
+        facts = node_info.memo.get(self._memo)
         if facts is None:
             facts = NodeFacts.of(node_capacity(node_info.node), node_profile(self._profile, node_info.node))
-            node_info.memo[NAME] = facts
+            node_info.memo[self._memo] = facts
         assert isinstance(facts, NodeFacts)
         return facts
+
+    def _facts_row(self, node_info: NodeInfo) -> tuple[float, ...]:
+        if node_info.node is None:
+            return batch.facts_row(NO_NODE, None, -1)
+        slot = self.cache.slot(node_info.name)
+        nf = self.node_facts(node_info)
+        agg = nf.profile.aggregated
+        column = (
+            self.cache.agg_column((agg.aggregation_type, agg.duration))
+            if agg is not None and nf.agg_limits is not None
+            else -1
+        )
+        return batch.facts_row(slot, nf, column)
+
+    def _gather(self, nodes: Sequence[NodeInfo]) -> tuple[np.ndarray, batch.Loads]:
+        """The nodes' :data:`~.batch.FACTS` (the snapshot's column when the nodes are its rows) and
+        the assign cache's sums for them."""
+        if not isinstance(nodes, NodeSet):
+            snapshot = getattr(self.handle, "snapshot", None)
+            nodes = NodeSet.of(snapshot() if callable(snapshot) else None, nodes)
+        facts = nodes.column(self._column, self._facts_row, batch.FACTS)
+        if facts is None:
+            facts = batch.facts_array([self._facts_row(ni) for ni in nodes])
+        slots = facts[:, batch.SLOT].astype(np.int64)
+        with self.cache.reading():
+            loads = batch.Loads(self.cache.table.gather(slots))
+        return facts, loads
 
     # ---- extension points -----------------------------------------------------------------------
 
@@ -146,106 +154,45 @@ class LoadAwareScheduling:
         return self.filter_nodes(state, pod, (node_info,))[0]
 
     def filter_nodes(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> list[Status | None]:
-        """The filter over many nodes at once (same answers as :meth:`filter` node by node): the pod's
-        facts, the clock and the cache lock are taken once per call, not once per node."""
         facts = state.get(STATE_KEY) or self.pod_facts(state, pod)
-        if facts.daemonset:
+        if facts.daemonset or not len(nodes):
             return [None] * len(nodes)
+        rows, loads = self._gather(nodes)
         args = self.args
-        now, expiration = self.handle.now(), args.node_metric_expiration_seconds
-        check_expired = args.filter_expired_node_metrics
-        expired_answer = None if args.enable_schedule_when_node_metrics_expired else EXPIRED
-        est_cpu, est_mem = facts.estimate
-        prod = facts.prod
-        out: list[Status | None] = []
-        append = out.append
-        with self.cache.reading() as states:
-            get = states.get
-            for ni in nodes:
-                n = get(ni.name)
-                if n is None or not n.has_metric or ni.node is None:
-                    append(None)  # no NodeMetric (or an unknown node): no load-awareness here
-                    continue
-                nf = ni.memo.get(NAME) or self.node_facts(ni)
-                agg = None
-                if prod and nf.prod_limits is not None:
-                    limits = nf.prod_limits
-                elif nf.agg_limits is not None:
-                    limits, agg = nf.agg_limits, nf.profile.aggregated
-                else:
-                    limits = nf.usage_limits
-                if limits is None:
-                    append(None)
-                    continue
-                t = n.status_time
-                if check_expired and (t is None or (expiration > 0 and now - t >= expiration)):
-                    append(expired_answer)
-                    continue
-                if not n.has_node_metric:
-                    append(None)
-                    continue
-                if agg is not None:
-                    used = n.existing(False, agg.aggregation_type, agg.duration)
-                else:
-                    used = n.existing(prod and nf.prod_limits is not None, "", 0.0)
-                div = nf.divisor
-                if (used[0] + est_cpu) / div[0] * 100 >= limits[0]:
-                    append(AGG_OVER[0] if agg is not None else OVER[0])
-                elif (used[1] + est_mem) / div[1] * 100 >= limits[1]:
-                    append(AGG_OVER[1] if agg is not None else OVER[1])
-                else:
-                    append(None)
-        return out
+        expired = (
+            loads.expired(self.handle.now(), args.node_metric_expiration_seconds)
+            if args.filter_expired_node_metrics
+            else None
+        )
+        codes = batch.filter_codes(rows, loads, facts.estimate, facts.prod, expired)
+        answers: list[Status | None] = self._answers[codes].tolist()
+        return answers
 
     def pre_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Status | None:
         self.pod_facts(state, pod)
         return None
 
     def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
-        return self.score_nodes(state, pod, (node_info,))[0]
+        return int(self.score_nodes(state, pod, (node_info,))[0])
 
-    def score_nodes(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> list[int]:
-        """The score over many nodes at once (same answers as :meth:`score` node by node)."""
-        if self._dominant == 0 and self._weights == (0, 0):
-            return [0] * len(nodes)
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> np.ndarray:
+        if (self._dominant == 0 and self._weights == (0, 0)) or not len(nodes):
+            return np.zeros(len(nodes), dtype=np.int64)
         facts = state.get(STATE_KEY) or self.pod_facts(state, pod)
+        rows, loads = self._gather(nodes)
         prod_pod = self.args.score_according_prod_usage and facts.prod
-        agg_type, agg_duration = ("", 0.0) if prod_pod else self._score_agg
-        now, expiration = self.handle.now(), self.args.node_metric_expiration_seconds
-        est_cpu, est_mem = facts.estimate
-        dominant, (w_cpu, w_mem) = self._dominant, self._weights
-        weight_sum = w_cpu + w_mem + dominant
-        out: list[int] = []
-        append = out.append
-        with self.cache.reading() as states:
-            get = states.get
-            for ni in nodes:
-                n = get(ni.name)
-                t = n.status_time if n is not None else None
-                if (
-                    n is None
-                    or not n.has_metric
-                    or ni.node is None
-                    or t is None
-                    or (expiration > 0 and now - t >= expiration)
-                    or not n.has_node_metric
-                ):
-                    append(0)  # no NodeMetric, expired, or nothing reported: no opinion
-                    continue
-                cap_cpu, cap_mem = (ni.memo.get(NAME) or self.node_facts(ni)).capacity
-                used = n.existing(prod_pod, agg_type, agg_duration)
-                # Koordinator's loadAwareSchedulingScorer, inlined: this loop runs once per node per pod
-                cpu, mem = used[0] + est_cpu, used[1] + est_mem
-                lc = (cap_cpu - cpu) * MAX_SCORE // cap_cpu if cap_cpu and cpu <= cap_cpu else 0
-                lm = (cap_mem - mem) * MAX_SCORE // cap_mem if cap_mem and mem <= cap_mem else 0
-                total = lc * w_cpu + lm * w_mem
-                if dominant:
-                    total += min(lc, lm) * dominant
-                append(total // weight_sum if weight_sum > 0 else 0)
-        return out
+        if prod_pod:
+            used = loads.prod
+        elif self._score_column >= 0:
+            used = loads.aggregated(np.full(len(rows), self._score_column))
+        else:
+            used = loads.plain
+        expired = loads.expired(self.handle.now(), self.args.node_metric_expiration_seconds)
+        valid = (rows[:, batch.KNOWN] > 0) & loads.measured & ~expired
+        return batch.scores(rows, used, valid, facts.estimate, self._weights, self._dominant)
 
     def reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
-        self.cache.assign(node_name, pod)
+        self.cache.reserve(node_name, pod)
         return None
 
     def unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None:
