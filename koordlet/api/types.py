@@ -42,6 +42,7 @@ __all__ = [
     "CLASS_KEYS",
     "CPUQOS",
     "NEVER_EVICTED_OWNERS",
+    "UNKNOWN",
     "BlkIOQOS",
     "BlockCfg",
     "CPUBurstStrategy",
@@ -95,7 +96,13 @@ class ContainerInfo:
     batch_cpu_limit_milli: int = 0
     batch_memory_request_bytes: int = 0
     batch_memory_limit_bytes: int = 0
+    mid_cpu_request_milli: int = 0
+    """``kubernetes.io/mid-cpu`` request (millicores, like batch-cpu); koord-mid pods request it."""
+    mid_memory_request_bytes: int = 0
 
+
+UNKNOWN = -1
+"""An extended allocatable (batch, mid) no Node reports: unknown, not zero."""
 
 NEVER_EVICTED_OWNERS = frozenset({"DaemonSet", "Node"})
 """Controller kinds whose pods are never evicted: a DaemonSet pod comes straight back, and a static pod
@@ -187,10 +194,19 @@ class NodeInfo:
     cpu_capacity_milli: int
     memory_capacity_bytes: int
     cpu_allocatable_milli: int = 0
+    """0: unknown (treated as the capacity where a figure is needed)."""
     memory_allocatable_bytes: int = 0
-    batch_cpu_allocatable_milli: int = 0
-    """``kubernetes.io/batch-cpu`` allocatable; -1 when the node does not report it at all."""
-    batch_memory_allocatable_bytes: int = 0
+    """0: unknown (treated as the capacity where a figure is needed)."""
+    batch_cpu_allocatable_milli: int = UNKNOWN
+    """``kubernetes.io/batch-cpu`` allocatable; :data:`UNKNOWN` (-1) when no Node reports it (a Node
+    without it, or no Node at all: ``--standalone``). Unknown is not zero: a strategy comparing against it
+    does nothing (Koordinator's ``getBEMilliAllocatable`` -1), where zero means BE has no room."""
+    batch_memory_allocatable_bytes: int = UNKNOWN
+    """``kubernetes.io/batch-memory`` allocatable, :data:`UNKNOWN` likewise."""
+    mid_cpu_allocatable_milli: int = UNKNOWN
+    """``kubernetes.io/mid-cpu`` allocatable (millicores), :data:`UNKNOWN` likewise."""
+    mid_memory_allocatable_bytes: int = UNKNOWN
+    """``kubernetes.io/mid-memory`` allocatable, :data:`UNKNOWN` likewise."""
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     reservation_cpu_milli: int = 0
