@@ -150,6 +150,15 @@ def measure_usage(ctx: api.PluginContext, pods: Sequence[api.PodInfo]) -> Usage 
     )
 
 
+def non_be_pod_in(be_dir: str, pods: Sequence[api.PodInfo]) -> api.PodInfo | None:
+    """A pod that is not BE but sits in the BE tier (suppressing the tier would confine it too)."""
+    prefix = be_dir.rstrip("/") + "/"
+    for pod in pods:
+        if not pod.is_best_effort and pod.cgroup_dir.startswith(prefix):
+            return pod
+    return None
+
+
 def capacity_quota(capacity_milli: int) -> int:
     """The node's CPU as a CFS quota: cores * 100000 us."""
     return capacity_milli * _shared.CFS_PERIOD_US // 1000

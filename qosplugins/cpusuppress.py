@@ -19,19 +19,21 @@ non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum
 apps plus the reservation (slower but per pod). When that estimate stands above the last decision's by
 more than the sampling noise (``_fastrise``: 2.5 times the spread the samples showed, learnt in 0.5 s
 blocks; at least 1 % of capacity) it re-decides at once and writes only if the result *shrinks* BE;
-growth stays with the periodic tick and its +10 % step. Both paths run under one lock; the handler never
-waits for it (a running reconcile already reads the newest samples), so the publisher's thread is not
-held up. The periodic path also takes the fast estimate's median over the last 0.25 s when that is above
-the per-pod figure (a rise already acted on is not undone by the 1 s average).
+growth stays with the periodic tick and its +10 % step. Under ``cpuset`` the rise must show in two
+samples in a row (a CPU taken on a one-window burst came back a tick later: the cpuset flapped, issue
+27). Both paths run under one lock; the handler never waits for it (a running reconcile already reads
+the newest samples), so the publisher's thread is not held up. The periodic path also takes the fast
+estimate's median over the last 0.25 s when that is above the per-pod figure (a rise already acted on is
+not undone by the 1 s average).
 
-LS demand. A controller fed by LS's *observed* usage has a fixed point under
-``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE
-never shares a CPU with LS there); the fast path feeds LS rises within ~60 ms; shrink is immediate and
-growth slow; and under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) now and then lowers a
-quota-bound BE tier for 3 s, so LS demand hidden by contention shows up as usage and the budget follows
-it. The squeeze is relative to BE's own quota and spaced so probing takes at most 3 % of BE's CPU (a
-node-sized step used to pin a small BE tier at the floor 30 % of the time). ``koordlet.api`` offers no
-per-pod PSI series, which would detect the stall directly.
+LS demand. A controller fed by LS's *observed* usage has a fixed point under ``cfsQuota`` where
+contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE never shares a CPU
+with LS there); the fast path feeds LS rises within ~60 ms; shrink is immediate and growth slow; and
+under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) now and then lowers a quota-bound BE tier for
+3 s, so LS demand hidden by contention shows up as usage and the budget follows it. The squeeze is
+relative to BE's own quota and spaced so probing takes at most 3 % of BE's CPU (a node-sized step used to
+pin a small BE tier at the floor 30 % of the time). ``koordlet.api`` offers no per-pod PSI series, which
+would detect the stall directly.
 
 Kubelet CPU manager ``static`` (``NodeInfo.kubelet_cpu_manager_policy``): the kubelet writes container
 cpusets itself and refuses a pod cgroup narrower than what it writes, so (as Koordinator) the tier and
@@ -39,9 +41,8 @@ pod levels keep every usable CPU and only BE containers are confined. Gate ``BEC
 belong to the runtime hook, so the strategy only recovers (quota unlimited, tier and pods and the
 containers of pods the scheduler did not place back to every usable CPU) and suppresses nothing.
 
-Safety: only the BE tier and what lies below it is written, and not at all while a non-BE pod sits in that
-tier (it would be confined too); quotas stay in [2000, capacity] or -1 on restore; cpusets keep ≥ 2
-online CPUs. Invalid thresholds skip the tick with a warning.
+Safety: only the BE tier and what lies below it is written, never while a non-BE pod sits in that tier
+(it would be confined too); quotas stay in [2000, capacity] or -1; cpusets keep ≥ 2 online CPUs.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Sequence
 
 from koordlet import api
 from qosplugins import _budget, _cpuset, _fastrise, _shared
@@ -140,7 +140,7 @@ class BECPUSuppress(api.QOSPluginBase):
             return
         be_dir = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
         pods = self.ctx.states.pods()
-        intruder = _non_be_pod_in(be_dir, pods)
+        intruder = _budget.non_be_pod_in(be_dir, pods)
         if intruder is not None:
             self._warn_once(
                 f"pod {intruder.namespace}/{intruder.name} ({intruder.qos or 'no QoS'}) is in the BE tier "
@@ -195,14 +195,22 @@ class BECPUSuppress(api.QOSPluginBase):
         try:
             decision = self._decision
             now = self.ctx.clock()
-            non_be = self._fast_non_be(0.0 if decision is None else decision.non_be_floor_milli)
-            if non_be is None:
+            raw = self._fast_non_be()
+            if raw is None:
                 return
             if decision is None:  # nothing to shrink yet; the samples still teach the noise band
-                self._rise.observe(now, non_be, None, 0.0)
+                self._rise.observe(now, raw, None, 0.0)
                 return
+            # The noise band and the level learn the samples as measured: the per-pod floor is a second
+            # old after LS falls, and it held the level (so the periodic budget) up a tick too long.
             least = FAST_RISE_FRACTION * decision.capacity_milli
-            rose = self._rise.observe(now, non_be, decision.non_be_milli, least)
+            rose = self._rise.observe(now, raw, decision.non_be_milli, least)
+            non_be = max(raw, decision.non_be_floor_milli)
+            if decision.policy == POLICY_CPUSET:
+                # A cpuset step is a whole CPU and comes back one CPU a tick: a rise must hold for two
+                # samples (issue 27: one-window bursts of other work pinned BE at 2-3 CPUs of 4).
+                sustained = self._rise.sustained(now, non_be, rose)
+                rose, non_be = sustained is not None, non_be if sustained is None else sustained
             if not rose or not _shared.threshold_enabled(self.ctx):
                 return
             budget = _budget.be_budget_milli(
@@ -217,8 +225,8 @@ class BECPUSuppress(api.QOSPluginBase):
         finally:
             self._lock.release()
 
-    def _fast_non_be(self, floor_milli: float) -> float | None:
-        """``node - BE tier`` from the fast sampler, never below the per-pod non-BE floor.
+    def _fast_non_be(self) -> float | None:
+        """``node - BE tier`` from the fast sampler (millicores).
 
         Falls back to the 1 s ``node_cpu_usage``/``node_be`` pair when the fast series are absent
         (an advisor without the fast sampler); ``None`` when neither pair is complete.
@@ -227,12 +235,12 @@ class BECPUSuppress(api.QOSPluginBase):
         node = _shared.last_value(ctx, api.NODE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
         be = _shared.last_value(ctx, api.BE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
         if node is not None and be is not None:
-            return max((node - be) * 1000, floor_milli)
+            return (node - be) * 1000
         node = _shared.last_value(ctx, api.NODE_CPU_USAGE)
         be_milli = _shared.last_value(ctx, api.NODE_BE, _shared.be_cpu_labels("usage"))
         if node is None or be_milli is None:
             return None
-        return max(node * 1000 - be_milli, floor_milli)
+        return node * 1000 - be_milli
 
     # -- writers -------------------------------------------------------------------------------------
 
@@ -390,11 +398,3 @@ class BECPUSuppress(api.QOSPluginBase):
         if message != self._warned:
             self.ctx.logger.warning("BECPUSuppress: %s", message)
             self._warned = message
-
-
-def _non_be_pod_in(be_dir: str, pods: Sequence[api.PodInfo]) -> api.PodInfo | None:
-    prefix = be_dir.rstrip("/") + "/"
-    for pod in pods:
-        if not pod.is_best_effort and pod.cgroup_dir.startswith(prefix):
-            return pod
-    return None
