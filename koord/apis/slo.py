@@ -40,6 +40,21 @@ class ResourceThresholdStrategy:
     cpu_evict_be_usage_threshold_percent: int | None = None
     cpu_evict_time_window_seconds: int | None = None
     cpu_evict_policy: str = "evictByRealLimit"
+    cpu_evict_threshold_percent: int | None = None
+    """``CPUEvict``: node CPU usage (percent of capacity) from which pods are evicted."""
+    cpu_evict_lower_percent: int | None = None
+    """``CPUEvict`` releases down to this (by default 2 points below the threshold)."""
+    cpu_allocatable_evict_threshold_percent: int | None = None
+    """``CPUAllocatableEvict``: batch/mid CPU requests (percent of their allocatable) from which pods are
+    evicted (may exceed 100)."""
+    cpu_allocatable_evict_lower_percent: int | None = None
+    memory_allocatable_evict_threshold_percent: int | None = None
+    """``MemoryAllocatableEvict``, as ``cpuAllocatableEvictThresholdPercent`` for memory."""
+    memory_allocatable_evict_lower_percent: int | None = None
+    evict_enabled_priority_threshold: int | None = None
+    """``CPUEvict``/``MemoryEvict`` evict only pods of this priority value or lower."""
+    allocatable_evict_priority_threshold: int | None = None
+    """The allocatable strategies evict only pods of this priority value or lower (below koord-prod)."""
 
     @property
     def memory_evict_lower(self) -> int:
@@ -47,6 +62,15 @@ class ResourceThresholdStrategy:
         threshold (koordlet's ``defaultMemoryReleaseBufferPercent``)."""
         lower = self.memory_evict_lower_percent
         return self.memory_evict_threshold_percent - 2 if lower is None else lower
+
+    @property
+    def cpu_evict_lower(self) -> int | None:
+        """Where ``CPUEvict`` stops: ``cpuEvictLowerPercent``, by default 2 points below the threshold
+        (koordlet's ``cpuReleaseBufferPercent``); ``None`` without a threshold."""
+        threshold, lower = self.cpu_evict_threshold_percent, self.cpu_evict_lower_percent
+        if threshold is None:
+            return None
+        return threshold - 2 if lower is None else lower
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,9 +101,15 @@ from koordlet.api.registry import (
 )
 from koordlet.api.services import Evictor, HostReader, MetricReader, ResourceWriter, StatesReader
 from koordlet.api.types import (
+    BATCH_CPU,
+    BATCH_MEMORY,
     CLASS_KEYS,
     CPUQOS,
+    LABEL_EVICTION_ENABLED,
+    MID_CPU,
+    MID_MEMORY,
     NEVER_EVICTED_OWNERS,
+    PRIORITY_VALUE_DEFAULTS,
     UNKNOWN,
     BlkIOQOS,
     BlockCfg,
@@ -139,6 +145,8 @@ from koordlet.api.types import (
 
 __all__ = [
     "API_VERSION",
+    "BATCH_CPU",
+    "BATCH_MEMORY",
     "BE_CPU_USAGE_FAST",
     "CLASS_KEYS",
     "CONTAINER_CPU_THROTTLED",
@@ -150,7 +158,10 @@ __all__ = [
     "EVENT_PODS_CHANGED",
     "HOST_APP_CPU_USAGE",
     "HOST_APP_MEMORY_USAGE",
+    "LABEL_EVICTION_ENABLED",
     "MAX_CPU_ID",
+    "MID_CPU",
+    "MID_MEMORY",
     "MIN_RATE_BPS",
     "NEVER_EVICTED_OWNERS",
     "NODE_BE",
@@ -160,6 +171,7 @@ __all__ = [
     "POD_CPU_THROTTLED",
     "POD_CPU_USAGE",
     "POD_MEMORY_USAGE",
+    "PRIORITY_VALUE_DEFAULTS",
     "REQUIRED_METHODS",
     "SYS_CPU_USAGE",
     "SYS_MEMORY_USAGE",

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from koord.apis.extension import KubeQOSClass, PriorityClass, QOSClass
+from koord.apis.pod import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from koord.apis.slo import (
     CLASS_KEYS,
     CPUQOS,
@@ -39,9 +40,15 @@ from koord.apis.slo import (
 )
 
 __all__ = [
+    "BATCH_CPU",
+    "BATCH_MEMORY",
     "CLASS_KEYS",
     "CPUQOS",
+    "LABEL_EVICTION_ENABLED",
+    "MID_CPU",
+    "MID_MEMORY",
     "NEVER_EVICTED_OWNERS",
+    "PRIORITY_VALUE_DEFAULTS",
     "UNKNOWN",
     "BlkIOQOS",
     "BlockCfg",
@@ -101,6 +108,16 @@ class ContainerInfo:
     mid_memory_request_bytes: int = 0
 
 
+LABEL_EVICTION_ENABLED = "koordinator.sh/eviction-enabled"
+PRIORITY_VALUE_DEFAULTS: Mapping[PriorityClass, int] = {
+    PriorityClass.PROD: 9500,
+    PriorityClass.MID: 7500,
+    PriorityClass.BATCH: 5500,
+    PriorityClass.FREE: 3500,
+    PriorityClass.NONE: 0,
+}
+"""Koordinator's ``GetDefaultPriorityByPriorityClass``: a pod's priority value when ``spec.priority`` is
+unset or 0."""
 UNKNOWN = -1
 """An extended allocatable (batch, mid) no Node reports: unknown, not zero."""
 
@@ -150,7 +167,8 @@ class PodInfo:
     @property
     def is_best_effort(self) -> bool:
         """BE with Koordinator's defaulting (a BE label, or no label and kube BestEffort): the agent's
-        evictor refuses any other pod, whatever a plugin asks."""
+        evictor refuses any other pod, whatever a plugin asks, unless its owner opted in
+        (:attr:`eviction_enabled`)."""
         return self.qos is QOSClass.BE
 
     @property
@@ -162,6 +180,27 @@ class PodInfo:
     def is_active(self) -> bool:
         """Pending or Running (Koordinator's ``IsPodActive``)."""
         return self.phase in ("Pending", "Running")
+
+    @property
+    def eviction_enabled(self) -> bool:
+        """Labelled ``koordinator.sh/eviction-enabled: "true"`` (Koordinator's ``PodEvictEnabled``): the
+        pod's owner lets the priority-based strategies (``CPUEvict``, ``MemoryEvict``, the allocatable
+        ones) evict it whatever its QoS; the agent's evictor takes no other non-BE pod."""
+        return self.labels.get(LABEL_EVICTION_ENABLED) == "true"
+
+    @property
+    def priority_value(self) -> int:
+        """Koordinator's ``GetPodPriorityValueWithDefault``: ``spec.priority`` when set and not 0, else
+        the default value of the pod's priority class (prod 9500, mid 7500, batch 5500, free 3500,
+        none 0)."""
+        if self.priority:
+            return self.priority
+        return PRIORITY_VALUE_DEFAULTS[self.priority_class]
+
+    def running_containers(self) -> tuple[ContainerInfo, ...]:
+        """App containers and sidecars (restartable init containers): what runs for the pod's life, whose
+        requests Koordinator's eviction strategies sum (``GetRequestTypeAndValueFromPod``)."""
+        return (*self.containers, *self.sidecars)
 
     @property
     def cpu_request_milli(self) -> int:

@@ -44,7 +44,10 @@ class Services:
 
 
 def is_enabled(entry: PluginEntry, gates: FeatureGate, ext_gates: FeatureGate) -> bool:
-    return (gates if entry.builtin else ext_gates).enabled(entry.name)
+    """A plugin runs when its gate, or a gate it serves (built-ins only), is on."""
+    if not entry.builtin:
+        return ext_gates.enabled(entry.name)
+    return any(gates.enabled(g) for g in entry.gates)
 
 
 class QOSManager:

@@ -210,3 +210,45 @@ def test_plugins_pause_while_the_pod_list_is_stale(caplog: pytest.LogCaptureFixt
     paused = [r for r in caplog.records if "paused" in r.getMessage()]
     resumed = [r for r in caplog.records if "resumed" in r.getMessage()]
     assert len(paused) == 1 and len(resumed) == 1
+
+
+class Serving(ps.Disabled):
+    """A default-off built-in that also serves two of Koordinator's table gates (as the CPU evictor)."""
+
+    name = "Serving"
+    serves = ("CPUEvict", "CPUAllocatableEvict")
+
+    def setup(self, ctx: api.PluginContext) -> None:
+        ps.EVENTS.append("setup Serving")
+
+
+@pytest.mark.parametrize(
+    ("gates_text", "set_up"), [("", False), ("CPUEvict=true", True), ("Serving=true", True)]
+)
+def test_a_plugin_is_set_up_when_a_gate_it_serves_is_on(gates_text: str, set_up: bool) -> None:
+    ps.EVENTS.clear()
+    stop = threading.Event()
+    entries = discover([Serving])
+    assert entries[0].gates == ("Serving", "CPUEvict", "CPUAllocatableEvict")
+    manager, _, _ = make_manager(entries, stop, gates_text)
+    manager.run(stop)
+    stop.set()
+    manager.shutdown()
+    assert ("setup Serving" in ps.EVENTS) is set_up
+
+
+class ServingUnknown(Serving):
+    name = "ServingUnknown"
+    serves = ("NoSuchGate",)
+
+
+class ExtServing(Serving):
+    name = "ExtServing"
+
+
+def test_served_gates_must_be_koordlet_gates_and_built_in_only(plugin_registry: None) -> None:
+    with pytest.raises(PluginError, match="NoSuchGate: not koordlet gates"):
+        discover([ServingUnknown])
+    api.register_qos_ext_plugin("ExtServing", ExtServing.feature, ExtServing())
+    with pytest.raises(PluginError, match="only built-in plugins serve koordlet gates"):
+        loader.discover([], entry_points=lambda: [])

@@ -101,8 +101,7 @@ def test_memory_qos_values_are_in_kernel_ranges(
     covered = [
         p
         for p in pod_list
-        if mq.pod_config(p, slo.resource_qos.of(keys.get(p.qos, "systemClass")).memory_qos)
-        is not None
+        if mq.pod_config(p, slo.resource_qos.of(keys.get(p.qos, "systemClass")).memory_qos) is not None
     ]
     # pods and containers are written exactly when memory QoS covers their pod
     tiers = {"kubepods", "kubepods/burstable", "kubepods/besteffort"}
