@@ -26,11 +26,13 @@ from koord.runtime.eventbus import EventBus
 from koord.runtime.httpaccess import DelegatingAuth, serving_from_options, ssl_context
 from koord.runtime.httpserver import AgentHTTPServer, Route, json_response
 from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor
+from koordlet import memprofile
 from koordlet.agentstatus import StatusSources, status_route
 from koordlet.config import Configuration
 from koordlet.featuregates import FeatureGate
 from koordlet.metriccache.cache import MetricCache
 from koordlet.metrics import AgentMetrics, PluginMetrics
+from koordlet.metricsadvisor.fastsampler import FastSampling
 from koordlet.prediction.checkpoint import Checkpointer
 from koordlet.prediction.server import PeakPredictServer
 from koordlet.qosmanager.evictor import Evictor
@@ -123,6 +125,8 @@ def new_daemon(
         clock=clock,
         wall_clock=wall,
     )
+    # Fast node samples only while a plugin asks for them (the suppress plugin: BE busy near its budget).
+    fast_sampling = FastSampling()
     advisor = MetricsAdvisor(
         dataclasses.replace(
             cfg.advisor,
@@ -135,6 +139,7 @@ def new_daemon(
         bus=bus,
         registry=registry,
         clock=clock,
+        fast_sampling=fast_sampling,
     )
     # The builder reports what it says as koordlet's gauges, and the prod prediction (Koordinator's
     # predict server, trained every minute from the cache) fills prodReclaimableMetric/prodPeakMetric.
@@ -175,6 +180,7 @@ def new_daemon(
         ),
         dry_run=cfg.qos.dry_run,
         degraded=informer.degraded,
+        want_fast_samples=fast_sampling.want,
     )
     qos = QOSManager(entries, gates, ext_gates, cfg.options, services, supervisor, agent_metrics)
 
@@ -226,4 +232,5 @@ def new_daemon(
         cfg.node_name, informer, cache, host, executor.events, qos.report, wall, started_at=wall()
     )
     http.route("/status", status_route(sources))
+    http.route("/debug/memory", memprofile.route)
     return Daemon(components, supervisor, http)

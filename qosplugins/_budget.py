@@ -29,6 +29,12 @@ HYSTERESIS_FRACTION = 0.01
 """Quota changes below 1 % of capacity are not written (koordlet)."""
 STEP_FRACTION = 0.1
 """Quota grows at most 10 % of capacity per tick (koordlet); the probe shrinks by the same step."""
+FAST_WINDOW_SECONDS = 1.0
+"""Fast samples older than this are stale (the sampler runs every ~50 ms while armed)."""
+ARM_BE_FRACTION = 0.01
+"""BE pods using less of the node than this have nothing for the fast path to take back."""
+ARM_REACH_FRACTION = 0.5
+"""The fast path is armed while a rise of this share of the node would cross the suppress threshold."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +163,34 @@ def non_be_pod_in(be_dir: str, pods: Sequence[api.PodInfo]) -> api.PodInfo | Non
         if not pod.is_best_effort and pod.cgroup_dir.startswith(prefix):
             return pod
     return None
+
+
+def fast_non_be(ctx: api.PluginContext) -> float | None:
+    """``node - BE tier`` from the fast sampler (millicores).
+
+    Falls back to the 1 s ``node_cpu_usage``/``node_be`` pair when the fast series are absent or stale (an
+    advisor without the fast sampler, or one not armed); ``None`` when neither pair is complete.
+    """
+    node = _shared.last_value(ctx, api.NODE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
+    be = _shared.last_value(ctx, api.BE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
+    if node is not None and be is not None:
+        return (node - be) * 1000
+    node = _shared.last_value(ctx, api.NODE_CPU_USAGE)
+    be_milli = _shared.last_value(ctx, api.NODE_BE, _shared.be_cpu_labels("usage"))
+    if node is None or be_milli is None:
+        return None
+    return node * 1000 - be_milli
+
+
+def fast_path_matters(usage: Usage, threshold_percent: int) -> bool:
+    """Whether fast samples can change anything now (issue 27: they were most of an idle agent's cost).
+    The fast path only shrinks BE, so BE must be using CPU (at least :data:`ARM_BE_FRACTION` of the node),
+    and the node must be within reach of the threshold (a rise of :data:`ARM_REACH_FRACTION` of the node
+    would cross it). The periodic tick re-decides every second, so a node that heads there arms the
+    sampler within a tick."""
+    cap = usage.capacity_milli
+    busy_be = usage.be_pods_milli >= ARM_BE_FRACTION * cap
+    return busy_be and usage.node_used_milli >= cap * (threshold_percent / 100.0 - ARM_REACH_FRACTION)
 
 
 def capacity_quota(capacity_milli: int) -> int:

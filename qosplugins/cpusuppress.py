@@ -59,8 +59,6 @@ POLICY_CFS_QUOTA = _budget.POLICY_CFS_QUOTA
 BE_CPU_MANAGER = "BECPUManager"
 KUBELET_STATIC = "static"
 INTERVAL = api.Flag("cpu-suppress-interval-seconds", float, 1.0, "BE CPU suppress interval in seconds")
-FAST_WINDOW_SECONDS = 1.0
-"""Fast samples older than this are stale (the sampler runs every ~50 ms)."""
 FAST_RISE_FRACTION = 0.01
 """The least non-BE rise (of capacity) the fast path acts on; above it the learnt noise band decides."""
 
@@ -109,6 +107,7 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def shutdown(self) -> None:
         with self._lock:
+            self.ctx.want_fast_samples(False)
             self._restore("agent stopping")
             self._decision = None
         self.ctx.executor.release(self.name)
@@ -117,27 +116,28 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def reconcile(self) -> None:
         with self._lock:
-            self._reconcile_locked()
+            self.ctx.want_fast_samples(self._reconcile_locked())
 
-    def _reconcile_locked(self) -> None:
+    def _reconcile_locked(self) -> bool:
+        """One periodic decision; whether the fast path can matter now (``_budget.fast_path_matters``)."""
         slo = self.ctx.states.node_slo().resource_used_threshold_with_be
         if self.ctx.agent.feature_gates.get(BE_CPU_MANAGER, False):
             self._decision = None
             self._recover_for_be_cpu_manager()
-            return
+            return False
         if not slo.enable:
             self._status = {"active": False, "why": "resourceUsedThresholdWithBE disabled in the NodeSLO"}
             self._decision = None
             self._probe.reset()
             if not self._restored:
                 self._restore("resourceUsedThresholdWithBE disabled")
-            return
+            return False
         resource = "cpu.cfs_quota_us" if slo.cpu_suppress_policy == POLICY_CFS_QUOTA else "cpuset.cpus"
         if not self.ctx.host.supports(resource):
             self._warn_once(
                 f"{resource} is not available on this host: {slo.cpu_suppress_policy} policy paused"
             )
-            return
+            return False
         be_dir = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
         pods = self.ctx.states.pods()
         intruder = _budget.non_be_pod_in(be_dir, pods)
@@ -149,11 +149,11 @@ class BECPUSuppress(api.QOSPluginBase):
             self._decision = None
             if not self._restored:
                 self._restore("non-BE pod in the BE tier")
-            return
+            return False
         usage = _budget.measure_usage(self.ctx, pods)
         if usage is None:
             self.ctx.logger.debug("BECPUSuppress: no node CPU sample yet")
-            return
+            return False
         self._warned = ""
         non_be = max(usage.non_be_milli, self._rise.level(self.ctx.clock()) or 0.0)
         budget = _budget.be_budget_milli(
@@ -185,6 +185,7 @@ class BECPUSuppress(api.QOSPluginBase):
             self._recover_quota(be_dir)
         self._decision = decision
         self._restored = False
+        return _budget.fast_path_matters(usage, slo.cpu_suppress_threshold_percent)
 
     # -- fast path -----------------------------------------------------------------------------------
 
@@ -195,7 +196,7 @@ class BECPUSuppress(api.QOSPluginBase):
         try:
             decision = self._decision
             now = self.ctx.clock()
-            raw = self._fast_non_be()
+            raw = _budget.fast_non_be(self.ctx)
             if raw is None:
                 return
             if decision is None:  # nothing to shrink yet; the samples still teach the noise band
@@ -224,23 +225,6 @@ class BECPUSuppress(api.QOSPluginBase):
             self._decision = fresh
         finally:
             self._lock.release()
-
-    def _fast_non_be(self) -> float | None:
-        """``node - BE tier`` from the fast sampler (millicores).
-
-        Falls back to the 1 s ``node_cpu_usage``/``node_be`` pair when the fast series are absent
-        (an advisor without the fast sampler); ``None`` when neither pair is complete.
-        """
-        ctx = self.ctx
-        node = _shared.last_value(ctx, api.NODE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
-        be = _shared.last_value(ctx, api.BE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
-        if node is not None and be is not None:
-            return (node - be) * 1000
-        node = _shared.last_value(ctx, api.NODE_CPU_USAGE)
-        be_milli = _shared.last_value(ctx, api.NODE_BE, _shared.be_cpu_labels("usage"))
-        if node is None or be_milli is None:
-            return None
-        return node * 1000 - be_milli
 
     # -- writers -------------------------------------------------------------------------------------
 

@@ -73,6 +73,10 @@ class PluginContext:
     """When true, plugins compute and log decisions; the executor and evictor do not act."""
     wall_clock: Callable[[], float] = field(default=lambda: 0.0)
     """Seconds since the epoch, for timestamps only (never for rates)."""
+    want_fast_samples: Callable[[bool], None] = field(default=lambda _on: None)
+    """``want_fast_samples(True)`` while the plugin needs ~50 ms node samples (``EVENT_NODE_SAMPLE``),
+    ``False`` when it does not: the agent samples that fast only while some plugin asks (an extension
+    that subscribes to the event is counted as asking)."""
 
     def option(self, flag: Flag[T]) -> T:
         """The value of ``flag`` (declared in ``init_flags``), of the flag's type.

@@ -146,3 +146,33 @@ def test_fast_path_does_not_run_while_reconcile_holds_the_lock() -> None:
     plugin.reconcile()
     h.executor.on_update = None
     assert len(during) == 2 and during[1] == during[0]  # the fast path stood aside, no deadlock
+
+
+def test_fast_samples_are_wanted_only_while_they_can_matter() -> None:
+    """Issue 27: the fast path only shrinks BE, so it is armed while BE pods use CPU on a node within
+    reach of the threshold (a rise of half the node would cross it), and disarmed otherwise."""
+    h = make_harness(1, HT8, slo=be_slo())  # 8 cores, threshold 65 %: armed from 15 % of the node
+    ls, be = setup_load(h, ls_cores=2.0, be_cores=3.0)  # node 5.5 cores
+    plugin = started(h)
+    plugin.reconcile()
+    assert h.fast_samples_wanted
+    h.clock.advance(1)
+    set_usage(h, ls, be, 2.0, 0.05, 0.1)  # BE idle: nothing to take back
+    plugin.reconcile()
+    assert not h.fast_samples_wanted
+    h.clock.advance(1)
+    set_usage(h, ls, be, 0.0, 1.0, 0.1)  # 1.1 cores: 14 % of the node, out of reach
+    plugin.reconcile()
+    assert not h.fast_samples_wanted
+    h.clock.advance(1)
+    set_usage(h, ls, be, 0.3, 1.0, 0.1)  # 1.4 cores: 17.5 %
+    plugin.reconcile()
+    assert h.fast_samples_wanted
+    h.states.slo = api.NodeSLO()  # the switch off
+    plugin.reconcile()
+    assert not h.fast_samples_wanted
+    h.states.slo = be_slo()
+    plugin.reconcile()
+    assert h.fast_samples_wanted
+    plugin.shutdown()
+    assert not h.fast_samples_wanted
