@@ -237,11 +237,7 @@ class MetricCache:
         now = self._clock()
         offset = self._wall_clock() - now
         with self._lock:
-            snap = [
-                (m, s.labels, *persist.ordered(s.ring))
-                for m, k in self._kinds.items()
-                for s in k.series.values()
-            ]
+            snap = persist.snapshot(self._kinds, offset)
         try:
             image = persist.to_image(snap, self.config, now=now, offset=offset)
             size, trimmed = persist.save(self.config, image)

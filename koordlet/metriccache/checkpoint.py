@@ -26,6 +26,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from koord.runtime.errors import KoordletError
 
@@ -42,14 +43,18 @@ class CorruptCheckpoint(KoordletError):
     """The checkpoint cannot be trusted: bad magic, unknown version, truncated, or checksum mismatch."""
 
 
+Floats: TypeAlias = "array[float] | memoryview"
+"""Doubles: an array, or a view into one (a checkpoint's series share their kind's timestamps)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SeriesImage:
     """One series as saved: epoch timestamps ascending, values aligned with them."""
 
     metric: str
     labels: Mapping[str, str]
-    ts: array[float]
-    vs: array[float]
+    ts: Floats
+    vs: Floats
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +65,7 @@ class Image:
     series: list[SeriesImage]
 
 
-def _le(a: array[float]) -> array[float]:
+def _le(a: Floats) -> Floats:
     if _BIG_ENDIAN:
         a = array("d", a)
         a.byteswap()
@@ -80,7 +85,7 @@ def estimated_size(image: Image) -> int:
     return _HEADER.size + len(_meta_bytes(image)) + _SAMPLE_BYTES * samples + _TRAILER.size
 
 
-def encode(image: Image) -> Iterator[bytes | array[float]]:
+def encode(image: Image) -> Iterator[bytes | Floats]:
     """The file's bytes as chunks, arrays passed through uncopied; the CRC trailer comes last."""
     meta = _meta_bytes(image)
     data_len = 8 * sum(len(s.ts) + len(s.vs) for s in image.series)
