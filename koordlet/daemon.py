@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client import CollectorRegistry
 
 from koord.runtime.errors import ConfigError
 from koord.runtime.eventbus import EventBus
@@ -31,7 +31,7 @@ from koordlet.agentstatus import StatusSources, status_route
 from koordlet.config import Configuration
 from koordlet.featuregates import FeatureGate
 from koordlet.metriccache.cache import MetricCache
-from koordlet.metrics import AgentMetrics, PluginMetrics
+from koordlet.metrics import AgentMetrics, PluginMetrics, ProcessMetrics
 from koordlet.metricsadvisor.fastsampler import FastSampling
 from koordlet.prediction.checkpoint import Checkpointer
 from koordlet.prediction.server import PeakPredictServer
@@ -91,7 +91,7 @@ def new_daemon(
 
     clock, wall = time.monotonic, time.time
     registry = CollectorRegistry(auto_describe=False)
-    ProcessCollector(registry=registry)  # process_cpu_seconds_total etc., as Go's koordlet exposes: its cost
+    ProcessMetrics(registry)  # process_cpu_seconds_total etc., as Go's koordlet exposes: its cost
     agent_metrics = AgentMetrics(registry, cfg.node_name)
     agent_metrics.started(native.HAS_NATIVE)
     supervisor = Supervisor(stop)
