@@ -39,7 +39,7 @@ from koordlet.qosmanager.evictor import Evictor
 from koordlet.qosmanager.loader import PluginEntry
 from koordlet.qosmanager.manager import QOSManager, Services
 from koordlet.resourceexecutor.executor import ResourceExecutor
-from koordlet.system import native
+from koordlet.system import malloc, native
 from koordlet.system.host import Host
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,7 @@ def new_daemon(
     from koordlet.statesinformer.informer import StatesInformer
     from koordlet.statesinformer.metrics import NodeMetricGauges
 
+    malloc.tune()  # before the first thread: arenas and mmap threshold (koordlet.system.malloc)
     clock, wall = time.monotonic, time.time
     registry = CollectorRegistry(auto_describe=False)
     ProcessMetrics(registry)  # process_cpu_seconds_total etc., as Go's koordlet exposes: its cost
@@ -202,6 +203,9 @@ def new_daemon(
             on_error=agent_metrics.tick_error,
         )
 
+    def start_allocator(s: threading.Event, sup: Supervisor) -> None:
+        sup.every("malloc/trim", malloc.TRIM_INTERVAL, malloc.trim, on_error=agent_metrics.tick_error)
+
     def start_prediction(s: threading.Event, sup: Supervisor) -> None:
         log.info("prediction: %d model(s) restored", prediction.restore())
         hook = agent_metrics.tick_error
@@ -220,6 +224,7 @@ def new_daemon(
         FuncComponent("statesinformer", informer.start, informer.has_synced, informer.shutdown),
         FuncComponent("metricsadvisor", advisor.start, advisor.has_synced, advisor.shutdown),
         FuncComponent("prediction", start_prediction),
+        FuncComponent("malloc", start_allocator),
         FuncComponent("qosmanager", lambda s, _sup: qos.run(s), lambda: True, qos.shutdown),
     ]
     http = _http_server(cfg, registry, standalone=informer.standalone)

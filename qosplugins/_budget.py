@@ -81,6 +81,7 @@ def explain(
     decided_at: float,
     usage: Usage | None,
     previous: api.JSONObject,
+    band: float | None = None,
 ) -> api.JSONObject:
     """The numbers behind ``budget`` for ``BECPUSuppress.status`` (``koordlet top``): a new dict, so the
     HTTP thread never sees a half-written one. The fast path (no ``usage``) keeps the last periodic split."""
@@ -107,6 +108,7 @@ def explain(
         **split,
         "nonBEMilli": round(decision.non_be_milli),
         "budgetMilli": round(budget),
+        "noiseBandMilli": None if band is None else round(band),
     }
 
 

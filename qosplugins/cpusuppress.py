@@ -176,7 +176,7 @@ class BECPUSuppress(api.QOSPluginBase):
         self._set(self._ls_used, (usage.pod_non_be_milli + usage.host_app_non_be_milli) / 1000.0)
         self._set(self._be_used, usage.be_pods_milli / 1000.0)
         self._status = _budget.explain(
-            decision, budget, "periodic", self.ctx.wall_clock(), usage, self._status
+            decision, budget, "periodic", self.ctx.wall_clock(), usage, self._status, self._rise.band
         )
         self._apply(decision, budget, shrink_only=False, usage=usage)
         if decision.policy == POLICY_CFS_QUOTA:
@@ -220,7 +220,10 @@ class BECPUSuppress(api.QOSPluginBase):
             # The decision carries the fast non-BE, so the write's audit reason names what the budget
             # subtracted (the stale periodic figure made "budget -202m, non-BE 648m" unexplainable).
             fresh = dataclasses.replace(decision, at=now, non_be_milli=non_be)
-            self._status = _budget.explain(fresh, budget, "fast", self.ctx.wall_clock(), None, self._status)
+            now_wall = self.ctx.wall_clock()
+            self._status = _budget.explain(
+                fresh, budget, "fast", now_wall, None, self._status, self._rise.band
+            )
             self._apply(fresh, budget, shrink_only=True)
             self._decision = fresh
         finally:

@@ -144,7 +144,7 @@ class MetricsAdvisor:
                 errors,
                 arming=fast_sampling,
                 # the process's CPU clock pairs only with the real clock (tests pass a fake one)
-                own_cpu=time.process_time if clock is time.monotonic else None,
+                own_cpu=time.process_time if clock is time.monotonic and config.fast_sample_own_cpu else None,
             )
             self.collectors.append(self.fast)
         if registry is not None:
