@@ -62,6 +62,7 @@ SCRAPE_EVERY = 10.0
 POD_SERIES = re.compile(rb'^koordlet_pod_resource_usage\{[^}]*resource="cpu"', re.M)
 CACHE_POD_SERIES = re.compile(rb'^koordlet_metric_cache_series\{metric="pod_cpu_usage"\} (\S+)$', re.M)
 CACHE_SAMPLES = re.compile(rb"^koordlet_metric_cache_samples (\S+)$", re.M)
+CACHE_PRIVATE = re.compile(rb"^koordlet_metric_cache_private_series (\S+)$", re.M)
 TRACE_FRAMES = "6"
 """Enough to look through the standard library to the agent's frame; each frame costs tracing time."""
 PROFILE_EVERY = 60.0
@@ -79,6 +80,7 @@ class Point:
     live: int
     removed_recent: int
     cache_floor_mib: float
+    private: int
 
 
 def memory_profile(base: str) -> dict[str, Any]:
@@ -187,7 +189,7 @@ def main() -> int:
         next_scrape = start + SCRAPE_EVERY
         cpu_prev, t_prev = sum(proc.cpu_times()[:2]), start
         print(
-            "   t(s)  cpu%   rss MiB  fds  exported  cached  live  cache floor MiB",
+            "   t(s)  cpu%   rss MiB  fds  exported  cached  live  floor MiB  private",
             file=sys.stderr,
             flush=True,
         )
@@ -208,6 +210,7 @@ def main() -> int:
                 t = time.monotonic()
                 cached = CACHE_POD_SERIES.search(body)
                 samples = CACHE_SAMPLES.search(body)
+                private = CACHE_PRIVATE.search(body)
                 while removed and removed[0] < t - gc_period - refresh:
                     removed.popleft()
                 p = Point(
@@ -220,12 +223,13 @@ def main() -> int:
                     live=len(kp.pods),
                     removed_recent=len(removed),
                     cache_floor_mib=float(samples.group(1)) * 8 / MIB if samples else -1.0,
+                    private=int(float(private.group(1))) if private else -1,
                 )
                 cpu_prev, t_prev = cpu, t
                 points.append(p)
                 print(
                     f"{p.t:7.0f} {p.cpu_pct:5.1f} {p.rss_mib:9.1f} {p.fds:4d} {p.exported:9d} "
-                    f"{p.cached:7d} {p.live:5d} {p.cache_floor_mib:8.1f}",
+                    f"{p.cached:7d} {p.live:5d} {p.cache_floor_mib:8.1f} {p.private:7d}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -272,6 +276,7 @@ def main() -> int:
         "growth_window_s": window,
         "rings_filling": warmup < MetricCacheConfig().pod_retention,
         "cache_floor_mib_end": round(steady[-1].cache_floor_mib, 1),
+        "cache_private_series_end": steady[-1].private,
         "traced": bool(args.components),
         "agent_exit": status,
         "ratio": round(steady[-1].rss_mib / steady[0].rss_mib, 4),

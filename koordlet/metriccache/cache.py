@@ -209,10 +209,15 @@ class MetricCache:
         return self._drop(lambda _m, s: s.ring.t_newest() >= older_than)
 
     def expire(self) -> int:
-        """Remove series with no sample within their family's retention."""
+        """Remove series with no sample within their family's retention, and put private series whose
+        samples are their timeline's newest ticks back on it (``Kind.reshare``)."""
         now = self._clock()
         cutoffs = {f: now - self.config.retention(f) for f in Family}
-        return self._drop(lambda m, s: s.ring.t_newest() >= cutoffs[family_of(m)])
+        dropped = self._drop(lambda m, s: s.ring.t_newest() >= cutoffs[family_of(m)])
+        with self._lock:
+            for kind in self._kinds.values():
+                kind.reshare()
+        return dropped
 
     # ---- stats -----------------------------------------------------------------------------------
 
@@ -220,7 +225,8 @@ class MetricCache:
         with self._lock:
             series = {m: len(k.series) for m, k in self._kinds.items() if k.series}
             samples = sum(len(s.ring) for k in self._kinds.values() for s in k.series.values())
-            return dataclasses.replace(self._stats, series=series, samples=samples)
+            private = sum(len(k.series) - k.timeline.members for k in self._kinds.values())
+            return dataclasses.replace(self._stats, series=series, samples=samples, private_series=private)
 
     # ---- persistence -----------------------------------------------------------------------------
 
