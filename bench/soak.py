@@ -153,6 +153,7 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=None, help="run length (default 60, --quick 5)")
     ap.add_argument("--pods", type=int, default=1000)
     ap.add_argument("--components", action="store_true", help="trace allocations: memory by component")
+    ap.add_argument("--agent-arg", action="append", default=[], help="an extra agent flag (repeatable)")
     ap.add_argument(
         "--warmup", type=float, default=None, help="seconds left out of slopes (default 900, --quick 60)"
     )
@@ -179,7 +180,7 @@ def main() -> int:
             new_pod(kp, made)
             made += 1
         env = {"PYTHONTRACEMALLOC": TRACE_FRAMES} if args.components else {}
-        agent = Agent(tmp, f"--cgroup-root=/{kp.parent}", env=env)
+        agent = Agent(tmp, f"--cgroup-root=/{kp.parent}", *args.agent_arg, env=env)
         agent.wait_ready(timeout=180.0)
         next_profile = time.monotonic() + PROFILE_EVERY
         proc = psutil.Process(agent.proc.pid)

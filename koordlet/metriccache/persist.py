@@ -14,14 +14,14 @@ import bisect
 import logging
 import os
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from koord.runtime.errors import InvalidValue
 from koordlet.metriccache import checkpoint
-from koordlet.metriccache.checkpoint import FILE_NAME, Floats, Image, SeriesImage
+from koordlet.metriccache.checkpoint import FILE_NAME, Image, SeriesImage
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
-from koordlet.metriccache.kind import Kind
+from koordlet.metriccache.kind import Kind, Series
 from koordlet.metriccache.ring import Ring
 from koordlet.metriccache.schema import SeriesKey, key_labels, series_key
 from koordlet.metriccache.timeline import SharedRing
@@ -29,8 +29,6 @@ from koordlet.system import atomicfile
 
 log = logging.getLogger(__name__)
 
-LiveSeries = tuple[str, Mapping[str, str], "Floats", "Floats"]
-"""``(metric, labels, ts, vs)`` out of the cache, epoch timestamps ascending."""
 
 Restored = dict[tuple[str, SeriesKey], tuple[dict[str, str], "array[float]", "array[float]"]]
 
@@ -44,44 +42,46 @@ def ordered(ring: Ring | SharedRing) -> tuple[array[float], array[float]]:
     return array("d", [p[0] for p in pairs]), array("d", [p[1] for p in pairs])
 
 
-def snapshot(kinds: Mapping[str, Kind], offset: float) -> list[LiveSeries]:
-    """Every series of ``kinds`` (under the cache's lock), with epoch timestamps (``t + offset``).
+class KindCopy:
+    """One kind's series in epoch time, copied out one at a time (each call under the cache's lock).
 
-    Lean on purpose (issue 27): a series on its kind's timeline gets a view into one epoch copy of that
-    timeline instead of its own timestamps, and only its values are copied. Copying timestamps per series
-    and converting them one float at a time held four copies of the whole cache for the length of each
-    checkpoint (~120 MB every 30 s at 1000 pods), which the allocator kept as resident memory.
+    Lean on purpose (issue 27): the series on the kind's timeline get views into one epoch copy of its
+    timestamps and only their values are copied, one series at a time, as the checkpoint is written.
+    Copying every series' timestamps and values at once, and converting them one float at a time, held
+    up to four copies of the cache for the length of each checkpoint (~120 MB every 30 s at 1000 pods),
+    which the allocator kept as resident memory. Made under the lock; a series dropped, detached or
+    appended since is copied as it is when its turn comes.
     """
-    out: list[LiveSeries] = []
-    for metric, kind in kinds.items():
+
+    def __init__(self, metric: str, kind: Kind, offset: float, cut: float) -> None:
         tl = kind.timeline
-        oldest = tl.oldest()
-        epoch = memoryview(_shifted(tl.chronological(), offset))
-        for series in kind.series.values():
-            ring = series.ring
-            if isinstance(ring, SharedRing):
-                lo, hi = ring.span()
-                if hi > lo:
-                    out.append((metric, series.labels, epoch[lo - oldest : hi - oldest], ring.values(lo, hi)))
-            else:
-                ts, vs = ordered(ring)
-                out.append((metric, series.labels, _shifted(ts, offset), vs))
-    return out
+        self.metric, self.offset, self.cut = metric, offset, cut
+        self.oldest, self.ticks = tl.oldest(), tl.ticks
+        self.epoch = memoryview(_shifted(tl.chronological(), offset))
+        self.first = self.oldest + bisect.bisect_left(self.epoch, cut)
+        self.series = list(kind.series.values())
+
+    def copy(self, series: Series) -> SeriesImage | None:
+        """The series' samples within retention (``None``: none)."""
+        ring, labels = series.ring, dict(series.labels)
+        if isinstance(ring, SharedRing):
+            lo, hi = ring.span()
+            lo, hi = max(lo, self.first), min(hi, self.ticks)
+            if hi <= lo:
+                return None
+            return SeriesImage(
+                self.metric, labels, self.epoch[lo - self.oldest : hi - self.oldest], ring.values(lo, hi)
+            )
+        ts, vs = ordered(ring)
+        ts = _shifted(ts, self.offset)
+        first = bisect.bisect_left(ts, self.cut)
+        if first >= len(ts):
+            return None
+        return SeriesImage(self.metric, labels, ts[first:], vs[first:])
 
 
 def _shifted(ts: array[float], offset: float) -> array[float]:
     return array("d", map(offset.__add__, ts))
-
-
-def to_image(live: Sequence[LiveSeries], config: MetricCacheConfig, *, now: float, offset: float) -> Image:
-    """The checkpoint image of ``live`` series (epoch timestamps): retention applied, nothing copied."""
-    series: list[SeriesImage] = []
-    for metric, labels, ts, vs in live:
-        first = bisect.bisect_left(ts, now + offset - config.retention_for(metric))
-        if first >= len(ts):
-            continue
-        series.append(SeriesImage(metric, dict(labels), ts[first:], memoryview(vs)[first:]))
-    return Image(saved_at=now + offset, series=series)
 
 
 def _trim_first(metric: str) -> bool:
@@ -97,9 +97,17 @@ def save(config: MetricCacheConfig, image: Image) -> tuple[int, int]:
             "metric cache: the checkpoint exceeds --tsdb-max-bytes=%d even without samples",
             config.tsdb_max_bytes,
         )
+    return save_stream(config, image.saved_at, image.series), trimmed
+
+
+def save_stream(config: MetricCacheConfig, saved_at: float, series: Iterable[SeriesImage]) -> int:
+    """Write the series as ``series`` yields them (unbounded: the caller checked the size); returns the
+    bytes written."""
+    assert config.tsdb_path is not None
     config.tsdb_path.mkdir(parents=True, exist_ok=True)
-    size = atomicfile.write_atomic(config.tsdb_path / FILE_NAME, checkpoint.encode(image), mode=0o600)
-    return size, trimmed
+    return atomicfile.write_atomic(
+        config.tsdb_path / FILE_NAME, checkpoint.encode(saved_at, series), mode=0o600
+    )
 
 
 def read(directory: Path) -> Image:
