@@ -79,6 +79,8 @@ class BECPUSuppress(api.QOSPluginBase):
         self._probe = _budget.DemandProbe()
         self._rise = _fastrise.RiseDetector()
         self._restored = False
+        self._fast_wanted = False
+        self._cpuset_written: tuple[str, str | None, frozenset[str]] | None = None
         self._warned = ""
         self._status: api.JSONObject = {}
         node = ctx.node_name
@@ -108,6 +110,7 @@ class BECPUSuppress(api.QOSPluginBase):
     def shutdown(self) -> None:
         with self._lock:
             self.ctx.want_fast_samples(False)
+            self._fast_wanted = False
             self._restore("agent stopping")
             self._decision = None
         self.ctx.executor.release(self.name)
@@ -116,7 +119,10 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def reconcile(self) -> None:
         with self._lock:
-            self.ctx.want_fast_samples(self._reconcile_locked())
+            want = self._reconcile_locked()
+            if want != self._fast_wanted:
+                self.ctx.want_fast_samples(want)
+                self._fast_wanted = want
 
     def _reconcile_locked(self) -> bool:
         """One periodic decision; whether the fast path can matter now (``_budget.fast_path_matters``)."""
@@ -251,11 +257,16 @@ class BECPUSuppress(api.QOSPluginBase):
         if shrink_only and (old_count is None or len(target) >= old_count):
             return
         reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
-        # Written every tick (children appear; the executor skips what is unchanged), logged on change.
         changed = old is None or old != frozenset(target)
         outer = api.format_cpuset(decision.pools.usable_ids) if static else None
-        self._write_cpuset(decision.be_dir, api.format_cpuset(target), reason, changed, outer=outer)
         self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
+        # Written again when the value or the BE cgroups the pods name change (a tick of walking the
+        # tier for nothing was most of an idle node's suppress cost); the executor's force update
+        # re-applies it meanwhile.
+        key = (api.format_cpuset(target), outer, _shared.be_cgroup_dirs(self.ctx.states.pods()))
+        if changed or key != self._cpuset_written:
+            self._write_cpuset(decision.be_dir, key[0], reason, changed, outer=outer)
+            self._cpuset_written = key  # after the write: every other writer forgets it
 
     def _current_be_cpus(self, be_dir: str, static: bool) -> frozenset[int] | None:
         """The BE cpuset in force: the tier's, or under kubelet ``static`` (tier kept wide) a container's."""
@@ -302,6 +313,7 @@ class BECPUSuppress(api.QOSPluginBase):
     ) -> None:
         """``value`` on the tier, its pods and their containers; ``outer`` (kubelet static) instead on
         the tier and pods; containers of the pod dirs in ``skip_pods`` are left alone."""
+        self._cpuset_written = None  # a recover or restore writes something else
         levels = _shared.dirs_by_depth(be_dir, self.ctx.host.list_cgroups(be_dir, 2))
         if not levels[0]:
             return
