@@ -24,16 +24,16 @@ from prometheus_client import CollectorRegistry
 
 from koord.apis.timefmt import format_time
 from koord.kube.informer import index_by_node
-from koord.scheduler.app import freeze_heap
-from koord.scheduler.extender import Extender
+from koord.kube.memstore import MemoryStore
+from koord.scheduler.extender.app import freeze_heap
+from koord.scheduler.extender.handle import ClusterHandle, compact, slim_node, slim_pod
+from koord.scheduler.extender.metrics import ExtenderMetrics
+from koord.scheduler.extender.server import ExtenderServer
+from koord.scheduler.extender.verbs import Extender
 from koord.scheduler.framework.profile import default_profile
 from koord.scheduler.framework.registry import discover
 from koord.scheduler.framework.runtime import Framework
-from koord.scheduler.memstore import MemoryStore
-from koord.scheduler.metrics import ExtenderMetrics
 from koord.scheduler.plugins import BUILTIN
-from koord.scheduler.server import ExtenderServer
-from koord.scheduler.snapshot import ClusterHandle, compact, slim_node, slim_pod
 
 NAME = "extender"
 PODS_PER_NODE = 20

@@ -34,8 +34,6 @@ NOT_IMPLEMENTED: Mapping[str, str] = {
     "pod-resources-proxy-path": VALUE,
     "xpu-device-infos-dir": VALUE,
     # states informer
-    "node-topology-sync-interval": VALUE,
-    "disable-query-kubelet-config": BOOL,
     "report-interval": VALUE,
     "enable-pod-taskids": BOOL,
     "xpu-enforce-collect-from-device-infos": BOOL,
@@ -71,8 +69,6 @@ NOT_IMPLEMENTED: Mapping[str, str] = {
     "runtime-hooks-nri-socket-path": VALUE,
     "runtime-hooks-nri-plugin-name": VALUE,
     "runtime-hooks-nri-plugin-index": VALUE,
-    "runtime-hooks-reconcile-interval": VALUE,
-    "disable-unset-cpu-quota": BOOL,
     # audit (ours is in memory, sized by --audit-max-events-limit)
     "audit-log-dir": VALUE,
     "audit-verbose": VALUE,

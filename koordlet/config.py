@@ -28,6 +28,7 @@ from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.prediction.server import PredictionConfig
 from koordlet.qosmanager.config import QOSManagerConfig
 from koordlet.resourceexecutor.config import ExecutorConfig
+from koordlet.runtimehooks.config import HooksConfig
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.system import paths as syspaths
 
@@ -80,6 +81,12 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("pod-list", str, "", "standalone: PodList JSON file or URL enriching cgroup-discovered pods"),
     Flag("node-slo-file", str, "", "standalone: NodeSLO YAML/JSON file, reloaded when it changes"),
     Flag("enable-node-metric-report", bool, True, "report NodeMetric status"),
+    Flag("node-topology-sync-interval", float, 3.0, "node topology (NodeResourceTopology) sync interval"),
+    Flag(
+        "disable-query-kubelet-config", bool, False, "do not ask the kubelet's /configz for its CPU manager"
+    ),
+    Flag("runtime-hooks-reconcile-interval", float, 10.0, "runtime hooks: full reconcile interval"),
+    Flag("disable-unset-cpu-quota", bool, False, "runtime hooks: keep the CFS quota of pods bound to CPUs"),
     Flag(
         "node-metric-report-min-interval",
         float,
@@ -158,6 +165,7 @@ class Configuration:
     advisor: AdvisorConfig
     qos: QOSManagerConfig
     prediction: PredictionConfig
+    hooks: HooksConfig
     options: Mapping[str, OptionValue]
     """Every flag's parsed value by name, the plugins' flags included."""
 
@@ -246,6 +254,8 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
             report_interval_min_seconds=report_floor,
             # The write limiter (0.1/s) guards against storms; a lower floor is a deliberate choice.
             status_qps=max(0.1, 1.0 / report_floor),
+            node_topology_sync_interval=seconds("node-topology-sync-interval"),
+            query_kubelet_config=not bool(o["disable-query-kubelet-config"]),
         ),
         advisor=AdvisorConfig(
             node_name=node,
@@ -270,6 +280,10 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
             dry_run=dry_run,
         ),
         prediction=_prediction(o, seconds, integer, tsdb),
+        hooks=HooksConfig(
+            reconcile_interval=seconds("runtime-hooks-reconcile-interval"),
+            unset_cpu_quota=not bool(o["disable-unset-cpu-quota"]),
+        ),
         options={k: v for k, v in o.items() if isinstance(v, bool | int | float | str)},
     )
 

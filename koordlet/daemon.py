@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
@@ -26,7 +27,7 @@ from koord.runtime.eventbus import EventBus
 from koord.runtime.httpaccess import DelegatingAuth, serving_from_options, ssl_context
 from koord.runtime.httpserver import AgentHTTPServer, Route, json_response
 from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor
-from koordlet import memprofile
+from koordlet import api, memprofile
 from koordlet.agentstatus import StatusSources, status_route
 from koordlet.config import Configuration
 from koordlet.featuregates import FeatureGate
@@ -39,8 +40,14 @@ from koordlet.qosmanager.evictor import Evictor
 from koordlet.qosmanager.loader import PluginEntry
 from koordlet.qosmanager.manager import QOSManager, Services
 from koordlet.resourceexecutor.executor import ResourceExecutor
-from koordlet.system import malloc, native
+from koordlet.runtimehooks.metrics import HookMetrics
+from koordlet.runtimehooks.service import RuntimeHooks, hooks_for
+from koordlet.system import coresched, malloc, native
 from koordlet.system.host import Host
+from koordlet.system.sysctl import get_sysctl
+
+if TYPE_CHECKING:
+    from koordlet.statesinformer.informer import StatesInformer
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +80,46 @@ def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone:
         auth = delegating_auth(serving.auth, cfg.informer.kubeconfig)
     tls = ssl_context(serving.tls) if serving.tls is not None else None
     return AgentHTTPServer(cfg.host, cfg.port, registry, tls=tls, auth=auth)
+
+
+def _runtime_hooks(
+    cfg: Configuration,
+    gates: FeatureGate,
+    informer: StatesInformer,
+    host: Host,
+    executor: ResourceExecutor,
+    bus: EventBus,
+    registry: CollectorRegistry,
+) -> RuntimeHooks:
+    """The runtime hooks the gates turn on, told when pods, cgroups and the NodeSLO change."""
+    bvt = (
+        host.supports("cpu.bvt_warp_ns")
+        or get_sysctl("sched_group_identity_enabled").path(host.paths).exists()
+    )
+    core_sched_why = coresched.probe()
+    if core_sched_why is None:
+        executor.procs.sched_core = coresched.KernelSchedCore()
+    metrics = HookMetrics(registry, cfg.node_name)
+    hooks = RuntimeHooks(
+        dataclasses.replace(
+            cfg.hooks, enabled=hooks_for(gates.enabled), be_cpu_manager=gates.enabled("BECPUManager")
+        ),
+        informer,
+        host,
+        executor,
+        informer.topology.status,
+        procs=executor.procs,
+        guard=(host.paths, host.mode),
+        group_identity_why=None if bvt else "this kernel has no cpu.bvt_warp_ns (Alibaba Cloud Linux/Anolis)",
+        core_sched_why=core_sched_why,
+        on_pass=metrics.reconciled,
+        on_hook=metrics.hook,
+        refresh_pods=informer.pods_informer.kick,
+    )
+    bus.subscribe(api.EVENT_PODS_CHANGED, hooks.reconciler.pods_changed, owner="runtimehooks")
+    bus.subscribe(api.EVENT_NODE_SLO_CHANGED, hooks.reconciler.rule_changed, owner="runtimehooks")
+    informer.on_cgroups_changed(hooks.reconciler.pods_changed)
+    return hooks
 
 
 def new_daemon(
@@ -118,7 +165,11 @@ def new_daemon(
         registry=registry,
     )
     informer = StatesInformer(
-        cfg.informer,
+        dataclasses.replace(
+            cfg.informer,
+            node_topology_report=gates.enabled("NodeTopologyReport"),
+            hugepage_report=gates.enabled("HugePageReport"),
+        ),
         host,
         cache,
         bus,
@@ -184,6 +235,7 @@ def new_daemon(
         want_fast_samples=fast_sampling.want,
     )
     qos = QOSManager(entries, gates, ext_gates, cfg.options, services, supervisor, agent_metrics)
+    hooks = _runtime_hooks(cfg, gates, informer, host, executor, bus, registry)
 
     def force_update() -> None:
         for result in executor.reconcile_owned():
@@ -222,6 +274,7 @@ def new_daemon(
         FuncComponent("resourceexecutor", start_executor),
         FuncComponent("metriccache", start_cache),
         FuncComponent("statesinformer", informer.start, informer.has_synced, informer.shutdown),
+        FuncComponent("runtimehooks", hooks.start, lambda: True, hooks.shutdown),
         FuncComponent("metricsadvisor", advisor.start, advisor.has_synced, advisor.shutdown),
         FuncComponent("prediction", start_prediction),
         FuncComponent("malloc", start_allocator),
@@ -231,6 +284,7 @@ def new_daemon(
     if advisor.exposition is not None:  # pre-rendered bytes; the server's default renders per scrape
         http.route("/metrics", advisor.exposition.route)
     http.route("/nodemetric", lambda _q: json_response(informer.nodemetric_status()))
+    http.route("/noderesourcetopology", lambda _q: json_response(informer.topology.document()))
     http.route("/events", _events_route(executor))
     http.route("/plugins", lambda _q: json_response(qos.states()))
     sources = StatusSources(

@@ -65,6 +65,13 @@ AGENT_IMPLEMENTED: Mapping[str, str] = {
     "PSICollector": "always on: metricsadvisor's PSI collector (where the kernel has PSI)",
     "CPICollector": "metricsadvisor's CPI collector (where perf can count cycles and instructions)",
     "ResctrlCollector": "metricsadvisor's resctrl collector, with --enable-resctrl-collector",
+    "NodeTopologyReport": "statesinformer: this node's NodeResourceTopology, created and kept up to date",
+    "HugePageReport": "statesinformer: huge pages per NUMA zone of the NodeResourceTopology",
+    "GroupIdentity": "runtimehooks: cpu.bvt_warp_ns by QoS class (where the kernel has it)",
+    "CPUSetAllocator": "runtimehooks: bound cpusets from resource-status, share pools, quota lifted",
+    "BatchResource": "runtimehooks: BE pods' batch-cpu/batch-memory as shares, quota, memory limit",
+    "CoreSched": "runtimehooks: core-scheduling cookies per group (where the kernel has them)",
+    "OOMScoreAdj": "runtimehooks: oom_score_adj of container processes from pod annotations",
 }
 """Table gates honoured by a part of the agent that is not a plugin, and how."""
 

@@ -273,6 +273,7 @@ RUNTIME_HOOK_INVOKED_DURATION_MILLISECONDS = _m(
     H,
     (NODE, "hook", "stage", "status"),
     "Runtime hook duration",
+    "runtimehooks",
     buckets=exponential_buckets(0.01, 4, 8),
 )
 RUNTIME_HOOK_RECONCILER_INVOKED_DURATION_MILLISECONDS = _m(
@@ -280,6 +281,7 @@ RUNTIME_HOOK_RECONCILER_INVOKED_DURATION_MILLISECONDS = _m(
     H,
     (NODE, "level", "resource_type", "status"),
     "Runtime hook reconciler duration",
+    "runtimehooks",
     buckets=exponential_buckets(0.01, 4, 8),
 )
 

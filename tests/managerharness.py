@@ -19,8 +19,9 @@ from koord.kube import process
 from koord.kube.process import Address
 from koord.manager.app import Manager
 from koord.manager.config import ManagerConfig
+from koord.testing.ports import EPHEMERAL, port_from_log
 from koordlet import testing
-from koordlet.testing.agent import free_port, http_get, wait_http
+from koordlet.testing.agent import http_get, wait_http
 from tests.apiserver import APIServer
 
 NS = "koordinator-system"
@@ -156,8 +157,7 @@ class ManagerProcess:
 
     def __init__(self, tmp: Path, server: APIServer, identity: str, *extra: str) -> None:
         self.identity = identity
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self._port: int | None = None
         kubeconfig = write_kubeconfig(tmp / "kubeconfig.json", server)
         self.log = tmp / f"manager-{identity}.log"
         self._log = self.log.open("w")
@@ -167,13 +167,24 @@ class ManagerProcess:
                 "-m",
                 "koord.manager",
                 f"--kubeconfig={kubeconfig}",
-                f"--addr=127.0.0.1:{self.port}",
+                f"--addr={EPHEMERAL}",
                 f"--leader-election-identity={identity}",
                 *extra,
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
+
+    @property
+    def port(self) -> int:
+        """The port the child chose and logged (waits for it); no race with other processes."""
+        if self._port is None:
+            self._port = port_from_log(self.log, self.proc)
+        return self._port
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def metrics(self) -> str:
         status, body = http_get(self.base + "/metrics")

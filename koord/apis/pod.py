@@ -1,4 +1,5 @@
-"""Koordinator's pod classification and requests, on the pod's JSON (schema layer: agent and cluster side).
+"""The pod vocabulary every process shares, on the pod's JSON: Koordinator's classification, requests,
+and the identity, owner and lifecycle facts evictors and plugins decide on.
 
 Two readings, as Koordinator has them (``apis/extension``):
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from koord.apis import extension
 from koord.apis.quantity import to_int, to_milli
+from koord.apis.timefmt import parse_time
 from koord.runtime.errors import InvalidValue
 
 LABEL_QOS = "koordinator.sh/qosClass"
@@ -178,3 +180,129 @@ def pod_requests(pod: Obj) -> tuple[int, int]:
     total = [max(a, b) for a, b in zip(total, init_peak, strict=True)]
     _add_requests(total, as_map(spec, "overhead"))
     return total[0], total[1]
+
+
+# ---- identity, owners, lifecycle: the facts evictors and plugins decide on (Koordinator's
+# ``pkg/descheduler/utils``, kube's ``pod`` helpers) -------------------------------------------------
+
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+"""``scheduling.SystemCriticalPriority``: system-node-critical and system-cluster-critical and above."""
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+SOURCE_ANNOTATION = "kubernetes.io/config.source"
+DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+EVICTION_COST_ANNOTATION = "scheduling.koordinator.sh/eviction-cost"
+EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
+"""A pod carrying it passes the evictor's filters whatever they say (Koordinator and descheduler)."""
+
+
+def meta(pod: Obj) -> Mapping[str, Any]:
+    # Called for every pod of every node each round: API objects always carry metadata as an object,
+    # so no shape check here (as_map's isinstance against the Mapping ABC would dominate the round).
+    m = pod.get("metadata")
+    return m if m is not None else {}
+
+
+def pod_key(pod: Obj) -> str:
+    m = pod.get("metadata") or {}
+    return f"{m.get('namespace') or ''}/{m.get('name') or ''}"
+
+
+def annotations_of(pod: Obj) -> Mapping[str, Any]:
+    return as_map(meta(pod), "annotations")
+
+
+def owner_refs(pod: Obj) -> list[Mapping[str, Any]]:
+    return [o for o in as_list(meta(pod), "ownerReferences") if isinstance(o, Mapping)]
+
+
+def controller_ref(pod: Obj) -> Mapping[str, Any] | None:
+    """The owner with ``controller: true`` (else the first owner): the pod's workload."""
+    owners = owner_refs(pod)
+    for o in owners:
+        if o.get("controller"):
+            return o
+    return owners[0] if owners else None
+
+
+def index_by_owner(pod: Obj) -> list[str]:
+    """Informer index: the UID of the pod's workload (none for a bare pod)."""
+    ref = controller_ref(pod)
+    uid = ref.get("uid") if ref else None
+    return [str(uid)] if uid else []
+
+
+def is_daemonset_pod(pod: Obj) -> bool:
+    return any(o.get("kind") == "DaemonSet" for o in owner_refs(pod))
+
+
+def is_mirror_pod(pod: Obj) -> bool:
+    return MIRROR_ANNOTATION in annotations_of(pod)
+
+
+def is_static_pod(pod: Obj) -> bool:
+    source = annotations_of(pod).get(SOURCE_ANNOTATION)
+    return source is not None and source != "api"
+
+
+def is_terminating(pod: Obj) -> bool:
+    return bool(meta(pod).get("deletionTimestamp"))
+
+
+def priority(pod: Obj) -> int:
+    """``spec.priority`` (0 when unset, as ``PodPriority``)."""
+    value = as_map(pod, "spec").get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def has_priority(pod: Obj) -> bool:
+    value = as_map(pod, "spec").get("priority")
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_critical(pod: Obj) -> bool:
+    return has_priority(pod) and priority(pod) >= SYSTEM_CRITICAL_PRIORITY
+
+
+def _volumes(pod: Obj) -> list[Mapping[str, Any]]:
+    return [v for v in as_list(as_map(pod, "spec"), "volumes") if isinstance(v, Mapping)]
+
+
+def has_local_storage(pod: Obj) -> bool:
+    return any("hostPath" in v or "emptyDir" in v for v in _volumes(pod))
+
+
+def has_pvc(pod: Obj) -> bool:
+    return any("persistentVolumeClaim" in v for v in _volumes(pod))
+
+
+def _int32_annotation(pod: Obj, key: str) -> int:
+    """An int32 annotation as Kubernetes parses it (no sign prefix ``+``, no leading zeros); 0 when
+    absent or invalid."""
+    raw = annotations_of(pod).get(key)
+    if not isinstance(raw, str) or not raw:
+        return 0
+    digits = raw[1:] if raw.startswith("-") else raw
+    if not digits.isdecimal() or (digits.startswith("0") and digits != "0") or raw == "-0":
+        return 0
+    value = int(raw)
+    return value if -(2**31) <= value < 2**31 else 0
+
+
+def deletion_cost(pod: Obj) -> int:
+    return _int32_annotation(pod, DELETION_COST_ANNOTATION)
+
+
+def eviction_cost(pod: Obj) -> int:
+    return _int32_annotation(pod, EVICTION_COST_ANNOTATION)
+
+
+def creation_time(pod: Obj) -> float:
+    """``metadata.creationTimestamp`` in epoch seconds (0 when absent)."""
+    return parse_time(meta(pod).get("creationTimestamp")) or 0.0
+
+
+def is_ready(pod: Obj) -> bool:
+    for cond in as_list(as_map(pod, "status"), "conditions"):
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False

@@ -20,11 +20,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koord import __version__
+from koord.apis.node import is_ready, select
 from koord.descheduler.config import Configuration, DeschedulerConfig
 from koord.descheduler.evictor import NAME as MIGRATION_CONTROLLER
 from koord.descheduler.evictor import MigrationController
 from koord.descheduler.framework.interface import Informers, Obj
-from koord.descheduler.framework.nodes import is_ready, select
 from koord.descheduler.framework.registry import EntryPoints, Registry, discover
 from koord.descheduler.framework.runtime import Environment, Framework, RoundLimiter
 from koord.descheduler.informers import MemoryInformers, SharedInformers
@@ -44,7 +44,7 @@ def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
     """The built-ins (LowNodeLoad, RemovePodsViolatingNodeAffinity, MigrationController) and the
     installed ``koordlet.descheduler_plugins`` entry points."""
     builtins = {**BUILTIN, MIGRATION_CONTROLLER: MigrationController}
-    return discover(builtins) if entry_points is None else discover(builtins, entry_points=entry_points)
+    return discover(builtins, entry_points=entry_points)
 
 
 class PodEvents:

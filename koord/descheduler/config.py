@@ -20,7 +20,7 @@ from typing import Any
 from koord.apis.selector import LabelSelector
 from koord.descheduler.framework.profile import Profile, parse_node_selector, parse_profiles
 from koord.descheduler.framework.runtime import RoundLimits
-from koord.kube.leaderelection import ElectionConfig, default_identity
+from koord.kube.leaderelection import ElectionConfig, default_identity, parse_leader_election
 from koord.kube.process import Address, parse_addr, parse_seconds
 from koord.runtime.configfile import read_config_file
 from koord.runtime.errors import ConfigError
@@ -47,17 +47,6 @@ _TOP = {
     "maxNoOfPodsToEvictPerNamespace",
     "maxNoOfPodsToEvictTotal",
 }
-_ELECTION = {
-    "leaderElect",
-    "leaseDuration",
-    "renewDeadline",
-    "retryPeriod",
-    "resourceLock",
-    "resourceName",
-    "resourceNamespace",
-}
-
-
 @dataclass(frozen=True, slots=True)
 class Configuration:
     """The file's content, defaulted (no flags applied)."""
@@ -107,29 +96,6 @@ def _bool(doc: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
     return value
 
 
-def _election(raw: Any, where: str) -> tuple[bool, dict[str, Any]]:
-    if raw is None:
-        return True, {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: leaderElection: want an object")
-    unknown = sorted(set(raw) - _ELECTION)
-    if unknown:
-        raise ConfigError(f"{where}: leaderElection: unknown field(s) {', '.join(unknown)}")
-    lock = raw.get("resourceLock") or "leases"
-    if lock != "leases":
-        raise ConfigError(f"{where}: leaderElection.resourceLock {lock!r}: only leases are supported")
-    out: dict[str, Any] = {}
-    for key in ("leaseDuration", "renewDeadline", "retryPeriod"):
-        if raw.get(key) is not None:
-            out[key] = parse_seconds(raw[key], f"{where}: leaderElection.{key}")
-    for key in ("resourceName", "resourceNamespace"):
-        if raw.get(key) is not None:
-            if not isinstance(raw[key], str) or not raw[key]:
-                raise ConfigError(f"{where}: leaderElection.{key}: want a name")
-            out[key] = raw[key]
-    return _bool(raw, "leaderElect", f"{where}: leaderElection", True), out
-
-
 def parse_configuration(doc: Any, where: str = "config") -> Configuration:
     """A decoded DeschedulerConfiguration (``None``: every default)."""
     if doc is None:
@@ -154,7 +120,7 @@ def parse_configuration(doc: Any, where: str = "config") -> Configuration:
             f"{where}: metricsBindAddress and healthzBindAddress differ "
             f"({', '.join(sorted(map(str, addresses)))}); one server serves /metrics, /healthz and /readyz"
         )
-    leader_elect, election = _election(doc.get("leaderElection"), where)
+    leader_elect, election = parse_leader_election(doc.get("leaderElection"), where)
     return Configuration(
         interval=interval,
         dry_run=_bool(doc, "dryRun", where, False),

@@ -40,14 +40,14 @@ class DeschedulerMetrics:
         self.plugin_duration = Histogram(
             "koord_descheduler_plugin_duration_seconds",
             "Duration of one plugin's deschedule or balance call",
-            ["profile", "plugin", "point"],
+            ["profile", "plugin", "extension_point"],
             buckets=ROUND_BUCKETS,
             registry=registry,
         )
         self.plugin_errors = Counter(
             "koord_descheduler_plugin_errors",
             "Deschedule or balance calls that failed",
-            ["profile", "plugin", "point"],
+            ["profile", "plugin", "extension_point"],
             registry=registry,
         )
         self.leader = Gauge("koord_descheduler_is_leader", "1 while this replica leads", registry=registry)
@@ -64,9 +64,9 @@ class DeschedulerMetrics:
         self.pods_evicted.inc(result=result, strategy=plugin, namespace=namespace, node=node)
 
     def plugin_call(self, profile: str, plugin: str, point: str, seconds: float, failed: bool) -> None:
-        self.plugin_duration.labels(profile=profile, plugin=plugin, point=point).observe(seconds)
+        self.plugin_duration.labels(profile=profile, plugin=plugin, extension_point=point).observe(seconds)
         if failed:
-            self.plugin_errors.labels(profile=profile, plugin=plugin, point=point).inc()
+            self.plugin_errors.labels(profile=profile, plugin=plugin, extension_point=point).inc()
 
     def bind_leader(self, leading: Callable[[], bool]) -> None:
         self.leader.set_function(lambda: 1.0 if leading() else 0.0)

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from koord.apis.timefmt import format_micro_time
 from koord.kube.client import ApiError, request
+from koord.kube.process import parse_seconds
 from koord.runtime.errors import APIUnavailable, ConfigError
 
 log = logging.getLogger(__name__)
@@ -255,3 +256,43 @@ class LeaderElector:
             log.info("%s released %s/%s", self.config.identity, self.config.namespace, self.config.name)
         except (ApiError, APIUnavailable) as err:
             log.info("lease not released (it will expire): %s", str(err))
+
+
+_ELECTION_FIELDS = {
+    "leaderElect",
+    "leaseDuration",
+    "renewDeadline",
+    "retryPeriod",
+    "resourceLock",
+    "resourceName",
+    "resourceNamespace",
+}
+
+
+def parse_leader_election(raw: Any, where: str) -> tuple[bool, dict[str, Any]]:
+    """A configuration file's ``leaderElection`` (component-base's ``LeaderElectionConfiguration``, as
+    KubeSchedulerConfiguration and DeschedulerConfiguration carry it): whether to elect, and the fields
+    given (durations in seconds, ``resourceName``, ``resourceNamespace``). Only ``leases`` locks."""
+    if raw is None:
+        return True, {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: leaderElection: want an object")
+    unknown = sorted(set(raw) - _ELECTION_FIELDS)
+    if unknown:
+        raise ConfigError(f"{where}: leaderElection: unknown field(s) {', '.join(unknown)}")
+    lock = raw.get("resourceLock") or "leases"
+    if lock != "leases":
+        raise ConfigError(f"{where}: leaderElection.resourceLock {lock!r}: only leases are supported")
+    out: dict[str, Any] = {}
+    for key in ("leaseDuration", "renewDeadline", "retryPeriod"):
+        if raw.get(key) is not None:
+            out[key] = parse_seconds(raw[key], f"{where}: leaderElection.{key}")
+    for key in ("resourceName", "resourceNamespace"):
+        if raw.get(key) is not None:
+            if not isinstance(raw[key], str) or not raw[key]:
+                raise ConfigError(f"{where}: leaderElection.{key}: want a name")
+            out[key] = raw[key]
+    elect = raw.get("leaderElect", True)
+    if not isinstance(elect, bool):
+        raise ConfigError(f"{where}: leaderElection.leaderElect: want true or false, got {elect!r}")
+    return elect, out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from koord.apis import quantity
 from koord.runtime.errors import ConfigError, InvalidValue
-from koord.runtime.httpserver import AgentHTTPServer
+from koord.runtime.httpserver import AgentHTTPServer, Route
 from koord.runtime.lifecycle import Component, Daemon, Supervisor, install_signals
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -133,9 +133,13 @@ def serve(
     stop: threading.Event,
     *,
     sync_timeout: float = 60.0,
+    routes: Mapping[str, Route] | None = None,
 ) -> int:
-    """Run ``components`` under one supervisor with HTTP on ``addr`` until ``stop``; the exit code."""
+    """Run ``components`` under one supervisor with HTTP on ``addr`` (plus ``routes``) until ``stop``;
+    the exit code."""
     http = AgentHTTPServer(addr.host, addr.port, registry)
+    for path, route in (routes or {}).items():
+        http.route(path, route)
     daemon = Daemon(list(components), Supervisor(stop), http, sync_timeout=sync_timeout)
     return daemon.run(stop)
 

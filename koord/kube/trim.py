@@ -3,8 +3,9 @@
 kube-scheduler and the descheduler keep full objects; our processes keep what their plugins read, so that
 100 000 pods fit in a few hundred MiB. :func:`slim_pod` drops ``metadata.managedFields``, the
 ``last-applied-configuration`` annotation, container fields other than name, image, resources, ports,
-restartPolicy and resizePolicy, ``spec.volumes`` (unless asked to keep their kinds), ephemeral
-containers, and status fields other than phase, conditions, qosClass, nominatedNodeName and startTime.
+restartPolicy and resizePolicy, ``spec.volumes`` (unless asked to keep their kinds and claim names),
+ephemeral containers, and status fields other than phase, conditions, qosClass, nominatedNodeName and
+startTime.
 :func:`slim_node` drops ``managedFields`` and ``status.images``. Every result has its keys and short
 strings interned (:func:`compact`).
 """
@@ -54,8 +55,13 @@ def _containers(raw: Any) -> Any:
 
 def _volume_kind(volume: Obj) -> dict[str, Any]:
     """A volume reduced to its name and the key of its source (``emptyDir``, ``hostPath``...), whose
-    content is dropped: enough to tell local storage and claims apart."""
-    return {k: ({} if k != "name" else v) for k, v in volume.items()}
+    content is dropped but for the claim a ``persistentVolumeClaim`` names: enough to tell local storage
+    and claims apart, and to find the claim."""
+    out: dict[str, Any] = {k: ({} if k != "name" else v) for k, v in volume.items()}
+    claim = volume.get("persistentVolumeClaim")
+    if isinstance(claim, Mapping) and "claimName" in claim:
+        out["persistentVolumeClaim"] = {"claimName": claim["claimName"]}
+    return out
 
 
 def slim_pod(obj: Obj, *, keep_volume_kinds: bool = False) -> Obj:

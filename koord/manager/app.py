@@ -18,9 +18,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koord import __version__
+from koord.apis import groups
 from koord.kube.client import make_api_client
 from koord.kube.events import EventRecorder
 from koord.kube.informer import EventHandler, Informer, index_by_node, object_key
+from koord.kube.informers import InformerSet, Watch
 from koord.kube.leaderelection import KubeLeaseClient, LeaderElector
 from koord.manager.config import ManagerConfig
 from koord.manager.configcache import SLOConfigCache
@@ -40,7 +42,6 @@ from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
-GROUP, VERSION = "slo.koordinator.sh", "v1alpha1"
 
 
 def _status_changed(old: Obj, new: Obj) -> bool:
@@ -61,35 +62,32 @@ class Manager:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        from kubernetes import client
 
         self.cfg = cfg
         self.metrics = ManagerMetrics(registry)
         user_agent = f"koord-manager/{__version__} ({cfg.election.identity or 'no-election'})"
         self.api_client = make_api_client(cfg.kubeconfig, cfg.client_configuration, user_agent=user_agent)
-        core, custom = client.CoreV1Api(self.api_client), client.CustomObjectsApi(self.api_client)
-        opts: dict[str, Any] = {"watch_timeout": cfg.watch_timeout, "request_timeout": cfg.request_timeout}
-
-        def crd(plural: str) -> Informer:
-            kwargs = {"group": GROUP, "version": VERSION, "plural": plural}
-            return Informer(plural, custom.list_cluster_custom_object, kwargs, **opts)
-
-        self.nodes = Informer("nodes", core.list_node, **opts)
-        self.nodemetrics = crd("nodemetrics")
-        self.nodeslos = crd("nodeslos")
-        self.configmaps = Informer(
-            "configmaps",
-            core.list_namespaced_config_map,
-            {"namespace": cfg.config_namespace, "field_selector": f"metadata.name={cfg.slo_config_name}"},
-            **opts,
-        )
-        self.informers = [self.nodes, self.nodemetrics, self.nodeslos, self.configmaps]
-        self.pods: Informer | None = None
+        watches = [
+            Watch("nodes", groups.NODES),
+            Watch("nodemetrics", groups.NODE_METRICS),
+            Watch("nodeslos", groups.NODE_SLOS),
+            Watch(
+                "configmaps",
+                groups.CONFIG_MAPS,
+                groups.named(cfg.slo_config_name),
+                namespace=cfg.config_namespace,
+            ),
+        ]
         if NODERESOURCE in cfg.controllers:
-            self.pods = Informer(
-                "pods", core.list_pod_for_all_namespaces, indexers={"node": index_by_node}, **opts
-            )
-            self.informers.append(self.pods)
+            watches.append(Watch("pods", groups.PODS, indexers={"node": index_by_node}))
+        self.informers = InformerSet(
+            self.api_client, watches, watch_timeout=cfg.watch_timeout, request_timeout=cfg.request_timeout
+        )
+        self.nodes = self.informers["nodes"]
+        self.nodemetrics = self.informers["nodemetrics"]
+        self.nodeslos = self.informers["nodeslos"]
+        self.configmaps = self.informers["configmaps"]
+        self.pods: Informer | None = self.informers["pods"] if NODERESOURCE in cfg.controllers else None
 
         self.recorder = EventRecorder(self.api_client, "koord-manager", request_timeout=cfg.request_timeout)
         self.elector: LeaderElector | None = None
@@ -114,8 +112,7 @@ class Manager:
                 spec = nodemetric_spec(self.config)
                 reconcile = NodeOwnedReconciler(
                     name,
-                    "NodeMetric",
-                    "nodemetrics",
+                    groups.NODE_METRICS,
                     self.nodes,
                     self.nodemetrics,
                     spec,
@@ -125,7 +122,7 @@ class Manager:
             elif name == "nodeslo":
                 spec = nodeslo_spec(self.config)
                 reconcile = NodeOwnedReconciler(
-                    name, "NodeSLO", "nodeslos", self.nodes, self.nodeslos, spec, writer, self.metrics
+                    name, groups.NODE_SLOS, self.nodes, self.nodeslos, spec, writer, self.metrics
                 )
             else:
                 assert self.pods is not None

@@ -132,11 +132,6 @@ def annotation_reserved(annotations: Mapping[str, str]) -> Usage:
     return reserved
 
 
-def _pod_key(pod: Mapping[str, Any]) -> str:
-    meta = podschema.as_map(pod, "metadata")
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
 def _classify(pod: Mapping[str, Any]) -> tuple[extension.PriorityClass, extension.QOSClass]:
     meta, spec = podschema.as_map(pod, "metadata"), podschema.as_map(pod, "spec")
     labels = podschema.str_map(podschema.as_map(meta, "labels"))
@@ -163,7 +158,7 @@ def high_priority_load(pods: Iterable[Mapping[str, Any]], metric: NodeMetricStat
         phase = podschema.as_map(pod, "status").get("phase") or "Pending"
         if phase not in _ACTIVE_PHASES:
             continue
-        key = _pod_key(pod)
+        key = podschema.pod_key(pod)
         pod_metric = dangling.pop(key, None) or by_key.get(key)
         priority, qos = _classify(pod)
         if priority in _LOW_PRIORITY:

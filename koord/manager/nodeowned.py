@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import sloconfig
+from koord.apis import groups, sloconfig
 from koord.apis.colocation import collect_policy, node_strategy
 from koord.apis.nodemetric import CollectPolicy
 from koord.apis.pod import as_map, str_map
@@ -36,8 +36,6 @@ from koord.manager.controller import Writer
 from koord.manager.metrics import ManagerMetrics
 
 log = logging.getLogger(__name__)
-
-SLO_API = "/apis/slo.koordinator.sh/v1alpha1"
 
 Obj = Mapping[str, Any]
 SpecFunc = Callable[[Obj, "Obj | None"], dict[str, Any]]
@@ -91,13 +89,12 @@ STALE_RECHECK = 0.05
 
 
 class NodeOwnedReconciler:
-    """Reconciles the ``kind`` object (plural ``plural``) of one node name."""
+    """Reconciles the object of ``resource`` (NodeMetric, NodeSLO) named after each node."""
 
     def __init__(
         self,
         controller: str,
-        kind: str,
-        plural: str,
+        resource: groups.Resource,
         nodes: Informer,
         objects: Informer,
         desired: SpecFunc,
@@ -105,8 +102,9 @@ class NodeOwnedReconciler:
         metrics: ManagerMetrics,
     ) -> None:
         self.controller = controller
-        self.kind = kind
-        self.collection = f"{SLO_API}/{plural}"
+        self.resource = resource
+        self.kind = resource.kind
+        self.collection = resource.path()
         self.nodes = nodes
         self.objects = objects
         self.desired = desired
@@ -174,7 +172,7 @@ class NodeOwnedReconciler:
     def _create(self, name: str, node: Obj) -> None:
         spec = self.desired(node, None)
         body = {
-            "apiVersion": "slo.koordinator.sh/v1alpha1",
+            "apiVersion": self.resource.api_version,
             "kind": self.kind,
             "metadata": {"name": name},
             "spec": spec,

@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from koord.apis import groups
 from koord.apis.nodemetric import parse_status
 from koord.apis.quantity import to_int, to_milli
 from koord.kube.client import ApiError, make_api_client, request
@@ -31,7 +32,6 @@ from koord.runtime.errors import APIUnavailable, ConfigError, PluginError
 Obj = dict[str, Any]
 Explain = Callable[[str], Mapping[str, Any]]
 PAGE = 500
-NODEMETRICS = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
 COLUMNS = ("NODE", "READY", "CPU USED/ALLOC", "MEMORY USED/ALLOC", "METRIC AGE", "EXTENDER")
 
 
@@ -196,18 +196,16 @@ def nodes_cmd(
         raise click.BadParameter(f"{pod!r}: give namespace/name", param_hint="--pod")
     try:
         api = make_api_client(kubeconfig, user_agent="koord-manager-top")
-        nodes = list_all(api, "nodes", "/api/v1/nodes")
-        metrics = list_all(api, "nodemetrics", NODEMETRICS)
+        nodes = list_all(api, "nodes", groups.NODES.path())
+        metrics = list_all(api, "nodemetrics", groups.NODE_METRICS.path())
         if extender:
             explain = remote(extender, pod, extender_ca_file, timeout)
         else:
             judged: Obj | None = None
             if pod:
                 ns, name = pod.split("/")
-                judged = request(api, f"pod {pod}", "GET", f"/api/v1/namespaces/{ns}/pods/{name}")
-            pods = list_all(
-                api, "pods", "/api/v1/pods", fieldSelector="status.phase!=Succeeded,status.phase!=Failed"
-            )
+                judged = request(api, f"pod {pod}", "GET", groups.PODS.path(name, ns))
+            pods = list_all(api, "pods", groups.PODS.path(), fieldSelector=groups.NON_TERMINAL_PODS)
             explain = in_process(config_file, nodes, pods, metrics, judged)
     except (ConfigError, PluginError) as err:
         raise click.UsageError(str(err)) from err

@@ -223,7 +223,7 @@ class Daemon:
             if not stop.is_set():
                 self.ready.set()
                 self.on_ready()
-                log.info("koordlet is ready")
+                log.info("ready")
             stop.wait()
         except Exception:
             log.exception("startup failed")

@@ -5,7 +5,8 @@ The scheduler extender and the descheduler each keep one :class:`Registry`: thei
 every entry point of their group (``koordlet.scheduler_plugins``, ``koordlet.descheduler_plugins``). An
 entry point's name is the plugin name and its value the factory (a class taking ``(args, handle)`` is
 one). A duplicate name, or an entry point that fails to load, is a startup error naming both sources.
-:func:`plugin_config` reads the ``pluginConfig[{name, args}]`` list both configurations share.
+The QoS plugin loader reads its entry points through :func:`load_entry_points` too, so every plugin kind
+is found, loaded and named the same way.
 Pure: the standard library and :mod:`koord.runtime.errors` only.
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.runtime.errors import ConfigError, PluginError
+from koord.runtime.errors import PluginError
 
 SOURCE_BUILTIN = "builtin"
 
@@ -70,36 +71,20 @@ def discover(builtins: Mapping[str, Callable[..., Any]], entry_points: EntryPoin
     registry = Registry()
     for name, factory in builtins.items():
         registry.register(name, factory)
-    for ep in sorted(entry_points(), key=lambda e: e.name):
-        dist = getattr(getattr(ep, "dist", None), "name", None) or ep.value
-        try:
-            factory = ep.load()
-        except Exception as err:
-            raise PluginError(ep.name, f"entry point {ep.value!r} ({dist}) failed to load: {err!r}") from err
-        registry.register(ep.name, factory, f"entrypoint:{dist}")
+    for name, factory, source in load_entry_points(entry_points):
+        registry.register(name, factory, source)
     return registry
 
 
-def plugin_config(raw: Any, where: str) -> dict[str, Mapping[str, Any]]:
-    """``pluginConfig``: plugin name -> its ``args`` (``apiVersion``/``kind`` removed); a malformed entry,
-    an unknown field or a second entry for one plugin is a :class:`ConfigError` naming it."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, list):
-        raise ConfigError(f"{where}: want a list of {{name, args}}")
-    out: dict[str, Mapping[str, Any]] = {}
-    for i, item in enumerate(raw):
-        at = f"{where}[{i}]"
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
-            raise ConfigError(f"{at}: want {{name: <plugin>, args: {{...}}}}, got {item!r}")
-        extra = sorted(set(item) - {"name", "args"})
-        if extra:
-            raise ConfigError(f"{at}: unknown field(s) {', '.join(extra)}")
-        name = str(item["name"])
-        if name in out:
-            raise ConfigError(f"{at}: duplicate pluginConfig for {name}")
-        args = item.get("args") or {}
-        if not isinstance(args, Mapping):
-            raise ConfigError(f"{at}.args: want an object, got {args!r}")
-        out[name] = {k: v for k, v in args.items() if k not in ("apiVersion", "kind")}
+def load_entry_points(entry_points: EntryPoints) -> list[tuple[str, Any, str]]:
+    """``(name, loaded object, source)`` of every entry point, by name; the source is
+    ``entrypoint:<distribution>``. One that fails to load is a :class:`PluginError` naming it."""
+    out = []
+    for ep in sorted(entry_points(), key=lambda e: e.name):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or ep.value
+        try:
+            obj = ep.load()
+        except Exception as err:
+            raise PluginError(ep.name, f"entry point {ep.value!r} ({dist}) failed to load: {err!r}") from err
+        out.append((ep.name, obj, f"entrypoint:{dist}"))
     return out

@@ -1,7 +1,8 @@
-"""The scheduler side: ``koord-scheduler-extender``, a kube-scheduler HTTP extender hosting
-scheduling-framework plugins, LoadAwareScheduling first.
+"""The scheduler side: ``koord-scheduler`` (the scheduling framework run as a second scheduler beside
+kube-scheduler) and ``koord-scheduler-extender`` (the same plugins behind kube-scheduler's HTTP extender).
 
-``framework/`` is the plugin contract and runtime (no API access); ``plugins/`` the built-ins;
-``snapshot``/``memstore`` the caches behind the plugins' handle; ``wire`` the extender JSON;
-``extender`` the verbs; ``binder`` the API binding; ``server`` HTTP; ``app``/``cli`` the process.
+``framework/`` is the plugin contract and runtime (no API access); ``plugins/`` the built-ins; ``cache/``
+and ``queue/`` kube-scheduler's cache and scheduling queue; ``core/`` the scheduler itself (cycles,
+binding, failures, informer handlers, metrics); ``config``/``app``/``cli`` the koord-scheduler process;
+``extender/`` the extender front end.
 """

@@ -1,4 +1,4 @@
-"""``python -m koord.scheduler`` = ``koord-scheduler-extender``."""
+"""``python -m koord.scheduler`` = ``koord-scheduler``."""
 
 from koord.scheduler.cli import entry
 

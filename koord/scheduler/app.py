@@ -1,130 +1,274 @@
-"""Builds the extender process: plugins and profile first (so a bad ``--config`` fails before anything
-connects), then the API client, the informers, the handle, the framework, the extender and its server;
-:func:`run` runs it under the shared cluster-process daemon until stopped.
+"""The koord-scheduler process: the informers, the cache, the profiles' frameworks and the scheduler on
+the shared lifecycle, under Lease leader election.
+
+Components in order: the informers (ready once synced), then scheduling, which starts the election and
+schedules only while this replica leads. A replica that loses its Lease stops scheduling and exits
+non-zero (kube-scheduler's ``leaderelection lost``), so the Deployment restarts it as a follower. Every
+write goes through a fence (:class:`~koord.scheduler.core.api.FencedAPI`) checked just before it is sent:
+after the leadership deadline nothing is sent, and what was sent before times out before the Lease could
+pass to another replica. On a graceful stop the fence closes first, the writes under way land, and only
+then is the Lease released, so the next leader starts after this one's last binding.
+HTTP: ``/healthz``, ``/readyz``, ``/metrics`` and ``/debug/explain?pod=<namespace>/<name>[&node=<node>]``
+(every plugin's verdict and score per node, computed by the cycle's own code).
 """
 
 from __future__ import annotations
 
-import gc
+import json
+import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from koord import __version__
+from koord.apis.pod import index_by_owner
 from koord.kube.client import make_api_client
-from koord.kube.informer import index_by_node
+from koord.kube.events import EventRecorder
+from koord.kube.informers import InformerSet, Watch, cluster_watches
+from koord.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
 from koord.kube.process import Address
-from koord.runtime.httpaccess import TLSConfig, ssl_context
-from koord.runtime.lifecycle import Component, Daemon, FuncComponent, Supervisor
-from koord.scheduler.binder import APIBinder
-from koord.scheduler.extender import Extender
-from koord.scheduler.framework.profile import Profile, default_profile, load_profile
+from koord.runtime.errors import ConfigError
+from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
+from koord.scheduler.cache.cache import Cache
+from koord.scheduler.config import SchedulerConfiguration
+from koord.scheduler.core.api import ClusterAPI, FencedAPI, KubeAPI
+from koord.scheduler.core.eventhandlers import EventHandlers
+from koord.scheduler.core.handle import SchedulerHandle
+from koord.scheduler.core.metrics import SchedulerMetrics
+from koord.scheduler.core.scheduler import Scheduler, SchedulingOptions
+from koord.scheduler.framework import verdicts
+from koord.scheduler.framework.extension import FailureHooks, plugin_controllers
 from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
-from koord.scheduler.memstore import MemoryStore
-from koord.scheduler.metrics import ExtenderMetrics
+from koord.scheduler.framework.snapshot import Snapshot
+from koord.scheduler.framework.waiting import WaitingPods
 from koord.scheduler.plugins import BUILTIN
-from koord.scheduler.server import ExtenderServer
-from koord.scheduler.snapshot import ClusterHandle, build_informers
 
-USER_AGENT = "koord-scheduler-extender"
+log = logging.getLogger(__name__)
+
+USER_AGENT = "koord-scheduler"
 
 
 @dataclass(frozen=True, slots=True)
-class ExtenderConfig:
+class KoordSchedulerConfig:
+    """The process's configuration: the file's, with the flags applied."""
+
     addr: Address
+    configuration: SchedulerConfiguration
     kubeconfig: str = ""
-    config_file: str = ""
-    tls: TLSConfig | None = None
-    bind_timeout: float = 4.0
-    """Below kube-scheduler's extender ``httpTimeout`` (5 s by default), so a slow API answer is ours to
-    report, not a timeout that leaves kube-scheduler unsure whether the pod was bound."""
+    leader_election: bool = True
+    election: ElectionConfig = field(default_factory=ElectionConfig)
+    request_timeout: float = 3.0
     sync_timeout: float = 60.0
 
 
-def freeze_heap() -> None:
-    """Move everything alive now (the synced caches: millions of objects at 100 000 pods) out of the
-    garbage collector's view: a full collection over them costs hundreds of milliseconds, which would
-    land on some unlucky /filter call. Objects created later are collected as usual."""
-    gc.collect()
-    gc.freeze()
-
-
 def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
-    return discover(BUILTIN) if entry_points is None else discover(BUILTIN, entry_points=entry_points)
+    return discover(BUILTIN, entry_points=entry_points)
 
 
-def load(cfg: ExtenderConfig) -> Profile:
-    return load_profile(cfg.config_file) if cfg.config_file else default_profile()
+def watches() -> list[Watch]:
+    """Nodes and every pod that holds resources (indexed by node and workload; the pending ones are the
+    queue's); plugins add the caches they need (NodeMetrics for LoadAwareScheduling...) through the
+    handle, so a cluster without Koordinator's CRDs runs a profile that does not need them."""
+    nodes, pods, _ = cluster_watches(pod_indexers={"owner": index_by_owner}, keep_volume_kinds=True)
+    return [nodes, pods]
 
 
-def check_profile(profile: Profile, registry: Registry) -> Framework:
-    """Build the profile's plugins over empty caches: unknown names and bad args fail here, offline."""
-    empty = ClusterHandle(MemoryStore(), MemoryStore(indexers={"node": index_by_node}), MemoryStore())
-    return Framework(profile, registry, empty)
+def build_frameworks(
+    configuration: SchedulerConfiguration,
+    registry: Registry,
+    handle: Any,
+    metrics: SchedulerMetrics | None = None,
+) -> dict[str, Framework]:
+    """One framework per profile (timed into ``metrics``); every profile must sort its queue with the
+    same plugin."""
+    timer = metrics.plugin if metrics is not None else None
+    point_timer = metrics.point if metrics is not None else None
+    frameworks = {
+        p.scheduler_name: Framework(
+            p, registry, handle, timer=timer, point_timer=point_timer, complete=True
+        )
+        for p in configuration.profiles
+    }
+    sorts = {tuple(e.name for e in fw.points["queueSort"]) for fw in frameworks.values()}
+    if len(sorts) > 1:
+        raise ConfigError(
+            f"profiles: every profile must use the same queueSort plugin, found {sorted(sorts)}"
+        )
+    return frameworks
 
 
-class ExtenderApp:
+class KoordScheduler:
     def __init__(
         self,
-        cfg: ExtenderConfig,
+        cfg: KoordSchedulerConfig,
         registry: CollectorRegistry,
         *,
         api_client: Any = None,
+        informers: Any = None,
+        api: ClusterAPI | None = None,
         entry_points: EntryPoints | None = None,
         clock: Callable[[], float] = time.time,
+        seed: int | None = None,
     ) -> None:
         self.cfg = cfg
-        plugins = plugin_registry(entry_points)
-        profile = load(cfg)
-        check_profile(profile, plugins)
-        tls = ssl_context(cfg.tls) if cfg.tls is not None else None
-        self.api = api_client or make_api_client(cfg.kubeconfig, user_agent=USER_AGENT)
-        self.informers = build_informers(self.api)
-        nodes, pods, node_metrics = self.informers
-        self.handle = ClusterHandle(nodes, pods, node_metrics, clock=clock)
-        self.metrics = ExtenderMetrics(registry)
-        self.framework = Framework(profile, plugins, self.handle, timer=self.metrics.observe_plugin)
-        self.daemon_ready = threading.Event()
-        self.extender = Extender(
-            self.framework, self.handle, self.metrics, APIBinder(self.api, cfg.bind_timeout), ready=self.ready
+        conf = cfg.configuration
+        self.plugins = plugin_registry(entry_points)
+        identity = cfg.election.identity if cfg.leader_election else "no-election"
+        self.api_client = api_client or make_api_client(
+            cfg.kubeconfig, user_agent=f"{USER_AGENT}/{__version__} ({identity})"
         )
-        self.metrics.watch_caches(self.extender.cache_sizes)
-        self.server = ExtenderServer(cfg.addr.host, cfg.addr.port, self.extender, ready=self.ready, tls=tls)
+        self.informers: Any = informers or InformerSet(
+            self.api_client, watches(), request_timeout=cfg.request_timeout
+        )
+        self.recorder = EventRecorder(self.api_client, USER_AGENT, request_timeout=cfg.request_timeout)
+        self._stopping = threading.Event()
+        self._elect_stop = threading.Event()
+        inner = api or KubeAPI(self.api_client, self.recorder, cfg.request_timeout)
+        self.api = FencedAPI(inner, self.may_write)
+        self.metrics = SchedulerMetrics(registry)
+        self.registry = registry
+        self.snapshot = Snapshot()
+        self.cache = Cache()
+        self.waiting = WaitingPods()
+        hooks = FailureHooks()
+        self.handle = SchedulerHandle(
+            self.snapshot,
+            self.informers,
+            self.api,
+            self.waiting,
+            client=self.api_client,
+            clock=clock,
+            hooks=hooks,
+        )
+        frameworks = build_frameworks(conf, self.plugins, self.handle, self.metrics)
+        self.scheduler = Scheduler(
+            frameworks,
+            self.api,
+            self.metrics,
+            cache=self.cache,
+            snapshot=self.snapshot,
+            waiting=self.waiting,
+            pods=self.informers["pods"],
+            options=SchedulingOptions(
+                percentage_of_nodes_to_score=conf.percentage_of_nodes_to_score,
+                pod_initial_backoff_seconds=conf.pod_initial_backoff_seconds,
+                pod_max_backoff_seconds=conf.pod_max_backoff_seconds,
+                parallelism=conf.parallelism,
+            ),
+            hooks=hooks,
+            seed=seed,
+        )
+        EventHandlers(self.scheduler).attach(self.informers["pods"], self.informers["nodes"])
+        self.controllers = plugin_controllers(fw.instances for fw in frameworks.values())
+        self.elector: LeaderElector | None = None
+        if cfg.leader_election:
+            lease = KubeLeaseClient(self.api_client, cfg.election.namespace, cfg.election.name)
+            self.elector = LeaderElector(cfg.election, lease)
+        self.is_leader: Callable[[], bool] = self.elector.is_leader if self.elector else (lambda: True)
 
-    def ready(self) -> bool:
-        return self.daemon_ready.is_set() and self.handle.has_synced()
-
-    def _on_ready(self) -> None:
-        freeze_heap()
-        self.daemon_ready.set()
+    # ---- lifecycle ------------------------------------------------------------------------------
 
     def _start_informers(self, stop: threading.Event, supervisor: Supervisor) -> None:
-        for inf in self.informers:
-            supervisor.go(f"informer-{inf.name}", lambda inf=inf: inf.run(stop))  # type: ignore[misc]
+        supervisor.go("events", lambda: self.recorder.run(stop))
+        self.informers.start(stop, supervisor)
 
-    def _close_informers(self) -> None:
-        for inf in self.informers:
-            inf.close()
+    def may_write(self) -> bool:
+        return not self._stopping.is_set() and self.is_leader()
+
+    def _start_scheduling(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        if self.elector is not None:
+            elector = self.elector
+            # Its own stop: the Lease is released only once the writes of this replica are over.
+            supervisor.go("leader-election", lambda: elector.run(self._elect_stop))
+        supervisor.go("scheduling", lambda: self.loop(stop))
+        supervisor.go("queue-flush", lambda: self.scheduler.queue.run(stop))
+        for c in self.controllers:
+            # Plugins' controllers write to the API server: only the leader's run (Koordinator starts them
+            # once elected).
+            supervisor.every(f"controller-{c.name}", c.period, self._while_leading(c.sync))
+
+    def _while_leading(self, fn: Callable[[], None]) -> Callable[[], None]:
+        def tick() -> None:
+            if self.is_leader():
+                fn()
+
+        return tick
+
+    def loop(self, stop: threading.Event) -> None:
+        """Schedule while leading; a replica that loses the lead stops here and the process exits."""
+        led = False
+        while not stop.is_set():
+            if not self.is_leader():
+                if led:
+                    raise RuntimeError(
+                        "leadership lost: stopping (a restarted replica follows the new leader)"
+                    )
+                stop.wait(0.1)
+                continue
+            if not led:
+                log.info("leading: scheduling pods of profiles %s", ", ".join(self.scheduler.profiles))
+                led = True
+            self.scheduler.schedule_next(timeout=0.2)
 
     def components(self) -> list[Component]:
         return [
-            FuncComponent("informers", self._start_informers, self.handle.has_synced, self._close_informers)
+            FuncComponent(
+                "informers", self._start_informers, self.informers.has_synced, self._close_informers
+            ),
+            FuncComponent("scheduling", self._start_scheduling, shutdown_fn=self._stop_scheduling),
         ]
 
-    def run(self, stop: threading.Event) -> int:
-        """Serve until ``stop``; the exit code (1 when a root thread died)."""
-        daemon = Daemon(self.components(), Supervisor(stop), None, sync_timeout=self.cfg.sync_timeout)
-        daemon.on_ready = self._on_ready
-        self.server.start()
+    def _stop_scheduling(self) -> None:
+        self._stopping.set()
         try:
-            return daemon.run(stop)
+            self.scheduler.stop()
+            if not self.api.drain(self.cfg.request_timeout + 1.0):
+                log.warning("writes still under way at stop; the Lease is released anyway")
         finally:
-            self.daemon_ready.clear()
-            self.server.shutdown()
+            self._elect_stop.set()
+
+    def _close_informers(self) -> None:
+        self.informers.close()
 
     def close(self) -> None:
-        self.api.close()
+        self.api_client.close()
+
+    # ---- explain --------------------------------------------------------------------------------
+
+    def explain(self, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        """``/debug/explain?pod=<ns>/<name>[&node=<node>]``: every plugin's verdict and score per node."""
+        key = (query.get("pod") or [""])[0]
+        if key.count("/") != 1:
+            return 400, "text/plain; charset=utf-8", b"give pod=<namespace>/<name>\n"
+        pod = self.informers["pods"].get(key)
+        if pod is None:
+            return 404, "text/plain; charset=utf-8", f"pod {key} is not in the scheduler's cache\n".encode()
+        fw = self.scheduler.framework_for(pod)
+        if fw is None:
+            return (
+                409,
+                "text/plain; charset=utf-8",
+                f"pod {key} is not for koord-scheduler's profiles\n".encode(),
+            )
+        with self.scheduler.cycle_lock:
+            self.cache.update_snapshot(self.snapshot)
+            nodes = self.snapshot.node_infos()
+            names = query.get("node") or [ni.name for ni in nodes]
+            docs = verdicts.explain(fw, pod, nodes, names)
+        body = {"pod": key, "profile": fw.profile.scheduler_name, "nodes": docs}
+        return 200, "application/json", json.dumps(body, indent=1, default=str).encode() + b"\n"
+
+
+def check(configuration: SchedulerConfiguration, registry: Registry) -> dict[str, Framework]:
+    """Build every profile over empty caches: unknown plugins and bad args fail here (``--list-plugins``
+    and the start)."""
+    from koord.kube.informers import MemoryInformerSet
+    from koord.scheduler.core.api import MemoryAPI
+
+    handle = SchedulerHandle(Snapshot(), MemoryInformerSet(watches()), MemoryAPI(), WaitingPods())
+    return build_frameworks(configuration, registry, handle)

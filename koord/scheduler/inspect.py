@@ -22,13 +22,13 @@ def explainer(
     from prometheus_client import CollectorRegistry
 
     from koord.kube.informer import index_by_node
-    from koord.scheduler.app import plugin_registry
-    from koord.scheduler.extender import Extender
+    from koord.kube.memstore import MemoryStore
+    from koord.scheduler.extender.app import plugin_registry
+    from koord.scheduler.extender.handle import ClusterHandle, compact, slim_node, slim_pod
+    from koord.scheduler.extender.metrics import ExtenderMetrics
+    from koord.scheduler.extender.verbs import Extender
     from koord.scheduler.framework.profile import default_profile, load_profile
     from koord.scheduler.framework.runtime import Framework
-    from koord.scheduler.memstore import MemoryStore
-    from koord.scheduler.metrics import ExtenderMetrics
-    from koord.scheduler.snapshot import ClusterHandle, compact, slim_node, slim_pod
 
     profile = load_profile(config_file) if config_file else default_profile()
     handle = ClusterHandle(
@@ -38,4 +38,12 @@ def explainer(
     )
     framework = Framework(profile, plugin_registry(), handle)
     extender = Extender(framework, handle, ExtenderMetrics(CollectorRegistry()), ready=lambda: True)
-    return lambda node: extender.explain(node, pod)
+    names = [str((n.get("metadata") or {}).get("name") or "") for n in nodes]
+    answers: dict[str, Mapping[str, Any]] = {}
+
+    def explain(node: str) -> Mapping[str, Any]:
+        if not answers:  # one pass over every node, as one scheduling cycle sees them
+            answers.update(extender.explain_nodes(names, pod))
+        return answers.get(node) or extender.explain(node, pod)
+
+    return explain

@@ -10,13 +10,13 @@ naming it; we fail at startup rather than on the first tick.
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from koord.runtime.errors import PluginError
+from koord.runtime.pluginregistry import EntryPoints, group_entry_points, load_entry_points
 from koordlet import api
 from koordlet.featuregates import KOORDLET_GATES
 
@@ -91,11 +91,7 @@ def _served(name: str, plugin: api.QOSPlugin) -> tuple[str, ...]:
     return served
 
 
-EntryPoints = Callable[[], Iterable[importlib.metadata.EntryPoint]]
-
-
-def _entry_points() -> Iterable[importlib.metadata.EntryPoint]:
-    return importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+_entry_points = group_entry_points(ENTRY_POINT_GROUP)
 
 
 def discover(
@@ -128,15 +124,10 @@ def discover(
         plugin, spec = validate(name, obj, spec=declared)
         _no_served_gates(name, plugin)
         put(PluginEntry(name, plugin, spec, SOURCE_REGISTERED, False))
-    for ep in sorted(entry_points(), key=lambda e: e.name):
-        dist = getattr(getattr(ep, "dist", None), "name", None) or ep.value
-        try:
-            obj = ep.load()
-        except Exception as err:
-            raise PluginError(ep.name, f"entry point {ep.value!r} ({dist}) failed to load: {err!r}") from err
-        plugin, spec = validate(ep.name, obj)
-        _no_served_gates(ep.name, plugin)
-        put(PluginEntry(ep.name, plugin, spec, f"entrypoint:{dist}", False))
+    for name, obj, source in load_entry_points(entry_points):
+        plugin, spec = validate(name, obj)
+        _no_served_gates(name, plugin)
+        put(PluginEntry(name, plugin, spec, source, False))
     return _with_flags(table.values())
 
 

@@ -28,6 +28,7 @@ from koordlet.resourceexecutor.audit import AuditLog
 from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import ExecutorMetrics, errno_kind
+from koordlet.resourceexecutor.procwrites import ProcWrites
 from koordlet.resourceexecutor.resctrlwrites import ResctrlWrites
 from koordlet.resourceexecutor.sysctlwrites import SysctlWrites
 from koordlet.resourceexecutor.tcwrites import TCWrites
@@ -93,6 +94,8 @@ class ResourceExecutor:
         """``/proc/sys`` and ``/sys`` tunables (koordlet's ``SystemResource``), restorable per owner."""
         self.tc = TCWrites(self.context, netns=self.config.netns)
         """Network QoS: tc state per uplink (HTB classes, pod filters, IFB ingress), applied by difference."""
+        self.procs = ProcWrites(paths, self.mode, self.context)
+        """The processes of a cgroup: ``oom_score_adj`` and core-scheduling cookies (runtime hooks)."""
 
     # -- public API (koordlet.api.ResourceWriter) -------------------------------------------------------
 
@@ -264,7 +267,7 @@ class ResourceExecutor:
         if isinstance(cur, UpdateResult):
             return cur
         raw, current = cur
-        if values.same(u.resource, current, t.value):
+        if values.holds(u.resource, self.mode, t.value, current, raw):
             self._remember(t, now)
             return UpdateResult(u, False, skipped="unchanged")
         res = self._write(t, t.value, raw, current, phase)
@@ -377,7 +380,7 @@ class ResourceExecutor:
         if isinstance(cur, UpdateResult):
             return cur
         raw, current = cur
-        if values.same(u.resource, current, target.value):
+        if values.holds(u.resource, self.mode, target.value, current, raw):
             self._remember(target, now)
             return UpdateResult(u, False, skipped="unchanged")
         wrote = False

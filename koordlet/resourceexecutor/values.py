@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from koord.runtime.errors import InvalidValue
 from koordlet.api import cpulist
-from koordlet.system import blkio
+from koordlet.system import blkio, cgroups
+from koordlet.system.cgroups import CgroupMode
 
 UNLIMITED_TOKENS = frozenset({"max", "-1", str(2**63 - 1)})
 """Spellings of "no limit": v2 writes ``max``, v1 quota ``-1``, and some files read back INT64_MAX."""
@@ -54,6 +55,21 @@ def same(resource: str, a: str | None, b: str | None) -> bool:
     if _unlimited(a) or _unlimited(b):
         return _unlimited(a) and _unlimited(b)
     return a == b
+
+
+def holds(resource: str, mode: CgroupMode, value: str, current: str | None, raw: str | None) -> bool:
+    """Whether the file already says ``value``: the same v1 meaning as ``current`` (:func:`same`), or its
+    text ``raw`` is exactly what the write would put there. The second is how an unchanged v2
+    ``cpu.weight`` is told: it reads back as shares that need not equal the shares asked for, and
+    rewriting the same weight on every pass would never end."""
+    if same(resource, current, value):
+        return True
+    if raw is None or mode is CgroupMode.V1:
+        return False
+    try:
+        return cgroups.to_kernel(resource, mode, value, raw)[1].strip() == raw.strip()
+    except InvalidValue:
+        return False
 
 
 def _as_bound(value: str) -> int | None:

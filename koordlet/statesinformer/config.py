@@ -61,6 +61,16 @@ class InformerConfig:
     max_backoff_seconds: float = 30.0
     watch_timeout_seconds: int = 300
     request_timeout_seconds: float = 10.0
+    node_topology_sync_interval: float = 3.0
+    """``--node-topology-sync-interval``: the host, the kubelet and the NodeResourceTopology are
+    re-read this often."""
+    query_kubelet_config: bool = True
+    """Not ``--disable-query-kubelet-config``: ask the kubelet's ``/configz`` for its CPU manager and
+    topology manager settings."""
+    node_topology_report: bool = True
+    """Gate ``NodeTopologyReport``: create and update this node's NodeResourceTopology."""
+    hugepage_report: bool = False
+    """Gate ``HugePageReport``: huge pages in the NodeResourceTopology zones."""
 
     def __post_init__(self) -> None:
         if not self.node_name:
@@ -76,6 +86,7 @@ class InformerConfig:
             "status_qps",
             "max_backoff_seconds",
             "request_timeout_seconds",
+            "node_topology_sync_interval",
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")

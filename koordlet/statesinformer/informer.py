@@ -32,9 +32,11 @@ from koordlet.statesinformer import kube
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.discovery import CgroupDiscovery
 from koordlet.statesinformer.eviction import EvictResult
+from koordlet.statesinformer.kubelet import KubeletClient
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.node import local_node, node_info
 from koordlet.statesinformer.nodemetric import StatusBuilder
+from koordlet.statesinformer.noderesourcetopology import NodeTopologyInformer, TopologyOptions
 from koordlet.statesinformer.nodeslo import NodeSLOStore
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.statesinformer.pods import (
@@ -51,6 +53,7 @@ from koordlet.system.host import Host
 log = logging.getLogger(__name__)
 
 _MISSING_SPEC = "<NodeSLO without a spec>"
+NRT_INFORMER = "noderesourcetopologies"
 
 
 class StatesInformer:
@@ -77,12 +80,14 @@ class StatesInformer:
         self.standalone = self._decide_standalone(config)
         self._local_node: api.NodeInfo | None = None
         self._node_cache: tuple[Mapping[str, Any], api.NodeInfo] | None = None
+        self._cgroup_listeners: list[Callable[[], None]] = []
         self.nodeslo = NodeSLOStore(
             on_change=lambda: bus.publish(api.EVENT_NODE_SLO_CHANGED), on_invalid=self._nodeslo_invalid
         )
         self.api: kube.ClusterAPI | None = None
         self.informers: dict[str, Informer] = {}
-        """Cluster mode: ``node``, ``nodeslos``, ``nodemetrics`` and (``--pod-source=api``) ``pods``."""
+        """Cluster mode: ``node``, ``nodeslos``, ``nodemetrics``, (gate ``NodeTopologyReport``)
+        ``noderesourcetopologies`` and (``--pod-source=api``) ``pods``."""
         self.slo_file = NodeSLOFile(config.node_slo_file, self.nodeslo)
         source: PodSource
         if self.standalone:
@@ -115,6 +120,7 @@ class StatesInformer:
                     on_delete=lambda _: self._api_pods_changed(),
                 )
             )
+        self.topology = self._topology_informer()
         self.builder = StatusBuilder(cache, wall_clock)
         self.reporter = NodeMetricReporter(
             config,
@@ -125,6 +131,35 @@ class StatesInformer:
             sink=self.api,
             file=host.paths.koordlet_run_dir() / FILE_NAME if self.standalone else None,
         )
+
+    def _topology_informer(self) -> NodeTopologyInformer:
+        cfg = self.config
+        options = TopologyOptions(
+            node_name=cfg.node_name,
+            sync_interval=cfg.node_topology_sync_interval,
+            query_kubelet_config=cfg.query_kubelet_config,
+            report=cfg.node_topology_report,
+            hugepage_report=cfg.hugepage_report,
+        )
+        if self.api is None:
+            return NodeTopologyInformer(options, self.host, self.node, self.pods)
+        kubelet = KubeletClient(self._kubelet_endpoint)
+        nrt = self.informers.get(NRT_INFORMER)
+        return NodeTopologyInformer(
+            options,
+            self.host,
+            self.node,
+            self.pods,
+            configz=lambda: kubelet.get_json("/configz")[1],
+            cached_object=lambda: self._cached(NRT_INFORMER),
+            ready=nrt.has_synced if nrt is not None else lambda: False,
+            node_uid=self._node_uid,
+            sink=self.api,
+        )
+
+    def _node_uid(self) -> str:
+        obj = self._cached("node")
+        return str((obj.get("metadata") or {}).get("uid") or "") if obj is not None else ""
 
     def _make_informers(self, capi: kube.ClusterAPI) -> None:
         cfg = self.config
@@ -146,6 +181,8 @@ class StatesInformer:
             )
         )
         self.informers["nodemetrics"] = capi.custom_informer("nodemetrics", **opts())
+        if cfg.node_topology_report:
+            self.informers[NRT_INFORMER] = capi.custom_informer(NRT_INFORMER, **opts())
         if cfg.pod_source == "api":
             # Back from an outage the watch resumes from its resourceVersion without a re-list: refresh
             # then (not rate limited: once per recovery), so the pods stop being degraded at once.
@@ -208,11 +245,23 @@ class StatesInformer:
             self.slo_file.check()
             supervisor.every("informer-nodeslo-file", cfg.node_slo_file_check_seconds, self._check_slo_file)
         supervisor.every("informer-pods", cfg.kubelet_sync_interval, self._refresh_pods)
+        self.topology.refresh_host()  # the runtime hooks read the pools before the first sync
+        supervisor.every("informer-node-topology", cfg.node_topology_sync_interval, self.topology.sync)
         if cfg.pleg:
-            pleg = PLEG(self.host, self.pods_informer.kick)
+            pleg = PLEG(self.host, self._cgroups_changed, on_idle=self.pods_informer.retry)
             supervisor.go("informer-pleg", lambda: pleg.run(stop))
         if cfg.enable_node_metric_report:
             supervisor.go("informer-nodemetric", lambda: self.reporter.run(stop))
+
+    def on_cgroups_changed(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` after each PLEG event, once the pod list it asked for is in (the runtime hooks retry
+        writes to cgroup dirs that did not exist at their last pass)."""
+        self._cgroup_listeners.append(fn)
+
+    def _cgroups_changed(self) -> None:
+        self.pods_informer.kick()
+        for fn in self._cgroup_listeners:
+            fn()
 
     def _check_slo_file(self) -> None:
         self.slo_file.check()

@@ -1,6 +1,7 @@
 """The Kubernetes API side of the informer: the shared :class:`~koord.kube.informer.Informer` for
-each object the agent watches (its Node, its pods, its NodeSLO and NodeMetric, each by field selector so
-nothing of other nodes is cached) and the few writes (NodeMetric status, Eviction, Event); the client
+each object the agent watches (its Node, its pods, its NodeSLO, NodeMetric and NodeResourceTopology, each
+by field selector so nothing of other nodes is cached) and the few writes (NodeMetric status, the
+NodeResourceTopology, Eviction, Event); the client
 itself is made by :mod:`koord.kube.client`. The only module of the agent's own packages that
 imports ``kubernetes``.
 
@@ -17,14 +18,16 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from koord.apis import groups
 from koord.kube.informer import Informer, without_managed_fields
 from koord.runtime.errors import APIUnavailable
 from koordlet.statesinformer.eviction import EvictResult
 
 log = logging.getLogger(__name__)
 
-SLO_GROUP = "slo.koordinator.sh"
-SLO_VERSION = "v1alpha1"
+NM = groups.NODE_METRICS
+NRT = groups.NODE_RESOURCE_TOPOLOGIES
+_NODE_NAMED = (groups.NODE_SLOS, groups.NODE_METRICS, NRT)
 
 
 def _status_of(err: BaseException) -> int:
@@ -55,23 +58,19 @@ class ClusterAPI:
     def pods_informer(self, **opts: Any) -> Informer:
         """The pods of this node (``fieldSelector=spec.nodeName=<node>``); ``opts`` go to
         :class:`Informer`."""
-        sel = {"field_selector": f"spec.nodeName={self.node_name}"}
+        sel = {"field_selector": groups.on_node(self.node_name)}
         return self._informer("pods", self.core.list_pod_for_all_namespaces, sel, **opts)
 
     def node_informer(self, **opts: Any) -> Informer:
         """This node's Node (``fieldSelector=metadata.name=<node>``)."""
-        sel = {"field_selector": f"metadata.name={self.node_name}"}
+        sel = {"field_selector": groups.named(self.node_name)}
         return self._informer("node", self.core.list_node, sel, **opts)
 
     def custom_informer(self, plural: str, **opts: Any) -> Informer:
-        """This node's object of a cluster-scoped ``slo.koordinator.sh`` resource, by name (NodeSLO,
-        NodeMetric)."""
-        kwargs = {
-            "group": SLO_GROUP,
-            "version": SLO_VERSION,
-            "plural": plural,
-            "field_selector": f"metadata.name={self.node_name}",
-        }
+        """This node's object of a cluster-scoped custom resource named after the node (NodeSLO,
+        NodeMetric, NodeResourceTopology)."""
+        resource = next(r for r in _NODE_NAMED if r.plural == plural)
+        kwargs = {**resource.custom_object_args, "field_selector": groups.named(self.node_name)}
         return self._informer(plural, self.custom.list_cluster_custom_object, kwargs, **opts)
 
     # writes ----------------------------------------------------------------------------------------
@@ -96,9 +95,9 @@ class ClusterAPI:
             self._call(
                 "nodemetric status",
                 lambda: self.custom.patch_cluster_custom_object_status(
-                    SLO_GROUP,
-                    SLO_VERSION,
-                    "nodemetrics",
+                    NM.group,
+                    NM.version,
+                    NM.plural,
                     self.node_name,
                     {"status": dict(status)},
                     _request_timeout=self.timeout,
@@ -112,20 +111,40 @@ class ClusterAPI:
         from kubernetes.client.exceptions import ApiException
 
         body = {
-            "apiVersion": f"{SLO_GROUP}/{SLO_VERSION}",
-            "kind": "NodeMetric",
+            "apiVersion": groups.NODE_METRICS.api_version,
+            "kind": groups.NODE_METRICS.kind,
             "metadata": {"name": self.node_name},
         }
         try:
             self._call(
                 "nodemetric create",
                 lambda: self.custom.create_cluster_custom_object(
-                    SLO_GROUP, SLO_VERSION, "nodemetrics", body, _request_timeout=self.timeout
+                    NM.group, NM.version, NM.plural, body, _request_timeout=self.timeout
                 ),
             )
         except ApiException as err:
             return _status_of(err) or 500
         return 201
+
+    def write_node_topology(self, body: Mapping[str, Any], *, create: bool) -> int:
+        """Create this node's NodeResourceTopology, or replace it (``body`` carries the resourceVersion it
+        was read at, so a concurrent change is a 409); returns the HTTP status (201/200 on success)."""
+        from kubernetes.client.exceptions import ApiException
+
+        def call() -> Any:
+            if create:
+                return self.custom.create_cluster_custom_object(
+                    NRT.group, NRT.version, NRT.plural, dict(body), _request_timeout=self.timeout
+                )
+            return self.custom.replace_cluster_custom_object(
+                NRT.group, NRT.version, NRT.plural, self.node_name, dict(body), _request_timeout=self.timeout
+            )
+
+        try:
+            self._call("noderesourcetopology " + ("create" if create else "update"), call)
+        except ApiException as err:
+            return _status_of(err) or 500
+        return 201 if create else 200
 
     def evict(self, namespace: str, name: str, uid: str) -> EvictResult:
         """policy/v1 Eviction with a UID precondition (never evicts a same-named successor)."""

@@ -37,10 +37,18 @@ class PLEG:
     """Calls ``on_event()`` after a burst of pod/container dir creations or removals."""
 
     def __init__(
-        self, host: Host, on_event: Callable[[], object], poll: float = 0.5, rescan: float = 60.0
+        self,
+        host: Host,
+        on_event: Callable[[], object],
+        poll: float = 0.5,
+        rescan: float = 60.0,
+        on_idle: Callable[[], float | None] | None = None,
     ) -> None:
+        """``on_idle`` runs whenever a wait ends without an event; it may ask to be called again sooner
+        than ``poll`` (seconds; ``None``: the normal poll)."""
         self.host = host
         self.on_event = on_event
+        self.on_idle = on_idle
         self.poll = poll
         self.rescan = rescan
         self.events = 0
@@ -98,14 +106,19 @@ class PLEG:
             # Dirs made between the informer's first list and these watches raised no event: one refresh
             # now closes that gap (as an informer lists again once its watch is up).
             self.on_event()
+            wait = self.poll
             while not stop.is_set():
-                batch = ino.read(self.poll)
+                batch = ino.read(wait)
+                wait = self.poll
                 now = time.monotonic()
                 rescan = now >= next_rescan
                 if rescan:
                     next_rescan = now + self.rescan
                 if not batch:
                     self._watch_tiers(ino, all_pods=rescan)  # tiers created after we started
+                    if self.on_idle is not None:
+                        sooner = self.on_idle()
+                        wait = min(self.poll, sooner) if sooner is not None else self.poll
                     continue
                 layout = self.host.layout
                 relevant = False

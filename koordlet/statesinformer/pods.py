@@ -9,31 +9,29 @@ events (rate limited); an error or an empty list keeps the old pods (a restartin
 
 from __future__ import annotations
 
-import json
 import logging
-import ssl
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from koord.kube.ratelimit import TokenBucket
 from koord.runtime.errors import APIUnavailable
 from koordlet import api
+from koordlet.statesinformer.kubelet import KubeletClient, KubeletEndpoint
 from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.system.podpath import CgroupLayout
 
-log = logging.getLogger(__name__)
+__all__ = ["APIPodSource", "KubeletEndpoint", "KubeletPodSource", "PodSource", "PodsInformer"]
 
-MAX_POD_LIST_BYTES = 64 * 1024 * 1024
+log = logging.getLogger(__name__)
 
 
 class PodSource(Protocol):
     trust_empty: bool
     """Whether an empty answer is believed (cgroup discovery) or taken as a restarting source (kubelet)."""
+    kick_rate: float
+    kick_burst: int
+    """How often PLEG events may ask it for an early refresh (per second, burst)."""
 
     def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
         """Every pod of this node, cgroup dirs built with ``layout``; :class:`APIUnavailable` when the
@@ -41,91 +39,20 @@ class PodSource(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class KubeletEndpoint:
-    """Where and how to reach the kubelet's ``/pods``."""
-
-    address: str = "127.0.0.1"
-    port: int = 10250
-    insecure: bool = False
-    """``--kubelet-insecure-tls``: plain HTTP on the read-only port, no token (tests and dev only)."""
-    read_only_port: int = 10255
-    token_file: str = ""
-    """Service-account bearer token, re-read on every request (tokens rotate)."""
-    ca_file: str = ""
-    """CA for the kubelet's serving certificate; empty = do not verify (koordlet's own behaviour)."""
-    timeout: float = 3.0
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.address}]" if ":" in self.address else self.address
-        if self.insecure:
-            return f"http://{host}:{self.read_only_port}/pods/"
-        return f"https://{host}:{self.port}/pods/"
-
-
 class KubeletPodSource:
     """``GET /pods/`` of the kubelet, decoded as a PodList."""
 
     trust_empty = False
+    kick_rate, kick_burst = 5.0, 10  # koordlet's limiter on its kubelet calls
 
     def __init__(self, endpoint: Callable[[], KubeletEndpoint]) -> None:
-        self._endpoint = endpoint
-        self._warned_unverified = False
-        self._contexts: dict[str, ssl.SSLContext] = {}
-
-    def _context(self, ep: KubeletEndpoint) -> ssl.SSLContext | None:
-        if ep.insecure:
-            return None
-        # Building a context loads the CA bundle (milliseconds): keep one per CA file version, so a
-        # rotated CA is picked up without paying the load on every refresh.
-        try:
-            key = f"{ep.ca_file}@{Path(ep.ca_file).stat().st_mtime_ns}" if ep.ca_file else ""
-        except OSError:
-            key = ep.ca_file
-        ctx = self._contexts.get(key)
-        if ctx is None:
-            self._contexts.clear()
-            ctx = self._contexts[key] = self._new_context(ep)
-        return ctx
-
-    def _new_context(self, ep: KubeletEndpoint) -> ssl.SSLContext:
-        if ep.ca_file:
-            ctx = ssl.create_default_context(cafile=ep.ca_file)
-            # Kubelet serving certificates name the node, not the IP we dial: verify the chain only.
-            ctx.check_hostname = False
-            return ctx
-        if not self._warned_unverified:
-            log.warning("kubelet: no CA configured, the serving certificate is not verified")
-            self._warned_unverified = True
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        return ctx
+        self.client = KubeletClient(endpoint)
 
     def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
-        ep = self._endpoint()
-        req = urllib.request.Request(ep.url, headers={"Accept": "application/json"})
-        if not ep.insecure and ep.token_file:
-            try:
-                token = Path(ep.token_file).read_text().strip()
-            except OSError as err:
-                raise APIUnavailable(f"kubelet: cannot read token {ep.token_file}: {err}") from err
-            req.add_header("Authorization", f"Bearer {token}")
-        try:
-            with urllib.request.urlopen(req, timeout=ep.timeout, context=self._context(ep)) as resp:
-                body = resp.read(MAX_POD_LIST_BYTES + 1)
-        except (urllib.error.URLError, OSError, ValueError) as err:
-            raise APIUnavailable(f"kubelet {ep.url}: {err}") from err
-        if len(body) > MAX_POD_LIST_BYTES:
-            raise APIUnavailable(f"kubelet {ep.url}: PodList larger than {MAX_POD_LIST_BYTES} bytes")
-        try:
-            doc = json.loads(body)
-        except ValueError as err:
-            raise APIUnavailable(f"kubelet {ep.url}: bad JSON: {err}") from err
+        url, doc = self.client.get_json("/pods/")
         items = doc.get("items") if isinstance(doc, Mapping) else None
         if not isinstance(items, list):
-            raise APIUnavailable(f"kubelet {ep.url}: not a PodList")
+            raise APIUnavailable(f"kubelet {url}: not a PodList")
         return pod_infos((p for p in items if isinstance(p, Mapping)), layout)
 
 
@@ -143,6 +70,7 @@ class APIPodSource:
     """Pods of this node from the API server (``fieldSelector=spec.nodeName=<node>``), as a pod source."""
 
     trust_empty = False
+    kick_rate, kick_burst = 50.0, 50  # a read of the watch's cache: no call to limit
 
     def __init__(self, objects: WatchedPods) -> None:
         self.objects = objects
@@ -172,20 +100,24 @@ class PodsInformer:
         staleness: float,
         on_change: Hook | None = None,
         on_refresh: Callable[[bool, int], None] | None = None,
-        kick_rate: float = 5.0,
-        kick_burst: int = 10,
+        kick_rate: float | None = None,
+        kick_burst: int | None = None,
     ) -> None:
+        """``kick_rate``/``kick_burst`` default to the source's own (its class attributes)."""
         self.source = source
         self._layout = layout
         self._clock = clock
         self.staleness = staleness
         self._on_change = on_change
         self._on_refresh = on_refresh
-        self._limiter = TokenBucket(kick_rate, kick_burst, clock)
+        rate = kick_rate if kick_rate is not None else source.kick_rate
+        burst = kick_burst if kick_burst is not None else source.kick_burst
+        self._limiter = TokenBucket(rate, burst, clock)
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
         self._pods: tuple[api.PodInfo, ...] = ()
         self._synced = False
+        self._pending = False
         self._last_good: float | None = None
         self._started = clock()
 
@@ -234,8 +166,21 @@ class PodsInformer:
             self._on_refresh(ok, n)
 
     def kick(self) -> bool:
-        """An early refresh if the rate limiter allows (PLEG events); True if it ran."""
+        """An early refresh if the rate limiter allows (PLEG events); True if it ran. A refused kick is
+        remembered and :meth:`retry` runs it once a token is there, so a burst of new pods beyond the
+        limiter's burst waits a fraction of a second for its refresh, not the next periodic sync."""
         if not self._limiter.allow():
+            self._pending = True
             return False
+        self._pending = False
         self.refresh()
         return True
+
+    def retry(self) -> float | None:
+        """Run a refused kick if the limiter now allows; the seconds until it can when not yet, ``None``
+        when no kick waits (the PLEG calls this between events and sleeps no longer than it says)."""
+        if not self._pending:
+            return None
+        if self.kick():
+            return None
+        return max(self._limiter.wait_time(), 0.001)

@@ -1,8 +1,10 @@
 """A tiny inotify wrapper (ctypes on libc, stdlib only) for the pod lifecycle event generator (PLEG).
 
-Only what the PLEG needs: watch directories for ``IN_CREATE``/``IN_DELETE``, wait for events with a
-timeout (``poll``, so a stop flag is honoured), and decode them. cgroupfs reports ``mkdir``/``rmdir`` of
-child cgroups as ``IN_CREATE|IN_ISDIR`` / ``IN_DELETE|IN_ISDIR``; cgroup2 does the same.
+Only what the PLEG and the runtime hooks' guard need: watch directories for ``IN_CREATE``/``IN_DELETE``
+(or ``IN_MODIFY``), wait for events with a timeout (``poll``, so a stop flag is honoured), and decode them.
+cgroupfs reports ``mkdir``/``rmdir`` of child cgroups as ``IN_CREATE|IN_ISDIR`` / ``IN_DELETE|IN_ISDIR``,
+and every ``write(2)`` to a cgroup file as ``IN_MODIFY`` on its directory (the VFS raises it for any
+file); cgroup2 does the same.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import KeysView
 from dataclasses import dataclass
 from pathlib import Path
 
+IN_MODIFY = 0x00000002
 IN_CREATE = 0x00000100
 IN_DELETE = 0x00000200
 IN_ONLYDIR = 0x01000000
@@ -87,6 +90,14 @@ class Inotify:
         self._dirs[wd] = directory
         self._wds[directory] = wd
         return int(wd)
+
+    def remove_watch(self, directory: Path) -> None:
+        """Stop watching ``directory`` (a no-op when it is not watched or already gone)."""
+        wd = self._wds.pop(directory, None)
+        if wd is None:
+            return
+        self._dirs.pop(wd, None)
+        self._libc.inotify_rm_watch(self._fd, ctypes.c_int(wd))  # EINVAL when the dir is gone: fine
 
     def read(self, timeout: float) -> list[InotifyEvent]:
         """Events available within ``timeout`` seconds (``[]`` on timeout)."""

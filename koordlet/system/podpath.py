@@ -148,6 +148,12 @@ class CgroupLayout:
         return (_SCOPE_RUNTIME[m.group(1)], m.group(2)) if m else None
 
 
+def is_container_dir_name(name: str) -> bool:
+    """Whether ``name`` names a container's cgroup dir under either driver (``<64 hex>`` or
+    ``<runtime>-<64 hex>.scope``)."""
+    return len(name) <= MAX_ID_TEXT and bool(CONTAINER_ID_RE.match(name) or _SCOPE.match(name))
+
+
 def detect_driver(paths: HostPaths, mode: CgroupMode) -> CgroupDriver:
     """From the tree under the cpu subsystem (``kubepods.slice`` -> systemd, ``kubepods`` -> cgroupfs),
     else ``HostPaths.cgroup_driver`` when configured, else systemd (kubelet's recommended driver)."""

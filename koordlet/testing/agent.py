@@ -12,36 +12,17 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from koord.testing.dist import install_distribution
+from koord.testing.ports import port_from_log
 from koordlet.testing.wait import Waited, wait_until
 
-
-def install_distribution(source: Path, target: Path) -> Path:
-    """Build the plugin distribution in ``source`` and install it into the directory ``target`` (not the
-    running environment); run the agent with ``PYTHONPATH=<target>`` to load it. Returns ``target``."""
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--disable-pip-version-check",
-            "--target",
-            str(target),
-            str(source),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return target
+__all__ = ["Agent", "install_distribution", "koordlet_command"]
 
 
 def koordlet_command(
@@ -112,11 +93,11 @@ class Agent:
     def __init__(
         self, tmp: Path, *extra: str, env: dict[str, str] | None = None, kubeconfig: Path | None = None
     ) -> None:
-        """Standalone, or in cluster mode against ``kubeconfig`` when given."""
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log = tmp / f"agent-{self.port}.log"
+        """Standalone, or in cluster mode against ``kubeconfig`` when given. The agent binds a free port of
+        its own choosing (no race with other processes) and :attr:`port` reads it from the agent's log."""
+        self.log = Path(tempfile.mkstemp(prefix="agent-", suffix=".log", dir=tmp)[1])
         self._log = self.log.open("w")
+        self._port: int | None = None
         full_env = {**os.environ, "NODE_NAME": "e2e-node", **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "koordlet", "run", *self._args(tmp, kubeconfig, extra)],
@@ -125,14 +106,29 @@ class Agent:
             stderr=subprocess.STDOUT,
         )
 
+    @property
+    def port(self) -> int:
+        """The agent's HTTP port, once it serves (waits for it)."""
+        if self._port is None:
+            self._port = port_from_log(self.log, self.proc)
+        return self._port
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
     def _args(self, tmp: Path, kubeconfig: Path | None, extra: tuple[str, ...]) -> list[str]:
-        args = standalone_args(tmp, self.port, *extra)
+        args = standalone_args(tmp, 0, *extra)
         if kubeconfig is None:
             return args
         return [a for a in args if a != "--standalone"] + [f"--kubeconfig={kubeconfig}"]
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        if not wait_http(self.base + "/readyz", timeout):
+        try:
+            base = self.base
+        except (RuntimeError, TimeoutError) as err:
+            raise AssertionError(f"agent not serving:\n{err}") from err
+        if not wait_http(base + "/readyz", timeout):
             raise AssertionError(f"agent not ready in {timeout}s:\n{self.tail()}")
 
     def get(self, path: str) -> Any:

@@ -1,4 +1,5 @@
-"""A fake kubelet for tests and benchmarks: serves ``GET /pods/`` (a PodList) over HTTP or HTTPS on loopback.
+"""A fake kubelet for tests and benchmarks: serves ``GET /pods/`` (a PodList) and, when ``configz`` is set,
+``GET /configz`` (the kubelet's configuration) over HTTP or HTTPS on loopback.
 
 Behaviour switches mimic what a real kubelet does to its clients: ``mode = "ok" | "empty" | "garbage" |
 "401" | "slow"`` (slow answers after ``slow_seconds``, to exercise ``--kubelet-sync-timeout``). HTTPS
@@ -50,6 +51,8 @@ def make_cert(directory: Path) -> tuple[Path, Path]:
 class FakeKubelet:
     def __init__(self, *, tls_dir: Path | None = None, token: str = "") -> None:
         self.pods: list[Mapping[str, Any]] = []
+        self.configz: Mapping[str, Any] | None = None
+        """The ``/configz`` answer (``{"kubeletconfig": {...}}``); ``None``: 404."""
         self.mode = "ok"
         self.slow_seconds = 5.0
         self.token = token
@@ -68,7 +71,10 @@ class FakeKubelet:
                 with kubelet._lock:
                     kubelet.requests += 1
                     kubelet.auth_headers.append(self.headers.get("Authorization", ""))
-                    mode, pods = kubelet.mode, list(kubelet.pods)
+                    mode, pods, configz = kubelet.mode, list(kubelet.pods), kubelet.configz
+                if self.path.rstrip("/") == "/configz" and configz is not None and mode == "ok":
+                    self._send(200, json.dumps(configz).encode())
+                    return
                 if self.path.rstrip("/") != "/pods":
                     self._send(404, b"not found")
                     return

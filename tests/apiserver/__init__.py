@@ -1,40 +1,53 @@
-"""An in-repo Kubernetes API server for tests (stdlib ``ThreadingHTTPServer``), used with the official client;
-``python -m tests.apiserver`` runs one outside pytest.
+"""An in-repo Kubernetes API server for tests (stdlib ``ThreadingHTTPServer``), used with the official client
+and with the real kubectl; ``python -m tests.apiserver`` runs one outside pytest.
 
 Served: core ``v1`` pods (``status``, ``binding``, ``eviction``), bindings, nodes, namespaces, events,
-configmaps, serviceaccounts; ``coordination.k8s.io/v1`` leases; ``policy/v1`` poddisruptionbudgets (with
-status); ``events.k8s.io/v1`` events (the same store as core events); ``scheduling.k8s.io/v1``
-priorityclasses; ``rbac.authorization.k8s.io/v1``; TokenReview and SubjectAccessReview;
-``apiextensions.k8s.io/v1`` CRDs (creating one serves its resources, so ``kubectl apply -f`` works) and
-custom resources validated against their schema (422) with unknown fields pruned; discovery.
+configmaps, secrets, services, serviceaccounts (``token``), persistentvolumeclaims and persistentvolumes
+(with status); ``apps/v1`` deployments (``scale``) and daemonsets; ``storage.k8s.io/v1`` storageclasses;
+``coordination.k8s.io/v1`` leases; ``policy/v1`` poddisruptionbudgets (with status); ``events.k8s.io/v1``
+events (the same store as core events); ``scheduling.k8s.io/v1`` priorityclasses;
+``rbac.authorization.k8s.io/v1``; TokenReview, SubjectAccessReview and the self reviews (access, rules,
+who-am-I); ``apiextensions.k8s.io/v1`` CRDs (creating one serves its resources) and custom resources
+validated against their schema (422) with unknown fields pruned; discovery (categories, subresource
+kinds); ``/openapi/v2`` (JSON and protobuf) and ``/openapi/v3``.
 
 Behaviour, each written from the kube-apiserver code it names in its module: GET/LIST/WATCH/POST/PUT/
-PATCH/DELETE and deletecollection; one global resourceVersion with per-resource history (410 Gone past it);
-paged lists (``limit``/``continue`` on a consistent snapshot); watch replay, ``timeoutSeconds`` and
-BOOKMARKs (periodic and 2 s before the timeout); field and label selectors; registry strategies (defaults,
-create/update rules, pod immutability, validation), admission on create (namespace lifecycle, priority,
-default tolerations, service account); strategic merge patch for built-in types (415 on custom
+PATCH/DELETE and deletecollection; bodies in JSON, YAML or protobuf (the kinds kubectl's typed commands
+send; 415 otherwise), chunked or not; one global resourceVersion with per-resource history (410 Gone past
+it); paged lists (``limit``/``continue`` on a consistent snapshot); watch replay, ``timeoutSeconds`` and
+BOOKMARKs (periodic and 2 s before the timeout); Table output (``kubectl get``); field and label
+selectors; registry strategies (defaults, create/update rules, pod immutability, validation);
+``fieldValidation`` (Strict/Warn/Ignore, ``Warning`` headers) for built-in types and custom resources;
+admission on create (namespace lifecycle, priority, default tolerations, service account) and on pod
+updates (default tolerations, kept priority); strategic merge patch for built-in types (415 on custom
 resources), merge and JSON patch; ``dryRun``; graceful deletion and finalizers with a kubelet hook;
-binding; eviction against PodDisruptionBudgets with a disruption controller; opt-in RBAC authorization of
-ServiceAccount tokens; fault switches (down/up, 503, injected failures).
+binding; eviction against PodDisruptionBudgets with a disruption controller; Service cluster IP and node
+port allocation; opt-in TLS (generated CA) and RBAC authorization of bearer tokens; TokenRequest; fault
+switches (down/up, 503, injected failures).
 
-Module map: ``server`` (lifecycle, switches, auth entry), ``handler`` (HTTP, routing, watch streams),
-``requestinfo``, ``endpoints`` (verbs and options), ``store``/``writes``/``history``/``paging``/``watch``
-(storage), ``strategy``/``podspec``/``validation``/``admission``/``deletion`` (registry rules),
-``smp``/``patch``, ``binding``/``eviction``/``disruption``/``kubelet``, ``events``, ``auth``/``rbac``/
-``reviews``, ``manifests``, ``builtin``/``resources`` (types and discovery), ``fixtures`` (pytest only).
+Module map: ``server`` (lifecycle, switches, auth entry), ``connections``/``tls`` (sockets, HTTPS),
+``handler`` (HTTP, routing, watch streams), ``bodies``/``protobuf``/``protomessages`` (request bodies),
+``requestinfo``, ``requestwarnings``, ``endpoints`` (verbs and options), ``store``/``writes``/``history``/
+``paging``/``watch`` (storage), ``strategy``/``podspec``/``workloads``/``services``/``validation``/
+``fieldvalidation``/``admission``/``deletion`` (registry rules), ``typeschema`` (the built-in types'
+structure, from the official client's models), ``smp``/``patchmeta``/``patch``, ``binding``/``eviction``/
+``disruption``/``kubelet``, ``events``, ``auth``/``rbac``/``reviews``/``tokens``, ``tables``/``printers``/
+``ages`` (Table output), ``openapi``/``openapischema``/``openapiproto``, ``manifests``, ``builtin``/
+``resources`` (types and discovery), ``fixtures`` (pytest only).
 
 NOT covered (a component relying on these is not proven by this server):
 
-* Server-side apply (``application/apply-patch+yaml`` is a 415), ``managedFields``, protobuf and YAML
-  bodies, Table output (kubectl falls back to plain lists), the OpenAPI documents (``kubectl apply``
-  needs ``--validate=false``), aggregated discovery, watch-list (``sendInitialEvents``), TLS.
+* Server-side apply: ``application/apply-patch+yaml`` is a 415 listing the patch types accepted (kubectl:
+  "Server-side apply not available on the server"), and no ``managedFields`` are kept. Protobuf bodies
+  of kinds outside :mod:`tests.apiserver.protomessages` (``kubectl create deployment``) are a 415 too;
+  answers are always JSON. Aggregated discovery, watch-list (``sendInitialEvents``), CBOR.
 * Admission webhooks, ResourceQuota/LimitRange, PodSecurity, the ServiceAccount token volume (pods get
   ``serviceAccountName: default`` but the account need not exist), NodeRestriction.
-* Workload controllers: no Deployments/ReplicaSets/DaemonSets are served, so no garbage collection of
-  dependents (``ownerReferences`` and ``propagationPolicy`` are stored, not acted on) and the disruption
-  controller scales percentage/``maxUnavailable`` budgets by the matching pods, not by controllers'
-  replicas (see ``disruption``). It runs synchronously, so its status never lags unless paused.
+* Workload controllers: Deployments and DaemonSets are stored, defaulted and validated, but nothing creates
+  their pods or writes their status; no garbage collection of dependents (``ownerReferences`` and
+  ``propagationPolicy`` are stored, not acted on), and the disruption controller scales
+  percentage/``maxUnavailable`` budgets by the matching pods, not by controllers' replicas (see
+  ``disruption``). It runs synchronously, so its status never lags unless paused. No Endpoints.
 * No kubelet or scheduler: pods stay Pending until a test binds them and reports status; graceful
   deletion waits for ``APIServer.kubelet`` (or ``kubelet_auto_confirm``); deletion grace periods never
   expire on their own.
@@ -44,7 +57,7 @@ NOT covered (a component relying on these is not proven by this server):
   validated as their modules say; ``generation`` is kept for every type, not only those whose strategy
   sets it; ``""``/empty fields the Go types omit are stored as given.
 * RBAC: aggregated ClusterRoles, impersonation, user/group tokens other than the ones issued here, the
-  Node authorizer, ``selfsubjectrulesreviews``; TokenRequest (``serviceaccounts/token``) and bound tokens.
+  Node authorizer; tokens are opaque (not JWTs) and a bound object's deletion does not revoke its token.
 * Lists with ``resourceVersion=0`` honour ``limit`` (the watch cache would ignore it); ``events.k8s.io``
   field selectors are the common ones only; CRD version conversion;
   ``pods/log``/``exec``/``proxy`` bodies; ``/status`` writes of metadata are ignored for every type.

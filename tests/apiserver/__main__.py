@@ -1,6 +1,7 @@
 """Run the test API server outside pytest until SIGTERM or SIGINT::
 
-    python -m tests.apiserver --port 6443 --kubeconfig /tmp/kubeconfig [--authorization] [--apply FILE]...
+    python -m tests.apiserver --port 6443 --kubeconfig /tmp/kubeconfig [--authorization] [--tls]
+        [--apply FILE]...
 
 It serves the repository's NodeMetric and NodeSLO CRDs (plus any ``--crd``), applies ``--apply``
 manifests, writes a kubeconfig for its admin user when asked (for kubectl and the components under
@@ -23,15 +24,8 @@ from tests.apiserver.server import APIServer
 
 
 def kubeconfig(server: APIServer) -> dict[str, object]:
-    """A kubeconfig naming this server and its admin token."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "test", "cluster": {"server": server.url}}],
-        "users": [{"name": "admin", "user": {"token": server.auth.admin_token}}],
-        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}],
-        "current-context": "test",
-    }
+    """A kubeconfig naming this server and its admin token (see :meth:`APIServer.kubeconfig`)."""
+    return server.kubeconfig()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crd", action="append", default=[], type=Path, help="another CRD file to serve")
     parser.add_argument("--apply", action="append", default=[], type=Path, help="a manifest to load")
     parser.add_argument("--authorization", action="store_true", help="enforce RBAC on bearer tokens")
+    parser.add_argument(
+        "--tls", action="store_true", help="serve HTTPS with a generated CA (kubectl sends tokens)"
+    )
     parser.add_argument("--kubelet-auto-confirm", action="store_true", help="finish pod deletions at once")
     parser.add_argument("--kubeconfig", type=Path, help="write a kubeconfig for the admin user here")
     args = parser.parse_args(argv)
@@ -60,12 +57,13 @@ def main(argv: list[str] | None = None) -> int:
         port=args.port,
         authorization=args.authorization,
         kubelet_auto_confirm=args.kubelet_auto_confirm,
+        tls=args.tls,
     )
     applied = server.apply(*args.apply)
     server.start()
     try:
         if args.kubeconfig is not None:
-            args.kubeconfig.write_text(yaml.safe_dump(kubeconfig(server)))
+            args.kubeconfig.write_text(yaml.safe_dump(server.kubeconfig()))
         print(f"test API server listening on {server.url} ({len(applied)} objects applied)", flush=True)
         stop.wait()
     finally:

@@ -1,4 +1,4 @@
-"""Admission on create, as kube-apiserver's default plugins do it (``plugin/pkg/admission``).
+"""Admission on create and update, as kube-apiserver's default plugins do it (``plugin/pkg/admission``).
 
 * NamespaceLifecycle: a namespaced object needs an existing namespace (404 ``namespaces "x" not found``)
   that is not being deleted (403).
@@ -8,12 +8,17 @@
 * ServiceAccount: a pod without ``serviceAccountName`` runs as ``default`` (no token volume is mounted
   and the account need not exist here).
 * DefaultTolerationSeconds: pods tolerate ``node.kubernetes.io/not-ready`` and ``unreachable``
-  (NoExecute) for 300 s unless they say otherwise.
+  (NoExecute) for 300 s unless they say otherwise, on create and on every update of the pod itself (so a
+  re-applied manifest that replaces the tolerations keeps them, and pod update validation, which allows
+  only added tolerations, passes).
+* Priority on update keeps the pod's resolved ``priority`` and ``preemptionPolicy`` when the new object
+  leaves them out (a PUT of the manifest as written).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tests.apiserver import status
@@ -31,16 +36,36 @@ _NO_NAMESPACE_CHECK = {("", "namespaces"), ("authentication.k8s.io", "tokenrevie
 def admit_create(api: APIServer, rt: ResourceType, namespace: str | None, obj: Obj) -> Obj:
     """``obj`` as the mutating plugins leave it; raises what the validating ones refuse."""
     out = copy.deepcopy(obj)
-    meta = out.get("metadata") or {}
-    ns = namespace or meta.get("namespace") or "default"
+    meta = out.get("metadata") if isinstance(out.get("metadata"), dict) else {}
+    ns = namespace or str(meta.get("namespace") or "default")
     if rt.namespaced and rt.key not in _NO_NAMESPACE_CHECK:
         _namespace_lifecycle(api, ns)
     if rt.key == ("", "pods"):
-        spec = out.setdefault("spec", {})
+        if out.get("spec") is None:
+            out["spec"] = {}
+        spec = out["spec"]
+        if not isinstance(spec, dict):
+            return out  # it does not decode: the store answers 400 (decoding comes before admission)
         spec.setdefault("serviceAccountName", "default")
-        _priority(api, meta.get("name") or meta.get("generateName") or "", spec)
+        _priority(api, str(meta.get("name") or meta.get("generateName") or ""), spec)
         _default_tolerations(spec)
     return out
+
+
+def update_admission(rt: ResourceType, subresource: str) -> Callable[[Obj, Obj], Obj] | None:
+    """The mutating plugins of an update of ``rt`` (None: none apply): pods proper, not subresources."""
+    if rt.key != ("", "pods") or subresource:
+        return None
+    return _admit_pod_update
+
+
+def _admit_pod_update(new: Obj, old: Obj) -> Obj:
+    spec, old_spec = new.setdefault("spec", {}), old.get("spec") or {}
+    for field in ("priority", "preemptionPolicy"):
+        if spec.get(field) is None and old_spec.get(field) is not None:
+            spec[field] = old_spec[field]
+    _default_tolerations(spec)
+    return new
 
 
 def _namespace_lifecycle(api: APIServer, ns: str) -> None:
@@ -81,11 +106,16 @@ def _priority(api: APIServer, pod_name: str, spec: Obj) -> None:
 
 
 def _default_tolerations(spec: Obj) -> None:
-    tolerations = spec.setdefault("tolerations", [])
+    tolerations = spec.get("tolerations")
+    if not isinstance(tolerations, list):
+        if tolerations is not None:
+            return  # not a list: validation refuses it
+        tolerations = spec["tolerations"] = []
     for key in _TAINTS:
         covered = any(
-            t.get("effect") in (None, "", "NoExecute")
-            and (t.get("key") == key or (not t.get("key") and t.get("operator") == "Exists"))
+            isinstance(t, dict)
+            and t.get("effect") in (None, "", "NoExecute")
+            and t.get("key") in (None, "", key)
             for t in tolerations
         )
         if not covered:

@@ -3,16 +3,18 @@
 Tokens are opaque strings the server issues: :meth:`Auth.token_for` for a ServiceAccount (the user
 ``system:serviceaccount:<ns>:<name>`` in groups ``system:serviceaccounts``,
 ``system:serviceaccounts:<ns>`` and ``system:authenticated``; the account must exist when the token is
-used, as the legacy token authenticator checks), :meth:`Auth.token_for_user` for any user, and an admin
-token in ``system:masters``. A request with an unknown bearer token is a 401; one without a token is
-``system:anonymous``. With authorization on, every request is checked by :mod:`tests.apiserver.rbac`
-(403 with kube-apiserver's wording); off, every request is allowed, as before.
+used, as the legacy token authenticator checks, and a TokenRequest's token also expires),
+:meth:`Auth.token_for_user` for any user, and an admin token in ``system:masters``. A request with an
+unknown bearer token is a 401; one without a token is ``system:anonymous``. With authorization on, every
+request is checked by :mod:`tests.apiserver.rbac` (403 with kube-apiserver's wording); off, every
+request is allowed, as before.
 """
 
 from __future__ import annotations
 
 import secrets
 import threading
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -36,7 +38,7 @@ class Auth:
         self.authorization = authorization
         self.authorizer = Authorizer(lambda resource, ns: store.list(resource, ns)[0])
         self._lock = threading.Lock()
-        self._tokens: dict[str, User | tuple[str, str]] = {}
+        self._tokens: dict[str, User | tuple[str, str, float | None]] = {}
         self.admin_token = self.token_for_user(ADMIN, (SUPERUSER_GROUP,))
 
     def token_for_user(self, name: str, groups: tuple[str, ...] = ()) -> str:
@@ -45,11 +47,12 @@ class Auth:
             self._tokens[token] = User(name, str(uuid.uuid4()), (*groups, AUTHENTICATED))
         return token
 
-    def token_for(self, namespace: str, name: str) -> str:
-        """A bearer token of the ServiceAccount ``namespace/name``."""
+    def token_for(self, namespace: str, name: str, *, expires: float | None = None) -> str:
+        """A bearer token of the ServiceAccount ``namespace/name``, valid until ``expires`` (epoch seconds,
+        None: for ever)."""
         token = secrets.token_urlsafe(24)
         with self._lock:
-            self._tokens[token] = (namespace, name)
+            self._tokens[token] = (namespace, name, expires)
         return token
 
     def user_of(self, token: str) -> User | None:
@@ -58,7 +61,9 @@ class Auth:
             found = self._tokens.get(token)
         if found is None or isinstance(found, User):
             return found
-        ns, name = found
+        ns, name, expires = found
+        if expires is not None and time.time() >= expires:
+            return None
         try:
             sa = self.store.get("serviceaccounts", name, ns)
         except status.APIError:

@@ -1,14 +1,16 @@
 """The built-in resource types the test API server serves, with what discovery and RBAC see of them.
 
 Per type: the field selectors the real server accepts (anything else is a 400 "field label not
-supported"), short names, the verbs discovery lists, subresources, and whether a PUT may omit
-``metadata.resourceVersion`` (each registry strategy's ``AllowUnconditionalUpdate``: false for Leases,
-PodDisruptionBudgets and CRDs, as for custom resources).
+supported"), short names, categories, the verbs discovery lists, subresources with the kind their
+bodies carry (``pods/eviction`` is a ``policy/v1`` Eviction, ``serviceaccounts/token`` an
+``authentication.k8s.io/v1`` TokenRequest, ``deployments/scale`` an ``autoscaling/v1`` Scale), and whether
+a PUT may omit ``metadata.resourceVersion`` (each registry strategy's ``AllowUnconditionalUpdate``: false
+for Leases, PodDisruptionBudgets and CRDs, as for custom resources). Discovery as a v1.33 server lists it.
 """
 
 from __future__ import annotations
 
-from tests.apiserver.resources import COMMON_FIELDS, ResourceType
+from tests.apiserver.resources import COMMON_FIELDS, ResourceType, Subresource
 
 POD_FIELDS = COMMON_FIELDS | {
     "spec.nodeName",
@@ -34,6 +36,10 @@ EVENT_FIELDS = COMMON_FIELDS | {
     "type",
 }
 CREATE_ONLY = ("create",)
+GET_UPDATE = ("get", "patch", "update")
+ALL = ("all",)
+SECRET_FIELDS = COMMON_FIELDS | {"type"}
+NAMESPACE_FIELDS = COMMON_FIELDS | {"status.phase"}
 
 BUILTIN = (
     ResourceType(
@@ -45,7 +51,13 @@ BUILTIN = (
         True,
         POD_FIELDS,
         ("po",),
-        subresources=(("binding", CREATE_ONLY), ("eviction", CREATE_ONLY), ("log", ("get",))),
+        subresources=(
+            Subresource("binding", CREATE_ONLY, "Binding"),
+            Subresource("eviction", CREATE_ONLY, "Eviction", "policy", "v1"),
+            Subresource("log", ("get",), "Pod"),
+        ),
+        categories=ALL,
+        field_defaults=(("spec.hostNetwork", "false"),),
     ),
     ResourceType("", "v1", "bindings", "Binding", True, False, verbs=CREATE_ONLY),
     ResourceType(
@@ -58,8 +70,21 @@ BUILTIN = (
         COMMON_FIELDS | {"spec.unschedulable"},
         ("no",),
         delete_returns_object=False,
+        field_defaults=(("spec.unschedulable", "false"),),
     ),
-    ResourceType("", "v1", "namespaces", "Namespace", False, True, COMMON_FIELDS | {"status.phase"}, ("ns",)),
+    ResourceType("", "v1", "namespaces", "Namespace", False, True, NAMESPACE_FIELDS, ("ns",)),
+    ResourceType(
+        "",
+        "v1",
+        "services",
+        "Service",
+        True,
+        True,
+        short_names=("svc",),
+        categories=ALL,
+        delete_returns_object=True,
+    ),
+    ResourceType("", "v1", "secrets", "Secret", True, False, SECRET_FIELDS, delete_returns_object=False),
     ResourceType(
         "", "v1", "events", "Event", True, False, EVENT_FIELDS, ("ev",), delete_returns_object=False
     ),
@@ -100,7 +125,71 @@ BUILTIN = (
         unconditional_update=False,
         delete_returns_object=False,
     ),
-    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, False, short_names=("sa",)),
+    ResourceType(
+        "",
+        "v1",
+        "serviceaccounts",
+        "ServiceAccount",
+        True,
+        False,
+        short_names=("sa",),
+        subresources=(Subresource("token", CREATE_ONLY, "TokenRequest", "authentication.k8s.io", "v1"),),
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        True,
+        True,
+        short_names=("deploy",),
+        subresources=(Subresource("scale", GET_UPDATE, "Scale", "autoscaling", "v1"),),
+        categories=ALL,
+        delete_returns_object=False,
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "daemonsets",
+        "DaemonSet",
+        True,
+        True,
+        short_names=("ds",),
+        categories=ALL,
+        delete_returns_object=False,
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        True,
+        True,
+        COMMON_FIELDS,
+        ("pvc",),
+        delete_returns_object=False,
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "persistentvolumes",
+        "PersistentVolume",
+        False,
+        True,
+        COMMON_FIELDS,
+        ("pv",),
+        delete_returns_object=False,
+    ),
+    ResourceType(
+        "storage.k8s.io",
+        "v1",
+        "storageclasses",
+        "StorageClass",
+        False,
+        False,
+        short_names=("sc",),
+        delete_returns_object=False,
+    ),
     *(
         ResourceType(
             "rbac.authorization.k8s.io", "v1", plural, kind, namespaced, False, delete_returns_object=False
@@ -112,14 +201,14 @@ BUILTIN = (
             ("rolebindings", "RoleBinding", True),
         )
     ),
-    ResourceType(
-        "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, False, verbs=CREATE_ONLY
-    ),
     *(
-        ResourceType("authorization.k8s.io", "v1", plural, kind, False, False, verbs=CREATE_ONLY)
-        for plural, kind in (
-            ("subjectaccessreviews", "SubjectAccessReview"),
-            ("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+        ResourceType(group, "v1", plural, kind, False, False, verbs=CREATE_ONLY)
+        for group, plural, kind in (
+            ("authentication.k8s.io", "tokenreviews", "TokenReview"),
+            ("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),
+            ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview"),
+            ("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+            ("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
         )
     ),
     ResourceType(

@@ -1,13 +1,13 @@
 """The verbs on a resource, after routing: list (paged), get, create, update, patch, delete,
-deletecollection, and the ``binding``/``eviction`` subresources and review resources.
+deletecollection, the ``binding``/``eviction``/``token``/``scale`` subresources and the review resources.
 
 Options are read from the query as the real handlers read them (``apiserver/pkg/endpoints/handlers``):
-``dryRun=All`` (anything else is a 422 on the options), ``fieldValidation=Strict``, ``limit``/``continue``,
-``resourceVersion``/``resourceVersionMatch``, and DeleteOptions from the body or the query
-(``gracePeriodSeconds``, ``preconditions``, ``dryRun``). A create runs admission first
-(:mod:`tests.apiserver.admission`). A DELETE answers 200 with the object (pods, namespaces, custom
-resources) or a Success Status once the object is gone, and 202 with the object while graceful deletion
-or finalizers keep it.
+``dryRun=All`` (anything else is a 422 on the options), ``fieldValidation`` (Strict, Warn, Ignore),
+``limit``/``continue``, ``resourceVersion``/``resourceVersionMatch``, and DeleteOptions from the body or
+the query (``gracePeriodSeconds``, ``preconditions``, ``dryRun``). A create runs admission first
+(:mod:`tests.apiserver.admission`), an update (PUT or PATCH) of a pod its update admission. A DELETE
+answers 200 with the object (pods, namespaces, custom resources) or a Success Status once the object is
+gone, and 202 with the object while graceful deletion or finalizers keep it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,17 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tests.apiserver import admission, binding, eviction, reviews, status
+from tests.apiserver import (
+    admission,
+    binding,
+    eviction,
+    fieldvalidation,
+    reviews,
+    services,
+    status,
+    tokens,
+    workloads,
+)
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError
 from tests.apiserver.writes import DeleteOptions
@@ -27,8 +37,10 @@ if TYPE_CHECKING:
 Reply = tuple[int, Any]
 _REVIEWS = {
     ("authentication.k8s.io", "tokenreviews"),
+    ("authentication.k8s.io", "selfsubjectreviews"),
     ("authorization.k8s.io", "subjectaccessreviews"),
     ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
 }
 
 
@@ -61,6 +73,20 @@ def dry_run(query: Mapping[str, str], options: Mapping[str, Any] | None = None) 
     return bool(values)
 
 
+def field_validation(query: Mapping[str, str]) -> str:
+    """The ``fieldValidation`` directive (Warn when absent); another value is a 422 on the options."""
+    value = query.get("fieldValidation") or fieldvalidation.DEFAULT
+    if value not in fieldvalidation.DIRECTIVES:
+        supported = ", ".join(f'"{d}"' for d in fieldvalidation.DIRECTIVES)
+        raise status.invalid(
+            "CreateOptions",
+            "meta.k8s.io",
+            "",
+            [("fieldValidation", f'"{value}": supported values: {supported}', "NotSupported")],
+        )
+    return value
+
+
 def _int(query: Mapping[str, str], key: str) -> int | None:
     if query.get(key) in (None, ""):
         return None
@@ -75,19 +101,30 @@ def serve(api: APIServer, call: Call) -> Reply:
     if rt.key in _REVIEWS:
         if call.verb != "create":
             raise APIError(405, f"{call.verb} is not supported on {rt.plural}")
-        return 201, reviews.review(api, rt, call.body, call.user)
+        return 201, reviews.review(api, rt, _decoded(call, rt.group, rt.version, rt.kind), call.user)
     if rt.key == ("", "bindings"):
         if call.verb != "create" or call.namespace is None:
             raise APIError(405, f"{call.verb} is not supported on bindings")
-        return 201, binding.bind(api.store, call.namespace, None, call.body, dry_run=dry_run(call.query))
-    if sub and (sub, ("create",)) in rt.subresources:
-        if call.verb != "create":
+        body = _decoded(call, "", "v1", "Binding")
+        return 201, binding.bind(api.store, call.namespace, None, body, dry_run=dry_run(call.query))
+    found = rt.subresource(sub) if sub else None
+    if found is not None and found.verbs == ("create",):
+        if call.verb != "create" or not call.name:
             raise APIError(405, f"only POST is allowed on {rt.plural}/{sub}")
+        ns, dry = call.namespace or "", dry_run(call.query)
+        group = rt.group if found.group is None else found.group
+        body = _decoded(call, group, found.version or rt.version, found.kind)
         if sub == "binding":
-            return 201, binding.bind(
-                api.store, call.namespace or "", call.name, call.body, dry_run=dry_run(call.query)
-            )
-        return eviction.evict(api, call.namespace or "", call.name, call.body, dry_run=dry_run(call.query))
+            return 201, binding.bind(api.store, ns, call.name, body, dry_run=dry)
+        if sub == "token":
+            return 201, tokens.request(api, ns, call.name, body, dry_run=dry)
+        return eviction.evict(api, ns, call.name, body, dry_run=dry)
+    if found is not None and sub == "scale":
+        if call.verb not in ("get", "update", "patch") or not call.name:
+            raise APIError(405, f"{call.verb} is not supported on {rt.plural}/scale")
+        return 200, workloads.scale(
+            api.store, call.rt, call.namespace or "", call.name, call.verb, call.body, call.content_type
+        )
     if sub not in ("", "status") or (sub == "status" and not rt.status_subresource):
         raise APIError(404, "the server could not find the requested resource")
     if rt.namespaced and call.namespace is None and call.name:
@@ -97,6 +134,12 @@ def serve(api: APIServer, call: Call) -> Reply:
     if handler is None or named != bool(call.name) or (sub and call.verb not in ("get", "update", "patch")):
         raise APIError(405, f"{call.verb} is not supported here")
     return handler(api, call)
+
+
+def _decoded(call: Call, group: str, version: str, kind: str) -> Any:
+    """The body of a create that is not stored as such (a review, a Binding, an Eviction, a
+    TokenRequest) decoded as its kind: a value of the wrong type does not decode, unknown fields drop."""
+    return fieldvalidation.admit_kind(group, version, kind, call.body, field_validation(call.query))
 
 
 def _list(api: APIServer, call: Call) -> Reply:
@@ -133,16 +176,24 @@ def _create(api: APIServer, call: Call) -> Reply:
         raise APIError(404, "the server could not find the requested resource")
     if not isinstance(call.body, dict):
         raise status.bad_request("the body of a create must be an object")
+    validation = field_validation(call.query)
+    body = fieldvalidation.admit(call.rt, call.body, validation)  # decoding comes before admission
     dry = dry_run(call.query)
-    obj = admission.admit_create(api, call.rt, call.namespace, call.body)
-    strict = call.query.get("fieldValidation") == "Strict"
-    return 201, api.store.create(call.rt, obj, call.namespace, keep_status=False, strict=strict, dry_run=dry)
+    obj = admission.admit_create(api, call.rt, call.namespace, body)
+    with api.store.lock:  # allocation and create in one step, so two creates never share an IP
+        if call.rt.key == ("", "services"):
+            obj = services.allocate(api.store, call.namespace or "", obj)
+        created = api.store.create(
+            call.rt, obj, call.namespace, keep_status=False, validation=validation, dry_run=dry
+        )
+    return 201, created
 
 
 def _update(api: APIServer, call: Call) -> Reply:
     body = call.body
     if not isinstance(body, dict):
         raise status.bad_request("the body of an update must be an object")
+    body = fieldvalidation.admit(call.rt, body, field_validation(call.query))  # decoding comes first
     body_name = (body.get("metadata") or {}).get("name")
     if body_name != call.name:
         raise status.bad_request(
@@ -157,8 +208,9 @@ def _update(api: APIServer, call: Call) -> Reply:
         body,
         call.namespace,
         subresource=call.subresource or None,
-        strict=call.query.get("fieldValidation") == "Strict",
+        validation=field_validation(call.query),
         dry_run=dry,
+        admit=admission.update_admission(call.rt, call.subresource),
     )
     return (200 if existed else 201), out
 
@@ -171,7 +223,9 @@ def _patch(api: APIServer, call: Call) -> Reply:
         call.content_type,
         call.namespace,
         subresource=call.subresource or None,
+        validation=field_validation(call.query),
         dry_run=dry_run(call.query),
+        admit=admission.update_admission(call.rt, call.subresource),
     )
 
 

@@ -2,13 +2,16 @@
 
 Paths follow the real API: ``/api/v1/...`` and ``/apis/<group>/<version>/...``, namespaced as
 ``namespaces/<ns>/<plural>[/<name>[/<subresource>]]`` or cluster-scoped as ``<plural>[/<name>[/...]]``,
-plus the deprecated ``.../watch/...`` prefix. Bodies are JSON; a POST without Content-Type is JSON (the
-official client sends none). A watch is HTTP/1.1 chunked newline-delimited JSON events that ends with the
-zero-length chunk when ``timeoutSeconds`` passes, so ``Watch.stream(timeout_seconds=...)`` returns.
+plus the deprecated ``.../watch/...`` prefix. Bodies are read and decoded by :mod:`tests.apiserver.bodies`
+(JSON, YAML, protobuf); warnings a request collects go out as ``Warning`` headers; whatever a request
+holds, the handler answers a Status (an unexpected exception is a 500, noted on the server). A watch is
+HTTP/1.1 chunked newline-delimited JSON events that ends with the zero-length chunk when
+``timeoutSeconds`` passes, so ``Watch.stream(timeout_seconds=...)`` returns.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -16,13 +19,14 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.apiserver import endpoints, requestinfo, status
+from tests.apiserver import bodies, endpoints, openapiproto, requestinfo, requestwarnings, status, tables
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.status import APIError
 from tests.apiserver.watch import WatchClosed
 
 if TYPE_CHECKING:
-    from tests.apiserver.server import APIServer, _HTTPServer
+    from tests.apiserver.connections import ConnectionServer
+    from tests.apiserver.server import APIServer
 
 log = logging.getLogger(__name__)
 Reply = tuple[int, Any]
@@ -41,6 +45,14 @@ VERSION_INFO = {
 }
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RawReply:
+    """An answer that is not JSON: its bytes and media type."""
+
+    data: bytes
+    content_type: str
+
+
 class Handler(BaseHTTPRequestHandler):
     """One connection; kube clients keep connections alive, hence HTTP/1.1."""
 
@@ -48,7 +60,7 @@ class Handler(BaseHTTPRequestHandler):
     # Headers and body go out in two sends; with Nagle's algorithm the body would wait for the client's
     # delayed ACK (~40 ms per request on Linux), hiding every client's own latency.
     disable_nagle_algorithm = True
-    server: _HTTPServer
+    server: ConnectionServer
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
@@ -74,66 +86,72 @@ class Handler(BaseHTTPRequestHandler):
     def api(self) -> APIServer:
         return self.server.api
 
-    def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+    def _send(self, code: int, body: Any, headers: list[tuple[str, str]] | None = None) -> None:
+        if isinstance(body, RawReply):
+            data, ctype = body.data, body.content_type
+        elif isinstance(body, bytes):
+            data, ctype = body, "text/plain"
+        else:
+            data, ctype = json.dumps(body).encode(), "application/json"
         self.send_response(code)
-        self.send_header("Content-Type", "application/json" if not isinstance(body, bytes) else "text/plain")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
+        for name, value in headers or ():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
     def _dispatch(self, method: str) -> None:
-        url = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
-        raw = self._read_body()
+        self._raw = b""
+        self._decoded: Any = _UNDECODED
         code = 500
-        try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = raw
         recorded = False
+        path, query = self.path, {}
 
         def record(answered: int) -> None:
             nonlocal recorded
             if not recorded:
                 recorded = True
-                self.api.record(method, url.path, query, dict(self.headers.items()), body, answered)
+                body = self._decoded if self._decoded is not _UNDECODED else _best_effort(self._raw)
+                self.api.record(method, path, query, dict(self.headers.items()), body, answered)
 
         self._record = record
-        try:
-            self.api.check_injected(method, url.path)
-            if isinstance(body, bytes):
-                raise status.bad_request("the request body is not valid JSON")
-            reply = self._route(method, url.path, query, body)
-            if reply is None:  # a watch stream, already answered
-                code = 200
-                return
-            code, payload = reply
-            record(code)  # before answering: a client that reads the log after its call sees the entry
-            self._send(code, payload)
-        except APIError as err:
-            code = err.code
-            record(code)
-            self._send(err.code, err.body(), err.headers)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-        except Exception as err:  # a bug in the test server: answer 500 and keep serving
-            log.exception("test API server failed on %s %s", method, self.path)
-            code = 500
-            record(code)
-            self._send(500, status.internal(repr(err)).body())
-        finally:
-            record(code)
+        with requestwarnings.collecting() as warned:
+            try:
+                url = urlsplit(self.path)
+                path = url.path
+                query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+                self._raw = bodies.read(self.rfile, self.headers)
+                self.api.check_injected(method, path)
+                reply = self._route(method, path, query)
+                if reply is None:  # a watch stream, already answered
+                    code = 200
+                    return
+                code, payload = reply
+                record(code)  # before answering: a client that reads the log after its call sees the entry
+                self._send(code, payload, _warning_headers(warned))
+            except APIError as err:
+                code = err.code
+                record(code)
+                headers = list(err.headers.items()) + _warning_headers(warned)
+                if isinstance(err, bodies.FramingError):
+                    self.close_connection = True  # the rest of the bytes cannot be trusted
+                    headers.append(("Connection", "close"))
+                self._send(err.code, err.body(), headers)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            except Exception as err:  # a bug in the test server: answer 500 and keep serving
+                log.exception("test API server failed on %s %s", method, self.path)
+                self.api.note_internal_error(method, self.path, err)
+                code = 500
+                record(code)
+                self._send(500, status.internal(repr(err)).body())
+            finally:
+                record(code)
 
     # ---- routing --------------------------------------------------------------------------------------
 
-    def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply | None:
+    def _route(self, method: str, path: str, query: dict[str, str]) -> Reply | None:
         info = requestinfo.parse(method, path, query)
         user = self.api.authenticate(self.headers.get("Authorization"))
         self.api.authorize(user, requestinfo.for_authorization(info, query))
@@ -147,15 +165,25 @@ class Handler(BaseHTTPRequestHandler):
             ns = None
         elif ns is not None and not rt.namespaced:
             raise _no_route()
+        as_table = tables.negotiate(self.headers.get("Accept"))
+        include = tables.include_object(query) if as_table else ""
         if info.verb == "watch":
             if info.name:  # the deprecated watch of one object is a watch by metadata.name
                 terms = (query.get("fieldSelector"), f"metadata.name={info.name}")
                 query = {**query, "fieldSelector": ",".join(t for t in terms if t)}
-            self._watch(rt, ns, query)
+            self._watch(rt, ns, query, (as_table, include) if as_table else None)
             return None
-        ctype = self.headers.get("Content-Type") or "application/merge-patch+json"
+        ctype = self.headers.get("Content-Type")
+        writes = info.verb in ("create", "update", "patch")
+        directive = endpoints.field_validation(query) if writes else "Ignore"
+        self._decoded = bodies.decode(self._raw, ctype, rt=rt, verb=info.verb, directive=directive)
+        ctype = ctype or "application/merge-patch+json"
+        body = self._decoded
         call = endpoints.Call(info.verb, rt, ns, info.name, info.subresource, query, body, ctype, user)
-        return endpoints.serve(self.api, call)
+        code, payload = endpoints.serve(self.api, call)
+        if as_table and info.verb in ("get", "list") and not info.subresource and code == 200:
+            payload = tables.table(rt, payload, as_table, include, self.api.store.clock())
+        return code, payload
 
     def _non_resource(self, method: str, path: str) -> Reply:
         registry = self.api.registry
@@ -168,6 +196,8 @@ class Handler(BaseHTTPRequestHandler):
             return 200, VERSION_INFO
         if parts == ["api"]:
             return 200, registry.api_versions()
+        if parts[:1] == ["openapi"]:
+            return self._openapi(parts[1:])
         if parts == ["apis"]:
             return 200, registry.api_group_list()
         found: Any = None
@@ -180,6 +210,25 @@ class Handler(BaseHTTPRequestHandler):
         if found is None:
             raise _no_route()
         return 200, found
+
+    def _openapi(self, parts: list[str]) -> Reply:
+        docs = self.api.openapi
+        if parts == ["v2"]:
+            if openapiproto.wants_protobuf(self.headers.get("Accept")):
+                return 200, RawReply(openapiproto.encode(docs.v2()), openapiproto.MEDIA_TYPE)
+            return 200, docs.v2()
+        if parts == ["v3"]:
+            return 200, docs.v3_index()
+        if len(parts) >= 3 and parts[0] == "v3":
+            rest = parts[1:]
+            found = None
+            if rest[0] == "api" and len(rest) == 2:
+                found = docs.v3("", rest[1])
+            elif rest[0] == "apis" and len(rest) == 3:
+                found = docs.v3(rest[1], rest[2])
+            if found is not None:
+                return 200, found
+        raise _no_route()
 
     # ---- watch ----------------------------------------------------------------------------------------
 
@@ -202,8 +251,20 @@ class Handler(BaseHTTPRequestHandler):
         at = min(now + self.api.bookmark_interval, deadline - BOOKMARK_BEFORE_TIMEOUT)
         return at if at > now else None
 
-    def _watch(self, rt: ResourceType, ns: str | None, query: dict[str, str]) -> None:
+    def _watch(
+        self, rt: ResourceType, ns: str | None, query: dict[str, str], as_table: tuple[str, str] | None
+    ) -> None:
         store = self.api.store
+        headers = True
+
+        def shown(obj: Any) -> Any:
+            nonlocal headers
+            if as_table is None:
+                return obj
+            out = tables.table(rt, obj, as_table[0], as_table[1], store.clock(), headers=headers)
+            headers = False  # NoHeaders after the first event
+            return out
+
         timeout = float(query.get("timeoutSeconds") or self.api.default_watch_timeout)
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1", "True")
         try:
@@ -226,7 +287,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._start_stream()
             for typ, obj in initial:
-                self._chunk({"type": typ, "object": obj})
+                self._chunk({"type": typ, "object": shown(obj)})
             deadline = time.monotonic() + timeout
             next_bookmark = self._next_bookmark(deadline) if bookmarks else None
             while (left := deadline - time.monotonic()) > 0:
@@ -238,7 +299,7 @@ class Handler(BaseHTTPRequestHandler):
                 except WatchClosed:
                     break
                 if event is not None:
-                    self._chunk({"type": event[0], "object": event[1]})
+                    self._chunk({"type": event[0], "object": shown(event[1])})
                 elif next_bookmark is not None and time.monotonic() >= next_bookmark:
                     meta = {"resourceVersion": str(watcher.last_rv)}
                     self._chunk(
@@ -255,6 +316,23 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             watcher.close()
             self.api.stream_ended()
+
+
+_UNDECODED = object()
+
+
+def _best_effort(raw: bytes) -> Any:
+    """A body for the request log when the request failed before it was decoded."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
+
+
+def _warning_headers(warned: list[str]) -> list[tuple[str, str]]:
+    return [("Warning", requestwarnings.header_value(w)) for w in warned]
 
 
 def _no_route() -> APIError:

@@ -23,7 +23,8 @@ Obj = dict[str, Any]
 CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "daemonset" / "crds"
 NODEMETRIC_CRD = CRD_DIR / "slo.koordinator.sh_nodemetrics.yaml"
 NODESLO_CRD = CRD_DIR / "slo.koordinator.sh_nodeslos.yaml"
-DEFAULT_CRDS = (NODEMETRIC_CRD, NODESLO_CRD)
+NRT_CRD = CRD_DIR / "topology.node.k8s.io_noderesourcetopologies.yaml"
+DEFAULT_CRDS = (NODEMETRIC_CRD, NODESLO_CRD, NRT_CRD)
 
 
 def documents(sources: Iterable[str | os.PathLike[str] | Obj]) -> Iterator[Obj]:

@@ -7,9 +7,9 @@ Users, Groups and ServiceAccounts. A rule matches by verb, API group and resourc
 ``pods/eviction`` for a subresource, ``*/status`` for every status), by ``resourceNames`` when it lists
 any, and non-resource URLs by path (``/healthz``, a ``/prefix/*``). Members of ``system:masters`` are
 always allowed. The bootstrap roles every cluster has (``plugin/pkg/auth/authorizer/rbac/
-bootstrappolicy``) are built in: discovery and the health/version paths for everyone, self access
-reviews for authenticated users, ``system:auth-delegator`` (TokenReview/SubjectAccessReview) and
-``cluster-admin``. Aggregated ClusterRoles (``aggregationRule``) are not assembled.
+bootstrappolicy``) are built in: discovery and the health/version paths for everyone, the self reviews
+(access, rules, who-am-I) for authenticated users, ``system:auth-delegator`` (TokenReview/
+SubjectAccessReview) and ``cluster-admin``. Aggregated ClusterRoles (``aggregationRule``) are not assembled.
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ BOOTSTRAP_ROLES: dict[str, list[Rule]] = {
             "apiGroups": ["authorization.k8s.io"],
             "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
             "verbs": ["create"],
-        }
+        },
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
     ],
     "system:auth-delegator": [
         {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},

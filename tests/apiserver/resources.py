@@ -20,6 +20,18 @@ CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Subresource:
+    """A subresource other than status, as discovery lists it: its verbs, and the kind its requests and
+    answers carry when that is not the parent's (``pods/eviction`` takes a ``policy/v1`` Eviction)."""
+
+    name: str
+    verbs: tuple[str, ...]
+    kind: str = ""
+    group: str | None = None
+    version: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class ResourceType:
     """One served resource (group/version/plural) and how writes to it behave."""
 
@@ -35,12 +47,16 @@ class ResourceType:
     verbs: tuple[str, ...] = ALL_VERBS
     # A PUT without metadata.resourceVersion is allowed (the strategy's AllowUnconditionalUpdate).
     unconditional_update: bool = True
-    # Subresources other than status, with the verbs discovery lists for them.
-    subresources: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Subresources other than status.
+    subresources: tuple[Subresource, ...] = ()
+    # Discovery categories (``kubectl get all`` lists the resources in "all").
+    categories: tuple[str, ...] = ()
     # Where the objects live when another type's storage holds them (events.k8s.io Events are core Events).
     storage: tuple[str, str] | None = None
     # A DELETE answers with the object (ReturnDeletedObject) rather than a Status.
     delete_returns_object: bool = True
+    # Field selector fields whose Go value is not a string: what they read as when unset ("false").
+    field_defaults: tuple[tuple[str, str], ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -54,6 +70,9 @@ class ResourceType:
     @property
     def list_kind(self) -> str:
         return f"{self.kind}List"
+
+    def subresource(self, name: str) -> Subresource | None:
+        return next((s for s in self.subresources if s.name == name), None)
 
     def schema_errors(self, obj: Any, *, strict: bool) -> list[tuple[str, str]]:
         if self.crd is None:
@@ -72,6 +91,7 @@ class Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._types: dict[tuple[str, str, str], ResourceType] = {}
+        self.generation = 0  # counts changes of what is served (documents built from it are kept until then)
         from tests.apiserver.builtin import BUILTIN  # it imports ResourceType from here
 
         for rt in BUILTIN:
@@ -80,6 +100,7 @@ class Registry:
     def add(self, rt: ResourceType) -> None:
         with self._lock:
             self._types[(rt.group, rt.version, rt.plural)] = rt
+            self.generation += 1
 
     def add_crd(self, crd: crdschema.CRDSource) -> list[ResourceType]:
         """Serve every served version of the CRD; returns the types added."""
@@ -102,6 +123,7 @@ class Registry:
                 tuple(names.get("shortNames", ())),
                 doc,
                 unconditional_update=False,
+                categories=tuple(names.get("categories", ())),
             )
             self.add(rt)
             added.append(rt)
@@ -113,6 +135,7 @@ class Registry:
         with self._lock:
             for key in [k for k in self._types if k[0] == spec["group"] and k[2] == spec["names"]["plural"]]:
                 del self._types[key]
+            self.generation += 1
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         with self._lock:
@@ -162,19 +185,21 @@ class Registry:
         resources: list[dict[str, Any]] = []
         for rt in types:
             base = {"namespaced": rt.namespaced, "kind": rt.kind, "singularName": ""}
-            resources.append(
-                {
-                    "name": rt.plural,
-                    **base,
-                    "singularName": rt.kind.lower(),
-                    "verbs": list(rt.verbs),
-                    "shortNames": list(rt.short_names),
-                }
-            )
+            main = {**base, "name": rt.plural, "singularName": rt.kind.lower(), "verbs": list(rt.verbs)}
+            if rt.short_names:
+                main["shortNames"] = list(rt.short_names)
+            if rt.categories:
+                main["categories"] = list(rt.categories)
+            resources.append(main)
             if rt.status_subresource:
                 resources.append({"name": f"{rt.plural}/status", **base, "verbs": ["get", "patch", "update"]})
-            for sub, verbs in rt.subresources:
-                resources.append({"name": f"{rt.plural}/{sub}", **base, "verbs": list(verbs)})
+            for sub in rt.subresources:
+                entry = {"name": f"{rt.plural}/{sub.name}", **base, "verbs": list(sub.verbs)}
+                if sub.kind:
+                    entry["kind"] = sub.kind
+                if sub.group is not None:
+                    entry["group"], entry["version"] = sub.group, sub.version
+                resources.append(entry)
         return {
             "kind": "APIResourceList",
             "apiVersion": "v1",

@@ -1,6 +1,9 @@
 """TokenReview, SubjectAccessReview and SelfSubjectAccessReview: how a component asks the API server who
 a bearer token is and what it may do (``pkg/registry/authentication/tokenreview/storage.go``,
-``pkg/registry/authorization/subjectaccessreview/rest.go``, ``.../selfsubjectaccessreview/rest.go``).
+``pkg/registry/authorization/subjectaccessreview/rest.go``, ``.../selfsubjectaccessreview/rest.go``);
+SelfSubjectReview (``kubectl auth whoami``: the caller's user info, ``.../selfsubjectreview/rest.go``) and
+SelfSubjectRulesReview (``kubectl auth can-i --list``: the RBAC rules that apply to the caller in a
+namespace, ``.../selfsubjectrulesreview/rest.go``; a 400 without ``spec.namespace``).
 
 The answer is the review with its ``status`` filled in (201). A TokenReview is answered whatever the
 authorization mode; an access review evaluates RBAC (:mod:`tests.apiserver.rbac`) even when the server
@@ -15,7 +18,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from tests.apiserver import status
-from tests.apiserver.rbac import User
+from tests.apiserver.rbac import ANONYMOUS, User
 from tests.apiserver.requestinfo import RequestInfo
 from tests.apiserver.resources import ResourceType
 
@@ -27,7 +30,13 @@ DEFAULT_AUDIENCES = ["https://kubernetes.default.svc.cluster.local"]
 
 
 def review(api: APIServer, rt: ResourceType, body: Any, caller: User | None) -> Obj:
-    if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
+    if not isinstance(body, dict):
+        raise status.bad_request(f"the body of a {rt.kind} must be an object")
+    if rt.plural == "selfsubjectreviews":  # no spec: the caller is the subject
+        answer: Obj = {**copy.deepcopy(body), "apiVersion": rt.api_version, "kind": rt.kind}
+        answer["status"] = {"userInfo": (caller or ANONYMOUS).as_user_info()}
+        return answer
+    if not isinstance(body.get("spec"), dict):
         raise status.bad_request(f"a {rt.kind} needs a spec")
     out = copy.deepcopy(body)
     out["apiVersion"], out["kind"] = rt.api_version, rt.kind
@@ -40,8 +49,10 @@ def review(api: APIServer, rt: ResourceType, body: Any, caller: User | None) -> 
             audiences = spec.get("audiences") or DEFAULT_AUDIENCES
             out["status"] = {"authenticated": True, "user": user.as_user_info(), "audiences": audiences}
         return out
+    if rt.plural == "selfsubjectrulesreviews":
+        return _rules_review(api, out, caller or ANONYMOUS)
     if rt.plural == "selfsubjectaccessreviews":
-        who = caller or User("system:anonymous")
+        who = caller or ANONYMOUS
     else:
         if not spec.get("user") and not spec.get("groups"):
             raise status.invalid(
@@ -72,4 +83,27 @@ def review(api: APIServer, rt: ResourceType, body: Any, caller: User | None) -> 
         attrs = RequestInfo(non.get("path", ""), non.get("verb", ""))
     allowed, reason = api.auth.authorizer.allowed(who, attrs)
     out["status"] = {"allowed": allowed, "reason": reason} if allowed else {"allowed": False}
+    return out
+
+
+def _rules_review(api: APIServer, out: Obj, who: User) -> Obj:
+    namespace = out["spec"].get("namespace")
+    if not namespace:
+        raise status.bad_request("no namespace on request")
+    resource_rules, non_resource_rules = [], []
+    for rule in api.auth.authorizer.rules_for(who, str(namespace)):
+        verbs = list(rule.get("verbs") or ())
+        if rule.get("nonResourceURLs"):
+            non_resource_rules.append({"verbs": verbs, "nonResourceURLs": list(rule["nonResourceURLs"])})
+        else:
+            entry = {
+                "verbs": verbs,
+                **{k: list(rule[k]) for k in ("apiGroups", "resources", "resourceNames") if rule.get(k)},
+            }
+            resource_rules.append(entry)
+    out["status"] = {
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": False,
+    }
     return out

@@ -1,7 +1,9 @@
 """Field and label selectors as the API server parses them (``?fieldSelector=``, ``?labelSelector=``).
 
 Field selectors: comma-separated ``field=value``, ``field==value``, ``field!=value`` on the fields a
-resource supports (anything else is a 400, like the real server); a missing field compares as ``""``.
+resource supports (anything else is a 400, like the real server); a missing field compares as its Go
+zero value as the type's field set prints it: ``"false"`` for a boolean (``spec.unschedulable``,
+``spec.hostNetwork``: ``fields.Set`` holds ``strconv.FormatBool`` of the Go bool), else ``""``.
 Label selectors: ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k`` (exists), ``!k``.
 """
 
@@ -20,9 +22,10 @@ class FieldRequirement:
     field: str
     equal: bool
     value: str
+    missing: str = ""  # what the field reads as when the object does not set it
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        return (field_value(obj, self.field) == self.value) == self.equal
+        return (field_value(obj, self.field, self.missing) == self.value) == self.equal
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -43,23 +46,25 @@ class LabelRequirement:
         return not present or labels[self.key] not in self.values
 
 
-def field_value(obj: Mapping[str, Any], path: str) -> str:
+def field_value(obj: Mapping[str, Any], path: str, missing: str = "") -> str:
     cur: Any = obj
     for part in path.split("."):
         if not isinstance(cur, Mapping) or part not in cur:
-            return ""
+            return missing
         cur = cur[part]
     if isinstance(cur, bool):
         return "true" if cur else "false"
     if cur is None:
-        return ""
+        return missing
     if isinstance(cur, Mapping):
         # "source" on core events is an object; the server matches its component.
         return str(cur.get("component", ""))
     return str(cur)
 
 
-def parse_fields(selector: str | None, supported: Iterable[str]) -> list[FieldRequirement]:
+def parse_fields(
+    selector: str | None, supported: Iterable[str], missing: Mapping[str, str] | None = None
+) -> list[FieldRequirement]:
     if not selector:
         return []
     allowed = set(supported)
@@ -74,7 +79,7 @@ def parse_fields(selector: str | None, supported: Iterable[str]) -> list[FieldRe
         field, op, value = match.groups()
         if field not in allowed:
             raise bad_request(f'field label not supported: "{field}"')
-        out.append(FieldRequirement(field, op != "!=", value))
+        out.append(FieldRequirement(field, op != "!=", value, (missing or {}).get(field, "")))
     return out
 
 
@@ -127,9 +132,15 @@ class Selector:
 
     @classmethod
     def parse(
-        cls, field_selector: str | None, label_selector: str | None, supported: Iterable[str]
+        cls,
+        field_selector: str | None,
+        label_selector: str | None,
+        supported: Iterable[str],
+        missing: Mapping[str, str] | None = None,
     ) -> Selector:
-        return cls(tuple(parse_fields(field_selector, supported)), tuple(parse_labels(label_selector)))
+        """``missing``: what a supported field reads as when an object does not set it (default "")."""
+        fields = parse_fields(field_selector, supported, missing)
+        return cls(tuple(fields), tuple(parse_labels(label_selector)))
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
         labels = obj.get("metadata", {}).get("labels") or {}

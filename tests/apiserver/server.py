@@ -1,4 +1,5 @@
-"""The test API server object: lifecycle on 127.0.0.1:<free port>, fault switches and the request log.
+"""The test API server object: lifecycle on 127.0.0.1:<free port> (plain HTTP, or HTTPS with ``tls=True``,
+see :mod:`tests.apiserver.tls`), fault switches and the request log.
 
 ``down()`` closes the listening socket and every open connection (clients then get "connection
 refused", the closest thing to an unreachable server); ``down("503")`` keeps listening but answers 503.
@@ -10,29 +11,28 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import threading
 from collections.abc import Callable, Iterable
-from http.server import ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tests import crdschema
 from tests.apiserver import manifests
 from tests.apiserver.auth import Auth
+from tests.apiserver.connections import THREAD_PREFIX, ConnectionServer
 from tests.apiserver.disruption import DisruptionController
-from tests.apiserver.handler import Handler
 from tests.apiserver.kubelet import KubeletHook
+from tests.apiserver.openapi import OpenAPI
 from tests.apiserver.rbac import ANONYMOUS, User
 from tests.apiserver.requestinfo import RequestInfo
 from tests.apiserver.resources import Registry, ResourceType
 from tests.apiserver.status import APIError
 from tests.apiserver.store import Store
+from tests.apiserver.tls import ServingCerts
 
 if TYPE_CHECKING:
     from kubernetes.client import Configuration
-
-THREAD_PREFIX = "test-apiserver"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,48 +56,6 @@ class _Injection:
     retry_after: int | None
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    """Tracks connection threads so ``down()``/``stop()`` can cut them and join them."""
-
-    daemon_threads = True
-    block_on_close = False  # joined by close_connections(), with a deadline
-
-    def __init__(self, address: tuple[str, int], api: APIServer) -> None:
-        self.api = api
-        self._conn_lock = threading.Lock()
-        self._conns: dict[socket.socket, threading.Thread] = {}
-        super().__init__(address, Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        t = threading.Thread(
-            target=self.process_request_thread,
-            args=(request, client_address),
-            name=f"{THREAD_PREFIX}-conn",
-            daemon=True,
-        )
-        with self._conn_lock:
-            self._conns[request] = t
-        t.start()
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._conn_lock:
-            self._conns.pop(request, None)
-        super().shutdown_request(request)
-
-    def close_connections(self, timeout: float) -> list[threading.Thread]:
-        """Cut every open connection and join its thread; returns threads still alive after ``timeout``."""
-        with self._conn_lock:
-            conns = list(self._conns.items())
-        for sock, _ in conns:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        for _, thread in conns:
-            thread.join(timeout)
-        return [t for _, t in conns if t.is_alive()]
-
-
 class APIServer:
     """A Kubernetes API server for tests; use as a context manager or ``start()``/``stop()``."""
 
@@ -112,8 +70,10 @@ class APIServer:
         port: int = 0,
         kubelet_auto_confirm: bool = False,
         authorization: bool = False,
+        tls: bool = False,
     ) -> None:
         self.registry = Registry()
+        self.openapi = OpenAPI(self.registry)
         self.store = Store(self.registry, history_limit=history_limit)
         self.disruption = DisruptionController(self.store)
         self.kubelet = KubeletHook(self.store, auto=kubelet_auto_confirm)
@@ -130,10 +90,13 @@ class APIServer:
         self._unavailable = False
         self._streams = 0
         self._streams_done = threading.Condition(self._lock)
-        self._httpd: _HTTPServer | None = None
+        self._internal_errors: list[str] = []
+        self._httpd: ConnectionServer | None = None
         self._switch_lock = threading.RLock()
         self._timer: tuple[threading.Timer, object] | None = None
         self._thread: threading.Thread | None = None
+        self._tls = tls
+        self._certs: ServingCerts | None = None
         for crd in crds:
             self.register_crd(crd)
 
@@ -149,7 +112,12 @@ class APIServer:
         with self._switch_lock:
             old = self._take_timer()
             self._unavailable = False
-            self._close()
+            try:
+                self._close()
+            finally:
+                if self._certs is not None:
+                    self._certs.remove()
+                    self._certs = None
         _join(old)
 
     def __enter__(self) -> APIServer:
@@ -162,7 +130,9 @@ class APIServer:
 
     def _listen(self) -> None:
         self.store.open_watches()
-        httpd = _HTTPServer((self._host, self._port), self)
+        if self._tls and self._certs is None:
+            self._certs = ServingCerts()
+        httpd = ConnectionServer((self._host, self._port), self, self._certs.context if self._certs else None)
         self._port = httpd.server_address[1]
         thread = threading.Thread(
             target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"{THREAD_PREFIX}-{self._port}"
@@ -192,7 +162,27 @@ class APIServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self._host}:{self._port}"
+        return f"{'https' if self._tls else 'http'}://{self._host}:{self._port}"
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The CA of the serving certificate (TLS only, once started)."""
+        return self._certs.ca_file if self._certs is not None else None
+
+    def kubeconfig(self, token: str | None = None) -> dict[str, Any]:
+        """A kubeconfig for this server, authenticating with ``token`` (default: the admin's); with TLS
+        it carries the CA as ``certificate-authority-data``."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if self._certs is not None:
+            cluster["certificate-authority-data"] = self._certs.ca_data()
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "test", "cluster": cluster}],
+            "users": [{"name": "user", "user": {"token": token or self.auth.admin_token}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "user"}}],
+            "current-context": "test",
+        }
 
     def client_config(self, service_account: str | None = None, *, token: str | None = None) -> Configuration:
         """A ``kubernetes.client.Configuration`` for this server (no global client state is touched).
@@ -207,6 +197,8 @@ class APIServer:
             token = self.auth.token_for(ns, name)
         config = client.Configuration(host=self.url)
         config.api_key = {"authorization": f"Bearer {token or self.auth.admin_token}"}
+        if self.ca_file is not None:
+            config.ssl_ca_cert = str(self.ca_file)
         return config
 
     def token_for(self, namespace: str, name: str) -> str:
@@ -339,6 +331,17 @@ class APIServer:
         with self._lock:
             self._streams -= 1
             self._streams_done.notify_all()
+
+    def note_internal_error(self, method: str, path: str, err: BaseException) -> None:
+        """A request raised something the server did not expect (answered 500): a bug to look at."""
+        with self._lock:
+            self._internal_errors.append(f"{method} {path}: {err!r}")
+
+    @property
+    def internal_errors(self) -> list[str]:
+        """``"<method> <path>: <exception>"`` of every request that hit a bug of the server (a copy)."""
+        with self._lock:
+            return list(self._internal_errors)
 
     # ---- request log ----------------------------------------------------------------------------------
 

@@ -2,24 +2,27 @@
 ``pkg/util/strategicpatch/patch.go`` (``mergeMap``, ``mergeSlice``, ``normalizeElementOrder``).
 
 Maps merge key by key and ``null`` deletes a key. A list merges only where the Go type declares
-``patchStrategy:"merge"`` (:data:`PATCH_META` lists the ones of the types served here): a list of maps
-merges element by element on its merge key (``containers`` by ``name``, ``conditions`` by ``type``,
-``ownerReferences`` by ``uid``...), a list of scalars (``finalizers``) is a union; every other list is
-replaced. Directives: ``$patch: replace`` and ``$patch: delete`` on a map or a list element,
-``$deleteFromPrimitiveList/<field>``, ``$setElementOrder/<field>`` and ``$retainKeys``. Order follows
-upstream: the patch's elements keep their order (new ones included), and elements only on the server are
-slotted in by their old positions, so a new element comes *before* the server-only ones after it (a
-finalizer patch ``["b/y"]`` on ``["a/x"]`` gives ``["b/y", "a/x"]``). An element without its merge key is
-upstream's ErrNoMergeKey, answered as a 500.
+``patchStrategy:"merge"`` (:mod:`tests.apiserver.patchmeta` has those of the types served here, and the
+structure comes from :mod:`tests.apiserver.typeschema`): a list of maps merges element by element on its
+merge key (``containers`` by ``name``, ``conditions`` by ``type``, ``ownerReferences`` by ``uid``...), a
+list of scalars (``finalizers``) is a union; every other list is replaced. Directives: ``$patch: replace``
+and ``$patch: delete`` on a map or a list element, ``$deleteFromPrimitiveList/<field>``,
+``$setElementOrder/<field>`` and ``$retainKeys``. Order follows upstream: the patch's elements keep their
+order (new ones included), and elements only on the server are slotted in by their old positions, so a
+new element comes *before* the server-only ones after it (a finalizer patch ``["b/y"]`` on ``["a/x"]``
+gives ``["b/y", "a/x"]``). An element without its merge key is upstream's ErrNoMergeKey, answered as a
+500.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterator, Mapping
 from typing import Any, Union
 
+from tests.apiserver import patchmeta, typeschema
 from tests.apiserver.status import APIError, bad_request
 
 PATCH = "$patch"
@@ -38,49 +41,53 @@ class Merge:
 
 Schema = Mapping[str, Union["Schema", Merge]]
 
-_META: Schema = {"finalizers": Merge(), "ownerReferences": Merge("uid")}
-_CONTAINER: Schema = {
-    "ports": Merge("containerPort"),
-    "env": Merge("name"),
-    "volumeMounts": Merge("mountPath"),
-    "volumeDevices": Merge("devicePath"),
-}
-_POD_SPEC: Schema = {
-    "containers": Merge("name", _CONTAINER),
-    "initContainers": Merge("name", _CONTAINER),
-    "ephemeralContainers": Merge("name", _CONTAINER),
-    "volumes": Merge("name"),
-    "imagePullSecrets": Merge("name"),
-    "hostAliases": Merge("ip"),
-    "topologySpreadConstraints": Merge("topologyKey"),
-    "schedulingGates": Merge("name"),
-    "resourceClaims": Merge("name"),
-}
-_CONDITIONS: Schema = {"conditions": Merge("type")}
-PATCH_META: dict[tuple[str, str], Schema] = {
-    ("", "pods"): {
-        "metadata": _META,
-        "spec": _POD_SPEC,
-        "status": {
-            **_CONDITIONS,
-            "podIPs": Merge("ip"),
-            "hostIPs": Merge("ip"),
-            "resourceClaimStatuses": Merge("name"),
-        },
-    },
-    ("", "nodes"): {
-        "metadata": _META,
-        "spec": {"podCIDRs": Merge()},
-        "status": {**_CONDITIONS, "addresses": Merge("type")},
-    },
-    ("", "serviceaccounts"): {"metadata": _META, "secrets": Merge("name")},
-    ("policy", "poddisruptionbudgets"): {"metadata": _META, "status": _CONDITIONS},
-}
-GENERIC: Schema = {"metadata": _META}
+
+class _ModelSchema(Mapping[str, Union["Schema", Merge]]):
+    """The patch schema of one of the official client's models, read field by field as a patch reaches
+    it: merging lists from :mod:`tests.apiserver.patchmeta`, nested structs as their own models."""
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+
+    def __getitem__(self, key: str) -> Schema | Merge:
+        field = typeschema.model(self._model).fields.get(key)
+        if field is None:
+            raise KeyError(key)
+        ref = field.type
+        tagged = patchmeta.strategy(self._model, key)
+        if tagged is not None and tagged.merge and ref.kind == "array" and ref.item is not None:
+            return Merge(tagged.key, model_schema(ref.item.model) if ref.item.kind == "model" else {})
+        if ref.kind == "model":
+            return model_schema(ref.model)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(typeschema.model(self._model).fields)
+
+    def __len__(self) -> int:
+        return len(typeschema.model(self._model).fields)
+
+
+@functools.cache
+def model_schema(model: str) -> Schema:
+    return _ModelSchema(model)
+
+
+GENERIC: Schema = {"metadata": {"finalizers": Merge(), "ownerReferences": Merge("uid")}}
+
+
+def schema_for_kind(group: str, version: str, kind: str) -> Schema:
+    """The patch schema of a built-in kind (of its metadata alone when the client has no model)."""
+    model = typeschema.model_class_for(group, version, kind)
+    return model_schema(model) if model is not None else GENERIC
 
 
 def schema_for(key: tuple[str, str]) -> Schema:
-    return PATCH_META.get(key, GENERIC)
+    """The patch schema of the built-in type stored under ``key`` (its storage version)."""
+    from tests.apiserver.builtin import BUILTIN
+
+    found = next((rt for rt in BUILTIN if rt.key == key), None)
+    return GENERIC if found is None else schema_for_kind(found.group, found.version, found.kind)
 
 
 def apply(target: dict[str, Any], patch: Any, schema: Schema) -> dict[str, Any]:

@@ -143,7 +143,7 @@ class Store(Writes):
     ) -> Page:
         """A list as the API answers it, paged by ``limit``/``continue`` (:mod:`tests.apiserver.paging`)."""
         rt = self.resolve(resource)
-        selector = Selector.parse(field_selector, label_selector, rt.fields)
+        selector = Selector.parse(field_selector, label_selector, rt.fields, dict(rt.field_defaults))
         with self._lock:
             at, start = paging.starting_point(
                 continue_token, resource_version, resource_version_match, self._rv
@@ -210,7 +210,7 @@ class Store(Writes):
         than the resource's kept history raises 410 Gone.
         """
         rt = self.resolve(resource)
-        selector = Selector.parse(field_selector, label_selector, rt.fields)
+        selector = Selector.parse(field_selector, label_selector, rt.fields, dict(rt.field_defaults))
         with self._lock:
             initial: builtins.list[tuple[str, Obj]] = []
             if resource_version in (None, "", "0"):

@@ -5,12 +5,14 @@ Each is the test server's counterpart of a kubernetes ``pkg/registry/<group>/<ty
 (paths that must parse as MicroTime/Time/quantity, else 400), ``prepare_for_create`` (PrepareForCreate:
 what a create may not set), ``validate``/``validate_update`` (422 causes), ``prepare_for_update`` and
 ``grace_period`` (CheckGracefulDelete; None for types deleted at once). Types without an entry get the
-generic behaviour (:class:`Strategy`).
+generic behaviour (:class:`Strategy`). Services and Secrets (:mod:`tests.apiserver.services`) and the
+``apps`` workloads (:mod:`tests.apiserver.workloads`) have theirs in their own modules.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 from tests.apiserver import podspec, validation
@@ -217,8 +219,21 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
 }
 
 
+@functools.cache
+def _more() -> dict[tuple[str, str], Strategy]:
+    """The strategies kept in their own modules (which import :class:`Strategy` from here)."""
+    from tests.apiserver import services, workloads
+
+    return {
+        ("", "services"): services.ServiceStrategy(),
+        ("", "secrets"): services.SecretStrategy(),
+        ("apps", "deployments"): workloads.DeploymentStrategy(),
+        ("apps", "daemonsets"): workloads.DaemonSetStrategy(),
+    }
+
+
 def for_key(key: tuple[str, str]) -> Strategy:
-    return STRATEGIES.get(key, GENERIC)
+    return STRATEGIES.get(key) or _more().get(key, GENERIC)
 
 
 def _keep(new_meta: Obj, old_meta: Obj, field: str) -> None:

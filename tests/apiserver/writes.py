@@ -1,9 +1,10 @@
 """Writes to the store as the generic registry store makes them (``apiserver/pkg/registry/generic/
 registry/store.go``): create, update (PUT), patch, GuaranteedUpdate and delete.
 
-A write decodes the body into the storage shape (400 if it does not decode), applies the type's defaults
-and strategy (:mod:`tests.apiserver.strategy`), checks ``metadata.uid``/``resourceVersion`` preconditions
-(409) and the update rules, validates (422), prunes and checks custom resources against their CRD
+A write decodes the body into the storage shape (unknown fields dropped per ``fieldValidation``, see
+:mod:`tests.apiserver.fieldvalidation`; 400 if it does not decode), applies the type's defaults, update
+admission and strategy (:mod:`tests.apiserver.strategy`), checks ``metadata.uid``/``resourceVersion``
+preconditions (409) and the update rules, validates (422), checks custom resources against their CRD
 schema, then commits unless it is a dry run. Deletion follows :mod:`tests.apiserver.deletion`.
 """
 
@@ -17,7 +18,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tests.apiserver import deletion, events, patch, status, validation
+from tests.apiserver import deletion, events, fieldvalidation, patch, status
+from tests.apiserver import validation as validation_checks
 from tests.apiserver.resources import ResourceType
 from tests.apiserver.strategy import Strategy, for_key
 
@@ -74,23 +76,18 @@ class Writes:
     def _commit(self, rt: ResourceType, typ: str, obj: Obj, old: Obj | None) -> Obj:
         raise NotImplementedError
 
-    def _admit(self, rt: ResourceType, obj: Obj, name: str, strict: bool) -> Obj:
-        """Prune unknown fields (or refuse them when ``strict``, i.e. ``fieldValidation=Strict``), then
-        check the schema: kube-apiserver's order for custom resources."""
-        if strict:
-            unknown = [m for _, m in rt.schema_errors(obj, strict=True) if "Additional properties" in m]
-            if unknown:
-                raise status.bad_request(f"strict decoding error: {'; '.join(unknown)}")
-        pruned: Obj = rt.prune(obj)
-        causes = rt.schema_errors(pruned, strict=False)
+    def _admit(self, rt: ResourceType, obj: Obj, name: str) -> None:
+        """A custom resource must pass its CRD's schema (422 Invalid otherwise)."""
+        causes = rt.schema_errors(obj, strict=False)
         if causes:
             raise status.invalid(rt.kind, rt.group, name, causes)
-        return pruned
 
-    def _decode(self, rt: ResourceType, strat: Strategy, obj: Obj) -> Obj:
-        """What the server decodes a body of ``rt`` into: storage shape, decode checks, defaults."""
-        stored = events.to_storage(rt, obj)
-        validation.refuse_undecodable(rt.kind, rt.version, strat.decode_problems(stored))
+    def _decode(self, rt: ResourceType, strat: Strategy, obj: Obj, validation: str) -> Obj:
+        """What the server decodes a body of ``rt`` into: known fields only (``validation`` is the
+        fieldValidation directive), storage shape, decode checks, defaults."""
+        known = fieldvalidation.admit(rt, obj, validation)
+        stored = events.to_storage(rt, known)
+        validation_checks.refuse_undecodable(rt.kind, rt.version, strat.decode_problems(stored))
         strat.defaults(stored)
         return stored
 
@@ -101,15 +98,19 @@ class Writes:
         namespace: str | None = None,
         *,
         keep_status: bool = True,
-        strict: bool = False,
+        validation: str = "Ignore",
         dry_run: bool = False,
+        corrupt: bool = False,
     ) -> Obj:
         """Store a new object (409 AlreadyExists if taken). ``keep_status=False`` is an API create: the
         type's strategy drops what a create may not set (``.status`` of most types with a status
-        subresource); a test seeding a complete object keeps it."""
+        subresource); a test seeding a complete object keeps it. Unknown fields are dropped;
+        ``validation`` (fieldValidation: Ignore, Warn, Strict) says whether that is said or refused.
+        ``corrupt``: stored as given, without decoding, defaults or validation (a test's stand-in for an
+        object kube-apiserver would refuse that a client must still survive reading from a watch)."""
         rt = self.resolve(resource)
         strat = for_key(rt.key)
-        new = self._decode(rt, strat, copy.deepcopy(obj))
+        new = copy.deepcopy(obj) if corrupt else self._decode(rt, strat, copy.deepcopy(obj), validation)
         meta = new.setdefault("metadata", {})
         with self._lock:
             ns = self._ns(rt, namespace, new)
@@ -136,8 +137,10 @@ class Writes:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now_rfc3339(self.clock)
             meta["generation"] = 1
-            _check(rt, name, strat.name_problems(name) + validation.meta_errors(new) + strat.validate(new))
-            new = self._admit(rt, new, name, strict)
+            if not corrupt:
+                causes = strat.name_problems(name) + validation_checks.meta_errors(new)
+                _check(rt, name, causes + strat.validate(new))
+            self._admit(rt, new, name)
             if dry_run:
                 return events.from_storage(rt, new)
             return events.from_storage(rt, self._commit(rt, "ADDED", new, None))
@@ -150,8 +153,9 @@ class Writes:
         *,
         subresource: str | None = None,
         require_resource_version: bool | None = None,
-        strict: bool = False,
+        validation: str = "Ignore",
         dry_run: bool = False,
+        admit: Callable[[Obj, Obj], Obj] | None = None,
     ) -> Obj:
         """Replace an object (PUT semantics).
 
@@ -160,7 +164,9 @@ class Writes:
         PodDisruptionBudgets, custom resources; ``require_resource_version`` overrides). On a resource
         with a status subresource, a main write keeps the stored ``.status`` and ``subresource="status"``
         changes only ``.status``. An update that changes nothing writes nothing (no new revision). A PUT
-        of a missing Lease or Event creates it, as those strategies allow.
+        of a missing Lease or Event creates it, as those strategies allow. ``admit`` is update admission:
+        given the new and the old object (stored shape) before the strategy runs, it returns the object to
+        write or raises to refuse.
         """
         rt = self.resolve(resource)
         strat = for_key(rt.key)
@@ -175,10 +181,12 @@ class Writes:
             if (ns, name) not in self._bucket(rt) and strat.allow_create_on_update and subresource is None:
                 if meta.get("resourceVersion") not in (None, ""):
                     raise status.not_found(rt.plural, rt.group, name)
-                return self.create(rt, obj, ns or None, keep_status=False, strict=strict, dry_run=dry_run)
+                return self.create(
+                    rt, obj, ns or None, keep_status=False, validation=validation, dry_run=dry_run
+                )
             old = self._current(rt, ns, name)
             self._preconditions(rt, old, meta, require_resource_version)
-            new = self._decode(rt, strat, copy.deepcopy(obj))
+            new = self._decode(rt, strat, copy.deepcopy(obj), validation)
             if subresource == "status":
                 status_part = new.get("status")
                 new = copy.deepcopy(old)
@@ -198,10 +206,12 @@ class Writes:
                         new_meta[field] = old["metadata"][field]
                     else:
                         new_meta.pop(field, None)
+            if admit is not None:
+                new = admit(new, copy.deepcopy(old))
             strat.prepare_for_update(new, old, subresource)
-            causes = validation.meta_errors(new) + validation.meta_update_errors(new, old)
+            causes = validation_checks.meta_errors(new) + validation_checks.meta_update_errors(new, old)
             _check(rt, name, causes + strat.validate_update(new, old, subresource))
-            new = self._admit(rt, new, name, strict)
+            self._admit(rt, new, name)
             if _body(new) != _body(old):  # compared after pruning: dropped unknown fields change nothing
                 new["metadata"]["generation"] = int(old["metadata"].get("generation", 0)) + 1
             if new == old:
@@ -232,7 +242,9 @@ class Writes:
         namespace: str | None = None,
         *,
         subresource: str | None = None,
+        validation: str = "Ignore",
         dry_run: bool = False,
+        admit: Callable[[Obj, Obj], Obj] | None = None,
     ) -> Obj:
         """Apply a PATCH atomically (the real server's GuaranteedUpdate). A patch that sets
         ``metadata.resourceVersion`` (or ``uid``) makes it a precondition (409 when stale)."""
@@ -248,7 +260,15 @@ class Writes:
                 raise status.bad_request("the name of a patched object cannot change")
             if meta.get("resourceVersion") in (None, ""):
                 meta["resourceVersion"] = current["metadata"]["resourceVersion"]
-            return self.update(rt, patched, ns or None, subresource=subresource, dry_run=dry_run)
+            return self.update(
+                rt,
+                patched,
+                ns or None,
+                subresource=subresource,
+                validation=validation,
+                dry_run=dry_run,
+                admit=admit,
+            )
 
     def guaranteed_update(
         self,

@@ -17,6 +17,7 @@ from koord.kube.client import make_api_client
 from koord.kube.leaderelection import ElectionConfig
 from koord.kube.process import Address
 from koord.runtime.lifecycle import Supervisor
+from koord.testing.ports import EPHEMERAL, port_from_log
 
 
 def low_node_load(profile: str, consecutive_abnormalities: int = 2) -> dict[str, Any]:
@@ -107,10 +108,7 @@ class DeschedulerProcess:
         import subprocess
         import sys
 
-        from koordlet.testing.agent import free_port
-
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self._port: int | None = None
         config_path = tmp / f"{name}-config.json"
         config_path.write_text(json.dumps(config))
         self.log_path = tmp / f"{name}.log"
@@ -122,13 +120,24 @@ class DeschedulerProcess:
                 "koord.descheduler",
                 f"--kubeconfig={kubeconfig}",
                 f"--config={config_path}",
-                f"--addr=127.0.0.1:{self.port}",
+                f"--addr={EPHEMERAL}",
                 *extra,
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
         )
+
+    @property
+    def port(self) -> int:
+        """The port the child chose and logged (waits for it); no race with other processes."""
+        if self._port is None:
+            self._port = port_from_log(self.log_path, self.proc)
+        return self._port
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def metrics(self) -> str:
         from koordlet.testing.agent import http_get

@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry
 
 from koord.kube.client import make_api_client
 from koord.kube.process import Address
-from koord.scheduler.app import ExtenderApp, ExtenderConfig
-from koordlet.testing.agent import free_port
+from koord.scheduler.extender.app import ExtenderApp, ExtenderConfig
+from koord.testing.ports import EPHEMERAL, port_from_log
 from tests.apiserver import APIServer
 from tests.managerharness import write_kubeconfig
 
@@ -65,26 +65,37 @@ class ExtenderProcess:
     ``server``; ``post(verb, doc)`` calls it as kube-scheduler does; :meth:`stop` sends SIGTERM."""
 
     def __init__(self, tmp: Path, server: APIServer, *args: str, site: Path | None = None) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self._port: int | None = None
+        self.log_path = tmp / "extender.log"
         kubeconfig = write_kubeconfig(tmp / "kubeconfig.json", server)
         env = {**os.environ}
         if site is not None:
             env["PYTHONPATH"] = str(site)
-        self.log = (tmp / "extender.log").open("w")
+        self.log = self.log_path.open("w")
         self.proc = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
-                "koord.scheduler",
+                "koord.scheduler.extender",
                 f"--kubeconfig={kubeconfig}",
-                f"--addr=127.0.0.1:{self.port}",
+                f"--addr={EPHEMERAL}",
                 *args,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env=env,
         )
+
+    @property
+    def port(self) -> int:
+        """The port the child chose and logged (waits for it); no race with other processes."""
+        if self._port is None:
+            self._port = port_from_log(self.log_path, self.proc)
+        return self._port
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def post(self, verb: str, doc: Any) -> tuple[int, Any]:
         req = urllib.request.Request(

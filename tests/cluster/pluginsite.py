@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from koordlet.testing.agent import install_distribution
+from koord.testing.dist import install_distribution
 
 
 def install_wheel(fixture: Path, work: Path, dist: str) -> Path:

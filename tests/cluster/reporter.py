@@ -14,7 +14,7 @@ from typing import Any
 
 from koord.apis.resources import pod_requests_list, value_of
 from koord.kube.client import ApiError, request
-from tests.cluster.objects import node_metric
+from koord.testing.objects import node_metric
 
 BASE = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
+from koord.testing import objects
 from koordlet.testing.agent import Agent
 from koordlet.testing.kubelet import FakeKubelet
 from tests.apiserver import APIServer
-from tests.cluster import objects
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "daemonset"
 NODE = "fault-node"

@@ -13,6 +13,7 @@ from koordlet.testing import devices
 from koordlet.testing.cgroups import RealKubepods
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401 (fixtures)
 from tests.integration.cluster import cluster_factory  # noqa: F401 (fixture)
+from tests.integration.koordscheduler_env import cluster, points_site, schedulers  # noqa: F401 (fixtures)
 from tests.integration.netns import BE_IP, LS_IP, SERVER, Pair, start_servers
 
 

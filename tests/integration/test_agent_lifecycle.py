@@ -12,25 +12,29 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
-from koordlet.testing.agent import free_port, http_get, standalone_args, wait_http
+from koord.testing.ports import port_from_log
+from koordlet.testing.agent import http_get, standalone_args, wait_http
 
 
-def start(tmp: Path, port: int, *extra: str) -> subprocess.Popen[str]:
+def start(tmp: Path, port: int, *extra: str, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
     env = {**os.environ, "NODE_NAME": "lifecycle-node"}
     return subprocess.Popen(
         [sys.executable, "-m", "koordlet", "run", *standalone_args(tmp, port, *extra)],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
     )
 
 
 def test_healthz_fast_ready_and_graceful_sigterm(tmp_path: Path) -> None:
-    port = free_port()
-    proc = start(tmp_path, port)
+    log = tmp_path / "agent.log"
+    out = log.open("w")
+    proc = start(tmp_path, 0, stderr=out)  # any free port, read back from the log: no race
     try:
+        port = port_from_log(log, proc, timeout=3.0)
         assert wait_http(f"http://127.0.0.1:{port}/healthz", timeout=3.0), "healthz did not answer within 3 s"
         assert wait_http(f"http://127.0.0.1:{port}/readyz", timeout=30.0)
         status, body = http_get(f"http://127.0.0.1:{port}/metrics")
@@ -44,8 +48,9 @@ def test_healthz_fast_ready_and_graceful_sigterm(tmp_path: Path) -> None:
     finally:
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=10)
-    assert proc.returncode == 0, err[-3000:]
+        proc.wait(timeout=10)
+        out.close()
+    assert proc.returncode == 0, log.read_text()[-3000:]
     assert time.monotonic() - t0 < 5.0
 
 

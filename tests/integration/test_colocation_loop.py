@@ -1,8 +1,8 @@
 """The colocation loop end to end (``make loop`` runs the same story): the test API server, koord-manager,
-koord-scheduler-extender, koord-descheduler and three koordlets as processes, real cgroups and busy
-processes as pods. One node driven hot is reported hot, kept off by the extender, and relieved by the
-descheduler through the Eviction API in Koordinator's order; a dry run evicts nothing; every process and
-cgroup is gone afterwards."""
+koord-scheduler, koord-descheduler and three koordlets as processes, real cgroups and busy processes as
+pods. One node driven hot is reported hot, kept off by koord-scheduler's LoadAwareScheduling, and relieved
+by the descheduler through the Eviction API in Koordinator's order; a dry run evicts nothing; every
+process and cgroup is gone afterwards."""
 
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ def test_the_colocation_loop(tmp_path: Path) -> None:
     for who in (
         "koord-manager",
         "koordlets",
-        "kube-scheduler",
-        "koord-scheduler-extender",
+        "koord-scheduler",
         "koord-descheduler",
         "kubelet loop-a",
     ):

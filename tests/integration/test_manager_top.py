@@ -5,6 +5,7 @@ running koord-scheduler-extender gives for the same cluster (asked at its ``/deb
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,10 @@ from click.testing import CliRunner
 
 from koord.manager.cli import entry
 from koord.manager.top import top
-from koordlet.testing.agent import free_port
+from koord.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.__main__ import kubeconfig
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.cluster import objects
 from tests.cluster.extenderharness import running_extender
 
 BUSY = "node(s) cpu usage exceed threshold"
@@ -103,20 +103,26 @@ def test_top_nodes_shows_usage_age_and_the_extenders_verdict(
 
 
 def test_errors_are_named(tmp_path: Path) -> None:
+    held = socket.socket()  # bound, never listening: refused, and no one else can take the port
+    held.bind(("127.0.0.1", 0))
+    port = held.getsockname()[1]
     dead = tmp_path / "kubeconfig"
     dead.write_text(
         yaml.safe_dump(
             {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
                 "users": [{"name": "u", "user": {"token": "x"}}],
                 "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
                 "current-context": "c",
             }
         )
     )
-    out = run("nodes", f"--kubeconfig={dead}")
+    try:
+        out = run("nodes", f"--kubeconfig={dead}")
+    finally:
+        held.close()
     assert out.exit_code == 1 and "nodes:" in out.output and "127.0.0.1" in out.output
     assert run("nodes", "--pod=web").exit_code == 2
     assert run("nodes", "--config=x.yaml", "--extender=http://x").exit_code == 2

@@ -1,5 +1,5 @@
-"""docs/plugins.md, followed to the letter: its plugin, its test and its pyproject are taken from the guide
-alone, the plugin's own test passes, the wheel installs, and the real agent runs it on the real kernel.
+"""docs/plugins/qos.md, followed to the letter: its plugin, its test and its pyproject are taken from the
+guide alone, the plugin's own test passes, the wheel installs, and the real agent runs it on the real kernel.
 
 The sample distribution under tests/fixtures/plugin_dist follows the same layout and is checked the same
 way (its own test, one module, one entry point).
@@ -25,7 +25,7 @@ from koordlet.testing.agent import Agent, install_distribution, koordlet_command
 from koordlet.testing.cgroups import RealKubepods
 
 ROOT = Path(__file__).resolve().parents[2]
-GUIDE = ROOT / "docs" / "plugins.md"
+GUIDE = ROOT / "docs" / "plugins" / "qos.md"
 FIXTURE = ROOT / "tests" / "fixtures" / "plugin_dist"
 FILE_BLOCK = re.compile(r"<!-- file: (\S+) -->\n```[a-z]*\n(.*?)```", re.S)
 

@@ -1,6 +1,6 @@
 """``koordlet top --once`` against the real agent on real cgroups: the pods the test made are listed with
-their QoS and a CPU usage within 10 % of what the test measured from the same cgroups' counters over the
-same window; once the agent is gone, ``top`` exits non-zero naming where it looked."""
+their QoS and a CPU usage within 10 % (or 10 millicores) of what the test measured from the same cgroups'
+counters over the same window; once the agent is gone, ``top`` exits non-zero naming where it looked."""
 
 from __future__ import annotations
 
@@ -106,7 +106,9 @@ def test_top_once_lists_the_pods_with_qos_and_measured_usage(tmp_path: Path, kub
             assert row[2] == str(qos), row
             shown = float(row[-2])
             measured = counters.rate(name, end - WINDOW, end)
-            assert abs(shown - measured) <= 0.1 * measured, (name, shown, measured, out.stdout)
+            # 10 %, or 10 millicores for a pod a loaded machine starves (a few percent of a core, where a
+            # second more or less of contention inside the window is already more than 10 %).
+            assert abs(shown - measured) <= max(0.1 * measured, 0.01), (name, shown, measured, out.stdout)
     finally:
         counters.stop.set()
         code = agent.stop()

@@ -23,7 +23,8 @@ from typing import IO, Any, Protocol
 
 import yaml
 
-from koordlet.testing.agent import Agent, free_port, http_get
+from koord.testing.ports import EPHEMERAL, port_from_log
+from koordlet.testing.agent import Agent, http_get
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -148,6 +149,19 @@ def api_server(work: Path, logs: Path) -> tuple[Proc, Path]:
     return proc, kubeconfig
 
 
+def kubectl_hints(kubeconfig: Path) -> list[str]:
+    """What to type in another terminal to watch the loop with kubectl while it runs (the test API server
+    answers kubectl's tables; without RBAC, plain HTTP is enough)."""
+    return [
+        "watch it from another terminal while the loop runs (the kubeconfig goes when it ends):",
+        f"  export KUBECONFIG={kubeconfig}",
+        "  kubectl get nodes -o wide",
+        "  kubectl get pods -A -o wide --watch",
+        "  kubectl get nodemetrics,nodeslos",
+        "  kubectl get events -A --field-selector reason=Descheduled --watch",
+    ]
+
+
 def write(path: Path, doc: Any) -> Path:
     path.write_text(yaml.safe_dump(doc) if path.suffix in (".yaml", ".yml") else json.dumps(doc))
     return path
@@ -160,12 +174,27 @@ class Component:
         self, name: str, module: str, args: Sequence[str], logs: Path, *, subcommand: str = "", **kw: Any
     ) -> None:
         self.name = name
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self._port: int | None = None
         head = [subcommand] if subcommand else []
-        self.proc = Proc(name, python(module, *head, f"--addr=127.0.0.1:{self.port}", *args), logs, **kw)
+        self.proc = Proc(name, python(module, *head, f"--addr={EPHEMERAL}", *args), logs, **kw)
+
+    @property
+    def port(self) -> int:
+        """The port the process chose and logged (waits for it): no race with other processes."""
+        if self._port is None:
+            self._port = port_from_log(self.proc.log_path, self.proc.proc)
+        return self._port
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def ready(self) -> bool:
+        if self._port is None:
+            try:  # one look at the log: ready() is polled
+                self._port = port_from_log(self.proc.log_path, self.proc.proc, timeout=0)
+            except (TimeoutError, RuntimeError):
+                return False
         return http_ok(self.base + "/readyz")
 
 

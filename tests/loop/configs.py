@@ -1,4 +1,4 @@
-"""What the loop configures: the slo-controller-config, the extender's profile, the descheduler's
+"""What the loop configures: the slo-controller-config, koord-scheduler's configuration, the descheduler's
 configuration, and the pods (one node's load, the replacements a ReplicaSet would make).
 
 Timescales are shortened (agents report every 2 s, rounds every 2 s, an abnormal node after 3 rounds
@@ -9,6 +9,7 @@ Koordinator's fields with values fitted to a 2-core node.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 NS = "koordinator-system"
@@ -22,7 +23,9 @@ WORKLOAD = {
     "uid": "rs-be-jobs",
     "controller": True,
 }
-EXTENDER_CPU_PERCENT = 40
+SCHEDULER = "koord-scheduler"
+"""The schedulerName of the pods the loop leaves to koord-scheduler (the probe and the replacements)."""
+SCHEDULER_CPU_PERCENT = 40
 LOW_CPU_PERCENT = 20
 
 
@@ -36,15 +39,39 @@ def slo_controller_config() -> dict[str, Any]:
     }
 
 
-def extender_profile() -> dict[str, Any]:
-    """LoadAwareScheduling filtering on the p95 of the last 5 minutes (reacts within seconds of a node
-    turning hot) and scoring on the current usage."""
-    thresholds = {"cpu": EXTENDER_CPU_PERCENT, "memory": 95}
+def thresholds(hot: float, cold: float, per_pod: float) -> tuple[int, int, int]:
+    """``(low, high, scheduler)`` cpu percents for what this machine let the loop's pods burn (``hot``:
+    the hot node's reported %, ``cold``: the busiest cold node's, ``per_pod``: one BE job's).
+
+    The descheduler's high threshold is a pod and a half under the hot node (two evictions bring it
+    under), its low one under that and over the cold nodes (LOW_CPU_PERCENT when there is room);
+    LoadAwareScheduling's filter keeps new pods off the hot node but takes a cold node with two
+    replacements more (SCHEDULER_CPU_PERCENT when there is room). On a quiet machine these are the
+    configured values; on a busy one, where each busy loop burns less, they follow what was measured.
+    """
+    high = math.floor(hot - 1.5 * per_pod)
+    low = max(min(LOW_CPU_PERCENT, high - 3), math.ceil(cold) + 1)
+    high = max(high, low + 3)
+    room = math.ceil(cold + 2 * per_pod) + 1
+    scheduler = min(SCHEDULER_CPU_PERCENT, math.floor(hot) - 1)
+    if scheduler <= room:
+        scheduler = math.floor((room + hot) / 2)
+    return low, high, scheduler
+
+
+def scheduler_config(cpu_percent: int = SCHEDULER_CPU_PERCENT) -> dict[str, Any]:
+    """koord-scheduler's profile: kube-scheduler's default plugins plus LoadAwareScheduling, filtering on
+    the p95 of the last 5 minutes (reacts within seconds of a node turning hot) and scoring on the current
+    usage. Leader election on the Lease koordinator-system/koord-scheduler, as deployed."""
+    thresholds = {"cpu": cpu_percent, "memory": 95}
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"resourceName": SCHEDULER, "resourceNamespace": NS},
         "profiles": [
             {
+                "schedulerName": SCHEDULER,
+                "plugins": {"multiPoint": {"enabled": [{"name": "LoadAwareScheduling", "weight": 1}]}},
                 "pluginConfig": [
                     {
                         "name": "LoadAwareScheduling",
@@ -57,13 +84,13 @@ def extender_profile() -> dict[str, Any]:
                             },
                         },
                     }
-                ]
+                ],
             }
         ],
     }
 
 
-def descheduler_config(high_cpu_percent: int, *, dry_run: bool) -> dict[str, Any]:
+def descheduler_config(low_cpu_percent: int, high_cpu_percent: int, *, dry_run: bool) -> dict[str, Any]:
     return {
         "apiVersion": "descheduler/v1alpha2",
         "kind": "DeschedulerConfiguration",
@@ -78,7 +105,7 @@ def descheduler_config(high_cpu_percent: int, *, dry_run: bool) -> dict[str, Any
                     {
                         "name": "LowNodeLoad",
                         "args": {
-                            "lowThresholds": {"cpu": LOW_CPU_PERCENT, "memory": 100},
+                            "lowThresholds": {"cpu": low_cpu_percent, "memory": 100},
                             "highThresholds": {"cpu": high_cpu_percent, "memory": 100},
                             "anomalyCondition": {"consecutiveAbnormalities": 2},
                             "evictableNamespaces": {"exclude": ["kube-system", NS]},
@@ -107,6 +134,7 @@ def pod(
     priority_class_name: str = "",
     requests: dict[str, str] | None = None,
     owned: bool = False,
+    gate: str = "",
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "name": name,
@@ -119,9 +147,11 @@ def pod(
     container: dict[str, Any] = {"name": "main", "image": "busy-loop"}
     if requests:
         container["resources"] = {"requests": requests}
-    spec: dict[str, Any] = {"containers": [container]}
+    spec: dict[str, Any] = {"containers": [container], "schedulerName": SCHEDULER}
     if node:
         spec["nodeName"] = node
+    if gate:
+        spec["schedulingGates"] = [{"name": gate}]
     if priority_class_name:
         spec["priorityClassName"] = priority_class_name
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -8,17 +8,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.cluster.kubescheduler import Outcome
 from tests.loop import configs
+
+
+@dataclass
+class Placement:
+    """Where koord-scheduler put a pod, and what its ``/debug/explain`` said of each node beforehand."""
+
+    pod: str
+    node: str = ""
+    filtered: dict[str, str] = field(default_factory=dict)
+    """Nodes a Filter plugin rejected, with the reason."""
+    scores: dict[str, int] = field(default_factory=dict)
+    """LoadAwareScheduling's score of each node that passed."""
 
 
 @dataclass
 class Report:
     reported_before: dict[str, float] = field(default_factory=dict)
     """Each node's reported cpu usage (%) once the hot load is steady."""
+    low_percent: int = configs.LOW_CPU_PERCENT
     high_percent: int = 0
-    probe: Outcome | None = None
-    extender: dict[str, dict[str, Any]] = field(default_factory=dict)
+    scheduler_percent: int = configs.SCHEDULER_CPU_PERCENT
+    """LoadAwareScheduling's cpu threshold the run used (configs.thresholds)."""
+    probe: Placement | None = None
+    explain: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """koord-scheduler's ``/debug/explain`` of the probe, per node."""
     dry_run_decisions: list[str] = field(default_factory=list)
     dry_run_pods_left: int = 0
     dry_run_events: int = 0
@@ -32,16 +47,12 @@ class Report:
     exit_codes: dict[str, int] = field(default_factory=dict)
 
 
-def describe(out: Outcome) -> str:
-    if not out.node:
-        return f"{out.pod} not scheduled: {out.reason}"
-    text = f"{out.pod} -> {out.node}"
-    if out.failed:
-        text += "; extender filtered out " + ", ".join(
-            f"{n} ({why})" for n, why in sorted(out.failed.items())
-        )
-    if out.extender_scores:
-        text += "; extender scores " + ", ".join(f"{n} {s}" for n, s in sorted(out.extender_scores.items()))
+def describe(out: Placement) -> str:
+    text = f"{out.pod} -> {out.node or 'nowhere'}"
+    if out.filtered:
+        text += "; filtered out " + ", ".join(f"{n} ({why})" for n, why in sorted(out.filtered.items()))
+    if out.scores:
+        text += "; LoadAware scores " + ", ".join(f"{n} {s}" for n, s in sorted(out.scores.items()))
     return text
 
 
@@ -50,14 +61,14 @@ def problems(r: Report, hot: str, cold: tuple[str, ...]) -> list[str]:
     out = []
     if not r.reported_before.get(hot, 0) > r.high_percent:
         out.append(f"{hot}'s NodeMetric did not report it over the threshold ({r.reported_before})")
-    if any(r.reported_before.get(c, 100) >= configs.LOW_CPU_PERCENT for c in cold):
-        out.append(f"the cold nodes did not report under {configs.LOW_CPU_PERCENT}% ({r.reported_before})")
+    if any(r.reported_before.get(c, 100) >= r.low_percent for c in cold):
+        out.append(f"the cold nodes did not report under {r.low_percent}% ({r.reported_before})")
     probe = r.probe
-    if probe is None or probe.node not in cold or hot not in probe.failed:
-        out.append(f"the extender did not keep the new pod off {hot}: {probe}")
-    scores = {n: (v.get("scores") or {}).get("LoadAwareScheduling", 0) for n, v in r.extender.items()}
+    if probe is None or probe.node not in cold or hot not in probe.filtered:
+        out.append(f"koord-scheduler did not keep the new pod off {hot}: {probe}")
+    scores = probe.scores if probe is not None else {}
     if not all(scores.get(c, 0) > scores.get(hot, 0) for c in cold):
-        out.append(f"the extender did not score the cold nodes higher: {scores}")
+        out.append(f"koord-scheduler did not score the cold nodes higher: {scores}")
     if not r.dry_run_decisions or r.dry_run_pods_left != 5 or r.dry_run_events:
         out.append(
             f"the dry run decided {r.dry_run_decisions}, left {r.dry_run_pods_left} of 5 pods, "

@@ -2,10 +2,12 @@
 end whatever happens (a failure, Ctrl-C).
 
 1. The test API server, three process kubelets (nodes ``loop-a``..``loop-c``, 2 cores each), koord-manager,
-   koord-scheduler-extender, one koordlet per node and a kube-scheduler stand-in come up.
+   koord-scheduler (LoadAwareScheduling in its profile) and one koordlet per node come up.
 2. ``loop-a`` is driven hot: an LS prod service and four BE jobs burning CPU in real cgroups; the cold
    nodes run one small LS pod each. Its NodeMetric reports the load.
-3. A new pod is scheduled through the extender: ``loop-a`` is filtered out, the cold nodes score higher.
+3. A new pod for koord-scheduler, held by a scheduling gate while ``/debug/explain`` shows every plugin's
+   verdict: ``loop-a`` is filtered out by load, the cold nodes score higher; the gate is lifted and the
+   pod lands on a cold node.
 4. koord-descheduler in dry run: after the anomaly count it logs what it would evict; nothing is evicted.
 5. koord-descheduler for real: it evicts through the Eviction API, in Koordinator's order (free before
    batch, lower priority first, never the prod service first), until ``loop-a`` is under its threshold;
@@ -15,7 +17,7 @@ end whatever happens (a failure, Ctrl-C).
 
 from __future__ import annotations
 
-import math
+import json
 import re
 import threading
 import time
@@ -25,11 +27,12 @@ from typing import Any
 from urllib.parse import quote
 
 from koord.kube.client import make_api_client, request
-from tests.cluster.kubescheduler import ExtenderConfig, KubeSchedulerSim, Outcome
+from koordlet.testing.agent import http_get
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
-from tests.loop.components import Child, Component, agent, api_server, wait_for, write
-from tests.loop.report import Report, describe
+from tests.loop.components import Child, Component, agent, api_server, kubectl_hints, wait_for, write
+from tests.loop.narrate import narration, strip_prefix
+from tests.loop.report import Placement, Report, describe
 from tests.loop.watch import Watcher
 
 NODES = ("loop-a", "loop-b", "loop-c")
@@ -37,18 +40,7 @@ HOT = NODES[0]
 BUSY = "250m"
 CALM_SECONDS = 6.0
 """Three descheduling rounds (2 s) and NodeMetric reports in a row under the threshold."""
-LOG_PREFIX = re.compile(r"^[IWE]\d{4} [\d:.]+ \S+ \S+\] ")
-NARRATED = (
-    "not evicting",
-    "abnormal",
-    "in a row",
-    "would evict",
-    "evicted ",
-    "eviction of",
-    "under its",
-    "held back",
-    "became leader",
-)
+PROBE_GATE = "loop.test/explain"
 
 
 class Loop:
@@ -67,23 +59,20 @@ class Loop:
     # ---- narration ------------------------------------------------------------------------------------
 
     def follow(self, name: str, line: str) -> None:
-        text = LOG_PREFIX.sub("", line)
+        text = strip_prefix(line)
         if name.startswith("koord-descheduler"):
             self._desched_lines.append(text)
-            if any(k in text for k in NARRATED):
-                self.say(name, text)
-        elif ("Traceback" in line or line.startswith("E")) and "koordlet-" in name:
-            self.say(name, text)
+        if (told := narration(name, line)) is not None:
+            self.say(name, told)
 
     # ---- the story ------------------------------------------------------------------------------------
 
     def run(self) -> Report:
         apiserver, kubeconfig = api_server(self.work, self.logs)
         self.procs.append(apiserver)
-        self.say(
-            "api-server",
-            apiserver.first_line,
-        )
+        self.say("api-server", apiserver.first_line)
+        for line in kubectl_hints(kubeconfig):
+            self.say("api-server", line)
         self.api = make_api_client(kubeconfig=str(kubeconfig))
         request(self.api, "namespace", "POST", "/api/v1/namespaces", body={"metadata": {"name": configs.NS}})
         for pc in configs.priority_classes():
@@ -113,16 +102,6 @@ class Loop:
         manager = Component(
             "koord-manager", "koord.manager", [f"--kubeconfig={kubeconfig}"], self.logs, follow=self.follow
         )
-        extender = Component(
-            "koord-scheduler-extender",
-            "koord.scheduler",
-            [
-                f"--kubeconfig={kubeconfig}",
-                f"--config={write(self.work / 'extender.yaml', configs.extender_profile())}",
-            ],
-            self.logs,
-            follow=self.follow,
-        )
         agents = [
             agent(
                 k.node,
@@ -134,8 +113,8 @@ class Loop:
             )
             for k in self.kubelets
         ]
-        self.procs += [manager.proc, extender.proc, *agents]
-        for c in (manager, extender, *agents):
+        self.procs += [manager.proc, *agents]
+        for c in (manager, *agents):
             wait_for(f"{c.name} ready", c.ready, 60, [c.proc if isinstance(c, Component) else c])
             self.say(c.name, "ready")
         wait_for(
@@ -144,31 +123,33 @@ class Loop:
             60,
             agents,
         )
-        scheduler = KubeSchedulerSim(
-            make_api_client(kubeconfig=str(kubeconfig)),
-            [ExtenderConfig(url_prefix=extender.base, bind_verb="bind", ignorable=True)],
-        )
-        self._start_scheduler(scheduler)
         self._drive_hot(watcher)
-        self._probe(watcher, extender)
+        # koord-scheduler starts once the load is measured: its LoadAware threshold sits between what the
+        # cold nodes will carry and what the hot node reports on this machine, however busy it is.
+        scheduler = Component(
+            configs.SCHEDULER,
+            "koord.scheduler",
+            [
+                f"--kubeconfig={kubeconfig}",
+                "--config="
+                + str(
+                    write(
+                        self.work / "koord-scheduler.yaml",
+                        configs.scheduler_config(self.report.scheduler_percent),
+                    )
+                ),
+            ],
+            self.logs,
+            follow=self.follow,
+        )
+        self.procs.append(scheduler.proc)
+        wait_for(f"{scheduler.name} ready", scheduler.ready, 60, [scheduler.proc])
+        self.say(scheduler.name, "ready")
+        self._probe(scheduler)
         self._dry_run(kubeconfig, watcher)
         self._deschedule(kubeconfig, watcher)
         self.report.events = len(watcher.events)
         return self.report
-
-    def _start_scheduler(self, sim: KubeSchedulerSim) -> None:
-        def loop() -> None:
-            while not self.stop.wait(0.3):
-                try:
-                    for out in sim.schedule_pending():
-                        self._outcomes.append(out)
-                        self.say("kube-scheduler", describe(out))
-                except Exception as err:
-                    self.say("kube-scheduler", f"cycle failed: {err}")
-            sim.close()
-
-        self._outcomes: list[Outcome] = []
-        threading.Thread(target=loop, name="loop-kube-scheduler", daemon=True).start()
 
     def _live(self) -> list[Child]:
         """The processes that must be running now (the dry-run descheduler is stopped on purpose)."""
@@ -208,15 +189,17 @@ class Loop:
         be = [u for key, u in watcher.pod_cpu(HOT).items() if key.startswith("default/be-")]
         per_pod = sum(be) / len(be)
         cap = watcher.capacity[HOT]
-        # Over the threshold by a pod and a half: two evictions bring the node under it (Koordinator's
-        # loop: stop as soon as it is under), whatever this machine lets each busy loop burn.
-        self.report.high_percent = max(
-            math.floor(100.0 * (hot_cpu - 1.5 * per_pod) / cap), configs.LOW_CPU_PERCENT + 5
+        r = self.report
+        r.low_percent, r.high_percent, r.scheduler_percent = configs.thresholds(
+            hot=100.0 * hot_cpu / cap,
+            cold=max(r.reported_before[n] for n in NODES[1:]),
+            per_pod=100.0 * per_pod / cap,
         )
         self.say(
             "loop",
             f"{HOT} reports {100.0 * hot_cpu / cap:.0f}% cpu (BE jobs {per_pod:.0f}m each): "
-            f"descheduler high threshold set to {self.report.high_percent}%, low {configs.LOW_CPU_PERCENT}%",
+            f"descheduler high threshold set to {r.high_percent}%, low {r.low_percent}%, "
+            f"koord-scheduler's LoadAware threshold {r.scheduler_percent}%",
         )
 
     def _steady(self, watcher: Watcher) -> int:
@@ -234,30 +217,50 @@ class Loop:
         wait_for(f"{HOT}'s reported load steady", agreed, 60, self._live())
         return readings[-1][1]
 
-    def _probe(self, watcher: Watcher, extender: Component) -> None:
-        self._create(configs.pod("probe", busy="0", priority_class="koord-batch", qos="BE"))
+    def _probe(self, scheduler: Component) -> None:
+        """A new pod, gated until koord-scheduler has explained what it would do with it, then placed."""
+        self._create(configs.pod("probe", busy="0", priority_class="koord-batch", qos="BE", gate=PROBE_GATE))
         wait_for(
-            "the probe pod scheduled",
-            lambda: any(o.pod == "default/probe" and o.node for o in self._outcomes),
+            "the probe held at its scheduling gate",
+            lambda: 'scheduler_pending_pods{queue="gated"} 1.0' in _get(scheduler.base + "/metrics"),
             30,
             self._live(),
         )
-        self.report.probe = next(o for o in self._outcomes if o.pod == "default/probe")
-        import json
-        import urllib.request
-
+        doc = json.loads(_get(f"{scheduler.base}/debug/explain?pod={quote('default/probe')}"))
+        probe = Placement("default/probe")
         for node in NODES:
-            with urllib.request.urlopen(
-                f"{extender.base}/debug/nodes/{node}?pod={quote('default/probe')}", timeout=5
-            ) as r:
-                self.report.extender[node] = json.loads(r.read())
-            v = self.report.extender[node]
-            verdict, score = v["filter"][0]["filter"], v["scores"].get("LoadAwareScheduling")
-            self.say("koord-scheduler-extender", f"{node}: filter {verdict}, LoadAware score {score}")
+            v = self.report.explain[node] = doc["nodes"][node]
+            rejected = [
+                f for f in v["filter"] if f["filter"] != "pass" and not f["filter"].startswith("skip")
+            ]
+            if rejected:
+                probe.filtered[node] = f"{rejected[0]['plugin']}: {rejected[0]['filter']}"
+            score = v["scores"].get("LoadAwareScheduling")
+            if score is not None:
+                probe.scores[node] = int(score)
+            verdict = probe.filtered.get(node, "pass")
+            self.say(configs.SCHEDULER, f"explain probe on {node}: filter {verdict}, LoadAware score {score}")
+        request(
+            self.api,
+            "lift the probe's gate",
+            "PATCH",
+            "/api/v1/namespaces/default/pods/probe",
+            body={"spec": {"schedulingGates": None}},
+            content_type="application/merge-patch+json",
+        )
+        wait_for("the probe scheduled", lambda: self._node_of("probe"), 30, self._live())
+        probe.node = self._node_of("probe")
+        self.report.probe = probe
+        self.say("loop", describe(probe))
+
+    def _node_of(self, name: str) -> str:
+        pod = request(self.api, "get pod", "GET", f"/api/v1/namespaces/default/pods/{name}", timeout=5)
+        return str((pod.get("spec") or {}).get("nodeName") or "")
 
     def _descheduler(self, name: str, kubeconfig: Path, dry_run: bool) -> Component:
         config = write(
-            self.work / f"{name}.yaml", configs.descheduler_config(self.report.high_percent, dry_run=dry_run)
+            self.work / f"{name}.yaml",
+            configs.descheduler_config(self.report.low_percent, self.report.high_percent, dry_run=dry_run),
         )
         c = Component(
             name,
@@ -376,3 +379,7 @@ def run(work: Path, say: Callable[[str, str], None]) -> Report:
         return loop.run()
     finally:
         loop.close()
+
+
+def _get(url: str) -> str:
+    return http_get(url, timeout=5)[1].decode()

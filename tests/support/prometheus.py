@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from koordlet.testing.agent import free_port, wait_http
+from koordlet.testing import wait_until
+from koordlet.testing.agent import free_port, http_get
 
 Target = tuple[str, Mapping[str, str]]
 """``(host:port, extra target labels)``."""
@@ -39,20 +40,38 @@ def prometheus(jobs: Mapping[str, Sequence[Target]], *, interval: str = "1s") ->
         ],
     }
     (data / "prometheus.yml").write_text(yaml.safe_dump(config))
-    proc = subprocess.Popen(
-        [
-            "prometheus",
-            f"--config.file={data / 'prometheus.yml'}",
-            f"--storage.tsdb.path={data / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
+    # Prometheus cannot report a port it chose itself, so it is given a free one; if another process takes
+    # that port between the check and Prometheus' bind, Prometheus exits at once and is started again.
+    for _attempt in range(5):
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                "prometheus",
+                f"--config.file={data / 'prometheus.yml'}",
+                f"--storage.tsdb.path={data / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{port}"
+
+        def settled(proc: subprocess.Popen[bytes] = proc, base: str = base) -> bool:
+            if proc.poll() is not None:
+                return True
+            try:
+                return http_get(base + "/-/ready", timeout=0.5)[0] == 200
+            except OSError:
+                return False
+
+        if wait_until(settled, 30) and proc.poll() is None:
+            break
+        proc.kill()
+        proc.wait(10)
+    else:
+        shutil.rmtree(data, ignore_errors=True)
+        raise AssertionError("Prometheus did not become ready in 5 attempts")
     try:
-        if not wait_http(base + "/-/ready", 30):
-            raise AssertionError("Prometheus did not become ready in 30 s")
         yield base
     finally:
         proc.kill()

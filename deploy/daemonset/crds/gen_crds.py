@@ -1,4 +1,4 @@
-"""Generate the NodeMetric and NodeSLO CustomResourceDefinitions (``slo.koordinator.sh/v1alpha1``).
+"""Generate the CRDs: NodeMetric and NodeSLO (``slo.koordinator.sh/v1alpha1``), NRT (``nrt_schema.py``).
 
 The YAML files next to this script are its output; edit the schema here and run
 ``python deploy/daemonset/crds/gen_crds.py`` (``--check`` exits 1 when a file is out of date, as the unit
@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import nrt_schema
 import yaml
 from schema_parts import (
     Schema,
@@ -374,6 +375,7 @@ def rendered() -> dict[str, str]:
     docs = {
         f"{GROUP}_nodemetrics.yaml": crd("NodeMetric", "nodemetrics", ["nm"], nodemetric_schema()),
         f"{GROUP}_nodeslos.yaml": crd("NodeSLO", "nodeslos", ["nslo"], nodeslo_schema()),
+        f"{nrt_schema.GROUP}_noderesourcetopologies.yaml": nrt_schema.nrt_crd(),
     }
     return {
         name: header + "---\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110)

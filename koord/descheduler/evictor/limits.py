@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from koord.apis import pod as podutil
 from koord.apis.pod import as_map
 from koord.descheduler.evictor.args import MigrationControllerArgs, max_per_workload
-from koord.descheduler.framework import pods as podutil
 from koord.descheduler.framework.interface import Obj
 from koord.kube.ratelimit import TokenBucket
 

@@ -16,13 +16,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from koord.apis import pod as podutil
+from koord.apis.node import is_ready
 from koord.apis.pod import as_map
 from koord.descheduler.evictor.args import MigrationControllerArgs, parse_args
 from koord.descheduler.evictor.filters import StaticFilter
 from koord.descheduler.evictor.limits import Limits
-from koord.descheduler.framework import pods as podutil
 from koord.descheduler.framework.interface import EvictionRefused, EvictOptions, Handle, Obj
-from koord.descheduler.framework.nodes import NodeFit, is_ready
+from koord.descheduler.framework.nodefit import NodeFit
 from koord.kube.client import ApiError, request
 from koord.kube.ratelimit import TokenBucket
 from koord.runtime.errors import APIUnavailable

@@ -1,8 +1,9 @@
 """The descheduler framework (Koordinator's, after the seed on writing descheduler plugins): the plugin
 contract (:mod:`.interface`), profiles from a DeschedulerConfiguration (:mod:`.profile`), the registry of
 built-ins plus the ``koordlet.descheduler_plugins`` entry points (:mod:`.registry`), the runner and the
-profile's evictor (:mod:`.runtime`), and helpers plugins decide with: node readiness, selection and
-``NodeFit`` (:mod:`.nodes`) and pod facts (:mod:`.pods`). Nothing here talks to the API server.
+profile's evictor (:mod:`.runtime`), and ``NodeFit`` (:mod:`.nodefit`). Plugins decide with the pod and
+node vocabulary every process shares: :mod:`koord.apis.pod` (identity, owners, priority, costs) and
+:mod:`koord.apis.node` (readiness, selection, node affinity, taints). Nothing here talks to the API server.
 """
 
 from koord.descheduler.framework.interface import (
@@ -20,6 +21,7 @@ from koord.descheduler.framework.interface import (
     Plugin,
     PluginFactory,
     PreEvictionFilterPlugin,
+    RoundPlugin,
     Status,
     Store,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "Plugin",
     "PluginFactory",
     "PreEvictionFilterPlugin",
+    "RoundPlugin",
     "Status",
     "Store",
 ]

@@ -80,6 +80,14 @@ class EvictPlugin(Plugin, Protocol):
         in a dry run). Honour ``options.dry_run``."""
 
 
+@runtime_checkable
+class RoundPlugin(Plugin, Protocol):
+    """Optional, at any point: told when a round starts, for plugins that keep per-round state (the
+    framework calls it on every plugin of the profile that has it, before the round's first plugin)."""
+
+    def begin_round(self) -> None: ...
+
+
 class Evictor(Protocol):
     """The profile's evictor as plugins see it: its Filter plugins and its one Evict plugin."""
 

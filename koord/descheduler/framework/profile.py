@@ -2,9 +2,11 @@
 ``name``, ``plugins.{deschedule,balance,evict,filter}.enabled/disabled[{name}]``,
 ``pluginConfig[{name, args}]`` and ``nodeSelector``.
 
-Merging follows Koordinator's ``mergePlugins``: the defaults (``MigrationController`` at evict and
-filter, nothing at deschedule and balance) minus ``disabled`` (a name, or ``"*"``), a custom entry of
-the same name replacing a default in place, the other custom entries appended. A malformed profile is a
+Merging follows Koordinator's ``mergePlugins``, which is kube-scheduler's
+(:func:`koord.runtime.pluginset.merge_plugin_set`, shared with the scheduler): the defaults
+(``MigrationController`` at evict and filter, nothing at deschedule and balance) minus ``disabled`` (a
+name, or ``"*"``), a custom entry of the same name replacing a default in place, the other custom entries
+appended. A malformed profile is a
 :class:`~koord.runtime.errors.ConfigError` naming the field.
 """
 
@@ -16,22 +18,16 @@ from typing import Any
 
 from koord.apis.selector import LabelSelector, parse_selector
 from koord.runtime.errors import ConfigError
-from koord.runtime.pluginregistry import plugin_config
+from koord.runtime.pluginset import PluginRef, PluginSet, merge_plugin_set, parse_plugin_set, plugin_config
 
 POINTS = ("deschedule", "balance", "evict", "filter")
 DEFAULT_EVICTOR = "MigrationController"
 DEFAULT_PROFILE_NAME = "koord-descheduler"
 
 
-@dataclass(frozen=True, slots=True)
-class PluginSet:
-    enabled: tuple[str, ...] = ()
-    disabled: tuple[str, ...] = ()
-
-
 DEFAULT_PLUGINS: Mapping[str, PluginSet] = {
-    "evict": PluginSet((DEFAULT_EVICTOR,)),
-    "filter": PluginSet((DEFAULT_EVICTOR,)),
+    "evict": PluginSet((PluginRef(DEFAULT_EVICTOR),)),
+    "filter": PluginSet((PluginRef(DEFAULT_EVICTOR),)),
 }
 
 
@@ -56,51 +52,6 @@ class Profile:
         return list(seen)
 
 
-def _names(raw: Any, where: str) -> tuple[str, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise ConfigError(f"{where}: want a list of {{name: <plugin>}}")
-    out = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
-            raise ConfigError(f"{where}[{i}]: want {{name: <plugin>}}, got {item!r}")
-        extra = sorted(set(item) - {"name"})
-        if extra:
-            raise ConfigError(f"{where}[{i}]: unknown field(s) {', '.join(extra)}")
-        out.append(str(item["name"]))
-    return tuple(out)
-
-
-def _plugin_set(raw: Any, where: str) -> PluginSet:
-    if raw is None:
-        return PluginSet()
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: want an object with enabled/disabled")
-    unknown = sorted(set(raw) - {"enabled", "disabled"})
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
-    return PluginSet(
-        _names(raw.get("enabled"), f"{where}.enabled"), _names(raw.get("disabled"), f"{where}.disabled")
-    )
-
-
-def merge(default: PluginSet, custom: PluginSet) -> tuple[str, ...]:
-    """Koordinator's ``mergePluginSet`` (duplicates are kept here and refused when plugins are built)."""
-    disabled = set(custom.disabled)
-    replaced: set[int] = set()
-    out: list[str] = []
-    if "*" not in disabled:
-        for name in default.enabled:
-            if name in disabled:
-                continue
-            if name in custom.enabled:
-                replaced.add(custom.enabled.index(name))
-            out.append(name)
-    out += [name for i, name in enumerate(custom.enabled) if i not in replaced]
-    return tuple(out)
-
-
 def _plugins(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
     if raw is None:
         raw = {}
@@ -112,7 +63,10 @@ def _plugins(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
             f"{where}: unknown extension point(s) {', '.join(unknown)}; known: {', '.join(POINTS)}"
         )
     return {
-        p: merge(DEFAULT_PLUGINS.get(p, PluginSet()), _plugin_set(raw.get(p), f"{where}.{p}")) for p in POINTS
+        p: merge_plugin_set(
+            DEFAULT_PLUGINS.get(p, PluginSet()), parse_plugin_set(raw.get(p), f"{where}.{p}", weights=False)
+        ).names()
+        for p in POINTS
     }
 
 

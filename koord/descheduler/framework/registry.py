@@ -1,27 +1,23 @@
 """The descheduler's plugin registry: name -> factory(args, handle), the built-ins plus every installed
 entry point of the group ``koordlet.descheduler_plugins`` (Koordinator's ``InTreeRegistry`` merged with
-an out-of-tree one; the mechanics are :mod:`koord.runtime.pluginregistry`, shared with the scheduler)."""
+an out-of-tree one; the mechanics are :mod:`koord.runtime.pluginregistry`, shared with every plugin kind).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from koord.descheduler.framework.interface import PluginFactory
-from koord.runtime.pluginregistry import (
-    SOURCE_BUILTIN,
-    EntryPoints,
-    Registry,
-    RegistryEntry,
-    group_entry_points,
-)
-from koord.runtime.pluginregistry import discover as _discover
+from koord.runtime import pluginregistry
+from koord.runtime.pluginregistry import SOURCE_BUILTIN, EntryPoints, Registry, RegistryEntry
 
 ENTRY_POINT_GROUP = "koordlet.descheduler_plugins"
-INSTALLED: EntryPoints = group_entry_points(ENTRY_POINT_GROUP)
 
 __all__ = ["ENTRY_POINT_GROUP", "SOURCE_BUILTIN", "EntryPoints", "Registry", "RegistryEntry", "discover"]
 
 
-def discover(builtins: Mapping[str, PluginFactory], *, entry_points: EntryPoints = INSTALLED) -> Registry:
-    """The built-ins, then every installed ``koordlet.descheduler_plugins`` entry point, by name."""
-    return _discover(builtins, entry_points)
+def discover(builtins: Mapping[str, PluginFactory], *, entry_points: EntryPoints | None = None) -> Registry:
+    """The built-ins, then every installed entry point of :data:`ENTRY_POINT_GROUP`, by name."""
+    return pluginregistry.discover(
+        builtins, entry_points or pluginregistry.group_entry_points(ENTRY_POINT_GROUP)
+    )

@@ -1,14 +1,13 @@
 """Runs one profile's plugins (Koordinator's ``frameworkImpl`` and ``evictorProxy``).
 
 :class:`Framework` builds every plugin the profile enables, once, with its ``pluginConfig`` args and a
-:class:`ProfileHandle`; a name the registry does not know, args the factory refuses, a plugin lacking the
-method of the point it is enabled at, or a profile without exactly one Evict plugin is a
-:class:`~koord.runtime.errors.ConfigError` naming the plugin and the profile. :class:`ProfileEvictor` is what
-plugins call: ``filter`` ANDs the Filter plugins; ``evict`` applies the round's limits (the
-configuration's ``maxNoOfPodsToEvict*``), turns the configuration's ``dryRun`` into
-``EvictOptions.dry_run``, calls the Evict plugin and counts the outcome. A plugin that raises fails its
-own call only; the round goes on.
-"""
+:class:`ProfileHandle`; a name the registry does not know, args the factory refuses or a plugin lacking the
+method of the point it is enabled at is a :class:`~koord.runtime.errors.PluginError` naming the plugin and the
+profile (the scheduler's framework raises the same, :mod:`koord.runtime.pluginset`); a plugin enabled twice at
+a point, or a profile without exactly one Evict plugin, a ``ConfigError``. :class:`ProfileEvictor` is what
+plugins call: ``filter`` ANDs the Filter plugins; ``evict`` applies the round's limits (the configuration's
+``maxNoOfPodsToEvict*``), turns the configuration's ``dryRun`` into ``EvictOptions.dry_run``, calls the Evict
+plugin and counts the outcome. A plugin that raises fails its own call only; the round goes on."""
 
 from __future__ import annotations
 
@@ -20,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from koord.apis import pod as podutil
 from koord.apis.pod import as_map
-from koord.descheduler.framework import pods as podutil
 from koord.descheduler.framework.interface import (
     EXTENSION_POINTS,
     EventRecorder,
@@ -29,11 +28,13 @@ from koord.descheduler.framework.interface import (
     EvictOptions,
     Informers,
     Obj,
+    RoundPlugin,
     Status,
 )
 from koord.descheduler.framework.profile import POINTS, Profile
-from koord.runtime.errors import ConfigError, InvalidArgs
+from koord.runtime.errors import ConfigError, PluginError
 from koord.runtime.pluginregistry import Registry
+from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 
 log = logging.getLogger(__name__)
 
@@ -219,20 +220,18 @@ class Framework:
         self.handle = ProfileHandle(env, self.evictor)
         self.plugins: dict[str, Any] = {}
         where = f"profile {profile.name!r}"
-        for name in profile.plugin_config:
-            if name not in registry:
-                raise ConfigError(
-                    f"{where}: pluginConfig for unknown plugin {name!r}; known: {', '.join(registry.names())}"
-                )
+        check_plugin_config(profile.plugin_config, registry, where)
         self.points: dict[str, list[Any]] = {p: [] for p in POINTS}
         for point in POINTS:
+            refuse_duplicates(profile.enabled(point), point, where)
             for name in profile.enabled(point):
-                plugin = self.plugins.get(name) or self._build(name, point, registry, where)
+                plugin = self.plugins.get(name)
+                if plugin is None:
+                    args = profile.plugin_config.get(name)
+                    plugin = self.plugins[name] = build_plugin(registry, name, args, self.handle, where)
                 method = EXTENSION_POINTS[point]
                 if not callable(getattr(plugin, method, None)):
-                    raise ConfigError(f"{where}: plugin {name!r} is enabled at {point} but has no {method}()")
-                if any(p is plugin for p in self.points[point]):
-                    raise ConfigError(f"{where}: plugin {name!r} is enabled twice at {point}")
+                    raise PluginError(name, f"{where}: enabled at {point} but has no {method}()")
                 self.points[point].append(plugin)
         for name in profile.plugin_config:
             if name not in self.plugins:
@@ -243,30 +242,11 @@ class Framework:
         self.evictor.filters = self.points["filter"]
         self.evictor.evictors = self.points["evict"]
 
-    def _build(self, name: str, point: str, registry: Registry, where: str) -> Any:
-        entry = registry.get(name)
-        if entry is None:
-            raise ConfigError(
-                f"{where}: unknown plugin {name!r} enabled at {point}; known: {', '.join(registry.names())}"
-            )
-        args = self.profile.plugin_config.get(name)
-        try:
-            plugin = entry.factory(dict(args) if args is not None else None, self.handle)
-        except (InvalidArgs, ValueError, TypeError) as err:
-            raise ConfigError(f"{where}: plugin {name!r}: invalid args: {err}") from err
-        if getattr(plugin, "name", None) != name:
-            raise ConfigError(
-                f"{where}: plugin {name!r} ({entry.source}) calls itself {getattr(plugin, 'name', None)!r}"
-            )
-        self.plugins[name] = plugin
-        return plugin
-
     def begin_round(self) -> None:
-        """Tell plugins that keep per-round state (``begin_round()``) that a round starts."""
+        """Tell plugins that keep per-round state (:class:`RoundPlugin`) that a round starts."""
         for plugin in self.plugins.values():
-            hook = getattr(plugin, "begin_round", None)
-            if callable(hook):
-                hook()
+            if isinstance(plugin, RoundPlugin):
+                plugin.begin_round()
 
     def _run(self, point: str, nodes: Sequence[Obj]) -> list[str]:
         errors = []

@@ -13,12 +13,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from koord.apis import pod as podutil
+from koord.apis.node import matches_node_selector, node_name
 from koord.apis.pod import as_map, str_map
 from koord.apis.selector import LabelSelector, parse_selector
 from koord.apis.strictargs import decode
-from koord.descheduler.framework import pods as podutil
 from koord.descheduler.framework.interface import EvictOptions, Handle, Obj, Status
-from koord.descheduler.framework.nodes import NodeFit, matches_node_selector, node_name
+from koord.descheduler.framework.nodefit import NodeFit
 from koord.runtime.errors import InvalidArgs
 
 log = logging.getLogger(__name__)

@@ -1,58 +1,110 @@
-"""The scheduler-plugin framework hosted by the extender: the contract plugin authors import.
+"""The scheduling framework: the contract scheduler plugin authors import (kube-scheduler's
+``framework`` package with Koordinator's extensions), hosted by koord-scheduler and by the extender
+front end.
 
-A plugin is a class with a ``name`` and any of ``pre_filter``, ``filter``, ``pre_score``, ``score``,
-``normalize_score``, ``reserve``/``unreserve`` (:mod:`.interface`); a factory ``(args, handle)`` builds it
-(:mod:`.registry`, built-ins plus the ``koordlet.scheduler_plugins`` entry points); the profile
-(:mod:`.profile`, KubeSchedulerConfiguration's shape) enables plugins per extension point with weights
-and args; :mod:`.runtime` runs them. Nothing here talks to the API server.
+A plugin is a class with a ``name`` and any of the extension-point methods of :mod:`.interface`
+(``less``, ``pre_enqueue``, ``pre_filter``, ``filter``, ``post_filter``, ``pre_score``, ``score``,
+``normalize_score``, ``reserve``/``unreserve``, ``permit``, ``pre_bind``, ``bind``, ``post_bind``; batch
+forms ``filter_nodes``/``score_nodes`` over a :class:`NodeSet`), built by a factory ``(args, handle)``
+(:mod:`.registry`: the built-ins plus the ``koordlet.scheduler_plugins`` entry points). The profile
+(:mod:`.profile`) enables plugins per extension point with weights and args; :mod:`.runtime`,
+:mod:`.cycle` and :mod:`.binding` run them; :mod:`.snapshot` is what one cycle sees, with node state in
+arrays; :mod:`.events` the cluster events and queueing hints a plugin registers. Nothing here talks to
+the API server.
 """
 
 from koord.runtime.errors import InvalidArgs
+from koord.scheduler.framework.events import (
+    QUEUE,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
 from koord.scheduler.framework.interface import (
     EXTENSION_POINTS,
     MAX_EXTENDER_PRIORITY,
     MAX_NODE_SCORE,
+    MAX_PERMIT_WAIT,
     MIN_NODE_SCORE,
     SKIP,
     BatchFilterPlugin,
     BatchScorePlugin,
+    BindPlugin,
     Code,
     CycleState,
+    EnqueueExtensions,
     FilterPlugin,
     Handle,
-    NodeInfo,
+    NodeDebugPlugin,
     NormalizeScorePlugin,
-    Obj,
+    PermitPlugin,
     Plugin,
     PluginFactory,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueSortPlugin,
     ReservePlugin,
+    SchedulerHandle,
     ScorePlugin,
     Status,
+    Store,
+    WaitingPod,
 )
+from koord.scheduler.framework.nodeset import NodeSet
+from koord.scheduler.framework.snapshot import Snapshot
+from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 __all__ = [
     "EXTENSION_POINTS",
     "MAX_EXTENDER_PRIORITY",
     "MAX_NODE_SCORE",
+    "MAX_PERMIT_WAIT",
     "MIN_NODE_SCORE",
+    "QUEUE",
     "SKIP",
+    "Action",
     "BatchFilterPlugin",
     "BatchScorePlugin",
+    "BindPlugin",
+    "ClusterEvent",
+    "ClusterEventWithHint",
     "Code",
     "CycleState",
+    "EnqueueExtensions",
     "FilterPlugin",
     "Handle",
     "InvalidArgs",
+    "NodeDebugPlugin",
     "NodeInfo",
+    "NodeSet",
     "NormalizeScorePlugin",
     "Obj",
+    "PermitPlugin",
     "Plugin",
     "PluginFactory",
+    "PodInfo",
+    "PostBindPlugin",
+    "PostFilterPlugin",
+    "PostFilterResult",
+    "PreBindPlugin",
+    "PreEnqueuePlugin",
+    "PreFilterExtensions",
     "PreFilterPlugin",
+    "PreFilterResult",
     "PreScorePlugin",
+    "QueueSortPlugin",
+    "QueueingHint",
     "ReservePlugin",
+    "SchedulerHandle",
     "ScorePlugin",
+    "Snapshot",
     "Status",
+    "Store",
+    "WaitingPod",
 ]

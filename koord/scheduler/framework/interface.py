@@ -1,9 +1,11 @@
-"""The scheduler-plugin contract: statuses, cycle state, node infos, the handle and one Protocol per
-extension point (kube-scheduler's ``framework/interface.go``, in Python).
+"""The scheduler-plugin contract: statuses, cycle state, the handle and one Protocol per extension point
+(kube-scheduler's ``framework/interface.go``, in Python).
 
 A plugin is any object with a ``name`` and one or more of the methods below; the framework calls only
-the ones it has, at the extension points the profile enables it for. Objects (pods, nodes, NodeMetrics)
-are the API's JSON as plain mappings, shared with the caches: read them, never change them.
+the ones it has, at the extension points the profile enables it for. Pods and nodes are the API's JSON
+as plain mappings, shared with the caches: read them, never change them (a PreBind plugin that wants to
+change the pod says so through :meth:`Handle.patch_pod`, which merges every plugin's change into one
+PATCH). ``state.pod_info`` is the :class:`PodInfo` of the pod being scheduled.
 """
 
 from __future__ import annotations
@@ -11,34 +13,50 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-Obj = Mapping[str, Any]
+from koord.apis.groups import Resource
+from koord.scheduler.framework.objecthandle import ObjectHandle
+from koord.scheduler.framework.preemptionhandle import PreemptionHandle
+from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from koord.scheduler.framework.events import ClusterEventWithHint
+    from koord.scheduler.framework.nodeset import NodeSet
+    from koord.scheduler.framework.snapshot import Snapshot
 
 MAX_NODE_SCORE = 100
 """A Score plugin answers 0..100 per node (after NormalizeScore), as in kube-scheduler."""
 MIN_NODE_SCORE = 0
 MAX_EXTENDER_PRIORITY = 10
 """kube-scheduler's extender contract: ``/prioritize`` answers 0..10 per node."""
+MAX_PERMIT_WAIT = 15 * 60.0
+"""kube-scheduler caps the time a Permit plugin may hold a pod (``maxTimeout``, 15 minutes)."""
 
 
 class Code(enum.IntEnum):
-    """kube-scheduler's status codes (``Wait``/``Pending`` have no meaning for an extender)."""
+    """kube-scheduler's status codes."""
 
     SUCCESS = 0
     ERROR = 1
     UNSCHEDULABLE = 2
     UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
     SKIP = 5
+    PENDING = 6
 
 
 @dataclass(frozen=True, slots=True)
 class Status:
     """The outcome of one plugin call; plugins return ``None`` for success (Go's ``nil``).
 
-    ``UNSCHEDULABLE`` puts the node in ``FailedNodes`` (preemption may still help),
-    ``UNSCHEDULABLE_AND_UNRESOLVABLE`` in ``FailedAndUnresolvableNodes``, ``ERROR`` fails the whole call,
-    ``SKIP`` from ``pre_filter``/``pre_score`` skips that plugin's filter/score for this pod.
+    ``UNSCHEDULABLE``: this node (or, from PreFilter, every node) cannot take the pod now, preemption may
+    help; ``UNSCHEDULABLE_AND_UNRESOLVABLE``: it cannot, whatever is removed; ``ERROR``: the plugin
+    failed (the pod is retried after a backoff); ``SKIP`` from PreFilter/PreScore skips that plugin's
+    Filter/Score for this pod, from Bind lets the next Bind plugin bind; ``WAIT`` from Permit holds the
+    pod; ``PENDING``: the pod waits for something outside the scheduler (not an attempt failure).
     """
 
     code: Code
@@ -48,6 +66,17 @@ class Status:
     @property
     def message(self) -> str:
         return ", ".join(self.reasons)
+
+    @property
+    def is_success(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    @property
+    def is_rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+
+    def with_plugin(self, plugin: str) -> Status:
+        return self if self.plugin == plugin else Status(self.code, self.reasons, plugin)
 
     @classmethod
     def unschedulable(cls, *reasons: str) -> Status:
@@ -61,18 +90,29 @@ class Status:
     def error(cls, *reasons: str) -> Status:
         return cls(Code.ERROR, reasons)
 
+    @classmethod
+    def wait(cls, *reasons: str) -> Status:
+        return cls(Code.WAIT, reasons)
+
+    @classmethod
+    def pending(cls, *reasons: str) -> Status:
+        return cls(Code.PENDING, reasons)
+
 
 SKIP = Status(Code.SKIP)
 
 
 class CycleState:
-    """Data plugins share across the phases of one pod's scheduling attempt (filter, prioritize, bind
-    reach the extender as separate requests; the extender keeps one state per pod UID between them)."""
+    """Data plugins share across the phases of one pod's scheduling attempt. ``pod_info`` is the pod
+    being scheduled; ``skip_filter``/``skip_score`` the plugins a PreFilter/PreScore SKIP took out."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "pod_info", "skip_filter", "skip_score")
 
-    def __init__(self) -> None:
+    def __init__(self, pod_info: PodInfo | None = None) -> None:
         self._data: dict[str, Any] = {}
+        self.pod_info = pod_info
+        self.skip_filter: set[str] = set()
+        self.skip_score: set[str] = set()
 
     def read(self, key: str) -> Any:
         """The value written under ``key``; ``KeyError`` when there is none (Go's ``ErrNotFound``)."""
@@ -88,35 +128,54 @@ class CycleState:
         self._data.pop(key, None)
 
     def clone(self) -> CycleState:
-        """A shallow copy: values are shared, so store immutable values (or copy them yourself)."""
-        out = CycleState()
-        out._data = dict(self._data)
+        """A shallow copy: values are shared, so store immutable values (or copy them yourself). A
+        plugin whose value changes after PreFilter (preemption's what-if runs) provides ``clone()`` on
+        it and the copy gets a clone of the value."""
+        out = CycleState(self.pod_info)
+        out._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
+        out.skip_filter, out.skip_score = set(self.skip_filter), set(self.skip_score)
         return out
-
-
-class NodeInfo:
-    """One candidate node: ``name``, the Node object (``None`` when the extender's cache does not know
-    the node yet) and ``memo``, a per-node dict where plugins keep what they derived from this node
-    object (it is replaced together with the object when the node changes)."""
-
-    __slots__ = ("memo", "name", "node")
-
-    def __init__(self, name: str, node: Obj | None) -> None:
-        self.name = name
-        self.node = node
-        self.memo: dict[str, Any] = {}
-
-    def __repr__(self) -> str:
-        return f"NodeInfo({self.name!r}{'' if self.node is not None else ', unknown'})"
 
 
 ObjHandler = Callable[[Obj], None]
 UpdateHandler = Callable[[Obj, Obj], None]
 
 
+class Store(Protocol):
+    """A cache of one resource (an informer, or an in-memory store in tests)."""
+
+    def get(self, key: str) -> Obj | None: ...
+
+    def objects(self) -> list[Obj]: ...
+
+    def by_index(self, index: str, value: str) -> list[Obj]: ...
+
+    def add_handler(self, handler: Any) -> None:
+        """Be told of changes (a :class:`koord.kube.informer.EventHandler`; replays cached objects)."""
+
+
+class WaitingPod(Protocol):
+    """A pod held by Permit plugins (kube-scheduler's ``WaitingPod``)."""
+
+    @property
+    def pod(self) -> Obj: ...
+
+    @property
+    def node_name(self) -> str: ...
+
+    def pending_plugins(self) -> list[str]: ...
+
+    def allow(self, plugin: str) -> None:
+        """``plugin`` lets the pod go; it binds once every plugin that made it wait has allowed it."""
+
+    def reject(self, plugin: str, message: str) -> None:
+        """The pod does not bind: it is unreserved and returns to the queue."""
+
+
 class Handle(Protocol):
-    """What a plugin gets at construction: read-only views of the cluster caches, change notifications
-    and the clock. Handlers run on the cache's thread, one at a time; keep them quick."""
+    """What a plugin gets at construction: read-only views of the cluster (the snapshot of the current
+    cycle and the informer caches), change notifications, the clock, the API client, waiting pods.
+    Handlers run on the cache's thread, one at a time; keep them quick."""
 
     def node_info(self, name: str) -> NodeInfo | None: ...
 
@@ -147,13 +206,97 @@ class Handle(Protocol):
         """Wall-clock seconds (injected, so tests control expiry)."""
 
 
+class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, Protocol):
+    """The handle koord-scheduler gives (the extender front end gives the plain :class:`Handle`)."""
+
+    @property
+    def client(self) -> Any:
+        """The API client (``kubernetes.client.ApiClient``); ``None`` in tests."""
+
+    def snapshot(self) -> Snapshot:
+        """The cluster as the current cycle sees it (nodes in row order, their arrays and derived
+        columns); :func:`~koord.scheduler.framework.snapshot.snapshot_of` also serves front ends
+        without one."""
+
+    def store(self, name: str) -> Store | None:
+        """A cache the scheduler keeps by name (``pods``, ``nodes``, ``nodemetrics``, and those plugins
+        asked for with :meth:`watch`); ``None`` when it keeps none of that name."""
+
+    def watch(
+        self,
+        name: str,
+        resource: Resource,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
+        namespace: str = "",
+    ) -> Store:
+        """A cache of ``resource`` (``koord.apis.groups``) called ``name``, shared by every plugin that
+        asks for the same name; ask in the factory, so the cache syncs before the first cycle."""
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def iterate_waiting_pods(self, fn: Callable[[WaitingPod], None]) -> None: ...
+
+    def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool: ...
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        """Record an Event about ``obj`` (asynchronously; never blocks the cycle)."""
+
+    def patch_pod(self, state: CycleState, patch: Mapping[str, Any]) -> None:
+        """PreBind only: merge ``patch`` (a JSON merge patch of metadata labels/annotations) into the
+        one PATCH DefaultPreBind sends for the pod before Bind."""
+
+    def apply_patch(self, state: CycleState, pod: Obj) -> Status | None:
+        """Send the merged PATCH now (DefaultPreBind); the scheduler sends what is left after PreBind."""
+
+    def bind_pod(self, pod: Obj, node: str) -> Status | None:
+        """``POST pods/<name>/binding`` (DefaultBinder); an error status when the API refuses."""
+
+    def register_error_handler_filters(
+        self, pre: Callable[[Obj, Any], bool] | None, post: Callable[[Obj, Any], bool] | None
+    ) -> None:
+        """``pre(pod, why)`` returning True takes over a scheduling failure; ``post`` runs after."""
+
+    def register_forget_pod_handler(self, handler: Callable[[Obj], None]) -> None:
+        """Be told when an assumed pod is forgotten (its binding failed or was given up)."""
+
+
 @runtime_checkable
 class Plugin(Protocol):
     name: str
 
 
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: Any, b: Any) -> bool:
+        """Whether queued pod ``a`` (a :class:`~koord.scheduler.queue.QueuedPodInfo`) goes before ``b``."""
+
+
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: Obj) -> Status | None:
+        """``None``: the pod may be scheduled; a Status keeps it out of the active queue (gated)."""
+
+
+class EnqueueExtensions(Plugin, Protocol):
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """The cluster events that may make a pod this plugin rejected schedulable, each with an
+        optional queueing hint. A rejecting plugin without this is requeued on any event."""
+
+
 class PreFilterPlugin(Plugin, Protocol):
-    def pre_filter(self, state: CycleState, pod: Obj) -> Status | None: ...
+    def pre_filter(self, state: CycleState, pod: Obj) -> Status | PreFilterResult | None:
+        """``None``/a :class:`PreFilterResult` (the only nodes that can fit): go on; ``SKIP``: skip this
+        plugin's filter; a rejection fails the pod on every node."""
+
+
+class PreFilterExtensions(Plugin, Protocol):
+    """Optional with PreFilter: keep the cycle state right when preemption removes or adds pods."""
+
+    def add_pod(self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo) -> Status | None: ...
+
+    def remove_pod(
+        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
 
 
 class FilterPlugin(Plugin, Protocol):
@@ -162,12 +305,22 @@ class FilterPlugin(Plugin, Protocol):
 
 class BatchFilterPlugin(FilterPlugin, Protocol):
     """An optional fast path: ``filter_nodes`` answers for many nodes at once, exactly what ``filter``
-    would answer node by node (the framework calls it instead of ``filter`` when present). Worth it when
-    a plugin can take its per-pod work, locks or clock reads out of the per-node loop."""
+    would answer node by node: a sequence of statuses, or a boolean array (true: passes), in which case
+    ``filter`` is asked for the reason of a rejected node when one is needed. ``nodes`` is a
+    :class:`~koord.scheduler.framework.nodeset.NodeSet`: a sequence of NodeInfos with their rows in the
+    snapshot's arrays."""
 
     def filter_nodes(
-        self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]
-    ) -> Sequence[Status | None]: ...
+        self, state: CycleState, pod: Obj, nodes: NodeSet
+    ) -> Sequence[Status | None] | np.ndarray: ...
+
+
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        """Called when no node fits (``statuses``: node -> why). A nominated node in the result means
+        the pod is worth a retry there (preemption); the first plugin that succeeds ends PostFilter."""
 
 
 class PreScorePlugin(Plugin, Protocol):
@@ -180,9 +333,9 @@ class ScorePlugin(Plugin, Protocol):
 
 
 class BatchScorePlugin(ScorePlugin, Protocol):
-    """The optional fast path of ``score``: one score per node, in order."""
+    """The optional fast path of ``score``: one score per node, in order (a sequence or an array)."""
 
-    def score_nodes(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Sequence[int]: ...
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> Sequence[int] | np.ndarray: ...
 
 
 class NormalizeScorePlugin(Plugin, Protocol):
@@ -196,16 +349,50 @@ class ReservePlugin(Plugin, Protocol):
     def unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None: ...
 
 
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: Obj, node_name: str) -> tuple[Status | None, float]:
+        """``(None, _)``: allowed; ``(Status.wait(), seconds)``: hold the pod until every waiting plugin
+        allows it or the time is up (capped at :data:`MAX_PERMIT_WAIT`); a rejection unreserves it."""
+
+
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: Obj, node_name: str) -> Status | None: ...
+
+
+class BindPlugin(Plugin, Protocol):
+    def bind(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
+        """Bind the pod; ``SKIP`` leaves it to the next Bind plugin."""
+
+
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: Obj, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class NodeDebugPlugin(Plugin, Protocol):
+    """Optional: what the plugin keeps about a node, shown by ``/debug/nodes/<node>`` and
+    ``koord-manager top nodes`` beside the plugin's verdict."""
+
+    def debug_node(self, node_name: str) -> Any: ...
+
+
 PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Any]
 """``factory(args, handle)``: ``args`` is the profile's ``pluginConfig[].args`` for this plugin (``None``
 when absent). Raise :class:`InvalidArgs` (or ``ValueError``) naming the field for bad args."""
 
 
 EXTENSION_POINTS: Mapping[str, tuple[str, ...]] = {
+    "queueSort": ("less",),
+    "preEnqueue": ("pre_enqueue",),
     "preFilter": ("pre_filter",),
     "filter": ("filter",),
+    "postFilter": ("post_filter",),
     "preScore": ("pre_score",),
     "score": ("score",),
     "reserve": ("reserve", "unreserve"),
+    "permit": ("permit",),
+    "preBind": ("pre_bind",),
+    "bind": ("bind",),
+    "postBind": ("post_bind",),
 }
 """Profile extension point -> the methods a plugin needs for it (``normalize_score`` rides on score)."""

@@ -1,48 +1,49 @@
-"""The extender's profile, read from ``--config`` in the shape of KubeSchedulerConfiguration
-(``kubescheduler.config.k8s.io/v1``): ``profiles[0].plugins.<point>.enabled/disabled[{name, weight}]`` and
-``profiles[0].pluginConfig[{name, args}]``.
+"""A scheduling profile in the shape of KubeSchedulerConfiguration (``kubescheduler.config.k8s.io/v1``):
+``plugins.<point>.enabled/disabled[{name, weight}]`` (``multiPoint`` and each extension point) and
+``pluginConfig[{name, args}]``, merged over a front end's default plugins as kube-scheduler merges them
+(:func:`koord.runtime.pluginset.merge_plugin_set`, shared with the descheduler). Anything malformed is a
+:class:`ConfigError` that names the field.
 
-Merging follows kube-scheduler: the default plugins (LoadAwareScheduling at ``multiPoint``, weight 1)
-minus ``disabled`` (a name, or ``"*"`` for all defaults), with ``enabled`` entries replacing a default
-of the same name in place and the rest appended. Anything malformed is a :class:`ConfigError` that
-names the field; nothing is silently ignored except keys that belong to kube-scheduler itself
-(``extenders``, ``leaderElection``, ``clientConnection``...), so one file can describe both.
+koord-scheduler reads whole configurations (several profiles, kube-scheduler's default plugins) in
+:mod:`koord.scheduler.config`. The extender front end serves one profile whose default is
+LoadAwareScheduling at ``multiPoint`` and whose points are those an extender can take part in
+(:func:`parse_profile`); keys that belong to kube-scheduler itself (``extenders``, ``leaderElection``,
+``clientConnection``...) are ignored there, so one file can describe both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from koord.runtime.configfile import read_config_file
 from koord.runtime.errors import ConfigError
-from koord.runtime.pluginregistry import plugin_config
+from koord.runtime.pluginset import PluginRef, PluginSet, merge_plugin_set, parse_plugin_set, plugin_config
 from koord.scheduler.framework.interface import EXTENSION_POINTS
+
+__all__ = [
+    "EXTENDER_DEFAULT_PLUGINS",
+    "EXTENDER_POINTS",
+    "MULTI_POINT",
+    "PluginRef",
+    "PluginSet",
+    "Profile",
+    "default_profile",
+    "load_profile",
+    "parse_plugins",
+    "parse_profile",
+]
 
 API_GROUP = "kubescheduler.config.k8s.io"
 KIND = "KubeSchedulerConfiguration"
 MULTI_POINT = "multiPoint"
-POINTS = (MULTI_POINT, *EXTENSION_POINTS)
-UNSUPPORTED_POINTS = ("preEnqueue", "queueSort", "postFilter", "permit", "preBind", "bind", "postBind")
-"""kube-scheduler's points an extender cannot take part in; enabling a plugin there is an error."""
-
-
-@dataclass(frozen=True, slots=True)
-class PluginRef:
-    name: str
-    weight: int = 0
-    """Score weight; 0 means "not set" (then the multiPoint weight, else 1)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PluginSet:
-    enabled: tuple[PluginRef, ...] = ()
-    disabled: tuple[str, ...] = ()
-
-    def disables(self, name: str) -> bool:
-        return "*" in self.disabled or name in self.disabled
+EXTENDER_POINTS = ("preFilter", "filter", "preScore", "score", "reserve")
+"""The points an extender can take part in (kube-scheduler runs it between its own Filter and Score)."""
+EXTENDER_DEFAULT_PLUGINS: Mapping[str, PluginSet] = {
+    MULTI_POINT: PluginSet(enabled=(PluginRef("LoadAwareScheduling", 1),)),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,8 @@ class Profile:
     """Extension point (``multiPoint``, ``filter``, ...) -> the merged set."""
     plugin_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Plugin name -> its ``args`` (``apiVersion``/``kind`` removed)."""
+    percentage_of_nodes_to_score: int | None = None
+    """The profile's own ``percentageOfNodesToScore`` (``None``: the configuration's)."""
 
     def point(self, name: str) -> PluginSet:
         return self.plugins.get(name, PluginSet())
@@ -59,81 +62,45 @@ class Profile:
     def names(self) -> list[str]:
         """Every plugin enabled anywhere, in first-seen order."""
         seen: dict[str, None] = {}
-        for point in POINTS:
+        for point in (MULTI_POINT, *EXTENSION_POINTS):
             for ref in self.point(point).enabled:
                 seen.setdefault(ref.name, None)
         return list(seen)
 
 
-DEFAULT_PLUGINS: Mapping[str, PluginSet] = {
-    MULTI_POINT: PluginSet(enabled=(PluginRef("LoadAwareScheduling", 1),)),
-}
-
-
-def _plugin_set(raw: Any, where: str) -> PluginSet:
-    if raw is None:
-        return PluginSet()
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: want an object with enabled/disabled, got {raw!r}")
-    unknown = sorted(set(raw) - {"enabled", "disabled"})
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
-    enabled: list[PluginRef] = []
-    disabled: list[str] = []
-    for key in ("enabled", "disabled"):
-        items = raw.get(key) or []
-        if not isinstance(items, list):
-            raise ConfigError(f"{where}.{key}: want a list of {{name, weight}}")
-        for i, item in enumerate(items):
-            at = f"{where}.{key}[{i}]"
-            if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
-                raise ConfigError(f"{at}: want {{name: <plugin>, weight: <int>}}, got {item!r}")
-            extra = sorted(set(item) - {"name", "weight"})
-            if extra:
-                raise ConfigError(f"{at}: unknown field(s) {', '.join(extra)}")
-            weight = item.get("weight", 0)
-            if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
-                raise ConfigError(f"{at}.weight: want a non-negative integer, got {weight!r}")
-            if key == "enabled":
-                enabled.append(PluginRef(item["name"], weight))
-            else:
-                disabled.append(item["name"])
-    return PluginSet(tuple(enabled), tuple(disabled))
-
-
-def _merge(default: PluginSet, custom: PluginSet) -> PluginSet:
-    """kube-scheduler's ``mergePluginSet``: defaults not disabled (replaced in place by a custom entry of
-    the same name), then the other custom entries."""
-    custom_by_name = {ref.name: ref for ref in custom.enabled}
-    merged = [custom_by_name.pop(ref.name, ref) for ref in default.enabled if not custom.disables(ref.name)]
-    merged += [ref for ref in custom.enabled if ref.name in custom_by_name]
-    return PluginSet(tuple(merged), custom.disabled)
-
-
-def _plugins(raw: Any, where: str) -> dict[str, PluginSet]:
+def parse_plugins(
+    raw: Any, where: str, *, points: Sequence[str], defaults: Mapping[str, PluginSet], front_end: str
+) -> dict[str, PluginSet]:
+    """``plugins`` of a profile, each point merged over ``defaults``; a point outside ``points`` is an
+    error naming what ``front_end`` supports (an empty set there is accepted)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: want an object keyed by extension point")
-    out: dict[str, PluginSet] = {}
+    supported = (MULTI_POINT, *points)
     for point, value in raw.items():
-        if point in UNSUPPORTED_POINTS:
-            if _plugin_set(value, f"{where}.{point}").enabled:
+        if point in supported:
+            continue
+        if point in EXTENSION_POINTS:
+            if parse_plugin_set(value, f"{where}.{point}", weights=True).enabled:
                 raise ConfigError(
-                    f"{where}.{point}: an extender cannot run plugins at {point}; "
-                    f"supported points: {', '.join(POINTS)}"
+                    f"{where}.{point}: {front_end} cannot run plugins at {point}; "
+                    f"supported points: {', '.join(supported)}"
                 )
             continue
-        if point not in POINTS:
-            raise ConfigError(f"{where}.{point}: unknown extension point; supported: {', '.join(POINTS)}")
-    for point in POINTS:
-        custom = _plugin_set(raw.get(point), f"{where}.{point}")
-        out[point] = _merge(DEFAULT_PLUGINS.get(point, PluginSet()), custom)
-    return out
+        raise ConfigError(f"{where}.{point}: unknown extension point; supported: {', '.join(supported)}")
+    return {
+        point: merge_plugin_set(
+            defaults.get(point, PluginSet()),
+            parse_plugin_set(raw.get(point), f"{where}.{point}", weights=True),
+        )
+        for point in supported
+    }
 
 
 def parse_profile(doc: Any, source: str = "config") -> Profile:
-    """The profile from a decoded KubeSchedulerConfiguration (``None``/``{}``: the default profile)."""
+    """The extender's profile from a decoded KubeSchedulerConfiguration (``None``/``{}``: the default
+    profile, LoadAwareScheduling everywhere)."""
     if doc is None:
         doc = {}
     if not isinstance(doc, Mapping):
@@ -159,9 +126,16 @@ def parse_profile(doc: Any, source: str = "config") -> Profile:
     unknown = sorted(set(raw) - {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"})
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    plugins = parse_plugins(
+        raw.get("plugins"),
+        f"{where}.plugins",
+        points=EXTENDER_POINTS,
+        defaults=EXTENDER_DEFAULT_PLUGINS,
+        front_end="an extender",
+    )
     return Profile(
         scheduler_name=str(raw.get("schedulerName") or "default-scheduler"),
-        plugins=_plugins(raw.get("plugins"), f"{where}.plugins"),
+        plugins=plugins,
         plugin_config=plugin_config(raw.get("pluginConfig"), f"{where}.pluginConfig"),
     )
 

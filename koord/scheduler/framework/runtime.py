@@ -1,42 +1,56 @@
-"""The framework runtime: builds the profile's plugins from the registry and runs the extension points
-(kube-scheduler's ``frameworkImpl``), answering in the extender's terms.
+"""The framework runtime (kube-scheduler's ``frameworkImpl``): builds one profile's plugins from the
+registry and runs the extension points.
 
-Filter runs plugin by plugin over the nodes still feasible, so a node is reported with the first plugin
-(in profile order) that rejects it, as kube-scheduler's node-by-node loop would. Scores are combined
-as documented in :func:`combine_scores`. A plugin that raises, or returns an ``ERROR`` status, fails
-the call with :class:`PluginFailure`; the extender answers that call with an error and nothing else.
+Plugins are built once; a plugin enabled at several points is one object. Points get their plugins as
+kube-scheduler's ``NewFramework`` orders them: a point's own entries, with multiPoint entries expanded to
+every point the plugin implements (a point's entry for the same plugin overrides the multiPoint one and
+keeps its place; ``disabled`` at a point removes a multiPoint plugin there). Score weights: the Score
+entry's weight, else the multiPoint one, 0 counting as 1. A plugin that raises, or answers ``ERROR``,
+fails the call with :class:`PluginFailure`. Filtering and scoring over many nodes live in
+:mod:`.cycle`; Permit, PreBind, Bind and PostBind in :mod:`.binding`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from koord.runtime.errors import InvalidArgs, PluginError
+from koord.runtime.errors import ConfigError, PluginError
+from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
+from koord.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint
+from koord.scheduler.framework.extension import Extensions
 from koord.scheduler.framework.interface import (
     EXTENSION_POINTS,
-    MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
     Code,
     CycleState,
     Handle,
-    NodeInfo,
-    Obj,
+    NodeDebugPlugin,
     Status,
 )
-from koord.scheduler.framework.profile import MULTI_POINT, PluginRef, Profile
+from koord.scheduler.framework.nominator import Nominator
+from koord.scheduler.framework.pointtiming import PointTimer, extension_point
+from koord.scheduler.framework.profile import MULTI_POINT, Profile
 from koord.scheduler.framework.registry import Registry
+from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 log = logging.getLogger(__name__)
+NARROWED_BY = "framework/preFilterNarrowedBy"
+"""CycleState key: the PreFilter plugins whose node lists narrowed this cycle's search, in order."""
 
-_SKIP_FILTER = "koord.scheduler/skip-filter"
-_SKIP_SCORE = "koord.scheduler/skip-score"
+
+def go_list(names: Sequence[str]) -> str:
+    """``names`` sorted as kube-scheduler prints a ``sets.List`` with ``%v``: ``[A B]``."""
+    return f"[{' '.join(sorted(names))}]"
 
 Timer = Callable[[str, str, float], None]
-"""``(plugin, extension point, seconds)`` after each plugin's pass over the nodes of one call."""
+"""``(plugin, extension point, seconds)`` after each plugin call (or pass over the nodes of a call)."""
+
+# Points whose rejecting plugins decide when a pod is retried: their plugins register cluster events.
+REQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
+ANY_EVENT = (ClusterEventWithHint(ClusterEvent("*", Action.ALL, "*")),)
 
 
 class PluginFailure(Exception):
@@ -46,6 +60,7 @@ class PluginFailure(Exception):
         super().__init__(f"plugin {plugin} failed at {point}: {message}")
         self.plugin = plugin
         self.point = point
+        self.detail = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,277 +73,264 @@ class Enabled:
         return str(self.plugin.name)
 
 
-@dataclass(slots=True)
-class FilterOutcome:
-    passed: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    unresolvable: dict[str, str] = field(default_factory=dict)
-    rejected_by: dict[str, int] = field(default_factory=dict)
-    """Plugin name -> how many nodes it rejected in this call."""
+def implements(plugin: Any, point: str) -> bool:
+    return all(callable(getattr(plugin, m, None)) for m in EXTENSION_POINTS[point])
 
 
-def combine_scores(
-    weighted: Sequence[tuple[int, Sequence[int]]], count: int, total_weight: int | None = None
-) -> list[int]:
-    """The extender's 0..10 from plugin scores: ``round(sum w_p*s_p / (10 * sum w_p))``, half up.
-
-    ``weighted`` holds each plugin's weight and its 0..100 scores, one per node in order. ``s_p`` is
-    plugin p's score and ``w_p`` its weight; the weighted mean (0..100) is divided by 10 because
-    kube-scheduler multiplies extender scores by ``weight * 10``. The extender's own ``weight`` in
-    kube-scheduler's config therefore plays the part of a plugin weight, and our plugin weights set
-    proportions among our plugins only. ``total_weight`` (default: the weights given) counts every
-    enabled score plugin, so a plugin skipped for the pod counts as a zero score.
-    """
-    tw = sum(w for w, _ in weighted) if total_weight is None else total_weight
-    if tw <= 0 or not weighted:
-        return [0] * count
-    if len(weighted) == 1:  # the common case, without the inner loop
-        w, scores = weighted[0]
-        return [(2 * w * s + 10 * tw) // (20 * tw) for s in scores]
-    acc = [0] * count
-    for w, scores in weighted:
-        for i, s in enumerate(scores):
-            acc[i] += w * s
-    return [(2 * a + 10 * tw) // (20 * tw) for a in acc]
+def call_status(plugin: str, point: str, fn: Callable[..., Any], *args: Any) -> Status | None:
+    """:func:`call` of a method that answers a Status or ``None`` (anything else fails the call)."""
+    st = call(plugin, point, fn, *args)
+    if st is not None and not isinstance(st, Status):
+        raise PluginFailure(plugin, point, f"returned {st!r}, want a Status or None")
+    return st
 
 
-class Framework:
-    """One profile's plugins, built once at start; every method is safe to call from many threads as
-    long as the plugins are."""
-
-    def __init__(self, profile: Profile, registry: Registry, handle: Handle, *, timer: Timer | None = None):
-        self.profile = profile
-        self._timer = timer
-        self.instances: dict[str, Any] = {}
-        for name in profile.names():
-            self.instances[name] = self._build(name, registry, handle)
-        for name in profile.plugin_config:
-            if name not in registry:
-                raise PluginError(name, f"pluginConfig for an unknown plugin; registered: {_known(registry)}")
-            if name not in self.instances:
-                log.info("pluginConfig for %s, which the profile does not enable: ignored", name)
-        self.points: dict[str, list[Enabled]] = {p: self._expand(p) for p in EXTENSION_POINTS}
-        self.total_score_weight = sum(e.weight for e in self.points["score"])
-
-    def _build(self, name: str, registry: Registry, handle: Handle) -> Any:
-        entry = registry.get(name)
-        if entry is None:
-            raise PluginError(name, f"not registered; registered plugins: {_known(registry)}")
-        args = self.profile.plugin_config.get(name)
-        try:
-            plugin = entry.factory(args, handle)
-        except (InvalidArgs, ValueError, TypeError) as err:
-            raise PluginError(name, f"invalid args: {err}") from err
-        if getattr(plugin, "name", None) != name:
-            raise PluginError(
-                name, f"({entry.source}) built a plugin named {getattr(plugin, 'name', None)!r}"
-            )
-        if not any(_implements(plugin, p) for p in EXTENSION_POINTS):
-            raise PluginError(name, f"({entry.source}) implements no extension point")
-        return plugin
-
-    def _expand(self, point: str) -> list[Enabled]:
-        """multiPoint entries for the points the plugin implements, unless the point disables or
-        re-lists them; then the point's own entries (which must be implemented)."""
-        own = self.profile.point(point)
-        multi = self.profile.point(MULTI_POINT)
-        own_names = {r.name for r in own.enabled}
-        out: list[Enabled] = []
-        for ref in multi.enabled:
-            plugin = self.instances[ref.name]
-            if _implements(plugin, point) and not own.disables(ref.name) and ref.name not in own_names:
-                out.append(Enabled(plugin, _weight(ref)))
-        multi_weights = {r.name: r.weight for r in multi.enabled}
-        for ref in own.enabled:
-            plugin = self.instances[ref.name]
-            if not _implements(plugin, point):
-                raise PluginError(
-                    ref.name, f"enabled at {point} but has no {'/'.join(EXTENSION_POINTS[point])}"
-                )
-            weight = ref.weight or multi_weights.get(ref.name, 0)
-            out.append(Enabled(plugin, _weight(PluginRef(ref.name, weight))))
-        return out
-
-    # ---- extension points ---------------------------------------------------------------------
-
-    def _time(self, plugin: str, point: str, start: float) -> None:
-        if self._timer is not None:
-            self._timer(plugin, point, time.perf_counter() - start)
-
-    def run_pre_filter(self, state: CycleState, pod: Obj) -> Status | None:
-        """PreFilter plugins in order; the first rejection is the pod's (every node fails with it)."""
-        skip: set[str] = set()
-        state.write(_SKIP_FILTER, skip)
-        for e in self.points["preFilter"]:
-            start = time.perf_counter()
-            st = _call(e.name, "preFilter", e.plugin.pre_filter, state, pod)
-            self._time(e.name, "preFilter", start)
-            if st is None or st.code is Code.SUCCESS:
-                continue
-            if st.code is Code.SKIP:
-                skip.add(e.name)
-                continue
-            return Status(st.code, st.reasons, e.name)
-        return None
-
-    def run_filter(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> FilterOutcome:
-        out = FilterOutcome()
-        skip: set[str] = state.get(_SKIP_FILTER) or set()
-        feasible = list(nodes)
-        for e in self.points["filter"]:
-            if e.name in skip or not feasible:
-                continue
-            start = time.perf_counter()
-            batch = getattr(e.plugin, "filter_nodes", None)
-            still: list[NodeInfo] = []
-            ni = None
-            pairs: Iterable[tuple[NodeInfo, Any]]
-            try:
-                if batch is not None:
-                    answers = list(batch(state, pod, feasible))
-                    if len(answers) != len(feasible):
-                        raise PluginFailure(
-                            e.name, "filter", f"filter_nodes answered {len(answers)} of {len(feasible)} nodes"
-                        )
-                    pairs = zip(feasible, answers, strict=True)
-                else:
-                    fn = e.plugin.filter
-                    pairs = ((n, fn(state, pod, n)) for n in feasible)
-                for ni, st in pairs:
-                    if st is None or (isinstance(st, Status) and st.code is Code.SUCCESS):
-                        still.append(ni)
-                    else:
-                        _reject(out, e.name, ni.name, st)
-            except PluginFailure:
-                raise
-            except Exception as err:
-                where = f"node {ni.name}: " if ni is not None and batch is None else ""
-                raise PluginFailure(e.name, "filter", f"{where}{err!r}") from err
-            self._time(e.name, "filter", start)
-            feasible = still
-        out.passed = [ni.name for ni in feasible]
-        return out
-
-    def run_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> dict[str, int]:
-        """PreScore, Score and NormalizeScore; the combined 0..10 per node (:func:`combine_scores`)."""
-        skip: set[str] = set()
-        state.write(_SKIP_SCORE, skip)
-        for e in self.points["preScore"]:
-            start = time.perf_counter()
-            st = _call(e.name, "preScore", e.plugin.pre_score, state, pod, nodes)
-            self._time(e.name, "preScore", start)
-            if st is not None and st.code is Code.SKIP:
-                skip.add(e.name)
-            elif st is not None and st.code is not Code.SUCCESS:
-                raise PluginFailure(e.name, "preScore", st.message or st.code.name)
-        weighted: list[tuple[int, Sequence[int]]] = []
-        for e in self.points["score"]:
-            if e.name in skip:
-                continue
-            start = time.perf_counter()
-            values = self._score_one(e, state, pod, nodes)
-            self._time(e.name, "score", start)
-            if values and (min(values) < MIN_NODE_SCORE or max(values) > MAX_NODE_SCORE):
-                node, bad = next(
-                    (ni.name, v)
-                    for ni, v in zip(nodes, values, strict=True)
-                    if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE
-                )
-                raise PluginFailure(e.name, "score", f"node {node}: score {bad} outside 0..{MAX_NODE_SCORE}")
-            weighted.append((e.weight, values))
-        combined = combine_scores(weighted, len(nodes), self.total_score_weight)
-        return dict(zip([ni.name for ni in nodes], combined, strict=True))
-
-    def _score_one(self, e: Enabled, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> list[int]:
-        """One plugin's scores, in node order, after its NormalizeScore."""
-        batch = getattr(e.plugin, "score_nodes", None)
-        name = ""
-        try:
-            if batch is not None:
-                values = [int(v) for v in batch(state, pod, nodes)]
-                if len(values) != len(nodes):
-                    raise ValueError(f"score_nodes answered {len(values)} of {len(nodes)} nodes")
-            else:
-                fn = e.plugin.score
-                values = []
-                for ni in nodes:
-                    name = ni.name
-                    values.append(int(fn(state, pod, ni)))
-        except Exception as err:
-            where = f"node {name}: " if name else ""
-            raise PluginFailure(e.name, "score", f"{where}{err!r}") from err
-        normalize = getattr(e.plugin, "normalize_score", None)
-        if normalize is None:
-            return values
-        scores = dict(zip([ni.name for ni in nodes], values, strict=True))
-        st = _call(e.name, "normalizeScore", normalize, state, pod, scores)
-        if st is not None and st.code is not Code.SUCCESS:
-            raise PluginFailure(e.name, "normalizeScore", st.message or st.code.name)
-        return [int(scores[ni.name]) for ni in nodes]
-
-    def run_reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
-        """Reserve plugins in order; on the first failure every reserve plugin is unreserved."""
-        for e in self.points["reserve"]:
-            try:
-                st = _call(e.name, "reserve", e.plugin.reserve, state, pod, node_name)
-            except PluginFailure as err:
-                st = Status(Code.ERROR, (str(err),))
-            if st is not None and st.code is not Code.SUCCESS:
-                self.run_unreserve(state, pod, node_name)
-                return Status(st.code, st.reasons, e.name)
-        return None
-
-    def run_unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None:
-        """Unreserve in reverse order; a failing plugin is logged, the others still run."""
-        for e in reversed(self.points["reserve"]):
-            try:
-                e.plugin.unreserve(state, pod, node_name)
-            except Exception:
-                log.exception("plugin %s: unreserve on %s failed", e.name, node_name)
-
-    def debug_node(self, node_name: str) -> dict[str, Any]:
-        """Each plugin's ``debug_node(name)`` (what it has cached about the node), by plugin name."""
-        out: dict[str, Any] = {}
-        for name, plugin in self.instances.items():
-            fn = getattr(plugin, "debug_node", None)
-            if fn is not None:
-                out[name] = fn(node_name)
-        return out
-
-
-def _reject(out: FilterOutcome, plugin: str, node: str, st: Any) -> None:
-    if not isinstance(st, Status):
-        raise PluginFailure(plugin, "filter", f"node {node}: returned {st!r}, want a Status or None")
-    if st.code is Code.ERROR:
-        raise PluginFailure(plugin, "filter", f"node {node}: {st.message or 'error'}")
-    if st.code is Code.SKIP:
-        raise PluginFailure(plugin, "filter", f"node {node}: Skip is not a filter answer")
-    target = out.unresolvable if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE else out.failed
-    target[node] = st.message or f"rejected by {plugin}"
-    out.rejected_by[plugin] = out.rejected_by.get(plugin, 0) + 1
-
-
-def _call(plugin: str, point: str, fn: Callable[..., Any], *args: Any) -> Any:
+def call(plugin: str, point: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with an exception or an ``ERROR`` status turned into :class:`PluginFailure`."""
     try:
         st = fn(*args)
     except PluginFailure:
         raise
     except Exception as err:
         raise PluginFailure(plugin, point, repr(err)) from err
-    if st is not None and not isinstance(st, Status):
-        raise PluginFailure(plugin, point, f"returned {st!r}, want a Status or None")
-    if st is not None and st.code is Code.ERROR:
+    if isinstance(st, Status) and st.code is Code.ERROR:
         raise PluginFailure(plugin, point, st.message or "error")
     return st
 
 
-def _implements(plugin: Any, point: str) -> bool:
-    return all(callable(getattr(plugin, m, None)) for m in EXTENSION_POINTS[point])
+class Framework:
+    """One profile's plugins, built once at start; the run methods are safe to call from several threads as
+    long as the plugins are. ``points`` limits the extension points (default: those the profile was parsed
+    for; the extender front end serves a subset); ``complete`` requires a QueueSort and a Bind plugin, as a
+    scheduler profile must have."""
 
+    def __init__(
+        self,
+        profile: Profile,
+        registry: Registry,
+        handle: Handle,
+        *,
+        timer: Timer | None = None,
+        point_timer: PointTimer | None = None,
+        points: Sequence[str] | None = None,
+        complete: bool = False,
+    ) -> None:
+        self.profile = profile
+        self.handle = handle
+        self._timer = timer
+        self.point_timer = point_timer
+        """Records each extension point's run (koord-scheduler's metrics; none in the extender)."""
+        self.nominator: Nominator | None = None
+        """The pods nominated to nodes (set by the scheduler; the extender front end has none)."""
+        # The points the profile was parsed for (a front end's subset), unless given.
+        self.point_names = tuple(
+            points or [p for p in EXTENSION_POINTS if p in profile.plugins] or EXTENSION_POINTS
+        )
+        where = f"profile {profile.scheduler_name}"
+        check_plugin_config(profile.plugin_config, registry, "")
+        self.instances: dict[str, Any] = {}
+        for name in profile.names():
+            plugin = build_plugin(registry, name, profile.plugin_config.get(name), handle, "")
+            if not any(implements(plugin, p) for p in self.point_names):
+                entry = registry.get(name)
+                source = entry.source if entry is not None else "?"
+                raise PluginError(name, f"({source}) implements no extension point")
+            self.instances[name] = plugin
+        for name in profile.plugin_config:
+            if name not in self.instances:
+                log.info("%s: pluginConfig for %s, which the profile does not enable: ignored", where, name)
+        self.points: dict[str, list[Enabled]] = {p: self._expand(p, where) for p in self.point_names}
+        self.total_score_weight = sum(e.weight for e in self.points.get("score", ()))
+        self.extensions = Extensions(list(self.instances.values()))
+        if complete:
+            sorts = len(self.points.get("queueSort", ()))
+            if sorts != 1:
+                many = (
+                    "only one queueSort plugin can be enabled" if sorts else "no queueSort plugin is enabled"
+                )
+                raise ConfigError(f"{where}: {many}")
+            if not self.points.get("bind"):
+                raise ConfigError(f"{where}: at least one bind plugin is needed")
 
-def _weight(ref: PluginRef) -> int:
-    return ref.weight if ref.weight > 0 else 1
+    def _expand(self, point: str, where: str) -> list[Enabled]:
+        """kube-scheduler's order: multiPoint plugins re-listed at the point (in the point's order),
+        then the other multiPoint plugins, then the point's other entries."""
+        own = self.profile.point(point)
+        multi = self.profile.point(MULTI_POINT)
+        refuse_duplicates(own.names(), point, where)
+        refuse_duplicates(multi.names(), MULTI_POINT, where)
+        own_names = set(own.names())
+        multi_weights = {r.name: r.weight for r in multi.enabled}
+        for ref in own.enabled:
+            if not implements(self.instances[ref.name], point):
+                raise PluginError(
+                    ref.name, f"enabled at {point} but has no {'/'.join(EXTENSION_POINTS[point])}"
+                )
+        # A plugin the point disables is not a multiPoint override even when the point lists it again
+        # (Koordinator's ``bind: {disabled: ["*"], enabled: [Reservation, DefaultBinder]}``): it keeps
+        # its place among the point's entries, as kube-scheduler's expandMultiPointPlugins keeps it.
+        overrides = [r for r in own.enabled if r.name in multi_weights and not own.disables(r.name)]
+        from_multi = (
+            []
+            if "*" in own.disabled
+            else [
+                r
+                for r in multi.enabled
+                if implements(self.instances[r.name], point)
+                and not own.disables(r.name)
+                and r.name not in own_names
+            ]
+        )
+        overridden = {r.name for r in overrides}
+        rest = [r for r in own.enabled if r.name not in overridden]
+        own_weights = {r.name: r.weight for r in own.enabled}
+        out = []
+        for ref in (*overrides, *from_multi, *rest):
+            weight = 0
+            if point == "score":
+                weight = own_weights[ref.name] if ref.name in own_weights else multi_weights.get(ref.name, 0)
+            out.append(Enabled(self.instances[ref.name], weight or 1))
+        return out
 
+    # ---- small points ---------------------------------------------------------------------------
 
-def _known(registry: Registry) -> str:
-    return ", ".join(registry.names()) or "none"
+    def timed(self, plugin: str, point: str, start: float) -> None:
+        if self._timer is not None:
+            self._timer(plugin, point, time.perf_counter() - start)
+
+    def has(self, point: str) -> bool:
+        return bool(self.points.get(point))
+
+    def less(self, a: Any, b: Any) -> bool:
+        (e,) = self.points["queueSort"]
+        return bool(e.plugin.less(a, b))
+
+    def run_pre_enqueue(self, pod: Obj) -> Status | None:
+        """The first PreEnqueue plugin that gates the pod (``None``: it may enter the active queue)."""
+        for e in self.points.get("preEnqueue", ()):
+            st = call_status(e.name, "preEnqueue", e.plugin.pre_enqueue, pod)
+            if st is not None and not st.is_success:
+                return st.with_plugin(e.name)
+        return None
+
+    @extension_point("PreFilter")
+    def run_pre_filter(self, state: CycleState, pod: Obj) -> tuple[PreFilterResult | None, Status | None]:
+        """PreFilter plugins in order: the intersection of their node subsets, and the first rejection
+        (every node fails with it); a SKIP takes that plugin's filter out (``state.skip_filter``)."""
+        result: PreFilterResult | None = None
+        narrowed: list[str] = []
+        state.skip_filter = set()
+        for e in self.points.get("preFilter", ()):
+            start = time.perf_counter()
+            answer = call(e.name, "preFilter", e.plugin.pre_filter, state, pod)
+            self.timed(e.name, "preFilter", start)
+            if isinstance(answer, PreFilterResult):
+                if answer.node_names is not None:
+                    narrowed.append(e.name)
+                result = answer if result is None else result.merge(answer)
+            elif isinstance(answer, Status):
+                if answer.code is Code.SKIP:
+                    state.skip_filter.add(e.name)
+                elif not answer.is_success:
+                    return None, answer.with_plugin(e.name)
+            elif answer is not None:
+                raise PluginFailure(e.name, "preFilter", f"returned {answer!r}")
+        state.write(NARROWED_BY, tuple(narrowed))
+        if result is not None and result.node_names is not None and not result.node_names:
+            why = f"node(s) didn't satisfy plugin(s) {go_list(narrowed)} simultaneously"
+            return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (why,), narrowed[0])
+        return result, None
+
+    @extension_point("PostFilter")
+    def run_post_filter(
+        self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """PostFilter plugins in order until one succeeds or says unresolvable; otherwise the reasons of
+        all, with the last result that says something of the nomination (``PostFilterResult("")``
+        clears it, ``None`` leaves it)."""
+        reasons: list[str] = []
+        rejector = ""
+        kept: PostFilterResult | None = None
+        for e in self.points.get("postFilter", ()):
+            start = time.perf_counter()
+            result, st = call(e.name, "postFilter", e.plugin.post_filter, state, pod, statuses)
+            self.timed(e.name, "postFilter", start)
+            if st is None or st.is_success:
+                return result, Status(Code.SUCCESS, (), e.name)
+            if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return result, st.with_plugin(e.name)
+            if result is not None:
+                kept = result
+            reasons.extend(st.reasons)
+            rejector = rejector or e.name
+        return kept, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """Each PreFilter plugin with ``add_pod`` (not skipped) updates its state for ``to_add`` now
+        counted on ``node_info`` (a what-if copy); the first failure is returned as an error."""
+        return self._pre_filter_extension("add_pod", state, pod, to_add, node_info)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """The same for ``to_remove`` taken off ``node_info`` (preemption's what-if)."""
+        return self._pre_filter_extension("remove_pod", state, pod, to_remove, node_info)
+
+    def _pre_filter_extension(
+        self, method: str, state: CycleState, pod: Obj, other: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        for e in self.points.get("preFilter", ()):
+            fn = getattr(e.plugin, method, None)
+            if fn is None or e.name in state.skip_filter:
+                continue
+            try:
+                st = call_status(e.name, "preFilter", fn, state, pod, other, node_info)
+            except PluginFailure as err:
+                return Status(Code.ERROR, (str(err),), e.name)
+            if st is not None and not st.is_success:
+                return Status(Code.ERROR, (f"{method} of {e.name}: {st.message or st.code.name}",), e.name)
+        return None
+
+    @extension_point("Reserve")
+    def run_reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
+        """Reserve plugins in order; on the first failure every reserve plugin is unreserved."""
+        for e in self.points.get("reserve", ()):
+            try:
+                st = call_status(e.name, "reserve", e.plugin.reserve, state, pod, node_name)
+            except PluginFailure as err:
+                st = Status(Code.ERROR, (str(err),))
+            if st is not None and not st.is_success:
+                self.run_unreserve(state, pod, node_name)
+                return st.with_plugin(e.name)
+        return None
+
+    @extension_point("Unreserve")
+    def run_unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None:
+        """Unreserve in reverse order; a failing plugin is logged, the others still run."""
+        for e in reversed(self.points.get("reserve", ())):
+            try:
+                e.plugin.unreserve(state, pod, node_name)
+            except Exception:
+                log.exception("plugin %s: unreserve on %s failed", e.name, node_name)
+
+    def events_to_register(self) -> dict[str, tuple[ClusterEventWithHint, ...]]:
+        """Plugin -> the cluster events that may make a pod it rejected schedulable (a plugin that
+        registers none is requeued on any event)."""
+        out: dict[str, tuple[ClusterEventWithHint, ...]] = {}
+        for point in REQUEUE_POINTS:
+            for e in self.points.get(point, ()):
+                if e.name in out:
+                    continue
+                fn = getattr(e.plugin, "events_to_register", None)
+                out[e.name] = tuple(fn()) if callable(fn) else ANY_EVENT
+        return out
+
+    def debug_node(self, node_name: str) -> dict[str, Any]:
+        """What each :class:`NodeDebugPlugin` has cached about the node, by plugin name."""
+        return {
+            name: plugin.debug_node(node_name)
+            for name, plugin in self.instances.items()
+            if isinstance(plugin, NodeDebugPlugin)
+        }

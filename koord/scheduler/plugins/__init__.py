@@ -6,9 +6,53 @@ Third-party plugins register through the ``koordlet.scheduler_plugins`` entry-po
 from collections.abc import Mapping
 
 from koord.scheduler.framework import PluginFactory
+from koord.scheduler.plugins import (
+    defaultbinder,
+    defaultprebind,
+    elasticquota,
+    nodeaffinity,
+    nodename,
+    nodeports,
+    nodeunschedulable,
+    queuesort,
+    schedulinggates,
+    tainttoleration,
+    volumebinding,
+)
+from koord.scheduler.plugins.coscheduling import NAME as COSCHEDULING
+from koord.scheduler.plugins.coscheduling import Coscheduling
+from koord.scheduler.plugins.defaultpreemption import NAME as DEFAULT_PREEMPTION
+from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
+from koord.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
+from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
+from koord.scheduler.plugins.noderesources import (
+    BALANCED,
+    FIT,
+    NodeResourcesBalancedAllocation,
+    NodeResourcesFit,
+)
+from koord.scheduler.plugins.podtopologyspread import NAME as POD_TOPOLOGY_SPREAD
+from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
 
 BUILTIN: Mapping[str, PluginFactory] = {
+    schedulinggates.NAME: schedulinggates.SchedulingGates,
+    queuesort.NAME: queuesort.PrioritySort,
+    nodeunschedulable.NAME: nodeunschedulable.NodeUnschedulable,
+    nodename.NAME: nodename.NodeName,
+    tainttoleration.NAME: tainttoleration.TaintToleration,
+    nodeaffinity.NAME: nodeaffinity.NodeAffinity,
+    nodeports.NAME: nodeports.NodePorts,
+    FIT: NodeResourcesFit,
+    BALANCED: NodeResourcesBalancedAllocation,
+    DEFAULT_PREEMPTION: DefaultPreemption,
+    POD_TOPOLOGY_SPREAD: PodTopologySpread,
+    INTER_POD_AFFINITY: InterPodAffinity,
+    defaultprebind.NAME: defaultprebind.DefaultPreBind,
+    defaultbinder.NAME: defaultbinder.DefaultBinder,
+    volumebinding.NAME: volumebinding.VolumeBinding,
     LOAD_AWARE: LoadAwareScheduling,
+    COSCHEDULING: Coscheduling,
+    elasticquota.NAME: elasticquota.ElasticQuota,
 }

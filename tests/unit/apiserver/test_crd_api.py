@@ -73,6 +73,7 @@ def test_kubectl_applies_the_crds_and_a_nodeslo(api_server_factory: Any, tmp_pat
     listed = _kubectl(kubeconfig, "get", "crd", "-o", "name")
     assert sorted(listed.stdout.split()) == [
         "customresourcedefinition.apiextensions.k8s.io/nodemetrics.slo.koordinator.sh",
+        "customresourcedefinition.apiextensions.k8s.io/noderesourcetopologies.topology.node.k8s.io",
         "customresourcedefinition.apiextensions.k8s.io/nodeslos.slo.koordinator.sh",
     ]
     done = _kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(NODESLO))

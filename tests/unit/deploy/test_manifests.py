@@ -145,12 +145,14 @@ def test_host_root_flags_point_into_mounts_of_the_matching_host_paths() -> None:
         "sys-root-dir": "/sys",
         "sys-fs-root-dir": "/sys/fs",
         "var-run-root-dir": "/var/run",
+        "var-lib-kubelet-dir": "/var/lib/kubelet",
     }
     args = dict(a[2:].split("=", 1) for a in container()["args"])
     for flag, host in want_host.items():
         mount = mounts[args[flag].rstrip("/")]
         assert volumes[mount["name"]]["hostPath"]["path"].rstrip("/") == host, flag
     assert not mounts[args["cgroup-root-dir"].rstrip("/")].get("readOnly")  # cgroup writes
+    assert mounts[args["var-lib-kubelet-dir"].rstrip("/")].get("readOnly") is True  # read, never written
     assert "emptyDir" in volumes[mounts[args["tsdb-path"].rstrip("/")]["name"]]
     # /proc is not mounted: hostPID makes the container's own /proc the host's.
     assert args["proc-root-dir"].rstrip("/") == "/proc" and pod_spec()["hostPID"] is True

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from koord.apis import groups, noderesourcetopology
 from koord.kube.client import make_api_client
 from koord.kube.delegation import APIReviewer
 from koord.kube.informer import Informer
@@ -84,6 +85,13 @@ def traffic(api_server_factory: Callable[..., APIServer]) -> Iterator[set[Attrib
         assert capi.patch_node_metric_status({"updateTime": "2026-01-01T00:00:00Z"}) == 200
         capi.evict("default", "be-pod", "0d3c5c3e-1111-2222-3333-444455556666")  # 404 is fine: authz first
         assert capi.create_event("Node", "", NODE, "uid-1", "Warning", "Test", "message", 0.0)
+        # The node topology report: create, then replace (the body carries the resourceVersion read)
+        nrt = noderesourcetopology.new_object(NODE, "")
+        assert capi.write_node_topology(nrt, create=True) == 201
+        stored = capi.custom.get_cluster_custom_object(
+            **groups.NODE_RESOURCE_TOPOLOGIES.custom_object_args, name=NODE
+        )
+        assert capi.write_node_topology(stored, create=False) == 200
         # The HTTP endpoint's reviews of its callers (--authentication-token-webhook, Webhook mode).
         reviewer = APIReviewer(client)
         caller = reviewer.authenticate(server.token_for(*identity.split("/")))
@@ -93,6 +101,7 @@ def traffic(api_server_factory: Callable[..., APIServer]) -> Iterator[set[Attrib
             capi.pods_informer,
             lambda **o: capi.custom_informer("nodeslos", **o),
             lambda **o: capi.custom_informer("nodemetrics", **o),
+            lambda **o: capi.custom_informer("noderesourcetopologies", **o),
         ]
         for make in factories:
             inf = make(watch_timeout=1)
@@ -100,10 +109,10 @@ def traffic(api_server_factory: Callable[..., APIServer]) -> Iterator[set[Attrib
             t = threading.Thread(target=inf.run, args=(stop,), name=f"test-rbac-{inf.name}")
             t.start()
             threads.append(t)
-        # A watch is logged when it ends (timeoutSeconds=1), so four logged watches mean each loop both
+        # A watch is logged when it ends (timeoutSeconds=1), so five logged watches mean each loop both
         # listed and watched.
-        seen = server.wait_for_requests(lambda r: r.query.get("watch") == "true", count=4, timeout=10)
-        assert len({r.path for r in seen}) == 4, [r.path for r in seen]
+        seen = server.wait_for_requests(lambda r: r.query.get("watch") == "true", count=5, timeout=10)
+        assert len({r.path for r in seen}) == 5, [r.path for r in seen]
         yield {attributes(r) for r in server.requests}
     finally:
         stop.set()

@@ -5,6 +5,7 @@ ClusterRole allows exactly the extender's recorded API traffic."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,12 @@ from click.testing import CliRunner
 
 from koord.kube.client import make_api_client, request
 from koord.kube.process import parse_seconds
-from koord.scheduler import cli
+from koord.scheduler.extender import cli
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.plugins.loadaware.args import parse_args
+from koord.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.cluster import objects
 from tests.cluster.extenderharness import running_extender
 from tests.cluster.kubescheduler import ExtenderConfig, HTTPExtender
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
@@ -59,7 +60,9 @@ def test_the_cli_accepts_the_deployment_args_and_profile(tmp_path: Path) -> None
     argv = [a for a in args() if a != mounted] + [f"--config={config}", "--list-plugins"]
     result = CliRunner().invoke(cli.main, argv)
     assert result.exit_code == 0, result.output
-    assert "LoadAwareScheduling  builtin  preFilter,filter,preScore,score(weight 1),reserve" in result.output
+    points = r"preFilter,filter,preScore,score\(weight 1\),reserve"
+    row = re.compile(rf"^LoadAwareScheduling +builtin +{points}$", re.M)
+    assert row.search(result.output), result.output
     assert container()["command"] == ["koord-scheduler-extender"]
 
 

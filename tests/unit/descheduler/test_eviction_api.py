@@ -11,9 +11,9 @@ import pytest
 
 from koord.apis.timefmt import format_time
 from koord.kube.client import make_api_client
+from koord.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
-from tests.cluster import objects
 from tests.cluster.deschedulerharness import running_descheduler
 from tests.cluster.reporter import FakeReporter
 

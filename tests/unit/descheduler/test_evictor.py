@@ -11,9 +11,8 @@ from koord.descheduler.evictor import MigrationController
 from koord.descheduler.framework import EvictionRefused, EvictOptions, Obj
 from koord.descheduler.framework.runtime import Environment, ProfileEvictor, ProfileHandle
 from koord.descheduler.informers import MemoryInformers
-from koordlet.testing.clock import FakeClock
-from tests.cluster import objects
-from tests.unit.descheduler.env import NoEvents
+from koord.descheduler.testing import NoEvents
+from koord.testing import FakeClock, objects
 
 DRY = EvictOptions(plugin="test", reason="because", dry_run=True)
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from koord.descheduler.framework.nodes import NodeFit, is_ready, matches_node_selector, untolerated_taints
-from tests.cluster import objects
+from koord.apis.node import is_ready, matches_node_selector, untolerated_taints
+from koord.descheduler.framework.nodefit import NodeFit
+from koord.testing import objects
 from tests.unit.descheduler.env import Env
 
 
@@ -118,13 +119,13 @@ def test_pods_whose_node_no_longer_matches_their_affinity_are_evicted_where_anot
 
 
 def test_node_affinity_args() -> None:
-    from koord.runtime.errors import ConfigError
+    from koord.runtime.errors import PluginError
 
-    with pytest.raises(ConfigError, match="preferredDuringSchedulingIgnoredDuringExecution not supported"):
+    with pytest.raises(PluginError, match="preferredDuringSchedulingIgnoredDuringExecution not supported"):
         Env(
             {"nodeAffinityType": ["preferredDuringSchedulingIgnoredDuringExecution"]},
             plugin="RemovePodsViolatingNodeAffinity",
             point="deschedule",
         )
-    with pytest.raises(ConfigError, match="nodeAffinityType: required"):
+    with pytest.raises(PluginError, match="nodeAffinityType: required"):
         Env({}, plugin="RemovePodsViolatingNodeAffinity", point="deschedule")

@@ -6,12 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from koord.kube.informer import index_by_node
+from koord.kube.memstore import MemoryStore
+from koord.scheduler.extender.handle import ClusterHandle
 from koord.scheduler.framework import CycleState, Status
-from koord.scheduler.memstore import MemoryStore
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
-from koord.scheduler.snapshot import ClusterHandle
-from koordlet.testing import FakeClock
-from tests.cluster import objects
+from koord.testing import FakeClock, objects
 
 
 class Env:

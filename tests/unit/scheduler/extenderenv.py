@@ -11,18 +11,18 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koord.kube.informer import index_by_node
-from koord.scheduler.binder import BindFailed
-from koord.scheduler.extender import Extender
+from koord.kube.memstore import MemoryStore
+from koord.scheduler.extender.binder import BindFailed
+from koord.scheduler.extender.handle import ClusterHandle
+from koord.scheduler.extender.metrics import ExtenderMetrics
+from koord.scheduler.extender.server import ExtenderServer
+from koord.scheduler.extender.verbs import Extender
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.framework.registry import Registry
 from koord.scheduler.framework.runtime import Framework
-from koord.scheduler.memstore import MemoryStore
-from koord.scheduler.metrics import ExtenderMetrics
 from koord.scheduler.plugins import BUILTIN
-from koord.scheduler.server import ExtenderServer
-from koord.scheduler.snapshot import ClusterHandle
+from koord.testing import objects
 from koordlet.testing import FakeClock
-from tests.cluster import objects
 
 
 class RecordingBinder:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from koord.scheduler.framework import Status
-from tests.cluster.objects import pod
+from koord.testing.objects import pod
 from tests.unit.scheduler.extenderenv import ServedExtender
 
 FILTER_KEYS = {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
@@ -246,7 +246,7 @@ def test_metrics_and_debug_route(ext: ServedExtender) -> None:
 
 
 def test_priorities_encoding_escapes_odd_names() -> None:
-    from koord.scheduler.wire import encode_priorities
+    from koord.scheduler.extender.wire import encode_priorities
 
     plain = {"node-1.example.com": 7, "n2": 0}
     assert json.loads(encode_priorities(plain)) == [

@@ -11,7 +11,8 @@ from koord.runtime.errors import ConfigError, PluginError
 from koord.scheduler.framework import SKIP, CycleState, InvalidArgs, NodeInfo, Status
 from koord.scheduler.framework.profile import load_profile, parse_profile
 from koord.scheduler.framework.registry import Registry, discover
-from koord.scheduler.framework.runtime import Framework, PluginFailure, combine_scores
+from koord.scheduler.framework.runtime import Framework, PluginFailure
+from koord.scheduler.framework.verdicts import combine_scores, run_filter, run_score
 from koord.scheduler.plugins import BUILTIN
 from tests.unit.scheduler.env import Env
 
@@ -96,9 +97,11 @@ def test_merge_disabled_enabled_and_weights() -> None:
         }
     )
     assert [e.name for e in fw.points["filter"]] == ["A"]
+    # kube-scheduler's order: a multiPoint plugin re-listed at the point first, then the other multiPoint
+    # plugins, then the point's own entries
     assert [(e.name, e.weight) for e in fw.points["score"]] == [
-        ("A", 3),
         ("LoadAwareScheduling", 5),
+        ("A", 3),
         ("B", 1),
     ]
     assert fw.points["reserve"] == []
@@ -217,7 +220,7 @@ def test_filter_reports_the_first_rejecting_plugin_in_order() -> None:
         }
     )
     state = CycleState()
-    out = fw.run_filter(state, {}, NODES)
+    out = run_filter(fw, state, {}, NODES)
     assert out.passed == ["n3"]
     assert out.failed == {"n1": "A: too hot"}
     assert out.unresolvable == {"n2": "B says never"}
@@ -232,8 +235,8 @@ def test_pre_filter_skip_skips_that_plugins_filter() -> None:
         }
     )
     state = CycleState()
-    assert fw.run_pre_filter(state, {"skip": "A"}) is None
-    assert fw.run_filter(state, {"skip": "A"}, NODES).passed == ["n1", "n2", "n3"]
+    assert fw.run_pre_filter(state, {"skip": "A"}) == (None, None)
+    assert run_filter(fw, state, {"skip": "A"}, NODES).passed == ["n1", "n2", "n3"]
 
 
 def test_scores_combined_and_scaled() -> None:
@@ -250,7 +253,7 @@ def test_scores_combined_and_scaled() -> None:
             ],
         }
     )
-    assert fw.run_score(CycleState(), {}, NODES) == {"n1": 10, "n2": 4, "n3": 0}
+    assert run_score(fw, CycleState(), {}, NODES) == {"n1": 10, "n2": 4, "n3": 0}
     assert combine_scores([(1, [45]), (1, [50])], 1) == [5]  # 4.75 -> 5
     assert combine_scores([(1, [44])], 1) == [4]  # 4.4 -> 4
     assert combine_scores([(1, [45])], 1) == [5]  # half rounds up
@@ -266,7 +269,7 @@ def test_out_of_range_score_fails_the_call() -> None:
         }
     )
     with pytest.raises(PluginFailure, match=r"n2: score 101 outside 0\.\.100"):
-        fw.run_score(CycleState(), {}, NODES)
+        run_score(fw, CycleState(), {}, NODES)
 
 
 def test_reserve_failure_unreserves_everyone_in_reverse() -> None:
@@ -299,7 +302,7 @@ def test_entry_points_join_the_builtins() -> None:
     eps: list[Any] = [FakeEntryPoint("F", FilterOnly)]
     r = discover(BUILTIN, entry_points=lambda: eps)  # type: ignore[arg-type,return-value]
     assert [(e.name, e.source) for e in r.entries()] == [
-        ("LoadAwareScheduling", "builtin"),
+        *[(name, "builtin") for name in BUILTIN],
         ("F", "entrypoint:third-party"),
     ]
     dup: list[Any] = [FakeEntryPoint("LoadAwareScheduling", FilterOnly, "copycat")]

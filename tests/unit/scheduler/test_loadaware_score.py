@@ -11,7 +11,7 @@ from koord.apis.quantity import to_milli
 from koord.scheduler.plugins.loadaware.args import Vec
 from koord.scheduler.plugins.loadaware.estimator import estimate_pod
 from koord.scheduler.plugins.loadaware.plugin import MAX_SCORE
-from tests.cluster.objects import GiB, pod
+from koord.testing.objects import GiB, pod
 from tests.unit.scheduler.env import Env
 
 

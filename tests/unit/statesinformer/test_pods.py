@@ -75,6 +75,7 @@ def test_kubelet_timeout(kubelet: FakeKubelet) -> None:
 
 class ListSource:
     trust_empty = False
+    kick_rate, kick_burst = 5.0, 10
 
     def __init__(self) -> None:
         self.answer: Sequence[Mapping[str, Any]] | None = []
@@ -130,3 +131,9 @@ def test_kick_is_rate_limited(fake_clock: FakeClock) -> None:
     fake_clock.advance(1.0)
     assert sum(inf.kick() for _ in range(50)) == 5  # then 5 per second
     assert len(calls) == 15
+    # a refused kick is not lost: retry says when a token comes and runs it then
+    wait = inf.retry()
+    assert wait is not None and 0 < wait <= 0.2
+    fake_clock.advance(wait)
+    assert inf.retry() is None and len(calls) == 16
+    assert inf.retry() is None and len(calls) == 16  # nothing pending any more

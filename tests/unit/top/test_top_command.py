@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -23,7 +24,6 @@ from koordlet import api
 from koordlet.agentstatus import StatusSources, build_status
 from koordlet.cli import build_cli
 from koordlet.testing import FakeClock, FakeHostReader, FakeMetrics, FakeStates, make_node, make_pod
-from koordlet.testing.agent import free_port
 from koordlet.testing.kubelet import make_cert
 from koordlet.top import command
 from koordlet.top.client import StatusClient, base_url
@@ -141,8 +141,10 @@ def test_once_prints_pods_by_usage_with_qos_and_the_budget_formula(agentish: Age
 
 
 def test_no_agent_exits_non_zero_saying_where_it_looked() -> None:
-    port = free_port()
-    out = run_top("--once", "--addr", f":{port}")
+    with socket.socket() as held:  # bound, never listening: refused, and no one else can take the port
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        out = run_top("--once", "--addr", f":{port}")
     assert out.exit_code == 1
     assert f"no agent answered at http://127.0.0.1:{port}/status" in out.output
     assert "--addr" in out.output

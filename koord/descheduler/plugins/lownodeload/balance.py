@@ -28,9 +28,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from koord.descheduler.framework import pods as podutil
+from koord.apis import pod as podutil
 from koord.descheduler.framework.interface import EvictOptions, Evictor, Obj
-from koord.descheduler.framework.nodes import NodeFit
+from koord.descheduler.framework.nodefit import NodeFit
 from koord.descheduler.plugins.lownodeload.sorter import PodFacts, sort_pods
 from koord.descheduler.plugins.lownodeload.usage import NodeUsage, Vec, metric_vec, over
 

@@ -38,10 +38,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from koord.apis import extension
+from koord.apis import pod as podutil
+from koord.apis.node import node_name, select
 from koord.apis.pod import str_map
-from koord.descheduler.framework import pods as podutil
 from koord.descheduler.framework.interface import Handle, Obj, Status
-from koord.descheduler.framework.nodes import NodeFit, ParsedMemo, node_name, select
+from koord.descheduler.framework.nodefit import NodeFit, ParsedMemo
 from koord.descheduler.plugins.lownodeload.anomaly import Detectors
 from koord.descheduler.plugins.lownodeload.args import LowNodeLoadArgs, NodePool, parse_args
 from koord.descheduler.plugins.lownodeload.balance import Pass, evict_from_sources

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from koord.apis import extension
+from koord.apis import pod as podutil
 from koord.apis.pod import kube_qos_of, priority_class_of, qos_of, str_map
-from koord.descheduler.framework import pods as podutil
 from koord.descheduler.framework.interface import Obj
 from koord.descheduler.plugins.lownodeload.usage import NodeUsage
 

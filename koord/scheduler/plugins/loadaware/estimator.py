@@ -18,7 +18,6 @@ from koord.apis import extension
 from koord.apis.pod import (
     BATCH_CPU,
     BATCH_MEMORY,
-    as_list,
     as_map,
     kube_qos_of,
     priority_class_of,
@@ -53,12 +52,6 @@ def priority_class(pod: Any) -> extension.PriorityClass:
     priority = as_map(pod, "spec").get("priority")
     prio = priority if isinstance(priority, int) and not isinstance(priority, bool) else None
     return priority_class_of(labels, prio, qos_of(labels, kube_qos_of(pod)))
-
-
-def is_daemonset_pod(pod: Any) -> bool:
-    """Any owner reference of kind DaemonSet (Koordinator's ``isDaemonSetPod``)."""
-    owners = as_list(as_map(pod, "metadata"), "ownerReferences")
-    return any(isinstance(o, Mapping) and o.get("kind") == "DaemonSet" for o in owners)
 
 
 def round_half_away(x: float) -> int:

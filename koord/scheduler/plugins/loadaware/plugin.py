@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from koord.apis import extension
-from koord.apis.pod import as_map
+from koord.apis.pod import as_map, is_daemonset_pod
 from koord.scheduler.framework import CycleState, Handle, NodeInfo, Obj, Status
 from koord.scheduler.plugins.loadaware.args import (
     RESOURCES,
@@ -31,7 +31,7 @@ from koord.scheduler.plugins.loadaware.args import (
     to_vec,
 )
 from koord.scheduler.plugins.loadaware.assigncache import PodAssignCache
-from koord.scheduler.plugins.loadaware.estimator import estimate_with_args, is_daemonset_pod, node_capacity
+from koord.scheduler.plugins.loadaware.estimator import estimate_with_args, node_capacity
 from koord.scheduler.plugins.loadaware.thresholds import FilterProfile, args_profile, node_profile
 
 NAME = "LoadAwareScheduling"

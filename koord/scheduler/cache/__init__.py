@@ -1,0 +1,1 @@
+"""The scheduler cache: nodes and pods from the informers, assumed pods, snapshots (see :mod:`.cache`)."""

@@ -1,0 +1,232 @@
+"""Koordinator's FrameworkExtender (``pkg/scheduler/frameworkext``): what a plugin may do beyond the
+kube-scheduler extension points, declared as optional Protocols and run by the framework when a plugin of the
+profile implements them (in profile order; a profile without them pays nothing).
+
+- Transformers: ``before_pre_filter`` may replace the pod for this cycle (and fail it: unresolvable),
+  ``after_pre_filter`` sees PreFilter's node subset, ``before_filter`` may replace a node's NodeInfo for the
+  pod (e.g. give back what a reservation holds for it), ``before_score`` may replace the nodes to score,
+  ``after_post_filter`` always runs after PostFilter.
+- ``next_pod`` (Koordinator's ``NextPodPlugin``): before the scheduler takes the next pod from its queue,
+  a plugin may name the pod to schedule next (Coscheduling hands out a gang's members back to back); the
+  queue gives it up wherever it waits, unless another plugin gates it.
+- Error handlers and forget handlers, registered through the handle: a pre-handler that returns True takes
+  over a scheduling failure (the default handling is skipped); post-handlers run after it; forget handlers
+  are told when an assumed pod is forgotten.
+- Controllers (:class:`ControllerProvider`): background work of a plugin (an ElasticQuota status writer...),
+  synced periodically by the process while it leads, once per plugin however many profiles enable it.
+- The reservation hooks (:class:`ReservationRestorePlugin`, :class:`ReservationFilterPlugin`,
+  :class:`ReservationScorePlugin`, :class:`ReservationNominator`, :class:`ReservationPreBindPlugin`): the
+  interfaces the Reservation plugin and the plugins with fine-grained state (NodeNUMAResource, DeviceShare)
+  implement.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from koord.scheduler.framework.interface import Code, CycleState, Plugin, Status
+from koord.scheduler.framework.types import NodeInfo, Obj, PreFilterResult
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class PreFilterTransformer(Plugin, Protocol):
+    def before_pre_filter(self, state: CycleState, pod: Obj) -> tuple[Obj, bool, Status | None]:
+        """``(pod, transformed, status)``: the pod this cycle schedules; a status fails the cycle."""
+
+    def after_pre_filter(
+        self, state: CycleState, pod: Obj, result: PreFilterResult | None
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class FilterTransformer(Plugin, Protocol):
+    def before_filter(
+        self, state: CycleState, pod: Obj, node_info: NodeInfo
+    ) -> tuple[Obj, NodeInfo, bool]: ...
+
+
+@runtime_checkable
+class ScoreTransformer(Plugin, Protocol):
+    def before_score(
+        self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]
+    ) -> tuple[Obj, Sequence[NodeInfo], bool]: ...
+
+
+@runtime_checkable
+class PostFilterTransformer(Plugin, Protocol):
+    def after_post_filter(self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]) -> None: ...
+
+
+@runtime_checkable
+class NextPodPlugin(Plugin, Protocol):
+    def next_pod(self) -> Obj | None:
+        """The pending pod to schedule next, or ``None`` to let the queue decide."""
+
+
+@runtime_checkable
+class ReservationRestorePlugin(Plugin, Protocol):
+    """Give back, on a cloned NodeInfo, what the pod's matched reservations hold for it."""
+
+    def pre_restore_reservation(self, state: CycleState, pod: Obj) -> Status | None: ...
+
+    def restore_reservation(
+        self,
+        state: CycleState,
+        pod: Obj,
+        matched: Sequence[Any],
+        unmatched: Sequence[Any],
+        node_info: NodeInfo,
+    ) -> tuple[Any, Status | None]: ...
+
+
+@runtime_checkable
+class ReservationFilterPlugin(Plugin, Protocol):
+    def filter_reservation(
+        self, state: CycleState, pod: Obj, reservation: Any, node_name: str
+    ) -> Status | None: ...
+
+    def filter_nominate_reservation(
+        self, state: CycleState, pod: Obj, reservation: Any, node_name: str
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class ReservationScorePlugin(Plugin, Protocol):
+    def score_reservation(self, state: CycleState, pod: Obj, reservation: Any, node_name: str) -> int:
+        """0..100."""
+
+
+@runtime_checkable
+class ReservationNominator(Plugin, Protocol):
+    def nominate_reservation(self, state: CycleState, pod: Obj, node_name: str) -> tuple[Any, Status | None]:
+        """The reservation the pod will use on ``node_name`` (``None``: none)."""
+
+
+@runtime_checkable
+class ReservationPreBindPlugin(Plugin, Protocol):
+    def pre_bind_reservation(self, state: CycleState, reservation: Any, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class Controller(Protocol):
+    """Koordinator's ``frameworkext.Controller``: ``sync`` runs every ``period`` seconds while this
+    replica leads (a raising sync is logged, and runs again at the next period)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def period(self) -> float: ...
+
+    def sync(self) -> None: ...
+
+
+@runtime_checkable
+class ControllerProvider(Plugin, Protocol):
+    def new_controllers(self) -> Sequence[Controller]: ...
+
+
+def plugin_controllers(profiles: Iterable[Mapping[str, Any]]) -> list[Controller]:
+    """The controllers of the plugins of every profile (plugin name -> instance), each plugin's once
+    (the first profile's instance), as Koordinator's ``ControllersMap`` registers them."""
+    seen: set[str] = set()
+    out: list[Controller] = []
+    for plugins in profiles:
+        for name, plugin in plugins.items():
+            if name not in seen and isinstance(plugin, ControllerProvider):
+                seen.add(name)
+                out.extend(plugin.new_controllers())
+    return out
+
+
+ErrorHandler = Callable[[Obj, Status | Exception], bool]
+"""``handler(pod, why)``: a pre-handler returning True takes over the failure."""
+ForgetHandler = Callable[[Obj], None]
+
+
+class Extensions:
+    """The transformers of one profile (found on its plugins, in profile order)."""
+
+    def __init__(self, plugins: Sequence[Any]) -> None:
+        self.pre_filter = [p for p in plugins if isinstance(p, PreFilterTransformer)]
+        self.filter = [p for p in plugins if isinstance(p, FilterTransformer)]
+        self.score = [p for p in plugins if isinstance(p, ScoreTransformer)]
+        self.post_filter = [p for p in plugins if isinstance(p, PostFilterTransformer)]
+        self.next_pod = [p for p in plugins if isinstance(p, NextPodPlugin)]
+
+    def before_pre_filter(self, state: CycleState, pod: Obj) -> tuple[Obj, Status | None]:
+        for p in self.pre_filter:
+            pod, _, st = p.before_pre_filter(state, pod)
+            if st is not None and not st.is_success:
+                code = Code.ERROR if st.code is Code.ERROR else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+                return pod, Status(code, st.reasons, p.name)
+        return pod, None
+
+    def after_pre_filter(self, state: CycleState, pod: Obj, result: PreFilterResult | None) -> Status | None:
+        for p in self.pre_filter:
+            st = p.after_pre_filter(state, pod, result)
+            if st is not None and not st.is_success:
+                return st.with_plugin(p.name)
+        return None
+
+    def before_filter(self, state: CycleState, pod: Obj, node: NodeInfo) -> tuple[Obj, NodeInfo, bool]:
+        transformed = False
+        for p in self.filter:
+            pod, node, changed = p.before_filter(state, pod, node)
+            transformed |= changed
+        return pod, node, transformed
+
+    def before_score(
+        self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]
+    ) -> tuple[Obj, Sequence[NodeInfo], bool]:
+        transformed = False
+        for p in self.score:
+            pod, nodes, changed = p.before_score(state, pod, nodes)
+            transformed |= changed
+        return pod, nodes, transformed
+
+    def after_post_filter(self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]) -> None:
+        for p in self.post_filter:
+            try:
+                p.after_post_filter(state, pod, statuses)
+            except Exception:
+                log.exception("plugin %s: AfterPostFilter failed", p.name)
+
+
+class FailureHooks:
+    """The error and forget handlers plugins register through the handle (Koordinator's
+    ``RegisterErrorHandlerFilters`` and ``RegisterForgetPodHandler``), shared by every profile."""
+
+    def __init__(self) -> None:
+        self.error_pre: list[ErrorHandler] = []
+        self.error_post: list[ErrorHandler] = []
+        self.forget: list[ForgetHandler] = []
+
+    def handle_error(self, pod: Obj, why: Status | Exception, default: Callable[[], None]) -> bool:
+        """Pre-handlers first (one that returns True takes over), else the default, then post-handlers;
+        whether the default ran."""
+        ran = not any(_safe(h, pod, why) for h in self.error_pre)
+        if ran:
+            default()
+        for h in self.error_post:
+            _safe(h, pod, why)
+        return ran
+
+    def forgotten(self, pod: Obj) -> None:
+        for h in self.forget:
+            try:
+                h(pod)
+            except Exception:
+                log.exception("forget-pod handler failed")
+
+
+def _safe(handler: ErrorHandler, pod: Obj, why: Status | Exception) -> bool:
+    try:
+        return bool(handler(pod, why))
+    except Exception:
+        log.exception("scheduling-failure handler failed")
+        return False

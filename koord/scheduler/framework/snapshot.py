@@ -1,0 +1,353 @@
+"""The cluster as one scheduling cycle sees it (kube-scheduler's ``cache.Snapshot``): the NodeInfos, in a
+stable row order, and the same facts as arrays, one row per node, so a pass over thousands of nodes is a
+few vector operations.
+
+``allocatable``, ``requested`` (rows: nodes; columns: :attr:`Snapshot.resources`) and ``non_zero``
+(cpu, memory requested with kube-scheduler's scoring defaults) are kept in step with the NodeInfos.
+:meth:`Snapshot.derived` gives a plugin its own per-node column (taints, labels it cares about...),
+computed once per node change, not once per cycle; :meth:`Snapshot.topology` is one for a topology key
+(each node's domain as an integer code, so counting per domain is a ``np.bincount``). The cache updates
+the snapshot between cycles with the nodes that changed; during a cycle nothing else writes it.
+:func:`snapshot_of` gives a plugin the cluster it looks at in PreFilter/PreScore.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+import numpy as np
+
+from koord.scheduler.framework.nodeset import NodeSet
+from koord.scheduler.framework.types import CPU, EPHEMERAL, MEMORY, PODS, NodeInfo, PodInfo
+
+_FIRST = (CPU, MEMORY, PODS, EPHEMERAL)
+TRANSIENT_COLUMNS = 256
+"""How many transient derived columns (keyed by what comes and goes: a label selector, tolerations) a
+snapshot keeps; the least recently used go first."""
+
+
+class Snapshot:
+    def __init__(self) -> None:
+        self.generation = 0
+        """The cache generation this snapshot reflects."""
+        self.infos: list[NodeInfo] = []
+        self.index: dict[str, int] = {}
+        self.resources: list[str] = list(_FIRST)
+        self._col = {r: i for i, r in enumerate(self.resources)}
+        self._cap = 0
+        self.allocatable = np.zeros((0, len(_FIRST)), dtype=np.int64)
+        self.requested = np.zeros((0, len(_FIRST)), dtype=np.int64)
+        self.non_zero = np.zeros((0, 2), dtype=np.int64)
+        self._stamp = np.zeros(0, dtype=np.int64)
+        self._next_stamp = 1
+        self._derived: dict[Hashable, tuple[np.ndarray, np.ndarray, Callable[[NodeInfo], Any]]] = {}
+        self._transient: OrderedDict[Hashable, None] = OrderedDict()
+        self._topology: dict[str, dict[str, int]] = {}
+        # (column key, topology key) -> (the column's values, the rows' codes, sums per domain, log position)
+        self._sums: OrderedDict[tuple[Hashable, str], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = (
+            OrderedDict()
+        )
+        # Rows written, in order (absolute positions from _log_base), and how far each column has read
+        # it: a column catches up on the rows written since, instead of comparing every row's stamp.
+        self._log: list[int] = []
+        self._log_base = 0
+        self._synced: dict[Hashable, int] = {}
+        self.with_affinity: list[NodeInfo] = []
+        """Nodes with pods that have (anti-)affinity terms; kept by :meth:`refresh_affinity_lists`."""
+        self.with_required_anti_affinity: list[NodeInfo] = []
+        self._affinity_dirty = True
+
+    # ---- reading --------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    def node_info(self, name: str) -> NodeInfo | None:
+        i = self.index.get(name)
+        return None if i is None else self.infos[i]
+
+    def node_infos(self) -> list[NodeInfo]:
+        return self.infos
+
+    def column(self, resource: str) -> int:
+        """The column of ``resource`` in :attr:`allocatable` and :attr:`requested` (added on first
+        use: a resource nothing has asked about yet is 0 everywhere)."""
+        col = self._col.get(resource)
+        if col is None:
+            col = self._add_column(resource)
+        return col
+
+    def rotated(self, start: int) -> NodeSet:
+        """Every node, starting at row ``start`` and wrapping around (the cycle's search order)."""
+        n = len(self.infos)
+        rows = np.arange(n, dtype=np.int64)
+        return NodeSet(self, np.roll(rows, -start) if n and start % n else rows)
+
+    def derived(
+        self, key: Hashable, fn: Callable[[NodeInfo], Any], dtype: Any = object, *, transient: bool = False
+    ) -> np.ndarray:
+        """``fn(node_info)`` for every row, recomputed only for rows whose node changed since. ``key``
+        names the column (one per plugin and meaning: a string, or a tuple with what the column is of);
+        ``fn`` must depend on the NodeInfo alone. A ``transient`` column is one of many that come and
+        go (counts of the pods a selector matches): only the :data:`TRANSIENT_COLUMNS` most recently
+        used are kept."""
+        n = len(self.infos)
+        entry = self._derived.get(key)
+        if entry is not None and self._synced.get(key) == self._log_base + len(self._log):
+            if transient:  # nothing written since the column last caught up
+                self._transient.move_to_end(key)
+            return entry[0][:n]
+        if entry is None:
+            values = np.empty(self._cap, dtype=dtype)
+            stamps = np.zeros(self._cap, dtype=np.int64)
+            entry = self._derived[key] = (values, stamps, fn)
+            if transient:
+                self._transient[key] = None
+                while len(self._transient) > TRANSIENT_COLUMNS:
+                    oldest, _ = self._transient.popitem(last=False)
+                    del self._derived[oldest]
+                    self._synced.pop(oldest, None)
+        elif transient:
+            self._transient.move_to_end(key)
+        values, stamps, _ = entry
+        if len(values) < self._cap:
+            values, stamps = self._grow_derived(key, dtype)
+        rows = self._written_since(self._synced.get(key, -1))
+        if rows is None:
+            stale = np.nonzero(stamps[:n] != self._stamp[:n])[0].tolist()
+        else:
+            stale = [i for i in rows if i < n and stamps[i] != self._stamp[i]]
+        if stale:
+            infos = self.infos
+            for i in stale:
+                values[i] = fn(infos[i])
+            at = np.asarray(stale, dtype=np.int64)
+            stamps[at] = self._stamp[at]
+        self._synced[key] = self._log_base + len(self._log)
+        return values[:n]
+
+    def _written_since(self, position: int) -> list[int] | None:
+        """The rows written since log ``position``; ``None`` when that is too long ago (compare all)."""
+        start = position - self._log_base
+        if position < 0 or start < 0 or len(self._log) - start > max(64, len(self.infos) // 8):
+            return None
+        return list(dict.fromkeys(self._log[start:]))
+
+    def topology(self, key: str) -> tuple[np.ndarray, Mapping[str, int]]:
+        """Each row's topology domain for label ``key`` as an integer code (-1: the node has no such
+        label), and value -> code. Codes stay valid for the snapshot's life (the table only grows)."""
+        table = self._topology.setdefault(key, {})
+
+        def code(ni: NodeInfo) -> int:
+            value = ni.labels.get(key)
+            return -1 if value is None else table.setdefault(value, len(table))
+
+        return self.derived(("topology", key), code, np.int64), table
+
+    def topology_of(self, nodes: NodeSet, key: str) -> np.ndarray:
+        """:meth:`topology` codes of ``nodes``: their rows' when they are this snapshot's, else looked up
+        by label (-2: a value no node of this snapshot has)."""
+        codes, table = self.topology(key)
+        if nodes.snapshot is self and nodes.rows is not None:
+            out: np.ndarray = codes[nodes.rows]
+            return out
+        return np.fromiter(
+            (-1 if (v := ni.labels.get(key)) is None else table.get(v, -2) for ni in nodes),
+            dtype=np.int64,
+            count=len(nodes),
+        )
+
+    def domain_sums(self, key: Hashable, values: np.ndarray, topology_key: str) -> np.ndarray:
+        """The sum of ``values`` (the integer derived column ``key``, as just read) per domain of
+        ``topology_key``, over the codes ``0..len(table)-1`` at least; nodes without the label left out.
+        Kept from call to call: only rows whose value or domain changed since are summed again, so a
+        cycle after one binding costs two comparisons, not a pass over every node. Do not change the
+        array returned."""
+        codes, table = self.topology(topology_key)
+        size = len(table)
+        now = self._log_base + len(self._log)
+        entry = self._sums.get((key, topology_key))
+        if entry is None or len(entry[0]) != len(values):
+            self._sums[(key, topology_key)] = (
+                values.copy(),
+                codes.copy(),
+                per_domain(codes, values, size),
+                now,
+            )
+            while len(self._sums) > TRANSIENT_COLUMNS:
+                self._sums.popitem(last=False)
+            return self._sums[(key, topology_key)][2]
+        self._sums.move_to_end((key, topology_key))
+        old_values, old_codes, sums, position = entry
+        if position == now and len(sums) >= size:
+            return sums
+        rows = self._written_since(position)
+        if rows is None:
+            changed = np.flatnonzero((values != old_values) | (codes != old_codes))
+        else:
+            changed = np.asarray(
+                [
+                    i
+                    for i in rows
+                    if i < len(values) and (values[i] != old_values[i] or codes[i] != old_codes[i])
+                ],
+                dtype=np.int64,
+            )
+        if len(changed) or len(sums) < size:
+            sums = widened(sums, size)  # a new array: earlier answers stay as they were
+            gone, came = old_codes[changed], codes[changed]
+            np.subtract.at(sums, gone[gone >= 0], old_values[changed][gone >= 0])
+            np.add.at(sums, came[came >= 0], values[changed][came >= 0])
+            old_values[changed], old_codes[changed] = values[changed], codes[changed]
+        self._sums[(key, topology_key)] = (old_values, old_codes, sums, now)
+        return sums
+
+    def refresh_affinity_lists(self) -> None:
+        if self._affinity_dirty:
+            self.with_affinity = [ni for ni in self.infos if ni.pods_with_affinity]
+            self.with_required_anti_affinity = [
+                ni for ni in self.infos if ni.pods_with_required_anti_affinity
+            ]
+            self._affinity_dirty = False
+
+    # ---- writing (the cache, between cycles) ------------------------------------------------------
+
+    def set(self, info: NodeInfo) -> None:
+        """Add or replace the row of ``info.name``."""
+        i = self.index.get(info.name)
+        if i is None:
+            i = len(self.infos)
+            self._ensure(i + 1)
+            self.infos.append(info)
+            self.index[info.name] = i
+        else:
+            self.infos[i] = info
+        info.index = i
+        self._write_row(i, info)
+        self._affinity_dirty = True
+
+    def remove(self, name: str) -> None:
+        i = self.index.pop(name, None)
+        if i is None:
+            return
+        last = len(self.infos) - 1
+        if i != last:  # the last row moves into the hole
+            moved = self.infos[last]
+            self.infos[i] = moved
+            moved.index = i
+            self.index[moved.name] = i
+            for arr in (self.allocatable, self.requested, self.non_zero, self._stamp):
+                arr[i] = arr[last]
+            for values, stamps, _ in self._derived.values():
+                values[i], stamps[i] = values[last], stamps[last]
+            self._log.append(i)
+        self.infos.pop()
+        self._affinity_dirty = True
+
+    def _write_row(self, i: int, info: NodeInfo) -> None:
+        for name in (*info.allocatable, *info.requested):
+            if name not in self._col:
+                self._add_column(name)
+        alloc = np.zeros(len(self.resources), dtype=np.int64)
+        req = np.zeros(len(self.resources), dtype=np.int64)
+        col = self._col
+        for name, v in info.allocatable.items():
+            alloc[col[name]] = v
+        for name, v in info.requested.items():
+            req[col[name]] = v
+        self.allocatable[i] = alloc
+        self.requested[i] = req
+        self.non_zero[i] = (info.non_zero_cpu, info.non_zero_memory)
+        self._stamp[i] = self._next_stamp
+        self._next_stamp += 1
+        self._log.append(i)
+        if len(self._log) > 4 * max(len(self.infos), 64):
+            drop = len(self._log) // 2
+            del self._log[:drop]
+            self._log_base += drop
+
+    def _ensure(self, rows: int) -> None:
+        if rows <= self._cap:
+            return
+        cap = max(rows, 2 * self._cap, 64)
+        self.allocatable = _grown(self.allocatable, cap)
+        self.requested = _grown(self.requested, cap)
+        self.non_zero = _grown(self.non_zero, cap)
+        self._stamp = _grown(self._stamp, cap)
+        self._cap = cap
+        for key in list(self._derived):
+            self._grow_derived(key, self._derived[key][0].dtype)
+
+    def _grow_derived(self, key: Hashable, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+        values, stamps, fn = self._derived[key]
+        new_values = np.empty(self._cap, dtype=dtype)
+        new_values[: len(values)] = values
+        new_stamps = np.zeros(self._cap, dtype=np.int64)
+        new_stamps[: len(stamps)] = stamps
+        self._derived[key] = (new_values, new_stamps, fn)
+        return new_values, new_stamps
+
+    def _add_column(self, resource: str) -> int:
+        col = len(self.resources)
+        self.resources.append(resource)
+        self._col[resource] = col
+        pad = np.zeros((self.allocatable.shape[0], 1), dtype=np.int64)
+        self.allocatable = np.hstack([self.allocatable, pad])
+        self.requested = np.hstack([self.requested, pad.copy()])
+        for i, info in enumerate(self.infos):
+            self.allocatable[i, col] = info.allocatable.get(resource, 0)
+            self.requested[i, col] = info.requested.get(resource, 0)
+        return col
+
+
+def _grown(arr: np.ndarray, rows: int) -> np.ndarray:
+    out = np.zeros((rows, *arr.shape[1:]), dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
+
+def widened(per_domain: np.ndarray, size: int) -> np.ndarray:
+    """A copy of ``per_domain`` with at least ``size`` entries (zeros added)."""
+    out = np.zeros(max(size, len(per_domain)), dtype=per_domain.dtype)
+    out[: len(per_domain)] = per_domain
+    return out
+
+
+def at_codes(per_domain: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``per_domain[code]`` for each code; 0 where the code names no domain of the array (a node without
+    the label, a value unknown to the snapshot, a domain newer than the array)."""
+    ok = (codes >= 0) & (codes < len(per_domain))
+    out = np.zeros(len(codes), dtype=per_domain.dtype)
+    out[ok] = per_domain[codes[ok]]
+    return out
+
+
+def per_domain(codes: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """The sum of the integer ``weights`` of the nodes in each domain (nodes without one left out), as
+    an array over the codes ``0..size-1`` at least."""
+    has = codes >= 0
+    sums = np.bincount(codes[has], weights=weights[has], minlength=size)
+    out: np.ndarray = np.rint(sums).astype(np.int64)
+    return out
+
+
+def snapshot_of(handle: Any) -> Snapshot:
+    """The cluster a plugin's PreFilter or PreScore looks at: koord-scheduler's snapshot of the cycle
+    (``handle.snapshot()``); a front end without one (the extender, whose NodeInfos carry no pods) gets
+    one built now from the handle's nodes and the pods on them."""
+    own = getattr(handle, "snapshot", None)
+    snap = own() if callable(own) else None
+    if isinstance(snap, Snapshot):
+        return snap
+    snap = Snapshot()
+    for ni in handle.node_infos():
+        if ni.node is None:
+            continue
+        info = ni.clone()
+        if not ni.pods:
+            for pod in handle.pods_on_node(ni.name):
+                info.add_pod(PodInfo(pod))
+        snap.set(info)
+    return snap

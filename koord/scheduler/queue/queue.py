@@ -1,0 +1,373 @@
+"""The scheduling queue (kube-scheduler's ``PriorityQueue``): pending pods in three places.
+
+- **activeQ**: pods to try now, ordered by the profile's QueueSort plugin (PrioritySort: priority, then
+  the time the pod entered the queue).
+- **backoffQ**: pods that failed, until their backoff expires (``podInitialBackoffSeconds`` doubling per
+  attempt up to ``podMaxBackoffSeconds``: 1 s to 10 s by default, counted from the last failure).
+- **unschedulable pods**: pods every node rejected, and pods a PreEnqueue plugin gates. They leave on a
+  cluster event that one of the plugins that rejected them registered and whose queueing hint says
+  ``Queue`` (any event for a pod no plugin claimed), or after 5 minutes (the unschedulable timeout,
+  checked every 30 s). A gated pod leaves only when its gating plugin lets it through.
+
+Events that arrive while a pod is being scheduled are kept for it; when the attempt fails, they are
+replayed through its rejecting plugins' hints, so a change during the attempt is never lost. A pod
+updated while queued is updated where it is (a gated pod is re-checked; an unschedulable one is requeued
+when the update may matter); a pod deleted while queued leaves the queue.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from koord.scheduler.framework.events import (
+    FORCE_ACTIVATE,
+    QUEUE,
+    UNSCHEDULABLE_TIMEOUT,
+    ClusterEvent,
+    ClusterEventWithHint,
+)
+from koord.scheduler.framework.interface import Status
+from koord.scheduler.framework.types import Obj, PodInfo
+from koord.scheduler.queue.podinfo import QueuedPodInfo
+
+Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+PreEnqueue = Callable[[Obj], Status | None]
+Hints = Callable[[Obj], Mapping[str, tuple[ClusterEventWithHint, ...]]]
+"""The profile of a pod -> each plugin's registered events."""
+
+UNSCHEDULABLE_TIMEOUT_SECONDS = 300.0
+FLUSH_UNSCHEDULABLE_EVERY = 30.0
+MAX_IN_FLIGHT_EVENTS = 256
+"""Events kept per pod under scheduling; past this the pod is simply requeued after its attempt."""
+
+
+class _Entry:
+    __slots__ = ("less", "qpi", "seq")
+
+    def __init__(self, qpi: QueuedPodInfo, less: Less, seq: int) -> None:
+        self.qpi, self.less, self.seq = qpi, less, seq
+
+    def __lt__(self, other: _Entry) -> bool:
+        if self.less(self.qpi, other.qpi):
+            return True
+        if self.less(other.qpi, self.qpi):
+            return False
+        return self.seq < other.seq
+
+
+class SchedulingQueue:
+    def __init__(
+        self,
+        less: Less,
+        pre_enqueue: PreEnqueue,
+        hints: Hints,
+        *,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._less = less
+        self._pre_enqueue = pre_enqueue
+        self._hints = hints
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._seq = itertools.count()
+        self._active: list[_Entry] = []
+        self._backoff: list[tuple[float, int, str]] = []
+        self._where: dict[str, str] = {}
+        """UID -> "active" | "backoff" | "unschedulable" | "gated"."""
+        self._pods: dict[str, QueuedPodInfo] = {}
+        self._in_flight: dict[str, list[tuple[ClusterEvent, Any, Any]] | None] = {}
+        self.scheduling_cycle = 0
+        self._closed = False
+
+    # ---- adding ---------------------------------------------------------------------------------
+
+    def add(self, pod: Obj) -> None:
+        """A new pending pod (its PreEnqueue plugins decide between activeQ and gated)."""
+        qpi = QueuedPodInfo(PodInfo(pod), self._clock())
+        with self._cond:
+            if qpi.uid in self._pods or qpi.uid in self._in_flight:
+                return
+            self._place_new(qpi)
+
+    def _place_new(self, qpi: QueuedPodInfo) -> None:
+        gate = self._pre_enqueue(qpi.pod)
+        self._pods[qpi.uid] = qpi
+        if gate is not None:
+            qpi.gating_plugin = gate.plugin
+            qpi.gate_message = gate.message
+            self._where[qpi.uid] = "gated"
+            return
+        qpi.gating_plugin = ""
+        self._push_active(qpi)
+
+    def _push_active(self, qpi: QueuedPodInfo) -> None:
+        self._where[qpi.uid] = "active"
+        heapq.heappush(self._active, _Entry(qpi, self._less, next(self._seq)))
+        self._cond.notify()
+
+    def _push_backoff(self, qpi: QueuedPodInfo) -> None:
+        expiry = qpi.last_failure + self.backoff_duration(qpi)
+        if expiry <= self._clock():
+            self._push_active(qpi)
+            return
+        self._where[qpi.uid] = "backoff"
+        heapq.heappush(self._backoff, (expiry, next(self._seq), qpi.uid))
+        self._cond.notify()
+
+    def backoff_duration(self, qpi: QueuedPodInfo) -> float:
+        """``initial * 2^(attempts-1)``, capped at the maximum (``calculateBackoffDuration``)."""
+        if qpi.attempts <= 0:
+            return 0.0
+        return float(min(self.initial_backoff * 2 ** min(qpi.attempts - 1, 30), self.max_backoff))
+
+    # ---- the scheduling loop's side -------------------------------------------------------------
+
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """The next pod to schedule (blocks while activeQ is empty; ``None`` on timeout or close)."""
+        deadline = None if timeout is None else self._clock() + timeout
+        with self._cond:
+            while True:
+                self._flush_backoff_locked()
+                while self._active:
+                    entry = heapq.heappop(self._active)
+                    qpi = entry.qpi
+                    if self._where.get(qpi.uid) != "active" or self._pods.get(qpi.uid) is not qpi:
+                        continue  # stale entry: the pod moved or left
+                    return self._start(qpi)
+                if self._closed:
+                    return None
+                wait = 1.0 if not self._backoff else max(self._backoff[0][0] - self._clock(), 0.001)
+                if deadline is not None:
+                    left = deadline - self._clock()
+                    if left <= 0:
+                        return None
+                    wait = min(wait, left)
+                self._cond.wait(wait)
+
+    def _start(self, qpi: QueuedPodInfo) -> QueuedPodInfo:
+        """``qpi`` leaves the queue for a scheduling attempt (hold the lock)."""
+        del self._where[qpi.uid]
+        del self._pods[qpi.uid]
+        self.scheduling_cycle += 1
+        qpi.attempts += 1
+        qpi.popped_cycle = self.scheduling_cycle
+        if qpi.initial_attempt is None:
+            qpi.initial_attempt = self._clock()
+        self._in_flight[qpi.uid] = []
+        return qpi
+
+    def take(self, uid: str, plugin: str) -> QueuedPodInfo | None:
+        """This pod for a scheduling attempt now, wherever it waits in the queue (Koordinator's NextPod,
+        for ``plugin``); ``None`` when the queue does not hold it, or a PreEnqueue plugin other than
+        ``plugin`` gates it."""
+        with self._cond:
+            qpi = self._pods.get(uid)
+            where = self._where.get(uid)
+            if qpi is None or where is None:
+                return None
+            if where == "gated":
+                gate = self._pre_enqueue(qpi.pod)
+                if gate is not None and gate.plugin != plugin:
+                    qpi.gating_plugin, qpi.gate_message = gate.plugin, gate.message
+                    return None
+                qpi.gating_plugin = ""
+            return self._start(qpi)
+
+    def done(self, uid: str) -> None:
+        """The pod's scheduling attempt is over (it was assumed, or handed back)."""
+        with self._cond:
+            self._in_flight.pop(uid, None)
+
+    def add_unschedulable(self, qpi: QueuedPodInfo) -> None:
+        """A failed attempt comes back: to backoffQ when an event seen during the attempt (or no
+        plugin claimed the failure and an event arrived) may help it, else to the unschedulable pods;
+        a pod that failed with an error goes to backoffQ."""
+        with self._cond:
+            events = self._in_flight.pop(qpi.uid, [])
+            if qpi.uid in self._pods or self._closed:
+                return
+            qpi.last_failure = self._clock()
+            self._pods[qpi.uid] = qpi
+            if qpi.error or events is None:
+                self._push_backoff(qpi)
+                return
+            for event, old, new in events:
+                verdict = self._worth_requeue(qpi, event, old, new)
+                if verdict is not None:
+                    self._requeue(qpi, verdict)
+                    return
+            self._where[qpi.uid] = "unschedulable"
+
+    def _worth_requeue(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> str | None:
+        """``"active"``/``"backoff"`` when ``event`` may make the pod schedulable, else ``None``."""
+        if event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
+            return "backoff"
+        rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
+        if not rejectors:
+            return "backoff"
+        registered = self._hints(qpi.pod)
+        for plugin in sorted(rejectors):
+            for reg in registered.get(plugin, ()):
+                if not reg.event.matches(event):
+                    continue
+                try:
+                    hint = QUEUE if reg.hint is None else reg.hint(qpi.pod, old, new)
+                except Exception:
+                    hint = QUEUE  # a hint that fails counts as Queue, as in kube-scheduler
+                if hint is QUEUE:
+                    return "active" if plugin in qpi.pending_plugins else "backoff"
+        return None
+
+    def _requeue(self, qpi: QueuedPodInfo, where: str) -> None:
+        if where == "active":
+            self._push_active(qpi)
+        else:
+            self._push_backoff(qpi)
+
+    # ---- cluster events -------------------------------------------------------------------------
+
+    def on_event(self, event: ClusterEvent, old: Any = None, new: Any = None) -> int:
+        """A cluster change: unschedulable pods its hints say may now fit are requeued; gated pods
+        are re-checked; pods being scheduled keep the event for their attempt. Returns how many moved."""
+        moved = 0
+        with self._cond:
+            for uid, kept in self._in_flight.items():
+                if kept is not None:
+                    kept.append((event, old, new))
+                    if len(kept) > MAX_IN_FLIGHT_EVENTS:
+                        self._in_flight[uid] = None
+            for uid, where in list(self._where.items()):
+                qpi = self._pods[uid]
+                if where == "gated":
+                    if self._pre_enqueue(qpi.pod) is None:
+                        qpi.gating_plugin = ""
+                        self._push_active(qpi)
+                        moved += 1
+                elif where == "unschedulable":
+                    verdict = self._worth_requeue(qpi, event, old, new)
+                    if verdict is not None:
+                        self._requeue(qpi, verdict)
+                        moved += 1
+        return moved
+
+    def update(self, old: Obj, new: Obj) -> None:
+        """A queued pod changed: keep its place and attempts, with the new object."""
+        info = PodInfo(new)
+        with self._cond:
+            qpi = self._pods.get(info.uid)
+            if qpi is None:
+                if info.uid not in self._in_flight:
+                    self._place_new(QueuedPodInfo(info, self._clock()))
+                return
+            qpi.info = info
+            where = self._where.get(info.uid)
+            if where == "gated":
+                if self._pre_enqueue(new) is None:
+                    qpi.gating_plugin = ""
+                    self._push_active(qpi)
+            elif where == "active":
+                self._push_active(qpi)  # re-sorted; the old heap entry is skipped as stale
+            elif where == "unschedulable" and _spec_changed(old, new):
+                self._push_backoff(qpi)
+
+    def delete(self, pod: Obj) -> None:
+        uid = PodInfo(pod).uid
+        with self._cond:
+            self._pods.pop(uid, None)
+            self._where.pop(uid, None)
+            self._in_flight.pop(uid, None)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Move these pods to activeQ whatever their backoff (Koordinator's gangs use it); a gated one
+        when its PreEnqueue plugins now let it through (kube-scheduler's ``Activate``)."""
+        with self._cond:
+            for uid in uids:
+                qpi = self._pods.get(uid)
+                where = self._where.get(uid)
+                if qpi is None:
+                    continue
+                if where in ("backoff", "unschedulable"):
+                    self._push_active(qpi)
+                elif where == "gated" and self._pre_enqueue(qpi.pod) is None:
+                    qpi.gating_plugin = ""
+                    self._push_active(qpi)
+
+    # ---- housekeeping ---------------------------------------------------------------------------
+
+    def _flush_backoff_locked(self) -> None:
+        now = self._clock()
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, uid = heapq.heappop(self._backoff)
+            qpi = self._pods.get(uid)
+            if qpi is not None and self._where.get(uid) == "backoff":
+                self._push_active(qpi)
+
+    def flush_unschedulable(self) -> int:
+        """Requeue pods unschedulable for longer than the timeout (5 minutes)."""
+        now = self._clock()
+        moved = 0
+        with self._cond:
+            for uid, where in list(self._where.items()):
+                qpi = self._pods[uid]
+                if where == "unschedulable" and now - qpi.last_failure > UNSCHEDULABLE_TIMEOUT_SECONDS:
+                    self._push_backoff(qpi)
+                    moved += 1
+        return moved
+
+    def run(self, stop: threading.Event) -> None:
+        """The unschedulable-pods flush, every 30 s until ``stop``."""
+        while not stop.wait(FLUSH_UNSCHEDULABLE_EVERY):
+            self.flush_unschedulable()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def counts(self) -> dict[str, int]:
+        """Pods per place: ``active``, ``backoff``, ``unschedulable``, ``gated``
+        (``scheduler_pending_pods{queue}``)."""
+        with self._cond:
+            self._flush_backoff_locked()
+            out = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+            for where in self._where.values():
+                out[where] += 1
+            return out
+
+    def unschedulable_by_plugin(self, profile_of: Callable[[Any], str]) -> dict[tuple[str, str], int]:
+        """``(plugin, profile) -> pods`` held as unschedulable that the plugin rejected
+        (``scheduler_unschedulable_pods``)."""
+        out: dict[tuple[str, str], int] = {}
+        with self._cond:
+            for uid, where in self._where.items():
+                qpi = self._pods.get(uid) if where == "unschedulable" else None
+                if qpi is None:
+                    continue
+                profile = profile_of(qpi.pod)
+                for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
+                    out[(plugin, profile)] = out.get((plugin, profile), 0) + 1
+        return out
+
+    def where(self, uid: str) -> str | None:
+        with self._cond:
+            return self._where.get(uid) or ("in-flight" if uid in self._in_flight else None)
+
+    def get(self, uid: str) -> QueuedPodInfo | None:
+        with self._cond:
+            return self._pods.get(uid)
+
+
+def _spec_changed(old: Obj, new: Obj) -> bool:
+    """A change that may make a rejected pod fit (its spec or labels), not only its status."""
+    return old.get("spec") != new.get("spec") or (old.get("metadata") or {}).get("labels") != (
+        new.get("metadata") or {}
+    ).get("labels")

@@ -1,0 +1,144 @@
+"""Out-of-band changes to the hooks' values, seen as they happen: inotify ``IN_MODIFY`` on the cgroup dirs
+where the hooks own values (the kernel raises it on the directory for every ``write(2)`` to a file in it),
+so a value someone else writes (the kubelet re-applying a pod's resources, an operator) is re-checked and
+restored at once instead of at the executor's next forced update.
+
+The reconciler tells the guard after each pass which dirs hold its values (:meth:`Guard.watch`); an event on
+one of the hooks' files there asks for a pass over that pod that does not trust the executor's cache (the
+pass reads the file and writes only if it differs, so the hooks' own writes settle after one read). At most
+:data:`MAX_WATCHES` dirs are watched; values beyond that are still restored by the periodic pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from koord.runtime.errors import UnsafePath
+from koordlet.runtimehooks.writes import FILES
+from koordlet.system import cgroups
+from koordlet.system.cgroups import CgroupMode
+from koordlet.system.inotify import IN_MODIFY, Inotify
+from koordlet.system.paths import HostPaths
+
+log = logging.getLogger(__name__)
+
+MAX_WATCHES = 8192
+MIN_INTERVAL = 0.2
+"""Seconds between two verifications of one pod."""
+_RESOURCES = tuple(resource for _, resource in FILES)
+
+
+def _watched_files(mode: CgroupMode) -> frozenset[str]:
+    """The names of the hooks' files on this cgroup version (``cpu.max`` rather than the quota file...)."""
+    names = set()
+    for resource in _RESOURCES:
+        res = cgroups.get_resource(resource)
+        name = res.v1_file if mode is CgroupMode.V1 else res.v2_file
+        if name:
+            names.add(name)
+    return frozenset(names)
+
+
+class Guard:
+    def __init__(self, paths: HostPaths, mode: CgroupMode, on_change: Callable[[set[str]], None]) -> None:
+        """``on_change(pod uids)`` when files of those pods were written by someone."""
+        self.paths = paths
+        self.mode = mode
+        self.on_change = on_change
+        self.files = _watched_files(mode)
+        # v2 has one tree: any subsystem name gives the same dir
+        self._subsystems = ("cpu", "cpuset", "memory") if mode is CgroupMode.V1 else ("cpu",)
+        self._lock = threading.Lock()
+        self._owner: dict[Path, str] = {}
+        self._ino: Inotify | None = None
+        self.events = 0
+
+    def watch(self, dirs_by_pod: Mapping[str, Iterable[str]]) -> None:
+        """Watch exactly these pods' dirs (pod uid -> cgroup dirs)."""
+        wanted: dict[Path, str] = {}
+        for uid, dirs in dirs_by_pod.items():
+            for d in dirs:
+                for sub in self._subsystems:
+                    try:
+                        wanted[cgroups.cgroup_dir_path(self.paths, self.mode, sub, d)] = uid
+                    except UnsafePath:  # never for a pod's dirs (built from validated ids)
+                        continue
+        with self._lock:
+            ino = self._ino
+            if ino is None:
+                self._owner = wanted
+                return
+            for path in [p for p in self._owner if p not in wanted]:
+                ino.remove_watch(path)
+            owner = {}
+            for path, uid in wanted.items():
+                if path not in ino.watched:
+                    if len(ino.watched) >= MAX_WATCHES:
+                        continue
+                    try:
+                        ino.add_watch(path, IN_MODIFY)
+                    except OSError:
+                        continue  # not there (yet): the next pass asks again
+                owner[path] = uid
+            self._owner = owner
+
+    def run(self, stop: threading.Event) -> None:
+        with Inotify() as ino:
+            with self._lock:
+                self._ino = ino
+                pending = self._owner
+                self._owner = {}
+            self._rewatch(pending)
+            try:
+                self._loop(ino, stop)
+            finally:
+                with self._lock:
+                    self._ino = None
+
+    def _loop(self, ino: Inotify, stop: threading.Event) -> None:
+        last: dict[str, float] = {}
+        due: dict[str, float] = {}
+        while not stop.is_set():
+            now = time.monotonic()
+            wait = min([0.5, *(t - now for t in due.values())])
+            batch = ino.read(max(wait, 0.0))
+            touched: set[str] = set()
+            with self._lock:
+                for ev in batch:
+                    if ev.overflow:
+                        touched.update(self._owner.values())
+                    elif ev.mask & IN_MODIFY and ev.name in self.files:
+                        uid = self._owner.get(ev.directory)
+                        if uid is not None:
+                            touched.add(uid)
+            now = time.monotonic()
+            for uid in touched:
+                # one verify per pod per MIN_INTERVAL: a value that never read back as written cannot
+                # turn write -> event -> write into a busy loop
+                due.setdefault(uid, max(now, last.get(uid, 0.0) + MIN_INTERVAL))
+            if len(last) > MAX_WATCHES:  # forget pods verified long ago
+                last = {uid: t for uid, t in last.items() if now - t < MIN_INTERVAL}
+            ready = {uid for uid, t in due.items() if t <= now}
+            if ready:
+                for uid in ready:
+                    del due[uid]
+                    last[uid] = now
+                self.events += 1
+                self.on_change(ready)
+
+    def _rewatch(self, pending: Mapping[Path, str]) -> None:
+        with self._lock:
+            ino = self._ino
+            assert ino is not None
+            for path, uid in pending.items():
+                if len(ino.watched) >= MAX_WATCHES:
+                    break
+                try:
+                    ino.add_watch(path, IN_MODIFY)
+                except OSError:
+                    continue
+                self._owner[path] = uid

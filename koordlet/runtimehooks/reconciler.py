@@ -1,0 +1,312 @@
+"""The hooks' transport without NRI: a reconciler that asks every hook about every pod and container the
+states informer lists and writes the answers (Koordinator's ``runtimehooks/reconciler``).
+
+Koordinator's reconciler runs on each pod-list refresh (every 10 s from the kubelet), so a new pod waits up
+to that long. Here a pass runs when the pod list changes (the PLEG refreshes it as a pod's cgroup dir
+appears), when a cgroup dir appears that an earlier pass could not write yet (a container created after
+its pod was listed), when a value the hooks own is changed by someone else (:mod:`guard`), when the rule
+changes (NodeSLO, share pools, gates), and every ``--runtime-hooks-reconcile-interval`` (10 s) as a safety
+net. A pass over changed pods only touches those pods; a rule change or the periodic pass re-asks every
+pod. Writes go through the executor in one leveled batch (kube-QoS tiers, pods, containers: growth
+parents first, shrink children first), values owned by the hook that asked; a pod is settled once every
+write of it succeeded, and retried otherwise, 10 ms later at first (a controller's dir of a new cgroup is
+made a moment after the others), doubling up to 5 s.
+
+Only pods of this node (those the informer lists), active, with a cgroup dir built from their validated
+UID are touched; unknown cgroup dirs never are.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from koordlet import api
+from koordlet.runtimehooks.protocol import (
+    ContainerRequest,
+    Hook,
+    PodRequest,
+    Resources,
+    Rule,
+    Stage,
+    request_qos,
+)
+from koordlet.runtimehooks.writes import ProcessWriter, Update, cgroup_updates
+from koordlet.system.podpath import is_container_dir_name
+
+log = logging.getLogger(__name__)
+
+TIERS = (api.KubeQOSClass.GUARANTEED, api.KubeQOSClass.BURSTABLE, api.KubeQOSClass.BESTEFFORT)
+RETRY_FIRST, RETRY_MAX = 0.01, 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class PassReport:
+    """What one pass did."""
+
+    full: bool
+    pods: int
+    """Pods asked about."""
+    written: int
+    errors: int
+    seconds: float
+
+
+@dataclass(slots=True)
+class _Pending:
+    full: bool = True
+    verify: set[str] = field(default_factory=set)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        hooks: Sequence[Hook],
+        states: api.StatesReader,
+        host: api.HostReader,
+        writer: api.ResourceWriter,
+        rule: Callable[[], Rule],
+        *,
+        procs: ProcessWriter | None = None,
+        interval: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        on_pass: Callable[[PassReport], None] | None = None,
+        on_hook: Callable[[str, Stage, float, bool], None] | None = None,
+        on_managed: Callable[[Mapping[str, tuple[str, ...]]], None] | None = None,
+        refresh: Callable[[], object] | None = None,
+    ) -> None:
+        """``on_managed(dirs by pod uid)`` after each pass: the cgroup dirs holding values the hooks own
+        (the guard watches them); ``refresh`` asks the pod source for a new list (a container's cgroup
+        appeared that the list does not name yet)."""
+        self.hooks = tuple(hooks)
+        self.states = states
+        self.host = host
+        self.writer = writer
+        self.rule = rule
+        self.procs = procs
+        self.interval = interval
+        self._clock = clock
+        self._on_pass = on_pass
+        self._on_hook = on_hook
+        self._on_managed = on_managed
+        self._refresh = refresh
+        self._awaiting: set[str] = set()
+        """Pods with a container cgroup the pod list does not name yet (found by the last pass)."""
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._pending = _Pending()
+        self._applied: dict[str, api.PodInfo] = {}
+        self._last_rule: Rule | None = None
+        self._owned: dict[str, tuple[str, ...]] = {}
+        self.passes = 0
+        self.unsettled = 0
+        """Pods the last pass could not fully write (retried soon)."""
+
+    # -- triggers (any thread) --------------------------------------------------------------------
+
+    def request(self, *, full: bool = False, verify: Iterable[str] = ()) -> None:
+        """Ask for a pass: of every pod (``full``), of pods that changed, and of the pods ``verify``
+        names with no trust in the executor's cache (their values were changed by someone)."""
+        with self._lock:
+            self._pending.full |= full
+            self._pending.verify.update(verify)
+        self._wake.set()
+
+    def pods_changed(self) -> None:
+        self.request()
+
+    def rule_changed(self) -> None:
+        self.request(full=True)
+
+    # -- loop -------------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Passes on request, every ``interval`` seconds (a full one) and, while some pod could not be
+        written (a controller's dir not there yet), again after 0.1 s, doubling up to 5 s."""
+        next_full = self._clock()
+        backoff = RETRY_FIRST
+        retry_at: float | None = None
+        while not stop.is_set():
+            due = next_full if retry_at is None else min(next_full, retry_at)
+            # bounded wait: the stop Event is not this one, so look at it now and then
+            self._wake.wait(min(max(due - self._clock(), 0.0), 1.0))
+            if stop.is_set():
+                return
+            now = self._clock()
+            if not self._wake.is_set() and now < due:
+                continue
+            self._wake.clear()
+            with self._lock:
+                pending, self._pending = self._pending, _Pending(full=False)
+            if now >= next_full:
+                pending.full = True
+                next_full = now + self.interval
+            if retry_at is not None and now >= retry_at and self._awaiting and self._refresh is not None:
+                self._refresh()  # rate limited by the pod source; a change wakes this loop again anyway
+            try:
+                self.reconcile(full=pending.full, verify=pending.verify)
+            except Exception:
+                log.exception("runtime hooks: pass failed")
+            if self.unsettled:
+                retry_at = self._clock() + backoff
+                backoff = min(backoff * 2, RETRY_MAX)
+            else:
+                retry_at, backoff = None, RETRY_FIRST
+
+    def shutdown(self) -> None:
+        self._wake.set()
+
+    # -- one pass ---------------------------------------------------------------------------------
+
+    def reconcile(self, *, full: bool = True, verify: Iterable[str] = ()) -> PassReport:
+        start = time.perf_counter()
+        self._awaiting = set()
+        rule = self.rule()
+        if rule != self._last_rule:
+            full = True
+        verify = set(verify)
+        pods = [p for p in self.states.pods() if p.is_active and p.cgroup_dir]
+        todo = [p for p in pods if full or p.uid in verify or self._applied.get(p.uid) != p]
+        batch: list[tuple[str, list[Update]]] = []  # (pod uid or "" for tiers, updates)
+        if full:
+            batch.append(("", self._tier_updates(rule)))
+        answers: dict[str, list[tuple[str, Resources]]] = {}
+        for pod in todo:
+            updates, procs = self._pod_updates(pod, rule, cacheable=pod.uid not in verify)
+            batch.append((pod.uid, updates))
+            answers[pod.uid] = procs
+        levels: list[list[api.CgroupUpdate]] = [[], [], []]
+        for _, updates in batch:
+            for u in updates:
+                levels[u.level].append(u.update)
+        results = self.writer.leveled_update(levels) if any(levels) else []
+        # by file: a writer may answer a cpuset twice (its widening, then its final value), the last counts
+        by_file = {(r.update.resource, r.update.cgroup_dir): r for r in results}
+        written = errors = 0
+        settled: set[str] = set()
+        for uid, updates in batch:
+            ok = True
+            for u in updates:
+                r = by_file.get((u.update.resource, u.update.cgroup_dir))
+                if r is None:
+                    continue
+                written += r.written
+                if r.error:
+                    errors += 1
+                if r.error or r.skipped == "gone":
+                    ok = False
+            if uid:
+                if ok and uid not in self._awaiting:
+                    settled.add(uid)
+                self._owned[uid] = tuple(sorted({u.update.cgroup_dir for u in updates}))
+        written_procs, proc_errors = self._process_writes(todo, answers)
+        current = {p.uid: p for p in pods}
+        if full:
+            self._applied = {}
+        self._applied = {uid: p for uid, p in self._applied.items() if uid in current}
+        for p in todo:
+            if p.uid in settled:
+                self._applied[p.uid] = p
+            else:
+                self._applied.pop(p.uid, None)
+        self._owned = {uid: dirs for uid, dirs in self._owned.items() if uid in current}
+        self.unsettled = len([p for p in pods if p.uid not in self._applied])
+        self._last_rule = rule
+        self.passes += 1
+        report = PassReport(
+            full, len(todo), written + written_procs, errors + proc_errors, time.perf_counter() - start
+        )
+        if self._on_managed is not None:
+            self._on_managed(dict(self._owned))
+        if self._on_pass is not None:
+            self._on_pass(report)
+        return report
+
+    def _ask(self, hook: Hook, stage: Stage, fn: Callable[..., Resources], *args: object) -> Resources:
+        t0 = time.perf_counter()
+        try:
+            answer = fn(*args)
+        except Exception:
+            log.exception("runtime hook %s failed at %s", hook.name, stage.value)
+            if self._on_hook is not None:
+                self._on_hook(hook.name, stage, time.perf_counter() - t0, False)
+            return Resources()
+        if self._on_hook is not None:
+            self._on_hook(hook.name, stage, time.perf_counter() - t0, True)
+        return answer
+
+    def _tier_updates(self, rule: Rule) -> list[Update]:
+        out: list[Update] = []
+        for hook in self.hooks:
+            tier_fn = getattr(hook, "kube_qos", None)
+            if tier_fn is None:
+                continue
+            for tier in TIERS:
+                answer = self._ask(hook, Stage.PRE_RUN_POD_SANDBOX, tier_fn, tier, rule)
+                out += cgroup_updates(self.host.qos_cgroup_dir(tier), answer, hook.name, 0, "kube-QoS tier")
+        return out
+
+    def _containers(self, pod: api.PodInfo) -> list[tuple[api.ContainerInfo, bool]]:
+        known = [(c, False) for c in (*pod.containers, *pod.sidecars) if c.cgroup_dir]
+        ids = {c.cgroup_dir for c, _ in known}
+        # The sandbox (pause) container: the pod dir's other child that names a container.
+        sandbox = [
+            (api.ContainerInfo("", d.rsplit("/", 1)[-1], cgroup_dir=d), True)
+            for d in self.host.list_cgroups(pod.cgroup_dir, 1)[1:]
+            if d not in ids and is_container_dir_name(d.rsplit("/", 1)[-1])
+        ]
+        if len(sandbox) > 1 and any(not c.container_id for c in pod.containers):
+            # A container's cgroup is there but the pod list does not name it yet (the kubelet reports
+            # a container's ID a moment after the runtime made it): ask for the list again soon.
+            self._awaiting.add(pod.uid)
+        return known + sandbox[:1] if len(sandbox) == 1 else known
+
+    def _pod_updates(
+        self, pod: api.PodInfo, rule: Rule, *, cacheable: bool
+    ) -> tuple[list[Update], list[tuple[str, Resources]]]:
+        qos = request_qos(pod)
+        why = f"pod {pod.namespace}/{pod.name}"
+        updates: list[Update] = []
+        procs: list[tuple[str, Resources]] = []
+        preq = PodRequest(pod, qos)
+        for hook in self.hooks:
+            answer = self._ask(hook, Stage.PRE_RUN_POD_SANDBOX, hook.pod, preq, rule)
+            updates += cgroup_updates(pod.cgroup_dir, answer, hook.name, 1, why, cacheable=cacheable)
+        for container, sandbox in self._containers(pod):
+            creq = ContainerRequest(pod, qos, container, sandbox)
+            for hook in self.hooks:
+                answer = self._ask(hook, Stage.PRE_CREATE_CONTAINER, hook.container, creq, rule)
+                updates += cgroup_updates(
+                    container.cgroup_dir, answer, hook.name, 2, why, cacheable=cacheable
+                )
+                if answer.oom_score_adj is not None or answer.core_sched_group is not None:
+                    procs.append((container.cgroup_dir, answer))
+        # a value two hooks answer: the later hook's wins (hooks run in a fixed order)
+        last = {(u.update.cgroup_dir, u.update.resource): u for u in updates}
+        return [u for u in updates if last[(u.update.cgroup_dir, u.update.resource)] is u], procs
+
+    def _process_writes(
+        self, pods: Sequence[api.PodInfo], answers: dict[str, list[tuple[str, Resources]]]
+    ) -> tuple[int, int]:
+        if self.procs is None:
+            return 0, 0
+        written = errors = 0
+        groups: dict[str, list[str]] = {}
+        for pod in pods:
+            for cgroup_dir, answer in answers.get(pod.uid, ()):
+                if answer.oom_score_adj is not None:
+                    r = self.procs.set_oom_score_adj(
+                        cgroup_dir, answer.oom_score_adj, owner="OOMScoreAdj", reason=f"pod {pod.name}"
+                    )
+                    written += r.written
+                    errors += bool(r.error)
+                if answer.core_sched_group is not None:
+                    groups.setdefault(answer.core_sched_group, []).append(cgroup_dir)
+        for group, dirs in sorted(groups.items()):
+            r = self.procs.share_core_sched_cookie(group, dirs, owner="CoreSched", reason=f"group {group!r}")
+            written += r.written
+            errors += bool(r.error)
+        return written, errors

@@ -1,0 +1,44 @@
+"""PersistentVolumeClaims, PersistentVolumes and StorageClasses through the official client, and the list
+calls koord-scheduler's VolumeBinding caches make for them."""
+
+from __future__ import annotations
+
+from kubernetes import client
+
+from koord.apis import groups
+from koord.kube.informers import Watch, list_call
+from tests.apiserver import APIServer
+from tests.unit.apiserver.helpers import api_client
+
+
+def test_storage_objects_round_trip_and_list_as_the_caches_list_them(api_server: APIServer) -> None:
+    api = api_client(api_server)
+    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+    storage.create_storage_class(
+        {"metadata": {"name": "local"}, "provisioner": "x", "volumeBindingMode": "WaitForFirstConsumer"}
+    )
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": "v"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "hostPath": {"path": "/x"},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        "default",
+        {
+            "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+    )
+    core.patch_namespaced_persistent_volume_claim_status("data", "default", {"status": {"phase": "Bound"}})
+    found = {}
+    for name, resource in (("pvcs", groups.PVCS), ("pvs", groups.PVS), ("classes", groups.STORAGE_CLASSES)):
+        fn, kwargs = list_call(api, Watch(name, resource))
+        found[name] = [item.metadata.name for item in fn(**kwargs).items]
+    assert found == {"pvcs": ["data"], "pvs": ["v"], "classes": ["local"]}
+    claim = core.read_namespaced_persistent_volume_claim("data", "default")
+    assert claim.status.phase == "Bound"
