@@ -35,6 +35,11 @@ ARM_BE_FRACTION = 0.01
 """BE pods using less of the node than this have nothing for the fast path to take back."""
 ARM_REACH_FRACTION = 0.5
 """The fast path is armed while a rise of this share of the node would cross the suppress threshold."""
+ARM_HOLD_SECONDS = 10.0
+"""Once armed, the fast path stays armed this long after it last mattered: BE throttled to its quota
+floor (1 % of the node) hovers around :data:`ARM_BE_FRACTION`, and each re-arm re-learns the noise band
+(half a second blind), so an arm that followed every tick missed spikes (``bench/reaction.py`` on a busy
+machine: armed and disarmed every one or two seconds)."""
 
 
 @dataclass(frozen=True, slots=True)

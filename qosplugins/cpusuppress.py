@@ -80,11 +80,11 @@ class BECPUSuppress(api.QOSPluginBase):
         self._rise = _fastrise.RiseDetector()
         self._restored = False
         self._fast_wanted = False
+        self._mattered_at = -_budget.ARM_HOLD_SECONDS  # fast path held armed after, while suppressing
         self._cpuset_written: tuple[str, str | None, frozenset[str]] | None = None
         self._warned = ""
         self._status: api.JSONObject = {}
-        node = ctx.node_name
-        self._labels = {"node": node}
+        self._labels = {"node": ctx.node_name}
         self._cores = ctx.registry.gauge(
             "koordlet_be_suppress_cpu_cores", "BE CPU allowed by suppression", ["node", "type"]
         )
@@ -119,7 +119,9 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def reconcile(self) -> None:
         with self._lock:
-            want = self._reconcile_locked()
+            want, now = self._reconcile_locked(), self.ctx.clock()
+            self._mattered_at = now if want else self._mattered_at
+            want = want or (self._decision is not None and now - self._mattered_at < _budget.ARM_HOLD_SECONDS)
             if want != self._fast_wanted:
                 self.ctx.want_fast_samples(want)
                 self._fast_wanted = want
@@ -260,9 +262,8 @@ class BECPUSuppress(api.QOSPluginBase):
         changed = old is None or old != frozenset(target)
         outer = api.format_cpuset(decision.pools.usable_ids) if static else None
         self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
-        # Written again when the value or the BE cgroups the pods name change (a tick of walking the
-        # tier for nothing was most of an idle node's suppress cost); the executor's force update
-        # re-applies it meanwhile.
+        # Written again when the value or the BE cgroups the pods name change (walking the tier every tick
+        # was most of an idle node's suppress cost); the executor's force update re-applies it meanwhile.
         key = (api.format_cpuset(target), outer, _shared.be_cgroup_dirs(self.ctx.states.pods()))
         if changed or key != self._cpuset_written:
             self._write_cpuset(decision.be_dir, key[0], reason, changed, outer=outer)

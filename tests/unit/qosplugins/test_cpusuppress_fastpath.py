@@ -7,6 +7,7 @@ import pytest
 
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness
+from qosplugins import _budget
 from qosplugins.cpusuppress import BECPUSuppress
 from tests.unit.qosplugins.test_cpusuppress import BE, HT8, set_usage, setup_load, started
 
@@ -150,7 +151,8 @@ def test_fast_path_does_not_run_while_reconcile_holds_the_lock() -> None:
 
 def test_fast_samples_are_wanted_only_while_they_can_matter() -> None:
     """Issue 27: the fast path only shrinks BE, so it is armed while BE pods use CPU on a node within
-    reach of the threshold (a rise of half the node would cross it), and disarmed otherwise."""
+    reach of the threshold (a rise of half the node would cross it), held armed for ARM_HOLD_SECONDS after
+    (BE at its quota floor hovers around the arming level), and disarmed otherwise."""
     h = make_harness(1, HT8, slo=be_slo())  # 8 cores, threshold 65 %: armed from 15 % of the node
     ls, be = setup_load(h, ls_cores=2.0, be_cores=3.0)  # node 5.5 cores
     plugin = started(h)
@@ -158,6 +160,10 @@ def test_fast_samples_are_wanted_only_while_they_can_matter() -> None:
     assert h.fast_samples_wanted
     h.clock.advance(1)
     set_usage(h, ls, be, 2.0, 0.05, 0.1)  # BE idle: nothing to take back
+    plugin.reconcile()
+    assert h.fast_samples_wanted, "disarmed a tick after it last mattered"
+    h.clock.advance(_budget.ARM_HOLD_SECONDS)
+    set_usage(h, ls, be, 2.0, 0.05, 0.1)
     plugin.reconcile()
     assert not h.fast_samples_wanted
     h.clock.advance(1)
