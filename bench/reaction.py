@@ -41,6 +41,7 @@ import argparse
 import itertools
 import json
 import os
+import shutil
 import signal
 import statistics
 import sys
@@ -316,6 +317,7 @@ def run_config(
         if agent is not None:
             agent.stop()
         kp.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> None:
@@ -378,13 +380,8 @@ def main() -> None:
         args.threshold,
         idle_pods=args.pods,
     )
-    out: dict[str, object] = {
-        "bench": "reaction",
-        "trials": trials,
-        "idle_pods": args.pods,
-        "threshold_percent": args.threshold,
-        "fast_sample_interval": args.fast_interval,
-    }
+    out: dict[str, object] = {"bench": "reaction", "trials": trials, "idle_pods": args.pods}
+    out.update(threshold_percent=args.threshold, fast_sample_interval=args.fast_interval)
     out.update({f"fast_{k}": round(v, 1) for k, v in fast.items() if not k.startswith("probe_")})
     out.update({k: round(v, 2) for k, v in fast.items() if k.startswith("probe_")})
     if raw is not None:
