@@ -47,26 +47,6 @@ ALLOWED_NAMES = {
     "log_message": "http.server handler hook",
 }
 PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
-    # The FrameworkExtender's reservation hooks: the contract the Reservation plugin, NodeNUMAResource and
-    # DeviceShare implement (issue 26); nothing calls them until those plugins exist.
-    "reservation hooks": {
-        "koord/scheduler/framework/extension.py": (
-            "ReservationFilterPlugin",
-            "ReservationNominator",
-            "ReservationPreBindPlugin",
-            "ReservationRestorePlugin",
-            "ReservationScorePlugin",
-            "filter_nominate_reservation",
-            "filter_reservation",
-            "nominate_reservation",
-            "pre_bind_reservation",
-            "pre_restore_reservation",
-            "reservation",
-            "restore_reservation",
-            "score_reservation",
-            "unmatched",
-        ),
-    },
     # The pod-side half of the node-scheduler contract (docs/node-scheduler-contract.md): koord-scheduler's
     # NodeNUMAResource (issue 26, being built on another branch) reads what the pods ask for and the
     # kubelet's allocations with these; the agent only writes the annotations and reads resource-status.

@@ -117,6 +117,7 @@ def run(pods: int) -> dict[str, Any]:
 
             if not wait_until(written, 30, step=0.002):
                 raise AssertionError(f"pod {uid} not written in 30 s:\n{agent.tail()}")
+
             def events(uid: str = uid) -> list[dict[str, Any]]:
                 return [e for e in agent.get("/events?limit=100000")["events"] if uid in str(e["path"])]
 

@@ -12,11 +12,20 @@ Printed, each beside a floor measured in the same run:
 - **gangs**: 1000 nodes, gangs of 10 (one in 20 cannot fit) in Koordinator's profile: pods/s with every
   gang created at once, and the time from a gang's last member created to all members bound (p50/p99) with
   gangs arriving one by one, beside plain pods on the same cluster and profile (``bench/workloads/gang.py``).
+- **reservations**: 1000 nodes, owners scheduled into Available reservations, other pods beside them,
+  reservations scheduled as reserve pods, beside plain pods (``bench/workloads/reservation.py``).
 - **end to end** against the test API server: pods/s from the first pending pod to the last binding, by
   the real ``koord-scheduler`` process; floor: the server's own bind throughput (16 threads POSTing
   bindings with the official client).
 - **quota**: the same algorithm run with 20 ElasticQuotas over the 5000 nodes (:mod:`bench.workloads.quota`),
   beside the plain workload's pods/s of this run.
+- **gpu**: 1000 nodes of 8 GPUs (Device objects) and GPU pods, whole and half GPUs, with DeviceShare at
+  the points of Koordinator's profile (:mod:`bench.workloads.devices`), beside the plain workload's pods/s
+  at 1000 nodes of this run.
+- **NUMA**: 1000 nodes of the shared 2-socket simulated topology, each reported by its
+  NodeResourceTopology, NodeNUMAResource added to the default profile (:mod:`bench.workloads.numa`): plain
+  pods with and without the plugin, LSR pods of 2 CPUs, LSR pods under a ``SingleNUMANode`` policy, beside
+  the basic workload's pods/s at 1000 nodes of this run.
 - **memory**: the scheduler's RSS with 5000 nodes and 100 000 bound pods cached (``--quick``: 20 000,
   with the per-pod cost), beside the RSS of the same process before the caches are built.
 """
@@ -36,7 +45,7 @@ from typing import Any
 
 import psutil
 
-from bench.workloads import affinity, basic, gang, quota
+from bench.workloads import affinity, basic, devices, gang, numa, quota, reservation
 from koord.scheduler.testing import MemoryScheduler
 
 NAME = "scheduler"
@@ -302,7 +311,10 @@ def main() -> None:
         result.update(quota.algorithm(5000, 1000, 3000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 2000))
+        result.update(devices.algorithm(1000, 1000, plain=result["pods_per_s_1000"]))
+        result.update(numa.algorithm(1000, 2000, 1000, 300, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 100, 10, rate=5.0))
+        result.update(reservation.algorithm(1000, 200))
         result.update(end_to_end(500, 1000))
         result.update(memory(5000, 20_000))
     else:
@@ -310,7 +322,10 @@ def main() -> None:
         result.update(quota.algorithm(5000, 1000, 10_000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 10_000))
+        result.update(devices.algorithm(1000, 4000, plain=result["pods_per_s_1000"]))
+        result.update(numa.algorithm(1000, 10_000, 5000, 1000, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 200, 10, rate=5.0))
+        result.update(reservation.algorithm(1000, 500))
         result.update(end_to_end(5000, 5000))
         result.update(memory(5000, 100_000))
     result["target_pods_per_s_5000"] = 300

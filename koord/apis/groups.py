@@ -57,8 +57,11 @@ NODE_RESOURCE_TOPOLOGIES = Resource(
     TOPOLOGY_GROUP, "v1alpha1", "noderesourcetopologies", "NodeResourceTopology", namespaced=False
 )
 """Written by the agent, one per node (``docs/node-scheduler-contract.md``); read by koord-scheduler."""
+DEVICES = Resource(SCHEDULING_GROUP, "v1alpha1", "devices", "Device", namespaced=False)
+"""One per node, named after it: the node's GPUs, RDMA NICs and FPGAs (read by DeviceShare)."""
 PODGROUPS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "podgroups", "PodGroup", namespaced=True)
 ELASTIC_QUOTAS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True)
+RESERVATIONS = Resource(SCHEDULING_GROUP, "v1alpha1", "reservations", "Reservation", namespaced=False)
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold resources on a node: every process lists pods with this selector (kube-scheduler's

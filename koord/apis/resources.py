@@ -111,3 +111,19 @@ def node_allocatable(node: Any) -> ResourceList:
     if not isinstance(doc, Mapping) or not raw or len(raw) != len(doc) or raw == allocatable:
         return allocatable  # unparsable entries make Go's unmarshal fail as a whole
     return {**allocatable, **raw}
+
+
+def is_extended_resource(name: str) -> bool:
+    """kube's ``IsExtendedResourceName``: a prefixed name outside ``kubernetes.io/`` and not ``requests.``."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def is_scalar_resource(name: str) -> bool:
+    """kube-scheduler's ``IsScalarResourceName``: the names a NodeInfo keeps as scalar resources
+    (extended, ``hugepages-*``, ``kubernetes.io/``-prefixed and ``attachable-volumes-*``); not ``cpu``,
+    ``memory``, ``ephemeral-storage`` or ``pods``."""
+    return (
+        is_extended_resource(name)
+        or name.startswith(("hugepages-", "attachable-volumes-"))
+        or "kubernetes.io/" in name
+    )

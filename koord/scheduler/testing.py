@@ -137,6 +137,8 @@ class MemoryScheduler:
         self.nodes = self.informers["nodes"]
         self.api = MemoryAPI(self._bound)
         self.api.patch_object = self._patch_object  # type: ignore[method-assign]
+        self.api.delete_object = self._delete_object  # type: ignore[method-assign]
+        self.api.patch_metadata = self._patch_metadata  # type: ignore[method-assign]
         registry = plugin_registry(entry_points=lambda: [])
         for name, factory in (plugins or {}).items():
             registry.register(name, factory)
@@ -180,16 +182,40 @@ class MemoryScheduler:
         self.add_pod({**base, "spec": {**(base.get("spec") or {}), "nodeName": node}})
 
     def _patch_object(
-        self, resource: groups.Resource, namespace: str, name: str, patch: Mapping[str, Any]
+        self,
+        resource: groups.Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
     ) -> None:
         """Record the patch, and hand the patched object to the caches holding it (the watch's event)."""
-        type(self.api).patch_object(self.api, resource, namespace, name, patch)
+        type(self.api).patch_object(self.api, resource, namespace, name, patch, subresource=subresource)
         key = f"{namespace}/{name}" if namespace else name
+        if resource == groups.PODS and not subresource:
+            current = self.pods.get(key)
+            if current is not None:
+                self.add_pod(apply_merge_patch(current, patch))
+            return
         for store_name in self.handle.watched(resource):
             store = self.informers[store_name]
             current = store.get(key)
             if current is not None:
                 store.put(apply_merge_patch(current, patch))
+
+    def _patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None:
+        """Record the pod's PreBind PATCH and apply it to the cached pod (the watch's event)."""
+        type(self.api).patch_metadata(self.api, pod, patch)
+        meta = pod.get("metadata") or {}
+        current = self.pods.get(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+        if current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid"):
+            self.add_pod(apply_merge_patch(current, patch))
+
+    def _delete_object(self, resource: groups.Resource, namespace: str, name: str) -> None:
+        type(self.api).delete_object(self.api, resource, namespace, name)
+        for store_name in self.handle.watched(resource):
+            self.informers[store_name].remove(f"{namespace}/{name}" if namespace else name)
 
     def _pod_stores(self) -> list[Any]:
         """The pod caches: the scheduler's (non-terminated pods) and those plugins watch (by label...)."""
@@ -241,9 +267,14 @@ class MemoryScheduler:
             if self._writes() == before:
                 return
 
-    def _writes(self) -> tuple[int, int, int]:
+    def _writes(self) -> tuple[int, int, int, int]:
         api = self.api
-        return len(api.object_patches), len(api.events), sum(map(len, api.statuses.values()))
+        return (
+            len(api.object_patches),
+            len(api.events),
+            sum(map(len, api.statuses.values())),
+            len(api.deleted_objects),
+        )
 
     def settle(self) -> None:
         """Wait for every binding submitted so far."""

@@ -11,10 +11,16 @@ two must agree. :data:`TWO_SOCKETS` is the topology the contract's tests share (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from koord.apis import nrt
 from koord.apis.cpulist import format_cpuset
+from koord.apis.noderesourcetopology import NodeTopologyStatus, ResourceInfo, Zone, new_object, zone_name
 from koord.apis.nrt import CPUDetail
+from koord.apis.numa import dumps
+from koord.apis.quantity import format_bytes
 
 GiB = 1 << 30
 
@@ -73,3 +79,55 @@ class SimulatedTopology:
 TWO_SOCKETS = SimulatedTopology(sockets=2, numa_per_socket=2, cores_per_numa=2, threads=2)
 """2 sockets x 2 NUMA nodes x 2 cores x 2 threads: NUMA node n holds cores 2n, 2n+1 and CPUs
 ``{2n, 2n+1, 2n+8, 2n+9}``; socket s holds NUMA nodes 2s and 2s+1."""
+
+
+def node_resource_topology(
+    node: str,
+    topo: SimulatedTopology,
+    *,
+    policy: str = "None",
+    kubelet: nrt.KubeletCPUManagerPolicy | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The NodeResourceTopology object the agent reports for an idle node of ``topo`` (no pods bound,
+    every CPU in the share pools), as the scheduler's tests and benchmarks feed it: ``policy`` is the
+    ``topologyPolicies`` entry, ``kubelet`` the CPU manager annotation (default ``{"policy":"none"}``),
+    ``annotations`` any to add or replace."""
+    details = topo.cpu_details()
+    pools = nrt.pools_from_cpus(details)
+    zones = []
+    for n in range(topo.numa_nodes):
+        cpus = str(len(topo.numa_cpus(n)))
+        huge = topo.hugepages_2m_per_numa * (2 << 20) + topo.hugepages_1g_per_numa * (1 << 30)
+        memory = format_bytes(topo.memory_per_numa - huge)
+        two_m = format_bytes(topo.hugepages_2m_per_numa * (2 << 20))
+        one_g = format_bytes(topo.hugepages_1g_per_numa * (1 << 30))
+        zones.append(
+            Zone(
+                zone_name(n),
+                resources=(
+                    ResourceInfo("cpu", cpus, cpus, cpus),
+                    ResourceInfo("hugepages-1Gi", one_g, one_g, one_g),
+                    ResourceInfo("hugepages-2Mi", two_m, two_m, two_m),
+                    ResourceInfo("memory", memory, memory, memory),
+                ),
+            )
+        )
+    kubelet = kubelet or nrt.KubeletCPUManagerPolicy(nrt.KUBELET_POLICY_NONE)
+    basic = nrt.CPUBasicInfo(topo.model, topo.threads > 1, True, "", topo.vendor)
+    status = NodeTopologyStatus(
+        tuple(zones),
+        policy,
+        {
+            nrt.ANNOTATION_CPU_BASIC_INFO: dumps(basic.to_json()),
+            nrt.ANNOTATION_CPU_TOPOLOGY: nrt.cpu_topology_json(details),
+            nrt.ANNOTATION_CPU_SHARED_POOLS: nrt.share_pools_json(pools),
+            nrt.ANNOTATION_KUBELET_CPU_MANAGER_POLICY: dumps(kubelet.to_json()),
+            nrt.ANNOTATION_BE_CPU_SHARED_POOLS: nrt.share_pools_json(pools),
+            nrt.ANNOTATION_POD_CPU_ALLOCS: nrt.pod_cpu_allocs_json(()),
+            nrt.ANNOTATION_NODE_RESERVATION: "{}",
+            nrt.ANNOTATION_SYSTEM_QOS_RESOURCE: "{}",
+            **(annotations or {}),
+        },
+    )
+    return status.apply_to(new_object(node, ""))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import sys
 import threading
 from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,14 @@ class ConnectionServer(ThreadingHTTPServer):
                 return
             request = wrapped
         self.process_request_thread(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that resets or drops its connection mid-request (a bench stopping its clients, an
+        # informer cut at shutdown) is routine for an API server: kube-apiserver logs nothing for it.
+        # socketserver's default prints a traceback for each; keep that only for real handler faults.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return
+        super().handle_error(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
         with self._conn_lock:

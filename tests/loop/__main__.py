@@ -13,12 +13,15 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
 from koordlet.testing.cgroups import unavailable
-from tests.loop import scenario
+from tests.loop import numa, scenario
 from tests.loop.report import problems, summary
+
+SCENARIOS = ("colocation", "numa")
 
 
 def preflight() -> str:
@@ -30,6 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.loop", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--keep", action="store_true", help="keep the work directory (logs, configs) afterwards"
+    )
+    parser.add_argument(
+        "--scenario",
+        choices=[*SCENARIOS, "all"],
+        default="all",
+        help="colocation (load-aware placement and descheduling), numa (NodeNUMAResource and the agent's "
+        "cpuset and batch-resource hooks), or both (default)",
     )
     args = parser.parse_args(argv)
     why = preflight()
@@ -46,17 +56,15 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt  # the same clean-up as Ctrl-C
 
     signal.signal(signal.SIGTERM, on_term)
-    report, failure = None, ""
-    try:
-        report = scenario.run(work, say)
-    except KeyboardInterrupt:
-        failure = "interrupted"
-    except Exception as err:
-        failure = f"{type(err).__name__}: {err}"
-    say("loop", f"every process stopped, every pod cgroup removed ({time.monotonic() - started:.0f}s)")
-    found = problems(report, scenario.HOT, scenario.NODES[1:]) if report is not None else [failure]
-    if report is not None:
-        print(summary(report, scenario.HOT))
+    found: list[str] = []
+    for name in SCENARIOS if args.scenario == "all" else (args.scenario,):
+        try:
+            found += run_one(name, work / name, say)
+        except KeyboardInterrupt:
+            found.append("interrupted")
+        say("loop", f"every process stopped, every pod cgroup removed ({time.monotonic() - started:.0f}s)")
+        if "interrupted" in found:
+            break
     for p in found:
         print(f"FAILED: {p}", file=sys.stderr)
     if found or args.keep:
@@ -64,6 +72,22 @@ def main(argv: list[str] | None = None) -> int:
     else:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if found else 0
+
+
+def run_one(name: str, work: Path, say: Callable[[str, str], None]) -> list[str]:
+    """Run one scenario; what it did not show (empty: it told its whole story)."""
+    report: numa.NumaReport | scenario.Report | None = None
+    try:
+        report = numa.run(work, say) if name == "numa" else scenario.run(work, say)
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:
+        return [f"{type(err).__name__}: {err}"]
+    if isinstance(report, numa.NumaReport):
+        print(numa.summary(report))
+        return numa.problems(report)
+    print(summary(report, scenario.HOT))
+    return problems(report, scenario.HOT, scenario.NODES[1:])
 
 
 if __name__ == "__main__":

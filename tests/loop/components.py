@@ -222,9 +222,17 @@ class AgentProc:
 
 
 def agent(
-    node: str, kubeconfig: Path, work: Path, *, cgroup_parent: str, proc_root: Path, kubelet_port: int
+    node: str,
+    kubeconfig: Path,
+    work: Path,
+    *,
+    cgroup_parent: str,
+    proc_root: Path,
+    kubelet_port: int,
+    extra: Sequence[str] = (),
 ) -> AgentProc:
-    """One node's koordlet: its own name, kubepods parent, ``/proc`` view, kubelet port and state."""
+    """One node's koordlet: its own name, kubepods parent, ``/proc`` view, kubelet port and state;
+    ``extra`` flags after the loop's own."""
     state = work / node
     state.mkdir(parents=True, exist_ok=True)
     flags = [
@@ -237,5 +245,6 @@ def agent(
         "--node-metric-report-min-interval=2s",
         # The loop is about the cluster side: QoS plugins off, so the node's load is what its pods burn.
         "--feature-gates=BECPUSuppress=false,CPUBurst=false",
+        *extra,
     ]
     return AgentProc(f"koordlet-{node}", Agent(state, *flags, env={"NODE_NAME": node}, kubeconfig=kubeconfig))

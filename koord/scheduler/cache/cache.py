@@ -137,6 +137,15 @@ class Cache:
             state = self._pods.get(uid)
             return state is not None and state.assumed
 
+    def invalidate(self, name: str) -> None:
+        """A snapshot's row of ``name`` was changed for one cycle (a plugin gave a pod room a reservation
+        holds for it): the next :meth:`update_snapshot` copies the node again (Koordinator's
+        ``InvalidNodeInfo``)."""
+        with self._lock:
+            info = self._nodes.get(name)
+            if info is not None:
+                self._touch(info)
+
     def counts(self) -> tuple[int, int, int]:
         """(nodes, pods, assumed pods)."""
         with self._lock:

@@ -2,8 +2,8 @@
 pods/<name>/binding`` with the pod's UID as precondition, as DefaultBinder does), the ``PodScheduled``
 condition and ``nominatedNodeName`` (status PATCH), the one metadata PATCH of DefaultPreBind, Events, and
 the deletion of preemption victims; for plugins' own objects (an ElasticQuota's or a PodGroup's
-status...), a create, a JSON merge patch, and a pod's eviction (``policy/v1``, as Koordinator's quota
-revoke evicts).
+status, a Reservation's...), a create, a JSON merge patch (of a subresource too), a deletion, and a pod's
+eviction (``policy/v1``, as Koordinator's quota revoke evicts).
 :class:`MemoryAPI` does the same in memory (benchmarks, tests);
 :class:`FencedAPI` wraps either so that only the leader writes.
 """
@@ -48,8 +48,21 @@ class ClusterAPI(Protocol):
     def create_object(self, resource: Resource, obj: Obj) -> None:
         """``POST`` ``obj`` (``APIFailed`` with ``conflict`` when it exists already)."""
 
-    def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        """A JSON merge patch of the object (``APIFailed`` with ``gone`` when it does not exist)."""
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> None:
+        """A JSON merge patch of the object, or of its ``subresource`` (``status``); ``APIFailed`` with
+        ``gone`` when it does not exist, with ``conflict`` when a ``metadata.resourceVersion`` in the patch
+        is not the object's."""
+
+    def delete_object(self, resource: Resource, namespace: str, name: str) -> None:
+        """``DELETE`` the object (one gone already: ``APIFailed`` with ``gone``)."""
 
     def evict_pod(self, pod: Obj) -> None:
         """``POST pods/<name>/eviction`` (a ``policy/v1`` Eviction: PodDisruptionBudgets apply)."""
@@ -136,13 +149,27 @@ class KubeAPI:
         name = str((obj.get("metadata") or {}).get("name") or "")
         self._send(f"create {resource.kind} {ns}/{name}", "POST", resource.path(namespace=ns), dict(obj))
 
-    def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> None:
+        path = resource.path(name, namespace) + (f"/{subresource}" if subresource else "")
         self._send(
             f"patch {resource.kind} {namespace}/{name}",
             "PATCH",
-            resource.path(name, namespace),
+            path,
             dict(patch),
             "application/merge-patch+json",
+        )
+
+    def delete_object(self, resource: Resource, namespace: str, name: str) -> None:
+        self._send(
+            f"delete {resource.kind} {namespace}/{name}", "DELETE", resource.path(name, namespace), None
         )
 
     def evict_pod(self, pod: Obj) -> None:
@@ -172,6 +199,8 @@ class MemoryAPI:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         """Objects plugins created, by (plural, namespace, name), with their patches applied."""
         self.object_patches: list[tuple[str, str, str, Mapping[str, Any]]] = []
+        """(plural or ``plural/subresource``, namespace, name, patch) of every object patch."""
+        self.deleted_objects: list[tuple[str, str, str]] = []
         self.fail_bind: Callable[[Obj, str], str] | None = None
         """A test hook: the error to raise for a binding (``""``: bind)."""
         self._on_bind = on_bind
@@ -219,12 +248,26 @@ class MemoryAPI:
                 raise APIFailed(f"{resource.kind} {key[1]}/{key[2]} already exists", conflict=True)
             self.objects[key] = json.loads(json.dumps(obj))
 
-    def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> None:
+        what = f"{resource.plural}/{subresource}" if subresource else resource.plural
         with self._lock:
-            self.object_patches.append((resource.plural, namespace, name, json.loads(json.dumps(patch))))
+            self.object_patches.append((what, namespace, name, json.loads(json.dumps(patch))))
             target = self.objects.get((resource.plural, namespace, name))
             if target is not None:
                 _merge(target, patch)
+
+    def delete_object(self, resource: Resource, namespace: str, name: str) -> None:
+        with self._lock:
+            self.deleted_objects.append((resource.plural, namespace, name))
+            self.objects.pop((resource.plural, namespace, name), None)
 
     def evict_pod(self, pod: Obj) -> None:
         ns, name, _ = _meta(pod)
@@ -297,9 +340,21 @@ class FencedAPI:
         with self._write(f"create {resource.kind}", obj):
             self.inner.create_object(resource, obj)
 
-    def patch_object(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> None:
         with self._write(f"patch {resource.kind}", {"metadata": {"namespace": namespace, "name": name}}):
-            self.inner.patch_object(resource, namespace, name, patch)
+            self.inner.patch_object(resource, namespace, name, patch, subresource=subresource)
+
+    def delete_object(self, resource: Resource, namespace: str, name: str) -> None:
+        with self._write(f"delete {resource.kind}", {"metadata": {"namespace": namespace, "name": name}}):
+            self.inner.delete_object(resource, namespace, name)
 
     def evict_pod(self, pod: Obj) -> None:
         with self._write("evict", pod):

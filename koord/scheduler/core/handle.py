@@ -3,7 +3,8 @@ current cycle, the informer caches by name, change notifications, the clock, the
 pods, Events, the one merged PATCH of PreBind (DefaultPreBind), what preemption needs of the scheduler
 (the profile's filters over what-if nodes, the nominated pods, victims' deletion, the queue, metrics), and
 the writes of plugins' controllers (create or patch their own objects, such as a PodGroup's or an
-ElasticQuota's status; evict a pod).
+ElasticQuota's status; evict a pod), the pods that exist only in the scheduler (a Reservation's reserve
+pod), and a cycle's changed copy of a node (a reservation's room given back to its owner).
 
 The scheduler attaches itself when it is built (:meth:`SchedulerHandle.attach`); changes to the caches
 plugins asked for (:meth:`SchedulerHandle.watch`) then become cluster events for the queue when some
@@ -16,11 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from koord.apis import groups
+from koord.apis.reservepod import reservation_name
 from koord.kube.informer import EventHandler
 from koord.kube.informers import Watch, cluster_watches
 from koord.kube.trim import compact
 from koord.scheduler.core.api import APIFailed, ClusterAPI
-from koord.scheduler.core.eventhandlers import cache_events
+from koord.scheduler.core.eventhandlers import EventHandlers, cache_events
 from koord.scheduler.framework.cycle import filter_one
 from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
 from koord.scheduler.framework.interface import CycleState, ObjHandler, Status, Store, UpdateHandler
@@ -36,6 +38,16 @@ PATCH_KEY = "koord.scheduler/prebind-patch"
 """Where PreBind plugins' metadata changes gather in the cycle state until DefaultPreBind sends them."""
 
 
+def send_patch(api: ClusterAPI, pod: Obj, patch: Mapping[str, Any]) -> None:
+    """The merged PreBind PATCH onto the pod; a reserve pod's onto its Reservation (Koordinator's PreBind
+    applies a reserve pod's patch to the reservation)."""
+    reservation = reservation_name(pod)
+    if reservation:
+        api.patch_object(groups.RESERVATIONS, "", reservation, patch)
+    else:
+        api.patch_metadata(pod, patch)
+
+
 def merge_patch(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
     """RFC 7386 merge of ``patch`` into ``into`` (nested objects merged, the rest replaced)."""
     for key, value in patch.items():
@@ -43,6 +55,10 @@ def merge_patch(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
             merge_patch(into[key], value)
         else:
             into[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+def _bound(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
 
 
 class SchedulerHandle:
@@ -67,6 +83,8 @@ class SchedulerHandle:
         self._clock = clock
         self._watched: dict[str, groups.Resource] = {}
         self._scheduler: Scheduler | None = None
+        self._early: list[tuple[Obj | None, Obj | None]] = []
+        """Virtual pod changes (old, new) told before a scheduler attached, replayed when one does."""
 
     def attach(self, scheduler: Scheduler) -> None:
         """Serve ``scheduler`` (done by the scheduler itself): its profiles, queue, nominator and metrics
@@ -83,6 +101,9 @@ class SchedulerHandle:
         for name, resource in self._watched.items():
             if resource.kind in kinds:
                 self.informers[name].add_handler(cache_events(scheduler, resource.kind))
+        early, self._early = self._early, []
+        for old, new in early:
+            self._virtual(old, new)
 
     def _attached(self) -> Scheduler:
         if self._scheduler is None:
@@ -98,6 +119,52 @@ class SchedulerHandle:
     def watched(self, resource: groups.Resource) -> list[str]:
         """The names of the caches plugins asked for with :meth:`watch` that hold ``resource``."""
         return [name for name, r in self._watched.items() if r == resource]
+
+    # ---- virtual pods -------------------------------------------------------------------------------
+
+    def add_virtual_pod(self, pod: Obj) -> None:
+        """A pod that exists only in the scheduler (Koordinator's reserve pod): pending, it is queued and
+        scheduled as pods are; with ``spec.nodeName``, it holds its room in the cache as a bound pod."""
+        self._virtual(None, pod)
+
+    def update_virtual_pod(self, old: Obj, new: Obj) -> None:
+        self._virtual(old, new)
+
+    def delete_virtual_pod(self, pod: Obj) -> None:
+        self._virtual(pod, None)
+
+    def _virtual(self, old: Obj | None, new: Obj | None) -> None:
+        """The change as the pods informer would tell it; told twice (several profiles' plugins feed the
+        same pods), it counts once."""
+        sched = self._scheduler
+        if sched is None:
+            self._early.append((old, new))
+            return
+        handlers = EventHandlers(sched)
+        key = PodInfo(new if new is not None else old or {}).key
+        current = sched.virtual_pods.get(key)
+        if new is None:
+            if current is None:
+                return
+            del sched.virtual_pods[key]
+            handlers.pod_deleted(current)
+            return
+        if current == new:
+            return
+        sched.virtual_pods[key] = new
+        if current is None:
+            handlers.pod_added(new)
+        elif _bound(current) and not _bound(new):  # back to pending: out of the cache, into the queue
+            handlers.pod_deleted(current)
+            handlers.pod_added(new)
+        else:
+            handlers.pod_updated(current, new)
+
+    def replace_node_info(self, info: NodeInfo) -> None:
+        """For the current cycle only, the snapshot's row of ``info.name`` is ``info`` (a plugin's changed
+        copy: the room a reservation holds given back to its owner); the next cycle sees the cache's again."""
+        self._snapshot.set(info)
+        self._attached().cache.invalidate(info.name)
 
     # ---- views --------------------------------------------------------------------------------------
 
@@ -223,7 +290,7 @@ class SchedulerHandle:
             return None
         state.delete(PATCH_KEY)
         try:
-            self.api.patch_metadata(pod, pending)
+            send_patch(self.api, pod, pending)
         except APIFailed as err:
             return Status.error(str(err))
         return None
@@ -236,6 +303,10 @@ class SchedulerHandle:
         merge_patch(pending, patch)
 
     def delete_pod(self, pod: Obj) -> Status | None:
+        sched = self._scheduler
+        if sched is not None and PodInfo(pod).key in sched.virtual_pods:
+            # A reserve pod chosen as a preemption victim: its reservation is not the victim's to end.
+            return Status.error(f"{PodInfo(pod).key} exists only in the scheduler and cannot be deleted")
         try:
             self.api.delete_pod(pod)
         except APIFailed as err:
@@ -288,12 +359,25 @@ class SchedulerHandle:
         return None
 
     def patch_object(
-        self, resource: groups.Resource, namespace: str, name: str, patch: Mapping[str, Any]
+        self,
+        resource: groups.Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
     ) -> Status | None:
         try:
-            self.api.patch_object(resource, namespace, name, patch)
+            self.api.patch_object(resource, namespace, name, patch, subresource=subresource)
         except APIFailed as err:
             return Status.error(str(err))
+        return None
+
+    def delete_object(self, resource: groups.Resource, namespace: str, name: str) -> Status | None:
+        try:
+            self.api.delete_object(resource, namespace, name)
+        except APIFailed as err:
+            return None if err.gone else Status.error(str(err))
         return None
 
     def evict_pod(self, pod: Obj) -> Status | None:

@@ -27,7 +27,8 @@ from koord.scheduler.framework.cycle import (
 from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.framework.nominator import nominated_node_name
-from koord.scheduler.framework.runtime import NARROWED_BY, Framework, PluginFailure, go_list
+from koord.scheduler.framework.runtime import NARROWED_BY, Framework, PluginFailure, call, go_list
+from koord.scheduler.framework.types import Obj, PreFilterResult
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
     result, rejected = fw.run_pre_filter(state, pod)
     if rejected is None and ext.pre_filter:
         rejected = ext.after_pre_filter(state, pod, result)
+    if rejected is None and ext.prefer_nodes is not None:
+        result, rejected = _preferred(sched, fw, state, pod, result)
     if rejected is not None:
         if not rejected.is_rejected:
             raise PluginFailure(rejected.plugin, "preFilter", rejected.message or rejected.code.name)
@@ -117,6 +120,27 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
     scores = plugin_scores(fw, state, pod, feasible)
     totals = weighted_total(scores, len(feasible))
     return feasible.info(select_host(feasible, totals, sched.rng)).name
+
+
+def _preferred(
+    sched: Scheduler, fw: Framework, state: CycleState, pod: Obj, result: PreFilterResult | None
+) -> tuple[PreFilterResult | None, Status | None]:
+    """Koordinator's ``RunPreferNodesPlugin``: the first preferred node that passes every filter (after
+    the BeforeFilter transformers, with the pods nominated there) becomes the only candidate."""
+    plugin = fw.extensions.prefer_nodes
+    assert plugin is not None
+    answer = call(plugin.name, "preferNodes", plugin.prefer_nodes, state, pod, result)
+    if isinstance(answer, Status):
+        passed = answer.code is Code.SKIP or answer.is_success
+        return result, None if passed else answer.with_plugin(plugin.name)
+    for name in answer:
+        info = sched.snapshot.node_info(name)
+        if info is None:
+            continue
+        p, ni, _ = fw.extensions.before_filter(state, pod, info)
+        if filter_one(fw, state, p, ni) is None:
+            return PreFilterResult(frozenset((name,))), None
+    return result, None
 
 
 def _post_filter_statuses(sched: Scheduler, fit: FitError) -> Mapping[str, Status]:

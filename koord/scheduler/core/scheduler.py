@@ -21,7 +21,7 @@ import numpy as np
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.fiterror import FitError
-from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle
+from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle, send_patch
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.reporter import StatusReporter
 from koord.scheduler.core.schedule import schedule_one
@@ -83,6 +83,8 @@ class Scheduler:
         self.waiting = waiting
         self.pods = pods
         """The pods informer cache (``namespace/name`` keys): the truth about a pod's current state."""
+        self.virtual_pods: dict[str, Obj] = {}
+        """Pods that exist only in the scheduler (reserve pods), by key: their truth (fed by the handle)."""
         self.config = options
         self.hooks = hooks or FailureHooks()
         self.rng = np.random.default_rng(seed)
@@ -231,7 +233,8 @@ class Scheduler:
 
     def gone(self, qpi: QueuedPodInfo) -> bool:
         """The pod was deleted (or is terminating, or was re-created under its name) or bound meanwhile."""
-        current = self.pods.get(qpi.info.key) if self.pods is not None else qpi.pod
+        key = qpi.info.key
+        current = self.virtual_pods.get(key) or (self.pods.get(key) if self.pods is not None else qpi.pod)
         if current is None:
             return True
         meta = current.get("metadata") or {}
@@ -281,7 +284,7 @@ class Scheduler:
             if st is None:
                 patch = state.get(PATCH_KEY)
                 if patch:  # what DefaultPreBind did not send (it is not enabled): one PATCH still
-                    self.api.patch_metadata(pod, patch)
+                    send_patch(self.api, pod, patch)
                     state.delete(PATCH_KEY)
                 # The node may have gone while Permit waited or PreBind ran: the API server would still
                 # accept the binding (it does not check the node), leaving the pod on no node.
@@ -304,7 +307,8 @@ class Scheduler:
         self.metrics.pod_attempts.observe(qpi.attempts)
         if qpi.initial_attempt is not None:
             self.metrics.scheduled(qpi.attempts, self._clock() - qpi.initial_attempt)
-        self.api.event(pod, "Normal", "Scheduled", f"Successfully assigned {qpi.info.key} to {node}")
+        if qpi.info.key not in self.virtual_pods:  # a reserve pod's Bind plugin tells its reservation
+            self.api.event(pod, "Normal", "Scheduled", f"Successfully assigned {qpi.info.key} to {node}")
         run_post_bind(fw, state, pod, node)
 
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:
@@ -376,7 +380,8 @@ class Scheduler:
         def default() -> None:
             self.queue.add_unschedulable(qpi)
             log.info("unable to schedule %s: %s", qpi.info.key, message)
-            self.reporter.report(qpi.pod, reason, message, nominated)
+            if qpi.info.key not in self.virtual_pods:  # no pod to tell: error handlers tell its owner
+                self.reporter.report(qpi.pod, reason, message, nominated)
 
         why = (
             err

@@ -9,8 +9,9 @@ forms ``filter_nodes``/``score_nodes`` over a :class:`NodeSet`), built by a fact
 (:mod:`.registry`: the built-ins plus the ``koordlet.scheduler_plugins`` entry points). The profile
 (:mod:`.profile`) enables plugins per extension point with weights and args; :mod:`.runtime`,
 :mod:`.cycle` and :mod:`.binding` run them; :mod:`.snapshot` is what one cycle sees, with node state in
-arrays; :mod:`.events` the cluster events and queueing hints a plugin registers. Nothing here talks to
-the API server.
+arrays; :mod:`.events` the cluster events and queueing hints a plugin registers; :mod:`.extension`
+Koordinator's FrameworkExtender, with the reservation hooks over :class:`ReservationInfo`
+(:mod:`.reservation`). Nothing here talks to the API server.
 """
 
 from koord.runtime.errors import InvalidArgs
@@ -57,6 +58,7 @@ from koord.scheduler.framework.interface import (
     WaitingPod,
 )
 from koord.scheduler.framework.nodeset import NodeSet
+from koord.scheduler.framework.reservation import PodRequirement, ReservationInfo
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
@@ -89,6 +91,7 @@ __all__ = [
     "Plugin",
     "PluginFactory",
     "PodInfo",
+    "PodRequirement",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",
@@ -100,6 +103,7 @@ __all__ = [
     "PreScorePlugin",
     "QueueSortPlugin",
     "QueueingHint",
+    "ReservationInfo",
     "ReservePlugin",
     "SchedulerHandle",
     "ScorePlugin",

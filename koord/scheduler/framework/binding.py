@@ -1,7 +1,8 @@
 """Permit, PreBind, Bind and PostBind (kube-scheduler's ``RunPermitPlugins`` ... ``RunPostBindPlugins``).
 
 Permit: each plugin allows (``None``), holds the pod (``Wait`` with a timeout, capped at 15 minutes, the
-first reported cap being kube-scheduler's) or rejects it. PreBind: the first failure stops the binding.
+first reported cap being kube-scheduler's) or rejects it. PreBind: the first failure stops the binding (a
+reserve pod's PreBind is its reservation's, see :func:`run_pre_bind`).
 Bind: the first plugin that does not answer ``SKIP`` decides. PostBind: informational, errors logged.
 """
 
@@ -9,15 +10,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from koord.scheduler.framework.extension import ReservationPreBindPlugin
 from koord.scheduler.framework.interface import MAX_PERMIT_WAIT, SKIP, Code, CycleState, Status
 from koord.scheduler.framework.pointtiming import extension_point
+from koord.scheduler.framework.reservation import ASSUMED_RESERVATION, ReservationInfo, is_reserve_pod
 from koord.scheduler.framework.runtime import PluginFailure, call, call_status
 from koord.scheduler.framework.types import Obj
 
 if TYPE_CHECKING:
-    from koord.scheduler.framework.runtime import Framework
+    from koord.scheduler.framework.runtime import Enabled, Framework
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +61,33 @@ def run_permit(
 
 @extension_point("PreBind")
 def run_pre_bind(fw: Framework, state: CycleState, pod: Obj, node_name: str) -> Status | None:
-    for e in fw.points.get("preBind", ()):
+    """PreBind plugins in order; a reserve pod is no pod: its PreBind is the PreBind plugins'
+    ``pre_bind_reservation`` (those that have one, in PreBind order), given the reservation its cycle
+    placed, and their ``patch_pod`` changes go onto the Reservation (Koordinator's ``RunPreBindPlugins``
+    for a reserve pod)."""
+    if not is_reserve_pod(pod):
+        return _each_pre_bind(
+            fw, [(e, e.plugin.pre_bind) for e in fw.points.get("preBind", ())], state, pod, node_name
+        )
+    reservation = state.get(ASSUMED_RESERVATION)
+    if not isinstance(reservation, ReservationInfo):
+        return Status(Code.ERROR, ("no reservation was placed in this reserve pod's cycle",))
+    calls = [
+        (e, e.plugin.pre_bind_reservation)
+        for e in fw.points.get("preBind", ())
+        if isinstance(e.plugin, ReservationPreBindPlugin)
+    ]
+    return _each_pre_bind(fw, calls, state, reservation, node_name)
+
+
+def _each_pre_bind(
+    fw: Framework, calls: list[tuple[Enabled, Callable[..., Any]]], state: CycleState, subject: Any, node: str
+) -> Status | None:
+    """The first failure of ``fn(state, subject, node)`` over ``calls``."""
+    for e, fn in calls:
         start = time.perf_counter()
         try:
-            st = call_status(e.name, "preBind", e.plugin.pre_bind, state, pod, node_name)
+            st = call_status(e.name, "preBind", fn, state, subject, node)
         except PluginFailure as err:
             st = Status(Code.ERROR, (str(err),))
         fw.timed(e.name, "preBind", start)

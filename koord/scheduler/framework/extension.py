@@ -6,6 +6,9 @@ profile implements them (in profile order; a profile without them pays nothing).
   ``after_pre_filter`` sees PreFilter's node subset, ``before_filter`` may replace a node's NodeInfo for the
   pod (e.g. give back what a reservation holds for it), ``before_score`` may replace the nodes to score,
   ``after_post_filter`` always runs after PostFilter.
+- ``prefer_nodes`` (Koordinator's ``PreferNodesPlugin``, the first plugin of the profile that has it): after
+  PreFilter, nodes to try first, in order; the first that passes every filter (with the pods nominated
+  there) becomes the cycle's only candidate, and none passing leaves the search as it was.
 - ``next_pod`` (Koordinator's ``NextPodPlugin``): before the scheduler takes the next pod from its queue,
   a plugin may name the pod to schedule next (Coscheduling hands out a gang's members back to back); the
   queue gives it up wherever it waits, unless another plugin gates it.
@@ -17,7 +20,11 @@ profile implements them (in profile order; a profile without them pays nothing).
 - The reservation hooks (:class:`ReservationRestorePlugin`, :class:`ReservationFilterPlugin`,
   :class:`ReservationScorePlugin`, :class:`ReservationNominator`, :class:`ReservationPreBindPlugin`): the
   interfaces the Reservation plugin and the plugins with fine-grained state (NodeNUMAResource, DeviceShare)
-  implement.
+  implement, over :class:`~.reservation.ReservationInfo`; :class:`ReservationHooks` runs a profile's, and a
+  plugin with ``use_reservation_hooks`` (:class:`ReservationHooksUser`) is handed them once the profile is
+  built (the Reservation plugin calls them; a plugin that allocates from a reservation at Reserve asks
+  ``hooks.nominate`` which one the pod uses). PreBind of a reserve pod runs ``pre_bind_reservation``
+  (:mod:`.binding`).
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from koord.scheduler.framework.interface import Code, CycleState, Plugin, Status
+from koord.scheduler.framework.interface import MAX_NODE_SCORE, Code, CycleState, Plugin, Status
+from koord.scheduler.framework.reservation import ReservationInfo
 from koord.scheduler.framework.types import NodeInfo, Obj, PreFilterResult
 
 log = logging.getLogger(__name__)
@@ -62,6 +70,15 @@ class PostFilterTransformer(Plugin, Protocol):
 
 
 @runtime_checkable
+class PreferNodesPlugin(Plugin, Protocol):
+    def prefer_nodes(
+        self, state: CycleState, pod: Obj, result: PreFilterResult | None
+    ) -> Sequence[str] | Status:
+        """The nodes to try first, in order; ``SKIP`` to search as usual; a rejection fails the cycle as a
+        PreFilter rejection does."""
+
+
+@runtime_checkable
 class NextPodPlugin(Plugin, Protocol):
     def next_pod(self) -> Obj | None:
         """The pending pod to schedule next, or ``None`` to let the queue decide."""
@@ -69,46 +86,69 @@ class NextPodPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class ReservationRestorePlugin(Plugin, Protocol):
-    """Give back, on a cloned NodeInfo, what the pod's matched reservations hold for it."""
+    """Give back, on the node the pod is filtered against, what the pod's matched reservations hold for it
+    in the plugin's own accounting (reserved CPUs, devices). The Reservation plugin has already taken the
+    matched reservations' reserve pods off ``node_info`` and the unmatched ones' owners' double count."""
 
-    def pre_restore_reservation(self, state: CycleState, pod: Obj) -> Status | None: ...
+    def pre_restore_reservation(self, state: CycleState, pod: Obj) -> Status | None:
+        """Once per cycle, before any node is restored."""
 
     def restore_reservation(
         self,
         state: CycleState,
         pod: Obj,
-        matched: Sequence[Any],
-        unmatched: Sequence[Any],
+        matched: Sequence[ReservationInfo],
+        unmatched: Sequence[ReservationInfo],
         node_info: NodeInfo,
-    ) -> tuple[Any, Status | None]: ...
+    ) -> tuple[Any, Status | None]:
+        """Per node with reservations: ``matched`` the pod may use, ``unmatched`` (with owners) it may
+        not; the plugin's restore state (kept for it, may be ``None``) and a failure."""
 
 
 @runtime_checkable
 class ReservationFilterPlugin(Plugin, Protocol):
     def filter_reservation(
-        self, state: CycleState, pod: Obj, reservation: Any, node_name: str
-    ) -> Status | None: ...
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
+    ) -> Status | None:
+        """At Filter: may the pod use ``reservation`` on its node (a rejection's reasons are shown)."""
 
     def filter_nominate_reservation(
-        self, state: CycleState, pod: Obj, reservation: Any, node_name: str
-    ) -> Status | None: ...
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
+    ) -> Status | None:
+        """When a reservation is nominated (PreScore or Reserve): may it be the pod's."""
 
 
 @runtime_checkable
 class ReservationScorePlugin(Plugin, Protocol):
-    def score_reservation(self, state: CycleState, pod: Obj, reservation: Any, node_name: str) -> int:
-        """0..100."""
+    def score_reservation(
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
+    ) -> int:
+        """0..100; the nominator prefers the reservation with the highest sum."""
 
 
 @runtime_checkable
 class ReservationNominator(Plugin, Protocol):
-    def nominate_reservation(self, state: CycleState, pod: Obj, node_name: str) -> tuple[Any, Status | None]:
-        """The reservation the pod will use on ``node_name`` (``None``: none)."""
+    def nominate_reservation(
+        self, state: CycleState, pod: Obj, node_name: str
+    ) -> tuple[ReservationInfo | None, Status | None]:
+        """The reservation the pod will use on ``node_name`` (``None``: none); the same answer for the
+        rest of the cycle."""
 
 
 @runtime_checkable
 class ReservationPreBindPlugin(Plugin, Protocol):
-    def pre_bind_reservation(self, state: CycleState, reservation: Any, node_name: str) -> Status | None: ...
+    def pre_bind_reservation(
+        self, state: CycleState, reservation: ReservationInfo, node_name: str
+    ) -> Status | None:
+        """Binding a reserve pod: called instead of ``pre_bind`` (``reservation`` has ``status.nodeName``
+        set); ``handle.patch_pod`` changes go onto the Reservation object."""
+
+
+@runtime_checkable
+class ReservationHooksUser(Plugin, Protocol):
+    def use_reservation_hooks(self, hooks: ReservationHooks) -> None:
+        """Called once the profile is built, with its plugins' reservation hooks (Koordinator's plugins
+        reach them through the FrameworkExtender handle)."""
 
 
 @runtime_checkable
@@ -157,6 +197,7 @@ class Extensions:
         self.score = [p for p in plugins if isinstance(p, ScoreTransformer)]
         self.post_filter = [p for p in plugins if isinstance(p, PostFilterTransformer)]
         self.next_pod = [p for p in plugins if isinstance(p, NextPodPlugin)]
+        self.prefer_nodes = next((p for p in plugins if isinstance(p, PreferNodesPlugin)), None)
 
     def before_pre_filter(self, state: CycleState, pod: Obj) -> tuple[Obj, Status | None]:
         for p in self.pre_filter:
@@ -230,3 +271,77 @@ def _safe(handler: ErrorHandler, pod: Obj, why: Status | Exception) -> bool:
     except Exception:
         log.exception("scheduling-failure handler failed")
         return False
+
+
+class ReservationHooks:
+    """The reservation hooks of one profile's plugins, in profile order (Koordinator's
+    ``RunReservationExtension*``, ``RunReservationFilterPlugins``, ``RunNominateReservationFilterPlugins``,
+    ``RunReservationScorePlugins``); the nominator is the first plugin that nominates."""
+
+    def __init__(self, plugins: Sequence[Any]) -> None:
+        self.restorers = [p for p in plugins if isinstance(p, ReservationRestorePlugin)]
+        self.filters = [p for p in plugins if isinstance(p, ReservationFilterPlugin)]
+        self.scorers = [p for p in plugins if isinstance(p, ReservationScorePlugin)]
+        self.nominator = next((p for p in plugins if isinstance(p, ReservationNominator)), None)
+
+    def pre_restore(self, state: CycleState, pod: Obj) -> Status | None:
+        return _first_failure([(p.name, p.pre_restore_reservation) for p in self.restorers], state, pod)
+
+    def restore(
+        self,
+        state: CycleState,
+        pod: Obj,
+        matched: Sequence[ReservationInfo],
+        unmatched: Sequence[ReservationInfo],
+        node_info: NodeInfo,
+    ) -> tuple[dict[str, Any], Status | None]:
+        """Every restore plugin on one node: their states by plugin name, and the first failure."""
+        states: dict[str, Any] = {}
+        for p in self.restorers:
+            kept, st = p.restore_reservation(state, pod, matched, unmatched, node_info)
+            if st is not None and not st.is_success:
+                return states, st.with_plugin(p.name)
+            if kept is not None:
+                states[p.name] = kept
+        return states, None
+
+    def filter(self, state: CycleState, pod: Obj, reservation: ReservationInfo, node: str) -> Status | None:
+        return _first_failure(
+            [(p.name, p.filter_reservation) for p in self.filters], state, pod, reservation, node
+        )
+
+    def filter_nominate(
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node: str
+    ) -> Status | None:
+        calls = [(p.name, p.filter_nominate_reservation) for p in self.filters]
+        return _first_failure(calls, state, pod, reservation, node)
+
+    def scores(
+        self, state: CycleState, pod: Obj, reservations: Sequence[ReservationInfo], node: str
+    ) -> list[int]:
+        """The sum of every score plugin's score of each reservation (each 0..100, else ValueError)."""
+        totals = [0] * len(reservations)
+        for p in self.scorers:
+            for i, r in enumerate(reservations):
+                score = int(p.score_reservation(state, pod, r, node))
+                if not 0 <= score <= MAX_NODE_SCORE:
+                    raise ValueError(f"plugin {p.name} scored reservation {r.name} {score}, not in 0..100")
+                totals[i] += score
+        return totals
+
+    def nominate(
+        self, state: CycleState, pod: Obj, node: str
+    ) -> tuple[ReservationInfo | None, Status | None]:
+        """The reservation the pod uses on ``node`` (``None``: none, or no nominator in the profile)."""
+        if self.nominator is None:
+            return None, None
+        return self.nominator.nominate_reservation(state, pod, node)
+
+
+def _first_failure(calls: Sequence[tuple[str, Callable[..., Status | None]]], *args: Any) -> Status | None:
+    """The first of ``fn(*args)`` over ``calls`` that fails, with its plugin's name."""
+    for name, fn in calls:
+        st = fn(*args)
+        if st is not None and not st.is_success:
+            return st.with_plugin(name)
+    return None

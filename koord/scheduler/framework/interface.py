@@ -19,6 +19,7 @@ from koord.apis.groups import Resource
 from koord.scheduler.framework.objecthandle import ObjectHandle
 from koord.scheduler.framework.preemptionhandle import PreemptionHandle
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
+from koord.scheduler.framework.virtualhandle import VirtualPodHandle
 
 if TYPE_CHECKING:
     import numpy as np
@@ -206,7 +207,7 @@ class Handle(Protocol):
         """Wall-clock seconds (injected, so tests control expiry)."""
 
 
-class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, Protocol):
+class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, Protocol):
     """The handle koord-scheduler gives (the extender front end gives the plain :class:`Handle`)."""
 
     @property

@@ -1,6 +1,7 @@
 """What koord-scheduler's handle offers a plugin's controllers that write to the API server (an
-ElasticQuota's figures, the built-in quotas, the over-use revoke; a PodGroup's status): create an object
-unless it exists, JSON-merge-patch one, evict a pod. Part of
+ElasticQuota's figures, the built-in quotas, the over-use revoke; a PodGroup's status; a Reservation's status
+and its garbage collection): create an object unless it exists, JSON-merge-patch one (or its status), delete
+one, evict a pod. Part of
 :class:`~koord.scheduler.framework.interface.SchedulerHandle`.
 """
 
@@ -21,9 +22,19 @@ class ObjectHandle(Protocol):
         """Create ``obj`` unless it exists; an error status when the API refuses."""
 
     def patch_object(
-        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
     ) -> Status | None:
-        """A JSON merge patch of the object (``null`` removes a key)."""
+        """A JSON merge patch of the object or of its ``subresource`` (``status``; ``null`` removes a key;
+        a ``metadata.resourceVersion`` in the patch makes it conditional)."""
+
+    def delete_object(self, resource: Resource, namespace: str, name: str) -> Status | None:
+        """Delete the object; one gone already is no error."""
 
     def evict_pod(self, pod: Obj) -> Status | None:
         """Evict the pod through the Eviction API (PodDisruptionBudgets apply); one gone already is no

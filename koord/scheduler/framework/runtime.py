@@ -21,7 +21,7 @@ from typing import Any
 from koord.runtime.errors import ConfigError, PluginError
 from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 from koord.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint
-from koord.scheduler.framework.extension import Extensions
+from koord.scheduler.framework.extension import Extensions, ReservationHooks, ReservationHooksUser
 from koord.scheduler.framework.interface import (
     EXTENSION_POINTS,
     Code,
@@ -44,6 +44,7 @@ NARROWED_BY = "framework/preFilterNarrowedBy"
 def go_list(names: Sequence[str]) -> str:
     """``names`` sorted as kube-scheduler prints a ``sets.List`` with ``%v``: ``[A B]``."""
     return f"[{' '.join(sorted(names))}]"
+
 
 Timer = Callable[[str, str, float], None]
 """``(plugin, extension point, seconds)`` after each plugin call (or pass over the nodes of a call)."""
@@ -142,6 +143,10 @@ class Framework:
         self.points: dict[str, list[Enabled]] = {p: self._expand(p, where) for p in self.point_names}
         self.total_score_weight = sum(e.weight for e in self.points.get("score", ()))
         self.extensions = Extensions(list(self.instances.values()))
+        self.reservation_hooks = ReservationHooks(list(self.instances.values()))
+        for plugin in self.instances.values():
+            if isinstance(plugin, ReservationHooksUser):
+                plugin.use_reservation_hooks(self.reservation_hooks)
         if complete:
             sorts = len(self.points.get("queueSort", ()))
             if sorts != 1:

@@ -23,18 +23,30 @@ from koord.scheduler.plugins.coscheduling import NAME as COSCHEDULING
 from koord.scheduler.plugins.coscheduling import Coscheduling
 from koord.scheduler.plugins.defaultpreemption import NAME as DEFAULT_PREEMPTION
 from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
+from koord.scheduler.plugins.deviceshare import NAME as DEVICE_SHARE
+from koord.scheduler.plugins.deviceshare import DeviceShare
 from koord.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
 from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
 from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
+from koord.scheduler.plugins.nodenumaresource import NAME as NODE_NUMA_RESOURCE
+from koord.scheduler.plugins.nodenumaresource import NodeNUMAResource
 from koord.scheduler.plugins.noderesources import (
     BALANCED,
     FIT,
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
 )
+from koord.scheduler.plugins.noderesourcesfitplus import NAME as FIT_PLUS
+from koord.scheduler.plugins.noderesourcesfitplus import NodeResourcesFitPlus
 from koord.scheduler.plugins.podtopologyspread import NAME as POD_TOPOLOGY_SPREAD
 from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
+from koord.scheduler.plugins.reservation import NAME as RESERVATION
+from koord.scheduler.plugins.reservation import Reservation
+from koord.scheduler.plugins.scarceresourceavoidance import NAME as SCARCE_RESOURCE_AVOIDANCE
+from koord.scheduler.plugins.scarceresourceavoidance import ScarceResourceAvoidance
+from koord.scheduler.plugins.schedulinghint import NAME as SCHEDULING_HINT
+from koord.scheduler.plugins.schedulinghint import SchedulingHint
 
 BUILTIN: Mapping[str, PluginFactory] = {
     schedulinggates.NAME: schedulinggates.SchedulingGates,
@@ -55,4 +67,10 @@ BUILTIN: Mapping[str, PluginFactory] = {
     LOAD_AWARE: LoadAwareScheduling,
     COSCHEDULING: Coscheduling,
     elasticquota.NAME: elasticquota.ElasticQuota,
+    FIT_PLUS: NodeResourcesFitPlus,
+    SCARCE_RESOURCE_AVOIDANCE: ScarceResourceAvoidance,
+    SCHEDULING_HINT: SchedulingHint,
+    DEVICE_SHARE: DeviceShare,
+    NODE_NUMA_RESOURCE: NodeNUMAResource,
+    RESERVATION: Reservation,
 }

@@ -85,6 +85,8 @@ class SchedulingQueue:
         """UID -> "active" | "backoff" | "unschedulable" | "gated"."""
         self._pods: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, list[tuple[ClusterEvent, Any, Any]] | None] = {}
+        self._updated: dict[str, Obj] = {}
+        """UID -> the newest object of a pod updated while in flight (its attempt used an older one)."""
         self.scheduling_cycle = 0
         self._closed = False
 
@@ -186,6 +188,7 @@ class SchedulingQueue:
         """The pod's scheduling attempt is over (it was assumed, or handed back)."""
         with self._cond:
             self._in_flight.pop(uid, None)
+            self._updated.pop(uid, None)
 
     def add_unschedulable(self, qpi: QueuedPodInfo) -> None:
         """A failed attempt comes back: to backoffQ when an event seen during the attempt (or no
@@ -193,10 +196,18 @@ class SchedulingQueue:
         a pod that failed with an error goes to backoffQ."""
         with self._cond:
             events = self._in_flight.pop(qpi.uid, [])
+            newer = self._updated.pop(qpi.uid, None)
             if qpi.uid in self._pods or self._closed:
                 return
             qpi.last_failure = self._clock()
             self._pods[qpi.uid] = qpi
+            if newer is not None:
+                # kube-scheduler requeues a failed pod as the informer has it now, not as its attempt saw
+                # it: a pod whose spec or labels changed meanwhile may fit now.
+                tried, qpi.info = qpi.pod, PodInfo(newer)
+                if _spec_changed(tried, newer):
+                    self._push_backoff(qpi)
+                    return
             if qpi.error or events is None:
                 self._push_backoff(qpi)
                 return
@@ -260,12 +271,15 @@ class SchedulingQueue:
         return moved
 
     def update(self, old: Obj, new: Obj) -> None:
-        """A queued pod changed: keep its place and attempts, with the new object."""
+        """A queued pod changed: keep its place and attempts, with the new object. A pod being scheduled
+        keeps its newest object for its return to the queue, should its attempt fail."""
         info = PodInfo(new)
         with self._cond:
             qpi = self._pods.get(info.uid)
             if qpi is None:
-                if info.uid not in self._in_flight:
+                if info.uid in self._in_flight:
+                    self._updated[info.uid] = new
+                else:
                     self._place_new(QueuedPodInfo(info, self._clock()))
                 return
             qpi.info = info
@@ -285,6 +299,7 @@ class SchedulingQueue:
             self._pods.pop(uid, None)
             self._where.pop(uid, None)
             self._in_flight.pop(uid, None)
+            self._updated.pop(uid, None)
 
     def activate(self, uids: Iterable[str]) -> None:
         """Move these pods to activeQ whatever their backoff (Koordinator's gangs use it); a gated one

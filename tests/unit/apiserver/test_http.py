@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 from typing import Any
 
 import pytest
 
+from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer, requestinfo
 from tests.apiserver.server import THREAD_PREFIX
 from tests.unit.apiserver.helpers import connect as _conn
@@ -171,3 +173,24 @@ def test_a_request_is_in_the_log_once_its_answer_arrived(api_server: APIServer) 
         code, _ = _call(api_server, "GET", path)
         assert code == 404
         assert any(r.path == path and r.status == 404 for r in api_server.requests), i
+
+
+def test_a_client_resetting_its_connection_prints_no_traceback(
+    api_server: APIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kube-apiserver logs nothing when a client drops a connection mid-request; benches that stop their
+    clients used to bury their figures under one traceback per connection."""
+    httpd = api_server._httpd
+    assert httpd is not None
+    sock = socket.create_connection(("127.0.0.1", api_server.port))
+    sock.sendall(b"GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n")  # headers unfinished: the handler waits
+    assert wait_until(lambda: len(httpd._conns) == 1, 10, step=0.01)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()  # with a zero linger time: a reset, not a clean end
+    assert wait_until(lambda: not httpd._conns, 10, step=0.01)
+    assert "Traceback" not in capsys.readouterr().err
+    try:  # a fault of the server's own still shows
+        raise ValueError("handler bug")
+    except ValueError:
+        httpd.handle_error(None, ("127.0.0.1", 1))
+    assert "ValueError: handler bug" in capsys.readouterr().err

@@ -1,7 +1,11 @@
 """One built-in scheduler plugin over a real cache snapshot, asked both ways: node by node (``filter``,
 ``score``) and in batch (``filter_nodes``, ``score_nodes``) on the snapshot's arrays and on a plain list of
 NodeInfos. Every answer is checked to agree across the three before it is returned, so each plugin test
-also checks the vectorised path against the plain one."""
+also checks the vectorised path against the plain one.
+
+A plugin that needs koord-scheduler's handle (informer caches of its own, PreBind patches) gets one with
+``handle=True``: a real ``SchedulerHandle`` over in-memory informers holding the same nodes and pods, with
+``objects`` (cache name -> objects) put in the caches the plugin watched."""
 
 from __future__ import annotations
 
@@ -24,14 +28,36 @@ class PluginRun:
         *,
         nodes: Iterable[Obj] = (),
         pods: Iterable[Obj] = (),
+        handle: bool = False,
+        objects: Mapping[str, Iterable[Obj]] | None = None,
     ) -> None:
-        self.plugin = BUILTIN[name](args, None)
+        nodes, pods = list(nodes), list(pods)
         self.cache = Cache()
+        self.snapshot = Snapshot()
+        self.handle: Any = None
+        if handle:
+            from koord.kube.informers import MemoryInformerSet
+            from koord.scheduler.app import watches
+            from koord.scheduler.core.api import MemoryAPI
+            from koord.scheduler.core.handle import SchedulerHandle
+            from koord.scheduler.framework.waiting import WaitingPods
+            from koord.testing.clock import FakeClock
+
+            informers = MemoryInformerSet(watches())
+            self.handle = SchedulerHandle(self.snapshot, informers, MemoryAPI(), WaitingPods(FakeClock()))
+        self.plugin = BUILTIN[name](args, self.handle)
+        if self.handle is not None:
+            for n in nodes:
+                self.handle.informers["nodes"].put(n)
+            for p in pods:
+                self.handle.informers["pods"].put(p)
+            for store, objs in (objects or {}).items():
+                for obj in objs:
+                    self.handle.informers[store].put(obj)
         for n in nodes:
             self.cache.add_node(n)
         for p in pods:
             self.cache.add_pod(p)
-        self.snapshot = Snapshot()
         self.cache.update_snapshot(self.snapshot)
 
     def _state(self, pod: Obj) -> tuple[CycleState, Status | None]:
@@ -77,7 +103,7 @@ class PluginRun:
 
     def scores(self, pod: Obj, *, normalize: bool = True) -> dict[str, int] | None:
         """node -> score (normalised, as the framework weighs it); ``None`` when PreScore skips."""
-        state = CycleState(PodInfo(pod))
+        state, _ = self._state(pod)  # the framework runs PreFilter first (a SKIP there skips Filter only)
         infos, arrays, plain = self._sets()
         pre = getattr(self.plugin, "pre_score", None)
         if pre is not None and pre(state, pod, infos) is SKIP:

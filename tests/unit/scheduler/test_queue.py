@@ -151,3 +151,36 @@ def test_update_and_delete_while_queued() -> None:
         "unschedulable": 0,
         "gated": 0,
     }
+
+
+def test_a_pod_updated_during_its_attempt_comes_back_as_the_informer_has_it() -> None:
+    """kube-scheduler requeues a failed pod with the informer's newest object; ours kept the object the
+    attempt started with and parked it unschedulable, so a nodeSelector relaxed meanwhile went unseen."""
+    q, _ = queue({"NodeAffinity": ()})
+    p = pod("p")
+    p["spec"]["nodeSelector"] = {"pool": "gone"}
+    q.add(p)
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    relaxed = {**p, "spec": {**p["spec"], "nodeSelector": {}}}
+    q.update(p, relaxed)  # while the attempt runs
+    qpi.unschedulable_plugins = {"NodeAffinity"}
+    q.add_unschedulable(qpi)
+    assert q.where(qpi.uid) == "backoff"  # no event NodeAffinity registered would have moved it
+    back = q.get(qpi.uid)
+    assert back is not None and back.pod["spec"]["nodeSelector"] == {}
+
+
+def test_a_status_only_update_during_the_attempt_leaves_the_pod_unschedulable_with_the_new_object() -> None:
+    q, _ = queue({"Fit": ()})
+    p = pod("p")
+    q.add(p)
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    status = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
+    q.update(p, {**p, "status": status})
+    qpi.unschedulable_plugins = {"Fit"}
+    q.add_unschedulable(qpi)
+    assert q.where(qpi.uid) == "unschedulable"  # a status change cannot make it fit
+    back = q.get(qpi.uid)
+    assert back is not None and back.pod["status"] == status

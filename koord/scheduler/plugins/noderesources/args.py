@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from koord.apis.resources import is_extended_resource
 from koord.runtime.errors import InvalidArgs
 
 LEAST, MOST, RATIO = "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"
@@ -41,9 +42,7 @@ class FitArgs:
         return resource in self.ignored_resources or resource.split("/", 1)[0] in self.ignored_resource_groups
 
 
-def is_extended(resource: str) -> bool:
-    """kube's ``IsExtendedResourceName``: a prefixed name outside ``kubernetes.io/`` and not ``requests.``."""
-    return "/" in resource and "kubernetes.io/" not in resource and not resource.startswith("requests.")
+is_extended = is_extended_resource
 
 
 def _strict(raw: Mapping[str, Any] | None, allowed: set[str], where: str) -> dict[str, Any]:

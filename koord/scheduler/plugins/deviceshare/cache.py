@@ -1,0 +1,201 @@
+"""DeviceShare's per-node device cache (Koordinator's ``nodeDeviceCache`` and its event handlers): built from
+the Device objects, and from the pods bound to each node with the allocation their
+``scheduling.koordinator.sh/device-allocated`` annotation records (so a restarted scheduler knows what is
+taken), plus the allocations of pods being scheduled (Reserve, until the pod is bound or given up).
+
+A deleted Device leaves its node's devices in place but unhealthy (nothing allocatable) until it comes back,
+as in Koordinator: the node agent recreates it, and until then the GPUs must not be handed out twice. A
+node's entry goes when its Node object is deleted (Koordinator sweeps entries of missing nodes every 3 s).
+A pod's allocation is released from what was counted for it, so a pod whose annotation was removed or
+rewritten still gives back exactly what it held.
+
+An available Reservation counts as its reserve pod does (the devices PreBindReservation wrote on it), so a
+restarted scheduler keeps a reservation's GPUs for its owners; a reservation that is over (succeeded,
+failed, expired, deleted) gives them back (Koordinator feeds its Reservation informer, as reserve pods, to
+the same handlers).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from koord.apis import device as dv
+from koord.apis import reservation as rsv
+from koord.apis.deviceshare import DeviceAllocation, parse_device_allocations
+from koord.apis.pod import annotations_of, as_map, pod_key
+from koord.apis.reservepod import reserve_pod
+from koord.runtime.errors import InvalidValue
+from koord.scheduler.plugins.deviceshare.gputopology import partition_indexer, topology_tree
+from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice, pcie_groups
+from koord.scheduler.plugins.deviceshare.resources import ByType
+
+log = logging.getLogger(__name__)
+TERMINATED = ("Succeeded", "Failed")
+
+
+def device_resources(infos: Sequence[dv.DeviceInfo]) -> ByType:
+    """``buildDeviceResources``: each device's resources by type and minor; an unhealthy one has none."""
+    out: ByType = {}
+    for d in infos:
+        out.setdefault(d.type, {})[d.minor] = dict(d.resources) if d.health else {}
+    return out
+
+
+def pod_allocations(pod: Mapping[str, Any]) -> dict[str, list[DeviceAllocation]]:
+    """The pod's recorded allocation (empty: none); an unreadable one is logged and counts as none, as
+    Koordinator's informer handler skips it."""
+    try:
+        return parse_device_allocations(annotations_of(pod)) or {}
+    except InvalidValue as err:
+        log.error("pod %s: %s", pod_key(pod), err)
+        return {}
+
+
+def _active(reservation: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The reserve pod of an available reservation (placed, holding its devices), else ``None``."""
+    return reserve_pod(reservation) if reservation is not None and rsv.is_available(reservation) else None
+
+
+def _node_of(pod: Mapping[str, Any] | None) -> str:
+    return str(as_map(pod, "spec").get("nodeName") or "") if pod is not None else ""
+
+
+class DeviceCache:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nodes: dict[str, NodeDevice] = {}
+        self._where: dict[str, str] = {}
+        """``namespace/name`` -> the node its counted allocation is on."""
+
+    def get(self, node: str) -> NodeDevice | None:
+        with self._lock:
+            return self._nodes.get(node)
+
+    def get_many(self, nodes: Sequence[str]) -> list[NodeDevice | None]:
+        with self._lock:
+            return [self._nodes.get(n) for n in nodes]
+
+    def nodes(self) -> list[str]:
+        with self._lock:
+            return list(self._nodes)
+
+    def _ensure(self, node: str) -> NodeDevice:
+        with self._lock:
+            nd = self._nodes.get(node)
+            if nd is None:
+                nd = self._nodes[node] = NodeDevice()
+            return nd
+
+    # ---- Device objects -----------------------------------------------------------------------------
+
+    def device_changed(self, device: Mapping[str, Any]) -> None:
+        """``updateNodeDevice``: a Device was added or updated."""
+        name = str(as_map(device, "metadata").get("name") or "")
+        if not name:
+            return
+        infos = dv.device_infos(device)
+        total = device_resources(infos)
+        by_type: dict[str, list[dv.DeviceInfo]] = {}
+        for d in infos:
+            by_type.setdefault(d.type, []).append(d)
+        try:
+            table = dv.gpu_partition_table(device)
+        except (ValueError, InvalidValue) as err:
+            log.error("Device %s: invalid gpu partition table: %s", name, err)
+            table = None
+        tree = topology_tree(by_type.get(dv.GPU, []), total.get(dv.GPU, {}))
+        nd = self._ensure(name)
+        with nd.lock:
+            nd.reset_total(total)
+            nd.infos = by_type
+            nd.pcies = pcie_groups(infos)
+            nd.gpu_partitions = partition_indexer(table)
+            nd.honor_gpu_partition = dv.partition_policy(device) == dv.PARTITION_POLICY_HONOR
+            nd.secondary_well_planned = dv.secondary_device_well_planned(device)
+            nd.gpu_topology = tree
+
+    def device_deleted(self, device: Mapping[str, Any]) -> None:
+        """``invalidateNodeDevice``: every device of the node becomes unhealthy."""
+        nd = self.get(str(as_map(device, "metadata").get("name") or ""))
+        if nd is None:
+            return
+        total = device_resources([dv.DeviceInfo(d.type, d.minor) for d in dv.device_infos(device)])
+        with nd.lock:
+            nd.reset_total(total)
+
+    def node_deleted(self, node: Mapping[str, Any]) -> None:
+        name = str(as_map(node, "metadata").get("name") or "")
+        with self._lock:
+            self._nodes.pop(name, None)
+            for key in [k for k, n in self._where.items() if n == name]:
+                del self._where[key]
+
+    # ---- allocations --------------------------------------------------------------------------------
+
+    def count(self, node: str, allocations: Mapping[str, Sequence[DeviceAllocation]], key: str) -> None:
+        """Count a pod's allocation on ``node`` (Reserve, or a bound pod seen by the informer)."""
+        nd = self._ensure(node)
+        with nd.lock:
+            nd.update_used(allocations, key, True)
+        with self._lock:
+            self._where[key] = node
+
+    def release(self, key: str, node: str = "") -> None:
+        """Release what is counted for the pod (on ``node``, or wherever it is)."""
+        with self._lock:
+            node = node or self._where.get(key, "")
+            nd = self._nodes.get(node)
+        if nd is None:
+            return
+        with nd.lock:
+            nd.release(key)
+            left = any(key in pods for pods in nd.allocate_set.values())
+        if not left:
+            with self._lock:
+                if self._where.get(key) == node:
+                    del self._where[key]
+
+    def pod_added(self, pod: Mapping[str, Any]) -> None:
+        self.pod_updated(None, pod)
+
+    def pod_updated(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
+        """``updatePod``: a bound pod counts what its annotation records; an unbound or finished one
+        nothing."""
+        key, node = pod_key(new), _node_of(new)
+        if not node:
+            if _node_of(old):
+                self.release(key, _node_of(old))
+            return
+        if as_map(new, "status").get("phase") in TERMINATED:
+            self.release(key, node)
+            return
+        allocations = pod_allocations(new)
+        before = pod_allocations(old) if old is not None else {}
+        if not allocations and not before:
+            return
+        if before and _node_of(old):
+            self.release(key, node)
+        if allocations:
+            self.count(node, allocations, key)
+
+    def reservation_changed(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
+        before, after = _active(old), _active(new)
+        if after is not None:
+            self.pod_updated(before, after)
+        elif before is not None:
+            self.pod_deleted(before)
+
+    def reservation_deleted(self, reservation: Mapping[str, Any]) -> None:
+        self.pod_deleted(reserve_pod(reservation))
+
+    def pod_deleted(self, pod: Mapping[str, Any]) -> None:
+        node = _node_of(pod)
+        if node:
+            self.release(pod_key(pod), node)
+
+    def forget(self, pod: Mapping[str, Any]) -> None:
+        """An assumed pod given up: whatever is still counted for it goes (Unreserve usually released it)."""
+        self.release(pod_key(pod))

@@ -1,0 +1,96 @@
+"""NodeNUMAResource's Score (Koordinator's ``scoring.go``): the resource scorer over the node, or, under a
+NUMA policy, over the NUMA nodes the pod would get with its CPUs counted whole (:func:`.scoring.numa_score`).
+Nodes nothing steers are scored together over the snapshot's arrays; the others one by one, once per kind
+of node (same report, holding, labels, affinity and requests), the decision also remembered across cycles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from koord.apis.numa import NUMATopologyPolicy
+from koord.scheduler.framework import SKIP, CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
+from koord.scheduler.framework import topologymanager as tm
+from koord.scheduler.plugins.nodenumaresource.placement import LABELLED_COLUMN, Placement
+from koord.scheduler.plugins.nodenumaresource.scoring import numa_score
+from koord.scheduler.plugins.nodenumaresource.topologyoptions import steers_by_labels
+
+
+class ScoredPlacement(Placement):
+    """:class:`.placement.Placement` with PreScore and Score."""
+
+    # ---- Score --------------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Status | None:
+        return SKIP if self._state(state).skip else None
+
+    def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
+        s = self._state(state)
+        node = node_info.node
+        if s.skip or node is None:
+            return 0
+        opts = self.manager.options(node_info.name)
+        policy, _, binds, st = self._policies(s, node, opts)
+        if st is not None or (binds and not opts.topology.valid):
+            return 0
+        if policy is NUMATopologyPolicy.NONE:
+            return self.scorer.score(node_info.requested, node_info.allocatable, s.requests)
+        affinity = tm.store(state).affinity.get(node_info.name)
+        ro = self.options(s, node, binds, opts, affinity)
+        with self.manager.locked():
+            na = self.manager.allocation(node_info.name)
+            key = self._memo_key(state, node_info.name, node, na, opts, "score", policy, affinity)
+            if key is not None:
+                key = (*key, _items(node_info.requested), _items(node_info.allocatable))
+                hit = self.memo.get(key)
+                if hit is not None:
+                    return int(hit)
+            alloc, st = self._try(state, pod, node, ro)
+            # Filter passed it: a placement failing now only costs the node its score
+            got = (
+                0
+                if st is not None or alloc is None
+                else numa_score(
+                    self.scorer,
+                    self.manager.allocation(node_info.name),
+                    node_info,
+                    alloc,
+                    ro,
+                    self.restore_state(state, node_info.name),
+                )
+            )
+            if key is not None:
+                self.memo.put(key, got)
+            return got
+
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
+        s = self._state(state)
+        info = state.pod_info if state.pod_info is not None else PodInfo(pod)
+        out = self.scorer.score_nodes(nodes, info)
+        labelled = nodes.column(LABELLED_COLUMN, steers_by_labels, bool)
+        if labelled is None:
+            return np.asarray([self.score(state, pod, ni) for ni in nodes], dtype=np.int64)
+        look = labelled | self._among(nodes, self.manager.steering())
+        if s.pod_numa_policy is not NUMATopologyPolicy.NONE:
+            look[:] = True
+        store = tm.store(state)
+        seen: dict[tuple[Any, ...], int] = {}
+        for i in np.flatnonzero(look).tolist():
+            ni = nodes.info(i)
+            key = self._kind(state, ni, chosen=True)
+            if key is not None:
+                key = (*key, store.affinity.get(ni.name), *map(_items, (ni.requested, ni.allocatable)))
+                if key in seen:
+                    out[i] = seen[key]
+                    continue
+            out[i] = got = self.score(state, pod, ni)
+            if key is not None:
+                seen[key] = got
+        return out
+
+
+def _items(resources: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(resources.items()))

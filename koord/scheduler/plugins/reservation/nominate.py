@@ -1,0 +1,64 @@
+"""Which of a node's matched reservations the pod takes, and how nodes with one score (Koordinator's
+``nominator.go`` and ``scoring.go``):
+
+- the only matched one, when the pod has a reservation affinity;
+- else those the ReservationFilterPlugins allow at nomination (an allocate-once reservation with an owner,
+  or one the pod does not fit, is out): the only one left; else the lowest ``reservation-order`` label
+  (0 or absent: none); else the highest sum of the ReservationScorePlugins' scores, the Reservation plugin's
+  own being how full the reservation would be with the pod in it (most allocated, 0..100); ties go to the
+  oldest reservation.
+
+Node scores: the node whose matched reservations have the lowest order gets 1000, a node with a nominated
+reservation that reservation's score, any other 0; then scaled so the best is 100 (weight 5000 in
+Koordinator's profile, so a node with a reservation for the pod wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from koord.apis import reservation as rsv
+from koord.scheduler.framework import MAX_NODE_SCORE, ReservationInfo
+
+MOST_PREFERRED = 1000
+
+
+def order_of(r: ReservationInfo) -> int:
+    raw = r.labels.get(rsv.LABEL_RESERVATION_ORDER, "")
+    try:
+        return int(raw) if raw else 0
+    except ValueError:
+        return 0
+
+
+def lowest_order(rs: Sequence[ReservationInfo]) -> tuple[ReservationInfo | None, int]:
+    """The reservation with the lowest non-zero order, and that order (0 when none has one)."""
+    best: ReservationInfo | None = None
+    order = 0
+    for r in rs:
+        o = order_of(r)
+        if o and (best is None or o < order):
+            best, order = r, o
+    return best, order
+
+
+def most_allocated(request: Mapping[str, int], r: ReservationInfo) -> int:
+    """``ScoreReservation``: per resource the reservation holds, how full it would be with the pod
+    (0 when the pod would not fit in it), averaged."""
+    held = {n: v for n, v in r.allocatable.items() if v}
+    if not held:
+        return 0
+    total = 0
+    for name, capacity in held.items():
+        wanted = request.get(name, 0) + r.allocated.get(name, 0)
+        if wanted <= capacity:
+            total += MAX_NODE_SCORE * wanted // capacity
+    return total // len(held)
+
+
+def normalized(scores: Mapping[str, int]) -> dict[str, int]:
+    """kube-scheduler's ``DefaultNormalizeScore`` (not reversed): the best becomes 100."""
+    best = max(scores.values(), default=0)
+    if best == 0:
+        return dict(scores)
+    return {k: MAX_NODE_SCORE * v // best for k, v in scores.items()}

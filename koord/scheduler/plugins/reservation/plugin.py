@@ -1,0 +1,377 @@
+"""Reservation: room held on a node for the pods a Reservation names (Koordinator's
+``pkg/scheduler/plugins/reservation``, v1.8 semantics); enable it at every point Koordinator's profile does
+(``score`` weight 5000, ``bind`` before DefaultBinder).
+
+A pending Reservation is scheduled as its reserve pod (:mod:`koord.apis.reservepod`) through the ordinary
+cycle; its **Bind** writes the Reservation's status (Available, ``nodeName``, ``allocatable``) instead of a
+binding, and from then on the reserve pod holds the room on its node. For an ordinary pod:
+
+- **BeforePreFilter** (:mod:`.transform`): the reservations it may use, per node, with their room given
+  back to it for this cycle;
+- **PreFilter**: with a reservation affinity, only the nodes where one matched; nothing to do without
+  reservations (the plugin's Filter and Score are skipped);
+- **Filter** (:mod:`.fit`): the pod must fit a matched reservation (its policy's way) or, without a
+  reservation affinity, the node's own free room;
+- **PostFilter** (:mod:`.messages`): says what became of the reservations it owns;
+- **PreScore/Score** (:mod:`.nominate`): one reservation nominated per node; nodes with one preferred;
+- **Reserve**: the pod counts in its nominated reservation at once (Unreserve undoes it);
+- **PreBind**: ``reservation-allocated`` on the pod; the controller (:mod:`.controller`) then updates the
+  Reservation's owners, allocation and phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from koord.apis import groups
+from koord.apis import reservation as rsv
+from koord.apis.reservepod import is_reserve_pod, pinned_node, reservation_name
+from koord.scheduler.framework import (
+    SKIP,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    NodeInfo,
+    NodeSet,
+    Obj,
+    PodInfo,
+    PodRequirement,
+    PreFilterResult,
+    ReservationInfo,
+    SchedulerHandle,
+    Status,
+)
+from koord.scheduler.framework.events import ASSIGNED_POD_DELETE
+from koord.scheduler.framework.extension import Controller, ReservationHooks
+from koord.scheduler.framework.reservation import ASSUMED_RESERVATION
+from koord.scheduler.framework.types import PostFilterResult
+from koord.scheduler.plugins.reservation import fit, messages, nominate, status
+from koord.scheduler.plugins.reservation.args import ReservationArgs, parse_args
+from koord.scheduler.plugins.reservation.shared import reference, shared_for
+from koord.scheduler.plugins.reservation.state import STATE_KEY, CycleData, data_of
+from koord.scheduler.plugins.reservation.transform import Restorer
+
+NAME = "Reservation"
+RESERVATION = "Reservation"
+
+
+class Reservation:
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None, handle: Any) -> None:
+        self.args: ReservationArgs = parse_args(args)
+        if not callable(getattr(handle, "add_virtual_pod", None)):
+            raise ValueError("runs in koord-scheduler only (it schedules reservations as reserve pods)")
+        self.handle = cast(SchedulerHandle, handle)
+        self.shared = shared_for(self.handle, self.args)
+        self.cache = self.shared.cache
+        self.hooks = ReservationHooks(())
+        self.restorer = Restorer(self.handle, self.cache, self.hooks)
+
+    def use_reservation_hooks(self, hooks: ReservationHooks) -> None:
+        self.hooks = hooks
+        self.restorer = Restorer(self.handle, self.cache, hooks)
+
+    def new_controllers(self) -> Sequence[Controller]:
+        return (self.shared.controller,)
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return (
+            ClusterEventWithHint(ASSIGNED_POD_DELETE),
+            ClusterEventWithHint(ClusterEvent(RESERVATION, Action.ADD | Action.UPDATE | Action.DELETE)),
+        )
+
+    # ---- PreFilter and Filter ------------------------------------------------------------------------
+
+    def before_pre_filter(self, state: CycleState, pod: Obj) -> tuple[Obj, bool, Status | None]:
+        data = self.restorer.prepare(state, pod)
+        if isinstance(data, Status):
+            return pod, False, data
+        state.write(STATE_KEY, data)
+        return pod, bool(data.nodes), None
+
+    def after_pre_filter(self, state: CycleState, pod: Obj, result: PreFilterResult | None) -> Status | None:
+        return None
+
+    def pre_filter(self, state: CycleState, pod: Obj) -> Status | PreFilterResult | None:
+        data = data_of(state)
+        if data.reserve is not None:
+            return None
+        if data.has_affinity:
+            if not data.nodes:
+                return Status.unresolvable(messages.ERR_AFFINITY)
+            return PreFilterResult(frozenset(data.nodes))
+        return None if data.nodes else SKIP
+
+    def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None:
+        data = data_of(state)
+        if data.reserve is not None:
+            return self._filter_reserve_pod(data.reserve, pod, node_info)
+        ns = data.nodes.get(node_info.name)
+        if ns is None or not ns.matched:
+            return Status.unresolvable(messages.ERR_AFFINITY) if data.has_affinity else None
+        return self._filter_with(state, pod, data, node_info, ns.matched, data.has_affinity)
+
+    def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
+        """Only the nodes with something to check are looked at (a reserve pod: with reservations, or
+        all when it is pinned; another pod: with matched reservations, or all with an affinity)."""
+        data = data_of(state)
+        if data.reserve is not None:
+            busy = set(self.cache.nodes())
+            everywhere = bool(pinned_node(pod))
+            return [self.filter(state, pod, ni) if everywhere or ni.name in busy else None for ni in nodes]
+        if not data.has_affinity:
+            return [self.filter(state, pod, ni) if ni.name in data.nodes else None for ni in nodes]
+        return [self.filter(state, pod, ni) for ni in nodes]
+
+    def _filter_reserve_pod(self, r: ReservationInfo, pod: Obj, ni: NodeInfo) -> Status | None:
+        pinned = pinned_node(pod)
+        if pinned and pinned != ni.name:
+            return Status.unresolvable(messages.ERR_NODE_NOT_MATCH)
+        mine = r.allocate_policy
+        for other in self.cache.on_node(ni.name):
+            theirs = other.allocate_policy
+            if other.is_matchable() and mine != theirs and "" in (mine, theirs):
+                return Status.unresolvable(messages.ERR_POLICY_CONFLICT)
+        return None
+
+    def _filter_with(
+        self,
+        state: CycleState,
+        pod: Obj,
+        data: CycleData,
+        ni: NodeInfo,
+        matched: Sequence[ReservationInfo],
+        required: bool,
+    ) -> Status | None:
+        """``filterWithReservations``."""
+        if data.ignored:
+            return None
+        ns = data.nodes[ni.name]
+        short: set[str] = set()
+        refused: list[str] = []
+        asked = set(data.requests)
+        freed = data.preemptible.get(ni.name, {})
+        freed_in = data.preemptible_in.get(ni.name, {})
+        detailed = bool(data.reservation_name)
+        for r in matched:
+            if not data.has_affinity and not asked & set(r.resource_names):
+                continue
+            if data.reservation_name and data.reservation_name != r.name:
+                continue
+            lacks, no = fit.fits_one(
+                data.requests, ni, ns, r, detailed, self.args, freed, freed_in.get(r.uid, {})
+            )
+            short.update(lacks)
+            refused.extend(no)
+            st = self.hooks.filter(state, pod, r, ni.name)
+            if st is not None:
+                refused.extend(st.reasons)
+                continue
+            if not lacks and not no:
+                return None
+        if required:
+            return Status.unschedulable(*(fit.by_node(sorted(short)) + refused or [fit.NO_RESERVATION_FITS]))
+        if short:
+            return Status.unschedulable(*fit.by_node(sorted(short)))
+        alone = fit.fits_node(data.requests, ni, ns.pod_requested, ns.r_allocated, {}, self.args, freed)
+        return Status.unschedulable(*fit.by_node(alone)) if alone else None
+
+    def add_pod(self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo) -> Status | None:
+        """Preemption's what-if put a victim back on the node (Koordinator's ``AddPod``)."""
+        data = data_of(state)
+        data.freed(node_info.name, self.cache.reservation_of(to_add.uid), to_add.requests, -1)
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """Preemption's what-if took a victim off the node: its room counts as free, inside the
+        reservation it was placed in if any (Koordinator's ``RemovePod``)."""
+        data = data_of(state)
+        data.freed(node_info.name, self.cache.reservation_of(to_remove.uid), to_remove.requests, 1)
+        return None
+
+    def post_filter(
+        self, state: CycleState, pod: Obj, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        data = data_of(state)
+        if data.reserve is not None:
+            # A reservation preempts no pod (it is no pod the preemption could nominate): PostFilter ends
+            # here for it, and it waits for room.
+            return None, Status.unresolvable()
+        return None, Status.unschedulable(*messages.post_filter_reasons(data, statuses))
+
+    # ---- the reservation hooks of its own ----------------------------------------------------------
+
+    def filter_reservation(
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
+    ) -> Status | None:
+        return None
+
+    def filter_nominate_reservation(
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
+    ) -> Status | None:
+        if reservation.allocate_once and reservation.allocated_pods:
+            return Status.unschedulable("reservation has allocateOnce enabled and has already been allocated")
+        ni = self.handle.node_info(node_name)
+        data = data_of(state)
+        if ni is None or node_name not in data.nodes:
+            return Status.unresolvable("missing node")
+        return self._filter_with(state, pod, data, ni, [reservation], True)
+
+    def score_reservation(
+        self, state: CycleState, pod: Obj, reservation: ReservationInfo, node_name: str
+    ) -> int:
+        return nominate.most_allocated(data_of(state).requests, reservation)
+
+    def nominate_reservation(
+        self, state: CycleState, pod: Obj, node_name: str
+    ) -> tuple[ReservationInfo | None, Status | None]:
+        data = data_of(state)
+        if data.reserve is not None or data.ignored:
+            return None, None
+        if node_name in data.nominated:
+            return data.nominated[node_name], None
+        ns = data.nodes.get(node_name)
+        matched = ns.matched if ns is not None else []
+        chosen: ReservationInfo | None = None
+        if len(matched) == 1 and data.has_affinity:
+            chosen = matched[0]
+        elif matched:
+            ok = [r for r in matched if self.hooks.filter_nominate(state, pod, r, node_name) is None]
+            ok.sort(key=_age)  # ties go to the oldest (then by name)
+            chosen, _ = nominate.lowest_order(ok)
+            if chosen is None and ok:
+                scores = self.hooks.scores(state, pod, ok, node_name) if len(ok) > 1 else [0]
+                chosen = ok[scores.index(max(scores))]
+        data.nominated[node_name] = chosen
+        return chosen, None
+
+    # ---- Score ---------------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Status | None:
+        data = data_of(state)
+        if data.reserve is not None or data.ignored or not data.nodes:
+            return SKIP
+        best, best_order = "", 0
+        for ni in nodes:
+            ns = data.nodes.get(ni.name)
+            if ns is None or not ns.matched:
+                continue
+            _, order = nominate.lowest_order(ns.matched)
+            if order and (not best or order < best_order):
+                best, best_order = ni.name, order
+            self.nominate_reservation(state, pod, ni.name)
+        data.preferred_node = best
+        return None
+
+    def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
+        data = data_of(state)
+        if data.reserve is not None:
+            return 0
+        if data.preferred_node and data.preferred_node == node_info.name:
+            return nominate.MOST_PREFERRED
+        chosen = data.nominated.get(node_info.name)
+        return 0 if chosen is None else nominate.most_allocated(data.requests, chosen)
+
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[int]:
+        data = data_of(state)
+        if data.reserve is not None:
+            return [0] * len(nodes)
+        return [self.score(state, pod, ni) if ni.name in data.nodes else 0 for ni in nodes]
+
+    def normalize_score(self, state: CycleState, pod: Obj, scores: dict[str, int]) -> Status | None:
+        if data_of(state).reserve is None:
+            scores.update(nominate.normalized(scores))
+        return None
+
+    # ---- Reserve, PreBind, Bind ----------------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
+        data = data_of(state)
+        if data.reserve is not None:
+            placed = {**data.reserve.reservation}
+            placed["status"] = {**(placed.get("status") or {}), "nodeName": node_name}
+            state.write(ASSUMED_RESERVATION, ReservationInfo.of(placed))
+            return None
+        if data.ignored:
+            return None
+        chosen, st = self.nominate_reservation(state, pod, node_name)
+        if st is not None:
+            return st
+        if chosen is None:
+            return Status.unschedulable(messages.ERR_AFFINITY) if data.has_affinity else None
+        info = state.pod_info if state.pod_info is not None else PodInfo(pod)
+        assumed = self.cache.assume(chosen.uid, PodRequirement.of(info))
+        if isinstance(assumed, str):
+            return Status.error(assumed)
+        data.assumed = assumed
+        return None
+
+    def unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None:
+        data = data_of(state)
+        if data.reserve is not None:
+            state.delete(ASSUMED_RESERVATION)
+            return
+        if data.assumed is None:
+            return
+        info = state.pod_info if state.pod_info is not None else PodInfo(pod)
+        self.cache.forget(data.assumed.uid, info.uid)
+        if data.annotated:
+            self._unannotate(pod, data.assumed, node_name)
+        data.assumed = None
+
+    def _unannotate(self, pod: Obj, r: ReservationInfo, node_name: str) -> None:
+        """The binding failed after PreBind wrote ``reservation-allocated``: take it off again, unless the
+        pod ended up bound there anyway (then it is the reservation's owner after all)."""
+        meta = pod.get("metadata") or {}
+        current = self.handle.get_pod(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        if current is None or PodInfo.uid_of(current) != PodInfo.uid_of(pod):
+            return
+        if (current.get("spec") or {}).get("nodeName") == node_name:
+            return
+        placed = rsv.allocated_of(current)
+        if placed is None or placed[1] != r.uid:
+            return
+        patch = {"metadata": {"annotations": {rsv.ANNOTATION_RESERVATION_ALLOCATED: None}}}
+        self.handle.patch_object(
+            groups.PODS, str(meta.get("namespace") or ""), str(meta.get("name") or ""), patch
+        )
+
+    def pre_bind(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
+        data = data_of(state)
+        if is_reserve_pod(pod) or data.ignored:
+            return None
+        if data.assumed is None:
+            return Status.unschedulable(messages.ERR_AFFINITY) if data.has_affinity else None
+        value = rsv.allocated_annotation(data.assumed.name, data.assumed.uid)
+        self.handle.patch_pod(
+            state, {"metadata": {"annotations": {rsv.ANNOTATION_RESERVATION_ALLOCATED: value}}}
+        )
+        data.annotated = True
+        return None
+
+    def bind(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
+        """A reserve pod's binding: its Reservation becomes Available on ``node_name``."""
+        name = reservation_name(pod)
+        if not name:
+            return SKIP
+        r = self.shared.store.get(name)
+        if r is None:
+            return Status.error(f"reservation {name} not found")
+        if rsv.phase_of(r) == rsv.Phase.FAILED:
+            return Status.error(messages.ERR_INACTIVE)
+        requests = state.pod_info.requests if state.pod_info is not None else PodInfo(pod).requests
+        patch = status.available(r, node_name, requests, self.handle.now())
+        st = self.handle.patch_object(groups.RESERVATIONS, "", name, patch, subresource="status")
+        if st is not None:
+            return st
+        self.handle.event(reference(r), "Normal", "Scheduled", f"Successfully assigned {name} to {node_name}")
+        return None
+
+
+def _age(r: ReservationInfo) -> tuple[str, str]:
+    return str((r.reservation.get("metadata") or {}).get("creationTimestamp") or ""), r.name

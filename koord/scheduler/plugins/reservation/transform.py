@@ -1,0 +1,229 @@
+"""BeforePreFilter: which reservations the pod may use on which node, and the room they hold given back to
+it (Koordinator's ``transformer.go``, with ``LazyReservationRestore`` off, its default).
+
+For every node with available reservations (only the node a reservation named in the pod's affinity is on,
+when it names one) that the pod's ``nodeSelector``/required node affinity allows:
+
+- *matched*: the pod may use it. It is ``reservation-ignored`` (every usable reservation matches), or it
+  is an owner and, in this order: the reservation named in the affinity (and exactly matching, with
+  ``exact-match-reservation``), or a schedulable one (``spec.unschedulable`` needs a toleration of the
+  unschedulable taint in the affinity) whose ``NoSchedule``/``NoExecute`` taints the affinity tolerates,
+  matching the affinity's selector and terms (over its labels on top of its node's) and the exact-match
+  resources. An allocate-once reservation with an owner matches no one any more.
+- *unmatched*: the pod may not use it, and owners are placed in it.
+
+On a copy of the node, for this cycle only: the owners of the unmatched reservations stop counting twice
+(they are inside room their reservation already holds), then the matched reservations' reserve pods are
+taken off, so the filters see the room held for the pod as free; the plugins with fine-grained state are
+then asked to give back theirs (``restore_reservation``). A pod with a reservation affinity skips the nodes
+where nothing matched. A reserve pod gets only the first step (on the nodes with owners).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from koord.apis import reservation as rsv
+from koord.apis.node import matches_node_selector
+from koord.apis.pod import as_list, as_map
+from koord.apis.reservepod import reservation_name
+from koord.runtime.errors import InvalidValue
+from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, SchedulerHandle, Status
+from koord.scheduler.framework.extension import ReservationHooks
+from koord.scheduler.framework.types import PodInfo
+from koord.scheduler.plugins.reservation.cache import ReservationCache
+from koord.scheduler.plugins.reservation.state import CycleData, Diagnosis, NodeState
+
+
+class Restorer:
+    def __init__(self, handle: SchedulerHandle, cache: ReservationCache, hooks: ReservationHooks) -> None:
+        self.handle = handle
+        self.cache = cache
+        self.hooks = hooks
+
+    def prepare(self, state: CycleState, pod: Obj) -> CycleData | Status:
+        name = reservation_name(pod)
+        return self._for_reserve_pod(state, pod, name) if name else self._for_pod(state, pod)
+
+    def _for_pod(self, state: CycleState, pod: Obj) -> CycleData | Status:
+        try:
+            affinity = rsv.reservation_affinity(pod)
+            exact = rsv.exact_match_resources(pod)
+        except InvalidValue as err:
+            return Status.unresolvable(str(err))
+        specific = specific_nodes(pod)
+        if isinstance(specific, Status):
+            return specific
+        info = state.pod_info if state.pod_info is not None else PodInfo(pod)
+        data = CycleData(
+            has_affinity=affinity is not None,
+            reservation_name=affinity.name if affinity is not None else "",
+            ignored=rsv.is_ignored(pod),
+            requests=dict(info.requests),
+            exact=exact,
+        )
+        st = self.hooks.pre_restore(state, pod)
+        if st is not None:
+            return st
+        nodes = self.cache.nodes()
+        if data.reservation_name:
+            nodes = self._named(data.reservation_name) or nodes
+        snapshot = self.handle.snapshot()
+        selects = specific is None and _selects_nodes(pod)
+        for node in nodes:
+            ni = snapshot.node_info(node)
+            if ni is None or ni.node is None:
+                continue
+            if specific is not None and node not in specific:
+                continue
+            if selects and not matches_node_selector(pod, ni.node):
+                continue
+            diag = Diagnosis()
+            matched, unmatched = [], []
+            for r in self.cache.on_node(node):
+                if _matches(pod, r, diag, ni, data, affinity):
+                    matched.append(r)
+                elif r.allocated_pods:
+                    unmatched.append(r)
+            if diag.ignored or diag.owner_matched:
+                data.diagnosis[node] = diag
+            if not matched and (not unmatched or affinity is not None):
+                continue
+            failed = self._restore(state, pod, data, ni, matched, unmatched)
+            if failed is not None:
+                return failed
+        return data
+
+    def _named(self, name: str) -> list[str]:
+        store = self.handle.store("reservations")
+        r = store.get(name) if store is not None else None
+        return [rsv.node_of(r)] if r is not None and rsv.node_of(r) else []
+
+    def _for_reserve_pod(self, state: CycleState, pod: Obj, name: str) -> CycleData | Status:
+        store = self.handle.store("reservations")
+        r = store.get(name) if store is not None else None
+        if r is None:
+            return Status.error(f"cannot get reservation {name}")
+        problems = rsv.problems(r)
+        if problems:
+            return Status.unresolvable(f"reservation {name} cannot be used: {'; '.join(problems)}")
+        data = CycleData(reserve=ReservationInfo.of(r))
+        st = self.hooks.pre_restore(state, pod)
+        if st is not None:
+            return st
+        snapshot = self.handle.snapshot()
+        for node in self.cache.nodes():
+            ni = snapshot.node_info(node)
+            if ni is None or ni.node is None:
+                continue
+            unmatched = [r for r in self.cache.on_node(node) if r.allocated_pods]
+            if unmatched:
+                failed = self._restore(state, pod, data, ni, [], unmatched)
+                if failed is not None:
+                    return failed
+        return data
+
+    def _restore(
+        self,
+        state: CycleState,
+        pod: Obj,
+        data: CycleData,
+        ni: NodeInfo,
+        matched: Sequence[ReservationInfo],
+        unmatched: Sequence[ReservationInfo],
+    ) -> Status | None:
+        node = ni.clone()
+        for r in unmatched:
+            for name, value in r.allocated.items():
+                node.requested[name] = node.requested.get(name, 0) - value
+            cpu, mem = r.non_zero_allocated()
+            node.non_zero_cpu -= cpu
+            node.non_zero_memory -= mem
+        pod_requested = dict(node.requested)
+        r_allocated: dict[str, int] = {}
+        for r in matched:
+            node.remove_pod(r.uid)  # a reserve pod not cached yet (an informer behind) holds nothing
+            for name, value in r.allocated.items():
+                r_allocated[name] = r_allocated.get(name, 0) + value
+        if self.hooks.restorers:
+            _, st = self.hooks.restore(state, pod, matched, unmatched, node)
+            if st is not None:
+                return st
+        self.handle.replace_node_info(node)
+        data.nodes[ni.name] = NodeState(ni.name, list(matched), list(unmatched), pod_requested, r_allocated)
+        return None
+
+
+def _matches(
+    pod: Obj,
+    r: ReservationInfo,
+    diag: Diagnosis,
+    ni: NodeInfo,
+    data: CycleData,
+    affinity: rsv.ReservationAffinity | None,
+) -> bool:
+    """Koordinator's ``checkReservationMatchedOrIgnored``, counting why an owned one did not match."""
+    if not r.is_matchable():
+        return False
+    if data.ignored:
+        diag.ignored += 1
+        return True
+    if not r.match_owners(pod):
+        return False
+    diag.owner_matched += 1
+    exact = not data.exact or rsv.exact_match(data.requests, r.allocatable, data.exact)
+    if data.reservation_name:
+        if data.reservation_name != r.name:
+            diag.name_unmatched += 1
+        elif not exact:
+            diag.not_exact += 1
+        else:
+            diag.name_matched += 1
+            return True
+        return False
+    if r.is_unschedulable and not (affinity is not None and affinity.tolerates_unschedulable):
+        diag.unschedulable += 1
+        return False
+    taint = affinity.untolerated(r.taints) if affinity is not None else None
+    if taint is not None:
+        diag.taints_unmatched += 1
+        key = f"{{{taint.get('key')}: {taint.get('value') or ''}}}"
+        diag.taints[key] = diag.taints.get(key, 0) + 1
+        return False
+    if affinity is not None and not affinity.matches(r.name, {**ni.labels, **r.labels}):
+        diag.affinity_unmatched += 1
+        return False
+    if not exact:
+        diag.not_exact += 1
+        return False
+    return True
+
+
+def _selects_nodes(pod: Obj) -> bool:
+    spec = as_map(pod, "spec")
+    return bool(spec.get("nodeSelector")) or bool(as_map(as_map(spec, "affinity"), "nodeAffinity"))
+
+
+def specific_nodes(pod: Obj) -> set[str] | Status | None:
+    """The nodes the pod's required node affinity names by ``metadata.name In`` in every term (Koordinator's
+    ``parseSpecificNodesFromAffinity``); ``None`` when some term names none."""
+    required = as_map(
+        as_map(as_map(as_map(pod, "spec"), "affinity"), "nodeAffinity"),
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    )
+    terms = as_list(required, "nodeSelectorTerms")
+    if not terms:
+        return None
+    out: set[str] = set()
+    for term in terms:
+        names: set[str] | None = None
+        for req in as_list(term, "matchFields"):
+            if isinstance(req, Mapping) and req.get("key") == "metadata.name" and req.get("operator") == "In":
+                values = {str(v) for v in req.get("values") or ()}
+                names = values if names is None else names & values
+        if names is None:
+            return None
+        if not names:
+            return Status.unresolvable("pod affinity terms conflict")
+        out |= names
+    return out
