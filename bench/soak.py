@@ -16,6 +16,14 @@ churn, and the cache's pod series never exceed the live pods plus the pods remov
 period and refresh interval. The floor beside each figure is the same agent's own value right after the
 warm-up (``ratio`` = RSS at the end / RSS after warm-up). ``--quick`` runs 5 minutes (the issue's
 figure; longer than other benchmarks' quick runs). Everything created is removed.
+
+Memory by component (issue 27): the metric cache's own floor is printed beside RSS (its samples x 8
+bytes, what any lossless store of them needs). ``--components`` starts the agent with
+``PYTHONTRACEMALLOC`` and reads ``/debug/memory`` every minute: the live traced allocations charged to
+the component that made them (``koordlet.metriccache``, ``koordlet.metricsadvisor``, ..., ``imports``),
+what tracing itself holds, and the untraced rest of RSS (interpreter, C libraries, thread stacks,
+allocator slack). Tracing inflates RSS by its own bookkeeping, so the headline RSS comes from a run
+without it.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import urllib.request
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -52,6 +61,12 @@ CHURN_EVERY = 6.0  # 10 pods per minute
 SCRAPE_EVERY = 10.0
 POD_SERIES = re.compile(rb'^koordlet_pod_resource_usage\{[^}]*resource="cpu"', re.M)
 CACHE_POD_SERIES = re.compile(rb'^koordlet_metric_cache_series\{metric="pod_cpu_usage"\} (\S+)$', re.M)
+CACHE_SAMPLES = re.compile(rb"^koordlet_metric_cache_samples (\S+)$", re.M)
+CACHE_PRIVATE = re.compile(rb"^koordlet_metric_cache_private_series (\S+)$", re.M)
+TRACE_FRAMES = "6"
+"""Enough to look through the standard library to the agent's frame; each frame costs tracing time."""
+PROFILE_EVERY = 60.0
+MIB = 2**20
 
 
 @dataclass(frozen=True)
@@ -64,11 +79,42 @@ class Point:
     cached: int
     live: int
     removed_recent: int
+    cache_floor_mib: float
+    private: int
 
 
-def scrape(base: str) -> bytes:
+def memory_profile(base: str) -> dict[str, Any]:
+    """``/debug/memory`` (a snapshot of every traced allocation takes seconds at 1000 pods)."""
+    with urllib.request.urlopen(base + "/debug/memory", timeout=300) as r:
+        doc: dict[str, Any] = json.loads(r.read())
+        return doc
+
+
+def print_components(first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+    """The per-component table (MiB) after the warm-up and at the end, largest first; returns the end's."""
+    names = sorted(last["components"], key=lambda n: -last["components"][n])
+    print("component                      after warm-up MiB   end MiB", file=sys.stderr)
+    rows = [
+        (n, first["components"].get(n, 0), last["components"][n])
+        for n in names
+        if last["components"][n] >= MIB / 10
+    ]
+    rows += [
+        ("(traced, total)", first["traced"], last["traced"]),
+        ("(tracing itself)", first["tracing"], last["tracing"]),
+    ]
+    rows += [
+        ("(untraced: interpreter, C, slack)", first["untraced"], last["untraced"]),
+        ("RSS", first["rss"], last["rss"]),
+    ]
+    for name, a, b in rows:
+        print(f"{name:32s} {a / MIB:15.1f} {b / MIB:9.1f}", file=sys.stderr)
+    return {n: round(last["components"][n] / MIB, 2) for n in names[:15]}
+
+
+def scrape(base: str, timeout: float) -> bytes:
     req = urllib.request.Request(base + "/metrics", headers={"Accept-Encoding": "gzip"})
-    with urllib.request.urlopen(req, timeout=10) as r:
+    with urllib.request.urlopen(req, timeout=timeout) as r:
         body = r.read()
         return gzip.decompress(body) if r.headers.get("Content-Encoding") == "gzip" else body
 
@@ -106,6 +152,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="5 minutes")
     ap.add_argument("--minutes", type=float, default=None, help="run length (default 60, --quick 5)")
     ap.add_argument("--pods", type=int, default=1000)
+    ap.add_argument("--components", action="store_true", help="trace allocations: memory by component")
+    ap.add_argument("--agent-arg", action="append", default=[], help="an extra agent flag (repeatable)")
     ap.add_argument(
         "--warmup", type=float, default=None, help="seconds left out of slopes (default 900, --quick 60)"
     )
@@ -124,21 +172,28 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="koordlet-soak-"))
     agent: Agent | None = None
     points: list[Point] = []
+    profiles: list[tuple[float, dict[str, Any]]] = []
     try:
         print(f"building {args.pods} pods ...", file=sys.stderr, flush=True)
         made = 0
         for _ in range(args.pods):
             new_pod(kp, made)
             made += 1
-        agent = Agent(tmp, f"--cgroup-root=/{kp.parent}")
+        env = {"PYTHONTRACEMALLOC": TRACE_FRAMES} if args.components else {}
+        agent = Agent(tmp, f"--cgroup-root=/{kp.parent}", *args.agent_arg, env=env)
         agent.wait_ready(timeout=180.0)
+        next_profile = time.monotonic() + PROFILE_EVERY
         proc = psutil.Process(agent.proc.pid)
         removed: deque[float] = deque()
         start = time.monotonic()
         next_churn = start + CHURN_EVERY
         next_scrape = start + SCRAPE_EVERY
         cpu_prev, t_prev = sum(proc.cpu_times()[:2]), start
-        print("   t(s)  cpu%   rss MiB  fds  exported  cached  live", file=sys.stderr, flush=True)
+        print(
+            "   t(s)  cpu%   rss MiB  fds  exported  cached  live  floor MiB  private",
+            file=sys.stderr,
+            flush=True,
+        )
         while (now := time.monotonic()) < start + minutes * 60:
             if now >= next_churn:
                 next_churn += CHURN_EVERY
@@ -146,12 +201,17 @@ def main() -> int:
                 removed.append(time.monotonic())
                 new_pod(kp, made)
                 made += 1
+            if args.components and now >= next_profile:
+                next_profile += PROFILE_EVERY
+                profiles.append((now - start, memory_profile(agent.base)))
             if now >= next_scrape:
                 next_scrape += SCRAPE_EVERY
-                body = scrape(agent.base)
+                body = scrape(agent.base, 60.0 if args.components else 10.0)  # tracing slows the agent
                 cpu = sum(proc.cpu_times()[:2])
                 t = time.monotonic()
                 cached = CACHE_POD_SERIES.search(body)
+                samples = CACHE_SAMPLES.search(body)
+                private = CACHE_PRIVATE.search(body)
                 while removed and removed[0] < t - gc_period - refresh:
                     removed.popleft()
                 p = Point(
@@ -163,12 +223,14 @@ def main() -> int:
                     cached=int(float(cached.group(1))) if cached else -1,
                     live=len(kp.pods),
                     removed_recent=len(removed),
+                    cache_floor_mib=float(samples.group(1)) * 8 / MIB if samples else -1.0,
+                    private=int(float(private.group(1))) if private else -1,
                 )
                 cpu_prev, t_prev = cpu, t
                 points.append(p)
                 print(
                     f"{p.t:7.0f} {p.cpu_pct:5.1f} {p.rss_mib:9.1f} {p.fds:4d} {p.exported:9d} "
-                    f"{p.cached:7d} {p.live:5d}",
+                    f"{p.cached:7d} {p.live:5d} {p.cache_floor_mib:8.1f} {p.private:7d}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -214,9 +276,16 @@ def main() -> int:
         "gc_period_s": gc_period,
         "growth_window_s": window,
         "rings_filling": warmup < MetricCacheConfig().pod_retention,
+        "cache_floor_mib_end": round(steady[-1].cache_floor_mib, 1),
+        "cache_private_series_end": steady[-1].private,
+        "traced": bool(args.components),
         "agent_exit": status,
         "ratio": round(steady[-1].rss_mib / steady[0].rss_mib, 4),
     }
+    after = [doc for t, doc in profiles if t >= warmup]
+    if after:
+        figures["components_mib_end"] = print_components(after[0], after[-1])
+        figures["untraced_mib_end"] = round(after[-1]["untraced"] / MIB, 1)
     print(json.dumps(figures))
     return 0
 

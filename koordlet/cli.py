@@ -136,7 +136,7 @@ def _startup_warnings(
     found = ctx.find_root().obj or []
     for message in compatflags.warnings(found):
         log.warning("%s", message)
-    builtin = {e.name for e in entries if e.builtin}
+    builtin = {g for e in entries if e.builtin for g in e.gates}
     for name in featuregates.unimplemented_enabled(gates, builtin):
         how = "set" if name in gates.explicit() else "on by default or by AllAlpha/AllBeta"
         log.warning("feature gate %s is %s but not implemented by this agent: no effect", name, how)
@@ -214,8 +214,11 @@ def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
             on = (gates if e.builtin else ext_gates).enabled(e.name)
             rows.append((e.name, e.source, str(e.spec.stage), str(e.spec.default).lower(), str(on).lower()))
         plugins = {e.name for e in entries if e.builtin}
+        served = {g: e.name for e in entries if e.builtin for g in e.serves}
         for g in gates.states(n for n in gates.known() if n not in plugins):
-            source = featuregates.source_of(g.name, plugins)
+            source = (
+                f"plugin {served[g.name]}" if g.name in served else featuregates.source_of(g.name, plugins)
+            )
             spec = g.spec
             rows.append((g.name, source, str(spec.stage), str(spec.default).lower(), str(g.enabled).lower()))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]

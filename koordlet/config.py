@@ -57,6 +57,12 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag(
         "fast-sample-interval", float, 0.05, "node-level fast sampling interval for QoS reaction (0 disables)"
     ),
+    Flag(
+        "fast-sample-own-cpu",
+        bool,
+        True,
+        "fast samples keep the agent's own CPU at its 1 s average (its bursts are not LS load)",
+    ),
     Flag("collect-sys-metric-outdated-interval", float, 10.0, "staleness bound for shared node state"),
     Flag("psi-collector-interval", float, 10.0, "PSI collection interval"),
     Flag("cpi-collector-interval", float, 60.0, "CPI collection interval (gate CPICollector)"),
@@ -256,6 +262,7 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
             collect_interval=collect,
             be_interval=collect,
             fast_sample_interval=seconds("fast-sample-interval"),
+            fast_sample_own_cpu=bool(o["fast-sample-own-cpu"]),
             psi_interval=seconds("psi-collector-interval"),
             cpi_interval=seconds("cpi-collector-interval"),
             cpi_window=seconds("collect-cpi-timewindow"),

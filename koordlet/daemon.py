@@ -20,19 +20,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client import CollectorRegistry
 
 from koord.runtime.errors import ConfigError
 from koord.runtime.eventbus import EventBus
 from koord.runtime.httpaccess import DelegatingAuth, serving_from_options, ssl_context
 from koord.runtime.httpserver import AgentHTTPServer, Route, json_response
 from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor
-from koordlet import api
+from koordlet import api, memprofile
 from koordlet.agentstatus import StatusSources, status_route
 from koordlet.config import Configuration
 from koordlet.featuregates import FeatureGate
 from koordlet.metriccache.cache import MetricCache
-from koordlet.metrics import AgentMetrics, PluginMetrics
+from koordlet.metrics import AgentMetrics, PluginMetrics, ProcessMetrics
+from koordlet.metricsadvisor.fastsampler import FastSampling
 from koordlet.prediction.checkpoint import Checkpointer
 from koordlet.prediction.server import PeakPredictServer
 from koordlet.qosmanager.evictor import Evictor
@@ -41,7 +42,7 @@ from koordlet.qosmanager.manager import QOSManager, Services
 from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.runtimehooks.metrics import HookMetrics
 from koordlet.runtimehooks.service import RuntimeHooks, hooks_for
-from koordlet.system import coresched, native
+from koordlet.system import coresched, malloc, native
 from koordlet.system.host import Host
 from koordlet.system.sysctl import get_sysctl
 
@@ -135,9 +136,10 @@ def new_daemon(
     from koordlet.statesinformer.informer import StatesInformer
     from koordlet.statesinformer.metrics import NodeMetricGauges
 
+    malloc.tune()  # before the first thread: arenas and mmap threshold (koordlet.system.malloc)
     clock, wall = time.monotonic, time.time
     registry = CollectorRegistry(auto_describe=False)
-    ProcessCollector(registry=registry)  # process_cpu_seconds_total etc., as Go's koordlet exposes: its cost
+    ProcessMetrics(registry)  # process_cpu_seconds_total etc., as Go's koordlet exposes: its cost
     agent_metrics = AgentMetrics(registry, cfg.node_name)
     agent_metrics.started(native.HAS_NATIVE)
     supervisor = Supervisor(stop)
@@ -175,6 +177,8 @@ def new_daemon(
         clock=clock,
         wall_clock=wall,
     )
+    # Fast node samples only while a plugin asks for them (the suppress plugin: BE busy near its budget).
+    fast_sampling = FastSampling()
     advisor = MetricsAdvisor(
         dataclasses.replace(
             cfg.advisor,
@@ -187,6 +191,7 @@ def new_daemon(
         bus=bus,
         registry=registry,
         clock=clock,
+        fast_sampling=fast_sampling,
     )
     # The builder reports what it says as koordlet's gauges, and the prod prediction (Koordinator's
     # predict server, trained every minute from the cache) fills prodReclaimableMetric/prodPeakMetric.
@@ -227,6 +232,7 @@ def new_daemon(
         ),
         dry_run=cfg.qos.dry_run,
         degraded=informer.degraded,
+        want_fast_samples=fast_sampling.want,
     )
     qos = QOSManager(entries, gates, ext_gates, cfg.options, services, supervisor, agent_metrics)
     hooks = _runtime_hooks(cfg, gates, informer, host, executor, bus, registry)
@@ -249,6 +255,9 @@ def new_daemon(
             on_error=agent_metrics.tick_error,
         )
 
+    def start_allocator(s: threading.Event, sup: Supervisor) -> None:
+        sup.every("malloc/trim", malloc.TRIM_INTERVAL, malloc.trim, on_error=agent_metrics.tick_error)
+
     def start_prediction(s: threading.Event, sup: Supervisor) -> None:
         log.info("prediction: %d model(s) restored", prediction.restore())
         hook = agent_metrics.tick_error
@@ -268,6 +277,7 @@ def new_daemon(
         FuncComponent("runtimehooks", hooks.start, lambda: True, hooks.shutdown),
         FuncComponent("metricsadvisor", advisor.start, advisor.has_synced, advisor.shutdown),
         FuncComponent("prediction", start_prediction),
+        FuncComponent("malloc", start_allocator),
         FuncComponent("qosmanager", lambda s, _sup: qos.run(s), lambda: True, qos.shutdown),
     ]
     http = _http_server(cfg, registry, standalone=informer.standalone)
@@ -281,4 +291,5 @@ def new_daemon(
         cfg.node_name, informer, cache, host, executor.events, qos.report, wall, started_at=wall()
     )
     http.route("/status", status_route(sources))
+    http.route("/debug/memory", memprofile.route)
     return Daemon(components, supervisor, http)

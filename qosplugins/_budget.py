@@ -29,6 +29,17 @@ HYSTERESIS_FRACTION = 0.01
 """Quota changes below 1 % of capacity are not written (koordlet)."""
 STEP_FRACTION = 0.1
 """Quota grows at most 10 % of capacity per tick (koordlet); the probe shrinks by the same step."""
+FAST_WINDOW_SECONDS = 1.0
+"""Fast samples older than this are stale (the sampler runs every ~50 ms while armed)."""
+ARM_BE_FRACTION = 0.01
+"""BE pods using less of the node than this have nothing for the fast path to take back."""
+ARM_REACH_FRACTION = 0.5
+"""The fast path is armed while a rise of this share of the node would cross the suppress threshold."""
+ARM_HOLD_SECONDS = 10.0
+"""Once armed, the fast path stays armed this long after it last mattered: BE throttled to its quota
+floor (1 % of the node) hovers around :data:`ARM_BE_FRACTION`, and each re-arm re-learns the noise band
+(half a second blind), so an arm that followed every tick missed spikes (``bench/reaction.py`` on a busy
+machine: armed and disarmed every one or two seconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +86,7 @@ def explain(
     decided_at: float,
     usage: Usage | None,
     previous: api.JSONObject,
+    band: float | None = None,
 ) -> api.JSONObject:
     """The numbers behind ``budget`` for ``BECPUSuppress.status`` (``koordlet top``): a new dict, so the
     HTTP thread never sees a half-written one. The fast path (no ``usage``) keeps the last periodic split."""
@@ -101,6 +113,7 @@ def explain(
         **split,
         "nonBEMilli": round(decision.non_be_milli),
         "budgetMilli": round(budget),
+        "noiseBandMilli": None if band is None else round(band),
     }
 
 
@@ -148,6 +161,43 @@ def measure_usage(ctx: api.PluginContext, pods: Sequence[api.PodInfo]) -> Usage 
         system_milli=max(node_milli - all_pods - apps, 0.0, float(reserved)),
         reserved_milli=reserved,
     )
+
+
+def non_be_pod_in(be_dir: str, pods: Sequence[api.PodInfo]) -> api.PodInfo | None:
+    """A pod that is not BE but sits in the BE tier (suppressing the tier would confine it too)."""
+    prefix = be_dir.rstrip("/") + "/"
+    for pod in pods:
+        if not pod.is_best_effort and pod.cgroup_dir.startswith(prefix):
+            return pod
+    return None
+
+
+def fast_non_be(ctx: api.PluginContext) -> float | None:
+    """``node - BE tier`` from the fast sampler (millicores).
+
+    Falls back to the 1 s ``node_cpu_usage``/``node_be`` pair when the fast series are absent or stale (an
+    advisor without the fast sampler, or one not armed); ``None`` when neither pair is complete.
+    """
+    node = _shared.last_value(ctx, api.NODE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
+    be = _shared.last_value(ctx, api.BE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
+    if node is not None and be is not None:
+        return (node - be) * 1000
+    node = _shared.last_value(ctx, api.NODE_CPU_USAGE)
+    be_milli = _shared.last_value(ctx, api.NODE_BE, _shared.be_cpu_labels("usage"))
+    if node is None or be_milli is None:
+        return None
+    return node * 1000 - be_milli
+
+
+def fast_path_matters(usage: Usage, threshold_percent: int) -> bool:
+    """Whether fast samples can change anything now (issue 27: they were most of an idle agent's cost).
+    The fast path only shrinks BE, so BE must be using CPU (at least :data:`ARM_BE_FRACTION` of the node),
+    and the node must be within reach of the threshold (a rise of :data:`ARM_REACH_FRACTION` of the node
+    would cross it). The periodic tick re-decides every second, so a node that heads there arms the
+    sampler within a tick."""
+    cap = usage.capacity_milli
+    busy_be = usage.be_pods_milli >= ARM_BE_FRACTION * cap
+    return busy_be and usage.node_used_milli >= cap * (threshold_percent / 100.0 - ARM_REACH_FRACTION)
 
 
 def capacity_quota(capacity_milli: int) -> int:

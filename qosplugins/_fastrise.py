@@ -32,6 +32,9 @@ from statistics import median
 
 MIN_BLOCK_SAMPLES = 3
 """A block with fewer samples (the agent stalled) says nothing about the spread."""
+SUSTAINED_GAP = 0.15
+"""Seconds: two samples that must both show a rise are at most this far apart (the ~50 ms interval, or
+the 10 ms confirm window, with room for a late tick)."""
 
 
 @dataclass(slots=True)
@@ -51,6 +54,8 @@ class RiseDetector:
     _spreads: deque[float] = field(default_factory=deque)
     _recent: deque[tuple[float, float]] = field(default_factory=deque)
     """``(time, value)`` of every sample within ``level_span``."""
+    _last_rise: tuple[float, float] | None = None
+    """``(time, value)`` of the previous sample when it was a rise."""
 
     def observe(self, t: float, value: float, baseline: float | None, floor: float) -> bool:
         """Record a sample; whether it is a rise of more than the noise over ``baseline`` (the
@@ -67,6 +72,16 @@ class RiseDetector:
             return True
         self._current.append(value)
         return False
+
+    def sustained(self, t: float, value: float, rose: bool, max_gap: float = SUSTAINED_GAP) -> float | None:
+        """The rise this sample and the one before it (at most ``max_gap`` seconds earlier) both show:
+        the lower of the two, or ``None`` when either did not rise. One window of other work (a daemon's
+        burst, a collector's sweep) rises alone; an LS load that starts rises in its window and in the
+        confirm window the sampler takes right after."""
+        last, self._last_rise = self._last_rise, (t, value) if rose else None
+        if not rose or last is None or t - last[0] > max_gap:
+            return None
+        return min(last[1], value)
 
     def _close_block(self, t: float) -> None:
         current = self._current

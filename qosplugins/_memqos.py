@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 
 from koordlet import api
 
@@ -30,46 +30,18 @@ ANNOTATION = "koordinator.sh/memoryQOS"
 UNLIMITED = "-1"
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryQOS:
-    """Koordinator's ``MemoryQOS`` (percentages and Anolis knob values)."""
-
-    min_limit_percent: int = 0
-    low_limit_percent: int = 0
-    throttling_percent: int = 0
-    wmark_ratio: int = 0
-    wmark_scale_permill: int = 50
-    wmark_min_adj: int = 0
-    priority_enable: int = 0
-    priority: int = 0
-    oom_kill_group: int = 0
-
-
-_JSON_NAMES: Mapping[str, str] = {
-    "minLimitPercent": "min_limit_percent",
-    "lowLimitPercent": "low_limit_percent",
-    "throttlingPercent": "throttling_percent",
-    "wmarkRatio": "wmark_ratio",
-    "wmarkScalePermill": "wmark_scale_permill",
-    "wmarkMinAdj": "wmark_min_adj",
-    "priorityEnable": "priority_enable",
-    "priority": "priority",
-    "oomKillGroup": "oom_kill_group",
-}
-assert set(_JSON_NAMES.values()) == {f.name for f in fields(MemoryQOS)}
-
 # Koordinator's DefaultMemoryQOS per class: what the pod policy "auto" starts from.
-_LS_AUTO = MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=-25)
-AUTO: Mapping[api.QOSClass, MemoryQOS] = {
+_LS_AUTO = api.MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=-25)
+AUTO: Mapping[api.QOSClass, api.MemoryQOS] = {
     api.QOSClass.LSE: _LS_AUTO,
     api.QOSClass.LSR: _LS_AUTO,
     api.QOSClass.LS: _LS_AUTO,
-    api.QOSClass.BE: MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=50),
-    api.QOSClass.SYSTEM: MemoryQOS(),
+    api.QOSClass.BE: api.MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=50),
+    api.QOSClass.SYSTEM: api.MemoryQOS(),
 }
 
 KNOBS: Mapping[str, str] = {
-    # resource -> MemoryQOS field, for the values written as configured
+    # resource -> api.MemoryQOS field, for the values written as configured
     "memory.wmark_ratio": "wmark_ratio",
     "memory.wmark_scale_factor": "wmark_scale_permill",
     "memory.wmark_min_adj": "wmark_min_adj",
@@ -79,20 +51,17 @@ KNOBS: Mapping[str, str] = {
 TIER_KNOBS = ("memory.priority", "memory.use_priority_oom")
 
 
-def overlay(base: MemoryQOS, section: api.JSONObject) -> MemoryQOS:
-    """``base`` with the integer fields ``section`` sets (camelCase, as in the NodeSLO)."""
-    changes = {
-        attr: value
-        for key, attr in _JSON_NAMES.items()
-        if isinstance(value := section.get(key), int) and not isinstance(value, bool)
-    }
+def overlay(base: api.MemoryQOS, annotation: api.JSONObject) -> api.MemoryQOS:
+    """``base`` with the fields a pod's annotation sets (camelCase, as in the NodeSLO; fields of the
+    wrong type are skipped)."""
+    changes, _ = api.json_fields(api.MemoryQOS, annotation)
     return replace(base, **changes) if changes else base
 
 
-def pod_config(pod: api.PodInfo, class_section: api.JSONObject) -> MemoryQOS | None:
+def pod_config(pod: api.PodInfo, class_qos: api.MemoryQOS) -> api.MemoryQOS | None:
     """The pod's effective config, ``None`` when memory QoS is off for it (class disabled and no
     ``auto`` policy, or policy ``none``). A malformed annotation is ignored, as koordlet does."""
-    node_cfg = overlay(MemoryQOS(), class_section) if class_section.get("enable") is True else None
+    node_cfg = class_qos if class_qos.enable else None
     raw = pod.annotations.get(ANNOTATION)
     if not raw:
         return node_cfg
@@ -106,7 +75,7 @@ def pod_config(pod: api.PodInfo, class_section: api.JSONObject) -> MemoryQOS | N
     if policy == "none":
         return None
     if policy == "auto":
-        return overlay(AUTO.get(pod.qos, MemoryQOS()), ann)
+        return overlay(AUTO.get(pod.qos, api.MemoryQOS()), ann)
     return overlay(node_cfg, ann) if node_cfg is not None else None
 
 
@@ -114,7 +83,7 @@ def pod_request(pod: api.PodInfo) -> int:
     return pod.batch_memory_request_bytes if pod.is_best_effort else pod.memory_request_bytes
 
 
-def protection(request: int, c: MemoryQOS) -> tuple[int, int]:
+def protection(request: int, c: api.MemoryQOS) -> tuple[int, int]:
     """``(memory.min, memory.low)`` for ``request`` bytes; low is never below min."""
     lo_min = max(request, 0) * c.min_limit_percent // 100
     low = max(request, 0) * c.low_limit_percent // 100
@@ -123,7 +92,7 @@ def protection(request: int, c: MemoryQOS) -> tuple[int, int]:
     return lo_min, low
 
 
-def memory_high(request: int, limit: int, node_allocatable: int, c: MemoryQOS, page: int) -> int | None:
+def memory_high(request: int, limit: int, node_allocatable: int, c: api.MemoryQOS, page: int) -> int | None:
     """Container ``memory.high`` in bytes; ``None`` for no limit (``throttlingPercent`` 0)."""
     if c.throttling_percent == 0:
         return None

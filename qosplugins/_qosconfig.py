@@ -1,9 +1,7 @@
-"""Reading ``resourceQOSStrategy`` for the node QoS plugins: which class config a pod or tier follows, and
-typed fields out of the NodeSLO's JSON.
+"""Which ``resourceQOSStrategy`` class a pod or a kube QoS tier follows, for the node QoS plugins.
 
-Sees only :mod:`koordlet.api`, like the plugins. The agent has validated and merged the NodeSLO over
-Koordinator's defaults before plugins see it, so a missing or odd field here means "not set" (``None``),
-never an exception: one bad field must not stop the other classes' QoS.
+Sees only :mod:`koordlet.api`, like the plugins. The agent has validated, merged and typed the NodeSLO
+(``api.NodeSLO.resource_qos``) before plugins see it, so nothing here parses JSON.
 """
 
 from __future__ import annotations
@@ -44,33 +42,6 @@ def tier_class_key(kube_qos: api.KubeQOSClass) -> str:
     return _BY_KUBE_QOS[kube_qos]
 
 
-def class_section(slo: api.NodeSLO, key: str, section: str) -> api.JSONObject:
-    """``resourceQOSStrategy.<key>.<section>`` (e.g. ``beClass.memoryQOS``), ``{}`` when absent."""
-    cls = slo.resource_qos_strategy.get(key)
-    if not isinstance(cls, Mapping):
-        return {}
-    sec = cls.get(section)
-    return sec if isinstance(sec, Mapping) else {}
-
-
-def enabled(section: api.JSONObject) -> bool:
-    return section.get("enable") is True
-
-
-def get_int(section: api.JSONObject, key: str) -> int | None:
-    value = section.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
-
-
-def get_bool(section: api.JSONObject, key: str) -> bool | None:
-    value = section.get(key)
-    return value if isinstance(value, bool) else None
-
-
-def net_qos_policy(slo: api.NodeSLO) -> str:
-    """``resourceQOSStrategy.policies.netQOSPolicy`` (Koordinator's default ``tc``)."""
-    policies = slo.resource_qos_strategy.get("policies")
-    value = policies.get("netQOSPolicy") if isinstance(policies, Mapping) else None
-    return value if isinstance(value, str) and value else "tc"
+def class_qos(slo: api.NodeSLO, key: str) -> api.ResourceQOS:
+    """``resourceQOSStrategy.<key>`` (e.g. ``beClass``), typed."""
+    return slo.resource_qos.of(key)

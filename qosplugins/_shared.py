@@ -80,6 +80,17 @@ def threshold_enabled(ctx: api.PluginContext) -> bool:
     return bool(ctx.states.node_slo().resource_used_threshold_with_be.enable)
 
 
+def be_cgroup_dirs(pods: Sequence[api.PodInfo]) -> frozenset[str]:
+    """The cgroup dirs of the BE pods and their containers, as the pods name them."""
+    return frozenset(
+        d
+        for p in pods
+        if p.is_best_effort
+        for d in (p.cgroup_dir, *(c.cgroup_dir for c in p.containers))
+        if d
+    )
+
+
 def capacity_milli(ctx: api.PluginContext) -> int:
     """Node CPU capacity in millicores; falls back to the online CPU count when the node is unknown."""
     node = ctx.states.node()

@@ -41,11 +41,11 @@ SECTION = "blkioQOS"
 WEIGHT = "blkio.cost.weight"
 COST_QOS, COST_MODEL = "blkio.cost.qos", "blkio.cost.model"
 THROTTLES: Mapping[str, str] = {
-    # ioCfg field -> v1 file
-    "readIOPS": "blkio.throttle.read_iops_device",
-    "readBPS": "blkio.throttle.read_bps_device",
-    "writeIOPS": "blkio.throttle.write_iops_device",
-    "writeBPS": "blkio.throttle.write_bps_device",
+    # api.IOCfg field -> v1 file
+    "read_iops": "blkio.throttle.read_iops_device",
+    "read_bps": "blkio.throttle.read_bps_device",
+    "write_iops": "blkio.throttle.write_iops_device",
+    "write_bps": "blkio.throttle.write_bps_device",
 }
 NEUTRAL: Mapping[str, str] = {**dict.fromkeys(THROTTLES.values(), "0"), WEIGHT: "100", COST_QOS: "enable=0"}
 """What a device's line is reset to: no throttle, the default weight, iocost off."""
@@ -53,42 +53,36 @@ DEFAULT_LATENCY_US, DEFAULT_LATENCY_PERCENT = 3000, 95
 RESCAN_SECONDS = 60.0
 """How often a managed cgroup's files are read for devices left by others (the executor's force period)."""
 _MODEL_KEYS = (
-    ("rbps", "modelReadBPS"),
-    ("rseqiops", "modelReadSeqIOPS"),
-    ("rrandiops", "modelReadRandIOPS"),
-    ("wbps", "modelWriteBPS"),
-    ("wseqiops", "modelWriteSeqIOPS"),
-    ("wrandiops", "modelWriteRandIOPS"),
+    ("rbps", "model_read_bps"),
+    ("rseqiops", "model_read_seq_iops"),
+    ("rrandiops", "model_read_rand_iops"),
+    ("wbps", "model_write_bps"),
+    ("wseqiops", "model_write_seq_iops"),
+    ("wrandiops", "model_write_rand_iops"),
 )
 
 
-def blocks_of(section: api.JSONObject) -> list[api.JSONObject]:
-    raw = section.get("blocks")
-    return [b for b in raw if isinstance(b, Mapping)] if isinstance(raw, list) else []
-
-
-def _int(io: api.JSONObject, key: str, default: int) -> int:
-    value = cfg.get_int(io, key)
+def _int(value: int | None, default: int) -> int:
     return default if value is None or value < 0 else value
 
 
-def device_values(io: api.JSONObject) -> dict[str, str]:
+def device_values(io: api.IOCfg) -> dict[str, str]:
     """Throttles and weight of one block's ``ioCfg`` (koordlet's defaults: no limit, 100 %)."""
-    out = {resource: str(_int(io, field, 0)) for field, resource in THROTTLES.items()}
-    out[WEIGHT] = str(_int(io, "ioWeightPercent", 100))
+    out = {resource: str(_int(getattr(io, field), 0)) for field, resource in THROTTLES.items()}
+    out[WEIGHT] = str(_int(io.io_weight_percent, 100))
     return out
 
 
-def iocost_values(io: api.JSONObject) -> dict[str, str]:
+def iocost_values(io: api.IOCfg) -> dict[str, str]:
     """The root's ``blkio.cost.qos`` and ``blkio.cost.model`` settings of one block's ``ioCfg``."""
     qos = (
-        f"enable=1 ctrl=user rpct={_int(io, 'readLatencyPercent', DEFAULT_LATENCY_PERCENT)}"
-        f" rlat={_int(io, 'readLatency', DEFAULT_LATENCY_US)}"
-        f" wpct={_int(io, 'writeLatencyPercent', DEFAULT_LATENCY_PERCENT)}"
-        f" wlat={_int(io, 'writeLatency', DEFAULT_LATENCY_US)}"
+        f"enable=1 ctrl=user rpct={_int(io.read_latency_percent, DEFAULT_LATENCY_PERCENT)}"
+        f" rlat={_int(io.read_latency, DEFAULT_LATENCY_US)}"
+        f" wpct={_int(io.write_latency_percent, DEFAULT_LATENCY_PERCENT)}"
+        f" wlat={_int(io.write_latency, DEFAULT_LATENCY_US)}"
     )
-    if cfg.get_bool(io, "enableUserModel"):
-        model = "ctrl=user " + " ".join(f"{k}={_int(io, f, 0)}" for k, f in _MODEL_KEYS)
+    if io.enable_user_model:
+        model = "ctrl=user " + " ".join(f"{k}={_int(getattr(io, f), 0)}" for k, f in _MODEL_KEYS)
     else:
         model = "ctrl=auto"
     return {COST_QOS: qos, COST_MODEL: model}
@@ -149,14 +143,14 @@ class BlkIOReconcile(api.QOSPluginBase):
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(self.ctx.agent.reconcile_interval, self.reconcile)
 
-    def _device(self, block: api.JSONObject, where: str) -> str | None:
-        name, kind = block.get("name"), block.get("type") or "device"
+    def _device(self, block: api.BlockCfg, where: str) -> str | None:
+        name, kind = block.name, block.type or "device"
         if kind != "device":
             self._refusals.once(
                 f"{where}: block {name!r} of type {kind!r} skipped: only devices are supported"
             )
             return None
-        if not isinstance(name, str) or not name:
+        if not name:
             self._refusals.once(f"{where}: a block without a device name is skipped")
             return None
         try:
@@ -165,20 +159,19 @@ class BlkIOReconcile(api.QOSPluginBase):
             self._refusals.once(f"{where}: block {name!r} skipped: {err}")
             return None
 
-    def targets(self) -> list[tuple[str, list[api.JSONObject], bool, list[str]]]:
+    def targets(self) -> list[tuple[str, tuple[api.BlockCfg, ...], bool, list[str]]]:
         """``(cgroup dir, blocks, is the root, container dirs below)`` of every cgroup managed now."""
         slo = self.ctx.states.node_slo()
         for key in (cfg.LSR_CLASS, cfg.LS_CLASS):
-            section = cfg.class_section(slo, key, SECTION)
-            if cfg.enabled(section) and blocks_of(section):
+            section = cfg.class_qos(slo, key).blkio_qos
+            if section.enable and section.blocks:
                 self._refusals.once(f"{key}.blkioQOS is not supported (only beClass, cgroupRoot and pods)")
         tier = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
-        be = cfg.class_section(slo, cfg.BE_CLASS, SECTION)
-        root = cfg.class_section(slo, cfg.CGROUP_ROOT, SECTION)
+        be, root = slo.resource_qos.be_class.blkio_qos, slo.resource_qos.cgroup_root.blkio_qos
         running = [p for p in self.ctx.states.pods() if p.phase == "Running" and p.cgroup_dir]
-        out: list[tuple[str, list[api.JSONObject], bool, list[str]]] = [
-            (tier, blocks_of(be) if cfg.enabled(be) else [], False, []),
-            ("", blocks_of(root) if cfg.enabled(root) else [], True, []),
+        out: list[tuple[str, tuple[api.BlockCfg, ...], bool, list[str]]] = [
+            (tier, be.blocks if be.enable else (), False, []),
+            ("", root.blocks if root.enable else (), True, []),
         ]
         for pod in running:
             raw = pod.annotations.get(ANNOTATION)
@@ -190,7 +183,7 @@ class BlkIOReconcile(api.QOSPluginBase):
                 self._refusals.once(f"pod {pod.namespace}/{pod.name}: {ANNOTATION} is not JSON")
                 continue
             if isinstance(parsed, Mapping):
-                out.append((pod.cgroup_dir, blocks_of(parsed), False, _containers(pod)))
+                out.append((pod.cgroup_dir, api.blocks(parsed.get("blocks")), False, _containers(pod)))
         if self.ctx.host.cgroup_version() == 1:
             under_tier = [d for p in running if p.cgroup_dir.startswith(tier + "/") for d in _containers(p)]
             out[0] = (tier, out[0][1], False, under_tier)
@@ -210,9 +203,7 @@ class BlkIOReconcile(api.QOSPluginBase):
                 dev = self._device(block, d or "cgroup root")
                 if dev is None:
                     continue
-                io = block.get("ioCfg")
-                io = io if isinstance(io, Mapping) else {}
-                values = iocost_values(io) if is_root else device_values(io)
+                values = iocost_values(block.io_cfg) if is_root else device_values(block.io_cfg)
                 configured.update({(r, dev): v for r, v in values.items() if r in files})
             _merge(per_dir.setdefault(d, {}), configured)
             managed[d] = files

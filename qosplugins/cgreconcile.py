@@ -33,7 +33,6 @@ from qosplugins import _shared
 from qosplugins._originals import Originals, Want
 from qosplugins._refusals import Refusals
 
-MEMORY_SECTION = "memoryQOS"
 SOFT_LIMIT = "memory.soft_limit_in_bytes"
 TIER, POD, CONTAINER = 0, 1, 2
 TIERS = (api.KubeQOSClass.GUARANTEED, api.KubeQOSClass.BURSTABLE, api.KubeQOSClass.BESTEFFORT)
@@ -87,7 +86,7 @@ class CgroupReconcile(api.QOSPluginBase):
             key = cfg.class_key(pod.qos)
             if not pod.is_active or not pod.cgroup_dir or key is None:
                 continue
-            c = mq.pod_config(pod, cfg.class_section(slo, key, MEMORY_SECTION))
+            c = mq.pod_config(pod, cfg.class_qos(slo, key).memory_qos)
             if c is None:
                 continue
             lo_min, low = mq.protection(mq.pod_request(pod), c)
@@ -110,7 +109,7 @@ class CgroupReconcile(api.QOSPluginBase):
         d: str,
         level: int,
         pod: api.PodInfo,
-        c: mq.MemoryQOS,
+        c: api.MemoryQOS,
         lo_min: int,
         low: int,
         high: int | None,
@@ -140,9 +139,8 @@ class CgroupReconcile(api.QOSPluginBase):
                 for resource, value in zip(("memory.min", "memory.low"), total, strict=True):
                     if resource in ok:
                         out.append(Want(self._update(resource, d, str(value)), TIER))
-            section = cfg.class_section(slo, cfg.tier_class_key(tier), MEMORY_SECTION)
-            if cfg.enabled(section):
-                c = mq.overlay(mq.MemoryQOS(), section)
+            c = cfg.class_qos(slo, cfg.tier_class_key(tier)).memory_qos
+            if c.enable:
                 for resource in mq.TIER_KNOBS:
                     if resource in ok:
                         knob = str(getattr(c, mq.KNOBS[resource]))

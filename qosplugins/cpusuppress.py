@@ -19,19 +19,21 @@ non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum
 apps plus the reservation (slower but per pod). When that estimate stands above the last decision's by
 more than the sampling noise (``_fastrise``: 2.5 times the spread the samples showed, learnt in 0.5 s
 blocks; at least 1 % of capacity) it re-decides at once and writes only if the result *shrinks* BE;
-growth stays with the periodic tick and its +10 % step. Both paths run under one lock; the handler never
-waits for it (a running reconcile already reads the newest samples), so the publisher's thread is not
-held up. The periodic path also takes the fast estimate's median over the last 0.25 s when that is above
-the per-pod figure (a rise already acted on is not undone by the 1 s average).
+growth stays with the periodic tick and its +10 % step. Under ``cpuset`` the rise must show in two
+samples in a row (a CPU taken on a one-window burst came back a tick later: the cpuset flapped, issue
+27). Both paths run under one lock; the handler never waits for it (a running reconcile already reads
+the newest samples), so the publisher's thread is not held up. The periodic path also takes the fast
+estimate's median over the last 0.25 s when that is above the per-pod figure (a rise already acted on is
+not undone by the 1 s average).
 
-LS demand. A controller fed by LS's *observed* usage has a fixed point under
-``cfsQuota`` where contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE
-never shares a CPU with LS there); the fast path feeds LS rises within ~60 ms; shrink is immediate and
-growth slow; and under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) now and then lowers a
-quota-bound BE tier for 3 s, so LS demand hidden by contention shows up as usage and the budget follows
-it. The squeeze is relative to BE's own quota and spaced so probing takes at most 3 % of BE's CPU (a
-node-sized step used to pin a small BE tier at the floor 30 % of the time). ``koordlet.api`` offers no
-per-pod PSI series, which would detect the stall directly.
+LS demand. A controller fed by LS's *observed* usage has a fixed point under ``cfsQuota`` where
+contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE never shares a CPU
+with LS there); the fast path feeds LS rises within ~60 ms; shrink is immediate and growth slow; and
+under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) now and then lowers a quota-bound BE tier for
+3 s, so LS demand hidden by contention shows up as usage and the budget follows it. The squeeze is
+relative to BE's own quota and spaced so probing takes at most 3 % of BE's CPU (a node-sized step used to
+pin a small BE tier at the floor 30 % of the time). ``koordlet.api`` offers no per-pod PSI series, which
+would detect the stall directly.
 
 Kubelet CPU manager ``static`` (``NodeInfo.kubelet_cpu_manager_policy``): the kubelet writes container
 cpusets itself and refuses a pod cgroup narrower than what it writes, so (as Koordinator) the tier and
@@ -39,9 +41,8 @@ pod levels keep every usable CPU and only BE containers are confined. Gate ``BEC
 belong to the runtime hook, so the strategy only recovers (quota unlimited, tier and pods and the
 containers of pods the scheduler did not place back to every usable CPU) and suppresses nothing.
 
-Safety: only the BE tier and what lies below it is written, and not at all while a non-BE pod sits in that
-tier (it would be confined too); quotas stay in [2000, capacity] or -1 on restore; cpusets keep ≥ 2
-online CPUs. Invalid thresholds skip the tick with a warning.
+Safety: only the BE tier and what lies below it is written, never while a non-BE pod sits in that tier
+(it would be confined too); quotas stay in [2000, capacity] or -1; cpusets keep ≥ 2 online CPUs.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Sequence
 
 from koordlet import api
 from qosplugins import _budget, _cpuset, _fastrise, _shared
@@ -59,8 +59,6 @@ POLICY_CFS_QUOTA = _budget.POLICY_CFS_QUOTA
 BE_CPU_MANAGER = "BECPUManager"
 KUBELET_STATIC = "static"
 INTERVAL = api.Flag("cpu-suppress-interval-seconds", float, 1.0, "BE CPU suppress interval in seconds")
-FAST_WINDOW_SECONDS = 1.0
-"""Fast samples older than this are stale (the sampler runs every ~50 ms)."""
 FAST_RISE_FRACTION = 0.01
 """The least non-BE rise (of capacity) the fast path acts on; above it the learnt noise band decides."""
 
@@ -81,10 +79,12 @@ class BECPUSuppress(api.QOSPluginBase):
         self._probe = _budget.DemandProbe()
         self._rise = _fastrise.RiseDetector()
         self._restored = False
+        self._fast_wanted = False
+        self._mattered_at = -_budget.ARM_HOLD_SECONDS  # fast path held armed after, while suppressing
+        self._cpuset_written: tuple[str, str | None, frozenset[str]] | None = None
         self._warned = ""
         self._status: api.JSONObject = {}
-        node = ctx.node_name
-        self._labels = {"node": node}
+        self._labels = {"node": ctx.node_name}
         self._cores = ctx.registry.gauge(
             "koordlet_be_suppress_cpu_cores", "BE CPU allowed by suppression", ["node", "type"]
         )
@@ -109,6 +109,8 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def shutdown(self) -> None:
         with self._lock:
+            self.ctx.want_fast_samples(False)
+            self._fast_wanted = False
             self._restore("agent stopping")
             self._decision = None
         self.ctx.executor.release(self.name)
@@ -117,30 +119,36 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def reconcile(self) -> None:
         with self._lock:
-            self._reconcile_locked()
+            want, now = self._reconcile_locked(), self.ctx.clock()
+            self._mattered_at = now if want else self._mattered_at
+            want = want or (self._decision is not None and now - self._mattered_at < _budget.ARM_HOLD_SECONDS)
+            if want != self._fast_wanted:
+                self.ctx.want_fast_samples(want)
+                self._fast_wanted = want
 
-    def _reconcile_locked(self) -> None:
+    def _reconcile_locked(self) -> bool:
+        """One periodic decision; whether the fast path can matter now (``_budget.fast_path_matters``)."""
         slo = self.ctx.states.node_slo().resource_used_threshold_with_be
         if self.ctx.agent.feature_gates.get(BE_CPU_MANAGER, False):
             self._decision = None
             self._recover_for_be_cpu_manager()
-            return
+            return False
         if not slo.enable:
             self._status = {"active": False, "why": "resourceUsedThresholdWithBE disabled in the NodeSLO"}
             self._decision = None
             self._probe.reset()
             if not self._restored:
                 self._restore("resourceUsedThresholdWithBE disabled")
-            return
+            return False
         resource = "cpu.cfs_quota_us" if slo.cpu_suppress_policy == POLICY_CFS_QUOTA else "cpuset.cpus"
         if not self.ctx.host.supports(resource):
             self._warn_once(
                 f"{resource} is not available on this host: {slo.cpu_suppress_policy} policy paused"
             )
-            return
+            return False
         be_dir = self.ctx.host.qos_cgroup_dir(api.KubeQOSClass.BESTEFFORT)
         pods = self.ctx.states.pods()
-        intruder = _non_be_pod_in(be_dir, pods)
+        intruder = _budget.non_be_pod_in(be_dir, pods)
         if intruder is not None:
             self._warn_once(
                 f"pod {intruder.namespace}/{intruder.name} ({intruder.qos or 'no QoS'}) is in the BE tier "
@@ -149,11 +157,11 @@ class BECPUSuppress(api.QOSPluginBase):
             self._decision = None
             if not self._restored:
                 self._restore("non-BE pod in the BE tier")
-            return
+            return False
         usage = _budget.measure_usage(self.ctx, pods)
         if usage is None:
             self.ctx.logger.debug("BECPUSuppress: no node CPU sample yet")
-            return
+            return False
         self._warned = ""
         non_be = max(usage.non_be_milli, self._rise.level(self.ctx.clock()) or 0.0)
         budget = _budget.be_budget_milli(
@@ -176,7 +184,7 @@ class BECPUSuppress(api.QOSPluginBase):
         self._set(self._ls_used, (usage.pod_non_be_milli + usage.host_app_non_be_milli) / 1000.0)
         self._set(self._be_used, usage.be_pods_milli / 1000.0)
         self._status = _budget.explain(
-            decision, budget, "periodic", self.ctx.wall_clock(), usage, self._status
+            decision, budget, "periodic", self.ctx.wall_clock(), usage, self._status, self._rise.band
         )
         self._apply(decision, budget, shrink_only=False, usage=usage)
         if decision.policy == POLICY_CFS_QUOTA:
@@ -185,6 +193,7 @@ class BECPUSuppress(api.QOSPluginBase):
             self._recover_quota(be_dir)
         self._decision = decision
         self._restored = False
+        return _budget.fast_path_matters(usage, slo.cpu_suppress_threshold_percent)
 
     # -- fast path -----------------------------------------------------------------------------------
 
@@ -195,14 +204,22 @@ class BECPUSuppress(api.QOSPluginBase):
         try:
             decision = self._decision
             now = self.ctx.clock()
-            non_be = self._fast_non_be(0.0 if decision is None else decision.non_be_floor_milli)
-            if non_be is None:
+            raw = _budget.fast_non_be(self.ctx)
+            if raw is None:
                 return
             if decision is None:  # nothing to shrink yet; the samples still teach the noise band
-                self._rise.observe(now, non_be, None, 0.0)
+                self._rise.observe(now, raw, None, 0.0)
                 return
+            # The noise band and the level learn the samples as measured: the per-pod floor is a second
+            # old after LS falls, and it held the level (so the periodic budget) up a tick too long.
             least = FAST_RISE_FRACTION * decision.capacity_milli
-            rose = self._rise.observe(now, non_be, decision.non_be_milli, least)
+            rose = self._rise.observe(now, raw, decision.non_be_milli, least)
+            non_be = max(raw, decision.non_be_floor_milli)
+            if decision.policy == POLICY_CPUSET:
+                # A cpuset step is a whole CPU and comes back one CPU a tick: a rise must hold for two
+                # samples (issue 27: one-window bursts of other work pinned BE at 2-3 CPUs of 4).
+                sustained = self._rise.sustained(now, non_be, rose)
+                rose, non_be = sustained is not None, non_be if sustained is None else sustained
             if not rose or not _shared.threshold_enabled(self.ctx):
                 return
             budget = _budget.be_budget_milli(
@@ -211,28 +228,14 @@ class BECPUSuppress(api.QOSPluginBase):
             # The decision carries the fast non-BE, so the write's audit reason names what the budget
             # subtracted (the stale periodic figure made "budget -202m, non-BE 648m" unexplainable).
             fresh = dataclasses.replace(decision, at=now, non_be_milli=non_be)
-            self._status = _budget.explain(fresh, budget, "fast", self.ctx.wall_clock(), None, self._status)
+            now_wall = self.ctx.wall_clock()
+            self._status = _budget.explain(
+                fresh, budget, "fast", now_wall, None, self._status, self._rise.band
+            )
             self._apply(fresh, budget, shrink_only=True)
             self._decision = fresh
         finally:
             self._lock.release()
-
-    def _fast_non_be(self, floor_milli: float) -> float | None:
-        """``node - BE tier`` from the fast sampler, never below the per-pod non-BE floor.
-
-        Falls back to the 1 s ``node_cpu_usage``/``node_be`` pair when the fast series are absent
-        (an advisor without the fast sampler); ``None`` when neither pair is complete.
-        """
-        ctx = self.ctx
-        node = _shared.last_value(ctx, api.NODE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
-        be = _shared.last_value(ctx, api.BE_CPU_USAGE_FAST, window=FAST_WINDOW_SECONDS)
-        if node is not None and be is not None:
-            return max((node - be) * 1000, floor_milli)
-        node = _shared.last_value(ctx, api.NODE_CPU_USAGE)
-        be_milli = _shared.last_value(ctx, api.NODE_BE, _shared.be_cpu_labels("usage"))
-        if node is None or be_milli is None:
-            return None
-        return max(node * 1000 - be_milli, floor_milli)
 
     # -- writers -------------------------------------------------------------------------------------
 
@@ -256,11 +259,15 @@ class BECPUSuppress(api.QOSPluginBase):
         if shrink_only and (old_count is None or len(target) >= old_count):
             return
         reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
-        # Written every tick (children appear; the executor skips what is unchanged), logged on change.
         changed = old is None or old != frozenset(target)
         outer = api.format_cpuset(decision.pools.usable_ids) if static else None
-        self._write_cpuset(decision.be_dir, api.format_cpuset(target), reason, changed, outer=outer)
         self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
+        # Written again when the value or the BE cgroups the pods name change (walking the tier every tick
+        # was most of an idle node's suppress cost); the executor's force update re-applies it meanwhile.
+        key = (api.format_cpuset(target), outer, _shared.be_cgroup_dirs(self.ctx.states.pods()))
+        if changed or key != self._cpuset_written:
+            self._write_cpuset(decision.be_dir, key[0], reason, changed, outer=outer)
+            self._cpuset_written = key  # after the write: every other writer forgets it
 
     def _current_be_cpus(self, be_dir: str, static: bool) -> frozenset[int] | None:
         """The BE cpuset in force: the tier's, or under kubelet ``static`` (tier kept wide) a container's."""
@@ -307,6 +314,7 @@ class BECPUSuppress(api.QOSPluginBase):
     ) -> None:
         """``value`` on the tier, its pods and their containers; ``outer`` (kubelet static) instead on
         the tier and pods; containers of the pod dirs in ``skip_pods`` are left alone."""
+        self._cpuset_written = None  # a recover or restore writes something else
         levels = _shared.dirs_by_depth(be_dir, self.ctx.host.list_cgroups(be_dir, 2))
         if not levels[0]:
             return
@@ -390,11 +398,3 @@ class BECPUSuppress(api.QOSPluginBase):
         if message != self._warned:
             self.ctx.logger.warning("BECPUSuppress: %s", message)
             self._warned = message
-
-
-def _non_be_pod_in(be_dir: str, pods: Sequence[api.PodInfo]) -> api.PodInfo | None:
-    prefix = be_dir.rstrip("/") + "/"
-    for pod in pods:
-        if not pod.is_best_effort and pod.cgroup_dir.startswith(prefix):
-            return pod
-    return None

@@ -1,16 +1,31 @@
-"""``BEMemoryEvict``: evict BE pods when node memory crosses the NodeSLO threshold (Koordinator's
-``pkg/koordlet/qosmanager/plugins/memoryevict/memory_evict.go``).
+"""``BEMemoryEvict``, ``MemoryAllocatableEvict`` and ``MemoryEvict``: Koordinator's memory evictor
+(``pkg/koordlet/qosmanager/plugins/memoryevict/memory_evict.go``), one plugin behind the three gates.
 
 Every ``memory-evict-interval-seconds`` (1 s), unless an eviction happened within
-``memory-evict-cool-time-seconds`` (4 s)::
+``memory-evict-cool-time-seconds`` (4 s), with the NodeSLO switch on and a node of known memory, each
+gate that is on adds a task, in this order, run as one round (``_evict``):
 
-    usage% = int(used * 100 / capacity)                    # node memory, last sample
-    if usage% >= memoryEvictThresholdPercent:
-        release = used - capacity * lower / 100            # lower = memoryEvictLowerPercent or threshold - 2
+* ``BEMemoryEvict`` (target: usage, ``memory``)::
 
-Koordlet computes ``capacity * (usage% - lower%) / 100`` from the truncated percentage, which can stop
-up to 1 % of memory above the lower bound; we release down to the bound itself. Victims are BE pods only
-(see ``_evict``), each counted with its last ``pod_memory_usage``.
+      usage% = int(used * 100 / capacity)                    # node memory, last sample
+      if usage% >= memoryEvictThresholdPercent:
+          release = used - capacity * lower / 100        # lower: memoryEvictLowerPercent or threshold - 2
+
+  Victims are pods *labelled* BE, lower ``spec.priority`` first, then the largest last
+  ``pod_memory_usage`` (pods using nothing last), then name; each releases what it uses.
+* ``MemoryAllocatableEvict`` (target: requests): the batch-memory (mid-memory) requests of pods of
+  priority value at most ``allocatableEvictPriorityThreshold`` above
+  ``memoryAllocatableEvictThresholdPercent`` of the node's allocatable release down to
+  ``memoryAllocatableEvictLowerPercent`` of it; victims by priority, largest request first.
+* ``MemoryEvict`` (target: usage): the same trigger and release as ``BEMemoryEvict``, victims of priority
+  value at most ``evictEnabledPriorityThreshold`` labelled ``koordinator.sh/eviction-enabled``, by
+  priority, largest usage first (``_priorityevict``). With ``BEMemoryEvict`` on too, what BE victims
+  released counts toward it (both release usage): Koordinator advises against running both.
+
+Koordlet computes the usage release as ``capacity * (usage% - lower%) / 100`` from the truncated
+percentage, which can stop up to 1 % of memory above the lower bound; we release down to the bound
+itself. Koordlet's ``MemoryEvict`` counts a victim's usage in thousandths of a byte (``MemoryUsed =
+last * 1000``), so its first victim always meets the target; here it counts in bytes.
 """
 
 from __future__ import annotations
@@ -19,12 +34,15 @@ import math
 import threading
 
 from koordlet import api
-from qosplugins import _evict, _shared
+from qosplugins import _evict, _priorityevict, _shared
 
 INTERVAL = api.Flag("memory-evict-interval-seconds", float, 1.0, "BE memory eviction interval in seconds")
 COOL_TIME = api.Flag(
     "memory-evict-cool-time-seconds", float, 4.0, "seconds without memory eviction after one"
 )
+BE_GATE, ALLOCATABLE_GATE, USAGE_GATE = "BEMemoryEvict", "MemoryAllocatableEvict", "MemoryEvict"
+GATES = (BE_GATE, ALLOCATABLE_GATE, USAGE_GATE)
+"""Koordinator's task order."""
 
 
 def release_bytes(used: float, capacity: int, slo: api.ResourceThresholdStrategy) -> float:
@@ -38,10 +56,12 @@ def release_bytes(used: float, capacity: int, slo: api.ResourceThresholdStrategy
 
 
 class BEMemoryEvict(api.QOSPluginBase):
-    """Release node memory by evicting BE pods, largest first."""
+    """The memory eviction strategies: node usage for BE pods, batch/mid allocatable, node usage by
+    priority."""
 
-    name = "BEMemoryEvict"
+    name = BE_GATE
     feature = api.FeatureSpec(default=False, stage=api.Stage.ALPHA)
+    serves = (ALLOCATABLE_GATE, USAGE_GATE)
 
     def init_flags(self, flags: api.FlagSet) -> None:
         flags.add(INTERVAL)
@@ -49,7 +69,7 @@ class BEMemoryEvict(api.QOSPluginBase):
 
     def setup(self, ctx: api.PluginContext) -> None:
         self.ctx = ctx
-        self._gate = _evict.EvictionGate("BEMemoryEvict", COOL_TIME, -math.inf)
+        self._cooling = _evict.Cooling(self.name, COOL_TIME, -math.inf)
 
     def run(self, stop: threading.Event) -> None:
         self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)
@@ -57,29 +77,85 @@ class BEMemoryEvict(api.QOSPluginBase):
     def reconcile(self) -> None:
         ctx = self.ctx
         now = ctx.clock()
-        slo = self._gate.open(ctx)
-        if slo is None:
-            return
+        slo = self._cooling.open(ctx)
         node = ctx.states.node()
-        used = _shared.last_value(ctx, api.NODE_MEMORY_USAGE)
-        if node is None or used is None:
+        if slo is None or node is None or node.memory_capacity_bytes <= 0:
             return
+        tasks = []
+        for gate in _evict.gates_on(ctx, self.name, GATES):
+            if gate == ALLOCATABLE_GATE:
+                task = self._allocatable_task(slo, node)
+            else:
+                task = self._usage_task(gate, slo, node)
+            if task is not None:
+                tasks.append(task)
+        if tasks and _evict.evict_round(ctx, tasks):
+            self._cooling.last_evict = now
+
+    def _usage_task(
+        self, gate: str, slo: api.ResourceThresholdStrategy, node: api.NodeInfo
+    ) -> _evict.EvictTask | None:
+        ctx = self.ctx
+        priority = slo.evict_enabled_priority_threshold
+        if gate == USAGE_GATE:
+            missing = _priorityevict.usage_missing(
+                slo.memory_evict_threshold_percent, slo.memory_evict_lower, priority, "memory"
+            )
+            if not self._cooling.configured(ctx, gate, missing):
+                return None
+        used = _shared.last_value(ctx, api.NODE_MEMORY_USAGE, window=2 * ctx.agent.collect_interval)
+        if used is None:
+            return None
         to_release = release_bytes(used, node.memory_capacity_bytes, slo)
         if to_release <= 0:
-            return
+            return None
         ctx.logger.info(
-            "BEMemoryEvict: node memory %.0f of %d bytes >= %d%%, releasing %.0f bytes",
+            "%s: node memory %.0f of %d bytes >= %d%%, releasing %.0f bytes",
+            gate,
             used,
             node.memory_capacity_bytes,
             slo.memory_evict_threshold_percent,
             to_release,
         )
-        victims = []
-        for pod in ctx.states.pods():
-            if not _evict.evictable(pod, self.name):
-                continue
-            mem = _shared.last_value(ctx, api.POD_MEMORY_USAGE, {"pod_uid": pod.uid}) or 0.0
-            victims.append(_evict.Victim(pod, used=mem, contribution=mem))
-        done = _evict.evict_until(ctx, self.name, _evict.sort_victims(victims), to_release, "B")
-        if done.evicted:
-            self._gate.last_evict = now
+        if gate == BE_GATE:
+            usage: dict[str, float] = {}
+            be = []
+            for pod in ctx.states.pods():
+                if _evict.evictable(pod, gate):
+                    usage[pod.uid] = (
+                        _shared.last_value(ctx, api.POD_MEMORY_USAGE, {"pod_uid": pod.uid}) or 0.0
+                    )
+                    be.append(_evict.Victim(pod, usage[pod.uid]))
+            victims = _evict.sort_victims(be)
+        else:
+            assert priority is not None
+            victims, usage = _priorityevict.victims(ctx, gate, priority, api.POD_MEMORY_USAGE, None)
+
+        def releases(pod: api.PodInfo) -> dict[str, float]:
+            if pod.uid not in usage:
+                usage[pod.uid] = _shared.last_value(ctx, api.POD_MEMORY_USAGE, {"pod_uid": pod.uid}) or 0.0
+            return {_priorityevict.MEMORY: usage[pod.uid]}
+
+        return _evict.EvictTask(gate, _evict.BY_USAGE, {_priorityevict.MEMORY: to_release}, victims, releases)
+
+    def _allocatable_task(
+        self, slo: api.ResourceThresholdStrategy, node: api.NodeInfo
+    ) -> _evict.EvictTask | None:
+        threshold = slo.memory_allocatable_evict_threshold_percent
+        lower = slo.memory_allocatable_evict_lower_percent
+        priority = slo.allocatable_evict_priority_threshold
+        missing = _priorityevict.allocatable_missing(threshold, lower, priority, "memory")
+        if not self._cooling.configured(self.ctx, ALLOCATABLE_GATE, missing):
+            return None
+        assert threshold is not None and lower is not None and priority is not None
+        kind = _priorityevict.MEMORY
+        to_release = _priorityevict.allocatable_release(
+            self.ctx.states.pods(), node, kind, threshold, lower, priority
+        )
+        if not to_release:
+            return None
+        victims, _usage = _priorityevict.victims(
+            self.ctx, ALLOCATABLE_GATE, priority, api.POD_MEMORY_USAGE, kind
+        )
+        releases = _priorityevict.allocatable_releases(kind, to_release)
+        return _evict.EvictTask(ALLOCATABLE_GATE, _evict.BY_REQUEST, to_release, victims, releases)

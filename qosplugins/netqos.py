@@ -23,7 +23,6 @@ import ipaddress
 import threading
 
 from koordlet import api
-from qosplugins import _qosconfig as cfg
 from qosplugins._refusals import Refusals
 
 UPLINK = api.Flag(
@@ -55,10 +54,9 @@ def direction(total: int, ls: api.NetworkQOS, be: api.NetworkQOS, *, ingress: bo
 
 def build_spec(uplink: str, slo: api.NodeSLO, pods: list[api.PodInfo]) -> api.NetQoSSpec | None:
     """The spec the NodeSLO asks for on ``uplink``; ``None`` when network QoS is off."""
-    if cfg.net_qos_policy(slo) != "tc" or slo.total_network_bandwidth_bps <= 0:
+    if slo.resource_qos.policies.net_qos_policy != "tc" or slo.total_network_bandwidth_bps <= 0:
         return None
-    ls = slo.network_qos.get(cfg.LS_CLASS, api.NetworkQOS())
-    be = slo.network_qos.get(cfg.BE_CLASS, api.NetworkQOS())
+    ls, be = slo.resource_qos.ls_class.network_qos, slo.resource_qos.be_class.network_qos
     if not ls.enable and not be.enable:
         return None
     total = slo.total_network_bandwidth_bps

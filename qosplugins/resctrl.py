@@ -43,13 +43,9 @@ def parse_tids(text: str | None) -> list[int]:
     return [int(t) for t in (text or "").split() if t.isdecimal()]
 
 
-def group_update(owner: str, group: str, section: api.JSONObject) -> api.ResctrlUpdate:
-    start = cfg.get_int(section, "catRangeStartPercent")
-    end = cfg.get_int(section, "catRangeEndPercent")
-    l3 = (start, end) if start is not None and end is not None else None
-    return api.ResctrlUpdate(
-        group, owner, l3_percent=l3, mb_percent=cfg.get_int(section, "mbaPercent"), reason=SECTION
-    )
+def group_update(owner: str, group: str, qos: api.ResctrlQOS) -> api.ResctrlUpdate:
+    l3 = (qos.cat_range_start_percent, qos.cat_range_end_percent)
+    return api.ResctrlUpdate(group, owner, l3_percent=l3, mb_percent=qos.mba_percent, reason=SECTION)
 
 
 class RdtResctrl(api.QOSPluginBase):
@@ -90,8 +86,8 @@ class RdtResctrl(api.QOSPluginBase):
                 if group not in self._present:
                     self._ensure(group)
                 if group in self._present:
-                    section = cfg.class_section(slo, key, SECTION)
-                    self._check(self.ctx.executor.update_resctrl(group_update(self.name, group, section)))
+                    qos = cfg.class_qos(slo, key).resctrl_qos
+                    self._check(self.ctx.executor.update_resctrl(group_update(self.name, group, qos)))
             for group, tids in self.tasks(slo).items():
                 if group in self._present and tids:
                     self._check(
@@ -120,7 +116,7 @@ class RdtResctrl(api.QOSPluginBase):
             group = _GROUP_OF.get(pod.qos)
             if group is None or not pod.is_active or not pod.cgroup_dir or POD_ANNOTATION in pod.annotations:
                 continue
-            if not cfg.enabled(cfg.class_section(slo, GROUPS[group], SECTION)):
+            if not cfg.class_qos(slo, GROUPS[group]).resctrl_qos.enable:
                 continue
             tids = out.setdefault(group, [])
             for d in self.ctx.host.list_cgroups(pod.cgroup_dir, 1):

@@ -21,37 +21,33 @@ import threading
 from collections.abc import Mapping
 
 from koordlet import api
-from qosplugins import _qosconfig as cfg
 from qosplugins._refusals import Refusals
 
 MIN_FREE_KBYTES = "min_free_kbytes"
 SCHED_FEATURES = "sched_features"
 _PLAIN: Mapping[str, str] = {
-    # systemStrategy field -> tunable (koordlet's SystemResource name)
-    "watermarkScaleFactor": "watermark_scale_factor",
-    "memcgReapBackGround": "memcg_reap_background",
-    "schedGroupIdentityEnabled": "sched_group_identity_enabled",
-    "schedIdleSaverWmark": "sched_idle_saver_wmark",
-    "pageCacheLimitEnabled": "pagecache_limit_enabled",
+    # api.SystemStrategy field -> tunable (koordlet's SystemResource name)
+    "watermark_scale_factor": "watermark_scale_factor",
+    "memcg_reap_back_ground": "memcg_reap_background",
+    "sched_group_identity_enabled": "sched_group_identity_enabled",
+    "sched_idle_saver_wmark": "sched_idle_saver_wmark",
+    "page_cache_limit_enabled": "pagecache_limit_enabled",
 }
 
 
 def wanted(slo: api.NodeSLO, node: api.NodeInfo | None) -> list[tuple[str, str]]:
     """``(tunable, value)`` pairs the strategy asks for, in a stable order."""
-    strategy = slo.system_strategy
+    strategy = slo.system
     out: list[tuple[str, str]] = []
-    factor = cfg.get_int(strategy, "minFreeKbytesFactor")
+    factor = strategy.min_free_kbytes_factor
     if factor is not None and node is not None and node.memory_capacity_bytes > 0:
         out.append((MIN_FREE_KBYTES, str(node.memory_capacity_bytes // 1024 * factor // 10000)))
     for field, name in _PLAIN.items():
-        value = cfg.get_int(strategy, field)
+        value = getattr(strategy, field)
         if value is not None:
             out.append((name, str(value)))
-    features = strategy.get("schedFeatures")
-    if isinstance(features, Mapping):
-        for feature, on in sorted(features.items()):
-            if isinstance(on, bool):
-                out.append((SCHED_FEATURES, feature.upper() if on else f"NO_{feature.upper()}"))
+    for feature, on in sorted(strategy.sched_features.items()):
+        out.append((SCHED_FEATURES, feature if on else f"NO_{feature}"))
     return out
 
 

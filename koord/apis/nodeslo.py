@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -108,20 +107,11 @@ def merge(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower().replace("b_e_", "be_")
-
-
 def _fields(cls: type[Any], sec: Mapping[str, Any]) -> dict[str, Any]:
-    known = set(cls.__dataclass_fields__)
-    out: dict[str, Any] = {}
-    for key, value in sec.items():
-        name = _snake(key)
-        if name in known and value is not None:
-            out[name] = value
-        elif name not in known:
-            log.debug("NodeSLO: ignoring unknown field %s", key)
-    return out
+    known, unknown = slo.json_fields(cls, sec)
+    for key in unknown:
+        log.debug("NodeSLO: ignoring unknown field %s", key)
+    return known
 
 
 def _host_app(app: Mapping[str, Any]) -> slo.HostApplication:
@@ -173,15 +163,38 @@ def bandwidth_bps(value: Any, total_bps: int) -> int:
     return quantity.to_int(str(value))
 
 
-def _network_qos(qos: Mapping[str, Any], total_bps: int) -> dict[str, slo.NetworkQOS]:
-    out: dict[str, slo.NetworkQOS] = {}
-    for key, section in qos.items():
-        net = section.get("networkQOS") if isinstance(section, Mapping) else None
-        if not isinstance(net, Mapping):
-            continue
-        values = {attr: bandwidth_bps(net.get(f), total_bps) for f, attr in _NETWORK_FIELDS.items()}
-        out[key] = slo.NetworkQOS(enable=net.get("enable") is True, **values)
-    return out
+def _network_qos(net: Mapping[str, Any], total_bps: int) -> slo.NetworkQOS:
+    values = {attr: bandwidth_bps(net.get(f), total_bps) for f, attr in _NETWORK_FIELDS.items()}
+    return slo.NetworkQOS(enable=net.get("enable") is True, **values)
+
+
+def _class(section: Mapping[str, Any], total_bps: int) -> slo.ResourceQOS:
+    def sub(key: str) -> Mapping[str, Any]:
+        value = section.get(key)
+        return value if isinstance(value, Mapping) else {}
+
+    blkio = sub("blkioQOS")
+    return slo.ResourceQOS(
+        cpu_qos=slo.CPUQOS(**_fields(slo.CPUQOS, sub("cpuQOS"))),
+        resctrl_qos=slo.ResctrlQOS(**_fields(slo.ResctrlQOS, sub("resctrlQOS"))),
+        memory_qos=slo.MemoryQOS(**_fields(slo.MemoryQOS, sub("memoryQOS"))),
+        blkio_qos=slo.BlkIOQOS(enable=blkio.get("enable") is True, blocks=slo.blocks(blkio.get("blocks"))),
+        network_qos=_network_qos(sub("networkQOS"), total_bps),
+    )
+
+
+def _resource_qos(qos: Mapping[str, Any], total_bps: int) -> slo.ResourceQOSStrategy:
+    policies = qos.get("policies") or {}
+    classes = {slo.snake(key): _class(qos.get(key) or {}, total_bps) for key in slo.CLASS_KEYS}
+    return slo.ResourceQOSStrategy(
+        policies=slo.ResourceQOSPolicies(**_fields(slo.ResourceQOSPolicies, policies)), **classes
+    )
+
+
+def _system(sec: Mapping[str, Any]) -> slo.SystemStrategy:
+    known, _ = slo.json_fields(slo.SystemStrategy, sec)  # totalNetworkBandwidth is read apart
+    features = sec.get("schedFeatures") or {}
+    return slo.SystemStrategy(**known, sched_features=dict(features))
 
 
 def build(spec: Mapping[str, Any] | None, generation: int = 0) -> slo.NodeSLO:
@@ -196,14 +209,17 @@ def build(spec: Mapping[str, Any] | None, generation: int = 0) -> slo.NodeSLO:
     )
     check_merged(thresholds)
     total_bps = quantity.to_int(str(merged["systemStrategy"].get("totalNetworkBandwidth") or 0))
+    resource_qos = _resource_qos(qos, total_bps)
     return slo.NodeSLO(
         resource_used_threshold_with_be=thresholds,
         cpu_burst_strategy=slo.CPUBurstStrategy(**_fields(slo.CPUBurstStrategy, merged["cpuBurstStrategy"])),
+        resource_qos=resource_qos,
+        system=_system(merged["systemStrategy"]),
         resource_qos_strategy=qos,
         system_strategy=merged["systemStrategy"],
         host_applications=tuple(_host_app(a) for a in merged.get("hostApplications") or ()),
         extensions=merged.get("extensions") or {},
         total_network_bandwidth_bps=total_bps,
-        network_qos=_network_qos(qos, total_bps),
+        network_qos={key: resource_qos.of(key).network_qos for key in slo.CLASS_KEYS},
         generation=generation,
     )

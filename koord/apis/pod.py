@@ -29,6 +29,8 @@ LABEL_QOS = "koordinator.sh/qosClass"
 LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
 BATCH_CPU = "kubernetes.io/batch-cpu"
 BATCH_MEMORY = "kubernetes.io/batch-memory"
+MID_CPU = "kubernetes.io/mid-cpu"
+MID_MEMORY = "kubernetes.io/mid-memory"
 
 # koordinator's priority bands: [low, high] of spec.priority per class.
 PRIORITY_BANDS: tuple[tuple[extension.PriorityClass, int, int], ...] = (

@@ -36,7 +36,8 @@ BE_CPU_USAGE_FAST = "be_cpu_usage_fast"
 
 EVENT_NODE_SAMPLE = "node_sample"
 """Fired after each fast node-level sample, once ``NODE_CPU_USAGE_FAST`` and ``BE_CPU_USAGE_FAST`` hold
-it (used for sub-second reaction to LS load; the 1 s ``NODE_CPU_USAGE`` series keeps koordlet's meaning)."""
+it (used for sub-second reaction to LS load; the 1 s ``NODE_CPU_USAGE`` series keeps koordlet's meaning),
+while some plugin wants fast samples (``PluginContext.want_fast_samples``)."""
 EVENT_PODS_CHANGED = "pods_changed"
 EVENT_NODE_SLO_CHANGED = "node_slo_changed"
 

@@ -23,7 +23,9 @@ API_VERSION = 2
 """Bumped on any incompatible change of this package; a plugin may declare ``api_version`` to match.
 Version 2: typed options (``ctx.option(flag)``, ``ctx.agent``); ``ctx.registry`` a :class:`MetricRegistry`.
 Added within version 2 (nothing a plugin used changed): pod IPs, NodeSLO ``network_qos``, the executor's
-sysctl, resctrl and network QoS write kinds, ``host.block_device`` and ``host.resctrl_unsupported``."""
+sysctl, resctrl and network QoS write kinds, ``host.block_device`` and ``host.resctrl_unsupported``; the
+typed NodeSLO ``resource_qos`` and ``system``; ``PodInfo.eviction_enabled``/``priority_value`` and the
+mid requests; ``UNKNOWN`` extended allocatable (now the default); ``QOSPluginBase.serves`` (built-ins)."""
 
 T = TypeVar("T", bound=OptionValue)
 
@@ -71,6 +73,10 @@ class PluginContext:
     """When true, plugins compute and log decisions; the executor and evictor do not act."""
     wall_clock: Callable[[], float] = field(default=lambda: 0.0)
     """Seconds since the epoch, for timestamps only (never for rates)."""
+    want_fast_samples: Callable[[bool], None] = field(default=lambda _on: None)
+    """``want_fast_samples(True)`` while the plugin needs ~50 ms node samples (``EVENT_NODE_SAMPLE``),
+    ``False`` when it does not: the agent samples that fast only while some plugin asks (an extension
+    that subscribes to the event is counted as asking)."""
 
     def option(self, flag: Flag[T]) -> T:
         """The value of ``flag`` (declared in ``init_flags``), of the flag's type.
@@ -126,6 +132,11 @@ class QOSPluginBase:
     name: ClassVar[str] = ""
     feature: ClassVar[FeatureSpec] = FeatureSpec(default=False, stage=Stage.ALPHA)
     api_version: ClassVar[int] = API_VERSION
+    serves: ClassVar[tuple[str, ...]] = ()
+    """Built-in plugins only: more of Koordinator's koordlet gates this plugin implements. It is set up
+    when its own gate or any of these is on, and reads which are in ``ctx.agent.feature_gates`` (one
+    Koordinator strategy behind several gates: its CPU evictor serves ``BECPUEvict``,
+    ``CPUAllocatableEvict`` and ``CPUEvict`` with one cool-down)."""
     ctx: PluginContext
 
     def init_flags(self, flags: FlagSet) -> None:

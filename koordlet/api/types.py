@@ -14,28 +14,55 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from koord.apis.extension import KubeQOSClass, PriorityClass, QOSClass
+from koord.apis.pod import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from koord.apis.slo import (
+    CLASS_KEYS,
+    CPUQOS,
+    BlkIOQOS,
+    BlockCfg,
     CPUBurstStrategy,
     HostApplication,
+    IOCfg,
     JSONArray,
     JSONObject,
     JSONValue,
+    MemoryQOS,
     NetworkQOS,
     NodeSLO,
+    ResctrlQOS,
+    ResourceQOS,
+    ResourceQOSPolicies,
+    ResourceQOSStrategy,
     ResourceThresholdStrategy,
+    SystemStrategy,
+    blocks,
+    json_fields,
 )
 
 __all__ = [
+    "BATCH_CPU",
+    "BATCH_MEMORY",
+    "CLASS_KEYS",
+    "CPUQOS",
+    "LABEL_EVICTION_ENABLED",
+    "MID_CPU",
+    "MID_MEMORY",
     "NEVER_EVICTED_OWNERS",
+    "PRIORITY_VALUE_DEFAULTS",
+    "UNKNOWN",
+    "BlkIOQOS",
+    "BlockCfg",
     "CPUBurstStrategy",
     "CPUInfo",
     "CgroupUpdate",
     "ContainerInfo",
     "HostApplication",
+    "IOCfg",
     "JSONArray",
     "JSONObject",
     "JSONValue",
     "KubeQOSClass",
+    "MemoryQOS",
     "NetworkQOS",
     "NodeInfo",
     "NodeSLO",
@@ -43,9 +70,16 @@ __all__ = [
     "PriorityClass",
     "QOSClass",
     "QueryResult",
+    "ResctrlQOS",
     "ResctrlUpdate",
+    "ResourceQOS",
+    "ResourceQOSPolicies",
+    "ResourceQOSStrategy",
     "ResourceThresholdStrategy",
+    "SystemStrategy",
     "UpdateResult",
+    "blocks",
+    "json_fields",
 ]
 
 
@@ -69,7 +103,23 @@ class ContainerInfo:
     batch_cpu_limit_milli: int = 0
     batch_memory_request_bytes: int = 0
     batch_memory_limit_bytes: int = 0
+    mid_cpu_request_milli: int = 0
+    """``kubernetes.io/mid-cpu`` request (millicores, like batch-cpu); koord-mid pods request it."""
+    mid_memory_request_bytes: int = 0
 
+
+LABEL_EVICTION_ENABLED = "koordinator.sh/eviction-enabled"
+PRIORITY_VALUE_DEFAULTS: Mapping[PriorityClass, int] = {
+    PriorityClass.PROD: 9500,
+    PriorityClass.MID: 7500,
+    PriorityClass.BATCH: 5500,
+    PriorityClass.FREE: 3500,
+    PriorityClass.NONE: 0,
+}
+"""Koordinator's ``GetDefaultPriorityByPriorityClass``: a pod's priority value when ``spec.priority`` is
+unset or 0."""
+UNKNOWN = -1
+"""An extended allocatable (batch, mid) no Node reports: unknown, not zero."""
 
 NEVER_EVICTED_OWNERS = frozenset({"DaemonSet", "Node"})
 """Controller kinds whose pods are never evicted: a DaemonSet pod comes straight back, and a static pod
@@ -117,7 +167,8 @@ class PodInfo:
     @property
     def is_best_effort(self) -> bool:
         """BE with Koordinator's defaulting (a BE label, or no label and kube BestEffort): the agent's
-        evictor refuses any other pod, whatever a plugin asks."""
+        evictor refuses any other pod, whatever a plugin asks, unless its owner opted in
+        (:attr:`eviction_enabled`)."""
         return self.qos is QOSClass.BE
 
     @property
@@ -129,6 +180,27 @@ class PodInfo:
     def is_active(self) -> bool:
         """Pending or Running (Koordinator's ``IsPodActive``)."""
         return self.phase in ("Pending", "Running")
+
+    @property
+    def eviction_enabled(self) -> bool:
+        """Labelled ``koordinator.sh/eviction-enabled: "true"`` (Koordinator's ``PodEvictEnabled``): the
+        pod's owner lets the priority-based strategies (``CPUEvict``, ``MemoryEvict``, the allocatable
+        ones) evict it whatever its QoS; the agent's evictor takes no other non-BE pod."""
+        return self.labels.get(LABEL_EVICTION_ENABLED) == "true"
+
+    @property
+    def priority_value(self) -> int:
+        """Koordinator's ``GetPodPriorityValueWithDefault``: ``spec.priority`` when set and not 0, else
+        the default value of the pod's priority class (prod 9500, mid 7500, batch 5500, free 3500,
+        none 0)."""
+        if self.priority:
+            return self.priority
+        return PRIORITY_VALUE_DEFAULTS[self.priority_class]
+
+    def running_containers(self) -> tuple[ContainerInfo, ...]:
+        """App containers and sidecars (restartable init containers): what runs for the pod's life, whose
+        requests Koordinator's eviction strategies sum (``GetRequestTypeAndValueFromPod``)."""
+        return (*self.containers, *self.sidecars)
 
     @property
     def cpu_request_milli(self) -> int:
@@ -161,10 +233,19 @@ class NodeInfo:
     cpu_capacity_milli: int
     memory_capacity_bytes: int
     cpu_allocatable_milli: int = 0
+    """0: unknown (treated as the capacity where a figure is needed)."""
     memory_allocatable_bytes: int = 0
-    batch_cpu_allocatable_milli: int = 0
-    """``kubernetes.io/batch-cpu`` allocatable; -1 when the node does not report it at all."""
-    batch_memory_allocatable_bytes: int = 0
+    """0: unknown (treated as the capacity where a figure is needed)."""
+    batch_cpu_allocatable_milli: int = UNKNOWN
+    """``kubernetes.io/batch-cpu`` allocatable; :data:`UNKNOWN` (-1) when no Node reports it (a Node
+    without it, or no Node at all: ``--standalone``). Unknown is not zero: a strategy comparing against it
+    does nothing (Koordinator's ``getBEMilliAllocatable`` -1), where zero means BE has no room."""
+    batch_memory_allocatable_bytes: int = UNKNOWN
+    """``kubernetes.io/batch-memory`` allocatable, :data:`UNKNOWN` likewise."""
+    mid_cpu_allocatable_milli: int = UNKNOWN
+    """``kubernetes.io/mid-cpu`` allocatable (millicores), :data:`UNKNOWN` likewise."""
+    mid_memory_allocatable_bytes: int = UNKNOWN
+    """``kubernetes.io/mid-memory`` allocatable, :data:`UNKNOWN` likewise."""
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     reservation_cpu_milli: int = 0

@@ -15,14 +15,14 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry
 
 from koordlet.api import Aggregation, QueryResult
 from koordlet.metriccache import persist
 from koordlet.metriccache.aggregate import DEFAULT_AGGS, Aggregates, aggregate_windows, normalize_agg
-from koordlet.metriccache.checkpoint import FILE_NAME, CorruptCheckpoint
+from koordlet.metriccache.checkpoint import FILE_NAME, CorruptCheckpoint, Image, SeriesImage
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
 from koordlet.metriccache.kind import Kind, Series
 from koordlet.metriccache.ring import Ring, Window
@@ -30,6 +30,9 @@ from koordlet.metriccache.schema import SeriesKey, series_key
 from koordlet.metriccache.selfmetrics import CacheStats, MetricCacheCollector
 
 log = logging.getLogger(__name__)
+
+_SERIES_META_BYTES = 200
+"""A series' share of the checkpoint's description, at most (metric, labels, count as JSON)."""
 
 Clock = Callable[[], float]
 
@@ -209,10 +212,15 @@ class MetricCache:
         return self._drop(lambda _m, s: s.ring.t_newest() >= older_than)
 
     def expire(self) -> int:
-        """Remove series with no sample within their family's retention."""
+        """Remove series with no sample within their family's retention, and put private series whose
+        samples are their timeline's newest ticks back on it (``Kind.reshare``)."""
         now = self._clock()
         cutoffs = {f: now - self.config.retention(f) for f in Family}
-        return self._drop(lambda m, s: s.ring.t_newest() >= cutoffs[family_of(m)])
+        dropped = self._drop(lambda m, s: s.ring.t_newest() >= cutoffs[family_of(m)])
+        with self._lock:
+            for kind in self._kinds.values():
+                kind.reshare()
+        return dropped
 
     # ---- stats -----------------------------------------------------------------------------------
 
@@ -220,7 +228,8 @@ class MetricCache:
         with self._lock:
             series = {m: len(k.series) for m, k in self._kinds.items() if k.series}
             samples = sum(len(s.ring) for k in self._kinds.values() for s in k.series.values())
-            return dataclasses.replace(self._stats, series=series, samples=samples)
+            private = sum(len(k.series) - k.timeline.members for k in self._kinds.values())
+            return dataclasses.replace(self._stats, series=series, samples=samples, private_series=private)
 
     # ---- persistence -----------------------------------------------------------------------------
 
@@ -237,14 +246,25 @@ class MetricCache:
         now = self._clock()
         offset = self._wall_clock() - now
         with self._lock:
-            snap = [
-                (m, s.labels, *persist.ordered(s.ring))
-                for m, k in self._kinds.items()
-                for s in k.series.values()
-            ]
+            kinds = list(self._kinds.items())
+            estimate = sum(
+                _SERIES_META_BYTES + 16 * len(s.ring) for _m, k in kinds for s in k.series.values()
+            )
         try:
-            image = persist.to_image(snap, self.config, now=now, offset=offset)
-            size, trimmed = persist.save(self.config, image)
+            if estimate <= self.config.tsdb_max_bytes:
+                # the usual case: written one series at a time, nothing of the cache copied whole
+                copies = self._copies(kinds, now, offset)
+                size, trimmed = persist.save_stream(self.config, now + offset, copies), 0
+            else:  # over the bound: the oldest pod samples go first, which needs them all at hand
+                with self._lock:
+                    series = [
+                        image
+                        for metric, kind in kinds
+                        for copier in (self._copier(metric, kind, now, offset),)
+                        for s in copier.series
+                        if (image := copier.copy(s)) is not None
+                    ]
+                size, trimmed = persist.save(self.config, Image(now + offset, series))
         except OSError:
             with self._lock:
                 self._stats = dataclasses.replace(
@@ -269,6 +289,20 @@ class MetricCache:
                 checkpoint_bytes=size,
             )
         return size
+
+    def _copier(self, metric: str, kind: Kind, now: float, offset: float) -> persist.KindCopy:
+        return persist.KindCopy(metric, kind, offset, now + offset - self.config.retention_for(metric))
+
+    def _copies(self, kinds: list[tuple[str, Kind]], now: float, offset: float) -> Iterator[SeriesImage]:
+        """Every series' checkpoint image, each copied under the lock as the writer asks for it."""
+        for metric, kind in kinds:
+            with self._lock:
+                copier = self._copier(metric, kind, now, offset)
+            for series in copier.series:
+                with self._lock:
+                    image = copier.copy(series)
+                if image is not None:
+                    yield image
 
     def load(self) -> int:
         """Restore a checkpoint written by any earlier run (even another boot); returns the number of

@@ -1,17 +1,18 @@
 """The checkpoint file: a compact binary image of the cache, written atomically and bounded in size.
 
-Layout (all little-endian)::
+Layout, version 2 (all little-endian)::
 
-    header   magic "KMC\\x01" | u16 version | u16 reserved | u32 meta_len | u64 data_len
-    meta     UTF-8 JSON {"saved_at": epoch, "series": [[metric, {labels}, n], ...]} (a "kv" key of older
-             files is ignored)
+    header   magic "KMC\\x01" | u16 version (2) | u16 reserved | u32 0 | u64 0
     data     for each series in meta order: n float64 epoch timestamps, then n float64 values
-    trailer  u32 CRC-32 of everything before it
+    meta     UTF-8 JSON {"saved_at": epoch, "series": [[metric, {labels}, n], ...]}
+    trailer  u32 meta_len | u64 data_len | u32 CRC-32 of everything before the CRC
 
-The CRC sits at the end so the file is written in one pass. Timestamps on disk are wall-clock (epoch)
-seconds because monotonic time restarts at every boot; the cache converts on save and load. Files are
-replaced with the usual write-temp / fsync / rename / fsync-dir sequence, so a crash leaves either the old
-or the new file.
+The description follows the data so a checkpoint streams out one series at a time (issue 27: the cache
+no longer holds a copy of itself while it writes). Version 1 files (meta before the data, its lengths
+in the header, the CRC alone in the trailer; a "kv" key of older files is ignored) are still read.
+Timestamps on disk are wall-clock (epoch) seconds because monotonic time restarts at every boot; the cache
+converts on save and load. Files are replaced with the usual write-temp / fsync / rename / fsync-dir
+sequence, so a crash leaves either the old or the new file.
 """
 
 from __future__ import annotations
@@ -24,16 +25,19 @@ import struct
 import sys
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from koord.runtime.errors import KoordletError
 
 MAGIC = b"KMC\x01"
-VERSION = 1
+VERSION = 2
+_VERSION_META_FIRST = 1
 FILE_NAME = "metriccache.ckpt"
 _HEADER = struct.Struct("<4sHHIQ")
 _TRAILER = struct.Struct("<I")
+_TRAILER_V2 = struct.Struct("<IQI")
 _SAMPLE_BYTES = 16
 _BIG_ENDIAN = sys.byteorder == "big"
 
@@ -42,14 +46,18 @@ class CorruptCheckpoint(KoordletError):
     """The checkpoint cannot be trusted: bad magic, unknown version, truncated, or checksum mismatch."""
 
 
+Floats: TypeAlias = "array[float] | memoryview"
+"""Doubles: an array, or a view into one (a checkpoint's series share their kind's timestamps)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SeriesImage:
     """One series as saved: epoch timestamps ascending, values aligned with them."""
 
     metric: str
     labels: Mapping[str, str]
-    ts: array[float]
-    vs: array[float]
+    ts: Floats
+    vs: Floats
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,73 +68,89 @@ class Image:
     series: list[SeriesImage]
 
 
-def _le(a: array[float]) -> array[float]:
+def _le(a: Floats) -> Floats:
     if _BIG_ENDIAN:
         a = array("d", a)
         a.byteswap()
     return a
 
 
-def _meta_bytes(image: Image) -> bytes:
-    meta = {
-        "saved_at": image.saved_at,
-        "series": [[s.metric, dict(s.labels), len(s.ts)] for s in image.series],
-    }
+def _meta_bytes(saved_at: float, entries: list[list[object]]) -> bytes:
+    meta = {"saved_at": saved_at, "series": entries}
     return json.dumps(meta, separators=(",", ":"), allow_nan=False).encode()
 
 
 def estimated_size(image: Image) -> int:
     samples = sum(len(s.ts) for s in image.series)
-    return _HEADER.size + len(_meta_bytes(image)) + _SAMPLE_BYTES * samples + _TRAILER.size
+    entries: list[list[object]] = [[s.metric, dict(s.labels), len(s.ts)] for s in image.series]
+    return (
+        _HEADER.size + len(_meta_bytes(image.saved_at, entries)) + _SAMPLE_BYTES * samples + _TRAILER_V2.size
+    )
 
 
-def encode(image: Image) -> Iterator[bytes | array[float]]:
-    """The file's bytes as chunks, arrays passed through uncopied; the CRC trailer comes last."""
-    meta = _meta_bytes(image)
-    data_len = 8 * sum(len(s.ts) + len(s.vs) for s in image.series)
-    header = _HEADER.pack(MAGIC, VERSION, 0, len(meta), data_len)
-    crc = zlib.crc32(meta, zlib.crc32(header))
+def encode(saved_at: float, series: Iterable[SeriesImage]) -> Iterator[bytes | Floats]:
+    """The file's bytes as chunks, arrays passed through uncopied, taking ``series`` one at a time (it may
+    be a generator copying each out of the cache as it goes); the description and the CRC come last."""
+    header = _HEADER.pack(MAGIC, VERSION, 0, 0, 0)
+    crc = zlib.crc32(header)
     yield header
-    yield meta
-    for s in image.series:
+    entries: list[list[object]] = []
+    data_len = 0
+    for s in series:
         for part in (_le(s.ts), _le(s.vs)):
             crc = zlib.crc32(part, crc)
             yield part
-    yield _TRAILER.pack(crc)
+        entries.append([s.metric, dict(s.labels), len(s.ts)])
+        data_len += 16 * len(s.ts)
+    meta = _meta_bytes(saved_at, entries)
+    lengths = struct.pack("<IQ", len(meta), data_len)
+    crc = zlib.crc32(lengths, zlib.crc32(meta, crc))
+    yield meta
+    yield lengths + struct.pack("<I", crc)
 
 
 def decode(blob: bytes) -> Image:
-    """Parse and verify a checkpoint; any inconsistency raises :class:`CorruptCheckpoint`."""
+    """Parse and verify a checkpoint (version 2 or 1); any inconsistency raises :class:`CorruptCheckpoint`."""
     if len(blob) < _HEADER.size:
         raise CorruptCheckpoint(f"truncated: {len(blob)} bytes is shorter than the header")
     magic, version, _, meta_len, data_len = _HEADER.unpack_from(blob)
     if magic != MAGIC:
         raise CorruptCheckpoint(f"bad magic {magic!r}")
-    if version != VERSION:
-        raise CorruptCheckpoint(f"unsupported version {version} (this agent reads {VERSION})")
-    expected = _HEADER.size + meta_len + data_len + _TRAILER.size
+    if version not in (VERSION, _VERSION_META_FIRST):
+        raise CorruptCheckpoint(f"unsupported version {version} (this agent reads {VERSION} and 1)")
+    trailer = _TRAILER_V2.size if version == VERSION else _TRAILER.size
+    if len(blob) < _HEADER.size + trailer:
+        raise CorruptCheckpoint(f"truncated: {len(blob)} bytes is shorter than header and trailer")
+    if version == VERSION:
+        meta_len, data_len, crc = _TRAILER_V2.unpack_from(blob, len(blob) - trailer)
+    else:
+        (crc,) = _TRAILER.unpack_from(blob, len(blob) - trailer)
+    expected = _HEADER.size + meta_len + data_len + trailer
     if expected != len(blob):
         raise CorruptCheckpoint(f"length mismatch: header says {expected} bytes, file has {len(blob)}")
-    (crc,) = _TRAILER.unpack_from(blob, len(blob) - _TRAILER.size)
     if zlib.crc32(memoryview(blob)[: len(blob) - _TRAILER.size]) != crc:
         raise CorruptCheckpoint("checksum mismatch")
-    body = memoryview(blob)[_HEADER.size : len(blob) - _TRAILER.size]
+    body = memoryview(blob)[_HEADER.size : _HEADER.size + meta_len + data_len]
+    if version == VERSION:
+        meta_raw, data = body[data_len:], body[:data_len]
+    else:
+        meta_raw, data = body[:meta_len], body[meta_len:]
     try:
-        meta = json.loads(bytes(body[:meta_len]))
+        meta = json.loads(bytes(meta_raw))
         saved_at = float(meta["saved_at"])
         entries = meta["series"]
         if not isinstance(entries, list):
             raise TypeError("series must be a list")
         series: list[SeriesImage] = []
-        offset = meta_len
+        offset = 0
         for metric, labels, n in entries:
             if not isinstance(metric, str) or not isinstance(labels, dict) or not isinstance(n, int) or n < 0:
                 raise TypeError(f"bad series entry {metric!r}")
-            if offset + 2 * 8 * n > len(body):
+            if offset + 2 * 8 * n > len(data):
                 raise CorruptCheckpoint("series data runs past the end of the file")
             ts, vs = array("d"), array("d")
-            ts.frombytes(body[offset : offset + 8 * n])
-            vs.frombytes(body[offset + 8 * n : offset + 16 * n])
+            ts.frombytes(data[offset : offset + 8 * n])
+            vs.frombytes(data[offset + 8 * n : offset + 16 * n])
             if _BIG_ENDIAN:
                 ts.byteswap()
                 vs.byteswap()
@@ -134,8 +158,8 @@ def decode(blob: bytes) -> Image:
             series.append(SeriesImage(metric, {str(k): str(v) for k, v in labels.items()}, ts, vs))
     except (ValueError, KeyError, TypeError) as err:
         raise CorruptCheckpoint(f"bad metadata: {err}") from err
-    if offset != len(body):
-        raise CorruptCheckpoint(f"{len(body) - offset} bytes of data not described by the metadata")
+    if offset != len(data):
+        raise CorruptCheckpoint(f"{len(data) - offset} bytes of data not described by the metadata")
     return Image(saved_at=saved_at, series=series)
 
 

@@ -134,6 +134,42 @@ class Kind:
             self.memo = (keys, tl, tl.ticks, hit_rings)
         return len(keys)
 
+    def reshare(self) -> int:
+        """Put private series back on the timeline once their samples are exactly its newest ticks (a
+        series that missed a tick is held privately until the samples before the miss age out of its
+        ring, then it shares again); returns how many. Checked by a few comparisons first, so a series
+        that cannot rejoin costs no copy.
+
+        Without this, every miss (a read that failed once, a sweep that skipped a container) left a
+        series private for good, at twice the bytes a sample, and over hours most series were."""
+        tl = self.timeline
+        joined = 0
+        for series in self.series.values():
+            ring = series.ring
+            if type(ring) is not Ring or not ring.in_order:
+                continue
+            n = len(ring)
+            first = tl.ticks - n
+            if (
+                not n
+                or first < tl.oldest()
+                or ring.t_newest() != tl.t_last
+                or ring.t_oldest() != tl.t_at(first)
+            ):
+                continue
+            ts, vs = ring.chronological()
+            if ts != tl.chronological()[-n:]:
+                continue
+            shared = SharedRing(tl, first)
+            for i, v in enumerate(vs):
+                shared.put(first + i, v)
+            series.ring = shared
+            tl.members += 1
+            joined += 1
+        if joined:
+            self.memo = None
+        return joined
+
     def share_restored(self) -> None:
         """Put restored series back on a timeline (the one of the newest series) when their timestamps are
         its newest ones, as they are when one collector appended them together before the restart.

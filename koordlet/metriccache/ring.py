@@ -78,6 +78,10 @@ class Ring:
         item = self.newest()
         return float("-inf") if item is None else item[0]
 
+    def t_oldest(self) -> float:
+        """Timestamp of the oldest append still held (``inf`` when empty)."""
+        return self.ts[self.head] if self.ts else float("inf")
+
     def _chrono_t(self, physical: int) -> tuple[float, int]:
         # Ties on t go to the later append: rank by position in append order.
         n = len(self.ts)

@@ -17,6 +17,8 @@ class CacheStats:
     series: Mapping[str, int] = field(default_factory=dict)
     """Series count per metric kind."""
     samples: int = 0
+    private_series: int = 0
+    """Series off their kind's timeline (each holds its own timestamps: twice the bytes a sample)."""
     checkpoint_seconds: float = 0.0
     """Duration of the last successful checkpoint."""
     checkpoint_bytes: int = 0
@@ -49,6 +51,11 @@ class MetricCacheCollector:
         yield series
         yield GaugeMetricFamily(
             "koordlet_metric_cache_samples", "Samples held by the metric cache.", value=st.samples
+        )
+        yield GaugeMetricFamily(
+            "koordlet_metric_cache_private_series",
+            "Series of the metric cache off their kind's shared timeline.",
+            value=st.private_series,
         )
         yield GaugeMetricFamily(
             "koordlet_metric_cache_checkpoint_duration_seconds",

@@ -52,6 +52,13 @@ class Timeline:
     def t_at(self, tick: int) -> float:
         return self.ts[tick % self.capacity]
 
+    def chronological(self) -> array[float]:
+        """The timestamps of every tick held, oldest first (a copy)."""
+        if self.ticks <= self.capacity:
+            return array("d", self.ts)
+        cut = self.ticks % self.capacity
+        return self.ts[cut:] + self.ts[:cut]
+
 
 class SharedRing:
     """One series' values on a :class:`Timeline`: the ticks ``first`` to ``last`` still held."""
@@ -75,6 +82,14 @@ class SharedRing:
     def _span(self) -> tuple[int, int]:
         """Ticks [lo, hi) this series holds."""
         return max(self.first, self.timeline.oldest()), self.last + 1
+
+    def span(self) -> tuple[int, int]:
+        """Ticks [lo, hi) this series holds (``hi <= lo``: none)."""
+        return self._span()
+
+    def values(self, lo: int, hi: int) -> array[float]:
+        """A copy of the values of ticks [lo, hi), oldest first."""
+        return self._copy(self.vs, lo, hi)
 
     def __len__(self) -> int:
         lo, hi = self._span()

@@ -8,6 +8,7 @@ produced its first samples; ``shutdown`` closes every cached descriptor.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -24,7 +25,7 @@ from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
 from koordlet.metricsadvisor.exporter import AdvisorMetrics, UsageExporter
 from koordlet.metricsadvisor.exposition import Exposition
-from koordlet.metricsadvisor.fastsampler import FastSampler, FastSamplerConfig, Publisher
+from koordlet.metricsadvisor.fastsampler import FastSampler, FastSamplerConfig, FastSampling, Publisher
 from koordlet.metricsadvisor.hostapp import HostAppConfig, HostApplicationCollector, ProcessSource
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
@@ -61,6 +62,7 @@ class MetricsAdvisor:
         *,
         paths: HostPaths | None = None,
         processes: ProcessSource | None = None,
+        fast_sampling: FastSampling | None = None,
     ) -> None:
         if paths is None:
             paths = host.paths
@@ -140,6 +142,9 @@ class MetricsAdvisor:
                 bus,
                 clock,
                 errors,
+                arming=fast_sampling,
+                # the process's CPU clock pairs only with the real clock (tests pass a fake one)
+                own_cpu=time.process_time if clock is time.monotonic and config.fast_sample_own_cpu else None,
             )
             self.collectors.append(self.fast)
         if registry is not None:
@@ -165,6 +170,10 @@ class MetricsAdvisor:
     def start(self, stop: threading.Event, supervisor: Supervisor) -> None:
         """Schedule every enabled collector and the GC; returns at once."""
         for collector in self.collectors:
+            if collector is self.fast:
+                run = functools.partial(self.fast.run, stop, self._on_tick(collector.name))
+                supervisor.go(f"{self.name}/{collector.name}", run)
+                continue
             supervisor.every(
                 f"{self.name}/{collector.name}",
                 collector.interval,

@@ -23,6 +23,8 @@ class AdvisorConfig:
     """BE resource collector (``node_be``)."""
     fast_sample_interval: float = 0.05
     """Fast node/BE CPU sampler for sub-second QoS reaction; 0 disables it."""
+    fast_sample_own_cpu: bool = True
+    """``--fast-sample-own-cpu``: the fast samples put the agent's own CPU back to its 1 s average."""
     psi_interval: float = 10.0
     """PSI collector (koordlet's PerformanceCollector period); 0 disables it."""
     cpi_enabled: bool = False

@@ -19,10 +19,20 @@ too small and the full one would wait a whole interval. When non-BE usage (node 
 node since the previous window, the sampler takes a second sample ``confirm_after`` (10 ms) later: that
 window lies entirely after the rise and reads its true rate. Worst-case detection is thus one interval
 plus the confirm window, instead of two intervals.
+
+The agent's own CPU. A pod sweep or a render burns a core for tens of ms, which a 50 ms window reads as a
+rise of non-BE load (0.6 core for 30 ms). The sampler reads the process's CPU clock with each sample and
+puts the agent's own usage in the window back to its average over the last second (what the 1 s path
+sees), so ``node_cpu_usage_fast`` keeps the agent's load but not the shape of its bursts.
+
+Armed only when it can matter (issue 27: twenty wake-ups a second were most of an idle agent's cost). A
+plugin asks for fast samples through ``PluginContext.want_fast_samples`` (:class:`FastSampling` keeps who
+asks); while nobody does, the sampler's thread sleeps and no ``EVENT_NODE_SAMPLE`` is published.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +47,8 @@ from koordlet.system import native, procfs
 from koordlet.system.batchread import MISSING, BatchReader, FileKind, ReadResults
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.host import Host
+
+log = logging.getLogger(__name__)
 
 NAME = "FastSampler"
 _FIRST_LINE_CAP = 1024
@@ -53,6 +65,40 @@ MAX_WINDOW = 1.0
 """Seconds; a longer window (the agent starved or stopped) re-baselines instead of giving a rate."""
 CONFIRM_RISE_FRACTION = 0.01
 """A non-BE rise of this fraction of the node's CPUs since the last window asks for a confirm window."""
+OWN_AVERAGE_SECONDS = 1.0
+"""The agent's own CPU is put back to its average over about this long (the 1 s path's view)."""
+
+
+class FastSampling:
+    """Who wants fast samples now: the sampler runs while anyone does (``want(owner, on)``)."""
+
+    def __init__(self, always: bool = False) -> None:
+        self._owners: set[str] = {"always"} if always else set()
+        self._cond = threading.Condition()
+
+    def want(self, owner: str, on: bool) -> None:
+        with self._cond:
+            before = bool(self._owners)
+            if on:
+                self._owners.add(owner)
+            else:
+                self._owners.discard(owner)
+            now = bool(self._owners)
+            self._cond.notify_all()
+        if now != before:
+            log.info("fast sampler %s (%s)", "armed" if now else "disarmed", owner)
+
+    @property
+    def armed(self) -> bool:
+        with self._cond:
+            return bool(self._owners)
+
+    def wait_armed(self, stop: threading.Event, poll: float = 1.0) -> bool:
+        """Block while disarmed; ``False`` once ``stop`` is set."""
+        with self._cond:
+            while not self._owners and not stop.is_set():
+                self._cond.wait(poll)
+        return not stop.is_set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +133,14 @@ class FastSampler:
         clock: fw.Clock,
         errors: fw.ErrorSink,
         sleep: Callable[[float], None] = time.sleep,
+        arming: FastSampling | None = None,
+        own_cpu: Callable[[], float] | None = None,
     ) -> None:
         self.config = config
+        self.arming = arming if arming is not None else FastSampling(always=True)
+        self._own_cpu = own_cpu
+        self._own_last: tuple[float, float] | None = None
+        self._own_avg: float | None = None
         self._sleep = sleep
         self.interval = config.interval
         self._stat_path = str(host.paths.proc("stat"))
@@ -136,13 +188,57 @@ class FastSampler:
                 self.confirms += 1
                 self._last_non_be = self._sample()
 
+    def run(self, stop: threading.Event, on_tick: Callable[[str, float, float], None] | None = None) -> None:
+        """Sample every ``interval`` on a fixed grid while armed; sleep while nobody wants samples."""
+        planned = self._clock()
+        while not stop.is_set():
+            if not self.arming.armed:
+                if not self.arming.wait_armed(stop):
+                    return
+                self._rebaseline()
+                planned = self._clock()
+            started = self._clock()
+            self.collect()
+            finished = self._clock()
+            if on_tick is not None:
+                on_tick(NAME, finished - started, max(started - planned, 0.0))
+            planned += self.interval
+            if planned < finished:
+                planned += (int((finished - planned) // self.interval) + 1) * self.interval
+            stop.wait(max(planned - self._clock(), 0.0))
+
+    def _rebaseline(self) -> None:
+        """After a pause the old baselines are not a clock step: start afresh."""
+        with self._lock:
+            for tracker in (self._node, self._be_delta):
+                tracker.retain(())
+            self._own_last = self._own_avg = self._last_non_be = None
+
+    def _own_cores(self, t: float) -> tuple[float, float]:
+        """The agent's own cores over the window ending now, and their average over about a second
+        (``own_cpu``: the process's CPU seconds; without it, nothing is put back)."""
+        if self._own_cpu is None:
+            return 0.0, 0.0
+        cpu, last = self._own_cpu(), self._own_last
+        self._own_last = (t, cpu)
+        if last is None or t <= last[0]:
+            return 0.0, 0.0
+        window = max(cpu - last[1], 0.0) / (t - last[0])
+        weight = min((t - last[0]) / OWN_AVERAGE_SECONDS, 1.0)
+        avg = window if self._own_avg is None else self._own_avg + weight * (window - self._own_avg)
+        self._own_avg = avg
+        return window, avg
+
     def _sample(self) -> float | None:
         """One sample; the non-BE cores it saw (``None`` without both figures)."""
         res = self._be.read()
         t = self._clock()
+        own, own_avg = self._own_cores(t)
         node_cores = self._counter_cores(res, 1, "root", self._node, t)
         if node_cores is None and not res.ok(1):
             node_cores = self._proc_stat_cores(t)
+        if node_cores is not None:
+            node_cores = max(node_cores - own + own_avg, 0.0)
         be_cores = self._counter_cores(res, 0, "be", self._be_delta, t)
         fw.report_rejections(self._node, self._errors, NAME)
         fw.report_rejections(self._be_delta, self._errors, NAME)
@@ -186,7 +282,8 @@ class FastSampler:
         return None if got is None else got[1][0] / (got[0] * self._clk_tck)
 
     def has_synced(self) -> bool:
-        return self._samples > 0
+        """A first sample taken, or nothing asked for yet (a disarmed sampler has nothing to sync)."""
+        return self._samples > 0 or not self.arming.armed
 
     def close(self) -> None:
         with self._lock:

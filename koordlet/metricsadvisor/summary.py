@@ -40,6 +40,7 @@ class ResourceSummaryExporter(Collector):
         info = self._states.node()
         if info is not None and info.batch_cpu_allocatable_milli >= 0:
             alloc.add_metric([node, BATCH_CPU, metricdefs.UNIT_INTEGER], info.batch_cpu_allocatable_milli)
+        if info is not None and info.batch_memory_allocatable_bytes >= 0:
             alloc.add_metric([node, BATCH_MEMORY, metricdefs.UNIT_BYTE], info.batch_memory_allocatable_bytes)
         yield alloc
         requests = _family(metricdefs.CONTAINER_RESOURCE_REQUESTS)

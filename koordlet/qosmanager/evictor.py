@@ -6,7 +6,9 @@ the pod's processes through its cgroup (koordlet stops containers through the CR
 processes has the same effect on the node and needs no runtime socket). Each PID is pinned with a pidfd
 and checked to still be in the pod's cgroup before the signal, so PID reuse cannot hit another process.
 
-Safety is enforced here too, whatever a plugin asks: only BE pods, never DaemonSet or static pods.
+Safety is enforced here too, whatever a plugin asks: only BE pods and pods their owner labelled
+``koordinator.sh/eviction-enabled: "true"`` (the priority-based strategies' victims), never DaemonSet or
+static pods.
 """
 
 from __future__ import annotations
@@ -34,8 +36,11 @@ KILL_DEPTH = 3
 
 def refusal(pod: api.PodInfo) -> str:
     """Why this pod may not be evicted by the agent, or an empty string."""
-    if not pod.is_best_effort:
-        return f"pod {pod.namespace}/{pod.name} is {pod.qos or pod.kube_qos}, not BE"
+    if not pod.is_best_effort and not pod.eviction_enabled:
+        return (
+            f"pod {pod.namespace}/{pod.name} is {pod.qos or pod.kube_qos}, not BE, and not labelled "
+            f"{api.LABEL_EVICTION_ENABLED}=true"
+        )
     if pod.owner_kind in api.NEVER_EVICTED_OWNERS:
         return f"pod {pod.namespace}/{pod.name} is owned by a {pod.owner_kind}"
     if not pod.uid:

@@ -18,6 +18,7 @@ from typing import Any
 from koord.runtime.errors import PluginError
 from koord.runtime.pluginregistry import EntryPoints, group_entry_points, load_entry_points
 from koordlet import api
+from koordlet.featuregates import KOORDLET_GATES
 
 ENTRY_POINT_GROUP = "koordlet.qos_plugins"
 
@@ -37,6 +38,14 @@ class PluginEntry:
     builtin: bool
     flags: tuple[api.Flag[api.OptionValue], ...] = ()
     """What the plugin declared in ``init_flags``."""
+    serves: tuple[str, ...] = ()
+    """More koordlet gates a built-in plugin implements (``QOSPluginBase.serves``): any of them on sets
+    it up."""
+
+    @property
+    def gates(self) -> tuple[str, ...]:
+        """Every gate that sets the plugin up: its own, then those it serves."""
+        return (self.name, *self.serves)
 
     @property
     def gate_flag(self) -> str:
@@ -72,6 +81,16 @@ def validate(
     return plugin, feature
 
 
+def _served(name: str, plugin: api.QOSPlugin) -> tuple[str, ...]:
+    served = getattr(plugin, "serves", ())
+    if not isinstance(served, tuple) or not all(isinstance(g, str) and g for g in served):
+        raise PluginError(name, f"`serves` must be a tuple of gate names, got {served!r}")
+    unknown = [g for g in served if g not in KOORDLET_GATES]
+    if unknown:
+        raise PluginError(name, f"serves {', '.join(unknown)}: not koordlet gates of the table")
+    return served
+
+
 _entry_points = group_entry_points(ENTRY_POINT_GROUP)
 
 
@@ -99,15 +118,22 @@ def discover(
     for obj in builtins:
         name = str(getattr(obj, "name", "") or getattr(obj, "__name__", repr(obj)))
         plugin, spec = validate(name, obj)
-        put(PluginEntry(name, plugin, spec, SOURCE_BUILTIN, True))
+        put(PluginEntry(name, plugin, spec, SOURCE_BUILTIN, True, serves=_served(name, plugin)))
     reg = api.registered_ext_plugins() if registered is None else registered
     for name, (declared, obj) in sorted(reg.items()):
         plugin, spec = validate(name, obj, spec=declared)
+        _no_served_gates(name, plugin)
         put(PluginEntry(name, plugin, spec, SOURCE_REGISTERED, False))
     for name, obj, source in load_entry_points(entry_points):
         plugin, spec = validate(name, obj)
+        _no_served_gates(name, plugin)
         put(PluginEntry(name, plugin, spec, source, False))
     return _with_flags(table.values())
+
+
+def _no_served_gates(name: str, plugin: api.QOSPlugin) -> None:
+    if getattr(plugin, "serves", ()):
+        raise PluginError(name, "only built-in plugins serve koordlet gates (`serves`); use its own gate")
 
 
 def _with_flags(entries: Iterable[PluginEntry]) -> list[PluginEntry]:

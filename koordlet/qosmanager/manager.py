@@ -41,10 +41,15 @@ class Services:
     degraded: Callable[[], bool] = lambda: False
     """True while the pod list is stale past its bound (kubelet unreachable, garbage answers): plugins
     then stop acting on it, their ticks and event handlers skipped until a good list comes back."""
+    want_fast_samples: Callable[[str, bool], None] = lambda _owner, _on: None
+    """``(plugin, on)``: the fast sampler runs while any plugin wants it."""
 
 
 def is_enabled(entry: PluginEntry, gates: FeatureGate, ext_gates: FeatureGate) -> bool:
-    return (gates if entry.builtin else ext_gates).enabled(entry.name)
+    """A plugin runs when its gate, or a gate it serves (built-ins only), is on."""
+    if not entry.builtin:
+        return ext_gates.enabled(entry.name)
+    return any(gates.enabled(g) for g in entry.gates)
 
 
 class QOSManager:
@@ -134,6 +139,12 @@ class QOSManager:
 
         def subscribe(event: str, fn: Callable[[], None]) -> None:
             svc.bus.subscribe(event, self._unless_degraded(fn), owner=component)
+            if event == api.EVENT_NODE_SAMPLE and not entry.builtin:
+                # an extension written before ``want_fast_samples`` had the samples whenever it subscribed
+                svc.want_fast_samples(entry.name, True)
+
+        def want_fast_samples(on: bool) -> None:
+            svc.want_fast_samples(entry.name, on)
 
         return api.PluginContext(
             node_name=svc.node_name,
@@ -151,6 +162,7 @@ class QOSManager:
             agent=svc.agent,
             dry_run=svc.dry_run,
             wall_clock=svc.wall_clock,
+            want_fast_samples=want_fast_samples,
         )
 
     def _unless_degraded(self, fn: Callable[[], None]) -> Callable[[], None]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from koord.apis.pod import BATCH_CPU, BATCH_MEMORY
+from koord.apis.pod import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from koord.runtime.errors import InvalidValue
 from koordlet import api
 from koordlet.statesinformer.podinfo import resource_amount
@@ -97,11 +97,11 @@ def node_info(obj: Mapping[str, Any], paths: HostPaths | None = None) -> api.Nod
         memory_capacity_bytes=resource_amount(cap, "memory", milli=False, where="node"),
         cpu_allocatable_milli=resource_amount(alloc, "cpu", milli=True, where="node"),
         memory_allocatable_bytes=resource_amount(alloc, "memory", milli=False, where="node"),
-        # Absent is not zero: BECPUEvict's allocatable policy treats an unreported batch-cpu as unknown.
-        batch_cpu_allocatable_milli=resource_amount(alloc, BATCH_CPU, milli=False, where="node")
-        if BATCH_CPU in alloc
-        else -1,
-        batch_memory_allocatable_bytes=resource_amount(alloc, BATCH_MEMORY, milli=False, where="node"),
+        # Absent is not zero: the allocatable strategies treat an unreported extended resource as unknown.
+        batch_cpu_allocatable_milli=_extended(alloc, BATCH_CPU),
+        batch_memory_allocatable_bytes=_extended(alloc, BATCH_MEMORY),
+        mid_cpu_allocatable_milli=_extended(alloc, MID_CPU),
+        mid_memory_allocatable_bytes=_extended(alloc, MID_MEMORY),
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         annotations=annotations,
         reservation_cpu_milli=reservation_milli,
@@ -110,8 +110,16 @@ def node_info(obj: Mapping[str, Any], paths: HostPaths | None = None) -> api.Nod
     )
 
 
+def _extended(alloc: Mapping[str, Any], name: str) -> int:
+    """An extended resource's allocatable (batch-cpu and mid-cpu are counted in millicores already);
+    :data:`api.UNKNOWN` when the Node does not report it."""
+    return resource_amount(alloc, name, milli=False, where="node") if name in alloc else api.UNKNOWN
+
+
 def local_node(name: str, paths: HostPaths) -> api.NodeInfo:
-    """Standalone: capacity from the host (online CPUs, ``MemTotal``); allocatable = capacity."""
+    """Standalone: capacity from the host (online CPUs, ``MemTotal``); allocatable = capacity. No Node
+    reports batch or mid allocatable, so they stay :data:`api.UNKNOWN` (never the 0 that would tell the
+    allocatable strategies BE has no room at all)."""
     cpus = len(read_online_cpus(paths)) * 1000
     mem = read_meminfo(paths).total
     return api.NodeInfo(

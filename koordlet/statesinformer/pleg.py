@@ -53,6 +53,7 @@ class PLEG:
         self.rescan = rescan
         self.events = 0
         self.scans = 0
+        self._tiers: list[Path] = []
         self._reported: set[Path] = set()
 
     def _tier_paths(self) -> list[Path]:
@@ -90,7 +91,10 @@ class PLEG:
         """Watch the tier dirs; list the pod dirs of each tier just watched (of all if ``all_pods``)."""
         if all_pods:
             self.scans += 1
-        for tier in self._tier_paths():
+        tiers = self._tiers = self._tiers or self._tier_paths()  # built once: every idle wake-up asks
+        if not all_pods and all(t in ino.watched for t in tiers):
+            return
+        for tier in tiers:
             if self._watch(ino, tier) or (all_pods and tier in ino.watched):
                 self._watch_pods(ino, tier)
 

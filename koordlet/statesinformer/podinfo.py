@@ -16,6 +16,8 @@ from typing import Any
 from koord.apis.pod import (
     BATCH_CPU,
     BATCH_MEMORY,
+    MID_CPU,
+    MID_MEMORY,
     Obj,
     kube_qos_of,
     priority_class_of,
@@ -84,6 +86,8 @@ def _container(
         batch_cpu_limit_milli=resource_amount(lim, BATCH_CPU, milli=False, where=where),
         batch_memory_request_bytes=resource_amount(req, BATCH_MEMORY, milli=False, where=where),
         batch_memory_limit_bytes=resource_amount(lim, BATCH_MEMORY, milli=False, where=where),
+        mid_cpu_request_milli=resource_amount(req, MID_CPU, milli=False, where=where),
+        mid_memory_request_bytes=resource_amount(req, MID_MEMORY, milli=False, where=where),
     )
 
 

@@ -125,6 +125,8 @@ class Agent:
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         try:
+            if self._port is None:  # the start counts in ``timeout`` (slow under PYTHONTRACEMALLOC)
+                self._port = port_from_log(self.log, self.proc, timeout=timeout)
             base = self.base
         except (RuntimeError, TimeoutError) as err:
             raise AssertionError(f"agent not serving:\n{err}") from err

@@ -62,7 +62,11 @@ def make_pod(
     cpu_request_milli: int = 0,
     memory_request_bytes: int = 0,
     batch_cpu_request_milli: int = 0,
+    batch_memory_request_bytes: int = 0,
+    mid_cpu_request_milli: int = 0,
+    mid_memory_request_bytes: int = 0,
     priority: int | None = None,
+    priority_class: api.PriorityClass = api.PriorityClass.NONE,
     phase: str = "Running",
     owner_kind: str = "ReplicaSet",
     labels: Mapping[str, str] | None = None,
@@ -99,6 +103,9 @@ def make_pod(
             cpu_request_milli=cpu_request_milli,
             memory_request_bytes=memory_request_bytes,
             batch_cpu_request_milli=batch_cpu_request_milli,
+            batch_memory_request_bytes=batch_memory_request_bytes,
+            mid_cpu_request_milli=mid_cpu_request_milli,
+            mid_memory_request_bytes=mid_memory_request_bytes,
         )
         for i, cid in enumerate(ids)
     )
@@ -109,6 +116,7 @@ def make_pod(
         qos=qos,
         kube_qos=kq,
         priority=priority,
+        priority_class=priority_class,
         phase=phase,
         owner_kind=owner_kind,
         labels=pod_labels,

@@ -38,6 +38,8 @@ class Harness:
     scheduled: list[tuple[float, Callable[[], None]]] = field(default_factory=list)
     handlers: dict[str, list[Callable[[], None]]] = field(default_factory=dict)
     dry_run: bool = False
+    fast_samples_wanted: bool = False
+    """What the plugin last said through ``ctx.want_fast_samples``."""
 
     def __post_init__(self) -> None:
         self.plugin_metrics = PluginMetrics(self.registry)
@@ -60,7 +62,11 @@ class Harness:
             agent=self.agent,
             dry_run=self.dry_run,
             wall_clock=self.clock.wall,
+            want_fast_samples=self._want_fast_samples,
         )
+
+    def _want_fast_samples(self, on: bool) -> None:
+        self.fast_samples_wanted = on
 
     def publish(self, event: str) -> None:
         """Call the plugin's subscribers of ``event`` (``api.EVENT_*``), as the agent's bus would."""

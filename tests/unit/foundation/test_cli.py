@@ -200,3 +200,21 @@ def test_plugins_list_shows_gates_without_implementation() -> None:
     rows = {line.split()[0]: line for line in result.output.splitlines()[1:]}
     assert "not implemented" in rows["Accelerators"] and rows["Accelerators"].rstrip().endswith("true")
     assert " agent " in rows["BECPUManager"] and "NetQOS" not in rows
+
+
+def test_gates_the_built_in_evictors_serve_are_listed_as_theirs() -> None:
+    """Issue 27: CPUEvict/CPUAllocatableEvict (MemoryEvict/MemoryAllocatableEvict) are implemented by the
+    CPU (memory) evictor plugin, no longer "not implemented"."""
+    import qosplugins
+
+    result = invoke(["plugins", "list", "--feature-gates=CPUEvict=true"], builtins=list(qosplugins.BUILTIN))
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split() for line in result.output.splitlines()[1:]}
+    for gate, plugin in (
+        ("CPUEvict", "BECPUEvict"),
+        ("CPUAllocatableEvict", "BECPUEvict"),
+        ("MemoryEvict", "BEMemoryEvict"),
+        ("MemoryAllocatableEvict", "BEMemoryEvict"),
+    ):
+        assert rows[gate][1:3] == ["plugin", plugin], rows[gate]
+    assert rows["CPUEvict"][-1] == "true" and rows["BECPUEvict"][-1] == "false"

@@ -49,6 +49,7 @@ def test_every_koordlet_flag_is_in_a_flag_group() -> None:
         "cgroup-root",
         "cgroup-driver",
         "fast-sample-interval",
+        "fast-sample-own-cpu",
         "pod-list",
         "node-slo-file",
         "log-format",

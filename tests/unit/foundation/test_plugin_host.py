@@ -91,12 +91,15 @@ def make_manager(
     stop: threading.Event,
     gates_text: str = "",
     degraded: Any = lambda: False,
+    ext_text: str = "",
+    want_fast_samples: Any = lambda _owner, _on: None,
 ) -> tuple[QOSManager, AgentMetrics, Supervisor]:
     gates = FeatureGate(KOORDLET_GATES)
     ext = FeatureGate({}, flag="--qos-extension-plugins")
     for e in entries:
         (gates if e.builtin else ext).add(e.name, e.spec)
     gates.set_from_string(gates_text)
+    ext.set_from_string(ext_text)
     metrics = AgentMetrics(CollectorRegistry(), "n1")
     sup = Supervisor(stop)
     n: Any = Nothing()
@@ -112,6 +115,7 @@ def make_manager(
         EventBus(),
         PluginMetrics(CollectorRegistry()),
         degraded=degraded,
+        want_fast_samples=want_fast_samples,
     )
     options = {f.name: f.default for e in entries for f in e.flags}
     return QOSManager(entries, gates, ext, options, services, sup, metrics), metrics, sup
@@ -210,3 +214,69 @@ def test_plugins_pause_while_the_pod_list_is_stale(caplog: pytest.LogCaptureFixt
     paused = [r for r in caplog.records if "paused" in r.getMessage()]
     resumed = [r for r in caplog.records if "resumed" in r.getMessage()]
     assert len(paused) == 1 and len(resumed) == 1
+
+
+class Serving(ps.Disabled):
+    """A default-off built-in that also serves two of Koordinator's table gates (as the CPU evictor)."""
+
+    name = "Serving"
+    serves = ("CPUEvict", "CPUAllocatableEvict")
+
+    def setup(self, ctx: api.PluginContext) -> None:
+        ps.EVENTS.append("setup Serving")
+
+
+@pytest.mark.parametrize(
+    ("gates_text", "set_up"), [("", False), ("CPUEvict=true", True), ("Serving=true", True)]
+)
+def test_a_plugin_is_set_up_when_a_gate_it_serves_is_on(gates_text: str, set_up: bool) -> None:
+    ps.EVENTS.clear()
+    stop = threading.Event()
+    entries = discover([Serving])
+    assert entries[0].gates == ("Serving", "CPUEvict", "CPUAllocatableEvict")
+    manager, _, _ = make_manager(entries, stop, gates_text)
+    manager.run(stop)
+    stop.set()
+    manager.shutdown()
+    assert ("setup Serving" in ps.EVENTS) is set_up
+
+
+class ServingUnknown(Serving):
+    name = "ServingUnknown"
+    serves = ("NoSuchGate",)
+
+
+class ExtServing(Serving):
+    name = "ExtServing"
+
+
+def test_served_gates_must_be_koordlet_gates_and_built_in_only(plugin_registry: None) -> None:
+    with pytest.raises(PluginError, match="NoSuchGate: not koordlet gates"):
+        discover([ServingUnknown])
+    api.register_qos_ext_plugin("ExtServing", ExtServing.feature, ExtServing())
+    with pytest.raises(PluginError, match="only built-in plugins serve koordlet gates"):
+        loader.discover([], entry_points=lambda: [])
+
+
+class SampleListener(ps.Second):
+    """An extension written before ``want_fast_samples``: it subscribes to the fast samples, nothing else."""
+
+    name = "SampleListener"
+
+    def run(self, stop: threading.Event) -> None:
+        self.ctx.subscribe(api.EVENT_NODE_SAMPLE, lambda: None)
+
+
+def test_an_extension_subscribing_to_fast_samples_keeps_them_coming() -> None:
+    stop = threading.Event()
+    entries = discover([], [ep("SampleListener", "tests.unit.foundation.test_plugin_host:SampleListener")])
+    wanted: list[tuple[str, bool]] = []
+
+    def want(owner: str, on: bool) -> None:
+        wanted.append((owner, on))
+
+    manager, _, _ = make_manager(entries, stop, ext_text="SampleListener=true", want_fast_samples=want)
+    manager.run(stop)
+    stop.set()
+    manager.shutdown()
+    assert wanted == [("SampleListener", True)]

@@ -8,6 +8,7 @@ import os
 import struct
 import threading
 import zlib
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -335,3 +336,21 @@ def test_failed_write_keeps_the_previous_checkpoint(tmp_path: Path) -> None:
         atomicfile.write_atomic(tmp_path / FILE_NAME, broken())
     assert (tmp_path / FILE_NAME).read_bytes() == before
     assert not list(tmp_path.glob("*.tmp.*"))
+
+
+def test_a_version_1_checkpoint_still_loads(tmp_path: Path) -> None:
+    """Version 2 writes the description after the data (a checkpoint streams out series by series);
+    a file an earlier agent wrote (version 1: description first) is read back as before."""
+    clock = FakeClock()
+    saved_at = clock.wall() - 5
+    ts = array("d", [saved_at - 2, saved_at - 1])
+    vs = array("d", [0.5, 0.75])
+    meta = {"saved_at": saved_at, "series": [["node_cpu_usage", {}, 2]]}
+    (tmp_path / FILE_NAME).write_bytes(_handmade(meta, ts.tobytes() + vs.tobytes()))
+    cache = _cache(tmp_path, clock)
+    assert cache.load() == 1
+    got = cache.query(api.NODE_CPU_USAGE, window=60, agg="avg")
+    assert got is not None and (got.value, got.count) == (0.625, 2)
+    cache.checkpoint()  # and it is rewritten as version 2, which loads too
+    assert struct.unpack_from("<H", (tmp_path / FILE_NAME).read_bytes(), len(MAGIC))[0] == 2
+    assert _cache(tmp_path, clock).load() == 1

@@ -33,6 +33,8 @@ op = st.one_of(
     st.tuples(st.just("drop"), st.just(0.0), st.sampled_from(KEYS)),
     # the same key tuples again and again, as the pod collector passes them (the cache's memo path)
     st.tuples(st.just("cols"), st.sampled_from([1.0, 1.0, 1.0, 0.0, -1.0]), st.integers(0, 3)),
+    # private series whose samples are the timeline's newest ticks rejoin it (what expire() runs)
+    st.tuples(st.just("reshare"), st.just(0.0), st.just(None)),
 )
 POOL = (tuple(KEYS), ("a", "b"), ("c",), ("a", "a"))
 
@@ -93,6 +95,10 @@ def test_shared_timeline_is_indistinguishable_from_private_rings(
             else:
                 vals = [v for _, v in samples]
                 assert cache.append_columns(METRIC, POOL[arg], vals, t) == len(samples)
+        elif name == "reshare":
+            kind = cache._kinds.get(METRIC)
+            if kind is not None:
+                kind.reshare()
         elif name == "one":
             value += 1
             cache.append(METRIC, {"pod_uid": str(arg)}, value, t)
@@ -152,3 +158,30 @@ def test_history_costs_about_one_double_per_sample() -> None:
     per_sample = (used - base) / (2000 * samples)
     # One double per value, the timestamps once per kind, a few hundred bytes of objects per series.
     assert 8.0 <= per_sample < 10.0, per_sample  # private rings: 16-21; boxed floats in lists: ~64
+
+
+def test_a_series_that_missed_a_tick_shares_again_once_the_miss_aged_out() -> None:
+    """Issue 27: one missed tick left a series private for good (twice the bytes a sample); over hours,
+    most series of a 1000-pod node were. Once its samples are the timeline's newest ticks again (the
+    miss older than its ring), ``expire`` puts it back."""
+    clock = FakeClock()
+    cache = MetricCache(CONFIG, clock=clock)
+    keys = ("a", "b")
+
+    def tick(*present: str) -> None:
+        clock.advance(60)
+        cache.append_batch(METRIC, [(k, clock()) for k in present], clock())
+
+    for _ in range(3):
+        tick(*keys)
+    tick(keys[0])  # b misses a tick: private
+    assert cache.stats().private_series == 1
+    for i in range(CAPACITY):
+        tick(*keys)
+        cache.expire()
+        still_private = i < CAPACITY - 1  # until the ring no longer holds samples from before the miss
+        assert cache.stats().private_series == still_private, i
+    b = series_of(cache, "b")
+    assert b is not None and isinstance(b.ring, SharedRing)
+    ts, vs = b.ring.chronological()
+    assert list(vs) == list(ts) and len(ts) == CAPACITY  # the same samples as before

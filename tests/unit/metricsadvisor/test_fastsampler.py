@@ -192,3 +192,76 @@ def test_a_non_be_rise_is_confirmed_by_a_short_window_after_it(
     assert one(cache, api.NODE_CPU_USAGE_FAST) == pytest.approx(1.9)
     assert errors.kind(fw.ERR_CLOCK) == 0
     sampler.close()
+
+
+def test_the_agents_own_bursts_are_put_back_to_their_average(
+    host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    """Issue 27: a sweep of the agent's that burns 30 ms in a 50 ms window read as +0.6 core of non-BE
+    load. With the process's CPU clock read each sample, the window keeps only the agent's average."""
+    fh = host_tree
+    fh.write_proc_stat(user=1000, idle=5000, per_cpu=((0,), (0,)))
+    root, own = 50_000_000_000, 0.0
+    set_root(fh, root)
+    set_be(fh, 7_000_000_000)
+    sampler = FastSampler(
+        FastSamplerConfig(0.05, clk_tck=100, confirm_after=0.0),
+        make_host(fh),
+        cache,
+        RecordingBus(),
+        fake_clock,
+        errors,
+        own_cpu=lambda: own,
+    )
+    sampler.collect()
+    seen: list[float | None] = []
+    for i in range(40):  # 2 s: LS 1 core steady, the agent 2 ms every window (0.04 core)
+        fake_clock.advance(0.05)
+        burst = 0.03 if i == 30 else 0.002
+        root, own = root + int((0.05 + burst) * 1e9), own + burst
+        set_root(fh, root)
+        sampler.collect()
+        seen.append(one(cache, api.NODE_CPU_USAGE_FAST))
+    assert seen[29] == pytest.approx(1.04, abs=0.005)
+    # the burst window measured 1.6 cores; the agent's 0.6 is put back to its average, 0.04 + 0.05 * 0.56
+    assert seen[30] == pytest.approx(1.068, abs=0.005)
+    sampler.close()
+
+
+def test_the_sampler_sleeps_while_nobody_wants_samples(
+    host_tree: Any, cache: MetricCache, errors: RecordingErrors
+) -> None:
+    """Issue 27: twenty wake-ups a second were most of an idle agent's cost. The sampler's thread waits
+    until a plugin wants fast samples, samples while it does, and waits again."""
+    import threading
+    import time
+
+    from koordlet.metricsadvisor.fastsampler import FastSampling
+    from koordlet.testing import wait_until
+
+    fh = host_tree
+    fh.write_proc_stat(user=1000, idle=5000, per_cpu=((0,), (0,)))
+    set_root(fh, 1)
+    set_be(fh, 1)
+    bus = RecordingBus()
+    arming = FastSampling()
+    sampler = FastSampler(
+        FastSamplerConfig(0.01), make_host(fh), cache, bus, time.monotonic, errors, arming=arming
+    )
+    assert sampler.has_synced()  # nothing asked for: nothing to wait for at start
+    stop = threading.Event()
+    thread = threading.Thread(target=sampler.run, args=(stop,))
+    thread.start()
+    try:
+        assert not wait_until(lambda: bus.events, 0.3, step=0.05)
+        arming.want("BECPUSuppress", True)
+        assert wait_until(lambda: len(bus.events) >= 3, 10, step=0.02)
+        arming.want("BECPUSuppress", False)
+        time.sleep(0.05)  # a sample already under way may still publish
+        seen = len(bus.events)
+        assert not wait_until(lambda: len(bus.events) > seen, 0.3, step=0.05)
+        assert errors.kind(fw.ERR_CLOCK) == 0
+    finally:
+        stop.set()
+        thread.join(5)
+    assert not thread.is_alive()

@@ -59,6 +59,8 @@ def make(fake_host: Any, clock: FakeClock, **kw: Any) -> tuple[Evictor, AuditLog
         pod(api.QOSClass.SYSTEM),
         pod(owner_kind="DaemonSet"),
         pod(owner_kind="Node"),
+        pod(api.QOSClass.LS, kube_qos=api.KubeQOSClass.BURSTABLE, labels={api.LABEL_EVICTION_ENABLED: "yes"}),
+        pod(owner_kind="DaemonSet", labels={api.LABEL_EVICTION_ENABLED: "true"}),
     ],
 )
 def test_never_evicts_anything_but_plain_be_pods(
@@ -69,6 +71,20 @@ def test_never_evicts_anything_but_plain_be_pods(
     assert ev.evict(victim, "trigger by koordlet feature BEMemoryEvict", "m") is False
     assert fake_api.calls == [] and len(audit) == 0
     assert reg.get_sample_value("koordlet_pod_eviction_refused_total", {"node": "n1"}) == 1.0
+
+
+def test_a_pod_opted_in_by_its_owner_may_be_evicted_whatever_its_qos(
+    fake_host: Any, fake_clock: FakeClock
+) -> None:
+    """``koordinator.sh/eviction-enabled: "true"`` is the owner's consent the priority-based strategies
+    (CPUEvict, MemoryEvict, the allocatable ones) need: such an LS pod is evicted, an unlabelled one not."""
+    fake_api = FakeAPI([EvictResult.EVICTED])
+    ev, audit, _reg = make(fake_host, fake_clock, only_by_api=True, eviction_api=fake_api)
+    ls = pod(
+        api.QOSClass.LS, kube_qos=api.KubeQOSClass.BURSTABLE, labels={api.LABEL_EVICTION_ENABLED: "true"}
+    )
+    assert ev.evict(ls, "trigger by koordlet feature MemoryEvict", "m") is True
+    assert fake_api.calls == [ls.uid] and len(audit) == 1
 
 
 def test_api_eviction_is_cached_audited_and_counted(fake_host: Any, fake_clock: FakeClock) -> None:

@@ -137,14 +137,14 @@ def test_v2_io_max_io_weight_and_root_iocost(fake_host: FakeHost) -> None:
 
 
 def test_value_mapping_defaults() -> None:
-    assert device_values({}) == {
+    assert device_values(api.IOCfg()) == {
         "blkio.throttle.read_iops_device": "0",
         "blkio.throttle.read_bps_device": "0",
         "blkio.throttle.write_iops_device": "0",
         "blkio.throttle.write_bps_device": "0",
         "blkio.cost.weight": "100",
     }
-    model = iocost_values({"enableUserModel": True, "modelReadBPS": 7, "writeLatencyPercent": 90})
+    model = iocost_values(api.IOCfg(enable_user_model=True, model_read_bps=7, write_latency_percent=90))
     assert (
         model["blkio.cost.model"] == "ctrl=user rbps=7 rseqiops=0 rrandiops=0 wbps=0 wseqiops=0 wrandiops=0"
     )

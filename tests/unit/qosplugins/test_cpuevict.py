@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from koordlet import api
+from koordlet.statesinformer.node import local_node
+from koordlet.system.paths import HostPaths
 from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod
 from qosplugins.cpuevict import BECPUEvict
 
@@ -215,6 +217,24 @@ def test_evict_by_allocatable_without_batch_allocatable_evicts_nothing() -> None
     be_series(h, [1800] * 10, [5000] * 10, [2000] * 10)
     plugin.reconcile()
     assert h.evictor.evicted == []
+
+
+def test_standalone_evict_by_allocatable_evicts_nobody() -> None:
+    """Issue 27: ``--standalone`` builds its NodeInfo from the host, with no Node to report batch-cpu.
+    It must say "unknown" (Koordinator's -1: nobody evicted); the dataclass default 0 it used to carry read
+    as a zero allocatable, 1m, and every BE pod of this scenario was evicted (the control below)."""
+    node = local_node("node-1", HostPaths())
+    assert node.batch_cpu_allocatable_milli == api.UNKNOWN
+    for batch_allocatable, evicted in ((node.batch_cpu_allocatable_milli, []), (0, ["a", "b", "c", "d"])):
+        h = harness(cpu_evict_policy="evictByAllocatable")
+        h.states.node_info = dataclasses.replace(node, batch_cpu_allocatable_milli=batch_allocatable)
+        plugin = started(h)
+        h.clock.advance(20)
+        for name in "abcd":
+            be_pod(h, name, 1500, 1.2)
+        be_series(h, [1800] * 10, [8000] * 10, [2000] * 10)  # BE starved: release 4799m at 1m
+        plugin.reconcile()
+        assert sorted(names(h)) == evicted
 
 
 def test_evict_by_allocatable_zero_is_one_millicore() -> None:

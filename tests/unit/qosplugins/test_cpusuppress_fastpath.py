@@ -7,13 +7,14 @@ import pytest
 
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness
+from qosplugins import _budget
 from qosplugins.cpusuppress import BECPUSuppress
 from tests.unit.qosplugins.test_cpusuppress import BE, HT8, set_usage, setup_load, started
 
 
-def fast_sample(h: Harness, node: float, be: float) -> None:
-    """One fast sample 50 ms after the last (cores)."""
-    h.clock.advance(0.05)
+def fast_sample(h: Harness, node: float, be: float, after: float = 0.05) -> None:
+    """One fast sample ``after`` seconds after the last (cores): 50 ms, or the 10 ms confirm window."""
+    h.clock.advance(after)
     h.metrics.set(api.NODE_CPU_USAGE_FAST, node)
     h.metrics.set(api.BE_CPU_USAGE_FAST, be)
     h.publish(api.EVENT_NODE_SAMPLE)
@@ -43,6 +44,10 @@ def test_fast_sample_with_ls_rise_shrinks_without_waiting(policy: str) -> None:
     quiet_samples(h, 5.5, 3.0)  # within the 1 s interval: no periodic tick
     before = len(h.executor.updates)
     fast_sample(h, 7.5, 2.5)
+    if policy == "cpuset":
+        # a cpuset step is a whole CPU: the rise must hold in the next (confirm) sample too
+        assert len(h.executor.updates) == before
+        fast_sample(h, 7.5, 2.5, after=0.01)
     # fast non-BE = (7.5 - 2.5) * 1000 = 5000m (above the per-pod floor 2000m)
     # budget = 5200 - 5000 = 200m -> cpuset floor 2 CPUs (0,4) / quota 20000 us
     assert len(h.executor.updates) > before
@@ -60,8 +65,23 @@ def test_fast_path_never_grows_and_ignores_small_rises() -> None:
     fast_sample(h, 3.5, 3.0)  # non-BE falls to 500m: would grow BE
     fast_sample(h, 5.55, 3.0)  # non-BE 2550m: a rise of 50m < 1% of 8000m
     assert len(h.executor.updates) == before
-    fast_sample(h, 6.3, 3.0)  # 800m, with no noise seen: budget 1900m, two CPUs
+    fast_sample(h, 6.3, 3.0)  # 800m, with no noise seen: budget 1900m, two CPUs...
+    assert len(h.executor.updates) == before
+    fast_sample(h, 6.3, 3.0, after=0.01)  # ...once the confirm sample shows it too
     assert len(h.executor.updates) > before
+
+
+def test_a_one_window_burst_never_shrinks_a_cpuset() -> None:
+    """Issue 27: a burst of other work that shows in one window only (the sample after it is back at the
+    level) is not an LS rise: under ``cpuset`` the BE CPUs stay; under ``cfsQuota`` it is acted on at once
+    (a quota step follows the rise's size, and the reaction time is what that path is measured by)."""
+    h, _plugin = reconciled()
+    cpus = h.host.read("cpuset.cpus", BE)
+    quiet_samples(h, 5.5, 3.0)
+    for _ in range(5):
+        fast_sample(h, 7.5, 3.0)  # +2 cores for one window
+        quiet_samples(h, 5.5, 3.0, n=3)
+    assert h.host.read("cpuset.cpus", BE) == cpus
 
 
 def test_fast_path_acts_on_a_rise_above_the_noise_and_not_on_the_noise() -> None:
@@ -127,3 +147,38 @@ def test_fast_path_does_not_run_while_reconcile_holds_the_lock() -> None:
     plugin.reconcile()
     h.executor.on_update = None
     assert len(during) == 2 and during[1] == during[0]  # the fast path stood aside, no deadlock
+
+
+def test_fast_samples_are_wanted_only_while_they_can_matter() -> None:
+    """Issue 27: the fast path only shrinks BE, so it is armed while BE pods use CPU on a node within
+    reach of the threshold (a rise of half the node would cross it), held armed for ARM_HOLD_SECONDS after
+    (BE at its quota floor hovers around the arming level), and disarmed otherwise."""
+    h = make_harness(1, HT8, slo=be_slo())  # 8 cores, threshold 65 %: armed from 15 % of the node
+    ls, be = setup_load(h, ls_cores=2.0, be_cores=3.0)  # node 5.5 cores
+    plugin = started(h)
+    plugin.reconcile()
+    assert h.fast_samples_wanted
+    h.clock.advance(1)
+    set_usage(h, ls, be, 2.0, 0.05, 0.1)  # BE idle: nothing to take back
+    plugin.reconcile()
+    assert h.fast_samples_wanted, "disarmed a tick after it last mattered"
+    h.clock.advance(_budget.ARM_HOLD_SECONDS)
+    set_usage(h, ls, be, 2.0, 0.05, 0.1)
+    plugin.reconcile()
+    assert not h.fast_samples_wanted
+    h.clock.advance(1)
+    set_usage(h, ls, be, 0.0, 1.0, 0.1)  # 1.1 cores: 14 % of the node, out of reach
+    plugin.reconcile()
+    assert not h.fast_samples_wanted
+    h.clock.advance(1)
+    set_usage(h, ls, be, 0.3, 1.0, 0.1)  # 1.4 cores: 17.5 %
+    plugin.reconcile()
+    assert h.fast_samples_wanted
+    h.states.slo = api.NodeSLO()  # the switch off
+    plugin.reconcile()
+    assert not h.fast_samples_wanted
+    h.states.slo = be_slo()
+    plugin.reconcile()
+    assert h.fast_samples_wanted
+    plugin.shutdown()
+    assert not h.fast_samples_wanted

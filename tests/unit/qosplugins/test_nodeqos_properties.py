@@ -101,8 +101,7 @@ def test_memory_qos_values_are_in_kernel_ranges(
     covered = [
         p
         for p in pod_list
-        if mq.pod_config(p, slo.resource_qos_strategy[keys.get(p.qos, "systemClass")]["memoryQOS"])
-        is not None
+        if mq.pod_config(p, slo.resource_qos.of(keys.get(p.qos, "systemClass")).memory_qos) is not None
     ]
     # pods and containers are written exactly when memory QoS covers their pod
     tiers = {"kubepods", "kubepods/burstable", "kubepods/besteffort"}
@@ -130,8 +129,8 @@ def test_memory_protection_of_be_is_not_above_ls(
     request: int, be: tuple[int, int], ls: tuple[int, int]
 ) -> None:
     assume(be[0] <= ls[0] and be[1] <= ls[1])
-    be_cfg = mq.MemoryQOS(min_limit_percent=be[0], low_limit_percent=be[1])
-    ls_cfg = mq.MemoryQOS(min_limit_percent=ls[0], low_limit_percent=ls[1])
+    be_cfg = api.MemoryQOS(min_limit_percent=be[0], low_limit_percent=be[1])
+    ls_cfg = api.MemoryQOS(min_limit_percent=ls[0], low_limit_percent=ls[1])
     be_min, be_low = mq.protection(request, be_cfg)
     ls_min, ls_low = mq.protection(request, ls_cfg)
     assert be_min <= ls_min <= request

@@ -231,6 +231,7 @@ def test_cpusuppress_status_explains_its_budget_on_both_paths() -> None:
         "bePodsMilli": 3000,
         "nonBEMilli": 2500,
         "budgetMilli": 2700,
+        "noiseBandMilli": None,  # no fast samples yet
     }
     assert h.host.read("cpu.cfs_quota_us", BE) == "270000"  # what it explains is what it wrote
     quiet_samples(h, 5.5, 3.0)  # the noise the fast path learns before it acts
@@ -238,6 +239,7 @@ def test_cpusuppress_status_explains_its_budget_on_both_paths() -> None:
     fast = plugin.status()
     # the fast path: non-BE (7.5 - 2.5) = 5000m, budget 200m; the per-pod split is the last periodic one
     assert (fast["path"], fast["nonBEMilli"], fast["budgetMilli"]) == ("fast", 5000, 200)
+    assert fast["noiseBandMilli"] == 0  # the quiet samples had no spread
     assert fast["lsPodsMilli"] == 2000 and fast["systemMilli"] == 500
     # the write's audit reason names the same figures (it named the stale periodic non-BE before)
     assert h.executor.updates[-1].reason == "BE budget 200m, non-BE 5000m"
