@@ -1,0 +1,77 @@
+"""What a Filter search found (:class:`FilterResult`): the feasible nodes, how far the search went, and why
+each rejected node failed, kept as arrays of node positions per distinct reason and worked out only when
+asked (the cycle that finds a node never asks; FailedScheduling and ``/debug/explain`` do)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from koord.scheduler.framework.interface import CycleState, Status
+from koord.scheduler.framework.nodeset import NodeSet
+from koord.scheduler.framework.runtime import Enabled
+from koord.scheduler.framework.types import Obj
+
+
+@dataclass
+class FilterResult:
+    nodes: NodeSet
+    """The nodes searched, in search order."""
+    feasible: NodeSet
+    processed: int
+    """How many of ``nodes`` the search went through (the next cycle starts after them)."""
+    state: CycleState
+    pod: Obj
+    plugins: list[Enabled]
+    failed: dict[int, tuple[int, Status | None]] = field(default_factory=dict)
+    """Position in ``nodes`` -> (index of the rejecting plugin in ``plugins``, its status if known): the
+    nodes judged one by one."""
+    rejected: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    """(index of a batch plugin that answered with a boolean array, the positions it rejected): kept
+    as arrays, since a plugin may reject thousands of nodes in a cycle that never asks why."""
+    grouped: list[tuple[int, Status, np.ndarray]] = field(default_factory=list)
+    """(index of a batch plugin that answered with statuses, one distinct Status it gave, the positions
+    it gave it to): thousands of nodes rejected with a handful of Status objects stay a few arrays."""
+
+    def groups(self) -> tuple[list[tuple[Status, np.ndarray]], list[tuple[int, Status]]]:
+        """Why nodes failed, for every rejected node the search went through, each Status tagged with
+        its plugin: the distinct statuses batch plugins gave many nodes, with the positions in ``nodes``
+        each rejected; and the nodes with a reason of their own (judged one by one, or rejected by a
+        boolean batch answer, whose plugin is then asked ``filter`` on the node) as (position, Status)."""
+        limit = self.processed
+        cut = limit < len(self.nodes)
+        grouped: list[tuple[Status, np.ndarray]] = []
+        for pi, st, positions in self.grouped:
+            at = positions[positions < limit] if cut else positions
+            if len(at):
+                grouped.append((st.with_plugin(self.plugins[pi].name), at))
+        raw = [(pos, pi, known) for pos, (pi, known) in self.failed.items() if pos < limit]
+        for pi, positions in self.rejected:
+            raw += [(pos, pi, None) for pos in (positions[positions < limit] if cut else positions).tolist()]
+        tagged: dict[tuple[int, int], Status] = {}  # a status shared by many nodes is tagged once
+        singles: list[tuple[int, Status]] = []
+        for pos, pi, known in raw:
+            st = known or self._why(pi, pos)
+            got = tagged.get((pi, id(st)))
+            if got is None:
+                got = tagged[(pi, id(st))] = st.with_plugin(self.plugins[pi].name)
+            singles.append((pos, got))
+        return grouped, singles
+
+    def _why(self, pi: int, pos: int) -> Status:
+        """A boolean answer's reason: the plugin's ``filter`` on that one node."""
+        e = self.plugins[pi]
+        why = e.plugin.filter(self.state, self.pod, self.nodes.info(pos))
+        return why or Status.unschedulable(f"node(s) rejected by {e.name}")
+
+    def statuses(self) -> dict[str, Status]:
+        """Node name -> why it failed, for every rejected node the search went through."""
+        grouped, singles = self.groups()
+        out: dict[str, Status] = {}
+        for st, positions in grouped:
+            out.update(dict.fromkeys(self.nodes.names_at(positions), st))
+        if singles:
+            names = self.nodes.names_at([pos for pos, _ in singles])
+            out.update(zip(names, [st for _, st in singles], strict=True))
+        return out
