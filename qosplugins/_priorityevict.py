@@ -189,3 +189,28 @@ def usage_release_milli(used_cores: float, capacity_milli: int, threshold: int, 
     if usage_percent < threshold:
         return 0.0
     return float(capacity_milli * (usage_percent - lower) // 100)
+
+
+def allocatable_task(
+    ctx: api.PluginContext,
+    cooling: _evict.Cooling,
+    gate: str,
+    node: api.NodeInfo,
+    settings: tuple[int | None, int | None, int | None],
+    kind: str,
+    usage_metric: str,
+) -> _evict.EvictTask | None:
+    """The CPU or memory allocatable task (Koordinator's ``CPUAllocatableEvict``/``MemoryAllocatableEvict``):
+    ``settings`` are the NodeSLO's threshold, lower percent and priority threshold for ``kind``; ``None``
+    while they are incomplete (said once by ``cooling``) or nothing is over the threshold."""
+    threshold, lower, priority = settings
+    if not cooling.configured(ctx, gate, allocatable_missing(threshold, lower, priority, kind)):
+        return None
+    assert threshold is not None and lower is not None and priority is not None
+    to_release = allocatable_release(ctx.states.pods(), node, kind, threshold, lower, priority)
+    if not to_release:
+        return None
+    chosen, _usage = victims(ctx, gate, priority, usage_metric, kind)
+    return _evict.EvictTask(
+        gate, _evict.BY_REQUEST, to_release, chosen, allocatable_releases(kind, to_release)
+    )

@@ -113,24 +113,14 @@ class BECPUEvict(api.QOSPluginBase):
     def _allocatable_task(
         self, slo: api.ResourceThresholdStrategy, node: api.NodeInfo
     ) -> _evict.EvictTask | None:
-        threshold = slo.cpu_allocatable_evict_threshold_percent
-        lower = slo.cpu_allocatable_evict_lower_percent
-        priority = slo.allocatable_evict_priority_threshold
-        missing = _priorityevict.allocatable_missing(threshold, lower, priority, "cpu")
-        if not self._cooling.configured(self.ctx, ALLOCATABLE_GATE, missing):
-            return None
-        assert threshold is not None and lower is not None and priority is not None
-        pods = self.ctx.states.pods()
-        to_release = _priorityevict.allocatable_release(
-            pods, node, _priorityevict.CPU, threshold, lower, priority
+        settings = (
+            slo.cpu_allocatable_evict_threshold_percent,
+            slo.cpu_allocatable_evict_lower_percent,
+            slo.allocatable_evict_priority_threshold,
         )
-        if not to_release:
-            return None
-        victims, _used = _priorityevict.victims(
-            self.ctx, ALLOCATABLE_GATE, priority, api.POD_CPU_USAGE, _priorityevict.CPU
+        return _priorityevict.allocatable_task(
+            self.ctx, self._cooling, ALLOCATABLE_GATE, node, settings, _priorityevict.CPU, api.POD_CPU_USAGE
         )
-        releases = _priorityevict.allocatable_releases(_priorityevict.CPU, to_release)
-        return _evict.EvictTask(ALLOCATABLE_GATE, _evict.BY_REQUEST, to_release, victims, releases)
 
     def _usage_task(self, slo: api.ResourceThresholdStrategy, node: api.NodeInfo) -> _evict.EvictTask | None:
         ctx = self.ctx

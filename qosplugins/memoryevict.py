@@ -141,21 +141,17 @@ class BEMemoryEvict(api.QOSPluginBase):
     def _allocatable_task(
         self, slo: api.ResourceThresholdStrategy, node: api.NodeInfo
     ) -> _evict.EvictTask | None:
-        threshold = slo.memory_allocatable_evict_threshold_percent
-        lower = slo.memory_allocatable_evict_lower_percent
-        priority = slo.allocatable_evict_priority_threshold
-        missing = _priorityevict.allocatable_missing(threshold, lower, priority, "memory")
-        if not self._cooling.configured(self.ctx, ALLOCATABLE_GATE, missing):
-            return None
-        assert threshold is not None and lower is not None and priority is not None
-        kind = _priorityevict.MEMORY
-        to_release = _priorityevict.allocatable_release(
-            self.ctx.states.pods(), node, kind, threshold, lower, priority
+        settings = (
+            slo.memory_allocatable_evict_threshold_percent,
+            slo.memory_allocatable_evict_lower_percent,
+            slo.allocatable_evict_priority_threshold,
         )
-        if not to_release:
-            return None
-        victims, _usage = _priorityevict.victims(
-            self.ctx, ALLOCATABLE_GATE, priority, api.POD_MEMORY_USAGE, kind
+        return _priorityevict.allocatable_task(
+            self.ctx,
+            self._cooling,
+            ALLOCATABLE_GATE,
+            node,
+            settings,
+            _priorityevict.MEMORY,
+            api.POD_MEMORY_USAGE,
         )
-        releases = _priorityevict.allocatable_releases(kind, to_release)
-        return _evict.EvictTask(ALLOCATABLE_GATE, _evict.BY_REQUEST, to_release, victims, releases)
