@@ -219,7 +219,6 @@ class Store(Writes):
                     for (ns, _), o in sorted(self._bucket(rt).items())
                     if (namespace is None or ns == namespace) and selector.matches(o)
                 ]
-                since = self._rv
                 replay: builtins.list[WatchEvent] = []
             else:
                 try:
@@ -227,7 +226,10 @@ class Store(Writes):
                 except ValueError:
                     raise status.bad_request(f"invalid resource version: {resource_version}") from None
                 replay = builtins.list(self.history.since(rt.key, since, self._rv))
-            watcher = Watcher(rt, namespace, selector, since, self.unsubscribe)
+            # The watcher has seen every revision up to now: the replay carries this resource's writes
+            # after ``since`` and the rest are other resources', so a BOOKMARK may name the current one
+            # (a client that listed just before another resource's write otherwise stays behind).
+            watcher = Watcher(rt, namespace, selector, self._rv, self.unsubscribe)
             for ev in replay:
                 watcher.offer(ev)
             if self._watches_closed:

@@ -146,6 +146,29 @@ def test_bookmarks_carry_the_current_version(api_server: APIServer) -> None:
     assert w.resource_version == str(api_server.store.resource_version)
 
 
+def test_a_bookmark_counts_writes_to_other_resources_made_before_the_watch(api_server: APIServer) -> None:
+    """A client lists, another resource is written, then the watch opens from the list's version: no
+    event of this resource follows, yet the bookmark must carry the newer version (the cacher's progress),
+    or an informer stays at its list's version until its own resource changes."""
+    core, _ = clients(api_server)
+    api_server.store.create("pods", pod("a"))
+    listed = core.list_namespaced_pod("default").metadata.resource_version
+    api_server.store.create("nodes", {"metadata": {"name": "n1"}})
+    w = new_watch()
+    types = [
+        e["type"]
+        for e in w.stream(
+            core.list_namespaced_pod,
+            "default",
+            resource_version=listed,
+            allow_watch_bookmarks=True,
+            timeout_seconds=3,
+        )
+    ]
+    assert types == ["BOOKMARK"]
+    assert int(w.resource_version) == api_server.store.resource_version > int(listed)
+
+
 def test_custom_object_watch(api_server: APIServer) -> None:
 
     _, co = clients(api_server)
