@@ -13,7 +13,8 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,21 @@ class KoordSchedulerProcess:
         finally:
             self._log.close()
         return code
+
+
+@contextmanager
+def running(
+    tmp: Path, server: APIServer, config: Mapping[str, Any] | None = None, *args: str, name: str = SCHEDULER
+) -> Iterator[KoordSchedulerProcess]:
+    """The process, ready; stopped with SIGTERM when the block ends and checked to exit 0 (a crash or a
+    hang on the way out fails the test that caused it)."""
+    proc = KoordSchedulerProcess(tmp, server, config, *args, name=name)
+    try:
+        assert proc.ready(60), proc.log()[-3000:]
+        yield proc
+    finally:
+        code = proc.stop(30)
+    assert code == 0, proc.log()[-3000:]
 
 
 # ---- what the tests read back ---------------------------------------------------------------------------

@@ -7,13 +7,8 @@ ClusterRole of ``deploy/scheduler/coscheduling-rbac.yaml`` allows exactly the pl
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +17,11 @@ import yaml
 
 from koord.apis.coscheduling import BIND_GANG_MEMBER_COUNT, POD_GROUP_LABEL
 from koord.testing import objects
-from koord.testing.ports import EPHEMERAL, port_from_log
-from koordlet.testing.agent import http_get, wait_http
+from koordlet.testing.agent import http_get
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
-from tests.managerharness import write_kubeconfig
+from tests.cluster.koordscheduler import running
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 from tests.unit.scheduler.gangkit import member, profile
 
@@ -45,38 +39,6 @@ CONFIG = {
 @pytest.fixture
 def server(api_server_factory: Callable[..., APIServer]) -> APIServer:  # noqa: F811
     return api_server_factory(crds=[*DEFAULT_CRDS, CRD])
-
-
-@contextmanager
-def running(server: APIServer, tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    """The process, ready; stopped with SIGTERM when the block ends, checked to exit 0 (yields its log
-    and its address)."""
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(CONFIG))
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig.json", server)
-    log_path = tmp_path / "koord-scheduler.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "koord.scheduler",
-                f"--kubeconfig={kubeconfig}",
-                f"--config={config}",
-                f"--addr={EPHEMERAL}",
-                "--no-leader-elect",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            port = port_from_log(log_path, proc)
-            assert wait_http(f"http://127.0.0.1:{port}/readyz", 60), log_path.read_text()
-            yield log_path, f"http://127.0.0.1:{port}"
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(30)
-    assert code == 0, log_path.read_text()[-3000:]
 
 
 def pod(obj: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +86,8 @@ def test_gangs_in_the_process(server: APIServer, tmp_path: Path) -> None:
     for i in range(5):
         server.store.create("pods", pod(member(f"g{i}", "g", 5)))
     before = len(server.requests)
-    with running(server, tmp_path) as (log, base):
+    with running(tmp_path, server, CONFIG) as ks:
+        log, base = ks.log_path, ks.base
         # Room for 4 of 5: none binds, every member says which gang, how many wait of how many, and why.
         wait(
             lambda: all("4 of 5 members waiting at Permit" in condition(server, f"g{i}") for i in range(5)),

@@ -8,8 +8,7 @@ traffic."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from koord.testing.objects import pod
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
-from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration
+from tests.cluster.koordscheduler import configuration, running
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 from tests.unit.scheduler.devicekit import S, profile
 
@@ -40,18 +39,6 @@ SHARE = {dv.RESOURCE_GPU_CORE: "50", dv.RESOURCE_GPU_MEMORY_RATIO: "50"}
 @pytest.fixture
 def server(api_server_factory: Callable[..., APIServer]) -> APIServer:  # noqa: F811
     return api_server_factory(crds=[*DEFAULT_CRDS, CRD, RESERVATION_CRD])
-
-
-@contextmanager
-def running(server: APIServer, tmp_path: Path, name: str) -> Iterator[Path]:
-    """The process, ready; stopped with SIGTERM when the block ends, checked to exit 0 (yields its log)."""
-    proc = KoordSchedulerProcess(tmp_path, server, CONFIG, name=name)
-    try:
-        assert proc.ready(60), proc.log()[-3000:]
-        yield proc.log_path
-    finally:
-        code = proc.stop(30)
-    assert code == 0, proc.log()[-3000:]
 
 
 def create_pod(server: APIServer, name: str, requests: dict[str, str]) -> None:
@@ -92,7 +79,8 @@ def test_gpu_pods_in_the_process(server: APIServer, tmp_path: Path) -> None:
     server.store.create("nodes", device_node("n2"))
     server.store.create("devices", device("n1", gpu(0), gpu(1, healthy=False)))
     before = len(server.requests)
-    with running(server, tmp_path, "first") as log:
+    with running(tmp_path, server, CONFIG, name="first") as ks:
+        log = ks.log_path
         create_pod(server, "whole", WHOLE)
         wait(lambda: "whole" in bound(server) and allocated(server, "whole"), log)
         assert bound(server)["whole"] == "n1"
@@ -119,7 +107,8 @@ def test_gpu_pods_in_the_process(server: APIServer, tmp_path: Path) -> None:
     }
 
     # A new process sees both GPUs taken from the pods' annotations: a whole-GPU pod cannot go anywhere.
-    with running(server, tmp_path, "second") as log:
+    with running(tmp_path, server, CONFIG, name="second") as ks:
+        log = ks.log_path
         create_pod(server, "late", WHOLE)
         wait(lambda: failures(server, "late"), log)
         # n1's kubelet-level count has room (nvidia.com/gpu 1 of 2 requested): DeviceShare says no.

@@ -7,11 +7,7 @@ over-use revoke evicting the least important pods, preemption inside the quota; 
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +16,10 @@ import yaml
 
 from koord.apis import elasticquota as eq
 from koord.testing import objects
-from koord.testing.ports import EPHEMERAL, port_from_log
-from koordlet.testing.agent import wait_http
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
-from tests.managerharness import write_kubeconfig
+from tests.cluster.koordscheduler import running
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 
 pytestmark = pytest.mark.slow
@@ -66,37 +60,6 @@ CONFIG = {
 @pytest.fixture
 def server(api_server_factory: Callable[..., APIServer]) -> APIServer:  # noqa: F811
     return api_server_factory(crds=[*DEFAULT_CRDS, CRD], kubelet_auto_confirm=True)
-
-
-@contextmanager
-def running(server: APIServer, tmp_path: Path) -> Iterator[Path]:
-    """The process, ready; stopped with SIGTERM when the block ends, checked to exit 0 (yields its log)."""
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(CONFIG))
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig.json", server)
-    log_path = tmp_path / "koord-scheduler.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "koord.scheduler",
-                f"--kubeconfig={kubeconfig}",
-                f"--config={config}",
-                f"--addr={EPHEMERAL}",
-                "--no-leader-elect",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            port = port_from_log(log_path, proc)
-            assert wait_http(f"http://127.0.0.1:{port}/readyz", 60), log_path.read_text()
-            yield log_path
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(30)
-    assert code == 0, log_path.read_text()[-3000:]
 
 
 def quota(name: str, *, lends: bool = True) -> dict[str, Any]:
@@ -143,7 +106,8 @@ def test_elastic_quota_in_the_process(server: APIServer, tmp_path: Path) -> None
     for i, prio in enumerate((1, 2, 3, 4)):
         server.store.create("pods", a_pod(f"a{i}", prio))
     before = len(server.requests)
-    with running(server, tmp_path) as log:
+    with running(tmp_path, server, CONFIG) as ks:
+        log = ks.log_path
         # Admission: one pod of a fits its runtime; the others say why.
         wait(lambda: len(bound(server)) == 1, log)
         assert list(bound(server)) == ["a3"]  # the most important goes first

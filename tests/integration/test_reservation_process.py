@@ -7,8 +7,7 @@ ClusterRole of ``deploy/scheduler/reservation-rbac.yaml`` allows exactly the plu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from koord.testing.reservations import owner_labels, reservation
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
-from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, node_of
+from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, node_of, running
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 from tests.unit.scheduler.reservationkit import profile
 
@@ -39,18 +38,6 @@ their ``pre_bind_reservation``); no plugin of this profile does."""
 @pytest.fixture
 def server(api_server_factory: Callable[..., APIServer]) -> APIServer:  # noqa: F811
     return api_server_factory(crds=[*DEFAULT_CRDS, CRD])
-
-
-@contextmanager
-def running(server: APIServer, tmp_path: Path) -> Iterator[KoordSchedulerProcess]:
-    """The process, ready; stopped with SIGTERM when the block ends, checked to exit 0."""
-    proc = KoordSchedulerProcess(tmp_path, server, CONFIG)
-    try:
-        assert proc.ready(60), proc.log()[-3000:]
-        yield proc
-    finally:
-        code = proc.stop(30)
-    assert code == 0, proc.log()[-3000:]
 
 
 def create(server: APIServer, r: dict[str, Any]) -> None:
@@ -90,7 +77,7 @@ def wait(cond: Callable[[], object], proc: KoordSchedulerProcess, timeout: float
 def test_reservations_in_the_process(server: APIServer, tmp_path: Path) -> None:
     server.store.create("nodes", objects.node("n0", "4", "16Gi"))
     before = len(server.requests)
-    with running(server, tmp_path) as proc:
+    with running(tmp_path, server, CONFIG) as proc:
         # Placed as its reserve pod: Available on n0, holding 3 of its 4 cpus.
         create(server, reservation("r1", {"cpu": "3"}, owners=[owner_labels(WEB)]))
         wait(lambda: rsv.is_available(found(server, "r1")), proc)
