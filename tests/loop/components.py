@@ -123,6 +123,26 @@ class Child(Protocol):
     def stop(self, timeout: float = 10.0) -> int: ...
 
 
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+def stop_all(
+    procs: Sequence[Child], kubelets: Iterable[Closable], api: Closable | None, exit_codes: dict[str, int]
+) -> None:
+    """Stop the loop: every component in reverse start order, then the kubelets (killing every pod
+    process, removing every cgroup), then the API server (``procs[0]``: the others report to it until
+    they stop) and the client last. A code already recorded (a component that died) is kept."""
+    for p in reversed(procs[1:]):
+        exit_codes.setdefault(p.name, p.stop())
+    for k in kubelets:
+        k.close()
+    if procs:
+        exit_codes.setdefault(procs[0].name, procs[0].stop())
+    if api is not None:
+        api.close()
+
+
 def wait_for(what: str, cond: Callable[[], object], timeout: float, procs: Iterable[Child] = ()) -> None:
     """Poll ``cond`` until true; fail naming ``what`` (and the tail of a process that died) on timeout."""
     deadline = time.monotonic() + timeout

@@ -32,7 +32,7 @@ from koordlet.testing.cgroups import write_file
 from koordlet.testing.sysfs import write_topology
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
-from tests.loop.components import Child, Component, agent, api_server, wait_for, write
+from tests.loop.components import Child, Component, agent, api_server, stop_all, wait_for, write
 
 NODE = "loop-numa"
 TOPOLOGY = SimulatedTopology(
@@ -296,14 +296,7 @@ class NumaLoop:
 
     def close(self) -> None:
         self.stop.set()
-        for p in reversed(self.procs[1:]):
-            self.report.exit_codes.setdefault(p.name, p.stop())
-        if self.kubelet is not None:
-            self.kubelet.close()
-        if self.procs:
-            self.report.exit_codes.setdefault(self.procs[0].name, self.procs[0].stop())
-        if self.api is not None:
-            self.api.close()
+        stop_all(self.procs, [self.kubelet] if self.kubelet else [], self.api, self.report.exit_codes)
 
 
 def run(work: Path, say: Callable[[str, str], None]) -> NumaReport:

@@ -30,7 +30,16 @@ from koord.kube.client import make_api_client, request
 from koordlet.testing.agent import http_get
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
-from tests.loop.components import Child, Component, agent, api_server, kubectl_hints, wait_for, write
+from tests.loop.components import (
+    Child,
+    Component,
+    agent,
+    api_server,
+    kubectl_hints,
+    stop_all,
+    wait_for,
+    write,
+)
 from tests.loop.narrate import narration, strip_prefix
 from tests.loop.report import Placement, Report, describe
 from tests.loop.watch import Watcher
@@ -362,15 +371,7 @@ class Loop:
         """Stop every process (reverse order), the kubelets (killing every pod process, removing every
         cgroup) and the API server last."""
         self.stop.set()
-        for p in reversed(self.procs[1:]):
-            code = p.stop()
-            self.report.exit_codes.setdefault(p.name, code)
-        for k in self.kubelets:
-            k.close()
-        if self.procs:
-            self.report.exit_codes.setdefault(self.procs[0].name, self.procs[0].stop())
-        if self.api is not None:
-            self.api.close()
+        stop_all(self.procs, self.kubelets, self.api, self.report.exit_codes)
 
 
 def run(work: Path, say: Callable[[str, str], None]) -> Report:
