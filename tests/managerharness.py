@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,10 +16,11 @@ from koord.kube import process
 from koord.kube.process import Address
 from koord.manager.app import Manager
 from koord.manager.config import ManagerConfig
-from koord.testing.ports import EPHEMERAL, port_from_log
+from koord.testing.ports import EPHEMERAL
 from koordlet import testing
 from koordlet.testing.agent import http_get, wait_http
 from tests.apiserver import APIServer
+from tests.cluster.child import ChildProcess
 
 NS = "koordinator-system"
 
@@ -151,40 +149,20 @@ def write_kubeconfig(path: Path, server: APIServer) -> Path:
     return path
 
 
-class ManagerProcess:
+class ManagerProcess(ChildProcess):
     """A real ``koord-manager`` child process (``python -m koord.manager``); :meth:`stop` sends SIGTERM
-    and checks the exit, :meth:`kill` sends SIGKILL."""
+    and returns the exit code, :meth:`kill` sends SIGKILL."""
 
     def __init__(self, tmp: Path, server: APIServer, identity: str, *extra: str) -> None:
         self.identity = identity
-        self._port: int | None = None
         kubeconfig = write_kubeconfig(tmp / "kubeconfig.json", server)
-        self.log = tmp / f"manager-{identity}.log"
-        self._log = self.log.open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "koord.manager",
-                f"--kubeconfig={kubeconfig}",
-                f"--addr={EPHEMERAL}",
-                f"--leader-election-identity={identity}",
-                *extra,
-            ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    @property
-    def port(self) -> int:
-        """The port the child chose and logged (waits for it); no race with other processes."""
-        if self._port is None:
-            self._port = port_from_log(self.log, self.proc)
-        return self._port
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        argv = [
+            f"--kubeconfig={kubeconfig}",
+            f"--addr={EPHEMERAL}",
+            f"--leader-election-identity={identity}",
+            *extra,
+        ]
+        super().__init__(f"koord-manager {identity}", "koord.manager", argv, tmp / f"manager-{identity}.log")
 
     def metrics(self) -> str:
         status, body = http_get(self.base + "/metrics")
@@ -200,22 +178,3 @@ class ManagerProcess:
     def wait_ready(self, timeout: float = 30.0) -> None:
         if not wait_http(self.base + "/readyz", timeout):
             raise AssertionError(f"koord-manager {self.identity} not ready in {timeout}s:\n{self.tail()}")
-
-    def tail(self, n: int = 4000) -> str:
-        self._log.flush()
-        return self.log.read_text()[-n:]
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self, timeout: float = 10.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
-        return int(self.proc.returncode)

@@ -3,10 +3,12 @@ rounds run by the caller (``app.run_round()``) instead of on a timer. Independen
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -17,7 +19,8 @@ from koord.kube.client import make_api_client
 from koord.kube.leaderelection import ElectionConfig
 from koord.kube.process import Address
 from koord.runtime.lifecycle import Supervisor
-from koord.testing.ports import EPHEMERAL, port_from_log
+from koord.testing.ports import EPHEMERAL
+from tests.cluster.child import ChildProcess
 
 
 def low_node_load(profile: str, consecutive_abnormalities: int = 2) -> dict[str, Any]:
@@ -90,79 +93,27 @@ def running_descheduler(
         assert not alive, f"threads still running: {alive}"
 
 
-class DeschedulerProcess:
+class DeschedulerProcess(ChildProcess):
     """A real ``koord-descheduler`` child process (``python -m koord.descheduler``) with its config
     written to ``tmp``; :meth:`stop` sends SIGTERM and returns the exit code."""
 
     def __init__(
         self,
-        tmp: Any,
-        kubeconfig: Any,
+        tmp: Path,
+        kubeconfig: Path,
         config: Mapping[str, Any],
         *extra: str,
         name: str = "descheduler",
         env: Mapping[str, str] | None = None,
     ) -> None:
-        import json
-        import os
-        import subprocess
-        import sys
-
-        self._port: int | None = None
         config_path = tmp / f"{name}-config.json"
         config_path.write_text(json.dumps(config))
-        self.log_path = tmp / f"{name}.log"
-        self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "koord.descheduler",
-                f"--kubeconfig={kubeconfig}",
-                f"--config={config_path}",
-                f"--addr={EPHEMERAL}",
-                *extra,
-            ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-        )
-
-    @property
-    def port(self) -> int:
-        """The port the child chose and logged (waits for it); no race with other processes."""
-        if self._port is None:
-            self._port = port_from_log(self.log_path, self.proc)
-        return self._port
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        argv = [f"--kubeconfig={kubeconfig}", f"--config={config_path}", f"--addr={EPHEMERAL}", *extra]
+        super().__init__(name, "koord.descheduler", argv, tmp / f"{name}.log", env)
 
     def metrics(self) -> str:
-        from koordlet.testing.agent import http_get
-
         try:
-            status, body = http_get(self.base + "/metrics")
+            status, text = self.get("/metrics")
         except OSError:
             return ""
-        return body.decode() if status == 200 else ""
-
-    def log(self) -> str:
-        if not self._log.closed:
-            self._log.flush()
-        return self.log_path.read_text()
-
-    def stop(self, timeout: float = 15.0) -> int:
-        import signal
-
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except Exception:
-                self.proc.kill()
-                self.proc.wait(5)
-                raise
-        self._log.close()
-        return int(self.proc.returncode)
+        return text if status == 200 else ""

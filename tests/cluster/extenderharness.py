@@ -4,10 +4,6 @@ checked to exit 0), or as a child process (:class:`ExtenderProcess`). Independen
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -21,8 +17,9 @@ from prometheus_client import CollectorRegistry
 from koord.kube.client import make_api_client
 from koord.kube.process import Address
 from koord.scheduler.extender.app import ExtenderApp, ExtenderConfig
-from koord.testing.ports import EPHEMERAL, port_from_log
+from koord.testing.ports import EPHEMERAL
 from tests.apiserver import APIServer
+from tests.cluster.child import ChildProcess
 from tests.managerharness import write_kubeconfig
 
 
@@ -60,42 +57,19 @@ def running_extender(
     assert code == [0], code
 
 
-class ExtenderProcess:
-    """A real ``koord-scheduler-extender`` child process (``python -m koord.scheduler``) against
+class ExtenderProcess(ChildProcess):
+    """A real ``koord-scheduler-extender`` child process (``python -m koord.scheduler.extender``) against
     ``server``; ``post(verb, doc)`` calls it as kube-scheduler does; :meth:`stop` sends SIGTERM."""
 
     def __init__(self, tmp: Path, server: APIServer, *args: str, site: Path | None = None) -> None:
-        self._port: int | None = None
-        self.log_path = tmp / "extender.log"
         kubeconfig = write_kubeconfig(tmp / "kubeconfig.json", server)
-        env = {**os.environ}
-        if site is not None:
-            env["PYTHONPATH"] = str(site)
-        self.log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "koord.scheduler.extender",
-                f"--kubeconfig={kubeconfig}",
-                f"--addr={EPHEMERAL}",
-                *args,
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            env=env,
+        super().__init__(
+            "koord-scheduler-extender",
+            "koord.scheduler.extender",
+            [f"--kubeconfig={kubeconfig}", f"--addr={EPHEMERAL}", *args],
+            tmp / "extender.log",
+            {"PYTHONPATH": str(site)} if site is not None else None,
         )
-
-    @property
-    def port(self) -> int:
-        """The port the child chose and logged (waits for it); no race with other processes."""
-        if self._port is None:
-            self._port = port_from_log(self.log_path, self.proc)
-        return self._port
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def post(self, verb: str, doc: Any) -> tuple[int, Any]:
         req = urllib.request.Request(
@@ -103,9 +77,3 @@ class ExtenderProcess:
         )
         with urllib.request.urlopen(req, timeout=5) as r:
             return int(r.status), json.loads(r.read())
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(15)
-        self.log.close()
-        return code

@@ -6,13 +6,7 @@ record of bindings. Independent of pytest."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,10 +15,11 @@ from typing import Any
 from koord.kube.client import make_api_client, request
 from koord.scheduler.framework.types import PODS, PodInfo, resources_of
 from koord.testing import objects
-from koord.testing.ports import EPHEMERAL, port_from_log
+from koord.testing.ports import EPHEMERAL
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.watch import WatchEvent
+from tests.cluster.child import ChildProcess
 from tests.managerharness import write_kubeconfig
 
 POINTS_DIST = Path(__file__).resolve().parents[1] / "fixtures" / "scheduler_points_dist"
@@ -38,7 +33,7 @@ def configuration(*profiles: Mapping[str, Any], **top: Any) -> dict[str, Any]:
     return {**CONFIG_API, **top, "profiles": [dict(p) for p in profiles] or [{}]}
 
 
-class KoordSchedulerProcess:
+class KoordSchedulerProcess(ChildProcess):
     """One ``koord-scheduler`` child; without ``elect`` it runs with ``--no-leader-elect``; with ``token``
     it authenticates with that bearer token."""
 
@@ -53,9 +48,6 @@ class KoordSchedulerProcess:
         elect: bool = False,
         token: str = "",
     ) -> None:
-        self.name = name
-        self._port: int | None = None
-        self.log_path = tmp / f"{name}.log"
         kubeconfig = write_kubeconfig(tmp / f"{name}-kubeconfig.json", server)
         if token:  # authenticate as the owner of the token (a ServiceAccount), as in a cluster
             doc = json.loads(kubeconfig.read_text())
@@ -68,33 +60,8 @@ class KoordSchedulerProcess:
             argv.append(f"--config={path}")
         if not elect:
             argv.append("--no-leader-elect")
-        env = {**os.environ}
-        if site is not None:
-            env["PYTHONPATH"] = str(site)
-        self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "koord.scheduler", *argv],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            self._port = port_from_log(self.log_path, self.proc)
-        return self._port
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(self.base + path, timeout=5) as r:
-                return int(r.status), r.read().decode()
-        except urllib.error.HTTPError as err:
-            return int(err.code), err.read().decode()
+        env = {"PYTHONPATH": str(site)} if site is not None else None
+        super().__init__(name, "koord.scheduler", argv, tmp / f"{name}.log", env)
 
     def ready(self, timeout: float = 60.0) -> bool:
         return bool(wait_until(lambda: self.alive() and self._ready(), timeout, step=0.05))
@@ -120,26 +87,6 @@ class KoordSchedulerProcess:
     def wait_metric(self, name: str, value: float, timeout: float = 10.0, **labels: str) -> bool:
         """Whether the sample reaches ``value`` in ``timeout`` (metrics lag the API writes they follow)."""
         return bool(wait_until(lambda: self.metric(name, **labels) == value, timeout, step=0.05))
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self, timeout: float = 20.0, *, signal_it: bool = True) -> int:
-        """SIGTERM (unless ``signal_it`` is false: it was signalled, or stops by itself); the exit code."""
-        if signal_it and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            raise AssertionError(f"{self.name} did not stop in {timeout}s:\n{self.log()[-3000:]}") from None
-        finally:
-            self._log.close()
-        return code
 
 
 @contextmanager
