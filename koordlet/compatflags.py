@@ -18,8 +18,6 @@ BOOL, VALUE = "bool", "value"
 
 NOT_IMPLEMENTED: Mapping[str, str] = {
     # process / HTTP
-    "enable-pprof": BOOL,
-    "pprof-addr": VALUE,
     "kube-api-qps": VALUE,
     "kube-api-burst": VALUE,
     "configmap-name": VALUE,

@@ -37,6 +37,8 @@ MIN_COLLECT_INTERVAL = 0.1
 
 AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("addr", str, "127.0.0.1:9316", "HTTP address for /metrics, /healthz, /readyz, /nodemetric, /events"),
+    Flag("enable-pprof", bool, False, "serve CPU profiles and thread stacks on --pprof-addr"),
+    Flag("pprof-addr", str, "127.0.0.1:9317", "HTTP address for /debug/pprof/* (with --enable-pprof)"),
     Flag("feature-gates", str, "", "koordlet feature gates: Name=true,... (AllAlpha, AllBeta accepted)"),
     Flag("qos-extension-plugins", str, "", "extension plugin gates: Name=true,..."),
     Flag("node-name", str, "", "node name (env NODE_NAME; hostname when standalone)"),
@@ -158,6 +160,8 @@ class Configuration:
 
     node_name: str
     addr: str
+    pprof_addr: str
+    """Where ``/debug/pprof/*`` is served; empty without ``--enable-pprof``."""
     paths: syspaths.HostPaths
     executor: ExecutorConfig
     cache: MetricCacheConfig
@@ -172,11 +176,24 @@ class Configuration:
     @property
     def host(self) -> str:
         """The address to bind: ``:9316`` (no host, koordlet's chart) is every interface, as in Go."""
-        return self.addr.rpartition(":")[0].strip("[]")
+        return split_address(self.addr)[0]
 
     @property
     def port(self) -> int:
-        return int(self.addr.rpartition(":")[2])
+        return split_address(self.addr)[1]
+
+
+def split_address(addr: str) -> tuple[str, int]:
+    """A validated ``host:port`` to bind (no host: every interface)."""
+    host, _, port = addr.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _address(flag: str, addr: str, example: str) -> str:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
+        raise ConfigError(f"--{flag} {addr!r}: want host:port with an IP or host name, e.g. {example}")
+    return addr
 
 
 def build(options: Mapping[str, object], environ: Mapping[str, str] | None = None) -> Configuration:
@@ -196,10 +213,8 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
     collect = seconds("collect-res-used-interval")
     if collect < MIN_COLLECT_INTERVAL:
         raise ConfigError(f"--collect-res-used-interval={collect}s is below the minimum 100ms")
-    addr = str(o["addr"])
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535 or not _ADDR_HOST.match(host):
-        raise ConfigError(f"--addr {addr!r}: want host:port with an IP or host name, e.g. 127.0.0.1:9316")
+    addr = _address("addr", str(o["addr"]), "127.0.0.1:9316")
+    pprof_addr = _address("pprof-addr", str(o["pprof-addr"]), "127.0.0.1:9317") if o["enable-pprof"] else ""
     driver = str(o["cgroup-driver"])
     if driver not in ("", "cgroupfs", "systemd"):
         raise ConfigError(f"--cgroup-driver {driver!r}: want cgroupfs or systemd")
@@ -219,6 +234,7 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
     return Configuration(
         node_name=node,
         addr=addr,
+        pprof_addr=pprof_addr,
         paths=syspaths.HostPaths(
             cgroup_root=Path(str(o["cgroup-root-dir"])),
             proc_root=Path(str(o["proc-root-dir"])),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
+from koord.runtime import cpuprofile
 from koord.runtime.errors import ConfigError
 from koord.runtime.eventbus import EventBus
 from koord.runtime.httpaccess import DelegatingAuth, serving_from_options, ssl_context
@@ -29,7 +30,7 @@ from koord.runtime.httpserver import AgentHTTPServer, Route, json_response
 from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor
 from koordlet import api, memprofile
 from koordlet.agentstatus import StatusSources, status_route
-from koordlet.config import Configuration
+from koordlet.config import Configuration, split_address
 from koordlet.featuregates import FeatureGate
 from koordlet.metriccache.cache import MetricCache
 from koordlet.metrics import AgentMetrics, PluginMetrics, ProcessMetrics
@@ -292,4 +293,21 @@ def new_daemon(
     )
     http.route("/status", status_route(sources))
     http.route("/debug/memory", memprofile.route)
+    if cfg.pprof_addr:
+        components.append(_pprof_component(cfg.pprof_addr))
     return Daemon(components, supervisor, http)
+
+
+def _pprof_component(addr: str) -> FuncComponent:
+    """koordlet's ``--enable-pprof``: profiles on their own listener, so a 30-second profile never holds a
+    worker of the endpoint Prometheus and the probes use."""
+    host, port = split_address(addr)
+    server = AgentHTTPServer(host, port, None, flag="pprof-addr")
+    server.route("/debug/pprof/profile", cpuprofile.profile_route)
+    server.route("/debug/pprof/threads", cpuprofile.threads_route)
+
+    def start(_stop: threading.Event, _sup: Supervisor) -> None:
+        server.start()
+        log.info("serving pprof on port %d (/debug/pprof/profile, /debug/pprof/threads)", server.port)
+
+    return FuncComponent("pprof", start, shutdown_fn=server.shutdown)

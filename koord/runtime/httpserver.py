@@ -62,24 +62,25 @@ class AgentHTTPServer:
         self,
         host: str,
         port: int,
-        registry: CollectorRegistry,
+        registry: CollectorRegistry | None,
         *,
         tls: ssl.SSLContext | None = None,
         auth: DelegatingAuth | None = None,
         limits: Limits | None = None,
+        flag: str = "addr",
     ) -> None:
-        self.registry = registry
         self.scheme = "https" if tls is not None else "http"
         self._auth = auth
         self._routes: dict[str, Route] = {}
         self._probes: set[str] = set()
-        self.route("/metrics", lambda _q: (200, CONTENT_TYPE_LATEST, generate_latest(self.registry)))
+        if registry is not None:  # None: a side endpoint (the agent's pprof) with only its own routes
+            self.route("/metrics", lambda _q: (200, CONTENT_TYPE_LATEST, generate_latest(registry)))
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
             listener = socket.create_server((host, port), family=family, backlog=128)
         except OSError as err:
             raise ConfigError(
-                f"--addr {host}:{port}: cannot listen: {err.strerror}; pick a free port"
+                f"--{flag} {host}:{port}: cannot listen: {err.strerror}; pick a free port"
             ) from err
         self._loop = ConnectionLoop(
             listener, respond=self._respond, probe=self._probe, tls=tls, limits=limits or Limits()

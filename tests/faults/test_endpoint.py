@@ -5,6 +5,7 @@ thread, and nothing listens beyond the address asked for."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import urllib.error
 import urllib.request
@@ -14,7 +15,7 @@ from pathlib import Path
 import psutil
 
 from koordlet.testing import wait_until
-from koordlet.testing.agent import Agent
+from koordlet.testing.agent import Agent, http_get
 from tests.apiserver import APIServer
 from tests.faults.clusteragent import cluster_agent, manifests
 
@@ -126,5 +127,33 @@ def test_idle_connections_hold_no_thread_and_the_agent_listens_where_asked(tmp_p
                 s.settimeout(2)
                 assert s.connect_ex((address, agent.port)) != 0, address
         assert wait_until(lambda: proc.num_threads() <= threads + 1, 5)
+    finally:
+        assert agent.stop() == 0, agent.tail()
+
+
+def test_pprof_profiles_the_agent_on_its_own_address_when_enabled(tmp_path: Path) -> None:
+    """koordlet's ``--enable-pprof``: a CPU profile of the running agent and its threads' stacks, on a
+    second listener, so a profile in progress holds none of the endpoint's workers."""
+    agent = Agent(tmp_path, "--enable-pprof", "--pprof-addr=127.0.0.1:0")
+    try:
+        agent.wait_ready()
+        assert wait_until(lambda: re.search(r"serving pprof on port (\d+)", agent.tail(20000)), 30)
+        found = re.search(r"serving pprof on port (\d+)", agent.tail(20000))
+        assert found is not None
+        pprof = f"http://127.0.0.1:{found.group(1)}"
+        proc = psutil.Process(agent.proc.pid)
+        listening = sorted(
+            c.laddr.port for c in proc.net_connections("inet") if c.status == psutil.CONN_LISTEN
+        )
+        assert listening == sorted([agent.port, int(found.group(1))])
+        status, body = http_get(pprof + "/debug/pprof/threads", timeout=10)
+        assert status == 200 and b"thread MainThread" in body, body[:2000]
+        status, body = http_get(pprof + "/debug/pprof/profile?seconds=5&format=top", timeout=30)
+        assert status == 200 and b"% of a core" in body, body[:2000]
+        # the agent samples pods every second, so five seconds see its own code at work
+        assert b"koordlet." in body or b"koord." in body, body[:3000]
+        assert http_get(pprof + "/debug/pprof/profile?seconds=0", timeout=10)[0] == 400
+        assert http_get(pprof + "/metrics", timeout=10)[0] == 404  # its own routes only
+        assert call(agent, "/debug/pprof/threads")[0] == 404  # nothing of it on the main endpoint
     finally:
         assert agent.stop() == 0, agent.tail()

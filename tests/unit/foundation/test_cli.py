@@ -174,8 +174,8 @@ def test_koordinator_chart_args_start_the_agent_with_one_warning_each(captured: 
 @pytest.mark.parametrize(
     ("argv", "kept", "found"),
     [
-        (["-pprof-addr", ":9317", "-v", "2"], ["-v", "2"], [("pprof-addr", ":9317")]),
-        (["--enable-pprof", "--tsdb-path=/x"], ["--tsdb-path=/x"], [("enable-pprof", "true")]),
+        (["-kube-api-qps", "50", "-v", "2"], ["-v", "2"], [("kube-api-qps", "50")]),
+        (["--enable-pod-taskids", "--tsdb-path=/x"], ["--tsdb-path=/x"], [("enable-pod-taskids", "true")]),
         (["-enable-nri-runtime-hook=f"], [], [("enable-nri-runtime-hook", "false")]),
         (
             ["--log_dir=/var/log", "-alsologtostderr"],
@@ -183,7 +183,7 @@ def test_koordinator_chart_args_start_the_agent_with_one_warning_each(captured: 
             [("log_dir", "/var/log"), ("alsologtostderr", "true")],
         ),
         (["--no-such-flag=1"], ["--no-such-flag=1"], []),  # not koordlet's: click refuses it (exit 2)
-        (["--", "-pprof-addr=x"], ["--", "-pprof-addr=x"], []),
+        (["--", "-kube-api-qps=x"], ["--", "-kube-api-qps=x"], []),
     ],
 )
 def test_foreign_flags_are_taken_with_their_values(
