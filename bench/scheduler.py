@@ -270,7 +270,7 @@ def memory(nodes: int, pods: int) -> dict[str, Any]:
     code = (
         "import gc, json, psutil\n"
         "from bench.workloads import basic\n"
-        "from bench.extender import make_pod\n"
+        "from bench.workloads.cluster import make_pod\n"
         "p = psutil.Process(); gc.collect(); base = p.memory_info().rss\n"
         f"kit = basic.cluster({nodes}, 0)\n"
         f"for i in range({pods}):\n"
