@@ -22,6 +22,7 @@ import argparse
 import gc
 import http.client
 import json
+import socket
 import statistics
 import subprocess
 import sys
@@ -93,6 +94,10 @@ class Setup:
         self.server = ExtenderServer("127.0.0.1", 0, self.extender, ready=lambda: True)
         self.server.start()
         self.conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
+        self.conn.connect()
+        # As kube-scheduler's Go client (Go sets TCP_NODELAY on every TCP connection): http.client sends
+        # the headers and the body as two writes, and Nagle would hold the body's tail for an ACK.
+        self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.body = json.dumps({"Pod": incoming_pod(now), "Nodes": None, "NodeNames": self.names}).encode()
 
     def call(self, verb: str) -> bytes:

@@ -184,7 +184,8 @@ class Extender:
         self.cycles.put(attempt_key(pod), state, pod)
         try:
             with self.handle.cycle() as snapshot:
-                out = verdicts.run_filter(self.framework, state, pod, self._nodes(snapshot, args))
+                nodes = self._nodes(snapshot, args)
+                out = verdicts.run_filter(self.framework, state, pod, nodes, args.node_names)
         except PluginFailure as err:
             self._failure(err)
             raise
