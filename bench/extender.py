@@ -5,9 +5,11 @@ The real extender (framework, LoadAwareScheduling, koord-scheduler's cache and s
 loopback) is fed in memory with the cluster of :mod:`bench.workloads.cluster` (20 bound pods per node,
 every object decoded from its own JSON and trimmed as the informers trim it), its clock stopped at the
 NodeMetrics' report so they stay fresh however long the build takes. A client on one kept-alive
-connection, as kube-scheduler's, sends cache-capable calls (``NodeNames``) for a Burstable pod; a
-quarter of the nodes are over the cpu threshold. Rounds alternate the call with its floor: ``json.loads``
-of the request body plus ``json.dumps`` of an answer of the same shape.
+connection with TCP_NODELAY, as kube-scheduler's, sends cache-capable calls (``NodeNames``) for a
+Burstable pod; a quarter of the nodes are over the cpu threshold. Rounds alternate the call with its
+floor: ``json.loads`` of the request body plus ``json.dumps`` of an answer of the same shape. The client
+shares the extender's process: a client in a process of its own measured the same (the calls are
+sequential, so the two never contend for the interpreter).
 
 Each size runs in a process of its own (``--runs`` times; figures are medians over the runs), so the
 memory figure is that of one extender and the smaller cluster's timings do not pay for the larger one's
