@@ -108,4 +108,3 @@ def _request_exactly(spec: dict[str, Any], allocatable: Mapping[str, Any]) -> No
     spec.setdefault("containers", []).append(
         {"name": FAKE_CONTAINER, "resources": {"requests": dict(wanted), "limits": dict(wanted)}}
     )
-

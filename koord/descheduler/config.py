@@ -47,6 +47,8 @@ _TOP = {
     "maxNoOfPodsToEvictPerNamespace",
     "maxNoOfPodsToEvictTotal",
 }
+
+
 @dataclass(frozen=True, slots=True)
 class Configuration:
     """The file's content, defaulted (no flags applied)."""

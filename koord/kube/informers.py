@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koord.apis import groups
+from koord.apis.parsednodemetric import parse_node_metric
 from koord.kube.informer import IndexFunc, Informer, index_by_node
 from koord.kube.memstore import MemoryStore
 from koord.kube.trim import compact, slim_node, slim_pod
@@ -216,12 +217,16 @@ class MemoryInformerSet:
 
 
 def cluster_watches(
-    *, pod_indexers: Mapping[str, IndexFunc] | None = None, keep_volume_kinds: bool = False
+    *,
+    pod_indexers: Mapping[str, IndexFunc] | None = None,
+    keep_volume_kinds: bool = False,
+    parse_node_metrics: bool = False,
 ) -> tuple[Watch, Watch, Watch]:
     """The caches the scheduler and the descheduler both keep: nodes, the pods that hold resources (indexed
     by node, plus ``pod_indexers``) and NodeMetrics, each trimmed to what their plugins read
     (:mod:`koord.kube.trim`); ``keep_volume_kinds`` keeps the kinds of pod volumes (an evictor refuses
-    local storage)."""
+    local storage); ``parse_node_metrics`` keeps NodeMetrics with their status parsed
+    (:mod:`koord.apis.parsednodemetric`, the scheduler's choice)."""
 
     def trim_pod(obj: Obj) -> Obj:
         return slim_pod(obj, keep_volume_kinds=keep_volume_kinds)
@@ -235,5 +240,14 @@ def cluster_watches(
             indexers={"node": index_by_node, **(pod_indexers or {})},
             transform=trim_pod,
         ),
-        Watch("nodemetrics", groups.NODE_METRICS, transform=compact),
+        Watch(
+            "nodemetrics",
+            groups.NODE_METRICS,
+            transform=_parsed_node_metric if parse_node_metrics else compact,
+        ),
     )
+
+
+def _parsed_node_metric(obj: Obj) -> Obj:
+    # Compacted first: the pod names the status repeats become the strings the pod cache holds.
+    return parse_node_metric(compact(obj))

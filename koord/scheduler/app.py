@@ -89,9 +89,7 @@ def build_frameworks(
     timer = metrics.plugin if metrics is not None else None
     point_timer = metrics.point if metrics is not None else None
     frameworks = {
-        p.scheduler_name: Framework(
-            p, registry, handle, timer=timer, point_timer=point_timer, complete=True
-        )
+        p.scheduler_name: Framework(p, registry, handle, timer=timer, point_timer=point_timer, complete=True)
         for p in configuration.profiles
     }
     sorts = {tuple(e.name for e in fw.points["queueSort"]) for fw in frameworks.values()}

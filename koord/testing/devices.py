@@ -87,7 +87,7 @@ def fpga(minor: int, *, numa: int = 0, pcie: str = "pci0", healthy: bool = True)
         "minor": minor,
         "health": healthy,
         "resources": {dv.RESOURCE_FPGA: "100"},
-        "topology": _topology(numa, pcie, 0, f"0000:{0xc0 + minor:02x}:00.0"),
+        "topology": _topology(numa, pcie, 0, f"0000:{0xC0 + minor:02x}:00.0"),
     }
 
 

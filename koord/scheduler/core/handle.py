@@ -214,7 +214,7 @@ class SchedulerHandle:
         return None if metrics is None else metrics.get(node_name)
 
     def _node_metrics(self) -> Store:
-        metrics = cluster_watches()[2]
+        metrics = cluster_watches(parse_node_metrics=True)[2]
         store: Store = self.informers.watch(metrics)
         return store
 

@@ -169,9 +169,9 @@ class ExtenderHandle:
 
 
 def extender_watches() -> tuple[Watch, Watch, Watch]:
-    """Nodes, non-terminated pods and NodeMetrics, trimmed as every cluster process trims them; the pods
-    carry no node index here, since the cache holds the pods of each node."""
-    nodes, pods, metrics = cluster_watches()
+    """Nodes, non-terminated pods and NodeMetrics (parsed), trimmed as koord-scheduler trims them; the
+    pods carry no node index here, since the cache holds the pods of each node."""
+    nodes, pods, metrics = cluster_watches(parse_node_metrics=True)
     return nodes, Watch(pods.name, pods.resource, pods.field_selector, transform=pods.transform), metrics
 
 

@@ -128,9 +128,10 @@ class Extender:
         self.binder = binder
         self._ready = ready or handle.has_synced
         self.cycles = _Cycles(clock)
-        self._last_rows: np.ndarray | None = None
-        """The rows of the last NodeNames looked up: kube-scheduler asks about the same list pod after
-        pod, and comparing names is cheaper than hashing thousands of freshly decoded ones."""
+        self._last: tuple[Snapshot, int, list[str], np.ndarray] | None = None
+        """The last NodeNames looked up, with their rows and the snapshot layout they were found in:
+        kube-scheduler asks about the same list pod after pod, and comparing names is cheaper than
+        hashing thousands of freshly decoded ones."""
 
     def ready(self) -> bool:
         return self._ready()
@@ -144,18 +145,13 @@ class Extender:
         index = snapshot.index
         if args.nodes is None:
             names = args.node_names or []
-            last = self._last_rows
-            if (
-                last is not None
-                and len(last) == len(names)
-                and int(last.max(initial=-1)) < len(snapshot)
-                and NodeSet(snapshot, last).names == names
-            ):
-                return NodeSet(snapshot, last)
+            last = self._last
+            if last is not None and last[0] is snapshot and last[1] == snapshot.layout and last[2] == names:
+                return NodeSet(snapshot, last[3])
             rows = np.fromiter(map(index.get, names, repeat(-1)), dtype=np.int64, count=len(names))
             if not len(rows) or rows.min() >= 0:
                 rows.setflags(write=False)
-                self._last_rows = rows
+                self._last = (snapshot, snapshot.layout, names, rows)
                 return NodeSet(snapshot, rows)
             return NodeSet(snapshot, None, [snapshot.node_info(n) or NodeInfo(n, None) for n in names])
         infos: list[NodeInfo] = []
@@ -188,7 +184,8 @@ class Extender:
         self.cycles.put(attempt_key(pod), state, pod)
         try:
             with self.handle.cycle() as snapshot:
-                out = verdicts.run_filter(self.framework, state, pod, self._nodes(snapshot, args))
+                nodes = self._nodes(snapshot, args)
+                out = verdicts.run_filter(self.framework, state, pod, nodes, args.node_names)
         except PluginFailure as err:
             self._failure(err)
             raise

@@ -15,6 +15,7 @@ Koordinator's FrameworkExtender, with the reservation hooks over :class:`Reserva
 """
 
 from koord.runtime.errors import InvalidArgs
+from koord.scheduler.framework.codedverdicts import CodedVerdicts
 from koord.scheduler.framework.events import (
     QUEUE,
     Action,
@@ -77,6 +78,7 @@ __all__ = [
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
+    "CodedVerdicts",
     "CycleState",
     "EnqueueExtensions",
     "FilterPlugin",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from koord.scheduler.framework.codedverdicts import CodedVerdicts
 from koord.scheduler.framework.filterresult import FilterResult
 from koord.scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, CycleState, Status
 from koord.scheduler.framework.nodeset import NodeSet
@@ -99,6 +100,9 @@ def find_feasible(
                 result.rejected.append((pi, rejected))
                 alive[rejected] = False
             continue
+        if isinstance(answer, CodedVerdicts):
+            _coded(result, pi, e.name, answer, sub, cand, alive)
+            continue
         answers = answer if isinstance(answer, list) else list(answer)
         if len(answers) != len(cand):
             raise PluginFailure(
@@ -164,6 +168,30 @@ def find_feasible(
             break
     result.feasible = nodes.subset(_mask(n, np.asarray(keep, dtype=np.int64)))
     return result
+
+
+def _coded(
+    result: FilterResult,
+    pi: int,
+    plugin: str,
+    answer: CodedVerdicts,
+    sub: NodeSet,
+    cand: np.ndarray,
+    alive: np.ndarray,
+) -> None:
+    """A coded batch answer into ``result``: each failing code's nodes found with one comparison."""
+    codes = np.asarray(answer.codes)
+    if codes.shape != (len(cand),):
+        raise PluginFailure(plugin, "filter", f"answered {codes.shape} codes for {len(cand)} nodes")
+    for k, st in enumerate(answer.statuses):
+        if st is None or (isinstance(st, Status) and st.code is Code.SUCCESS):
+            continue
+        at = np.flatnonzero(codes == k)
+        if len(at):
+            checked = _check(plugin, sub.info(int(at[0])).name, st)
+            positions = cand[at]
+            result.grouped.append((pi, checked, positions))
+            alive[positions] = False
 
 
 def _first_rejection(

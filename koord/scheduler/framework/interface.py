@@ -306,9 +306,9 @@ class FilterPlugin(Plugin, Protocol):
 
 class BatchFilterPlugin(FilterPlugin, Protocol):
     """An optional fast path: ``filter_nodes`` answers for many nodes at once, exactly what ``filter``
-    would answer node by node: a sequence of statuses, or a boolean array (true: passes), in which case
-    ``filter`` is asked for the reason of a rejected node when one is needed. ``nodes`` is a
-    :class:`~koord.scheduler.framework.nodeset.NodeSet`: a sequence of NodeInfos with their rows in the
+    would answer node by node: a sequence of statuses (fastest as a ``CodedVerdicts``: a code per node),
+    or a boolean array (true: passes), ``filter`` then asked the reason of a rejected node when needed.
+    ``nodes`` is a :class:`~koord.scheduler.framework.nodeset.NodeSet`: NodeInfos with their rows in the
     snapshot's arrays."""
 
     def filter_nodes(

@@ -32,6 +32,9 @@ class Snapshot:
     def __init__(self) -> None:
         self.generation = 0
         """The cache generation this snapshot reflects."""
+        self.layout = 0
+        """Bumped whenever a row changes hands (a node removed): rows looked up by name stay valid while
+        it is unchanged (new nodes only append rows)."""
         self.infos: list[NodeInfo] = []
         self.index: dict[str, int] = {}
         self.resources: list[str] = list(_FIRST)
@@ -233,6 +236,7 @@ class Snapshot:
         i = self.index.pop(name, None)
         if i is None:
             return
+        self.layout += 1
         last = len(self.infos) - 1
         if i != last:  # the last row moves into the hole
             moved = self.infos[last]

@@ -9,9 +9,20 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
-from koord.scheduler.framework import Code, CycleState, NodeInfo, NodeSet, Obj, Status, verdicts
+from koord.scheduler.framework import (
+    Code,
+    CodedVerdicts,
+    CycleState,
+    NodeInfo,
+    NodeSet,
+    Obj,
+    Status,
+    verdicts,
+)
 from koord.scheduler.framework.cycle import filter_one, find_feasible
+from koord.scheduler.framework.runtime import PluginFailure
 from koord.scheduler.testing import SchedulerHarness
 from koord.testing.objects import node, pod
 
@@ -184,3 +195,50 @@ def test_a_reason_per_node() -> None:
     assert {n: (st.plugin, st.message) for n, st in early.items()} == {
         f"n-{i}": ("Worded", f"not n-{i}") for i in (1, 2, 3)
     }
+
+
+class Coded:
+    """Shared's answer as codes (:class:`CodedVerdicts`), but for the five-divides reasons of their own;
+    ``broken`` answers one code too few."""
+
+    name = "Coded"
+    broken = False
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    def filter(self, state: CycleState, p: Obj, ni: NodeInfo) -> Status | None:
+        i = _index(ni)
+        return THIRD if i % 3 == 0 else EVEN if i % 2 == 0 else PASS if i % 17 == 0 else None
+
+    def filter_nodes(self, state: CycleState, p: Obj, nodes: NodeSet) -> CodedVerdicts:
+        table = (None, THIRD, EVEN, PASS)
+        codes = np.array([table.index(self.filter(state, p, ni)) for ni in nodes], dtype=np.int64)
+        return CodedVerdicts(codes[:-1] if self.broken else codes, table)
+
+
+def test_coded_answers_group_like_shared_statuses() -> None:
+    profile = {"plugins": {"multiPoint": {"enabled": [{"name": "Coded"}], "disabled": [{"name": "*"}]}}}
+    h = SchedulerHarness(profile, plugins={"Coded": Coded})
+    for i in range(60):
+        h.nodes.put(node(f"n-{i}"))
+    p = pod("p")
+    with h.handle.cycle() as snapshot:
+        nodes = NodeSet(snapshot, np.array([snapshot.index[f"n-{i}"] for i in range(60)], dtype=np.int64))
+        answer = h.framework.instances["Coded"].filter_nodes(CycleState(), p, nodes)
+        assert list(answer) == [answer[k] for k in range(60)] == answer[:] and answer[3] is THIRD
+        out = verdicts.run_filter(h.framework, verdicts.new_state(p), p, nodes)
+        # the answer written from the caller's own names is the same
+        names = [f"n-{i}" for i in range(60)]
+        same = verdicts.run_filter(h.framework, verdicts.new_state(p), p, nodes, [*names])
+        Coded.broken = True
+        try:
+            with pytest.raises(PluginFailure, match="answered"):
+                find_feasible(h.framework, verdicts.new_state(p), p, nodes)
+        finally:
+            Coded.broken = False
+    assert out.unresolvable == {f"n-{i}": THIRD.message for i in range(0, 60, 3)}
+    assert out.failed == {f"n-{i}": EVEN.message for i in range(60) if i % 2 == 0 and i % 3}
+    assert out.passed == [f"n-{i}" for i in range(60) if i % 2 and i % 3]
+    assert out.rejected_by == {"Coded": 40}
+    assert (same.passed, same.failed, same.unresolvable) == (out.passed, out.failed, out.unresolvable)

@@ -178,7 +178,7 @@ def check(env: Env) -> int:
             la.pre_filter(state, incoming)
             got = la.filter_nodes(state, incoming, nodes)
             want = [reference_filter(la, state, incoming, ni) for ni in nodes]
-            assert got == want
+            assert list(got) == want
             scores = la.score_nodes(state, incoming, nodes).tolist()
             assert scores == [reference_score(la, state, incoming, ni) for ni in nodes]
             # one node at a time (the scalar entry points) agrees as well

@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from koord.apis import extension
-from koord.apis.nodemetric import CollectPolicy, Usage, parse_status
+from koord.apis.nodemetric import CollectPolicy, NodeMetricStatus, Usage
+from koord.apis.parsednodemetric import parse_node_metric
 from koord.apis.pod import as_list, as_map
 from koord.apis.timefmt import parse_time
 from koord.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs, Vec
@@ -201,12 +202,9 @@ class PodAssignCache:
         name = str(as_map(obj, "metadata").get("name") or "")
         if not name:
             return
-        raw_status = as_map(obj, "status")
-        raw_node = raw_status.get("nodeMetric")
-        has_node_metric = isinstance(raw_node, Mapping)
-        # Everything but the per-pod entries and the aggregated usages, which the node state reads from
-        # this object when it needs them.
-        status = parse_status({k: v for k, v in raw_status.items() if k != "podsMetric"})
+        parsed = parse_node_metric(obj)
+        has_node_metric = parsed.has_node_metric
+        status = parsed.status or NodeMetricStatus()
         interval = float(CollectPolicy.from_spec(as_map(obj, "spec")).report_interval_seconds)
         node_usage = (_vec(status.node_usage) or (0, 0)) if has_node_metric else None
         prod_base = [0, 0]
@@ -222,10 +220,7 @@ class PodAssignCache:
             n.status_time = status.update_time
             if status.update_time is not None:
                 n.update_time = status.update_time
-            n.set_report(
-                raw_status.get("podsMetric"),
-                raw_node.get("aggregatedNodeUsages") if isinstance(raw_node, Mapping) else None,
-            )
+            n.set_report(status.pods_metric, status.aggregated_node_usages if has_node_metric else None)
             n.node_usage, n.prod_usage = node_usage, prod_base
             n.rebuild()
             self.table.write(name, n)

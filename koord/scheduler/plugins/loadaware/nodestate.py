@@ -3,12 +3,12 @@ its cached pods and the sums LoadAware reads (Koordinator's ``nodeInfo`` with ``
 Not thread-safe by itself: :class:`~koord.scheduler.plugins.loadaware.assigncache.PodAssignCache`
 holds the lock around every use.
 
-The NodeMetric is read where the cache keeps it, not copied: a pod's reported usage is parsed from its
-``podsMetric`` entry when the pod is added or removed, an aggregated usage from
-``aggregatedNodeUsages`` the first time a (type, window) is asked after a report. Which pods count in
-which sum (Koordinator keeps them in sets, for its debug API) is a function of the pods and the report,
-so :meth:`NodeState.counted` works it out when asked. At 100 000 pods this keeps the assign cache to
-its pods and sums.
+The NodeMetric is read where the cache keeps it, parsed (:mod:`koord.apis.parsednodemetric`), not
+copied: a pod's reported usage is looked up by name in ``podsMetric`` when the pod is added or removed,
+an aggregated usage is found the first time a (type, window) is asked after a report. Which pods count
+in which sum (Koordinator keeps them in sets, for its debug API) is a function of the pods and the
+report, so :meth:`NodeState.counted` works it out when asked. At 100 000 pods this keeps the assign
+cache to its pods and sums.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from koord.apis import extension
-from koord.apis.nodemetric import NodeMetricStatus, parse_status
+from koord.apis.nodemetric import AggregatedUsage, PodMetric
 from koord.scheduler.plugins.loadaware.args import Vec
 
 Obj = Mapping[str, Any]
@@ -60,8 +60,8 @@ class NodeState:
         "pods",
         "prod_delta",
         "prod_usage",
-        "raw_aggregated",
         "report_interval",
+        "reported_aggregated",
         "status_time",
         "update_time",
     )
@@ -75,29 +75,30 @@ class NodeState:
         self.status_time: float | None = None
         """The current report's own updateTime (expiry is judged on it)."""
         self.report_interval = 60.0
-        self.pod_metrics: Mapping[str, Any] = {}
+        self.pod_metrics: Mapping[str, PodMetric | tuple[PodMetric, ...]] = {}
         """``podsMetric`` entries by pod name (a tuple of them where pods of several namespaces share a
         name)."""
         self.node_usage: Vec | None = None
         self.prod_usage = [0, 0]
-        self.raw_aggregated: Any = None
+        self.reported_aggregated: tuple[AggregatedUsage, ...] | None = None
         """``nodeMetric.aggregatedNodeUsages`` as reported (``None`` without ``nodeMetric``)."""
         self._agg: dict[tuple[str, float], Vec | None] = {}
         self.node_delta = [0, 0]
         self.prod_delta = [0, 0]
         self.node_estimated = [0, 0]
 
-    def set_report(self, pods_metric: Any, raw_aggregated: Any) -> None:
+    def set_report(
+        self, pods_metric: tuple[PodMetric, ...], aggregated: tuple[AggregatedUsage, ...] | None
+    ) -> None:
         """Take a report's per-pod entries and aggregated usages (call :meth:`rebuild` after)."""
-        index: dict[str, Any] = {}
-        for entry in pods_metric if isinstance(pods_metric, list) else ():
-            if not isinstance(entry, Mapping):
-                continue
-            name = str(entry.get("name", ""))
-            seen = index.get(name)
-            index[name] = entry if seen is None else (*(seen if isinstance(seen, tuple) else (seen,)), entry)
+        index: dict[str, PodMetric | tuple[PodMetric, ...]] = {}
+        for entry in pods_metric:
+            seen = index.get(entry.name)
+            index[entry.name] = (
+                entry if seen is None else (*(seen if isinstance(seen, tuple) else (seen,)), entry)
+            )
         self.pod_metrics = index
-        self.raw_aggregated = raw_aggregated
+        self.reported_aggregated = aggregated
         self._agg = {}
 
     def pod_usage(self, p: PodAssign) -> PodUsage | None:
@@ -107,9 +108,8 @@ class NodeState:
         if entry is None:
             return None
         namespace = str(meta.get("namespace") or "")
-        for e in reversed(entry) if isinstance(entry, tuple) else (entry,):
-            if str(e.get("namespace", "")) == namespace:
-                m = parse_status({"podsMetric": [e]}).pods_metric[0]
+        for m in reversed(entry) if isinstance(entry, tuple) else (entry,):
+            if m.namespace == namespace:
                 return (m.usage.cpu_milli, m.usage.memory_bytes, m.priority == PROD)
         return None
 
@@ -121,11 +121,9 @@ class NodeState:
         return self._agg[key]
 
     def every_aggregated(self) -> dict[tuple[str, float], Vec]:
-        if self.raw_aggregated is None:
+        if self.reported_aggregated is None:
             return {}
-        return aggregated_usages(
-            parse_status({"nodeMetric": {"aggregatedNodeUsages": self.raw_aggregated}})
-        )
+        return aggregated_usages(self.reported_aggregated)
 
     def _should(self, p: PodAssign, u: PodUsage | None) -> bool:
         if u is None or self.update_time is None:
@@ -223,11 +221,11 @@ def _add_delta(acc: list[int], e: Vec, u: PodUsage | None, sign: int) -> None:
             acc[i] += sign * d
 
 
-def aggregated_usages(status: NodeMetricStatus) -> dict[tuple[str, float], Vec]:
+def aggregated_usages(reported: tuple[AggregatedUsage, ...]) -> dict[tuple[str, float], Vec]:
     """Every reported (type, window) usage, plus ``(type, 0)`` aliasing the longest window of a type."""
     out: dict[tuple[str, float], Vec] = {}
     longest: dict[str, float] = {}
-    for entry in status.aggregated_node_usages:
+    for entry in reported:
         for typ, usage in entry.usage.items():
             out[(typ, entry.duration_seconds)] = (usage.cpu_milli, usage.memory_bytes)
             if entry.duration_seconds > longest.get(typ, 0.0):

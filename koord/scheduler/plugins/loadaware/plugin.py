@@ -27,7 +27,7 @@ import numpy as np
 
 from koord.apis import extension
 from koord.apis.pod import as_map, is_daemonset_pod
-from koord.scheduler.framework import CycleState, Handle, NodeInfo, NodeSet, Obj, Status
+from koord.scheduler.framework import CodedVerdicts, CycleState, Handle, NodeInfo, NodeSet, Obj, Status
 from koord.scheduler.plugins.loadaware import batch
 from koord.scheduler.plugins.loadaware.args import (
     RESOURCES,
@@ -88,9 +88,8 @@ class LoadAwareScheduling:
         self._column = f"{NAME}/facts@{id(self):x}"
         expired = None if self.args.enable_schedule_when_node_metrics_expired else EXPIRED
         answers = [None, expired, OVER[0], OVER[1], *AGG_OVER]
-        self._answers = np.empty(len(answers), dtype=object)
-        self._answers[:] = answers
-        """A Status (or None) per :mod:`.batch` filter code, to answer thousands of nodes in one take."""
+        self._answers: tuple[Status | None, ...] = tuple(answers)
+        """A Status (or None) per :mod:`.batch` filter code: thousands of nodes answered as codes."""
         cache = self.cache
         self._score_column = cache.agg_column(self._score_agg) if self._score_agg[0] else -1
         handle.on_pods(cache.on_pod_add, cache.on_pod_update, cache.on_pod_delete)
@@ -153,10 +152,10 @@ class LoadAwareScheduling:
     def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None:
         return self.filter_nodes(state, pod, (node_info,))[0]
 
-    def filter_nodes(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+    def filter_nodes(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> CodedVerdicts:
         facts = state.get(STATE_KEY) or self.pod_facts(state, pod)
         if facts.daemonset or not len(nodes):
-            return [None] * len(nodes)
+            return CodedVerdicts(np.zeros(len(nodes), dtype=np.int64), self._answers)
         rows, loads = self._gather(nodes)
         args = self.args
         expired = (
@@ -165,8 +164,7 @@ class LoadAwareScheduling:
             else None
         )
         codes = batch.filter_codes(rows, loads, facts.estimate, facts.prod, expired)
-        answers: list[Status | None] = self._answers[codes].tolist()
-        return answers
+        return CodedVerdicts(codes, self._answers)
 
     def pre_score(self, state: CycleState, pod: Obj, nodes: Sequence[NodeInfo]) -> Status | None:
         self.pod_facts(state, pod)
