@@ -9,6 +9,7 @@ import socket
 import struct
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -188,7 +189,7 @@ def test_shutdown_cuts_a_client_that_stopped_reading(serve: Serve) -> None:
 
 
 def _voluntary_switches(thread: threading.Thread) -> int:
-    status = open(f"/proc/self/task/{thread.native_id}/status").read()
+    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
     return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
 
 
