@@ -9,13 +9,13 @@ import socket
 import struct
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from koord.runtime.httpconn import Limits
 from koord.runtime.httpserver import Rendered, text_response
 from koordlet.testing import wait_until
+from koordlet.testing.wakeups import voluntary_switches
 from tests.unit.http.conftest import Serve
 from tests.unit.http.rawclient import connect, get, read_response
 
@@ -188,11 +188,6 @@ def test_shutdown_cuts_a_client_that_stopped_reading(serve: Serve) -> None:
     s.close()
 
 
-def _voluntary_switches(thread: threading.Thread) -> int:
-    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
-    return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
-
-
 def test_an_idle_server_sleeps_until_a_deadline_or_a_request(serve: Serve) -> None:
     # The socket thread polled every 0.5 s (issue 27: two of the idle agent's wake-ups a second); it now
     # sleeps until the nearest connection deadline, and a request still wakes it at once.
@@ -200,10 +195,10 @@ def test_an_idle_server_sleeps_until_a_deadline_or_a_request(serve: Serve) -> No
     with connect(server) as kept:  # an idle keep-alive connection, its deadline a minute away
         assert get(server, "/hello")[0] == 200
         socket_thread = next(t for t in threading.enumerate() if t.name == "http")
-        before = _voluntary_switches(socket_thread)
+        before = voluntary_switches(socket_thread)
         window = 2.0
         time.sleep(window)  # the measurement window: the thread must not wake by itself in it
-        assert _voluntary_switches(socket_thread) - before <= 1
+        assert voluntary_switches(socket_thread) - before <= 1
         started = time.monotonic()
         assert get(server, "/hello")[0] == 200
         assert time.monotonic() - started < window / 2

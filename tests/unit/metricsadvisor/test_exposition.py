@@ -22,7 +22,8 @@ from koord.runtime.httpserver import AgentHTTPServer
 from koord.runtime.httpwire import parse_head
 from koord.runtime.lifecycle import Supervisor
 from koordlet.metricsadvisor.exposition import Exposition, Payload, RowFamily
-from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
+from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid, wait_until
+from koordlet.testing.wakeups import voluntary_switches
 from tests.unit.metricsadvisor.test_advisor import build, prepare
 
 
@@ -326,3 +327,25 @@ def test_a_scrape_never_gets_a_payload_older_than_the_last_collection() -> None:
     ex.collected()
     assert b"hits_total 1.0" in ex.payload().body and ex.renders == 2
     assert ex.payload().body == ex.payload().body and ex.renders == 2, "re-rendered an up-to-date payload"
+
+
+def test_the_render_thread_sleeps_through_collections_nobody_fetches() -> None:
+    # Issue 27: it woke for every collection (and every two intervals) to find nothing due.
+    ex = Exposition(CollectorRegistry(), interval=0.05)
+    stop = threading.Event()
+    sup = Supervisor(stop)
+    thread = sup.go("exposition", lambda: ex.run(stop))
+    try:
+        wait_until(lambda: thread.native_id is not None, 5)
+        before = voluntary_switches(thread)
+        for _ in range(20):  # no scrape ever came: none of these is due
+            ex.collected()
+            time.sleep(0.02)
+        assert voluntary_switches(thread) - before <= 1
+        assert ex.renders == 0
+    finally:
+        ex.close()
+        stop.set()
+        started = time.monotonic()
+        assert sup.join(time.monotonic() + 5.0) == []
+        assert time.monotonic() - started < 1.0  # close wakes it at once
