@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,26 @@ def test_inotify_refuses_missing_dir_and_closes(tmp_path: Path) -> None:
     before = set(os.listdir(fds))
     ino = Inotify()
     opened = set(os.listdir(fds)) - before
-    assert len(opened) == 1
+    assert len(opened) == 2  # the inotify instance and the eventfd that wakes a reader
     with pytest.raises(OSError) as err:
         ino.add_watch(tmp_path / "nope")
     assert err.value.errno == 2
     ino.close()
-    assert not opened & set(os.listdir(fds)), "the inotify descriptor is still open after close"
+    assert not opened & set(os.listdir(fds)), "a descriptor is still open after close"
+
+
+def test_inotify_wake_ends_a_long_read_at_once(tmp_path: Path) -> None:
+    with Inotify() as ino:
+        ino.add_watch(tmp_path)
+        got: list[object] = []
+        reader = threading.Thread(target=lambda: got.append(ino.read(30.0)))
+        reader.start()
+        started = time.monotonic()
+        ino.wake()
+        reader.join(5)
+        assert not reader.is_alive() and got == [[]] and time.monotonic() - started < 2.0
+        (tmp_path / "a").mkdir()  # a wake consumed leaves later reads as they were
+        assert [e.name for e in ino.read(1.0)] == ["a"]
 
 
 def test_pleg_reports_pod_and_container_dirs(fake_host: Any) -> None:
