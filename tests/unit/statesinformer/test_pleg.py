@@ -15,6 +15,7 @@ from koordlet import api
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.system.host import Host
 from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify
+from koordlet.testing.wakeups import voluntary_switches
 
 UID = "00000000-0000-4000-8000-000000000001"
 
@@ -85,6 +86,37 @@ def test_pleg_reports_pod_and_container_dirs(fake_host: Any) -> None:
         stop.set()
         t.join(5)
     assert not t.is_alive()
+
+
+def test_pleg_sleeps_once_every_tier_is_watched_and_stops_on_close(fake_host: Any) -> None:
+    # Issue 27: it woke every half second, with every tier watched and nothing to do.
+    fake_host.mkcgroup(None, "kubepods/besteffort")
+    hits: list[int] = []
+    pleg = PLEG(Host(fake_host.paths), lambda: hits.append(1), poll=0.05, idle_wait=30.0)
+    stop = threading.Event()
+    t = threading.Thread(target=pleg.run, args=(stop,))
+    t.start()
+    cpu = fake_host.paths.cgroup_root / "cpu"
+    try:
+        assert wait_for(lambda: len(hits) == 1, threading.Event(), timeout=3)
+        time.sleep(0.3)  # a missing tier is looked for every poll: the burstable one comes late
+        (cpu / "kubepods/burstable").mkdir()
+        time.sleep(0.3)
+        (cpu / f"kubepods/burstable/pod{UID}").mkdir()
+        assert wait_for(lambda: len(hits) >= 2, threading.Event(), timeout=3)
+        time.sleep(0.2)
+        before = voluntary_switches(t)
+        time.sleep(2.0)  # the measurement window: every tier watched, nothing happens
+        assert voluntary_switches(t) - before <= 1
+        n = len(hits)
+        (cpu / f"kubepods/besteffort/pod{UID.replace('1', '2')}").mkdir()  # events still wake it
+        assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)
+    finally:
+        stop.set()
+        started = time.monotonic()
+        pleg.close()
+        t.join(5)
+    assert not t.is_alive() and time.monotonic() - started < 2.0
 
 
 class _CountingPLEG(PLEG):
