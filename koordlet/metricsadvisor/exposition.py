@@ -238,7 +238,9 @@ class Exposition:
 
     def render_due(self) -> bool:
         """Whether the collection just made should be rendered: a scrape is expected before the next
-        collection (or the scrape period is not known yet), and one came within ``idle_after``."""
+        collection, and one came within ``idle_after``. Until two scrapes give a period nothing is
+        rendered ahead (the second renders in place): rendering every collection meanwhile cost an idle
+        agent a render a second for a whole scrape period after its first scrape (issue 27)."""
         with self._scrape_lock:
             last = self._last_scrape
             period = min(self._gaps) if self._gaps else None
@@ -247,7 +249,7 @@ class Exposition:
         now = self._clock()
         if now - last > self.idle_after:
             return False
-        return period is None or now + self.interval >= last + period
+        return period is not None and now + self.interval >= last + period
 
     def payload(self) -> Payload:
         """What a scrape serves: the last payload, or a fresh one if there is none, it is too old, or a
