@@ -187,7 +187,8 @@ def test_start_runs_collectors_on_threads_until_stop(fake_host: Any) -> None:
         assert wait_for(lambda: len(events) >= 3, stop, timeout=5.0)
         # one thread per interval: the 0.05 s collectors share one (issue 27), the fast sampler has its own
         names = {t.name for t in sup.threads}
-        assert "metricsadvisor/NodeResource+PodResource+SystemResource+BEResource+HostApplication+PSI" in names
+        shared = "NodeResource+PodResource+SystemResource+BEResource+HostApplication+PSI"
+        assert f"metricsadvisor/{shared}" in names
         assert "metricsadvisor/FastSampler" in names
     finally:
         stop.set()
