@@ -11,7 +11,7 @@ from koordlet.runtimehooks.guard import Guard
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
 from koordlet.testing import wait_until
-from koordlet.testing.wakeups import voluntary_switches
+from koordlet.testing.wakeups import stop_and_close, voluntary_switches
 
 UID = "00000000-0000-4000-8000-000000000001"
 POD_DIR = "kubepods/burstable/pod" + UID
@@ -38,8 +38,5 @@ def test_the_guard_sleeps_reports_a_foreign_write_and_stops_on_close(tmp_path: P
         time.sleep(0.3)
         assert changed == [{UID}]
     finally:
-        stop.set()
-        started = time.monotonic()
-        guard.close()
-        thread.join(5)
-    assert not thread.is_alive() and time.monotonic() - started < 2.0
+        took = stop_and_close(stop, guard.close, thread)
+    assert took < 2.0

@@ -15,7 +15,7 @@ from koordlet import api
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.system.host import Host
 from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify
-from koordlet.testing.wakeups import voluntary_switches
+from koordlet.testing.wakeups import stop_and_close, voluntary_switches
 
 UID = "00000000-0000-4000-8000-000000000001"
 
@@ -112,11 +112,8 @@ def test_pleg_sleeps_once_every_tier_is_watched_and_stops_on_close(fake_host: An
         (cpu / f"kubepods/besteffort/pod{UID.replace('1', '2')}").mkdir()  # events still wake it
         assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)
     finally:
-        stop.set()
-        started = time.monotonic()
-        pleg.close()
-        t.join(5)
-    assert not t.is_alive() and time.monotonic() - started < 2.0
+        took = stop_and_close(stop, pleg.close, t)
+    assert took < 2.0
 
 
 class _CountingPLEG(PLEG):
