@@ -1,11 +1,11 @@
 """Threads and the one stop Event: Go's ``wait.Until`` and goroutine supervision, for the whole agent.
 
 Agent threads are created only here. ``until`` runs a periodic tick until stop (a raising tick is logged and
-counted, never fatal); ``Supervisor`` starts named root threads and turns the death of one into an agent
-stop with a non-zero exit, so the kubelet restarts the pod (koordlet's ``klog.Fatal``). ``Daemon`` runs a
-process's components in order (each waited for until synced, ``/readyz`` once all are, stopped in
-reverse within a deadline) for the agent and the cluster processes alike; ``install_signals`` turns
-SIGTERM/SIGINT into the stop.
+counted, never fatal), ``until_all`` several ticks of one period in one thread; ``Supervisor`` starts named
+root threads and turns the death of one into an agent stop with a non-zero exit, so the kubelet restarts
+the pod (koordlet's ``klog.Fatal``). ``Daemon`` runs a process's components in order (each waited for until
+synced, ``/readyz`` once all are, stopped in reverse within a deadline) for the agent and the cluster
+processes alike; ``install_signals`` turns SIGTERM/SIGINT into the stop.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 koordlet watches ``<cgroup root>/cpu/<tier>`` (v1; the unified tree on v2) for the three tiers, since
 kubelet creates and removes a pod's cgroup dir there before and after the pod runs. Pod dirs are watched
 too, so container dirs appearing (standalone discovery needs their IDs) also trigger a refresh. Tier dirs
-that do not exist yet are retried on every wake-up.
+that do not exist yet are retried every ``poll``; once all are watched the loop sleeps ``idle_wait``.
 
 Pod dirs are listed only when that can find something new: at start, when a tier dir gets its watch, after
 an event-queue overflow, and every ``rescan`` seconds as a safety net. A pod dir created while its tier is
