@@ -3,11 +3,12 @@
 Four idle pods (sleeping processes) in real cgroups under a unique ``koordlet-e2e-<random>`` parent, the
 real agent as shipped (``koordlet run --standalone``, a NodeSLO with ``resourceUsedThresholdWithBE``
 on, as on a colocation node), and ``prometheus-node-exporter`` with its default collectors when it is
-installed. Both are scraped every 15 s (Prometheus' default interval, gzip) while the bench reads their
-CPU and RSS over ``--seconds`` after a 20 s warm-up. Two scenarios run one after the other: two of the
-pods BE (labelled pods of the besteffort tier, as Koordinator's batch pods) and none BE. Whether the fast
-sampler ran is read from the agent's own tick counter (``koordlet_collect_duration_seconds_count``
-of ``FastSampler``): idle BE pods have nothing for it to take back, so it stays disarmed.
+installed. Both are scraped every 15 s (Prometheus' default interval, gzip) from the start, and the bench
+reads their CPU and RSS over ``--seconds`` after two scrapes (a 30 s warm-up). Two scenarios run one after
+the other: two of the pods BE (labelled pods of the besteffort tier, as Koordinator's batch pods) and
+none BE. Whether the fast sampler ran is read from the agent's own tick counter
+(``koordlet_collect_duration_seconds_count`` of ``FastSampler``): idle BE pods have nothing for it to
+take back, so it stays disarmed.
 
 Prints one JSON object: the agent's CPU (% of one core) and RSS per scenario, node_exporter's (absent
 when the tool is not installed), and ``ratio`` = agent CPU with BE pods / node_exporter CPU. Everything
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
+import itertools
 import json
 import os
 import re
@@ -43,7 +45,8 @@ from koordlet.testing.cgroups import RealKubepods
 
 NAME = "idle"
 SCRAPE_EVERY = 15.0
-WARMUP = 20.0
+WARMUP_SCRAPES = 2
+"""Scrapes before the window opens (30 s: the agent has learnt the period and settled)."""
 NODE_EXPORTER = "prometheus-node-exporter"
 SLEEPER = "import time; time.sleep(86400)"
 FAST_TICKS = re.compile(rb'^koordlet_collect_duration_seconds_count\{collector="FastSampler"\} (\S+)$', re.M)
@@ -118,18 +121,27 @@ def scenario(be_pods: int, seconds: float, exporter: tuple[psutil.Process, str] 
         agent.wait_ready()
         me = psutil.Process(agent.proc.pid)
         targets = [(me, agent.base + "/metrics")] + ([exporter] if exporter else [])
-        time.sleep(WARMUP)
-        # Each target once per period, as one Prometheus would (the agent learns the scrape period
-        # from the gaps between scrapes, and renders ahead of the next one)
-        cpu0 = [cpu_seconds(p) for p, _ in targets]
-        t0 = time.monotonic()
+        # Each target once per period from the start, as a running Prometheus would (the agent learns
+        # the scrape period from the gaps between scrapes, and renders ahead of the next one); the
+        # window opens after the warm-up scrapes, so it sees the steady state.
+        start = time.monotonic()
         ticks: list[float] = []
-        while (left := t0 + seconds - time.monotonic()) > 0:
+        cpu0: list[float] = []
+        t0 = 0.0
+        for k in itertools.count():
+            if cpu0 and time.monotonic() >= t0 + seconds:
+                break
             for _p, url in targets:
                 body = scrape(url)
                 if url.startswith(agent.base):
                     ticks.append(fast_ticks(body))
-            time.sleep(min(SCRAPE_EVERY, left))
+            if k == WARMUP_SCRAPES:
+                cpu0 = [cpu_seconds(p) for p, _ in targets]
+                t0 = time.monotonic()
+                ticks = ticks[-1:]
+            nxt = start + (k + 1) * SCRAPE_EVERY
+            end = t0 + seconds if cpu0 else nxt
+            time.sleep(max(min(nxt, end) - time.monotonic(), 0.0))
         dt = time.monotonic() - t0
         cpu = [(cpu_seconds(p) - c) / dt * 100 for (p, _), c in zip(targets, cpu0, strict=True)]
         out = {

@@ -113,6 +113,9 @@ class CPUBurst(api.QOSPluginBase):
         self._rng = random.Random()
         self._buckets: dict[str, TokenBucket] = {}
         self._scaled: dict[str, tuple[str, int]] = {}
+        self._burst_applied: dict[str, tuple[api.PodInfo, api.CPUBurstStrategy]] = {}
+        """pod uid -> the pod and config whose burst values the executor accepted whole (see
+        :meth:`_apply_burst`)."""
         """container dir -> (pod dir, base quota) for every quota moved off its base."""
         labels = ["node", "pod_namespace", "pod_name", "container_id", "container_name"]
         self._burst_gauge = ctx.registry.gauge(
@@ -139,6 +142,7 @@ class CPUBurst(api.QOSPluginBase):
         burst_supported = ctx.host.supports("cpu.cfs_burst_us")
         capacity_quota = _shared.capacity_milli(ctx) * _shared.CFS_PERIOD_US // 1000
         seen: set[str] = set()
+        applied, self._burst_applied = self._burst_applied, {}
         for pod in ctx.states.pods():
             if pod.qos_raw in SKIPPED_QOS or not pod.is_active or not pod.cgroup_dir:
                 continue
@@ -149,7 +153,7 @@ class CPUBurst(api.QOSPluginBase):
                 )
                 continue
             if burst_supported:
-                self._apply_burst(pod, cfg)
+                self._apply_burst(pod, cfg, applied.get(pod.uid))
             for c in pod.containers:
                 if not c.cgroup_dir or not c.running or c.cpu_limit_milli <= 0:
                     continue
@@ -198,7 +202,21 @@ class CPUBurst(api.QOSPluginBase):
             return NodeState.COOLING
         return NodeState.IDLE
 
-    def _apply_burst(self, pod: api.PodInfo, cfg: api.CPUBurstStrategy) -> None:
+    def _apply_burst(
+        self,
+        pod: api.PodInfo,
+        cfg: api.CPUBurstStrategy,
+        last: tuple[api.PodInfo, api.CPUBurstStrategy] | None,
+    ) -> None:
+        """The pod's and its containers' ``cpu.cfs_burst_us``. The values follow from the pod and its
+        config alone, so a pod whose burst the executor took whole (written or equal, none gone or
+        refused) with the same pod and config is not sent again: the executor's force update repairs
+        them meanwhile (issue 27: re-sending every pod's unchanged values each second was most of
+        this plugin's idle cost). A changed pod (a container started, a new limit or annotation) or
+        strategy, or a write that did not take, sends them all on the next round."""
+        if last is not None and last[0] == pod and last[1] == cfg:
+            self._burst_applied[pod.uid] = last
+            return
         total = 0
         updates: list[api.CgroupUpdate] = []
         for c in pod.containers:
@@ -219,7 +237,10 @@ class CPUBurst(api.QOSPluginBase):
         # One batch per pod, no reads here: the executor reads a file only when its cache has no fresh
         # entry for the value, and skips an equal one (reading every file every tick cost more than the
         # rest of the plugin at 1000 pods).
-        _shared.report_refused(self.ctx, self.ctx.executor.update_batch(updates))
+        results = self.ctx.executor.update_batch(updates)
+        _shared.report_refused(self.ctx, results)
+        if all(r.ok and r.skipped in ("", "unchanged") for r in results):
+            self._burst_applied[pod.uid] = (pod, cfg)
 
     def _quota_op(self, c: api.ContainerInfo, cfg: api.CPUBurstStrategy, state: NodeState, now: float) -> Op:
         op = Op.REMAIN

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.lifecycle import Supervisor
+from koord.runtime.lifecycle import Supervisor, Tick
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
@@ -169,18 +169,20 @@ class MetricsAdvisor:
 
     def start(self, stop: threading.Event, supervisor: Supervisor) -> None:
         """Schedule every enabled collector and the GC; returns at once."""
+        by_interval: dict[float, list[Tick]] = {}
         for collector in self.collectors:
             if collector is self.fast:
                 run = functools.partial(self.fast.run, stop, self._on_tick(collector.name))
                 supervisor.go(f"{self.name}/{collector.name}", run)
                 continue
-            supervisor.every(
-                f"{self.name}/{collector.name}",
-                collector.interval,
-                collector.collect,
-                on_error=self._on_error(collector.name),
-                on_tick=self._on_tick(collector.name),
-            )
+            name = collector.name
+            tick = Tick(name, collector.collect, self._on_error(name), self._on_tick(name))
+            by_interval.setdefault(collector.interval, []).append(tick)
+        # Collectors of one interval share a thread, in dependency order (issue 27: one wake-up a second
+        # instead of one per collector; each costs ~0.1 ms of CPU on a VM).
+        for interval, ticks in by_interval.items():
+            names = "+".join(t.name.removesuffix("Collector") for t in ticks)
+            supervisor.every_all(f"{self.name}/{names}", interval, ticks)
         if self.exposition is not None:
             exposition = self.exposition
             supervisor.go(EXPOSITION_NAME, lambda: exposition.run(stop))

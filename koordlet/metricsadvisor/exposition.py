@@ -54,6 +54,9 @@ _go_float = cast(
 SCRAPE_GAPS = 8
 """Gaps between scrapes remembered to estimate the scrape period (the shortest of them)."""
 
+RUN_WAKE_SECONDS = 30.0
+"""The render thread's longest sleep when nothing wakes it (a safety net: :meth:`Exposition.close` does)."""
+
 GZIP_LEVEL = 1
 """Level 1 compresses the exposition's repetitive text ~10x at a fraction of level 6's cost."""
 
@@ -194,7 +197,8 @@ class Exposition:
         """A collection finished: render at the next chance (called from the collector's thread). Until
         then a scrape renders in place rather than serve the payload from before it."""
         self._collections += 1  # one writer (the pod sweep's thread); readers compare, never write
-        self._due.set()
+        if self.render_due():  # the render thread sleeps through collections nobody will fetch
+            self._due.set()
 
     def render(self) -> Payload:
         """Render the registry now; on failure keep (and return) the last good payload."""
@@ -234,7 +238,9 @@ class Exposition:
 
     def render_due(self) -> bool:
         """Whether the collection just made should be rendered: a scrape is expected before the next
-        collection (or the scrape period is not known yet), and one came within ``idle_after``."""
+        collection, and one came within ``idle_after``. Until two scrapes give a period nothing is
+        rendered ahead (the second renders in place): rendering every collection meanwhile cost an idle
+        agent a render a second for a whole scrape period after its first scrape (issue 27)."""
         with self._scrape_lock:
             last = self._last_scrape
             period = min(self._gaps) if self._gaps else None
@@ -243,7 +249,7 @@ class Exposition:
         now = self._clock()
         if now - last > self.idle_after:
             return False
-        return period is None or now + self.interval >= last + period
+        return period is not None and now + self.interval >= last + period
 
     def payload(self) -> Payload:
         """What a scrape serves: the last payload, or a fresh one if there is none, it is too old, or a
@@ -266,15 +272,17 @@ class Exposition:
         return Rendered(200, CONTENT_TYPE_LATEST, payload.identity(), payload.gzip())
 
     def close(self) -> None:
-        """End :meth:`run` now (it otherwise notices ``stop`` within two intervals)."""
+        """End :meth:`run` now (it otherwise notices ``stop`` within :data:`RUN_WAKE_SECONDS`)."""
         self._closed = True
         self._due.set()
 
     def run(self, stop: threading.Event) -> None:
-        """Render after every collection until ``stop``; without collections, every two intervals. While
-        nobody scrapes, leave the payload behind (the next scrape renders in place)."""
+        """Render the collections a scrape is due for (:meth:`collected` wakes this thread for those
+        only; a scrape finding one unrendered renders in place) until :meth:`close` or ``stop``. Waking
+        for every collection, and every two intervals to look at ``stop``, was two of an idle agent's
+        twenty wake-ups a second, and a timed wake-up costs ~0.1 ms of CPU on a VM (issue 27)."""
         while not stop.is_set():
-            self._due.wait(2.0 * self.interval)
+            self._due.wait(RUN_WAKE_SECONDS)
             if stop.is_set() or self._closed:
                 return
             self._due.clear()

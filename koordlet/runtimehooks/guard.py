@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 MAX_WATCHES = 8192
 MIN_INTERVAL = 0.2
 """Seconds between two verifications of one pod."""
+IDLE_WAIT = 30.0
+"""Seconds the guard sleeps with no verify due; events and :meth:`Guard.close` wake it (a half-second poll
+to look at stop was two of an idle agent's wake-ups a second, issue 27)."""
 _RESOURCES = tuple(resource for _, resource in FILES)
 
 
@@ -86,6 +89,12 @@ class Guard:
                 owner[path] = uid
             self._owner = owner
 
+    def close(self) -> None:
+        """Wake :meth:`run` to see its stop Event (the runtime hooks' shutdown, after stop is set)."""
+        with self._lock:
+            if self._ino is not None:
+                self._ino.wake()
+
     def run(self, stop: threading.Event) -> None:
         with Inotify() as ino:
             with self._lock:
@@ -104,7 +113,7 @@ class Guard:
         due: dict[str, float] = {}
         while not stop.is_set():
             now = time.monotonic()
-            wait = min([0.5, *(t - now for t in due.values())])
+            wait = min([IDLE_WAIT, *(t - now for t in due.values())])
             batch = ino.read(max(wait, 0.0))
             touched: set[str] = set()
             with self._lock:

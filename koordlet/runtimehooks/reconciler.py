@@ -131,8 +131,9 @@ class Reconciler:
         retry_at: float | None = None
         while not stop.is_set():
             due = next_full if retry_at is None else min(next_full, retry_at)
-            # bounded wait: the stop Event is not this one, so look at it now and then
-            self._wake.wait(min(max(due - self._clock(), 0.0), 1.0))
+            # until due: requests and shutdown() set this Event (stop is not it); a one-second cap only
+            # to look at stop was an idle agent's wake-up a second (issue 27)
+            self._wake.wait(max(due - self._clock(), 0.0))
             if stop.is_set():
                 return
             now = self._clock()

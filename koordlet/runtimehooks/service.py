@@ -170,6 +170,8 @@ class RuntimeHooks:
 
     def shutdown(self) -> None:
         self.reconciler.shutdown()
+        if self.guard is not None:
+            self.guard.close()
 
     def status(self) -> dict[str, api.JSONValue]:
         return {

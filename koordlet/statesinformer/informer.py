@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 
 _MISSING_SPEC = "<NodeSLO without a spec>"
 NRT_INFORMER = "noderesourcetopologies"
+PLEG_IDLE_WAIT = 30.0
+"""The PLEG's sleep once every tier is watched (events, the pod list's retries and shutdown wake it)."""
 
 
 class StatesInformer:
@@ -121,6 +123,7 @@ class StatesInformer:
                 )
             )
         self.topology = self._topology_informer()
+        self._pleg: PLEG | None = None
         self.builder = StatusBuilder(cache, wall_clock)
         self.reporter = NodeMetricReporter(
             config,
@@ -248,7 +251,9 @@ class StatesInformer:
         self.topology.refresh_host()  # the runtime hooks read the pools before the first sync
         supervisor.every("informer-node-topology", cfg.node_topology_sync_interval, self.topology.sync)
         if cfg.pleg:
-            pleg = PLEG(self.host, self._cgroups_changed, on_idle=self.pods_informer.retry)
+            pleg = self._pleg = PLEG(
+                self.host, self._cgroups_changed, on_idle=self.pods_informer.retry, idle_wait=PLEG_IDLE_WAIT
+            )
             supervisor.go("informer-pleg", lambda: pleg.run(stop))
         if cfg.enable_node_metric_report:
             supervisor.go("informer-nodemetric", lambda: self.reporter.run(stop))
@@ -275,6 +280,8 @@ class StatesInformer:
             inf.close()
         if self.api is not None:
             self.api.close()
+        if self._pleg is not None:
+            self._pleg.close()
 
     # NodeSLO / NodeMetric ----------------------------------------------------------------------
 

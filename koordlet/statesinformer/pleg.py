@@ -3,7 +3,7 @@
 koordlet watches ``<cgroup root>/cpu/<tier>`` (v1; the unified tree on v2) for the three tiers, since
 kubelet creates and removes a pod's cgroup dir there before and after the pod runs. Pod dirs are watched
 too, so container dirs appearing (standalone discovery needs their IDs) also trigger a refresh. Tier dirs
-that do not exist yet are retried on every wake-up.
+that do not exist yet are retried every ``poll``; once all are watched the loop sleeps ``idle_wait``.
 
 Pod dirs are listed only when that can find something new: at start, when a tier dir gets its watch, after
 an event-queue overflow, and every ``rescan`` seconds as a safety net. A pod dir created while its tier is
@@ -43,13 +43,18 @@ class PLEG:
         poll: float = 0.5,
         rescan: float = 60.0,
         on_idle: Callable[[], float | None] | None = None,
+        idle_wait: float | None = None,
     ) -> None:
         """``on_idle`` runs whenever a wait ends without an event; it may ask to be called again sooner
-        than ``poll`` (seconds; ``None``: the normal poll)."""
+        than ``poll`` (seconds; ``None``: the normal poll). ``idle_wait`` (default ``poll``): the wait once
+        every tier is watched, when only a rescan, ``on_idle`` or :meth:`close` has anything for the loop
+        (the agent's half-second poll was two of an idle agent's wake-ups a second, issue 27)."""
         self.host = host
         self.on_event = on_event
         self.on_idle = on_idle
         self.poll = poll
+        self.idle_wait = poll if idle_wait is None else idle_wait
+        self._ino: Inotify | None = None
         self.rescan = rescan
         self.events = 0
         self.scans = 0
@@ -98,9 +103,16 @@ class PLEG:
             if self._watch(ino, tier) or (all_pods and tier in ino.watched):
                 self._watch_pods(ino, tier)
 
+    def close(self) -> None:
+        """Wake :meth:`run` to see its stop Event (the informer's shutdown, after stop is set)."""
+        ino = self._ino
+        if ino is not None:
+            ino.wake()
+
     def run(self, stop: threading.Event) -> None:
-        """Until ``stop``: wait for events (``poll`` seconds at a time) and report them."""
+        """Until ``stop``: wait for events and report them (module doc; waits in :meth:`__init__`)."""
         with Inotify() as ino:
+            self._ino = ino
             self._watch_tiers(ino, all_pods=True)
             next_rescan = time.monotonic() + self.rescan
             # Dirs made between the informer's first list and these watches raised no event: one refresh
@@ -116,9 +128,11 @@ class PLEG:
                     next_rescan = now + self.rescan
                 if not batch:
                     self._watch_tiers(ino, all_pods=rescan)  # tiers created after we started
+                    idle = self.idle_wait if all(t in ino.watched for t in self._tiers) else self.poll
+                    wait = min(idle, max(next_rescan - now, 0.0))
                     if self.on_idle is not None:
                         sooner = self.on_idle()
-                        wait = min(self.poll, sooner) if sooner is not None else self.poll
+                        wait = min(wait, sooner) if sooner is not None else wait
                     continue
                 layout = self.host.layout
                 relevant = False

@@ -153,7 +153,8 @@ class PodsInformer:
             built = tuple(sorted(built, key=lambda p: (p.namespace, p.name, p.uid)))
             with self._lock:
                 changed = built != self._pods
-                self._pods = built
+                if changed:  # an unchanged list stays the same object: readers may compare by identity
+                    self._pods = built
                 self._synced = True
                 self._last_good = self._clock()
             self._report(True, len(built))

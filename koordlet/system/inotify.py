@@ -9,6 +9,7 @@ file); cgroup2 does the same.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -65,6 +66,7 @@ class Inotify:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err), "inotify_init1")
         self._fd: int = fd
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._dirs: dict[int, Path] = {}
         self._wds: dict[Path, int] = {}
 
@@ -103,7 +105,12 @@ class Inotify:
         """Events available within ``timeout`` seconds (``[]`` on timeout)."""
         poller = select.poll()
         poller.register(self._fd, select.POLLIN)
-        if not poller.poll(max(int(timeout * 1000), 0)):
+        poller.register(self._wake_fd, select.POLLIN)
+        ready = {fd for fd, _ev in poller.poll(max(int(timeout * 1000), 0))}
+        if self._wake_fd in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.eventfd_read(self._wake_fd)
+        if self._fd not in ready:
             return []
         try:
             data = os.read(self._fd, _READ_SIZE)
@@ -132,9 +139,16 @@ class Inotify:
             events.append(InotifyEvent(directory, os.fsdecode(raw_name), mask))
         return events
 
+    def wake(self) -> None:
+        """End a :meth:`read` waiting in another thread now (it returns ``[]`` unless events came), so
+        a reader can sleep long and still stop at once (issue 27: polling for stop every half second)."""
+        with contextlib.suppress(OSError):  # closed meanwhile: nobody waits on it
+            os.eventfd_write(self._wake_fd, 1)
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
+            os.close(self._wake_fd)
             self._fd = -1
             self._dirs.clear()
             self._wds.clear()

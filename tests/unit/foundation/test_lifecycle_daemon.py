@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from koord.runtime.eventbus import EventBus
 from koord.runtime.httpserver import AgentHTTPServer
-from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor, until, wait_for
+from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor, Tick, until, wait_for
 
 
 def test_until_keeps_going_after_a_failed_tick_and_stops_promptly() -> None:
@@ -146,3 +146,35 @@ def test_daemon_exits_non_zero_when_a_root_component_dies() -> None:
 
     daemon = Daemon([FuncComponent("advisor", start)], sup, None)
     assert daemon.run(stop) == 1
+
+
+def test_ticks_of_one_period_share_a_thread_in_order_and_one_failing_spares_the_others() -> None:
+    stop = threading.Event()
+    sup = Supervisor(stop)
+    calls: list[str] = []
+    errors: list[str] = []
+    timings: dict[str, list[tuple[float, float]]] = {"a": [], "b": []}
+
+    def a() -> None:
+        calls.append("a")
+        time.sleep(0.02)
+        raise RuntimeError("a broke")
+
+    def b() -> None:
+        calls.append("b")
+        if calls.count("b") >= 3:
+            stop.set()
+
+    def timing(name: str, took: float, late: float) -> None:
+        timings[name].append((took, late))
+
+    ticks = [
+        Tick("a", a, on_error=lambda n, _e: errors.append(n), on_tick=timing),
+        Tick("b", b, on_tick=timing),
+    ]
+    thread = sup.every_all("both", 0.05, ticks)
+    assert sup.join(time.monotonic() + 5.0) == [] and not sup.failed
+    assert calls == ["a", "b"] * 3 and errors == ["a"] * 3
+    assert thread.name == "both" and len({t.name for t in sup.threads}) == 1
+    # b starts after a: its lateness includes a's 20 ms
+    assert all(late >= 0.015 for _took, late in timings["b"]) and len(timings["a"]) == 3

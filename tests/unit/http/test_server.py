@@ -15,6 +15,7 @@ import pytest
 from koord.runtime.httpconn import Limits
 from koord.runtime.httpserver import Rendered, text_response
 from koordlet.testing import wait_until
+from koordlet.testing.wakeups import voluntary_switches
 from tests.unit.http.conftest import Serve
 from tests.unit.http.rawclient import connect, get, read_response
 
@@ -185,3 +186,20 @@ def test_shutdown_cuts_a_client_that_stopped_reading(serve: Serve) -> None:
     server.shutdown()
     assert time.monotonic() - started < 3.0
     s.close()
+
+
+def test_an_idle_server_sleeps_until_a_deadline_or_a_request(serve: Serve) -> None:
+    # The socket thread polled every 0.5 s (issue 27: two of the idle agent's wake-ups a second); it now
+    # sleeps until the nearest connection deadline, and a request still wakes it at once.
+    server = serve(Limits(idle_timeout=60.0))
+    with connect(server) as kept:  # an idle keep-alive connection, its deadline a minute away
+        assert get(server, "/hello")[0] == 200
+        socket_thread = next(t for t in threading.enumerate() if t.name == "http")
+        before = voluntary_switches(socket_thread)
+        window = 2.0
+        time.sleep(window)  # the measurement window: the thread must not wake by itself in it
+        assert voluntary_switches(socket_thread) - before <= 1
+        started = time.monotonic()
+        assert get(server, "/hello")[0] == 200
+        assert time.monotonic() - started < window / 2
+        assert not closed_by_server(kept)

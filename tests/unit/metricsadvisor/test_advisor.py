@@ -185,10 +185,15 @@ def test_start_runs_collectors_on_threads_until_stop(fake_host: Any) -> None:
         adv.start(stop, sup)
         assert wait_for(adv.has_synced, stop, timeout=10.0)
         assert wait_for(lambda: len(events) >= 3, stop, timeout=5.0)
+        # one thread per interval: the 0.05 s collectors share one (issue 27), the fast sampler has its own
+        names = {t.name for t in sup.threads}
+        shared = "NodeResource+PodResource+SystemResource+BEResource+HostApplication+PSI"
+        assert f"metricsadvisor/{shared}" in names
+        assert "metricsadvisor/FastSampler" in names
     finally:
         stop.set()
+        adv.shutdown()  # as the daemon: stop, then shutdown (wakes the sleeping threads), then join
         assert sup.join(time.monotonic() + 5.0) == []
-        adv.shutdown()
     assert not sup.failed
     ticks = reg.get_sample_value("koordlet_collect_lateness_seconds_count", {"collector": "FastSampler"})
     assert ticks is not None and ticks >= 3

@@ -22,7 +22,8 @@ from koord.runtime.httpserver import AgentHTTPServer
 from koord.runtime.httpwire import parse_head
 from koord.runtime.lifecycle import Supervisor
 from koordlet.metricsadvisor.exposition import Exposition, Payload, RowFamily
-from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
+from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid, wait_until
+from koordlet.testing.wakeups import voluntary_switches
 from tests.unit.metricsadvisor.test_advisor import build, prepare
 
 
@@ -245,7 +246,8 @@ def collected_and_rendered(ex: Exposition) -> bool:
 
 def test_rendering_ahead_only_while_scraped() -> None:
     """Unscraped, collections render nothing; the first scrape renders in place (and sees the latest
-    values), later collections render ahead, and ``idle_after`` without a scrape stops that again."""
+    values), and so does the second (no period known yet, issue 27); later collections render ahead, and
+    ``idle_after`` without a scrape stops that again."""
     reg = CollectorRegistry()
     hits = Counter("hits", "incremented between renders", registry=reg)
     clock = FakeClock()
@@ -262,15 +264,20 @@ def test_rendering_ahead_only_while_scraped() -> None:
         first = ex.payload()
         assert ex.renders == 1 and b"hits_total 1.0" in first.body
         hits.inc()
-        collected_and_rendered(ex)
-        assert ex.renders == 2 and b"hits_total 2.0" in ex.payload().body  # rendered ahead, then served
-        assert ex.renders == 2
+        assert not collected_and_rendered(ex)  # one scrape gives no period: nothing rendered ahead
+        clock.advance(10.0)
+        assert b"hits_total 2.0" in ex.payload().body and ex.renders == 2  # in place; period 10 s
+        hits.inc()
+        clock.advance(10.0)
+        assert collected_and_rendered(ex)  # within an interval of the next scrape: rendered ahead
+        assert ex.renders == 3 and b"hits_total 3.0" in ex.payload().body  # and served
+        assert ex.renders == 3
         clock.advance(61.0)
         hits.inc()
         collected_and_rendered(ex)
-        assert ex.renders == 2, "still rendering ahead a minute after the last scrape"
+        assert ex.renders == 3, "still rendering ahead a minute after the last scrape"
         # the payload is behind the collections: the scrape renders rather than serving old values
-        assert b"hits_total 3.0" in ex.payload().body and ex.renders == 3
+        assert b"hits_total 4.0" in ex.payload().body and ex.renders == 4
     finally:
         ex.close()
         stop.set()
@@ -296,9 +303,11 @@ def test_rendering_ahead_follows_the_scrape_period() -> None:
 
     try:
         ex.payload()
-        for _ in range(10):  # the first period: no gap known yet, so every collection is rendered
-            assert collection()
-        ex.payload()  # gap 10 s
+        for _ in range(10):  # the first period: no gap known yet, nothing is rendered ahead (issue 27)
+            assert not collection()
+        before = ex.renders
+        assert f"hits_total {hits._value.get()}".encode() in ex.payload().body  # gap 10 s: rendered in place
+        assert ex.renders == before + 1
         rendered = [collection() for _ in range(9)]
         assert rendered == [False] * 8 + [True]  # t+9 only: the scrape at t+10 is within its interval
         before = ex.renders
@@ -326,3 +335,25 @@ def test_a_scrape_never_gets_a_payload_older_than_the_last_collection() -> None:
     ex.collected()
     assert b"hits_total 1.0" in ex.payload().body and ex.renders == 2
     assert ex.payload().body == ex.payload().body and ex.renders == 2, "re-rendered an up-to-date payload"
+
+
+def test_the_render_thread_sleeps_through_collections_nobody_fetches() -> None:
+    # Issue 27: it woke for every collection (and every two intervals) to find nothing due.
+    ex = Exposition(CollectorRegistry(), interval=0.05)
+    stop = threading.Event()
+    sup = Supervisor(stop)
+    thread = sup.go("exposition", lambda: ex.run(stop))
+    try:
+        wait_until(lambda: thread.native_id is not None, 5)
+        before = voluntary_switches(thread)
+        for _ in range(20):  # no scrape ever came: none of these is due
+            ex.collected()
+            time.sleep(0.02)
+        assert voluntary_switches(thread) - before <= 1
+        assert ex.renders == 0
+    finally:
+        ex.close()
+        stop.set()
+        started = time.monotonic()
+        assert sup.join(time.monotonic() + 5.0) == []
+        assert time.monotonic() - started < 1.0  # close wakes it at once

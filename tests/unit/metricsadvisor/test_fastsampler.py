@@ -238,6 +238,7 @@ def test_the_sampler_sleeps_while_nobody_wants_samples(
 
     from koordlet.metricsadvisor.fastsampler import FastSampling
     from koordlet.testing import wait_until
+    from koordlet.testing.wakeups import voluntary_switches
 
     fh = host_tree
     fh.write_proc_stat(user=1000, idle=5000, per_cpu=((0,), (0,)))
@@ -261,7 +262,12 @@ def test_the_sampler_sleeps_while_nobody_wants_samples(
         seen = len(bus.events)
         assert not wait_until(lambda: len(bus.events) > seen, 0.3, step=0.05)
         assert errors.kind(fw.ERR_CLOCK) == 0
+        # disarmed, the thread sleeps (issue 27: it woke every second to look at stop)
+        before = voluntary_switches(thread)
+        time.sleep(2.5)
+        assert voluntary_switches(thread) - before <= 1
     finally:
         stop.set()
-        thread.join(5)
+        sampler.close()  # as the advisor's shutdown: wakes the disarmed thread
+        thread.join(2)
     assert not thread.is_alive()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -240,3 +241,51 @@ def test_reset_never_raises_a_quota_kubelet_set_below_base() -> None:
     started(h).reconcile()
     assert quota(h, pod.containers[0].cgroup_dir) == "50000"
     assert h.executor.updates == []
+
+
+def test_a_pod_whose_burst_took_is_not_sent_again_until_it_or_the_strategy_changes() -> None:
+    """Issue 27: every pod's unchanged burst values went to the executor every second. A pod and config
+    whose values the executor took whole are skipped; a change of either sends them, and so does a write
+    that did not take (the container's cgroup not there yet)."""
+    h = harness(policy="cpuBurstOnly", cpu_burst_percent=50)
+    pod = ls_pod(h, limit=2000, quota=200_000)
+    plugin = started(h)
+    plugin.reconcile()
+    c = pod.containers[0].cgroup_dir
+    assert h.host.read("cpu.cfs_burst_us", c) == "100000"
+    sent = len(h.executor.updates) + len(h.executor.unchanged)
+    for _ in range(3):
+        plugin.reconcile()
+    assert len(h.executor.updates) + len(h.executor.unchanged) == sent
+    # the strategy changes: sent again at once
+    h.states.slo = api.NodeSLO(
+        cpu_burst_strategy=api.CPUBurstStrategy(policy="cpuBurstOnly", cpu_burst_percent=20)
+    )
+    plugin.reconcile()
+    assert h.host.read("cpu.cfs_burst_us", c) == "40000"
+    # the pod changes (a new limit): sent again at once
+    bigger = dataclasses.replace(
+        pod, containers=(dataclasses.replace(pod.containers[0], cpu_limit_milli=4000),)
+    )
+    h.states.pod_list[:] = [bigger]
+    plugin.reconcile()
+    assert h.host.read("cpu.cfs_burst_us", c) == "80000"
+    # a new pod whose container cgroup is not there yet: gone, so tried again on every round
+    late = make_pod("late", api.QOSClass.LS, cpu_limit_milli=1000)
+    h.states.pod_list.append(late)
+    h.host.add_cgroup(late.cgroup_dir, cpu_cfs_quota_us="100000", cpu_cfs_burst_us="0")
+    plugin.reconcile()
+    late_dir = late.containers[0].cgroup_dir
+    assert h.host.read("cpu.cfs_burst_us", late_dir) is None
+    h.host.add_cgroup(late_dir, cpu_cfs_quota_us="100000", cpu_cfs_burst_us="0")
+    plugin.reconcile()
+    assert h.host.read("cpu.cfs_burst_us", late_dir) == "20000"
+    # a refused write is not remembered either
+    h.executor.fail[("cpu.cfs_burst_us", pod.cgroup_dir)] = "EINVAL"
+    h.states.slo = api.NodeSLO(
+        cpu_burst_strategy=api.CPUBurstStrategy(policy="cpuBurstOnly", cpu_burst_percent=30)
+    )
+    plugin.reconcile()
+    del h.executor.fail[("cpu.cfs_burst_us", pod.cgroup_dir)]
+    plugin.reconcile()
+    assert h.host.read("cpu.cfs_burst_us", pod.cgroup_dir) == "120000"

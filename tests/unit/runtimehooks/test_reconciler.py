@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from koordlet.runtimehooks.service import RuntimeHooks
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeExecutor, FakeHostReader, FakeStates, be_slo, make_pod, topology, wait_until
+from koordlet.testing.wakeups import voluntary_switches
 from tests.support.fakehost import FakeHost
 
 GiB = 1 << 30
@@ -232,3 +234,25 @@ def test_a_container_the_list_does_not_name_yet_asks_for_the_list_again() -> Non
         stop.set()
         r.shutdown()
         t.join(5)
+
+
+def test_the_loop_sleeps_between_passes_and_wakes_on_request_and_shutdown() -> None:
+    # Issue 27: it woke every second only to look at stop.
+    pod = be_pod()
+    states, host, ex = fake_world(pod)
+    r = reconciler(states, host, ex, Rule())
+    stop = threading.Event()
+    thread = threading.Thread(target=r.run, args=(stop,), name="reconciler")
+    thread.start()
+    try:
+        assert wait_until(lambda: r.passes == 1, 5)  # the first full pass at once
+        before = voluntary_switches(thread)
+        time.sleep(1.5)  # the measurement window: the next full pass is 10 s away
+        assert voluntary_switches(thread) - before <= 1 and r.passes == 1
+        r.request(verify={pod.uid})
+        assert wait_until(lambda: r.passes == 2, 5)
+    finally:
+        stop.set()
+        r.shutdown()
+        thread.join(5)
+    assert not thread.is_alive()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from koordlet import api
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.system.host import Host
 from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify
+from koordlet.testing.wakeups import stop_and_close, voluntary_switches
 
 UID = "00000000-0000-4000-8000-000000000001"
 
@@ -37,12 +39,26 @@ def test_inotify_refuses_missing_dir_and_closes(tmp_path: Path) -> None:
     before = set(os.listdir(fds))
     ino = Inotify()
     opened = set(os.listdir(fds)) - before
-    assert len(opened) == 1
+    assert len(opened) == 2  # the inotify instance and the eventfd that wakes a reader
     with pytest.raises(OSError) as err:
         ino.add_watch(tmp_path / "nope")
     assert err.value.errno == 2
     ino.close()
-    assert not opened & set(os.listdir(fds)), "the inotify descriptor is still open after close"
+    assert not opened & set(os.listdir(fds)), "a descriptor is still open after close"
+
+
+def test_inotify_wake_ends_a_long_read_at_once(tmp_path: Path) -> None:
+    with Inotify() as ino:
+        ino.add_watch(tmp_path)
+        got: list[object] = []
+        reader = threading.Thread(target=lambda: got.append(ino.read(30.0)))
+        reader.start()
+        started = time.monotonic()
+        ino.wake()
+        reader.join(5)
+        assert not reader.is_alive() and got == [[]] and time.monotonic() - started < 2.0
+        (tmp_path / "a").mkdir()  # a wake consumed leaves later reads as they were
+        assert [e.name for e in ino.read(1.0)] == ["a"]
 
 
 def test_pleg_reports_pod_and_container_dirs(fake_host: Any) -> None:
@@ -70,6 +86,34 @@ def test_pleg_reports_pod_and_container_dirs(fake_host: Any) -> None:
         stop.set()
         t.join(5)
     assert not t.is_alive()
+
+
+def test_pleg_sleeps_once_every_tier_is_watched_and_stops_on_close(fake_host: Any) -> None:
+    # Issue 27: it woke every half second, with every tier watched and nothing to do.
+    fake_host.mkcgroup(None, "kubepods/besteffort")
+    hits: list[int] = []
+    pleg = PLEG(Host(fake_host.paths), lambda: hits.append(1), poll=0.05, idle_wait=30.0)
+    stop = threading.Event()
+    t = threading.Thread(target=pleg.run, args=(stop,))
+    t.start()
+    cpu = fake_host.paths.cgroup_root / "cpu"
+    try:
+        assert wait_for(lambda: len(hits) == 1, threading.Event(), timeout=3)
+        time.sleep(0.3)  # a missing tier is looked for every poll: the burstable one comes late
+        (cpu / "kubepods/burstable").mkdir()
+        time.sleep(0.3)
+        (cpu / f"kubepods/burstable/pod{UID}").mkdir()
+        assert wait_for(lambda: len(hits) >= 2, threading.Event(), timeout=3)
+        time.sleep(0.2)
+        before = voluntary_switches(t)
+        time.sleep(2.0)  # the measurement window: every tier watched, nothing happens
+        assert voluntary_switches(t) - before <= 1
+        n = len(hits)
+        (cpu / f"kubepods/besteffort/pod{UID.replace('1', '2')}").mkdir()  # events still wake it
+        assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)
+    finally:
+        took = stop_and_close(stop, pleg.close, t)
+    assert took < 2.0
 
 
 class _CountingPLEG(PLEG):

@@ -95,7 +95,9 @@ def test_informer_keeps_old_pods_and_degrades(fake_clock: FakeClock) -> None:
     assert not inf.has_synced()
     src.answer = pods(2)
     assert inf.refresh() and inf.has_synced() and len(inf.pods()) == 2 and changes == [1]
+    first = inf.pods()
     assert inf.refresh() and changes == [1]  # same pods: no event
+    assert inf.pods() is first  # and the same snapshot object, so readers can skip work by identity
     src.answer = []  # kubelet restarting
     assert not inf.refresh()
     assert len(inf.pods()) == 2
