@@ -16,7 +16,7 @@ samples); ``--compare-own-cpu`` also runs the fast configuration with ``--fast-s
 (the fast path before issue 27 put the agent's own CPU back to its average); each configuration's learnt
 noise band (``BECPUSuppress`` status) is printed as ``band_milli``.
 
-Two agent configurations run in the same session: the agent as shipped (fast node sampler at 50 ms,
+Two agent configurations run in the same session: the agent as shipped (fast node sampler at 40 ms,
 with its confirm window, feeding the suppress plugin) and a koordlet-like polling configuration (no fast
 sampler: 1 s collection + 1 s strategy loop, koordlet's design).
 ``ratio`` = fast p99 / polling p99 of spike → write.
@@ -332,7 +332,7 @@ def main() -> None:
     )
     ap.add_argument(
         "--fast-interval",
-        default="50ms",
+        default="40ms",
         help="--fast-sample-interval of the shipped configuration (worst-case detection lag)",
     )
     ap.add_argument("--pods", type=int, default=0, help="idle pods besides the BE and LS ones (1000: sweeps)")

@@ -57,7 +57,7 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("cgroup-driver", str, "", "cgroupfs or systemd (detected when empty)"),
     Flag("collect-res-used-interval", float, 1.0, "resource usage collection interval (>= 100ms)"),
     Flag(
-        "fast-sample-interval", float, 0.05, "node-level fast sampling interval for QoS reaction (0 disables)"
+        "fast-sample-interval", float, 0.04, "node-level fast sampling interval for QoS reaction (0 disables)"
     ),
     Flag(
         "fast-sample-own-cpu",

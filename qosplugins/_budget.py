@@ -30,7 +30,7 @@ HYSTERESIS_FRACTION = 0.01
 STEP_FRACTION = 0.1
 """Quota grows at most 10 % of capacity per tick (koordlet); the probe shrinks by the same step."""
 FAST_WINDOW_SECONDS = 1.0
-"""Fast samples older than this are stale (the sampler runs every ~50 ms while armed)."""
+"""Fast samples older than this are stale (the sampler runs every ~40 ms while armed)."""
 ARM_BE_FRACTION = 0.01
 """BE pods using less of the node than this have nothing for the fast path to take back."""
 ARM_REACH_FRACTION = 0.5

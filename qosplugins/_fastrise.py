@@ -1,4 +1,4 @@
-"""Telling a real rise of non-BE CPU from sampling noise in the ~50 ms fast samples (BECPUSuppress).
+"""Telling a real rise of non-BE CPU from sampling noise in the ~40 ms fast samples (BECPUSuppress).
 
 Layer: ``qosplugins`` (plugin-private). A 50 ms window is shorter than the 100 ms CFS period and than
 many a process's bursts, so a steady load reads with a spread: one LS core beside a quota-bound BE tier

@@ -13,7 +13,7 @@ children first, grow parents first). Policy ``cfsQuota`` writes ``cpu.cfs_quota_
 ``max(be * 100, 2000)`` us, capped at capacity, skipped inside a 1 % band, growing ≤ 10 % of capacity per
 tick. Each policy recovers the other's setting; with the NodeSLO switch off both are restored once.
 
-Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~50 ms into
+Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~40 ms into
 ``node_cpu_usage_fast``/``be_cpu_usage_fast`` and publishes ``EVENT_NODE_SAMPLE``. The handler estimates
 non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE pods and host
 apps plus the reservation (slower but per pod). When that estimate stands above the last decision's by

@@ -29,7 +29,7 @@ NODE_BE = "node_be"
 HOST_APP_CPU_USAGE = "host_application_cpu_usage"
 HOST_APP_MEMORY_USAGE = "host_application_memory_usage"
 NODE_CPU_USAGE_FAST = "node_cpu_usage_fast"
-"""Node CPU (cores) from the fast sampler (~50 ms windows; a 10 ms confirm window after a rise); short
+"""Node CPU (cores) from the fast sampler (~40 ms windows; a 10 ms confirm window after a rise); short
 retention, for QoS reaction only."""
 BE_CPU_USAGE_FAST = "be_cpu_usage_fast"
 """CPU (cores) of the besteffort tier from the fast sampler; pairs with ``NODE_CPU_USAGE_FAST``."""

@@ -74,7 +74,7 @@ class PluginContext:
     wall_clock: Callable[[], float] = field(default=lambda: 0.0)
     """Seconds since the epoch, for timestamps only (never for rates)."""
     want_fast_samples: Callable[[bool], None] = field(default=lambda _on: None)
-    """``want_fast_samples(True)`` while the plugin needs ~50 ms node samples (``EVENT_NODE_SAMPLE``),
+    """``want_fast_samples(True)`` while the plugin needs ~40 ms node samples (``EVENT_NODE_SAMPLE``),
     ``False`` when it does not: the agent samples that fast only while some plugin asks (an extension
     that subscribes to the event is counted as asking)."""
 

@@ -21,7 +21,7 @@ class AdvisorConfig:
     """``--collect-res-used-interval``: node, pod/container, system and host-application usage."""
     be_interval: float = 1.0
     """BE resource collector (``node_be``)."""
-    fast_sample_interval: float = 0.05
+    fast_sample_interval: float = 0.04
     """Fast node/BE CPU sampler for sub-second QoS reaction; 0 disables it."""
     fast_sample_own_cpu: bool = True
     """``--fast-sample-own-cpu``: the fast samples put the agent's own CPU back to its 1 s average."""
