@@ -46,7 +46,7 @@ def test_bind_assumes_the_pod_until_the_informer_confirms_it() -> None:
         with e.handle.cycle():
             assert [p["metadata"]["name"] for p in e.handle.pods_on_node("a")] == ["first"]
 
-        e.binder.fail_with = "pods \"second\" is forbidden"
+        e.binder.fail_with = 'pods "second" is forbidden'
         second = cpu_pod("second", "3")
         assert bind(e, second, "b") == 'pods "second" is forbidden'
         assert failed(e, cpu_pod("third", "3"), ["b"]) == {}  # forgotten with the failed POST
