@@ -57,11 +57,20 @@ class Guard:
         self._subsystems = ("cpu", "cpuset", "memory") if mode is CgroupMode.V1 else ("cpu",)
         self._lock = threading.Lock()
         self._owner: dict[Path, str] = {}
+        self._asked: tuple[dict[str, tuple[str, ...]], int] | None = None
+        """The last dirs asked for and the watches then held, when every one of them is watched: the same
+        request again (most passes) costs one comparison instead of a thousand pods' paths built and
+        looked up. A watch the kernel dropped (its dir removed) changes the count, so it is asked again."""
         self._ino: Inotify | None = None
         self.events = 0
 
     def watch(self, dirs_by_pod: Mapping[str, Iterable[str]]) -> None:
         """Watch exactly these pods' dirs (pod uid -> cgroup dirs)."""
+        asked = {uid: tuple(dirs) for uid, dirs in dirs_by_pod.items()}
+        with self._lock:
+            last, ino = self._asked, self._ino
+            if ino is not None and last is not None and last[1] == len(ino.watched) and last[0] == asked:
+                return
         wanted: dict[Path, str] = {}
         for uid, dirs in dirs_by_pod.items():
             for d in dirs:
@@ -88,6 +97,7 @@ class Guard:
                         continue  # not there (yet): the next pass asks again
                 owner[path] = uid
             self._owner = owner
+            self._asked = (asked, len(ino.watched)) if len(owner) == len(wanted) else None
 
     def close(self) -> None:
         """Wake :meth:`run` to see its stop Event (the runtime hooks' shutdown, after stop is set)."""

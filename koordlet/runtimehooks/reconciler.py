@@ -95,6 +95,11 @@ class Reconciler:
         self._refresh = refresh
         self._awaiting: set[str] = set()
         """Pods with a container cgroup the pod list does not name yet (found by the last pass)."""
+        self._sandboxes: dict[str, tuple[frozenset[str], list[tuple[api.ContainerInfo, bool]]]] = {}
+        """Per pod: its containers' dirs when its sandbox was looked for, and what was found. A sandbox
+        lives as long as its containers (the kubelet makes a new one with new containers), so the pod
+        dir is listed again only when they change or a write there found it gone: listing a thousand
+        pod dirs was most of a full pass."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._pending = _Pending()
@@ -199,6 +204,7 @@ class Reconciler:
                     errors += 1
                 if r.error or r.skipped == "gone":
                     ok = False
+                    self._sandboxes.pop(uid, None)  # look at the pod dir again
             if uid:
                 if ok and uid not in self._awaiting:
                     settled.add(uid)
@@ -214,6 +220,7 @@ class Reconciler:
             else:
                 self._applied.pop(p.uid, None)
         self._owned = {uid: dirs for uid, dirs in self._owned.items() if uid in current}
+        self._sandboxes = {uid: v for uid, v in self._sandboxes.items() if uid in current}
         self.unsettled = len([p for p in pods if p.uid not in self._applied])
         self._last_rule = rule
         self.passes += 1
@@ -253,6 +260,10 @@ class Reconciler:
     def _containers(self, pod: api.PodInfo) -> list[tuple[api.ContainerInfo, bool]]:
         known = [(c, False) for c in (*pod.containers, *pod.sidecars) if c.cgroup_dir]
         ids = {c.cgroup_dir for c, _ in known}
+        key = frozenset(ids)
+        cached = self._sandboxes.get(pod.uid)
+        if cached is not None and cached[0] == key:
+            return known + cached[1]
         # The sandbox (pause) container: the pod dir's other child that names a container.
         sandbox = [
             (api.ContainerInfo("", d.rsplit("/", 1)[-1], cgroup_dir=d), True)
@@ -263,7 +274,10 @@ class Reconciler:
             # A container's cgroup is there but the pod list does not name it yet (the kubelet reports
             # a container's ID a moment after the runtime made it): ask for the list again soon.
             self._awaiting.add(pod.uid)
-        return known + sandbox[:1] if len(sandbox) == 1 else known
+        found = sandbox[:1] if len(sandbox) == 1 else []
+        if known and len(sandbox) <= 1:  # not while a container cgroup could still be the sandbox
+            self._sandboxes[pod.uid] = (key, found)
+        return known + found
 
     def _pod_updates(
         self, pod: api.PodInfo, rule: Rule, *, cacheable: bool

@@ -40,3 +40,29 @@ def test_the_guard_sleeps_reports_a_foreign_write_and_stops_on_close(tmp_path: P
     finally:
         took = stop_and_close(stop, guard.close, thread)
     assert took < 2.0
+
+
+def test_the_same_dirs_again_cost_nothing_and_a_dropped_watch_is_added_again(tmp_path: Path) -> None:
+    for sub in ("cpu", "cpuset", "memory"):
+        (tmp_path / sub / POD_DIR).mkdir(parents=True)
+    changed: list[set[str]] = []
+    guard = Guard(HostPaths(cgroup_root=tmp_path), CgroupMode.V1, changed.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=guard.run, args=(stop,), name="guard")
+    thread.start()
+    try:
+        assert wait_until(lambda: guard._ino is not None, 5)
+        guard.watch({UID: [POD_DIR]})
+        owner = guard._owner
+        guard.watch({UID: [POD_DIR]})
+        assert guard._owner is owner  # nothing rebuilt: every dir asked for is watched already
+        # the pod's cpu dir removed and made again (the kernel dropped its watch): watched again
+        (tmp_path / "cpu" / POD_DIR).rmdir()
+        assert wait_until(lambda: len(guard._ino.watched) == 2 if guard._ino else False, 5)
+        (tmp_path / "cpu" / POD_DIR).mkdir()
+        guard.watch({UID: [POD_DIR]})
+        assert len(guard._owner) == 3
+        (tmp_path / "cpu" / POD_DIR / "cpu.shares").write_text("2")
+        assert wait_until(lambda: changed == [{UID}], 5)
+    finally:
+        stop_and_close(stop, guard.close, thread)

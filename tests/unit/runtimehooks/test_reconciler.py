@@ -200,12 +200,47 @@ def test_the_sandbox_gets_the_cpuset_and_nothing_else_is_guessed() -> None:
     r.reconcile()
     assert host.read("cpuset.cpus", sandbox) == "1"
     assert host.read("cpuset.cpus", stray) == "0-3"
-    # two unnamed container dirs: which one is the sandbox is not known, so neither is touched
+    # a second unnamed container dir (a container the pod list does not name yet): the sandbox found
+    # while it was the only one stays the sandbox, the newcomer is not guessed at
     other = f"{lsr.cgroup_dir}/{'b' * 64}"
     host.add_cgroup(other, cpuset_cpus="0-3")
     host.add_cgroup(sandbox, cpuset_cpus="0-3")
     r.reconcile()
+    assert host.read("cpuset.cpus", sandbox) == "1" and host.read("cpuset.cpus", other) == "0-3"
+    # met for the first time with two unnamed dirs, which one is the sandbox is not known: neither is touched
+    host.add_cgroup(sandbox, cpuset_cpus="0-3")
+    fresh = reconciler(states, host, ex, Rule(share_pools=POOLS))
+    fresh.reconcile()
     assert host.read("cpuset.cpus", sandbox) == "0-3" and host.read("cpuset.cpus", other) == "0-3"
+
+
+def test_a_pod_dir_is_listed_again_only_when_its_containers_change() -> None:
+    lsr = make_pod("lsr", api.QOSClass.LSR, annotations={STATUS: '{"cpuset":"1"}'})
+    states, host, ex = fake_world(lsr)
+    host.add_cgroup(f"{lsr.cgroup_dir}/{'a' * 64}", cpuset_cpus="0-3")
+    listed: list[str] = []
+    real = host.list_cgroups
+
+    def counting(d: str, depth: int) -> list[str]:
+        listed.append(d)
+        return real(d, depth)
+
+    host.list_cgroups = counting  # type: ignore[method-assign]
+    r = reconciler(states, host, ex, Rule(share_pools=POOLS))
+    r.reconcile()
+    r.reconcile()
+    assert listed == [lsr.cgroup_dir]  # the second full pass knew the sandbox
+    # the kubelet made a new sandbox with new containers: the pod's containers changed, so look again
+    c = lsr.containers[0]
+    renewed = dataclasses.replace(c, container_id="c" * 64, cgroup_dir=f"{lsr.cgroup_dir}/{'c' * 64}")
+    host.remove_cgroup(f"{lsr.cgroup_dir}/{'a' * 64}")
+    host.remove_cgroup(c.cgroup_dir)
+    host.add_cgroup(renewed.cgroup_dir, cpuset_cpus="0-3")
+    host.add_cgroup(f"{lsr.cgroup_dir}/{'d' * 64}", cpuset_cpus="0-3")
+    states.pod_list = [dataclasses.replace(lsr, containers=(renewed,))]
+    r.reconcile()
+    assert listed == [lsr.cgroup_dir] * 2
+    assert host.read("cpuset.cpus", f"{lsr.cgroup_dir}/{'d' * 64}") == "1"  # the new sandbox
 
 
 def test_a_container_the_list_does_not_name_yet_asks_for_the_list_again() -> None:
