@@ -41,7 +41,8 @@ def test_cpu_goes_to_the_busy_stack_and_a_sleeper_costs_nothing() -> None:
     burner = sum(charged.values())
     # what the burner spent while sampled, less at most the tick after the last sample
     assert 0.8 * spent - cpuprofile.INTERVAL <= burner <= spent + 1e-6, (burner, spent)
-    assert all(stack[-1].endswith("._burn_for_the_profiler") for stack in charged), charged
+    # on the burner's own frame, or in what it calls (``Event.is_set`` is Python code too)
+    assert all(any(f.endswith("._burn_for_the_profiler") for f in stack) for stack in charged), charged
     assert not any(stack[0] == "test-sleeper" for stack in prof.stacks)
     assert 0.9 <= prof.wall < 5
     collapsed = prof.collapsed().splitlines()
