@@ -43,7 +43,9 @@ def test_cpu_goes_to_the_busy_stack_and_a_sleeper_costs_nothing() -> None:
     assert 0.8 * spent - cpuprofile.INTERVAL <= burner <= spent + 1e-6, (burner, spent)
     # on the burner's own frame, or in what it calls (``Event.is_set`` is Python code too)
     assert all(any(f.endswith("._burn_for_the_profiler") for f in stack) for stack in charged), charged
-    assert not any(stack[0] == "test-sleeper" for stack in prof.stacks)
+    # a thread blocked in a wait costs nothing (beyond the tail of its start on a loaded machine: it may
+    # reach its wait only after the first sample)
+    assert sum(cpu for stack, cpu in prof.stacks.items() if stack[0] == "test-sleeper") < 0.005
     assert 0.9 <= prof.wall < 5
     collapsed = prof.collapsed().splitlines()
     assert collapsed[0].startswith("test-burner;") and collapsed[0].endswith(
