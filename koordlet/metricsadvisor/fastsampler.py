@@ -114,9 +114,9 @@ class FastSampling:
 @dataclass(frozen=True, slots=True)
 class FastSamplerConfig:
     interval: float = 0.04
-    """40 ms: a spike is seen at worst one interval plus the confirm window after it starts, so the
-    fast path's p99 reaction stays under 50 ms (at 50 ms it was 50-77 ms: the slow trials are the spikes
-    that start just after a sample; `bench/reaction.py`)."""
+    """40 ms: a spike is seen at worst one interval plus the confirm window after it starts (at 50 ms the
+    slow trials of `bench/reaction.py` were spikes starting just after a sample, 50-77 ms; at 40 ms 29 of
+    30 trials took at most 60 ms, and a rare trial of 400-1000 ms is not explained yet)."""
     clk_tck: int = 0
     force_python: bool = False
     confirm_after: float = 0.01
