@@ -11,6 +11,10 @@ resolution, the BE tier's quota file and its cpuacct counter, then report:
   (cpu.shares 2, as kubelet sets it) already pulls its usage down when LS starts, so this figure can come
   before the write; the write is the agent's own reaction.
 
+Each trial also says which path wrote its first shrink (the audit reason of a fast-path write ends in
+``fast sample``) and, read just before the spike, whether the suppress plugin wanted fast samples and its
+noise band; ``first_write_periodic`` counts the trials the 1 s tick caught before the fast path did.
+
 ``--pods N`` adds N idle pods the agent sweeps every second (its own bursts then land in the fast
 samples); ``--compare-own-cpu`` also runs the fast configuration with ``--fast-sample-own-cpu=false``
 (the fast path before issue 27 put the agent's own CPU back to its average); each configuration's learnt
@@ -47,7 +51,9 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from koordlet.api import KubeQOSClass
 from koordlet.testing.agent import Agent
@@ -101,15 +107,16 @@ def last_seq(agent: Agent) -> int:
     return int(events[-1]["seq"]) if events else 0
 
 
-def first_shrink(agent: Agent, since: int, t0_wall: float) -> float | None:
+def first_shrink(agent: Agent, since: int, t0_wall: float) -> tuple[float | None, str]:
     """Seconds from the spike to the first BE quota decrease the agent wrote (its audit log, wall clock),
-    leaving out the LS demand probe's own steps."""
+    leaving out the LS demand probe's own steps, and which path wrote it (``fast`` or ``periodic``)."""
     for e in agent.get(f"/events?since={since}&limit=1000")["events"]:
         if e["resource"] != "cpu.cfs_quota_us" or "probe" in str(e["reason"]) or e["before"] is None:
             continue
         if int(e["after"]) < int(e["before"]) or int(e["before"]) == -1:
-            return float(e["time"]) - t0_wall
-    return None
+            path = "fast" if "fast sample" in str(e["reason"]) else "periodic"
+            return float(e["time"]) - t0_wall, path
+    return None, ""
 
 
 NO_ROOM = -1.0
@@ -117,9 +124,21 @@ NO_ROOM = -1.0
 outside kubepods leaves BE no budget), so it measures nothing and is reported apart."""
 
 
+@dataclass(frozen=True)
+class Trial:
+    written: float | None
+    """Seconds from the spike to the first BE shrink the agent wrote (``NO_ROOM``: nothing to shrink)."""
+    under: float | None = None
+    path: str = ""
+    """Which path wrote that shrink: ``fast`` or ``periodic`` (the audit log's reason)."""
+    armed: bool | None = None
+    """Whether the fast sampler was wanted just before the spike (``BECPUSuppress`` status)."""
+    band: float = -1.0
+
+
 def trial(
     kp: RealKubepods, agent: Agent, ls_container: object, quota_file: Path, usage_file: Path, recovered: int
-) -> tuple[float | None, float | None]:
+) -> Trial:
     # The LS process starts (and pays its interpreter start-up, which is LS CPU too) well before the
     # spike, blocked on a pipe; meanwhile BE grows back (growth is rate-limited to +10% of the node per
     # interval, so this wait is most of a trial's time) and the 1 s per-pod samples settle.
@@ -134,7 +153,8 @@ def trial(
     assert proc.stdin is not None
     if read_int(quota_file) <= MIN_QUOTA_US:
         kp.stop_container(ls_container)  # type: ignore[arg-type]
-        return NO_ROOM, None
+        return Trial(NO_ROOM)
+    before = suppress_status(agent)
     since = last_seq(agent)
     t0_wall = time.time()
     t0 = time.monotonic()
@@ -145,7 +165,7 @@ def trial(
         samples.append((time.monotonic() - t0, read_int(quota_file), read_int(usage_file)))
         time.sleep(0.002)
     kp.stop_container(ls_container)  # type: ignore[arg-type]
-    written = first_shrink(agent, since, t0_wall)
+    written, path = first_shrink(agent, since, t0_wall)
     final_budget = samples[-1][1] / 100000
     under = None
     j = 0
@@ -158,7 +178,9 @@ def trial(
         if rate <= final_budget * 1.1 + 0.05:
             under = t
             break
-    return written, under
+    band = before.get("noiseBandMilli")
+    armed = before.get("fastSamplesWanted")
+    return Trial(written, under, path, None if armed is None else bool(armed), -1.0 if band is None else band)
 
 
 def probe_periods(agent: Agent, since: int, wall_to_mono: float) -> list[tuple[float, float]]:
@@ -229,11 +251,15 @@ def probe_cost(
     }
 
 
+def suppress_status(agent: Agent) -> dict[str, Any]:
+    """``BECPUSuppress``'s status: its last budget, noise band and whether it wants fast samples."""
+    plugins = agent.get("/status").get("plugins") or []
+    return next((p.get("status") or {} for p in plugins if p.get("name") == "BECPUSuppress"), {})
+
+
 def noise_band_milli(agent: Agent) -> float:
     """The fast path's learnt noise band (``BECPUSuppress`` status), -1 when it has none."""
-    plugins = agent.get("/status").get("plugins") or []
-    status = next((p.get("status") or {} for p in plugins if p.get("name") == "BECPUSuppress"), {})
-    band = status.get("noiseBandMilli")
+    band = suppress_status(agent).get("noiseBandMilli")
     return float(band) if band is not None else -1.0
 
 
@@ -275,20 +301,24 @@ def run_config(
         recovered = int(0.6 * idle)
         writes: list[float] = []
         unders: list[float] = []
-        no_room = 0
+        no_room = by_periodic = 0
         for n in range(trials):
-            w, u = trial(kp, agent, ls, quota_file, usage_file, recovered)
+            tr = trial(kp, agent, ls, quota_file, usage_file, recovered)
+            w, u = tr.written, tr.under
             if w == NO_ROOM:
                 no_room += 1
                 print(f"  {label} trial {n + 1}/{trials}: BE at the quota floor, no room", file=sys.stderr)
                 continue
             if w is not None:
                 writes.append(w * 1000)
+                by_periodic += tr.path == "periodic"
             if u is not None:
                 unders.append(u * 1000)
             print(
                 f"  {label} trial {n + 1}/{trials}: write {w and round(w * 1000)} ms, "
-                f"under budget {u and round(u * 1000)} ms",
+                f"under budget {u and round(u * 1000)} ms (written by {tr.path or '-'}; before the spike: "
+                f"fast samples wanted {'-' if tr.armed is None else 'yes' if tr.armed else 'no'}, "
+                f"band {tr.band:.0f}m)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -298,6 +328,7 @@ def run_config(
             "under_median_ms": statistics.median(unders) if unders else -1,
             "under_p99_ms": pct(unders, 0.99) if unders else -1,
             "missed": trials - no_room - len(writes),
+            "first_write_periodic": by_periodic,
             "no_room": no_room,
             "band_milli": noise_band_milli(agent),
         }

@@ -117,6 +117,13 @@ def explain(
     }
 
 
+def write_reason(decision: Decision, budget: float, fast: bool) -> str:
+    """The audit log's reason for a BE write; the fast path's writes say so (``bench/reaction.py`` tells
+    a spike the fast path caught from one the periodic tick did)."""
+    reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
+    return f"{reason}; fast sample" if fast else reason
+
+
 def be_budget_milli(
     capacity_milli: int, threshold_percent: int, min_percent: int | None, non_be: float
 ) -> float:

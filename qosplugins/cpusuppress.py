@@ -258,7 +258,7 @@ class BECPUSuppress(api.QOSPluginBase):
             return
         if shrink_only and (old_count is None or len(target) >= old_count):
             return
-        reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
+        reason = _budget.write_reason(decision, budget, shrink_only)
         changed = old is None or old != frozenset(target)
         outer = api.format_cpuset(decision.pools.usable_ids) if static else None
         self._set(self._cores, float(len(target)), type=POLICY_CPUSET)
@@ -286,7 +286,7 @@ class BECPUSuppress(api.QOSPluginBase):
         if cur is None:
             return
         new = _budget.quota_target(budget, cur, decision.capacity_milli)
-        reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
+        reason = _budget.write_reason(decision, budget, shrink_only)
         if usage is not None:
             ceiling = self._probe.limit(
                 self.ctx.clock(),
@@ -335,12 +335,8 @@ class BECPUSuppress(api.QOSPluginBase):
         _shared.report_refused(self.ctx, self.ctx.executor.leveled_update(updates))
 
     def _write_quota(self, be_dir: str, quota: int, reason: str) -> None:
-        self.ctx.logger.info(
-            "BECPUSuppress: BE cfs quota -> %d (%s)%s",
-            quota,
-            reason,
-            " [dry-run]" if self.ctx.dry_run else "",
-        )
+        dry = " [dry-run]" if self.ctx.dry_run else ""
+        self.ctx.logger.info("BECPUSuppress: BE cfs quota -> %d (%s)%s", quota, reason, dry)
         update = api.CgroupUpdate(
             "cpu.cfs_quota_us", be_dir, str(quota), owner=self.name, reason=reason, cacheable=False
         )
@@ -388,7 +384,8 @@ class BECPUSuppress(api.QOSPluginBase):
 
     def status(self) -> api.JSONObject:
         """The last budget and what it was computed from (``api.StatusReporter``, for ``koordlet top``)."""
-        return self._status
+        active = self._status.get("active")
+        return {**self._status, "fastSamplesWanted": self._fast_wanted} if active else self._status
 
     def _set(self, gauge: api.GaugeVec, value: float, **extra: str) -> None:
         gauge.labels(**self._labels, **extra).set(value)

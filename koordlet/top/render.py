@@ -119,7 +119,16 @@ def be_lines(doc: Mapping[str, Any]) -> list[str]:
         f"     allowed {cores(be.get('allowedCores'))} cores (cpuset {cpuset}, quota {quota_text})"
         f"   BE using {cores(be.get('usedCores'))} cores"
     )
-    return [budget, allowed]
+    lines = [budget, allowed]
+    if sup.get("active") and "fastSamplesWanted" in sup:
+        band = sup.get("noiseBandMilli")
+        noise = f", noise band {milli(band)} cores" if band is not None else ", noise not learnt yet"
+        lines.append(
+            f"     fast path: sampling{noise}"
+            if sup["fastSamplesWanted"]
+            else "     fast path: asleep (BE idle or the node out of reach of the threshold)"
+        )
+    return lines
 
 
 def pod_name(pod: Mapping[str, Any]) -> str:

@@ -166,6 +166,7 @@ def test_fast_samples_are_wanted_only_while_they_can_matter() -> None:
     set_usage(h, ls, be, 2.0, 0.05, 0.1)
     plugin.reconcile()
     assert not h.fast_samples_wanted
+    assert plugin.status()["fastSamplesWanted"] is False  # koordlet top and bench/reaction.py read it
     h.clock.advance(1)
     set_usage(h, ls, be, 0.0, 1.0, 0.1)  # 1.1 cores: 14 % of the node, out of reach
     plugin.reconcile()
@@ -174,6 +175,7 @@ def test_fast_samples_are_wanted_only_while_they_can_matter() -> None:
     set_usage(h, ls, be, 0.3, 1.0, 0.1)  # 1.4 cores: 17.5 %
     plugin.reconcile()
     assert h.fast_samples_wanted
+    assert plugin.status()["fastSamplesWanted"] is True
     h.states.slo = api.NodeSLO()  # the switch off
     plugin.reconcile()
     assert not h.fast_samples_wanted

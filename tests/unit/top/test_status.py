@@ -232,6 +232,7 @@ def test_cpusuppress_status_explains_its_budget_on_both_paths() -> None:
         "nonBEMilli": 2500,
         "budgetMilli": 2700,
         "noiseBandMilli": None,  # no fast samples yet
+        "fastSamplesWanted": True,  # BE uses CPU and a rise of LS would cross the threshold
     }
     assert h.host.read("cpu.cfs_quota_us", BE) == "270000"  # what it explains is what it wrote
     quiet_samples(h, 5.5, 3.0)  # the noise the fast path learns before it acts
@@ -242,7 +243,9 @@ def test_cpusuppress_status_explains_its_budget_on_both_paths() -> None:
     assert fast["noiseBandMilli"] == 0  # the quiet samples had no spread
     assert fast["lsPodsMilli"] == 2000 and fast["systemMilli"] == 500
     # the write's audit reason names the same figures (it named the stale periodic non-BE before)
-    assert h.executor.updates[-1].reason == "BE budget 200m, non-BE 5000m"
+    # and say which path wrote it
+    assert h.executor.updates[-1].reason == "BE budget 200m, non-BE 5000m; fast sample"
+    assert h.executor.updates[0].reason == "BE budget 2700m, non-BE 2500m"
     h.states.slo = api.NodeSLO()
     plugin.reconcile()
     assert plugin.status() == {"active": False, "why": "resourceUsedThresholdWithBE disabled in the NodeSLO"}

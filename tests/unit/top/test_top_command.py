@@ -27,7 +27,7 @@ from koordlet.testing import FakeClock, FakeHostReader, FakeMetrics, FakeStates,
 from koordlet.testing.kubelet import make_cert
 from koordlet.top import command
 from koordlet.top.client import StatusClient, base_url
-from koordlet.top.render import render
+from koordlet.top.render import be_lines, render
 
 
 def status_doc(pods: int = 3) -> dict[str, Any]:
@@ -52,6 +52,8 @@ def status_doc(pods: int = 3) -> dict[str, Any]:
         "systemMilli": 300,
         "nonBEMilli": 700,
         "budgetMilli": 600,
+        "noiseBandMilli": 150,
+        "fastSamplesWanted": True,
     }
     src = StatusSources(
         "node-1",
@@ -137,6 +139,7 @@ def test_once_prints_pods_by_usage_with_qos_and_the_budget_formula(agentish: Age
     budget = next(line for line in lines if line.startswith("BE   budget"))
     assert "0.60 cores = 2.00 x 65% - non-BE 0.70" in budget and "system 0.30" in budget
     assert "allowed 0.50 cores (cpuset 0-1, quota 50000/100000us)" in out.output
+    assert "fast path: sampling, noise band 0.15 cores" in out.output
     assert "PLUGINS  BECPUSuppress running" in out.output
 
 
@@ -235,3 +238,14 @@ def test_render_fits_the_terminal() -> None:
     assert len([ln for ln in render(doc, where="x") if ln.startswith("default/pod-")]) == 40
     missing = render({"apiVersion": "koordlet/v1"}, where="x")  # nothing sampled yet: dashes, no error
     assert any("suppression: no decision" in ln for ln in missing)
+
+
+def test_the_fast_path_line_says_whether_it_samples() -> None:
+    sup: dict[str, Any] = {"active": True, "fastSamplesWanted": False, "noiseBandMilli": 90}
+    assert be_lines({"beCPU": {"suppress": sup}})[-1].strip() == (
+        "fast path: asleep (BE idle or the node out of reach of the threshold)"
+    )
+    sup.update(fastSamplesWanted=True, noiseBandMilli=None)
+    assert be_lines({"beCPU": {"suppress": sup}})[-1].strip() == "fast path: sampling, noise not learnt yet"
+    del sup["fastSamplesWanted"]  # an older agent: no line
+    assert len(be_lines({"beCPU": {"suppress": sup}})) == 2
