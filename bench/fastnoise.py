@@ -8,8 +8,8 @@ cores per window: mean, standard deviation, p90, p99 and the largest excursion a
 
 It then replays the 50 ms samples against the decision a steady periodic tick would hold (their mean)
 and counts how many would fire: with a fixed trigger of 1 % of the node (the fast path before issue 18)
-and with ``qosplugins._fastrise.RiseDetector`` (the learnt band, ``band_cores`` as it ended). Every fire
-here is a BE shrink on noise.
+and with ``qosplugins._fastrise.RiseDetector`` (the learnt band, ``band_cores`` as it ended; ``fires_held``:
+smaller rises that held over an interval). Every fire here is a BE shrink on noise.
 """
 
 from __future__ import annotations
@@ -64,9 +64,12 @@ def replay(samples: list[tuple[float, float]]) -> dict[str, float]:
     mean = statistics.fmean(v for _t, v in samples)
     fixed = sum(1 for _t, v in samples if v - mean >= FIXED_TRIGGER * CPUS)
     detector = RiseDetector()
-    learnt = sum(detector.observe(t, v, mean, FIXED_TRIGGER * CPUS) for t, v in samples)
+    learnt = held = 0
+    for t, v in samples:
+        learnt += detector.observe(t, v, mean, FIXED_TRIGGER * CPUS)
+        held += detector.held() is not None
     band = round(detector.band or 0.0, 3)
-    return {"fires_fixed_1pct": fixed, "fires_learnt_band": learnt, "band_cores": band}
+    return {"fires_fixed_1pct": fixed, "fires_learnt_band": learnt, "fires_held": held, "band_cores": band}
 
 
 def main() -> None:

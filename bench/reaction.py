@@ -15,6 +15,10 @@ Each trial also says which path wrote its first shrink (the audit reason of a fa
 ``fast sample``) and, read just before the spike, whether the suppress plugin wanted fast samples and its
 noise band; ``first_write_periodic`` counts the trials the 1 s tick caught before the fast path did.
 
+``--busy-node`` runs other work beside the agent all along (bursts of 5-60 ms of a core every 20-200 ms,
+outside kubepods): the fast path's noise band widens as on a busy node, and the figures show what it then
+catches.
+
 ``--pods N`` adds N idle pods the agent sweeps every second (its own bursts then land in the fast
 samples); ``--compare-own-cpu`` also runs the fast configuration with ``--fast-sample-own-cpu=false``
 (the fast path before issue 27 put the agent's own CPU back to its average); each configuration's learnt
@@ -48,6 +52,7 @@ import os
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,6 +96,18 @@ while True:
     else:
         nxt = time.monotonic()
 """
+
+BURSTS = """
+import random, sys, time
+rng = random.Random(int(sys.argv[1]))
+while True:
+    end = time.perf_counter() + rng.uniform(0.005, 0.06)
+    while time.perf_counter() < end:
+        pass
+    time.sleep(rng.uniform(0.02, 0.2))
+"""
+"""A busy node's other work (``--busy-node``): bursts of 5-60 ms of a core every 20-200 ms, about a
+quarter of a core on average, outside kubepods (the agent counts it as system usage)."""
 
 
 def pct(values: list[float], p: float) -> float:
@@ -271,11 +288,15 @@ def run_config(
     probe_seconds: float = 0,
     probe_ls_cores: float = 0.9,
     idle_pods: int = 0,
+    busy_node: bool = False,
 ) -> dict[str, float]:
     kp = RealKubepods()
     tmp = Path(tempfile.mkdtemp(prefix="koordlet-reaction-"))
     agent = None
+    noise = None
     try:
+        if busy_node:
+            noise = subprocess.Popen([sys.executable, "-c", BURSTS, "7"])
         for i in range(idle_pods):  # the agent sweeps them every second: its own bursts in the samples
             kp.add_container(kp.add_pod(KubeQOSClass.BESTEFFORT if i % 2 else KubeQOSClass.BURSTABLE))
         be = kp.add_container(kp.add_pod(KubeQOSClass.BESTEFFORT))
@@ -345,6 +366,9 @@ def run_config(
             out.update(cost)
         return out
     finally:
+        if noise is not None:
+            noise.kill()
+            noise.wait()
         if agent is not None:
             agent.stop()
         kp.cleanup()
@@ -373,6 +397,11 @@ def main() -> None:
         help="also run the fast configuration with --fast-sample-own-cpu=false (before issue 27)",
     )
     ap.add_argument(
+        "--busy-node",
+        action="store_true",
+        help="run bursts of other work beside the agent (5-60 ms of a core every 20-200 ms)",
+    )
+    ap.add_argument(
         "--threshold",
         type=int,
         default=65,
@@ -394,6 +423,7 @@ def main() -> None:
         probe_seconds,
         args.probe_ls_cores,
         args.pods,
+        args.busy_node,
     )
     raw = None
     if args.compare_own_cpu:
@@ -403,6 +433,7 @@ def main() -> None:
             [f"--fast-sample-interval={args.fast_interval}", "--fast-sample-own-cpu=false"],
             args.threshold,
             idle_pods=args.pods,
+            busy_node=args.busy_node,
         )
     polling = run_config(
         "polling",
@@ -410,8 +441,10 @@ def main() -> None:
         ["--fast-sample-interval=0"],
         args.threshold,
         idle_pods=args.pods,
+        busy_node=args.busy_node,
     )
     out: dict[str, object] = {"bench": "reaction", "trials": trials, "idle_pods": args.pods}
+    out["busy_node"] = args.busy_node
     out.update(threshold_percent=args.threshold, fast_sample_interval=args.fast_interval)
     out.update({f"fast_{k}": round(v, 1) for k, v in fast.items() if not k.startswith("probe_")})
     out.update({k: round(v, 2) for k, v in fast.items() if k.startswith("probe_")})

@@ -20,6 +20,14 @@ poisoned by the fall of the last spike, or by a partial first window, and then m
 (one trial in fifteen fell back to the 1 s tick). Samples that fired are a new level, not noise, and
 are left out. Until a first block is complete nothing fires.
 
+A rise that holds. The band is learnt on the node as it is: on a busy node (another process's bursts,
+a test run beside the bench) it grew to 0.4-0.45 core on 2 CPUs, 2.5 bands exceeded a whole LS core,
+and a core's spike fired only when the periodic tick moved the decision (670 ms; ``bench/reaction.py``,
+2 trials of 50). Noise peaks are short, so a smaller rise that every sample shows for a while is not
+noise: :meth:`held` reports a run of :data:`HELD_SAMPLES` consecutive samples (each within
+:data:`SUSTAINED_GAP` of the last) at least ``held_multiple`` bands above the same decision and spanning
+``held_span`` seconds, once, as its lowest sample (what the whole run had at least).
+
 :meth:`level` is the median of the last ``level_span`` seconds: a rise that has lasted that long, which
 the periodic decision takes when it is above the 1 s average (one noisy window no longer steers it).
 """
@@ -32,6 +40,8 @@ from statistics import median
 
 MIN_BLOCK_SAMPLES = 3
 """A block with fewer samples (the agent stalled) says nothing about the spread."""
+HELD_SAMPLES = 3
+"""Samples in a run that :meth:`RiseDetector.held` reports: the window, its confirm window and the next."""
 SUSTAINED_GAP = 0.15
 """Seconds: two samples that must both show a rise are at most this far apart (the ~50 ms interval, or
 the 10 ms confirm window, with room for a late tick)."""
@@ -47,6 +57,11 @@ class RiseDetector:
     multiple: float = 2.5
     """A rise must exceed the decision by this many bands (bounded noise does not; a core does)."""
     level_span: float = 0.25
+    held_multiple: float = 1.5
+    """A rise of this many bands seen in every sample over ``held_span`` is real (module doc)."""
+    held_span: float = 0.04
+    """Seconds from a run's first sample to its last (one interval: the windows cover two, plus the
+    confirm window)."""
     band: float | None = None
     """The learnt spread (the unit of the samples); ``None`` until a block is complete."""
     _block_start: float | None = None
@@ -56,6 +71,9 @@ class RiseDetector:
     """``(time, value)`` of every sample within ``level_span``."""
     _last_rise: tuple[float, float] | None = None
     """``(time, value)`` of the previous sample when it was a rise."""
+    _run: list[tuple[float, float]] = field(default_factory=list)
+    """``(time, value)`` of the current run of samples ``held_multiple`` bands above ``_run_baseline``."""
+    _run_baseline: float | None = None
 
     def observe(self, t: float, value: float, baseline: float | None, floor: float) -> bool:
         """Record a sample; whether it is a rise of more than the noise over ``baseline`` (the
@@ -68,10 +86,33 @@ class RiseDetector:
             self._close_block(t)
         band = self.band
         rise = None if baseline is None else value - baseline
-        if rise is not None and band is not None and rise >= max(floor, self.multiple * band):
+        if rise is None or band is None:
+            self._current.append(value)
+            return False
+        self._extend_run(t, value, baseline, rise >= max(floor, self.held_multiple * band))
+        if rise >= max(floor, self.multiple * band):
             return True
         self._current.append(value)
         return False
+
+    def _extend_run(self, t: float, value: float, baseline: float | None, above: bool) -> None:
+        run = self._run
+        if not above:
+            run.clear()
+            return
+        if run and (baseline != self._run_baseline or t - run[-1][0] > SUSTAINED_GAP):
+            run.clear()
+        self._run_baseline = baseline
+        run.append((t, value))
+
+    def held(self) -> float | None:
+        """The lowest sample of a run that held (module doc), once per run; ``None`` otherwise."""
+        run = self._run
+        if len(run) < HELD_SAMPLES or run[-1][0] - run[0][0] < self.held_span:
+            return None
+        lowest = min(v for _t, v in run)
+        run.clear()
+        return lowest
 
     def sustained(self, t: float, value: float, rose: bool, max_gap: float = SUSTAINED_GAP) -> float | None:
         """The rise this sample and the one before it (at most ``max_gap`` seconds earlier) both show:

@@ -18,7 +18,8 @@ Fast reaction. The metrics advisor samples node CPU and the BE tier's usage ever
 non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE pods and host
 apps plus the reservation (slower but per pod). When that estimate stands above the last decision's by
 more than the sampling noise (``_fastrise``: 2.5 times the spread the samples showed, learnt in 0.5 s
-blocks; at least 1 % of capacity) it re-decides at once and writes only if the result *shrinks* BE;
+blocks; at least 1 % of capacity), or by 1.5 times it in every sample for an interval (a busy node's
+wide band), it re-decides at once and writes only if the result *shrinks* BE;
 growth stays with the periodic tick and its +10 % step. Under ``cpuset`` the rise must show in two
 samples in a row (a CPU taken on a one-window burst came back a tick later: the cpuset flapped, issue
 27). Both paths run under one lock; the handler never waits for it (a running reconcile already reads
@@ -220,6 +221,8 @@ class BECPUSuppress(api.QOSPluginBase):
                 # samples (issue 27: one-window bursts of other work pinned BE at 2-3 CPUs of 4).
                 sustained = self._rise.sustained(now, non_be, rose)
                 rose, non_be = sustained is not None, non_be if sustained is None else sustained
+            if not rose and (held := self._rise.held()) is not None:  # a smaller rise that holds
+                rose, non_be = True, max(held, decision.non_be_floor_milli)
             if not rose or not _shared.threshold_enabled(self.ctx):
                 return
             budget = _budget.be_budget_milli(

@@ -100,6 +100,25 @@ def test_fast_path_acts_on_a_rise_above_the_noise_and_not_on_the_noise() -> None
     assert h.host.read("cpu.cfs_quota_us", BE) == "120000"
 
 
+@pytest.mark.parametrize("policy", ["cpuset", "cfsQuota"])
+def test_on_a_busy_node_a_rise_within_the_wide_band_that_holds_is_acted_on(policy: str) -> None:
+    """Samples spread +-300m (band 300m, 2.5 bands 750m): a rise of 700m shows in the window, its
+    confirm window and the next window, and BE shrinks then, not at the next periodic tick (issue 27)."""
+    h, _plugin = reconciled(policy)  # non-BE 2500m: budget 2700m (3 CPUs / 270000 us)
+    quiet_samples(h, 5.5, 3.0, spread=0.3, n=30)
+    before = len(h.executor.updates)
+    fast_sample(h, 6.2, 3.0)  # non-BE 3200m
+    fast_sample(h, 6.2, 3.0, after=0.01)
+    assert len(h.executor.updates) == before, "one window and its confirm window are not yet a run"
+    fast_sample(h, 6.2, 3.0, after=0.04)
+    # non-BE 3200m: budget 5200 - 3200 = 2000m
+    if policy == "cpuset":
+        assert len(api.parse_cpuset(h.host.read("cpuset.cpus", BE) or "")) == 2
+    else:
+        assert h.host.read("cpu.cfs_quota_us", BE) == "200000"
+    assert h.executor.updates[-1].reason.endswith("fast sample")
+
+
 def test_a_rise_first_seen_in_part_is_acted_on_again_at_its_full_rate() -> None:
     """A spike that starts late in a window reads as part of its rate there; the next window's full rate
     is a further rise above the new decision, and shrinks BE again (the band learnt before is kept)."""

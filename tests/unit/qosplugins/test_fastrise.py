@@ -73,3 +73,51 @@ def test_level_is_the_median_of_the_last_quarter_second() -> None:
     t, _ = feed(d, t, [900.0] * 4, baseline=100.0)
     assert d.level(t) == 900.0
     assert d.level(t + 1.0) is None
+
+
+def wide_band(rng: random.Random) -> tuple[RiseDetector, float, float]:
+    """A detector that learnt a busy node's band: +-300 around 1000 (band ~300)."""
+    d = RiseDetector()
+    t, _ = feed(d, 0.0, wobble(1000.0, 300.0, 60, rng), baseline=1000.0)
+    assert d.band is not None and 200 < d.band < 320
+    return d, t, d.band
+
+
+def test_a_smaller_rise_that_holds_is_reported_once_as_its_lowest_sample() -> None:
+    """Issue 27: on a busy node 2.5 bands exceeded a whole LS core and its spike waited for the 1 s tick;
+    a rise of 2 bands in the window, its confirm window and the next window is real."""
+    d, t, band = wide_band(random.Random(11))
+    rise = [1000.0 + 2.0 * band, 1000.0 + 2.2 * band, 1000.0 + 2.1 * band]
+    fired = [d.observe(t + dt, v, 1000.0, 20.0) for dt, v in zip((0.04, 0.05, 0.09), rise, strict=False)]
+    assert fired == [False, False, False]  # under 2.5 bands: no single sample says it
+    assert d.held() == rise[0]  # three samples over one interval: the least of them
+    assert d.held() is None  # once
+    assert d.observe(t + 0.13, rise[1], 1000.0, 20.0) is False and d.held() is None  # a new run starts
+
+
+def test_short_bursts_and_a_moving_decision_make_no_held_rise() -> None:
+    d, t, band = wide_band(random.Random(13))
+    high, low = 1000.0 + 2.0 * band, 1000.0
+    for _ in range(20):  # two-sample bursts (a window and its confirm) between quiet windows
+        for dt, v in ((0.04, high), (0.01, high), (0.04, low)):
+            t += dt
+            d.observe(t, v, 1000.0, 20.0)
+            assert d.held() is None
+    for dt, base in ((0.04, 1000.0), (0.01, 1000.0), (0.04, 1100.0)):  # the decision moved in between
+        t += dt
+        d.observe(t, high + 150, base, 20.0)
+    assert d.held() is None
+    for dt in (0.2, 0.2, 0.2):  # samples too far apart (a stalled sampler) are not a run
+        t += dt
+        d.observe(t, high, 1000.0, 20.0)
+    assert d.held() is None
+
+
+def test_bounded_noise_never_holds() -> None:
+    rng = random.Random(17)
+    d = RiseDetector()
+    t = 0.0
+    for v in wobble(500.0, 100.0, 2000, rng):
+        t += 0.04
+        d.observe(t, v, 500.0, 20.0)
+        assert d.held() is None
