@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
+import sys
 import time
 
 from koordlet.api import KubeQOSClass
@@ -77,6 +79,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0, help="seconds per window length")
     ap.add_argument("--be-quota", type=float, default=0.3, help="BE tier quota, cores")
     args = ap.parse_args()
+    # A SIGTERM (e.g. from `timeout`) must still run the cleanup of the cgroups and processes we made.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
         print(json.dumps({"bench": "fastnoise", "skipped": "needs root to create cgroups"}))
         return
