@@ -190,7 +190,7 @@ def test_batch_resources_follow_the_nodemetric(api_server: APIServer) -> None:  
     store = api_server.store
     set_config(
         api_server,
-        colocation_config={"enable": True, "degradeTimeMinutes": 1, "updateTimeThresholdSeconds": 2},
+        colocation_config={"enable": True, "degradeTimeMinutes": 1, "updateTimeThresholdSeconds": 4},
     )
     store.create("nodes", node("n"))
     store.create(
@@ -214,14 +214,27 @@ def test_batch_resources_follow_the_nodemetric(api_server: APIServer) -> None:  
         store.patch("nodemetrics", "n", {"status": nodemetric_status(time.time(), "2")}, subresource="status")
         wait_until(lambda: batch(api_server, "n")[0] is not None, what="batch resources written")
         assert batch(api_server, "n") == ("7600", "18038862644", "7600")
-        writes = m.metric(
-            "slo_controller_node_resource_reconcile_count", status="succeeded", reason="updateNodeStatus"
-        )
+
+        def node_writes() -> float:
+            return m.metric(
+                "slo_controller_node_resource_reconcile_count", status="succeeded", reason="updateNodeStatus"
+            )
+
+        def echoed(cpu: str) -> bool:
+            """The manager's node cache holds its write and every queue is idle."""
+            cached = m.manager.nodes.get("n") or {}
+            alloc = cached.get("status", {}).get("allocatable", {})
+            return alloc.get("kubernetes.io/batch-cpu") == cpu and settled(m)
+
+        wait_until(lambda: echoed("7600"), what="the first write echoed")
         # Prod usage up 3 cores -> batch down 3 cores (a 39% move: past the 10% diff threshold).
         store.patch("nodemetrics", "n", {"status": nodemetric_status(time.time(), "5")}, subresource="status")
         wait_until(lambda: batch(api_server, "n")[0] == "4600", what="batch down")
+        wait_until(lambda: echoed("4600"), what="the second write echoed")
+        # A write may be sent twice when a NodeMetric change is reconciled against the node before the
+        # echo of the last write (as any controller working from an informer cache): count from here.
+        writes = node_writes()
         # A 100m move (2%) is under the 10% diff threshold: not written now...
-        wait_until(lambda: settled(m), what="the write's own echo reconciled")
 
         def reconciles() -> float:
             return m.metric("koord_manager_reconciles_total", controller="noderesource", result="success")
@@ -240,15 +253,11 @@ def test_batch_resources_follow_the_nodemetric(api_server: APIServer) -> None:  
             what="the small change reconciled",
         )
         assert batch(api_server, "n")[0] == "4600"
-        assert (
-            m.metric(
-                "slo_controller_node_resource_reconcile_count", status="succeeded", reason="updateNodeStatus"
-            )
-            == writes + 1
-        )
-        # ... until updateTimeThresholdSeconds (2 s) have passed since the last write: then it is.
+        assert node_writes() == writes
+        # ... until updateTimeThresholdSeconds (4 s; 2 s was sometimes over before the small change was
+        # reconciled on a loaded machine) have passed since the last write: then it is.
         wait_until(
-            lambda: batch(api_server, "n")[0] == "4500", timeout=4, what="small change after the period"
+            lambda: batch(api_server, "n")[0] == "4500", timeout=6, what="small change after the period"
         )
         # The agent stops reporting: after degradeTimeMinutes the resources are withdrawn.
         store.patch(
