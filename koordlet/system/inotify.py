@@ -16,6 +16,7 @@ import errno
 import os
 import select
 import struct
+import threading
 from collections.abc import KeysView
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,9 @@ class Inotify:
             raise OSError(err, os.strerror(err), "inotify_init1")
         self._fd: int = fd
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._wake_lock = threading.Lock()
+        """:meth:`wake` comes from other threads: it must never write to a descriptor number that
+        :meth:`close` released and the process has since given to another file."""
         self._dirs: dict[int, Path] = {}
         self._wds: dict[Path, int] = {}
 
@@ -142,13 +146,16 @@ class Inotify:
     def wake(self) -> None:
         """End a :meth:`read` waiting in another thread now (it returns ``[]`` unless events came), so
         a reader can sleep long and still stop at once (issue 27: polling for stop every half second)."""
-        with contextlib.suppress(OSError):  # closed meanwhile: nobody waits on it
-            os.eventfd_write(self._wake_fd, 1)
+        with self._wake_lock:
+            if self._wake_fd >= 0:  # closed: nobody waits on it
+                os.eventfd_write(self._wake_fd, 1)
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
-            os.close(self._wake_fd)
             self._fd = -1
+            with self._wake_lock:
+                os.close(self._wake_fd)
+                self._wake_fd = -1
             self._dirs.clear()
             self._wds.clear()
