@@ -43,7 +43,7 @@ MIN_BLOCK_SAMPLES = 3
 HELD_SAMPLES = 3
 """Samples in a run that :meth:`RiseDetector.held` reports: the window, its confirm window and the next."""
 SUSTAINED_GAP = 0.15
-"""Seconds: two samples that must both show a rise are at most this far apart (the ~50 ms interval, or
+"""Seconds: two samples that must both show a rise are at most this far apart (the ~40 ms interval, or
 the 10 ms confirm window, with room for a late tick)."""
 
 

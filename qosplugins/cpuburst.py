@@ -113,10 +113,10 @@ class CPUBurst(api.QOSPluginBase):
         self._rng = random.Random()
         self._buckets: dict[str, TokenBucket] = {}
         self._scaled: dict[str, tuple[str, int]] = {}
+        """container dir -> (pod dir, base quota) for every quota moved off its base."""
         self._burst_applied: dict[str, tuple[api.PodInfo, api.CPUBurstStrategy]] = {}
         """pod uid -> the pod and config whose burst values the executor accepted whole (see
         :meth:`_apply_burst`)."""
-        """container dir -> (pod dir, base quota) for every quota moved off its base."""
         labels = ["node", "pod_namespace", "pod_name", "container_id", "container_name"]
         self._burst_gauge = ctx.registry.gauge(
             "koordlet_container_scaled_cfs_burst_us", "cfs burst set by CPUBurst", labels

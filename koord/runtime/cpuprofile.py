@@ -102,7 +102,6 @@ def sample(
 ) -> Profile:
     """Profile every other thread of this process for ``seconds`` (less when ``stop`` is set)."""
     me = threading.get_ident()
-    names: dict[int, str] = {}
     last: dict[int, float] = {}
     stacks: defaultdict[Stack, float] = defaultdict(float)
     stop = stop or threading.Event()
@@ -119,7 +118,6 @@ def sample(
                 continue
             before = last.get(ident)
             last[ident] = now
-            names[ident] = thread.name
             if before is not None and now > before:
                 stacks[(thread.name, *_frames(frames.get(ident)))] += now - before
         del frames  # frames hold their threads' locals alive
