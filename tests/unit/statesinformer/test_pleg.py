@@ -47,6 +47,30 @@ def test_inotify_refuses_missing_dir_and_closes(tmp_path: Path) -> None:
     assert not opened & set(os.listdir(fds)), "a descriptor is still open after close"
 
 
+def test_inotify_wake_after_close_writes_to_no_reused_descriptor() -> None:
+    """A component's close() can come after its reader closed the instance: the eventfd's number may
+    belong to another file by then, and a wake must not write there."""
+    ino = Inotify()
+    ino.close()
+    pipes = [os.pipe() for _ in range(4)]  # the lowest free numbers: those close released
+    try:
+        for r, w in pipes:
+            os.set_blocking(r, False)
+            os.set_blocking(w, False)
+        ino.wake()
+        leaked = []
+        for r, _w in pipes:
+            try:
+                leaked.append(os.read(r, 64))
+            except BlockingIOError:
+                pass
+        assert leaked == [], "wake() wrote to a descriptor close() had released"
+    finally:
+        for r, w in pipes:
+            os.close(r)
+            os.close(w)
+
+
 def test_inotify_wake_ends_a_long_read_at_once(tmp_path: Path) -> None:
     with Inotify() as ino:
         ino.add_watch(tmp_path)
