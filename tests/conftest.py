@@ -1,7 +1,8 @@
 """Shared fixtures and the root/tool gating rules.
 
 Tests that need root and the real kernel are marked ``@pytest.mark.root``; tests that need a system tool
-are marked ``@pytest.mark.tool("stress-ng")``; tests of the C helpers are marked ``@pytest.mark.native``.
+are marked ``@pytest.mark.tool("stress-ng")``; tests of the C helpers are marked ``@pytest.mark.native``;
+tests on the real cluster (``tests/real/``) are marked ``@pytest.mark.real_cluster``.
 Off CI they skip when the need is not met; with ``CI=true`` an unmet need is a failure, so CI can never
 pass by skipping them (a broken C build included).
 """
@@ -33,6 +34,12 @@ def _unmet(item: pytest.Item) -> str | None:
         return "needs root"
     if item.get_closest_marker("native") is not None and not native.HAS_NATIVE:
         return "needs the compiled native module (a broken C build must not pass as a skip)"
+    if item.get_closest_marker("real_cluster") is not None:
+        from tests.realcluster.cluster import unmet
+
+        why = unmet()
+        if why:
+            return why
     for marker in item.iter_markers("tool"):
         for tool in marker.args:
             if shutil.which(str(tool)) is None:

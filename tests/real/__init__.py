@@ -1,0 +1,1 @@
+"""The real-cluster tier: tests on a real kube-apiserver, etcd, kubelet and containerd."""

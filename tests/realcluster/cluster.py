@@ -1,0 +1,314 @@
+"""A real single-node cluster on this machine: etcd, kube-apiserver, kube-controller-manager, containerd
+and a kubelet registering a Ready node, then our stack (:mod:`tests.realcluster.stack`) on it.
+
+Everything lives under one state directory, which records each process started (PID and start time),
+the ports and what the machine lacked before the start; :meth:`Cluster.down` reads it back, so a stop from
+another process (``make cluster-stop``) ends exactly what the start made and removes every mount, cgroup
+and network device it left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from koordlet.testing.cgroups import unavailable
+from tests.realcluster import binaries, control, images, node, pki, stack
+from tests.realcluster.procs import Started, wait_until
+
+NODE = "koord-node-0"
+TOOLS = (
+    "containerd",
+    "containerd-shim-runc-v2",
+    "runc",
+    "ctr",
+    "ip",
+    "openssl",
+    "kubectl",
+    "busybox",
+    "umount",
+)
+Say = Callable[[str], None]
+
+
+def free_port() -> int:
+    # kube-apiserver and etcd take a port number, not an open socket: a race with another process taking the
+    # port between this close and their bind is possible, and shows as a failed start naming the port.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def unmet() -> str:
+    """What this machine lacks to run the real cluster at all (empty: nothing); the message names the
+    system tool or root, as the suite's other gates do."""
+    if os.geteuid() != 0:
+        return "needs root (the real cluster runs a kubelet and containerd)"
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if not binaries.expected().complete() and shutil.which("go") is None:
+        missing.append("go")
+    if missing:
+        return f"needs the system tool {missing[0]!r} (the real cluster needs {', '.join(missing)})"
+    return ""
+
+
+def preflight(state: Path) -> str:
+    """Why this machine cannot run the real cluster in ``state`` (empty: it can)."""
+    why = unavailable("the real cluster")
+    if why:
+        return why
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        return (
+            f"the real cluster needs {', '.join(missing)}: apt-get install containerd runc "
+            "containernetworking-plugins busybox-static iproute2 openssl kubernetes-client"
+        )
+    if not (node.CNI_BIN / "bridge").exists():
+        return f"no CNI plugins in {node.CNI_BIN}: apt-get install containernetworking-plugins"
+    if node.kubepods_dirs():
+        return "a kubepods cgroup already exists (another kubelet, or a cluster not stopped): stop it first"
+    if node.mounts_under(state):
+        return f"mounts remain under {state} from an earlier run: run the stop (make cluster-stop) first"
+    if node.NODE_DEVICE in node.links():
+        return f"network device {node.NODE_DEVICE} exists: a real cluster runs (stop it first)"
+    return ""
+
+
+@dataclass
+class Cluster:
+    state: Path
+    node_name: str = NODE
+    procs: dict[str, Started] = field(default_factory=dict)
+    ports: control.Ports | None = None
+    absent_at_start: list[str] = field(default_factory=list)
+    version: str = ""
+
+    # -- layout
+
+    @property
+    def pki(self) -> Path:
+        return self.state / "pki"
+
+    @property
+    def logs(self) -> Path:
+        return self.state / "logs"
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.state / "admin.kubeconfig"
+
+    @property
+    def server(self) -> str:
+        assert self.ports is not None
+        return f"https://127.0.0.1:{self.ports.apiserver}"
+
+    @property
+    def kubelet_root(self) -> Path:
+        return self.state / "kubelet" / "root"
+
+    def _record(self) -> None:
+        doc = {
+            "node": self.node_name,
+            "version": self.version,
+            "ports": self.ports.to_json() if self.ports else None,
+            "absentAtStart": self.absent_at_start,
+            "processes": [p.to_json() for p in self.procs.values()],
+        }
+        (self.state / "cluster.json").write_text(json.dumps(doc, indent=2))
+
+    @classmethod
+    def load(cls, state: Path) -> Cluster:
+        doc = json.loads((state / "cluster.json").read_text())
+        ports = control.Ports(**doc["ports"]) if doc.get("ports") else None
+        procs = {p["name"]: Started.from_json(p) for p in doc.get("processes", [])}
+        return cls(
+            state, doc["node"], procs, ports, list(doc.get("absentAtStart", [])), doc.get("version", "")
+        )
+
+    def _add(self, p: Started) -> Started:
+        self.procs[p.name] = p
+        self._record()
+        return p
+
+    # -- start
+
+    def up(self, *, say: Say = print, with_stack: bool = True) -> None:
+        """Bring the cluster up (and our stack on it); on a failure, stop what was started and raise."""
+        why = preflight(self.state)
+        if why:
+            raise RuntimeError(why)
+        started = time.monotonic()
+
+        def step(text: str) -> None:
+            say(f"[{time.monotonic() - started:5.1f}s] {text}")
+
+        bins = binaries.build(say=say)
+        self.version = bins.version
+        # A fresh start: etcd's data, the node's state and the logs of a previous run would all mislead.
+        shutil.rmtree(self.state, ignore_errors=True)
+        self.state.mkdir(parents=True)
+        self.absent_at_start = [str(p) for p in node.HOST_LEFTOVERS if not p.exists()]
+        self.ports = control.Ports(*(free_port() for _ in range(7)))
+        self._record()
+        try:
+            self._up(bins, step, with_stack)
+        except BaseException:
+            step("start failed: stopping what was started")
+            self.down(say=say)
+            raise
+        step(f"ready: node {self.node_name} Ready, Kubernetes {bins.version}")
+
+    def _up(self, bins: binaries.Binaries, step: Say, with_stack: bool) -> None:
+        assert self.ports is not None
+        step("certificates")
+        pki.make_all(self.pki, node=self.node_name, node_ip=node.NODE_IP, service_ip=control.SERVICE_IP)
+        ca = self.pki / "ca.crt"
+        kubeconfigs = {}
+        for name, cert in (
+            ("admin", "admin"),
+            ("controller-manager", "controller-manager"),
+            ("scheduler", "scheduler"),
+            ("kubelet", "kubelet-client"),
+        ):
+            path = self.state / f"{name}.kubeconfig"
+            control.write_kubeconfig(
+                path, self.server, ca, user=name, cert=self.pki / f"{cert}.crt", key=self.pki / f"{cert}.key"
+            )
+            kubeconfigs[name] = path
+        node.add_node_address()
+        step(f"etcd {bins.version}")
+        self._add(control.start_etcd(bins, self.state / "etcd", self.logs, self.ports))
+        step("kube-apiserver")
+        self._add(control.start_apiserver(bins, self.pki, self.logs, self.ports, node_ip=node.NODE_IP))
+        step("kube-controller-manager")
+        self._add(
+            control.start_controller_manager(
+                bins, self.pki, kubeconfigs["controller-manager"], self.logs, self.ports
+            )
+        )
+        step("kube-scheduler")
+        self._add(control.start_scheduler(bins, kubeconfigs["scheduler"], self.state, self.logs, self.ports))
+        step("containerd, images")
+        node.write_cni(self.state / "cni" / "net.d", self.state / "cni" / "ipam")
+        self._add(node.start_containerd(self.state, self.logs))
+        node.import_images(self.state, images.write_archive(self.state / "images.tar"))
+        step("kubelet")
+        kubelet = self._add(
+            node.start_kubelet(
+                bins, self.state, self.pki, kubeconfigs["kubelet"], self.logs, self.ports, self.node_name
+            )
+        )
+        wait_until(f"node {self.node_name} Ready", self.node_ready, 120, watch=[kubelet])
+        wait_until(
+            "the default ServiceAccount",
+            lambda: self.kubectl("get", "serviceaccount", "default", "-o", "name"),
+            60,
+        )
+        if with_stack:
+            self.start_stack(step)
+
+    def start_stack(self, step: Say) -> None:
+        step("deploy/: CRDs, RBAC, ServiceAccounts, ConfigMaps, NodeSLO")
+        stack.apply_deploy(self.admin_kubeconfig, self.node_name)
+        host_paths = {"/var/lib/kubelet/": self.kubelet_root, "/var/run/": self.state / "host" / "var-run"}
+        for p in host_paths.values():
+            p.mkdir(parents=True, exist_ok=True)
+        work = self.state / "stack"
+        for run in stack.runs(work, self.node_name, host_paths):
+            step(f"{run.name} (as its pod would run it, token of ServiceAccount {run.service_account})")
+            running = stack.start(
+                run,
+                work=work,
+                logs=self.logs,
+                admin=self.admin_kubeconfig,
+                server=self.server,
+                ca=self.pki / "ca.crt",
+            )
+            self._add(running.proc)
+        for name in [n for n in self.procs if n.startswith(("koord", "koordlet"))]:
+            p = self.procs[name]
+            wait_until(f"{name} ready", lambda p=p: self.ready(p), 90, watch=[p])
+
+    # -- inspect
+
+    def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60) -> str:
+        return stack.kubectl(self.admin_kubeconfig, *args, stdin=stdin, timeout=timeout)
+
+    def node_ready(self) -> bool:
+        doc = json.loads(self.kubectl("get", "node", self.node_name, "-o", "json"))
+        return any(
+            c["type"] == "Ready" and c["status"] == "True" for c in doc["status"].get("conditions", [])
+        )
+
+    def ready(self, p: Started) -> bool:
+        from koord.testing.ports import port_from_log
+        from koordlet.testing.agent import http_get
+
+        port = port_from_log(Path(p.log), timeout=0)
+        return http_get(f"http://127.0.0.1:{port}/readyz", timeout=1.0)[0] == 200
+
+    def env(self) -> dict[str, Any]:
+        return {"KUBECONFIG": str(self.admin_kubeconfig)}
+
+    # -- stop
+
+    def down(self, *, say: Say = print) -> list[str]:
+        """Stop everything the start made, in reverse; what could not be removed (empty: nothing left)."""
+        ours = [p for n, p in self.procs.items() if n.startswith("koord")]
+        for p in reversed(ours):
+            p.stop(timeout=15)
+        kcm = self.procs.get("kube-controller-manager")
+        if kcm is not None:
+            kcm.stop()
+        kubelet = self.procs.get("kubelet")
+        api = self.procs.get("kube-apiserver")
+        if kubelet is not None and kubelet.running() and api is not None and api.running():
+            say("deleting every pod (the kubelet stops their containers and sandboxes)")
+            self._drain()
+        if kubelet is not None:
+            kubelet.stop()
+        node.kill_tasks(self.state)
+        for name in ("kube-scheduler", "containerd", "kube-apiserver", "etcd"):
+            p = self.procs.get(name)
+            if p is not None:
+                p.stop()
+        left = []
+        left += node.unmount_all(self.state, Path("/var/lib/kubelet"))
+        for top in node.kubepods_dirs():
+            left += node.remove_cgroup_tree(top)
+        left += node.delete_links()
+        node.remove_leftovers(self.absent_at_start)
+        still = [p.name for p in self.procs.values() if p.running()]
+        left += [f"process {n} still running" for n in still]
+        return left
+
+    def _drain(self) -> None:
+        try:
+            self.kubectl(
+                "delete",
+                "pods",
+                "--all",
+                "--all-namespaces",
+                "--grace-period=0",
+                "--force",
+                "--wait=false",
+                timeout=60,
+            )
+        except RuntimeError:
+            return
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if not node.ctr(self.state, "tasks", "ls", "-q", timeout=20).stdout.split():
+                return
+            time.sleep(0.5)
+
+
+def default_state() -> Path:
+    return Path(os.environ.get("STATE", str(stack.REPO / "var"))) / "cluster"

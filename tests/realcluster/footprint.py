@@ -1,0 +1,85 @@
+"""What a cluster leaves on the machine, to compare before its start and after its stop: mount points,
+cgroups at the top of each hierarchy, network devices and processes (by PID and start time)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.realcluster import node
+from tests.realcluster.procs import start_ticks
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _cgroups() -> frozenset[str]:
+    return frozenset(str(p) for p in CGROUP_ROOT.glob("*/*") if p.is_dir())
+
+
+def _mounts() -> frozenset[str]:
+    with open("/proc/self/mountinfo") as f:
+        return frozenset(line.split()[4] for line in f)
+
+
+def _processes() -> frozenset[tuple[int, int, str]]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        ticks = start_ticks(pid)
+        try:
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if ticks is not None:
+            found.add((pid, ticks, comm))
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Footprint:
+    mounts: frozenset[str]
+    cgroups: frozenset[str]
+    links: frozenset[str]
+    processes: frozenset[tuple[int, int, str]]
+
+    @classmethod
+    def now(cls) -> Footprint:
+        return cls(_mounts(), _cgroups(), frozenset(node.links()), _processes())
+
+    def added_since(self, before: Footprint, *, process_names: frozenset[str]) -> dict[str, list[str]]:
+        """What is here now and was not in ``before``; processes only of the given command names (the
+        suite's own processes come and go beside the cluster)."""
+        new_procs = [
+            f"{comm} (pid {pid})"
+            for pid, ticks, comm in self.processes - before.processes
+            if comm in process_names and start_ticks(pid) == ticks
+        ]
+        found = {
+            "mounts": sorted(self.mounts - before.mounts),
+            "cgroups": sorted(self.cgroups - before.cgroups),
+            "network devices": sorted(self.links - before.links),
+            "processes": sorted(new_procs),
+        }
+        return {k: v for k, v in found.items() if v}
+
+
+CLUSTER_PROCESSES = frozenset(
+    {
+        "etcd",
+        "kube-apiserver",
+        "kube-controller",  # comm is cut at 15 characters
+        "kube-scheduler",
+        "kubelet",
+        "containerd",
+        "containerd-shim",
+        "runc",
+        "sh",
+        "sleep",
+        "koordlet",
+        "koord-manager",
+        "koord-scheduler",
+        "koord-deschedul",
+    }
+)
