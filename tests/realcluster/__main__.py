@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from tests.realcluster import binaries
@@ -37,12 +38,18 @@ def main(argv: list[str] | None = None) -> int:
         "--state", type=Path, default=None, help="state directory (default: $STATE/cluster, ./var/cluster)"
     )
     parser.add_argument("--no-stack", action="store_true", help="up: Kubernetes only, without our processes")
+    parser.add_argument("--timing-file", type=Path, default=None, help="build: write how long it took here")
     args = parser.parse_args(argv)
     state = (args.state or default_state()).resolve()
     try:
         if args.command == "build":
+            began = time.monotonic()
+            cached = binaries.expected().complete()
             b = binaries.build()
-            print(f"Kubernetes {b.version}: {b.bin_dir}")
+            took = "from the cache" if cached else f"built in {time.monotonic() - began:.0f} s"
+            print(f"Kubernetes {b.version} binaries {took}: {b.bin_dir}")
+            if args.timing_file is not None:
+                args.timing_file.write_text(f"Kubernetes {b.version} binaries {took}\n")
             return 0
         if args.command == "up":
             if (state / "cluster.json").exists() and any(

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from koord.testing.ports import port_from_log
+from koordlet.testing.agent import http_get
 from koordlet.testing.cgroups import unavailable
 from tests.realcluster import binaries, control, images, node, pki, stack
 from tests.realcluster.procs import Started, wait_until
@@ -186,7 +188,9 @@ class Cluster:
         step(f"etcd {bins.version}")
         self._add(control.start_etcd(bins, self.state / "etcd", self.logs, self.ports))
         step("kube-apiserver")
-        self._add(control.start_apiserver(bins, self.pki, self.logs, self.ports, node_ip=node.NODE_IP))
+        self._add(
+            control.start_apiserver(bins, self.pki, self.state, self.logs, self.ports, node_ip=node.NODE_IP)
+        )
         step("kube-controller-manager")
         self._add(
             control.start_controller_manager(
@@ -236,6 +240,31 @@ class Cluster:
             p = self.procs[name]
             wait_until(f"{name} ready", lambda p=p: self.ready(p), 90, watch=[p])
 
+    def restart(
+        self, name: str, *, ready: Callable[[], object] | None = None, timeout: float = 120
+    ) -> Started:
+        """Stop process ``name`` and start it again with the same command; wait for ``ready`` (by
+        default: kube-apiserver's /readyz for it, /readyz on its logged port for ours)."""
+        old = self.procs[name]
+        old.stop()
+        log_size = Path(old.log).stat().st_size
+        new = self._add(old.again())
+        if ready is None and name == "kube-apiserver":
+            ready = self.apiserver_ready
+        elif ready is None and name.startswith("koord"):
+            ready = lambda: self.ready(new, after=log_size)  # noqa: E731
+        if ready is not None:
+            wait_until(f"{name} ready again", ready, timeout, watch=[new])
+        return new
+
+    def apiserver_ready(self) -> bool:
+        return (
+            control.https_get(
+                f"{self.server}/readyz", self.pki / "ca.crt", self.pki / "admin.crt", self.pki / "admin.key"
+            )[0]
+            == 200
+        )
+
     # -- inspect
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60) -> str:
@@ -247,11 +276,10 @@ class Cluster:
             c["type"] == "Ready" and c["status"] == "True" for c in doc["status"].get("conditions", [])
         )
 
-    def ready(self, p: Started) -> bool:
-        from koord.testing.ports import port_from_log
-        from koordlet.testing.agent import http_get
-
-        port = port_from_log(Path(p.log), timeout=0)
+    def ready(self, p: Started, *, after: int = 0) -> bool:
+        """Our process answers /readyz on the port it logged (after byte ``after`` of its log: a restart
+        appends to the same log)."""
+        port = port_from_log(Path(p.log), timeout=0, after=after)
         return http_get(f"http://127.0.0.1:{port}/readyz", timeout=1.0)[0] == 200
 
     def env(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import ssl
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -101,35 +102,74 @@ def start_etcd(bins: Binaries, data: Path, logs: Path, ports: Ports) -> Started:
     return proc
 
 
-def start_apiserver(bins: Binaries, pki: Path, logs: Path, ports: Ports, *, node_ip: str) -> Started:
-    proc = spawn(
-        "kube-apiserver",
-        [
-            str(bins.path("kube-apiserver")),
-            f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-            "--bind-address=127.0.0.1",
-            f"--advertise-address={node_ip}",
-            f"--secure-port={ports.apiserver}",
-            f"--tls-cert-file={pki / 'apiserver.crt'}",
-            f"--tls-private-key-file={pki / 'apiserver.key'}",
-            f"--client-ca-file={pki / 'ca.crt'}",
-            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
-            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
-            f"--kubelet-certificate-authority={pki / 'ca.crt'}",
-            "--kubelet-preferred-address-types=InternalIP,Hostname",
-            "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={pki / 'sa.pub'}",
-            f"--service-account-signing-key-file={pki / 'sa.key'}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--endpoint-reconciler-type=none",
-            "--allow-privileged=true",
-            "--profiling=false",
-            "--v=1",
-        ],
-        logs,
-    )
+# Requests that change where pods are or whether they exist, logged by kube-apiserver itself: the tier
+# counts bindings and evictions there (a scheduler binding a pod twice, an eviction that went around the
+# Eviction API) instead of trusting what our processes say they did.
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {
+            "level": "Metadata",
+            "verbs": ["create", "delete", "deletecollection", "update", "patch"],
+            "resources": [{"group": "", "resources": ["pods", "pods/binding", "pods/eviction", "bindings"]}],
+        },
+        {"level": "None"},
+    ],
+}
+
+
+def audit_log(state: Path) -> Path:
+    return state / "audit.log"
+
+
+def audit_events(state: Path) -> list[dict[str, Any]]:
+    """Every audit event kube-apiserver wrote so far (ResponseComplete stage)."""
+    try:
+        lines = audit_log(state).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def apiserver_argv(bins: Binaries, pki: Path, state: Path, ports: Ports, *, node_ip: str) -> list[str]:
+    policy = state / "audit-policy.yaml"
+    policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+    return [
+        str(bins.path("kube-apiserver")),
+        f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
+        "--bind-address=127.0.0.1",
+        f"--advertise-address={node_ip}",
+        f"--secure-port={ports.apiserver}",
+        f"--tls-cert-file={pki / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki / 'apiserver.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+        f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+        f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+        "--kubelet-preferred-address-types=InternalIP,Hostname",
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={pki / 'sa.pub'}",
+        f"--service-account-signing-key-file={pki / 'sa.key'}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+        f"--audit-policy-file={policy}",
+        f"--audit-log-path={audit_log(state)}",
+        "--audit-log-format=json",
+        "--audit-log-mode=blocking",
+        "--v=1",
+    ]
+
+
+def start_apiserver(
+    bins: Binaries, pki: Path, state: Path, logs: Path, ports: Ports, *, node_ip: str
+) -> Started:
+    proc = spawn("kube-apiserver", apiserver_argv(bins, pki, state, ports, node_ip=node_ip), logs)
     base = f"https://127.0.0.1:{ports.apiserver}"
     wait_until(
         "kube-apiserver ready",

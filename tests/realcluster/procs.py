@@ -35,6 +35,9 @@ class Started:
     ticks: int
     log: str
     argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    """What ``spawn`` added to the inherited environment (a restart gives it again)."""
+    cwd: str = ""
 
     def running(self) -> bool:
         if start_ticks(self.pid) != self.ticks:
@@ -75,7 +78,26 @@ class Started:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Started:
-        return cls(doc["name"], int(doc["pid"]), int(doc["ticks"]), doc["log"], tuple(doc["argv"]))
+        env = tuple((str(k), str(v)) for k, v in doc.get("env", []))
+        return cls(
+            doc["name"],
+            int(doc["pid"]),
+            int(doc["ticks"]),
+            doc["log"],
+            tuple(doc["argv"]),
+            env,
+            doc.get("cwd", ""),
+        )
+
+    def again(self) -> Started:
+        """The same command started anew (after :meth:`stop`), appending to the same log."""
+        return spawn(
+            self.name,
+            self.argv,
+            Path(self.log).parent,
+            env=dict(self.env),
+            cwd=Path(self.cwd) if self.cwd else None,
+        )
 
 
 def spawn(
@@ -102,7 +124,8 @@ def spawn(
     ticks = start_ticks(proc.pid)
     if ticks is None:
         raise RuntimeError(f"{name} exited at once:\n{log.read_text(errors='replace')[-3000:]}")
-    return Started(name, proc.pid, ticks, str(log), tuple(argv))
+    extra = tuple(sorted((env or {}).items()))
+    return Started(name, proc.pid, ticks, str(log), tuple(argv), extra, str(cwd or ""))
 
 
 def wait_until(

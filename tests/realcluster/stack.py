@@ -39,6 +39,7 @@ MANIFESTS = (
     DEPLOY / "manager" / "koord-manager.yaml",
     DEPLOY / "manager" / "rbac.yaml",
     DEPLOY / "manager" / "slo-controller-config.yaml",
+    DEPLOY / "manager" / "priorityclasses.yaml",
     DEPLOY / "scheduler" / "koord-scheduler.yaml",
     DEPLOY / "scheduler" / "koord-scheduler-rbac.yaml",
     DEPLOY / "scheduler" / "coscheduling-rbac.yaml",

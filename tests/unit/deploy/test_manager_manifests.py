@@ -64,6 +64,7 @@ def run(args: list[str], env: dict[str, str]) -> Any:
 def test_manifest_set_and_objects() -> None:
     assert {p.name for p in DEPLOY.glob("*.yaml")} == {
         "koord-manager.yaml",
+        "priorityclasses.yaml",
         "rbac.yaml",
         "slo-controller-config.yaml",
     }
@@ -76,6 +77,7 @@ def test_manifest_set_and_objects() -> None:
         "Role",
         "RoleBinding",
         "ConfigMap",
+        "PriorityClass",
     }
 
 

@@ -1,0 +1,158 @@
+"""The tier's workloads as Koordinator's colocation docs write them (LS Deployments, BE pods on batch
+resources scheduled by koord-scheduler), and what the tests read back: objects as JSON, a pod's real
+cgroup directories, the NodeMetric, the Node's batch resources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.realcluster.cluster import Cluster
+from tests.realcluster.images import BUSYBOX
+from tests.realcluster.procs import wait_until
+
+NS = "default"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+BATCH_CPU = "kubernetes.io/batch-cpu"
+BATCH_MEMORY = "kubernetes.io/batch-memory"
+BURN = "while :; do :; done"
+IDLE = "trap 'exit 0' TERM; while :; do sleep 1; done"
+
+
+def container(command: str, resources: dict[str, Any] | None = None, name: str = "main") -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "name": name,
+        "image": BUSYBOX,
+        "imagePullPolicy": "Never",
+        "command": ["sh", "-c", command],
+    }
+    if resources:
+        c["resources"] = resources
+    return c
+
+
+def ls_deployment(
+    name: str, command: str, *, cpu: str = "100m", memory: str = "32Mi", replicas: int = 1
+) -> dict[str, Any]:
+    """An LS workload as a plain Deployment: kube-scheduler places it, its pods are Burstable."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name, "koordinator.sh/qosClass": "LS"}},
+                "spec": {
+                    "priorityClassName": "koord-prod",
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [
+                        container(
+                            command,
+                            {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": "128Mi"}},
+                        )
+                    ],
+                },
+            },
+        },
+    }
+
+
+def be_pod(name: str, command: str, *, batch_cpu: int = 500, batch_memory: str = "128Mi") -> dict[str, Any]:
+    """A BE pod as Koordinator's docs write one: the BE QoS label, the koord-batch priority, batch
+    resources (milli-cores as an integer) and koord-scheduler."""
+    res = {BATCH_CPU: str(batch_cpu), BATCH_MEMORY: batch_memory}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": {"koordinator.sh/qosClass": "BE", "app": name}},
+        "spec": {
+            "schedulerName": "koord-scheduler",
+            "priorityClassName": "koord-batch",
+            "terminationGracePeriodSeconds": 1,
+            "restartPolicy": "Always",
+            "containers": [container(command, {"requests": res, "limits": res})],
+        },
+    }
+
+
+def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objs))
+
+
+def get(cluster: Cluster, kind: str, name: str, ns: str | None = NS) -> dict[str, Any]:
+    args = ["get", kind, name, "-o", "json"]
+    if ns:
+        args += ["-n", ns]
+    doc: dict[str, Any] = json.loads(cluster.kubectl(*args))
+    return doc
+
+
+def pods(cluster: Cluster, selector: str, ns: str = NS) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(
+        cluster.kubectl("get", "pods", "-n", ns, "-l", selector, "-o", "json")
+    )["items"]
+    return items
+
+
+def running(pod: dict[str, Any]) -> bool:
+    statuses = pod.get("status", {}).get("containerStatuses") or []
+    return (
+        pod.get("status", {}).get("phase") == "Running"
+        and bool(statuses)
+        and all("running" in s.get("state", {}) for s in statuses)
+        and "deletionTimestamp" not in pod["metadata"]
+    )
+
+
+def wait_running(
+    cluster: Cluster, selector: str, count: int = 1, timeout: float = 90
+) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+
+    def ready() -> bool:
+        found[:] = [p for p in pods(cluster, selector) if running(p)]
+        return len(found) >= count
+
+    wait_until(f"{count} running pod(s) {selector}", ready, timeout)
+    return found
+
+
+def delete(cluster: Cluster, kind: str, *names: str, ns: str = NS) -> None:
+    cluster.kubectl("delete", kind, *names, "-n", ns, "--ignore-not-found", "--wait=true", "--timeout=60s")
+
+
+def pod_cgroup(pod: dict[str, Any], controller: str = "cpu") -> Path:
+    """The kubelet's cgroupfs directory of the pod (``kubepods[/<qos tier>]/pod<uid>``)."""
+    tier = {"Guaranteed": "", "Burstable": "burstable", "BestEffort": "besteffort"}[pod["status"]["qosClass"]]
+    parts = ["kubepods", *([tier] if tier else []), f"pod{pod['metadata']['uid']}"]
+    return CGROUP_ROOT.joinpath(controller, *parts)
+
+
+def container_cgroup(pod: dict[str, Any], controller: str = "cpu", index: int = 0) -> Path:
+    cid = pod["status"]["containerStatuses"][index]["containerID"].split("://", 1)[1]
+    return pod_cgroup(pod, controller) / cid
+
+
+def node_metric(cluster: Cluster) -> dict[str, Any]:
+    return get(cluster, "nodemetric", cluster.node_name, ns=None)
+
+
+def batch_allocatable(cluster: Cluster) -> tuple[int, int]:
+    """The Node's ``batch-cpu`` (milli-cores) and ``batch-memory`` (bytes) allocatable; 0 when absent."""
+    from koord.apis.quantity import parse_quantity
+
+    alloc = get(cluster, "node", cluster.node_name, ns=None)["status"].get("allocatable", {})
+    return int(parse_quantity(alloc.get(BATCH_CPU, "0"))), int(parse_quantity(alloc.get(BATCH_MEMORY, "0")))
+
+
+def pod_usage(metric: dict[str, Any], name: str, ns: str = NS) -> dict[str, Any] | None:
+    for entry in metric.get("status", {}).get("podsMetric") or []:
+        if entry.get("name") == name and entry.get("namespace") == ns:
+            usage: dict[str, Any] = entry.get("podUsage", {}).get("resources", {})
+            return usage
+    return None
