@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import time
@@ -19,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from koord.testing.ports import port_from_log
 from koordlet.testing.agent import http_get
 from koordlet.testing.cgroups import unavailable
 from tests.realcluster import binaries, control, images, node, pki, stack
@@ -46,6 +46,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+_SERVING = re.compile(r"serving HTTP on port (\d+)")
+
+
+def last_port(p: Started, *, after: int = 0) -> int | None:
+    """The port our process announced last in its log (past byte ``after``); None before it did."""
+    try:
+        text = Path(p.log).read_text(errors="replace")[after:]
+    except OSError:
+        return None
+    found = _SERVING.findall(text)
+    return int(found[-1]) if found else None
 
 
 def unmet() -> str:
@@ -249,10 +262,14 @@ class Cluster:
         old.stop()
         log_size = Path(old.log).stat().st_size
         new = self._add(old.again())
+
+        def ours() -> bool:
+            return last_port(new, after=log_size) is not None and self.ready(new)
+
         if ready is None and name == "kube-apiserver":
             ready = self.apiserver_ready
         elif ready is None and name.startswith("koord"):
-            ready = lambda: self.ready(new, after=log_size)  # noqa: E731
+            ready = ours
         if ready is not None:
             wait_until(f"{name} ready again", ready, timeout, watch=[new])
         return new
@@ -276,10 +293,11 @@ class Cluster:
             c["type"] == "Ready" and c["status"] == "True" for c in doc["status"].get("conditions", [])
         )
 
-    def ready(self, p: Started, *, after: int = 0) -> bool:
-        """Our process answers /readyz on the port it logged (after byte ``after`` of its log: a restart
-        appends to the same log)."""
-        port = port_from_log(Path(p.log), timeout=0, after=after)
+    def ready(self, p: Started) -> bool:
+        """Our process answers /readyz on the port it logged last (a restart appends to the same log)."""
+        port = last_port(p)
+        if port is None:
+            return False
         return http_get(f"http://127.0.0.1:{port}/readyz", timeout=1.0)[0] == 200
 
     def env(self) -> dict[str, Any]:

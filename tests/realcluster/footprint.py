@@ -81,5 +81,7 @@ CLUSTER_PROCESSES = frozenset(
         "koord-manager",
         "koord-scheduler",
         "koord-deschedul",
+        "python",
+        "python3",
     }
 )

@@ -22,7 +22,6 @@ from typing import Any
 
 import yaml
 
-from koord.testing.ports import port_from_log
 from tests.realcluster.control import write_kubeconfig
 from tests.realcluster.procs import Started, spawn
 
@@ -205,9 +204,6 @@ class Running:
     proc: Started
     kubeconfig: Path
 
-    def port(self, timeout: float = 60) -> int:
-        return port_from_log(Path(self.proc.log), timeout=timeout)
-
 
 def start(run: HostRun, *, work: Path, logs: Path, admin: Path, server: str, ca: Path) -> Running:
     for path, text in run.files.items():
@@ -217,10 +213,17 @@ def start(run: HostRun, *, work: Path, logs: Path, admin: Path, server: str, ca:
     kubeconfig = write_kubeconfig(
         work / run.name / "kubeconfig", server, ca, user=run.service_account, token=token
     )
-    argv = [*run.argv, f"--kubeconfig={kubeconfig}"]
-    return Running(
-        run, spawn(run.name, argv, logs, env={**run.env, "PYTHONUNBUFFERED": "1"}, cwd=work), kubeconfig
-    )
+    # Under a supervisor that restarts it when it exits, as the kubelet restarts a pod's container.
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.realcluster.supervise",
+        "--",
+        *run.argv,
+        f"--kubeconfig={kubeconfig}",
+    ]
+    env = {**run.env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+    return Running(run, spawn(run.name, argv, logs, env=env, cwd=work), kubeconfig)
 
 
 def venv_bin() -> Path:
