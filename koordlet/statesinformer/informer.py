@@ -128,7 +128,7 @@ class StatesInformer:
         self.reporter = NodeMetricReporter(
             config,
             self._build_status,
-            self._node_metric_spec,
+            self._node_metric,
             clock=clock,
             metrics=self.metrics,
             sink=self.api,
@@ -298,14 +298,10 @@ class StatesInformer:
         uid = str((node.get("metadata") or {}).get("uid", "")) if node is not None else ""
         self.record_event("Node", "", self.config.node_name, uid, "Warning", "NodeSLOInvalid", why)
 
-    def _node_metric_spec(self) -> Mapping[str, Any] | None:
+    def _node_metric(self) -> Mapping[str, Any] | None:
         if self.standalone:
             return None  # no NodeMetric object: koordlet's defaults and the configured interval
-        obj = self._cached("nodemetrics")
-        if obj is None:
-            return None
-        spec = obj.get("spec")
-        return spec if isinstance(spec, Mapping) else {}
+        return self._cached("nodemetrics")
 
     def _build_status(self, policy: CollectPolicy) -> dict[str, Any]:
         return self.builder.build(policy, self.pods(), self.node_slo().host_applications)

@@ -1,6 +1,10 @@
 """NodeMetric reporting: one :meth:`NodeMetricReporter.report_once` per interval, rate limited, retried
 with exponential backoff on 409/429/5xx and connection errors.
 
+Each report replaces the whole status, as koordlet's ``UpdateStatus`` does, so whatever the new status
+leaves out (a pod that left the node, a host application no longer configured, a previous process's
+prediction) leaves the object too.
+
 The NodeMetric object belongs to slo-controller: while it does not exist the report is skipped (unless
 ``create_node_metric`` says to create it). Nothing queues while the API server is away: each attempt
 builds a fresh status from the cache, so memory stays flat however long the outage lasts. Standalone,
@@ -27,19 +31,23 @@ FILE_NAME = "nodemetric.json"
 
 
 class StatusSink(Protocol):
-    def patch_node_metric_status(self, status: Mapping[str, Any]) -> int: ...
+    def update_node_metric_status(
+        self, status: Mapping[str, Any], current: Mapping[str, Any] | None
+    ) -> int: ...
 
     def create_node_metric(self) -> int: ...
 
 
 class NodeMetricReporter:
-    """Reports ``build(policy)`` to ``sink`` (cluster) or to ``file`` (standalone)."""
+    """Reports ``build(policy)`` to ``sink`` (cluster) or to ``file`` (standalone); ``node_metric`` is
+    the NodeMetric object as the watch holds it (``None``: not seen, or standalone), whose spec sets the
+    policy and whose resourceVersion the status replaces."""
 
     def __init__(
         self,
         config: InformerConfig,
         build: Callable[[CollectPolicy], dict[str, Any]],
-        spec: Callable[[], Mapping[str, Any] | None],
+        node_metric: Callable[[], Mapping[str, Any] | None],
         *,
         clock: Callable[[], float],
         metrics: InformerMetrics,
@@ -48,7 +56,7 @@ class NodeMetricReporter:
     ) -> None:
         self.config = config
         self._build = build
-        self._spec = spec
+        self._node_metric = node_metric
         self._clock = clock
         self._metrics = metrics
         self.sink = sink
@@ -57,6 +65,13 @@ class NodeMetricReporter:
         """The last write error of ``file``, so a lasting one is logged once, not every attempt."""
         self.limiter = TokenBucket(config.status_qps, config.status_burst, clock)
         self.backoff = Backoff(initial=0.5, cap=config.max_backoff_seconds)
+
+    def _spec(self) -> Mapping[str, Any] | None:
+        obj = self._node_metric()
+        if obj is None:
+            return None
+        spec = obj.get("spec")
+        return spec if isinstance(spec, Mapping) else {}
 
     def policy(self) -> CollectPolicy:
         spec = self._spec()
@@ -119,7 +134,7 @@ class NodeMetricReporter:
             return self._done("throttled", max(wait, 0.01))
         status = self._build(self.policy())
         try:
-            code = self.sink.patch_node_metric_status(status)
+            code = self.sink.update_node_metric_status(status, self._node_metric())
         except APIUnavailable as err:
             delay = self.backoff.next()
             log.warning("nodemetric: API server unreachable (%s); retry in %.1fs", str(err), delay)

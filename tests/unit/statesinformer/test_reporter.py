@@ -19,27 +19,31 @@ from koordlet.testing import FakeClock
 
 
 class Spec:
-    """The NodeMetric spec the informer has seen (``None``: no object yet)."""
+    """The NodeMetric the informer has seen, by its spec (``None``: no object yet)."""
 
     def __init__(self, spec: dict[str, Any] | None) -> None:
         self.spec = spec
 
     def __call__(self) -> dict[str, Any] | None:
-        return self.spec
+        if self.spec is None:
+            return None
+        return {"metadata": {"name": "n", "resourceVersion": "7"}, "spec": self.spec}
 
 
 class Sink:
     def __init__(self) -> None:
         self.answers: list[int | None] = []  # None = connection error
         self.patched: list[Mapping[str, Any]] = []
+        self.read_at: list[str] = []
         self.created = 0
 
-    def patch_node_metric_status(self, status: Mapping[str, Any]) -> int:
+    def update_node_metric_status(self, status: Mapping[str, Any], current: Mapping[str, Any] | None) -> int:
         answer = self.answers.pop(0) if self.answers else 200
         if answer is None:
             raise APIUnavailable("connection refused")
         if answer == 200:
             self.patched.append(status)
+            self.read_at.append(str(((current or {}).get("metadata") or {}).get("resourceVersion")))
         return answer
 
     def create_node_metric(self) -> int:
@@ -83,6 +87,7 @@ def test_skips_until_the_object_exists(fake_clock: FakeClock) -> None:
     spec.spec = {}
     assert reporter.report_once() == 60.0  # koordlet's default interval
     assert len(sink.patched) == 1
+    assert sink.read_at == ["7"], "the status replaces the object at the version the watch holds"
 
 
 def test_creates_when_asked(fake_clock: FakeClock) -> None:
