@@ -1,8 +1,8 @@
 """``InformerConfig``: everything the states informer is told (flags of ``koordlet run``), frozen.
 
-Defaults are koordlet's: kubelet on 10250 with the service-account token, ``--kubelet-sync-interval``
-10 s, ``--kubelet-sync-timeout`` 3 s, NodeMetric reports at least 30 s apart and status writes limited to
-0.1 QPS with a burst of 2. Tests shorten the intervals through the same fields.
+Defaults are koordlet's: kubelet on the Node's kubelet port with the agent's API credentials,
+``--kubelet-sync-interval`` 10 s, ``--kubelet-sync-timeout`` 3 s, NodeMetric reports at least 30 s apart
+and status writes limited to 0.1 QPS with a burst of 2. Tests shorten the intervals through the same fields.
 """
 
 from __future__ import annotations
@@ -36,9 +36,13 @@ class InformerConfig:
     kubelet_read_only_port: int = 10255
     kubelet_insecure_tls: bool = False
     """``--kubelet-insecure-tls``: plain HTTP on the read-only port without a token."""
-    kubelet_token_file: str = f"{SERVICE_ACCOUNT_DIR}/token"
+    kubelet_token_file: str = ""
+    """``--kubelet-token-file``: a bearer token for the kubelet, re-read on every request; empty = the
+    agent's API credentials (the service-account token in a pod, else the kubeconfig's user:
+    :mod:`koordlet.statesinformer.kubeletauth`)."""
     kubelet_ca_file: str = ""
-    """CA of the kubelet serving certificate; empty = not verified (koordlet's default)."""
+    """``--kubelet-certificate-authority``: CA of the kubelet serving certificate; empty = not verified
+    (koordlet's default)."""
     kubelet_sync_interval: float = 10.0
     kubelet_sync_timeout: float = 3.0
     pods_staleness_seconds: float = 0.0
