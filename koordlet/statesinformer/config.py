@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from koord import __version__
 from koord.runtime.errors import ConfigError
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -96,6 +97,12 @@ class InformerConfig:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.status_burst < 1 or self.watch_timeout_seconds < 1 or self.pods_staleness_seconds < 0:
             raise ConfigError("status_burst and watch_timeout_seconds must be >= 1, staleness >= 0")
+
+    @property
+    def user_agent(self) -> str:
+        """What the agent calls itself to the API server and the kubelet (as the cluster processes do:
+        name, version and which one), so their logs and audit tell its requests apart."""
+        return f"koordlet/{__version__} ({self.node_name})"
 
     @property
     def staleness(self) -> float:

@@ -100,7 +100,7 @@ class StatesInformer:
             source = CgroupDiscovery(host, config.pod_list, config.kubelet_sync_timeout)
         else:
             self.api = kube.ClusterAPI(
-                make_api_client(config.kubeconfig, config.client_configuration),
+                make_api_client(config.kubeconfig, config.client_configuration, user_agent=config.user_agent),
                 config.node_name,
                 config.request_timeout_seconds,
             )
@@ -109,7 +109,7 @@ class StatesInformer:
             if config.pod_source == "api":
                 source = APIPodSource(self.informers["pods"])
             else:
-                source = KubeletPodSource(self._kubelet_endpoint)
+                source = KubeletPodSource(self._kubelet_endpoint, user_agent=config.user_agent)
         self.pods_informer = PodsInformer(
             source,
             lambda: host.layout,
@@ -151,7 +151,7 @@ class StatesInformer:
         )
         if self.api is None:
             return NodeTopologyInformer(options, self.host, self.node, self.pods)
-        kubelet = KubeletClient(self._kubelet_endpoint)
+        kubelet = KubeletClient(self._kubelet_endpoint, user_agent=cfg.user_agent)
         nrt = self.informers.get(NRT_INFORMER)
         return NodeTopologyInformer(
             options,

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from koord import __version__
 from koord.runtime.lifecycle import wait_for
 from koordlet import api
 from koordlet.statesinformer.eviction import EvictResult
@@ -133,6 +134,20 @@ def test_status_replaced_whole_so_nothing_stale_stays(
     assert wait_for(lambda: [p.name for p in c.informer.pods()] == ["fresh"], NEVER, timeout=10)
     assert wait_for(lambda: reported(lambda s: "podsMetric" not in s), NEVER, timeout=10)
     assert c.nodemetric()["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 1  # spec untouched
+
+
+def test_the_agent_names_itself_to_the_api_server_and_the_kubelet(
+    cluster_factory: Callable[..., Cluster],
+) -> None:
+    c = cluster_factory()
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+    assert wait_for(lambda: c.status_time() != "", NEVER, timeout=10)
+    assert c.informer.record_event("Node", "", NODE, "", "Normal", "Test", "hello")
+    want = f"koordlet/{__version__} ({NODE})"
+    requests = c.server.requests
+    assert {r.method for r in requests} >= {"GET", "PUT", "POST"}, "lists and watches, the status, the Event"
+    assert {{k.lower(): v for k, v in r.headers.items()}.get("user-agent") for r in requests} == {want}
+    assert c.kubelet.user_agents and set(c.kubelet.user_agents) == {want}
 
 
 def test_nodeslo_change_and_malformed(cluster_factory: Callable[..., Cluster]) -> None:
