@@ -80,6 +80,19 @@ AGENT_FLAGS: tuple[Flag[OptionValue], ...] = (
     Flag("kubelet-sync-timeout", float, 3.0, "kubelet request timeout"),
     Flag("kubelet-insecure-tls", bool, False, "use the kubelet read-only port over plain HTTP"),
     Flag("kubelet-read-only-port", int, 10255, "kubelet read-only port"),
+    Flag(
+        "kubelet-token-file",
+        str,
+        "",
+        "bearer token file for the kubelet, re-read per request (empty: the service-account token in a "
+        "pod, the --kubeconfig user's credentials outside one)",
+    ),
+    Flag(
+        "kubelet-certificate-authority",
+        str,
+        "",
+        "CA file to verify the kubelet's serving certificate (empty: not verified, as koordlet)",
+    ),
     Flag("pod-list", str, "", "standalone: PodList JSON file or URL enriching cgroup-discovered pods"),
     Flag("node-slo-file", str, "", "standalone: NodeSLO YAML/JSON file, reloaded when it changes"),
     Flag("enable-node-metric-report", bool, True, "report NodeMetric status"),
@@ -262,6 +275,8 @@ def build(options: Mapping[str, object], environ: Mapping[str, str] | None = Non
             kubelet_preferred_address_type=str(o["kubelet-preferred-address-type"]),
             kubelet_read_only_port=integer("kubelet-read-only-port"),
             kubelet_insecure_tls=bool(o["kubelet-insecure-tls"]),
+            kubelet_token_file=str(o["kubelet-token-file"]),
+            kubelet_ca_file=str(o["kubelet-certificate-authority"]),
             kubelet_sync_interval=seconds("kubelet-sync-interval"),
             kubelet_sync_timeout=seconds("kubelet-sync-timeout"),
             pod_list=str(o["pod-list"]),

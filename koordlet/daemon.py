@@ -78,7 +78,7 @@ def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone:
             )
         from koord.kube.delegation import delegating_auth
 
-        auth = delegating_auth(serving.auth, cfg.informer.kubeconfig)
+        auth = delegating_auth(serving.auth, cfg.informer.kubeconfig, user_agent=cfg.informer.user_agent)
     tls = ssl_context(serving.tls) if serving.tls is not None else None
     return AgentHTTPServer(cfg.host, cfg.port, registry, tls=tls, auth=auth)
 

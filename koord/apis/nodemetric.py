@@ -264,6 +264,21 @@ def parse_status(status: Any) -> NodeMetricStatus:
     return out
 
 
+def node_usage_problem(status: Any) -> str:
+    """Why a NodeMetric ``status`` carries no usable node usage (Koordinator's ``IsValidNodeUsage``:
+    ``nodeMetric.nodeUsage.resources`` with both cpu and memory), or empty when it does. A report made
+    before the agent had a sample has none, and computing from it would take the node as idle."""
+    node = status.get("nodeMetric") if isinstance(status, Mapping) else None
+    usage = node.get("nodeUsage") if isinstance(node, Mapping) else None
+    resources = usage.get("resources") if isinstance(usage, Mapping) else None
+    if not isinstance(resources, Mapping):
+        return "node metric is incomplete"
+    for name in ("cpu", "memory"):
+        if resources.get(name) is None:
+            return f"{name} usage is missing"
+    return ""
+
+
 def resource_map(usage: Usage | None) -> dict[str, Any]:
     """A ``ResourceMap``: ``{}`` when empty (koordlet's failed or cold query), else cpu and memory."""
     if usage is None:

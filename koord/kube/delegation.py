@@ -69,9 +69,9 @@ class APIReviewer:
 
 
 def delegating_auth(
-    config: AuthConfig, kubeconfig: str = "", client_configuration: Any = None
+    config: AuthConfig, kubeconfig: str = "", client_configuration: Any = None, *, user_agent: str
 ) -> DelegatingAuth:
     """The request filter of a process serving HTTP with authentication on, reviewing through its own
-    client (the kubeconfig, or the in-cluster service account)."""
-    api = make_api_client(kubeconfig, client_configuration, user_agent="koordlet-auth-delegator")
+    client (the kubeconfig, or the in-cluster service account) under the process's ``user_agent``."""
+    api = make_api_client(kubeconfig, client_configuration, user_agent=user_agent)
     return DelegatingAuth(config, APIReviewer(api))

@@ -7,7 +7,8 @@ percent of capacity), minus what the system uses (at least what the kubelet and 
 pods use (``usage`` policy), request (``request``, memory only) or the larger of both
 (``maxUsageRequest``); never below zero and, when set, at most ``batch{CPU,Memory}ThresholdPercent`` of
 capacity. The result is dropped (the resources removed) when the NodeMetric is older than
-``degradeTimeMinutes`` or colocation is disabled for the node, and written only when it moved by more
+``degradeTimeMinutes`` or has no node usage (:mod:`koord.manager.noderesource`), or colocation is
+disabled for the node, and written only when it moved by more
 than ``resourceDiffThreshold`` (or ``updateTimeThresholdSeconds`` passed since the last write).
 
 Where Koordinator is weaker we do better, and say so: a high-priority pod not yet in the NodeMetric

@@ -2,13 +2,18 @@
 NodeMetric (Koordinator's ``BatchResource`` plugin; the formula is :mod:`koord.manager.batchresource`).
 
 Per node: colocation disabled (cluster or node strategy) -> the batch resources are removed; NodeMetric
-missing, never reported or older than ``degradeTimeMinutes`` -> removed (degraded); otherwise computed
-from the NodeMetric and the node's pods. The result is written into ``status.capacity`` and
-``status.allocatable`` with a JSON patch of those two keys only (the kubelet's own status fields are never
-rewritten), and only when it differs from what the node has and either moved by more than
-``resourceDiffThreshold`` or ``updateTimeThresholdSeconds`` passed since our last write. A no-op write is
-never sent (Koordinator sends one every threshold period). A node whose NodeMetric will go stale is looked
-at again when it does, so degradation needs no other event.
+missing, never reported, older than ``degradeTimeMinutes`` or without node usage (cpu and memory,
+Koordinator's ``IsValidNodeUsage``) -> removed (degraded); otherwise computed from the NodeMetric and
+the node's pods. Koordinator's batch plugin computes from a report without usage too, taking the
+system's usage as nothing (its Mid plugin is the one that checks the usage): a report an agent sent
+before its first sample made the node look idle, and lent its reserve to batch pods.
+
+The result is written into ``status.capacity`` and ``status.allocatable`` with a JSON patch of those two
+keys only (the kubelet's own status fields are never rewritten), and only when it differs from what the
+node has and either moved by more than ``resourceDiffThreshold`` or ``updateTimeThresholdSeconds``
+passed since our last write. A no-op write is never sent (Koordinator sends one every threshold period).
+A node whose NodeMetric will go stale is looked at again when it does, so degradation needs no other
+event.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from koord.apis.colocation import ColocationStrategy, node_strategy
-from koord.apis.nodemetric import NodeMetricStatus, parse_status
+from koord.apis.nodemetric import NodeMetricStatus, node_usage_problem, parse_status
 from koord.apis.pod import as_map
 from koord.apis.quantity import format_bytes, format_decimal
 from koord.kube.informer import Informer
@@ -80,14 +85,16 @@ class NodeResourceReconciler:
         self._clock = clock
         self._wall = wall_clock
         self._last_sync: dict[str, float] = {}
-        self._status: dict[str, tuple[str, NodeMetricStatus]] = {}
+        self._status: dict[str, tuple[str, NodeMetricStatus, str]] = {}
+        """Per node: the NodeMetric's resourceVersion, its parsed status, why it has no node usage."""
 
     def forget(self, name: str) -> None:
         """The node or its NodeMetric is gone: the next result is written at once."""
         self._last_sync.pop(name, None)
         self._status.pop(name, None)
 
-    def _metric(self, name: str) -> NodeMetricStatus | None:
+    def _metric(self, name: str) -> tuple[NodeMetricStatus, str] | None:
+        """The node's NodeMetric status and what its node usage lacks (empty: nothing)."""
         nm = self.nodemetrics.get(name)
         if nm is None:
             self._status.pop(name, None)
@@ -95,18 +102,23 @@ class NodeResourceReconciler:
         rv = str(as_map(nm, "metadata").get("resourceVersion") or "")
         cached = self._status.get(name)
         if cached is None or cached[0] != rv:
-            cached = self._status[name] = (rv, parse_status(nm.get("status")))
-        return cached[1]
+            raw = nm.get("status")
+            cached = self._status[name] = (rv, parse_status(raw), node_usage_problem(raw))
+        return cached[1], cached[2]
 
     def desired(self, node: Obj, strategy: ColocationStrategy) -> tuple[br.BatchResources, float | None]:
         """The batch resources for ``node`` and when to look again (the NodeMetric going stale)."""
         name = str(as_map(node, "metadata").get("name") or "")
         if not self.cache.colocation.cluster.enable or not strategy.enable:
             return br.BatchResources(None, None, "colocation disabled", "colocation disabled"), None
-        metric = self._metric(name)
+        got = self._metric(name)
         now = self._wall()
-        if metric is None or br.is_degraded(metric, strategy, now):
+        if got is None or br.is_degraded(got[0], strategy, now):
             return br.BatchResources(None, None, "degraded", "degraded"), None
+        metric, missing = got
+        if missing:
+            why = f"degraded: {missing}"
+            return br.BatchResources(None, None, why, why), None
         assert metric.update_time is not None
         stale_in = metric.update_time + 60.0 * (strategy.degrade_time_minutes or 0) - now
         pods = self.pods.by_index("node", name)

@@ -1,8 +1,8 @@
 """``InformerConfig``: everything the states informer is told (flags of ``koordlet run``), frozen.
 
-Defaults are koordlet's: kubelet on 10250 with the service-account token, ``--kubelet-sync-interval``
-10 s, ``--kubelet-sync-timeout`` 3 s, NodeMetric reports at least 30 s apart and status writes limited to
-0.1 QPS with a burst of 2. Tests shorten the intervals through the same fields.
+Defaults are koordlet's: kubelet on the Node's kubelet port with the agent's API credentials,
+``--kubelet-sync-interval`` 10 s, ``--kubelet-sync-timeout`` 3 s, NodeMetric reports at least 30 s apart
+and status writes limited to 0.1 QPS with a burst of 2. Tests shorten the intervals through the same fields.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from koord import __version__
 from koord.runtime.errors import ConfigError
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -36,9 +37,13 @@ class InformerConfig:
     kubelet_read_only_port: int = 10255
     kubelet_insecure_tls: bool = False
     """``--kubelet-insecure-tls``: plain HTTP on the read-only port without a token."""
-    kubelet_token_file: str = f"{SERVICE_ACCOUNT_DIR}/token"
+    kubelet_token_file: str = ""
+    """``--kubelet-token-file``: a bearer token for the kubelet, re-read on every request; empty = the
+    agent's API credentials (the service-account token in a pod, else the kubeconfig's user:
+    :mod:`koordlet.statesinformer.kubeletauth`)."""
     kubelet_ca_file: str = ""
-    """CA of the kubelet serving certificate; empty = not verified (koordlet's default)."""
+    """``--kubelet-certificate-authority``: CA of the kubelet serving certificate; empty = not verified
+    (koordlet's default)."""
     kubelet_sync_interval: float = 10.0
     kubelet_sync_timeout: float = 3.0
     pods_staleness_seconds: float = 0.0
@@ -92,6 +97,12 @@ class InformerConfig:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.status_burst < 1 or self.watch_timeout_seconds < 1 or self.pods_staleness_seconds < 0:
             raise ConfigError("status_burst and watch_timeout_seconds must be >= 1, staleness >= 0")
+
+    @property
+    def user_agent(self) -> str:
+        """What the agent calls itself to the API server and the kubelet (as the cluster processes do:
+        name, version and which one), so their logs and audit tell its requests apart."""
+        return f"koordlet/{__version__} ({self.node_name})"
 
     @property
     def staleness(self) -> float:

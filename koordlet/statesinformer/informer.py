@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,15 +25,17 @@ from koord.apis.nodemetric import CollectPolicy
 from koord.kube.client import in_cluster_available, make_api_client
 from koord.kube.informer import EventHandler, Informer
 from koord.kube.ratelimit import Backoff
+from koord.runtime.errors import APIUnavailable
 from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor
+from koord.runtime.lifecycle import Supervisor, until, wait_for
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.statesinformer import kube
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.discovery import CgroupDiscovery
 from koordlet.statesinformer.eviction import EvictResult
-from koordlet.statesinformer.kubelet import KubeletClient
+from koordlet.statesinformer.kubelet import KubeletClient, KubeletCredentials
+from koordlet.statesinformer.kubeletauth import kubelet_credentials
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.node import local_node, node_info
 from koordlet.statesinformer.nodemetric import StatusBuilder
@@ -91,20 +94,22 @@ class StatesInformer:
         """Cluster mode: ``node``, ``nodeslos``, ``nodemetrics``, (gate ``NodeTopologyReport``)
         ``noderesourcetopologies`` and (``--pod-source=api``) ``pods``."""
         self.slo_file = NodeSLOFile(config.node_slo_file, self.nodeslo)
+        self._kubelet_credentials = KubeletCredentials()
         source: PodSource
         if self.standalone:
             source = CgroupDiscovery(host, config.pod_list, config.kubelet_sync_timeout)
         else:
             self.api = kube.ClusterAPI(
-                make_api_client(config.kubeconfig, config.client_configuration),
+                make_api_client(config.kubeconfig, config.client_configuration, user_agent=config.user_agent),
                 config.node_name,
                 config.request_timeout_seconds,
             )
+            self._kubelet_credentials = kubelet_credentials(config, self.api.api_client.configuration)
             self._make_informers(self.api)
             if config.pod_source == "api":
                 source = APIPodSource(self.informers["pods"])
             else:
-                source = KubeletPodSource(self._kubelet_endpoint)
+                source = KubeletPodSource(self._kubelet_endpoint, user_agent=config.user_agent)
         self.pods_informer = PodsInformer(
             source,
             lambda: host.layout,
@@ -128,7 +133,7 @@ class StatesInformer:
         self.reporter = NodeMetricReporter(
             config,
             self._build_status,
-            self._node_metric_spec,
+            self._node_metric,
             clock=clock,
             metrics=self.metrics,
             sink=self.api,
@@ -146,7 +151,7 @@ class StatesInformer:
         )
         if self.api is None:
             return NodeTopologyInformer(options, self.host, self.node, self.pods)
-        kubelet = KubeletClient(self._kubelet_endpoint)
+        kubelet = KubeletClient(self._kubelet_endpoint, user_agent=cfg.user_agent)
         nrt = self.informers.get(NRT_INFORMER)
         return NodeTopologyInformer(
             options,
@@ -247,9 +252,11 @@ class StatesInformer:
         else:
             self.slo_file.check()
             supervisor.every("informer-nodeslo-file", cfg.node_slo_file_check_seconds, self._check_slo_file)
-        supervisor.every("informer-pods", cfg.kubelet_sync_interval, self._refresh_pods)
+        self._after_node(supervisor, stop, "informer-pods", cfg.kubelet_sync_interval, self._refresh_pods)
         self.topology.refresh_host()  # the runtime hooks read the pools before the first sync
-        supervisor.every("informer-node-topology", cfg.node_topology_sync_interval, self.topology.sync)
+        self._after_node(
+            supervisor, stop, "informer-node-topology", cfg.node_topology_sync_interval, self.topology.sync
+        )
         if cfg.pleg:
             pleg = self._pleg = PLEG(
                 self.host, self._cgroups_changed, on_idle=self.pods_informer.retry, idle_wait=PLEG_IDLE_WAIT
@@ -258,13 +265,32 @@ class StatesInformer:
         if cfg.enable_node_metric_report:
             supervisor.go("informer-nodemetric", lambda: self.reporter.run(stop))
 
+    def _after_node(
+        self, supervisor: Supervisor, stop: threading.Event, name: str, period: float, fn: Callable[[], None]
+    ) -> None:
+        """Run ``fn`` every ``period`` once the kubelet can be found: its address and port are the Node's,
+        so a loop that asks the kubelet starts once the Node is in the cache (as koordlet makes its
+        kubelet stub from the synced Node), not against a default port before it."""
+
+        def loop() -> None:
+            if wait_for(self._kubelet_known, stop, timeout=math.inf):
+                until(fn, period, stop, name=name)
+
+        supervisor.go(name, loop)
+
+    def _kubelet_known(self) -> bool:
+        """Whether the kubelet's address and port are known: always standalone; in a cluster once the
+        Node is in the cache (koordlet's node informer counts as synced only then)."""
+        return self.api is None or self._cached("node") is not None
+
     def on_cgroups_changed(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` after each PLEG event, once the pod list it asked for is in (the runtime hooks retry
         writes to cgroup dirs that did not exist at their last pass)."""
         self._cgroup_listeners.append(fn)
 
     def _cgroups_changed(self) -> None:
-        self.pods_informer.kick()
+        if self._kubelet_known():
+            self.pods_informer.kick()
         for fn in self._cgroup_listeners:
             fn()
 
@@ -298,14 +324,10 @@ class StatesInformer:
         uid = str((node.get("metadata") or {}).get("uid", "")) if node is not None else ""
         self.record_event("Node", "", self.config.node_name, uid, "Warning", "NodeSLOInvalid", why)
 
-    def _node_metric_spec(self) -> Mapping[str, Any] | None:
+    def _node_metric(self) -> Mapping[str, Any] | None:
         if self.standalone:
             return None  # no NodeMetric object: koordlet's defaults and the configured interval
-        obj = self._cached("nodemetrics")
-        if obj is None:
-            return None
-        spec = obj.get("spec")
-        return spec if isinstance(spec, Mapping) else {}
+        return self._cached("nodemetrics")
 
     def _build_status(self, policy: CollectPolicy) -> dict[str, Any]:
         return self.builder.build(policy, self.pods(), self.node_slo().host_applications)
@@ -328,6 +350,9 @@ class StatesInformer:
 
     def _kubelet_endpoint(self) -> KubeletEndpoint:
         cfg = self.config
+        if not self._kubelet_known():
+            # A PLEG kick can come before the Node is seen: no guess at a default port.
+            raise APIUnavailable("kubelet: its address and port are not known before the Node is seen")
         address, port = cfg.kubelet_address, cfg.kubelet_port
         obj = self._cached("node")
         status = (obj.get("status") or {}) if obj is not None else {}
@@ -344,7 +369,7 @@ class StatesInformer:
             port=port,
             insecure=cfg.kubelet_insecure_tls,
             read_only_port=cfg.kubelet_read_only_port,
-            token_file=cfg.kubelet_token_file,
+            credentials=self._kubelet_credentials,
             ca_file=cfg.kubelet_ca_file,
             timeout=cfg.kubelet_sync_timeout,
         )

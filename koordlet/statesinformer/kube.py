@@ -1,9 +1,8 @@
 """The Kubernetes API side of the informer: the shared :class:`~koord.kube.informer.Informer` for
 each object the agent watches (its Node, its pods, its NodeSLO, NodeMetric and NodeResourceTopology, each
-by field selector so nothing of other nodes is cached) and the few writes (NodeMetric status, the
-NodeResourceTopology, Eviction, Event); the client
-itself is made by :mod:`koord.kube.client`. The only module of the agent's own packages that
-imports ``kubernetes``.
+by field selector so nothing of other nodes is cached) and the few writes (the NodeMetric status, replaced
+whole; the NodeResourceTopology, Eviction, Event); the client itself is made by :mod:`koord.kube.client`.
+The only module of the agent's own packages that imports ``kubernetes``.
 
 The client is imported lazily (about a second of imports) so standalone agents and ``--help`` never pay
 for it. Objects travel as plain JSON dicts decoded from the response body, the same shape the kubelet
@@ -13,6 +12,7 @@ through the models would break on any object they refuse).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -28,11 +28,28 @@ log = logging.getLogger(__name__)
 NM = groups.NODE_METRICS
 NRT = groups.NODE_RESOURCE_TOPOLOGIES
 _NODE_NAMED = (groups.NODE_SLOS, groups.NODE_METRICS, NRT)
+CONFLICT_ATTEMPTS = 4
+"""Writes of one NodeMetric report before a 409 is handed back (koordlet's ``RetryOnConflict`` with
+client-go's ``DefaultBackoff``: 4 steps)."""
 
 
 def _status_of(err: BaseException) -> int:
     status = getattr(err, "status", None)
     return status if isinstance(status, int) else 0
+
+
+def _status_update(obj: Any, status: Mapping[str, Any]) -> dict[str, Any]:
+    """The body of a status PUT: the object's identity and resourceVersion (the server refuses an update
+    of a custom resource without one, and answers 409 to a stale one or another UID) and the new
+    status; the server keeps everything else as stored."""
+    meta = (obj.get("metadata") if isinstance(obj, Mapping) else None) or {}
+    keep = {k: meta[k] for k in ("name", "uid", "resourceVersion") if meta.get(k)}
+    return {
+        "apiVersion": NM.api_version,
+        "kind": NM.kind,
+        "metadata": keep,
+        "status": dict(status),
+    }
 
 
 class ClusterAPI:
@@ -85,27 +102,44 @@ class ClusterAPI:
         except Exception as err:  # urllib3/socket errors: the server is unreachable
             raise APIUnavailable(f"{what}: {err}") from err
 
-    def patch_node_metric_status(self, status: Mapping[str, Any]) -> int:
-        """Merge-patch ``/status`` of this node's NodeMetric; returns the HTTP status (200 on success,
-        404 when the object does not exist, 409/429/5xx as the server answered); connection errors
-        raise :class:`APIUnavailable`."""
+    def update_node_metric_status(self, status: Mapping[str, Any], current: Mapping[str, Any] | None) -> int:
+        """Replace ``/status`` of this node's NodeMetric with ``status`` (koordlet's ``UpdateStatus``):
+        a PUT of the status subresource at the resourceVersion (and UID) of ``current``, the object as
+        the watch holds it (read from the server when ``None``). A merge patch would leave behind every
+        key the new status omits (a departed pod's entry, an old process's ``prodPeakMetric``); a PUT
+        replaces the whole status. A 409 (the object moved on since it was read) is retried at once on
+        a fresh read, up to :data:`CONFLICT_ATTEMPTS` writes.
+
+        Returns the HTTP status (200 on success, 404 when the object does not exist, 409/429/5xx as the
+        server last answered); connection errors raise :class:`APIUnavailable`."""
         from kubernetes.client.exceptions import ApiException
 
-        try:
-            self._call(
-                "nodemetric status",
-                lambda: self.custom.patch_cluster_custom_object_status(
-                    NM.group,
-                    NM.version,
-                    NM.plural,
-                    self.node_name,
-                    {"status": dict(status)},
-                    _request_timeout=self.timeout,
-                ),
-            )
-        except ApiException as err:
-            return _status_of(err) or 500
-        return 200
+        obj = current
+        for _ in range(CONFLICT_ATTEMPTS):
+            try:
+                if obj is None:
+                    obj = self._call(
+                        "nodemetric get",
+                        lambda: self.custom.get_cluster_custom_object(
+                            NM.group, NM.version, NM.plural, self.node_name, _request_timeout=self.timeout
+                        ),
+                    )
+                self._call(
+                    "nodemetric status", functools.partial(self._put_status, _status_update(obj, status))
+                )
+            except ApiException as err:
+                code = _status_of(err) or 500
+                if code != 409:
+                    return code
+                obj = None  # read again: the cache may not have seen the newer object yet
+                continue
+            return 200
+        return 409
+
+    def _put_status(self, body: Mapping[str, Any]) -> Any:
+        return self.custom.replace_cluster_custom_object_status(
+            NM.group, NM.version, NM.plural, self.node_name, dict(body), _request_timeout=self.timeout
+        )
 
     def create_node_metric(self) -> int:
         from kubernetes.client.exceptions import ApiException

@@ -9,8 +9,12 @@ computed on demand from those facts and the pods and node of now, so the runtime
 CPUs leave the share pools as soon as the pod is listed, not a sync later. Standalone, the object is only
 served (``/noderesourcetopology``).
 
-Until the kubelet's configuration has been read once (cluster mode) the status is unknown (``None``):
-koordlet reports nothing then either, and its CPUSetAllocator waits for the rule.
+Until the kubelet has been asked once (cluster mode) the status is unknown (``None``), and the
+CPUSetAllocator waits for the rule. When the kubelet does not answer ``/configz`` (the read-only port
+does not serve it; a kubelet may refuse it) the topology is reported anyway, with what its CPU manager
+checkpoint says (its policy and the CPUs it gave containers; not its reserved CPUs nor its topology
+manager policy), and the reason logged once; koordlet reports nothing then, so one refusal hid the
+node's topology from the scheduler for good. An answer later replaces that guess.
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ class NodeTopologyInformer:
         self._lock = threading.Lock()
         self._facts: _HostFacts | None = None
         self._kubelet: KubeletConfig | None = None
+        self._kubelet_refused = False
+        """``/configz`` failed before any answer: the status goes on from the checkpoint."""
         self._memo: tuple[tuple[object, ...], nrtobj.NodeTopologyStatus | None] | None = None
         self.syncs = 0
         self.reports = 0
@@ -114,22 +120,33 @@ class NodeTopologyInformer:
             self._facts = facts
 
     def refresh_kubelet(self) -> None:
-        """Ask the kubelet again; a failure keeps the last answer (logged)."""
+        """Ask the kubelet again; a failure keeps the last answer, or (none yet) lets the status go on
+        from the checkpoint; logged once per reason."""
         if not self.options.query_kubelet_config or self._configz is None:
             return
         try:
             config = parse_configz(self._configz())
         except (APIUnavailable, InvalidValue) as err:
-            log.warning("node topology: kubelet configuration not read, keeping the last: %s", err)
+            with self._lock:
+                self._kubelet_refused = True
+                kept = self._kubelet is not None
+            what = (
+                "keeping its last answer"
+                if kept
+                else "reporting the topology without its CPU manager settings (policy and exclusive CPUs "
+                "from its checkpoint) until it answers"
+            )
+            _unreadable.warning("configz", f"node topology: kubelet configuration not read ({err}); {what}")
             return
+        _unreadable.forget("configz")
         with self._lock:
             self._kubelet = config
 
     def _kubelet_config(self, facts: _HostFacts) -> KubeletConfig | None:
         if not self.options.query_kubelet_config:
             return None
-        if self._configz is None:
-            # standalone: no /configz to ask; the kubelet's checkpoint still names its policy
+        if self._configz is None or (self._kubelet is None and self._kubelet_refused):
+            # No /configz (standalone), or the kubelet refused it: its checkpoint still names its policy
             policy = parse_checkpoint(facts.checkpoint_text).policy_name
             return KubeletConfig(cpu_manager_policy=policy or "none")
         return self._kubelet

@@ -45,8 +45,8 @@ class KubeletPodSource:
     trust_empty = False
     kick_rate, kick_burst = 5.0, 10  # koordlet's limiter on its kubelet calls
 
-    def __init__(self, endpoint: Callable[[], KubeletEndpoint]) -> None:
-        self.client = KubeletClient(endpoint)
+    def __init__(self, endpoint: Callable[[], KubeletEndpoint], *, user_agent: str = "") -> None:
+        self.client = KubeletClient(endpoint, user_agent=user_agent)
 
     def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
         url, doc = self.client.get_json("/pods/")

@@ -1,6 +1,12 @@
 """NodeMetric reporting: one :meth:`NodeMetricReporter.report_once` per interval, rate limited, retried
 with exponential backoff on 409/429/5xx and connection errors.
 
+Each report replaces the whole status, as koordlet's ``UpdateStatus`` does, so whatever the new status
+leaves out (a pod that left the node, a host application no longer configured, a previous process's
+prediction) leaves the object too. No status is sent before the metric cache holds a node usage sample
+(koordlet sends an empty ``nodeUsage`` then, which reads as an idle node); the standalone file, a local
+mirror, is written regardless.
+
 The NodeMetric object belongs to slo-controller: while it does not exist the report is skipped (unless
 ``create_node_metric`` says to create it). Nothing queues while the API server is away: each attempt
 builds a fresh status from the cache, so memory stays flat however long the outage lasts. Standalone,
@@ -15,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from koord.apis.nodemetric import CollectPolicy
+from koord.apis.nodemetric import CollectPolicy, node_usage_problem
 from koord.kube.ratelimit import Backoff, TokenBucket
 from koord.runtime.errors import APIUnavailable
 from koordlet.statesinformer.config import InformerConfig
@@ -24,22 +30,29 @@ from koordlet.statesinformer.nodemetric import write_atomic
 
 log = logging.getLogger(__name__)
 FILE_NAME = "nodemetric.json"
+NO_USAGE_RETRY_SECONDS = 1.0
+"""How soon a report held back for want of a node usage sample is tried again (samples come every
+``--collect-res-used-interval``)."""
 
 
 class StatusSink(Protocol):
-    def patch_node_metric_status(self, status: Mapping[str, Any]) -> int: ...
+    def update_node_metric_status(
+        self, status: Mapping[str, Any], current: Mapping[str, Any] | None
+    ) -> int: ...
 
     def create_node_metric(self) -> int: ...
 
 
 class NodeMetricReporter:
-    """Reports ``build(policy)`` to ``sink`` (cluster) or to ``file`` (standalone)."""
+    """Reports ``build(policy)`` to ``sink`` (cluster) or to ``file`` (standalone); ``node_metric`` is
+    the NodeMetric object as the watch holds it (``None``: not seen, or standalone), whose spec sets the
+    policy and whose resourceVersion the status replaces."""
 
     def __init__(
         self,
         config: InformerConfig,
         build: Callable[[CollectPolicy], dict[str, Any]],
-        spec: Callable[[], Mapping[str, Any] | None],
+        node_metric: Callable[[], Mapping[str, Any] | None],
         *,
         clock: Callable[[], float],
         metrics: InformerMetrics,
@@ -48,7 +61,7 @@ class NodeMetricReporter:
     ) -> None:
         self.config = config
         self._build = build
-        self._spec = spec
+        self._node_metric = node_metric
         self._clock = clock
         self._metrics = metrics
         self.sink = sink
@@ -57,6 +70,13 @@ class NodeMetricReporter:
         """The last write error of ``file``, so a lasting one is logged once, not every attempt."""
         self.limiter = TokenBucket(config.status_qps, config.status_burst, clock)
         self.backoff = Backoff(initial=0.5, cap=config.max_backoff_seconds)
+
+    def _spec(self) -> Mapping[str, Any] | None:
+        obj = self._node_metric()
+        if obj is None:
+            return None
+        spec = obj.get("spec")
+        return spec if isinstance(spec, Mapping) else {}
 
     def policy(self) -> CollectPolicy:
         spec = self._spec()
@@ -115,11 +135,19 @@ class NodeMetricReporter:
             log.info("nodemetric: created the NodeMetric (%d)", code)
             return self._done("created", min(interval, 1.0))
         wait = self.limiter.wait_time()
-        if wait > 0 or not self.limiter.allow():
-            return self._done("throttled", max(wait, 0.01))
+        if wait > 0:
+            return self._done("throttled", wait)
         status = self._build(self.policy())
+        missing = node_usage_problem(status)
+        if missing:
+            # No node sample in the window yet (a fresh start): a report now would tell koord-manager the
+            # node is idle. Looked at again soon; the write budget is kept for the first real report.
+            log.info("nodemetric: not reported yet, no node usage sample (%s)", missing)
+            return self._done("skipped", min(interval, NO_USAGE_RETRY_SECONDS))
+        if not self.limiter.allow():
+            return self._done("throttled", 0.01)
         try:
-            code = self.sink.patch_node_metric_status(status)
+            code = self.sink.update_node_metric_status(status, self._node_metric())
         except APIUnavailable as err:
             delay = self.backoff.next()
             log.warning("nodemetric: API server unreachable (%s); retry in %.1fs", str(err), delay)

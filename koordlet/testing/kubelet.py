@@ -4,7 +4,8 @@
 Behaviour switches mimic what a real kubelet does to its clients: ``mode = "ok" | "empty" | "garbage" |
 "401" | "slow"`` (slow answers after ``slow_seconds``, to exercise ``--kubelet-sync-timeout``). HTTPS
 uses a throw-away self-signed certificate made with the ``openssl`` tool; the bearer token is checked
-when ``token`` is set. Use as a context manager; every thread is joined on exit.
+when ``token`` is set, a client certificate when ``client_ca`` is. Each request's ``Authorization`` and
+``User-Agent`` headers are recorded. Use as a context manager; every thread is joined on exit.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ def make_cert(directory: Path) -> tuple[Path, Path]:
 
 
 class FakeKubelet:
-    def __init__(self, *, tls_dir: Path | None = None, token: str = "") -> None:
+    def __init__(
+        self, *, tls_dir: Path | None = None, token: str = "", client_ca: Path | None = None
+    ) -> None:
+        """``tls_dir``: serve HTTPS with a certificate made there; ``token``: the bearer token required
+        of ``/pods``; ``client_ca``: require a client certificate signed by it (HTTPS only)."""
         self.pods: list[Mapping[str, Any]] = []
         self.configz: Mapping[str, Any] | None = None
         """The ``/configz`` answer (``{"kubeletconfig": {...}}``); ``None``: 404."""
@@ -58,6 +63,7 @@ class FakeKubelet:
         self.token = token
         self.requests = 0
         self.auth_headers: list[str] = []
+        self.user_agents: list[str] = []
         self._release = threading.Event()
         self._lock = threading.Lock()
         self.cert: Path | None = None
@@ -71,6 +77,7 @@ class FakeKubelet:
                 with kubelet._lock:
                     kubelet.requests += 1
                     kubelet.auth_headers.append(self.headers.get("Authorization", ""))
+                    kubelet.user_agents.append(self.headers.get("User-Agent", ""))
                     mode, pods, configz = kubelet.mode, list(kubelet.pods), kubelet.configz
                 if self.path.rstrip("/") == "/configz" and configz is not None and mode == "ok":
                     self._send(200, json.dumps(configz).encode())
@@ -109,6 +116,9 @@ class FakeKubelet:
             cert, key = make_cert(tls_dir)
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(cert, key)
+            if client_ca is not None:
+                ctx.verify_mode = ssl.CERT_REQUIRED
+                ctx.load_verify_locations(cafile=str(client_ca))
             self._httpd.socket = ctx.wrap_socket(self._httpd.socket, server_side=True)
             self.cert = cert
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05})

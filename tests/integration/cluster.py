@@ -93,13 +93,19 @@ def cluster_factory(api_server: APIServer, fake_host: Any) -> Iterator[Callable[
     kubelets: list[FakeKubelet] = []
 
     def make(
-        *, with_nodemetric: bool = True, kubelet: FakeKubelet | None = None, **overrides: Any
+        *,
+        with_nodemetric: bool = True,
+        with_node: bool = True,
+        kubelet: FakeKubelet | None = None,
+        **overrides: Any,
     ) -> Cluster:
+        """``with_node=False``: the test creates the Node (``node_obj(c.kubelet.port)``) when it wants."""
         store = api_server.store
         if kubelet is None:
             kubelet = FakeKubelet().start()
         kubelets.append(kubelet)
-        store.create("nodes", node_obj(kubelet.port))
+        if with_node:
+            store.create("nodes", node_obj(kubelet.port))
         if with_nodemetric:
             store.create(
                 "nodemetrics",

@@ -18,11 +18,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from koord import __version__
 from koord.runtime.lifecycle import wait_for
 from koordlet import api
 from koordlet.statesinformer.eviction import EvictResult
 from koordlet.testing.kubelet import pod_object
 from tests import crdschema
+from tests.apiserver import APIServer
 from tests.apiserver.fixtures import NODEMETRIC_CRD
 from tests.integration.cluster import NEVER, NODE, OUTAGE_SECONDS, Cluster, pods_on
 
@@ -59,8 +61,8 @@ def test_cluster_report_node_pods_and_schema(cluster_factory: Callable[..., Clus
     # reported every interval (1 s): updateTime (second resolution) moves on
     first = c.status_time()
     assert wait_for(lambda: c.status_time() > first, NEVER, timeout=5)
-    patches = [r for r in c.server.requests if r.method == "PATCH" and r.path.endswith("/status")]
-    assert all(r.headers.get("Content-Type", "").startswith("application/merge-patch+json") for r in patches)
+    writes = [r for r in c.server.requests if r.path.endswith(f"nodemetrics/{NODE}/status")]
+    assert writes and all(r.method == "PUT" for r in writes), "the status is replaced whole, never patched"
 
     # kubelet answering garbage or empty lists: the pods stay
     c.kubelet.mode = "garbage"
@@ -73,6 +75,79 @@ def test_cluster_report_node_pods_and_schema(cluster_factory: Callable[..., Clus
     c.kubelet.mode = "ok"
     c.kubelet.set_pods(pods_on()[:2])
     assert wait_for(lambda: len(c.informer.pods()) == 2, NEVER, timeout=5)
+
+
+def test_status_replaced_whole_so_nothing_stale_stays(
+    api_server: APIServer, cluster_factory: Callable[..., Cluster]
+) -> None:
+    # What a previous agent process reported: a pod since gone, a host application since dropped from
+    # the NodeSLO, and a peak prediction this process (no prediction wired here) does not report.
+    def entry(name: str) -> dict[str, Any]:
+        return {"name": name, "usage": {"resources": {"cpu": "1", "memory": "1Gi"}}}
+
+    api_server.store.create(
+        "nodemetrics",
+        {
+            "apiVersion": "slo.koordinator.sh/v1alpha1",
+            "kind": "NodeMetric",
+            "metadata": {"name": NODE},
+            "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 1, "aggregateDurationSeconds": 60}},
+            "status": {
+                "updateTime": "2020-01-01T00:00:00Z",
+                "nodeMetric": {"nodeUsage": {"resources": {"cpu": "1", "memory": "1Gi"}}},
+                "podsMetric": [
+                    {"namespace": "default", "name": "gone", "podUsage": {"resources": {"cpu": "1"}}}
+                ],
+                "hostApplicationMetric": [entry("old-app")],
+                "prodPeakMetric": {"resource": {"resources": {"cpu": "3", "memory": "3Gi"}}},
+            },
+        },
+    )
+    c = cluster_factory(with_nodemetric=False)
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+
+    def reported(check: Callable[[dict[str, Any]], bool]) -> bool:
+        status = c.nodemetric().get("status") or {}
+        return status.get("updateTime", "2020") > "2020-01-01T00:00:00Z" and check(status)
+
+    def pods(status: dict[str, Any]) -> list[str]:
+        return sorted(p["name"] for p in status.get("podsMetric", []))
+
+    assert wait_for(lambda: reported(lambda s: pods(s) == ["web-0", "web-1", "web-2"]), NEVER, timeout=10)
+    status = c.nodemetric()["status"]
+    assert "prodPeakMetric" not in status and "hostApplicationMetric" not in status, status
+
+    # A host application: reported while the NodeSLO names it and it has samples, gone once dropped.
+    c.server.store.patch("nodeslos", NODE, {"spec": {"hostApplications": [{"name": "app", "qos": "LS"}]}})
+    for _ in range(3):
+        c.cache.append(api.HOST_APP_CPU_USAGE, {"host_app_name": "app"}, 0.2)
+        c.cache.append(api.HOST_APP_MEMORY_USAGE, {"host_app_name": "app"}, 2**20)
+    assert wait_for(lambda: reported(lambda s: "hostApplicationMetric" in s), NEVER, timeout=10)
+    c.server.store.patch("nodeslos", NODE, {"spec": {"hostApplications": None}})
+    assert wait_for(lambda: reported(lambda s: "hostApplicationMetric" not in s), NEVER, timeout=10)
+
+    # Pods leave the node: their entries leave the NodeMetric with the next report, also when no pod
+    # is left to measure (the one that came has no samples yet, and an empty podsMetric is omitted).
+    c.kubelet.set_pods(pods_on()[:2])
+    assert wait_for(lambda: reported(lambda s: pods(s) == ["web-0", "web-1"]), NEVER, timeout=10)
+    c.kubelet.set_pods([pod_object("00000000-0000-4000-8000-0000000000ee", "fresh", node=NODE)])
+    assert wait_for(lambda: [p.name for p in c.informer.pods()] == ["fresh"], NEVER, timeout=10)
+    assert wait_for(lambda: reported(lambda s: "podsMetric" not in s), NEVER, timeout=10)
+    assert c.nodemetric()["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 1  # spec untouched
+
+
+def test_the_agent_names_itself_to_the_api_server_and_the_kubelet(
+    cluster_factory: Callable[..., Cluster],
+) -> None:
+    c = cluster_factory()
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+    assert wait_for(lambda: c.status_time() != "", NEVER, timeout=10)
+    assert c.informer.record_event("Node", "", NODE, "", "Normal", "Test", "hello")
+    want = f"koordlet/{__version__} ({NODE})"
+    requests = c.server.requests
+    assert {r.method for r in requests} >= {"GET", "PUT", "POST"}, "lists and watches, the status, the Event"
+    assert {{k.lower(): v for k, v in r.headers.items()}.get("user-agent") for r in requests} == {want}
+    assert c.kubelet.user_agents and set(c.kubelet.user_agents) == {want}
 
 
 def test_nodeslo_change_and_malformed(cluster_factory: Callable[..., Cluster]) -> None:

@@ -1,5 +1,6 @@
 """The states informer's cluster modes: a kubeconfig selects cluster mode and its token is sent; an absent
-NodeMetric is skipped or created; the kubelet is read over HTTPS with the service-account token and CA;
+NodeMetric is skipped or created; the kubelet is read over HTTPS with an explicit token and CA, or with
+the kubeconfig's credentials (token, token file, client certificate), and never before the Node is seen;
 pods from the API server follow the shared informer (its events and its health), not a polling period."""
 
 from __future__ import annotations
@@ -12,11 +13,27 @@ import pytest
 import yaml
 
 from koord.runtime.lifecycle import wait_for
-from koordlet.testing.kubelet import FakeKubelet, pod_object
+from koordlet.testing.kubelet import FakeKubelet, make_cert, pod_object
 from tests import crdschema
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import NODEMETRIC_CRD
-from tests.integration.cluster import NEVER, NODE, Cluster
+from tests.integration.cluster import NEVER, NODE, Cluster, node_obj
+
+
+def kubeconfig_file(path: Path, server: str, user: dict[str, Any]) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "test", "cluster": {"server": server}}],
+                "users": [{"name": "koordlet", "user": user}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "koordlet"}}],
+                "current-context": "test",
+            }
+        )
+    )
+    return path
 
 
 def test_kubeconfig_selects_cluster_mode(
@@ -26,19 +43,7 @@ def test_kubeconfig_selects_cluster_mode(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "test", "cluster": {"server": api_server.url}}],
-                "users": [{"name": "koordlet", "user": {"token": "t"}}],
-                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "koordlet"}}],
-                "current-context": "test",
-            }
-        )
-    )
+    kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", api_server.url, {"token": "t"})
     c = cluster_factory(client_configuration=None, kubeconfig=str(kubeconfig), standalone=None)
     assert not c.informer.standalone
     assert wait_for(c.informer.has_synced, NEVER, timeout=10)
@@ -98,6 +103,76 @@ def test_kubelet_over_https_with_token(cluster_factory: Callable[..., Cluster], 
     assert wait_for(c.informer.has_synced, NEVER, timeout=10)
     assert sorted(p.name for p in c.informer.pods()) == ["web-0", "web-1", "web-2"]
     assert set(kubelet.auth_headers) == {"Bearer sa-token"}
+
+
+@pytest.mark.tool("openssl")
+@pytest.mark.parametrize("user", ["token", "tokenFile"])
+def test_kubelet_gets_the_kubeconfigs_token(
+    cluster_factory: Callable[..., Cluster],
+    api_server: APIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    user: str,
+) -> None:
+    # A host process beside a kubelet with webhook authentication: no service account, only --kubeconfig.
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    token = tmp_path / "kubelet-token"
+    token.write_text("first")  # no newline: the client library sends a tokenFile's text unstripped
+    credentials = {"token": "first"} if user == "token" else {"tokenFile": "kubelet-token"}  # relative
+    kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", api_server.url, credentials)
+    kubelet = FakeKubelet(tls_dir=tmp_path, token="first").start()
+    c = cluster_factory(
+        kubelet=kubelet,
+        client_configuration=None,
+        kubeconfig=str(kubeconfig),
+        standalone=None,
+        kubelet_insecure_tls=False,
+        kubelet_port=0,
+    )
+    assert wait_for(c.informer.has_synced, NEVER, timeout=10)
+    assert sorted(p.name for p in c.informer.pods()) == ["web-0", "web-1", "web-2"]
+    assert set(kubelet.auth_headers) == {"Bearer first"}
+    if user == "tokenFile":
+        # read again for every request: a rotated token is sent at once
+        token.write_text("second")
+        kubelet.token = "second"
+        n = len(kubelet.auth_headers)
+        assert wait_for(lambda: "Bearer second" in kubelet.auth_headers[n:], NEVER, timeout=5)
+
+
+@pytest.mark.tool("openssl")
+def test_kubelet_gets_the_kubeconfigs_client_certificate(
+    cluster_factory: Callable[..., Cluster],
+    api_server: APIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    (tmp_path / "client").mkdir()
+    cert, key = make_cert(tmp_path / "client")
+    kubelet = FakeKubelet(tls_dir=tmp_path, client_ca=cert).start()
+    # The client library loads certificates only for an https server; the test API server speaks http,
+    # so the user's certificate is given the way an https kubeconfig would leave it in the configuration.
+    from kubernetes import client
+
+    configuration = client.Configuration(host=api_server.url)
+    configuration.api_key = dict(api_server.client_config().api_key)
+    configuration.cert_file, configuration.key_file = str(cert), str(key)
+    c = cluster_factory(
+        kubelet=kubelet, client_configuration=configuration, kubelet_insecure_tls=False, kubelet_port=0
+    )
+    assert wait_for(lambda: len(c.informer.pods()) == 3, NEVER, timeout=10)
+
+
+def test_no_kubelet_call_before_the_node_is_seen(cluster_factory: Callable[..., Cluster]) -> None:
+    # The kubelet's address and port are the Node's: nothing is asked of a guessed port before it.
+    c = cluster_factory(with_node=False)
+    NEVER.wait(1.5)  # three pod sync intervals, and PLEG-less: nothing else asks
+    assert c.kubelet.requests == 0 and c.informer.pods() == ()
+    c.server.store.create("nodes", node_obj(c.kubelet.port))
+    assert wait_for(lambda: len(c.informer.pods()) == 3, NEVER, timeout=5)
+    kept = c.registry.get_sample_value("koordlet_pods_refresh_total", {"result": "kept"}) or 0
+    assert kept == 0, "no refresh failed for want of the Node"
 
 
 def test_api_pods_follow_the_informer_not_the_refresh_period(cluster_factory: Callable[..., Cluster]) -> None:

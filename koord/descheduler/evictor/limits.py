@@ -6,6 +6,13 @@ deletion confirmed) and the round it was evicted in is over, or ``defaultJobTTL`
 never evicts more than the limit from a node even when the kubelet confirms deletions at once, and a
 pod stuck terminating holds its slot for at most the TTL. Dry-run decisions count for their round only.
 
+The limits are also taken from the cluster, not only from this process's memory: every pod the cache
+shows being deleted (``deletionTimestamp`` set) counts as migrating for its node, namespace, workload
+and the global limit, until ``defaultJobTTL`` after its grace period ends. Koordinator keeps its
+PodMigrationJobs in the cluster so a restarted descheduler still sees its evictions under way; evicting
+through the Eviction API leaves no such object, and the pod's own deletion is the state that survives a
+restart. A deletion this evictor did not make counts as well: it is a disruption under way all the same.
+
 Limits (each can be skipped with ``skipEvictionGates``): migrating pods per node (default 2), per
 namespace and in total; per workload (the pod's controller; replicas are its cached pods plus its
 migrating ones already gone from the cache, as the controller's spec is not watched), migrating
@@ -23,6 +30,7 @@ from dataclasses import dataclass
 
 from koord.apis import pod as podutil
 from koord.apis.pod import as_map
+from koord.apis.timefmt import parse_time
 from koord.descheduler.evictor.args import MigrationControllerArgs, max_per_workload
 from koord.descheduler.framework.interface import Obj
 from koord.kube.ratelimit import TokenBucket
@@ -54,14 +62,20 @@ class Limits:
         *,
         get_pod: Callable[[str, str], Obj | None],
         workload_pods: Callable[[str], Sequence[Obj]],
+        all_pods: Callable[[], Sequence[Obj]],
         clock: Callable[[], float],
+        wall_clock: Callable[[], float],
     ) -> None:
         self.args = args
         self._get_pod = get_pod
         self._workload_pods = workload_pods
+        self._all_pods = all_pods
         self._clock = clock
+        self._wall = wall_clock
         self.round = 0
         self.migrating: dict[str, Migration] = {}
+        self.deleting: dict[str, Migration] = {}
+        """Pods the cache shows being deleted at the round's start (not in ``migrating``)."""
         self._windows: dict[str, TokenBucket] = {}
         self._workloads: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         self._counts: dict[str, dict[str, int]] = {}
@@ -71,6 +85,25 @@ class Limits:
         self.round += 1
         self._workloads.clear()
         self.prune()
+        self.deleting = self._deleting()
+        self._counts.clear()
+
+    def _deleting(self) -> dict[str, Migration]:
+        now = self._wall()
+        out: dict[str, Migration] = {}
+        for pod in self._all_pods():
+            meta = podutil.meta(pod)
+            uid = str(meta.get("uid") or "")
+            if not podutil.is_terminating(pod) or uid in self.migrating:
+                continue
+            ends = parse_time(meta.get("deletionTimestamp"))
+            if ends is not None and now - ends >= self.args.job_ttl:
+                continue  # stuck terminating (a lost node): its slot is freed as a tracked one's is
+            out[uid] = _migration(pod, started=self._clock(), round_=self.round, dry_run=False)
+        return out
+
+    def _under_way(self) -> list[Migration]:
+        return [*self.migrating.values(), *self.deleting.values()]
 
     def _workload(self, workload: str) -> tuple[frozenset[str], frozenset[str]]:
         """The workload's cached pods and the unavailable ones among them, once per round (a workload
@@ -99,7 +132,7 @@ class Limits:
         counts = self._counts.get(field)
         if counts is None:
             counts = self._counts[field] = {}
-            for m in self.migrating.values():
+            for m in self._under_way():
                 key = getattr(m, field)
                 counts[key] = counts.get(key, 0) + 1
         return counts.get(value, 0)
@@ -113,8 +146,9 @@ class Limits:
         if uid in self.migrating:
             return "already-migrating", "the pod is already being evicted"
         limit = a.max_migrating_globally if a.gated("MaxMigratingGlobally") else None
-        if limit and len(self.migrating) >= limit:
-            return "max-migrating-globally", f"{len(self.migrating)} pods migrating, maxMigratingGlobally"
+        under_way = len(self.migrating) + len(self.deleting)
+        if limit and under_way >= limit:
+            return "max-migrating-globally", f"{under_way} pods migrating, maxMigratingGlobally"
         if node and a.max_migrating_per_node and a.gated("MaxMigratingPerNode"):
             n = self._count("node", node)
             if n >= a.max_migrating_per_node:
@@ -129,7 +163,7 @@ class Limits:
     def _workload_refusal(self, workload: str) -> tuple[str, str]:
         a = self.args
         keys, not_available = self._workload(workload)
-        migrating = {m.key for m in self.migrating.values() if m.workload == workload}
+        migrating = {m.key for m in self._under_way() if m.workload == workload}
         replicas = len(keys | migrating)
         max_migrating = max_per_workload(replicas, a.max_migrating_per_workload)
         max_unavailable = max_per_workload(replicas, a.max_unavailable_per_workload)
@@ -155,20 +189,11 @@ class Limits:
 
     def track(self, pod: Obj, dry_run: bool) -> None:
         """Count ``pod`` as migrating (after an eviction, or a dry-run decision)."""
-        meta = podutil.meta(pod)
-        uid = str(meta.get("uid") or "")
-        workload = workload_of(pod)
-        self._counts.clear()
-        self.migrating[uid] = Migration(
-            key=podutil.pod_key(pod),
-            uid=uid,
-            node=str(as_map(pod, "spec").get("nodeName") or ""),
-            namespace=str(meta.get("namespace") or ""),
-            workload=workload,
-            started=self._clock(),
-            round=self.round,
-            dry_run=dry_run,
+        m = self.migrating[str(podutil.meta(pod).get("uid") or "")] = _migration(
+            pod, started=self._clock(), round_=self.round, dry_run=dry_run
         )
+        workload = m.workload
+        self._counts.clear()
         a = self.args
         if workload and a.workload_window > 0 and not dry_run:
             bucket = self._windows.get(workload)
@@ -182,6 +207,20 @@ class Limits:
                     allowed / a.workload_window, a.workload_window_burst, self._clock
                 )
             bucket.allow()
+
+
+def _migration(pod: Obj, *, started: float, round_: int, dry_run: bool) -> Migration:
+    meta = podutil.meta(pod)
+    return Migration(
+        key=podutil.pod_key(pod),
+        uid=str(meta.get("uid") or ""),
+        node=str(as_map(pod, "spec").get("nodeName") or ""),
+        namespace=str(meta.get("namespace") or ""),
+        workload=workload_of(pod),
+        started=started,
+        round=round_,
+        dry_run=dry_run,
+    )
 
 
 def _available(pod: Obj) -> bool:

@@ -45,7 +45,9 @@ class MigrationController:
             self.args,
             get_pod=handle.get_pod,
             workload_pods=lambda uid: handle.informers.pods.by_index("owner", uid),
+            all_pods=handle.informers.pods.objects,
             clock=handle.monotonic,
+            wall_clock=handle.now,
         )
         self.static = StaticFilter(
             self.args,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from koord.apis import timefmt
-from koord.apis.nodemetric import CollectPolicy, Usage, parse_status
+from koord.apis.nodemetric import CollectPolicy, Usage, node_usage_problem, parse_status
 
 
 def test_collect_policy_round_trips_through_the_spec() -> None:
@@ -96,3 +96,19 @@ def test_time_formats() -> None:
     assert timefmt.parse_time("2026-01-01T01:00:10+01:00") == 1767225610.0
     for bad in ("2026-01-01 00:00:10", "2026-01-01T00:00:10", "", None, 5, "2026-13-01T00:00:10Z"):
         assert timefmt.parse_time(bad) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "problem"),
+    [
+        ({"nodeMetric": {"nodeUsage": {"resources": {"cpu": "1", "memory": "1Gi"}}}}, ""),
+        ({"nodeMetric": {"nodeUsage": {"resources": {"cpu": "0", "memory": "0"}}}}, ""),  # idle, but said
+        ({"nodeMetric": {"nodeUsage": {}}}, "node metric is incomplete"),
+        ({"updateTime": "2026-01-01T00:00:00Z"}, "node metric is incomplete"),
+        (None, "node metric is incomplete"),
+        ({"nodeMetric": {"nodeUsage": {"resources": {"memory": "1Gi"}}}}, "cpu usage is missing"),
+        ({"nodeMetric": {"nodeUsage": {"resources": {"cpu": "1"}}}}, "memory usage is missing"),
+    ],
+)
+def test_node_usage_problem_as_koordinators_is_valid_node_usage(status: Any, problem: str) -> None:
+    assert node_usage_problem(status) == problem

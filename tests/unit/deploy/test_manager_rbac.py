@@ -96,7 +96,10 @@ def _drive(server: APIServer) -> set[Attrs]:
         wait_until(
             lambda: get(server, "nodemetrics", "n2") is not None and get(server, "nodeslos", "n2") is not None
         )
-        status = {"updateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        status = {
+            "updateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "nodeMetric": {"nodeUsage": {"resources": {"cpu": "1", "memory": "1Gi"}}},
+        }
         store.patch("nodemetrics", "n1", {"status": status}, subresource="status")
         wait_until(lambda: "kubernetes.io/batch-cpu" in get(server, "nodes", "n1")["status"]["allocatable"])  # type: ignore[index]
         set_config(server, colocation_config={"enable": True, "metricReportIntervalSeconds": 20})

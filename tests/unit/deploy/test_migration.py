@@ -135,8 +135,17 @@ def test_applying_our_rbac_over_koordinators_drops_its_wildcards(
             status_of(lambda: core.list_pod_for_all_namespaces(field_selector="spec.nodeName=n1")),
             status_of(lambda: co.list_cluster_custom_object("slo.koordinator.sh", "v1alpha1", "nodeslos")),
             status_of(
-                lambda: co.patch_cluster_custom_object_status(
-                    "slo.koordinator.sh", "v1alpha1", "nodemetrics", "n1", {"status": {}}
+                lambda: co.replace_cluster_custom_object_status(
+                    "slo.koordinator.sh",
+                    "v1alpha1",
+                    "nodemetrics",
+                    "n1",
+                    {
+                        "apiVersion": "slo.koordinator.sh/v1alpha1",
+                        "kind": "NodeMetric",
+                        "metadata": {"name": "n1", "resourceVersion": "1"},
+                        "status": {},
+                    },
                 )
             ),
         ]

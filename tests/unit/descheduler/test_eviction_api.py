@@ -237,3 +237,29 @@ def test_dry_run_evicts_nothing_and_decides_the_same(server: APIServer) -> None:
     assert evicted_names(server) == []
     assert not [r for r in server.requests if r.path.endswith("/eviction")]
     assert len(hot_pods(server)) == PODS
+
+
+def test_a_restarted_descheduler_counts_the_pod_still_terminating(api_server_factory: Any) -> None:  # noqa: F811
+    # No kubelet confirms deletions here: an evicted pod stays Terminating.
+    server = api_server_factory()
+    populate(server)
+    limits = {
+        "maxMigratingPerNode": 0,
+        "maxMigratingPerWorkload": 1,
+        "maxUnavailablePerWorkload": "50%",
+        "objectLimiters": {},
+    }
+    with running_descheduler(server.client_config(), config({**limits, "maxMigratingGlobally": 1})) as first:
+        first.run_round()
+    (evicted,) = evicted_names(server)
+    pod = server.store.get("pods", evicted, "default" if int(evicted[3:]) % 2 == 0 else "team-b")
+    assert pod["metadata"].get("deletionTimestamp"), "still terminating"
+    workload = int(evicted[3:]) % WORKLOADS
+    # A new process: its memory of the first eviction is gone, the cluster still shows it under way.
+    with running_descheduler(server.client_config(), config(limits)) as second:
+        second.run_round()
+    again = evicted_names(server)[1:]
+    assert again, "the new process evicts from the other workloads"
+    assert [n for n in again if int(n[3:]) % WORKLOADS == workload] == []
+    by_workload = [int(n[3:]) % WORKLOADS for n in again]
+    assert len(by_workload) == len(set(by_workload)), "one pod at a time per workload"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from koord.apis.timefmt import format_time
 from koord.descheduler.evictor import MigrationController
 from koord.descheduler.framework import EvictionRefused, EvictOptions, Obj
 from koord.descheduler.framework.runtime import Environment, ProfileEvictor, ProfileHandle
@@ -193,3 +194,35 @@ def test_global_and_namespace_limits() -> None:
     mc.begin_round()
     decided = [p["metadata"]["name"] for p in pods[:6] if mc.pre_eviction_filter(p) and mc.evict(p, DRY)]
     assert decided == ["p0", "p1", "p3"]
+
+
+def test_a_fresh_evictor_counts_the_pods_the_cluster_shows_being_deleted() -> None:
+    # A descheduler restarted while a ReplicaSet's pod is still terminating: nothing of that eviction is
+    # in its memory, the pod's deletionTimestamp is in the cluster.
+    rs = [owned(f"r{i}", workload="rs", node=f"n{i}") for i in range(5)]
+    mc, informers, clock = controller({"objectLimiters": {}, "maxMigratingPerWorkload": 1}, pods=rs)
+    terminating = with_(rs[0], "metadata.deletionTimestamp", format_time(clock.wall() + 30))
+    informers.pods.put(terminating)  # its grace period ends in 30 s
+    mc.begin_round()
+    assert mc.limits.refusal(rs[1])[0] == "max-migrating-per-workload"
+    informers.pods.remove("default/r0")  # the kubelet confirmed: the next round may evict one
+    mc.begin_round()
+    assert mc.limits.refusal(rs[1]) == ("", "")
+
+
+def test_pods_being_deleted_count_per_node_and_globally_until_the_ttl() -> None:
+    args = {"objectLimiters": {}, "skipCheckExpectedReplicas": True, "maxMigratingGlobally": 3}
+    busy = [owned(f"b{i}", workload=f"wb{i}", node="busy") for i in range(4)]
+    spare = [owned(f"s{i}", workload=f"ws{i}", node="spare") for i in range(2)]
+    mc, informers, clock = controller(args, pods=busy + spare)
+    for p in busy[:2]:
+        informers.pods.put(with_(p, "metadata.deletionTimestamp", format_time(clock.wall() + 30)))
+    mc.begin_round()
+    assert mc.limits.refusal(busy[2])[0] == "max-migrating-per-node"  # default 2
+    assert mc.limits.refusal(spare[0]) == ("", "")
+    mc.limits.track(spare[0], dry_run=False)
+    assert mc.limits.refusal(spare[1])[0] == "max-migrating-globally"  # 2 being deleted + 1 evicted
+    # stuck terminating (a lost node): the slots are freed defaultJobTTL after the grace periods end
+    clock.advance(30 + 300)
+    mc.begin_round()
+    assert mc.limits.refusal(busy[2]) == ("", "")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from koord.kube.delegation import delegating_auth
 from koord.runtime.errors import APIUnavailable, ConfigError
 from koord.runtime.httpaccess import (
     AuthConfig,
@@ -22,6 +23,8 @@ from koord.runtime.httpaccess import (
     ssl_context,
 )
 from koordlet.testing import FakeClock, wait_until
+from tests.apiserver import APIServer
+from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.support.pki import make_pki
 from tests.unit.http.conftest import Serve
 from tests.unit.http.rawclient import get
@@ -168,3 +171,12 @@ def test_tls_serving_and_a_plain_client_on_the_tls_port(
 def test_a_missing_key_pair_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--tls-cert-file"):
         ssl_context(TLSConfig(str(tmp_path / "no.crt"), str(tmp_path / "no.key")))
+
+
+def test_the_reviews_carry_the_process_user_agent(api_server: APIServer) -> None:  # noqa: F811
+    auth = delegating_auth(ON, client_configuration=api_server.client_config(), user_agent="koordlet/9 (n1)")
+    assert auth.check("GET", "/metrics", "Bearer not-a-token") is not None  # refused, after a TokenReview
+    reviews = [r for r in api_server.requests if r.path.endswith("/tokenreviews")]
+    assert reviews and {{k.lower(): v for k, v in r.headers.items()}["user-agent"] for r in reviews} == {
+        "koordlet/9 (n1)"
+    }

@@ -265,3 +265,32 @@ def test_batch_resources_follow_the_nodemetric(api_server: APIServer) -> None:  
         )
         wait_until(lambda: batch(api_server, "n") == (None, None, None), timeout=5, what="degraded to zero")
         assert get(api_server, "nodes", "n")["status"]["allocatable"]["cpu"] == "16"  # type: ignore[index]
+
+
+def test_a_nodemetric_without_node_usage_lends_nothing(api_server: APIServer) -> None:  # noqa: F811
+    # An agent's report before its first sample: fresh updateTime, empty nodeUsage and systemUsage.
+    empty = {
+        "updateTime": None,
+        "nodeMetric": {"nodeUsage": {"resources": None}, "systemUsage": {"resources": None}},
+        "podsMetric": None,
+    }
+    store = api_server.store
+    set_config(api_server, colocation_config={"enable": True, "degradeTimeMinutes": 10})
+    store.create("nodes", node("n"))
+    with running_manager(api_server) as m:
+        wait_until(lambda: get(api_server, "nodemetrics", "n") is not None)
+
+        def reconciled(rv: str) -> bool:
+            cached = m.manager.nodemetrics.get("n") or {}
+            return cached.get("metadata", {}).get("resourceVersion") == rv and settled(m)
+
+        def report(status: dict[str, Any]) -> None:
+            rv = store.patch("nodemetrics", "n", {"status": status}, subresource="status")["metadata"]
+            wait_until(lambda: reconciled(rv["resourceVersion"]), what="the report reconciled")
+
+        report({**empty, "updateTime": format_time(time.time())})
+        assert batch(api_server, "n") == (None, None, None), "an idle-looking node lends nothing"
+        store.patch("nodemetrics", "n", {"status": nodemetric_status(time.time(), "2")}, subresource="status")
+        wait_until(lambda: batch(api_server, "n")[0] == "7600", what="batch resources from a real report")
+        report({**empty, "updateTime": format_time(time.time())})
+        wait_until(lambda: batch(api_server, "n") == (None, None, None), what="degraded: no usage")

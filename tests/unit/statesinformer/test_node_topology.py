@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from koord.apis import noderesourcetopology as nrtobj
 from koord.apis import nrt
+from koord.runtime.errors import APIUnavailable
 from koord.testing.topology import TWO_SOCKETS, GiB, SimulatedTopology
 from koordlet import api
 from koordlet.statesinformer.noderesourcetopology import NodeTopologyInformer, TopologyOptions
@@ -270,29 +272,55 @@ def test_sync_creates_once_then_updates_only_on_change(tmp_path: Path) -> None:
     )
 
 
-def test_unknown_until_the_kubelet_answers(tmp_path: Path) -> None:
+def test_reported_without_the_kubelets_configuration_when_it_refuses(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     paths = write_topology(tmp_path, TWO_SOCKETS)
+    web = make_pod("web", kube_qos=api.KubeQOSClass.GUARANTEED, uid=pod_uid(7))
+    checkpoint = {
+        "policyName": "static",
+        "defaultCpuSet": "0-5,8-15",
+        "entries": {pod_uid(7): {"main": "6-7"}},
+    }
+    paths.kubelet_cpu_manager_state().write_text(json.dumps(checkpoint))
     host = Host(paths, mode=CgroupMode.V1, driver=CgroupDriver.CGROUPFS)
-    from koord.runtime.errors import APIUnavailable
+    answer: list[Any] = []
 
-    def down() -> Any:
-        raise APIUnavailable("kubelet down")
+    def configz() -> Any:
+        # the read-only port does not serve /configz; a kubelet may refuse it (401/403)
+        if not answer:
+            raise APIUnavailable("kubelet http://127.0.0.1:10255/configz: HTTP Error 404: Not Found")
+        return answer[0]
 
     sink = Sink()
     inf = NodeTopologyInformer(
         TopologyOptions("node-a"),
         host,
         lambda: None,
-        lambda: (),
-        configz=down,
+        lambda: (web,),
+        configz=configz,
         sink=sink,
-        cached_object=lambda: None,
+        cached_object=lambda: sink.stored,
     )
+    assert inf.status() is None, "unknown until the kubelet has been asked"
+    with caplog.at_level(logging.DEBUG, logger="koordlet.statesinformer.noderesourcetopology"):
+        for _ in range(3):
+            inf.sync()
+    assert [create for create, _ in sink.writes] == [True], "reported once, not held back"
+    got = annotations(inf)
+    # what the checkpoint says: the policy and the CPUs the kubelet gave the container
+    assert got[nrt.ANNOTATION_KUBELET_CPU_MANAGER_POLICY] == {"policy": "static"}
+    assert [a["cpuset"] for a in got[nrt.ANNOTATION_POD_CPU_ALLOCS]] == ["6-7"]
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING and "configz" in r.getMessage()]
+    assert len(warned) == 1 and "404" in warned[0].getMessage(), "logged once, with the reason"
+    # the kubelet answers: its configuration replaces the guess
+    answer.append({"kubeletconfig": {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0,8"}})
     inf.sync()
-    assert inf.status() is None and sink.writes == []
+    assert [create for create, _ in sink.writes] == [True, False]
+    assert annotations(inf)[nrt.ANNOTATION_KUBELET_CPU_MANAGER_POLICY]["reservedCPUs"] == "0,8"
     # --disable-query-kubelet-config: no policy, nothing of the kubelet's, but a status
     off = NodeTopologyInformer(
-        TopologyOptions("node-a", query_kubelet_config=False), host, lambda: None, lambda: (), configz=down
+        TopologyOptions("node-a", query_kubelet_config=False), host, lambda: None, lambda: (), configz=configz
     )
     off.refresh_host()
     status = off.status()

@@ -11,6 +11,7 @@ import pytest
 
 from koord.runtime.errors import APIUnavailable
 from koordlet import api
+from koordlet.statesinformer.kubelet import KubeletCredentials
 from koordlet.statesinformer.podinfo import pod_infos
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
@@ -52,7 +53,8 @@ def test_kubelet_https_with_token_and_ca(tmp_path: Path) -> None:
     token.write_text("s3cret\n")
     with FakeKubelet(tls_dir=tmp_path, token="s3cret") as k:
         k.set_pods(pods(2))
-        ep = KubeletEndpoint(address="127.0.0.1", port=k.port, token_file=str(token), ca_file=str(k.cert))
+        creds = KubeletCredentials(token_file=str(token))
+        ep = KubeletEndpoint(address="127.0.0.1", port=k.port, credentials=creds, ca_file=str(k.cert))
         got = KubeletPodSource(lambda: ep).list_pods(LAYOUT)
         assert len(got) == 2 and k.auth_headers[-1] == "Bearer s3cret"
         token.write_text("rotated")  # re-read every time: a rotated token is sent (and refused here)

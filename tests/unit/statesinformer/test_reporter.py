@@ -19,27 +19,33 @@ from koordlet.testing import FakeClock
 
 
 class Spec:
-    """The NodeMetric spec the informer has seen (``None``: no object yet)."""
+    """The NodeMetric the informer has seen, by its spec (``None``: no object yet); ``sampled``: whether
+    the metric cache holds a node usage sample for the status."""
 
     def __init__(self, spec: dict[str, Any] | None) -> None:
         self.spec = spec
+        self.sampled = True
 
     def __call__(self) -> dict[str, Any] | None:
-        return self.spec
+        if self.spec is None:
+            return None
+        return {"metadata": {"name": "n", "resourceVersion": "7"}, "spec": self.spec}
 
 
 class Sink:
     def __init__(self) -> None:
         self.answers: list[int | None] = []  # None = connection error
         self.patched: list[Mapping[str, Any]] = []
+        self.read_at: list[str] = []
         self.created = 0
 
-    def patch_node_metric_status(self, status: Mapping[str, Any]) -> int:
+    def update_node_metric_status(self, status: Mapping[str, Any], current: Mapping[str, Any] | None) -> int:
         answer = self.answers.pop(0) if self.answers else 200
         if answer is None:
             raise APIUnavailable("connection refused")
         if answer == 200:
             self.patched.append(status)
+            self.read_at.append(str(((current or {}).get("metadata") or {}).get("resourceVersion")))
         return answer
 
     def create_node_metric(self) -> int:
@@ -56,7 +62,12 @@ def make(
 
     def build(policy: CollectPolicy) -> dict[str, Any]:
         policies.append(policy)
-        return {"updateTime": str(clock.wall())}
+        usage = (
+            {"nodeUsage": {"resources": {"cpu": "1", "memory": "1Gi"}}}
+            if state.sampled
+            else {"nodeUsage": {}}
+        )
+        return {"updateTime": str(clock.wall()), "nodeMetric": usage}
 
     state = Spec(spec)
     config = InformerConfig(node_name="n", report_interval_min_seconds=30, **cfg)
@@ -83,6 +94,7 @@ def test_skips_until_the_object_exists(fake_clock: FakeClock) -> None:
     spec.spec = {}
     assert reporter.report_once() == 60.0  # koordlet's default interval
     assert len(sink.patched) == 1
+    assert sink.read_at == ["7"], "the status replaces the object at the version the watch holds"
 
 
 def test_creates_when_asked(fake_clock: FakeClock) -> None:
@@ -139,6 +151,17 @@ def test_not_found_is_skipped_not_retried(fake_clock: FakeClock) -> None:
     reporter, sink, registry, _, _ = make(fake_clock, {})
     sink.answers = [404]
     assert reporter.report_once() == 60.0 and count(registry, "skipped") == 1
+
+
+def test_nothing_reported_before_a_node_usage_sample(fake_clock: FakeClock) -> None:
+    reporter, sink, registry, _, spec = make(fake_clock, {})  # 0.1 QPS, burst 2
+    spec.sampled = False
+    delays = [reporter.report_once() for _ in range(3)]
+    assert sink.patched == [] and count(registry, "skipped") == 3
+    assert max(delays) <= 1.0, "looked at again within a sampling interval or so"
+    spec.sampled = True
+    assert reporter.report_once() == 60.0 and reporter.report_once() == 60.0
+    assert len(sink.patched) == 2, "the skipped rounds spent none of the write budget"
 
 
 def test_standalone_writes_file(fake_clock: FakeClock, tmp_path: Path) -> None:
