@@ -5,10 +5,16 @@ otherwise, the server now answers as kube-apiserver does; each test names the up
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from tests.apiserver import APIServer
 from tests.unit.apiserver.helpers import new_watch, nodemetric, pod, raw_call
+from tests.unit.apiserver.kubectl import Kubectl
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
@@ -46,3 +52,23 @@ def test_list_items_of_built_in_types_name_no_kind(api_server: APIServer) -> Non
         seen.append(event["raw_object"] if isinstance(event, dict) else json.loads(event))
         break
     assert [(o["kind"], o["metadata"]["name"]) for o in seen] == [("Pod", "p2")]
+
+
+@pytest.mark.tool("kubectl")
+def test_kubectl_auth_can_i_says_what_the_server_then_does(api_server: APIServer, tmp_path: Path) -> None:
+    """``pkg/registry/authorization/selfsubjectaccessreview/rest.go`` asks the server's own authorizer:
+    with authorization off (kube-apiserver's ``AlwaysAllow``, ``authorizerfactory/builtin.go``) every
+    review is allowed and the rules review lists ``*``, so ``kubectl auth can-i`` says yes to what
+    ``kubectl`` then does (over plain HTTP kubectl sends no token: the caller is anonymous)."""
+    config = tmp_path / "kubeconfig"
+    config.write_text(yaml.safe_dump(api_server.kubeconfig()))
+    kubectl = Kubectl(config, tmp_path)
+    assert kubectl.ok("auth", "can-i", "create", "pods").strip() == "yes"
+    assert kubectl.ok("auth", "can-i", "create", "pods", "--subresource=eviction", "-A").strip() == "yes"
+    assert kubectl.ok("auth", "can-i", "get", "/metrics").strip() == "yes"
+    rules = kubectl.ok("auth", "can-i", "--list")
+    assert re.search(r"^\*\.\*\s+\[\]\s+\[\]\s+\[\*\]", rules, re.MULTILINE), rules
+    assert "system:anonymous" in kubectl.ok("auth", "whoami")
+    kubectl.ok("run", "p", "--image=busybox", "--restart=Never")
+    assert api_server.store.get("pods", "p", "default")["metadata"]["name"] == "p"
+    kubectl.ok("delete", "pod", "p", "--grace-period=0", "--force")
