@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from tests.apiserver import ages, printers, status
+from tests.apiserver import ages, events, printers, status
 from tests.apiserver.printers import Column
 from tests.apiserver.resources import ResourceType
 
@@ -164,7 +164,7 @@ def table(
     listed = isinstance(payload.get("items"), list)
     rows = []
     for item in payload["items"] if listed else [payload]:
-        row: Obj = {"cells": cells(item, now)}
+        row: Obj = {"cells": cells(events.stored_shape(rt, item), now)}
         obj = _row_object(rt, item, include)
         if obj is not None:
             row["object"] = obj
