@@ -33,7 +33,7 @@ def test_a_gang_of_five_with_room_for_four_binds_none_and_every_member_says_why(
     # expands no multiPoint plugin into such a point): Coscheduling before DefaultPreemption.
     assert messages(k, f"g{f}") == [
         f"0/4 nodes are available: 4 Insufficient cpu. {ROOM_FOR_4} (Strict), preemption: 0/4 nodes are "
-        "available: 4 No preemption victims found for incoming pod.."
+        "available: 4 No preemption victims found for incoming pod."
     ]
     for i in set(range(5)) - {f}:
         assert messages(k, f"g{i}") == [f"{ROOM_FOR_4}: member default/g{f} cannot be placed: {NO_ROOM}"]
