@@ -273,8 +273,17 @@ class SchedulerHandle:
 
     # ---- writes --------------------------------------------------------------------------------
 
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        self.api.event(obj, type_, reason, message)
+    def event(
+        self,
+        obj: Obj,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        action: str = "Scheduling",
+        related: Obj | None = None,
+    ) -> None:
+        self.api.event(obj, type_, reason, message, action=action, related=related)
 
     def bind_pod(self, pod: Obj, node: str) -> Status | None:
         try:

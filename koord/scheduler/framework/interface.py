@@ -241,8 +241,20 @@ class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, 
 
     def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool: ...
 
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        """Record an Event about ``obj`` (asynchronously; never blocks the cycle)."""
+    def event(
+        self,
+        obj: Obj,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        action: str = "Scheduling",
+        related: Obj | None = None,
+    ) -> None:
+        """Record an Event regarding ``obj`` (asynchronously; never blocks the cycle), as kube-scheduler's
+        ``EventRecorder().Eventf(regarding, related, type, reason, action, note)``: ``action`` is what
+        the scheduler was doing (``Scheduling``, ``Binding``, ``Preempting``), ``related`` a second object
+        involved (the preemptor of a preempted pod)."""
 
     def patch_pod(self, state: CycleState, patch: Mapping[str, Any]) -> None:
         """PreBind only: merge ``patch`` (a JSON merge patch of metadata labels/annotations) into the
