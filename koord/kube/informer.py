@@ -10,8 +10,8 @@ change) says whether the cache follows the server: False from an error until a l
 answered again. Handlers run on the informer's thread, one at a time, and must be quick (enqueue a
 key); objects are shared, read-only dicts. :meth:`Informer.resync` replays every object as an update,
 as client-go's resync does (the process runs it on a period). Listed objects are given the kind and
-apiVersion kube-apiserver leaves out of a list's items (:func:`listed_items`), so every cached object
-names its kind.
+apiVersion kube-apiserver leaves out of a list's items (:func:`~koord.kube.client.listed_items`), so
+every cached object names its kind.
 
 Field and label selectors pass through to the list and the watch, so the same class serves "all nodes"
 for the manager and "the pods of my node" / "my NodeSLO" for the agent. A ``transform`` (client-go's
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koord.kube.client import ApiError, call
+from koord.kube.client import ApiError, call, listed_items
 from koord.kube.ratelimit import Backoff
 
 log = logging.getLogger(__name__)
@@ -62,22 +62,6 @@ def without_managed_fields(obj: Obj) -> Obj:
     if not isinstance(meta, Mapping) or "managedFields" not in meta:
         return obj
     return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-
-
-def listed_items(doc: Obj) -> list[Obj]:
-    """The items of a list answer, each naming its kind and apiVersion: kube-apiserver leaves them out of
-    the items of a built-in type's list (watch events and GETs carry them), so they are taken from the
-    list's, as client-go's unstructured decoder does (``decodeToList``). Readers (an Event's reference
-    above all) then see the same object whether it was listed or watched."""
-    kind = str(doc.get("kind") or "").removesuffix("List")
-    api_version = doc.get("apiVersion")
-    items = [i for i in doc.get("items") or () if isinstance(i, Mapping)]
-    if not kind or not api_version:
-        return items
-    return [
-        i if i.get("kind") or i.get("apiVersion") else {"kind": kind, "apiVersion": api_version, **i}
-        for i in items
-    ]
 
 
 @dataclass(frozen=True, slots=True)

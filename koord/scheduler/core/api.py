@@ -1,8 +1,8 @@
 """What koord-scheduler writes to the API server, behind one interface: the binding (``POST
 pods/<name>/binding`` with the pod's UID as precondition, as DefaultBinder does), the ``PodScheduled``
 condition and ``nominatedNodeName`` (status PATCH), the one metadata PATCH of DefaultPreBind, Events
-(``events.k8s.io/v1``, as kube-scheduler writes them: :func:`KubeAPI.event`), and the deletion of
-preemption victims; for plugins' own objects (an ElasticQuota's or a PodGroup's
+(``events.k8s.io/v1``, as kube-scheduler writes them: :mod:`koord.scheduler.core.events`), and the
+deletion of preemption victims; for plugins' own objects (an ElasticQuota's or a PodGroup's
 status, a Reservation's...), a create, a JSON merge patch (of a subresource too), a deletion, and a pod's
 eviction (``policy/v1``, as Koordinator's quota revoke evicts).
 :class:`MemoryAPI` does the same in memory (benchmarks, tests);
@@ -12,34 +12,18 @@ eviction (``policy/v1``, as Koordinator's quota revoke evicts).
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from koord.apis import reservation
-from koord.apis.groups import PODS, Resource
+from koord.apis.groups import Resource
 from koord.kube.client import ApiError, request
-from koord.kube.eventsv1 import EventBroadcaster, EventRecorder
-from koord.kube.objectref import NoKind, ObjectRef
+from koord.kube.eventsv1 import EventBroadcaster
 from koord.runtime.errors import APIUnavailable
+from koord.scheduler.core.events import ProfileEvents
+from koord.scheduler.framework.eventhandle import SCHEDULING, EventHandle
 from koord.scheduler.framework.types import Obj
-
-log = logging.getLogger(__name__)
-
-SCHEDULING = "Scheduling"
-"""The action of an Event about scheduling a pod (kube-scheduler's FailedScheduling); Binding is the
-Scheduled Event's, Preempting the Preempted one's."""
-NOTE_LIMIT = 1024
-"""The longest note kube-apiserver takes (``NoteLengthLimit``)."""
-
-
-def truncate_message(message: str) -> str:
-    """kube-scheduler's ``truncateMessage``: a note over the limit is cut and ends in `` ...``."""
-    if len(message) <= NOTE_LIMIT:
-        return message
-    return message[: NOTE_LIMIT - 4] + " ..."
 
 
 class APIFailed(Exception):
@@ -52,25 +36,15 @@ class APIFailed(Exception):
         self.gone = gone
 
 
-class ClusterAPI(Protocol):
+class ClusterAPI(EventHandle, Protocol):
+    """The writes (``event`` as :class:`koord.scheduler.framework.eventhandle.EventHandle` says)."""
+
     def bind(self, pod: Obj, node: str) -> None: ...
 
     def patch_status(self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None) -> None:
         """Set the ``PodScheduled`` condition and/or ``status.nominatedNodeName`` (``""`` clears it)."""
 
     def patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None: ...
-
-    def event(
-        self,
-        obj: Obj,
-        type_: str,
-        reason: str,
-        message: str,
-        *,
-        action: str = SCHEDULING,
-        related: Obj | None = None,
-    ) -> None:
-        """An Event regarding ``obj`` (a pod unless it names its kind), ``related`` to a second object."""
 
     def delete_pod(self, pod: Obj) -> None: ...
 
@@ -104,8 +78,8 @@ def _meta(pod: Obj) -> tuple[str, str, str]:
 
 class KubeAPI:
     """On the official client's ApiClient (raw JSON requests; Events through an
-    :class:`~koord.kube.eventsv1.EventBroadcaster` whose thread the process runs), one Event recorder per
-    profile (``scheduler_names``, the first one the default)."""
+    :class:`~koord.kube.eventsv1.EventBroadcaster` whose thread the process runs, one recorder per
+    profile: ``scheduler_names``, the first one the default)."""
 
     def __init__(
         self,
@@ -115,8 +89,7 @@ class KubeAPI:
         scheduler_names: Sequence[str] = ("koord-scheduler",),
     ) -> None:
         self._api = api_client
-        self._recorders = {name: events.new_recorder(name) for name in scheduler_names}
-        self._default = self._recorders[scheduler_names[0]]
+        self._events = ProfileEvents(events, scheduler_names)
         self._timeout = timeout
 
     def _send(
@@ -183,26 +156,7 @@ class KubeAPI:
         action: str = SCHEDULING,
         related: Obj | None = None,
     ) -> None:
-        """As kube-scheduler's profile recorder: ``regarding`` is ``obj`` (its kind, else a Pod, as the
-        Go type names it), the reporting controller the profile of ``related`` (the preemptor of a
-        preempted pod) or else of ``obj``, the note cut at the API's limit."""
-        try:
-            regarding = ObjectRef.of(obj, PODS)
-            other = ObjectRef.of(related, PODS) if related is not None else None
-        except NoKind as err:
-            log.error("event %s not recorded: %s", reason, err)
-            return
-        recorder = self._recorder(related if related is not None else obj)
-        recorder.eventf(regarding, other, type_, reason, action, truncate_message(message))
-
-    def _recorder(self, obj: Obj) -> EventRecorder:
-        """The recorder of the profile that schedules ``obj`` (a pod's ``schedulerName``, a
-        Reservation's template's), or the first profile's."""
-        if obj.get("kind") == "Reservation":
-            name = reservation.scheduler_of(obj)
-        else:
-            name = str((obj.get("spec") or {}).get("schedulerName") or "")
-        return self._recorders.get(name, self._default)
+        self._events.event(obj, related, type_, reason, action, message)
 
     def delete_pod(self, pod: Obj) -> None:
         ns, name, uid = _meta(pod)
