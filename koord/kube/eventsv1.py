@@ -12,10 +12,10 @@ Repeats make a series, by the broadcaster's rules: an Event is the same as one c
 action, reason, reporting controller and instance, regarding (resourceVersion included) and related
 agree, whatever the note. Its second occurrence patches ``series`` (count 2, ``lastObservedTime``) onto
 the first Event; later ones only count in the cache. Every 6 minutes a series last observed more than 6
-minutes ago is written with its final count and forgotten, as is a single Event 6 minutes old; every 30
-minutes every series still going is written. A series patch of an Event gone (404) creates it again. An
-Event the server refuses is dropped; one that cannot reach it is tried again 10 s later (jittered), 12
-times at most.
+minutes ago is written with its final count and forgotten, and a single Event 6 minutes old is
+forgotten (its next occurrence is a new Event); every 30 minutes every series still going is written.
+A series patch of an Event gone (404) creates it again. An Event the server refuses is dropped; one that
+cannot reach it is tried again 10 s later (jittered), 12 times at most.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """koord-scheduler's Events as kube-scheduler's profile recorders write them (``events.k8s.io/v1``,
 :mod:`koord.kube.eventsv1`): one recorder per profile, named after its scheduler; an Event regarding a
 pod is reported by the profile that schedules it (a Reservation's by its template's), a Preempted one by
-the preemptor's; ``regarding`` is the object as a Pod unless it names its kind (a listed pod names none);
-the note is cut at the API's limit as ``truncateMessage`` cuts it.
+the preemptor's; ``regarding`` is the object, a Pod unless it names its kind (as the Go type says it
+is in kube-scheduler); the note is cut at the API's limit as ``truncateMessage`` cuts it.
 """
 
 from __future__ import annotations
