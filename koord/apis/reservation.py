@@ -194,20 +194,21 @@ class OwnerMatcher:
 
     def matches(self, pod: Mapping[str, Any]) -> bool:
         meta = as_map(pod, "metadata")
-        if self.object is not None and not _object_matches(pod, meta, self.object):
+        if self.object is not None and not _object_matches(meta, self.object):
             return False
         if self.controller is not None and not _controller_matches(meta, self.controller):
             return False
         return self.selector is None or self.selector.matches(as_map(meta, "labels"))
 
 
-def _object_matches(pod: Mapping[str, Any], meta: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
-    # Only pods are compared, so kind, resourceVersion and fieldPath are ignored (as Koordinator does).
+def _object_matches(meta: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
+    # Only pods are compared, so kind, resourceVersion and fieldPath are ignored (as Koordinator does);
+    # a pod's apiVersion is v1 whether or not the object says so (a listed one does not).
     have = {
         "uid": meta.get("uid"),
         "name": meta.get("name"),
         "namespace": meta.get("namespace"),
-        "apiVersion": pod.get("apiVersion"),
+        "apiVersion": "v1",
     }
     return all(not ref.get(k) or ref.get(k) == v for k, v in have.items())
 

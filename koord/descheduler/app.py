@@ -20,6 +20,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koord import __version__
+from koord.apis.groups import PODS
 from koord.apis.node import is_ready, select
 from koord.descheduler.config import Configuration, DeschedulerConfig
 from koord.descheduler.evictor import NAME as MIGRATION_CONTROLLER
@@ -31,8 +32,9 @@ from koord.descheduler.informers import MemoryInformers, SharedInformers
 from koord.descheduler.metrics import DeschedulerMetrics
 from koord.descheduler.plugins import BUILTIN
 from koord.kube.client import make_api_client
-from koord.kube.events import EventRecorder, ObjectRef
+from koord.kube.eventsv1 import EventBroadcaster, EventRecorder
 from koord.kube.leaderelection import KubeLeaseClient, LeaderElector
+from koord.kube.objectref import NoKind, ObjectRef
 from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
 
 log = logging.getLogger(__name__)
@@ -48,20 +50,23 @@ def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
 
 
 class PodEvents:
-    """The framework's ``EventRecorder`` on the cluster layer's recorder (cached objects carry no kind)."""
+    """The framework's ``EventRecorder`` on an ``events.k8s.io/v1`` recorder, as the descheduler's
+    ``Eventf(regarding, nil, type, reason, action, note)``: the object is a pod unless it names its kind."""
 
     def __init__(self, recorder: EventRecorder) -> None:
         self.recorder = recorder
 
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        ref = ObjectRef.of(obj)
-        if not ref.kind:
-            ref = ObjectRef("Pod", ref.name, ref.namespace, ref.uid, "v1")
-        self.recorder.event(ref, type_, reason, message)
+    def event(self, obj: Obj, type_: str, reason: str, message: str, *, action: str = "Descheduling") -> None:
+        try:
+            ref = ObjectRef.of(obj, PODS)
+        except NoKind as err:
+            log.error("event %s not recorded: %s", reason, err)
+            return
+        self.recorder.eventf(ref, None, type_, reason, action, message)
 
 
 class _NoEvents:
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+    def event(self, obj: Obj, type_: str, reason: str, message: str, *, action: str = "Descheduling") -> None:
         pass
 
 
@@ -94,7 +99,7 @@ class Descheduler:
             cfg.kubeconfig, user_agent=f"{USER_AGENT}/{__version__} ({identity})"
         )
         self.informers: Any = informers or SharedInformers(self.api, request_timeout=cfg.request_timeout)
-        self.recorder = EventRecorder(self.api, USER_AGENT, request_timeout=cfg.request_timeout)
+        self.events = EventBroadcaster(self.api, request_timeout=cfg.request_timeout)
         self.elector: LeaderElector | None = None
         if cfg.leader_election:
             lease = KubeLeaseClient(self.api, cfg.election.namespace, cfg.election.name)
@@ -106,7 +111,7 @@ class Descheduler:
         self.env = Environment(
             client=self.api,
             informers=self.informers,
-            recorder=PodEvents(self.recorder),
+            recorder=PodEvents(self.events.new_recorder(USER_AGENT)),
             dry_run=conf.dry_run,
             interval=conf.interval,
             limiter=RoundLimiter(conf.limits),
@@ -171,7 +176,7 @@ class Descheduler:
 
     def _start_informers(self, stop: threading.Event, supervisor: Supervisor) -> None:
         self.env.stop = stop
-        supervisor.go("events", lambda: self.recorder.run(stop))
+        supervisor.go("events", lambda: self.events.run(stop))
         self.informers.start(stop, supervisor)
 
     def _start_rounds(self, stop: threading.Event, supervisor: Supervisor) -> None:
@@ -188,7 +193,7 @@ class Descheduler:
                 stop.wait(0.1)
             if not stop.is_set():
                 self.run_round()
-                self.recorder.flush()
+                self.events.flush()
                 log.info("deschedulingInterval is 0: one round done, exiting")
                 stop.set()
 

@@ -69,7 +69,7 @@ class Counter:
 
 
 class NoEvents:
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+    def event(self, obj: Obj, type_: str, reason: str, message: str, *, action: str = "Descheduling") -> None:
         pass
 
 

@@ -5,7 +5,8 @@ kubeconfig file or the in-cluster service account. Calls go through the typed AP
 ``_preload_content=False`` and JSON is decoded here, so objects travel as plain dicts (pydantic models
 are never built: a 5000-node list decodes in a fraction of the time). :func:`call` turns the client's
 many failure types into two: :class:`ApiError` (the server answered non-2xx) and
-:class:`~koord.runtime.errors.APIUnavailable` (it could not be reached).
+:class:`~koord.runtime.errors.APIUnavailable` (it could not be reached). :func:`listed_items` gives the
+items of a list answer the kind kube-apiserver leaves out of them.
 """
 
 from __future__ import annotations
@@ -153,3 +154,19 @@ def call(what: str, fn: Callable[[], Any]) -> Any:
     except Exception as err:  # urllib3, socket and ssl errors alike: the server is unreachable
         raise APIUnavailable(f"{what}: {err}") from err
     return json.loads(data) if data else None
+
+
+def listed_items(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The items of a list answer, each naming its kind and apiVersion: kube-apiserver leaves them out of
+    the items of a built-in type's list (watch events and GETs carry them), so they are taken from the
+    list's, as client-go's unstructured decoder does (``decodeToList``). Readers (an Event's reference
+    above all) then see the same object whether it was listed or watched."""
+    kind = str(doc.get("kind") or "").removesuffix("List")
+    api_version = doc.get("apiVersion")
+    items = [i for i in doc.get("items") or () if isinstance(i, Mapping)]
+    if not kind or not api_version:
+        return items
+    return [
+        i if i.get("kind") or i.get("apiVersion") else {"kind": kind, "apiVersion": api_version, **i}
+        for i in items
+    ]

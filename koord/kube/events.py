@@ -1,53 +1,38 @@
-"""An Event recorder for the cluster processes (client-go's ``record.EventRecorder``, kept small).
+"""The core ``v1`` Event recorder (client-go's ``record.EventRecorder``, kept small): koord-manager's, as
+controller-runtime's recorder is Koordinator's (kube-scheduler and the descheduler write
+``events.k8s.io/v1`` Events: :mod:`koord.kube.eventsv1`).
 
 :meth:`EventRecorder.event` never blocks the caller (an informer handler, a reconcile): events go to a
 bounded queue that :meth:`EventRecorder.run` sends. The same event about the same object within ten
 minutes is aggregated into the existing Event (``count`` and ``lastTimestamp`` patched) instead of a new
 one, and each object gets at most ``burst`` events then one per ``refill_seconds`` (client-go's spam
-filter), so a ConfigMap broken for hours does not flood etcd.
+filter), so a ConfigMap broken for hours does not flood etcd. ``involvedObject`` is the whole reference
+(:class:`~koord.kube.objectref.ObjectRef`: kind, apiVersion, uid, resourceVersion), so ``kubectl get
+events --field-selector involvedObject.kind=ConfigMap`` finds it; repeats aggregate whatever the
+object's resourceVersion (client-go's aggregation key leaves it out).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from koord.apis.timefmt import format_time
 from koord.kube.client import ApiError, request
+from koord.kube.objectref import ObjectRef
 from koord.kube.ratelimit import TokenBucket
 from koord.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
 
 AGGREGATE_SECONDS = 600.0
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    """The ``involvedObject`` of an Event."""
-
-    kind: str
-    name: str
-    namespace: str = ""
-    uid: str = ""
-    api_version: str = "v1"
-
-    @classmethod
-    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
-        meta = obj.get("metadata") or {}
-        return cls(
-            kind=str(obj.get("kind") or ""),
-            name=str(meta.get("name") or ""),
-            namespace=str(meta.get("namespace") or ""),
-            uid=str(meta.get("uid") or ""),
-            api_version=str(obj.get("apiVersion") or "v1"),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +111,7 @@ class EventRecorder:
     def _send(self, ev: _Pending) -> None:
         ns = ev.ref.namespace or "default"
         ts = format_time(ev.wall)
-        agg_key = (ev.ref, ev.type, ev.reason, ev.message)
+        agg_key = (dataclasses.replace(ev.ref, resource_version=""), ev.type, ev.reason, ev.message)
         recent = self._recent.get(agg_key)
         try:
             if recent is not None and ev.wall - recent[2] < AGGREGATE_SECONDS:
@@ -148,13 +133,7 @@ class EventRecorder:
                     "apiVersion": "v1",
                     "kind": "Event",
                     "metadata": {"name": name, "namespace": ns},
-                    "involvedObject": {
-                        "kind": ev.ref.kind,
-                        "name": ev.ref.name,
-                        "namespace": ev.ref.namespace,
-                        "uid": ev.ref.uid,
-                        "apiVersion": ev.ref.api_version,
-                    },
+                    "involvedObject": ev.ref.as_json(),
                     "type": ev.type,
                     "reason": ev.reason,
                     "message": ev.message,

@@ -9,7 +9,9 @@ deletes exactly as if they had watched the gap. :meth:`Informer.healthy` (and ``
 change) says whether the cache follows the server: False from an error until a list or a watch is
 answered again. Handlers run on the informer's thread, one at a time, and must be quick (enqueue a
 key); objects are shared, read-only dicts. :meth:`Informer.resync` replays every object as an update,
-as client-go's resync does (the process runs it on a period).
+as client-go's resync does (the process runs it on a period). Listed objects are given the kind and
+apiVersion kube-apiserver leaves out of a list's items (:func:`~koord.kube.client.listed_items`), so
+every cached object names its kind.
 
 Field and label selectors pass through to the list and the watch, so the same class serves "all nodes"
 for the manager and "the pods of my node" / "my NodeSLO" for the agent. A ``transform`` (client-go's
@@ -27,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koord.kube.client import ApiError, call
+from koord.kube.client import ApiError, call, listed_items
 from koord.kube.ratelimit import Backoff
 
 log = logging.getLogger(__name__)
@@ -262,7 +264,7 @@ class Informer:
                     raise _Gone() from err  # the continue token expired: start the list over
                 raise
             doc = doc if isinstance(doc, Mapping) else {}
-            page = [i for i in doc.get("items") or () if isinstance(i, Mapping)]
+            page = listed_items(doc)
             items.extend(map(self._transform, page) if self._transform is not None else page)
             meta = doc.get("metadata") or {}
             token = str(meta.get("continue") or "")

@@ -24,7 +24,8 @@ from koord.apis.colocation import (
     InvalidConfig,
     parse_colocation_config,
 )
-from koord.kube.events import ObjectRef
+from koord.apis.groups import CONFIG_MAPS
+from koord.kube.objectref import ObjectRef
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class SLOConfigCache:
         self._on_refused(key)
         if self._recorder is not None:
             self._recorder.event(
-                ObjectRef.of(cm),
+                ObjectRef.of(cm, CONFIG_MAPS),
                 "Warning",
                 reason,
                 f"failed to parse {key}, keeping the last good config: {err}",

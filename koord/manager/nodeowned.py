@@ -189,7 +189,7 @@ class NodeOwnedReconciler:
     def _update(self, name: str, obj: Obj, spec: dict[str, Any]) -> None:
         meta = dict(as_map(obj, "metadata"))
         meta.pop("managedFields", None)
-        body = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": meta, "spec": spec}
+        body = {"apiVersion": self.resource.api_version, "kind": self.kind, "metadata": meta, "spec": spec}
         try:
             stored = self.writer.send("update", "PUT", f"{self.collection}/{name}", body)
         except Exception:

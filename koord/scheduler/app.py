@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 from koord import __version__
 from koord.apis.pod import index_by_owner
 from koord.kube.client import make_api_client
-from koord.kube.events import EventRecorder
+from koord.kube.eventsv1 import EventBroadcaster
 from koord.kube.informers import InformerSet, Watch, cluster_watches
 from koord.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
 from koord.kube.process import Address
@@ -123,10 +123,11 @@ class KoordScheduler:
         self.informers: Any = informers or InformerSet(
             self.api_client, watches(), request_timeout=cfg.request_timeout
         )
-        self.recorder = EventRecorder(self.api_client, USER_AGENT, request_timeout=cfg.request_timeout)
+        self.events = EventBroadcaster(self.api_client, request_timeout=cfg.request_timeout)
         self._stopping = threading.Event()
         self._elect_stop = threading.Event()
-        inner = api or KubeAPI(self.api_client, self.recorder, cfg.request_timeout)
+        names = [p.scheduler_name for p in conf.profiles]
+        inner = api or KubeAPI(self.api_client, self.events, cfg.request_timeout, names)
         self.api = FencedAPI(inner, self.may_write)
         self.metrics = SchedulerMetrics(registry)
         self.registry = registry
@@ -172,7 +173,7 @@ class KoordScheduler:
     # ---- lifecycle ------------------------------------------------------------------------------
 
     def _start_informers(self, stop: threading.Event, supervisor: Supervisor) -> None:
-        supervisor.go("events", lambda: self.recorder.run(stop))
+        supervisor.go("events", lambda: self.events.run(stop))
         self.informers.start(stop, supervisor)
 
     def may_write(self) -> bool:

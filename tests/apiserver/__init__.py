@@ -18,12 +18,29 @@ it); paged lists (``limit``/``continue`` on a consistent snapshot); watch replay
 BOOKMARKs (periodic and 2 s before the timeout); Table output (``kubectl get``); field and label
 selectors; registry strategies (defaults, create/update rules, pod immutability, validation);
 ``fieldValidation`` (Strict/Warn/Ignore, ``Warning`` headers) for built-in types and custom resources;
+list items of built-in types without ``kind``/``apiVersion`` (as a typed list encodes them; GET, watch
+and custom resources keep theirs);
 admission on create (namespace lifecycle, priority, default tolerations, service account) and on pod
 updates (default tolerations, kept priority); strategic merge patch for built-in types (415 on custom
 resources), merge and JSON patch; ``dryRun``; graceful deletion and finalizers with a kubelet hook;
 binding; eviction against PodDisruptionBudgets with a disruption controller; Service cluster IP and node
-port allocation; opt-in TLS (generated CA) and RBAC authorization of bearer tokens; TokenRequest; fault
+port allocation; opt-in TLS (generated CA) and RBAC authorization of bearer tokens (off, every request
+is allowed and the access reviews say so, as kube-apiserver's ``AlwaysAllow``); TokenRequest; fault
 switches (down/up, 503, injected failures).
+
+Which tier proves what. This server is the fast tier: a component's requests, its handling of answers,
+watches, paging, outages and RBAC, run in seconds in every test. The real-cluster tier
+(``tests/realcluster/``, against a kube-apiserver) is what proves admission, graceful deletion,
+validation and Events as kube-apiserver does them; where the two disagree, the real one is right and this
+server is changed to match it (or the test moves to that tier). Changed after a run against kube-apiserver
+v1.34 to v1.36 showed the difference:
+
+* LIST items of built-in types carried ``kind``/``apiVersion`` (kube-apiserver's do not; a component
+  reading an item's kind, an Event reference above all, got an empty one there).
+* With authorization off, SelfSubjectAccessReviews evaluated RBAC, so ``kubectl auth can-i`` said no to
+  what the server then allowed; access reviews now ask the authorizer in force.
+* ``events.k8s.io/v1`` took only the common field selectors (``regarding.kind``, ``reportingController``
+  were a 400), its Table rows printed no object, and a ``series`` under 2 was stored.
 
 Module map: ``server`` (lifecycle, switches, auth entry), ``connections``/``tls`` (sockets, HTTPS),
 ``handler`` (HTTP, routing, watch streams), ``bodies``/``protobuf``/``protomessages`` (request bodies),
@@ -58,8 +75,10 @@ NOT covered (a component relying on these is not proven by this server):
   sets it; ``""``/empty fields the Go types omit are stored as given.
 * RBAC: aggregated ClusterRoles, impersonation, user/group tokens other than the ones issued here, the
   Node authorizer; tokens are opaque (not JWTs) and a bound object's deletion does not revoke its token.
-* Lists with ``resourceVersion=0`` honour ``limit`` (the watch cache would ignore it); ``events.k8s.io``
-  field selectors are the common ones only; CRD version conversion;
+* Lists with ``resourceVersion=0`` honour ``limit`` (the watch cache would ignore it); an
+  ``events.k8s.io/v1`` create or update is not held to that version's stricter rules beyond ``eventTime``,
+  ``type`` and ``series`` (the deprecated fields unset, the immutable fields of an update); CRD version
+  conversion;
   ``pods/log``/``exec``/``proxy`` bodies; ``/status`` writes of metadata are ignored for every type.
 """
 

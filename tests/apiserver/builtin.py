@@ -10,6 +10,7 @@ for Leases, PodDisruptionBudgets and CRDs, as for custom resources). Discovery a
 
 from __future__ import annotations
 
+from tests.apiserver import events
 from tests.apiserver.resources import COMMON_FIELDS, ResourceType, Subresource
 
 POD_FIELDS = COMMON_FIELDS | {
@@ -98,10 +99,11 @@ BUILTIN = (
         "Event",
         True,
         False,
-        COMMON_FIELDS,
+        frozenset(events.FIELD_LABELS),
         ("ev",),
         storage=("", "events"),
         delete_returns_object=False,
+        field_labels=tuple(events.FIELD_LABELS.items()),
     ),
     ResourceType(
         "coordination.k8s.io",

@@ -8,6 +8,11 @@ the query (``gracePeriodSeconds``, ``preconditions``, ``dryRun``). A create runs
 (:mod:`tests.apiserver.admission`), an update (PUT or PATCH) of a pod its update admission. A DELETE
 answers 200 with the object (pods, namespaces, custom resources) or a Success Status once the object is
 gone, and 202 with the object while graceful deletion or finalizers keep it.
+
+The items of a list (and of a deletecollection's answer) of a built-in type carry no ``kind`` or
+``apiVersion``: kube-apiserver encodes a typed list whose items' TypeMeta is empty (client-go's
+unstructured decoder fills them in from the list for that reason). Custom resources are unstructured and
+keep theirs; a GET and a watch event name the kind either way.
 """
 
 from __future__ import annotations
@@ -163,8 +168,15 @@ def _list(api: APIServer, call: Call) -> Reply:
         "kind": call.rt.list_kind,
         "apiVersion": call.rt.api_version,
         "metadata": meta,
-        "items": page.items,
+        "items": list_items(call.rt, page.items),
     }
+
+
+def list_items(rt: ResourceType, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` as a list of ``rt`` carries them: without ``kind``/``apiVersion`` for a built-in type."""
+    if rt.crd is not None:
+        return items
+    return [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")} for item in items]
 
 
 def _get(api: APIServer, call: Call) -> Reply:
@@ -273,7 +285,7 @@ def _delete_collection(api: APIServer, call: Call) -> Reply:
         "kind": call.rt.list_kind,
         "apiVersion": call.rt.api_version,
         "metadata": {},
-        "items": deleted,
+        "items": list_items(call.rt, deleted),
     }
 
 

@@ -57,6 +57,9 @@ class ResourceType:
     delete_returns_object: bool = True
     # Field selector fields whose Go value is not a string: what they read as when unset ("false").
     field_defaults: tuple[tuple[str, str], ...] = ()
+    # Field selector labels that select another stored field (the scheme's field label conversion:
+    # events.k8s.io's ``regarding.kind`` is the stored core Event's ``involvedObject.kind``).
+    field_labels: tuple[tuple[str, str], ...] = ()
 
     @property
     def api_version(self) -> str:

@@ -6,10 +6,12 @@ SelfSubjectRulesReview (``kubectl auth can-i --list``: the RBAC rules that apply
 namespace, ``.../selfsubjectrulesreview/rest.go``; a 400 without ``spec.namespace``).
 
 The answer is the review with its ``status`` filled in (201). A TokenReview is answered whatever the
-authorization mode; an access review evaluates RBAC (:mod:`tests.apiserver.rbac`) even when the server
-does not enforce it, so a component's delegated authorization can be tested either way. A
-SubjectAccessReview must name a user or a group and exactly one of resource or non-resource attributes
-(422 otherwise).
+authorization mode. An access review is answered by the authorizer that decides the server's own
+requests, as kube-apiserver's review endpoints are: RBAC (:mod:`tests.apiserver.rbac`) when authorization
+is on; with it off every request is allowed, so every review says allowed and the rules review lists
+``*`` (kube-apiserver's ``AlwaysAllow`` mode), and ``kubectl auth can-i`` says yes to what the server
+then does. A SubjectAccessReview must name a user or a group and exactly one of resource or
+non-resource attributes (422 otherwise).
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 DEFAULT_AUDIENCES = ["https://kubernetes.default.svc.cluster.local"]
+# What AlwaysAllow's RulesFor gives (apiserver ``authorizerfactory/builtin.go``).
+ALWAYS_ALLOW = (
+    {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+    {"verbs": ["*"], "nonResourceURLs": ["*"]},
+)
 
 
 def review(api: APIServer, rt: ResourceType, body: Any, caller: User | None) -> Obj:
@@ -81,8 +88,8 @@ def review(api: APIServer, rt: ResourceType, body: Any, caller: User | None) -> 
         )
     else:
         attrs = RequestInfo(non.get("path", ""), non.get("verb", ""))
-    allowed, reason = api.auth.authorizer.allowed(who, attrs)
-    out["status"] = {"allowed": allowed, "reason": reason} if allowed else {"allowed": False}
+    allowed, reason = api.auth.authorizer.allowed(who, attrs) if api.auth.authorization else (True, "")
+    out["status"] = {"allowed": allowed, "reason": reason} if reason else {"allowed": allowed}
     return out
 
 
@@ -91,7 +98,8 @@ def _rules_review(api: APIServer, out: Obj, who: User) -> Obj:
     if not namespace:
         raise status.bad_request("no namespace on request")
     resource_rules, non_resource_rules = [], []
-    for rule in api.auth.authorizer.rules_for(who, str(namespace)):
+    rules = api.auth.authorizer.rules_for(who, str(namespace)) if api.auth.authorization else ALWAYS_ALLOW
+    for rule in rules:
         verbs = list(rule.get("verbs") or ())
         if rule.get("nonResourceURLs"):
             non_resource_rules.append({"verbs": verbs, "nonResourceURLs": list(rule["nonResourceURLs"])})

@@ -63,7 +63,10 @@ def field_value(obj: Mapping[str, Any], path: str, missing: str = "") -> str:
 
 
 def parse_fields(
-    selector: str | None, supported: Iterable[str], missing: Mapping[str, str] | None = None
+    selector: str | None,
+    supported: Iterable[str],
+    missing: Mapping[str, str] | None = None,
+    stored: Mapping[str, str] | None = None,
 ) -> list[FieldRequirement]:
     if not selector:
         return []
@@ -79,7 +82,8 @@ def parse_fields(
         field, op, value = match.groups()
         if field not in allowed:
             raise bad_request(f'field label not supported: "{field}"')
-        out.append(FieldRequirement(field, op != "!=", value, (missing or {}).get(field, "")))
+        path = (stored or {}).get(field, field)
+        out.append(FieldRequirement(path, op != "!=", value, (missing or {}).get(field, "")))
     return out
 
 
@@ -137,9 +141,11 @@ class Selector:
         label_selector: str | None,
         supported: Iterable[str],
         missing: Mapping[str, str] | None = None,
+        stored: Mapping[str, str] | None = None,
     ) -> Selector:
-        """``missing``: what a supported field reads as when an object does not set it (default "")."""
-        fields = parse_fields(field_selector, supported, missing)
+        """``missing``: what a supported field reads as when an object does not set it (default "");
+        ``stored``: the stored field a supported label selects when it is not the label itself."""
+        fields = parse_fields(field_selector, supported, missing, stored)
         return cls(tuple(fields), tuple(parse_labels(label_selector)))
 
     def matches(self, obj: Mapping[str, Any]) -> bool:

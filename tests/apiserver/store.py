@@ -143,7 +143,7 @@ class Store(Writes):
     ) -> Page:
         """A list as the API answers it, paged by ``limit``/``continue`` (:mod:`tests.apiserver.paging`)."""
         rt = self.resolve(resource)
-        selector = Selector.parse(field_selector, label_selector, rt.fields, dict(rt.field_defaults))
+        selector = self._selector(rt, field_selector, label_selector)
         with self._lock:
             at, start = paging.starting_point(
                 continue_token, resource_version, resource_version_match, self._rv
@@ -166,6 +166,12 @@ class Store(Writes):
             ]
         page, token, remaining = paging.cut(items, limit, at, counted=selector.empty)
         return Page([events.from_storage(rt, o) for o in page], at, token, remaining)
+
+    @staticmethod
+    def _selector(rt: ResourceType, field_selector: str | None, label_selector: str | None) -> Selector:
+        return Selector.parse(
+            field_selector, label_selector, rt.fields, dict(rt.field_defaults), dict(rt.field_labels)
+        )
 
     # ---- writes ---------------------------------------------------------------------------------------
 
@@ -210,7 +216,7 @@ class Store(Writes):
         than the resource's kept history raises 410 Gone.
         """
         rt = self.resolve(resource)
-        selector = Selector.parse(field_selector, label_selector, rt.fields, dict(rt.field_defaults))
+        selector = self._selector(rt, field_selector, label_selector)
         with self._lock:
             initial: builtins.list[tuple[str, Obj]] = []
             if resource_version in (None, "", "0"):

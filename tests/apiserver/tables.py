@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from tests.apiserver import ages, printers, status
+from tests.apiserver import ages, events, printers, status
 from tests.apiserver.printers import Column
 from tests.apiserver.resources import ResourceType
 
@@ -144,11 +144,11 @@ def jsonpath(obj: Any, path: str) -> list[Any]:
     return values
 
 
-def _row_object(obj: Obj, include: str) -> Obj | None:
+def _row_object(rt: ResourceType, obj: Obj, include: str) -> Obj | None:
     if include == "None":
         return None
-    if include == "Object":
-        return obj
+    if include == "Object":  # converted to the request's version, so named whatever the list left out
+        return {"kind": rt.kind, "apiVersion": rt.api_version, **obj}
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": f"{GROUP}/v1",
@@ -164,8 +164,8 @@ def table(
     listed = isinstance(payload.get("items"), list)
     rows = []
     for item in payload["items"] if listed else [payload]:
-        row: Obj = {"cells": cells(item, now)}
-        obj = _row_object(item, include)
+        row: Obj = {"cells": cells(events.stored_shape(rt, item), now)}
+        obj = _row_object(rt, item, include)
         if obj is not None:
             row["object"] = obj
         rows.append(row)

@@ -73,7 +73,7 @@ def running_descheduler(
     stop = threading.Event()
     supervisor = Supervisor(stop)
     app.env.stop = stop
-    supervisor.go("events", lambda: app.recorder.run(stop))
+    supervisor.go("events", lambda: app.events.run(stop))
     app.informers.start(stop, supervisor)
     if app.elector is not None:
         elector = app.elector

@@ -59,12 +59,12 @@ def condition(server: APIServer, name: str) -> str:
     return ""
 
 
-def failures(server: APIServer, name: str) -> list[str]:
+def failures(server: APIServer, name: str, reason: str = "FailedScheduling") -> list[str]:
     events, _ = server.store.list("events", "default")
     return [
         str(e.get("message"))
         for e in sorted(events, key=lambda e: str(e["metadata"].get("creationTimestamp")))
-        if e.get("involvedObject", {}).get("name") == name and e.get("reason") == "FailedScheduling"
+        if e.get("involvedObject", {}).get("name") == name and e.get("reason") == reason
     ]
 
 
@@ -136,7 +136,7 @@ def test_gangs_in_the_process(server: APIServer, tmp_path: Path) -> None:
             "(the gang's waiting time) for the others"
         ]
         assert not any(m.startswith("gang default/n: rejected") for m in n1), n1
-        assert any("keep waiting (NonStrict)" in m for m in failures(server, "n0"))
+        assert any("keep waiting (NonStrict)" in m for m in failures(server, "n0", "GangTimeout"))
         assert not {"s0", "s1", "n0", "n1"} & set(bound(server))
 
         # A gang group: a is complete, b lacks a pod: nothing binds until b's second pod exists.

@@ -60,21 +60,33 @@ def test_events_condition_metrics_and_endpoints_as_kube_scheduler_shows_them(
 ) -> None:
     cluster.node("n1", cpu="2")
     cluster.node("n2", cpu="8", taints=[GPU_TAINT])
-    ks = schedulers()
-    cluster.pod("fits", cpu="1")
+    cluster.pod("fits", cpu="1")  # listed at start (a list's items name no kind), not watched
     cluster.pod("big", cpu="4")
+    ks = schedulers()
     assert bound(api_server, "fits") == "n1"
     assert wait_until(lambda: events_for(api_server, "fits", "Scheduled"), 10, step=0.05)
     (scheduled,) = events_for(api_server, "fits", "Scheduled")
     assert (
         scheduled["type"] == "Normal" and scheduled["message"] == "Successfully assigned default/fits to n1"
     )
-    assert scheduled["source"]["component"] == "koord-scheduler"
+    # events.k8s.io/v1 as kube-scheduler's profile recorder writes it (seen here through core v1)
+    assert (scheduled["reportingComponent"], scheduled["action"]) == ("koord-scheduler", "Binding")
+    assert scheduled["reportingInstance"].startswith("koord-scheduler-") and scheduled["eventTime"]
+    assert (scheduled["involvedObject"]["kind"], scheduled["involvedObject"]["apiVersion"]) == ("Pod", "v1")
     assert condition(api_server, "fits")["status"] == "True"
 
     event = failed(api_server, "big")
-    why = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."
-    assert event["type"] == "Warning" and event["message"].startswith(why), event["message"]
+    assert (event["involvedObject"]["kind"], event["action"]) == ("Pod", "Scheduling")
+    why = (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+    assert event["type"] == "Warning" and event["message"] == why, event["message"]
+    # kubectl get events --field-selector involvedObject.kind=Pod (or regarding.kind=Pod) finds them
+    by_kind, _ = api_server.store.list("events", "default", field_selector="involvedObject.kind=Pod")
+    assert {"fits", "big"} <= {e["involvedObject"]["name"] for e in by_kind}
+    new_api, _ = api_server.store.list("events.events.k8s.io", "default", field_selector="regarding.kind=Pod")
+    assert {e["regarding"]["name"] for e in new_api} == {e["involvedObject"]["name"] for e in by_kind}
     assert wait_until(lambda: condition(api_server, "big").get("status") == "False", 10, step=0.05)
     cond = condition(api_server, "big")
     assert (cond["reason"], cond["message"]) == ("Unschedulable", event["message"])
@@ -99,7 +111,7 @@ def test_events_condition_metrics_and_endpoints_as_kube_scheduler_shows_them(
     assert doc["profile"] == "koord-scheduler" and set(doc["nodes"]) == {"n1", "n2"}
     verdicts = {n: {v["plugin"]: v["filter"] for v in d["filter"]} for n, d in doc["nodes"].items()}
     assert verdicts["n1"]["NodeResourcesFit"] == "Insufficient cpu"
-    assert verdicts["n2"]["TaintToleration"] == "node(s) had untolerated taint {dedicated: gpu}"
+    assert verdicts["n2"]["TaintToleration"] == "node(s) had untolerated taint(s)"
     assert not any(d["passes"] for d in doc["nodes"].values())
     assert ks.get("/debug/explain?pod=default/nope")[0] == 404
     assert ks.get("/debug/explain?pod=nope")[0] == 400

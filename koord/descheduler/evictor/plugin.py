@@ -6,8 +6,9 @@ evictions under way (:mod:`.limits`); ``evict(pod, options)`` checks both again 
 them still cannot evict a protected pod), waits for the ``evictQPS``/``evictBurst`` rate, then posts a
 ``policy/v1`` Eviction with the pod's UID as precondition. A 429 (a PodDisruptionBudget, or the server
 throttling) is a refusal, never forced: the pod is skipped and may be chosen again in a later round.
-Every eviction is logged with its reason text and recorded as a ``Descheduled`` Event on the pod; a dry
-run logs the same decision ("would evict") and changes nothing.
+Every eviction is logged with its reason text and recorded as a ``Descheduled`` Event (action
+``Evicting``, as Koordinator's evictor) regarding the pod; a dry run logs the same decision ("would
+evict") and changes nothing.
 """
 
 from __future__ import annotations
@@ -131,7 +132,11 @@ class MigrationController:
         self.limits.track(pod, dry_run=False)
         log.info("evicted %s from %s (%s): %s", key, node, options.plugin, options.reason)
         self.handle.recorder.event(
-            pod, "Normal", "Descheduled", f"evicted by koord-descheduler {options.plugin}: {options.reason}"
+            pod,
+            "Normal",
+            "Descheduled",
+            f"evicted by koord-descheduler {options.plugin}: {options.reason}",
+            action="Evicting",
         )
         return True
 

@@ -132,8 +132,9 @@ class Informers(Protocol):
 
 
 class EventRecorder(Protocol):
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        """Record an Event (``Normal``/``Warning``) about ``obj``; never blocks."""
+    def event(self, obj: Obj, type_: str, reason: str, message: str, *, action: str = "Descheduling") -> None:
+        """Record an Event (``Normal``/``Warning``) regarding ``obj``; never blocks. ``action`` is what
+        the descheduler was doing (``Evicting`` for an eviction, as Koordinator's evictor says)."""
 
 
 class Handle(Protocol):

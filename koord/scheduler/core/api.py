@@ -1,7 +1,8 @@
 """What koord-scheduler writes to the API server, behind one interface: the binding (``POST
 pods/<name>/binding`` with the pod's UID as precondition, as DefaultBinder does), the ``PodScheduled``
-condition and ``nominatedNodeName`` (status PATCH), the one metadata PATCH of DefaultPreBind, Events, and
-the deletion of preemption victims; for plugins' own objects (an ElasticQuota's or a PodGroup's
+condition and ``nominatedNodeName`` (status PATCH), the one metadata PATCH of DefaultPreBind, Events
+(``events.k8s.io/v1``, as kube-scheduler writes them: :mod:`koord.scheduler.core.events`), and the
+deletion of preemption victims; for plugins' own objects (an ElasticQuota's or a PodGroup's
 status, a Reservation's...), a create, a JSON merge patch (of a subresource too), a deletion, and a pod's
 eviction (``policy/v1``, as Koordinator's quota revoke evicts).
 :class:`MemoryAPI` does the same in memory (benchmarks, tests);
@@ -12,14 +13,16 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
 from koord.apis.groups import Resource
 from koord.kube.client import ApiError, request
-from koord.kube.events import EventRecorder, ObjectRef
+from koord.kube.eventsv1 import EventBroadcaster
 from koord.runtime.errors import APIUnavailable
+from koord.scheduler.core.events import ProfileEvents
+from koord.scheduler.framework.eventhandle import SCHEDULING, EventHandle
 from koord.scheduler.framework.types import Obj
 
 
@@ -33,15 +36,15 @@ class APIFailed(Exception):
         self.gone = gone
 
 
-class ClusterAPI(Protocol):
+class ClusterAPI(EventHandle, Protocol):
+    """The writes (``event`` as :class:`koord.scheduler.framework.eventhandle.EventHandle` says)."""
+
     def bind(self, pod: Obj, node: str) -> None: ...
 
     def patch_status(self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None) -> None:
         """Set the ``PodScheduled`` condition and/or ``status.nominatedNodeName`` (``""`` clears it)."""
 
     def patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None: ...
-
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None: ...
 
     def delete_pod(self, pod: Obj) -> None: ...
 
@@ -74,12 +77,19 @@ def _meta(pod: Obj) -> tuple[str, str, str]:
 
 
 class KubeAPI:
-    """On the official client's ApiClient (raw JSON requests; Events through an :class:`EventRecorder`
-    whose thread the process runs)."""
+    """On the official client's ApiClient (raw JSON requests; Events through an
+    :class:`~koord.kube.eventsv1.EventBroadcaster` whose thread the process runs, one recorder per
+    profile: ``scheduler_names``, the first one the default)."""
 
-    def __init__(self, api_client: Any, recorder: EventRecorder, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        events: EventBroadcaster,
+        timeout: float = 10.0,
+        scheduler_names: Sequence[str] = ("koord-scheduler",),
+    ) -> None:
         self._api = api_client
-        self.recorder = recorder
+        self._events = ProfileEvents(events, scheduler_names)
         self._timeout = timeout
 
     def _send(
@@ -136,8 +146,17 @@ class KubeAPI:
             "application/merge-patch+json",
         )
 
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        self.recorder.event(ObjectRef.of(obj), type_, reason, message)
+    def event(
+        self,
+        obj: Obj,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        action: str = SCHEDULING,
+        related: Obj | None = None,
+    ) -> None:
+        self._events.event(obj, related, type_, reason, action, message)
 
     def delete_pod(self, pod: Obj) -> None:
         ns, name, uid = _meta(pod)
@@ -228,7 +247,16 @@ class MemoryAPI:
         with self._lock:
             self.patches.setdefault(f"{ns}/{name}", []).append(json.loads(json.dumps(patch)))
 
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+    def event(
+        self,
+        obj: Obj,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        action: str = SCHEDULING,
+        related: Obj | None = None,
+    ) -> None:
         meta = obj.get("metadata") or {}
         with self._lock:
             self.events.append(
@@ -329,8 +357,17 @@ class FencedAPI:
         with self._write("patch", pod):
             self.inner.patch_metadata(pod, patch)
 
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        self.inner.event(obj, type_, reason, message)
+    def event(
+        self,
+        obj: Obj,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        action: str = SCHEDULING,
+        related: Obj | None = None,
+    ) -> None:
+        self.inner.event(obj, type_, reason, message, action=action, related=related)
 
     def delete_pod(self, pod: Obj) -> None:
         with self._write("delete", pod):

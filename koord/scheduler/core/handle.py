@@ -24,6 +24,7 @@ from koord.kube.trim import compact
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.eventhandlers import EventHandlers, cache_events
 from koord.scheduler.framework.cycle import filter_one
+from koord.scheduler.framework.eventhandle import SCHEDULING
 from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
 from koord.scheduler.framework.interface import CycleState, ObjHandler, Status, Store, UpdateHandler
 from koord.scheduler.framework.runtime import Framework
@@ -273,8 +274,17 @@ class SchedulerHandle:
 
     # ---- writes --------------------------------------------------------------------------------
 
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        self.api.event(obj, type_, reason, message)
+    def event(
+        self,
+        obj: Obj,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        action: str = SCHEDULING,
+        related: Obj | None = None,
+    ) -> None:
+        self.api.event(obj, type_, reason, message, action=action, related=related)
 
     def bind_pod(self, pod: Obj, node: str) -> Status | None:
         try:

@@ -1,8 +1,9 @@
 """What a pod that could not be scheduled is told (kube-scheduler's ``handleSchedulingFailure`` writes): a
 ``FailedScheduling`` Event and the ``PodScheduled=False`` condition with ``nominatedNodeName``, the status
-PATCH sent from a small pool of its own so that the scheduling loop never waits on it. The same condition
-twice is written once (kube-scheduler skips unchanged updates); once the scheduler stops nothing is
-written (a binding refused at a stopping replica's fence is the next leader's to report).
+PATCH sent from a small pool of its own so that the scheduling loop never waits on it. Every failure is an
+Event (repeats become the Event's series: :mod:`koord.kube.eventsv1`); the same condition twice is
+written once (kube-scheduler skips unchanged updates); once the scheduler stops nothing is written (a
+binding refused at a stopping replica's fence is the next leader's to report).
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ class StatusReporter:
             return
         uid = str((pod.get("metadata") or {}).get("uid") or "")
         key = (reason, message, nominated)
+        self.api.event(pod, "Warning", "FailedScheduling", message)
         with self._lock:
             if self._conditions.get(uid) == key:
                 return
             self._conditions[uid] = key
-        self.api.event(pod, "Warning", "FailedScheduling", message)
         condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
 
         def patch() -> None:

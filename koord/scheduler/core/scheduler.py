@@ -308,7 +308,8 @@ class Scheduler:
         if qpi.initial_attempt is not None:
             self.metrics.scheduled(qpi.attempts, self._clock() - qpi.initial_attempt)
         if qpi.info.key not in self.virtual_pods:  # a reserve pod's Bind plugin tells its reservation
-            self.api.event(pod, "Normal", "Scheduled", f"Successfully assigned {qpi.info.key} to {node}")
+            note = f"Successfully assigned {qpi.info.key} to {node}"
+            self.api.event(pod, "Normal", "Scheduled", note, action="Binding")
         run_post_bind(fw, state, pod, node)
 
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:

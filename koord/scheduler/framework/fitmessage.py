@@ -1,12 +1,14 @@
 """Why a pod fits no node, in kube-scheduler's words (``framework.FitError.Error``): the message operators
 see in ``FailedScheduling`` Events and the ``PodScheduled=False`` condition, e.g.
 
-    0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.
+    0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint(s).
     preemption: 0/5 nodes are available: 5 No preemption victims found for incoming pod.
 
 Each node's reasons are counted across nodes and the counts sorted as strings; nodes without a status of
-their own count with ``absent``'s reasons; a PreFilter rejection replaces the histogram; a PostFilter
-(preemption) message is appended. The scheduler's FitError and the preemption plugin both write it.
+their own count with ``absent``'s reasons; a PreFilter rejection replaces the histogram; each of these ends
+in a period. A PostFilter (preemption) message is appended as it is, so the message ends as the
+preemption's does (in one period when that is a histogram too). The scheduler's FitError and the
+preemption plugin both write it.
 """
 
 from __future__ import annotations
@@ -43,5 +45,5 @@ def fit_message(
         if histogram:
             msg += f" {', '.join(histogram)}."
     if post_filter:
-        msg += f" {post_filter}."
+        msg += f" {post_filter}"
     return msg

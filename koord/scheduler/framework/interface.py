@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from koord.apis.groups import Resource
+from koord.scheduler.framework.eventhandle import EventHandle
 from koord.scheduler.framework.objecthandle import ObjectHandle
 from koord.scheduler.framework.preemptionhandle import PreemptionHandle
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
@@ -207,7 +208,7 @@ class Handle(Protocol):
         """Wall-clock seconds (injected, so tests control expiry)."""
 
 
-class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, Protocol):
+class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, EventHandle, Protocol):
     """The handle koord-scheduler gives (the extender front end gives the plain :class:`Handle`)."""
 
     @property
@@ -240,9 +241,6 @@ class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, 
     def iterate_waiting_pods(self, fn: Callable[[WaitingPod], None]) -> None: ...
 
     def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool: ...
-
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        """Record an Event about ``obj`` (asynchronously; never blocks the cycle)."""
 
     def patch_pod(self, state: CycleState, patch: Mapping[str, Any]) -> None:
         """PreBind only: merge ``patch`` (a JSON merge patch of metadata labels/annotations) into the

@@ -1,7 +1,8 @@
 """TaintToleration (Filter, PreScore, Score; kube-scheduler's ``tainttoleration``): a node's
-``NoSchedule``/``NoExecute`` taints the pod does not tolerate keep it off (the first such taint is
-named); among the rest, nodes with fewer untolerated ``PreferNoSchedule`` taints score higher
-(reversed and normalised: the node with the most gets 0, none gets 100).
+``NoSchedule``/``NoExecute`` taints the pod does not tolerate keep it off ("node(s) had untolerated
+taint(s)": since v1.34 the taint is not named); among the rest, nodes with fewer untolerated
+``PreferNoSchedule`` taints score higher (reversed and normalised: the node with the most gets 0, none
+gets 100).
 
 Batch form: a node without hard taints passes whatever the pod tolerates, so only tainted nodes are
 looked at one by one; the taints of each node are read once per node change (a derived column).
@@ -53,8 +54,7 @@ def _untolerated(taints: Taints, tolerations: list[Mapping[str, Any]]) -> Mappin
     return None
 
 
-def _message(taint: Mapping[str, Any]) -> str:
-    return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 class TaintToleration:
@@ -66,7 +66,7 @@ class TaintToleration:
 
     def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None:
         taint = _untolerated(_hard(node_info), _tolerations(pod))
-        return None if taint is None else Status.unresolvable(_message(taint))
+        return None if taint is None else Status.unresolvable(ERR_REASON_UNTOLERATED)
 
     def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
         tainted = nodes.column("TaintToleration/tainted", lambda ni: bool(_hard(ni)), bool)

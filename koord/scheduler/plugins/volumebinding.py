@@ -8,9 +8,9 @@ yet bound though its binding is Immediate ("pod has unbound immediate Persistent
 PersistentVolume controller binds it and the pod is retried) and a claim waiting for its first consumer
 (koord-scheduler neither binds nor provisions volumes) make the pod unschedulable on every node, as does
 dynamic resource allocation (``spec.resourceClaims``), which koord-scheduler does not support. A bound
-claim's PersistentVolume keeps the pod off nodes its node affinity excludes ("node(s) had volume node
-affinity conflict"); local volumes pinned to hosts by ``kubernetes.io/hostname`` narrow the search to those
-nodes in PreFilter.
+claim's PersistentVolume keeps the pod off nodes its node affinity excludes ("node(s) didn't match
+PersistentVolume's node affinity"); local volumes pinned to hosts by ``kubernetes.io/hostname`` narrow
+the search to those nodes in PreFilter.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ DRA = (
     "pod uses dynamic resource allocation (spec.resourceClaims), which koord-scheduler does not support "
     "(schedule the pod with kube-scheduler)"
 )
-NODE_CONFLICT = "node(s) had volume node affinity conflict"
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"

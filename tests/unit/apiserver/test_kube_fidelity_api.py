@@ -169,7 +169,9 @@ def test_9_core_and_events_api_share_one_store(api_server: APIServer) -> None:
     core.patch_namespaced_event("e1", "default", {"message": "evicted twice"})
     assert events.read_namespaced_event("e1", "default").note == "evicted twice"
     raw = json.loads(events.list_namespaced_event("default", _preload_content=False).data)
-    assert [(e["apiVersion"], e["metadata"]["name"]) for e in raw["items"]] == [("events.k8s.io/v1", "e1")]
+    assert raw["apiVersion"] == "events.k8s.io/v1" and [e["metadata"]["name"] for e in raw["items"]] == ["e1"]
+    got = json.loads(events.read_namespaced_event("e1", "default", _preload_content=False).data)
+    assert (got["apiVersion"], got["kind"], got["note"]) == ("events.k8s.io/v1", "Event", "evicted twice")
 
 
 def test_10_rbac_from_the_shipped_manifests(api_server_factory: Any) -> None:

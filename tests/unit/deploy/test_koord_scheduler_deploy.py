@@ -53,9 +53,7 @@ KUBE_SCHEDULER_WRITES = {
     ("patch", "", "pods/status"),
     ("update", "", "pods/status"),
     ("delete", "", "pods"),
-    ("create", "", "events"),
-    ("patch", "", "events"),
-    ("update", "", "events"),
+    *((verb, group, "events") for verb in ("create", "patch", "update") for group in ("", "events.k8s.io")),
 }
 
 
@@ -176,7 +174,7 @@ def test_the_rbac_lets_koord_scheduler_do_its_work_and_grants_no_unused_write(tm
     assert {
         ("create", "", "pods/binding"),
         ("patch", "", "pods/status"),
-        ("create", "", "events"),
+        ("create", "events.k8s.io", "events"),
         ("delete", "", "pods"),
         ("list", "", "pods"),
         ("watch", "", "nodes"),
@@ -188,6 +186,6 @@ def test_the_rbac_lets_koord_scheduler_do_its_work_and_grants_no_unused_write(tm
     unused = sorted(
         g
         for g in granted() - made
-        if g[0] not in READ_VERBS and g not in {("patch", "", "events"), ("patch", "", "pods")}
+        if g[0] not in READ_VERBS and g not in {("patch", "events.k8s.io", "events"), ("patch", "", "pods")}
     )
     assert not unused, f"write verbs koord-scheduler never uses: {unused}"

@@ -125,11 +125,19 @@ def test_at_most_two_per_node_by_default_with_an_event_for_each(server: APIServe
     with running_descheduler(server.client_config(), config({"skipCheckExpectedReplicas": True})) as app:
         assert app.run_round() == "ok"
         assert len(evicted_names(server)) == 2
-        app.recorder.flush()
+        app.events.flush()
         wait_gone(server, 2)
     events = [e for e in server.store.list("events")[0] if e["reason"] == "Descheduled"]
     assert len(events) == 2
     assert {e["involvedObject"]["name"] for e in events} == set(evicted_names(server))
+    # events.k8s.io/v1, as the descheduler's recorder writes them, regarding the listed pods as Pods
+    posted = [r for r in server.requests if r.method == "POST" and r.path.endswith("/events")]
+    assert {r.path.split("/namespaces/")[0] for r in posted} == {"/apis/events.k8s.io/v1"}
+    assert {(e["involvedObject"]["kind"], e["involvedObject"]["apiVersion"]) for e in events} == {
+        ("Pod", "v1")
+    }
+    assert {(e["action"], e["reportingComponent"]) for e in events} == {("Evicting", "koord-descheduler")}
+    assert all(e["eventTime"] and e["reportingInstance"].startswith("koord-descheduler-") for e in events)
     # the reason is computed before each eviction, from the usage the earlier ones left
     assert sorted(e["message"] for e in events) == [
         "evicted by koord-descheduler LowNodeLoad: node is overutilized, "

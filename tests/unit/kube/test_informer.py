@@ -240,3 +240,18 @@ def test_paged_list_follows_continue_tokens(
     assert [r.query.get("limit") for r in lists] == ["2", "2", "2"]
     assert [bool(r.query.get("continue")) for r in lists] == [False, True, True]
     assert inf.lists == 1
+
+
+def test_listed_objects_name_their_kind_as_watched_ones_do(
+    api_server: APIServer,  # noqa: F811
+    running: Callable[..., Informer],
+) -> None:
+    """kube-apiserver lists a built-in type's items without kind/apiVersion; the cache gives them the
+    list's, so a listed pod and a watched one read alike (an Event about either names a Pod)."""
+    api_server.store.create("pods", pod("listed", "n0"))
+    pods = running("pods")
+    wait(pods.has_synced)
+    api_server.store.create("pods", pod("watched", "n0"))
+    wait(lambda: pods.get("default/watched") is not None)
+    kinds = {object_key(o): (o.get("kind"), o.get("apiVersion")) for o in pods.objects()}
+    assert kinds == {"default/listed": ("Pod", "v1"), "default/watched": ("Pod", "v1")}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from koord.kube.events import ObjectRef
+from koord.kube.objectref import ObjectRef
 from koord.manager.config import enabled_controllers
 from koord.manager.configcache import SLOConfigCache
 from koord.runtime.errors import ConfigError
@@ -16,15 +16,17 @@ from koord.runtime.errors import ConfigError
 class Events:
     def __init__(self) -> None:
         self.seen: list[tuple[str, str, str]] = []
+        self.refs: set[tuple[str, str]] = set()
 
     def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
         self.seen.append((ref.name, type_, reason))
+        self.refs.add((ref.kind, ref.api_version))
 
 
 def cm(**data: Any) -> dict[str, Any]:
+    """The ConfigMap as a list gives it (no kind or apiVersion)."""
     text = {k.replace("_", "-"): v if isinstance(v, str) else json.dumps(v) for k, v in data.items()}
     return {
-        "kind": "ConfigMap",
         "metadata": {"name": "slo-controller-config", "namespace": "koordinator-system"},
         "data": text,
     }
@@ -67,6 +69,7 @@ def test_bad_keys_keep_the_last_good_value_and_warn_once_per_change() -> None:
         ("slo-controller-config", "Warning", "ColocationCfgUnmarshalFailed"),
         ("slo-controller-config", "Warning", "SLOCfgUnmarshalFailed"),
     ]
+    assert events.refs == {("ConfigMap", "v1")}  # named by the type the cache knows it to be
     assert calls == []  # nothing changed: no node re-enqueued
     cache.sync(cm(colocation_config="{nope", cpu_burst_config={"clusterStrategy": {"policy": "sometimes"}}))
     assert len(events.seen) == 2  # the same data again (a resync): not re-parsed

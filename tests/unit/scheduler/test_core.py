@@ -41,7 +41,7 @@ def test_pods_are_placed_where_they_fit_and_only_once() -> None:
     # kube-scheduler's words, DefaultPreemption's verdict included.
     full = (
         "0/2 nodes are available: 2 Insufficient cpu. "
-        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.."
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
     assert event[3] == full
     ((condition, nominated),) = k.api.statuses["default/p4"]
@@ -289,7 +289,7 @@ def test_framework_extender_transformers_and_handlers() -> None:
     k.run()
     refused = (
         "0/1 nodes are available: refused by T. "
-        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.."
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     assert "after_post_filter" in t.seen and f"error {refused}" in t.seen
     assert k.events("FailedScheduling")[-1][3] == refused

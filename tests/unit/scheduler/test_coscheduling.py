@@ -5,6 +5,7 @@ timeouts; gang groups; a member failing, deleted, or held by another plugin; onc
 from __future__ import annotations
 
 from koord.apis.coscheduling import BIND_GANG_GROUP_ID, BIND_GANG_MEMBER_COUNT
+from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT
 from koord.scheduler.testing import MemoryScheduler
 from koord.testing import node, pod
 from tests.unit.scheduler.gangkit import S, condition, eventually, kit, member, messages, uid
@@ -33,7 +34,7 @@ def test_a_gang_of_five_with_room_for_four_binds_none_and_every_member_says_why(
     # expands no multiPoint plugin into such a point): Coscheduling before DefaultPreemption.
     assert messages(k, f"g{f}") == [
         f"0/4 nodes are available: 4 Insufficient cpu. {ROOM_FOR_4} (Strict), preemption: 0/4 nodes are "
-        "available: 4 No preemption victims found for incoming pod.."
+        "available: 4 No preemption victims found for incoming pod."
     ]
     for i in set(range(5)) - {f}:
         assert messages(k, f"g{i}") == [f"{ROOM_FOR_4}: member default/g{f} cannot be placed: {NO_ROOM}"]
@@ -100,7 +101,8 @@ def test_strict_timeout_returns_every_waiting_member_to_the_queue() -> None:
     assert assumed == [] and len(k.waiting) == 0
     assert k.scheduler.queue.where(uid("g0")) == "unschedulable"
     assert k.scheduler.queue.where(uid("g1")) == "unschedulable"
-    (gang, timeout) = messages(k, "g0")  # the gang's word first (at Unreserve), then the framework's
+    (gang,) = messages(k, "g0", GANG_TIMEOUT)  # the gang's word (at Unreserve), then the framework's
+    (timeout,) = messages(k, "g0")
     assert timeout == (
         "rejected due to timeout after waiting 10s at plugin Coscheduling: gang default/g needs 3 members "
         "waiting at Permit (min-available), waiting-time 10s"
@@ -115,10 +117,10 @@ def test_nonstrict_timeout_keeps_the_other_assumed_members_waiting() -> None:
     assert assumed == ["g1"] and len(k.waiting) == 1
     assert k.scheduler.queue.where(uid("g0")) == "unschedulable"
     why = "member default/g0 waited 10s (the gang's waiting time) for the others"
-    assert messages(k, "g0")[0] == (
+    assert messages(k, "g0", GANG_TIMEOUT) == [
         f"gang default/g: {why}; 1 of 3 members waiting at Permit keep waiting (NonStrict)"
-    )
-    assert messages(k, "g1") == []
+    ]
+    assert messages(k, "g1") == messages(k, "g1", GANG_TIMEOUT) == []
     k.clock.advance(5)  # g1's own waiting time ends
     k.waiting.expire_due()
     k.settle()

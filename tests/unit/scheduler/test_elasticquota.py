@@ -15,7 +15,7 @@ from koord.testing import node, pod
 from koord.testing.objects import elastic_quota
 
 S = "koord-scheduler"
-NO_VICTIMS = " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.."
+NO_VICTIMS = " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 
 
 def kit(
@@ -176,7 +176,7 @@ def test_a_parent_quota_takes_no_pods_and_parents_are_checked_when_asked() -> No
     assert failures(k, "default/in-parent") == [
         "0/1 nodes are available: quota p is a parent quota "
         "(quota.scheduling.koordinator.sh/is-parent: true): pods run in leaf quotas only. "
-        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.."
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     ]
     # c1 holds 3 cpu placed by another scheduler; c2 asks for its min, 2. p asks for 3 + 2 capped at its
     # max 3: runtime 3; inside it c2 gets its 2, c1 the 1 left. c2's pod fits c2, not p (3 + 2 > 3).

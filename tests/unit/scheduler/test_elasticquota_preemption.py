@@ -17,7 +17,7 @@ from koord.testing.objects import elastic_quota
 from tests.unit.scheduler.memcluster import SCHEDULER, MemCluster, wait_for
 
 LOW, MID, HIGH = 0, 5, 10
-NO_VICTIMS = "preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod.."
+NO_VICTIMS = "preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod."
 
 
 def config(post: list[str], args: dict[str, Any] | None = None) -> dict[str, Any]:

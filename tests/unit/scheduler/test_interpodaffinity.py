@@ -336,7 +336,7 @@ def test_required_anti_affinity_places_one_per_node_then_fails_with_kube_schedul
         assert len(placement) == 9 and len(set(placement.values())) == 9
         assert s.failures() == {
             "web-9": "0/9 nodes are available: 9 node(s) didn't match pod anti-affinity rules. "
-            "preemption: 0/9 nodes are available: 9 No preemption victims found for incoming pod.."
+            "preemption: 0/9 nodes are available: 9 No preemption victims found for incoming pod."
         }
 
 

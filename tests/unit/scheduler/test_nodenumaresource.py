@@ -117,7 +117,7 @@ def test_node_without_topology_report_is_rejected_with_a_reason_and_taken_once_r
     (msg,) = messages(k, "p")
     assert msg == (
         "0/1 nodes are available: 1 node(s) CPU Topology not found (no NodeResourceTopology reported). "
-        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.."
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     report(k, "bare", SimulatedTopology(sockets=1, numa_per_socket=1, cores_per_numa=8, threads=2))
     k.clock.advance(30)

@@ -351,7 +351,7 @@ def test_a_zone_no_pod_can_use_blocks_the_spread_with_kube_schedulers_message() 
             s.schedule_all()
         assert len(s.placement()) == 2  # one in z0, one in z1; z2 counts as an empty domain
         assert s.failures()["web-2"] == (
-            "0/9 nodes are available: 3 node(s) had untolerated taint {dedicated: db}, "
+            "0/9 nodes are available: 3 node(s) had untolerated taint(s), "
             "6 node(s) didn't match pod topology spread constraints. preemption: 0/9 nodes are available: "
-            "3 Preemption is not helpful for scheduling, 6 No preemption victims found for incoming pod.."
+            "3 Preemption is not helpful for scheduling, 6 No preemption victims found for incoming pod."
         )

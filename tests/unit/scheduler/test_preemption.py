@@ -82,8 +82,9 @@ def test_a_preemptor_does_not_preempt_again_while_its_victims_are_being_deleted(
         wait_for(lambda: c.nominated("high") == "n1")
         c.scheduler.queue.activate([high["metadata"]["uid"]])
         assert c.schedule(1) == 1
-        assert c.failed_scheduling("high").endswith(
-            "preemption: waiting for the preemption for this pod to be finished."
+        assert c.failed_scheduling("high") == (
+            "0/1 nodes are available: 1 Insufficient cpu. "
+            "preemption: waiting for the preemption for this pod to be finished"
         )
     finally:
         gate.set()
@@ -105,7 +106,7 @@ def test_graceful_victims_make_the_preemptor_wait_on_its_nominated_node(c: MemCl
     assert c.schedule(1) == 1
     assert c.failed_scheduling("high") == (
         "0/2 nodes are available: 2 Insufficient cpu. "
-        "preemption: not eligible due to a terminating pod on the nominated node.."
+        "preemption: not eligible due to a terminating pod on the nominated node."
     )
     assert c.api.deleted == ["default/v1"]  # v2, the other candidate, is left alone
     c.pods.remove("default/v1")  # kubelet confirms
@@ -182,8 +183,7 @@ def test_preemption_policy_never_does_not_preempt(c: MemCluster) -> None:
     c.pod("polite", "2", priority=HIGH, spec={"preemptionPolicy": "Never"})
     assert c.schedule(1) == 1
     assert c.failed_scheduling("polite") == (
-        "0/1 nodes are available: 1 Insufficient cpu. "
-        "preemption: not eligible due to preemptionPolicy=Never.."
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
     )
     assert c.api.deleted == [] and c.nominated("polite") == ""
 
@@ -213,7 +213,7 @@ def test_terminating_victims_on_the_nominated_node(
     if eligible:
         assert message == "0/2 nodes are available: 2 Insufficient cpu."  # preempted
     else:
-        assert message.endswith("preemption: not eligible due to a terminating pod on the nominated node..")
+        assert message.endswith("preemption: not eligible due to a terminating pod on the nominated node.")
 
 
 def test_nominated_node_now_unresolvable_allows_preempting_elsewhere(c: MemCluster) -> None:
@@ -242,7 +242,7 @@ def test_pods_of_higher_priority_are_never_victims(c: MemCluster) -> None:
     assert c.schedule(1) == 1
     assert c.failed_scheduling("mid") == (
         "0/2 nodes are available: 2 Insufficient cpu. "
-        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.."
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
     assert c.api.deleted == []
 
@@ -257,7 +257,7 @@ def test_nodes_preemption_cannot_help_are_not_tried(c: MemCluster) -> None:
     assert c.failed_scheduling("picky") == (
         "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector. "
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
-        "1 Preemption is not helpful for scheduling.."
+        "1 Preemption is not helpful for scheduling."
     )
     assert c.api.deleted == []
 
@@ -268,7 +268,7 @@ def test_unresolvable_everywhere_clears_the_nomination(c: MemCluster) -> None:
     assert c.schedule(1) == 1
     assert c.failed_scheduling("huge") == (
         "0/1 nodes are available: 1 Insufficient cpu. "
-        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.."
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     assert wait_for(lambda: c.nominated("huge") == "")
     assert c.scheduler.nominator.pods_for_node("n1") == []

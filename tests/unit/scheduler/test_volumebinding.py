@@ -14,7 +14,7 @@ from koord.scheduler.framework import CycleState, PreFilterResult
 from tests.unit.scheduler.memcluster import MemCluster, wait_for
 
 IMMEDIATE = "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."
-NOT_HELPFUL = " preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+NOT_HELPFUL = " preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 
 
 @pytest.fixture
@@ -156,7 +156,7 @@ def test_bound_volume_node_affinity_conflict(c: MemCluster) -> None:
     c.informers["persistentvolumeclaims"].put(pvc("data", volume="v"))
     c.informers["persistentvolumes"].put(pv("v", in_zone("c")))
     assert schedule_pod(c) == (
-        "0/2 nodes are available: 2 node(s) had volume node affinity conflict." + NOT_HELPFUL
+        "0/2 nodes are available: 2 node(s) didn't match PersistentVolume's node affinity." + NOT_HELPFUL
     )
 
 

@@ -51,7 +51,7 @@ from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs, parse_ar
 from koord.scheduler.plugins.coscheduling.cache import GangCache, Joined, StoreHandler
 from koord.scheduler.plugins.coscheduling.controller import PodGroupController
 from koord.scheduler.plugins.coscheduling.gang import Gang, pod_key, pod_uid
-from koord.scheduler.plugins.coscheduling.reporter import GangReporter
+from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT, GangReporter
 
 NAME = "Coscheduling"
 BIND_ANNOTATIONS = (
@@ -327,7 +327,7 @@ class Coscheduling:
                 message = messages.rejected(gang.group, gangs, why)
                 uids = self._detach(gangs)
         if note:  # the framework's timeout message names the plugin; this says what became of the gang
-            self.handle.event(pod, "Warning", "FailedScheduling", note)
+            self.handle.event(pod, "Warning", GANG_TIMEOUT, note)
         self._reject(uids, message)
 
     def pre_bind(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:

@@ -22,6 +22,10 @@ from koord.scheduler.plugins.coscheduling.keyed import KeyedController
 GRACE = 2.0
 REFRESH = 30.0
 INVALID_GANG = "InvalidGangSpec"
+GANG_TIMEOUT = "GangTimeout"
+"""The reason of the Event telling what became of the gang when a member's wait at Permit ran out: apart
+from the framework's FailedScheduling for the same pod, which an Event of the same reason just before
+would have absorbed into its series."""
 
 
 class GangReporter(KeyedController):

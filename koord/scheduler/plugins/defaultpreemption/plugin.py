@@ -225,7 +225,12 @@ class DefaultPreemption:
                 log.warning("deleting %s (preempted by %s): %s", victim.key, preemptor.key, st.message)
                 return False
         self.handle.event(
-            victim.pod, "Normal", "Preempted", f"Preempted by pod {preemptor.uid} on node {node}"
+            victim.pod,
+            "Normal",
+            "Preempted",
+            f"Preempted by pod {preemptor.uid} on node {node}",
+            action="Preempting",
+            related=preemptor.pod,
         )
         log.info("%s preempted %s on %s", preemptor.key, victim.key, node)
         return True

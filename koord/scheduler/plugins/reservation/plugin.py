@@ -369,7 +369,8 @@ class Reservation:
         st = self.handle.patch_object(groups.RESERVATIONS, "", name, patch, subresource="status")
         if st is not None:
             return st
-        self.handle.event(reference(r), "Normal", "Scheduled", f"Successfully assigned {name} to {node_name}")
+        note = f"Successfully assigned {name} to {node_name}"
+        self.handle.event(reference(r), "Normal", "Scheduled", note, action="Binding")
         return None
 
 

@@ -42,13 +42,9 @@ def shared_for(handle: SchedulerHandle, args: ReservationArgs) -> Shared:
 
 
 def reference(r: Obj) -> dict[str, Any]:
-    """The reservation as an Event's ``involvedObject`` names it."""
-    meta = r.get("metadata") or {}
-    return {
-        "apiVersion": groups.RESERVATIONS.api_version,
-        "kind": groups.RESERVATIONS.kind,
-        "metadata": {"name": meta.get("name"), "uid": meta.get("uid")},
-    }
+    """The reservation as an Event regards it: naming its kind (an object that names none is taken for
+    a pod), with its resourceVersion and the template's scheduler name (whose profile reports it)."""
+    return {**r, "apiVersion": groups.RESERVATIONS.api_version, "kind": groups.RESERVATIONS.kind}
 
 
 def virtual_pod(r: Obj) -> Obj | None:
