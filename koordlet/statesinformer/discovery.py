@@ -24,7 +24,7 @@ import yaml
 from koord.apis.pod import priority_class_of, qos_of
 from koord.runtime.errors import APIUnavailable
 from koordlet import api
-from koordlet.statesinformer.podinfo import pod_info
+from koordlet.statesinformer.podinfo import pod_info, podlist_items
 from koordlet.system.cgroups import cgroup_dir_path
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupLayout
@@ -47,8 +47,8 @@ def load_pod_list(source: str, timeout: float) -> list[Mapping[str, Any]]:
         doc = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
     except (OSError, ValueError, yaml.YAMLError) as err:
         raise APIUnavailable(f"pod list {source}: {err}") from err
-    items = doc.get("items") if isinstance(doc, Mapping) else None
-    if not isinstance(items, list):
+    items = podlist_items(doc)
+    if items is None:
         raise APIUnavailable(f"pod list {source}: not a PodList (no items)")
     return [p for p in items if isinstance(p, Mapping)]
 

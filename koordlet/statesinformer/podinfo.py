@@ -189,3 +189,14 @@ def pod_info(
 def pod_infos(objects: Iterable[Obj], layout: CgroupLayout | None) -> list[api.PodInfo]:
     """The pods of a PodList's items (``v1.Pod`` JSON); items without a UID are not pods."""
     return [p for p in (pod_info(obj, layout) for obj in objects) if p is not None]
+
+
+def podlist_items(doc: object) -> list[Any] | None:
+    """The ``items`` of a PodList, or None when ``doc`` is not one. The kubelet is a Go server: with no
+    pods it sends ``"items": null`` (a nil slice), which is an empty list, not a malformed answer."""
+    if not isinstance(doc, Mapping) or doc.get("kind", "PodList") != "PodList" or "items" not in doc:
+        return None
+    items = doc["items"]
+    if items is None:
+        return []
+    return items if isinstance(items, list) else None

@@ -18,7 +18,7 @@ from koord.kube.ratelimit import TokenBucket
 from koord.runtime.errors import APIUnavailable
 from koordlet import api
 from koordlet.statesinformer.kubelet import KubeletClient, KubeletEndpoint
-from koordlet.statesinformer.podinfo import pod_infos
+from koordlet.statesinformer.podinfo import pod_infos, podlist_items
 from koordlet.system.podpath import CgroupLayout
 
 __all__ = ["APIPodSource", "KubeletEndpoint", "KubeletPodSource", "PodSource", "PodsInformer"]
@@ -50,8 +50,8 @@ class KubeletPodSource:
 
     def list_pods(self, layout: CgroupLayout | None) -> Sequence[api.PodInfo]:
         url, doc = self.client.get_json("/pods/")
-        items = doc.get("items") if isinstance(doc, Mapping) else None
-        if not isinstance(items, list):
+        items = podlist_items(doc)
+        if items is None:
             raise APIUnavailable(f"kubelet {url}: not a PodList")
         return pod_infos((p for p in items if isinstance(p, Mapping)), layout)
 

@@ -70,6 +70,7 @@ class NodeMetricReporter:
         """The last write error of ``file``, so a lasting one is logged once, not every attempt."""
         self.limiter = TokenBucket(config.status_qps, config.status_burst, clock)
         self.backoff = Backoff(initial=0.5, cap=config.max_backoff_seconds)
+        self._told_no_usage = False
 
     def _spec(self) -> Mapping[str, Any] | None:
         obj = self._node_metric()
@@ -142,7 +143,13 @@ class NodeMetricReporter:
         if missing:
             # No node sample in the window yet (a fresh start): a report now would tell koord-manager the
             # node is idle. Looked at again soon; the write budget is kept for the first real report.
-            log.info("nodemetric: not reported yet, no node usage sample (%s)", missing)
+            # Said once per wait (the look again comes every second until the collectors sample).
+            log.log(
+                logging.DEBUG if self._told_no_usage else logging.INFO,
+                "nodemetric: not reported yet, no node usage sample (%s)",
+                missing,
+            )
+            self._told_no_usage = True
             return self._done("skipped", min(interval, NO_USAGE_RETRY_SECONDS))
         if not self.limiter.allow():
             return self._done("throttled", 0.01)
@@ -154,6 +161,7 @@ class NodeMetricReporter:
             return self._done("error", delay)
         if code == 200:
             self.backoff.reset()
+            self._told_no_usage = False
             return self._done("ok", interval)
         if code == 404:
             return self._done("skipped", interval)

@@ -96,7 +96,8 @@ class FakeKubelet:
                     kubelet._release.wait(kubelet.slow_seconds)
                     self._send(200, b'{"kind":"PodList","items":[]}')
                 else:
-                    items = [] if mode == "empty" else pods
+                    # The kubelet is a Go server: no pods is a nil slice, encoded as null.
+                    items = None if mode == "empty" or not pods else pods
                     body = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items}
                     self._send(200, json.dumps(body).encode())
 

@@ -18,6 +18,7 @@ from typing import Any
 from tests.real.objects import IDLE, apply, be_pod, delete, get, node_metric, pods, wait_running
 from tests.realcluster.cluster import Cluster
 from tests.realcluster.control import audit_events
+from tests.realcluster.hollow import TAINT, HollowNode
 from tests.realcluster.procs import Started, wait_until
 
 NS_SYSTEM = "koordinator-system"
@@ -182,64 +183,50 @@ def test_koord_manager_leader_handover(cluster: Cluster) -> None:
         cluster.restart(old)
 
 
-def _hollow_node(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "koordlet.test/hollow": "true"},
-        },
-        "spec": {"taints": [{"key": "koordlet.test/hollow", "value": "true", "effect": "NoSchedule"}]},
-    }
-
-
-def _make_ready(cluster: Cluster, name: str) -> None:
-    status = {
-        "status": {
-            "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-            "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-            "conditions": [
-                {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "hollow"},
-            ],
-        }
-    }
-    cluster.kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(status))
-
-
 def _hollow_pod(name: str, node: str) -> dict[str, Any]:
     # Plain requests: a node without an agent has no batch resources (koord-manager degrades them).
     pod = be_pod(name, IDLE)
     pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m", "memory": "16Mi"}}
     pod["metadata"]["labels"]["koordlet.test/hollow-pod"] = "true"
     pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
-    pod["spec"]["tolerations"] = [{"key": "koordlet.test/hollow", "operator": "Exists"}]
+    pod["spec"]["tolerations"] = [{"key": TAINT, "operator": "Exists"}]
     return pod
 
 
 def test_node_deleted_while_pods_bind(cluster: Cluster) -> None:
-    # Proves against: kube-apiserver's Binding to a Node that no longer exists, and
-    # kube-controller-manager's garbage collection of pods bound to it.
-    node = "hollow-0"
-    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(_hollow_node(node)))
-    _make_ready(cluster, node)
-    names = [f"hollow-pod-{i}" for i in range(12)]
+    # Proves against: kube-apiserver's Binding to a Node that no longer exists (and to its namesake
+    # made again), and kube-controller-manager's garbage collection of pods bound to a gone node.
+    hollow = HollowNode("hollow-0", cluster.kubectl)
+
+    def appear() -> None:
+        hollow.create()
+        wait_until(
+            "koord-manager's NodeMetric for the hollow node",
+            lambda: get(cluster, "nodemetric", hollow.name, ns=None),
+            30,
+        )
+        hollow.report()
+
+    appear()
+    names = [f"hollow-pod-{i}" for i in range(30)]
     try:
-        apply(cluster, *(_hollow_pod(n, node) for n in names))
-        cluster.kubectl("delete", "node", node, "--wait=false")
-        time.sleep(3)
-        # The node comes back: every pod of the batch that still exists ends up bound exactly once.
-        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(_hollow_node(node)))
-        _make_ready(cluster, node)
+        apply(cluster, *(_hollow_pod(n, hollow.name) for n in names))
+        hollow.delete()
+        time.sleep(2)
+        # The node comes back: every pod of the batch that still exists ends up bound, none twice.
+        appear()
 
         def settled() -> bool:
             left = pods(cluster, "koordlet.test/hollow-pod=true")
-            return all(p["spec"].get("nodeName") == node for p in left)
+            return all(p["spec"].get("nodeName") == hollow.name for p in left)
 
         wait_until("every remaining pod bound to the returned node", settled, 90)
         counts = bindings(cluster)
-        for n in names:
-            assert counts[f"default/{n}"] <= 1, (n, counts[f"default/{n}"])
+        bound = [n for n in names if counts[f"default/{n}"]]
+        print(
+            f"{len(bound)} of {len(names)} pods bound; {len(pods(cluster, 'koordlet.test/hollow-pod=true'))} left"
+        )
+        assert bound
         assert_none_bound_twice(cluster)
     finally:
         cluster.kubectl(
@@ -251,4 +238,4 @@ def test_node_deleted_while_pods_bind(cluster: Cluster) -> None:
             "--force",
             "--wait=false",
         )
-        cluster.kubectl("delete", "node", node, "--ignore-not-found")
+        hollow.delete()

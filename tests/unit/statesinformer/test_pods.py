@@ -12,7 +12,7 @@ import pytest
 from koord.runtime.errors import APIUnavailable
 from koordlet import api
 from koordlet.statesinformer.kubelet import KubeletCredentials
-from koordlet.statesinformer.podinfo import pod_infos
+from koordlet.statesinformer.podinfo import pod_infos, podlist_items
 from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, PodsInformer
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
 from koordlet.testing import FakeClock
@@ -60,6 +60,17 @@ def test_kubelet_https_with_token_and_ca(tmp_path: Path) -> None:
         token.write_text("rotated")  # re-read every time: a rotated token is sent (and refused here)
         with pytest.raises(APIUnavailable, match="401"):
             KubeletPodSource(lambda: ep).list_pods(LAYOUT)
+
+
+def test_kubelet_without_pods_answers_a_null_item_list(kubelet: FakeKubelet) -> None:
+    # The real kubelet (a Go server) encodes no pods as "items": null: that is an empty node, not a
+    # malformed answer (the agent refused it and never synced its pods on a real node).
+    kubelet.mode = "empty"
+    assert insecure(kubelet).list_pods(LAYOUT) == []
+    assert podlist_items({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": None}) == []
+    assert podlist_items({"kind": "Status", "items": None}) is None
+    assert podlist_items({"kind": "PodList"}) is None
+    assert podlist_items({"kind": "PodList", "items": {}}) is None
 
 
 @pytest.mark.parametrize("mode", ["garbage", "401"])

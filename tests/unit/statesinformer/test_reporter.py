@@ -3,6 +3,7 @@ and connection errors, reset after success, interval from the spec with the conf
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -153,11 +154,18 @@ def test_not_found_is_skipped_not_retried(fake_clock: FakeClock) -> None:
     assert reporter.report_once() == 60.0 and count(registry, "skipped") == 1
 
 
-def test_nothing_reported_before_a_node_usage_sample(fake_clock: FakeClock) -> None:
+def test_nothing_reported_before_a_node_usage_sample(
+    fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
     reporter, sink, registry, _, spec = make(fake_clock, {})  # 0.1 QPS, burst 2
     spec.sampled = False
-    delays = [reporter.report_once() for _ in range(3)]
+    with caplog.at_level(logging.INFO, logger="koordlet.statesinformer.reporter"):
+        delays = [reporter.report_once() for _ in range(3)]
     assert sink.patched == [] and count(registry, "skipped") == 3
+    said = [r for r in caplog.records if "no node usage sample" in r.getMessage() and r.levelno >= 20]
+        r for r in caplog.records if "no node usage sample" in r.getMessage() and r.levelno >= logging.INFO
+    ]
+    assert len(said) == 1, "said once per wait, not at every look"
     assert max(delays) <= 1.0, "looked at again within a sampling interval or so"
     spec.sampled = True
     assert reporter.report_once() == 60.0 and reporter.report_once() == 60.0
