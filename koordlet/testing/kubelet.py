@@ -98,7 +98,12 @@ class FakeKubelet:
                 else:
                     # The kubelet is a Go server: no pods is a nil slice, encoded as null.
                     items = None if mode == "empty" or not pods else pods
-                    body = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items}
+                    body: dict[str, Any] = {
+                        "kind": "PodList",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "items": items,
+                    }
                     self._send(200, json.dumps(body).encode())
 
             def _send(self, code: int, body: bytes) -> None:
