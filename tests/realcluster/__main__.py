@@ -38,6 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         "--state", type=Path, default=None, help="state directory (default: $STATE/cluster, ./var/cluster)"
     )
     parser.add_argument("--no-stack", action="store_true", help="up: Kubernetes only, without our processes")
+    parser.add_argument(
+        "--no-node",
+        action="store_true",
+        help="up: etcd, kube-apiserver, kube-controller-manager only (no kubelet; runs beside a full cluster)",
+    )
+    parser.add_argument("--no-scheduler", action="store_true", help="up: without kube-scheduler")
     parser.add_argument("--timing-file", type=Path, default=None, help="build: write how long it took here")
     args = parser.parse_args(argv)
     state = (args.state or default_state()).resolve()
@@ -60,12 +66,12 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            why = preflight(state)
+            why = "" if args.no_node else preflight(state)
             if why:
                 print(f"error: {why}", file=sys.stderr)
                 return 2
-            c = Cluster(state)
-            c.up(with_stack=not args.no_stack)
+            c = Cluster(state, with_node=not args.no_node)
+            c.up(with_stack=not args.no_stack, with_scheduler=not args.no_scheduler)
             print("\n".join(["", *_hints(c)]))
             return 0
         if not (state / "cluster.json").exists():

@@ -104,6 +104,8 @@ class Cluster:
     ports: control.Ports | None = None
     absent_at_start: list[str] = field(default_factory=list)
     version: str = ""
+    with_node: bool = True
+    """A kubelet, containerd and the node's devices (one such cluster per machine)."""
 
     # -- layout
 
@@ -131,6 +133,7 @@ class Cluster:
     def _record(self) -> None:
         doc = {
             "node": self.node_name,
+            "withNode": self.with_node,
             "version": self.version,
             "ports": self.ports.to_json() if self.ports else None,
             "absentAtStart": self.absent_at_start,
@@ -143,8 +146,9 @@ class Cluster:
         doc = json.loads((state / "cluster.json").read_text())
         ports = control.Ports(**doc["ports"]) if doc.get("ports") else None
         procs = {p["name"]: Started.from_json(p) for p in doc.get("processes", [])}
+        absent = list(doc.get("absentAtStart", []))
         return cls(
-            state, doc["node"], procs, ports, list(doc.get("absentAtStart", [])), doc.get("version", "")
+            state, doc["node"], procs, ports, absent, doc.get("version", ""), bool(doc.get("withNode", True))
         )
 
     def _add(self, p: Started) -> Started:
@@ -154,9 +158,12 @@ class Cluster:
 
     # -- start
 
-    def up(self, *, say: Say = print, with_stack: bool = True) -> None:
-        """Bring the cluster up (and our stack on it); on a failure, stop what was started and raise."""
-        why = preflight(self.state)
+    def up(self, *, say: Say = print, with_stack: bool = True, with_scheduler: bool = True) -> None:
+        """Bring the cluster up (and our stack on it); on a failure, stop what was started and raise.
+        Without a node (``with_node`` false) it is etcd, kube-apiserver and kube-controller-manager only:
+        nothing machine-wide, so several may run beside a full one (the scheduler benchmarks' hollow
+        clusters)."""
+        why = preflight(self.state) if self.with_node else ""
         if why:
             raise RuntimeError(why)
         started = time.monotonic()
@@ -169,18 +176,20 @@ class Cluster:
         # A fresh start: etcd's data, the node's state and the logs of a previous run would all mislead.
         shutil.rmtree(self.state, ignore_errors=True)
         self.state.mkdir(parents=True)
-        self.absent_at_start = [str(p) for p in node.HOST_LEFTOVERS if not p.exists()]
+        if self.with_node:
+            self.absent_at_start = [str(p) for p in node.HOST_LEFTOVERS if not p.exists()]
         self.ports = control.Ports(*(free_port() for _ in range(7)))
         self._record()
         try:
-            self._up(bins, step, with_stack)
+            self._up(bins, step, with_stack=with_stack and self.with_node, with_scheduler=with_scheduler)
         except BaseException:
             step("start failed: stopping what was started")
             self.down(say=say)
             raise
-        step(f"ready: node {self.node_name} Ready, Kubernetes {bins.version}")
+        what = f"node {self.node_name} Ready" if self.with_node else "control plane ready (no node)"
+        step(f"ready: {what}, Kubernetes {bins.version}")
 
-    def _up(self, bins: binaries.Binaries, step: Say, with_stack: bool) -> None:
+    def _up(self, bins: binaries.Binaries, step: Say, *, with_stack: bool, with_scheduler: bool) -> None:
         assert self.ports is not None
         step("certificates")
         pki.make_all(self.pki, node=self.node_name, node_ip=node.NODE_IP, service_ip=control.SERVICE_IP)
@@ -197,7 +206,8 @@ class Cluster:
                 path, self.server, ca, user=name, cert=self.pki / f"{cert}.crt", key=self.pki / f"{cert}.key"
             )
             kubeconfigs[name] = path
-        node.add_node_address()
+        if self.with_node:
+            node.add_node_address()
         step(f"etcd {bins.version}")
         self._add(control.start_etcd(bins, self.state / "etcd", self.logs, self.ports))
         step("kube-apiserver")
@@ -210,8 +220,13 @@ class Cluster:
                 bins, self.pki, kubeconfigs["controller-manager"], self.logs, self.ports
             )
         )
-        step("kube-scheduler")
-        self._add(control.start_scheduler(bins, kubeconfigs["scheduler"], self.state, self.logs, self.ports))
+        if with_scheduler:
+            step("kube-scheduler")
+            self._add(
+                control.start_scheduler(bins, kubeconfigs["scheduler"], self.state, self.logs, self.ports)
+            )
+        if not self.with_node:
+            return
         step("containerd, images")
         node.write_cni(self.state / "cni" / "net.d", self.state / "cni" / "ipam")
         self._add(node.start_containerd(self.state, self.logs))
@@ -325,7 +340,9 @@ class Cluster:
             p = self.procs.get(name)
             if p is not None:
                 p.stop()
-        left = []
+        left: list[str] = []
+        if not self.with_node:
+            return [f"process {p.name} still running" for p in self.procs.values() if p.running()]
         left += node.unmount_all(self.state, Path("/var/lib/kubelet"))
         for top in node.kubepods_dirs():
             left += node.remove_cgroup_tree(top)
