@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-node",
         action="store_true",
-        help="up: etcd, kube-apiserver, kube-controller-manager only (no kubelet; runs beside a full cluster)",
+        help="up: etcd, kube-apiserver, kube-controller-manager only (no kubelet; beside a full cluster)",
     )
     parser.add_argument("--no-scheduler", action="store_true", help="up: without kube-scheduler")
     parser.add_argument("--timing-file", type=Path, default=None, help="build: write how long it took here")
