@@ -21,8 +21,9 @@ from tests.apiserver import APIServer
 from tests.apiserver.watch import WatchEvent
 from tests.cluster.child import ChildProcess
 from tests.managerharness import write_kubeconfig
+from tests.support.paths import ROOT
 
-POINTS_DIST = Path(__file__).resolve().parents[1] / "fixtures" / "scheduler_points_dist"
+POINTS_DIST = ROOT / "tests" / "fixtures" / "scheduler_points_dist"
 """The process-test plugins' distribution (installed as a wheel by the tests)."""
 SCHEDULER = "koord-scheduler"
 CONFIG_API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}

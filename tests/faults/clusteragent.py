@@ -16,8 +16,9 @@ from koord.testing import objects
 from koordlet.testing.agent import Agent
 from koordlet.testing.kubelet import FakeKubelet
 from tests.apiserver import APIServer
+from tests.support.paths import ROOT
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "daemonset"
+DEPLOY = ROOT / "deploy" / "daemonset"
 NODE = "fault-node"
 AGENT_SA = ("koordinator-system", "koordlet")
 

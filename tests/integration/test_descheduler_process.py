@@ -23,8 +23,9 @@ from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F40
 from tests.cluster.deschedulerharness import DeschedulerProcess, low_node_load
 from tests.cluster.pluginsite import install_wheel
 from tests.managerharness import wait_until, write_kubeconfig
+from tests.support.paths import ROOT
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "descheduler_plugin_dist"
+FIXTURE = ROOT / "tests" / "fixtures" / "descheduler_plugin_dist"
 LOWNODELOAD = low_node_load("test")
 
 

@@ -30,12 +30,13 @@ from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.koordscheduler import KoordSchedulerProcess, node_of
+from tests.support.paths import ROOT
 from tests.unit.scheduler.gangkit import member
 from tests.unit.scheduler.numakit import lsr
 
 pytestmark = pytest.mark.slow
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 PROFILE = DEPLOY / "koordinator-profile.yaml"
 NS = "koordinator-system"
 RBAC = sorted(DEPLOY.glob("*rbac.yaml"))

@@ -19,12 +19,13 @@ from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server  # noqa: F401
 from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, events_for, node_of
+from tests.support.paths import ROOT
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 from tests.unit.scheduler.numakit import lsr, profile
 
 pytestmark = pytest.mark.slow
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 NOT_REPORTED = "node(s) CPU Topology not found (no NodeResourceTopology reported)"
 
 

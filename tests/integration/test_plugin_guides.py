@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.pluginsite import install_wheel
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FILE_BLOCK = re.compile(r"<!-- file: (\S+) -->\n```[a-z]*\n(.*?)```", re.S)
 YAML_BLOCK = re.compile(r"```yaml\n(.*?)```", re.S)
 

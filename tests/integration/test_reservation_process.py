@@ -21,12 +21,13 @@ from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, node_of, running
+from tests.support.paths import ROOT
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 from tests.unit.scheduler.reservationkit import profile
 
 pytestmark = pytest.mark.slow
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 CRD = DEPLOY / "crds" / "scheduling.koordinator.sh_reservations.yaml"
 CONFIG = configuration(profile({"gcDurationSeconds": 2}))
 WEB = {"app": "web"}

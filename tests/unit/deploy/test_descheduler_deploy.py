@@ -20,10 +20,11 @@ from koord.kube.leaderelection import ElectionConfig
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.deschedulerharness import running_descheduler
+from tests.support.paths import ROOT
 from tests.unit.deploy.test_manager_rbac import READ_VERBS, Attrs, request_attrs
 from tests.unit.descheduler.test_eviction_api import hot_pods, populate
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "descheduler"
+DEPLOY = ROOT / "deploy" / "descheduler"
 NS = "koordinator-system"
 
 

@@ -5,7 +5,6 @@ NodeSLOs that pass the CRD schema and the agent's validation."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +16,10 @@ from koord.kube import process
 from koord.manager import cli as manager_cli
 from koord.manager.config import ManagerConfig
 from tests import crdschema
+from tests.support.paths import ROOT
 from tests.unit.deploy.test_manifests import NODESLO_CRD, expand
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "manager"
+DEPLOY = ROOT / "deploy" / "manager"
 SAMPLE = {"metadata.name": "koord-manager-7d9f-abcde", "status.podIP": "10.244.3.9"}
 
 

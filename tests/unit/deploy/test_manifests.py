@@ -16,8 +16,9 @@ from koordlet import cli
 from koordlet.config import Configuration
 from koordlet.qosmanager import loader
 from tests import crdschema
+from tests.support.paths import ROOT
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"
+DEPLOY = ROOT / "deploy" / "daemonset"
 NODESLO_CRD = DEPLOY / "crds" / "slo.koordinator.sh_nodeslos.yaml"
 MANIFESTS = sorted(DEPLOY.glob("*.yaml"))
 SAMPLE = {"status.podIP": "10.244.1.7", "spec.nodeName": "node-a"}

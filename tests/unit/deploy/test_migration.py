@@ -15,8 +15,9 @@ import yaml
 from koord.kube.client import make_api_client
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server_factory  # noqa: F401
+from tests.support.paths import ROOT
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"
+DEPLOY = ROOT / "deploy" / "daemonset"
 NS, SA = "koordinator-system", "koordlet"
 HELM = {
     "labels": {"app.kubernetes.io/managed-by": "Helm"},

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,9 @@ from koord.kube.informer import Informer
 from koordlet.statesinformer import kube
 from tests.apiserver import APIServer, Request, requestinfo
 from tests.apiserver.fixtures import api_server_factory  # noqa: F401
+from tests.support.paths import ROOT
 
-RBAC = Path(__file__).resolve().parents[3] / "deploy" / "daemonset" / "rbac.yaml"
+RBAC = ROOT / "deploy" / "daemonset" / "rbac.yaml"
 DAEMONSET = RBAC.parent / "koordlet.yaml"
 NODE = "node-a"
 READ_VERBS = {"get", "list", "watch"}

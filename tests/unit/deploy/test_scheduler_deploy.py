@@ -22,9 +22,10 @@ from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster.extenderharness import running_extender
 from tests.cluster.kubescheduler import ExtenderConfig, HTTPExtender
+from tests.support.paths import ROOT
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 
 
 def docs(name: str) -> list[dict[str, Any]]:

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
+
 DOC = ROOT / "docs" / "architecture.md"
 # Trees whose packages and modules the page names one by one; the processes' own trees are named whole.
 TREES = ("koordlet", "koord")

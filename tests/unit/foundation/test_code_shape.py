@@ -7,7 +7,8 @@ import ast
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
+
 MAX_LINES = 400
 
 

@@ -4,12 +4,12 @@ gate, metric or flag added to the agent's tables without a line in the README fa
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import qosplugins
 from koordlet import compatflags, config, featuregates, metricdefs
+from tests.support.paths import ROOT
 
-README = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+README = (ROOT / "README.md").read_text()
 SECTION = README.split("## Compatibility with Koordinator's koordlet")[1].split("\n## ")[0]
 
 

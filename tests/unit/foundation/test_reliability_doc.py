@@ -6,7 +6,8 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
+
 DOC = ROOT / "docs" / "reliability.md"
 _REF = re.compile(r"`((?:[\w./]+/)?(test_\w+)\.py)((?:::\w+)*)`")
 

@@ -26,10 +26,11 @@ from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeStates, make_pod, pod_uid
 from tests.support.fakehost import FakeHost
+from tests.support.paths import ROOT
 from tests.support.recording import RecordingErrors
 from tests.unit.fuzz.strategies import text_mutations
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = ROOT / "tests" / "fixtures"
 MEMORY_STAT = "cache 4096\nrss 8192\ntotal_cache 4096\ntotal_rss 8192\ntotal_active_anon 8192\n"
 MEMORY_STAT += "total_inactive_anon 0\ntotal_unevictable 0\ntotal_inactive_file 4096\ntotal_active_file 0\n"
 CPU_STAT = "nr_periods 10\nnr_throttled 2\nthrottled_time 1000\nusage_usec 5\nuser_usec 3\nsystem_usec 2\n"

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from koordlet.statesinformer.nodeslo import NodeSLOStore
 from koordlet.statesinformer.slofile import NodeSLOFile
+from tests.support.paths import ROOT
 from tests.unit.fuzz.strategies import json_values, mutations, text_mutations
 
-EXAMPLE_FILE = Path(__file__).resolve().parents[3] / "deploy" / "daemonset" / "nodeslo-example.yaml"
+EXAMPLE_FILE = ROOT / "deploy" / "daemonset" / "nodeslo-example.yaml"
 EXAMPLE: dict[str, Any] = yaml.safe_load(EXAMPLE_FILE.read_text())
 SPEC: dict[str, Any] = EXAMPLE["spec"]
 

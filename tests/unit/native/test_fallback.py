@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.paths import ROOT
+
 SCRIPT = r"""
 import json, sys
 sys.modules["koordlet.system._native"] = None  # makes "import koordlet.system._native" fail
@@ -34,7 +36,7 @@ def test_works_without_compiled_module(tmp_path: Path) -> None:
         text=True,
         check=True,
         timeout=60,
-        cwd=Path(__file__).resolve().parents[3],
+        cwd=ROOT,
     )
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["has_native"] is False

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from koord.runtime.errors import InvalidValue
@@ -16,8 +14,9 @@ from koordlet.system.procfs import (
     read_meminfo,
 )
 from tests.support.fakehost import FakeHost
+from tests.support.paths import ROOT
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "proc"
+FIXTURES = ROOT / "tests" / "fixtures" / "proc"
 FIXTURE_PATHS = HostPaths(proc_root=FIXTURES)
 
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from koord.runtime.errors import InvalidValue, UnsafePath
 from koordlet.system import resctrl
 from koordlet.system.resctrl import Schemata
 from tests.support.fakehost import FakeHost
+from tests.support.paths import ROOT
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "resctrl"
+FIXTURES = ROOT / "tests" / "fixtures" / "resctrl"
 
 
 def test_detection_and_info(fake_host: FakeHost) -> None:

@@ -13,6 +13,7 @@ from koordlet.system import resctrlmon
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo
 from koordlet.system.resctrlmon import MonData
+from tests.support.paths import ROOT
 
 MON = ("cat_l3", "mba", *resctrlmon.MON_FLAGS)
 
@@ -71,7 +72,7 @@ def test_this_host_has_no_rdt_monitoring() -> None:
 
 
 def test_node_memory_with_page_cache_from_meminfo() -> None:
-    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "proc"
+    fixtures = ROOT / "tests" / "fixtures" / "proc"
     mem = read_meminfo(HostPaths(proc_root=fixtures))
     # koordlet's MemUsageWithPageCache: MemTotal - MemFree
     assert mem.used_with_page_cache == mem.total - mem.get("MemFree") > mem.used
