@@ -89,17 +89,6 @@ def test_one_error_for_a_bad_plugin_or_bad_args() -> None:
         build_plugin(registry, "Liar", None, None, "profile x")
 
 
-def test_the_frameworks_old_import_paths_re_export_the_same_objects() -> None:
-    import koord.descheduler.framework as new_d
-    import koord.scheduler.framework as new_s
-    import koordlet.descheduler.framework as old_d
-    import koordlet.scheduler.framework as old_s
-
-    for old, new in ((old_s, new_s), (old_d, new_d)):
-        assert old.__all__ == new.__all__
-        assert all(getattr(old, name) is getattr(new, name) for name in new.__all__)
-
-
 def test_both_frameworks_label_plugin_metrics_by_extension_point() -> None:
     from prometheus_client import CollectorRegistry
 
