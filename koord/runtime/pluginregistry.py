@@ -1,10 +1,11 @@
 """Name -> factory registries for the cluster side's plugin frameworks (kube-scheduler's and
 koord-descheduler's ``runtime.Registry`` plus out-of-tree registration through an entry-point group).
 
-The scheduler extender and the descheduler each keep one :class:`Registry`: their built-ins first, then
-every entry point of their group (``koordlet.scheduler_plugins``, ``koordlet.descheduler_plugins``). An
-entry point's name is the plugin name and its value the factory (a class taking ``(args, handle)`` is
-one). A duplicate name, or an entry point that fails to load, is a startup error naming both sources.
+The scheduler and the descheduler each keep one :class:`Registry`: their built-ins first, then every
+entry point of their group (``koord.scheduler_plugins``, ``koord.descheduler_plugins``; the groups' old
+names are still read, with a deprecation line). An entry point's name is the plugin name and its value
+the factory (a class taking ``(args, handle)`` is one). A duplicate name, or an entry point that fails to
+load, is a startup error naming both sources.
 The QoS plugin loader reads its entry points through :func:`load_entry_points` too, so every plugin kind
 is found, loaded and named the same way.
 Pure: the standard library and :mod:`koord.runtime.errors` only.
@@ -13,15 +14,19 @@ Pure: the standard library and :mod:`koord.runtime.errors` only.
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable, Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from koord.runtime.errors import PluginError
 
+log = logging.getLogger(__name__)
+
 SOURCE_BUILTIN = "builtin"
 
 EntryPoints = Callable[[], Iterable[importlib.metadata.EntryPoint]]
+Select = Callable[..., Iterable[importlib.metadata.EntryPoint]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,17 +66,43 @@ class Registry:
         return name in self._entries
 
 
-def group_entry_points(group: str) -> EntryPoints:
-    """The installed entry points of ``group``, looked up when called."""
-    return lambda: importlib.metadata.entry_points(group=group)
+def group_entry_points(
+    group: str, deprecated: Sequence[str] = (), *, select: Select = importlib.metadata.entry_points
+) -> EntryPoints:
+    """The installed entry points of ``group``, then those of each ``deprecated`` group (a group's old
+    name), looked up when called. Each old-group entry point is logged; one whose name the new group
+    already declares is skipped."""
+
+    def read() -> list[importlib.metadata.EntryPoint]:
+        out = list(select(group=group))
+        names = {ep.name for ep in out}
+        for old in deprecated:
+            for ep in select(group=old):
+                log.warning(
+                    "entry point %s (%s) is declared in the deprecated group %s; declare it in %s",
+                    ep.name, ep.value, old, group,
+                )  # fmt: skip
+                if ep.name not in names:
+                    names.add(ep.name)
+                    out.append(ep)
+        return out
+
+    return read
 
 
-def discover(builtins: Mapping[str, Callable[..., Any]], entry_points: EntryPoints) -> Registry:
-    """The built-ins, then every entry point ``entry_points()`` yields, by name."""
+def discover(
+    builtins: Mapping[str, Callable[..., Any]],
+    group: str,
+    *,
+    deprecated: Sequence[str] = (),
+    entry_points: EntryPoints | None = None,
+) -> Registry:
+    """The built-ins, then every entry point of ``group`` (and its ``deprecated`` names), by name;
+    ``entry_points`` replaces the installed ones (tests)."""
     registry = Registry()
     for name, factory in builtins.items():
         registry.register(name, factory)
-    for name, factory, source in load_entry_points(entry_points):
+    for name, factory, source in load_entry_points(entry_points or group_entry_points(group, deprecated)):
         registry.register(name, factory, source)
     return registry
 

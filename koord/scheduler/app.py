@@ -33,6 +33,7 @@ from koord.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderEle
 from koord.kube.process import Address
 from koord.runtime.errors import ConfigError
 from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
+from koord.runtime.pluginregistry import EntryPoints, Registry
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import SchedulerConfiguration
 from koord.scheduler.core.api import ClusterAPI, FencedAPI, KubeAPI
@@ -42,11 +43,10 @@ from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler, SchedulingOptions
 from koord.scheduler.framework import verdicts
 from koord.scheduler.framework.extension import FailureHooks, plugin_controllers
-from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
-from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.plugins import plugin_registry
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +64,6 @@ class KoordSchedulerConfig:
     election: ElectionConfig = field(default_factory=ElectionConfig)
     request_timeout: float = 3.0
     sync_timeout: float = 60.0
-
-
-def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
-    return discover(BUILTIN, entry_points=entry_points)
 
 
 def watches() -> list[Watch]:

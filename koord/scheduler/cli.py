@@ -77,7 +77,8 @@ def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> 
     """koord-scheduler: the Kubernetes scheduling framework with Koordinator's plugins, as a second
     scheduler for the pods whose spec.schedulerName is one of its profiles."""
     from koord.runtime import logs
-    from koord.scheduler.app import check, plugin_registry
+    from koord.scheduler.app import check
+    from koord.scheduler.plugins import plugin_registry
 
     options = {k.replace("_", "-"): v for k, v in values.items() if not k.startswith("ignored_")}
     if click.get_current_context().get_parameter_source("addr") is click.core.ParameterSource.DEFAULT:
@@ -155,7 +156,7 @@ def build(o: dict[str, Any]) -> Any:
 
 
 def plugin_registry_names() -> list[str]:
-    from koord.scheduler.app import plugin_registry
+    from koord.scheduler.plugins import plugin_registry
 
     return plugin_registry().names()
 

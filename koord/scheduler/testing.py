@@ -24,9 +24,8 @@ from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
 from koord.scheduler.framework import Obj, PluginFactory, verdicts
 from koord.scheduler.framework.extension import plugin_controllers
 from koord.scheduler.framework.profile import parse_profile
-from koord.scheduler.framework.registry import discover
 from koord.scheduler.framework.runtime import Framework
-from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.plugins import plugin_registry
 from koord.testing.clock import FakeClock
 
 
@@ -53,7 +52,7 @@ class SchedulerHarness:
         self.pods = self.informers["pods"]
         self.node_metrics = self.informers["nodemetrics"]
         self.handle = ExtenderHandle(self.nodes, self.pods, self.node_metrics, clock=self.clock.wall)
-        registry = discover(BUILTIN, entry_points=lambda: [])
+        registry = plugin_registry(entry_points=lambda: [])
         for name, factory in (plugins or {}).items():
             registry.register(name, factory)
         self.framework = Framework(parse_profile({"profiles": [dict(profile or {})]}), registry, self.handle)
@@ -130,7 +129,7 @@ class MemoryScheduler:
     ) -> None:
         from prometheus_client import CollectorRegistry
 
-        from koord.scheduler.app import build_frameworks, plugin_registry, watches
+        from koord.scheduler.app import build_frameworks, watches
         from koord.scheduler.cache.cache import Cache
         from koord.scheduler.config import parse_configuration
         from koord.scheduler.core.api import MemoryAPI

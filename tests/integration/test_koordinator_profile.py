@@ -21,7 +21,7 @@ from koord.apis import elasticquota as eq
 from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
 from koord.apis.numa import resource_status
 from koord.scheduler import cli, config
-from koord.scheduler.app import plugin_registry
+from koord.scheduler.plugins import plugin_registry
 from koord.testing import objects
 from koord.testing.devices import device, device_node, gpu
 from koord.testing.reservations import owner_labels, reservation

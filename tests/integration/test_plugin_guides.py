@@ -58,7 +58,7 @@ def test_the_guide_is_one_module_one_test_and_one_entry_point(kind: str, tmp_pat
     )
     project = tomllib.loads((src / "pyproject.toml").read_text())
     assert project["tool"]["setuptools"]["py-modules"] == [module]
-    assert project["project"]["entry-points"][f"koordlet.{kind}_plugins"] == {plugin: f"{module}:{plugin}"}
+    assert project["project"]["entry-points"][f"koord.{kind}_plugins"] == {plugin: f"{module}:{plugin}"}
 
 
 @pytest.mark.parametrize("kind", sorted(GUIDES))

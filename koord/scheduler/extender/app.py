@@ -20,15 +20,15 @@ from koord.kube.memstore import MemoryStore
 from koord.kube.process import Address
 from koord.runtime.httpaccess import TLSConfig, ssl_context
 from koord.runtime.lifecycle import Component, Daemon, FuncComponent, Supervisor
+from koord.runtime.pluginregistry import EntryPoints, Registry
 from koord.scheduler.extender.binder import APIBinder
 from koord.scheduler.extender.handle import ExtenderHandle, build_informers
 from koord.scheduler.extender.metrics import ExtenderMetrics
 from koord.scheduler.extender.server import ExtenderServer
 from koord.scheduler.extender.verbs import Extender
 from koord.scheduler.framework.profile import Profile, default_profile, load_profile
-from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
-from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.plugins import plugin_registry
 
 log = logging.getLogger(__name__)
 USER_AGENT = "koord-scheduler-extender"
@@ -60,10 +60,6 @@ def freeze_heap() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
-    return discover(BUILTIN, entry_points=entry_points)
 
 
 def load(cfg: ExtenderConfig) -> Profile:

@@ -18,7 +18,8 @@ from prometheus_client import CollectorRegistry
 from koord.kube import process
 from koord.runtime.errors import ConfigError, PluginError
 from koord.runtime.httpaccess import TLSConfig
-from koord.scheduler.extender.app import ExtenderApp, ExtenderConfig, check_profile, load, plugin_registry
+from koord.scheduler.extender.app import ExtenderApp, ExtenderConfig, check_profile, load
+from koord.scheduler.plugins import plugin_registry
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_SCHEDULER_EXTENDER"

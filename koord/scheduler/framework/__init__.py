@@ -6,7 +6,7 @@ A plugin is a class with a ``name`` and any of the extension-point methods of :m
 (``less``, ``pre_enqueue``, ``pre_filter``, ``filter``, ``post_filter``, ``pre_score``, ``score``,
 ``normalize_score``, ``reserve``/``unreserve``, ``permit``, ``pre_bind``, ``bind``, ``post_bind``; batch
 forms ``filter_nodes``/``score_nodes`` over a :class:`NodeSet`), built by a factory ``(args, handle)``
-(:mod:`.registry`: the built-ins plus the ``koordlet.scheduler_plugins`` entry points). The profile
+(the built-ins plus the entry points of :data:`ENTRY_POINT_GROUP`). The profile
 (:mod:`.profile`) enables plugins per extension point with weights and args; :mod:`.runtime`,
 :mod:`.cycle` and :mod:`.binding` run them; :mod:`.snapshot` is what one cycle sees, with node state in
 arrays; :mod:`.events` the cluster events and queueing hints a plugin registers; :mod:`.extension`
@@ -63,7 +63,14 @@ from koord.scheduler.framework.reservation import PodRequirement, ReservationInf
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
+ENTRY_POINT_GROUP = "koord.scheduler_plugins"
+"""Where a distribution declares its scheduler plugins: name = factory ``(args, handle)``."""
+DEPRECATED_ENTRY_POINT_GROUPS = ("koordlet.scheduler_plugins",)
+"""The group's old names, still read (with a deprecation line)."""
+
 __all__ = [
+    "DEPRECATED_ENTRY_POINT_GROUPS",
+    "ENTRY_POINT_GROUP",
     "EXTENSION_POINTS",
     "MAX_EXTENDER_PRIORITY",
     "MAX_NODE_SCORE",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from koord.runtime.errors import ConfigError, PluginError
+from koord.runtime.pluginregistry import Registry
 from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 from koord.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint
 from koord.scheduler.framework.extension import Extensions, ReservationHooks, ReservationHooksUser
@@ -33,7 +34,6 @@ from koord.scheduler.framework.interface import (
 from koord.scheduler.framework.nominator import Nominator
 from koord.scheduler.framework.pointtiming import PointTimer, extension_point
 from koord.scheduler.framework.profile import MULTI_POINT, Profile
-from koord.scheduler.framework.registry import Registry
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 log = logging.getLogger(__name__)

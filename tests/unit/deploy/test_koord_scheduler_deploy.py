@@ -15,7 +15,7 @@ import yaml
 from click.testing import CliRunner
 
 from koord.scheduler import cli, config
-from koord.scheduler.app import plugin_registry
+from koord.scheduler.plugins import plugin_registry
 from koord.testing import objects
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer

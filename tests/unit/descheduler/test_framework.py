@@ -12,13 +12,20 @@ from prometheus_client import CollectorRegistry
 
 from koord.descheduler.app import Descheduler, check_profiles, plugin_registry
 from koord.descheduler.config import Configuration, DeschedulerConfig, parse_configuration
-from koord.descheduler.framework import EvictOptions, Obj, Status
+from koord.descheduler.framework import (
+    DEPRECATED_ENTRY_POINT_GROUPS,
+    ENTRY_POINT_GROUP,
+    EvictOptions,
+    Obj,
+    Status,
+)
 from koord.descheduler.framework.profile import parse_profiles
 from koord.descheduler.framework.runtime import Environment, Framework
 from koord.descheduler.informers import MemoryInformers
 from koord.descheduler.testing import NoEvents
 from koord.kube.process import Address
 from koord.runtime.errors import ConfigError, PluginError
+from koord.runtime.pluginregistry import group_entry_points
 from koord.testing import objects
 
 
@@ -311,13 +318,29 @@ def test_the_evictor_proxy_turns_the_configuration_dry_run_into_options_and_refu
 
 def test_entry_point_plugins_join_the_registry_and_duplicates_fail() -> None:
     ep = importlib.metadata.EntryPoint(
-        "Tracer", "tests.unit.descheduler.test_framework:Tracer", "koordlet.descheduler_plugins"
+        "Tracer", "tests.unit.descheduler.test_framework:Tracer", "koord.descheduler_plugins"
     )
     registry = plugin_registry(entry_points=lambda: [ep])
     entry = registry.get("Tracer")
     assert entry is not None and entry.factory is Tracer
     dup = importlib.metadata.EntryPoint(
-        "LowNodeLoad", "tests.unit.descheduler.test_framework:Tracer", "koordlet.descheduler_plugins"
+        "LowNodeLoad", "tests.unit.descheduler.test_framework:Tracer", "koord.descheduler_plugins"
     )
     with pytest.raises(PluginError, match="registered twice"):
         plugin_registry(entry_points=lambda: [dup])
+
+
+def test_the_groups_old_name_still_loads_with_a_deprecation_line(caplog: pytest.LogCaptureFixture) -> None:
+    target = "tests.unit.descheduler.test_framework:Tracer"
+    declared = {
+        ENTRY_POINT_GROUP: [],
+        "koordlet.descheduler_plugins": [
+            importlib.metadata.EntryPoint("Tracer", target, "koordlet.descheduler_plugins")
+        ],
+    }
+    found = group_entry_points(
+        ENTRY_POINT_GROUP, DEPRECATED_ENTRY_POINT_GROUPS, select=lambda group: declared[group]
+    )
+    entry = plugin_registry(entry_points=found).get("Tracer")
+    assert entry is not None and entry.factory is Tracer
+    assert any("deprecated group koordlet.descheduler_plugins" in r.getMessage() for r in caplog.records)

@@ -11,13 +11,13 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from koord.kube.memstore import MemoryStore
+from koord.runtime.pluginregistry import Registry
 from koord.scheduler.extender.binder import BindFailed
 from koord.scheduler.extender.handle import ExtenderHandle
 from koord.scheduler.extender.metrics import ExtenderMetrics
 from koord.scheduler.extender.server import ExtenderServer
 from koord.scheduler.extender.verbs import Extender
 from koord.scheduler.framework.profile import parse_profile
-from koord.scheduler.framework.registry import Registry
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import BUILTIN
 from koord.testing import objects

@@ -14,7 +14,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry
 
 from koord.kube.informers import MemoryInformerSet
-from koord.scheduler.app import build_frameworks, plugin_registry, watches
+from koord.scheduler.app import build_frameworks, watches
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import parse_configuration
 from koord.scheduler.core.api import MemoryAPI
@@ -27,6 +27,7 @@ from koord.scheduler.framework.cycle import find_feasible, plugin_scores, run_pr
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
+from koord.scheduler.plugins import plugin_registry
 
 SCHEDULER = "koord-scheduler"
 

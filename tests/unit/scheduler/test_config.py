@@ -11,13 +11,13 @@ import pytest
 
 from koord.runtime.errors import ConfigError
 from koord.runtime.pluginset import PluginError
-from koord.scheduler.app import plugin_registry
 from koord.scheduler.config import (
     DEFAULT_SCHEDULER_NAME,
     KUBE_DEFAULT_PLUGINS,
     parse_configuration,
 )
 from koord.scheduler.framework.runtime import Framework
+from koord.scheduler.plugins import plugin_registry
 from koord.scheduler.testing import MemoryScheduler
 
 V1 = "kubescheduler.config.k8s.io/v1"

@@ -8,12 +8,20 @@ from typing import Any
 import pytest
 
 from koord.runtime.errors import ConfigError, PluginError
-from koord.scheduler.framework import SKIP, CycleState, InvalidArgs, NodeInfo, Status
+from koord.runtime.pluginregistry import Registry, group_entry_points
+from koord.scheduler.framework import (
+    DEPRECATED_ENTRY_POINT_GROUPS,
+    ENTRY_POINT_GROUP,
+    SKIP,
+    CycleState,
+    InvalidArgs,
+    NodeInfo,
+    Status,
+)
 from koord.scheduler.framework.profile import load_profile, parse_profile
-from koord.scheduler.framework.registry import Registry, discover
 from koord.scheduler.framework.runtime import Framework, PluginFailure
 from koord.scheduler.framework.verdicts import combine_scores, run_filter
-from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.plugins import BUILTIN, plugin_registry
 from koord.scheduler.testing import run_score
 from tests.unit.scheduler.env import Env
 
@@ -301,14 +309,37 @@ class FakeEntryPoint:
 
 def test_entry_points_join_the_builtins() -> None:
     eps: list[Any] = [FakeEntryPoint("F", FilterOnly)]
-    r = discover(BUILTIN, entry_points=lambda: eps)  # type: ignore[arg-type,return-value]
+    r = plugin_registry(entry_points=lambda: eps)  # type: ignore[arg-type,return-value]
     assert [(e.name, e.source) for e in r.entries()] == [
         *[(name, "builtin") for name in BUILTIN],
         ("F", "entrypoint:third-party"),
     ]
     dup: list[Any] = [FakeEntryPoint("LoadAwareScheduling", FilterOnly, "copycat")]
     with pytest.raises(PluginError, match="registered twice \\(builtin and entrypoint:copycat\\)"):
-        discover(BUILTIN, entry_points=lambda: dup)  # type: ignore[arg-type,return-value]
+        plugin_registry(entry_points=lambda: dup)  # type: ignore[arg-type,return-value]
     broken: list[Any] = [FakeEntryPoint("X", ImportError("no module named x"))]
     with pytest.raises(PluginError, match=r"'X': entry point .* failed to load"):
-        discover(BUILTIN, entry_points=lambda: broken)  # type: ignore[arg-type,return-value]
+        plugin_registry(entry_points=lambda: broken)  # type: ignore[arg-type,return-value]
+
+
+def test_the_groups_old_name_still_loads_with_a_deprecation_line(caplog: pytest.LogCaptureFixture) -> None:
+    declared = {
+        "koord.scheduler_plugins": [FakeEntryPoint("Both", FilterOnly, "new")],
+        "koordlet.scheduler_plugins": [
+            FakeEntryPoint("Old", FilterOnly, "old"),
+            FakeEntryPoint("Both", Fixed),
+        ],
+    }
+    found = group_entry_points(
+        ENTRY_POINT_GROUP, DEPRECATED_ENTRY_POINT_GROUPS, select=lambda group: declared[group]
+    )
+    r = plugin_registry(entry_points=found)
+    assert r.get("Old") is not None and r.get("Old").source == "entrypoint:old"  # type: ignore[union-attr]
+    assert r.get("Both") is not None and r.get("Both").factory is FilterOnly  # type: ignore[union-attr]
+    lines = [rec.getMessage() for rec in caplog.records if "deprecated group" in rec.getMessage()]
+    assert lines == [
+        "entry point Old (old:Old) is declared in the deprecated group koordlet.scheduler_plugins; "
+        "declare it in koord.scheduler_plugins",
+        "entry point Both (third-party:Both) is declared in the deprecated group koordlet.scheduler_plugins; "
+        "declare it in koord.scheduler_plugins",
+    ]
