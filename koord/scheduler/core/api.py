@@ -22,7 +22,7 @@ from koord.kube.client import ApiError, request
 from koord.kube.eventsv1 import EventBroadcaster
 from koord.runtime.errors import APIUnavailable
 from koord.scheduler.core.events import ProfileEvents
-from koord.scheduler.framework.eventhandle import SCHEDULING, EventHandle
+from koord.scheduler.framework.interface import SCHEDULING, EventHandle
 from koord.scheduler.framework.types import Obj
 
 
@@ -37,7 +37,7 @@ class APIFailed(Exception):
 
 
 class ClusterAPI(EventHandle, Protocol):
-    """The writes (``event`` as :class:`koord.scheduler.framework.eventhandle.EventHandle` says)."""
+    """The writes (``event`` as :class:`koord.scheduler.framework.interface.EventHandle` says)."""
 
     def bind(self, pod: Obj, node: str) -> None: ...
 

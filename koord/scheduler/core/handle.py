@@ -24,9 +24,15 @@ from koord.kube.trim import compact
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.eventhandlers import EventHandlers, cache_events
 from koord.scheduler.framework.cycle import filter_one
-from koord.scheduler.framework.eventhandle import SCHEDULING
 from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
-from koord.scheduler.framework.interface import CycleState, ObjHandler, Status, Store, UpdateHandler
+from koord.scheduler.framework.interface import (
+    SCHEDULING,
+    CycleState,
+    ObjHandler,
+    Status,
+    Store,
+    UpdateHandler,
+)
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo

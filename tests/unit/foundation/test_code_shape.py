@@ -36,11 +36,6 @@ ALLOWED_CYCLES = {
         "koord.scheduler.core.schedule",
         "koord.scheduler.core.scheduler",
     ),
-    (
-        "koord.scheduler.framework.interface",
-        "koord.scheduler.framework.objecthandle",
-        "koord.scheduler.framework.preemptionhandle",
-    ),
     ("koord.scheduler.framework.nodeset", "koord.scheduler.framework.snapshot"),
     ("koord.scheduler.framework.pointtiming", "koord.scheduler.framework.runtime"),
     (
@@ -55,13 +50,8 @@ ALLOWED_TC_INSIDE = {
     "koord.scheduler.core.schedule -> koord.scheduler.core.scheduler",
     "koord.scheduler.framework.binding -> koord.scheduler.framework.runtime",
     "koord.scheduler.framework.cycle -> koord.scheduler.framework.runtime",
-    "koord.scheduler.framework.interface -> koord.scheduler.framework.events",
-    "koord.scheduler.framework.interface -> koord.scheduler.framework.nodeset",
-    "koord.scheduler.framework.interface -> koord.scheduler.framework.snapshot",
     "koord.scheduler.framework.nodeset -> koord.scheduler.framework.snapshot",
-    "koord.scheduler.framework.objecthandle -> koord.scheduler.framework.interface",
     "koord.scheduler.framework.pointtiming -> koord.scheduler.framework.runtime",
-    "koord.scheduler.framework.preemptionhandle -> koord.scheduler.framework.interface",
     "koord.scheduler.plugins.nodenumaresource.scoring -> koord.scheduler.plugins.nodenumaresource.allocator",
     "koordlet.testing.fakewrites -> koordlet.testing.fakes",
 }

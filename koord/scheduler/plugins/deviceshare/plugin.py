@@ -44,7 +44,7 @@ from koord.scheduler.framework import (
 from koord.scheduler.framework.events import POD, Action, ClusterEvent, ClusterEventWithHint
 from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
 from koord.scheduler.framework.hinter import hint_state
-from koord.scheduler.framework.storehandler import StoreHandler
+from koord.scheduler.framework.interface import StoreHandler
 from koord.scheduler.plugins.deviceshare import batch, scoring
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.allocator import Allocator, filled
