@@ -25,9 +25,9 @@ from koord.scheduler.framework.cycle import (
     weighted_total,
 )
 from koord.scheduler.framework.interface import Code, CycleState, Status
-from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.framework.nominator import nominated_node_name
 from koord.scheduler.framework.runtime import NARROWED_BY, Framework, PluginFailure, call, go_list
+from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import Obj, PreFilterResult
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 

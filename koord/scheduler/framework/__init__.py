@@ -58,9 +58,8 @@ from koord.scheduler.framework.interface import (
     Store,
     WaitingPod,
 )
-from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.framework.reservation import PodRequirement, ReservationInfo
-from koord.scheduler.framework.snapshot import Snapshot
+from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 ENTRY_POINT_GROUP = "koord.scheduler_plugins"

@@ -27,9 +27,9 @@ import numpy as np
 from koord.scheduler.framework.codedverdicts import CodedVerdicts
 from koord.scheduler.framework.filterresult import FilterResult
 from koord.scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, CycleState, Status
-from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.framework.pointtiming import extension_point
 from koord.scheduler.framework.runtime import Enabled, PluginFailure, call
+from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from koord.scheduler.framework.interface import CycleState, Status
-from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.framework.runtime import Enabled
+from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import Obj
 
 

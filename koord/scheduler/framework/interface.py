@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from koord.apis.groups import Resource
 from koord.scheduler.framework.events import ClusterEventWithHint
-from koord.scheduler.framework.nodeset import NodeSet
-from koord.scheduler.framework.snapshot import Snapshot
+from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
 
 if TYPE_CHECKING:

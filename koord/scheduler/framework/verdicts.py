@@ -15,8 +15,8 @@ import numpy as np
 
 from koord.scheduler.framework.cycle import find_feasible, plugin_scores, run_pre_score
 from koord.scheduler.framework.interface import Code, CycleState, Status
-from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.framework.runtime import Framework, PluginFailure, call
+from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 
 

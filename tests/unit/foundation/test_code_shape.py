@@ -36,7 +36,6 @@ ALLOWED_CYCLES = {
         "koord.scheduler.core.schedule",
         "koord.scheduler.core.scheduler",
     ),
-    ("koord.scheduler.framework.nodeset", "koord.scheduler.framework.snapshot"),
     ("koord.scheduler.framework.pointtiming", "koord.scheduler.framework.runtime"),
     (
         "koord.scheduler.plugins.nodenumaresource.allocator",
@@ -50,7 +49,6 @@ ALLOWED_TC_INSIDE = {
     "koord.scheduler.core.schedule -> koord.scheduler.core.scheduler",
     "koord.scheduler.framework.binding -> koord.scheduler.framework.runtime",
     "koord.scheduler.framework.cycle -> koord.scheduler.framework.runtime",
-    "koord.scheduler.framework.nodeset -> koord.scheduler.framework.snapshot",
     "koord.scheduler.framework.pointtiming -> koord.scheduler.framework.runtime",
     "koord.scheduler.plugins.nodenumaresource.scoring -> koord.scheduler.plugins.nodenumaresource.allocator",
     "koordlet.testing.fakewrites -> koordlet.testing.fakes",

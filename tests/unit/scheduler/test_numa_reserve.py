@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from koord.scheduler.framework import CycleState, PodInfo
-from koord.scheduler.framework.nodeset import NodeSet
+from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.testing import MemoryScheduler
 from koord.testing.topology import TWO_SOCKETS
 from tests.unit.scheduler.numakit import NUMA, S, add_node, kit, lsr, messages, placement, plain
