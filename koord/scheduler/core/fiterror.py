@@ -1,7 +1,7 @@
 """Why a pod fits no node (kube-scheduler's ``framework.FitError``): the statuses the cycle gathered, the
 PreFilter rejection and the PostFilter (preemption) message, and the plugins that rejected the pod (they
 decide which cluster events requeue it). The message is
-:func:`~koord.scheduler.framework.fitmessage.fit_message`.
+:func:`~koord.scheduler.framework.filterresult.fit_message`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from koord.scheduler.framework.fitmessage import fit_message
+from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.interface import Code, Status
 
 

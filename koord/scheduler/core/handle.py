@@ -23,7 +23,6 @@ from koord.kube.informers import Watch, cluster_watches
 from koord.kube.trim import compact
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.eventhandlers import EventHandlers, cache_events
-from koord.scheduler.framework.cycle import filter_one
 from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
 from koord.scheduler.framework.interface import (
     SCHEDULING,
@@ -343,7 +342,7 @@ class SchedulerHandle:
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Obj, node_info: NodeInfo
     ) -> Status | None:
-        return filter_one(self._framework(pod), state, pod, node_info)
+        return self._framework(pod).filter_one(state, pod, node_info)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo

@@ -15,18 +15,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from koord.scheduler.core.fiterror import Diagnosis, FitError
-from koord.scheduler.framework.binding import run_permit
-from koord.scheduler.framework.cycle import (
-    filter_one,
-    find_feasible,
-    plugin_scores,
-    run_pre_score,
+from koord.scheduler.framework.interface import Code, CycleState, Status
+from koord.scheduler.framework.nominator import nominated_node_name
+from koord.scheduler.framework.runtime import (
+    NARROWED_BY,
+    Framework,
+    PluginFailure,
+    call,
+    go_list,
     select_host,
     weighted_total,
 )
-from koord.scheduler.framework.interface import Code, CycleState, Status
-from koord.scheduler.framework.nominator import nominated_node_name
-from koord.scheduler.framework.runtime import NARROWED_BY, Framework, PluginFailure, call, go_list
 from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import Obj, PreFilterResult
 from koord.scheduler.queue.podinfo import QueuedPodInfo
@@ -84,7 +83,7 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
     nominated = nominated_node_name(pod)
     if nominated and (allowed is None or nominated in allowed):
         info = snapshot.node_info(nominated)
-        if info is not None and filter_one(fw, state, pod, info) is None:
+        if info is not None and fw.filter_one(state, pod, info) is None:
             return nominated
     nodes = snapshot.rotated(sched.next_start_node_index)
     if allowed is not None:
@@ -93,7 +92,7 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
     if percentage is None:
         percentage = sched.config.percentage_of_nodes_to_score
     want = num_feasible_nodes_to_find(percentage, len(nodes)) if fw.has("score") else 1
-    found = find_feasible(fw, state, pod, nodes, want)
+    found = fw.find_feasible(state, pod, nodes, want)
     if total:
         sched.next_start_node_index = (sched.next_start_node_index + found.processed) % total
     feasible = found.feasible
@@ -116,8 +115,8 @@ def schedule_pod(sched: Scheduler, fw: Framework, state: CycleState, qpi: Queued
     if ext.score:
         pod, transformed, _ = ext.before_score(state, pod, feasible)
         feasible = transformed if isinstance(transformed, NodeSet) else NodeSet.of(snapshot, transformed)
-    run_pre_score(fw, state, pod, feasible)
-    scores = plugin_scores(fw, state, pod, feasible)
+    fw.run_pre_score(state, pod, feasible)
+    scores = fw.plugin_scores(state, pod, feasible)
     totals = weighted_total(scores, len(feasible))
     return feasible.info(select_host(feasible, totals, sched.rng)).name
 
@@ -138,7 +137,7 @@ def _preferred(
         if info is None:
             continue
         p, ni, _ = fw.extensions.before_filter(state, pod, info)
-        if filter_one(fw, state, p, ni) is None:
+        if fw.filter_one(state, p, ni) is None:
             return PreFilterResult(frozenset((name,))), None
     return result, None
 
@@ -194,7 +193,7 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo) -> None:
         return
     st: Status | None
     try:
-        st, waits = run_permit(fw, state, pod, node)
+        st, waits = fw.run_permit(state, pod, node)
     except PluginFailure as err:
         st, waits = Status(Code.ERROR, (str(err),), err.plugin), {}
     if st is not None and st.code is not Code.WAIT:

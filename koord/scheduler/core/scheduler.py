@@ -25,7 +25,6 @@ from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle, send_patch
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.reporter import StatusReporter
 from koord.scheduler.core.schedule import schedule_one
-from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
 from koord.scheduler.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint
 from koord.scheduler.framework.extension import FailureHooks
 from koord.scheduler.framework.interface import Code, CycleState, Status
@@ -280,7 +279,7 @@ class Scheduler:
     ) -> None:
         pod = qpi.pod
         try:
-            st = run_pre_bind(fw, state, pod, node)
+            st = fw.run_pre_bind(state, pod, node)
             if st is None:
                 patch = state.get(PATCH_KEY)
                 if patch:  # what DefaultPreBind did not send (it is not enabled): one PATCH still
@@ -288,7 +287,7 @@ class Scheduler:
                     state.delete(PATCH_KEY)
                 # The node may have gone while Permit waited or PreBind ran: the API server would still
                 # accept the binding (it does not check the node), leaving the pod on no node.
-                st = run_bind(fw, state, pod, node) if self.cache.has_node(node) else node_gone(node)
+                st = fw.run_bind(state, pod, node) if self.cache.has_node(node) else node_gone(node)
                 if st.code is Code.SKIP:
                     st = Status(Code.ERROR, ("no Bind plugin bound the pod",))
                 elif st.is_success:
@@ -310,7 +309,7 @@ class Scheduler:
         if qpi.info.key not in self.virtual_pods:  # a reserve pod's Bind plugin tells its reservation
             note = f"Successfully assigned {qpi.info.key} to {node}"
             self.api.event(pod, "Normal", "Scheduled", note, action="Binding")
-        run_post_bind(fw, state, pod, node)
+        fw.run_post_bind(state, pod, node)
 
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:
         """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue. The room

@@ -15,7 +15,6 @@ Koordinator's FrameworkExtender, with the reservation hooks over :class:`Reserva
 """
 
 from koord.runtime.errors import InvalidArgs
-from koord.scheduler.framework.codedverdicts import CodedVerdicts
 from koord.scheduler.framework.events import (
     QUEUE,
     Action,
@@ -34,6 +33,7 @@ from koord.scheduler.framework.interface import (
     BatchScorePlugin,
     BindPlugin,
     Code,
+    CodedVerdicts,
     CycleState,
     EnqueueExtensions,
     FilterPlugin,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from koord.apis.groups import Resource
 from koord.scheduler.framework.events import ClusterEventWithHint
@@ -427,6 +427,33 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
     def filter_nodes(
         self, state: CycleState, pod: Obj, nodes: NodeSet
     ) -> Sequence[Status | None] | np.ndarray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CodedVerdicts(Sequence[Status | None]):
+    """A batch Filter answer as codes: one small integer per node and the Status each code stands for, so
+    a plugin whose verdicts come out of array maths answers thousands of nodes without a list of
+    references, and the cycle finds each code's nodes with one comparison. Reads as the sequence of
+    statuses it encodes (``verdicts[i]`` is node ``i``'s)."""
+
+    codes: np.ndarray
+    """One integer per node, in order: an index into :attr:`statuses`."""
+    statuses: Sequence[Status | None]
+    """What each code means (None or a success: the node passes)."""
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @overload
+    def __getitem__(self, i: int) -> Status | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Status | None]: ...
+
+    def __getitem__(self, i: int | slice) -> Status | list[Status | None] | None:
+        if isinstance(i, slice):
+            return [self.statuses[c] for c in self.codes[i].tolist()]
+        return self.statuses[int(self.codes[i])]
 
 
 class PostFilterPlugin(Plugin, Protocol):

@@ -27,6 +27,7 @@ __all__ = [
     "EXTENDER_DEFAULT_PLUGINS",
     "EXTENDER_POINTS",
     "MULTI_POINT",
+    "Enabled",
     "PluginRef",
     "PluginSet",
     "Profile",
@@ -41,6 +42,20 @@ KIND = "KubeSchedulerConfiguration"
 MULTI_POINT = "multiPoint"
 EXTENDER_POINTS = ("preFilter", "filter", "preScore", "score", "reserve")
 """The points an extender can take part in (kube-scheduler runs it between its own Filter and Score)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Enabled:
+    """A built plugin as a point runs it, with its Score weight."""
+
+    plugin: Any
+    weight: int = 1
+
+    @property
+    def name(self) -> str:
+        return str(self.plugin.name)
+
+
 EXTENDER_DEFAULT_PLUGINS: Mapping[str, PluginSet] = {
     MULTI_POINT: PluginSet(enabled=(PluginRef("LoadAwareScheduling", 1),)),
 }

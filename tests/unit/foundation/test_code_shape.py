@@ -36,7 +36,6 @@ ALLOWED_CYCLES = {
         "koord.scheduler.core.schedule",
         "koord.scheduler.core.scheduler",
     ),
-    ("koord.scheduler.framework.pointtiming", "koord.scheduler.framework.runtime"),
     (
         "koord.scheduler.plugins.nodenumaresource.allocator",
         "koord.scheduler.plugins.nodenumaresource.scoring",
@@ -47,9 +46,6 @@ ALLOWED_TC_INSIDE = {
     "koord.scheduler.core.eventhandlers -> koord.scheduler.core.scheduler",
     "koord.scheduler.core.handle -> koord.scheduler.core.scheduler",
     "koord.scheduler.core.schedule -> koord.scheduler.core.scheduler",
-    "koord.scheduler.framework.binding -> koord.scheduler.framework.runtime",
-    "koord.scheduler.framework.cycle -> koord.scheduler.framework.runtime",
-    "koord.scheduler.framework.pointtiming -> koord.scheduler.framework.runtime",
     "koord.scheduler.plugins.nodenumaresource.scoring -> koord.scheduler.plugins.nodenumaresource.allocator",
     "koordlet.testing.fakewrites -> koordlet.testing.fakes",
 }
@@ -82,7 +78,6 @@ ALLOWED_LONG_DOCSTRINGS = {  # module path, or path:qualified name of a def/clas
     "koord/scheduler/config.py",
     "koord/scheduler/extender/handle.py",
     "koord/scheduler/framework/__init__.py",
-    "koord/scheduler/framework/cycle.py",
     "koord/scheduler/framework/extension.py",
     "koord/scheduler/framework/reservation.py",
     "koord/scheduler/framework/topologymanager.py",

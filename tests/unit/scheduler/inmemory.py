@@ -23,7 +23,6 @@ from koord.scheduler.core.handle import SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler, SchedulingOptions
 from koord.scheduler.framework import CycleState, PodInfo
-from koord.scheduler.framework.cycle import find_feasible, plugin_scores, run_pre_score
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
@@ -125,7 +124,7 @@ class InMemoryScheduler:
         _, rejected = self.framework.run_pre_filter(state, pod)
         if rejected is not None:
             return {ni.name: rejected.message for ni in self.snapshot.infos}
-        found = find_feasible(self.framework, state, pod, self.snapshot.rotated(0))
+        found = self.framework.find_feasible(state, pod, self.snapshot.rotated(0))
         out = dict.fromkeys(found.feasible.names, "")
         out.update({n: st.message for n, st in found.statuses().items()})
         return out
@@ -138,8 +137,8 @@ class InMemoryScheduler:
         state = self.state(pod)
         every = self.snapshot.rotated(0)
         chosen = every if nodes is None else every.subset(np.array([ni.name in nodes for ni in every]))
-        run_pre_score(self.framework, state, pod, chosen)
-        for e, values in plugin_scores(self.framework, state, pod, chosen):
+        self.framework.run_pre_score(state, pod, chosen)
+        for e, values in self.framework.plugin_scores(state, pod, chosen):
             if e.name == plugin:
                 return dict(zip(chosen.names, values.tolist(), strict=True))
         return {}

@@ -21,7 +21,6 @@ from koord.scheduler.framework import (
     Status,
     verdicts,
 )
-from koord.scheduler.framework.cycle import filter_one, find_feasible
 from koord.scheduler.framework.runtime import PluginFailure
 from koord.scheduler.testing import SchedulerHarness
 from koord.testing.objects import node, pod
@@ -123,9 +122,9 @@ def test_grouped_reasons_match_node_by_node() -> None:
     with h.handle.cycle() as snapshot:
         nodes = snapshot.rotated(0)
         state = verdicts.new_state(p)
-        found = find_feasible(h.framework, state, p, nodes)
+        found = h.framework.find_feasible(state, p, nodes)
         got = {n: (st.plugin, st.message) for n, st in found.statuses().items()}
-        one_by_one = {ni.name: filter_one(h.framework, state, p, ni) for ni in nodes}
+        one_by_one = {ni.name: h.framework.filter_one(state, p, ni) for ni in nodes}
         out = verdicts.run_filter(h.framework, verdicts.new_state(p), p, nodes)
     want = {f"n-{i}": why for i in range(60) if (why := expected(i)) is not None}
     assert got == want
@@ -146,7 +145,7 @@ def test_a_search_stopped_early_reports_the_nodes_it_went_through() -> None:
         # in name order (the snapshot's own order is the cache's)
         nodes = NodeSet(snapshot, np.array([snapshot.index[f"n-{i}"] for i in range(60)], dtype=np.int64))
         state = verdicts.new_state(p)
-        found = find_feasible(h.framework, state, p, nodes, want=3)
+        found = h.framework.find_feasible(state, p, nodes, want=3)
         got = found.statuses()
     assert found.feasible.names == ["n-1", "n-13", "n-17"]
     assert found.processed == 18
@@ -185,7 +184,7 @@ def test_a_reason_per_node() -> None:
     with h.handle.cycle() as snapshot:
         nodes = NodeSet(snapshot, np.array([snapshot.index[f"n-{i}"] for i in range(60)], dtype=np.int64))
         out = verdicts.run_filter(h.framework, verdicts.new_state(p), p, nodes)
-        found = find_feasible(h.framework, verdicts.new_state(p), p, nodes, want=2)
+        found = h.framework.find_feasible(verdicts.new_state(p), p, nodes, want=2)
         early = found.statuses()
     rejected = [i for i in range(60) if i % 4]
     assert out.failed == {f"n-{i}": f"not n-{i}" for i in rejected if i % 3}
@@ -234,7 +233,7 @@ def test_coded_answers_group_like_shared_statuses() -> None:
         Coded.broken = True
         try:
             with pytest.raises(PluginFailure, match="answered"):
-                find_feasible(h.framework, verdicts.new_state(p), p, nodes)
+                h.framework.find_feasible(verdicts.new_state(p), p, nodes)
         finally:
             Coded.broken = False
     assert out.unresolvable == {f"n-{i}": THIRD.message for i in range(0, 60, 3)}

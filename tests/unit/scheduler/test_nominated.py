@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from koord.scheduler.framework import CycleState, NodeInfo, PodInfo, Status
-from koord.scheduler.framework.cycle import nominated_ahead
 from tests.unit.scheduler.memcluster import MemCluster, wait_for
 
 GATED = {"schedulingGates": [{"name": "example.com/hold"}]}
@@ -183,8 +182,8 @@ def test_without_nominations_the_filter_has_nothing_to_add(c: MemCluster) -> Non
     c.node("n1")
     pod = c.pod("p", "1", priority=5)
     state = CycleState(PodInfo(pod))
-    assert nominated_ahead(c.framework, state, pod) == {}
+    assert c.framework.nominated_ahead(state, pod) == {}
     nominate(c, "low", "1", priority=1)
-    assert nominated_ahead(c.framework, state, pod) == {}
+    assert c.framework.nominated_ahead(state, pod) == {}
     nominate(c, "high", "1", priority=9)
-    assert [p.name for p in nominated_ahead(c.framework, state, pod)["n1"]] == ["high"]
+    assert [p.name for p in c.framework.nominated_ahead(state, pod)["n1"]] == ["high"]

@@ -44,7 +44,7 @@ from koord.apis.coscheduling import (
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, SchedulerHandle, Status
 from koord.scheduler.framework.events import ClusterEventWithHint
 from koord.scheduler.framework.extension import Controller
-from koord.scheduler.framework.fitmessage import fit_message
+from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.types import PostFilterResult
 from koord.scheduler.plugins.coscheduling import messages
 from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs, parse_args

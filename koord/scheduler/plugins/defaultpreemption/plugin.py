@@ -33,7 +33,7 @@ from koord.scheduler.framework import (
     SchedulerHandle,
     Status,
 )
-from koord.scheduler.framework.fitmessage import fit_message
+from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.nominator import nominated_node_name
 from koord.scheduler.plugins.defaultpreemption.args import parse_args
 from koord.scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, pick_one

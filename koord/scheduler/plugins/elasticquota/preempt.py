@@ -38,7 +38,7 @@ from koord.scheduler.framework import (
     SchedulerHandle,
     Status,
 )
-from koord.scheduler.framework.fitmessage import fit_message
+from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.types import Resources
 from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
 from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE
