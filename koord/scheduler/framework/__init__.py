@@ -7,8 +7,8 @@ A plugin is a class with a ``name`` and any of the extension-point methods of :m
 ``normalize_score``, ``reserve``/``unreserve``, ``permit``, ``pre_bind``, ``bind``, ``post_bind``; batch
 forms ``filter_nodes``/``score_nodes`` over a :class:`NodeSet`), built by a factory ``(args, handle)``
 (the built-ins plus the entry points of :data:`ENTRY_POINT_GROUP`). The profile
-(:mod:`.profile`) enables plugins per extension point with weights and args; :mod:`.runtime`,
-:mod:`.cycle` and :mod:`.binding` run them; :mod:`.snapshot` is what one cycle sees, with node state in
+(:mod:`.profile`) enables plugins per extension point with weights and args; the :class:`Framework`
+(:mod:`.runtime`) runs them; :mod:`.snapshot` is what one cycle sees, with node state in
 arrays; :mod:`.events` the cluster events and queueing hints a plugin registers; :mod:`.extension`
 Koordinator's FrameworkExtender, with the reservation hooks over :class:`ReservationInfo`
 (:mod:`.reservation`). Nothing here talks to the API server.

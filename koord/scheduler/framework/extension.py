@@ -24,7 +24,7 @@ profile implements them (in profile order; a profile without them pays nothing).
   plugin with ``use_reservation_hooks`` (:class:`ReservationHooksUser`) is handed them once the profile is
   built (the Reservation plugin calls them; a plugin that allocates from a reservation at Reserve asks
   ``hooks.nominate`` which one the pod uses). PreBind of a reserve pod runs ``pre_bind_reservation``
-  (:mod:`.binding`).
+  (:meth:`.runtime.Framework.run_pre_bind`).
 """
 
 from __future__ import annotations

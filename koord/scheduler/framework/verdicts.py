@@ -1,7 +1,7 @@
 """The framework's answers about given nodes, for callers that ask rather than schedule: the extender
 front end (``/filter``, ``/prioritize`` in kube-scheduler's extender terms), the explanation of why a
 pod is or is not placed (``/debug/nodes``, ``koord-manager top nodes``, ``koord-scheduler explain``) and
-the plugin authors' harness. Everything runs the cycle's own code (:mod:`.cycle`), so no view can
+the plugin authors' harness. Everything runs the cycle's own code (:mod:`.runtime`), so no view can
 disagree with what the scheduler does.
 """
 
