@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from koord.apis import groups
 from koord.apis.reservepod import reservation_name
@@ -22,7 +22,7 @@ from koord.kube.informer import EventHandler
 from koord.kube.informers import Watch, cluster_watches
 from koord.kube.trim import compact
 from koord.scheduler.core.api import APIFailed, ClusterAPI
-from koord.scheduler.core.eventhandlers import EventHandlers, cache_events
+from koord.scheduler.core.eventhandlers import EventHandlers, SchedulerParts, cache_events
 from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
 from koord.scheduler.framework.interface import (
     SCHEDULING,
@@ -36,9 +36,6 @@ from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
-
-if TYPE_CHECKING:
-    from koord.scheduler.core.scheduler import Scheduler
 
 PATCH_KEY = "koord.scheduler/prebind-patch"
 """Where PreBind plugins' metadata changes gather in the cycle state until DefaultPreBind sends them."""
@@ -88,11 +85,11 @@ class SchedulerHandle:
         self._client = client
         self._clock = clock
         self._watched: dict[str, groups.Resource] = {}
-        self._scheduler: Scheduler | None = None
+        self._scheduler: SchedulerParts | None = None
         self._early: list[tuple[Obj | None, Obj | None]] = []
         """Virtual pod changes (old, new) told before a scheduler attached, replayed when one does."""
 
-    def attach(self, scheduler: Scheduler) -> None:
+    def attach(self, scheduler: SchedulerParts) -> None:
         """Serve ``scheduler`` (done by the scheduler itself): its profiles, queue, nominator and metrics
         back the preemption methods, and the caches plugins watch feed its queue."""
         if self._scheduler is scheduler:
@@ -106,12 +103,12 @@ class SchedulerHandle:
         }
         for name, resource in self._watched.items():
             if resource.kind in kinds:
-                self.informers[name].add_handler(cache_events(scheduler, resource.kind))
+                self.informers[name].add_handler(cache_events(scheduler.queue, resource.kind))
         early, self._early = self._early, []
         for old, new in early:
             self._virtual(old, new)
 
-    def _attached(self) -> Scheduler:
+    def _attached(self) -> SchedulerParts:
         if self._scheduler is None:
             raise RuntimeError("this handle serves no scheduler (the Scheduler attaches itself when built)")
         return self._scheduler

@@ -31,21 +31,12 @@ BENCH_CITE = re.compile(r"\bbench/|\bbench\.\w")
 
 ALLOWED_CYCLES = {
     (
-        "koord.scheduler.core.eventhandlers",
-        "koord.scheduler.core.handle",
-        "koord.scheduler.core.schedule",
-        "koord.scheduler.core.scheduler",
-    ),
-    (
         "koord.scheduler.plugins.nodenumaresource.allocator",
         "koord.scheduler.plugins.nodenumaresource.scoring",
     ),
     ("koordlet.testing.fakes", "koordlet.testing.fakewrites"),
 }
 ALLOWED_TC_INSIDE = {
-    "koord.scheduler.core.eventhandlers -> koord.scheduler.core.scheduler",
-    "koord.scheduler.core.handle -> koord.scheduler.core.scheduler",
-    "koord.scheduler.core.schedule -> koord.scheduler.core.scheduler",
     "koord.scheduler.plugins.nodenumaresource.scoring -> koord.scheduler.plugins.nodenumaresource.allocator",
     "koordlet.testing.fakewrites -> koordlet.testing.fakes",
 }

@@ -313,7 +313,7 @@ def test_framework_extender_transformers_and_handlers() -> None:
     ],
 )
 def test_num_feasible_nodes_to_find_is_kube_schedulers(nodes: int, pct: int, want: int) -> None:
-    from koord.scheduler.core.schedule import num_feasible_nodes_to_find
+    from koord.scheduler.core.scheduler import num_feasible_nodes_to_find
 
     assert num_feasible_nodes_to_find(pct, nodes) == want
 
