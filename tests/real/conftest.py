@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realcluster.cluster import Cluster
+from tests.realcluster.cluster import Cluster, preflight
 from tests.realcluster.footprint import Footprint
 
 LAST = "test_stop_leaves_nothing_behind"
@@ -62,6 +62,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """The running cluster with our stack, brought up by ``python -m tests.realcluster up``."""
     state = tmp_path_factory.mktemp("real")
+    # One real cluster per machine: with KOORD_REAL_WAIT=<seconds>, wait for another to stop first
+    # (engineers sharing a machine); by default a running one is an error at once.
+    wait = float(os.environ.get("KOORD_REAL_WAIT", "0") or 0)
+    deadline = time.monotonic() + wait
+    while preflight(state) and time.monotonic() < deadline:
+        time.sleep(5)
     BEFORE.append(Footprint.now())
     began = time.monotonic()
     done = subprocess.run(

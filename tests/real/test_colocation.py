@@ -6,13 +6,13 @@ containers' cgroups."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pytest
 
 from tests.real.objects import (
     BURN,
+    COLOCATION,
     IDLE,
     apply,
     batch_allocatable,
@@ -25,42 +25,19 @@ from tests.real.objects import (
     pod_cgroup,
     pod_usage,
     pods,
+    slo_config,
     wait_running,
 )
 from tests.realcluster.cluster import Cluster
 from tests.realcluster.procs import wait_until
 
-COLOCATION = {
-    "enable": True,
-    # Seconds instead of minutes, so the story takes one; the formulas are the shipped ones.
-    "metricReportIntervalSeconds": 2,
-    "metricAggregateDurationSeconds": 30,
-    "metricMemoryCollectPolicy": "usageWithoutPageCache",
-    # The whole node is reclaimable: on two CPUs the shipped 60 % leaves little to show a fall in.
-    "cpuReclaimThresholdPercent": 100,
-    "cpuCalculatePolicy": "usage",
-    "memoryReclaimThresholdPercent": 65,
-    "memoryCalculatePolicy": "usage",
-    "updateTimeThresholdSeconds": 5,
-    "resourceDiffThreshold": 0.05,
-}
-
 
 @pytest.fixture(scope="module")
 def colocation(cluster: Cluster) -> Iterator[Cluster]:
-    cm = get(cluster, "configmap", "slo-controller-config", ns="koordinator-system")
-    before = cm["data"]["colocation-config"]
-    cluster.kubectl(
-        "patch", "configmap", "slo-controller-config", "-n", "koordinator-system", "--type=merge",
-        "-p", json.dumps({"data": {"colocation-config": json.dumps(COLOCATION)}}),
-    )  # fmt: skip
-    yield cluster
-    delete(cluster, "deployment", "ls-web", "ls-spike")
-    delete(cluster, "pod", "be-fits", "be-too-big")
-    cluster.kubectl(
-        "patch", "configmap", "slo-controller-config", "-n", "koordinator-system", "--type=merge",
-        "-p", json.dumps({"data": {"colocation-config": before}}),
-    )  # fmt: skip
+    with slo_config(cluster, colocation_config=COLOCATION):
+        yield cluster
+        delete(cluster, "deployment", "ls-web", "ls-spike")
+        delete(cluster, "pod", "be-fits", "be-too-big")
 
 
 def test_agent_reports_real_pods_and_manager_publishes_batch_resources(colocation: Cluster) -> None:
