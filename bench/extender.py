@@ -38,7 +38,6 @@ import psutil
 from prometheus_client import CollectorRegistry
 
 from bench.workloads.cluster import PODS_PER_NODE, cluster, incoming_pod
-from koord.kube.informers import MemoryInformerSet
 from koord.scheduler.extender.app import freeze_heap
 from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
 from koord.scheduler.extender.metrics import ExtenderMetrics
@@ -47,6 +46,7 @@ from koord.scheduler.extender.verbs import Extender
 from koord.scheduler.framework.profile import default_profile
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import plugin_registry
+from koordshared.kube.informers import MemoryInformerSet
 
 NAME = "extender"
 SIZES = (5000, 1000)

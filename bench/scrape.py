@@ -35,9 +35,6 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.httpserver import AgentHTTPServer
-from koord.runtime.lifecycle import Supervisor
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
@@ -47,6 +44,9 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates
 from koordlet.testing.cgroups import RealKubepods
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.lifecycle import Supervisor
 
 NAME = "scrape"
 FAST = "FastSampler"

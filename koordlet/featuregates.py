@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from koord.runtime.errors import ConfigError
 from koordlet.api import FeatureSpec, Stage
+from koordshared.runtime.errors import ConfigError
 
 A, B = Stage.ALPHA, Stage.BETA
 

@@ -18,7 +18,7 @@ import tracemalloc
 from collections.abc import Iterable
 from pathlib import Path
 
-from koord.runtime.httpserver import Response, json_response
+from koordshared.runtime.httpserver import Response, json_response
 
 _STDLIB = tuple(
     str(Path(p).resolve()) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}

@@ -18,9 +18,9 @@ import time
 from typing import Any
 
 from bench.workloads import basic
-from koord.apis import reservation as rsv
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing.reservations import available, owner_labels, reservation
+from koordshared.apis import reservation as rsv
+from koordshared.testing.reservations import available, owner_labels, reservation
 from tests.unit.scheduler.reservationkit import profile
 
 WEB = {"app": "web"}

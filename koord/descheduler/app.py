@@ -19,9 +19,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord import __version__
-from koord.apis.groups import PODS
-from koord.apis.node import is_ready, select
 from koord.descheduler.config import Configuration, DeschedulerConfig
 from koord.descheduler.evictor import NAME as MIGRATION_CONTROLLER
 from koord.descheduler.evictor import MigrationController
@@ -31,12 +28,15 @@ from koord.descheduler.framework.runtime import Environment, Framework, RoundLim
 from koord.descheduler.informers import MemoryInformers, SharedInformers
 from koord.descheduler.metrics import DeschedulerMetrics
 from koord.descheduler.plugins import BUILTIN
-from koord.kube.client import make_api_client
-from koord.kube.eventsv1 import EventBroadcaster, EventRecorder
-from koord.kube.leaderelection import KubeLeaseClient, LeaderElector
-from koord.kube.objectref import NoKind, ObjectRef
-from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
-from koord.runtime.pluginregistry import EntryPoints, Registry, discover
+from koordshared import __version__
+from koordshared.apis.groups import PODS
+from koordshared.apis.node import is_ready, select
+from koordshared.kube.client import make_api_client
+from koordshared.kube.eventsv1 import EventBroadcaster, EventRecorder
+from koordshared.kube.leaderelection import KubeLeaseClient, LeaderElector
+from koordshared.kube.objectref import NoKind, ObjectRef
+from koordshared.runtime.lifecycle import Component, FuncComponent, Supervisor
+from koordshared.runtime.pluginregistry import EntryPoints, Registry, discover
 
 log = logging.getLogger(__name__)
 

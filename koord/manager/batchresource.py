@@ -23,16 +23,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import cpulist, extension
-from koord.apis import pod as podschema
-from koord.apis.colocation import (
+from koordshared.apis import cpulist, extension
+from koordshared.apis import pod as podschema
+from koordshared.apis.colocation import (
     CALCULATE_BY_MAX_USAGE_REQUEST,
     CALCULATE_BY_REQUEST,
     ColocationStrategy,
 )
-from koord.apis.nodemetric import NodeMetricStatus, Usage
-from koord.apis.quantity import to_int, to_milli
-from koord.runtime.errors import InvalidValue
+from koordshared.apis.nodemetric import NodeMetricStatus, Usage
+from koordshared.apis.quantity import to_int, to_milli
+from koordshared.runtime.errors import InvalidValue
 
 BATCH_CPU = podschema.BATCH_CPU
 BATCH_MEMORY = podschema.BATCH_MEMORY

@@ -14,7 +14,7 @@ result of our own last write counts as equal to what we asked for.
 
 NodeMetric spec (``getNodeMetricSpec``): while the colocation config is in error status an existing spec
 is kept; else the collect policy of the node's strategy when colocation is enabled and valid, else the
-default policy. NodeSLO spec: :func:`koord.apis.sloconfig.render_spec`.
+default policy. NodeSLO spec: :func:`koordshared.apis.sloconfig.render_spec`.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import groups, sloconfig
-from koord.apis.colocation import collect_policy, node_strategy
-from koord.apis.nodemetric import CollectPolicy
-from koord.apis.pod import as_map, str_map
-from koord.kube.client import ApiError
-from koord.kube.informer import Informer
 from koord.manager.configcache import SLOConfigCache
 from koord.manager.controller import Writer
 from koord.manager.metrics import ManagerMetrics
+from koordshared.apis import groups, sloconfig
+from koordshared.apis.colocation import collect_policy, node_strategy
+from koordshared.apis.nodemetric import CollectPolicy
+from koordshared.apis.pod import as_map, str_map
+from koordshared.kube.client import ApiError
+from koordshared.kube.informer import Informer
 
 log = logging.getLogger(__name__)
 

@@ -23,16 +23,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from koord.apis.colocation import ColocationStrategy, node_strategy
-from koord.apis.nodemetric import NodeMetricStatus, node_usage_problem, parse_status
-from koord.apis.pod import as_map
-from koord.apis.quantity import format_bytes, format_decimal
-from koord.kube.informer import Informer
 from koord.manager import batchresource as br
 from koord.manager.configcache import SLOConfigCache
 from koord.manager.controller import Writer
 from koord.manager.metrics import ManagerMetrics
 from koord.manager.nodeowned import annotations_of, labels_of
+from koordshared.apis.colocation import ColocationStrategy, node_strategy
+from koordshared.apis.nodemetric import NodeMetricStatus, node_usage_problem, parse_status
+from koordshared.apis.pod import as_map
+from koordshared.apis.quantity import format_bytes, format_decimal
+from koordshared.kube.informer import Informer
 
 log = logging.getLogger(__name__)
 

@@ -24,16 +24,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord import __version__
-from koord.apis.pod import index_by_owner
-from koord.kube.client import make_api_client
-from koord.kube.eventsv1 import EventBroadcaster
-from koord.kube.informers import InformerSet, Watch, cluster_watches
-from koord.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
-from koord.kube.process import Address
-from koord.runtime.errors import ConfigError
-from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
-from koord.runtime.pluginregistry import EntryPoints, Registry
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import SchedulerConfiguration
 from koord.scheduler.core.api import ClusterAPI, FencedAPI, KubeAPI
@@ -47,6 +37,16 @@ from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
 from koord.scheduler.plugins import plugin_registry
+from koordshared import __version__
+from koordshared.apis.pod import index_by_owner
+from koordshared.kube.client import make_api_client
+from koordshared.kube.eventsv1 import EventBroadcaster
+from koordshared.kube.informers import InformerSet, Watch, cluster_watches
+from koordshared.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
+from koordshared.kube.process import Address
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.lifecycle import Component, FuncComponent, Supervisor
+from koordshared.runtime.pluginregistry import EntryPoints, Registry
 
 log = logging.getLogger(__name__)
 
@@ -262,8 +262,8 @@ class KoordScheduler:
 def check(configuration: SchedulerConfiguration, registry: Registry) -> dict[str, Framework]:
     """Build every profile over empty caches: unknown plugins and bad args fail here (``--list-plugins``
     and the start)."""
-    from koord.kube.informers import MemoryInformerSet
     from koord.scheduler.core.api import MemoryAPI
+    from koordshared.kube.informers import MemoryInformerSet
 
     handle = SchedulerHandle(Snapshot(), MemoryInformerSet(watches()), MemoryAPI(), WaitingPods())
     return build_frameworks(configuration, registry, handle)

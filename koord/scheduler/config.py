@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.kube.leaderelection import parse_leader_election
-from koord.runtime.configfile import read_config_file
-from koord.runtime.errors import ConfigError
-from koord.runtime.pluginset import PluginRef, PluginSet, plugin_config
 from koord.scheduler.framework.interface import EXTENSION_POINTS
 from koord.scheduler.framework.profile import MULTI_POINT, Profile, parse_plugins
+from koordshared.kube.leaderelection import parse_leader_election
+from koordshared.runtime.configfile import read_config_file
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.pluginset import PluginRef, PluginSet, plugin_config
 
 API_GROUP = "kubescheduler.config.k8s.io"
 KIND = "KubeSchedulerConfiguration"

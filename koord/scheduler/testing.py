@@ -10,7 +10,7 @@ and a fake clock, so a test adds nodes, pods and NodeMetrics and asks what the f
 
 The profile is one entry of a KubeSchedulerConfiguration's ``profiles`` (the default profile keeps
 LoadAwareScheduling at multiPoint; disable it there with ``{"disabled": [{"name": "*"}]}``). Builders and
-the clock come from :mod:`koord.testing`. Nothing of the scheduler imports this module.
+the clock come from :mod:`koordshared.testing`. Nothing of the scheduler imports this module.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import groups
-from koord.kube.informers import MemoryInformerSet
 from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
 from koord.scheduler.framework import Obj, PluginFactory, verdicts
 from koord.scheduler.framework.extension import plugin_controllers
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import plugin_registry
-from koord.testing.clock import FakeClock
+from koordshared.apis import groups
+from koordshared.kube.informers import MemoryInformerSet
+from koordshared.testing.clock import FakeClock
 
 
 def run_score(fw: Framework, state: Any, pod: Obj, nodes: Sequence[Any]) -> dict[str, int]:

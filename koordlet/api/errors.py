@@ -1,11 +1,11 @@
 """The agent's errors a plugin may meet or raise, so it can catch :class:`KoordletError` narrowly.
 
-They are defined once, in :mod:`koord.runtime.errors` (stdlib only), and re-exported here.
+They are defined once, in :mod:`koordshared.runtime.errors` (stdlib only), and re-exported here.
 """
 
 from __future__ import annotations
 
-from koord.runtime.errors import (
+from koordshared.runtime.errors import (
     CgroupGone,
     InvalidValue,
     KoordletError,

@@ -17,7 +17,6 @@ from array import array
 from collections.abc import Iterable
 from pathlib import Path
 
-from koord.runtime.errors import InvalidValue
 from koordlet.metriccache import checkpoint
 from koordlet.metriccache.checkpoint import FILE_NAME, Image, SeriesImage
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
@@ -26,6 +25,7 @@ from koordlet.metriccache.ring import Ring
 from koordlet.metriccache.schema import SeriesKey, key_labels, series_key
 from koordlet.metriccache.timeline import SharedRing
 from koordlet.system import atomicfile
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

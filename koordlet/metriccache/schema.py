@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from koord.runtime.errors import InvalidValue
 from koordlet import api
+from koordshared.runtime.errors import InvalidValue
 
 SeriesKey = str | tuple[tuple[str, str], ...]
 """Canonical key of one series within a kind (see the module docstring)."""

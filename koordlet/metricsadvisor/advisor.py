@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.lifecycle import Supervisor, Tick
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
@@ -37,6 +36,7 @@ from koordlet.metricsadvisor.summary import ResourceSummaryExporter
 from koordlet.metricsadvisor.sysresource import SystemResourceCollector, SystemResourceConfig
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.lifecycle import Supervisor, Tick
 
 log = logging.getLogger(__name__)
 

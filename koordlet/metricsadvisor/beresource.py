@@ -22,7 +22,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from koord.runtime.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet import api
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
@@ -32,6 +31,7 @@ from koordlet.system import cgstats, native
 from koordlet.system.batchread import GONE_STATUSES, BatchReader, FileKind
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.host import Host
+from koordshared.runtime.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 
 NAME = "BEResourceCollector"
 BE_RESOURCE_CPU = "cpu"

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from koord.runtime.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet import api
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metriccache.schema import CONTAINER_CPI
@@ -29,6 +28,7 @@ from koordlet.metricsadvisor.targets import CONTAINER, targets_of
 from koordlet.system import perf
 from koordlet.system.host import Host
 from koordlet.system.topology import read_online_cpus
+from koordshared.runtime.errors import CgroupGone, ResourceUnsupported, UnsafePath
 
 log = logging.getLogger(__name__)
 

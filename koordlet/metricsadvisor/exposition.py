@@ -43,7 +43,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
-from koord.runtime.httpserver import Rendered
+from koordshared.runtime.httpserver import Rendered
 
 log = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ _FIRST_LINE_CAP = 1024
 
 
 class Publisher(Protocol):
-    """The event bus (``koord.runtime.eventbus.EventBus``)."""
+    """The event bus (``koordshared.runtime.eventbus.EventBus``)."""
 
     def publish(self, event: str) -> None: ...
 

@@ -15,7 +15,6 @@ from typing import Protocol
 
 import psutil
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
@@ -23,6 +22,7 @@ from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import cgstats
 from koordlet.system.cgroups import CgroupMode, check_cgroup_dir, resource_path
 from koordlet.system.host import Host
+from koordshared.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 
 NAME = "HostApplicationCollector"
 _BE_QOS = frozenset({api.QOSClass.BE})

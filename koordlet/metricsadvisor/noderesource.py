@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koord.runtime.errors import InvalidValue
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import NODE_MEMORY_USAGE_WITH_PAGE_CACHE
@@ -19,6 +18,7 @@ from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import procfs
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 NAME = "NodeResourceCollector"
 PROC_STAT_CAP = 1 << 20

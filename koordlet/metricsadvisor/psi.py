@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet import api
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
@@ -20,6 +19,7 @@ from koordlet.metricsadvisor.targets import POD, targets_of
 from koordlet.system import procfs
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.host import Host
+from koordshared.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 
 NAME = "PSICollector"
 NODE_PSI = "node_psi"

@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from koord.runtime.errors import InvalidValue
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.system import resctrl, resctrlmon
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from koord.runtime.errors import UnsafePath
 from koordlet import api
 from koordlet.system.host import Host
+from koordshared.runtime.errors import UnsafePath
 
 POD = "pod"
 CONTAINER = "container"

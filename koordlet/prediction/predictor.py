@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from koord.apis.nodemetric import Usage
-from koord.apis.quantity import to_int, to_milli
 from koordlet import api
 from koordlet.prediction.server import SYSTEM_ITEM, PeakPredictServer, node_item_uid
+from koordshared.apis.nodemetric import Usage
+from koordshared.apis.quantity import to_int, to_milli
 
 RAW_ALLOCATABLE_ANNOTATION = "node.koordinator.sh/raw-allocatable"
 RECLAIMABLE_CLASSES = (api.PriorityClass.PROD, api.PriorityClass.NONE)

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.api import CgroupUpdate, NetQoSSpec, ResctrlUpdate, UpdateResult
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
@@ -35,6 +34,7 @@ from koordlet.resourceexecutor.tcwrites import TCWrites
 from koordlet.system import cgroups, files, native, topology
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 
 log = logging.getLogger(__name__)
 

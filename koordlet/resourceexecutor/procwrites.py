@@ -14,7 +14,6 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 
-from koord.runtime.errors import KoordletError
 from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
@@ -22,6 +21,7 @@ from koordlet.system import cgroups, files
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.coresched import SchedCore
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import KoordletError
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from koord.apis.pod import BATCH_CPU, BATCH_MEMORY
-from koord.apis.quantity import to_int
-from koord.runtime.errors import InvalidValue
-from koord.runtime.logs import OncePerChange
 from koordlet import api
 from koordlet.runtimehooks.protocol import NOTHING, ContainerRequest, PodRequest, Resources, Rule
+from koordshared.apis.pod import BATCH_CPU, BATCH_MEMORY
+from koordshared.apis.quantity import to_int
+from koordshared.runtime.errors import InvalidValue
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _refusals = OncePerChange(log)

@@ -22,9 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from koord.apis import nrt, numa
-from koord.apis.cpulist import format_cpuset
-from koord.runtime.errors import InvalidValue
 from koordlet import api
 from koordlet.runtimehooks.protocol import (
     NOTHING,
@@ -34,6 +31,9 @@ from koordlet.runtimehooks.protocol import (
     Rule,
     bound_cpuset,
 )
+from koordshared.apis import nrt, numa
+from koordshared.apis.cpulist import format_cpuset
+from koordshared.runtime.errors import InvalidValue
 
 BOUND_QOS = frozenset({api.QOSClass.LSE, api.QOSClass.LSR})
 

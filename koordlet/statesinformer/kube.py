@@ -1,8 +1,8 @@
-"""The Kubernetes API side of the informer: the shared :class:`~koord.kube.informer.Informer` for
-each object the agent watches (its Node, its pods, its NodeSLO, NodeMetric and NodeResourceTopology, each
-by field selector so nothing of other nodes is cached) and the few writes (the NodeMetric status, replaced
-whole; the NodeResourceTopology, Eviction, Event); the client itself is made by :mod:`koord.kube.client`.
-The only module of the agent's own packages that imports ``kubernetes``.
+"""The Kubernetes API side of the informer: the shared :class:`~koordshared.kube.informer.Informer` for each
+object the agent watches (its Node, its pods, its NodeSLO, NodeMetric and NodeResourceTopology, each by field
+selector so nothing of other nodes is cached) and the few writes (the NodeMetric status, replaced whole; the
+NodeResourceTopology, Eviction, Event); the client itself is made by :mod:`koordshared.kube.client`. The only
+module of the agent's own packages that imports ``kubernetes``.
 
 The client is imported lazily (about a second of imports) so standalone agents and ``--help`` never pay
 for it. Objects travel as plain JSON dicts decoded from the response body, the same shape the kubelet
@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from koord.apis import groups
-from koord.kube.informer import Informer, without_managed_fields
-from koord.runtime.errors import APIUnavailable
 from koordlet.statesinformer.eviction import EvictResult
+from koordshared.apis import groups
+from koordshared.kube.informer import Informer, without_managed_fields
+from koordshared.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from koord.runtime.errors import ConfigError
 from koordlet.statesinformer.config import SERVICE_ACCOUNT_DIR, InformerConfig
 from koordlet.statesinformer.kubelet import KubeletCredentials
+from koordshared.runtime.errors import ConfigError
 
 SERVICE_ACCOUNT_TOKEN = f"{SERVICE_ACCOUNT_DIR}/token"
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from koord.apis.nodemetric import NodeMetricStatus, Usage
 from koordlet import metricdefs
+from koordshared.apis.nodemetric import NodeMetricStatus, Usage
 
 
 class InformerMetrics:

@@ -25,14 +25,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from koord.apis import noderesourcetopology as nrtobj
-from koord.runtime.errors import APIUnavailable, InvalidValue, KoordletError
-from koord.runtime.logs import OncePerChange
 from koordlet import api
 from koordlet.statesinformer.kubeletconfig import KubeletConfig, parse_checkpoint, parse_configz
 from koordlet.statesinformer.topologystatus import TopologyInputs, build
 from koordlet.system.host import Host
 from koordlet.system.numa import CPUFacts, NUMANodeMemory, read_cpu_facts, read_numa_memory
+from koordshared.apis import noderesourcetopology as nrtobj
+from koordshared.runtime.errors import APIUnavailable, InvalidValue, KoordletError
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _unreadable = OncePerChange(log)

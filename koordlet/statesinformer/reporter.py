@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from koord.apis.nodemetric import CollectPolicy, node_usage_problem
-from koord.kube.ratelimit import Backoff, TokenBucket
-from koord.runtime.errors import APIUnavailable
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.nodemetric import write_atomic
+from koordshared.apis.nodemetric import CollectPolicy, node_usage_problem
+from koordshared.kube.ratelimit import Backoff, TokenBucket
+from koordshared.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
 FILE_NAME = "nodemetric.json"

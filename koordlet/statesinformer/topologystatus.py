@@ -15,13 +15,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from koord.apis import noderesourcetopology as nrtobj
-from koord.apis import nrt
-from koord.apis.cpulist import format_cpuset, parse_cpuset
-from koord.apis.numa import dumps, resource_status
-from koord.apis.quantity import format_bytes, format_decimal, format_milli, parse_quantity
-from koord.runtime.errors import InvalidValue
-from koord.runtime.logs import OncePerChange
 from koordlet import api
 from koordlet.statesinformer.kubeletconfig import (
     STATIC,
@@ -31,6 +24,13 @@ from koordlet.statesinformer.kubeletconfig import (
     take_by_topology,
 )
 from koordlet.system.numa import HUGEPAGE_1G_KB, HUGEPAGE_2M_KB, CPUFacts, NUMANodeMemory
+from koordshared.apis import noderesourcetopology as nrtobj
+from koordshared.apis import nrt
+from koordshared.apis.cpulist import format_cpuset, parse_cpuset
+from koordshared.apis.numa import dumps, resource_status
+from koordshared.apis.quantity import format_bytes, format_decimal, format_milli, parse_quantity
+from koordshared.runtime.errors import InvalidValue
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _refusals = OncePerChange(log)

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue, ResourceUnsupported
 
 THROTTLE_KEYS: Mapping[str, str] = {
     "blkio.throttle.read_bps_device": "rbps",

@@ -12,7 +12,6 @@ import os
 import threading
 from collections.abc import Sequence
 
-from koord.runtime.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet.api import CPUInfo, KubeQOSClass
 from koordlet.system import blkio, files, resctrl
 from koordlet.system.cgroups import (
@@ -26,6 +25,7 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout, detect_driver
 from koordlet.system.probes import supports_resource
 from koordlet.system.topology import read_cpu_topology, read_online_cpus
+from koordshared.runtime.errors import CgroupGone, ResourceUnsupported, UnsafePath
 
 
 class Host:

@@ -12,11 +12,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from koord.kube.client import make_api_client, request
 from koord.scheduler.framework.types import PODS, PodInfo, resources_of
-from koord.testing import objects
-from koord.testing.ports import EPHEMERAL
 from koordlet.testing.wait import wait_until
+from koordshared.kube.client import make_api_client, request
+from koordshared.testing import objects
+from koordshared.testing.ports import EPHEMERAL
 from tests.apiserver import APIServer
 from tests.apiserver.watch import WatchEvent
 from tests.cluster.child import ChildProcess

@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from koord.testing import objects
 from koordlet.testing.agent import Agent
 from koordlet.testing.kubelet import FakeKubelet
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.support.paths import ROOT
 

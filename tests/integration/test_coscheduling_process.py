@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis.coscheduling import BIND_GANG_MEMBER_COUNT, POD_GROUP_LABEL
-from koord.testing import objects
 from koordlet.testing.agent import http_get
 from koordlet.testing.wait import wait_until
+from koordshared.apis.coscheduling import BIND_GANG_MEMBER_COUNT, POD_GROUP_LABEL
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import running

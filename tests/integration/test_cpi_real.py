@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from koord.runtime.errors import ResourceUnsupported
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import CONTAINER_CPI
@@ -23,6 +22,7 @@ from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates
 from koordlet.testing.agent import Agent
 from koordlet.testing.cgroups import KUBEPODS_CONTROLLERS, RealKubepods
+from koordshared.runtime.errors import ResourceUnsupported
 from tests.support.recording import RecordingErrors
 
 pytestmark = [pytest.mark.root, pytest.mark.native]

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
-from koord.testing.devices import device, device_node, gpu
-from koord.testing.objects import pod
 from koordlet.testing.wait import wait_until
+from koordshared.apis import device as dv
+from koordshared.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.testing.devices import device, device_node, gpu
+from koordshared.testing.objects import pod
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import configuration, running

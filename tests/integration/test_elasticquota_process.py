@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis import elasticquota as eq
-from koord.testing import objects
 from koordlet.testing.wait import wait_until
+from koordshared.apis import elasticquota as eq
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import running

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import qosplugins
-from koord.testing.ports import EPHEMERAL, port_from_log
 from koordlet.featuregates import koordlet_gates, unimplemented_enabled
 from koordlet.testing.agent import standalone_args, wait_http
+from koordshared.testing.ports import EPHEMERAL, port_from_log
 
 
 def test_the_charts_argument_list_starts_the_agent(tmp_path: Path) -> None:

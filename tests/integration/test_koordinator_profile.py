@@ -16,17 +16,17 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from koord.apis import device as dv
-from koord.apis import elasticquota as eq
-from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
-from koord.apis.numa import resource_status
 from koord.scheduler import cli, config
 from koord.scheduler.plugins import plugin_registry
-from koord.testing import objects
-from koord.testing.devices import device, device_node, gpu
-from koord.testing.reservations import owner_labels, reservation
-from koord.testing.topology import TWO_SOCKETS, node_resource_topology
 from koordlet.testing.wait import wait_until
+from koordshared.apis import device as dv
+from koordshared.apis import elasticquota as eq
+from koordshared.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.apis.numa import resource_status
+from koordshared.testing import objects
+from koordshared.testing.devices import device, device_node, gpu
+from koordshared.testing.reservations import owner_labels, reservation
+from koordshared.testing.topology import TWO_SOCKETS, node_resource_topology
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.koordscheduler import KoordSchedulerProcess, node_of

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from koord.apis.numa import resource_status
-from koord.testing import objects
-from koord.testing.topology import TWO_SOCKETS, node_resource_topology
 from koordlet.testing.wait import wait_until
+from koordshared.apis.numa import resource_status
+from koordshared.testing import objects
+from koordshared.testing.topology import TWO_SOCKETS, node_resource_topology
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server  # noqa: F401
 from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, events_for, node_of

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from koord.apis.nodemetric import CollectPolicy
-from koord.apis.quantity import to_int
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
@@ -26,6 +24,8 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeStates, wait_until
 from koordlet.testing.cgroups import RealKubepods
+from koordshared.apis.nodemetric import CollectPolicy
+from koordshared.apis.quantity import to_int
 from tests.support.recording import RecordingErrors
 
 pytestmark = [pytest.mark.root, pytest.mark.tool("dd")]

@@ -19,9 +19,6 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.httpserver import AgentHTTPServer
-from koord.runtime.lifecycle import Supervisor, wait_for
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
@@ -32,6 +29,9 @@ from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates, wait_until
 from koordlet.testing.agent import get_json
 from koordlet.testing.cgroups import RealKubepods
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.lifecycle import Supervisor, wait_for
 from tests.support.prometheus import prometheus
 
 pytestmark = [pytest.mark.root, pytest.mark.tool("prometheus", "promtool"), pytest.mark.timeout(120)]

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis import reservation as rsv
-from koord.testing import objects
-from koord.testing.reservations import owner_labels, reservation
 from koordlet.testing.wait import wait_until
+from koordshared.apis import reservation as rsv
+from koordshared.testing import objects
+from koordshared.testing.reservations import owner_labels, reservation
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, node_of, running

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from koord.testing import objects
 from koordlet.testing.agent import http_get, wait_http
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster.extenderharness import ExtenderProcess as Extender

@@ -23,8 +23,8 @@ from typing import IO, Any, Protocol
 
 import yaml
 
-from koord.testing.ports import EPHEMERAL, port_from_log
 from koordlet.testing.agent import Agent, http_get
+from koordshared.testing.ports import EPHEMERAL, port_from_log
 from tests.support.paths import ROOT
 
 

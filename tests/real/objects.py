@@ -146,7 +146,7 @@ def node_metric(cluster: Cluster) -> dict[str, Any]:
 
 def batch_allocatable(cluster: Cluster) -> tuple[int, int]:
     """The Node's ``batch-cpu`` (milli-cores) and ``batch-memory`` (bytes) allocatable; 0 when absent."""
-    from koord.apis.quantity import parse_quantity
+    from koordshared.apis.quantity import parse_quantity
 
     alloc = get(cluster, "node", cluster.node_name, ns=None)["status"].get("allocatable", {})
     return int(parse_quantity(alloc.get(BATCH_CPU, "0"))), int(parse_quantity(alloc.get(BATCH_MEMORY, "0")))

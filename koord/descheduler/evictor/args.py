@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.selector import LabelSelector, parse_selector
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis.selector import LabelSelector, parse_selector
+from koordshared.apis.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 log = logging.getLogger(__name__)
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from koord.apis import pod as podutil
-from koord.apis.pod import as_map
-from koord.apis.timefmt import parse_time
 from koord.descheduler.evictor.args import MigrationControllerArgs, max_per_workload
 from koord.descheduler.framework.interface import Obj
-from koord.kube.ratelimit import TokenBucket
+from koordshared.apis import pod as podutil
+from koordshared.apis.pod import as_map
+from koordshared.apis.timefmt import parse_time
+from koordshared.kube.ratelimit import TokenBucket
 
 
 @dataclass(slots=True)

@@ -1,9 +1,9 @@
 """The descheduler framework (Koordinator's, after the seed on writing descheduler plugins): the plugin
 contract (:mod:`.interface`), profiles from a DeschedulerConfiguration (:mod:`.profile`), the built-ins plus
-the entry points of :data:`ENTRY_POINT_GROUP`, the runner and the
-profile's evictor (:mod:`.runtime`), and ``NodeFit`` (:mod:`.nodefit`). Plugins decide with the pod and
-node vocabulary every process shares: :mod:`koord.apis.pod` (identity, owners, priority, costs) and
-:mod:`koord.apis.node` (readiness, selection, node affinity, taints). Nothing here talks to the API server.
+the entry points of :data:`ENTRY_POINT_GROUP`, the runner and the profile's evictor (:mod:`.runtime`), and
+``NodeFit`` (:mod:`.nodefit`). Plugins decide with the pod and node vocabulary every process shares:
+:mod:`koordshared.apis.pod` (identity, owners, priority, costs) and :mod:`koordshared.apis.node` (readiness,
+selection, node affinity, taints). Nothing here talks to the API server.
 """
 
 from koord.descheduler.framework.interface import (
@@ -25,7 +25,7 @@ from koord.descheduler.framework.interface import (
     Status,
     Store,
 )
-from koord.runtime.errors import InvalidArgs
+from koordshared.runtime.errors import InvalidArgs
 
 ENTRY_POINT_GROUP = "koord.descheduler_plugins"
 """Where a distribution declares its descheduler plugins: name = factory ``(args, handle)``."""

@@ -13,10 +13,10 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
-from koord.apis.node import is_unschedulable, matches_node_selector, node_name, untolerated_taints
-from koord.apis.pod import as_map
-from koord.apis.resources import ResourceList, parse_resource_list, pod_requests_list
 from koord.descheduler.framework.interface import Obj
+from koordshared.apis.node import is_unschedulable, matches_node_selector, node_name, untolerated_taints
+from koordshared.apis.pod import as_map
+from koordshared.apis.resources import ResourceList, parse_resource_list, pod_requests_list
 
 Milli = dict[str, int]
 ParsedMemo = dict[str, tuple[Obj, Milli]]

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from koord.apis.groups import Resource
-from koord.kube.client import ApiError, request
-from koord.kube.eventsv1 import EventBroadcaster
-from koord.runtime.errors import APIUnavailable
 from koord.scheduler.core.events import ProfileEvents
 from koord.scheduler.framework.interface import SCHEDULING, EventHandle
 from koord.scheduler.framework.types import Obj
+from koordshared.apis.groups import Resource
+from koordshared.kube.client import ApiError, request
+from koordshared.kube.eventsv1 import EventBroadcaster
+from koordshared.runtime.errors import APIUnavailable
 
 
 class APIFailed(Exception):
@@ -78,7 +78,7 @@ def _meta(pod: Obj) -> tuple[str, str, str]:
 
 class KubeAPI:
     """On the official client's ApiClient (raw JSON requests; Events through an
-    :class:`~koord.kube.eventsv1.EventBroadcaster` whose thread the process runs, one recorder per
+    :class:`~koordshared.kube.eventsv1.EventBroadcaster` whose thread the process runs, one recorder per
     profile: ``scheduler_names``, the first one the default)."""
 
     def __init__(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from koord.kube.informer import EventHandler
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.framework import events
@@ -17,6 +16,7 @@ from koord.scheduler.framework.nominator import Nominator, nominated_node_name
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.types import Obj, PodInfo
 from koord.scheduler.queue.queue import SchedulingQueue
+from koordshared.kube.informer import EventHandler
 
 
 class SchedulerParts(Protocol):

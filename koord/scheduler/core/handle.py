@@ -16,11 +16,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from koord.apis import groups
-from koord.apis.reservepod import reservation_name
-from koord.kube.informer import EventHandler
-from koord.kube.informers import Watch, cluster_watches
-from koord.kube.trim import compact
 from koord.scheduler.core.api import APIFailed, ClusterAPI
 from koord.scheduler.core.eventhandlers import EventHandlers, SchedulerParts, cache_events
 from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
@@ -36,6 +31,11 @@ from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
+from koordshared.apis import groups
+from koordshared.apis.reservepod import reservation_name
+from koordshared.kube.informer import EventHandler
+from koordshared.kube.informers import Watch, cluster_watches
+from koordshared.kube.trim import compact
 
 PATCH_KEY = "koord.scheduler/prebind-patch"
 """Where PreBind plugins' metadata changes gather in the cycle state until DefaultPreBind sends them."""
@@ -79,7 +79,7 @@ class SchedulerHandle:
         self._snapshot = snapshot
         self.hooks = hooks or FailureHooks()
         self.informers = informers
-        """An :class:`~koord.kube.informers.InformerSet` (or its in-memory twin)."""
+        """An :class:`~koordshared.kube.informers.InformerSet` (or its in-memory twin)."""
         self.api = api
         self.waiting = waiting
         self._client = client

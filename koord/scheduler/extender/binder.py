@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from koord.kube.client import ApiError, request
-from koord.runtime.errors import APIUnavailable
+from koordshared.kube.client import ApiError, request
+from koordshared.runtime.errors import APIUnavailable
 
 
 class BindFailed(Exception):

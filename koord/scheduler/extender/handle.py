@@ -9,7 +9,7 @@ assumes the pod on its node before the binding POST and forgets it when the POST
 and reads only the snapshot while it runs: batch plugins see NodeSets with snapshot rows, as in
 koord-scheduler.
 
-Cached objects are trimmed by :mod:`koord.kube.trim`; terminated pods are not cached at all (field
+Cached objects are trimmed by :mod:`koordshared.kube.trim`; terminated pods are not cached at all (field
 selector), so a pod that ends leaves the caches as a delete.
 """
 
@@ -21,16 +21,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from koord.kube.informer import EventHandler
-from koord.kube.informers import InformerSet, Watch, cluster_watches
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.framework import NodeInfo, Obj, PodInfo
 from koord.scheduler.framework.interface import ObjHandler, UpdateHandler
 from koord.scheduler.framework.snapshot import Snapshot
+from koordshared.kube.informer import EventHandler
+from koordshared.kube.informers import InformerSet, Watch, cluster_watches
 
 
 class Store(Protocol):
-    """What the handle needs of a cache; :class:`~koord.kube.informer.Informer` is one."""
+    """What the handle needs of a cache; :class:`~koordshared.kube.informer.Informer` is one."""
 
     def get(self, key: str) -> Obj | None: ...
 
@@ -53,7 +53,7 @@ def _uid(pod: Obj) -> str:
 
 class ExtenderHandle:
     """The framework's ``Handle`` over a node, a pod and a NodeMetric store (informers in the process,
-    :class:`~koord.kube.memstore.MemoryStore` in tests and benchmarks): node views from the snapshot,
+    :class:`~koordshared.kube.memstore.MemoryStore` in tests and benchmarks): node views from the snapshot,
     pods and NodeMetrics by name from their stores."""
 
     def __init__(

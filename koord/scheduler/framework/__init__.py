@@ -14,7 +14,6 @@ Koordinator's FrameworkExtender, with the reservation hooks over :class:`Reserva
 (:mod:`.reservation`). Nothing here talks to the API server.
 """
 
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.framework.events import (
     QUEUE,
     Action,
@@ -61,6 +60,7 @@ from koord.scheduler.framework.interface import (
 from koord.scheduler.framework.reservation import PodRequirement, ReservationInfo
 from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
+from koordshared.runtime.errors import InvalidArgs
 
 ENTRY_POINT_GROUP = "koord.scheduler_plugins"
 """Where a distribution declares its scheduler plugins: name = factory ``(args, handle)``."""

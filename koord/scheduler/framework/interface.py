@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
-from koord.apis.groups import Resource
 from koord.scheduler.framework.events import ClusterEventWithHint
 from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
+from koordshared.apis.groups import Resource
 
 if TYPE_CHECKING:
     import numpy as np
@@ -147,7 +147,7 @@ class Store(Protocol):
     def by_index(self, index: str, value: str) -> list[Obj]: ...
 
     def add_handler(self, handler: Any) -> None:
-        """Be told of changes (a :class:`koord.kube.informer.EventHandler`; replays cached objects)."""
+        """Be told of changes (a :class:`koordshared.kube.informer.EventHandler`; replays cached objects)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +348,7 @@ class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, 
         label_selector: str = "",
         namespace: str = "",
     ) -> Store:
-        """A cache of ``resource`` (``koord.apis.groups``) called ``name``, shared by every plugin that
+        """A cache of ``resource`` (``koordshared.apis.groups``) called ``name``, shared by every plugin that
         asks for the same name; ask in the factory, so the cache syncs before the first cycle."""
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...

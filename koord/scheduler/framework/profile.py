@@ -1,7 +1,7 @@
 """A scheduling profile in the shape of KubeSchedulerConfiguration (``kubescheduler.config.k8s.io/v1``):
 ``plugins.<point>.enabled/disabled[{name, weight}]`` (``multiPoint`` and each extension point) and
 ``pluginConfig[{name, args}]``, merged over a front end's default plugins as kube-scheduler merges them
-(:func:`koord.runtime.pluginset.merge_plugin_set`, shared with the descheduler). Anything malformed is a
+(:func:`koordshared.runtime.pluginset.merge_plugin_set`, shared with the descheduler). Anything malformed is a
 :class:`ConfigError` that names the field.
 
 koord-scheduler reads whole configurations (several profiles, kube-scheduler's default plugins) in
@@ -18,10 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from koord.runtime.configfile import read_config_file
-from koord.runtime.errors import ConfigError
-from koord.runtime.pluginset import PluginRef, PluginSet, merge_plugin_set, parse_plugin_set, plugin_config
 from koord.scheduler.framework.interface import EXTENSION_POINTS
+from koordshared.runtime.configfile import read_config_file
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.pluginset import (
+    PluginRef,
+    PluginSet,
+    merge_plugin_set,
+    parse_plugin_set,
+    plugin_config,
+)
 
 __all__ = [
     "EXTENDER_DEFAULT_PLUGINS",

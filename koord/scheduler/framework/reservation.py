@@ -21,11 +21,6 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from koord.apis import reservation as rsv
-from koord.apis.nrt import node_reservation
-from koord.apis.pod import as_list, as_map, str_map
-from koord.apis.reservepod import is_reserve_pod, reserve_pod
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework.types import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -37,6 +32,11 @@ from koord.scheduler.framework.types import (
     Resources,
     resources_of,
 )
+from koordshared.apis import reservation as rsv
+from koordshared.apis.nrt import node_reservation
+from koordshared.apis.pod import as_list, as_map, str_map
+from koordshared.apis.reservepod import is_reserve_pod, reserve_pod
+from koordshared.runtime.errors import InvalidValue
 
 ASSUMED_RESERVATION = "framework/assumedReservation"
 _EMPTY: Mapping[str, int] = MappingProxyType({})
@@ -66,7 +66,7 @@ class ReservationInfo:
     reservation: Obj
     """The Reservation object."""
     pod: Obj
-    """Its reserve pod (:func:`koord.apis.reservepod.reserve_pod`)."""
+    """Its reserve pod (:func:`koordshared.apis.reservepod.reserve_pod`)."""
     resource_names: tuple[str, ...]
     allocatable: Mapping[str, int]
     reserved: Mapping[str, int]

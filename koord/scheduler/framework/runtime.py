@@ -19,9 +19,6 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from koord.runtime.errors import ConfigError, PluginError
-from koord.runtime.pluginregistry import Registry
-from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 from koord.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint
 from koord.scheduler.framework.extension import (
     Extensions,
@@ -48,6 +45,9 @@ from koord.scheduler.framework.profile import MULTI_POINT, Enabled, Profile
 from koord.scheduler.framework.reservation import ASSUMED_RESERVATION, ReservationInfo, is_reserve_pod
 from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
+from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.pluginregistry import Registry
+from koordshared.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 
 log = logging.getLogger(__name__)
 NARROWED_BY = "framework/preFilterNarrowedBy"

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from koord.apis.numa import NUMATopologyPolicy
 from koord.scheduler.framework.interface import CycleState, Status
 from koord.scheduler.framework.types import Obj
+from koordshared.apis.numa import NUMATopologyPolicy
 
 STORE_KEY = "koordinator.sh/topology-affinity-store"
 ERR_UNSATISFIED = "Unsatisfied NUMA {}"

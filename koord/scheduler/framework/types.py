@@ -16,10 +16,10 @@ from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from koord.apis.pod import as_list, as_map
-from koord.apis.quantity import parse_quantity
-from koord.apis.resources import parse_resource_list, pod_requests_list, value_of
-from koord.runtime.errors import InvalidValue
+from koordshared.apis.pod import as_list, as_map
+from koordshared.apis.quantity import parse_quantity
+from koordshared.apis.resources import parse_resource_list, pod_requests_list, value_of
+from koordshared.runtime.errors import InvalidValue
 
 Obj = Mapping[str, Any]
 Resources = dict[str, int]

@@ -5,7 +5,6 @@ Third-party plugins register through the ``koord.scheduler_plugins`` entry-point
 
 from collections.abc import Mapping
 
-from koord.runtime.pluginregistry import EntryPoints, Registry, discover
 from koord.scheduler.framework import DEPRECATED_ENTRY_POINT_GROUPS, ENTRY_POINT_GROUP, PluginFactory
 from koord.scheduler.plugins import (
     defaultbinder,
@@ -48,6 +47,7 @@ from koord.scheduler.plugins.scarceresourceavoidance import NAME as SCARCE_RESOU
 from koord.scheduler.plugins.scarceresourceavoidance import ScarceResourceAvoidance
 from koord.scheduler.plugins.schedulinghint import NAME as SCHEDULING_HINT
 from koord.scheduler.plugins.schedulinghint import SchedulingHint
+from koordshared.runtime.pluginregistry import EntryPoints, Registry, discover
 
 BUILTIN: Mapping[str, PluginFactory] = {
     schedulinggates.NAME: schedulinggates.SchedulingGates,

@@ -19,9 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import groups
-from koord.apis.node import term_matches
-from koord.apis.pod import as_list, as_map
 from koord.scheduler.framework import (
     QUEUE,
     SKIP,
@@ -36,6 +33,9 @@ from koord.scheduler.framework import (
 )
 from koord.scheduler.framework.events import NODE, QueueingHint
 from koord.scheduler.framework.events import SKIP as SKIP_HINT
+from koordshared.apis import groups
+from koordshared.apis.node import term_matches
+from koordshared.apis.pod import as_list, as_map
 
 NAME = "VolumeBinding"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from koord.apis import colocation as co
-from koord.apis.nodemetric import CollectPolicy
-from koord.apis.selector import parse_selector
+from koordshared.apis import colocation as co
+from koordshared.apis.nodemetric import CollectPolicy
+from koordshared.apis.selector import parse_selector
 
 
 def parse(doc: Any) -> co.ColocationConfig:

@@ -1,13 +1,14 @@
-"""The node-scheduler contract's shapes (``koord/apis/numa.py``, ``nrt.py``, ``noderesourcetopology.py``):
-what Koordinator's Go structs marshal to, read back the same, and malformed input refused as InvalidValue."""
+"""The node-scheduler contract's shapes (``koordshared/apis/numa.py``, ``nrt.py``,
+``noderesourcetopology.py``): what Koordinator's Go structs marshal to, read back the same, and malformed
+input refused as InvalidValue."""
 
 from __future__ import annotations
 
 import pytest
 
-from koord.apis import noderesourcetopology as nrtobj
-from koord.apis import nrt, numa
-from koord.runtime.errors import InvalidValue
+from koordshared.apis import noderesourcetopology as nrtobj
+from koordshared.apis import nrt, numa
+from koordshared.runtime.errors import InvalidValue
 
 
 def test_resource_status_round_trip_and_go_bytes() -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from koord.apis import timefmt
-from koord.apis.nodemetric import CollectPolicy, Usage, node_usage_problem, parse_status
+from koordshared.apis import timefmt
+from koordshared.apis.nodemetric import CollectPolicy, Usage, node_usage_problem, parse_status
 
 
 def test_collect_policy_round_trips_through_the_spec() -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from koord.apis import nodeslo
 from koordlet import api
+from koordshared.apis import nodeslo
 
 
 def test_defaults_match_api_defaults() -> None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from koord.apis.nodemetric import parse_status
-from koord.apis.parsednodemetric import ParsedNodeMetric, parse_node_metric
-from koord.kube.informers import cluster_watches
-from koord.kube.memstore import MemoryStore
 from koord.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from koord.scheduler.plugins.loadaware.assigncache import PodAssignCache
-from koord.testing.objects import node_metric, pod
+from koordshared.apis.nodemetric import parse_status
+from koordshared.apis.parsednodemetric import ParsedNodeMetric, parse_node_metric
+from koordshared.kube.informers import cluster_watches
+from koordshared.kube.memstore import MemoryStore
+from koordshared.testing.objects import node_metric, pod
 
 NOW = 1_800_000_000.0
 GiB = 2**30

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koord.apis import quantity as q
-from koord.runtime.errors import InvalidValue
+from koordshared.apis import quantity as q
+from koordshared.runtime.errors import InvalidValue
 
 
 @pytest.mark.parametrize(

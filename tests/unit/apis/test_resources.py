@@ -7,8 +7,8 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from koord.apis.pod import pod_requests
-from koord.apis.resources import (
+from koordshared.apis.pod import pod_requests
+from koordshared.apis.resources import (
     node_allocatable,
     parse_resource_list,
     pod_limits_list,

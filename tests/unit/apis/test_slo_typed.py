@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from koord.apis import nodeslo, slo
 from koordlet import api
+from koordshared.apis import nodeslo, slo
 
 
 def test_defaults_are_the_neutral_values_of_an_unbuilt_nodeslo() -> None:

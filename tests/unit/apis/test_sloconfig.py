@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from koord.apis import nodeslo, sloconfig
-from koord.apis.colocation import InvalidConfig
+from koordshared.apis import nodeslo, sloconfig
+from koordshared.apis.colocation import InvalidConfig
 
 RT_KEY = "resource-threshold-config"
 

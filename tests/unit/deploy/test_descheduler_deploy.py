@@ -16,7 +16,7 @@ from koord.descheduler import cli
 from koord.descheduler.config import parse_configuration
 from koord.descheduler.evictor.args import parse_args as mc_args
 from koord.descheduler.plugins.lownodeload.args import parse_args as lnl_args
-from koord.kube.leaderelection import ElectionConfig
+from koordshared.kube.leaderelection import ElectionConfig
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.deschedulerharness import running_descheduler

@@ -8,8 +8,8 @@ import json
 
 import yaml
 
-from koord.apis.device import ANNOTATION_GPU_PARTITIONS
-from koord.testing.devices import device, fpga, gpu, rdma
+from koordshared.apis.device import ANNOTATION_GPU_PARTITIONS
+from koordshared.testing.devices import device, fpga, gpu, rdma
 from tests import crdschema
 from tests.support.paths import ROOT
 

@@ -4,10 +4,10 @@ tree's labels and annotations, the built-in quotas the plugin creates, its statu
 
 from __future__ import annotations
 
-from koord.apis import elasticquota as eq
 from koord.scheduler.plugins.elasticquota.args import DEFAULT_GROUP_MAX
 from koord.scheduler.plugins.elasticquota.quotas import built_in_object
-from koord.testing.objects import elastic_quota
+from koordshared.apis import elasticquota as eq
+from koordshared.testing.objects import elastic_quota
 from tests import crdschema
 from tests.support.paths import ROOT
 

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from koord.scheduler import cli, config
 from koord.scheduler.plugins import plugin_registry
-from koord.testing import objects
 from koordlet.testing.wait import wait_until
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.koordscheduler import KoordSchedulerProcess, condition, events_for, node_of

@@ -11,10 +11,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from koord.apis import colocation, nodeslo, sloconfig
-from koord.kube import process
 from koord.manager import cli as manager_cli
 from koord.manager.config import ManagerConfig
+from koordshared.apis import colocation, nodeslo, sloconfig
+from koordshared.kube import process
 from tests import crdschema
 from tests.support.paths import ROOT
 from tests.unit.deploy.test_manifests import NODESLO_CRD, expand

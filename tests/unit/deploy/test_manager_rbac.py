@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.kube.leaderelection import ElectionConfig
+from koordshared.kube.leaderelection import ElectionConfig
 from tests.apiserver import APIServer, Request, requestinfo
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.managerharness import NS, get, node, running_manager, set_config, wait_until

@@ -11,10 +11,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from koord.apis import nodeslo, slovalidate
 from koordlet import cli
 from koordlet.config import Configuration
 from koordlet.qosmanager import loader
+from koordshared.apis import nodeslo, slovalidate
 from tests import crdschema
 from tests.support.paths import ROOT
 

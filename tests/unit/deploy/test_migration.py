@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from koord.kube.client import make_api_client
+from koordshared.kube.client import make_api_client
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server_factory  # noqa: F401
 from tests.support.paths import ROOT

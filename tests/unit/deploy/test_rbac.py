@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis import groups, noderesourcetopology
-from koord.kube.client import make_api_client
-from koord.kube.delegation import APIReviewer
-from koord.kube.informer import Informer
 from koordlet.statesinformer import kube
+from koordshared.apis import groups, noderesourcetopology
+from koordshared.kube.client import make_api_client
+from koordshared.kube.delegation import APIReviewer
+from koordshared.kube.informer import Informer
 from tests.apiserver import APIServer, Request, requestinfo
 from tests.apiserver.fixtures import api_server_factory  # noqa: F401
 from tests.support.paths import ROOT

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import yaml
 
-from koord.apis.reservepod import reserve_pod
 from koord.scheduler.plugins.reservation import status
-from koord.testing.reservations import available, owner_labels, owner_pod, reservation
+from koordshared.apis.reservepod import reserve_pod
+from koordshared.testing.reservations import available, owner_labels, owner_pod, reservation
 from tests import crdschema
 from tests.support.paths import ROOT
 

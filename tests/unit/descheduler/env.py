@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis.timefmt import format_time
 from koord.descheduler.framework import Obj
 from koord.descheduler.framework.runtime import RoundLimits
 from koord.descheduler.testing import DeschedulerHarness
-from koord.testing import objects
+from koordshared.apis.timefmt import format_time
+from koordshared.testing import objects
 
 GiB = 2**30
 

@@ -10,7 +10,7 @@ import pytest
 from koord.descheduler.evictor.args import IntOrPercent, max_per_workload
 from koord.descheduler.evictor.args import parse_args as mc_args
 from koord.descheduler.plugins.lownodeload.args import DEFAULT_POOL, AnomalyCondition, parse_args
-from koord.runtime.errors import InvalidArgs
+from koordshared.runtime.errors import InvalidArgs
 
 
 def test_lownodeload_defaults() -> None:

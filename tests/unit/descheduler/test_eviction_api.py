@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from koord.apis.timefmt import format_time
-from koord.kube.client import make_api_client
-from koord.testing import objects
+from koordshared.apis.timefmt import format_time
+from koordshared.kube.client import make_api_client
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster.deschedulerharness import running_descheduler

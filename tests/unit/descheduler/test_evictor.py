@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from koord.apis.timefmt import format_time
 from koord.descheduler.evictor import MigrationController
 from koord.descheduler.framework import EvictionRefused, EvictOptions, Obj
 from koord.descheduler.framework.runtime import Environment, ProfileEvictor, ProfileHandle
 from koord.descheduler.informers import MemoryInformers
 from koord.descheduler.testing import NoEvents
-from koord.testing import FakeClock, objects
+from koordshared.apis.timefmt import format_time
+from koordshared.testing import FakeClock, objects
 
 DRY = EvictOptions(plugin="test", reason="because", dry_run=True)
 

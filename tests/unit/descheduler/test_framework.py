@@ -23,10 +23,10 @@ from koord.descheduler.framework.profile import parse_profiles
 from koord.descheduler.framework.runtime import Environment, Framework
 from koord.descheduler.informers import MemoryInformers
 from koord.descheduler.testing import NoEvents
-from koord.kube.process import Address
-from koord.runtime.errors import ConfigError, PluginError
-from koord.runtime.pluginregistry import group_entry_points
-from koord.testing import objects
+from koordshared.kube.process import Address
+from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.pluginregistry import group_entry_points
+from koordshared.testing import objects
 
 
 def test_default_profile_enables_migration_controller_at_evict_and_filter() -> None:

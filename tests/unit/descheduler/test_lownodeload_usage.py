@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from koord.apis.timefmt import format_time
 from koord.descheduler.plugins.lownodeload.usage import (
     NodeUsage,
     classify,
@@ -14,6 +13,7 @@ from koord.descheduler.plugins.lownodeload.usage import (
     node_usages,
     set_thresholds,
 )
+from koordshared.apis.timefmt import format_time
 from tests.unit.descheduler.env import Env, GiB
 
 

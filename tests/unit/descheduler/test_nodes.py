@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from koord.apis.node import is_ready, matches_node_selector, untolerated_taints
 from koord.descheduler.framework.nodefit import NodeFit
-from koord.testing import objects
+from koordshared.apis.node import is_ready, matches_node_selector, untolerated_taints
+from koordshared.testing import objects
 from tests.unit.descheduler.env import Env
 
 
@@ -119,7 +119,7 @@ def test_pods_whose_node_no_longer_matches_their_affinity_are_evicted_where_anot
 
 
 def test_node_affinity_args() -> None:
-    from koord.runtime.errors import PluginError
+    from koordshared.runtime.errors import PluginError
 
     with pytest.raises(PluginError, match="preferredDuringSchedulingIgnoredDuringExecution not supported"):
         Env(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from koord.apis.pod import DELETION_COST_ANNOTATION, deletion_cost
+from koordshared.apis.pod import DELETION_COST_ANNOTATION, deletion_cost
 
 
 @pytest.mark.parametrize(

@@ -8,14 +8,14 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor
 from koordlet import api
 from koordlet.featuregates import FeatureGate
 from koordlet.metrics import PluginMetrics
 from koordlet.qosmanager.loader import discover
 from koordlet.qosmanager.manager import QOSManager, Services
 from koordlet.testing import make_harness
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor
 
 
 def docstring_example() -> str:

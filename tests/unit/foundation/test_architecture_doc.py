@@ -1,5 +1,5 @@
-"""docs/architecture.md names every package and top-level module of ``koordlet`` and ``koord`` (and of
-``koord``'s shared trees), and nothing that is gone."""
+"""docs/architecture.md names every package and top-level module of ``koordlet``, ``koordshared`` and
+``koord``, and nothing that is gone."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tests.support.paths import ROOT
 
 DOC = ROOT / "docs" / "architecture.md"
 # Trees whose packages and modules the page names one by one; the processes' own trees are named whole.
-TREES = ("koordlet", "koord")
+TREES = ("koordlet", "koordshared", "koord")
 
 
 def _units() -> set[str]:
@@ -23,7 +23,7 @@ def _units() -> set[str]:
 
 
 def _named() -> set[str]:
-    return set(re.findall(r"`((?:koordlet|koord)/[a-z_]+(?:/|\.py))`", DOC.read_text()))
+    return set(re.findall(r"`((?:koordlet|koordshared|koord)/[a-z_]+(?:/|\.py))`", DOC.read_text()))
 
 
 def test_every_package_and_module_is_named() -> None:

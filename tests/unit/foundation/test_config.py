@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from koord.runtime.errors import ConfigError
 from koordlet import config
+from koordshared.runtime.errors import ConfigError
 
 
 def defaults(**over: object) -> dict[str, object]:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koord.runtime.errors import InvalidValue
 from koordlet.api.cpulist import format_cpuset, parse_cpuset
+from koordshared.runtime.errors import InvalidValue
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from koord.runtime import cpuprofile
+from koordshared.runtime import cpuprofile
 
 
 def _burn_for_the_profiler(stop: threading.Event) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 import qosplugins
-from koord.runtime.errors import ConfigError
 from koordlet.api import FeatureSpec, Stage
 from koordlet.featuregates import (
     AGENT_IMPLEMENTED,
@@ -17,6 +16,7 @@ from koordlet.featuregates import (
     source_of,
     unimplemented_enabled,
 )
+from koordshared.runtime.errors import ConfigError
 
 BUILTIN = {p.name: p.feature for p in qosplugins.BUILTIN}
 

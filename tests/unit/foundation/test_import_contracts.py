@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.paths import ROOT
 
-PACKAGES = ("koordlet", "koord", "qosplugins")
+PACKAGES = ("koordlet", "koordshared", "koord", "qosplugins")
 LINT = Path(sys.executable).with_name("lint-imports")
 
 
@@ -85,7 +85,7 @@ def lint(root: Path, contract: str) -> subprocess.CompletedProcess[str]:
 # contract id -> (file in the scratch tree, the import appended to it, why it must be refused)
 WRONG = {
     "system": (
-        "koord/runtime/logs.py",
+        "koordshared/runtime/logs.py",
         "import koord.scheduler.extender.app",
         "the runtime imports a process",
     ),
@@ -99,10 +99,24 @@ WRONG = {
         "import koord.scheduler.extender.app",
         "koord-manager reaches past the scheduler's public inspect module",
     ),
+    "shared-imports-no-process": (
+        "koordshared/kube/trim.py",
+        "import koordlet.api",
+        "the shared layer imports no process",
+    ),
+    "agent-imports-no-cluster-process": (
+        "koordlet/cli.py",
+        "import koord",
+        "the agent is no cluster process",
+    ),
     "agent-layers": ("koordlet/system/paths.py", "import koordlet.qosmanager", "a lower agent layer"),
-    "runtime-layers": ("koord/runtime/httpwire.py", "import koord.runtime.lifecycle", "HTTP below threads"),
+    "runtime-layers": (
+        "koordshared/runtime/httpwire.py",
+        "import koordshared.runtime.lifecycle",
+        "HTTP below threads",
+    ),
     "qos-plugins-see-only-api": ("qosplugins/cpuburst.py", "import koordlet.system", "a plugin"),
-    "pure-contracts": ("koord/apis/quantity.py", "import kubernetes", "the API types stay pure"),
+    "pure-contracts": ("koordshared/apis/quantity.py", "import kubernetes", "the API types stay pure"),
     "only-informers-talk-to-the-api-server": (
         "koordlet/metricsadvisor/advisor.py",
         "import kubernetes",
@@ -111,7 +125,7 @@ WRONG = {
     "only-the-loader-imports-qos-plugins": ("koordlet/daemon.py", "import qosplugins", "only the loader"),
     "scheduler-framework-is-pure": (
         "koord/scheduler/framework/interface.py",
-        "import koord.kube.client",
+        "import koordshared.kube.client",
         "the plugin contract talks to no API server",
     ),
     "scheduler-plugins-see-the-framework": (
@@ -136,7 +150,7 @@ WRONG = {
     ),
     "testing-kits-stay-out": (
         "koord/scheduler/extender/verbs.py",
-        "import koord.testing",
+        "import koordshared.testing",
         "the processes never import a test kit",
     ),
 }

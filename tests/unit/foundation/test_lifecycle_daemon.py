@@ -9,9 +9,9 @@ import urllib.request
 
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.httpserver import AgentHTTPServer
-from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor, Tick, until, wait_for
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.lifecycle import Daemon, FuncComponent, Supervisor, Tick, until, wait_for
 
 
 def test_until_keeps_going_after_a_failed_tick_and_stops_promptly() -> None:

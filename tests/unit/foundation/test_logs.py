@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from koord.runtime import logs
+from koordshared.runtime import logs
 
 
 @pytest.fixture

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.errors import PluginError
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor
 from koordlet import api
 from koordlet.featuregates import KOORDLET_GATES, FeatureGate
 from koordlet.metrics import AgentMetrics, PluginMetrics
 from koordlet.qosmanager import loader
 from koordlet.qosmanager.manager import QOSManager, Services
 from koordlet.testing import wait_until
+from koordshared.runtime.errors import PluginError
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor
 from tests.unit.foundation import plugins_sample as ps
 
 

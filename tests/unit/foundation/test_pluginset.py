@@ -1,4 +1,4 @@
-"""The profile shape both plugin frameworks share (koord.runtime.pluginset): kube-scheduler's plugin-set
+"""The profile shape both plugin frameworks share (koordshared.runtime.pluginset): kube-scheduler's plugin-set
 merge, duplicate refusal, pluginConfig, and one error for a bad plugin or bad args in both processes."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from koord.descheduler.framework.profile import parse_profiles
-from koord.runtime.errors import ConfigError, PluginError
-from koord.runtime.pluginregistry import Registry
-from koord.runtime.pluginset import (
+from koord.scheduler.framework.profile import parse_profile
+from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.pluginregistry import Registry
+from koordshared.runtime.pluginset import (
     PluginRef,
     PluginSet,
     build_plugin,
@@ -19,7 +20,6 @@ from koord.runtime.pluginset import (
     plugin_config,
     refuse_duplicates,
 )
-from koord.scheduler.framework.profile import parse_profile
 
 
 def refs(*names: str) -> tuple[PluginRef, ...]:

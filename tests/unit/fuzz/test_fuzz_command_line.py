@@ -13,9 +13,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from koord.runtime.errors import ConfigError
 from koordlet import cli, config
 from koordlet.config import Configuration
+from koordshared.runtime.errors import ConfigError
 from tests.unit.fuzz.strategies import json_values, text_mutations
 
 NAMES = [f.name for f in config.AGENT_FLAGS] + ["no-such-flag", "feature-gates", "v", ""]

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from koord.runtime.errors import KoordletError
 from koordlet import api
 from koordlet.api.cpulist import parse_cpuset
 from koordlet.metriccache import MetricCache
@@ -25,6 +24,7 @@ from koordlet.system.cgroupvalues import parse_int
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeStates, make_pod, pod_uid
+from koordshared.runtime.errors import KoordletError
 from tests.support.fakehost import FakeHost
 from tests.support.paths import ROOT
 from tests.support.recording import RecordingErrors

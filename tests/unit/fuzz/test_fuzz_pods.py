@@ -16,7 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from koord.runtime.errors import APIUnavailable
 from koordlet import api
 from koordlet.statesinformer.discovery import load_pod_list
 from koordlet.statesinformer.podinfo import pod_infos
@@ -24,6 +23,7 @@ from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, Pods
 from koordlet.system.podpath import POD_UID_RE, CgroupDriver, CgroupLayout
 from koordlet.testing import FakeClock
 from koordlet.testing.kubelet import pod_object
+from koordshared.runtime.errors import APIUnavailable
 from tests.unit.fuzz.strategies import json_values, mutations, text_mutations
 
 LAYOUTS = [CgroupLayout.create(CgroupDriver.CGROUPFS), CgroupLayout.create(CgroupDriver.SYSTEMD, "/k8s")]

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.httpconn import Limits
-from koord.runtime.httpserver import AgentHTTPServer, text_response
+from koordshared.runtime.httpconn import Limits
+from koordshared.runtime.httpserver import AgentHTTPServer, text_response
 
 Serve = Callable[..., AgentHTTPServer]
 

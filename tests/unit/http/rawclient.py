@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from koord.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.httpserver import AgentHTTPServer
 
 
 def connect(server: AgentHTTPServer) -> socket.socket:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from koord.kube.delegation import delegating_auth
-from koord.runtime.errors import APIUnavailable, ConfigError
-from koord.runtime.httpaccess import (
+from koordlet.testing import FakeClock, wait_until
+from koordshared.kube.delegation import delegating_auth
+from koordshared.runtime.errors import APIUnavailable, ConfigError
+from koordshared.runtime.httpaccess import (
     AuthConfig,
     DelegatingAuth,
     TLSConfig,
@@ -22,7 +23,6 @@ from koord.runtime.httpaccess import (
     serving_from_options,
     ssl_context,
 )
-from koordlet.testing import FakeClock, wait_until
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.support.pki import make_pki
@@ -161,7 +161,7 @@ def test_tls_serving_and_a_plain_client_on_the_tls_port(
             assert (resp.status, resp.read()) == (200, f"hello {who}\n".encode())
     finally:
         conn.close()
-    caplog.set_level(logging.INFO, "koord.runtime.httpconn")
+    caplog.set_level(logging.INFO, "koordshared.runtime.httpconn")
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as plain:
         plain.sendall(b"GET /hello HTTP/1.1\r\n\r\n")
     assert wait_until(lambda: any("TLS handshake" in r.getMessage() for r in caplog.records), 5)

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from koord.runtime.httpconn import Limits
-from koord.runtime.httpserver import Rendered, text_response
 from koordlet.testing import wait_until
 from koordlet.testing.wakeups import voluntary_switches
+from koordshared.runtime.httpconn import Limits
+from koordshared.runtime.httpserver import Rendered, text_response
 from tests.unit.http.conftest import Serve
 from tests.unit.http.rawclient import connect, get, read_response
 
@@ -65,7 +65,7 @@ def test_a_slow_client_is_cut_after_the_request_timeout(
     serve: Serve, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = serve(Limits(request_timeout=0.5))
-    caplog.set_level(logging.INFO, "koord.runtime.httpconn")
+    caplog.set_level(logging.INFO, "koordshared.runtime.httpconn")
     with connect(server) as slow:
         slow.sendall(b"GET /hello HTTP/1.1\r\n")
         started = time.monotonic()

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koord.runtime.httpwire import BadRequest, encode_response, parse_head
+from koordshared.runtime.httpwire import BadRequest, encode_response, parse_head
 
 
 def head(*lines: str) -> bytes:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 
-from koord.kube.client import make_api_client
-from koord.kube.events import EventRecorder
-from koord.kube.objectref import ObjectRef
 from koordlet.testing import FakeClock
+from koordshared.kube.client import make_api_client
+from koordshared.kube.events import EventRecorder
+from koordshared.kube.objectref import ObjectRef
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from koord.kube.client import make_api_client
-from koord.kube.eventsv1 import EventBroadcaster, event_name
-from koord.kube.objectref import ObjectRef
 from koordlet.testing import FakeClock
+from koordshared.kube.client import make_api_client
+from koordshared.kube.eventsv1 import EventBroadcaster, event_name
+from koordshared.kube.objectref import ObjectRef
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 

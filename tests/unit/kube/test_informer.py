@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from koord.kube.client import make_api_client
-from koord.kube.informer import EventHandler, Informer, index_by_node, object_key
 from koordlet.testing import wait_until
+from koordshared.kube.client import make_api_client
+from koordshared.kube.informer import EventHandler, Informer, index_by_node, object_key
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 

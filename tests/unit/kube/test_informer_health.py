@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from koord.kube.informer import Informer
+from koordshared.kube.informer import Informer
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.unit.kube.test_informer import Recorder, node, running, wait  # noqa: F401

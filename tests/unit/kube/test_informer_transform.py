@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from koord.kube.informer import Informer, without_managed_fields
+from koordshared.kube.informer import Informer, without_managed_fields
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.unit.kube.test_informer import Recorder, pod, running, wait  # noqa: F401

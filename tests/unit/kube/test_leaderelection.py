@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from koord.kube.client import ApiError, make_api_client
-from koord.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
-from koord.runtime.errors import APIUnavailable, ConfigError
 from koordlet.testing import FakeClock, wait_until
+from koordshared.kube.client import ApiError, make_api_client
+from koordshared.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
+from koordshared.runtime.errors import APIUnavailable, ConfigError
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 

@@ -1,7 +1,7 @@
-"""The cluster processes' trims (``koord.kube.trim``): what a cached pod or node keeps, and the sharing of
-what pods of one template (nodes of one pool) have alike: one object for equal values, each pod's own
-fields its own, nothing shared between values that differ, and a shared value dropped once no cached
-object holds it."""
+"""The cluster processes' trims (``koordshared.kube.trim``): what a cached pod or node keeps, and the sharing
+of what pods of one template (nodes of one pool) have alike: one object for equal values, each pod's own
+fields its own, nothing shared between values that differ, and a shared value dropped once no cached object
+holds it."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import gc
 import json
 from typing import Any
 
-from koord.kube import trim
-from koord.kube.trim import share, slim_node, slim_pod
-from koord.testing.objects import node, pod
+from koordshared.kube import trim
+from koordshared.kube.trim import share, slim_node, slim_pod
+from koordshared.testing.objects import node, pod
 
 
 def replica(name: str, node_name: str) -> dict[str, Any]:

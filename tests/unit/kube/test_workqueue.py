@@ -6,8 +6,8 @@ import sys
 import threading
 import time
 
-from koord.kube.workqueue import WorkQueue
 from koordlet.testing import wait_until
+from koordshared.kube.workqueue import WorkQueue
 
 
 def blocked_in_get(t: threading.Thread) -> bool:

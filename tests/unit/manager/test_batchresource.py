@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
-from koord.apis.colocation import DEFAULT_STRATEGY
-from koord.apis.nodemetric import parse_status
 from koord.manager import batchresource as br
+from koordshared.apis.colocation import DEFAULT_STRATEGY
+from koordshared.apis.nodemetric import parse_status
 
 Gi, Mi = 2**30, 2**20
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from koord.kube.objectref import ObjectRef
 from koord.manager.config import enabled_controllers
 from koord.manager.configcache import SLOConfigCache
-from koord.runtime.errors import ConfigError
+from koordshared.kube.objectref import ObjectRef
+from koordshared.runtime.errors import ConfigError
 
 
 class Events:

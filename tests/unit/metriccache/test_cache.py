@@ -7,10 +7,10 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.errors import InvalidValue
 from koordlet import api
 from koordlet.metriccache import MetricCache, MetricCacheConfig, series_key
 from koordlet.testing import FakeClock
+from koordshared.runtime.errors import InvalidValue
 
 
 @pytest.fixture

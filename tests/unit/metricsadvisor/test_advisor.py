@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.errors import ConfigError
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor, wait_for
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import MetricsAdvisor
 from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor, wait_for
 from tests.support.recording import FakeProcesses
 from tests.unit.metricsadvisor.conftest import make_host
 

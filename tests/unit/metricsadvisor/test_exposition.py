@@ -18,12 +18,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from koord.runtime.httpserver import AgentHTTPServer
-from koord.runtime.httpwire import parse_head
-from koord.runtime.lifecycle import Supervisor
 from koordlet.metricsadvisor.exposition import Exposition, Payload, RowFamily
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid, wait_until
 from koordlet.testing.wakeups import voluntary_switches
+from koordshared.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.httpwire import parse_head
+from koordshared.runtime.lifecycle import Supervisor
 from tests.unit.metricsadvisor.test_advisor import build, prepare
 
 

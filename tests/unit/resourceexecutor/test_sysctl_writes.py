@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported
 from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
 from koordlet.system import native, sysctl
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
 from koordlet.testing import FakeClock
+from koordshared.runtime.errors import InvalidValue, ResourceUnsupported
 
 FEATURES = "GENTLE_FAIR_SLEEPERS START_DEBIT NO_NEXT_BUDDY LAST_BUDDY\n"
 

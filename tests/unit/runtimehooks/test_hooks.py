@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from koord.apis import nrt
-from koord.testing.topology import TWO_SOCKETS
 from koordlet import api
 from koordlet.runtimehooks import coresched, groupidentity
 from koordlet.runtimehooks.batchresource import (
@@ -24,6 +22,8 @@ from koordlet.runtimehooks.groupidentity import GroupIdentity
 from koordlet.runtimehooks.oomscoreadj import OOMScoreAdj
 from koordlet.runtimehooks.protocol import ContainerRequest, PodRequest, Resources, Rule, request_qos
 from koordlet.testing import be_slo, make_pod
+from koordshared.apis import nrt
+from koordshared.testing.topology import TWO_SOCKETS
 
 GiB = 1 << 30
 STATUS = "scheduling.koordinator.sh/resource-status"

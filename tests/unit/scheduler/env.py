@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from koord.kube.memstore import MemoryStore
 from koord.scheduler.extender.handle import ExtenderHandle
 from koord.scheduler.framework import CycleState, Status
 from koord.scheduler.plugins.loadaware import LoadAwareScheduling
-from koord.testing import FakeClock, objects
+from koordshared.kube.memstore import MemoryStore
+from koordshared.testing import FakeClock, objects
 
 
 class Env:

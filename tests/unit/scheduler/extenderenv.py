@@ -10,8 +10,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord.kube.memstore import MemoryStore
-from koord.runtime.pluginregistry import Registry
 from koord.scheduler.extender.binder import BindFailed
 from koord.scheduler.extender.handle import ExtenderHandle
 from koord.scheduler.extender.metrics import ExtenderMetrics
@@ -20,8 +18,10 @@ from koord.scheduler.extender.verbs import Extender
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import BUILTIN
-from koord.testing import objects
 from koordlet.testing import FakeClock
+from koordshared.kube.memstore import MemoryStore
+from koordshared.runtime.pluginregistry import Registry
+from koordshared.testing import objects
 
 
 class RecordingBinder:

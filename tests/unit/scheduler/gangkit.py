@@ -8,7 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis.coscheduling import (
+from koord.scheduler.testing import MemoryScheduler
+from koordshared.apis.coscheduling import (
     GANG_GROUPS,
     GANG_MIN_AVAILABLE,
     GANG_MODE,
@@ -16,8 +17,7 @@ from koord.apis.coscheduling import (
     GANG_WAITING_TIME,
     POD_GROUP_LABEL,
 )
-from koord.scheduler.testing import MemoryScheduler
-from koord.testing import node, pod
+from koordshared.testing import node, pod
 
 S = "koord-scheduler"
 CO = "Coscheduling"

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 from prometheus_client import CollectorRegistry
 
-from koord.kube.informers import MemoryInformerSet
 from koord.scheduler.app import build_frameworks, watches
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import parse_configuration
@@ -27,6 +26,7 @@ from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
 from koord.scheduler.plugins import plugin_registry
+from koordshared.kube.informers import MemoryInformerSet
 
 SCHEDULER = "koord-scheduler"
 

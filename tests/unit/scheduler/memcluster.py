@@ -12,7 +12,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord.kube.informers import MemoryInformerSet
 from koord.scheduler import app
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import parse_configuration
@@ -23,7 +22,8 @@ from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
-from koord.testing import FakeClock, objects
+from koordshared.kube.informers import MemoryInformerSet
+from koordshared.testing import FakeClock, objects
 
 SCHEDULER = "koord-scheduler"
 Obj = Mapping[str, Any]

@@ -8,16 +8,16 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis import nrt
-from koord.apis.numa import (
+from koord.scheduler.testing import MemoryScheduler
+from koordshared.apis import nrt
+from koordshared.apis.numa import (
     ANNOTATION_RESOURCE_SPEC,
     ANNOTATION_RESOURCE_STATUS,
     ResourceStatus,
     resource_status,
 )
-from koord.scheduler.testing import MemoryScheduler
-from koord.testing import node, pod
-from koord.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
+from koordshared.testing import node, pod
+from koordshared.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
 
 S = "koord-scheduler"
 NUMA = "NodeNUMAResource"

@@ -36,12 +36,12 @@ class PluginRun:
         self.snapshot = Snapshot()
         self.handle: Any = None
         if handle:
-            from koord.kube.informers import MemoryInformerSet
             from koord.scheduler.app import watches
             from koord.scheduler.core.api import MemoryAPI
             from koord.scheduler.core.handle import SchedulerHandle
             from koord.scheduler.framework.waiting import WaitingPods
-            from koord.testing.clock import FakeClock
+            from koordshared.kube.informers import MemoryInformerSet
+            from koordshared.testing.clock import FakeClock
 
             informers = MemoryInformerSet(watches())
             self.handle = SchedulerHandle(self.snapshot, informers, MemoryAPI(), WaitingPods(FakeClock()))

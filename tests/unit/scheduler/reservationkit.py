@@ -8,11 +8,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import reservation as rsv
-from koord.apis.timefmt import format_time
 from koord.scheduler.framework import PluginFactory
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import FakeClock, node, pod
+from koordshared.apis import reservation as rsv
+from koordshared.apis.timefmt import format_time
+from koordshared.testing import FakeClock, node, pod
 
 S = "koord-scheduler"
 R = "Reservation"

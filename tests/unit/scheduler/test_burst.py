@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from koord.testing.objects import pod
+from koordshared.testing.objects import pod
 from tests.unit.scheduler.extenderenv import ServedExtender
 
 

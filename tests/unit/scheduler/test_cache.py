@@ -11,7 +11,7 @@ import numpy as np
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import PodInfo
-from koord.testing import node, pod
+from koordshared.testing import node, pod
 
 
 def test_assume_confirm_and_forget() -> None:

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import ConfigError
-from koord.runtime.pluginset import PluginError
 from koord.scheduler.config import (
     DEFAULT_SCHEDULER_NAME,
     KUBE_DEFAULT_PLUGINS,
@@ -19,6 +17,8 @@ from koord.scheduler.config import (
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import plugin_registry
 from koord.scheduler.testing import MemoryScheduler
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.pluginset import PluginError
 
 V1 = "kubescheduler.config.k8s.io/v1"
 

@@ -13,7 +13,7 @@ import pytest
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, Status
 from koord.scheduler.framework.types import PreFilterResult
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import node, pod
+from koordshared.testing import node, pod
 
 S = "koord-scheduler"
 

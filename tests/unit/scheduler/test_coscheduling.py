@@ -4,10 +4,10 @@ timeouts; gang groups; a member failing, deleted, or held by another plugin; onc
 
 from __future__ import annotations
 
-from koord.apis.coscheduling import BIND_GANG_GROUP_ID, BIND_GANG_MEMBER_COUNT
 from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import node, pod
+from koordshared.apis.coscheduling import BIND_GANG_GROUP_ID, BIND_GANG_MEMBER_COUNT
+from koordshared.testing import node, pod
 from tests.unit.scheduler.gangkit import S, condition, eventually, kit, member, messages, uid
 
 ROOM_FOR_4 = "gang default/g: rejected with 4 of 5 members waiting at Permit"

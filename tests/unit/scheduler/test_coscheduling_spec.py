@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from koord.apis.coscheduling import GangMode, MatchPolicy, gang_name
 from koord.scheduler.framework import InvalidArgs
 from koord.scheduler.plugins.coscheduling import gangspec
 from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs, parse_args
+from koordshared.apis.coscheduling import GangMode, MatchPolicy, gang_name
 from tests.unit.scheduler.gangkit import member, pod_group
 
 ARGS = CoschedulingArgs()

@@ -9,13 +9,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED, parse_device_allocations
-from koord.apis.schedulinghint import ANNOTATION_SCHEDULING_HINT
 from koord.scheduler.framework import CycleState, Obj, Status
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import pod
-from koord.testing.devices import device, device_node, gpu
+from koordshared.apis import device as dv
+from koordshared.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED, parse_device_allocations
+from koordshared.apis.schedulinghint import ANNOTATION_SCHEDULING_HINT
+from koordshared.testing import pod
+from koordshared.testing.devices import device, device_node, gpu
 from tests.unit.scheduler.devicekit import S, annotation, kit, profile
 
 GPU1 = {dv.RESOURCE_NVIDIA_GPU: "1"}

@@ -9,16 +9,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import (
+from koord.scheduler.framework import CycleState, PodInfo
+from koord.scheduler.plugins.deviceshare.state import STATE_KEY
+from koordshared.apis import device as dv
+from koordshared.apis.deviceshare import (
     ANNOTATION_DEVICE_ALLOCATE_HINT,
     ANNOTATION_DEVICE_ALLOCATED,
     ANNOTATION_DEVICE_JOINT_ALLOCATE,
 )
-from koord.scheduler.framework import CycleState, PodInfo
-from koord.scheduler.plugins.deviceshare.state import STATE_KEY
-from koord.testing import pod
-from koord.testing.devices import device, device_node, fpga, gpu, rdma
+from koordshared.testing import pod
+from koordshared.testing.devices import device, device_node, fpga, gpu, rdma
 from tests.unit.scheduler.devicekit import GI, allocation, run
 
 CORE, RATIO, MEM = dv.RESOURCE_GPU_CORE, dv.RESOURCE_GPU_MEMORY_RATIO, dv.RESOURCE_GPU_MEMORY

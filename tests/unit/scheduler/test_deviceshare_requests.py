@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from koord.apis import device as dv
-from koord.apis.device import VirtualFunction
-from koord.apis.deviceshare import (
+from koord.scheduler.plugins.deviceshare.args import DEFAULT_RESOURCES, LEAST, parse_args
+from koord.scheduler.plugins.deviceshare.requests import DeviceRequestError, gpu_shape, pod_device_requests
+from koordshared.apis import device as dv
+from koordshared.apis.device import VirtualFunction
+from koordshared.apis.deviceshare import (
     ANNOTATION_DEVICE_ALLOCATED,
     DeviceAllocation,
     format_device_allocations,
     parse_device_allocations,
 )
-from koord.runtime.errors import InvalidArgs, InvalidValue
-from koord.scheduler.plugins.deviceshare.args import DEFAULT_RESOURCES, LEAST, parse_args
-from koord.scheduler.plugins.deviceshare.requests import DeviceRequestError, gpu_shape, pod_device_requests
+from koordshared.runtime.errors import InvalidArgs, InvalidValue
 
 GI = 1024**3
 CORE, RATIO, MEM, SHARED = (
@@ -176,7 +176,7 @@ def test_bad_args_are_refused_naming_the_field(args: dict[str, Any], field: str)
 
 
 def test_device_objects_are_read_with_unhealthy_devices_and_topology() -> None:
-    from koord.testing.devices import device, gpu, rdma
+    from koordshared.testing.devices import device, gpu, rdma
 
     obj = device("n", gpu(0), gpu(1, healthy=False, numa=None), rdma(0, vfs=2, vf_labels={"type": "vf"}))
     infos = dv.device_infos(json.loads(json.dumps(obj)))

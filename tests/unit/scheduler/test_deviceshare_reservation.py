@@ -11,15 +11,15 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
 from koord.scheduler.core.handle import PATCH_KEY
 from koord.scheduler.framework import CycleState, PodInfo, PodRequirement, ReservationInfo
 from koord.scheduler.plugins.deviceshare.state import STATE_KEY
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import FakeClock, pod
-from koord.testing.devices import device, device_node, gpu
-from koord.testing.reservations import available, owner_labels, reservation
+from koordshared.apis import device as dv
+from koordshared.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.testing import FakeClock, pod
+from koordshared.testing.devices import device, device_node, gpu
+from koordshared.testing.reservations import available, owner_labels, reservation
 from tests.unit.scheduler import reservationkit
 from tests.unit.scheduler.devicekit import run
 

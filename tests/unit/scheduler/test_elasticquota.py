@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from koord.apis import elasticquota as eq
 from koord.scheduler.framework import CycleState, Obj, Status
 from koord.scheduler.plugins.elasticquota import NAME, ElasticQuota
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import node, pod
-from koord.testing.objects import elastic_quota
+from koordshared.apis import elasticquota as eq
+from koordshared.testing import node, pod
+from koordshared.testing.objects import elastic_quota
 
 S = "koord-scheduler"
 NO_VICTIMS = " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."

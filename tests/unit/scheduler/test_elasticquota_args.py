@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.plugins.elasticquota.args import MAX_INT64_BY_5, ElasticQuotaArgs, parse_args
+from koordshared.runtime.errors import InvalidArgs
 
 
 def test_defaults_are_koordinators() -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from koord.apis import elasticquota as eq
 from koord.scheduler.plugins.elasticquota import NAME, ElasticQuota
 from koord.scheduler.plugins.elasticquota.revoke import RevokeController
 from koord.scheduler.plugins.elasticquota.status import StatusController, status_patch
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import node, pod
-from koord.testing.objects import elastic_quota
+from koordshared.apis import elasticquota as eq
+from koordshared.testing import node, pod
+from koordshared.testing.objects import elastic_quota
 
 S = "koord-scheduler"
 

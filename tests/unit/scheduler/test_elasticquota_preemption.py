@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from koord.apis import elasticquota as eq
 from koord.scheduler.plugins.elasticquota import NAME
-from koord.testing import objects
-from koord.testing.objects import elastic_quota
+from koordshared.apis import elasticquota as eq
+from koordshared.testing import objects
+from koordshared.testing.objects import elastic_quota
 from tests.unit.scheduler.memcluster import SCHEDULER, MemCluster, wait_for
 
 LOW, MID, HIGH = 0, 5, 10

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from koord.kube.client import make_api_client
-from koord.kube.eventsv1 import EventBroadcaster
 from koord.scheduler.core.api import KubeAPI
 from koord.scheduler.core.reporter import StatusReporter
 from koord.scheduler.plugins.reservation.shared import reference
-from koord.testing import objects
-from koord.testing.reservations import reservation
 from koordlet.testing.wait import wait_until
+from koordshared.kube.client import make_api_client
+from koordshared.kube.eventsv1 import EventBroadcaster
+from koordshared.testing import objects
+from koordshared.testing.reservations import reservation
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import condition

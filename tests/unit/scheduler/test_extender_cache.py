@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from koord.scheduler.framework import CycleState, NodeSet, Obj
-from koord.testing.objects import pod
+from koordshared.testing.objects import pod
 from tests.unit.scheduler.extenderenv import ServedExtender
 
 FIT = {"profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "NodeResourcesFit"}]}}}]}

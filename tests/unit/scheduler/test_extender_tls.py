@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from koord.runtime.errors import ConfigError
-from koord.runtime.httpaccess import TLSConfig, ssl_context
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.httpaccess import TLSConfig, ssl_context
 from tests.support.pki import make_pki
 from tests.unit.scheduler.extenderenv import ServedExtender
 

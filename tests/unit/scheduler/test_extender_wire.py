@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from koord.scheduler.framework import Status
-from koord.testing.objects import pod
+from koordshared.testing.objects import pod
 from tests.unit.scheduler.extenderenv import ServedExtender
 
 FILTER_KEYS = {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}

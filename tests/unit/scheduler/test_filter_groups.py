@@ -23,7 +23,7 @@ from koord.scheduler.framework import (
 )
 from koord.scheduler.framework.runtime import PluginFailure
 from koord.scheduler.testing import SchedulerHarness
-from koord.testing.objects import node, pod
+from koordshared.testing.objects import node, pod
 
 EVEN = Status.unschedulable("even node")
 THIRD = Status.unresolvable("every third node")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import node, pod
+from koordshared.testing import node, pod
 
 S = "koord-scheduler"
 RACK = "topology.test/rack"

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.plugins.noderesourcesfitplus import NAME as FIT_PLUS
 from koord.scheduler.plugins.noderesourcesfitplus.plugin import pod_request
 from koord.scheduler.plugins.scarceresourceavoidance import NAME as SCARCE
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing.objects import node, pod
+from koordshared.runtime.errors import InvalidArgs
+from koordshared.testing.objects import node, pod
 from tests.unit.scheduler.pluginrun import PluginRun
 
 GPU = "nvidia.com/gpu"

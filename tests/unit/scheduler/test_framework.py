@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import ConfigError, PluginError
-from koord.runtime.pluginregistry import Registry, group_entry_points
 from koord.scheduler.framework import (
     DEPRECATED_ENTRY_POINT_GROUPS,
     ENTRY_POINT_GROUP,
@@ -23,6 +21,8 @@ from koord.scheduler.framework.runtime import Framework, PluginFailure
 from koord.scheduler.framework.verdicts import combine_scores, run_filter
 from koord.scheduler.plugins import BUILTIN, plugin_registry
 from koord.scheduler.testing import run_score
+from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.pluginregistry import Registry, group_entry_points
 from tests.unit.scheduler.env import Env
 
 

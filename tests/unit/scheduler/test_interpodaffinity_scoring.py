@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
 from koord.scheduler.testing import SchedulerHarness
-from koord.testing.objects import node
+from koordshared.runtime.errors import InvalidArgs
+from koordshared.testing.objects import node
 from tests.unit.scheduler.inmemory import InMemoryScheduler, only
 from tests.unit.scheduler.test_interpodaffinity import (
     ANTI,

@@ -10,7 +10,7 @@ import pytest
 from koord.scheduler.framework import InvalidArgs
 from koord.scheduler.plugins.loadaware.args import parse_args
 from koord.scheduler.plugins.loadaware.estimator import estimate_pod, node_capacity, priority_class
-from koord.testing.objects import GiB, node, pod
+from koordshared.testing.objects import GiB, node, pod
 
 FACTORS = {"cpu": 85, "memory": 70}
 

@@ -22,7 +22,7 @@ from koord.scheduler.plugins.loadaware.plugin import (
     LoadAwareScheduling,
 )
 from koord.scheduler.plugins.loadaware.thresholds import ANNOTATION_USAGE_THRESHOLDS
-from koord.testing.objects import GiB, pod
+from koordshared.testing.objects import GiB, pod
 from tests.unit.scheduler.env import Env
 
 ARGS = {

@@ -6,7 +6,7 @@ windows; NodeMetric deletion."""
 from __future__ import annotations
 
 from koord.scheduler.framework import CycleState
-from koord.testing.objects import pod
+from koordshared.testing.objects import pod
 from tests.unit.scheduler.env import Env
 
 MiB200 = 200 * 2**20

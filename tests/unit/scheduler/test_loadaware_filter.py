@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from koord.scheduler.framework import Code
-from koord.testing.objects import GiB, pod
+from koordshared.testing.objects import GiB, pod
 from tests.unit.scheduler.env import Env
 
 BE = pod("be")  # BestEffort: batch, estimated 250m / 200Mi

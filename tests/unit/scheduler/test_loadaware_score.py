@@ -7,11 +7,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from koord.apis.quantity import to_milli
 from koord.scheduler.plugins.loadaware.args import Vec
 from koord.scheduler.plugins.loadaware.estimator import estimate_pod
 from koord.scheduler.plugins.loadaware.plugin import MAX_SCORE
-from koord.testing.objects import GiB, pod
+from koordshared.apis.quantity import to_milli
+from koordshared.testing.objects import GiB, pod
 from tests.unit.scheduler.env import Env
 
 

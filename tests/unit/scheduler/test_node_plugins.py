@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.framework import Code, PreFilterResult
 from koord.scheduler.plugins import BUILTIN
-from koord.testing.objects import node, pod
+from koordshared.runtime.errors import InvalidArgs
+from koordshared.testing.objects import node, pod
 from tests.unit.scheduler.pluginrun import PluginRun
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.plugins.noderesources import BALANCED, FIT
-from koord.testing.objects import node, pod
+from koordshared.runtime.errors import InvalidArgs
+from koordshared.testing.objects import node, pod
 from tests.unit.scheduler.pluginrun import PluginRun
 
 GI = 1024**3

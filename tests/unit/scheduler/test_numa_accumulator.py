@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from koord.apis.cpulist import format_cpuset, parse_cpuset
 from koord.scheduler.plugins.nodenumaresource.accumulator import (
     AllocationError,
     take_cpus,
     take_preferred_cpus,
 )
 from koord.scheduler.plugins.nodenumaresource.cputopology import AllocatedCPU, CPUTopology
-from koord.testing.topology import TWO_SOCKETS, SimulatedTopology
+from koordshared.apis.cpulist import format_cpuset, parse_cpuset
+from koordshared.testing.topology import TWO_SOCKETS, SimulatedTopology
 
 TOPO = CPUTopology.of(TWO_SOCKETS.cpu_details())
 ALL = TOPO.cpus

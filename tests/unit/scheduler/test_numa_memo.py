@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from koord.apis import nrt
 from koord.scheduler.framework import CycleState, PodInfo
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing.topology import SimulatedTopology
+from koordshared.apis import nrt
+from koordshared.testing.topology import SimulatedTopology
 from tests.unit.scheduler.numakit import NUMA, S, add_node, kit, lsr, messages, placement, plain, report
 
 POLICY = "node.koordinator.sh/numa-topology-policy"

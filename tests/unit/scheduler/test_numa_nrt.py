@@ -1,5 +1,5 @@
 """The NodeResourceTopology the scheduler's tests and benchmarks feed NodeNUMAResource
-(:func:`koord.testing.topology.node_resource_topology`) is the one the agent reports for the same idle
+(:func:`koordshared.testing.topology.node_resource_topology`) is the one the agent reports for the same idle
 node: same zones and same annotations, for the 2 sockets x 2 NUMA nodes x hyperthreads topology and for
 a one-socket one, so the scheduler's tests run on what a real node publishes (the agent's report is
 itself checked against hand-written expectations in ``tests/unit/statesinformer/test_node_topology.py``)."""
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from koord.apis.noderesourcetopology import zones_of
-from koord.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
+from koordshared.apis.noderesourcetopology import zones_of
+from koordshared.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
 from tests.unit.statesinformer.test_node_topology import informer
 
 

@@ -5,9 +5,9 @@ nodes that fit it, BestEffort anywhere (preferring the fewest); the pod's policy
 
 from __future__ import annotations
 
-from koord.apis.numa import NUMATopologyPolicy
 from koord.scheduler.framework.topologymanager import NUMATopologyHint, mask_of, mask_str, merge
-from koord.testing.topology import TWO_SOCKETS
+from koordshared.apis.numa import NUMATopologyPolicy
+from koordshared.testing.topology import TWO_SOCKETS
 from tests.unit.scheduler.numakit import add_node, kit, lsr, messages, placement, plain, status_text
 
 POLICY = "node.koordinator.sh/numa-topology-policy"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from koord.apis.numa import ANNOTATION_RESOURCE_STATUS, resource_status
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import FakeClock
-from koord.testing.reservations import available, owner_labels, reservation
+from koordshared.apis.numa import ANNOTATION_RESOURCE_STATUS, resource_status
+from koordshared.testing import FakeClock
+from koordshared.testing.reservations import available, owner_labels, reservation
 from tests.unit.scheduler.numakit import NUMA, add_node, lsr, placement
 from tests.unit.scheduler.reservationkit import add, allocated_to, get, phase, profile
 

@@ -10,7 +10,7 @@ from typing import Any
 from koord.scheduler.framework import CycleState, PodInfo
 from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing.topology import TWO_SOCKETS
+from koordshared.testing.topology import TWO_SOCKETS
 from tests.unit.scheduler.numakit import NUMA, S, add_node, kit, lsr, messages, placement, plain
 
 

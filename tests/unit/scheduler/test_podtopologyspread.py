@@ -15,7 +15,7 @@ from koord.scheduler.framework import SKIP, Action, Code, CycleState, PodInfo
 from koord.scheduler.framework.events import QUEUE
 from koord.scheduler.framework.events import SKIP as QUEUE_SKIP
 from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
-from koord.testing.objects import node, pod
+from koordshared.testing.objects import node, pod
 from tests.unit.scheduler.inmemory import SCHEDULER, InMemoryScheduler, only
 
 NAME = "PodTopologySpread"

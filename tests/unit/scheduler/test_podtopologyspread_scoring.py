@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.framework import SKIP, CycleState, PodInfo
 from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
 from koord.scheduler.plugins.podtopologyspread.args import parse_args
 from koord.scheduler.testing import SchedulerHarness
-from koord.testing.objects import node
+from koordshared.runtime.errors import InvalidArgs
+from koordshared.testing.objects import node
 from tests.unit.scheduler.inmemory import InMemoryScheduler, only
 from tests.unit.scheduler.test_podtopologyspread import (
     BAR,

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from koord.apis.strictargs import InvalidArgs
 from koord.scheduler.framework import PodInfo
 from koord.scheduler.plugins.defaultpreemption.args import PreemptionArgs, parse_args
 from koord.scheduler.plugins.defaultpreemption.candidates import Candidate, pick_one
 from koord.scheduler.plugins.defaultpreemption.victims import Victims
+from koordshared.apis.strictargs import InvalidArgs
 from tests.unit.scheduler.memcluster import MemCluster, pdb
 
 LOW, MID, HIGH = 0, 100, 1000

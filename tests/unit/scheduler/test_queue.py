@@ -12,7 +12,7 @@ from koord.scheduler.framework.events import NODE, NODE_ADD, QUEUE, SKIP
 from koord.scheduler.plugins.queuesort import PrioritySort
 from koord.scheduler.plugins.schedulinggates import SchedulingGates
 from koord.scheduler.queue.queue import SchedulingQueue
-from koord.testing import FakeClock, pod
+from koordshared.testing import FakeClock, pod
 
 GATES = SchedulingGates(None, None)
 SORT = PrioritySort(None, None)

@@ -9,7 +9,7 @@ from typing import Any
 from koord.scheduler.framework import Status
 from koord.scheduler.plugins.queuesort import PrioritySort
 from koord.scheduler.queue.queue import SchedulingQueue
-from koord.testing import FakeClock, pod
+from koordshared.testing import FakeClock, pod
 
 SORT = PrioritySort(None, None)
 

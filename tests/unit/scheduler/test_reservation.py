@@ -6,8 +6,8 @@ nomination order (the lifecycle is in ``test_reservation_lifecycle.py``)."""
 
 from __future__ import annotations
 
-from koord.apis import reservation as rsv
-from koord.testing.reservations import available, owner_labels, owner_pod, reservation
+from koordshared.apis import reservation as rsv
+from koordshared.testing.reservations import available, owner_labels, owner_pod, reservation
 from tests.unit.scheduler.reservationkit import (
     add,
     allocated_to,

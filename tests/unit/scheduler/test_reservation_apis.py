@@ -9,19 +9,19 @@ from typing import Any
 
 import pytest
 
-from koord.apis import reservation as rsv
-from koord.apis.reservepod import (
+from koord.scheduler.framework import PodInfo, PodRequirement, ReservationInfo
+from koord.scheduler.plugins.reservation import status
+from koordshared.apis import reservation as rsv
+from koordshared.apis.reservepod import (
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
     MAX_PRIORITY,
     is_reserve_pod,
     reserve_pod,
 )
-from koord.runtime.errors import InvalidValue
-from koord.scheduler.framework import PodInfo, PodRequirement, ReservationInfo
-from koord.scheduler.plugins.reservation import status
-from koord.testing import pod
-from koord.testing.reservations import available, owner_labels, owner_pod, reservation
+from koordshared.runtime.errors import InvalidValue
+from koordshared.testing import pod
+from koordshared.testing.reservations import available, owner_labels, owner_pod, reservation
 
 
 def web(name: str = "web", **kw: Any) -> dict[str, Any]:

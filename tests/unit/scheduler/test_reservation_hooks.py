@@ -18,8 +18,8 @@ from koord.scheduler.framework.extension import (
     ReservationScorePlugin,
 )
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing import FakeClock, node
-from koord.testing.reservations import available, owner_labels, reservation
+from koordshared.testing import FakeClock, node
+from koordshared.testing.reservations import available, owner_labels, reservation
 from tests.unit.scheduler.reservationkit import S, add, allocated_to, get, owner, profile
 
 WEB = {"app": "web"}

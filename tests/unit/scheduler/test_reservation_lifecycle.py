@@ -5,10 +5,10 @@ reported as pods, and several profiles sharing the reservations."""
 
 from __future__ import annotations
 
-from koord.apis import reservation as rsv
-from koord.apis.reservepod import ANNOTATION_RESERVE_POD
-from koord.testing import node
-from koord.testing.reservations import available, owner_labels, reservation
+from koordshared.apis import reservation as rsv
+from koordshared.apis.reservepod import ANNOTATION_RESERVE_POD
+from koordshared.testing import node
+from koordshared.testing.reservations import available, owner_labels, reservation
 from tests.unit.scheduler.reservationkit import (
     add,
     allocated_to,
@@ -153,7 +153,7 @@ def test_reserve_pods_are_never_reported_as_pods() -> None:
 
 def test_profiles_share_one_reservation_cache_and_each_reservation_is_scheduled_once() -> None:
     from koord.scheduler.testing import MemoryScheduler
-    from koord.testing import FakeClock
+    from koordshared.testing import FakeClock
     from tests.unit.scheduler.reservationkit import profile
 
     second = {**profile(), "schedulerName": "other"}

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.kube.informers import MemoryInformerSet
 from koord.scheduler import app
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import parse_configuration
@@ -25,8 +24,9 @@ from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
-from koord.testing import objects
 from koordlet.testing.wait import wait_until
+from koordshared.kube.informers import MemoryInformerSet
+from koordshared.testing import objects
 
 
 class Hold:

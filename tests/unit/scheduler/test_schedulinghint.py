@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from koord.apis.schedulinghint import ANNOTATION_SCHEDULING_HINT, DEPRECATED_ANNOTATION_SCHEDULING_HINT
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.framework import SKIP, CycleState, PodInfo
 from koord.scheduler.framework.hinter import hint_state
 from koord.scheduler.framework.interface import Code
 from koord.scheduler.framework.types import PreFilterResult
 from koord.scheduler.plugins.schedulinghint import NAME, SchedulingHint
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing.objects import node, pod
+from koordshared.apis.schedulinghint import ANNOTATION_SCHEDULING_HINT, DEPRECATED_ANNOTATION_SCHEDULING_HINT
+from koordshared.runtime.errors import InvalidArgs
+from koordshared.testing.objects import node, pod
 
 S = "koord-scheduler"
 

@@ -12,7 +12,7 @@ from koord.scheduler.cache.cache import Cache
 from koord.scheduler.framework import snapshot as snapshot_module
 from koord.scheduler.framework.snapshot import Snapshot, per_domain
 from koord.scheduler.framework.types import NodeInfo
-from koord.testing.objects import node, pod
+from koordshared.testing.objects import node, pod
 
 
 def web_pods(ni: NodeInfo) -> int:

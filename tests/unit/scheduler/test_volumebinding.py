@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from koord.kube.trim import slim_pod
 from koord.scheduler.framework import CycleState, PreFilterResult
+from koordshared.kube.trim import slim_pod
 from tests.unit.scheduler.memcluster import MemCluster, wait_for
 
 IMMEDIATE = "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor, wait_for
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.eviction import EvictResult
 from koordlet.statesinformer.informer import StatesInformer
 from koordlet.system.host import Host
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor, wait_for
 
 UID = "00000000-0000-4000-8000-000000000007"
 NEVER = threading.Event()

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.runtime.errors import ConfigError
 from koordlet import config
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.kubeletauth import SERVICE_ACCOUNT_TOKEN, kubelet_credentials
+from koordshared.runtime.errors import ConfigError
 
 
 class ClientConfiguration:

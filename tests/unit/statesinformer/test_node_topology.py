@@ -13,10 +13,6 @@ from typing import Any
 
 import pytest
 
-from koord.apis import noderesourcetopology as nrtobj
-from koord.apis import nrt
-from koord.runtime.errors import APIUnavailable
-from koord.testing.topology import TWO_SOCKETS, GiB, SimulatedTopology
 from koordlet import api
 from koordlet.statesinformer.noderesourcetopology import NodeTopologyInformer, TopologyOptions
 from koordlet.system.cgroups import CgroupMode
@@ -24,6 +20,10 @@ from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import make_node, make_pod, pod_uid
 from koordlet.testing.sysfs import write_topology
+from koordshared.apis import noderesourcetopology as nrtobj
+from koordshared.apis import nrt
+from koordshared.runtime.errors import APIUnavailable
+from koordshared.testing.topology import TWO_SOCKETS, GiB, SimulatedTopology
 
 STATUS = "scheduling.koordinator.sh/resource-status"
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from koord.apis.nodemetric import CollectPolicy
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
@@ -17,6 +16,7 @@ from koordlet.metriccache.schema import (
 )
 from koordlet.statesinformer.nodemetric import StatusBuilder, write_atomic
 from koordlet.testing import FakeClock
+from koordshared.apis.nodemetric import CollectPolicy
 from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD
 

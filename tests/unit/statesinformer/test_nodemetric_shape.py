@@ -7,7 +7,13 @@ import dataclasses
 
 from prometheus_client import CollectorRegistry
 
-from koord.apis.nodemetric import (
+from koordlet import api
+from koordlet.metriccache import MetricCache
+from koordlet.prediction.server import PeakPredictServer, PredictionConfig, node_item_uid
+from koordlet.statesinformer.metrics import NodeMetricGauges
+from koordlet.statesinformer.nodemetric import StatusBuilder
+from koordlet.testing import FakeClock, FakeStates, make_node, make_pod
+from koordshared.apis.nodemetric import (
     AggregatedUsage,
     CollectPolicy,
     HostAppMetric,
@@ -18,12 +24,6 @@ from koord.apis.nodemetric import (
     parse_status,
     to_status,
 )
-from koordlet import api
-from koordlet.metriccache import MetricCache
-from koordlet.prediction.server import PeakPredictServer, PredictionConfig, node_item_uid
-from koordlet.statesinformer.metrics import NodeMetricGauges
-from koordlet.statesinformer.nodemetric import StatusBuilder
-from koordlet.testing import FakeClock, FakeStates, make_node, make_pod
 from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.lifecycle import wait_for
 from koordlet import api
 from koordlet.statesinformer.pleg import PLEG
 from koordlet.system.host import Host
 from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify
 from koordlet.testing.wakeups import stop_and_close, voluntary_switches
+from koordshared.runtime.lifecycle import wait_for
 
 UID = "00000000-0000-4000-8000-000000000001"
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from koord.apis import pod as podschema
 from koordlet import api
 from koordlet.statesinformer import podinfo
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
+from koordshared.apis import pod as podschema
 
 UID = "0f5e6a2c-1b3d-4e5f-8a9b-0c1d2e3f4a5b"
 CID = "a" * 64

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import APIUnavailable
 from koordlet import api
 from koordlet.statesinformer.kubelet import KubeletCredentials
 from koordlet.statesinformer.podinfo import pod_infos, podlist_items
@@ -17,6 +16,7 @@ from koordlet.statesinformer.pods import KubeletEndpoint, KubeletPodSource, Pods
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
 from koordlet.testing import FakeClock
 from koordlet.testing.kubelet import FakeKubelet, pod_object
+from koordshared.runtime.errors import APIUnavailable
 
 LAYOUT = CgroupLayout.create(CgroupDriver.CGROUPFS)
 

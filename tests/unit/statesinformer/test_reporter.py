@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.apis.nodemetric import CollectPolicy
-from koord.runtime.errors import APIUnavailable, ConfigError
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.reporter import NodeMetricReporter
 from koordlet.testing import FakeClock
+from koordshared.apis.nodemetric import CollectPolicy
+from koordshared.runtime.errors import APIUnavailable, ConfigError
 
 
 class Spec:

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.system.cgroups import (
     RESOURCES,
     CgroupMode,
@@ -21,6 +20,7 @@ from koordlet.system.cgroups import (
     validate,
     weight_to_shares,
 )
+from koordshared.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from tests.support.fakehost import FakeHost
 
 V1, V2 = CgroupMode.V1, CgroupMode.V2

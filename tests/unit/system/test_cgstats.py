@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from koord.runtime.errors import InvalidValue
 from koordlet.system.cgstats import (
     parse_cpu_stat,
     parse_cpuacct_usage,
     parse_memory_stat,
 )
+from koordshared.runtime.errors import InvalidValue
 
 V1_MEMORY_STAT = """cache 4096
 rss 8192

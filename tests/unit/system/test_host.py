@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from koord.runtime.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.api import HostReader, KubeQOSClass
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.cgstats import parse_memory_stat
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
+from koordshared.runtime.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 from tests.support.fakehost import FakeHost
 
 UID = "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b"

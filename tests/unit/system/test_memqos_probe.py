@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koord.runtime.errors import InvalidValue
 from koordlet.system.cgroups import CgroupMode, validate
 from koordlet.system.cgroupvalues import page_size
 from koordlet.system.probes import supports_resource
+from koordshared.runtime.errors import InvalidValue
 
 KNOBS = (
     "memory.min",

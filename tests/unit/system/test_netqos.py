@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from koord.runtime.errors import InvalidValue
 from koordlet.api.netqos import ClassLimit, DirectionSpec, NetQoSSpec
 from koordlet.system import netqos
 from koordlet.system.netqos import (
@@ -25,6 +24,7 @@ from koordlet.system.netqos import (
 )
 from koordlet.system.tcnetlink import parse_u32_sel
 from koordlet.system.tcplan import plan, plan_removal
+from koordshared.runtime.errors import InvalidValue
 from tests.unit.system.faketc import FakeKernel
 
 M = 1_000_000

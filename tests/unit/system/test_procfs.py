@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from koord.runtime.errors import InvalidValue
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import (
     clock_ticks,
@@ -13,6 +12,7 @@ from koordlet.system.procfs import (
     parse_psi,
     read_meminfo,
 )
+from koordshared.runtime.errors import InvalidValue
 from tests.support.fakehost import FakeHost
 from tests.support.paths import ROOT
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from koord.runtime.errors import InvalidValue, UnsafePath
 from koordlet.system import resctrl
 from koordlet.system.resctrl import Schemata
+from koordshared.runtime.errors import InvalidValue, UnsafePath
 from tests.support.fakehost import FakeHost
 from tests.support.paths import ROOT
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from koord.runtime.errors import InvalidValue
 from koordlet.system import resctrlmon
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo
 from koordlet.system.resctrlmon import MonData
+from koordshared.runtime.errors import InvalidValue
 from tests.support.paths import ROOT
 
 MON = ("cat_l3", "mba", *resctrlmon.MON_FLAGS)

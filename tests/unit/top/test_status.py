@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor
 from koordlet import api
 from koordlet.agentstatus import API_VERSION, StatusSources, build_status, status_route
 from koordlet.featuregates import FeatureGate
@@ -31,6 +29,8 @@ from koordlet.testing import (
     make_pod,
     topology,
 )
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor
 from qosplugins.cpusuppress import BECPUSuppress
 from tests.unit.qosplugins.test_cpusuppress_fastpath import fast_sample, quiet_samples
 

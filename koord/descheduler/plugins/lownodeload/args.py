@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.selector import LabelSelector, parse_selector
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis.selector import LabelSelector, parse_selector
+from koordshared.apis.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 RESOURCES = ("cpu", "memory", "pods")
 DEFAULT_POOL = "__default_node_pool__"

@@ -28,11 +28,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from koord.apis import pod as podutil
 from koord.descheduler.framework.interface import EvictOptions, Evictor, Obj
 from koord.descheduler.framework.nodefit import NodeFit
 from koord.descheduler.plugins.lownodeload.sorter import PodFacts, sort_pods
 from koord.descheduler.plugins.lownodeload.usage import NodeUsage, Vec, metric_vec, over
+from koordshared.apis import pod as podutil
 
 log = logging.getLogger(__name__)
 

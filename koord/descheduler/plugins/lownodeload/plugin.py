@@ -37,10 +37,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import extension
-from koord.apis import pod as podutil
-from koord.apis.node import node_name, select
-from koord.apis.pod import str_map
 from koord.descheduler.framework.interface import Handle, Obj, Status
 from koord.descheduler.framework.nodefit import NodeFit, ParsedMemo
 from koord.descheduler.plugins.lownodeload.anomaly import Detectors
@@ -57,6 +53,10 @@ from koord.descheduler.plugins.lownodeload.usage import (
     reported,
     set_thresholds,
 )
+from koordshared.apis import extension
+from koordshared.apis import pod as podutil
+from koordshared.apis.node import node_name, select
+from koordshared.apis.pod import str_map
 
 log = logging.getLogger(__name__)
 

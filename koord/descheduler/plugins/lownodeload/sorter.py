@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from koord.apis import extension
-from koord.apis import pod as podutil
-from koord.apis.pod import kube_qos_of, priority_class_of, qos_of, str_map
 from koord.descheduler.framework.interface import Obj
 from koord.descheduler.plugins.lownodeload.usage import NodeUsage
+from koordshared.apis import extension
+from koordshared.apis import pod as podutil
+from koordshared.apis.pod import kube_qos_of, priority_class_of, qos_of, str_map
 
 PRIORITY_ORDER = {
     extension.PriorityClass.FREE: 1,

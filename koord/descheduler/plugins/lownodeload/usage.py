@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from koord.apis.node import is_unschedulable, node_name
-from koord.apis.nodemetric import parse_status
-from koord.apis.pod import pod_key
-from koord.apis.resources import node_allocatable, value_of
 from koord.descheduler.framework.interface import Obj
+from koordshared.apis.node import is_unschedulable, node_name
+from koordshared.apis.nodemetric import parse_status
+from koordshared.apis.pod import pod_key
+from koordshared.apis.resources import node_allocatable, value_of
 
 Vec = dict[str, int]
 MIN_PCT, MAX_PCT = 0.0, 100.0

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.coscheduling import MatchPolicy
-from koord.apis.quantity import format_duration
-from koord.apis.strictargs import decode
 from koord.scheduler.framework import MAX_PERMIT_WAIT, InvalidArgs
+from koordshared.apis.coscheduling import MatchPolicy
+from koordshared.apis.quantity import format_duration
+from koordshared.apis.strictargs import decode
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_CONTROLLER_WORKERS = 1

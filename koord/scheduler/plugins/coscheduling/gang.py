@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.coscheduling import GangMode, MatchPolicy
 from koord.scheduler.plugins.coscheduling.gangspec import GangSpec
+from koordshared.apis.coscheduling import GangMode, MatchPolicy
 
 Obj = Mapping[str, Any]
 

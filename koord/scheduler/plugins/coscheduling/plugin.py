@@ -31,16 +31,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from koord.apis import groups
-from koord.apis.coscheduling import (
-    BIND_GANG_GROUP_ID,
-    BIND_GANG_MEMBER_COUNT,
-    DEPRECATED_BIND_GANG_GROUP_ID,
-    DEPRECATED_BIND_GANG_MEMBER_COUNT,
-    GangMode,
-    gang_name,
-    in_pod_group,
-)
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, SchedulerHandle, Status
 from koord.scheduler.framework.events import ClusterEventWithHint
 from koord.scheduler.framework.extension import Controller
@@ -52,6 +42,16 @@ from koord.scheduler.plugins.coscheduling.cache import GangCache, Joined, StoreH
 from koord.scheduler.plugins.coscheduling.controller import PodGroupController
 from koord.scheduler.plugins.coscheduling.gang import Gang, pod_key, pod_uid
 from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT, GangReporter
+from koordshared.apis import groups
+from koordshared.apis.coscheduling import (
+    BIND_GANG_GROUP_ID,
+    BIND_GANG_MEMBER_COUNT,
+    DEPRECATED_BIND_GANG_GROUP_ID,
+    DEPRECATED_BIND_GANG_MEMBER_COUNT,
+    GangMode,
+    gang_name,
+    in_pod_group,
+)
 
 NAME = "Coscheduling"
 BIND_ANNOTATIONS = (

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from koord.apis.selector import LabelSelector, parse_selector
-from koord.apis.timefmt import parse_time
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status
 from koord.scheduler.plugins.defaultpreemption.policy import VictimPolicy
+from koordshared.apis.selector import LabelSelector, parse_selector
+from koordshared.apis.timefmt import parse_time
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NONE_HERE = Status.unresolvable(NO_VICTIMS)

@@ -18,17 +18,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import (
-    APPLY_FOR_ALL,
-    DEVICE_LEVEL_EXCLUSIVE,
-    PCIE_LEVEL_EXCLUSIVE,
-    REQUESTS_AS_COUNT,
-    SAME_PCIE_SCOPE,
-    DeviceAllocation,
-    DeviceAllocations,
-    DeviceHint,
-)
 from koord.scheduler.framework import Status
 from koord.scheduler.plugins.deviceshare import gpuallocator
 from koord.scheduler.plugins.deviceshare import resources as rs
@@ -42,6 +31,17 @@ from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import Devices, ResourceList
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
+from koordshared.apis import device as dv
+from koordshared.apis.deviceshare import (
+    APPLY_FOR_ALL,
+    DEVICE_LEVEL_EXCLUSIVE,
+    PCIE_LEVEL_EXCLUSIVE,
+    REQUESTS_AS_COUNT,
+    SAME_PCIE_SCOPE,
+    DeviceAllocation,
+    DeviceAllocations,
+    DeviceHint,
+)
 
 
 def _default_shape(

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis import device as dv
+from koordshared.apis.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 LEAST, MOST = "LeastAllocated", "MostAllocated"
 DEFAULT_RESOURCES: tuple[tuple[str, int], ...] = (

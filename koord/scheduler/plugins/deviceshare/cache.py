@@ -22,15 +22,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis import reservation as rsv
-from koord.apis.deviceshare import DeviceAllocation, parse_device_allocations
-from koord.apis.pod import annotations_of, as_map, pod_key
-from koord.apis.reservepod import reserve_pod
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.plugins.deviceshare.gputopology import partition_indexer, topology_tree
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice, pcie_groups
 from koord.scheduler.plugins.deviceshare.resources import ByType
+from koordshared.apis import device as dv
+from koordshared.apis import reservation as rsv
+from koordshared.apis.deviceshare import DeviceAllocation, parse_device_allocations
+from koordshared.apis.pod import annotations_of, as_map, pod_key
+from koordshared.apis.reservepod import reserve_pod
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 TERMINATED = ("Succeeded", "Failed")

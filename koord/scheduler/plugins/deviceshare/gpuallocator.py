@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import DeviceAllocation
 from koord.scheduler.framework import Code, Status
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed, Request, allocate_default
@@ -32,6 +30,8 @@ from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import Devices
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import NO_MATCHED_TEMPLATE, GPURequirements
+from koordshared.apis import device as dv
+from koordshared.apis.deviceshare import DeviceAllocation
 
 NO_GPU_REQUIREMENTS = "No GPU Requirements"
 INSUFFICIENT_PARTITIONED = "Insufficient Partitioned GPU Devices"

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.device import (
+from koord.scheduler.plugins.deviceshare.resources import Devices
+from koordshared.apis.device import (
     GPU_VENDOR_NVIDIA,
     LABEL_GPU_MODEL,
     LABEL_GPU_VENDOR,
@@ -21,8 +22,7 @@ from koord.apis.device import (
     labels_of,
     partition_policy,
 )
-from koord.apis.deviceshare import SCOPE_NODE, SCOPE_NUMA_NODE, SCOPE_PCIE, TOPOLOGY_SCOPE_LEVEL
-from koord.scheduler.plugins.deviceshare.resources import Devices
+from koordshared.apis.deviceshare import SCOPE_NODE, SCOPE_NUMA_NODE, SCOPE_PCIE, TOPOLOGY_SCOPE_LEVEL
 
 
 def hash_minors(minors: Sequence[int] | Mapping[int, Any]) -> int:

@@ -25,12 +25,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from koord.apis import device as dv
-from koord.apis import groups
-from koord.apis.deviceshare import (
-    DeviceAllocations,
-)
-from koord.apis.pod import pod_key
 from koord.scheduler.framework import (
     SKIP,
     CycleState,
@@ -70,6 +64,12 @@ from koord.scheduler.plugins.deviceshare.state import (
     prepare_pod,
 )
 from koord.scheduler.plugins.deviceshare.templates import Templates
+from koordshared.apis import device as dv
+from koordshared.apis import groups
+from koordshared.apis.deviceshare import (
+    DeviceAllocations,
+)
+from koordshared.apis.pod import pod_key
 
 NAME = "DeviceShare"
 _EVENTS = (

@@ -17,9 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from koord.apis.deviceshare import DeviceAllocations
-from koord.apis.pod import pod_key
-from koord.apis.reservation import AllocatePolicy
 from koord.scheduler.framework import CycleState, ReservationInfo, Status
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.allocator import Allocator
@@ -27,6 +24,9 @@ from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
+from koordshared.apis.deviceshare import DeviceAllocations
+from koordshared.apis.pod import pod_key
+from koordshared.apis.reservation import AllocatePolicy
 
 RESTORE_KEY = "DeviceShare/reservationRestoreState"
 ALIGNED, RESTRICTED = AllocatePolicy.ALIGNED, AllocatePolicy.RESTRICTED

@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.quantity import parse_quantity
-from koord.apis.resources import value_of
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework import InvalidArgs
+from koordshared.apis.quantity import parse_quantity
+from koordshared.apis.resources import value_of
+from koordshared.apis.strictargs import decode
+from koordshared.runtime.errors import InvalidValue
 
 MAX_INT64_BY_5 = (2**63 - 1) // 5
 """Koordinator's default cap of the default and system quotas (``math.MaxInt64/5``, cpu in cores)."""

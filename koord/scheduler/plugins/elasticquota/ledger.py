@@ -23,13 +23,13 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from koord.apis import elasticquota as eq
-from koord.apis.pod import as_map
 from koord.scheduler.framework import Obj, PodInfo
 from koord.scheduler.framework.types import Resources, resources_of
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.quotas import QuotaSpec, built_in, match
 from koord.scheduler.plugins.elasticquota.runtime import QuotaFigures, QuotaInput, calculate
+from koordshared.apis import elasticquota as eq
+from koordshared.apis.pod import as_map
 
 log = logging.getLogger(__name__)
 

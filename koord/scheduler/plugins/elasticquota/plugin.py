@@ -26,8 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import elasticquota as eq
-from koord.apis.groups import ELASTIC_QUOTAS
 from koord.scheduler.framework import (
     QUEUE,
     Action,
@@ -51,6 +49,8 @@ from koord.scheduler.plugins.elasticquota.quotas import QuotaSpec
 from koord.scheduler.plugins.elasticquota.revoke import RevokeController
 from koord.scheduler.plugins.elasticquota.status import StatusController
 from koord.scheduler.plugins.elasticquota.units import go_list, printed
+from koordshared.apis import elasticquota as eq
+from koordshared.apis.groups import ELASTIC_QUOTAS
 
 NAME = "ElasticQuota"
 QUOTA_CACHE = "elasticquotas"

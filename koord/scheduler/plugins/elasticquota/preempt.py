@@ -26,8 +26,6 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from koord.apis import elasticquota as eq
-from koord.apis.pod import priority
 from koord.scheduler.framework import (
     Code,
     CycleState,
@@ -45,6 +43,8 @@ from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
 from koord.scheduler.plugins.elasticquota.revoke import fits
+from koordshared.apis import elasticquota as eq
+from koordshared.apis.pod import priority
 
 STATE_KEY = "PostFilterElasticQuota"
 """Where PreFilter leaves the pod's :class:`QuotaCycle` (Koordinator's ``postFilterKey``)."""

@@ -18,12 +18,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from koord.apis import elasticquota as eq
-from koord.apis.timefmt import parse_time
 from koord.scheduler.framework import Obj, PodInfo, SchedulerHandle
 from koord.scheduler.framework.types import Resources
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
+from koordshared.apis import elasticquota as eq
+from koordshared.apis.timefmt import parse_time
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from koord.apis.node import labels_of
-from koord.apis.pod import as_list, as_map
-from koord.apis.selector import NOTHING, LabelSelector, Requirement, parse_selector
 from koord.scheduler.framework import Obj, PodInfo
+from koordshared.apis.node import labels_of
+from koordshared.apis.pod import as_list, as_map
+from koordshared.apis.selector import NOTHING, LabelSelector, Requirement, parse_selector
 
 NAME = "InterPodAffinity"
 NAME_PREFIX = NAME + "/"

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.nodemetric import AGGREGATIONS
-from koord.apis.strictargs import decode
 from koord.scheduler.framework import InvalidArgs
+from koordshared.apis.nodemetric import AGGREGATIONS
+from koordshared.apis.strictargs import decode
 
 RESOURCES = ("cpu", "memory")
 """The vectorizer: Koordinator sorts resource names, so cpu comes before memory in every vector."""

@@ -19,11 +19,6 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from koord.apis import extension
-from koord.apis.nodemetric import CollectPolicy, NodeMetricStatus, Usage
-from koord.apis.parsednodemetric import parse_node_metric
-from koord.apis.pod import as_list, as_map
-from koord.apis.timefmt import parse_time
 from koord.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs, Vec
 from koord.scheduler.plugins.loadaware.estimator import (
     ANNOTATION_SECONDS_AFTER_INITIALIZED,
@@ -34,6 +29,11 @@ from koord.scheduler.plugins.loadaware.estimator import (
 )
 from koord.scheduler.plugins.loadaware.nodestate import NodeState, PodAssign
 from koord.scheduler.plugins.loadaware.table import LoadTable
+from koordshared.apis import extension
+from koordshared.apis.nodemetric import CollectPolicy, NodeMetricStatus, Usage
+from koordshared.apis.parsednodemetric import parse_node_metric
+from koordshared.apis.pod import as_list, as_map
+from koordshared.apis.timefmt import parse_time
 
 Obj = Mapping[str, Any]
 

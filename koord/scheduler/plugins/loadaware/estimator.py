@@ -14,8 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis import extension
-from koord.apis.pod import (
+from koord.scheduler.plugins.loadaware.args import RESOURCES, LoadAwareSchedulingArgs, Vec
+from koordshared.apis import extension
+from koordshared.apis.pod import (
     BATCH_CPU,
     BATCH_MEMORY,
     as_map,
@@ -24,8 +25,7 @@ from koord.apis.pod import (
     qos_of,
     str_map,
 )
-from koord.apis.resources import node_allocatable, pod_limits_list, pod_requests_list, value_of
-from koord.scheduler.plugins.loadaware.args import RESOURCES, LoadAwareSchedulingArgs, Vec
+from koordshared.apis.resources import node_allocatable, pod_limits_list, pod_requests_list, value_of
 
 DEFAULT_MILLI_CPU = 250
 DEFAULT_MEMORY = 200 * 1024 * 1024

@@ -25,8 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis import extension
-from koord.apis.pod import as_map, is_daemonset_pod
 from koord.scheduler.framework import CodedVerdicts, CycleState, Handle, NodeInfo, NodeSet, Obj, Status
 from koord.scheduler.plugins.loadaware import batch
 from koord.scheduler.plugins.loadaware.args import (
@@ -41,6 +39,8 @@ from koord.scheduler.plugins.loadaware.batch import MAX_SCORE, NodeFacts
 from koord.scheduler.plugins.loadaware.estimator import estimate_with_args, node_capacity
 from koord.scheduler.plugins.loadaware.table import NO_NODE
 from koord.scheduler.plugins.loadaware.thresholds import args_profile, node_profile
+from koordshared.apis import extension
+from koordshared.apis.pod import as_map, is_daemonset_pod
 
 __all__ = ["MAX_SCORE", "NAME", "LoadAwareScheduling", "NodeFacts", "PodFacts"]
 

@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.numa import CPUBindPolicy, NUMAAllocateStrategy
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.plugins.noderesources.args import DEFAULT_RESOURCES, LEAST, MOST
 from koord.scheduler.plugins.noderesources.args import _resources as resource_specs
+from koordshared.apis.numa import CPUBindPolicy, NUMAAllocateStrategy
+from koordshared.apis.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 _FIELDS = {"defaultCPUBindPolicy": "str", "scoringStrategy": "object", "numaScoringStrategy": "object"}
 _STRATEGY_FIELDS = {"type": "str", "resources": "object_list"}

@@ -22,10 +22,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from koord.apis.cpulist import format_cpuset
-from koord.apis.numa import LABEL_NODE_NUMA_ALLOCATE_STRATEGY, NUMATopologyPolicy
-from koord.runtime.errors import InvalidValue
-from koord.runtime.logs import OncePerChange
 from koord.scheduler.framework import Obj
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation, allocation_of
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
@@ -34,6 +30,10 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
     full_pcpus_only,
     options_of,
 )
+from koordshared.apis.cpulist import format_cpuset
+from koordshared.apis.numa import LABEL_NODE_NUMA_ALLOCATE_STRATEGY, NUMATopologyPolicy
+from koordshared.runtime.errors import InvalidValue
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _malformed = OncePerChange(log)

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.numa import NUMATopologyPolicy
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation, add, add_numa
@@ -20,6 +19,7 @@ from koord.scheduler.plugins.nodenumaresource.placement import LABELLED_COLUMN, 
 from koord.scheduler.plugins.nodenumaresource.restorestate import NodeRestoreState
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import steers_by_labels
+from koordshared.apis.numa import NUMATopologyPolicy
 
 
 class ScoredPlacement(Placement):

@@ -24,16 +24,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from koord.apis import groups
-from koord.apis.numa import (
-    ANNOTATION_RESOURCE_SPEC,
-    ANNOTATION_RESOURCE_STATUS,
-    CPUBindPolicy,
-    NUMATopologyPolicy,
-    dumps,
-    resource_spec,
-)
-from koord.apis.pod import str_map
 from koord.scheduler.framework import (
     SKIP,
     Action,
@@ -65,6 +55,16 @@ from koord.scheduler.plugins.nodenumaresource.reservation import reservation_cha
 from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import labels_of, node_cpu_bind_policy
+from koordshared.apis import groups
+from koordshared.apis.numa import (
+    ANNOTATION_RESOURCE_SPEC,
+    ANNOTATION_RESOURCE_STATUS,
+    CPUBindPolicy,
+    NUMATopologyPolicy,
+    dumps,
+    resource_spec,
+)
+from koordshared.apis.pod import str_map
 
 NAME = STATE_KEY
 NRT_CACHE = "noderesourcetopologies"

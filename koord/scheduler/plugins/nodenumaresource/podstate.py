@@ -18,19 +18,19 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from koord.apis.extension import PriorityClass, QOSClass
-from koord.apis.numa import (
+from koord.scheduler.framework import Obj, PodInfo, Status
+from koord.scheduler.plugins.nodenumaresource.allocation import PodAllocation
+from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
+from koordshared.apis.extension import PriorityClass, QOSClass
+from koordshared.apis.numa import (
     CPUBindPolicy,
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
     numa_topology_spec,
     resource_spec,
 )
-from koord.apis.pod import kube_qos_of, priority_class_of, qos_of, qos_raw, str_map
-from koord.runtime.errors import InvalidValue
-from koord.scheduler.framework import Obj, PodInfo, Status
-from koord.scheduler.plugins.nodenumaresource.allocation import PodAllocation
-from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
+from koordshared.apis.pod import kube_qos_of, priority_class_of, qos_of, qos_raw, str_map
+from koordshared.runtime.errors import InvalidValue
 
 ERR_NOT_MATCH_NUMA_TOPOLOGY = "node(s) NUMA Topology policy not match"
 ERR_INVALID_REQUESTED_CPUS = "the requested CPUs must be integer"

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from koord.apis.reservepod import reserve_pod
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, Status
 from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
 from koord.scheduler.plugins.nodenumaresource import allocator
@@ -32,6 +31,7 @@ from koord.scheduler.plugins.nodenumaresource.restorestate import (
     ReusableAlloc,
     sub_numa,
 )
+from koordshared.apis.reservepod import reserve_pod
 
 RESTORE_KEY = "NodeNUMAResource/reservationRestoreState"
 ERR_NOMINATED_NOT_FIT = "pod has a nominated reservation but cannot be allocated within its NUMA scope"

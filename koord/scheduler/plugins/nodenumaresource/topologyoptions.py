@@ -21,20 +21,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from koord.apis import nrt
-from koord.apis.cpulist import parse_cpuset
-from koord.apis.noderesourcetopology import ZONE_TYPE_NODE, zones_of
-from koord.apis.numa import (
+from koord.scheduler.framework import NodeInfo, Obj
+from koord.scheduler.plugins.nodenumaresource.cputopology import EMPTY, CPUTopology
+from koordshared.apis import nrt
+from koordshared.apis.cpulist import parse_cpuset
+from koordshared.apis.noderesourcetopology import ZONE_TYPE_NODE, zones_of
+from koordshared.apis.numa import (
     LABEL_NODE_CPU_BIND_POLICY,
     LABEL_NUMA_TOPOLOGY_POLICY,
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
 )
-from koord.apis.quantity import parse_quantity
-from koord.apis.resources import value_of
-from koord.runtime.errors import InvalidValue
-from koord.scheduler.framework import NodeInfo, Obj
-from koord.scheduler.plugins.nodenumaresource.cputopology import EMPTY, CPUTopology
+from koordshared.apis.quantity import parse_quantity
+from koordshared.apis.resources import value_of
+from koordshared.runtime.errors import InvalidValue
 
 T = TypeVar("T")
 

@@ -22,8 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.pod import as_list, as_map
-from koord.apis.resources import is_scalar_resource
 from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
 from koord.scheduler.framework.types import (
     CPU,
@@ -34,6 +32,8 @@ from koord.scheduler.framework.types import (
     resources_of,
 )
 from koord.scheduler.plugins.noderesourcesfitplus.args import MOST, FitPlusArgs, parse_args
+from koordshared.apis.pod import as_list, as_map
+from koordshared.apis.resources import is_scalar_resource
 
 NAME = "NodeResourcesFitPlus"
 STATE_KEY = "PreScore" + NAME

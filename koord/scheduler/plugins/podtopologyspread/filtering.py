@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from koord.apis.node import labels_of
 from koord.scheduler.framework import NodeSet, Obj, PodInfo, Snapshot, Status
 from koord.scheduler.framework.snapshot import at_codes, widened
 from koord.scheduler.plugins.podtopologyspread.constraints import (
@@ -27,6 +26,7 @@ from koord.scheduler.plugins.podtopologyspread.constraints import (
     included,
     node_included,
 )
+from koordshared.apis.node import labels_of
 
 ERR_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 ERR_MISSING_LABEL = ERR_CONSTRAINTS + " (missing required label)"

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.strictargs import decode
 from koord.scheduler.framework import InvalidArgs
+from koordshared.apis.strictargs import decode
 
 DEFAULT_GC_SECONDS = 86400
 DEFAULT_GC_INTERVAL = 60

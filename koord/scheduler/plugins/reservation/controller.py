@@ -18,16 +18,16 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-from koord.apis import groups
-from koord.apis import reservation as rsv
-from koord.apis.pod import as_list, as_map
-from koord.apis.timefmt import parse_time
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework import Obj, PodInfo, SchedulerHandle, Store
 from koord.scheduler.framework.types import resources_of
 from koord.scheduler.plugins.coscheduling.keyed import KeyedController
 from koord.scheduler.plugins.reservation import status
 from koord.scheduler.plugins.reservation.args import ReservationArgs
+from koordshared.apis import groups
+from koordshared.apis import reservation as rsv
+from koordshared.apis.pod import as_list, as_map
+from koordshared.apis.timefmt import parse_time
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

@@ -20,14 +20,14 @@ import weakref
 from types import SimpleNamespace
 from typing import Any
 
-from koord.apis import groups
-from koord.apis import reservation as rsv
-from koord.apis.reservepod import reservation_name, reserve_pod
 from koord.scheduler.framework import Obj, SchedulerHandle, Status, Store
 from koord.scheduler.plugins.reservation import status
 from koord.scheduler.plugins.reservation.args import ReservationArgs
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.plugins.reservation.controller import ReservationController
+from koordshared.apis import groups
+from koordshared.apis import reservation as rsv
+from koordshared.apis.reservepod import reservation_name, reserve_pod
 
 _SHARED: weakref.WeakKeyDictionary[Any, Shared] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()

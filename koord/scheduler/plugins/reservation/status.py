@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import reservation as rsv
-from koord.apis.pod import as_list, as_map
-from koord.apis.quantity import format_bytes, format_decimal, format_milli
-from koord.apis.timefmt import format_time
+from koordshared.apis import reservation as rsv
+from koordshared.apis.pod import as_list, as_map
+from koordshared.apis.quantity import format_bytes, format_decimal, format_milli
+from koordshared.apis.timefmt import format_time
 
 Obj = Mapping[str, Any]
 _BYTES = ("memory", "ephemeral-storage")

@@ -23,16 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from koord.apis import reservation as rsv
-from koord.apis.node import matches_node_selector
-from koord.apis.pod import as_list, as_map
-from koord.apis.reservepod import reservation_name
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, SchedulerHandle, Status
 from koord.scheduler.framework.extension import ReservationHooks
 from koord.scheduler.framework.types import PodInfo
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.plugins.reservation.state import CycleData, Diagnosis, NodeState
+from koordshared.apis import reservation as rsv
+from koordshared.apis.node import matches_node_selector
+from koordshared.apis.pod import as_list, as_map
+from koordshared.apis.reservepod import reservation_name
+from koordshared.runtime.errors import InvalidValue
 
 
 class Restorer:

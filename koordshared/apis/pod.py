@@ -1,0 +1,308 @@
+"""The pod vocabulary every process shares, on the pod's JSON: Koordinator's classification, requests,
+and the identity, owner and lifecycle facts evictors and plugins decide on.
+
+Two readings, as Koordinator has them (``apis/extension``):
+
+- raw (``GetPodQoSClassRaw``, ``GetPodPriorityClassRaw``): the ``koordinator.sh/qosClass`` label alone;
+  the ``koordinator.sh/priority-class`` label when the pod has it (a present but empty or unknown value is
+  "none", never a fall-through), else the band of ``spec.priority``. Koordinator's QoS plugins decide on
+  these: only a pod *labelled* BE is an eviction candidate, burstability is decided from the label.
+- with default (``GetPodQoSClassWithDefault``, ``GetPodPriorityClassWithDefault``): the raw class, else
+  from the Kubernetes QoS class (computed from requests and limits when ``status.qosClass`` is absent) or,
+  for the priority, from that QoS class. The NodeMetric report, the manager's batch-resource calculation,
+  the extender and the descheduler classify pods this way.
+
+The agent builds its ``PodInfo`` with both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from koordshared.apis import extension
+from koordshared.apis.quantity import to_int, to_milli
+from koordshared.apis.timefmt import parse_time
+from koordshared.runtime.errors import InvalidValue
+
+LABEL_QOS = "koordinator.sh/qosClass"
+LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
+BATCH_CPU = "kubernetes.io/batch-cpu"
+BATCH_MEMORY = "kubernetes.io/batch-memory"
+MID_CPU = "kubernetes.io/mid-cpu"
+MID_MEMORY = "kubernetes.io/mid-memory"
+
+# koordinator's priority bands: [low, high] of spec.priority per class.
+PRIORITY_BANDS: tuple[tuple[extension.PriorityClass, int, int], ...] = (
+    (extension.PriorityClass.PROD, 9000, 9999),
+    (extension.PriorityClass.MID, 7000, 7999),
+    (extension.PriorityClass.BATCH, 5000, 5999),
+    (extension.PriorityClass.FREE, 3000, 3999),
+)
+_KUBE_TO_KOORD = {
+    extension.KubeQOSClass.GUARANTEED: extension.QOSClass.LSR,
+    extension.KubeQOSClass.BURSTABLE: extension.QOSClass.LS,
+    extension.KubeQOSClass.BESTEFFORT: extension.QOSClass.BE,
+}
+_COMPUTE = ("cpu", "memory")
+
+Obj = Mapping[str, Any]
+
+
+def as_map(obj: Any, key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when both are mappings, else ``{}`` (API objects are not trusted in shape)."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_list(obj: Any, key: str) -> list[Any]:
+    """``obj[key]`` when it is a list, else ``[]``."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, list) else []
+
+
+def str_map(value: Mapping[str, Any]) -> dict[str, str]:
+    """Labels or annotations as ``str -> str``."""
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def kube_qos_of(pod: Obj) -> extension.KubeQOSClass:
+    """``status.qosClass`` if valid, else Kubernetes' ``GetPodQOS`` over init and app containers."""
+    raw = as_map(pod, "status").get("qosClass")
+    if isinstance(raw, str):
+        try:
+            return extension.KubeQOSClass(raw)
+        except ValueError:
+            pass
+    spec = as_map(pod, "spec")
+    containers = as_list(spec, "containers") + as_list(spec, "initContainers")
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = as_map(c, "resources")
+        requests, limits = as_map(res, "requests"), as_map(res, "limits")
+        for name in _COMPUTE:
+            req, lim = requests.get(name), limits.get(name)
+            if req is not None or lim is not None:
+                any_set = True
+            if lim is None or (req is not None and _safe_quantity(req) != _safe_quantity(lim)):
+                guaranteed = False
+    if not any_set:
+        return extension.KubeQOSClass.BESTEFFORT
+    if guaranteed and containers:
+        return extension.KubeQOSClass.GUARANTEED
+    return extension.KubeQOSClass.BURSTABLE
+
+
+def _safe_quantity(value: Any) -> int | None:
+    try:
+        return to_milli(value)
+    except (InvalidValue, TypeError):
+        return None
+
+
+def qos_raw(labels: Mapping[str, str]) -> extension.QOSClass:
+    """Koordinator's ``GetPodQoSClassRaw``: the class the label names; none without a known label."""
+    try:
+        return extension.QOSClass(labels.get(LABEL_QOS, ""))
+    except ValueError:
+        return extension.QOSClass.NONE
+
+
+def qos_of(labels: Mapping[str, str], kube_qos: extension.KubeQOSClass) -> extension.QOSClass:
+    """Koordinator's ``GetPodQoSClassWithDefault``: a known label wins; otherwise from the kube QoS."""
+    raw = qos_raw(labels)
+    return raw if raw is not extension.QOSClass.NONE else _KUBE_TO_KOORD[kube_qos]
+
+
+def priority_class_raw(labels: Mapping[str, str], priority: int | None) -> extension.PriorityClass:
+    """Koordinator's ``GetPodPriorityClassRaw``: a present label decides (an empty or unknown value is
+    none, without looking at ``spec.priority``); otherwise the band ``spec.priority`` falls in."""
+    if LABEL_PRIORITY_CLASS in labels:
+        try:
+            return extension.PriorityClass(labels[LABEL_PRIORITY_CLASS])
+        except ValueError:
+            return extension.PriorityClass.NONE
+    if priority is not None:
+        for cls, low, high in PRIORITY_BANDS:
+            if low <= priority <= high:
+                return cls
+    return extension.PriorityClass.NONE
+
+
+def priority_class_of(
+    labels: Mapping[str, str], priority: int | None, qos: extension.QOSClass
+) -> extension.PriorityClass:
+    """``GetPodPriorityClassWithDefault``: the raw class, else from the QoS with default ``qos`` (BE ->
+    batch, every other class -> prod)."""
+    raw = priority_class_raw(labels, priority)
+    if raw is not extension.PriorityClass.NONE:
+        return raw
+    if qos is extension.QOSClass.BE:
+        return extension.PriorityClass.BATCH
+    if qos is extension.QOSClass.NONE:
+        return extension.PriorityClass.NONE
+    return extension.PriorityClass.PROD
+
+
+def _add_requests(total: list[int], requests: Mapping[str, Any]) -> None:
+    for i, (name, milli) in enumerate((("cpu", True), ("memory", False))):
+        raw = requests.get(name)
+        if raw is None:
+            continue
+        try:
+            total[i] += to_milli(raw) if milli else to_int(raw)
+        except (InvalidValue, TypeError):
+            continue  # an unparsable request counts as none, as the agent does
+
+
+def pod_requests(pod: Obj) -> tuple[int, int]:
+    """``(cpu millicores, memory bytes)`` the pod requests, as Kubernetes' ``resourcehelper.PodRequests``:
+    the app containers plus the sidecars (restartable init containers), at least the largest init step
+    (an init container plus the sidecars started before it), plus ``spec.overhead``."""
+    spec = as_map(pod, "spec")
+    total = [0, 0]
+    for c in as_list(spec, "containers"):
+        _add_requests(total, as_map(as_map(c, "resources"), "requests"))
+    sidecars = [0, 0]
+    init_peak = [0, 0]
+    for c in as_list(spec, "initContainers"):
+        requests = as_map(as_map(c, "resources"), "requests")
+        step = [0, 0]
+        _add_requests(step, requests)
+        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
+            total = [t + s for t, s in zip(total, step, strict=True)]
+            sidecars = [t + s for t, s in zip(sidecars, step, strict=True)]
+            step = list(sidecars)
+        else:
+            step = [t + s for t, s in zip(step, sidecars, strict=True)]
+        init_peak = [max(a, b) for a, b in zip(init_peak, step, strict=True)]
+    total = [max(a, b) for a, b in zip(total, init_peak, strict=True)]
+    _add_requests(total, as_map(spec, "overhead"))
+    return total[0], total[1]
+
+
+# ---- identity, owners, lifecycle: the facts evictors and plugins decide on (Koordinator's
+# ``pkg/descheduler/utils``, kube's ``pod`` helpers) -------------------------------------------------
+
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+"""``scheduling.SystemCriticalPriority``: system-node-critical and system-cluster-critical and above."""
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+SOURCE_ANNOTATION = "kubernetes.io/config.source"
+DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+EVICTION_COST_ANNOTATION = "scheduling.koordinator.sh/eviction-cost"
+EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
+"""A pod carrying it passes the evictor's filters whatever they say (Koordinator and descheduler)."""
+
+
+def meta(pod: Obj) -> Mapping[str, Any]:
+    # Called for every pod of every node each round: API objects always carry metadata as an object,
+    # so no shape check here (as_map's isinstance against the Mapping ABC would dominate the round).
+    m = pod.get("metadata")
+    return m if m is not None else {}
+
+
+def pod_key(pod: Obj) -> str:
+    m = pod.get("metadata") or {}
+    return f"{m.get('namespace') or ''}/{m.get('name') or ''}"
+
+
+def annotations_of(pod: Obj) -> Mapping[str, Any]:
+    return as_map(meta(pod), "annotations")
+
+
+def owner_refs(pod: Obj) -> list[Mapping[str, Any]]:
+    return [o for o in as_list(meta(pod), "ownerReferences") if isinstance(o, Mapping)]
+
+
+def controller_ref(pod: Obj) -> Mapping[str, Any] | None:
+    """The owner with ``controller: true`` (else the first owner): the pod's workload."""
+    owners = owner_refs(pod)
+    for o in owners:
+        if o.get("controller"):
+            return o
+    return owners[0] if owners else None
+
+
+def index_by_owner(pod: Obj) -> list[str]:
+    """Informer index: the UID of the pod's workload (none for a bare pod)."""
+    ref = controller_ref(pod)
+    uid = ref.get("uid") if ref else None
+    return [str(uid)] if uid else []
+
+
+def is_daemonset_pod(pod: Obj) -> bool:
+    return any(o.get("kind") == "DaemonSet" for o in owner_refs(pod))
+
+
+def is_mirror_pod(pod: Obj) -> bool:
+    return MIRROR_ANNOTATION in annotations_of(pod)
+
+
+def is_static_pod(pod: Obj) -> bool:
+    source = annotations_of(pod).get(SOURCE_ANNOTATION)
+    return source is not None and source != "api"
+
+
+def is_terminating(pod: Obj) -> bool:
+    return bool(meta(pod).get("deletionTimestamp"))
+
+
+def priority(pod: Obj) -> int:
+    """``spec.priority`` (0 when unset, as ``PodPriority``)."""
+    value = as_map(pod, "spec").get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def has_priority(pod: Obj) -> bool:
+    value = as_map(pod, "spec").get("priority")
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_critical(pod: Obj) -> bool:
+    return has_priority(pod) and priority(pod) >= SYSTEM_CRITICAL_PRIORITY
+
+
+def _volumes(pod: Obj) -> list[Mapping[str, Any]]:
+    return [v for v in as_list(as_map(pod, "spec"), "volumes") if isinstance(v, Mapping)]
+
+
+def has_local_storage(pod: Obj) -> bool:
+    return any("hostPath" in v or "emptyDir" in v for v in _volumes(pod))
+
+
+def has_pvc(pod: Obj) -> bool:
+    return any("persistentVolumeClaim" in v for v in _volumes(pod))
+
+
+def _int32_annotation(pod: Obj, key: str) -> int:
+    """An int32 annotation as Kubernetes parses it (no sign prefix ``+``, no leading zeros); 0 when
+    absent or invalid."""
+    raw = annotations_of(pod).get(key)
+    if not isinstance(raw, str) or not raw:
+        return 0
+    digits = raw[1:] if raw.startswith("-") else raw
+    if not digits.isdecimal() or (digits.startswith("0") and digits != "0") or raw == "-0":
+        return 0
+    value = int(raw)
+    return value if -(2**31) <= value < 2**31 else 0
+
+
+def deletion_cost(pod: Obj) -> int:
+    return _int32_annotation(pod, DELETION_COST_ANNOTATION)
+
+
+def eviction_cost(pod: Obj) -> int:
+    return _int32_annotation(pod, EVICTION_COST_ANNOTATION)
+
+
+def creation_time(pod: Obj) -> float:
+    """``metadata.creationTimestamp`` in epoch seconds (0 when absent)."""
+    return parse_time(meta(pod).get("creationTimestamp")) or 0.0
+
+
+def is_ready(pod: Obj) -> bool:
+    for cond in as_list(as_map(pod, "status"), "conditions"):
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
