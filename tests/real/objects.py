@@ -203,3 +203,29 @@ def slo_config(cluster: Cluster, **keys: Mapping[str, Any]) -> Iterator[None]:
         yield
     finally:
         patch({k: before[k] for k in data if k in before})
+
+
+def node_cpu_percent(cluster: Cluster) -> float:
+    """The node's CPU usage in its latest NodeMetric report, as a percent of its capacity."""
+    from koord.apis.quantity import parse_quantity
+
+    used = node_metric(cluster)["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"]
+    capacity = get(cluster, "node", cluster.node_name, ns=None)["status"]["capacity"]["cpu"]
+    return float(parse_quantity(used)) * 100 / float(parse_quantity(capacity))
+
+
+def wait_for_room(
+    cluster: Cluster, *, batch_cpu: int = 0, cpu_percent: float = 100, timeout: float = 180
+) -> None:
+    """Wait until the node has ``batch_cpu`` milli-cores of batch-cpu and reports CPU use under
+    ``cpu_percent``: what the node can give BE is what the rest of this machine leaves, and a test of how
+    it is given needs some. Fails saying the machine is too busy when it never comes."""
+
+    def room() -> bool:
+        return batch_allocatable(cluster)[0] >= batch_cpu and node_cpu_percent(cluster) < cpu_percent
+
+    wait_until(
+        f"room on the node (batch-cpu >= {batch_cpu}m, CPU < {cpu_percent:.0f} %: is the machine too busy?)",
+        room,
+        timeout,
+    )

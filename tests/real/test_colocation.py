@@ -26,6 +26,7 @@ from tests.real.objects import (
     pod_usage,
     pods,
     slo_config,
+    wait_for_room,
     wait_running,
 )
 from tests.realcluster.cluster import Cluster
@@ -61,7 +62,7 @@ def test_agent_reports_real_pods_and_manager_publishes_batch_resources(colocatio
 def test_batch_cpu_falls_when_ls_usage_rises(colocation: Cluster) -> None:
     # Proves against: the real kernel's CPU accounting of a kubelet-made container, the Node's status.
     c = colocation
-    wait_until("batch-cpu on the Node", lambda: batch_allocatable(c)[0] > 0, 60)
+    wait_for_room(c, batch_cpu=400)
     idle_batch = batch_allocatable(c)[0]
     apply(c, ls_deployment("ls-spike", BURN, cpu="500m"))
     (spike,) = wait_running(c, "app=ls-spike")
@@ -93,7 +94,8 @@ def test_koord_scheduler_places_be_pods_by_batch_resources(colocation: Cluster) 
     # Proves against: the kubelet's admission of extended resources, real Binding, the real cgroups
     # the BatchResource hook writes.
     c = colocation
-    wait_until("batch-cpu of 300m or more", lambda: batch_allocatable(c)[0] >= 300, 90)
+    # LoadAwareScheduling (deploy/'s profile) refuses a node over 65 % CPU: wait for one under it.
+    wait_for_room(c, batch_cpu=300, cpu_percent=55)
     free_cpu, _ = batch_allocatable(c)
     apply(c, be_pod("be-fits", BURN, batch_cpu=200, batch_memory="64Mi"))
     (fits,) = wait_running(c, "app=be-fits")

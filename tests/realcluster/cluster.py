@@ -91,8 +91,8 @@ def preflight(state: Path) -> str:
         return "a kubepods cgroup already exists (another kubelet, or a cluster not stopped): stop it first"
     if node.mounts_under(state):
         return f"mounts remain under {state} from an earlier run: run the stop (make cluster-stop) first"
-    if node.NODE_DEVICE in node.links():
-        return f"network device {node.NODE_DEVICE} exists: a real cluster runs (stop it first)"
+    if node.POD_BRIDGE in node.links():
+        return f"network device {node.POD_BRIDGE} exists: a real cluster runs (stop it first)"
     return ""
 
 
@@ -105,6 +105,9 @@ class Cluster:
     absent_at_start: list[str] = field(default_factory=list)
     version: str = ""
     with_node: bool = True
+    owned: list[str] = field(default_factory=list)
+    """Machine-wide things this cluster made and its stop removes (``node``: the bridge, the kubepods
+    cgroups, the kubelet's and the runtime's host directories)."""
     """A kubelet, containerd and the node's devices (one such cluster per machine)."""
 
     # -- layout
@@ -122,9 +125,13 @@ class Cluster:
         return self.state / "admin.kubeconfig"
 
     @property
+    def net(self) -> control.Network:
+        return node.NETWORK if self.with_node else control.LOOPBACK
+
+    @property
     def server(self) -> str:
         assert self.ports is not None
-        return f"https://127.0.0.1:{self.ports.apiserver}"
+        return f"https://{self.net.api_host}:{self.ports.apiserver}"
 
     @property
     def kubelet_root(self) -> Path:
@@ -134,6 +141,7 @@ class Cluster:
         doc = {
             "node": self.node_name,
             "withNode": self.with_node,
+            "owned": self.owned,
             "version": self.version,
             "ports": self.ports.to_json() if self.ports else None,
             "absentAtStart": self.absent_at_start,
@@ -147,9 +155,9 @@ class Cluster:
         ports = control.Ports(**doc["ports"]) if doc.get("ports") else None
         procs = {p["name"]: Started.from_json(p) for p in doc.get("processes", [])}
         absent = list(doc.get("absentAtStart", []))
-        return cls(
-            state, doc["node"], procs, ports, absent, doc.get("version", ""), bool(doc.get("withNode", True))
-        )
+        with_node = bool(doc.get("withNode", True))
+        owned = list(doc.get("owned", []))
+        return cls(state, doc["node"], procs, ports, absent, doc.get("version", ""), with_node, owned)
 
     def _add(self, p: Started) -> Started:
         self.procs[p.name] = p
@@ -178,7 +186,10 @@ class Cluster:
         self.state.mkdir(parents=True)
         if self.with_node:
             self.absent_at_start = [str(p) for p in node.HOST_LEFTOVERS if not p.exists()]
-        self.ports = control.Ports(*(free_port() for _ in range(7)))
+        free = [free_port() for _ in range(7)]
+        if self.with_node:
+            free[2] = node.API_PORT  # the kubernetes Service's port, for pods' in-cluster configuration
+        self.ports = control.Ports(*free)
         self._record()
         try:
             self._up(bins, step, with_stack=with_stack and self.with_node, with_scheduler=with_scheduler)
@@ -192,7 +203,7 @@ class Cluster:
     def _up(self, bins: binaries.Binaries, step: Say, *, with_stack: bool, with_scheduler: bool) -> None:
         assert self.ports is not None
         step("certificates")
-        pki.make_all(self.pki, node=self.node_name, node_ip=node.NODE_IP, service_ip=control.SERVICE_IP)
+        pki.make_all(self.pki, node=self.node_name, node_ip=node.NODE_IP, service_ip=self.net.service_ip)
         ca = self.pki / "ca.crt"
         kubeconfigs = {}
         for name, cert in (
@@ -207,17 +218,21 @@ class Cluster:
             )
             kubeconfigs[name] = path
         if self.with_node:
+            self.owned.append("node")
+            self._record()
             node.add_node_address()
         step(f"etcd {bins.version}")
         self._add(control.start_etcd(bins, self.state / "etcd", self.logs, self.ports))
         step("kube-apiserver")
         self._add(
-            control.start_apiserver(bins, self.pki, self.state, self.logs, self.ports, node_ip=node.NODE_IP)
+            control.start_apiserver(
+                bins, self.pki, self.state, self.logs, self.ports, node_ip=node.NODE_IP, net=self.net
+            )
         )
         step("kube-controller-manager")
         self._add(
             control.start_controller_manager(
-                bins, self.pki, kubeconfigs["controller-manager"], self.logs, self.ports
+                bins, self.pki, kubeconfigs["controller-manager"], self.logs, self.ports, self.net
             )
         )
         if with_scheduler:
@@ -343,11 +358,17 @@ class Cluster:
         left: list[str] = []
         if not self.with_node:
             return [f"process {p.name} still running" for p in self.procs.values() if p.running()]
-        left += node.unmount_all(self.state, Path("/var/lib/kubelet"))
-        for top in node.kubepods_dirs():
-            left += node.remove_cgroup_tree(top)
-        left += node.delete_links()
-        node.remove_leftovers(self.absent_at_start)
+        # Machine-wide things only when this cluster made them (its start refused to run beside them):
+        # a stop of a cluster that never started must not take another's bridge or cgroups.
+        if "node" in self.owned:
+            node.kill_leftovers(self.state)
+            left += node.unmount_all(self.state, Path("/var/lib/kubelet"))
+            for top in node.kubepods_dirs():
+                left += node.remove_cgroup_tree(top)
+            left += node.delete_links()
+            node.remove_leftovers(self.absent_at_start)
+        else:
+            left += node.unmount_all(self.state)
         still = [p.name for p in self.procs.values() if p.running()]
         left += [f"process {n} still running" for n in still]
         return left

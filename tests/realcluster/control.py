@@ -17,8 +17,19 @@ import yaml
 from tests.realcluster.binaries import Binaries
 from tests.realcluster.procs import Started, spawn, wait_until
 
-SERVICE_CIDR = "10.96.0.0/24"
-SERVICE_IP = "10.96.0.1"  # the first address of the range: the ``kubernetes`` Service's, in the certificate
+
+@dataclass(frozen=True)
+class Network:
+    """Where kube-apiserver listens and what its Service range is."""
+
+    api_host: str
+    service_cidr: str
+    service_ip: str
+    """The first address of the range: the ``kubernetes`` Service's, in the serving certificate."""
+
+
+LOOPBACK = Network("127.0.0.1", "10.96.0.0/24", "10.96.0.1")
+"""A control plane without a node: nothing but this host reaches it."""
 
 
 @dataclass(frozen=True)
@@ -133,13 +144,15 @@ def audit_events(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def apiserver_argv(bins: Binaries, pki: Path, state: Path, ports: Ports, *, node_ip: str) -> list[str]:
+def apiserver_argv(
+    bins: Binaries, pki: Path, state: Path, ports: Ports, *, node_ip: str, net: Network
+) -> list[str]:
     policy = state / "audit-policy.yaml"
     policy.write_text(yaml.safe_dump(AUDIT_POLICY))
     return [
         str(bins.path("kube-apiserver")),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={net.api_host}",
         f"--advertise-address={node_ip}",
         f"--secure-port={ports.apiserver}",
         f"--tls-cert-file={pki / 'apiserver.crt'}",
@@ -154,7 +167,7 @@ def apiserver_argv(bins: Binaries, pki: Path, state: Path, ports: Ports, *, node
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={pki / 'sa.pub'}",
         f"--service-account-signing-key-file={pki / 'sa.key'}",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        f"--service-cluster-ip-range={net.service_cidr}",
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
         "--profiling=false",
@@ -167,10 +180,11 @@ def apiserver_argv(bins: Binaries, pki: Path, state: Path, ports: Ports, *, node
 
 
 def start_apiserver(
-    bins: Binaries, pki: Path, state: Path, logs: Path, ports: Ports, *, node_ip: str
+    bins: Binaries, pki: Path, state: Path, logs: Path, ports: Ports, *, node_ip: str, net: Network
 ) -> Started:
-    proc = spawn("kube-apiserver", apiserver_argv(bins, pki, state, ports, node_ip=node_ip), logs)
-    base = f"https://127.0.0.1:{ports.apiserver}"
+    argv = apiserver_argv(bins, pki, state, ports, node_ip=node_ip, net=net)
+    proc = spawn("kube-apiserver", argv, logs)
+    base = f"https://{net.api_host}:{ports.apiserver}"
     wait_until(
         "kube-apiserver ready",
         lambda: https_get(f"{base}/readyz", pki / "ca.crt", pki / "admin.crt", pki / "admin.key")[0] == 200,
@@ -181,7 +195,7 @@ def start_apiserver(
 
 
 def start_controller_manager(
-    bins: Binaries, pki: Path, kubeconfig: Path, logs: Path, ports: Ports
+    bins: Binaries, pki: Path, kubeconfig: Path, logs: Path, ports: Ports, net: Network
 ) -> Started:
     proc = spawn(
         "kube-controller-manager",
@@ -197,7 +211,7 @@ def start_controller_manager(
             f"--cluster-signing-cert-file={pki / 'ca.crt'}",
             f"--cluster-signing-key-file={pki / 'ca.key'}",
             "--use-service-account-credentials=true",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-cluster-ip-range={net.service_cidr}",
             "--leader-elect=false",
             "--profiling=false",
             "--v=1",
