@@ -207,7 +207,7 @@ def slo_config(cluster: Cluster, **keys: Mapping[str, Any]) -> Iterator[None]:
 
 def node_cpu_percent(cluster: Cluster) -> float:
     """The node's CPU usage in its latest NodeMetric report, as a percent of its capacity."""
-    from koord.apis.quantity import parse_quantity
+    from koordshared.apis.quantity import parse_quantity
 
     used = node_metric(cluster)["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"]
     capacity = get(cluster, "node", cluster.node_name, ns=None)["status"]["capacity"]["cpu"]

@@ -32,7 +32,7 @@ from tests.realcluster.images import Image, blob, index_entry, write_layout
 NAME = "docker.io/library/koordlet-py:0.1.0"
 """What ``image: koordlet-py:0.1.0`` in ``deploy/`` resolves to."""
 PROJECT = "koordlet"
-PACKAGES = ("koordlet", "koord", "qosplugins")
+PACKAGES = ("koordlet", "koordshared", "koord", "qosplugins")
 PREFIX = "usr/local"
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 SITE = f"{PREFIX}/lib/{PY}/site-packages"
