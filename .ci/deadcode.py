@@ -56,7 +56,7 @@ PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
     # NodeNUMAResource (issue 26, being built on another branch) reads what the pods ask for and the
     # kubelet's allocations with these; the agent only writes the annotations and reads resource-status.
     "koord-scheduler NodeNUMAResource (issue 26)": {
-        "koordshared/apis/numa.py": (
+        "koordshared/apis/extension/numa.py": (
             "CPUBindPolicy",
             "CPUExclusivePolicy",
             "NodeCPUBindPolicy",
@@ -65,7 +65,7 @@ PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
             "resource_spec",
             "numa_topology_spec",
         ),
-        "koordshared/apis/nrt.py": ("pod_cpu_allocs",),
+        "koordshared/apis/topology/noderesourcetopology.py": ("pod_cpu_allocs",),
     },
 }
 _PENDING = {(f, n) for files in PENDING_CALLERS.values() for f, names in files.items() for n in names}

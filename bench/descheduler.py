@@ -33,9 +33,8 @@ from koord.descheduler.app import plugin_registry
 from koord.descheduler.framework.profile import parse_profiles
 from koord.descheduler.framework.runtime import Environment, Framework
 from koord.descheduler.informers import MemoryInformers
-from koordshared.apis.node import is_ready
-from koordshared.apis.quantity import format_bytes, format_milli
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.core.node import is_ready
+from koordshared.apis.meta.quantity import format_bytes, format_milli, format_time
 
 NAME = "descheduler"
 PODS_PER_NODE = 30

@@ -31,11 +31,14 @@ from typing import Any
 
 from koord.manager import batchresource as br
 from koord.manager.app import Manager
-from koordshared.apis import sloconfig
-from koordshared.apis.colocation import collect_policy, node_strategy, parse_colocation_config
-from koordshared.apis.nodemetric import parse_status
-from koordshared.apis.quantity import format_bytes, format_decimal
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.configuration import slocontroller as sloconfig
+from koordshared.apis.configuration.slocontroller import (
+    collect_policy,
+    node_strategy,
+    parse_colocation_config,
+)
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, format_time
+from koordshared.apis.slo.nodemetric import parse_status
 from koordshared.kube.client import make_api_client, request
 from koordshared.runtime.lifecycle import Supervisor
 

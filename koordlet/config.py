@@ -27,7 +27,7 @@ from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.runtimehooks.config import HooksConfig
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.system import paths as syspaths
-from koordshared.apis import quantity
+from koordshared.apis.meta import quantity
 from koordshared.runtime.configfile import read_config_file
 from koordshared.runtime.errors import ConfigError, InvalidValue
 from koordshared.runtime.httpaccess import AUTH_FLAGS

@@ -10,7 +10,7 @@ from typing import Any
 
 from bench.workloads import basic
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import device as dv
+from koordshared.apis.scheduling import device as dv
 from koordshared.testing.devices import device, gpu
 
 GPUS = 8

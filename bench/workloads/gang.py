@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.workloads import basic
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis.coscheduling import GANG_MIN_AVAILABLE, GANG_NAME
+from koordshared.apis.extension.coscheduling import GANG_MIN_AVAILABLE, GANG_NAME
 from koordshared.kube.informer import EventHandler
 from tests.unit.scheduler.gangkit import profile
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from bench.workloads import basic
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import elasticquota as eq
+from koordshared.apis.extension import elasticquota as eq
 from koordshared.testing.objects import elastic_quota
 
 QUOTAS = 20

@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.workloads import basic
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import reservation as rsv
+from koordshared.apis.scheduling import reservation as rsv
 from koordshared.testing.reservations import available, owner_labels, reservation
 from tests.unit.scheduler.reservationkit import profile
 

@@ -29,8 +29,8 @@ from koord.descheduler.informers import MemoryInformers, SharedInformers
 from koord.descheduler.metrics import DeschedulerMetrics
 from koord.descheduler.plugins import BUILTIN
 from koordshared import __version__
-from koordshared.apis.groups import PODS
-from koordshared.apis.node import is_ready, select
+from koordshared.apis.core.node import is_ready, select
+from koordshared.apis.meta.groups import PODS
 from koordshared.kube.client import make_api_client
 from koordshared.kube.eventsv1 import EventBroadcaster, EventRecorder
 from koordshared.kube.leaderelection import KubeLeaseClient, LeaderElector

@@ -19,7 +19,7 @@ from typing import Any
 
 from koord.descheduler.framework.profile import Profile, parse_node_selector, parse_profiles
 from koord.descheduler.framework.runtime import RoundLimits
-from koordshared.apis.selector import LabelSelector
+from koordshared.apis.meta.selector import LabelSelector
 from koordshared.kube.leaderelection import ElectionConfig, default_identity, parse_leader_election
 from koordshared.kube.process import Address, parse_addr, parse_seconds
 from koordshared.runtime.configfile import read_config_file

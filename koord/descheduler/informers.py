@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordshared.apis.pod import index_by_owner
+from koordshared.apis.core.pod import index_by_owner
 from koordshared.kube.informer import Informer
 from koordshared.kube.informers import InformerSet, MemoryInformerSet, cluster_watches
 from koordshared.kube.memstore import MemoryStore

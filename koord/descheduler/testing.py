@@ -22,8 +22,8 @@ from koord.descheduler.framework import EvictionRefused, EvictOptions, Obj, Plug
 from koord.descheduler.framework.profile import parse_profiles
 from koord.descheduler.framework.runtime import Environment, Framework, RoundLimiter, RoundLimits
 from koord.descheduler.informers import MemoryInformers
-from koordshared.apis.node import is_ready
-from koordshared.apis.pod import pod_key
+from koordshared.apis.core.node import is_ready
+from koordshared.apis.core.pod import pod_key
 from koordshared.testing.clock import FakeClock
 
 

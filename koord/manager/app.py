@@ -31,7 +31,7 @@ from koord.manager.nodeowned import (
 from koord.manager.noderesource import CONTROLLER as NODERESOURCE
 from koord.manager.noderesource import NodeResourceReconciler
 from koordshared import __version__
-from koordshared.apis import groups
+from koordshared.apis.meta import groups
 from koordshared.kube.client import make_api_client
 from koordshared.kube.events import EventRecorder
 from koordshared.kube.informer import EventHandler, Informer, index_by_node, object_key

@@ -23,19 +23,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis import cpulist, extension
-from koordshared.apis import pod as podschema
-from koordshared.apis.colocation import (
+from koordshared.apis.configuration.slocontroller import (
     CALCULATE_BY_MAX_USAGE_REQUEST,
     CALCULATE_BY_REQUEST,
     ColocationStrategy,
 )
-from koordshared.apis.nodemetric import NodeMetricStatus, Usage
-from koordshared.apis.quantity import to_int, to_milli
+from koordshared.apis.core import pod as podschema
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.meta import cpulist
+from koordshared.apis.meta.quantity import to_int, to_milli
+from koordshared.apis.slo.nodemetric import NodeMetricStatus, Usage
 from koordshared.runtime.errors import InvalidValue
 
-BATCH_CPU = podschema.BATCH_CPU
-BATCH_MEMORY = podschema.BATCH_MEMORY
+BATCH_CPU = extension.BATCH_CPU
+BATCH_MEMORY = extension.BATCH_MEMORY
 ANNOTATION_NODE_RESERVATION = "node.koordinator.sh/reservation"
 _LOW_PRIORITY = (extension.PriorityClass.BATCH, extension.PriorityClass.FREE)
 _HOST_APP_HIGH = (extension.PriorityClass.PROD.value, extension.PriorityClass.MID.value)
@@ -136,10 +137,10 @@ def annotation_reserved(annotations: Mapping[str, str]) -> Usage:
 def _classify(pod: Mapping[str, Any]) -> tuple[extension.PriorityClass, extension.QOSClass]:
     meta, spec = podschema.as_map(pod, "metadata"), podschema.as_map(pod, "spec")
     labels = podschema.str_map(podschema.as_map(meta, "labels"))
-    qos = podschema.qos_of(labels, podschema.kube_qos_of(pod))
+    qos = extension.qos_of(labels, podschema.kube_qos_of(pod))
     raw = spec.get("priority")
     priority = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
-    return podschema.priority_class_of(labels, priority, qos), qos
+    return extension.priority_class_of(labels, priority, qos), qos
 
 
 @dataclass(frozen=True, slots=True)

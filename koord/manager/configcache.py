@@ -17,14 +17,14 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from koordshared.apis import sloconfig
-from koordshared.apis.colocation import (
+from koordshared.apis.configuration import slocontroller as sloconfig
+from koordshared.apis.configuration.slocontroller import (
     COLOCATION_CONFIG_KEY,
     ColocationConfig,
     InvalidConfig,
     parse_colocation_config,
 )
-from koordshared.apis.groups import CONFIG_MAPS
+from koordshared.apis.meta.groups import CONFIG_MAPS
 from koordshared.kube.objectref import ObjectRef
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ result of our own last write counts as equal to what we asked for.
 
 NodeMetric spec (``getNodeMetricSpec``): while the colocation config is in error status an existing spec
 is kept; else the collect policy of the node's strategy when colocation is enabled and valid, else the
-default policy. NodeSLO spec: :func:`koordshared.apis.sloconfig.render_spec`.
+default policy. NodeSLO spec: :func:`koordshared.apis.configuration.slocontroller.render_spec`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from typing import Any
 from koord.manager.configcache import SLOConfigCache
 from koord.manager.controller import Writer
 from koord.manager.metrics import ManagerMetrics
-from koordshared.apis import groups, sloconfig
-from koordshared.apis.colocation import collect_policy, node_strategy
-from koordshared.apis.nodemetric import CollectPolicy
-from koordshared.apis.pod import as_map, str_map
+from koordshared.apis.configuration import slocontroller as sloconfig
+from koordshared.apis.configuration.slocontroller import collect_policy, node_strategy
+from koordshared.apis.core.pod import as_map, str_map
+from koordshared.apis.meta import groups
+from koordshared.apis.slo.nodemetric import CollectPolicy
 from koordshared.kube.client import ApiError
 from koordshared.kube.informer import Informer
 

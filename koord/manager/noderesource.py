@@ -28,10 +28,10 @@ from koord.manager.configcache import SLOConfigCache
 from koord.manager.controller import Writer
 from koord.manager.metrics import ManagerMetrics
 from koord.manager.nodeowned import annotations_of, labels_of
-from koordshared.apis.colocation import ColocationStrategy, node_strategy
-from koordshared.apis.nodemetric import NodeMetricStatus, node_usage_problem, parse_status
-from koordshared.apis.pod import as_map
-from koordshared.apis.quantity import format_bytes, format_decimal
+from koordshared.apis.configuration.slocontroller import ColocationStrategy, node_strategy
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.meta.quantity import format_bytes, format_decimal
+from koordshared.apis.slo.nodemetric import NodeMetricStatus, node_usage_problem, parse_status
 from koordshared.kube.informer import Informer
 
 log = logging.getLogger(__name__)

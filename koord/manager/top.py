@@ -23,9 +23,9 @@ from typing import Any
 
 import click
 
-from koordshared.apis import groups
-from koordshared.apis.nodemetric import parse_status
-from koordshared.apis.quantity import to_int, to_milli
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import to_int, to_milli
+from koordshared.apis.slo.nodemetric import parse_status
 from koordshared.kube.client import ApiError, make_api_client, request
 from koordshared.runtime.errors import APIUnavailable, ConfigError, PluginError
 

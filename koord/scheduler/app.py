@@ -38,7 +38,7 @@ from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
 from koord.scheduler.plugins import plugin_registry
 from koordshared import __version__
-from koordshared.apis.pod import index_by_owner
+from koordshared.apis.core.pod import index_by_owner
 from koordshared.kube.client import make_api_client
 from koordshared.kube.eventsv1 import EventBroadcaster
 from koordshared.kube.informers import InformerSet, Watch, cluster_watches

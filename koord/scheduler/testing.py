@@ -24,7 +24,7 @@ from koord.scheduler.framework.extension import plugin_controllers
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import plugin_registry
-from koordshared.apis import groups
+from koordshared.apis.meta import groups
 from koordshared.kube.informers import MemoryInformerSet
 from koordshared.testing.clock import FakeClock
 

@@ -13,9 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from koordshared.apis.extension import KubeQOSClass, PriorityClass, QOSClass
-from koordshared.apis.pod import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
-from koordshared.apis.slo import (
+from koordshared.apis.core.pod import KubeQOSClass
+from koordshared.apis.extension.qos import (
+    BATCH_CPU,
+    BATCH_MEMORY,
+    MID_CPU,
+    MID_MEMORY,
+    PriorityClass,
+    QOSClass,
+)
+from koordshared.apis.slo.nodeslo import (
     CLASS_KEYS,
     CPUQOS,
     BlkIOQOS,

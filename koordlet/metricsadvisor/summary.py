@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from koordlet import api, metricdefs
 from koordlet.metricsadvisor.exposition import RowFamily
-from koordshared.apis.pod import BATCH_CPU, BATCH_MEMORY
+from koordshared.apis.extension.qos import BATCH_CPU, BATCH_MEMORY
 
 
 def _family(d: metricdefs.MetricDef) -> GaugeMetricFamily:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from koordlet.system import atomicfile
-from koordshared.apis.timefmt import format_time, parse_time
+from koordshared.apis.meta.quantity import format_time, parse_time
 
 log = logging.getLogger(__name__)
 TMP_MARK = ".tmp"

@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 from koordlet import api
 from koordlet.prediction.server import SYSTEM_ITEM, PeakPredictServer, node_item_uid
-from koordshared.apis.nodemetric import Usage
-from koordshared.apis.quantity import to_int, to_milli
+from koordshared.apis.meta.quantity import to_int, to_milli
+from koordshared.apis.slo.nodemetric import Usage
 
 RAW_ALLOCATABLE_ANNOTATION = "node.koordinator.sh/raw-allocatable"
 RECLAIMABLE_CLASSES = (api.PriorityClass.PROD, api.PriorityClass.NONE)

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from koordlet import api
 from koordlet.runtimehooks.protocol import NOTHING, ContainerRequest, PodRequest, Resources, Rule
-from koordshared.apis.pod import BATCH_CPU, BATCH_MEMORY
-from koordshared.apis.quantity import to_int
+from koordshared.apis.extension.qos import BATCH_CPU, BATCH_MEMORY
+from koordshared.apis.meta.quantity import to_int
 from koordshared.runtime.errors import InvalidValue
 from koordshared.runtime.logs import OncePerChange
 

@@ -31,8 +31,9 @@ from koordlet.runtimehooks.protocol import (
     Rule,
     bound_cpuset,
 )
-from koordshared.apis import nrt, numa
-from koordshared.apis.cpulist import format_cpuset
+from koordshared.apis.extension import numa
+from koordshared.apis.meta.cpulist import format_cpuset
+from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.runtime.errors import InvalidValue
 
 BOUND_QOS = frozenset({api.QOSClass.LSE, api.QOSClass.LSR})

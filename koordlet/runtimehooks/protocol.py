@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Protocol
 
 from koordlet import api
-from koordshared.apis import nrt, numa
+from koordshared.apis.extension import numa
+from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.runtime.errors import InvalidValue
 
 

@@ -30,8 +30,8 @@ from koordlet.runtimehooks.reconciler import PassReport, Reconciler
 from koordlet.runtimehooks.writes import ProcessWriter
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
-from koordshared.apis import nrt
-from koordshared.apis.noderesourcetopology import NodeTopologyStatus
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.apis.topology.noderesourcetopology import NodeTopologyStatus
 from koordshared.runtime.errors import InvalidValue
 from koordshared.runtime.lifecycle import Supervisor
 from koordshared.runtime.logs import OncePerChange

@@ -26,7 +26,7 @@ from koordlet.statesinformer.podinfo import pod_info, podlist_items
 from koordlet.system.cgroups import cgroup_dir_path
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupLayout
-from koordshared.apis.pod import priority_class_of, qos_of
+from koordshared.apis.extension.qos import priority_class_of, qos_of
 from koordshared.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)

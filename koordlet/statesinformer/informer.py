@@ -45,7 +45,7 @@ from koordlet.statesinformer.pods import (
 from koordlet.statesinformer.reporter import FILE_NAME, NodeMetricReporter
 from koordlet.statesinformer.slofile import NodeSLOFile
 from koordlet.system.host import Host
-from koordshared.apis.nodemetric import CollectPolicy
+from koordshared.apis.slo.nodemetric import CollectPolicy
 from koordshared.kube.client import in_cluster_available, make_api_client
 from koordshared.kube.informer import EventHandler, Informer
 from koordshared.kube.ratelimit import Backoff

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from koordlet.statesinformer.eviction import EvictResult
-from koordshared.apis import groups
+from koordshared.apis.meta import groups
 from koordshared.kube.informer import Informer, without_managed_fields
 from koordshared.runtime.errors import APIUnavailable
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koordlet import api
-from koordshared.apis.cpulist import format_cpuset, parse_cpuset
-from koordshared.apis.quantity import to_milli
+from koordshared.apis.meta.cpulist import format_cpuset, parse_cpuset
+from koordshared.apis.meta.quantity import to_milli
 from koordshared.runtime.errors import InvalidValue
 
 CONFIGZ_PATH = "/configz"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from koordlet import metricdefs
-from koordshared.apis.nodemetric import NodeMetricStatus, Usage
+from koordshared.apis.slo.nodemetric import NodeMetricStatus, Usage
 
 
 class InformerMetrics:

@@ -20,7 +20,7 @@ from koordlet.statesinformer.podinfo import resource_amount
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo
 from koordlet.system.topology import read_online_cpus
-from koordshared.apis.pod import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
+from koordshared.apis.extension.qos import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@
 Usage is the average over ``aggregateDurationSeconds`` (at least 60 s); the aggregated usages cover each
 policy duration with avg/p50/p90/p95/p99, each reported empty while the samples span less than half of it
 (cold start), so a fresh agent never reports a 30-minute p99 from 20 seconds of data. The status is
-typed (:class:`koordshared.apis.nodemetric.NodeMetricStatus`, the schema the cluster side reads) and
+typed (:class:`koordshared.apis.slo.nodemetric.NodeMetricStatus`, the schema the cluster side reads) and
 written in koordlet's JSON shape; ``prodReclaimableMetric``/``prodPeakMetric`` come from the peak
 prediction (:mod:`koordlet.prediction`).
 """
@@ -32,7 +32,7 @@ from koordlet.prediction.predictor import PredictionUnavailable, ProdReclaimable
 from koordlet.prediction.server import PeakPredictServer
 from koordlet.statesinformer.metrics import NodeMetricGauges
 from koordlet.system import atomicfile
-from koordshared.apis.nodemetric import (
+from koordshared.apis.slo.nodemetric import (
     AGGREGATIONS,
     USAGE_WITH_HOT_PAGE_CACHE,
     USAGE_WITH_PAGE_CACHE,
@@ -200,7 +200,7 @@ class StatusBuilder:
         pods: Sequence[api.PodInfo],
         host_apps: Sequence[api.HostApplication] = (),
     ) -> dict[str, Any]:
-        """The status as koordlet writes it (:func:`koordshared.apis.nodemetric.to_status`)."""
+        """The status as koordlet writes it (:func:`koordshared.apis.slo.nodemetric.to_status`)."""
         return to_status(self.status(policy, pods, host_apps))
 
 

@@ -30,7 +30,7 @@ from koordlet.statesinformer.kubeletconfig import KubeletConfig, parse_checkpoin
 from koordlet.statesinformer.topologystatus import TopologyInputs, build
 from koordlet.system.host import Host
 from koordlet.system.numa import CPUFacts, NUMANodeMemory, read_cpu_facts, read_numa_memory
-from koordshared.apis import noderesourcetopology as nrtobj
+from koordshared.apis.topology import noderesourcetopology as nrtobj
 from koordshared.runtime.errors import APIUnavailable, InvalidValue, KoordletError
 from koordshared.runtime.logs import OncePerChange
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.nodemetric import write_atomic
-from koordshared.apis.nodemetric import CollectPolicy, node_usage_problem
+from koordshared.apis.slo.nodemetric import CollectPolicy, node_usage_problem
 from koordshared.kube.ratelimit import Backoff, TokenBucket
 from koordshared.runtime.errors import APIUnavailable
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from koordlet.system.paths import HostPaths
-from koordshared.apis.cpulist import format_cpuset
+from koordshared.apis.meta.cpulist import format_cpuset
 from koordshared.testing.topology import SimulatedTopology
 
 

@@ -1,7 +1,7 @@
-"""Koordinator's API types (its ``apis/``): one home for the agent and the cluster side.
-
-The pod vocabulary (``extension``: QoS and priority classes), the typed NodeSLO (``slo``), CR schema types,
-quantities, selectors, cpu lists and config shapes. Pure: the standard library and
-:mod:`koordshared.runtime.errors` only (no ``kubernetes``), so the agent, the manager, the scheduler and the
-descheduler parse NodeMetric, NodeSLO and the ``slo-controller-config`` ConfigMap with the same code.
+"""Koordinator's API types (its ``apis/``), one home for the agent and the cluster side, grouped by API
+group: ``meta`` (apimachinery), ``core`` (core/v1), ``scheduling``, ``extension``, ``slo``,
+``configuration`` and ``topology``; a group imports only the groups below it (``.importlinter``'s
+``apis-layers``). Pure: the standard library and :mod:`koordshared.runtime.errors` only (no
+``kubernetes``), so every process parses NodeMetric, NodeSLO and the ``slo-controller-config`` ConfigMap
+with the same code.
 """

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.meta.quantity import format_time
 from koordshared.kube.client import ApiError, request
 from koordshared.kube.objectref import ObjectRef
 from koordshared.kube.ratelimit import TokenBucket

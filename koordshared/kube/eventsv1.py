@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis.timefmt import format_micro_time, parse_time
+from koordshared.apis.meta.quantity import format_micro_time, parse_time
 from koordshared.kube.client import ApiError, request
 from koordshared.kube.objectref import ObjectRef
 from koordshared.runtime.errors import APIUnavailable

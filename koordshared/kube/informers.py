@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koordshared.apis import groups
-from koordshared.apis.parsednodemetric import parse_node_metric
+from koordshared.apis.meta import groups
+from koordshared.apis.slo.nodemetric import parse_node_metric
 from koordshared.kube.informer import IndexFunc, Informer, index_by_node
 from koordshared.kube.memstore import MemoryStore
 from koordshared.kube.trim import compact, slim_node, slim_pod
@@ -226,7 +226,7 @@ def cluster_watches(
     by node, plus ``pod_indexers``) and NodeMetrics, each trimmed to what their plugins read
     (:mod:`koordshared.kube.trim`); ``keep_volume_kinds`` keeps the kinds of pod volumes (an evictor refuses
     local storage); ``parse_node_metrics`` keeps NodeMetrics with their status parsed
-    (:mod:`koordshared.apis.parsednodemetric`, the scheduler's choice)."""
+    (:mod:`koordshared.apis.slo.nodemetric`, the scheduler's choice)."""
 
     def trim_pod(obj: Obj) -> Obj:
         return slim_pod(obj, keep_volume_kinds=keep_volume_kinds)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from koordshared.apis.timefmt import format_micro_time
+from koordshared.apis.meta.quantity import format_micro_time
 from koordshared.kube.client import ApiError, request
 from koordshared.kube.process import parse_seconds
 from koordshared.runtime.errors import APIUnavailable, ConfigError

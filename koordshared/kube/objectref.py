@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis.groups import Resource
+from koordshared.apis.meta.groups import Resource
 
 
 class NoKind(ValueError):

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import click
 from prometheus_client import CollectorRegistry
 
-from koordshared.apis import quantity
+from koordshared.apis.meta import quantity
 from koordshared.runtime.errors import ConfigError, InvalidValue
 from koordshared.runtime.httpserver import AgentHTTPServer, Route
 from koordshared.runtime.lifecycle import Component, Daemon, Supervisor, install_signals

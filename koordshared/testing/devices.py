@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from koordshared.apis import device as dv
-from koordshared.apis.groups import DEVICES
-from koordshared.apis.quantity import format_bytes, parse_quantity
+from koordshared.apis.meta.groups import DEVICES
+from koordshared.apis.meta.quantity import format_bytes, parse_quantity
+from koordshared.apis.scheduling import device as dv
 from koordshared.testing.objects import node
 
 

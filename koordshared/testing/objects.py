@@ -11,10 +11,9 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from koordshared.apis import elasticquota as eq
-from koordshared.apis import groups
-from koordshared.apis.quantity import format_bytes, format_milli
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import format_bytes, format_milli, format_time
 
 GiB = 2**30
 MiB = 2**20

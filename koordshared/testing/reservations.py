@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koordshared.apis import groups
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import format_time
 
 
 def owner_labels(labels: Mapping[str, str]) -> dict[str, Any]:

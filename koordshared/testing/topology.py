@@ -15,18 +15,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis import nrt
-from koordshared.apis.cpulist import format_cpuset
-from koordshared.apis.noderesourcetopology import (
+from koordshared.apis.extension.numa import dumps
+from koordshared.apis.meta.cpulist import format_cpuset
+from koordshared.apis.meta.quantity import format_bytes
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.apis.topology.noderesourcetopology import (
+    CPUDetail,
     NodeTopologyStatus,
     ResourceInfo,
     Zone,
     new_object,
     zone_name,
 )
-from koordshared.apis.nrt import CPUDetail
-from koordshared.apis.numa import dumps
-from koordshared.apis.quantity import format_bytes
 
 GiB = 1 << 30
 

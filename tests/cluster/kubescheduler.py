@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from koordshared.apis.resources import node_allocatable, pod_requests_list, value_of
+from koordshared.apis.core.resources import node_allocatable, pod_requests_list, value_of
 from koordshared.kube.client import ApiError, request
 from koordshared.runtime.errors import APIUnavailable
 

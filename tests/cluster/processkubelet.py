@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from koordlet.testing.cgroups import RealKubepods, RealPod
-from koordshared.apis.pod import kube_qos_of
-from koordshared.apis.quantity import parse_quantity, to_int
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.core.pod import kube_qos_of
+from koordshared.apis.meta.quantity import format_time, parse_quantity, to_int
 from koordshared.kube.client import ApiError, request
 from koordshared.kube.informer import EventHandler, Informer
 from koordshared.runtime.errors import APIUnavailable

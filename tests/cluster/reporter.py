@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from koordshared.apis.resources import pod_requests_list, value_of
+from koordshared.apis.core.resources import pod_requests_list, value_of
 from koordshared.kube.client import ApiError, request
 from koordshared.testing.objects import node_metric
 

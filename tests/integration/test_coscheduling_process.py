@@ -17,7 +17,7 @@ import yaml
 
 from koordlet.testing.agent import http_get
 from koordlet.testing.wait import wait_until
-from koordshared.apis.coscheduling import BIND_GANG_MEMBER_COUNT, POD_GROUP_LABEL
+from koordshared.apis.extension.coscheduling import BIND_GANG_MEMBER_COUNT, POD_GROUP_LABEL
 from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from koordlet.testing.wait import wait_until
-from koordshared.apis import device as dv
-from koordshared.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.apis.scheduling import device as dv
 from koordshared.testing.devices import device, device_node, gpu
 from koordshared.testing.objects import pod
 from tests.apiserver import APIServer

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from koordlet.testing.wait import wait_until
-from koordshared.apis import elasticquota as eq
+from koordshared.apis.extension import elasticquota as eq
 from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401

@@ -19,10 +19,10 @@ from click.testing import CliRunner
 from koord.scheduler import cli, config
 from koord.scheduler.plugins import plugin_registry
 from koordlet.testing.wait import wait_until
-from koordshared.apis import device as dv
-from koordshared.apis import elasticquota as eq
-from koordshared.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
-from koordshared.apis.numa import resource_status
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.apis.extension.numa import resource_status
+from koordshared.apis.scheduling import device as dv
 from koordshared.testing import objects
 from koordshared.testing.devices import device, device_node, gpu
 from koordshared.testing.reservations import owner_labels, reservation

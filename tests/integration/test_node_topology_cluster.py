@@ -12,7 +12,7 @@ from typing import Any
 
 from koordlet.testing.kubelet import FakeKubelet, pod_object
 from koordlet.testing.sysfs import write_topology
-from koordshared.apis import nrt
+from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.runtime.lifecycle import wait_for
 from koordshared.testing.topology import TWO_SOCKETS
 from tests import crdschema

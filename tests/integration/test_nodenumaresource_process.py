@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from koordlet.testing.wait import wait_until
-from koordshared.apis.numa import resource_status
+from koordshared.apis.extension.numa import resource_status
 from koordshared.testing import objects
 from koordshared.testing.topology import TWO_SOCKETS, node_resource_topology
 from tests.apiserver import APIServer

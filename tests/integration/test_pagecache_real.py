@@ -24,8 +24,8 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeStates, wait_until
 from koordlet.testing.cgroups import RealKubepods
-from koordshared.apis.nodemetric import CollectPolicy
-from koordshared.apis.quantity import to_int
+from koordshared.apis.meta.quantity import to_int
+from koordshared.apis.slo.nodemetric import CollectPolicy
 from tests.support.recording import RecordingErrors
 
 pytestmark = [pytest.mark.root, pytest.mark.tool("dd")]

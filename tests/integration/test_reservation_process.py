@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from koordlet.testing.wait import wait_until
-from koordshared.apis import reservation as rsv
+from koordshared.apis.scheduling import reservation as rsv
 from koordshared.testing import objects
 from koordshared.testing.reservations import owner_labels, reservation
 from tests.apiserver import APIServer

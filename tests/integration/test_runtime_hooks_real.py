@@ -28,7 +28,7 @@ from koordlet.system import coresched
 from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent
 from koordlet.testing.cgroups import RealContainer, RealKubepods, RealPod, unavailable, write_file
-from koordshared.apis.cpulist import format_cpuset, parse_cpuset
+from koordshared.apis.meta.cpulist import format_cpuset, parse_cpuset
 
 pytestmark = pytest.mark.root
 GiB = 1 << 30

@@ -27,7 +27,7 @@ from typing import Any
 
 from koordlet.testing.cgroups import write_file
 from koordlet.testing.sysfs import write_topology
-from koordshared.apis.numa import resource_status
+from koordshared.apis.extension.numa import resource_status
 from koordshared.kube.client import ApiError, make_api_client, request
 from koordshared.testing.topology import GiB, SimulatedTopology
 from tests.cluster.processkubelet import ProcessKubelet

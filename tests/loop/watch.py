@@ -10,8 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from koordshared.apis.nodemetric import parse_status
-from koordshared.apis.resources import node_allocatable, value_of
+from koordshared.apis.core.resources import node_allocatable, value_of
+from koordshared.apis.slo.nodemetric import parse_status
 from koordshared.kube.client import ApiError, request
 from koordshared.runtime.errors import APIUnavailable
 from tests.loop import configs

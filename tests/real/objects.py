@@ -146,7 +146,7 @@ def node_metric(cluster: Cluster) -> dict[str, Any]:
 
 def batch_allocatable(cluster: Cluster) -> tuple[int, int]:
     """The Node's ``batch-cpu`` (milli-cores) and ``batch-memory`` (bytes) allocatable; 0 when absent."""
-    from koordshared.apis.quantity import parse_quantity
+    from koordshared.apis.meta.quantity import parse_quantity
 
     alloc = get(cluster, "node", cluster.node_name, ns=None)["status"].get("allocatable", {})
     return int(parse_quantity(alloc.get(BATCH_CPU, "0"))), int(parse_quantity(alloc.get(BATCH_MEMORY, "0")))
@@ -207,7 +207,7 @@ def slo_config(cluster: Cluster, **keys: Mapping[str, Any]) -> Iterator[None]:
 
 def node_cpu_percent(cluster: Cluster) -> float:
     """The node's CPU usage in its latest NodeMetric report, as a percent of its capacity."""
-    from koordshared.apis.quantity import parse_quantity
+    from koordshared.apis.meta.quantity import parse_quantity
 
     used = node_metric(cluster)["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"]
     capacity = get(cluster, "node", cluster.node_name, ns=None)["status"]["capacity"]["cpu"]

@@ -71,7 +71,7 @@ def test_batch_cpu_falls_when_ls_usage_rises(colocation: Cluster) -> None:
 
     def burning() -> bool:
         usage = pod_usage(node_metric(c), name) or {}
-        from koordshared.apis.quantity import parse_quantity
+        from koordshared.apis.meta.quantity import parse_quantity
 
         seen["cpu"] = float(parse_quantity(usage.get("cpu", "0")))
         return seen["cpu"] >= 0.3

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis.selector import LabelSelector, parse_selector
-from koordshared.apis.strictargs import decode
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
+from koordshared.apis.meta.strictargs import decode
 from koordshared.runtime.errors import InvalidArgs
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from koord.descheduler.evictor.args import MigrationControllerArgs
 from koord.descheduler.framework.interface import Obj
 from koord.descheduler.framework.nodefit import NodeFit
-from koordshared.apis import pod as podutil
-from koordshared.apis.pod import as_map, str_map
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.pod import as_map, str_map
 
 MAX_EVICTION_COST = 2**31 - 1
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from koord.descheduler.evictor.args import MigrationControllerArgs, max_per_workload
 from koord.descheduler.framework.interface import Obj
-from koordshared.apis import pod as podutil
-from koordshared.apis.pod import as_map
-from koordshared.apis.timefmt import parse_time
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.meta.quantity import parse_time
 from koordshared.kube.ratelimit import TokenBucket
 
 

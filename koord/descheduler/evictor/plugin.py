@@ -22,9 +22,9 @@ from koord.descheduler.evictor.filters import StaticFilter
 from koord.descheduler.evictor.limits import Limits
 from koord.descheduler.framework.interface import EvictionRefused, EvictOptions, Handle, Obj
 from koord.descheduler.framework.nodefit import NodeFit
-from koordshared.apis import pod as podutil
-from koordshared.apis.node import is_ready
-from koordshared.apis.pod import as_map
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.node import is_ready
+from koordshared.apis.core.pod import as_map
 from koordshared.kube.client import ApiError, request
 from koordshared.kube.ratelimit import TokenBucket
 from koordshared.runtime.errors import APIUnavailable

@@ -2,8 +2,8 @@
 contract (:mod:`.interface`), profiles from a DeschedulerConfiguration (:mod:`.profile`), the built-ins plus
 the entry points of :data:`ENTRY_POINT_GROUP`, the runner and the profile's evictor (:mod:`.runtime`), and
 ``NodeFit`` (:mod:`.nodefit`). Plugins decide with the pod and node vocabulary every process shares:
-:mod:`koordshared.apis.pod` (identity, owners, priority, costs) and :mod:`koordshared.apis.node` (readiness,
-selection, node affinity, taints). Nothing here talks to the API server.
+:mod:`koordshared.apis.core.pod` (identity, owners, priority, costs) and :mod:`koordshared.apis.core.node`
+(readiness, selection, node affinity, taints). Nothing here talks to the API server.
 """
 
 from koord.descheduler.framework.interface import (

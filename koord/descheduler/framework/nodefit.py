@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
 from koord.descheduler.framework.interface import Obj
-from koordshared.apis.node import is_unschedulable, matches_node_selector, node_name, untolerated_taints
-from koordshared.apis.pod import as_map
-from koordshared.apis.resources import ResourceList, parse_resource_list, pod_requests_list
+from koordshared.apis.core.node import is_unschedulable, matches_node_selector, node_name, untolerated_taints
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.core.resources import ResourceList, parse_resource_list, pod_requests_list
 
 Milli = dict[str, int]
 ParsedMemo = dict[str, tuple[Obj, Milli]]

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koordshared.apis.selector import LabelSelector, parse_selector
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
 from koordshared.runtime.errors import ConfigError
 from koordshared.runtime.pluginset import (
     PluginRef,

@@ -31,8 +31,8 @@ from koord.descheduler.framework.interface import (
     Status,
 )
 from koord.descheduler.framework.profile import POINTS, Profile
-from koordshared.apis import pod as podutil
-from koordshared.apis.pod import as_map
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.pod import as_map
 from koordshared.runtime.errors import ConfigError, PluginError
 from koordshared.runtime.pluginregistry import Registry
 from koordshared.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates

@@ -15,11 +15,11 @@ from typing import Any
 
 from koord.descheduler.framework.interface import EvictOptions, Handle, Obj, Status
 from koord.descheduler.framework.nodefit import NodeFit
-from koordshared.apis import pod as podutil
-from koordshared.apis.node import matches_node_selector, node_name
-from koordshared.apis.pod import as_map, str_map
-from koordshared.apis.selector import LabelSelector, parse_selector
-from koordshared.apis.strictargs import decode
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.node import matches_node_selector, node_name
+from koordshared.apis.core.pod import as_map, str_map
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
+from koordshared.apis.meta.strictargs import decode
 from koordshared.runtime.errors import InvalidArgs
 
 log = logging.getLogger(__name__)

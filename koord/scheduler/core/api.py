@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from koord.scheduler.core.events import ProfileEvents
 from koord.scheduler.framework.interface import SCHEDULING, EventHandle
 from koord.scheduler.framework.types import Obj
-from koordshared.apis.groups import Resource
+from koordshared.apis.meta.groups import Resource
 from koordshared.kube.client import ApiError, request
 from koordshared.kube.eventsv1 import EventBroadcaster
 from koordshared.runtime.errors import APIUnavailable

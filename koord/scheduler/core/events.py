@@ -11,8 +11,8 @@ import logging
 from collections.abc import Sequence
 
 from koord.scheduler.framework.types import Obj
-from koordshared.apis import reservation
-from koordshared.apis.groups import PODS
+from koordshared.apis.meta.groups import PODS
+from koordshared.apis.scheduling import reservation
 from koordshared.kube.eventsv1 import EventBroadcaster, EventRecorder
 from koordshared.kube.objectref import NoKind, ObjectRef
 

@@ -31,8 +31,8 @@ from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
-from koordshared.apis import groups
-from koordshared.apis.reservepod import reservation_name
+from koordshared.apis.meta import groups
+from koordshared.apis.scheduling.reservation import reservation_name
 from koordshared.kube.informer import EventHandler
 from koordshared.kube.informers import Watch, cluster_watches
 from koordshared.kube.trim import compact

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 from koord.scheduler.framework.events import ClusterEventWithHint
 from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
-from koordshared.apis.groups import Resource
+from koordshared.apis.meta.groups import Resource
 
 if TYPE_CHECKING:
     import numpy as np
@@ -348,7 +348,8 @@ class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, 
         label_selector: str = "",
         namespace: str = "",
     ) -> Store:
-        """A cache of ``resource`` (``koordshared.apis.groups``) called ``name``, shared by every plugin that
+        """A cache of ``resource`` (``koordshared.apis.meta.groups``) called ``name``, shared by every plugin
+        that
         asks for the same name; ask in the factory, so the cache syncs before the first cycle."""
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...

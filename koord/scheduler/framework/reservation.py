@@ -32,10 +32,10 @@ from koord.scheduler.framework.types import (
     Resources,
     resources_of,
 )
-from koordshared.apis import reservation as rsv
-from koordshared.apis.nrt import node_reservation
-from koordshared.apis.pod import as_list, as_map, str_map
-from koordshared.apis.reservepod import is_reserve_pod, reserve_pod
+from koordshared.apis.core.pod import as_list, as_map, str_map
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import is_reserve_pod, reserve_pod
+from koordshared.apis.topology.noderesourcetopology import node_reservation
 from koordshared.runtime.errors import InvalidValue
 
 ASSUMED_RESERVATION = "framework/assumedReservation"
@@ -66,7 +66,7 @@ class ReservationInfo:
     reservation: Obj
     """The Reservation object."""
     pod: Obj
-    """Its reserve pod (:func:`koordshared.apis.reservepod.reserve_pod`)."""
+    """Its reserve pod (:func:`koordshared.apis.scheduling.reservation.reserve_pod`)."""
     resource_names: tuple[str, ...]
     allocatable: Mapping[str, int]
     reserved: Mapping[str, int]

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from koord.scheduler.framework.interface import CycleState, Status
 from koord.scheduler.framework.types import Obj
-from koordshared.apis.numa import NUMATopologyPolicy
+from koordshared.apis.extension.numa import NUMATopologyPolicy
 
 STORE_KEY = "koordinator.sh/topology-affinity-store"
 ERR_UNSATISFIED = "Unsatisfied NUMA {}"

@@ -16,9 +16,9 @@ from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from koordshared.apis.pod import as_list, as_map
-from koordshared.apis.quantity import parse_quantity
-from koordshared.apis.resources import parse_resource_list, pod_requests_list, value_of
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.core.resources import parse_resource_list, pod_requests_list, value_of
+from koordshared.apis.meta.quantity import parse_quantity
 from koordshared.runtime.errors import InvalidValue
 
 Obj = Mapping[str, Any]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 from koord.scheduler.framework.interface import Code, Status
 from koord.scheduler.framework.types import Obj, PodInfo
-from koordshared.apis.quantity import format_duration
+from koordshared.apis.meta.quantity import format_duration
 
 Done = Callable[[Status | None], None]
 

@@ -27,7 +27,7 @@ from koord.scheduler.framework import (
     Status,
 )
 from koord.scheduler.framework.events import NODE
-from koordshared.apis.node import requirement_matches, term_matches
+from koordshared.apis.core.node import requirement_matches, term_matches
 from koordshared.runtime.errors import InvalidArgs
 
 NAME = "NodeAffinity"

@@ -19,7 +19,7 @@ from koord.scheduler.framework import (
     Status,
 )
 from koord.scheduler.framework.events import NODE
-from koordshared.apis.node import tolerates
+from koordshared.apis.core.node import tolerates
 
 NAME = "NodeUnschedulable"
 ERR = "node(s) were unschedulable"

@@ -26,7 +26,7 @@ from koord.scheduler.framework import (
     Status,
 )
 from koord.scheduler.framework.events import NODE, QUEUE, SKIP, UNSCHEDULED_POD, QueueingHint
-from koordshared.apis.node import tolerates
+from koordshared.apis.core.node import tolerates
 
 NAME = "TaintToleration"
 HARD = ("NoSchedule", "NoExecute")

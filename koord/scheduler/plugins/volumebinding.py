@@ -33,9 +33,9 @@ from koord.scheduler.framework import (
 )
 from koord.scheduler.framework.events import NODE, QueueingHint
 from koord.scheduler.framework.events import SKIP as SKIP_HINT
-from koordshared.apis import groups
-from koordshared.apis.node import term_matches
-from koordshared.apis.pod import as_list, as_map
+from koordshared.apis.core.node import term_matches
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.meta import groups
 
 NAME = "VolumeBinding"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"

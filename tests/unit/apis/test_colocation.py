@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from koordshared.apis import colocation as co
-from koordshared.apis.nodemetric import CollectPolicy
-from koordshared.apis.selector import parse_selector
+from koordshared.apis.configuration import slocontroller as co
+from koordshared.apis.meta.selector import parse_selector
+from koordshared.apis.slo.nodemetric import CollectPolicy
 
 
 def parse(doc: Any) -> co.ColocationConfig:

@@ -1,4 +1,4 @@
-"""The node-scheduler contract's shapes (``koordshared/apis/numa.py``, ``nrt.py``,
+"""The node-scheduler contract's shapes (``koordshared/apis/extension/numa.py``, ``nrt.py``,
 ``noderesourcetopology.py``): what Koordinator's Go structs marshal to, read back the same, and malformed
 input refused as InvalidValue."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from koordshared.apis import noderesourcetopology as nrtobj
-from koordshared.apis import nrt, numa
+from koordshared.apis.extension import numa
+from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.runtime.errors import InvalidValue
 
 
@@ -79,11 +79,11 @@ def test_node_annotations_round_trip() -> None:
 
 
 def test_status_against_an_object() -> None:
-    zone = nrtobj.Zone("node-0", resources=(nrtobj.ResourceInfo("cpu", "4", "4", "4"),))
-    status = nrtobj.NodeTopologyStatus(
+    zone = nrt.Zone("node-0", resources=(nrt.ResourceInfo("cpu", "4", "4", "4"),))
+    status = nrt.NodeTopologyStatus(
         (zone,), "None", {nrt.ANNOTATION_CPU_SHARED_POOLS: '[{"socket":0,"node":0}]'}
     )
-    obj = status.apply_to(nrtobj.new_object("n", "uid-1"))
+    obj = status.apply_to(nrt.new_object("n", "uid-1"))
     assert status.difference(obj) == ""
     # equal JSON written differently is no difference; a different quantity spelling of the same amount
     # neither
@@ -93,4 +93,4 @@ def test_status_against_an_object() -> None:
     obj["zones"][0]["resources"][0]["available"] = "3"
     assert "cpu" in status.difference(obj)
     assert status.difference(None) == "no object"
-    assert "ownerReferences" not in nrtobj.new_object("n", "")["metadata"]
+    assert "ownerReferences" not in nrt.new_object("n", "")["metadata"]

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from koordshared.apis import timefmt
-from koordshared.apis.nodemetric import CollectPolicy, Usage, node_usage_problem, parse_status
+from koordshared.apis.meta import quantity as timefmt
+from koordshared.apis.slo.nodemetric import CollectPolicy, Usage, node_usage_problem, parse_status
 
 
 def test_collect_policy_round_trips_through_the_spec() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from koordlet import api
-from koordshared.apis import nodeslo
+from koordshared.apis.slo import nodeslo
 
 
 def test_defaults_match_api_defaults() -> None:

@@ -9,8 +9,7 @@ from typing import Any
 
 from koord.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from koord.scheduler.plugins.loadaware.assigncache import PodAssignCache
-from koordshared.apis.nodemetric import parse_status
-from koordshared.apis.parsednodemetric import ParsedNodeMetric, parse_node_metric
+from koordshared.apis.slo.nodemetric import ParsedNodeMetric, parse_node_metric, parse_status
 from koordshared.kube.informers import cluster_watches
 from koordshared.kube.memstore import MemoryStore
 from koordshared.testing.objects import node_metric, pod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordshared.apis.pod import pod_requests
+from koordshared.apis.core.pod import pod_requests
 
 
 def c(cpu: str | None = None, mem: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koordshared.apis import quantity as q
+from koordshared.apis.meta import quantity as q
 from koordshared.runtime.errors import InvalidValue
 
 

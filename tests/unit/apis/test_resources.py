@@ -7,8 +7,8 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from koordshared.apis.pod import pod_requests
-from koordshared.apis.resources import (
+from koordshared.apis.core.pod import pod_requests
+from koordshared.apis.core.resources import (
     node_allocatable,
     parse_resource_list,
     pod_limits_list,

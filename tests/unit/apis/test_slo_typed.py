@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from koordlet import api
-from koordshared.apis import nodeslo, slo
+from koordshared.apis.slo import nodeslo
 
 
 def test_defaults_are_the_neutral_values_of_an_unbuilt_nodeslo() -> None:
@@ -69,7 +69,7 @@ def test_typed_system_strategy() -> None:
 
 
 def test_json_fields_skips_wrong_types_and_reports_unknown_keys() -> None:
-    known, unknown = slo.json_fields(
+    known, unknown = nodeslo.json_fields(
         api.MemoryQOS, {"minLimitPercent": 5, "lowLimitPercent": True, "priority": "1", "policy": "auto"}
     )
     assert known == {"min_limit_percent": 5}

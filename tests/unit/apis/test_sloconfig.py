@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from koordshared.apis import nodeslo, sloconfig
-from koordshared.apis.colocation import InvalidConfig
+from koordshared.apis.configuration import slocontroller as sloconfig
+from koordshared.apis.configuration.slocontroller import InvalidConfig
+from koordshared.apis.slo import nodeslo
 
 RT_KEY = "resource-threshold-config"
 

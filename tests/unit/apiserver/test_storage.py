@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from koordshared.apis import groups
+from koordshared.apis.meta import groups
 from koordshared.kube.informers import Watch, list_call
 from tests.apiserver import APIServer
 from tests.unit.apiserver.helpers import api_client

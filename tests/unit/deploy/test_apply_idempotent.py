@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from koordshared.apis.quantity import format_bytes, format_decimal, parse_quantity
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, parse_quantity
 from tests.support.paths import ROOT
 
 DEPLOY = ROOT / "deploy"

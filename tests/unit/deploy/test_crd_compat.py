@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from koordshared.apis.nodemetric import parse_status, to_status
-from koordshared.apis.nodeslo import build, default_spec, merge
-from koordshared.apis.sloconfig import render_spec
+from koordshared.apis.configuration.slocontroller import render_spec
+from koordshared.apis.slo.nodemetric import parse_status, to_status
+from koordshared.apis.slo.nodeslo import build, default_spec, merge
 from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD, NODESLO_CRD
 from tests.koord_slo_edges import crd, edge_objects, paths

@@ -8,7 +8,7 @@ import json
 
 import yaml
 
-from koordshared.apis.device import ANNOTATION_GPU_PARTITIONS
+from koordshared.apis.scheduling.device import ANNOTATION_GPU_PARTITIONS
 from koordshared.testing.devices import device, fpga, gpu, rdma
 from tests import crdschema
 from tests.support.paths import ROOT

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from koord.scheduler.plugins.elasticquota.args import DEFAULT_GROUP_MAX
 from koord.scheduler.plugins.elasticquota.quotas import built_in_object
-from koordshared.apis import elasticquota as eq
+from koordshared.apis.extension import elasticquota as eq
 from koordshared.testing.objects import elastic_quota
 from tests import crdschema
 from tests.support.paths import ROOT

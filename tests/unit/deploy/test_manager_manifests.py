@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from koord.manager import cli as manager_cli
 from koord.manager.config import ManagerConfig
-from koordshared.apis import colocation, nodeslo, sloconfig
+from koordshared.apis.configuration import slocontroller as sloconfig
+from koordshared.apis.slo import nodeslo
 from koordshared.kube import process
 from tests import crdschema
 from tests.support.paths import ROOT
@@ -122,8 +123,8 @@ def test_two_replicas_never_both_down_and_probes_reach_the_endpoint() -> None:
 def test_example_configmap_parses_and_renders_valid_nodeslos() -> None:
     cm = one("slo-controller-config.yaml", "ConfigMap")
     data = cm["data"]
-    assert set(data) == {colocation.COLOCATION_CONFIG_KEY, *sloconfig.NODESLO_CONFIG_KEYS}
-    cfg = colocation.parse_colocation_config(data[colocation.COLOCATION_CONFIG_KEY])
+    assert set(data) == {sloconfig.COLOCATION_CONFIG_KEY, *sloconfig.NODESLO_CONFIG_KEYS}
+    cfg = sloconfig.parse_colocation_config(data[sloconfig.COLOCATION_CONFIG_KEY])
     assert cfg.cluster.enable and not cfg.warnings and len(cfg.node_configs) == 1
     configs = {key: sloconfig.parse_key(key, data[key]) for key in sloconfig.NODESLO_CONFIG_KEYS}
     for labels in ({}, {"pool": "latency-critical"}):

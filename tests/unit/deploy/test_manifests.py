@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from koordlet import cli
 from koordlet.config import Configuration
 from koordlet.qosmanager import loader
-from koordshared.apis import nodeslo, slovalidate
+from koordshared.apis.slo import nodeslo
+from koordshared.apis.slo import validate as slovalidate
 from tests import crdschema
 from tests.support.paths import ROOT
 

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from koordlet.statesinformer import kube
-from koordshared.apis import groups, noderesourcetopology
+from koordshared.apis.meta import groups
+from koordshared.apis.topology import noderesourcetopology
 from koordshared.kube.client import make_api_client
 from koordshared.kube.delegation import APIReviewer
 from koordshared.kube.informer import Informer

@@ -8,7 +8,7 @@ from __future__ import annotations
 import yaml
 
 from koord.scheduler.plugins.reservation import status
-from koordshared.apis.reservepod import reserve_pod
+from koordshared.apis.scheduling.reservation import reserve_pod
 from koordshared.testing.reservations import available, owner_labels, owner_pod, reservation
 from tests import crdschema
 from tests.support.paths import ROOT

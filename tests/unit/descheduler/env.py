@@ -9,7 +9,7 @@ from typing import Any
 from koord.descheduler.framework import Obj
 from koord.descheduler.framework.runtime import RoundLimits
 from koord.descheduler.testing import DeschedulerHarness
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.meta.quantity import format_time
 from koordshared.testing import objects
 
 GiB = 2**30

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.meta.quantity import format_time
 from koordshared.kube.client import make_api_client
 from koordshared.testing import objects
 from tests.apiserver import APIServer

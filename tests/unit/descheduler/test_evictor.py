@@ -12,7 +12,7 @@ from koord.descheduler.framework import EvictionRefused, EvictOptions, Obj
 from koord.descheduler.framework.runtime import Environment, ProfileEvictor, ProfileHandle
 from koord.descheduler.informers import MemoryInformers
 from koord.descheduler.testing import NoEvents
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.meta.quantity import format_time
 from koordshared.testing import FakeClock, objects
 
 DRY = EvictOptions(plugin="test", reason="because", dry_run=True)

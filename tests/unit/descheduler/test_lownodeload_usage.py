@@ -13,7 +13,7 @@ from koord.descheduler.plugins.lownodeload.usage import (
     node_usages,
     set_thresholds,
 )
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.meta.quantity import format_time
 from tests.unit.descheduler.env import Env, GiB
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from koord.descheduler.framework.nodefit import NodeFit
-from koordshared.apis.node import is_ready, matches_node_selector, untolerated_taints
+from koordshared.apis.core.node import is_ready, matches_node_selector, untolerated_taints
 from koordshared.testing import objects
 from tests.unit.descheduler.env import Env
 

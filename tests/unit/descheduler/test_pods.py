@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from koordshared.apis.pod import DELETION_COST_ANNOTATION, deletion_cost
+from koordshared.apis.core.pod import DELETION_COST_ANNOTATION, deletion_cost
 
 
 @pytest.mark.parametrize(

@@ -30,10 +30,6 @@ ISSUE_REF = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)
 BENCH_CITE = re.compile(r"\bbench/|\bbench\.\w")
 
 ALLOWED_LONG_DOCSTRINGS = {  # module path, or path:qualified name of a def/class
-    "koordshared/apis/nodemetric.py",
-    "koordshared/apis/pod.py",
-    "koordshared/apis/reservation.py",
-    "koordshared/apis/reservepod.py",
     "koord/descheduler/evictor/args.py",
     "koord/descheduler/evictor/limits.py",
     "koord/descheduler/framework/interface.py",

@@ -115,8 +115,13 @@ WRONG = {
         "import koordshared.runtime.lifecycle",
         "HTTP below threads",
     ),
+    "apis-layers": (
+        "koordshared/apis/meta/selector.py",
+        "import koordshared.apis.core.pod",
+        "meta is the bottom of the API types",
+    ),
     "qos-plugins-see-only-api": ("qosplugins/cpuburst.py", "import koordlet.system", "a plugin"),
-    "pure-contracts": ("koordshared/apis/quantity.py", "import kubernetes", "the API types stay pure"),
+    "pure-contracts": ("koordshared/apis/meta/quantity.py", "import kubernetes", "the API types stay pure"),
     "only-informers-talk-to-the-api-server": (
         "koordlet/metricsadvisor/advisor.py",
         "import kubernetes",

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from koord.manager import batchresource as br
-from koordshared.apis.colocation import DEFAULT_STRATEGY
-from koordshared.apis.nodemetric import parse_status
+from koordshared.apis.configuration.slocontroller import DEFAULT_STRATEGY
+from koordshared.apis.slo.nodemetric import parse_status
 
 Gi, Mi = 2**30, 2**20
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from koordshared.apis.nodemetric import CollectPolicy
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.meta.quantity import format_time
+from koordshared.apis.slo.nodemetric import CollectPolicy
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.managerharness import (

@@ -19,7 +19,7 @@ from koordlet.prediction.histogram import CPU_BUCKETS, DecayingHistogram
 from koordlet.prediction.predictor import PredictionUnavailable, ProdReclaimablePredictor
 from koordlet.prediction.server import NODE_UID, PeakPredictServer, PredictionConfig, node_item_uid
 from koordlet.testing import FakeClock, FakeStates, make_node, make_pod
-from koordshared.apis.nodemetric import Usage
+from koordshared.apis.slo.nodemetric import Usage
 
 GI = 1 << 30
 DAY = 86400.0

@@ -19,7 +19,7 @@ from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeEvictor, FakeMetrics, FakeStates, make_node
 from koordlet.testing.builders import QOS_TIER
-from koordshared.apis import nodeslo
+from koordshared.apis.slo import nodeslo
 from tests.support.fakehost import FakeHost
 
 GI = 1 << 30

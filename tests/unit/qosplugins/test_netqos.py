@@ -164,7 +164,7 @@ def test_rates_the_link_cannot_hold_are_refused_once(
 
 
 def test_build_spec_is_off_without_a_link_speed_or_an_enabled_class() -> None:
-    from koordshared.apis import nodeslo
+    from koordshared.apis.slo import nodeslo
 
     pods = [with_ips(make_pod("be", api.QOSClass.BE), "10.0.0.9")]
     assert (

@@ -22,7 +22,7 @@ from koordlet import api
 from koordlet.system import resctrl
 from koordlet.system.cgroups import validate
 from koordlet.testing import make_harness, make_node, make_pod
-from koordshared.apis import nodeslo
+from koordshared.apis.slo import nodeslo
 from koordshared.runtime.errors import InvalidValue
 from qosplugins import _memqos as mq
 from qosplugins.blkio import BlkIOReconcile

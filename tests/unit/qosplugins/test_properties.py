@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod, topology
-from koordshared.apis import nodeslo
-from koordshared.apis.slovalidate import InvalidNodeSLO
+from koordshared.apis.slo import nodeslo
+from koordshared.apis.slo.validate import InvalidNodeSLO
 from qosplugins import _evict
 from qosplugins.cpuburst import CPUBurst
 from qosplugins.cpuevict import BECPUEvict

@@ -22,7 +22,7 @@ from koordlet.runtimehooks.groupidentity import GroupIdentity
 from koordlet.runtimehooks.oomscoreadj import OOMScoreAdj
 from koordlet.runtimehooks.protocol import ContainerRequest, PodRequest, Resources, Rule, request_qos
 from koordlet.testing import be_slo, make_pod
-from koordshared.apis import nrt
+from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.testing.topology import TWO_SOCKETS
 
 GiB = 1 << 30

@@ -23,7 +23,7 @@ from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeExecutor, FakeHostReader, FakeStates, be_slo, make_pod, topology, wait_until
 from koordlet.testing.wakeups import voluntary_switches
-from koordshared.apis import nrt
+from koordshared.apis.topology import noderesourcetopology as nrt
 from tests.support.fakehost import FakeHost
 
 GiB = 1 << 30
@@ -133,7 +133,7 @@ def test_lsr_and_ls_pods_through_the_service() -> None:
 
 
 def nrt_status(pools: tuple[nrt.CPUSharedPool, ...]) -> object:
-    from koordshared.apis.noderesourcetopology import NodeTopologyStatus
+    from koordshared.apis.topology.noderesourcetopology import NodeTopologyStatus
 
     return NodeTopologyStatus((), annotations={nrt.ANNOTATION_CPU_SHARED_POOLS: nrt.share_pools_json(pools)})
 

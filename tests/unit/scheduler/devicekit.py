@@ -11,7 +11,7 @@ from koord.scheduler.framework import CycleState, Obj, PodInfo
 from koord.scheduler.plugins.deviceshare import NAME
 from koord.scheduler.plugins.deviceshare.state import STATE_KEY
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED
 from tests.unit.scheduler.pluginrun import PluginRun
 
 S = "koord-scheduler"

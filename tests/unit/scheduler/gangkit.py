@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis.coscheduling import (
+from koordshared.apis.extension.coscheduling import (
     GANG_GROUPS,
     GANG_MIN_AVAILABLE,
     GANG_MODE,

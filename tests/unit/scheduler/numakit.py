@@ -9,13 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import nrt
-from koordshared.apis.numa import (
+from koordshared.apis.extension.numa import (
     ANNOTATION_RESOURCE_SPEC,
     ANNOTATION_RESOURCE_STATUS,
     ResourceStatus,
     resource_status,
 )
+from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.testing import node, pod
 from koordshared.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from koord.scheduler.framework import PluginFactory
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import reservation as rsv
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.meta.quantity import format_time
+from koordshared.apis.scheduling import reservation as rsv
 from koordshared.testing import FakeClock, node, pod
 
 S = "koord-scheduler"

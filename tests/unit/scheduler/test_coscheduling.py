@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis.coscheduling import BIND_GANG_GROUP_ID, BIND_GANG_MEMBER_COUNT
+from koordshared.apis.extension.coscheduling import BIND_GANG_GROUP_ID, BIND_GANG_MEMBER_COUNT
 from koordshared.testing import node, pod
 from tests.unit.scheduler.gangkit import S, condition, eventually, kit, member, messages, uid
 

@@ -10,7 +10,7 @@ import pytest
 from koord.scheduler.framework import InvalidArgs
 from koord.scheduler.plugins.coscheduling import gangspec
 from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs, parse_args
-from koordshared.apis.coscheduling import GangMode, MatchPolicy, gang_name
+from koordshared.apis.extension.coscheduling import GangMode, MatchPolicy, gang_name
 from tests.unit.scheduler.gangkit import member, pod_group
 
 ARGS = CoschedulingArgs()

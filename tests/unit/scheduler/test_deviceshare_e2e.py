@@ -11,9 +11,9 @@ from typing import Any
 
 from koord.scheduler.framework import CycleState, Obj, Status
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import device as dv
-from koordshared.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED, parse_device_allocations
-from koordshared.apis.schedulinghint import ANNOTATION_SCHEDULING_HINT
+from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED, parse_device_allocations
+from koordshared.apis.extension.schedulinghint import ANNOTATION_SCHEDULING_HINT
+from koordshared.apis.scheduling import device as dv
 from koordshared.testing import pod
 from koordshared.testing.devices import device, device_node, gpu
 from tests.unit.scheduler.devicekit import S, annotation, kit, profile

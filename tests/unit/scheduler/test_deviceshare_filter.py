@@ -11,12 +11,12 @@ from typing import Any
 
 from koord.scheduler.framework import CycleState, PodInfo
 from koord.scheduler.plugins.deviceshare.state import STATE_KEY
-from koordshared.apis import device as dv
-from koordshared.apis.deviceshare import (
+from koordshared.apis.extension.deviceshare import (
     ANNOTATION_DEVICE_ALLOCATE_HINT,
     ANNOTATION_DEVICE_ALLOCATED,
     ANNOTATION_DEVICE_JOINT_ALLOCATE,
 )
+from koordshared.apis.scheduling import device as dv
 from koordshared.testing import pod
 from koordshared.testing.devices import device, device_node, fpga, gpu, rdma
 from tests.unit.scheduler.devicekit import GI, allocation, run

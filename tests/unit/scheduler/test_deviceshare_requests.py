@@ -11,14 +11,14 @@ import pytest
 
 from koord.scheduler.plugins.deviceshare.args import DEFAULT_RESOURCES, LEAST, parse_args
 from koord.scheduler.plugins.deviceshare.requests import DeviceRequestError, gpu_shape, pod_device_requests
-from koordshared.apis import device as dv
-from koordshared.apis.device import VirtualFunction
-from koordshared.apis.deviceshare import (
+from koordshared.apis.extension.deviceshare import (
     ANNOTATION_DEVICE_ALLOCATED,
     DeviceAllocation,
     format_device_allocations,
     parse_device_allocations,
 )
+from koordshared.apis.scheduling import device as dv
+from koordshared.apis.scheduling.device import VirtualFunction
 from koordshared.runtime.errors import InvalidArgs, InvalidValue
 
 GI = 1024**3

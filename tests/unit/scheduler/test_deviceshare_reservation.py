@@ -15,8 +15,8 @@ from koord.scheduler.core.handle import PATCH_KEY
 from koord.scheduler.framework import CycleState, PodInfo, PodRequirement, ReservationInfo
 from koord.scheduler.plugins.deviceshare.state import STATE_KEY
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import device as dv
-from koordshared.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.apis.scheduling import device as dv
 from koordshared.testing import FakeClock, pod
 from koordshared.testing.devices import device, device_node, gpu
 from koordshared.testing.reservations import available, owner_labels, reservation

@@ -10,7 +10,7 @@ from typing import Any
 from koord.scheduler.framework import CycleState, Obj, Status
 from koord.scheduler.plugins.elasticquota import NAME, ElasticQuota
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import elasticquota as eq
+from koordshared.apis.extension import elasticquota as eq
 from koordshared.testing import node, pod
 from koordshared.testing.objects import elastic_quota
 

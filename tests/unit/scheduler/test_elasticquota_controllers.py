@@ -12,7 +12,7 @@ from koord.scheduler.plugins.elasticquota import NAME, ElasticQuota
 from koord.scheduler.plugins.elasticquota.revoke import RevokeController
 from koord.scheduler.plugins.elasticquota.status import StatusController, status_patch
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import elasticquota as eq
+from koordshared.apis.extension import elasticquota as eq
 from koordshared.testing import node, pod
 from koordshared.testing.objects import elastic_quota
 

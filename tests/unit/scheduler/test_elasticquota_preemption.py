@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from koord.scheduler.plugins.elasticquota import NAME
-from koordshared.apis import elasticquota as eq
+from koordshared.apis.extension import elasticquota as eq
 from koordshared.testing import objects
 from koordshared.testing.objects import elastic_quota
 from tests.unit.scheduler.memcluster import SCHEDULER, MemCluster, wait_for

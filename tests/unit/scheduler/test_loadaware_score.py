@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from koord.scheduler.plugins.loadaware.args import Vec
 from koord.scheduler.plugins.loadaware.estimator import estimate_pod
 from koord.scheduler.plugins.loadaware.plugin import MAX_SCORE
-from koordshared.apis.quantity import to_milli
+from koordshared.apis.meta.quantity import to_milli
 from koordshared.testing.objects import GiB, pod
 from tests.unit.scheduler.env import Env
 

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from koord.scheduler.plugins.nodenumaresource.args import parse_args
-from koordshared.apis import nrt
-from koordshared.apis.numa import ANNOTATION_RESOURCE_SPEC, ANNOTATION_RESOURCE_STATUS
+from koordshared.apis.extension.numa import ANNOTATION_RESOURCE_SPEC, ANNOTATION_RESOURCE_STATUS
+from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.runtime.errors import InvalidArgs
 from koordshared.testing.topology import SimulatedTopology
 from tests.unit.scheduler.numakit import (
@@ -34,7 +34,7 @@ def test_lsr_pod_gets_whole_cores_and_the_agent_reads_them() -> None:
     k.run()
     assert k.bound() == {"default/p": "a"}
     assert status_text(k, "p") == '{"cpuset":"0-1,8-9"}'  # Go's bytes: no NUMA policy, no NUMA nodes
-    got = placement(k, "p")  # the agent's parser (koordshared.apis.numa.resource_status)
+    got = placement(k, "p")  # the agent's parser (koordshared.apis.extension.numa.resource_status)
     assert got.cpus == {0, 1, 8, 9} and got.numa_node_resources == ()
     # the bind policy used is written back for a pod that named none (Koordinator's appendResourceSpec)
     assert json.loads(patched(k, "p")[ANNOTATION_RESOURCE_SPEC]) == {"preferredCPUBindPolicy": "FullPCPUs"}

@@ -12,7 +12,7 @@ from koord.scheduler.plugins.nodenumaresource.accumulator import (
     take_preferred_cpus,
 )
 from koord.scheduler.plugins.nodenumaresource.cputopology import AllocatedCPU, CPUTopology
-from koordshared.apis.cpulist import format_cpuset, parse_cpuset
+from koordshared.apis.meta.cpulist import format_cpuset, parse_cpuset
 from koordshared.testing.topology import TWO_SOCKETS, SimulatedTopology
 
 TOPO = CPUTopology.of(TWO_SOCKETS.cpu_details())

@@ -13,7 +13,7 @@ from koord.scheduler.framework import CycleState, PodInfo
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis import nrt
+from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.testing.topology import SimulatedTopology
 from tests.unit.scheduler.numakit import NUMA, S, add_node, kit, lsr, messages, placement, plain, report
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from koordshared.apis.noderesourcetopology import zones_of
+from koordshared.apis.topology.noderesourcetopology import zones_of
 from koordshared.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
 from tests.unit.statesinformer.test_node_topology import informer
 

@@ -6,7 +6,7 @@ nodes that fit it, BestEffort anywhere (preferring the fewest); the pod's policy
 from __future__ import annotations
 
 from koord.scheduler.framework.topologymanager import NUMATopologyHint, mask_of, mask_str, merge
-from koordshared.apis.numa import NUMATopologyPolicy
+from koordshared.apis.extension.numa import NUMATopologyPolicy
 from koordshared.testing.topology import TWO_SOCKETS
 from tests.unit.scheduler.numakit import add_node, kit, lsr, messages, placement, plain, status_text
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis.numa import ANNOTATION_RESOURCE_STATUS, resource_status
+from koordshared.apis.extension.numa import ANNOTATION_RESOURCE_STATUS, resource_status
 from koordshared.testing import FakeClock
 from koordshared.testing.reservations import available, owner_labels, reservation
 from tests.unit.scheduler.numakit import NUMA, add_node, lsr, placement

@@ -8,7 +8,7 @@ from typing import Any
 
 from koord.scheduler.plugins.coscheduling.controller import next_status
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis.coscheduling import PodGroupPhase
+from koordshared.apis.extension.coscheduling import PodGroupPhase
 from tests.unit.scheduler.gangkit import kit, messages, pg_member, pod_group
 
 NOW = 1_700_000_000.0

@@ -13,7 +13,7 @@ from koord.scheduler.framework import PodInfo
 from koord.scheduler.plugins.defaultpreemption.args import PreemptionArgs, parse_args
 from koord.scheduler.plugins.defaultpreemption.candidates import Candidate, pick_one
 from koord.scheduler.plugins.defaultpreemption.victims import Victims
-from koordshared.apis.strictargs import InvalidArgs
+from koordshared.apis.meta.strictargs import InvalidArgs
 from tests.unit.scheduler.memcluster import MemCluster, pdb
 
 LOW, MID, HIGH = 0, 100, 1000

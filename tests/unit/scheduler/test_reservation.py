@@ -6,7 +6,7 @@ nomination order (the lifecycle is in ``test_reservation_lifecycle.py``)."""
 
 from __future__ import annotations
 
-from koordshared.apis import reservation as rsv
+from koordshared.apis.scheduling import reservation as rsv
 from koordshared.testing.reservations import available, owner_labels, owner_pod, reservation
 from tests.unit.scheduler.reservationkit import (
     add,

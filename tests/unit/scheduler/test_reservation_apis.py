@@ -11,8 +11,8 @@ import pytest
 
 from koord.scheduler.framework import PodInfo, PodRequirement, ReservationInfo
 from koord.scheduler.plugins.reservation import status
-from koordshared.apis import reservation as rsv
-from koordshared.apis.reservepod import (
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import (
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
     MAX_PRIORITY,

@@ -5,8 +5,8 @@ reported as pods, and several profiles sharing the reservations."""
 
 from __future__ import annotations
 
-from koordshared.apis import reservation as rsv
-from koordshared.apis.reservepod import ANNOTATION_RESERVE_POD
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import ANNOTATION_RESERVE_POD
 from koordshared.testing import node
 from koordshared.testing.reservations import available, owner_labels, reservation
 from tests.unit.scheduler.reservationkit import (

@@ -16,7 +16,10 @@ from koord.scheduler.framework.interface import Code
 from koord.scheduler.framework.types import PreFilterResult
 from koord.scheduler.plugins.schedulinghint import NAME, SchedulingHint
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis.schedulinghint import ANNOTATION_SCHEDULING_HINT, DEPRECATED_ANNOTATION_SCHEDULING_HINT
+from koordshared.apis.extension.schedulinghint import (
+    ANNOTATION_SCHEDULING_HINT,
+    DEPRECATED_ANNOTATION_SCHEDULING_HINT,
+)
 from koordshared.runtime.errors import InvalidArgs
 from koordshared.testing.objects import node, pod
 

@@ -20,8 +20,7 @@ from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import make_node, make_pod, pod_uid
 from koordlet.testing.sysfs import write_topology
-from koordshared.apis import noderesourcetopology as nrtobj
-from koordshared.apis import nrt
+from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.runtime.errors import APIUnavailable
 from koordshared.testing.topology import TWO_SOCKETS, GiB, SimulatedTopology
 
@@ -267,9 +266,7 @@ def test_sync_creates_once_then_updates_only_on_change(tmp_path: Path) -> None:
     pools = json.loads(updated["metadata"]["annotations"][nrt.ANNOTATION_CPU_SHARED_POOLS])
     assert pools[0]["cpuset"] == "1,8-9"
     assert "example.com/fpga" in [r["name"] for r in updated["zones"][0]["resources"]]
-    assert (
-        nrtobj.NodeTopologyStatus(nrtobj.zones_of(updated)).zones[0].resource("example.com/fpga") is not None
-    )
+    assert nrt.NodeTopologyStatus(nrt.zones_of(updated)).zones[0].resource("example.com/fpga") is not None
 
 
 def test_reported_without_the_kubelets_configuration_when_it_refuses(
@@ -338,7 +335,7 @@ def test_reported_without_the_kubelets_configuration_when_it_refuses(
     ],
 )
 def test_topology_policies(policy: str, scope: str, want: str) -> None:
-    assert nrtobj.topology_policy(policy, scope) == want
+    assert nrt.topology_policy(policy, scope) == want
 
 
 def test_an_unreadable_host_gives_no_status_and_no_error(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from koordlet.metriccache.schema import (
 )
 from koordlet.statesinformer.nodemetric import StatusBuilder, write_atomic
 from koordlet.testing import FakeClock
-from koordshared.apis.nodemetric import CollectPolicy
+from koordshared.apis.slo.nodemetric import CollectPolicy
 from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD
 

@@ -13,7 +13,7 @@ from koordlet.prediction.server import PeakPredictServer, PredictionConfig, node
 from koordlet.statesinformer.metrics import NodeMetricGauges
 from koordlet.statesinformer.nodemetric import StatusBuilder
 from koordlet.testing import FakeClock, FakeStates, make_node, make_pod
-from koordshared.apis.nodemetric import (
+from koordshared.apis.slo.nodemetric import (
     AggregatedUsage,
     CollectPolicy,
     HostAppMetric,

@@ -10,7 +10,8 @@ import pytest
 from koordlet import api
 from koordlet.statesinformer import podinfo
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
-from koordshared.apis import pod as podschema
+from koordshared.apis.core import pod as podschema
+from koordshared.apis.extension import qos as qosapi
 
 UID = "0f5e6a2c-1b3d-4e5f-8a9b-0c1d2e3f4a5b"
 CID = "a" * 64
@@ -98,8 +99,8 @@ def test_status_qos_class_wins_over_computation() -> None:
     ],
 )
 def test_qos_table(label: str, kube: api.KubeQOSClass, qos: api.QOSClass) -> None:
-    labels = {podschema.LABEL_QOS: label} if label else {}
-    assert podschema.qos_of(labels, kube) is qos
+    labels = {qosapi.LABEL_QOS: label} if label else {}
+    assert qosapi.qos_of(labels, kube) is qos
 
 
 @pytest.mark.parametrize(
@@ -125,13 +126,13 @@ def test_qos_table(label: str, kube: api.KubeQOSClass, qos: api.QOSClass) -> Non
 def test_priority_table(
     label: str | None, priority: int | None, qos: api.QOSClass, expected: api.PriorityClass
 ) -> None:
-    labels = {podschema.LABEL_PRIORITY_CLASS: label} if label is not None else {}
-    assert podschema.priority_class_of(labels, priority, qos) is expected
+    labels = {qosapi.LABEL_PRIORITY_CLASS: label} if label is not None else {}
+    assert qosapi.priority_class_of(labels, priority, qos) is expected
 
 
 def test_raw_qos_is_the_label_alone() -> None:
     unlabelled = podinfo.pod_info(pod(), None)
-    labelled = podinfo.pod_info(pod(labels={podschema.LABEL_QOS: "BE"}), None)
+    labelled = podinfo.pod_info(pod(labels={qosapi.LABEL_QOS: "BE"}), None)
     assert unlabelled is not None and labelled is not None
     assert (unlabelled.qos, unlabelled.qos_raw) == (api.QOSClass.BE, api.QOSClass.NONE)
     assert (labelled.qos, labelled.qos_raw) == (api.QOSClass.BE, api.QOSClass.BE)

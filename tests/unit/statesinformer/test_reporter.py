@@ -15,7 +15,7 @@ from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.reporter import NodeMetricReporter
 from koordlet.testing import FakeClock
-from koordshared.apis.nodemetric import CollectPolicy
+from koordshared.apis.slo.nodemetric import CollectPolicy
 from koordshared.runtime.errors import APIUnavailable, ConfigError
 
 

@@ -32,7 +32,7 @@ from koord.descheduler.framework.interface import EvictOptions, Evictor, Obj
 from koord.descheduler.framework.nodefit import NodeFit
 from koord.descheduler.plugins.lownodeload.sorter import PodFacts, sort_pods
 from koord.descheduler.plugins.lownodeload.usage import NodeUsage, Vec, metric_vec, over
-from koordshared.apis import pod as podutil
+from koordshared.apis.core import pod as podutil
 
 log = logging.getLogger(__name__)
 

@@ -53,10 +53,10 @@ from koord.descheduler.plugins.lownodeload.usage import (
     reported,
     set_thresholds,
 )
-from koordshared.apis import extension
-from koordshared.apis import pod as podutil
-from koordshared.apis.node import node_name, select
-from koordshared.apis.pod import str_map
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.node import node_name, select
+from koordshared.apis.core.pod import str_map
+from koordshared.apis.extension import qos as extension
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 from koord.descheduler.framework.interface import Obj
 from koord.descheduler.plugins.lownodeload.usage import NodeUsage
-from koordshared.apis import extension
-from koordshared.apis import pod as podutil
-from koordshared.apis.pod import kube_qos_of, priority_class_of, qos_of, str_map
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.pod import kube_qos_of, str_map
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.extension.qos import priority_class_of, qos_of
 
 PRIORITY_ORDER = {
     extension.PriorityClass.FREE: 1,
@@ -31,9 +32,9 @@ PRIORITY_ORDER = {
     extension.PriorityClass.NONE: 5,
 }
 KUBE_QOS_ORDER = {
-    extension.KubeQOSClass.BESTEFFORT: 1,
-    extension.KubeQOSClass.BURSTABLE: 2,
-    extension.KubeQOSClass.GUARANTEED: 3,
+    podutil.KubeQOSClass.BESTEFFORT: 1,
+    podutil.KubeQOSClass.BURSTABLE: 2,
+    podutil.KubeQOSClass.GUARANTEED: 3,
 }
 QOS_ORDER = {
     extension.QOSClass.BE: 1,

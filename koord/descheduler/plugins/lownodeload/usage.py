@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from koord.descheduler.framework.interface import Obj
-from koordshared.apis.node import is_unschedulable, node_name
-from koordshared.apis.nodemetric import parse_status
-from koordshared.apis.pod import pod_key
-from koordshared.apis.resources import node_allocatable, value_of
+from koordshared.apis.core.node import is_unschedulable, node_name
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.core.resources import node_allocatable, value_of
+from koordshared.apis.slo.nodemetric import parse_status
 
 Vec = dict[str, int]
 MIN_PCT, MAX_PCT = 0.0, 100.0

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from koord.scheduler.framework import MAX_PERMIT_WAIT, InvalidArgs
-from koordshared.apis.coscheduling import MatchPolicy
-from koordshared.apis.quantity import format_duration
-from koordshared.apis.strictargs import decode
+from koordshared.apis.extension.coscheduling import MatchPolicy
+from koordshared.apis.meta.quantity import format_duration
+from koordshared.apis.meta.strictargs import decode
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_CONTROLLER_WORKERS = 1

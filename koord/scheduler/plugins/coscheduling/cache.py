@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from koord.scheduler.plugins.coscheduling import gangspec
 from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs
 from koord.scheduler.plugins.coscheduling.gang import Gang, GangGroupInfo, Obj
-from koordshared.apis.coscheduling import gang_id, gang_name, in_pod_group
+from koordshared.apis.extension.coscheduling import gang_id, gang_name, in_pod_group
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,10 +28,10 @@ from koord.scheduler.framework import SchedulerHandle, Store
 from koord.scheduler.plugins.coscheduling.cache import StoreHandler
 from koord.scheduler.plugins.coscheduling.gang import Obj, pod_key
 from koord.scheduler.plugins.coscheduling.keyed import KeyedController
-from koordshared.apis import groups
-from koordshared.apis.coscheduling import POD_GROUP_LABEL, PodGroupPhase
-from koordshared.apis.pod import as_map
-from koordshared.apis.timefmt import format_time, parse_time
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.extension.coscheduling import POD_GROUP_LABEL, PodGroupPhase
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import format_time, parse_time
 
 MAX_GC_SECONDS = 48 * 3600.0
 POD_CACHE = "podgroup-pods"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koord.scheduler.plugins.coscheduling.gangspec import GangSpec
-from koordshared.apis.coscheduling import GangMode, MatchPolicy
+from koordshared.apis.extension.coscheduling import GangMode, MatchPolicy
 
 Obj = Mapping[str, Any]
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from koord.scheduler.framework import MAX_PERMIT_WAIT
 from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs
-from koordshared.apis.coscheduling import (
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.extension.coscheduling import (
     ALIAS_MATCH_POLICY,
     GANG_GROUPS,
     GANG_MATCH_POLICY,
@@ -29,8 +30,7 @@ from koordshared.apis.coscheduling import (
     GangMode,
     MatchPolicy,
 )
-from koordshared.apis.pod import as_map
-from koordshared.apis.quantity import format_duration, parse_duration
+from koordshared.apis.meta.quantity import format_duration, parse_duration
 from koordshared.runtime.errors import InvalidValue
 
 INT32_MAX = 2**31 - 1

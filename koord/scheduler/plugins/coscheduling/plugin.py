@@ -42,8 +42,7 @@ from koord.scheduler.plugins.coscheduling.cache import GangCache, Joined, StoreH
 from koord.scheduler.plugins.coscheduling.controller import PodGroupController
 from koord.scheduler.plugins.coscheduling.gang import Gang, pod_key, pod_uid
 from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT, GangReporter
-from koordshared.apis import groups
-from koordshared.apis.coscheduling import (
+from koordshared.apis.extension.coscheduling import (
     BIND_GANG_GROUP_ID,
     BIND_GANG_MEMBER_COUNT,
     DEPRECATED_BIND_GANG_GROUP_ID,
@@ -52,6 +51,7 @@ from koordshared.apis.coscheduling import (
     gang_name,
     in_pod_group,
 )
+from koordshared.apis.meta import groups
 
 NAME = "Coscheduling"
 BIND_ANNOTATIONS = (

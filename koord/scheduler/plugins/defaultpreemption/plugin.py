@@ -37,8 +37,8 @@ from koord.scheduler.plugins.defaultpreemption.args import parse_args
 from koord.scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, pick_one
 from koord.scheduler.plugins.defaultpreemption.policy import LowerPriority, VictimPolicy
 from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE, budgets
-from koordshared.apis import groups
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import format_time
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status
 from koord.scheduler.plugins.defaultpreemption.policy import VictimPolicy
-from koordshared.apis.selector import LabelSelector, parse_selector
-from koordshared.apis.timefmt import parse_time
+from koordshared.apis.meta.quantity import parse_time
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NONE_HERE = Status.unresolvable(NO_VICTIMS)

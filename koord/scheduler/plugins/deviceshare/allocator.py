@@ -31,8 +31,7 @@ from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import Devices, ResourceList
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
-from koordshared.apis import device as dv
-from koordshared.apis.deviceshare import (
+from koordshared.apis.extension.deviceshare import (
     APPLY_FOR_ALL,
     DEVICE_LEVEL_EXCLUSIVE,
     PCIE_LEVEL_EXCLUSIVE,
@@ -42,6 +41,7 @@ from koordshared.apis.deviceshare import (
     DeviceAllocations,
     DeviceHint,
 )
+from koordshared.apis.scheduling import device as dv
 
 
 def _default_shape(

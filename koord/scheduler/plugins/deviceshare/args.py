@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koordshared.apis import device as dv
-from koordshared.apis.strictargs import decode
+from koordshared.apis.meta.strictargs import decode
+from koordshared.apis.scheduling import device as dv
 from koordshared.runtime.errors import InvalidArgs
 
 LEAST, MOST = "LeastAllocated", "MostAllocated"

@@ -25,11 +25,11 @@ from typing import Any
 from koord.scheduler.plugins.deviceshare.gputopology import partition_indexer, topology_tree
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice, pcie_groups
 from koord.scheduler.plugins.deviceshare.resources import ByType
-from koordshared.apis import device as dv
-from koordshared.apis import reservation as rsv
-from koordshared.apis.deviceshare import DeviceAllocation, parse_device_allocations
-from koordshared.apis.pod import annotations_of, as_map, pod_key
-from koordshared.apis.reservepod import reserve_pod
+from koordshared.apis.core.pod import annotations_of, as_map, pod_key
+from koordshared.apis.extension.deviceshare import DeviceAllocation, parse_device_allocations
+from koordshared.apis.scheduling import device as dv
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import reserve_pod
 from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import ResourceList
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
-from koordshared.apis import device as dv
-from koordshared.apis.deviceshare import DeviceAllocation, DeviceHint
+from koordshared.apis.extension.deviceshare import DeviceAllocation, DeviceHint
+from koordshared.apis.scheduling import device as dv
 
 
 class AllocationFailed(Exception):

@@ -30,8 +30,8 @@ from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import Devices
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import NO_MATCHED_TEMPLATE, GPURequirements
-from koordshared.apis import device as dv
-from koordshared.apis.deviceshare import DeviceAllocation
+from koordshared.apis.extension.deviceshare import DeviceAllocation
+from koordshared.apis.scheduling import device as dv
 
 NO_GPU_REQUIREMENTS = "No GPU Requirements"
 INSUFFICIENT_PARTITIONED = "Insufficient Partitioned GPU Devices"

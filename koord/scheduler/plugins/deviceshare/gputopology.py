@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koord.scheduler.plugins.deviceshare.resources import Devices
-from koordshared.apis.device import (
+from koordshared.apis.extension.deviceshare import (
+    SCOPE_NODE,
+    SCOPE_NUMA_NODE,
+    SCOPE_PCIE,
+    TOPOLOGY_SCOPE_LEVEL,
+)
+from koordshared.apis.scheduling.device import (
     GPU_VENDOR_NVIDIA,
     LABEL_GPU_MODEL,
     LABEL_GPU_VENDOR,
@@ -22,7 +28,6 @@ from koordshared.apis.device import (
     labels_of,
     partition_policy,
 )
-from koordshared.apis.deviceshare import SCOPE_NODE, SCOPE_NUMA_NODE, SCOPE_PCIE, TOPOLOGY_SCOPE_LEVEL
 
 
 def hash_minors(minors: Sequence[int] | Mapping[int, Any]) -> int:

@@ -45,12 +45,12 @@ from koord.scheduler.plugins.deviceshare.reservation import (
 from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import STATE_KEY, PodDeviceState
-from koordshared.apis import device as dv
-from koordshared.apis.deviceshare import (
+from koordshared.apis.extension.deviceshare import (
     ANNOTATION_DEVICE_ALLOCATED,
     DeviceAllocation,
     format_device_allocations,
 )
+from koordshared.apis.scheduling import device as dv
 
 
 class ReservationHooks:

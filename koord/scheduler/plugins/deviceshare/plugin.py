@@ -64,12 +64,12 @@ from koord.scheduler.plugins.deviceshare.state import (
     prepare_pod,
 )
 from koord.scheduler.plugins.deviceshare.templates import Templates
-from koordshared.apis import device as dv
-from koordshared.apis import groups
-from koordshared.apis.deviceshare import (
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.extension.deviceshare import (
     DeviceAllocations,
 )
-from koordshared.apis.pod import pod_key
+from koordshared.apis.meta import groups
+from koordshared.apis.scheduling import device as dv
 
 NAME = "DeviceShare"
 _EVENTS = (

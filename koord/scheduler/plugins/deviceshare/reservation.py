@@ -24,9 +24,9 @@ from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
-from koordshared.apis.deviceshare import DeviceAllocations
-from koordshared.apis.pod import pod_key
-from koordshared.apis.reservation import AllocatePolicy
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.extension.deviceshare import DeviceAllocations
+from koordshared.apis.scheduling.reservation import AllocatePolicy
 
 RESTORE_KEY = "DeviceShare/reservationRestoreState"
 ALIGNED, RESTRICTED = AllocatePolicy.ALIGNED, AllocatePolicy.RESTRICTED

@@ -14,8 +14,8 @@ from typing import Any
 
 from koord.scheduler.plugins.deviceshare.requests import DeviceRequestError, gpu_shape, pod_device_requests
 from koord.scheduler.plugins.deviceshare.resources import ByType, ResourceList, copy_by_type
-from koordshared.apis import device as dv
-from koordshared.apis.deviceshare import (
+from koordshared.apis.core.pod import annotations_of
+from koordshared.apis.extension.deviceshare import (
     APPLY_FOR_ALL,
     PARTITION_RESTRICTED,
     TOPOLOGY_SCOPE_LEVEL,
@@ -27,7 +27,7 @@ from koordshared.apis.deviceshare import (
     parse_gpu_partition_spec,
     parse_joint_allocate,
 )
-from koordshared.apis.pod import annotations_of
+from koordshared.apis.scheduling import device as dv
 from koordshared.runtime.errors import InvalidValue
 
 STATE_KEY = "DeviceShare"

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koord.scheduler.framework import InvalidArgs
-from koordshared.apis.quantity import parse_quantity
-from koordshared.apis.resources import value_of
-from koordshared.apis.strictargs import decode
+from koordshared.apis.core.resources import value_of
+from koordshared.apis.meta.quantity import parse_quantity
+from koordshared.apis.meta.strictargs import decode
 from koordshared.runtime.errors import InvalidValue
 
 MAX_INT64_BY_5 = (2**63 - 1) // 5

@@ -28,8 +28,8 @@ from koord.scheduler.framework.types import Resources, resources_of
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.quotas import QuotaSpec, built_in, match
 from koord.scheduler.plugins.elasticquota.runtime import QuotaFigures, QuotaInput, calculate
-from koordshared.apis import elasticquota as eq
-from koordshared.apis.pod import as_map
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.extension import elasticquota as eq
 
 log = logging.getLogger(__name__)
 

@@ -49,8 +49,8 @@ from koord.scheduler.plugins.elasticquota.quotas import QuotaSpec
 from koord.scheduler.plugins.elasticquota.revoke import RevokeController
 from koord.scheduler.plugins.elasticquota.status import StatusController
 from koord.scheduler.plugins.elasticquota.units import go_list, printed
-from koordshared.apis import elasticquota as eq
-from koordshared.apis.groups import ELASTIC_QUOTAS
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.meta.groups import ELASTIC_QUOTAS
 
 NAME = "ElasticQuota"
 QUOTA_CACHE = "elasticquotas"

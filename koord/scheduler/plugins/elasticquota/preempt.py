@@ -43,8 +43,8 @@ from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
 from koord.scheduler.plugins.elasticquota.revoke import fits
-from koordshared.apis import elasticquota as eq
-from koordshared.apis.pod import priority
+from koordshared.apis.core.pod import priority
+from koordshared.apis.extension import elasticquota as eq
 
 STATE_KEY = "PostFilterElasticQuota"
 """Where PreFilter leaves the pod's :class:`QuotaCycle` (Koordinator's ``postFilterKey``)."""

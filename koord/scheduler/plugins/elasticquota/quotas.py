@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from koord.scheduler.framework import Obj
 from koord.scheduler.framework.types import Resources, resources_of
 from koord.scheduler.plugins.elasticquota.units import to_list
-from koordshared.apis import elasticquota as eq
-from koordshared.apis.groups import ELASTIC_QUOTAS
-from koordshared.apis.pod import as_map
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.meta.groups import ELASTIC_QUOTAS
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ from koord.scheduler.framework import Obj, PodInfo, SchedulerHandle
 from koord.scheduler.framework.types import Resources
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
-from koordshared.apis import elasticquota as eq
-from koordshared.apis.timefmt import parse_time
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.meta.quantity import parse_time
 
 log = logging.getLogger(__name__)
 

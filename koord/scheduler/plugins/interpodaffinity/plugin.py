@@ -42,11 +42,11 @@ from koord.scheduler.plugins.interpodaffinity.terms import (
     parse_terms,
     terms_of,
 )
-from koordshared.apis import groups
-from koordshared.apis.node import labels_of
-from koordshared.apis.pod import as_map
-from koordshared.apis.selector import LabelSelector
-from koordshared.apis.strictargs import InvalidArgs, decode
+from koordshared.apis.core.node import labels_of
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.selector import LabelSelector
+from koordshared.apis.meta.strictargs import InvalidArgs, decode
 
 PRE_FILTER_KEY = NAME_PREFIX + "PreFilter"
 PRE_SCORE_KEY = NAME_PREFIX + "PreScore"

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from koord.scheduler.framework import Obj, PodInfo
-from koordshared.apis.node import labels_of
-from koordshared.apis.pod import as_list, as_map
-from koordshared.apis.selector import NOTHING, LabelSelector, Requirement, parse_selector
+from koordshared.apis.core.node import labels_of
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.meta.selector import NOTHING, LabelSelector, Requirement, parse_selector
 
 NAME = "InterPodAffinity"
 NAME_PREFIX = NAME + "/"

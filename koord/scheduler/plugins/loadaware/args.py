@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koord.scheduler.framework import InvalidArgs
-from koordshared.apis.nodemetric import AGGREGATIONS
-from koordshared.apis.strictargs import decode
+from koordshared.apis.meta.strictargs import decode
+from koordshared.apis.slo.nodemetric import AGGREGATIONS
 
 RESOURCES = ("cpu", "memory")
 """The vectorizer: Koordinator sorts resource names, so cpu comes before memory in every vector."""

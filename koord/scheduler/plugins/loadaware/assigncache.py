@@ -29,11 +29,10 @@ from koord.scheduler.plugins.loadaware.estimator import (
 )
 from koord.scheduler.plugins.loadaware.nodestate import NodeState, PodAssign
 from koord.scheduler.plugins.loadaware.table import LoadTable
-from koordshared.apis import extension
-from koordshared.apis.nodemetric import CollectPolicy, NodeMetricStatus, Usage
-from koordshared.apis.parsednodemetric import parse_node_metric
-from koordshared.apis.pod import as_list, as_map
-from koordshared.apis.timefmt import parse_time
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.meta.quantity import parse_time
+from koordshared.apis.slo.nodemetric import CollectPolicy, NodeMetricStatus, Usage, parse_node_metric
 
 Obj = Mapping[str, Any]
 

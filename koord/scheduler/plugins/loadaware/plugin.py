@@ -39,8 +39,8 @@ from koord.scheduler.plugins.loadaware.batch import MAX_SCORE, NodeFacts
 from koord.scheduler.plugins.loadaware.estimator import estimate_with_args, node_capacity
 from koord.scheduler.plugins.loadaware.table import NO_NODE
 from koord.scheduler.plugins.loadaware.thresholds import args_profile, node_profile
-from koordshared.apis import extension
-from koordshared.apis.pod import as_map, is_daemonset_pod
+from koordshared.apis.core.pod import as_map, is_daemonset_pod
+from koordshared.apis.extension import qos as extension
 
 __all__ = ["MAX_SCORE", "NAME", "LoadAwareScheduling", "NodeFacts", "PodFacts"]
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from koord.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs, Vec, to_vec
-from koordshared.apis.pod import as_map
-from koordshared.apis.quantity import parse_duration
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.meta.quantity import parse_duration
 from koordshared.runtime.errors import InvalidValue
 
 ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"

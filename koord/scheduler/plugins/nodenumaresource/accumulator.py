@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from koord.scheduler.plugins.nodenumaresource.cputopology import AllocatedCPU, CPUInfo, CPUTopology
-from koordshared.apis.numa import CPUBindPolicy, CPUExclusivePolicy, NUMAAllocateStrategy
+from koordshared.apis.extension.numa import CPUBindPolicy, CPUExclusivePolicy, NUMAAllocateStrategy
 
 ERR_NOT_ENOUGH_CPUS = "not enough cpus available to satisfy request"
 ERR_FAILED = "failed to allocate cpus"

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from koord.scheduler.framework import Obj
 from koord.scheduler.plugins.nodenumaresource.cputopology import AllocatedCPU, CPUTopology
-from koordshared.apis import numa as numaspec
-from koordshared.apis.cpulist import format_cpuset
-from koordshared.apis.quantity import format_bytes, format_decimal, format_milli, parse_quantity
-from koordshared.apis.resources import value_of
+from koordshared.apis.core.resources import value_of
+from koordshared.apis.extension import numa as numaspec
+from koordshared.apis.meta.cpulist import format_cpuset
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, format_milli, parse_quantity
 from koordshared.runtime.errors import InvalidValue
 
 Resources = dict[str, int]

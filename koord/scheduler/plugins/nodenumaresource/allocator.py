@@ -38,7 +38,7 @@ from koord.scheduler.plugins.nodenumaresource.restorestate import (
 )
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import TopologyOptions
-from koordshared.apis.numa import CPUBindPolicy, NUMATopologyPolicy
+from koordshared.apis.extension.numa import CPUBindPolicy, NUMATopologyPolicy
 
 ERR_INSUFFICIENT_NUMA = "insufficient resources on NUMA Node"
 RESERVATION_POLICY_RESTRICTED = "Restricted"

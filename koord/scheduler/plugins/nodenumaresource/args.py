@@ -21,8 +21,8 @@ from typing import Any
 
 from koord.scheduler.plugins.noderesources.args import DEFAULT_RESOURCES, LEAST, MOST
 from koord.scheduler.plugins.noderesources.args import _resources as resource_specs
-from koordshared.apis.numa import CPUBindPolicy, NUMAAllocateStrategy
-from koordshared.apis.strictargs import decode
+from koordshared.apis.extension.numa import CPUBindPolicy, NUMAAllocateStrategy
+from koordshared.apis.meta.strictargs import decode
 from koordshared.runtime.errors import InvalidArgs
 
 _FIELDS = {"defaultCPUBindPolicy": "str", "scoringStrategy": "object", "numaScoringStrategy": "object"}

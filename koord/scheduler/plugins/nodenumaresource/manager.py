@@ -30,8 +30,8 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
     full_pcpus_only,
     options_of,
 )
-from koordshared.apis.cpulist import format_cpuset
-from koordshared.apis.numa import LABEL_NODE_NUMA_ALLOCATE_STRATEGY, NUMATopologyPolicy
+from koordshared.apis.extension.numa import LABEL_NODE_NUMA_ALLOCATE_STRATEGY, NUMATopologyPolicy
+from koordshared.apis.meta.cpulist import format_cpuset
 from koordshared.runtime.errors import InvalidValue
 from koordshared.runtime.logs import OncePerChange
 

@@ -46,7 +46,7 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
     numa_policy_of,
     steers_by_labels,
 )
-from koordshared.apis.numa import (
+from koordshared.apis.extension.numa import (
     LABEL_NODE_CPU_BIND_POLICY,
     LABEL_NUMA_TOPOLOGY_POLICY,
     CPUBindPolicy,

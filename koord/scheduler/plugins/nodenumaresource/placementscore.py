@@ -19,7 +19,7 @@ from koord.scheduler.plugins.nodenumaresource.placement import LABELLED_COLUMN, 
 from koord.scheduler.plugins.nodenumaresource.restorestate import NodeRestoreState
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import steers_by_labels
-from koordshared.apis.numa import NUMATopologyPolicy
+from koordshared.apis.extension.numa import NUMATopologyPolicy
 
 
 class ScoredPlacement(Placement):

@@ -55,8 +55,8 @@ from koord.scheduler.plugins.nodenumaresource.reservation import reservation_cha
 from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import labels_of, node_cpu_bind_policy
-from koordshared.apis import groups
-from koordshared.apis.numa import (
+from koordshared.apis.core.pod import str_map
+from koordshared.apis.extension.numa import (
     ANNOTATION_RESOURCE_SPEC,
     ANNOTATION_RESOURCE_STATUS,
     CPUBindPolicy,
@@ -64,7 +64,7 @@ from koordshared.apis.numa import (
     dumps,
     resource_spec,
 )
-from koordshared.apis.pod import str_map
+from koordshared.apis.meta import groups
 
 NAME = STATE_KEY
 NRT_CACHE = "noderesourcetopologies"

@@ -21,15 +21,15 @@ from typing import Any
 from koord.scheduler.framework import Obj, PodInfo, Status
 from koord.scheduler.plugins.nodenumaresource.allocation import PodAllocation
 from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
-from koordshared.apis.extension import PriorityClass, QOSClass
-from koordshared.apis.numa import (
+from koordshared.apis.core.pod import kube_qos_of, str_map
+from koordshared.apis.extension.numa import (
     CPUBindPolicy,
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
     numa_topology_spec,
     resource_spec,
 )
-from koordshared.apis.pod import kube_qos_of, priority_class_of, qos_of, qos_raw, str_map
+from koordshared.apis.extension.qos import PriorityClass, QOSClass, priority_class_of, qos_of, qos_raw
 from koordshared.runtime.errors import InvalidValue
 
 ERR_NOT_MATCH_NUMA_TOPOLOGY = "node(s) NUMA Topology policy not match"

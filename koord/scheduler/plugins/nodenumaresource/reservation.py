@@ -31,7 +31,7 @@ from koord.scheduler.plugins.nodenumaresource.restorestate import (
     ReusableAlloc,
     sub_numa,
 )
-from koordshared.apis.reservepod import reserve_pod
+from koordshared.apis.scheduling.reservation import reserve_pod
 
 RESTORE_KEY = "NodeNUMAResource/reservationRestoreState"
 ERR_NOMINATED_NOT_FIT = "pod has a nominated reservation but cannot be allocated within its NUMA scope"

@@ -23,17 +23,17 @@ from typing import Any, TypeVar, cast
 
 from koord.scheduler.framework import NodeInfo, Obj
 from koord.scheduler.plugins.nodenumaresource.cputopology import EMPTY, CPUTopology
-from koordshared.apis import nrt
-from koordshared.apis.cpulist import parse_cpuset
-from koordshared.apis.noderesourcetopology import ZONE_TYPE_NODE, zones_of
-from koordshared.apis.numa import (
+from koordshared.apis.core.resources import value_of
+from koordshared.apis.extension.numa import (
     LABEL_NODE_CPU_BIND_POLICY,
     LABEL_NUMA_TOPOLOGY_POLICY,
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
 )
-from koordshared.apis.quantity import parse_quantity
-from koordshared.apis.resources import value_of
+from koordshared.apis.meta.cpulist import parse_cpuset
+from koordshared.apis.meta.quantity import parse_quantity
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.apis.topology.noderesourcetopology import ZONE_TYPE_NODE, zones_of
 from koordshared.runtime.errors import InvalidValue
 
 T = TypeVar("T")

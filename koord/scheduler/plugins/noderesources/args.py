@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis.resources import is_extended_resource
+from koordshared.apis.core.resources import is_extended_resource
 from koordshared.runtime.errors import InvalidArgs
 
 LEAST, MOST, RATIO = "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis.strictargs import decode
+from koordshared.apis.meta.strictargs import decode
 from koordshared.runtime.errors import InvalidArgs
 
 LEAST, MOST = "LeastAllocated", "MostAllocated"

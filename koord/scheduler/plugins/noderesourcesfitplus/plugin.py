@@ -32,8 +32,8 @@ from koord.scheduler.framework.types import (
     resources_of,
 )
 from koord.scheduler.plugins.noderesourcesfitplus.args import MOST, FitPlusArgs, parse_args
-from koordshared.apis.pod import as_list, as_map
-from koordshared.apis.resources import is_scalar_resource
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.core.resources import is_scalar_resource
 
 NAME = "NodeResourcesFitPlus"
 STATE_KEY = "PreScore" + NAME

@@ -26,7 +26,7 @@ from koord.scheduler.plugins.podtopologyspread.constraints import (
     included,
     node_included,
 )
-from koordshared.apis.node import labels_of
+from koordshared.apis.core.node import labels_of
 
 ERR_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 ERR_MISSING_LABEL = ERR_CONSTRAINTS + " (missing required label)"

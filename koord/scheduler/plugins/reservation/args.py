@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from koord.scheduler.framework import InvalidArgs
-from koordshared.apis.strictargs import decode
+from koordshared.apis.meta.strictargs import decode
 
 DEFAULT_GC_SECONDS = 86400
 DEFAULT_GC_INTERVAL = 60

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 
 from koord.scheduler.framework import Obj, PodInfo, PodRequirement, ReservationInfo
-from koordshared.apis import reservation as rsv
+from koordshared.apis.scheduling import reservation as rsv
 
 
 def _assigned(pod: Obj) -> bool:

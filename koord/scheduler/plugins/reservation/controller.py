@@ -23,10 +23,10 @@ from koord.scheduler.framework.types import resources_of
 from koord.scheduler.plugins.coscheduling.keyed import KeyedController
 from koord.scheduler.plugins.reservation import status
 from koord.scheduler.plugins.reservation.args import ReservationArgs
-from koordshared.apis import groups
-from koordshared.apis import reservation as rsv
-from koordshared.apis.pod import as_list, as_map
-from koordshared.apis.timefmt import parse_time
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import parse_time
+from koordshared.apis.scheduling import reservation as rsv
 from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)

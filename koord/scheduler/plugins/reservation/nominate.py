@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from koord.scheduler.framework import MAX_NODE_SCORE, ReservationInfo
-from koordshared.apis import reservation as rsv
+from koordshared.apis.scheduling import reservation as rsv
 
 MOST_PREFERRED = 1000
 

@@ -2,8 +2,8 @@
 ``pkg/scheduler/plugins/reservation``, v1.8 semantics); enable it at every point Koordinator's profile does
 (``score`` weight 5000, ``bind`` before DefaultBinder).
 
-A pending Reservation is scheduled as its reserve pod (:mod:`koordshared.apis.reservepod`) through the
-ordinary cycle; its **Bind** writes the Reservation's status (Available, ``nodeName``, ``allocatable``)
+A pending Reservation is scheduled as its reserve pod (:mod:`koordshared.apis.scheduling.reservation`) through
+the ordinary cycle; its **Bind** writes the Reservation's status (Available, ``nodeName``, ``allocatable``)
 instead of a binding, and from then on the reserve pod holds the room on its node. For an ordinary pod:
 
 - **BeforePreFilter** (:mod:`.transform`): the reservations it may use, per node, with their room given
@@ -49,9 +49,9 @@ from koord.scheduler.plugins.reservation.args import ReservationArgs, parse_args
 from koord.scheduler.plugins.reservation.shared import reference, shared_for
 from koord.scheduler.plugins.reservation.state import STATE_KEY, CycleData, data_of
 from koord.scheduler.plugins.reservation.transform import Restorer
-from koordshared.apis import groups
-from koordshared.apis import reservation as rsv
-from koordshared.apis.reservepod import is_reserve_pod, pinned_node, reservation_name
+from koordshared.apis.meta import groups
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import is_reserve_pod, pinned_node, reservation_name
 
 NAME = "Reservation"
 RESERVATION = "Reservation"

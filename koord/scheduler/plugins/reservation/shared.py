@@ -25,9 +25,9 @@ from koord.scheduler.plugins.reservation import status
 from koord.scheduler.plugins.reservation.args import ReservationArgs
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.plugins.reservation.controller import ReservationController
-from koordshared.apis import groups
-from koordshared.apis import reservation as rsv
-from koordshared.apis.reservepod import reservation_name, reserve_pod
+from koordshared.apis.meta import groups
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import reservation_name, reserve_pod
 
 _SHARED: weakref.WeakKeyDictionary[Any, Shared] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()

@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koordshared.apis import reservation as rsv
-from koordshared.apis.pod import as_list, as_map
-from koordshared.apis.quantity import format_bytes, format_decimal, format_milli
-from koordshared.apis.timefmt import format_time
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, format_milli, format_time
+from koordshared.apis.scheduling import reservation as rsv
 
 Obj = Mapping[str, Any]
 _BYTES = ("memory", "ephemeral-storage")

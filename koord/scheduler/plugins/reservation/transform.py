@@ -28,10 +28,10 @@ from koord.scheduler.framework.extension import ReservationHooks
 from koord.scheduler.framework.types import PodInfo
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.plugins.reservation.state import CycleData, Diagnosis, NodeState
-from koordshared.apis import reservation as rsv
-from koordshared.apis.node import matches_node_selector
-from koordshared.apis.pod import as_list, as_map
-from koordshared.apis.reservepod import reservation_name
+from koordshared.apis.core.node import matches_node_selector
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import reservation_name
 from koordshared.runtime.errors import InvalidValue
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
 from koord.scheduler.framework.types import CPU, EPHEMERAL, MEMORY
 from koord.scheduler.plugins.scarceresourceavoidance.args import ScarceArgs, parse_args
-from koordshared.apis.resources import is_scalar_resource
+from koordshared.apis.core.resources import is_scalar_resource
 
 NAME = "ScarceResourceAvoidance"
 STATE_KEY = "PreScore" + NAME

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from koordshared.apis.pod import as_list, as_map
-from koordshared.apis.selector import LabelSelector
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.meta.selector import LabelSelector
 
 Obj = Mapping[str, Any]
 

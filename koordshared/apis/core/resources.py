@@ -1,6 +1,6 @@
 """Resource lists of any resource name: a pod's effective requests and limits, a node's allocatable (schema).
 
-:func:`pod_requests` in :mod:`koordshared.apis.pod` answers cpu and memory only; the scheduler side also
+:func:`pod_requests` in :mod:`koordshared.apis.core.pod` answers cpu and memory only; the scheduler side also
 needs Koordinator's extended names (``kubernetes.io/batch-cpu``, ``kubernetes.io/mid-memory``...) and
 limits, so this module computes component-helpers' ``PodRequests``/``PodLimits`` over every name.
 Values are exact (``Fraction``) until :func:`value_of` reduces them the way Koordinator's vectorizer does:
@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from koordshared.apis.pod import as_list, as_map
-from koordshared.apis.quantity import parse_quantity
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.meta.quantity import parse_quantity
 from koordshared.runtime.errors import InvalidValue
 
 ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from koordshared.apis.pod import as_list, as_map, str_map
-from koordshared.apis.quantity import parse_quantity
-from koordshared.apis.resources import parse_resource_list, value_of
+from koordshared.apis.core.pod import as_list, as_map, str_map
+from koordshared.apis.core.resources import parse_resource_list, value_of
+from koordshared.apis.meta.quantity import parse_quantity
 
 GPU, RDMA, FPGA = "gpu", "rdma", "fpga"
 DEVICE_TYPES = (GPU, RDMA, FPGA)

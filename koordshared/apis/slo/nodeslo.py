@@ -1,19 +1,27 @@
-"""The typed NodeSLO (Koordinator's ``apis/slo/v1alpha1`` NodeSLO spec), after validation and merge.
+"""The NodeSLO (``slo.koordinator.sh/v1alpha1``): the typed spec after validation and merge, and
+:func:`build`, which makes it from a NodeSLO's spec.
 
-Pure: stdlib only. :func:`koordshared.apis.nodeslo.build` makes these values from a NodeSLO's spec; the agent
-hands them to QoS plugins (``koordlet.api`` re-exports them) and koord-manager renders NodeSLOs over the same
-defaults.
+The merge is Koordinator's: each section of the spec is laid over the default section and only fields
+that are present and not ``null`` override. The agent applies it to the NodeSLO it reads and hands the
+typed values to QoS plugins (``koordlet.api`` re-exports them); koord-manager renders NodeSLOs over the
+same defaults, so both sides agree on what an absent field means. Validation lives in :mod:`.validate`;
+unknown fields are ignored with a debug line, as the API server would prune them. Pure: stdlib only.
 """
 
 from __future__ import annotations
 
+import copy
+import logging
 import re
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeAlias, Union
 
-from koordshared.apis.extension import PriorityClass, QOSClass
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.extension.qos import PriorityClass, QOSClass
+from koordshared.apis.meta import quantity
+from koordshared.apis.slo.validate import InvalidNodeSLO, validate_spec
 
 JSONValue: TypeAlias = Union[str, int, float, bool, "JSONArray", "JSONObject", None]
 """A JSON document as ``json.loads`` returns it (the parts of a NodeSLO the agent passes on as is)."""
@@ -333,3 +341,230 @@ class NodeSLO:
     same values as ``resource_qos.<class>.network_qos``, kept for plugins written before them."""
     generation: int = 0
     """Increments each time a new valid NodeSLO takes effect."""
+
+
+__all__ = ["InvalidNodeSLO", "build", "default_spec", "merge", "validate_spec"]
+
+log = logging.getLogger(__name__)
+
+_NONE_CPU_QOS = {"groupIdentity": 0, "schedIdle": 0, "coreExpeller": False}
+_NONE_RESCTRL_QOS = {"catRangeStartPercent": 0, "catRangeEndPercent": 100, "mbaPercent": 100}
+_NONE_MEMORY_QOS = {
+    "minLimitPercent": 0,
+    "lowLimitPercent": 0,
+    "throttlingPercent": 0,
+    "wmarkRatio": 0,
+    "wmarkScalePermill": 50,
+    "wmarkMinAdj": 0,
+    "priorityEnable": 0,
+    "priority": 0,
+    "oomKillGroup": 0,
+}
+
+
+def _qos_class(gi: int, core_expeller: bool, cat_end: int, wmark_ratio: int, permill: int, adj: int) -> Any:
+    return {
+        "cpuQOS": {"enable": False, "groupIdentity": gi, "schedIdle": 0, "coreExpeller": core_expeller},
+        "resctrlQOS": {
+            "enable": False,
+            "catRangeStartPercent": 0,
+            "catRangeEndPercent": cat_end,
+            "mbaPercent": 100,
+        },
+        "memoryQOS": {
+            "enable": False,
+            **_NONE_MEMORY_QOS,
+            "wmarkRatio": wmark_ratio,
+            "wmarkScalePermill": permill,
+            "wmarkMinAdj": adj,
+        },
+        "blkioQOS": {"enable": False, "blocks": []},
+        "networkQOS": {
+            "enable": False,
+            "ingressRequest": 0,
+            "ingressLimit": 0,
+            "egressRequest": 0,
+            "egressLimit": 0,
+        },
+    }
+
+
+def default_spec() -> dict[str, Any]:
+    """Koordinator's ``DefaultNodeSLOSpecConfig`` (fields that default to nil are absent)."""
+    return {
+        "resourceUsedThresholdWithBE": {
+            "enable": False,
+            "cpuSuppressThresholdPercent": 65,
+            "cpuSuppressPolicy": "cpuset",
+            "memoryEvictThresholdPercent": 70,
+            "cpuEvictPolicy": "evictByRealLimit",
+        },
+        "resourceQOSStrategy": {
+            "policies": {"cpuPolicy": "groupIdentity", "netQOSPolicy": "tc"},
+            "lsrClass": _qos_class(2, True, 100, 95, 20, -25),
+            "lsClass": _qos_class(2, True, 100, 95, 20, -25),
+            "beClass": _qos_class(-1, False, 30, 95, 20, 50),
+            "systemClass": _qos_class(0, False, 100, 0, 50, 0),
+            "cgroupRoot": _qos_class(0, False, 100, 0, 50, 0),
+        },
+        "cpuBurstStrategy": {
+            "policy": "none",
+            "cpuBurstPercent": 1000,
+            "cfsQuotaBurstPercent": 300,
+            "cfsQuotaBurstPeriodSeconds": -1,
+            "sharePoolThresholdPercent": 50,
+        },
+        "systemStrategy": {"totalNetworkBandwidth": "0"},
+        "hostApplications": [],
+        "extensions": {},
+    }
+
+
+def merge(base: Any, over: Any) -> Any:
+    """``over`` laid onto ``base``: mappings merge key by key, ``null`` keeps the base, other values
+    (lists included) replace it. Inputs are not modified."""
+    if over is None:
+        return copy.deepcopy(base)
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        out = {k: copy.deepcopy(v) for k, v in base.items()}
+        for key, value in over.items():
+            out[key] = merge(base.get(key), value) if key in base else copy.deepcopy(value)
+        return out
+    return copy.deepcopy(over)
+
+
+def _fields(cls: type[Any], sec: Mapping[str, Any]) -> dict[str, Any]:
+    known, unknown = json_fields(cls, sec)
+    for key in unknown:
+        log.debug("NodeSLO: ignoring unknown field %s", key)
+    return known
+
+
+def _host_app(app: Mapping[str, Any]) -> HostApplication:
+    cg = app.get("cgroupPath") or {}
+    return HostApplication(
+        name=str(app["name"]),
+        priority=extension.PriorityClass(app.get("priority") or ""),
+        qos=extension.QOSClass(app.get("qos") or ""),
+        cgroup_base=str(cg.get("base") or ""),
+        cgroup_parent_dir=str(cg.get("parentDir") or ""),
+        cgroup_relative_path=str(cg.get("relativePath") or ""),
+    )
+
+
+def _disable_off_sections(qos: dict[str, Any]) -> None:
+    # Koordinator replaces a disabled sub-config by its "None" values so plugins see neutral settings.
+    for cls in ("lsrClass", "lsClass", "beClass"):
+        section = qos.get(cls)
+        if not isinstance(section, dict):
+            continue
+        for key, neutral in (
+            ("cpuQOS", _NONE_CPU_QOS),
+            ("resctrlQOS", _NONE_RESCTRL_QOS),
+            ("memoryQOS", _NONE_MEMORY_QOS),
+        ):
+            sub = section.get(key)
+            if isinstance(sub, dict) and sub.get("enable") is False:
+                sub.update(neutral)
+
+
+_NETWORK_FIELDS = {
+    "ingressRequest": "ingress_request_bps",
+    "ingressLimit": "ingress_limit_bps",
+    "egressRequest": "egress_request_bps",
+    "egressLimit": "egress_limit_bps",
+}
+
+
+def bandwidth_bps(value: Any, total_bps: int) -> int:
+    """Koordinator's IntOrString bandwidth: an integer or a ``"N%"`` string is a percent of ``total_bps``,
+    another string a quantity in bits per second (validation has refused anything else). Koordinator's
+    agent reads ``"50%"`` as an unparsable quantity, 0; the IntOrString convention is a percent."""
+    if isinstance(value, bool) or value is None:
+        return 0
+    if isinstance(value, str) and value.endswith("%"):
+        value = int(value[:-1])
+    if isinstance(value, int):
+        return total_bps * value // 100
+    return quantity.to_int(str(value))
+
+
+def _network_qos(net: Mapping[str, Any], total_bps: int) -> NetworkQOS:
+    values = {attr: bandwidth_bps(net.get(f), total_bps) for f, attr in _NETWORK_FIELDS.items()}
+    return NetworkQOS(enable=net.get("enable") is True, **values)
+
+
+def _class(section: Mapping[str, Any], total_bps: int) -> ResourceQOS:
+    def sub(key: str) -> Mapping[str, Any]:
+        value = section.get(key)
+        return value if isinstance(value, Mapping) else {}
+
+    blkio = sub("blkioQOS")
+    return ResourceQOS(
+        cpu_qos=CPUQOS(**_fields(CPUQOS, sub("cpuQOS"))),
+        resctrl_qos=ResctrlQOS(**_fields(ResctrlQOS, sub("resctrlQOS"))),
+        memory_qos=MemoryQOS(**_fields(MemoryQOS, sub("memoryQOS"))),
+        blkio_qos=BlkIOQOS(enable=blkio.get("enable") is True, blocks=blocks(blkio.get("blocks"))),
+        network_qos=_network_qos(sub("networkQOS"), total_bps),
+    )
+
+
+def _resource_qos(qos: Mapping[str, Any], total_bps: int) -> ResourceQOSStrategy:
+    policies = qos.get("policies") or {}
+    classes = {snake(key): _class(qos.get(key) or {}, total_bps) for key in CLASS_KEYS}
+    return ResourceQOSStrategy(
+        policies=ResourceQOSPolicies(**_fields(ResourceQOSPolicies, policies)), **classes
+    )
+
+
+def _system(sec: Mapping[str, Any]) -> SystemStrategy:
+    known, _ = json_fields(SystemStrategy, sec)  # totalNetworkBandwidth is read apart
+    features = sec.get("schedFeatures") or {}
+    return SystemStrategy(**known, sched_features=dict(features))
+
+
+def build(spec: Mapping[str, Any] | None, generation: int = 0) -> NodeSLO:
+    """Validate ``spec`` and merge it over the defaults (``None`` -> the defaults)."""
+    if spec is not None:
+        validate_spec(spec)
+    merged = merge(default_spec(), spec or {})
+    qos = merged["resourceQOSStrategy"]
+    _disable_off_sections(qos)
+    thresholds = ResourceThresholdStrategy(
+        **_fields(ResourceThresholdStrategy, merged["resourceUsedThresholdWithBE"])
+    )
+    _check_merged(thresholds)
+    total_bps = quantity.to_int(str(merged["systemStrategy"].get("totalNetworkBandwidth") or 0))
+    resource_qos = _resource_qos(qos, total_bps)
+    return NodeSLO(
+        resource_used_threshold_with_be=thresholds,
+        cpu_burst_strategy=CPUBurstStrategy(**_fields(CPUBurstStrategy, merged["cpuBurstStrategy"])),
+        resource_qos=resource_qos,
+        system=_system(merged["systemStrategy"]),
+        resource_qos_strategy=qos,
+        system_strategy=merged["systemStrategy"],
+        host_applications=tuple(_host_app(a) for a in merged.get("hostApplications") or ()),
+        extensions=merged.get("extensions") or {},
+        total_network_bandwidth_bps=total_bps,
+        network_qos={key: resource_qos.of(key).network_qos for key in CLASS_KEYS},
+        generation=generation,
+    )
+
+
+_RT = "resourceUsedThresholdWithBE"
+
+
+def _check_merged(t: ResourceThresholdStrategy) -> None:
+    """Raise :class:`InvalidNodeSLO` for rules between fields that hold only after the merge over the
+    defaults (a spec may set one side and inherit the other)."""
+    problems = []
+    low, high = t.cpu_suppress_min_percent, t.cpu_suppress_threshold_percent
+    if low is not None and low > high:
+        problems.append(f"{_RT}: cpuSuppressMinPercent ({low}) above cpuSuppressThresholdPercent ({high})")
+    if not 0 <= t.memory_evict_lower < t.memory_evict_threshold_percent:
+        problems.append(
+            f"{_RT}: memory eviction would stop at {t.memory_evict_lower}%, not in "
+            f"[0, memoryEvictThresholdPercent {t.memory_evict_threshold_percent}%)"
+        )
+    if problems:
+        raise InvalidNodeSLO(problems)

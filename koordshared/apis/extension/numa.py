@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis.cpulist import format_cpuset, parse_cpuset
+from koordshared.apis.meta.cpulist import format_cpuset, parse_cpuset
 from koordshared.runtime.errors import InvalidValue
 
 ANNOTATION_RESOURCE_SPEC = "scheduling.koordinator.sh/resource-spec"

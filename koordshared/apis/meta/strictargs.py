@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from koordshared.apis.quantity import parse_duration
+from koordshared.apis.meta.quantity import parse_duration
 from koordshared.runtime.errors import InvalidArgs, InvalidValue
 
 __all__ = ["InvalidArgs", "decode"]

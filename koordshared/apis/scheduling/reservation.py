@@ -1,33 +1,28 @@
 """Koordinator's Reservation (``scheduling.koordinator.sh/v1alpha1``, cluster-scoped): the spec as users
-write it, who may use it (owners), what a pod says about reservations (annotations and labels), and the
-phases (``apis/scheduling/v1alpha1/reservation_types.go``, ``apis/extension/reservation.go``,
-``pkg/util/reservation/reservation.go``). Pure: stdlib only.
+write it, who may use it (owners), what a pod says about reservations (annotations and labels), the
+phases, and the reserve pod (:func:`reserve_pod`): the Reservation as the scheduler sees it, a pod that
+exists only inside the scheduler (Koordinator's ``NewReservePod``). Pure: stdlib only.
 
-- ``spec.owners`` is a disjunction: a pod may use the reservation when it matches one owner, whose fields
-  (``object``, ``controller``, ``labelSelector``) must all match; no owners match nothing, ``[{}]`` every pod.
-- ``spec.ttl`` (default 24h, ``0s``: never) or ``spec.expires`` (checked first) end it: Failed, Expired.
-- ``spec.allocateOnce`` (default true): the first owner bound ends it: Succeeded.
-- ``spec.allocatePolicy``: ``Aligned`` (``""`` is the deprecated default, treated as Aligned) or
-  ``Restricted``.
-- A pod asks for reservations with ``scheduling.koordinator.sh/reservation-affinity`` (JSON), opts out with
-  the label ``scheduling.koordinator.sh/reservation-ignored: "true"``; the scheduler writes
-  ``scheduling.koordinator.sh/reservation-allocated`` (``{"name":..,"uid":..}``) on the pod it placed in
-  one.
+``spec.owners`` is a disjunction (a pod may use the reservation when it matches one owner); ``spec.ttl``
+(default 24h) or ``spec.expires`` end it; ``spec.allocateOnce`` (default true) ends it at the first owner
+bound. A pending reservation's reserve pod is scheduled like any pod; an available one's holds its room on
+its node, as a bound pod would.
 """
 
 from __future__ import annotations
 
+import copy
 import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.apis.node import term_matches, tolerates
-from koordshared.apis.pod import as_list, as_map, str_map
-from koordshared.apis.quantity import parse_duration
-from koordshared.apis.selector import LabelSelector, parse_selector
-from koordshared.apis.timefmt import parse_time
+from koordshared.apis.core.node import term_matches, tolerates
+from koordshared.apis.core.pod import as_list, as_map, str_map
+from koordshared.apis.core.resources import parse_resource_list, pod_requests_list
+from koordshared.apis.meta.quantity import parse_duration, parse_time
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
 from koordshared.runtime.errors import InvalidValue
 
 DOMAIN = "scheduling.koordinator.sh"
@@ -370,3 +365,89 @@ def exact_match(requests: Mapping[str, int], allocatable: Mapping[str, int], nam
         if allocatable[n] != requests[n]:
             return False
     return True
+
+
+ANNOTATION_RESERVE_POD = f"{DOMAIN}/reserve-pod"
+ANNOTATION_RESERVATION_NAME = f"{DOMAIN}/reservation-name"
+ANNOTATION_RESERVATION_NODE = f"{DOMAIN}/reservation-node"
+MAX_PRIORITY = 2**31 - 1
+FAKE_CONTAINER = "__internal_fake_container__"
+
+
+def is_reserve_pod(pod: Mapping[str, Any]) -> bool:
+    return as_map(as_map(pod, "metadata"), "annotations").get(ANNOTATION_RESERVE_POD) == "true"
+
+
+def reservation_name(pod: Mapping[str, Any]) -> str:
+    """The reservation a reserve pod stands for (``""`` for any other pod)."""
+    if not is_reserve_pod(pod):
+        return ""
+    return str(as_map(as_map(pod, "metadata"), "annotations").get(ANNOTATION_RESERVATION_NAME) or "")
+
+
+def pinned_node(pod: Mapping[str, Any]) -> str:
+    """The node a reserve pod must go to (the template named it), or ``""``."""
+    return str(as_map(as_map(pod, "metadata"), "annotations").get(ANNOTATION_RESERVATION_NODE) or "")
+
+
+def reserve_pod(r: Mapping[str, Any]) -> dict[str, Any]:
+    template = template_of(r)
+    meta_in = as_map(r, "metadata")
+    tmeta = as_map(template, "metadata")
+    spec: dict[str, Any] = copy.deepcopy(dict(as_map(template, "spec")))
+    labels = {**as_map(tmeta, "labels"), **as_map(meta_in, "labels")}
+    annotations = {
+        **as_map(tmeta, "annotations"),
+        **as_map(meta_in, "annotations"),
+        ANNOTATION_RESERVE_POD: "true",
+        ANNOTATION_RESERVATION_NAME: name_of(r),
+    }
+    pinned = spec.pop("nodeName", None)
+    if pinned:
+        annotations[ANNOTATION_RESERVATION_NODE] = str(pinned)
+    if node_of(r):
+        spec["nodeName"] = node_of(r)
+    if not isinstance(spec.get("priority"), int):
+        spec["priority"] = _label_priority(labels.get(LABEL_POD_PRIORITY))
+    spec["schedulerName"] = scheduler_of(r)
+    meta: dict[str, Any] = {
+        "name": uid_of(r),
+        "namespace": str(tmeta.get("namespace") or "default"),
+        "uid": uid_of(r),
+        "labels": labels,
+        "annotations": annotations,
+    }
+    if meta_in.get("creationTimestamp"):
+        meta["creationTimestamp"] = meta_in["creationTimestamp"]
+    if meta_in.get("deletionTimestamp"):
+        meta["deletionTimestamp"] = meta_in["deletionTimestamp"]
+    phase = phase_of(r) if is_terminated(r) else "Pending"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    if is_available(r):
+        allocatable = as_map(as_map(r, "status"), "allocatable")
+        if allocatable and parse_resource_list(allocatable) != pod_requests_list(pod):
+            _request_exactly(spec, allocatable)
+    return pod
+
+
+def _label_priority(raw: Any) -> int:
+    try:
+        value = int(str(raw)) if raw not in (None, "") else MAX_PRIORITY
+    except ValueError:
+        return MAX_PRIORITY
+    return value if -(2**31) <= value <= MAX_PRIORITY else MAX_PRIORITY
+
+
+def _request_exactly(spec: dict[str, Any], allocatable: Mapping[str, Any]) -> None:
+    """What was reserved differs from the template (the scheduler or a resize changed it): the reserve pod
+    requests exactly ``allocatable``, through one container of its own (Koordinator's
+    ``UpdateReservePodWithAllocatable``)."""
+    spec.pop("overhead", None)
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key) or ():
+            if isinstance(c, dict):
+                c["resources"] = {}
+    wanted = {str(k): v for k, v in allocatable.items()}
+    spec.setdefault("containers", []).append(
+        {"name": FAKE_CONTAINER, "resources": {"requests": dict(wanted), "limits": dict(wanted)}}
+    )

@@ -1,34 +1,30 @@
-"""NodeMetric (``slo.koordinator.sh/v1alpha1``): the collect policy of the spec and a typed status view
-(schema layer: agent and cluster side).
+"""NodeMetric (``slo.koordinator.sh/v1alpha1``): the collect policy of the spec, a typed status view, and
+the object kept with its status parsed (:class:`ParsedNodeMetric`, what koord-scheduler's caches hold).
 
-The spec is written by the manager and read by the agent (:class:`CollectPolicy`, with koordlet's
-defaults, which equal the manager's default spec). The status is built by the agent as a typed
-:class:`NodeMetricStatus` and written with :func:`to_status`, in Koordinator's JSON shape (Go's
-``omitempty``: empty lists and nil pointers are left out, struct fields such as ``nodeUsage`` are always
-there, ``{}`` when empty, every aggregation of an aggregated usage is there, ``{}`` in cold start); the
-manager's batch-resource calculation, the scheduler extender and the descheduler read it back with
-:func:`parse_status`. One schema for both sides: ``parse_status(to_status(s)) == s``.
-Parsing is lenient: a malformed field is absent in the view (logged at debug), never an exception, since
-a half-broken status from one node must not stop a cluster-wide loop. CPU is in millicores and memory in
-bytes, rounded up as ``Quantity.MilliValue()``/``Value()`` do.
+The agent builds the status as a :class:`NodeMetricStatus` and writes it with :func:`to_status` in
+Koordinator's JSON shape (Go's ``omitempty``); the manager, the scheduler and the descheduler read it back
+with :func:`parse_status`: ``parse_status(to_status(s)) == s``. Parsing is lenient: a malformed field is
+absent in the view (logged at debug), never an exception, since a half-broken status from one node must not
+stop a cluster-wide loop. CPU is in millicores and memory in bytes, rounded up as ``Quantity`` does.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koordshared.apis.quantity import (
+from koordshared.apis.meta.quantity import (
     format_bytes,
     format_duration,
     format_milli,
+    format_time,
     parse_duration,
+    parse_time,
     to_int,
     to_milli,
 )
-from koordshared.apis.timefmt import format_time, parse_time
 from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
@@ -339,3 +335,53 @@ def _named(name: str, priority: str, qos: str) -> dict[str, Any]:
     if qos:
         out["qos"] = qos
     return out
+
+
+Obj = Mapping[str, Any]
+
+
+class ParsedNodeMetric(Mapping[str, Any]):
+    """Read-only; ``status`` is ``None`` when the object had none (a NodeMetric the agent has not
+    reported to yet)."""
+
+    __slots__ = ("_head", "has_node_metric", "status")
+
+    def __init__(self, head: Obj, status: NodeMetricStatus | None, *, has_node_metric: bool) -> None:
+        self._head = head
+        """Everything but the status (apiVersion, kind, metadata, spec), as decoded."""
+        self.status = status
+        self.has_node_metric = has_node_metric
+        """``status.nodeMetric`` was set: without it the agent "reported nothing yet" (LoadAware tells
+        the two apart), which the parsed status alone does not say."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "status" and self.status is not None:
+            status = to_status(self.status)
+            if not self.has_node_metric:
+                del status["nodeMetric"]
+            return status
+        return self._head[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._head
+        if self.status is not None:
+            yield "status"
+
+    def __len__(self) -> int:
+        return len(self._head) + (self.status is not None)
+
+    def __repr__(self) -> str:
+        return f"ParsedNodeMetric({dict(self)!r})"
+
+
+def parse_node_metric(obj: Obj) -> ParsedNodeMetric:
+    """``obj`` with its status parsed (``obj`` itself when it is parsed already)."""
+    if isinstance(obj, ParsedNodeMetric):
+        return obj
+    head = {k: v for k, v in obj.items() if k != "status"}
+    raw = obj.get("status")
+    if not isinstance(raw, Mapping):
+        return ParsedNodeMetric(head, None, has_node_metric=False)
+    return ParsedNodeMetric(
+        head, parse_status(raw), has_node_metric=isinstance(raw.get("nodeMetric"), Mapping)
+    )

@@ -11,7 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from koordshared.apis import extension, quantity, slo
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.meta import quantity
 from koordshared.runtime.errors import InvalidValue
 
 
@@ -89,7 +90,7 @@ def _check_thresholds(c: _Checker, sec: Mapping[str, Any]) -> None:
     c.boolean(sec, _RT, "enable")
     # A threshold of 0 would suppress BE to nothing and evict on any use: refused like koordlet's plugins.
     c.integer(sec, _RT, "cpuSuppressThresholdPercent", 1, 100)
-    c.percent(sec, _RT, "cpuSuppressMinPercent")  # not above the threshold: check_merged
+    c.percent(sec, _RT, "cpuSuppressMinPercent")  # not above the threshold: nodeslo's _check_merged
     c.enum(sec, _RT, "cpuSuppressPolicy", ("cpuset", "cfsQuota"))
     c.enum(sec, _RT, "cpuEvictPolicy", ("evictByRealLimit", "evictByAllocatable"))
     for prefix in ("memoryEvict", "cpuEvict"):
@@ -267,19 +268,3 @@ def validate_spec(spec: Any) -> None:
     _check_host_apps(c, spec.get("hostApplications"))
     if c.problems:
         raise InvalidNodeSLO(c.problems)
-
-
-def check_merged(t: slo.ResourceThresholdStrategy) -> None:
-    """Raise :class:`InvalidNodeSLO` for rules between fields that hold only after the merge over the
-    defaults (a spec may set one side and inherit the other)."""
-    problems = []
-    low, high = t.cpu_suppress_min_percent, t.cpu_suppress_threshold_percent
-    if low is not None and low > high:
-        problems.append(f"{_RT}: cpuSuppressMinPercent ({low}) above cpuSuppressThresholdPercent ({high})")
-    if not 0 <= t.memory_evict_lower < t.memory_evict_threshold_percent:
-        problems.append(
-            f"{_RT}: memory eviction would stop at {t.memory_evict_lower}%, not in "
-            f"[0, memoryEvictThresholdPercent {t.memory_evict_threshold_percent}%)"
-        )
-    if problems:
-        raise InvalidNodeSLO(problems)

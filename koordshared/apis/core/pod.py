@@ -1,52 +1,28 @@
-"""The pod vocabulary every process shares, on the pod's JSON: Koordinator's classification, requests,
-and the identity, owner and lifecycle facts evictors and plugins decide on.
-
-Two readings, as Koordinator has them (``apis/extension``):
-
-- raw (``GetPodQoSClassRaw``, ``GetPodPriorityClassRaw``): the ``koordinator.sh/qosClass`` label alone;
-  the ``koordinator.sh/priority-class`` label when the pod has it (a present but empty or unknown value is
-  "none", never a fall-through), else the band of ``spec.priority``. Koordinator's QoS plugins decide on
-  these: only a pod *labelled* BE is an eviction candidate, burstability is decided from the label.
-- with default (``GetPodQoSClassWithDefault``, ``GetPodPriorityClassWithDefault``): the raw class, else
-  from the Kubernetes QoS class (computed from requests and limits when ``status.qosClass`` is absent) or,
-  for the priority, from that QoS class. The NodeMetric report, the manager's batch-resource calculation,
-  the extender and the descheduler classify pods this way.
-
-The agent builds its ``PodInfo`` with both.
+"""The pod as Kubernetes' core/v1 defines it, on the pod's JSON: its Kubernetes QoS class (``GetPodQOS``),
+requests, and the identity, owner and lifecycle facts evictors and plugins decide on. Koordinator's own
+classification (QoS and priority classes) is :mod:`koordshared.apis.extension.qos`.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from typing import Any
 
-from koordshared.apis import extension
-from koordshared.apis.quantity import to_int, to_milli
-from koordshared.apis.timefmt import parse_time
+from koordshared.apis.meta.quantity import parse_time, to_int, to_milli
 from koordshared.runtime.errors import InvalidValue
 
-LABEL_QOS = "koordinator.sh/qosClass"
-LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
-BATCH_CPU = "kubernetes.io/batch-cpu"
-BATCH_MEMORY = "kubernetes.io/batch-memory"
-MID_CPU = "kubernetes.io/mid-cpu"
-MID_MEMORY = "kubernetes.io/mid-memory"
-
-# koordinator's priority bands: [low, high] of spec.priority per class.
-PRIORITY_BANDS: tuple[tuple[extension.PriorityClass, int, int], ...] = (
-    (extension.PriorityClass.PROD, 9000, 9999),
-    (extension.PriorityClass.MID, 7000, 7999),
-    (extension.PriorityClass.BATCH, 5000, 5999),
-    (extension.PriorityClass.FREE, 3000, 3999),
-)
-_KUBE_TO_KOORD = {
-    extension.KubeQOSClass.GUARANTEED: extension.QOSClass.LSR,
-    extension.KubeQOSClass.BURSTABLE: extension.QOSClass.LS,
-    extension.KubeQOSClass.BESTEFFORT: extension.QOSClass.BE,
-}
 _COMPUTE = ("cpu", "memory")
 
 Obj = Mapping[str, Any]
+
+
+class KubeQOSClass(enum.StrEnum):
+    """Kubernetes QoS class; it picks the kubepods tier (cgroup parent) of the pod."""
+
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BESTEFFORT = "BestEffort"
 
 
 def as_map(obj: Any, key: str) -> Mapping[str, Any]:
@@ -66,12 +42,12 @@ def str_map(value: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def kube_qos_of(pod: Obj) -> extension.KubeQOSClass:
+def kube_qos_of(pod: Obj) -> KubeQOSClass:
     """``status.qosClass`` if valid, else Kubernetes' ``GetPodQOS`` over init and app containers."""
     raw = as_map(pod, "status").get("qosClass")
     if isinstance(raw, str):
         try:
-            return extension.KubeQOSClass(raw)
+            return KubeQOSClass(raw)
         except ValueError:
             pass
     spec = as_map(pod, "spec")
@@ -88,10 +64,10 @@ def kube_qos_of(pod: Obj) -> extension.KubeQOSClass:
             if lim is None or (req is not None and _safe_quantity(req) != _safe_quantity(lim)):
                 guaranteed = False
     if not any_set:
-        return extension.KubeQOSClass.BESTEFFORT
+        return KubeQOSClass.BESTEFFORT
     if guaranteed and containers:
-        return extension.KubeQOSClass.GUARANTEED
-    return extension.KubeQOSClass.BURSTABLE
+        return KubeQOSClass.GUARANTEED
+    return KubeQOSClass.BURSTABLE
 
 
 def _safe_quantity(value: Any) -> int | None:
@@ -99,50 +75,6 @@ def _safe_quantity(value: Any) -> int | None:
         return to_milli(value)
     except (InvalidValue, TypeError):
         return None
-
-
-def qos_raw(labels: Mapping[str, str]) -> extension.QOSClass:
-    """Koordinator's ``GetPodQoSClassRaw``: the class the label names; none without a known label."""
-    try:
-        return extension.QOSClass(labels.get(LABEL_QOS, ""))
-    except ValueError:
-        return extension.QOSClass.NONE
-
-
-def qos_of(labels: Mapping[str, str], kube_qos: extension.KubeQOSClass) -> extension.QOSClass:
-    """Koordinator's ``GetPodQoSClassWithDefault``: a known label wins; otherwise from the kube QoS."""
-    raw = qos_raw(labels)
-    return raw if raw is not extension.QOSClass.NONE else _KUBE_TO_KOORD[kube_qos]
-
-
-def priority_class_raw(labels: Mapping[str, str], priority: int | None) -> extension.PriorityClass:
-    """Koordinator's ``GetPodPriorityClassRaw``: a present label decides (an empty or unknown value is
-    none, without looking at ``spec.priority``); otherwise the band ``spec.priority`` falls in."""
-    if LABEL_PRIORITY_CLASS in labels:
-        try:
-            return extension.PriorityClass(labels[LABEL_PRIORITY_CLASS])
-        except ValueError:
-            return extension.PriorityClass.NONE
-    if priority is not None:
-        for cls, low, high in PRIORITY_BANDS:
-            if low <= priority <= high:
-                return cls
-    return extension.PriorityClass.NONE
-
-
-def priority_class_of(
-    labels: Mapping[str, str], priority: int | None, qos: extension.QOSClass
-) -> extension.PriorityClass:
-    """``GetPodPriorityClassWithDefault``: the raw class, else from the QoS with default ``qos`` (BE ->
-    batch, every other class -> prod)."""
-    raw = priority_class_raw(labels, priority)
-    if raw is not extension.PriorityClass.NONE:
-        return raw
-    if qos is extension.QOSClass.BE:
-        return extension.PriorityClass.BATCH
-    if qos is extension.QOSClass.NONE:
-        return extension.PriorityClass.NONE
-    return extension.PriorityClass.PROD
 
 
 def _add_requests(total: list[int], requests: Mapping[str, Any]) -> None:

@@ -1,20 +1,20 @@
-"""Kubernetes resource quantities and Go durations: parsing and canonical formatting (schema layer).
+"""Kubernetes resource quantities, Go durations and RFC 3339 timestamps, as Kubernetes writes them.
 
-Go durations are parsed by ``durationpy`` (the Kubernetes client's own dependency); Go's
-``Duration.String()`` form is written here, since ``durationpy`` prints ``5m`` where Go prints ``5m0s``.
-
+Go durations are parsed by ``durationpy``; Go's ``Duration.String()`` form (``5m0s``) is written here.
 Quantities follow ``k8s.io/apimachinery/pkg/api/resource``: a signed decimal with an optional binary
 suffix (``Ki``..``Ei``), decimal suffix (``n``, ``u``, ``m``, ``k``..``E``) or exponent (``1e3``). Values
 are kept exact (``Fraction``) and rounded up when reduced to an integer, as ``Quantity.Value()`` and
 ``MilliValue()`` do, so ``"0.1m"`` of CPU is 1 millicore, never 0. This is the agent's one quantity
-parser. ``kubernetes.utils.quantity`` is not used: importing it loads the whole client (measured 175 ms
-and +33 MiB RSS), which the standalone agent never needs, and it accepts ``"1 Gi"`` and ``"1e999"``.
+parser (``kubernetes.utils.quantity`` loads the whole client and accepts ``"1 Gi"``). Timestamps:
+``metav1.Time`` is whole seconds, ``metav1.MicroTime`` six fractional digits; parsing answers ``None``
+rather than raising, since a timestamp written by another component is data, not a reason to stop.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from datetime import UTC, datetime
 from fractions import Fraction
 
 import durationpy
@@ -181,3 +181,27 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs}s"
     return f"{secs}s"
+
+
+def format_time(wall: float) -> str:
+    """``metav1.Time``: seconds since the epoch as ``YYYY-MM-DDTHH:MM:SSZ`` (truncated to the second)."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(wall: float) -> str:
+    """``metav1.MicroTime``: ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (six fractional digits, always)."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: object) -> float | None:
+    """Seconds since the epoch of an RFC 3339 timestamp, or ``None`` when ``text`` is not one."""
+    if not isinstance(text, str) or not 20 <= len(text) <= 40 or text[10:11] not in ("T", "t"):
+        return None
+    raw = text[:-1] + "+00:00" if text[-1] in ("Z", "z") else text
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None  # RFC 3339 requires an offset; a naive time would be read in local time
+    return parsed.timestamp()

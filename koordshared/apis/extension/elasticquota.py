@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from koordshared.apis.pod import as_map
+from koordshared.apis.core.pod import as_map
 
 ROOT_QUOTA = "koordinator-root-quota"
 """The tree's head: every quota without a parent label hangs under it; it holds no pods."""

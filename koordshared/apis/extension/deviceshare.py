@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from koordshared.apis.device import RESOURCE_GPU_MEMORY, VirtualFunction
-from koordshared.apis.quantity import format_bytes, format_decimal, parse_quantity
-from koordshared.apis.resources import value_of
-from koordshared.apis.selector import LabelSelector, parse_selector
+from koordshared.apis.core.resources import value_of
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, parse_quantity
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
+from koordshared.apis.scheduling.device import RESOURCE_GPU_MEMORY, VirtualFunction
 from koordshared.runtime.errors import InvalidValue
 
 PREFIX = "scheduling.koordinator.sh"
