@@ -105,10 +105,12 @@ class Cluster:
     absent_at_start: list[str] = field(default_factory=list)
     version: str = ""
     with_node: bool = True
+    """A kubelet, containerd and the node's devices (one such cluster per machine)."""
+    made_shared: list[str] = field(default_factory=list)
+    """Mounts the start made shared (the stop makes them private again)."""
     owned: list[str] = field(default_factory=list)
     """Machine-wide things this cluster made and its stop removes (``node``: the bridge, the kubepods
     cgroups, the kubelet's and the runtime's host directories)."""
-    """A kubelet, containerd and the node's devices (one such cluster per machine)."""
 
     # -- layout
 
@@ -133,15 +135,12 @@ class Cluster:
         assert self.ports is not None
         return f"https://{self.net.api_host}:{self.ports.apiserver}"
 
-    @property
-    def kubelet_root(self) -> Path:
-        return self.state / "kubelet" / "root"
-
     def _record(self) -> None:
         doc = {
             "node": self.node_name,
             "withNode": self.with_node,
             "owned": self.owned,
+            "madeShared": self.made_shared,
             "version": self.version,
             "ports": self.ports.to_json() if self.ports else None,
             "absentAtStart": self.absent_at_start,
@@ -157,7 +156,8 @@ class Cluster:
         absent = list(doc.get("absentAtStart", []))
         with_node = bool(doc.get("withNode", True))
         owned = list(doc.get("owned", []))
-        return cls(state, doc["node"], procs, ports, absent, doc.get("version", ""), with_node, owned)
+        shared = list(doc.get("madeShared", []))
+        return cls(state, doc["node"], procs, ports, absent, doc.get("version", ""), with_node, shared, owned)
 
     def _add(self, p: Started) -> Started:
         self.procs[p.name] = p
@@ -221,6 +221,8 @@ class Cluster:
             self.owned.append("node")
             self._record()
             node.add_node_address()
+            self.made_shared = node.make_shared()
+            self._record()
         step(f"etcd {bins.version}")
         self._add(control.start_etcd(bins, self.state / "etcd", self.logs, self.ports))
         step("kube-apiserver")
@@ -264,7 +266,7 @@ class Cluster:
     def start_stack(self, step: Say) -> None:
         step("deploy/: CRDs, RBAC, ServiceAccounts, ConfigMaps, NodeSLO")
         stack.apply_deploy(self.admin_kubeconfig, self.node_name)
-        host_paths = {"/var/lib/kubelet/": self.kubelet_root, "/var/run/": self.state / "host" / "var-run"}
+        host_paths = {"/var/run/": self.state / "host" / "var-run"}
         for p in host_paths.values():
             p.mkdir(parents=True, exist_ok=True)
         work = self.state / "stack"
@@ -362,7 +364,8 @@ class Cluster:
         # a stop of a cluster that never started must not take another's bridge or cgroups.
         if "node" in self.owned:
             node.kill_leftovers(self.state)
-            left += node.unmount_all(self.state, Path("/var/lib/kubelet"))
+            left += node.unmount_all(self.state, node.KUBELET_ROOT)
+            left += node.make_private(self.made_shared)
             for top in node.kubepods_dirs():
                 left += node.remove_cgroup_tree(top)
             left += node.delete_links()

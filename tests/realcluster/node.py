@@ -52,6 +52,8 @@ HOST_LEFTOVERS = (
     Path("/var/log/containers"),
     Path("/run/containerd"),
     Path("/var/lib/cni"),
+    # The DaemonSet's prediction checkpoints (a hostPath the kubelet makes, DirectoryOrCreate).
+    Path("/var/run/koordlet"),
 )
 
 
@@ -64,6 +66,49 @@ def add_node_address() -> None:
     ip("link", "add", POD_BRIDGE, "type", "bridge")
     ip("addr", "add", f"{NODE_IP}/16", "dev", POD_BRIDGE)
     ip("link", "set", POD_BRIDGE, "up")
+
+
+KUBELET_ROOT = Path("/var/lib/kubelet")
+"""The kubelet's usual root: the DaemonSet mounts it from the host by that path (the CPU manager's
+checkpoint), and the kubelet writes parts of it whatever its ``--root-dir`` says."""
+SHARED = (Path("/sys"),)
+"""Mounts a pod's ``mountPropagation: HostToContainer`` needs shared: the DaemonSet's ``/sys/fs/``.
+systemd makes every mount shared at boot; a machine without it (this one) has them private, and
+containerd then refuses the container. The kubelet makes its own root directory shared itself."""
+
+
+def propagation(point: Path) -> str:
+    """``shared``, ``slave`` or ``private``, from the mount's optional fields in mountinfo."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == str(point):
+                optional = fields[6 : fields.index("-")]
+                if any(o.startswith("shared:") for o in optional):
+                    return "shared"
+                return "slave" if any(o.startswith("master:") for o in optional) else "private"
+    raise LookupError(f"{point} is not a mount point")
+
+
+def make_shared() -> list[str]:
+    """Each of :data:`SHARED` that was private, made shared; what was changed (for the stop to undo)."""
+    changed = []
+    for point in SHARED:
+        if propagation(point) == "private":
+            subprocess.run(
+                ["mount", "--make-shared", str(point)], check=True, capture_output=True, timeout=30
+            )
+            changed.append(str(point))
+    return changed
+
+
+def make_private(points: list[str]) -> list[str]:
+    failed = []
+    for point in points:
+        done = subprocess.run(["mount", "--make-private", point], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            failed.append(f"{point}: {done.stderr.strip()}")
+    return failed
 
 
 def links() -> set[str]:
@@ -214,7 +259,7 @@ def start_kubelet(
     bins: Binaries, state: Path, pki: Path, kubeconfig: Path, logs: Path, ports: Ports, node: str
 ) -> Started:
     cfg = kubelet_config(state, pki, ports)
-    root = state / "kubelet" / "root"
+    root = KUBELET_ROOT
     root.mkdir(parents=True, exist_ok=True)
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
     return spawn(
@@ -297,25 +342,29 @@ def kill_tasks(state: Path) -> None:
 
 def kill_leftovers(state: Path) -> None:
     """SIGKILL what the runtime did not stop: processes still in the kubepods cgroups (containers whose
-    task hung) and the shims serving this cluster's containerd (they outlive it by design)."""
-    pids: set[int] = set()
-    for top in kubepods_dirs():
-        for procs in top.rglob("cgroup.procs"):
-            with contextlib.suppress(OSError, ValueError):
-                pids.update(int(p) for p in procs.read_text().split())
-    socket = str(containerd_socket(state))
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if socket.encode() in (entry / "cmdline").read_bytes():
-                    pids.add(int(entry.name))
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while pids and time.monotonic() < deadline:
-        pids = {p for p in pids if Path(f"/proc/{p}").exists() and _state(p) != "Z"}
-        time.sleep(0.1)
+    task hung) and the shims serving this cluster's containerd (they outlive it by design). Again until
+    none is left: a container in the host's PID namespace (hostPID) may fork while its parent is killed,
+    and its children do not die with it."""
+    socket = str(containerd_socket(state)).encode()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        pids: set[int] = set()
+        for top in kubepods_dirs():
+            for procs in top.rglob("cgroup.procs"):
+                with contextlib.suppress(OSError, ValueError):
+                    pids.update(int(p) for p in procs.read_text().split())
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if socket in (entry / "cmdline").read_bytes():
+                        pids.add(int(entry.name))
+        pids = {p for p in pids if _state(p) not in ("Z", "gone")}
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
 
 
 def _state(pid: int) -> str:
