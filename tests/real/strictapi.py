@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from koord.apis.groups import NODE_RESOURCE_TOPOLOGIES
-from koord.kube.client import ApiError, make_api_client, request
+from koordshared.apis.meta.groups import NODE_RESOURCE_TOPOLOGIES
+from koordshared.kube.client import ApiError, make_api_client, request
 
 MERGE_PATCH = "application/merge-patch+json"
 Obj = dict[str, Any]

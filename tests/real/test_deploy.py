@@ -16,8 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis import elasticquota as eq
-from koord.apis.groups import (
+from koord.manager.configcache import SLOConfigCache
+from koord.manager.nodeowned import nodemetric_spec, nodeslo_spec
+from koord.scheduler.plugins.elasticquota.quotas import built_in_object
+from koord.scheduler.plugins.elasticquota.status import status_patch
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.meta.groups import (
     DEVICES,
     ELASTIC_QUOTAS,
     NODE_METRICS,
@@ -27,12 +31,8 @@ from koord.apis.groups import (
     PODGROUPS,
     RESERVATIONS,
 )
-from koord.apis.nodemetric import NodeMetricStatus, to_status
-from koord.kube.client import ApiError
-from koord.manager.configcache import SLOConfigCache
-from koord.manager.nodeowned import nodemetric_spec, nodeslo_spec
-from koord.scheduler.plugins.elasticquota.quotas import built_in_object
-from koord.scheduler.plugins.elasticquota.status import status_patch
+from koordshared.apis.slo.nodemetric import NodeMetricStatus, to_status
+from koordshared.kube.client import ApiError
 from tests.real import manifests
 from tests.real import written_scheduler as sched
 from tests.real.objects import get, slo_config

@@ -11,9 +11,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from koord.apis import nrt
-from koord.apis.sloconfig import HOST_APPLICATION_CONFIG_KEY, STRATEGY_KEYS
-from koord.testing.topology import TWO_SOCKETS, GiB
 from koordlet import api
 from koordlet.statesinformer.noderesourcetopology import NodeTopologyInformer, TopologyOptions, TopologySink
 from koordlet.system.cgroups import CgroupMode
@@ -21,6 +18,9 @@ from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import make_node, make_pod, pod_uid
 from koordlet.testing.sysfs import write_topology
+from koordshared.apis.configuration.slocontroller import HOST_APPLICATION_CONFIG_KEY, STRATEGY_KEYS
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.testing.topology import TWO_SOCKETS, GiB
 
 Obj = dict[str, Any]
 

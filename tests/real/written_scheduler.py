@@ -9,18 +9,18 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from koord.apis import elasticquota as eq
-from koord.apis.coscheduling import POD_GROUP_LABEL
-from koord.apis.device import ANNOTATION_GPU_PARTITIONS
-from koord.apis.groups import PODGROUPS
 from koord.scheduler.plugins.coscheduling.controller import next_status
 from koord.scheduler.plugins.elasticquota.ledger import Summary, Usage
 from koord.scheduler.plugins.reservation import status as rstatus
-from koord.testing.devices import device, fpga, gpu, rdma
-from koord.testing.objects import elastic_quota
-from koord.testing.reservations import owner_labels, owner_pod, reservation
-from koord.testing.topology import GiB
 from koordlet.testing import pod_uid
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.extension.coscheduling import POD_GROUP_LABEL
+from koordshared.apis.meta.groups import PODGROUPS
+from koordshared.apis.scheduling.device import ANNOTATION_GPU_PARTITIONS
+from koordshared.testing.devices import device, fpga, gpu, rdma
+from koordshared.testing.objects import elastic_quota
+from koordshared.testing.reservations import owner_labels, owner_pod, reservation
+from koordshared.testing.topology import GiB
 
 Obj = dict[str, Any]
 
