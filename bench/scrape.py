@@ -45,7 +45,7 @@ from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates
 from koordlet.testing.cgroups import RealKubepods
 from koordshared.runtime.eventbus import EventBus
-from koordshared.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.httpserver import ProcessHTTPServer
 from koordshared.runtime.lifecycle import Supervisor
 
 NAME = "scrape"
@@ -132,7 +132,7 @@ class Node:
 
     advisor: MetricsAdvisor
     registry: CollectorRegistry
-    http: AgentHTTPServer
+    http: ProcessHTTPServer
     ticks: TickLog
 
     def url(self, path: str) -> str:
@@ -143,7 +143,7 @@ class Node:
 def node(pods: int) -> Iterator[Node]:
     kp = RealKubepods()
     advisor: MetricsAdvisor | None = None
-    http: AgentHTTPServer | None = None
+    http: ProcessHTTPServer | None = None
     stop = threading.Event()
     sup = Supervisor(stop)
     try:
@@ -161,7 +161,7 @@ def node(pods: int) -> Iterator[Node]:
         ticks = TickLog()
         assert advisor.metrics is not None and advisor.exposition is not None
         advisor.metrics.on_tick = ticks.hook(advisor.metrics.on_tick)  # type: ignore[method-assign,assignment]
-        http = AgentHTTPServer("127.0.0.1", 0, registry)
+        http = ProcessHTTPServer("127.0.0.1", 0, registry)
         http.route("/metrics", advisor.exposition.route)
         http.route("/metrics-on-demand", lambda _q: (200, CONTENT_TYPE_LATEST, generate_latest(registry)))
         http.start()

@@ -44,7 +44,7 @@ from koordshared.runtime import cpuprofile
 from koordshared.runtime.errors import ConfigError
 from koordshared.runtime.eventbus import EventBus
 from koordshared.runtime.httpaccess import DelegatingAuth, serving_from_options, ssl_context
-from koordshared.runtime.httpserver import AgentHTTPServer, Route, json_response
+from koordshared.runtime.httpserver import ProcessHTTPServer, Route, json_response
 from koordshared.runtime.lifecycle import Daemon, FuncComponent, Supervisor
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def _events_route(executor: ResourceExecutor) -> Route:
     return route
 
 
-def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone: bool) -> AgentHTTPServer:
+def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone: bool) -> ProcessHTTPServer:
     """The endpoint with ``--tls-*`` and the callers' review from ``--authentication-token-webhook`` and
     ``--authorization-mode``; a standalone agent has no API server to review callers with."""
     serving = serving_from_options(cfg.options)
@@ -80,7 +80,7 @@ def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone:
 
         auth = delegating_auth(serving.auth, cfg.informer.kubeconfig, user_agent=cfg.informer.user_agent)
     tls = ssl_context(serving.tls) if serving.tls is not None else None
-    return AgentHTTPServer(cfg.host, cfg.port, registry, tls=tls, auth=auth)
+    return ProcessHTTPServer(cfg.host, cfg.port, registry, tls=tls, auth=auth)
 
 
 def _runtime_hooks(
@@ -302,7 +302,7 @@ def _pprof_component(addr: str) -> FuncComponent:
     """koordlet's ``--enable-pprof``: profiles on their own listener, so a 30-second profile never holds a
     worker of the endpoint Prometheus and the probes use."""
     host, port = split_address(addr)
-    server = AgentHTTPServer(host, port, None, flag="pprof-addr")
+    server = ProcessHTTPServer(host, port, None, flag="pprof-addr")
     server.route("/debug/pprof/profile", cpuprofile.profile_route)
     server.route("/debug/pprof/threads", cpuprofile.threads_route)
 

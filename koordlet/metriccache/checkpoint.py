@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from koordshared.runtime.errors import KoordletError
+from koordlet.api.errors import KoordletError
 
 MAGIC = b"KMC\x01"
 VERSION = 2

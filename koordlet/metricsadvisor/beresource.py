@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from koordlet import api
+from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
@@ -31,7 +32,7 @@ from koordlet.system import cgstats, native
 from koordlet.system.batchread import GONE_STATUSES, BatchReader, FileKind
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.host import Host
-from koordshared.runtime.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
+from koordshared.runtime.errors import InvalidValue
 
 NAME = "BEResourceCollector"
 BE_RESOURCE_CPU = "cpu"

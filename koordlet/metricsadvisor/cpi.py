@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from koordlet import api
+from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metriccache.schema import CONTAINER_CPI
 from koordlet.metricsadvisor import framework as fw
@@ -28,7 +29,6 @@ from koordlet.metricsadvisor.targets import CONTAINER, targets_of
 from koordlet.system import perf
 from koordlet.system.host import Host
 from koordlet.system.topology import read_online_cpus
-from koordshared.runtime.errors import CgroupGone, ResourceUnsupported, UnsafePath
 
 log = logging.getLogger(__name__)
 

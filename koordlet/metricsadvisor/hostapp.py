@@ -16,13 +16,14 @@ from typing import Protocol
 import psutil
 
 from koordlet import api
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import cgstats
 from koordlet.system.cgroups import CgroupMode, check_cgroup_dir, resource_path
 from koordlet.system.host import Host
-from koordshared.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
+from koordshared.runtime.errors import InvalidValue
 
 NAME = "HostApplicationCollector"
 _BE_QOS = frozenset({api.QOSClass.BE})

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from koordlet import api
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
     CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE,
@@ -40,7 +41,6 @@ from koordlet.system import native
 from koordlet.system.batchread import GONE_STATUSES, MISSING, BatchReader, FileKind
 from koordlet.system.cgroups import CgroupMode, cgroup_dir_path, get_resource, resource_path
 from koordlet.system.host import Host
-from koordshared.runtime.errors import ResourceUnsupported, UnsafePath
 
 NAME = "PodResourceCollector"
 _MALFORMED_STATUSES = frozenset({-errno.EINVAL, -errno.ERANGE, -errno.EOVERFLOW})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from koordlet import api
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
@@ -19,7 +20,7 @@ from koordlet.metricsadvisor.targets import POD, targets_of
 from koordlet.system import procfs
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.host import Host
-from koordshared.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
+from koordshared.runtime.errors import InvalidValue
 
 NAME = "PSICollector"
 NODE_PSI = "node_psi"

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from koordlet import api
+from koordlet.api.errors import UnsafePath
 from koordlet.system.host import Host
-from koordshared.runtime.errors import UnsafePath
 
 POD = "pod"
 CONTAINER = "container"

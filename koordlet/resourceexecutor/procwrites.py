@@ -15,13 +15,13 @@ import os
 from collections.abc import Iterator, Sequence
 
 from koordlet.api import CgroupUpdate, UpdateResult
+from koordlet.api.errors import KoordletError
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import cgroups, files
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.coresched import SchedCore
 from koordlet.system.paths import HostPaths
-from koordshared.runtime.errors import KoordletError
 
 log = logging.getLogger(__name__)
 

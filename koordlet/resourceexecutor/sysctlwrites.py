@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from koordlet.api import CgroupUpdate, UpdateResult
+from koordlet.api.errors import ResourceUnsupported
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import sysctl
 from koordlet.system.paths import HostPaths
-from koordshared.runtime.errors import InvalidValue, ResourceUnsupported
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

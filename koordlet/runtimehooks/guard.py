@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from koordlet.api.errors import UnsafePath
 from koordlet.runtimehooks.writes import FILES
 from koordlet.system import cgroups
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.inotify import IN_MODIFY, Inotify
 from koordlet.system.paths import HostPaths
-from koordshared.runtime.errors import UnsafePath
 
 log = logging.getLogger(__name__)
 

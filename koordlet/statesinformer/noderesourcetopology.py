@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from koordlet import api
+from koordlet.api.errors import KoordletError
 from koordlet.statesinformer.kubeletconfig import KubeletConfig, parse_checkpoint, parse_configz
 from koordlet.statesinformer.topologystatus import TopologyInputs, build
 from koordlet.system.host import Host
 from koordlet.system.numa import CPUFacts, NUMANodeMemory, read_cpu_facts, read_numa_memory
 from koordshared.apis.topology import noderesourcetopology as nrtobj
-from koordshared.runtime.errors import APIUnavailable, InvalidValue, KoordletError
+from koordshared.runtime.errors import APIUnavailable, InvalidValue
 from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from koordlet import api
+from koordlet.api.errors import UnsafePath
 from koordlet.system.podpath import CgroupLayout, check_pod_uid, parse_container_id
 from koordshared.apis.core.pod import Obj, kube_qos_of
 from koordshared.apis.core.pod import as_list as _list
@@ -29,7 +30,7 @@ from koordshared.apis.extension.qos import (
     qos_raw,
 )
 from koordshared.apis.meta.quantity import to_int, to_milli
-from koordshared.runtime.errors import InvalidValue, UnsafePath
+from koordshared.runtime.errors import InvalidValue
 from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from koordlet.api.errors import ResourceUnsupported
 from koordlet.system.paths import HostPaths
-from koordshared.runtime.errors import InvalidValue, ResourceUnsupported
+from koordshared.runtime.errors import InvalidValue
 
 THROTTLE_KEYS: Mapping[str, str] = {
     "blkio.throttle.read_bps_device": "rbps",

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 
 from koordlet.api import CPUInfo, KubeQOSClass
+from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet.system import blkio, files, resctrl
 from koordlet.system.cgroups import (
     CgroupMode,
@@ -25,7 +26,6 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout, detect_driver
 from koordlet.system.probes import supports_resource
 from koordlet.system.topology import read_cpu_topology, read_online_cpus
-from koordshared.runtime.errors import CgroupGone, ResourceUnsupported, UnsafePath
 
 
 class Host:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 
+from koordlet.api.errors import CgroupGone, ResourceUnsupported
 from koordlet.system import native
 from koordlet.system.cgroups import CgroupMode, check_cgroup_dir
 from koordlet.system.paths import HostPaths
-from koordshared.runtime.errors import CgroupGone, ResourceUnsupported
 
 PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE = 0, 1
 

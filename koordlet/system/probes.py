@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.paths import HostPaths
-from koordshared.runtime.errors import ResourceUnsupported, UnsafePath
 
 
 def supports_resource(paths: HostPaths, mode: CgroupMode, resource: str, cgroup_dir: str = "") -> bool:

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from koordshared.apis.meta import quantity
 from koordshared.runtime.errors import ConfigError, InvalidValue
-from koordshared.runtime.httpserver import AgentHTTPServer, Route
+from koordshared.runtime.httpserver import ProcessHTTPServer, Route
 from koordshared.runtime.lifecycle import Component, Daemon, Supervisor, install_signals
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -137,7 +137,7 @@ def serve(
 ) -> int:
     """Run ``components`` under one supervisor with HTTP on ``addr`` (plus ``routes``) until ``stop``;
     the exit code."""
-    http = AgentHTTPServer(addr.host, addr.port, registry)
+    http = ProcessHTTPServer(addr.host, addr.port, registry)
     for path, route in (routes or {}).items():
         http.route(path, route)
     daemon = Daemon(list(components), Supervisor(stop), http, sync_timeout=sync_timeout)

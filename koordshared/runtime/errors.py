@@ -1,23 +1,22 @@
-"""The agent's one error tree.
+"""The errors every process raises on purpose, under one base, :class:`KoordinatorError`.
 
-Every layer raises a subclass of :class:`KoordletError`; ``system/`` translates ``OSError`` into
-:class:`CgroupGone` or :class:`ResourceUnsupported` with ``raise ... from err`` (a refused write is an
-``UpdateResult`` error, not an exception), so callers never see a bare errno. Stdlib only:
-``koordlet.api`` re-exports these for plugins.
+Stdlib only: the agent's plugin contract re-exports them (``koordlet.api.errors``, which adds the agent's
+own host errors and names the base ``KoordletError``), and callers catch the base narrowly instead of a
+bare ``Exception``.
 """
 
 from __future__ import annotations
 
 
-class KoordletError(Exception):
-    """Base of every error the agent raises on purpose."""
+class KoordinatorError(Exception):
+    """Base of every error the system's processes raise on purpose."""
 
 
-class ConfigError(KoordletError):
+class ConfigError(KoordinatorError):
     """Bad command line, configuration file, environment or feature gate: fatal at startup."""
 
 
-class PluginError(KoordletError):
+class PluginError(KoordinatorError):
     """An invalid plugin (duplicate name, missing methods, name/entry-point mismatch)."""
 
     def __init__(self, plugin: str, message: str) -> None:
@@ -25,12 +24,8 @@ class PluginError(KoordletError):
         self.plugin = plugin
 
 
-class UnsafePath(KoordletError):
-    """A pod UID, container ID or cgroup path that would leave its root, or is malformed."""
-
-
-class InvalidValue(KoordletError):
-    """A value refused by a resource validator before any write."""
+class InvalidValue(KoordinatorError):
+    """A value refused by a validator (a resource value before any write, an API field)."""
 
     def __init__(self, resource: str, value: object, reason: str) -> None:
         super().__init__(f"invalid value {value!r} for {resource}: {reason}")
@@ -39,17 +34,9 @@ class InvalidValue(KoordletError):
         self.reason = reason
 
 
-class ResourceUnsupported(KoordletError):
-    """The kernel or cgroup version does not offer this resource (e.g. cfs burst on an old kernel)."""
-
-
-class CgroupGone(KoordletError):
-    """The cgroup vanished (pod deleted): a skipped sample or write, never a crash."""
-
-
-class APIUnavailable(KoordletError):
+class APIUnavailable(KoordinatorError):
     """The Kubernetes API server or the kubelet could not be reached."""
 
 
-class InvalidArgs(KoordletError, ValueError):
+class InvalidArgs(KoordinatorError, ValueError):
     """A cluster-side plugin's args are invalid; the message names the field and what is wrong."""

@@ -1,4 +1,4 @@
-"""The connections of :class:`.httpserver.AgentHTTPServer`: one socket thread, a few workers.
+"""The connections of :class:`.httpserver.ProcessHTTPServer`: one socket thread, a few workers.
 
 The socket thread owns every socket: it accepts, finishes TLS handshakes and reads requests without
 blocking, and only a complete request head goes to a worker thread, which makes the answer and writes it.

@@ -55,8 +55,9 @@ def text_response(text: str, status: int = 200) -> Response:
     return status, _TEXT, text.encode()
 
 
-class AgentHTTPServer:
-    """Routes requests to registered handlers; ``start()`` serves on background threads."""
+class ProcessHTTPServer:
+    """The HTTP endpoint every process serves (the agent and the cluster processes): routes requests to
+    registered handlers; ``start()`` serves on background threads."""
 
     def __init__(
         self,

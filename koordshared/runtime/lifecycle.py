@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol
 
-from koordshared.runtime.httpserver import AgentHTTPServer, text_response
+from koordshared.runtime.httpserver import ProcessHTTPServer, text_response
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ class Daemon:
 
     components: Sequence[Component]
     supervisor: Supervisor
-    http: AgentHTTPServer | None = None
+    http: ProcessHTTPServer | None = None
     sync_timeout: float = SYNC_TIMEOUT
     on_ready: Callable[[], None] = lambda: None
     ready: threading.Event = field(default_factory=threading.Event)

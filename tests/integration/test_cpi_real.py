@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from koordlet import api
+from koordlet.api.errors import ResourceUnsupported
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import CONTAINER_CPI
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
@@ -22,7 +23,6 @@ from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates
 from koordlet.testing.agent import Agent
 from koordlet.testing.cgroups import KUBEPODS_CONTROLLERS, RealKubepods
-from koordshared.runtime.errors import ResourceUnsupported
 from tests.support.recording import RecordingErrors
 
 pytestmark = [pytest.mark.root, pytest.mark.native]

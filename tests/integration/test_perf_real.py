@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from koordlet.api import parse_cpuset
+from koordlet.api.errors import CgroupGone, ResourceUnsupported
 from koordlet.system import perf
 from koordlet.system.cgroups import detect_mode
 from koordlet.system.paths import HostPaths
-from koordshared.runtime.errors import CgroupGone, ResourceUnsupported
 
 pytestmark = [pytest.mark.root, pytest.mark.native]  # counting needs the C helper (csrc/koordlet_perf.c)
 

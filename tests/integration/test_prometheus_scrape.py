@@ -30,7 +30,7 @@ from koordlet.testing import FakeStates, wait_until
 from koordlet.testing.agent import get_json
 from koordlet.testing.cgroups import RealKubepods
 from koordshared.runtime.eventbus import EventBus
-from koordshared.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.httpserver import ProcessHTTPServer
 from koordshared.runtime.lifecycle import Supervisor, wait_for
 from tests.support.prometheus import prometheus
 
@@ -52,7 +52,7 @@ def test_promql_returns_the_container_cpu_series(kubepods: RealKubepods) -> None
     supervisor = Supervisor(stop)
     assert advisor.exposition is not None
     exposition = advisor.exposition
-    server = AgentHTTPServer("127.0.0.1", 0, registry)
+    server = ProcessHTTPServer("127.0.0.1", 0, registry)
     server.route("/metrics", exposition.route)
     server.start()
     try:

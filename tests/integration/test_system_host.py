@@ -109,8 +109,8 @@ def test_cgroup_removed_between_listing_and_read(tree: RealCgroupTree) -> None:
 
 
 def test_real_mount_refuses_lexical_escapes_on_the_fast_path() -> None:
+    from koordlet.api.errors import UnsafePath
     from koordlet.system.cgroups import resource_path
-    from koordshared.runtime.errors import UnsafePath
 
     # Real cgroup mounts skip the realpath walk (kernfs has no symlinks): the lexical checks must hold.
     link = REAL.cgroup_root / "cpu" / f"koordlet-test-link-{uuid.uuid4().hex[:6]}"

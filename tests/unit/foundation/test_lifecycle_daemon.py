@@ -10,7 +10,7 @@ import urllib.request
 from prometheus_client import CollectorRegistry
 
 from koordshared.runtime.eventbus import EventBus
-from koordshared.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.httpserver import ProcessHTTPServer
 from koordshared.runtime.lifecycle import Daemon, FuncComponent, Supervisor, Tick, until, wait_for
 
 
@@ -104,7 +104,7 @@ def test_daemon_start_order_readiness_and_reverse_shutdown() -> None:
             lambda: order.append(f"stop {name}"),
         )
 
-    http = AgentHTTPServer("127.0.0.1", 0, CollectorRegistry())
+    http = ProcessHTTPServer("127.0.0.1", 0, CollectorRegistry())
     daemon = Daemon(
         [comp("executor"), comp("informer", informer_synced), comp("qos")],
         Supervisor(stop),

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from koordlet import api
 from koordlet.api.cpulist import parse_cpuset
+from koordlet.api.errors import KoordletError
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
@@ -24,7 +25,6 @@ from koordlet.system.cgroupvalues import parse_int
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeStates, make_pod, pod_uid
-from koordshared.runtime.errors import KoordletError
 from tests.support.fakehost import FakeHost
 from tests.support.paths import ROOT
 from tests.support.recording import RecordingErrors

@@ -9,17 +9,17 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordshared.runtime.httpconn import Limits
-from koordshared.runtime.httpserver import AgentHTTPServer, text_response
+from koordshared.runtime.httpserver import ProcessHTTPServer, text_response
 
-Serve = Callable[..., AgentHTTPServer]
+Serve = Callable[..., ProcessHTTPServer]
 
 
 @pytest.fixture
 def serve() -> Iterator[Serve]:
-    made: list[AgentHTTPServer] = []
+    made: list[ProcessHTTPServer] = []
 
-    def make(limits: Limits | None = None, **kwargs: Any) -> AgentHTTPServer:
-        server = AgentHTTPServer("127.0.0.1", 0, CollectorRegistry(), limits=limits, **kwargs)
+    def make(limits: Limits | None = None, **kwargs: Any) -> ProcessHTTPServer:
+        server = ProcessHTTPServer("127.0.0.1", 0, CollectorRegistry(), limits=limits, **kwargs)
         server.route("/healthz", lambda _q: text_response("ok\n"), probe=True)
         server.route("/hello", lambda q: text_response("hello " + ",".join(q.get("who", [])) + "\n"))
         server.start()

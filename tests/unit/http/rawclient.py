@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import socket
 
-from koordshared.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.httpserver import ProcessHTTPServer
 
 
-def connect(server: AgentHTTPServer) -> socket.socket:
+def connect(server: ProcessHTTPServer) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
     return s
 
@@ -33,7 +33,7 @@ def read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
     return int(lines[0].split()[1]), headers, body
 
 
-def get(server: AgentHTTPServer, path: str, *headers: str) -> tuple[int, dict[str, str], bytes]:
+def get(server: ProcessHTTPServer, path: str, *headers: str) -> tuple[int, dict[str, str], bytes]:
     with connect(server) as s:
         s.sendall(
             (

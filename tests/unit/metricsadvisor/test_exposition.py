@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from koordlet.metricsadvisor.exposition import Exposition, Payload, RowFamily
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid, wait_until
 from koordlet.testing.wakeups import voluntary_switches
-from koordshared.runtime.httpserver import AgentHTTPServer
+from koordshared.runtime.httpserver import ProcessHTTPServer
 from koordshared.runtime.httpwire import parse_head
 from koordshared.runtime.lifecycle import Supervisor
 from tests.unit.metricsadvisor.test_advisor import build, prepare
@@ -132,7 +132,7 @@ def test_http_serves_the_payload_plain_or_gzip(fake_host: Any, fake_clock: FakeC
     adv, _states, reg = advisor_with_pods(fake_host, fake_clock, 2)
     ex = adv.exposition
     assert ex is not None
-    http = AgentHTTPServer("127.0.0.1", 0, reg)
+    http = ProcessHTTPServer("127.0.0.1", 0, reg)
     http.route("/metrics", ex.route)
     http.start()
     try:
@@ -215,7 +215,7 @@ def test_twenty_scrapers_connecting_at_once_are_all_queued() -> None:
     # With socketserver's backlog of 5 the kernel drops the SYNs of the 7th and later simultaneous
     # clients and they retry after a second. Nothing accepts here (the server is not started), so the
     # only thing that completes the handshakes is the listen queue.
-    http = AgentHTTPServer("127.0.0.1", 0, CollectorRegistry())
+    http = ProcessHTTPServer("127.0.0.1", 0, CollectorRegistry())
     socks = [socket.socket() for _ in range(40)]
     try:
         for s in socks:

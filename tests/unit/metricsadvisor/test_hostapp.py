@@ -105,7 +105,7 @@ def test_given_cgroup_that_is_gone_counts_and_gives_nothing(
 
 
 def test_unsafe_cgroup_path_is_refused(fake_host: Any) -> None:
-    from koordshared.runtime.errors import UnsafePath
+    from koordlet.api.errors import UnsafePath
 
     host = make_host(fake_host)
     with pytest.raises(UnsafePath):

@@ -14,6 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
+from koordlet.api.errors import ResourceUnsupported
 from koordlet.metriccache import MetricCache
 from koordlet.metriccache.schema import (
     CONTAINER_CPI,
@@ -34,7 +35,6 @@ from koordlet.metricsadvisor.resctrlcollector import (
 )
 from koordlet.system import perf
 from koordlet.testing import FakeClock, FakeStates, make_pod
-from koordshared.runtime.errors import ResourceUnsupported
 from tests.support.recording import RecordingErrors
 from tests.unit.metricsadvisor.conftest import make_host
 from tests.unit.metricsadvisor.test_podresource import by_label, set_usage
@@ -95,7 +95,7 @@ class FakeCounters:
 
     def __init__(self, path: Path, cpus: Sequence[int], events: Sequence[str]) -> None:
         if not path.exists():
-            from koordshared.runtime.errors import CgroupGone
+            from koordlet.api.errors import CgroupGone
 
             raise CgroupGone(str(path))
         self.path, self.cpus, self.events = path, list(cpus), tuple(events)

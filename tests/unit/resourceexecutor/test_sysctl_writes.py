@@ -11,12 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
+from koordlet.api.errors import ResourceUnsupported
 from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
 from koordlet.system import native, sysctl
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
 from koordlet.testing import FakeClock
-from koordshared.runtime.errors import InvalidValue, ResourceUnsupported
+from koordshared.runtime.errors import InvalidValue
 
 FEATURES = "GENTLE_FAIR_SLEEPERS START_DEBIT NO_NEXT_BUDDY LAST_BUDDY\n"
 

@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from koordlet.api.errors import ResourceUnsupported
 from koordlet.system import blkio
 from koordlet.system.blkio import DeviceNumber
 from koordlet.system.cgroups import CgroupMode, from_kernel, to_kernel, validate
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
-from koordshared.runtime.errors import InvalidValue, ResourceUnsupported
+from koordshared.runtime.errors import InvalidValue
 from tests.support.fakehost import make_block_device
 
 V1, V2 = CgroupMode.V1, CgroupMode.V2

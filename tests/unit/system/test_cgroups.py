@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.system.cgroups import (
     RESOURCES,
     CgroupMode,
@@ -20,7 +21,7 @@ from koordlet.system.cgroups import (
     validate,
     weight_to_shares,
 )
-from koordshared.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
+from koordshared.runtime.errors import InvalidValue
 from tests.support.fakehost import FakeHost
 
 V1, V2 = CgroupMode.V1, CgroupMode.V2

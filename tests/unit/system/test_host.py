@@ -7,11 +7,12 @@ import os
 import pytest
 
 from koordlet.api import HostReader, KubeQOSClass
+from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.cgstats import parse_memory_stat
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
-from koordshared.runtime.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
+from koordshared.runtime.errors import InvalidValue
 from tests.support.fakehost import FakeHost
 
 UID = "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.system import native, perf
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
-from koordshared.runtime.errors import ResourceUnsupported, UnsafePath
 
 
 def _paths(tmp_path: Path, paranoid: str | None = "2") -> HostPaths:

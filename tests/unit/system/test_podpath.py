@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from koordlet.api import KubeQOSClass
+from koordlet.api.errors import UnsafePath
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.podpath import (
@@ -17,7 +18,7 @@ from koordlet.system.podpath import (
     detect_driver,
     parse_container_id,
 )
-from koordshared.runtime.errors import ConfigError, UnsafePath
+from koordshared.runtime.errors import ConfigError
 from tests.support.fakehost import FakeHost
 
 UID = "6a8e3f4c-1b2d-4e5f-8a9b-0c1d2e3f4a5b"

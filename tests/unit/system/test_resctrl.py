@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from koordlet.api.errors import UnsafePath
 from koordlet.system import resctrl
 from koordlet.system.resctrl import Schemata
-from koordshared.runtime.errors import InvalidValue, UnsafePath
+from koordshared.runtime.errors import InvalidValue
 from tests.support.fakehost import FakeHost
 from tests.support.paths import ROOT
 
