@@ -29,6 +29,7 @@ from koordshared.apis.configuration.slocontroller import (
     ColocationStrategy,
 )
 from koordshared.apis.core import pod as podschema
+from koordshared.apis.core.resources import pod_requests
 from koordshared.apis.extension import qos as extension
 from koordshared.apis.meta import cpulist
 from koordshared.apis.meta.quantity import to_int, to_milli
@@ -165,7 +166,8 @@ def high_priority_load(pods: Iterable[Mapping[str, Any]], metric: NodeMetricStat
         priority, qos = _classify(pod)
         if priority in _LOW_PRIORITY:
             continue
-        req = Usage(*podschema.pod_requests(pod))
+        asked = pod_requests(pod)
+        req = Usage(asked.get("cpu", 0), asked.get("memory", 0))
         request += req
         if pod_metric is None:
             used += req

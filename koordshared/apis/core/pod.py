@@ -9,7 +9,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from koordshared.apis.meta.quantity import parse_time, to_int, to_milli
+from koordshared.apis.meta.quantity import parse_time, to_milli
 from koordshared.runtime.errors import InvalidValue
 
 _COMPUTE = ("cpu", "memory")
@@ -75,43 +75,6 @@ def _safe_quantity(value: Any) -> int | None:
         return to_milli(value)
     except (InvalidValue, TypeError):
         return None
-
-
-def _add_requests(total: list[int], requests: Mapping[str, Any]) -> None:
-    for i, (name, milli) in enumerate((("cpu", True), ("memory", False))):
-        raw = requests.get(name)
-        if raw is None:
-            continue
-        try:
-            total[i] += to_milli(raw) if milli else to_int(raw)
-        except (InvalidValue, TypeError):
-            continue  # an unparsable request counts as none, as the agent does
-
-
-def pod_requests(pod: Obj) -> tuple[int, int]:
-    """``(cpu millicores, memory bytes)`` the pod requests, as Kubernetes' ``resourcehelper.PodRequests``:
-    the app containers plus the sidecars (restartable init containers), at least the largest init step
-    (an init container plus the sidecars started before it), plus ``spec.overhead``."""
-    spec = as_map(pod, "spec")
-    total = [0, 0]
-    for c in as_list(spec, "containers"):
-        _add_requests(total, as_map(as_map(c, "resources"), "requests"))
-    sidecars = [0, 0]
-    init_peak = [0, 0]
-    for c in as_list(spec, "initContainers"):
-        requests = as_map(as_map(c, "resources"), "requests")
-        step = [0, 0]
-        _add_requests(step, requests)
-        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
-            total = [t + s for t, s in zip(total, step, strict=True)]
-            sidecars = [t + s for t, s in zip(sidecars, step, strict=True)]
-            step = list(sidecars)
-        else:
-            step = [t + s for t, s in zip(step, sidecars, strict=True)]
-        init_peak = [max(a, b) for a, b in zip(init_peak, step, strict=True)]
-    total = [max(a, b) for a, b in zip(total, init_peak, strict=True)]
-    _add_requests(total, as_map(spec, "overhead"))
-    return total[0], total[1]
 
 
 # ---- identity, owners, lifecycle: the facts evictors and plugins decide on (Koordinator's

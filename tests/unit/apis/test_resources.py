@@ -1,5 +1,6 @@
-"""Resource lists of every name: PodRequests/PodLimits (extended names, limits, overhead) and a node's
-allocatable with the raw-allocatable annotation laid over it."""
+"""Resource lists of every name: PodRequests/PodLimits as Kubernetes computes them (containers, sidecars,
+init peak, overhead; extended names, limits) and a node's allocatable with the raw-allocatable annotation
+laid over it."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from koordshared.apis.core.pod import pod_requests
 from koordshared.apis.core.resources import (
     node_allocatable,
     parse_resource_list,
     pod_limits_list,
+    pod_requests,
     pod_requests_list,
     value_of,
 )
@@ -46,9 +47,41 @@ def test_requests_agree_with_the_cpu_memory_helper() -> None:
         overhead={"cpu": "100m", "memory": "10Mi"},
     )
     req = pod_requests_list(p)
-    assert (value_of("cpu", req["cpu"]), value_of("memory", req["memory"])) == pod_requests(p)
+    assert {n: value_of(n, q) for n, q in req.items()} == pod_requests(p)
     # init peak: 3 cpu + the sidecar started before it (200m) beats 1 + 0.2; plus 100m overhead
     assert value_of("cpu", req["cpu"]) == 3300
+
+
+def c(cpu: str | None = None, mem: str | None = None, **extra: Any) -> dict[str, Any]:
+    return ctr({k: v for k, v in (("cpu", cpu), ("memory", mem)) if v is not None}, **extra)
+
+
+def test_app_containers_sum() -> None:
+    assert pod_requests(pod([c("500m", "1Gi"), c("1.5", "512Mi")])) == {"cpu": 2000, "memory": 1536 * 2**20}
+
+
+def test_init_container_peak_wins_when_larger() -> None:
+    assert pod_requests(pod([c("1", "1Gi")], init=[c("3", "512Mi")])) == {"cpu": 3000, "memory": 2**30}
+
+
+def test_sidecars_run_alongside_and_count_in_later_init_steps() -> None:
+    sidecar = c("500m", "100Mi", restartPolicy="Always")
+    # app 1 CPU + sidecar 0.5 = 1.5; init step after the sidecar = 2 + 0.5 = 2.5 -> peak wins for CPU
+    got = pod_requests(pod([c("1", "1Gi")], init=[sidecar, c("2", "10Mi")]))
+    assert got == {"cpu": 2500, "memory": 2**30 + 100 * 2**20}
+
+
+def test_overhead_added_and_junk_ignored() -> None:
+    p = pod([c("250m", "x"), {"name": "bare"}, "junk"], overhead={"cpu": "100m", "memory": "64Mi"})
+    assert pod_requests(p) == {"cpu": 350, "memory": 64 * 2**20}
+    assert pod_requests({}) == {}
+
+
+def test_fractional_millicores_round_once_over_the_sum() -> None:
+    # Kubernetes sums exactly and rounds the sum up (MilliValue): 0.5m + 0.5m is 1m, not 2m.
+    p = pod([c("0.5m"), c("0.5m")])
+    assert pod_requests(p) == {"cpu": 1}
+    assert pod_requests(pod([c("0.5m"), c("1")])) == {"cpu": 1001}
 
 
 def test_limits_take_overhead_only_where_limited() -> None:

@@ -60,7 +60,8 @@ def _non_zero(name: str, requests: Mapping[str, int]) -> int:
 
 def pod_request(pod: Obj, name: str) -> int:
     """Koordinator's ``calculatePodResourceRequest``: the containers' (defaulted) requests and the
-    sidecars', at least each regular init container's, plus the overhead."""
+    sidecars', at least each regular init container's, plus the overhead. A rule of its own (defaults per
+    container, no sidecar step), not Kubernetes' ``PodRequests`` (``koordshared.apis.core.resources``)."""
     spec = as_map(pod, "spec")
     total = sum(
         _non_zero(name, resources_of(as_map(as_map(c, "resources"), "requests")))

@@ -1,0 +1,42 @@
+"""Facts computed in one place: each test finds the fact's shape in the code packages and allows it only
+in its home (plus named exceptions that are a different rule)."""
+
+from __future__ import annotations
+
+import ast
+
+from tests.support.importgraph import code_packages, tracked
+from tests.support.paths import ROOT
+
+
+def _code_files() -> list[str]:
+    roots = code_packages()
+    return [f for f in tracked() if f.split("/", 1)[0] in roots]
+
+
+def _functions(rel: str) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    tree = ast.parse((ROOT / rel).read_text())
+    return [(n.name, n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def _constants(node: ast.AST) -> set[str]:
+    return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def test_pod_requests_rule() -> None:
+    # Kubernetes' PodRequests (containers, sidecars, init peak, overhead): a function that reads
+    # initContainers and tells sidecars (restartPolicy Always) apart is that rule.
+    allowed = {
+        "koordshared/apis/core/resources.py:_pod_total",
+        # Koordinator's calculatePodResourceRequest: defaults per container, no sidecar step
+        "koord/scheduler/plugins/noderesourcesfitplus/plugin.py:pod_request",
+        # lists a pod's sidecar containers (their cgroups), sums nothing
+        "koordlet/statesinformer/podinfo.py:pod_info",
+    }
+    found = {
+        f"{rel}:{name}"
+        for rel in _code_files()
+        for name, fn in _functions(rel)
+        if {"initContainers", "restartPolicy", "Always"} <= _constants(fn)
+    }
+    assert found == allowed
