@@ -57,46 +57,57 @@ def _max(into: dict[str, N], items: Mapping[str, N]) -> None:
             into[name] = q
 
 
-def _pod_total(pod: Any, field: str, read: Callable[[Any], dict[str, N] | None]) -> dict[str, N] | None:
+def _pod_total(
+    pod: Any, field: str, read: Callable[[Any], dict[str, N] | None], *, overhead: bool
+) -> dict[str, N] | None:
     """component-helpers' algorithm over the containers' ``resources.<field>``, each read by ``read``:
     app containers plus sidecars (restartable init containers), at least the largest init step (an init
-    container plus the sidecars started before it). ``None`` when ``read`` gives up on one."""
+    container plus the sidecars started before it), plus ``spec.overhead`` when asked. ``None`` when
+    ``read`` gives up on a list."""
     spec = as_map(pod, "spec")
     total: dict[str, N] = {}
     for c in as_list(spec, "containers"):
         own = read(as_map(as_map(c, "resources"), field))
         if own is None:
             return None
-        _add(total, own)
-    sidecars: dict[str, N] = {}
-    init_peak: dict[str, N] = {}
-    for c in as_list(spec, "initContainers"):
-        own = read(as_map(as_map(c, "resources"), field))
-        if own is None:
-            return None
-        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
+        if total:
             _add(total, own)
-            _add(sidecars, own)
-            step = dict(sidecars)
         else:
-            step = dict(own)
-            _add(step, sidecars)
-        _max(init_peak, step)
-    _max(total, init_peak)
+            total = own  # a fresh dict of read's
+    init = as_list(spec, "initContainers")
+    if init:
+        sidecars: dict[str, N] = {}
+        init_peak: dict[str, N] = {}
+        for c in init:
+            own = read(as_map(as_map(c, "resources"), field))
+            if own is None:
+                return None
+            if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
+                _add(total, own)
+                _add(sidecars, own)
+                step = dict(sidecars)
+            else:
+                step = dict(own)
+                _add(step, sidecars)
+            _max(init_peak, step)
+        _max(total, init_peak)
+    if overhead and "overhead" in spec:
+        extra = read(as_map(spec, "overhead"))
+        if extra is None:
+            return None
+        _add(total, extra)
     return total
 
 
 def pod_requests_list(pod: Any) -> ResourceList:
     """``PodRequests`` exactly (:func:`_pod_total`), plus ``spec.overhead`` for every resource it names."""
-    total = _pod_total(pod, "requests", parse_resource_list) or {}
-    _add(total, parse_resource_list(as_map(as_map(pod, "spec"), "overhead")))
-    return total
+    return _pod_total(pod, "requests", parse_resource_list, overhead=True) or {}
 
 
 def pod_limits_list(pod: Any) -> ResourceList:
     """``PodLimits`` exactly; the overhead is added only to resources that have a limit (an unlimited
     resource stays unlimited)."""
-    total = _pod_total(pod, "limits", parse_resource_list) or {}
+    total = _pod_total(pod, "limits", parse_resource_list, overhead=False) or {}
     for name, q in parse_resource_list(as_map(as_map(pod, "spec"), "overhead")).items():
         if name in total:
             total[name] += q
@@ -107,13 +118,9 @@ def pod_requests(pod: Any) -> dict[str, int]:
     """``PodRequests`` in Koordinator's units (:func:`value_of` of the exact sum). Sums of exact integers
     when every quantity is one in its unit, which is what rounding the exact sum gives; otherwise the
     exact path. This is the hot path of the scheduler's ``PodInfo``."""
-    total = _pod_total(pod, "requests", unit_values)
+    total = _pod_total(pod, "requests", unit_values, overhead=True)
     if total is not None:
-        overhead = as_map(as_map(pod, "spec"), "overhead")
-        extra = unit_values(overhead) if overhead else {}
-        if extra is not None:
-            _add(total, extra)
-            return total
+        return total
     return {n: value_of(n, q) for n, q in pod_requests_list(pod).items()}
 
 
@@ -127,7 +134,7 @@ def unit_values(raw: Any) -> dict[str, int] | None:
         value = unit_value(str(name), text) if isinstance(text, str | int) else None
         if value is None:
             return None
-        out[str(name)] = out.get(str(name), 0) + value
+        out[str(name)] = value
     return out
 
 
