@@ -175,6 +175,13 @@ def extension_point(
     return wrap
 
 
+def _sorts_only_when_named(plugin: Any) -> bool:
+    """A plugin whose ``less`` multiPoint does not enable (``queue_sort_when_named = True``): it sorts the
+    queue only when the profile names it at queueSort, so a profile enabling it at multiPoint keeps
+    PrioritySort (Coscheduling: Koordinator up to v1.6 sorted by it, since v1.7 it does not)."""
+    return bool(getattr(plugin, "queue_sort_when_named", False))
+
+
 class Framework:
     """One profile's plugins, built once at start; the run methods are safe to call from several threads as
     long as the plugins are. ``points`` limits the extension points (default: those the profile was parsed
@@ -258,6 +265,7 @@ class Framework:
                 r
                 for r in multi.enabled
                 if implements(self.instances[r.name], point)
+                and not (point == "queueSort" and _sorts_only_when_named(self.instances[r.name]))
                 and not own.disables(r.name)
                 and r.name not in own_names
             ]

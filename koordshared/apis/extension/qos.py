@@ -40,6 +40,8 @@ class PriorityClass(enum.StrEnum):
 
 LABEL_QOS = "koordinator.sh/qosClass"
 LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
+LABEL_POD_SUB_PRIORITY = "koordinator.sh/priority"
+"""The sub-priority within a priority class (``LabelPodPriority``), an int32."""
 BATCH_CPU = "kubernetes.io/batch-cpu"
 BATCH_MEMORY = "kubernetes.io/batch-memory"
 MID_CPU = "kubernetes.io/mid-cpu"
@@ -99,3 +101,20 @@ def priority_class_of(labels: Mapping[str, str], priority: int | None, qos: QOSC
     if qos is QOSClass.NONE:
         return PriorityClass.NONE
     return PriorityClass.PROD
+
+
+def sub_priority(labels: Mapping[str, str]) -> int:
+    """``GetPodSubPriority``: the label ``koordinator.sh/priority`` read as Go's ``ParseInt(s, 0, 32)``
+    (``0x``, ``0o``, ``0b`` and a leading-zero octal); 0 when absent or unreadable."""
+    text = str(labels.get(LABEL_POD_SUB_PRIORITY) or "")
+    if not text:
+        return 0
+    sign, digits = (text[0], text[1:]) if text[0] in "+-" else ("", text)
+    try:
+        if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
+            value = int(sign + digits[1:], 8)
+        else:
+            value = int(sign + digits, 0)
+    except ValueError:
+        return 0
+    return value if -(2**31) <= value < 2**31 else 0

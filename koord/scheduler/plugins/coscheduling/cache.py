@@ -90,7 +90,7 @@ class GangCache:
             return
         info = self._groups.get(gang.group_id)
         if info is None:
-            info = self._groups[gang.group_id] = GangGroupInfo(gang.group_id)
+            info = self._groups[gang.group_id] = GangGroupInfo(gang.group_id, gang.group_info.since)
         info.once_satisfied |= gang.group_info.once_satisfied
         gang.group_info = info
         self._linked.add(gang.id)

@@ -32,6 +32,9 @@ class GangGroupInfo:
     """What the gangs of one gang group share."""
 
     id: str
+    since: float | None = None
+    """The queue time of the first member QueueSort compared (Koordinator's ``LastScheduleTime`` as
+    first set): every member sorts by it, so a group stays together in the queue."""
     once_satisfied: bool = False
     """A member of the group was bound once: irreversible (``OnceResourceSatisfied``)."""
     waiting_gangs: set[str] = field(default_factory=set)

@@ -2,6 +2,9 @@
 
 The extension points, in the order a gang meets them:
 
+- **QueueSort** (``less``, Koordinator up to v1.6): higher ``spec.priority``, then higher
+  ``koordinator.sh/priority``, then the group's time (its first member's queue time; outside gangs the
+  pod's own), then the group id, the gang id and the pod's name.
 - **PreEnqueue**: a gang's pods stay out of the active queue until every gang of its group is defined and
   has ``min-available`` pods (once-satisfied gangs whose group was bound once pass every check).
 - **NextPod** (FrameworkExtender): the first member popped opens the group's *scheduling context*; then the
@@ -51,6 +54,7 @@ from koordshared.apis.extension.coscheduling import (
     gang_name,
     in_pod_group,
 )
+from koordshared.apis.extension.qos import sub_priority
 from koordshared.apis.meta import groups
 
 NAME = "Coscheduling"
@@ -60,6 +64,29 @@ BIND_ANNOTATIONS = (
     DEPRECATED_BIND_GANG_GROUP_ID,
     DEPRECATED_BIND_GANG_MEMBER_COUNT,
 )
+
+
+def _meta(pod: Obj) -> Mapping[str, Any]:
+    return pod.get("metadata") or {}
+
+
+def labels_of(pod: Obj) -> Mapping[str, str]:
+    return _meta(pod).get("labels") or {}
+
+
+def _since(gang: Gang | None, queued: float) -> float:
+    """A pod's time in QueueSort: its gang group's (stamped with this pod's queue time when the group has
+    none yet), or its own queue time outside gangs."""
+    if gang is None:
+        return queued
+    if gang.group_info.since is None:
+        gang.group_info.since = queued
+    return gang.group_info.since
+
+
+def _gang_key(pod: Obj) -> str:
+    """``GetId(namespace, GetGangNameByPod)``: ``namespace/`` for a pod outside gangs."""
+    return f"{_meta(pod).get('namespace') or ''}/{gang_name(pod)}"
 
 
 @dataclass(eq=False)
@@ -76,6 +103,8 @@ class GangContext:
 
 class Coscheduling:
     name = NAME
+    queue_sort_when_named = True
+    """Sorts the queue only when a profile names it at queueSort (Koordinator's v1.6 profiles)."""
 
     def __init__(self, args: Mapping[str, Any] | None, handle: Any) -> None:
         self.args: CoschedulingArgs = parse_args(args)
@@ -128,6 +157,30 @@ class Coscheduling:
 
     def _pod_group_deleted(self, pg: Obj) -> None:
         self.cache.pod_group_deleted(pg)
+
+    # ---- QueueSort ---------------------------------------------------------------------------------
+
+    def less(self, a: Any, b: Any) -> bool:
+        """Koordinator's ``Coscheduling.Less``; a group keeps its first-seen time (Koordinator moves a
+        group that failed a whole round behind the others; here NextPod already takes it whole)."""
+        if a.priority != b.priority:
+            return bool(a.priority > b.priority)
+        sub_a, sub_b = sub_priority(labels_of(a.pod)), sub_priority(labels_of(b.pod))
+        if sub_a != sub_b:
+            return sub_a > sub_b
+        with self.cache.lock:
+            gang_a, gang_b = self.cache.of_pod(a.pod), self.cache.of_pod(b.pod)
+            since_a, since_b = _since(gang_a, a.timestamp), _since(gang_b, b.timestamp)
+            if since_a != since_b:
+                return bool(since_a < since_b)
+            group_a = gang_a.group_id if gang_a is not None else ""
+            group_b = gang_b.group_id if gang_b is not None else ""
+        if group_a != group_b:
+            return group_a < group_b
+        id_a, id_b = _gang_key(a.pod), _gang_key(b.pod)
+        if id_a != id_b:
+            return id_a < id_b
+        return str(_meta(a.pod).get("name") or "") < str(_meta(b.pod).get("name") or "")
 
     # ---- gating ------------------------------------------------------------------------------------
 
