@@ -18,11 +18,14 @@ from prometheus_client import CollectorRegistry
 
 from koord.descheduler import config
 from koordshared.kube import process
+from koordshared.kube.componentflags import COMPONENT_BASE
 from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.goflags import VALUE, ForeignTable
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_DESCHEDULER"
 PROG = "koord-descheduler"
+FEATURE_GATES = ForeignTable({"feature-gates": VALUE}, "koord-descheduler defines no feature gates here")
 
 
 def _env(name: str) -> str:
@@ -53,6 +56,14 @@ def _env(name: str) -> str:
     "--leader-elect-resource-namespace", default=None, envvar=_env("leader-elect-resource-namespace")
 )
 @process.election_options(ENV, "--leader-elect-identity")
+@click.option(
+    "--port",
+    type=int,
+    default=None,
+    help="serve HTTP on <--address>:<port> (Koordinator's flag; --addr wins)",
+)
+@click.option("--address", default="0.0.0.0", show_default=True, help="the address --port listens on")
+@click.option("--leader-elect-resource-lock", default="leases", help="only 'leases'")
 @click.option("--sync-timeout", default="60s", envvar=_env("sync-timeout"), show_default=True)
 @click.option("--list-plugins", is_flag=True, help="print the registered plugins and the profiles, then exit")
 def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> None:
@@ -64,6 +75,12 @@ def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> 
     options = {k.replace("_", "-"): v for k, v in values.items()}
     if click.get_current_context().get_parameter_source("addr") is click.core.ParameterSource.DEFAULT:
         options["addr"] = None  # the config's bind address, if it has one, else the default
+        if options.get("port"):
+            options["addr"] = f"{options['address']}:{options['port']}"
+    if str(options.pop("leader-elect-resource-lock") or "leases") != "leases":
+        raise click.UsageError("--leader-elect-resource-lock: only 'leases' is supported")
+    options.pop("address", None)
+    options.pop("port", None)
     try:
         cfg = config.build(options)
         if list_plugins:
@@ -74,6 +91,7 @@ def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> 
     except (ConfigError, PluginError) as err:
         raise click.UsageError(str(err)) from err
     logs.setup(verbosity, log_format)
+    process.log_foreign(PROG)
     process.main_guard(lambda stop: run(cfg, stop))
 
 
@@ -96,4 +114,4 @@ def run(
 
 
 def entry(argv: Sequence[str] | None = None) -> None:
-    main.main(args=list(argv) if argv is not None else None, prog_name=PROG)
+    process.go_entry(main, argv, PROG, (COMPONENT_BASE, FEATURE_GATES))

@@ -14,9 +14,38 @@ from prometheus_client import CollectorRegistry
 from koord.manager import config
 from koordshared.kube import process
 from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.goflags import BOOL, VALUE, ForeignTable
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_MANAGER"
+PROG = "koord-manager"
+NOT_IMPLEMENTED = ForeignTable(
+    {
+        "namespace": VALUE,
+        "enable-pprof": BOOL,
+        "pprof-addr": VALUE,
+        "rest-config-qps": VALUE,
+        "rest-config-burst": VALUE,
+        "feature-gates": VALUE,
+        "node-strategy-name-need-check": BOOL,
+        "noderesource-plugins": VALUE,
+        "quota-update-max-retries": VALUE,
+        "quota-update-retry-jitter": VALUE,
+        "quota-update-max-total-jitter": VALUE,
+        "quota-update-conflict-fresh-get": BOOL,
+        "binding-admission-user-name": VALUE,
+        "binding-admission-dry-run": BOOL,
+        "binding-admission-namespaces": VALUE,
+        "binding-admission-exclude-namespaces": VALUE,
+        "binding-admission-bypass-labels": VALUE,
+        "binding-admission-bypass-annotations": VALUE,
+        "pod-enhanced-validator-config-namespace": VALUE,
+        "pod-enhanced-validator-config-name": VALUE,
+        "pod-enhanced-validator-reconcile-interval": VALUE,
+    },
+    "koord-manager flag not implemented here",
+)
+"""Koordinator's koord-manager flags without a counterpart here, by how Go parses them."""
 
 
 def _env(name: str) -> str:
@@ -38,6 +67,19 @@ def _env(name: str) -> str:
 @click.option(
     "--slo-config-name", default="slo-controller-config", envvar=_env("slo-config-name"), show_default=True
 )
+@click.option(
+    "--metrics-addr",
+    default=None,
+    envvar=_env("metrics-addr"),
+    help="Koordinator's name for --addr (wins over it): /metrics, /healthz and /readyz",
+)
+@click.option(
+    "--health-probe-addr",
+    default="",
+    envvar=_env("health-probe-addr"),
+    help="also serve /healthz and /readyz here (Koordinator's chart: :8000; default: only on --addr)",
+)
+@click.option("--leader-elect-resource-lock", default="leases", help="only 'leases'")
 @click.option(
     "--enable-leader-election/--disable-leader-election",
     default=True,
@@ -92,6 +134,7 @@ def main(verbosity: int, log_format: str, **values: Any) -> None:
     except ConfigError as err:
         raise click.UsageError(str(err)) from err
     logs.setup(verbosity, log_format)
+    process.log_foreign(PROG)
     process.main_guard(lambda stop: run(cfg, stop))
 
 
@@ -108,6 +151,7 @@ def run(cfg: config.ManagerConfig, stop: threading.Event, registry: CollectorReg
             manager.metrics.registry,
             stop,
             sync_timeout=cfg.sync_timeout,
+            probe_addr=cfg.health_probe_addr,
         )
     finally:
         manager.close()
@@ -120,4 +164,4 @@ def entry(argv: Sequence[str] | None = None) -> None:
 
         top.main(args=args[1:], prog_name="koord-manager top")
     else:
-        main.main(args=args, prog_name="koord-manager")
+        process.go_entry(main, args, PROG, (NOT_IMPLEMENTED,))

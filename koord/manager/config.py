@@ -29,6 +29,8 @@ def enabled_controllers(spec: Sequence[str]) -> tuple[str, ...]:
 @dataclass(frozen=True, slots=True)
 class ManagerConfig:
     addr: Address
+    health_probe_addr: Address | None = None
+    """A second listener for ``/healthz`` and ``/readyz`` (``--health-probe-addr``)."""
     kubeconfig: str = ""
     client_configuration: Any = None
     """A ``kubernetes.client.Configuration`` (tests); wins over ``kubeconfig``."""
@@ -74,8 +76,14 @@ def build(options: Mapping[str, Any], client_configuration: Any = None) -> Manag
         renew_deadline=seconds("leader-elect-renew-deadline"),
         retry_period=seconds("leader-elect-retry-period"),
     )
+    if str(o.get("leader-elect-resource-lock") or "leases") != "leases":
+        raise ConfigError("--leader-elect-resource-lock: only 'leases' is supported")
+    probe = str(o.get("health-probe-addr") or "")
     cfg = ManagerConfig(
-        addr=parse_addr(str(o["addr"])),
+        addr=parse_addr(
+            str(o.get("metrics-addr") or o["addr"]), "--metrics-addr" if o.get("metrics-addr") else "--addr"
+        ),
+        health_probe_addr=parse_addr(probe, "--health-probe-addr") if probe else None,
         kubeconfig=str(o["kubeconfig"]),
         client_configuration=client_configuration,
         controllers=enabled_controllers(str(o["controllers"]).split(",")),

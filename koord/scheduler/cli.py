@@ -4,7 +4,8 @@
 
 ``--list-plugins`` prints every registered plugin and where each profile enables it, then exits. A bad
 configuration, an unknown plugin or invalid args exit 2 naming the field. Flags kube-scheduler has that
-mean nothing here (``--authentication-*``, ``--authorization-*``, profiling) are accepted and ignored.
+mean nothing here (``--authentication-*``, ``--authorization-*``, secure serving, profiling) and klog's
+are accepted and named once in the log; Go spellings (``-flag``, ``--leader-elect=false``) are taken.
 """
 
 from __future__ import annotations
@@ -17,35 +18,31 @@ import click
 from prometheus_client import CollectorRegistry
 
 from koordshared.kube import process
+from koordshared.kube.componentflags import COMPONENT_BASE
 from koordshared.kube.leaderelection import ElectionConfig, default_identity
 from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.goflags import BOOL, VALUE, ForeignTable
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_SCHEDULER"
 PROG = "koord-scheduler"
 DEFAULT_ADDR = "0.0.0.0:10251"
-IGNORED = (
-    "authentication-skip-lookup",
-    "authentication-kubeconfig",
-    "authorization-kubeconfig",
-    "authorization-always-allow-paths",
-    "profiling",
-    "contention-profiling",
-    "bind-address",
-    "secure-port",
+NOT_IMPLEMENTED = ForeignTable(
+    {
+        "enable-network-topology-manager": BOOL,
+        "sync-barrier-pod-namespace": VALUE,
+        "sync-barrier-pod-name": VALUE,
+        "sync-hard-timeout": VALUE,
+    },
+    "koord-scheduler flag not implemented here",
 )
+"""Koordinator's own koord-scheduler flags without a counterpart here (its chart may pass them)."""
 KNOWN_GATES = frozenset({""})
 """Scheduler feature gates this build accepts (Koordinator's Deployment passes an empty list)."""
 
 
 def _env(name: str) -> str:
     return process.env_var(ENV, name)
-
-
-def _ignored(fn: Any) -> Any:
-    for name in IGNORED:
-        fn = click.option(f"--{name}", "ignored_" + name.replace("-", "_"), default=None, hidden=True)(fn)
-    return fn
 
 
 @click.command(PROG, context_settings=CONTEXT)
@@ -72,7 +69,6 @@ def _ignored(fn: Any) -> Any:
 @click.option("--feature-gates", default="", help="scheduler feature gates (none are defined yet)")
 @click.option("--sync-timeout", default="60s", envvar=_env("sync-timeout"), show_default=True)
 @click.option("--list-plugins", is_flag=True, help="print the registered plugins and the profiles, then exit")
-@_ignored
 def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> None:
     """koord-scheduler: the Kubernetes scheduling framework with Koordinator's plugins, as a second
     scheduler for the pods whose spec.schedulerName is one of its profiles."""
@@ -80,7 +76,7 @@ def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> 
     from koord.scheduler.plugins import plugin_registry
     from koordshared.runtime import logs
 
-    options = {k.replace("_", "-"): v for k, v in values.items() if not k.startswith("ignored_")}
+    options = {k.replace("_", "-"): v for k, v in values.items()}
     if click.get_current_context().get_parameter_source("addr") is click.core.ParameterSource.DEFAULT:
         options["addr"] = None
     try:
@@ -93,6 +89,7 @@ def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> 
     except (ConfigError, PluginError) as err:
         raise click.UsageError(str(err)) from err
     logs.setup(verbosity, log_format)
+    process.log_foreign(PROG)
     process.main_guard(lambda stop: run(cfg, stop))
 
 
@@ -202,4 +199,4 @@ def run(cfg: Any, stop: threading.Event, registry: CollectorRegistry | None = No
 
 
 def entry(argv: Sequence[str] | None = None) -> None:
-    main.main(args=list(argv) if argv is not None else None, prog_name=PROG)
+    process.go_entry(main, argv, PROG, (COMPONENT_BASE, NOT_IMPLEMENTED))

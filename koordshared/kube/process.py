@@ -9,6 +9,7 @@ a dead root thread exits non-zero so the Deployment restarts the pod). The flags
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 import threading
@@ -20,6 +21,7 @@ import click
 from prometheus_client import CollectorRegistry
 
 from koordshared.apis.meta import quantity
+from koordshared.runtime import goflags
 from koordshared.runtime.errors import ConfigError, InvalidValue
 from koordshared.runtime.httpserver import ProcessHTTPServer, Route
 from koordshared.runtime.lifecycle import Component, Daemon, Supervisor, install_signals
@@ -134,14 +136,51 @@ def serve(
     *,
     sync_timeout: float = 60.0,
     routes: Mapping[str, Route] | None = None,
+    probe_addr: Address | None = None,
+    probe_flag: str = "health-probe-addr",
 ) -> int:
     """Run ``components`` under one supervisor with HTTP on ``addr`` (plus ``routes``) until ``stop``;
-    the exit code."""
+    the exit code. ``probe_addr``: ``/healthz`` and ``/readyz`` also there (controller-runtime's
+    separate health-probe listener)."""
     http = ProcessHTTPServer(addr.host, addr.port, registry)
     for path, route in (routes or {}).items():
         http.route(path, route)
-    daemon = Daemon(list(components), Supervisor(stop), http, sync_timeout=sync_timeout)
+    probes = []
+    if probe_addr is not None:
+        try:
+            probes.append(ProcessHTTPServer(probe_addr.host, probe_addr.port, None, flag=probe_flag))
+        except ConfigError:
+            http.shutdown()
+            raise
+    daemon = Daemon(list(components), Supervisor(stop), http, sync_timeout=sync_timeout, probe_http=probes)
     return daemon.run(stop)
+
+
+def go_entry(
+    command: click.Command,
+    argv: Sequence[str] | None,
+    prog: str,
+    tables: Sequence[goflags.ForeignTable] = (),
+) -> None:
+    """Run ``command`` on a Go command line: klog's flags and ``tables``' taken out (named in the log at
+    start by :func:`log_foreign`), Go spellings of its own options rewritten (:mod:`goflags`)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    own = goflags.option_names(command)
+    try:
+        args, found = goflags.take_foreign(args, (goflags.KLOG_TABLE, *tables), own)
+        args = goflags.go_syntax(args, command)
+    except click.UsageError as err:
+        err.show()
+        sys.exit(2)
+    command.main(args=args, prog_name=prog, obj=found)
+
+
+def log_foreign(prog: str) -> None:
+    """One warning per foreign flag the command line gave (after the log is set up)."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.find_root().obj if ctx is not None else None
+    for message in goflags.warnings(found or []):
+        logging.getLogger(prog).warning("%s", message)
 
 
 def main_guard(run: Callable[[threading.Event], int]) -> None:

@@ -213,29 +213,32 @@ class Daemon:
     supervisor: Supervisor
     http: ProcessHTTPServer | None = None
     sync_timeout: float = SYNC_TIMEOUT
+    probe_http: Sequence[ProcessHTTPServer] = ()
+    """Listeners serving only ``/healthz`` and ``/readyz`` (a separate health-probe address)."""
     on_ready: Callable[[], None] = lambda: None
     ready: threading.Event = field(default_factory=threading.Event)
     started: list[str] = field(default_factory=list)
 
-    def _install_probes(self) -> None:
-        if self.http is None:
-            return
-        self.http.route("/healthz", lambda _q: text_response("ok\n"), probe=True)
+    def _servers(self) -> list[ProcessHTTPServer]:
+        return [*([self.http] if self.http is not None else []), *self.probe_http]
 
+    def _install_probes(self) -> None:
         def readyz(_q: dict[str, list[str]]) -> tuple[int, str, bytes]:
             if self.ready.is_set():
                 return text_response("ok\n")
             return text_response("starting: " + ", ".join(self.started) + "\n", 503)
 
-        self.http.route("/readyz", readyz, probe=True)
+        for http in self._servers():
+            http.route("/healthz", lambda _q: text_response("ok\n"), probe=True)
+            http.route("/readyz", readyz, probe=True)
 
     def run(self, stop: threading.Event) -> int:
         """Run until ``stop``; return the process exit code (0 graceful, 1 a root component died)."""
         supervisor = self.supervisor
         self._install_probes()
-        if self.http is not None:
-            self.http.start()
-            log.info("serving HTTP on port %d", self.http.port)
+        for http in self._servers():
+            http.start()
+            log.info("serving HTTP on port %d", http.port)
         try:
             for component in self.components:
                 if stop.is_set():
@@ -270,8 +273,8 @@ class Daemon:
             alive = supervisor.join(deadline)
             if alive:
                 log.warning("threads still running at exit: %s", ", ".join(alive))
-            if self.http is not None:
-                self.http.shutdown()
+            for http in self._servers():
+                http.shutdown()
         if supervisor.failed:
             log.error("exiting with status 1: %s", "; ".join(supervisor.failures))
             return 1

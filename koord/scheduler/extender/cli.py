@@ -18,12 +18,17 @@ from prometheus_client import CollectorRegistry
 from koord.scheduler.extender.app import ExtenderApp, ExtenderConfig, check_profile, load
 from koord.scheduler.plugins import plugin_registry
 from koordshared.kube import process
+from koordshared.kube.componentflags import COMPONENT_BASE, LEADER_ELECTION
 from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.goflags import ForeignTable
 from koordshared.runtime.httpaccess import TLSConfig
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_SCHEDULER_EXTENDER"
 PROG = "koord-scheduler-extender"
+
+
+NO_ELECTION = ForeignTable(LEADER_ELECTION, "the extender elects no leader: kube-scheduler's leader calls it")
 
 
 def _env(name: str) -> str:
@@ -99,6 +104,7 @@ def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> 
     except (ConfigError, PluginError) as err:
         raise click.UsageError(str(err)) from err
     logs.setup(verbosity, log_format)
+    process.log_foreign(PROG)
     process.main_guard(lambda stop: run(cfg, stop))
 
 
@@ -114,4 +120,4 @@ def run(cfg: ExtenderConfig, stop: threading.Event, registry: CollectorRegistry 
 
 
 def entry(argv: Sequence[str] | None = None) -> None:
-    main.main(args=list(argv) if argv is not None else None, prog_name=PROG)
+    process.go_entry(main, argv, PROG, (COMPONENT_BASE, NO_ELECTION))
