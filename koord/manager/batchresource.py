@@ -55,6 +55,8 @@ class NodeView:
     annotations: Mapping[str, str]
     batch_capacity: tuple[int | None, int | None]
     """The batch-cpu/batch-memory now in ``status.allocatable`` (``None``: absent)."""
+    mid_capacity: tuple[int | None, int | None] = (None, None)
+    """The mid-cpu/mid-memory now in ``status.allocatable``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,7 @@ def node_view(node: Mapping[str, Any]) -> NodeView:
         allocatable=_usage(allocatable),
         annotations=podschema.str_map(podschema.as_map(meta, "annotations")),
         batch_capacity=(amount(allocatable, BATCH_CPU), amount(allocatable, BATCH_MEMORY)),
+        mid_capacity=(amount(allocatable, extension.MID_CPU), amount(allocatable, extension.MID_MEMORY)),
     )
 
 
@@ -135,7 +138,18 @@ def annotation_reserved(annotations: Mapping[str, str]) -> Usage:
     return reserved
 
 
-def _classify(pod: Mapping[str, Any]) -> tuple[extension.PriorityClass, extension.QOSClass]:
+def node_reserved(node: NodeView) -> Usage:
+    """What the kubelet (capacity minus allocatable) or the reservation annotation holds back, the larger
+    of both per resource (Koordinator takes the max too, and says so is confusing)."""
+    return _max(_minus(node.capacity, node.allocatable), annotation_reserved(node.annotations))
+
+
+def larger(a: Usage, b: Usage) -> Usage:
+    """Per resource, the larger of ``a`` and ``b`` (``quotav1.Max``)."""
+    return _max(a, b)
+
+
+def classify(pod: Mapping[str, Any]) -> tuple[extension.PriorityClass, extension.QOSClass]:
     meta, spec = podschema.as_map(pod, "metadata"), podschema.as_map(pod, "spec")
     labels = podschema.str_map(podschema.as_map(meta, "labels"))
     qos = extension.qos_of(labels, podschema.kube_qos_of(pod))
@@ -163,7 +177,7 @@ def high_priority_load(pods: Iterable[Mapping[str, Any]], metric: NodeMetricStat
             continue
         key = podschema.pod_key(pod)
         pod_metric = dangling.pop(key, None) or by_key.get(key)
-        priority, qos = _classify(pod)
+        priority, qos = classify(pod)
         if priority in _LOW_PRIORITY:
             continue
         asked = pod_requests(pod)
@@ -214,7 +228,7 @@ def calculate(
     for app in metric.host_application_metric:
         if app.priority in _HOST_APP_HIGH:
             host_apps += app.usage
-    reserved = _max(_minus(cap, node.allocatable), annotation_reserved(node.annotations))
+    reserved = node_reserved(node)
     system = _max((metric.system_usage or Usage()) + host_apps, reserved)
     hp = high_priority_load(pods, metric)
     by_usage = _minus(cap, margin, system, hp.used)

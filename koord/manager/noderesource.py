@@ -1,5 +1,6 @@
-"""The noderesource controller: a node's ``kubernetes.io/batch-cpu`` and ``batch-memory`` from its
-NodeMetric (Koordinator's ``BatchResource`` plugin; the formula is :mod:`koord.manager.batchresource`).
+"""The noderesource controller: a node's ``kubernetes.io/batch-cpu`` and ``batch-memory`` (Koordinator's
+``BatchResource`` plugin, :mod:`koord.manager.batchresource`) and ``mid-cpu``/``mid-memory`` (its
+``MidResource`` plugin, :mod:`koord.manager.midresource`) from its NodeMetric.
 
 Per node: colocation disabled (cluster or node strategy) -> the batch resources are removed; NodeMetric
 missing, never reported, older than ``degradeTimeMinutes`` or without node usage (cpu and memory,
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from koord.manager import batchresource as br
+from koord.manager import midresource as mr
 from koord.manager.configcache import SLOConfigCache
 from koord.manager.controller import Writer
 from koord.manager.metrics import ManagerMetrics
@@ -45,11 +47,15 @@ def _pointer(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def status_patch(node: Obj, want: br.BatchResources) -> list[dict[str, Any]]:
-    """JSON patch ops setting (or removing) the batch resources in capacity and allocatable."""
+def status_patch(
+    node: Obj, want: br.BatchResources, mid: mr.MidResources | None = None
+) -> list[dict[str, Any]]:
+    """JSON patch ops setting (or removing) the batch and mid resources in capacity and allocatable."""
     status = as_map(node, "status")
     ops: list[dict[str, Any]] = []
     values = {br.BATCH_CPU: want.cpu, br.BATCH_MEMORY: want.memory}
+    if mid is not None:
+        values |= {mr.MID_CPU: mid.cpu, mr.MID_MEMORY: mid.memory}
     for section in ("capacity", "allocatable"):
         have = as_map(status, section)
         for name, value in values.items():
@@ -58,7 +64,7 @@ def status_patch(node: Obj, want: br.BatchResources) -> list[dict[str, Any]]:
                 if name in have:
                     ops.append({"op": "remove", "path": path})
             elif br.amount(have, name) != value:
-                text = format_decimal(value) if name == br.BATCH_CPU else format_bytes(value)
+                text = format_decimal(value) if name in (br.BATCH_CPU, mr.MID_CPU) else format_bytes(value)
                 ops.append({"op": "add", "path": path, "value": text})
     return ops
 
@@ -106,23 +112,31 @@ class NodeResourceReconciler:
             cached = self._status[name] = (rv, parse_status(raw), node_usage_problem(raw))
         return cached[1], cached[2]
 
-    def desired(self, node: Obj, strategy: ColocationStrategy) -> tuple[br.BatchResources, float | None]:
-        """The batch resources for ``node`` and when to look again (the NodeMetric going stale)."""
+    def desired(
+        self, node: Obj, strategy: ColocationStrategy
+    ) -> tuple[br.BatchResources, mr.MidResources, float | None]:
+        """The batch and mid resources for ``node`` and when to look again (the NodeMetric going stale).
+        Mid, as Koordinator's plugin, is computed from a report without node usage (nothing counts as
+        unused); batch is not."""
         name = str(as_map(node, "metadata").get("name") or "")
         if not self.cache.colocation.cluster.enable or not strategy.enable:
-            return br.BatchResources(None, None, "colocation disabled", "colocation disabled"), None
+            off = "colocation disabled"
+            return br.BatchResources(None, None, off, off), mr.MidResources(None, None, off, off), None
         got = self._metric(name)
         now = self._wall()
         if got is None or br.is_degraded(got[0], strategy, now):
-            return br.BatchResources(None, None, "degraded", "degraded"), None
+            off = "degraded"
+            return br.BatchResources(None, None, off, off), mr.MidResources(None, None, off, off), None
         metric, missing = got
-        if missing:
-            why = f"degraded: {missing}"
-            return br.BatchResources(None, None, why, why), None
         assert metric.update_time is not None
         stale_in = metric.update_time + 60.0 * (strategy.degrade_time_minutes or 0) - now
         pods = self.pods.by_index("node", name)
-        return br.calculate(strategy, br.node_view(node), pods, metric), max(stale_in, 0.0) + 1.0
+        view = br.node_view(node)
+        mid = mr.calculate(strategy, view, pods, metric, usage_valid=not missing)
+        if missing:
+            why = f"degraded: {missing}"
+            return br.BatchResources(None, None, why, why), mid, max(stale_in, 0.0) + 1.0
+        return br.calculate(strategy, view, pods, metric), mid, max(stale_in, 0.0) + 1.0
 
     def __call__(self, name: str) -> float | None:
         node = self.nodes.get(name)
@@ -134,15 +148,24 @@ class NodeResourceReconciler:
         if not as_map(status, "capacity") or not as_map(status, "allocatable"):
             return None  # Koordinator: no status to sync into yet
         strategy = node_strategy(self.cache.colocation, labels_of(node), annotations_of(node))
-        want, recheck = self.desired(node, strategy)
+        want, mid, recheck = self.desired(node, strategy)
         view = br.node_view(node)
         have_cpu, have_mem = view.batch_capacity
+        have_mid_cpu, have_mid_mem = view.mid_capacity
         threshold = strategy.resource_diff_threshold or 0.0
-        moved = br.is_diff(have_cpu, want.cpu, threshold) or br.is_diff(have_mem, want.memory, threshold)
+        moved = any(
+            br.is_diff(have, new, threshold)
+            for have, new in (
+                (have_cpu, want.cpu),
+                (have_mem, want.memory),
+                (have_mid_cpu, mid.cpu),
+                (have_mid_mem, mid.memory),
+            )
+        )
         last = self._last_sync.get(name)
         period = float(strategy.update_time_threshold_seconds or 0)
         expired = last is None or self._clock() - last > period
-        ops = status_patch(node, want)
+        ops = status_patch(node, want, mid)
         if ops and (moved or expired):
             try:
                 self.writer.send(
@@ -154,6 +177,7 @@ class NodeResourceReconciler:
             self._last_sync[name] = self._clock()
             self.metrics.record(CONTROLLER, True, "updateNodeStatus")
             log.debug("%s: batch cpu %s, memory %s", name, want.cpu_msg, want.memory_msg)
+            log.debug("%s: mid cpu %s, memory %s", name, mid.cpu_msg, mid.memory_msg)
         elif ops:
             # A small change: written once the update period has passed since our last write.
             assert last is not None

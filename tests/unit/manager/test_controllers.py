@@ -294,3 +294,38 @@ def test_a_nodemetric_without_node_usage_lends_nothing(api_server: APIServer) ->
         wait_until(lambda: batch(api_server, "n")[0] == "7600", what="batch resources from a real report")
         report({**empty, "updateTime": format_time(time.time())})
         wait_until(lambda: batch(api_server, "n") == (None, None, None), what="degraded: no usage")
+
+
+def mid(server: APIServer, name: str) -> tuple[Any, Any, Any]:
+    n = get(server, "nodes", name) or {}
+    alloc, cap = n.get("status", {}).get("allocatable", {}), n.get("status", {}).get("capacity", {})
+    return (
+        alloc.get("kubernetes.io/mid-cpu"),
+        alloc.get("kubernetes.io/mid-memory"),
+        cap.get("kubernetes.io/mid-memory"),
+    )
+
+
+def test_mid_resources_follow_prod_reclaimable_and_go_with_colocation(api_server: APIServer) -> None:  # noqa: F811
+    # 16 cores / 32Gi, usage 2 / 4Gi (unused 14000m / 28Gi), prod reclaimable 3 / 6Gi, no pods:
+    # unallocated 16000m / 32Gi; midUnallocatedPercent 10 -> mid-cpu = 3000 + 1600 = 4600, capped at
+    # midCPUThresholdPercent 25 of capacity = 4000; mid-memory = 6Gi + int(32Gi * 0.1) = 9878424780.
+    store = api_server.store
+    config = {
+        "enable": True,
+        "degradeTimeMinutes": 10,
+        "midCPUThresholdPercent": 25,
+        "midMemoryThresholdPercent": 100,
+        "midUnallocatedPercent": 10,
+    }
+    set_config(api_server, colocation_config=config)
+    store.create("nodes", node("n"))
+    with running_manager(api_server):
+        wait_until(lambda: get(api_server, "nodemetrics", "n") is not None)
+        report = nodemetric_status(time.time(), "1")
+        report["prodReclaimableMetric"] = {"resource": {"resources": {"cpu": "3", "memory": "6Gi"}}}
+        store.patch("nodemetrics", "n", {"status": report}, subresource="status")
+        wait_until(lambda: mid(api_server, "n")[0] is not None, what="mid resources written")
+        assert mid(api_server, "n") == ("4k", "9878424780", "9878424780")  # Go's canonical 4000
+        set_config(api_server, colocation_config={**config, "enable": False})
+        wait_until(lambda: mid(api_server, "n") == (None, None, None), what="mid resources withdrawn")
