@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from koord.scheduler.core.events import ProfileEvents
 from koord.scheduler.framework.interface import SCHEDULING, EventHandle
 from koord.scheduler.framework.types import Obj
+from koordshared.apis.core.pod import pod_key
 from koordshared.apis.meta.groups import Resource
 from koordshared.kube.client import ApiError, request
 from koordshared.kube.eventsv1 import EventBroadcaster
@@ -257,11 +258,8 @@ class MemoryAPI:
         action: str = SCHEDULING,
         related: Obj | None = None,
     ) -> None:
-        meta = obj.get("metadata") or {}
         with self._lock:
-            self.events.append(
-                (f"{meta.get('namespace') or ''}/{meta.get('name') or ''}", type_, reason, message)
-            )
+            self.events.append((pod_key(obj), type_, reason, message))
 
     def delete_pod(self, pod: Obj) -> None:
         ns, name, _ = _meta(pod)

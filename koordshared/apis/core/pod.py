@@ -98,8 +98,17 @@ def meta(pod: Obj) -> Mapping[str, Any]:
 
 
 def pod_key(pod: Obj) -> str:
+    """``namespace/name``, how the caches and the NodeMetric name a pod (unlike kube's
+    ``MetaNamespaceKeyFunc``, :func:`koordshared.kube.informer.object_key`, a pod always has a namespace)."""
     m = pod.get("metadata") or {}
     return f"{m.get('namespace') or ''}/{m.get('name') or ''}"
+
+
+def pod_uid(pod: Obj) -> str:
+    """``metadata.uid``, else :func:`pod_key` (a pod not yet created has no uid): how the scheduler's
+    cache, queue and plugins tell one pod attempt from another."""
+    m = pod.get("metadata") or {}
+    return str(m.get("uid") or pod_key(pod))
 
 
 def annotations_of(pod: Obj) -> Mapping[str, Any]:

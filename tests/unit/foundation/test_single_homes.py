@@ -4,6 +4,7 @@ in its home (plus named exceptions that are a different rule)."""
 from __future__ import annotations
 
 import ast
+import re
 
 from tests.support.importgraph import code_packages, tracked
 from tests.support.paths import ROOT
@@ -40,3 +41,11 @@ def test_pod_requests_rule() -> None:
         if {"initContainers", "restartPolicy", "Always"} <= _constants(fn)
     }
     assert found == allowed
+
+
+def test_pod_key() -> None:
+    # A pod's "namespace/name" key (and the uid-or-key) is koordshared.apis.core.pod's pod_key / pod_uid.
+    shape = re.compile(r"get\(.namespace.\)[^}\n]*\}/\{[^}\n]*get\(.name.\)")
+    found = {rel for rel in _code_files() if shape.search((ROOT / rel).read_text())}
+    # nodemetric.py names a PodMetricInfo entry (not a pod) in a parse diagnostic
+    assert found == {"koordshared/apis/core/pod.py", "koordshared/apis/slo/nodemetric.py"}
