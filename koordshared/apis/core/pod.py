@@ -111,6 +111,21 @@ def pod_uid(pod: Obj) -> str:
     return str(m.get("uid") or pod_key(pod))
 
 
+def binding(namespace: str, name: str, uid: str, node: str) -> tuple[str, dict[str, Any]]:
+    """The ``POST`` path and the ``v1 Binding`` body that bind a pod to ``node``, with its uid (when
+    known) as a precondition: the API server refuses the binding of a re-created pod of that name."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid:
+        meta["uid"] = uid
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": meta,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    return f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body
+
+
 def annotations_of(pod: Obj) -> Mapping[str, Any]:
     return as_map(meta(pod), "annotations")
 

@@ -49,3 +49,9 @@ def test_pod_key() -> None:
     found = {rel for rel in _code_files() if shape.search((ROOT / rel).read_text())}
     # nodemetric.py names a PodMetricInfo entry (not a pod) in a parse diagnostic
     assert found == {"koordshared/apis/core/pod.py", "koordshared/apis/slo/nodemetric.py"}
+
+
+def test_binding_body() -> None:
+    # The v1 Binding a scheduler POSTs is built by koordshared.apis.core.pod.binding alone.
+    found = {rel for rel in _code_files() if '"kind": "Binding"' in (ROOT / rel).read_text()}
+    assert found == {"koordshared/apis/core/pod.py"}
