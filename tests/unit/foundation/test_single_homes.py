@@ -55,3 +55,9 @@ def test_binding_body() -> None:
     # The v1 Binding a scheduler POSTs is built by koordshared.apis.core.pod.binding alone.
     found = {rel for rel in _code_files() if '"kind": "Binding"' in (ROOT / rel).read_text()}
     assert found == {"koordshared/apis/core/pod.py"}
+
+
+def test_prebind_patch_is_sent_from_the_handle() -> None:
+    # The PreBind plugins' merged PATCH is kept and sent by the scheduler's handle alone.
+    found = {rel for rel in _code_files() if re.search(r"\bPATCH_KEY\b", (ROOT / rel).read_text())}
+    assert found == {"koord/scheduler/core/handle.py"}
