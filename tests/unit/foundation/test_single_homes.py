@@ -61,3 +61,26 @@ def test_prebind_patch_is_sent_from_the_handle() -> None:
     # The PreBind plugins' merged PATCH is kept and sent by the scheduler's handle alone.
     found = {rel for rel in _code_files() if re.search(r"\bPATCH_KEY\b", (ROOT / rel).read_text())}
     assert found == {"koord/scheduler/core/handle.py"}
+
+
+def _node_minus_pods_minus_apps(call: ast.AST) -> bool:
+    """``max(node - pods - apps, 0…)``: the shape of "what the system uses" (a subtraction of three that
+    names pods and apps; others of that shape, such as rss - traced - tracing, are other facts)."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "max"):
+        return False
+    first = call.args[0] if call.args else None
+    three = isinstance(first, ast.BinOp) and isinstance(first.op, ast.Sub)
+    three = three and isinstance(first.left, ast.BinOp) and isinstance(first.left.op, ast.Sub)  # type: ignore[union-attr]
+    zero = any(isinstance(a, ast.Constant) and a.value == 0 for a in call.args[1:])
+    names = ast.unparse(first).lower() if first is not None else ""
+    return three and zero and "pod" in names and "app" in names
+
+
+def test_system_usage() -> None:
+    # system = node - pods - host apps (koordlet's getSystemUsage) is koordlet.api.system_usage alone.
+    found = {
+        rel
+        for rel in _code_files()
+        if any(_node_minus_pods_minus_apps(n) for n in ast.walk(ast.parse((ROOT / rel).read_text())))
+    }
+    assert found == {"koordlet/api/metrics.py"}
