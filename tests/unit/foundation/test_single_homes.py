@@ -84,3 +84,19 @@ def test_system_usage() -> None:
         if any(_node_minus_pods_minus_apps(n) for n in ast.walk(ast.parse((ROOT / rel).read_text())))
     }
     assert found == {"koordlet/api/metrics.py"}
+
+
+def test_sweep_arithmetic() -> None:
+    # The pod sweep's rates (CPU ns over time, throttled over periods) are podcolumns' alone: the
+    # collector reads, publishes and reports, and computes none of them.
+    tree = ast.parse((ROOT / "koordlet/metricsadvisor/podresource.py").read_text())
+    rates = [
+        ast.unparse(n)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.BinOp)
+        and isinstance(n.op, ast.Div)
+        and any(isinstance(c, ast.Constant) and c.value == 1e9 for c in ast.walk(n.right))
+    ]
+    assert rates == []
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert not names & {"dthrottled", "dperiods", "delta", "cpu_base", "thr_base"}
