@@ -165,7 +165,7 @@ def measure_usage(ctx: api.PluginContext, pods: Sequence[api.PodInfo]) -> Usage 
         pod_non_be_milli=non_be_pods,
         host_app_non_be_milli=non_be_apps,
         be_pods_milli=all_pods - non_be_pods,
-        system_milli=max(node_milli - all_pods - apps, 0.0, float(reserved)),
+        system_milli=max(api.system_usage(node_milli, all_pods, apps), float(reserved)),
         reserved_milli=reserved,
     )
 

@@ -24,6 +24,7 @@ from koord.scheduler.framework.extension import plugin_controllers
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import plugin_registry
+from koordshared.apis.core.pod import pod_key, pod_uid
 from koordshared.apis.meta import groups
 from koordshared.kube.informers import MemoryInformerSet
 from koordshared.testing.clock import FakeClock
@@ -186,8 +187,7 @@ class MemoryScheduler:
         self.controllers = plugin_controllers(fw.instances for fw in frameworks.values())
 
     def _bound(self, pod: Obj, node: str) -> None:
-        meta = pod.get("metadata") or {}
-        current = self.pods.get(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+        current = self.pods.get(pod_key(pod))
         base = current if current is not None else pod
         self.add_pod({**base, "spec": {**(base.get("spec") or {}), "nodeName": node}})
 
@@ -217,9 +217,8 @@ class MemoryScheduler:
     def _patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None:
         """Record the pod's PreBind PATCH and apply it to the cached pod (the watch's event)."""
         type(self.api).patch_metadata(self.api, pod, patch)
-        meta = pod.get("metadata") or {}
-        current = self.pods.get(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
-        if current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid"):
+        current = self.pods.get(pod_key(pod))
+        if current is not None and pod_uid(current) == pod_uid(pod):
             self.add_pod(apply_merge_patch(current, patch))
 
     def _delete_object(self, resource: groups.Resource, namespace: str, name: str) -> None:
@@ -239,8 +238,7 @@ class MemoryScheduler:
         server's field selector, and stays in the caches plugins watch."""
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
-            meta = pod.get("metadata") or {}
-            self.pods.remove(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+            self.pods.remove(pod_key(pod))
         else:
             self.pods.put(pod)
         for store in self._pod_stores():

@@ -74,6 +74,7 @@ from koordlet.api.metrics import (
     GaugeChild,
     GaugeVec,
     MetricRegistry,
+    system_usage,
 )
 from koordlet.api.netqos import (
     MIN_RATE_BPS,
@@ -243,5 +244,6 @@ __all__ = [
     "parse_cpuset",
     "register_qos_ext_plugin",
     "registered_ext_plugins",
+    "system_usage",
     "unregister_qos_ext_plugin",
 ]

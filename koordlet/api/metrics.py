@@ -42,6 +42,12 @@ EVENT_PODS_CHANGED = "pods_changed"
 EVENT_NODE_SLO_CHANGED = "node_slo_changed"
 
 
+def system_usage(node: float, pods: float, host_apps: float) -> float:
+    """What the system (neither a pod nor a host application) uses: ``node - pods - host apps``, never
+    below zero (koordlet's ``getSystemUsage``; any unit, as long as the three share it)."""
+    return max(node - pods - host_apps, 0.0)
+
+
 class GaugeChild(Protocol):
     """One labelled series of a :class:`GaugeVec`."""
 

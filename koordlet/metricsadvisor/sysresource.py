@@ -71,7 +71,7 @@ class SystemResourceCollector:
             if node is None or pods is None or apps is None:
                 stale = True
                 continue
-            self._cache.append(metric, None, max(node - pods - apps, 0.0), now)
+            self._cache.append(metric, None, api.system_usage(node, pods, apps), now)
             self._synced = True
         if stale:
             self._errors.error(NAME, ERR_STALE)

@@ -40,7 +40,8 @@ ListFunc = Callable[..., Any]
 
 
 def object_key(obj: Obj) -> str:
-    """client-go's ``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` for cluster-scoped objects."""
+    """client-go's ``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` for cluster-scoped objects (a
+    pod's key: :func:`koordshared.apis.core.pod.pod_key`)."""
     meta = obj.get("metadata") or {}
     ns, name = meta.get("namespace") or "", str(meta.get("name") or "")
     return f"{ns}/{name}" if ns else name

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from koord.scheduler.core.events import ProfileEvents
 from koord.scheduler.framework.interface import SCHEDULING, EventHandle
 from koord.scheduler.framework.types import Obj
+from koordshared.apis.core.pod import binding, pod_key
 from koordshared.apis.meta.groups import Resource
 from koordshared.kube.client import ApiError, request
 from koordshared.kube.eventsv1 import EventBroadcaster
@@ -106,18 +107,8 @@ class KubeAPI:
 
     def bind(self, pod: Obj, node: str) -> None:
         ns, name, uid = _meta(pod)
-        meta: dict[str, Any] = {"name": name, "namespace": ns}
-        if uid:
-            meta["uid"] = uid
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        self._send(
-            f"bind {ns}/{name} to {node}", "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body
-        )
+        path, body = binding(ns, name, uid, node)
+        self._send(f"bind {ns}/{name} to {node}", "POST", path, body)
 
     def patch_status(self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None) -> None:
         ns, name, uid = _meta(pod)
@@ -257,11 +248,8 @@ class MemoryAPI:
         action: str = SCHEDULING,
         related: Obj | None = None,
     ) -> None:
-        meta = obj.get("metadata") or {}
         with self._lock:
-            self.events.append(
-                (f"{meta.get('namespace') or ''}/{meta.get('name') or ''}", type_, reason, message)
-            )
+            self.events.append((pod_key(obj), type_, reason, message))
 
     def delete_pod(self, pod: Obj) -> None:
         ns, name, _ = _meta(pod)

@@ -21,6 +21,7 @@ from koord.scheduler.core.eventhandlers import EventHandlers, SchedulerParts, ca
 from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
 from koord.scheduler.framework.interface import (
     SCHEDULING,
+    Code,
     CycleState,
     ObjHandler,
     Status,
@@ -41,7 +42,7 @@ PATCH_KEY = "koord.scheduler/prebind-patch"
 """Where PreBind plugins' metadata changes gather in the cycle state until DefaultPreBind sends them."""
 
 
-def send_patch(api: ClusterAPI, pod: Obj, patch: Mapping[str, Any]) -> None:
+def _send_patch(api: ClusterAPI, pod: Obj, patch: Mapping[str, Any]) -> None:
     """The merged PreBind PATCH onto the pod; a reserve pod's onto its Reservation (Koordinator's PreBind
     applies a reserve pod's patch to the reservation)."""
     reservation = reservation_name(pod)
@@ -296,15 +297,16 @@ class SchedulerHandle:
         return None
 
     def apply_patch(self, state: CycleState, pod: Obj) -> Status | None:
-        """Send the PreBind plugins' merged metadata PATCH, if there is one (DefaultPreBind)."""
+        """Send the PreBind plugins' merged metadata PATCH, if there is one: DefaultPreBind's PreBind, and
+        the scheduler's after PreBind when DefaultPreBind is not enabled (the one place it is sent)."""
         pending = state.get(PATCH_KEY)
         if not pending:
             return None
-        state.delete(PATCH_KEY)
+        state.delete(PATCH_KEY)  # sent at most once, by DefaultPreBind or after PreBind
         try:
-            send_patch(self.api, pod, pending)
+            _send_patch(self.api, pod, pending)
         except APIFailed as err:
-            return Status.error(str(err))
+            return Status(Code.ERROR, (str(err),), "DefaultPreBind")
         return None
 
     def patch_pod(self, state: CycleState, patch: Mapping[str, Any]) -> None:

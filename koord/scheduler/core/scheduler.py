@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from koord.scheduler.cache.cache import Cache
-from koord.scheduler.core.api import APIFailed, ClusterAPI
-from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle, send_patch
+from koord.scheduler.core.api import ClusterAPI
+from koord.scheduler.core.handle import SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.reporter import StatusReporter
 from koord.scheduler.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint
@@ -504,11 +504,9 @@ class Scheduler:
         pod = qpi.pod
         try:
             st = fw.run_pre_bind(state, pod, node)
+            if st is None and isinstance(fw.handle, SchedulerHandle):
+                st = fw.handle.apply_patch(state, pod)  # what DefaultPreBind did not send (not enabled)
             if st is None:
-                patch = state.get(PATCH_KEY)
-                if patch:  # what DefaultPreBind did not send (it is not enabled): one PATCH still
-                    send_patch(self.api, pod, patch)
-                    state.delete(PATCH_KEY)
                 # The node may have gone while Permit waited or PreBind ran: the API server would still
                 # accept the binding (it does not check the node), leaving the pod on no node.
                 st = fw.run_bind(state, pod, node) if self.cache.has_node(node) else node_gone(node)
@@ -516,8 +514,6 @@ class Scheduler:
                     st = Status(Code.ERROR, ("no Bind plugin bound the pod",))
                 elif st.is_success:
                     st = None
-        except APIFailed as err:
-            st = Status(Code.ERROR, (str(err),), "DefaultPreBind")
         except Exception as err:
             log.exception("binding %s to %s failed unexpectedly", qpi.info.key, node)
             st = Status(Code.ERROR, (f"internal error: {err!r}",))

@@ -25,6 +25,7 @@ from koord.scheduler.cache.cache import Cache
 from koord.scheduler.framework import NodeInfo, Obj, PodInfo
 from koord.scheduler.framework.interface import ObjHandler, UpdateHandler
 from koord.scheduler.framework.snapshot import Snapshot
+from koordshared.apis.core.pod import pod_uid
 from koordshared.kube.informer import EventHandler
 from koordshared.kube.informers import InformerSet, Watch, cluster_watches
 
@@ -43,12 +44,6 @@ class Store(Protocol):
 
 def _assigned(pod: Obj) -> bool:
     return bool((pod.get("spec") or {}).get("nodeName"))
-
-
-def _uid(pod: Obj) -> str:
-    """The cache's key of a pod (:attr:`PodInfo.uid`)."""
-    meta = pod.get("metadata") or {}
-    return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
 
 
 class ExtenderHandle:
@@ -89,7 +84,7 @@ class ExtenderHandle:
     def _pod_deleted(self, pod: Obj) -> None:
         # A pod deleted between /bind and the informer's view of the binding arrives unassigned: the
         # cache holds it assumed, and would hold it for good.
-        if _assigned(pod) or self.cache.is_assumed(_uid(pod)):
+        if _assigned(pod) or self.cache.is_assumed(pod_uid(pod)):
             self.cache.remove_pod(pod)
 
     # ---- the verbs' view ------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from koord.scheduler.framework.profile import MULTI_POINT, Enabled, Profile
 from koord.scheduler.framework.reservation import ASSUMED_RESERVATION, ReservationInfo, is_reserve_pod
 from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
+from koordshared.apis.core.pod import pod_key
 from koordshared.runtime.errors import ConfigError, PluginError
 from koordshared.runtime.pluginregistry import Registry
 from koordshared.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
@@ -668,7 +669,7 @@ class Framework:
                         "plugin %s asked pod %s to wait %.0fs at Permit: capped at %.0fs "
                         "(the framework's limit)",
                         e.name,
-                        _key(pod),
+                        pod_key(pod),
                         timeout,
                         MAX_PERMIT_WAIT,
                     )
@@ -739,7 +740,7 @@ class Framework:
             try:
                 e.plugin.post_bind(state, pod, node_name)
             except Exception:
-                log.exception("plugin %s: postBind of %s on %s failed", e.name, _key(pod), node_name)
+                log.exception("plugin %s: postBind of %s on %s failed", e.name, pod_key(pod), node_name)
 
     # ---- what the plugins registered and keep --------------------------------------------------------------
 
@@ -867,8 +868,3 @@ def select_host(nodes: NodeSet, totals: np.ndarray, rng: np.random.Generator) ->
         return 0
     best = np.flatnonzero(totals == totals.max())
     return int(best[0] if len(best) == 1 else best[rng.integers(len(best))])
-
-
-def _key(pod: Obj) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"

@@ -16,7 +16,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.core.pod import as_list, as_map, pod_uid
 from koordshared.apis.core.resources import parse_resource_list, pod_requests, unit_values, value_of
 
 Obj = Mapping[str, Any]
@@ -134,8 +134,7 @@ class PodInfo:
     @staticmethod
     def uid_of(pod: Obj) -> str:
         """The ``uid`` a PodInfo of ``pod`` has, without parsing the pod."""
-        meta = as_map(pod, "metadata")
-        return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+        return pod_uid(pod)
 
     @property
     def key(self) -> str:

@@ -34,7 +34,7 @@ from koord.scheduler.framework import (
 from koord.scheduler.framework.events import NODE, QueueingHint
 from koord.scheduler.framework.events import SKIP as SKIP_HINT
 from koordshared.apis.core.node import term_matches
-from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.core.pod import as_list, as_map, pod_key
 from koordshared.apis.meta import groups
 
 NAME = "VolumeBinding"
@@ -182,10 +182,9 @@ def _unusable(pvc: Obj | None, name: str, ephemeral: bool, pod: Obj) -> str:
         uid = as_map(pod, "metadata").get("uid")
         owners = as_list(as_map(pvc, "metadata"), "ownerReferences")
         if not any(isinstance(o, Mapping) and o.get("controller") and o.get("uid") == uid for o in owners):
-            meta = as_map(pod, "metadata")
             return (
                 f"PVC {as_map(pvc, 'metadata').get('namespace')}/{name} was not created for pod "
-                f"{meta.get('namespace')}/{meta.get('name')} (pod is not owner)"
+                f"{pod_key(pod)} (pod is not owner)"
             )
     return ""
 

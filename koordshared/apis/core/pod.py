@@ -98,8 +98,32 @@ def meta(pod: Obj) -> Mapping[str, Any]:
 
 
 def pod_key(pod: Obj) -> str:
+    """``namespace/name``, how the caches and the NodeMetric name a pod (unlike kube's
+    ``MetaNamespaceKeyFunc``, :func:`koordshared.kube.informer.object_key`, a pod always has a namespace)."""
     m = pod.get("metadata") or {}
     return f"{m.get('namespace') or ''}/{m.get('name') or ''}"
+
+
+def pod_uid(pod: Obj) -> str:
+    """``metadata.uid``, else :func:`pod_key` (a pod not yet created has no uid): how the scheduler's
+    cache, queue and plugins tell one pod attempt from another."""
+    m = pod.get("metadata") or {}
+    return str(m.get("uid") or pod_key(pod))
+
+
+def binding(namespace: str, name: str, uid: str, node: str) -> tuple[str, dict[str, Any]]:
+    """The ``POST`` path and the ``v1 Binding`` body that bind a pod to ``node``, with its uid (when
+    known) as a precondition: the API server refuses the binding of a re-created pod of that name."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid:
+        meta["uid"] = uid
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": meta,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    return f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body
 
 
 def annotations_of(pod: Obj) -> Mapping[str, Any]:

@@ -170,7 +170,6 @@ ALLOWED_ISSUE_REFS = {
     "koordlet/metricsadvisor/beresource.py",
     "koordlet/metricsadvisor/exposition.py",
     "koordlet/metricsadvisor/fastsampler.py",
-    "koordlet/metricsadvisor/podcolumns.py",
     "koordlet/runtimehooks/cpuset.py",
     "koordlet/runtimehooks/guard.py",
     "koordlet/runtimehooks/reconciler.py",

@@ -4,6 +4,7 @@ in its home (plus named exceptions that are a different rule)."""
 from __future__ import annotations
 
 import ast
+import re
 
 from tests.support.importgraph import code_packages, tracked
 from tests.support.paths import ROOT
@@ -40,3 +41,62 @@ def test_pod_requests_rule() -> None:
         if {"initContainers", "restartPolicy", "Always"} <= _constants(fn)
     }
     assert found == allowed
+
+
+def test_pod_key() -> None:
+    # A pod's "namespace/name" key (and the uid-or-key) is koordshared.apis.core.pod's pod_key / pod_uid.
+    shape = re.compile(r"get\(.namespace.\)[^}\n]*\}/\{[^}\n]*get\(.name.\)")
+    found = {rel for rel in _code_files() if shape.search((ROOT / rel).read_text())}
+    # nodemetric.py names a PodMetricInfo entry (not a pod) in a parse diagnostic
+    assert found == {"koordshared/apis/core/pod.py", "koordshared/apis/slo/nodemetric.py"}
+
+
+def test_binding_body() -> None:
+    # The v1 Binding a scheduler POSTs is built by koordshared.apis.core.pod.binding alone.
+    found = {rel for rel in _code_files() if '"kind": "Binding"' in (ROOT / rel).read_text()}
+    assert found == {"koordshared/apis/core/pod.py"}
+
+
+def test_prebind_patch_is_sent_from_the_handle() -> None:
+    # The PreBind plugins' merged PATCH is kept and sent by the scheduler's handle alone.
+    found = {rel for rel in _code_files() if re.search(r"\bPATCH_KEY\b", (ROOT / rel).read_text())}
+    assert found == {"koord/scheduler/core/handle.py"}
+
+
+def _node_minus_pods_minus_apps(call: ast.AST) -> bool:
+    """``max(node - pods - apps, 0…)``: the shape of "what the system uses" (a subtraction of three that
+    names pods and apps; others of that shape, such as rss - traced - tracing, are other facts)."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "max"):
+        return False
+    first = call.args[0] if call.args else None
+    three = isinstance(first, ast.BinOp) and isinstance(first.op, ast.Sub)
+    three = three and isinstance(first.left, ast.BinOp) and isinstance(first.left.op, ast.Sub)  # type: ignore[union-attr]
+    zero = any(isinstance(a, ast.Constant) and a.value == 0 for a in call.args[1:])
+    names = ast.unparse(first).lower() if first is not None else ""
+    return three and zero and "pod" in names and "app" in names
+
+
+def test_system_usage() -> None:
+    # system = node - pods - host apps (koordlet's getSystemUsage) is koordlet.api.system_usage alone.
+    found = {
+        rel
+        for rel in _code_files()
+        if any(_node_minus_pods_minus_apps(n) for n in ast.walk(ast.parse((ROOT / rel).read_text())))
+    }
+    assert found == {"koordlet/api/metrics.py"}
+
+
+def test_sweep_arithmetic() -> None:
+    # The pod sweep's rates (CPU ns over time, throttled over periods) are podcolumns' alone: the
+    # collector reads, publishes and reports, and computes none of them.
+    tree = ast.parse((ROOT / "koordlet/metricsadvisor/podresource.py").read_text())
+    rates = [
+        ast.unparse(n)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.BinOp)
+        and isinstance(n.op, ast.Div)
+        and any(isinstance(c, ast.Constant) and c.value == 1e9 for c in ast.walk(n.right))
+    ]
+    assert rates == []
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert not names & {"dthrottled", "dperiods", "delta", "cpu_base", "thr_base"}

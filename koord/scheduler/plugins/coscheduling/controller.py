@@ -26,9 +26,9 @@ from typing import Any
 
 from koord.scheduler.framework import SchedulerHandle, Store
 from koord.scheduler.plugins.coscheduling.cache import StoreHandler
-from koord.scheduler.plugins.coscheduling.gang import Obj, pod_key
+from koord.scheduler.plugins.coscheduling.gang import Obj
 from koord.scheduler.plugins.coscheduling.keyed import KeyedController
-from koordshared.apis.core.pod import as_map
+from koordshared.apis.core.pod import as_map, pod_key
 from koordshared.apis.extension.coscheduling import POD_GROUP_LABEL, PodGroupPhase
 from koordshared.apis.meta import groups
 from koordshared.apis.meta.quantity import format_time, parse_time

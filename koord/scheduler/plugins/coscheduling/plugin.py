@@ -43,8 +43,9 @@ from koord.scheduler.plugins.coscheduling import messages
 from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs, parse_args
 from koord.scheduler.plugins.coscheduling.cache import GangCache, Joined, StoreHandler
 from koord.scheduler.plugins.coscheduling.controller import PodGroupController
-from koord.scheduler.plugins.coscheduling.gang import Gang, pod_key, pod_uid
+from koord.scheduler.plugins.coscheduling.gang import Gang
 from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT, GangReporter
+from koordshared.apis.core.pod import pod_key, pod_uid
 from koordshared.apis.extension.coscheduling import (
     BIND_GANG_GROUP_ID,
     BIND_GANG_MEMBER_COUNT,

@@ -28,7 +28,7 @@ from koord.scheduler.framework.types import Resources, resources_of
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.quotas import QuotaSpec, built_in, match
 from koord.scheduler.plugins.elasticquota.runtime import QuotaFigures, QuotaInput, calculate
-from koordshared.apis.core.pod import as_map
+from koordshared.apis.core.pod import as_map, pod_key
 from koordshared.apis.extension import elasticquota as eq
 
 log = logging.getLogger(__name__)
@@ -36,11 +36,6 @@ log = logging.getLogger(__name__)
 OUTSIDE_TREE = (eq.SYSTEM_QUOTA, eq.DEFAULT_QUOTA)
 _TERMINATED = ("Succeeded", "Failed")
 _REQUEST_FIELDS = ("containers", "initContainers", "overhead")
-
-
-def pod_key(pod: Obj) -> str:
-    meta = as_map(pod, "metadata")
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
 
 
 def _bound(pod: Obj) -> bool:

@@ -22,6 +22,7 @@ from koord.scheduler.framework import Obj, PodInfo, SchedulerHandle
 from koord.scheduler.framework.types import Resources
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
+from koordshared.apis.core.pod import pod_key
 from koordshared.apis.extension import elasticquota as eq
 from koordshared.apis.meta.quantity import parse_time
 
@@ -90,8 +91,7 @@ class RevokeController:
         for name in names:
             for pod in self.check(name, now):
                 failed = self._handle.evict_pod(pod)
-                meta = pod.get("metadata") or {}
-                what = f"{meta.get('namespace')}/{meta.get('name')}"
+                what = pod_key(pod)
                 if failed is not None:
                     log.warning("revoking %s from over-used quota %s: %s", what, name, failed.message)
                 else:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from koord.scheduler.plugins.loadaware.args import Vec
+from koordshared.apis.core.pod import pod_key
 from koordshared.apis.extension import qos as extension
 from koordshared.apis.slo.nodemetric import AggregatedUsage, PodMetric
 
@@ -40,8 +41,7 @@ class PodAssign:
     @property
     def key(self) -> str:
         """``namespace/name``: the NodeMetric reports pods by name."""
-        meta = self.pod.get("metadata") or {}
-        return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+        return pod_key(self.pod)
 
 
 PodUsage = tuple[int, int, bool]

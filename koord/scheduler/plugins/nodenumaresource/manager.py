@@ -30,6 +30,7 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
     full_pcpus_only,
     options_of,
 )
+from koordshared.apis.core.pod import pod_key
 from koordshared.apis.extension.numa import LABEL_NODE_NUMA_ALLOCATE_STRATEGY, NUMATopologyPolicy
 from koordshared.apis.meta.cpulist import format_cpuset
 from koordshared.runtime.errors import InvalidValue
@@ -149,9 +150,7 @@ class ResourceManager:
         try:
             alloc = allocation_of(pod)
         except InvalidValue as err:
-            meta = pod.get("metadata") or {}
-            key = f"{meta.get('namespace')}/{meta.get('name')}"
-            _malformed.warning(f"pod/{uid}", f"pod {key}: {err}; its CPUs are not counted")
+            _malformed.warning(f"pod/{uid}", f"pod {pod_key(pod)}: {err}; its CPUs are not counted")
             return
         if alloc is not None:
             self.update(node, alloc)
