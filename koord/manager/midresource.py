@@ -1,17 +1,12 @@
 """Mid resources of a node: Koordinator's noderesource ``MidResource`` plugin (v1.8), as pure functions.
 
-``kubernetes.io/mid-cpu`` (millicores) and ``kubernetes.io/mid-memory`` (bytes) are what Mid pods may
-use of what prod pods were given but do not use. By default (``midReclaimMode`` unset or ``dynamic``):
-
-    mid = min(min(prodReclaimable, nodeUnused) + unallocated * midUnallocatedPercent,
-              nodeCapacity * mid{CPU,Memory}ThresholdPercent)
-
-with ``prodReclaimable`` the NodeMetric's prediction (0 when absent), ``nodeUnused`` capacity minus node
-usage (0 when the report has no usage), and ``unallocated`` capacity minus the node's reserve (the
-larger of the kubelet's, the reservation annotation's and the system's use with prod host applications)
-minus the requests of pods above Mid. ``static``: capacity * ``midStatic{CPU,Memory}ReservedPercent``
-under the same cap. Each product is truncated to an integer as Koordinator's quantities are. A NodeMetric
-missing or older than ``degradeTimeMinutes`` removes the resources.
+``kubernetes.io/mid-cpu`` (millicores) and ``mid-memory`` (bytes) lend Mid pods what prod pods hold but do
+not use. By default: min(min(prodReclaimable, nodeUnused) + unallocated * midUnallocatedPercent,
+capacity * mid{CPU,Memory}ThresholdPercent), with prodReclaimable the NodeMetric's prediction (0 when
+absent), nodeUnused capacity minus node usage (0 without usage), unallocated capacity minus the node's
+reserve (kubelet's, annotation's, system use with prod host applications: the largest) minus the
+requests of pods above Mid. ``midReclaimMode: static``: capacity * ``midStatic*ReservedPercent`` under the
+same cap. Products truncate to integers, as Koordinator's quantities do.
 """
 
 from __future__ import annotations
