@@ -30,6 +30,7 @@ from koord.manager.nodeowned import (
 )
 from koord.manager.noderesource import CONTROLLER as NODERESOURCE
 from koord.manager.noderesource import NodeResourceReconciler
+from koord.manager.webhook.server import WebhookServer
 from koordshared import __version__
 from koordshared.apis.meta import groups
 from koordshared.kube.client import make_api_client
@@ -140,6 +141,9 @@ class Manager:
             self.controllers[name] = Controller(
                 name, reconcile, self.metrics, is_leader=self.is_leader, workers=cfg.workers
             )
+        self.webhook: WebhookServer | None = None
+        if cfg.webhook is not None:
+            self.webhook = WebhookServer(self.api_client, cfg.webhook, cfg.request_timeout)
         self._wire_handlers()
 
     # ---- event routing ----------------------------------------------------------------------------
@@ -254,6 +258,7 @@ class Manager:
             FuncComponent(
                 "informers", self._start_informers, self.informers_synced, self._shutdown_informers
             ),
+            *([self.webhook] if self.webhook is not None else []),
             FuncComponent("controllers", self._start_controllers, shutdown_fn=self._shutdown_controllers),
         ]
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from koord.manager.webhook.server import WebhookConfig, from_environment
 from koordshared.kube.leaderelection import ElectionConfig, default_identity
 from koordshared.kube.process import Address, parse_addr, parse_seconds
 from koordshared.runtime.errors import ConfigError
@@ -45,6 +47,8 @@ class ManagerConfig:
     sync_period: float = 0.0
     """Re-reconcile every node this often (0: only on events; koord-manager's ``--sync-period``)."""
     sync_timeout: float = 60.0
+    webhook: WebhookConfig | None = None
+    """The admission webhook server (on when ``WEBHOOK_PORT`` is set, as Koordinator's chart sets it)."""
 
     def validate(self) -> None:
         if self.workers < 1:
@@ -61,9 +65,17 @@ class ManagerConfig:
                 )
 
 
-def build(options: Mapping[str, Any], client_configuration: Any = None) -> ManagerConfig:
-    """From the CLI's option values (flag names with dashes)."""
+def build(
+    options: Mapping[str, Any], client_configuration: Any = None, env: Mapping[str, str] | None = None
+) -> ManagerConfig:
+    """From the CLI's option values (flag names with dashes) and Koordinator's webhook variables."""
     o = options
+    try:
+        webhook = from_environment(
+            os.environ if env is None else env, str(o["config-namespace"]), str(o["slo-config-name"])
+        )
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
     def seconds(name: str) -> float:
         return parse_seconds(o[name], f"--{name}")
@@ -94,6 +106,7 @@ def build(options: Mapping[str, Any], client_configuration: Any = None) -> Manag
         workers=int(o["workers"]),
         request_timeout=seconds("request-timeout"),
         sync_period=seconds("sync-period"),
+        webhook=webhook,
     )
     cfg.validate()
     return cfg
