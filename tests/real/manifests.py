@@ -26,6 +26,10 @@ from tests.realcluster.stack import DEPLOY, NAMESPACE
 WORKLOADS = ("Deployment", "DaemonSet")
 NOT_OBJECTS = {"scheduler/koordinator-profile.yaml", "scheduler/kube-scheduler-config.yaml"}
 """KubeSchedulerConfiguration files: read by kube-scheduler from disk, not objects of the API."""
+WITH_THEIR_SERVER = DEPLOY / "manager" / "webhooks.yaml"
+"""The webhook configurations: without koord-manager's webhook server behind them the ConfigMap webhook
+(failurePolicy Fail, as Koordinator's chart) refuses every write of slo-controller-config, so
+``tests/real/test_webhook.py`` applies them (strictly) with their server, and removes them."""
 EXAMPLE_NODESLO = DEPLOY / "daemonset" / "nodeslo-example.yaml"
 HOST_DIR = Path("/var/run/koordlet")
 """Where the DaemonSet's DirectoryOrCreate hostPath (prediction checkpoints) is made by the kubelet."""
@@ -44,7 +48,7 @@ def deploy_objects() -> list[Doc]:
     the file's other objects are applied) and the example NodeSLO (koord-manager owns every NodeSLO)."""
     out = []
     for path in sorted(DEPLOY.rglob("*.yaml")):
-        if str(path.relative_to(DEPLOY)) in NOT_OBJECTS or path == EXAMPLE_NODESLO:
+        if str(path.relative_to(DEPLOY)) in NOT_OBJECTS or path in (EXAMPLE_NODESLO, WITH_THEIR_SERVER):
             continue
         docs = _documents(path)
         assert docs and all(d.get("kind") and (d.get("metadata") or {}).get("name") for _, d in docs), path

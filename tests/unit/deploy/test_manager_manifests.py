@@ -21,7 +21,11 @@ from tests.support.paths import ROOT
 from tests.unit.deploy.test_manifests import NODESLO_CRD, expand
 
 DEPLOY = ROOT / "deploy" / "manager"
-SAMPLE = {"metadata.name": "koord-manager-7d9f-abcde", "status.podIP": "10.244.3.9"}
+SAMPLE = {
+    "metadata.name": "koord-manager-7d9f-abcde",
+    "metadata.namespace": "koordinator-system",
+    "status.podIP": "10.244.3.9",
+}
 
 
 def docs(name: str) -> list[dict[str, Any]]:
@@ -68,6 +72,7 @@ def test_manifest_set_and_objects() -> None:
         "priorityclasses.yaml",
         "rbac.yaml",
         "slo-controller-config.yaml",
+        "webhooks.yaml",
     }
     kinds = {d["kind"] for p in DEPLOY.glob("*.yaml") for d in docs(p.name)}
     assert kinds == {
@@ -79,6 +84,9 @@ def test_manifest_set_and_objects() -> None:
         "RoleBinding",
         "ConfigMap",
         "PriorityClass",
+        "Service",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
     }
 
 
