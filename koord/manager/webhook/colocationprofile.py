@@ -1,15 +1,14 @@
 """The ClusterColocationProfile mutation of a pod at creation (Koordinator's
 ``webhook/pod/mutating/cluster_colocation_profile.go``).
 
-Every profile whose ``namespaceSelector`` matches the pod's namespace and whose ``selector`` matches the
-pod (an absent or empty selector matches all) is applied in name order, each unless its ``probability``
-(an int or percent, 100 by default) draws it out: labels, annotations, the key mappings and suffixes, the
-scheduler name, ``koordinator.sh/qosClass``, the priority class (its value and preemption policy as the
-PriorityClass says), ``koordinator.sh/priority`` and a strategic-merge ``patch``. Then, unless a profile
-carries ``config.koordinator.sh/skip-update-resources``, a Batch or Mid pod's cpu and memory requests and
-limits (init containers and overhead too) become ``kubernetes.io/batch-*``/``mid-*`` (cpu in millicores),
-a limit without a request giving its request; the extended-resource-spec annotation records the batch ones.
-A malformed selector matches nothing here (Koordinator applies the profile).
+The profiles whose ``namespaceSelector`` and ``selector`` match (absent or empty: all) apply in name
+order, each unless its ``probability`` draws it out: labels, annotations, key mappings and suffixes, the
+scheduler name, QoS class, priority class (value and preemption policy from the PriorityClass),
+``koordinator.sh/priority`` and a strategic-merge ``patch``. Then, unless a profile carries
+``config.koordinator.sh/skip-update-resources``, a Batch or Mid pod's cpu and memory requests and limits
+(init containers and overhead too) become ``kubernetes.io/batch-*``/``mid-*`` (cpu in millicores), a
+limit without a request giving the request. A malformed selector matches nothing here (Koordinator
+applies the profile).
 """
 
 from __future__ import annotations
