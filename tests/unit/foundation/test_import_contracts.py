@@ -153,6 +153,16 @@ WRONG = {
         "import koord.scheduler.core.scheduler",
         "the queue sits below the scheduler core",
     ),
+    "manager-webhook-layers": (
+        "koord/manager/webhook/admission.py",
+        "import koord.manager.webhook.podvalidating",
+        "the AdmissionReview wire sits below the rules",
+    ),
+    "manager-webhook-rules-pure": (
+        "koord/manager/webhook/podvalidating.py",
+        "import koordshared.kube.client",
+        "the rules read no cluster",
+    ),
     "testing-kits-stay-out": (
         "koord/scheduler/extender/verbs.py",
         "import koordshared.testing",
