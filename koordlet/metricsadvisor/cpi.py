@@ -22,8 +22,8 @@ from typing import Protocol
 
 from koordlet import api
 from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
+from koordlet.api.metrics import CONTAINER_CPI
 from koordlet.metriccache import MetricCache, SeriesKey
-from koordlet.metriccache.schema import CONTAINER_CPI
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.targets import CONTAINER, targets_of
 from koordlet.system import perf

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from koordlet import api
+from koordlet.api.metrics import NODE_MEMORY_USAGE_WITH_PAGE_CACHE
 from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import NODE_MEMORY_USAGE_WITH_PAGE_CACHE
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import procfs

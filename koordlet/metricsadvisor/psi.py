@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from koordlet import api
 from koordlet.api.errors import ResourceUnsupported, UnsafePath
+from koordlet.api.metrics import CONTAINER_PSI, NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
@@ -23,10 +24,6 @@ from koordlet.system.host import Host
 from koordshared.runtime.errors import InvalidValue
 
 NAME = "PSICollector"
-NODE_PSI = "node_psi"
-POD_PSI = "pod_psi"
-CONTAINER_PSI = "container_psi"
-POD_PSI_CPU_FULL_SUPPORTED = "pod_psi_cpu_full_supported"
 # (file stem in /proc/pressure and cgroup resource, koordlet's psi_resource label)
 _RESOURCES = (("cpu", "cpu"), ("memory", "mem"), ("io", "io"))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from koordlet.api.metrics import RESCTRL_LLC, RESCTRL_MB
 from koordlet.metriccache import MetricCache, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.system import resctrl, resctrlmon
@@ -24,8 +25,6 @@ from koordshared.runtime.errors import InvalidValue
 log = logging.getLogger(__name__)
 
 NAME = "ResctrlCollector"
-RESCTRL_LLC = "resctrl_resource_llc"
-RESCTRL_MB = "resctrl_resource_mb"
 MB_TOTAL, MB_LOCAL = "mbm_total_bytes", "mbm_local_bytes"
 
 

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 import pytest
 
 from koordlet import api
+from koordlet.api.metrics import POD_PSI
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
-from koordlet.metricsadvisor.psi import POD_PSI, PSICollector, PSIConfig
+from koordlet.metricsadvisor.psi import PSICollector, PSIConfig
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths

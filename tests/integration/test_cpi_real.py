@@ -13,8 +13,8 @@ import pytest
 
 from koordlet import api
 from koordlet.api.errors import ResourceUnsupported
+from koordlet.api.metrics import CONTAINER_CPI
 from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import CONTAINER_CPI
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
 from koordlet.system import perf, resctrlmon
 from koordlet.system.host import Host

@@ -10,11 +10,8 @@ from pathlib import Path
 import pytest
 
 from koordlet import api
+from koordlet.api.metrics import CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, POD_MEMORY_USAGE_WITH_PAGE_CACHE
 from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import (
-    CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE,
-    POD_MEMORY_USAGE_WITH_PAGE_CACHE,
-)
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig

@@ -15,24 +15,21 @@ from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.api.errors import ResourceUnsupported
-from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import (
+from koordlet.api.metrics import (
     CONTAINER_CPI,
     CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE,
     NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
     POD_MEMORY_USAGE_WITH_PAGE_CACHE,
+    RESCTRL_LLC,
+    RESCTRL_MB,
 )
+from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.metricsadvisor.qosexport import NodeQoSExporter
-from koordlet.metricsadvisor.resctrlcollector import (
-    RESCTRL_LLC,
-    RESCTRL_MB,
-    ResctrlCollector,
-    ResctrlCollectorConfig,
-)
+from koordlet.metricsadvisor.resctrlcollector import ResctrlCollector, ResctrlCollectorConfig
 from koordlet.system import perf
 from koordlet.testing import FakeClock, FakeStates, make_pod
 from tests.support.recording import RecordingErrors
