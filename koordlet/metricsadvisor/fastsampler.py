@@ -41,13 +41,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from koordlet import api
-from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import native, procfs
 from koordlet.system.batchread import MISSING, BatchReader, FileKind, ReadResults
 from koordlet.system.cgroups import CgroupMode, resource_path
-from koordlet.system.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -141,15 +139,17 @@ class FastSampler:
     def __init__(
         self,
         config: FastSamplerConfig,
-        host: Host,
-        cache: MetricCache,
+        opts: fw.Options,
+        *,
         bus: Publisher,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
         sleep: Callable[[float], None] = time.sleep,
         arming: FastSampling | None = None,
         own_cpu: Callable[[], float] | None = None,
     ) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.arming = arming if arming is not None else FastSampling(always=True)
         self._own_cpu = own_cpu

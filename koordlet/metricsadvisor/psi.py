@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koordlet import api
 from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.api.metrics import CONTAINER_PSI, NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
-from koordlet.metriccache import MetricCache, SeriesKey
+from koordlet.metriccache import SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.metricsadvisor.targets import POD, targets_of
 from koordlet.system import procfs
 from koordlet.system.cgroups import CgroupMode, resource_path
-from koordlet.system.host import Host
 from koordshared.runtime.errors import InvalidValue
 
 NAME = "PSICollector"
@@ -44,15 +42,12 @@ class PSICollector:
 
     name = NAME
 
-    def __init__(
-        self,
-        config: PSIConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-    ) -> None:
+    def __init__(self, config: PSIConfig, opts: fw.Options) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._host = host

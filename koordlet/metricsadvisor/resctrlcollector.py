@@ -16,10 +16,9 @@ import logging
 from dataclasses import dataclass
 
 from koordlet.api.metrics import RESCTRL_LLC, RESCTRL_MB
-from koordlet.metriccache import MetricCache, SeriesKey
+from koordlet.metriccache import SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.system import resctrl, resctrlmon
-from koordlet.system.paths import HostPaths
 from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
@@ -38,14 +37,11 @@ class ResctrlCollector:
 
     name = NAME
 
-    def __init__(
-        self,
-        config: ResctrlCollectorConfig,
-        paths: HostPaths,
-        cache: MetricCache,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-    ) -> None:
+    def __init__(self, config: ResctrlCollectorConfig, opts: fw.Options) -> None:
+        paths = opts.need_paths(self.name)
+        cache = opts.cache
+        clock = opts.clock
+        errors = opts.errors
         self.interval = config.interval
         self._paths = paths
         self._cache = cache

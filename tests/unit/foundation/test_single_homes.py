@@ -134,3 +134,22 @@ def test_prometheus_metric_names() -> None:
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and shape.fullmatch(n.value)
     }
     assert found == set()  # metricdefs spells them koordlet_<name>
+
+
+def test_collectors_take_options() -> None:
+    # Every collector is built as Collector(config, opts) (koordlet's framework.Options), plus
+    # keyword-only extras of its own: the dependencies they share are one value, not six parameters.
+    import inspect
+
+    from koordlet.metricsadvisor import advisor
+
+    collectors = [
+        v
+        for v in vars(advisor).values()
+        if inspect.isclass(v) and (v.__name__.endswith("Collector") or v.__name__ == "FastSampler")
+    ]
+    assert len(collectors) >= 9
+    for cls in collectors:
+        params = list(inspect.signature(cls).parameters.values())
+        assert [p.name for p in params[:2]] == ["config", "opts"], cls
+        assert all(p.kind is p.KEYWORD_ONLY for p in params[2:]), cls

@@ -19,7 +19,10 @@ from tests.unit.metricsadvisor.conftest import make_host
 def make(
     fh: Any, cache: MetricCache, states: FakeStates, clock: FakeClock, errors: RecordingErrors
 ) -> PSICollector:
-    return PSICollector(PSIConfig(10.0), make_host(fh), cache, states, clock, errors)
+    return PSICollector(
+        PSIConfig(10.0),
+        fw.Options(cache=cache, clock=clock, errors=errors, host=make_host(fh), states=states),
+    )
 
 
 def series(cache: MetricCache, metric: str) -> dict[tuple[tuple[str, str], ...], float]:
