@@ -115,7 +115,8 @@ class FastSamplerConfig:
     """40 ms: a spike is seen at worst one interval plus the confirm window after it starts (at 50 ms the
     slow trials of `bench/reaction.py` were spikes starting just after a sample). The two slow trials
     (~670 ms) of a 50-trial run at 40 ms had noise bands of 0.40-0.45 core, while tests ran beside the
-    bench; the suppress plugin's held-rise rule (``qosplugins._fastrise``) now catches such spikes."""
+    bench; the suppress plugin's held-rise rule (``qosplugins.cpusuppress.fastrise``) now catches such
+    spikes."""
     clk_tck: int = 0
     force_python: bool = False
     confirm_after: float = 0.01
