@@ -36,33 +36,33 @@ class AgentMetrics:
         self.node = node
         self.start_time = metricdefs.gauge(metricdefs.START_TIME, registry)
         self.build_info = Gauge(
-            "koordlet_build_info",
-            "Build information of the running agent",
+            metricdefs.BUILD_INFO.name,
+            metricdefs.BUILD_INFO.help,
             ["version", "python", "native"],
             registry=registry,
         )
         self.plugin_state = Gauge(
-            "koordlet_plugin_state",
-            "QoS plugin state (1 for the current state)",
+            metricdefs.PLUGIN_STATE.name,
+            metricdefs.PLUGIN_STATE.help,
             ["plugin", "source", "state"],
             registry=registry,
         )
         self.tick_errors = Counter(
-            "koordlet_tick_errors",
-            "Periodic ticks that raised, by component (plugins are named plugin/<name>)",
+            metricdefs.TICK_ERRORS.name,
+            metricdefs.TICK_ERRORS.help,
             ["component", "kind"],
             registry=registry,
         )
         self.tick_duration = Histogram(
-            "koordlet_tick_duration_seconds",
-            "Run time of periodic ticks",
+            metricdefs.TICK_DURATION_SECONDS.name,
+            metricdefs.TICK_DURATION_SECONDS.help,
             ["component"],
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
         self.tick_lateness = Histogram(
-            "koordlet_tick_lateness_seconds",
-            "How late a periodic tick started compared to its schedule",
+            metricdefs.TICK_LATENESS_SECONDS.name,
+            metricdefs.TICK_LATENESS_SECONDS.help,
             ["component"],
             buckets=LATENCY_BUCKETS,
             registry=registry,

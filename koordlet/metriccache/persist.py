@@ -20,9 +20,8 @@ from pathlib import Path
 from koordlet.metriccache import checkpoint
 from koordlet.metriccache.checkpoint import FILE_NAME, Image, SeriesImage
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
-from koordlet.metriccache.kind import Kind, Series
+from koordlet.metriccache.kind import Kind, Series, SeriesKey, key_labels, series_key
 from koordlet.metriccache.ring import Ring
-from koordlet.metriccache.schema import SeriesKey, key_labels, series_key
 from koordlet.metriccache.timeline import SharedRing
 from koordlet.system import atomicfile
 from koordshared.runtime.errors import InvalidValue

@@ -24,14 +24,13 @@ from dataclasses import dataclass
 
 from koordlet import api
 from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
-from koordlet.metriccache import MetricCache, SeriesKey
+from koordlet.metriccache import SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.metricsadvisor.targets import CONTAINER, targets_of
 from koordlet.system import cgstats, native
 from koordlet.system.batchread import GONE_STATUSES, BatchReader, FileKind
 from koordlet.system.cgroups import CgroupMode, resource_path
-from koordlet.system.host import Host
 from koordshared.runtime.errors import InvalidValue
 
 NAME = "BEResourceCollector"
@@ -56,16 +55,13 @@ class BEResourceCollector:
 
     name = NAME
 
-    def __init__(
-        self,
-        config: BEResourceConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        shared: fw.SharedState,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-    ) -> None:
+    def __init__(self, config: BEResourceConfig, opts: fw.Options) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        shared = opts.shared
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._host = host

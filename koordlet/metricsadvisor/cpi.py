@@ -20,14 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from koordlet import api
 from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
-from koordlet.metriccache import MetricCache, SeriesKey
-from koordlet.metriccache.schema import CONTAINER_CPI
+from koordlet.api.metrics import CONTAINER_CPI
+from koordlet.metriccache import SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.targets import CONTAINER, targets_of
 from koordlet.system import perf
-from koordlet.system.host import Host
 from koordlet.system.topology import read_online_cpus
 
 log = logging.getLogger(__name__)
@@ -73,15 +71,16 @@ class CPICollector:
     def __init__(
         self,
         config: CPIConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
+        opts: fw.Options,
         *,
         counters: CounterFactory = perf.CgroupCounters,
         check: Callable[[], None] | None = None,
     ) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.window
         self._host = host

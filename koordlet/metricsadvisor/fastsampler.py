@@ -41,13 +41,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from koordlet import api
-from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import native, procfs
 from koordlet.system.batchread import MISSING, BatchReader, FileKind, ReadResults
 from koordlet.system.cgroups import CgroupMode, resource_path
-from koordlet.system.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +115,8 @@ class FastSamplerConfig:
     """40 ms: a spike is seen at worst one interval plus the confirm window after it starts (at 50 ms the
     slow trials of `bench/reaction.py` were spikes starting just after a sample). The two slow trials
     (~670 ms) of a 50-trial run at 40 ms had noise bands of 0.40-0.45 core, while tests ran beside the
-    bench; the suppress plugin's held-rise rule (``qosplugins._fastrise``) now catches such spikes."""
+    bench; the suppress plugin's held-rise rule (``qosplugins.cpusuppress.fastrise``) now catches such
+    spikes."""
     clk_tck: int = 0
     force_python: bool = False
     confirm_after: float = 0.01
@@ -141,15 +140,17 @@ class FastSampler:
     def __init__(
         self,
         config: FastSamplerConfig,
-        host: Host,
-        cache: MetricCache,
+        opts: fw.Options,
+        *,
         bus: Publisher,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
         sleep: Callable[[float], None] = time.sleep,
         arming: FastSampling | None = None,
         own_cpu: Callable[[], float] | None = None,
     ) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.arming = arming if arming is not None else FastSampling(always=True)
         self._own_cpu = own_cpu

@@ -17,7 +17,6 @@ import psutil
 
 from koordlet import api
 from koordlet.api.errors import ResourceUnsupported, UnsafePath
-from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import cgstats
@@ -103,16 +102,14 @@ class HostApplicationCollector:
     name = NAME
 
     def __init__(
-        self,
-        config: HostAppConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        shared: fw.SharedState,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-        processes: ProcessSource | None = None,
+        self, config: HostAppConfig, opts: fw.Options, *, processes: ProcessSource | None = None
     ) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        shared = opts.shared
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._host = host

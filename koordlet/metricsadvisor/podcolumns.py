@@ -18,10 +18,7 @@ from itertools import islice
 from typing import NamedTuple
 
 from koordlet import api
-from koordlet.metriccache.schema import (
-    CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE,
-    POD_MEMORY_USAGE_WITH_PAGE_CACHE,
-)
+from koordlet.api.metrics import CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, POD_MEMORY_USAGE_WITH_PAGE_CACHE
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.targets import POD, Target
 from koordlet.system.batchread import GONE_STATUSES, MISSING

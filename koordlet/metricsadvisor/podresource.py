@@ -23,14 +23,12 @@ from dataclasses import dataclass
 
 from koordlet import api
 from koordlet.api.errors import ResourceUnsupported, UnsafePath
-from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.podcolumns import Columns, make_plan
 from koordlet.metricsadvisor.targets import POD, Target, targets_of
 from koordlet.system import native
 from koordlet.system.batchread import BatchReader, FileKind
 from koordlet.system.cgroups import CgroupMode, cgroup_dir_path, get_resource, resource_path
-from koordlet.system.host import Host
 
 NAME = "PodResourceCollector"
 
@@ -56,16 +54,13 @@ class PodResourceCollector:
 
     name = NAME
 
-    def __init__(
-        self,
-        config: PodResourceConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        shared: fw.SharedState,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-    ) -> None:
+    def __init__(self, config: PodResourceConfig, opts: fw.Options) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        shared = opts.shared
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._host = host

@@ -18,16 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from koordlet import api
-from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import (
+from koordlet.api.metrics import (
     NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
     NODE_MEMORY_WITH_HOT_PAGE_USAGE,
     NODE_NUMA_CPU_USAGE,
     NODE_NUMA_MEMORY_USAGE,
     POD_MEMORY_USAGE_WITH_PAGE_CACHE,
+    POD_MEMORY_WITH_HOT_PAGE_USAGE,
     SYS_NUMA_CPU_USAGE,
     SYS_NUMA_MEMORY_USAGE,
 )
+from koordlet.metriccache import MetricCache
 from koordlet.prediction.predictor import PredictionUnavailable, ProdReclaimablePredictor
 from koordlet.prediction.server import PeakPredictServer
 from koordlet.statesinformer.metrics import NodeMetricGauges
@@ -49,7 +50,6 @@ from koordshared.apis.slo.nodemetric import (
 log = logging.getLogger(__name__)
 
 MIN_AGGREGATE_SECONDS = 60
-_POD_HOT_PAGE = "pod_memory_with_hot_page_usage"
 
 
 class StatusBuilder:
@@ -102,7 +102,7 @@ class StatusBuilder:
         if policy.memory_policy == USAGE_WITH_PAGE_CACHE:
             return POD_MEMORY_USAGE_WITH_PAGE_CACHE
         if policy.memory_policy == USAGE_WITH_HOT_PAGE_CACHE:
-            return _POD_HOT_PAGE
+            return POD_MEMORY_WITH_HOT_PAGE_USAGE
         return api.POD_MEMORY_USAGE
 
     def _aggregated(

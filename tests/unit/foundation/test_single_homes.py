@@ -100,3 +100,56 @@ def test_sweep_arithmetic() -> None:
     assert rates == []
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     assert not names & {"dthrottled", "dperiods", "delta", "cpu_base", "thr_base"}
+
+
+def test_metric_cache_kind_names() -> None:
+    # Every metric-cache kind is named once, in koordlet.api.metrics (with its properties).
+    from koordlet.api import metrics
+
+    kinds = {
+        v
+        for k, v in vars(metrics).items()
+        if k.isupper() and isinstance(v, str) and not k.startswith("EVENT")
+    }
+    assert set(metrics.PROPERTIES) <= kinds
+    found: dict[str, set[str]] = {}
+    for rel in _code_files():
+        for n in ast.walk(ast.parse((ROOT / rel).read_text())):
+            if isinstance(n, ast.Constant) and n.value in kinds:
+                found.setdefault(rel, set()).add(n.value)
+    # metricdefs spells the Prometheus names koordlet_container_cpi, koordlet_pod_psi... from the same words
+    found.pop("koordlet/metricdefs.py", None)
+    assert set(found) == {"koordlet/api/metrics.py"}
+
+
+def test_prometheus_metric_names() -> None:
+    # Every koordlet_* series the agent exposes is a MetricDef of koordlet.metricdefs (Koordinator's in
+    # KOORDLET_METRICS, the agent's own in AGENT_METRICS); components take names and help from there.
+    shape = re.compile(r"koordlet_[a-z0-9_]+")
+    found = {
+        rel
+        for rel in _code_files()
+        if rel.startswith("koordlet/") and not rel.startswith("koordlet/testing/")
+        for n in ast.walk(ast.parse((ROOT / rel).read_text()))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and shape.fullmatch(n.value)
+    }
+    assert found == set()  # metricdefs spells them koordlet_<name>
+
+
+def test_collectors_take_options() -> None:
+    # Every collector is built as Collector(config, opts) (koordlet's framework.Options), plus
+    # keyword-only extras of its own: the dependencies they share are one value, not six parameters.
+    import inspect
+
+    from koordlet.metricsadvisor import advisor
+
+    collectors = [
+        v
+        for v in vars(advisor).values()
+        if inspect.isclass(v) and (v.__name__.endswith("Collector") or v.__name__ == "FastSampler")
+    ]
+    assert len(collectors) >= 9
+    for cls in collectors:
+        params = list(inspect.signature(cls).parameters.values())
+        assert [p.name for p in params[:2]] == ["config", "opts"], cls
+        assert all(p.kind is p.KEYWORD_ONLY for p in params[2:]), cls

@@ -83,7 +83,8 @@ def test_the_node_collector_counts_a_broken_proc_file_and_goes_on(which: str, da
         fh.write_proc_stat(user=100, system=50, idle=1000, per_cpu=((0, 0, 0, 0),))
         fh.write_meminfo(total_kib=8 << 20, available_kib=6 << 20)
         col = NodeResourceCollector(
-            NodeResourceConfig(1.0, clk_tck=100), fh.paths, cache, fw.SharedState(), clock, errors
+            NodeResourceConfig(1.0, clk_tck=100),
+            fw.Options(cache=cache, clock=clock, errors=errors, paths=fh.paths, shared=fw.SharedState()),
         )
         col.collect()
         clock.advance(1.0)
@@ -113,7 +114,15 @@ def test_a_broken_cgroup_file_skips_only_its_pods_series(which: str, data: st.Da
             fh.write_cgroup("memory.stat", d, MEMORY_STAT)
         host = Host(fh.paths, fh.mode, CgroupDriver.CGROUPFS)
         col = PodResourceCollector(
-            PodResourceConfig(1.0), host, cache, FakeStates(pods=pods), fw.SharedState(), clock, errors
+            PodResourceConfig(1.0),
+            fw.Options(
+                cache=cache,
+                clock=clock,
+                errors=errors,
+                host=host,
+                states=FakeStates(pods=pods),
+                shared=fw.SharedState(),
+            ),
         )
         col.collect()
         clock.advance(1.0)

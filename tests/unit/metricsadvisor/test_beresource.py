@@ -42,7 +42,15 @@ def make(
     shared: fw.SharedState | None = None,
 ) -> BEResourceCollector:
     return BEResourceCollector(
-        BEResourceConfig(1.0), make_host(fh), cache, states, shared or fw.SharedState(), clock, errors
+        BEResourceConfig(1.0),
+        fw.Options(
+            cache=cache,
+            clock=clock,
+            errors=errors,
+            host=make_host(fh),
+            states=states,
+            shared=shared or fw.SharedState(),
+        ),
     )
 
 

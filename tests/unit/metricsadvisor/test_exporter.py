@@ -5,10 +5,10 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet import api
+from koordlet.api.metrics import NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.beresource import be_key
 from koordlet.metricsadvisor.exporter import AdvisorMetrics, UsageExporter
-from koordlet.metricsadvisor.psi import NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 
 

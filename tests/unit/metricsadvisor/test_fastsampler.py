@@ -46,11 +46,8 @@ def test_fast_sample_by_hand_then_publish(
     bus = RecordingBus()
     sampler = FastSampler(
         FastSamplerConfig(0.1, clk_tck=100, force_python=force_python),
-        make_host(fh),
-        cache,
-        bus,
-        fake_clock,
-        errors,
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, host=make_host(fh)),
+        bus=bus,
     )
     sampler.collect()
     assert bus.events == []  # baseline
@@ -71,7 +68,9 @@ def test_missing_be_tier_still_publishes_node(
     fake_host.write_proc_stat(user=0, per_cpu=((0,),))
     bus = RecordingBus()
     sampler = FastSampler(
-        FastSamplerConfig(0.1, clk_tck=100), make_host(fake_host), cache, bus, fake_clock, errors
+        FastSamplerConfig(0.1, clk_tck=100),
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, host=make_host(fake_host)),
+        bus=bus,
     )
     sampler.collect()
     fake_clock.advance(0.1)
@@ -89,7 +88,11 @@ def test_counter_reset_skips_one_window(
     fh.write_proc_stat(user=100, per_cpu=((0,),))
     set_be(fh, 5_000_000_000)
     bus = RecordingBus()
-    sampler = FastSampler(FastSamplerConfig(0.1, clk_tck=100), make_host(fh), cache, bus, fake_clock, errors)
+    sampler = FastSampler(
+        FastSamplerConfig(0.1, clk_tck=100),
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, host=make_host(fh)),
+        bus=bus,
+    )
     sampler.collect()
     fake_clock.advance(0.1)
     fh.write_proc_stat(user=105, per_cpu=((0,),))
@@ -115,7 +118,9 @@ def test_node_figure_comes_from_the_exact_root_counter_when_present(
     set_root(fh, 50_000_000_000)
     set_be(fh, 7_000_000_000)
     sampler = FastSampler(
-        FastSamplerConfig(0.1, clk_tck=100), make_host(fh), cache, RecordingBus(), fake_clock, errors
+        FastSamplerConfig(0.1, clk_tck=100),
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, host=make_host(fh)),
+        bus=RecordingBus(),
     )
     sampler.collect()
     fake_clock.advance(0.1)
@@ -153,11 +158,8 @@ def test_a_non_be_rise_is_confirmed_by_a_short_window_after_it(
     bus = RecordingBus()
     sampler = FastSampler(
         FastSamplerConfig(0.05, clk_tck=100, confirm_after=confirm_after),
-        make_host(fh),
-        cache,
-        bus,
-        fake_clock,
-        errors,
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, host=make_host(fh)),
+        bus=bus,
         sleep=sleep,
     )
     sampler.collect()  # baseline
@@ -206,11 +208,8 @@ def test_the_agents_own_bursts_are_put_back_to_their_average(
     set_be(fh, 7_000_000_000)
     sampler = FastSampler(
         FastSamplerConfig(0.05, clk_tck=100, confirm_after=0.0),
-        make_host(fh),
-        cache,
-        RecordingBus(),
-        fake_clock,
-        errors,
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, host=make_host(fh)),
+        bus=RecordingBus(),
         own_cpu=lambda: own,
     )
     sampler.collect()
@@ -247,7 +246,10 @@ def test_the_sampler_sleeps_while_nobody_wants_samples(
     bus = RecordingBus()
     arming = FastSampling()
     sampler = FastSampler(
-        FastSamplerConfig(0.01), make_host(fh), cache, bus, time.monotonic, errors, arming=arming
+        FastSamplerConfig(0.01),
+        fw.Options(cache=cache, clock=time.monotonic, errors=errors, host=make_host(fh)),
+        bus=bus,
+        arming=arming,
     )
     assert sampler.has_synced()  # nothing asked for: nothing to wait for at start
     stop = threading.Event()

@@ -34,7 +34,9 @@ def make(
     shared: fw.SharedState,
 ) -> HostApplicationCollector:
     return HostApplicationCollector(
-        HostAppConfig(1.0), make_host(fh), cache, states, shared, clock, errors, procs
+        HostAppConfig(1.0),
+        fw.Options(cache=cache, clock=clock, errors=errors, host=make_host(fh), states=states, shared=shared),
+        processes=procs,
     )
 
 

@@ -15,24 +15,21 @@ from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.api.errors import ResourceUnsupported
-from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import (
+from koordlet.api.metrics import (
     CONTAINER_CPI,
     CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE,
     NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
     POD_MEMORY_USAGE_WITH_PAGE_CACHE,
+    RESCTRL_LLC,
+    RESCTRL_MB,
 )
+from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.metricsadvisor.qosexport import NodeQoSExporter
-from koordlet.metricsadvisor.resctrlcollector import (
-    RESCTRL_LLC,
-    RESCTRL_MB,
-    ResctrlCollector,
-    ResctrlCollectorConfig,
-)
+from koordlet.metricsadvisor.resctrlcollector import ResctrlCollector, ResctrlCollectorConfig
 from koordlet.system import perf
 from koordlet.testing import FakeClock, FakeStates, make_pod
 from tests.support.recording import RecordingErrors
@@ -56,7 +53,15 @@ def test_page_cache_series_from_the_same_reads(
     host_tree.write_meminfo(16 << 20, 10 << 20, 4 << 20)  # KiB: total 16 GiB, available 10, free 4
     cfg = PodResourceConfig(1.0, with_page_cache=True)
     pods = PodResourceCollector(
-        cfg, make_host(host_tree), cache, states, fw.SharedState(), fake_clock, errors
+        cfg,
+        fw.Options(
+            cache=cache,
+            clock=fake_clock,
+            errors=errors,
+            host=make_host(host_tree),
+            states=states,
+            shared=fw.SharedState(),
+        ),
     )
     pods.collect()
     assert by_label(cache, POD_MEMORY_USAGE_WITH_PAGE_CACHE, "pod_uid") == {pod.uid: 2350.0}
@@ -64,11 +69,9 @@ def test_page_cache_series_from_the_same_reads(
     assert by_label(cache, api.POD_MEMORY_USAGE, "pod_uid") == {pod.uid: 350.0}  # koordlet's usage unchanged
     node = NodeResourceCollector(
         NodeResourceConfig(1.0, with_page_cache=True),
-        host_tree.paths,
-        cache,
-        fw.SharedState(),
-        fake_clock,
-        errors,
+        fw.Options(
+            cache=cache, clock=fake_clock, errors=errors, paths=host_tree.paths, shared=fw.SharedState()
+        ),
     )
     node.collect()
     # koordlet: MemTotal - MemFree with page cache, MemTotal - MemAvailable without
@@ -85,7 +88,15 @@ def test_page_cache_off_by_default(
     host_tree.mkcgroup(None, pod.cgroup_dir)
     set_usage(host_tree, pod.cgroup_dir, cpu_ns=0, anon=300, file=1000)
     PodResourceCollector(
-        PodResourceConfig(1.0), make_host(host_tree), cache, states, fw.SharedState(), fake_clock, errors
+        PodResourceConfig(1.0),
+        fw.Options(
+            cache=cache,
+            clock=fake_clock,
+            errors=errors,
+            host=make_host(host_tree),
+            states=states,
+            shared=fw.SharedState(),
+        ),
     ).collect()
     assert cache.latest(POD_MEMORY_USAGE_WITH_PAGE_CACHE) == []
 
@@ -125,11 +136,7 @@ def test_cpi_counts_each_running_container_over_a_window(
     (fake_host.paths.cgroup_root / "perf_event" / running.containers[1].cgroup_dir).rmdir()
     col = CPICollector(
         CPIConfig(60, 10),
-        make_host(fake_host),
-        cache,
-        states,
-        fake_clock,
-        errors,
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, host=make_host(fake_host), states=states),
         counters=FakeCounters,
         check=lambda: None,
     )
@@ -169,7 +176,11 @@ def test_cpi_skips_cleanly_where_perf_cannot_count(
     def check() -> None:
         raise ResourceUnsupported("perf event 'cycles' is not available here: no PMU")
 
-    col = CPICollector(CPIConfig(), make_host(fake_host), cache, states, fake_clock, errors, check=check)
+    col = CPICollector(
+        CPIConfig(),
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, host=make_host(fake_host), states=states),
+        check=check,
+    )
     with caplog.at_level(logging.INFO):
         for _ in range(3):
             col.collect()
@@ -192,7 +203,10 @@ def test_resctrl_llc_and_bandwidth_per_group_and_domain(
     (root / "info" / "L3_MON").mkdir()
     _mon(root, "BE", 0, 1 << 20, 1000, 400)
     _mon(root, "LS", 1, 2 << 20, 0, 0)
-    col = ResctrlCollector(ResctrlCollectorConfig(10), fake_host.paths, cache, fake_clock, errors)
+    col = ResctrlCollector(
+        ResctrlCollectorConfig(10),
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, paths=fake_host.paths),
+    )
     col.collect()
     assert col.unsupported is None
     llc = {(lb["qos"], lb["cache_id"]): v for lb, _, v in cache.latest(RESCTRL_LLC)}
@@ -214,7 +228,10 @@ def test_resctrl_without_monitoring_logs_the_reason(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake_host.write("proc/cpuinfo", "vendor_id\t: GenuineIntel\nflags\t\t: fpu\n")
-    col = ResctrlCollector(ResctrlCollectorConfig(10), fake_host.paths, cache, fake_clock, errors)
+    col = ResctrlCollector(
+        ResctrlCollectorConfig(10),
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, paths=fake_host.paths),
+    )
     with caplog.at_level(logging.INFO):
         col.collect()
         col.collect()

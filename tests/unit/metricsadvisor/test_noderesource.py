@@ -21,7 +21,8 @@ def make(
 ) -> tuple[NodeResourceCollector, fw.SharedState]:
     shared = fw.SharedState()
     col = NodeResourceCollector(
-        NodeResourceConfig(1.0, clk_tck=100), fake_host.paths, cache, shared, clock, errors
+        NodeResourceConfig(1.0, clk_tck=100),
+        fw.Options(cache=cache, clock=clock, errors=errors, paths=fake_host.paths, shared=shared),
     )
     return col, shared
 

@@ -68,12 +68,14 @@ def make(
 ) -> PodResourceCollector:
     return PodResourceCollector(
         PodResourceConfig(1.0, force_python=force_python),
-        make_host(fh),
-        cache,
-        states,
-        shared or fw.SharedState(),
-        clock,
-        errors,
+        fw.Options(
+            cache=cache,
+            clock=clock,
+            errors=errors,
+            host=make_host(fh),
+            states=states,
+            shared=shared or fw.SharedState(),
+        ),
     )
 
 

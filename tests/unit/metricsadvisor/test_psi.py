@@ -6,16 +6,10 @@ from typing import Any
 
 import pytest
 
+from koordlet.api.metrics import CONTAINER_PSI, NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
-from koordlet.metricsadvisor.psi import (
-    CONTAINER_PSI,
-    NODE_PSI,
-    POD_PSI,
-    POD_PSI_CPU_FULL_SUPPORTED,
-    PSICollector,
-    PSIConfig,
-)
+from koordlet.metricsadvisor.psi import PSICollector, PSIConfig
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 from tests.support.fds import open_fds_under
 from tests.support.recording import RecordingErrors
@@ -25,7 +19,10 @@ from tests.unit.metricsadvisor.conftest import make_host
 def make(
     fh: Any, cache: MetricCache, states: FakeStates, clock: FakeClock, errors: RecordingErrors
 ) -> PSICollector:
-    return PSICollector(PSIConfig(10.0), make_host(fh), cache, states, clock, errors)
+    return PSICollector(
+        PSIConfig(10.0),
+        fw.Options(cache=cache, clock=clock, errors=errors, host=make_host(fh), states=states),
+    )
 
 
 def series(cache: MetricCache, metric: str) -> dict[tuple[tuple[str, str], ...], float]:

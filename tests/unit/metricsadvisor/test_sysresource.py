@@ -25,7 +25,9 @@ def make(
     host_apps: bool = True,
 ) -> SystemResourceCollector:
     return SystemResourceCollector(
-        SystemResourceConfig(1.0, 10.0), cache, shared, clock, errors, host_apps_enabled=host_apps
+        SystemResourceConfig(1.0, 10.0),
+        fw.Options(cache=cache, clock=clock, errors=errors, shared=shared),
+        host_apps_enabled=host_apps,
     )
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod, topology
-from qosplugins import _cpuset
 from qosplugins.cpusuppress import BECPUSuppress
+from qosplugins.cpusuppress import cpuset as _cpuset
 
 BE = "kubepods/besteffort"
 HT8 = topology(sockets=1, cores=4, threads=2)  # cpu c and c+4 are siblings of core c

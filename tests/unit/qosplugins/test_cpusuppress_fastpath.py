@@ -9,8 +9,8 @@ import pytest
 
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness
-from qosplugins import _budget
 from qosplugins.cpusuppress import BECPUSuppress
+from qosplugins.cpusuppress import budget as _budget
 from tests.unit.qosplugins.test_cpusuppress import BE, HT8, set_usage, setup_load, started
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod
-from qosplugins import _cpuset
+from qosplugins.cpusuppress import cpuset as _cpuset
 from tests.unit.qosplugins.test_cpusuppress import BE, HT8, set_usage, setup_load, started
 
 ADJACENT4 = [api.CPUInfo(cpu=i, core=i // 2) for i in range(4)]  # siblings (0,1) and (2,3)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod
-from qosplugins import _cpuset
 from qosplugins.cpusuppress import BECPUSuppress
+from qosplugins.cpusuppress import cpuset as _cpuset
 
 BE = "kubepods/besteffort"
 CPUS = [api.CPUInfo(cpu=i, core=i // 2) for i in range(8)]

@@ -10,8 +10,8 @@ import pytest
 
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness, make_pod, topology
-from qosplugins import _budget
 from qosplugins.cpusuppress import BECPUSuppress
+from qosplugins.cpusuppress import budget as _budget
 
 BE = "kubepods/besteffort"
 HT8 = topology(sockets=1, cores=4, threads=2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from qosplugins._fastrise import RiseDetector
+from qosplugins.cpusuppress.fastrise import RiseDetector
 
 STEP = 0.05
 

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from koordlet import api
-from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import (
+from koordlet.api.metrics import (
     NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
     NODE_NUMA_CPU_USAGE,
     NODE_NUMA_MEMORY_USAGE,
     SYS_NUMA_CPU_USAGE,
 )
+from koordlet.metriccache import MetricCache
 from koordlet.statesinformer.nodemetric import StatusBuilder, write_atomic
 from koordlet.testing import FakeClock
 from koordshared.apis.slo.nodemetric import CollectPolicy

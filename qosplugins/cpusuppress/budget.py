@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from koordlet import api
-from qosplugins import _cpuset, _shared
+from qosplugins import _shared
+from qosplugins.cpusuppress import cpuset as _cpuset
 
 POLICY_CPUSET = "cpuset"
 POLICY_CFS_QUOTA = "cfsQuota"

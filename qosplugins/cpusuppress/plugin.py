@@ -53,7 +53,10 @@ import logging
 import threading
 
 from koordlet import api
-from qosplugins import _budget, _cpuset, _fastrise, _shared
+from qosplugins import _shared
+from qosplugins.cpusuppress import budget as _budget
+from qosplugins.cpusuppress import cpuset as _cpuset
+from qosplugins.cpusuppress import fastrise as _fastrise
 
 POLICY_CPUSET = _budget.POLICY_CPUSET
 POLICY_CFS_QUOTA = _budget.POLICY_CFS_QUOTA
