@@ -31,6 +31,15 @@ log = logging.getLogger(__name__)
 
 REASON_COLOCATION_UNMARSHAL_FAILED = "ColocationCfgUnmarshalFailed"
 REASON_SLO_UNMARSHAL_FAILED = "SLOCfgUnmarshalFailed"
+EVENT_NAMES = {
+    "colocation-config": "colocation config",
+    "resource-threshold-config": "ThresholdCfg",
+    "resource-qos-config": "ResourceQOSCfg",
+    "cpu-burst-config": "CPUBurstCfg",
+    "system-config": "SystemCfg",
+    "host-application-config": "HostApplicationCfg",
+}
+"""How Koordinator's Warning Events name each key (``failed to unmarshal <name>, err: ...``)."""
 
 
 class Recorder(Protocol):
@@ -94,7 +103,7 @@ class SLOConfigCache:
                 ObjectRef.of(cm, CONFIG_MAPS),
                 "Warning",
                 reason,
-                f"failed to parse {key}, keeping the last good config: {err}",
+                f"failed to unmarshal {EVENT_NAMES.get(key, key)}, err: {err}",
             )
 
     def sync(self, cm: Mapping[str, Any] | None) -> None:

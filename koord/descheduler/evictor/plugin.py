@@ -13,6 +13,7 @@ evict") and changes nothing.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -34,6 +35,11 @@ log = logging.getLogger(__name__)
 NAME = "MigrationController"
 REQUEST_TIMEOUT = 5.0
 BLOCK_ALL_PRIORITIES = -(2**31)
+
+
+def go_quote(text: str) -> str:
+    """Go's ``%q`` of a string (Koordinator's event notes quote the node and the reason so)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 class MigrationController:
@@ -135,8 +141,8 @@ class MigrationController:
             pod,
             "Normal",
             "Descheduled",
-            f"evicted by koord-descheduler {options.plugin}: {options.reason}",
-            action="Evicting",
+            f"Pod evicted from node {go_quote(node)} by the reason {go_quote(options.reason)}",
+            action="Migrating",
         )
         return True
 

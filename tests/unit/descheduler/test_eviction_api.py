@@ -136,14 +136,15 @@ def test_at_most_two_per_node_by_default_with_an_event_for_each(server: APIServe
     assert {(e["involvedObject"]["kind"], e["involvedObject"]["apiVersion"]) for e in events} == {
         ("Pod", "v1")
     }
-    assert {(e["action"], e["reportingComponent"]) for e in events} == {("Evicting", "koord-descheduler")}
+    assert {(e["action"], e["reportingComponent"]) for e in events} == {("Migrating", "koord-descheduler")}
     assert all(e["eventTime"] and e["reportingInstance"].startswith("koord-descheduler-") for e in events)
     # the reason is computed before each eviction, from the usage the earlier ones left
-    assert sorted(e["message"] for e in events) == [
-        "evicted by koord-descheduler LowNodeLoad: node is overutilized, "
-        f"node cpu usage({pct})>threshold(1.00%)"
-        for pct in ("100.00%", "101.00%")
+    # MigrationController's note: the node and the reason quoted as Go's %q
+    nodes = {e["involvedObject"]["name"]: e for e in events}
+    assert sorted(e["message"].split(" by the reason ")[1] for e in nodes.values()) == [
+        f'"node is overutilized, node cpu usage({pct})>threshold(1.00%)"' for pct in ("100.00%", "101.00%")
     ]
+    assert all(e["message"].startswith('Pod evicted from node "') for e in events)
 
 
 def test_namespace_global_and_workload_limits_hold(server: APIServer) -> None:
