@@ -50,6 +50,7 @@ ALLOWED_NAMES = {
     "do_GET": "http.server handler hook",
     "do_POST": "http.server handler hook",
     "log_message": "http.server handler hook",
+    "get_request": "socketserver.TCPServer hook (the webhook server wraps each connection in TLS there)",
 }
 PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
     # The pod-side half of the node-scheduler contract (docs/node-scheduler-contract.md): koord-scheduler's
