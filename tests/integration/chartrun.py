@@ -89,6 +89,8 @@ def main(process: str, tmp: Path, *extra: str) -> dict[str, object]:
         log = tmp / f"{process}.log"
         env = {**os.environ, "KUBECONFIG": str(kubeconfig), "POD_NAME": f"{process}-0"}
         env["POD_NAMESPACE"] = "koordinator-system"
+        if process == "koord-manager":  # the chart's env: the webhook server on 9876
+            env |= {"WEBHOOK_PORT": "9876", "WEBHOOK_CONFIGURATION_FAILURE_POLICY_PODS": "Ignore"}
         with log.open("w") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", module, *args, *extra], stdout=out, stderr=subprocess.STDOUT, env=env
@@ -106,7 +108,8 @@ def main(process: str, tmp: Path, *extra: str) -> dict[str, object]:
                 code = proc.wait(10)
     text = log.read_text(errors="replace")
     warnings = [line for line in text.splitlines() if "accepted and ignored" in line]
-    return {"ready": ready, "code": code, "warnings": warnings, "tail": text[-3000:]}
+    webhook = "webhook server on port 9876" in text
+    return {"ready": ready, "code": code, "warnings": warnings, "webhook": webhook, "tail": text[-3000:]}
 
 
 if __name__ == "__main__":

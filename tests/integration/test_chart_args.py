@@ -33,6 +33,7 @@ def run(process: str, tmp: Path, *extra: str) -> dict[str, Any]:
 def test_koord_manager_takes_the_charts_args_and_answers_readyz_on_8000(tmp_path: Path) -> None:
     r = run("koord-manager", tmp_path)
     assert r["ready"] and r["code"] == 0, r["tail"]
+    assert r["webhook"], r["tail"]  # the chart's WEBHOOK_PORT: the admission webhooks are served
     # --logtostderr=true asks for what we do, --feature-gates= is empty: nothing to name.
     assert r["warnings"] == [], r["warnings"]
 
