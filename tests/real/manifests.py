@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from tests.real.objects import get
+from tests.realcluster import node
 from tests.realcluster.cluster import Cluster
 from tests.realcluster.procs import wait_until
 from tests.realcluster.stack import DEPLOY, NAMESPACE
@@ -143,7 +144,7 @@ def applied(cluster: Cluster) -> Iterator[Applied]:
             kubectl(cluster, "delete", "pod", "-n", NAMESPACE, "--force", "--grace-period=0", *left())
             wait_until("the workloads' pods gone (forced)", lambda: not left(), 60, every=1)
         # The kubelet has unmounted a pod's volumes once its directory is gone: no hostPath is made after.
-        pod_dirs = [cluster.kubelet_root / "pods" / uid for uid in uids]
+        pod_dirs = [node.KUBELET_ROOT / "pods" / uid for uid in uids]
         wait_until(
             "the kubelet done with the pods", lambda: not any(d.exists() for d in pod_dirs), 60, every=1
         )

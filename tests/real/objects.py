@@ -205,13 +205,20 @@ def slo_config(cluster: Cluster, **keys: Mapping[str, Any]) -> Iterator[None]:
         patch({k: before[k] for k in data if k in before})
 
 
+def node_cpu_milli(cluster: Cluster) -> int:
+    """The node's CPU usage in its latest NodeMetric report, in milli-cores."""
+    from koord.apis.quantity import parse_quantity
+
+    used = node_metric(cluster)["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"]
+    return int(float(parse_quantity(used)) * 1000)
+
+
 def node_cpu_percent(cluster: Cluster) -> float:
     """The node's CPU usage in its latest NodeMetric report, as a percent of its capacity."""
     from koordshared.apis.meta.quantity import parse_quantity
 
-    used = node_metric(cluster)["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"]
     capacity = get(cluster, "node", cluster.node_name, ns=None)["status"]["capacity"]["cpu"]
-    return float(parse_quantity(used)) * 100 / float(parse_quantity(capacity))
+    return node_cpu_milli(cluster) / 10 / float(parse_quantity(capacity))
 
 
 def wait_for_room(

@@ -11,7 +11,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.real.objects import apply, be_pod, container_cgroup, get, node_metric, pods, wait_running
+from tests.real.objects import (
+    apply,
+    be_pod,
+    container_cgroup,
+    get,
+    node_metric,
+    pods,
+    wait_for_room,
+    wait_running,
+)
 from tests.realcluster import binaries, node, projectimage
 from tests.realcluster.cluster import Cluster
 from tests.realcluster.procs import wait_until
@@ -73,6 +82,7 @@ def test_the_daemonset_runs_unchanged_on_the_real_kubelet(cluster: Cluster) -> N
             90,
         )
         # ...and writes the host's cgroups through its mount: a BE pod's batch limit as its CFS quota.
+        wait_for_room(cluster, batch_cpu=200)  # the kubelet admits a BE pod only within batch-cpu
         be = be_pod("ds-be", "sleep 100000", batch_cpu=150, batch_memory="32Mi")
         be["spec"]["nodeName"] = cluster.node_name
         apply(cluster, be)
