@@ -21,7 +21,7 @@ from bench.workloads import basic
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.extension.coscheduling import GANG_MIN_AVAILABLE, GANG_NAME
 from koordshared.kube.informer import EventHandler
-from tests.unit.scheduler.gangkit import profile
+from tests.support.scheduler.gangkit import profile
 
 UNFIT_CPU = "8"
 

@@ -21,7 +21,7 @@ from bench.workloads import basic
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.scheduling import reservation as rsv
 from koordshared.testing.reservations import available, owner_labels, reservation
-from tests.unit.scheduler.reservationkit import profile
+from tests.support.scheduler.reservationkit import profile
 
 WEB = {"app": "web"}
 

@@ -6,7 +6,7 @@ metric cache, host facts), the one resource executor it must write through, the 
 logger and a scheduler. Plugins import nothing of koordlet but this package (checked by import-linter),
 so everything they need is declared here: value types are frozen dataclasses, services are Protocols.
 
-A minimal third-party plugin (``tests/unit/foundation/test_api_package.py`` runs this very text)::
+A minimal third-party plugin (``tests/unit/koordlet/api/test_package.py`` runs this very text)::
 
     import threading
 

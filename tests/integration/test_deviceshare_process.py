@@ -24,8 +24,8 @@ from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import configuration, running
 from tests.support.paths import ROOT
+from tests.support.scheduler.devicekit import S, profile
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
-from tests.unit.scheduler.devicekit import S, profile
 
 pytestmark = pytest.mark.slow
 

@@ -31,8 +31,8 @@ from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.koordscheduler import KoordSchedulerProcess, node_of
 from tests.support.paths import ROOT
-from tests.unit.scheduler.gangkit import member
-from tests.unit.scheduler.numakit import lsr
+from tests.support.scheduler.gangkit import member
+from tests.support.scheduler.numakit import lsr
 
 pytestmark = pytest.mark.slow
 

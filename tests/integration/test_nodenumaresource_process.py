@@ -20,8 +20,8 @@ from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server  # noqa: F401
 from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, events_for, node_of
 from tests.support.paths import ROOT
+from tests.support.scheduler.numakit import lsr, profile
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
-from tests.unit.scheduler.numakit import lsr, profile
 
 pytestmark = pytest.mark.slow
 

@@ -22,8 +22,8 @@ from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, node_of, running
 from tests.support.paths import ROOT
+from tests.support.scheduler.reservationkit import profile
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
-from tests.unit.scheduler.reservationkit import profile
 
 pytestmark = pytest.mark.slow
 

@@ -207,7 +207,7 @@ def slo_config(cluster: Cluster, **keys: Mapping[str, Any]) -> Iterator[None]:
 
 def node_cpu_milli(cluster: Cluster) -> int:
     """The node's CPU usage in its latest NodeMetric report, in milli-cores."""
-    from koord.apis.quantity import parse_quantity
+    from koordshared.apis.meta.quantity import parse_quantity
 
     used = node_metric(cluster)["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"]
     return int(float(parse_quantity(used)) * 1000)

@@ -42,7 +42,7 @@ from tests.realcluster.cluster import Cluster
 from tests.realcluster.hollow import HollowNode
 from tests.realcluster.procs import wait_until
 from tests.realcluster.stack import NAMESPACE
-from tests.unit.statesinformer.test_nodemetric_shape import WALL, full_status
+from tests.unit.koordlet.statesinformer.test_nodemetric_shape import WALL, full_status
 
 HOLLOW = "deploy-fields-0"
 FIELDS_NS = "deploy-fields"

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from tests.realcluster import binaries
-from tests.realcluster.cluster import Cluster, default_state, last_port, preflight
+from tests.realcluster.cluster import Cluster, default_state, preflight
+from tests.realcluster.procs import last_port
 
 
 def _ours(c: Cluster) -> list[str]:

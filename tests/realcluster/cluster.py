@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import socket
 import time
@@ -23,7 +22,7 @@ from typing import Any
 from koordlet.testing.agent import http_get
 from koordlet.testing.cgroups import unavailable
 from tests.realcluster import binaries, control, images, node, pki, stack
-from tests.realcluster.procs import Started, wait_until
+from tests.realcluster.procs import Started, last_port, wait_until
 
 NODE = "koord-node-0"
 TOOLS = (
@@ -46,19 +45,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-_SERVING = re.compile(r"serving HTTP on port (\d+)")
-
-
-def last_port(p: Started, *, after: int = 0) -> int | None:
-    """The port our process announced last in its log (past byte ``after``); None before it did."""
-    try:
-        text = Path(p.log).read_text(errors="replace")[after:]
-    except OSError:
-        return None
-    found = _SERVING.findall(text)
-    return int(found[-1]) if found else None
 
 
 def unmet() -> str:

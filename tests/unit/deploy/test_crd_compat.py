@@ -23,7 +23,7 @@ from tests.apiserver.fixtures import NODEMETRIC_CRD, NODESLO_CRD
 from tests.koord_slo_edges import crd, edge_objects, paths
 from tests.koord_slo_facts import MAIN, TABLE, V18, VERSIONS
 from tests.unit.apiserver.test_crdschema import NODEMETRIC, NODESLO
-from tests.unit.statesinformer.test_nodemetric_shape import full_status
+from tests.unit.koordlet.statesinformer.test_nodemetric_shape import full_status
 
 OURS: dict[str, Path] = {"nodeslos": NODESLO_CRD, "nodemetrics": NODEMETRIC_CRD}
 # Fields our CRDs have that Koordinator's lack (accepting more is allowed; each one is a decision).

@@ -22,7 +22,7 @@ from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.deschedulerharness import running_descheduler
 from tests.support.paths import ROOT
 from tests.unit.deploy.test_manager_rbac import READ_VERBS, Attrs, request_attrs
-from tests.unit.descheduler.test_eviction_api import hot_pods, populate
+from tests.unit.koord.descheduler.evictor.test_eviction_api import hot_pods, populate
 
 DEPLOY = ROOT / "deploy" / "descheduler"
 NS = "koordinator-system"

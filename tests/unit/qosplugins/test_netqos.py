@@ -15,8 +15,8 @@ from koordlet.system.netqos import BE_CLASS, LS_CLASS, ROOT_CLASS, SYSTEM_CLASS
 from koordlet.testing import make_pod
 from qosplugins.netqos import TCNetworkQoS, build_spec
 from tests.support.fakehost import FakeHost
+from tests.unit.koordlet.system.faketc import FakeKernel
 from tests.unit.qosplugins.nodeqos import NodeQoSEnv
-from tests.unit.system.faketc import FakeKernel
 
 M = 1_000_000
 NETQOS = {
