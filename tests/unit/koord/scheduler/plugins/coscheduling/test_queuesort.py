@@ -12,7 +12,7 @@ from koord.scheduler.framework.types import PodInfo
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 from koordshared.apis.extension.qos import sub_priority
 from koordshared.testing import node, pod
-from tests.unit.scheduler.gangkit import CO, S, kit, member, profile
+from tests.support.scheduler.gangkit import CO, S, kit, member, profile
 
 
 def queued(p: dict[str, Any], at: float) -> QueuedPodInfo:
