@@ -211,7 +211,7 @@ class CPUBurst(api.QOSPluginBase):
         """The pod's and its containers' ``cpu.cfs_burst_us``. The values follow from the pod and its
         config alone, so a pod whose burst the executor took whole (written or equal, none gone or
         refused) with the same pod and config is not sent again: the executor's force update repairs
-        them meanwhile (issue 27: re-sending every pod's unchanged values each second was most of
+        them meanwhile (re-sending every pod's unchanged values each second was most of
         this plugin's idle cost). A changed pod (a container started, a new limit or annotation) or
         strategy, or a write that did not take, sends them all on the next round."""
         if last is not None and last[0] == pod and last[1] == cfg:

@@ -11,7 +11,7 @@ Layer: ``koordlet.metricsadvisor``. As koordlet's BEResourceCollector:
 
 The cpusets (one per BE container, a thousand on a full node) are read in one call of the batch reader
 (C when built) that counts each list's CPUs: reading and parsing them one by one in Python was about an
-eighth of the agent's collection CPU (issue 18). The kernel prints them normalised ("0-3,8"), where the
+eighth of the agent's collection CPU. The kernel prints them normalised ("0-3,8"), where the
 count equals the size of the parsed set; a list the reader cannot parse voids the real-limit sample.
 """
 

@@ -240,7 +240,7 @@ class Exposition:
         """Whether the collection just made should be rendered: a scrape is expected before the next
         collection, and one came within ``idle_after``. Until two scrapes give a period nothing is
         rendered ahead (the second renders in place): rendering every collection meanwhile cost an idle
-        agent a render a second for a whole scrape period after its first scrape (issue 27)."""
+        agent a render a second for a whole scrape period after its first scrape."""
         with self._scrape_lock:
             last = self._last_scrape
             period = min(self._gaps) if self._gaps else None
@@ -280,7 +280,7 @@ class Exposition:
         """Render the collections a scrape is due for (:meth:`collected` wakes this thread for those
         only; a scrape finding one unrendered renders in place) until :meth:`close` or ``stop``. Waking
         for every collection, and every two intervals to look at ``stop``, was two of an idle agent's
-        twenty wake-ups a second, and a timed wake-up costs ~0.1 ms of CPU on a VM (issue 27)."""
+        twenty wake-ups a second, and a timed wake-up costs ~0.1 ms of CPU on a VM."""
         while not stop.is_set():
             self._due.wait(RUN_WAKE_SECONDS)
             if stop.is_set() or self._closed:

@@ -26,7 +26,7 @@ rise of non-BE load (0.75 core for 30 ms). The sampler reads the process's CPU c
 puts the agent's own usage in the window back to its average over the last second (what the 1 s path
 sees), so ``node_cpu_usage_fast`` keeps the agent's load but not the shape of its bursts.
 
-Armed only when it can matter (issue 27: twenty wake-ups a second were most of an idle agent's cost). A
+Armed only when it can matter (twenty wake-ups a second were most of an idle agent's cost). A
 plugin asks for fast samples through ``PluginContext.want_fast_samples`` (:class:`FastSampling` keeps who
 asks); while nobody does, the sampler's thread sleeps and no ``EVENT_NODE_SAMPLE`` is published.
 """
@@ -102,7 +102,7 @@ class FastSampling:
     def wait_armed(self, stop: threading.Event, poll: float = DISARMED_WAKE_SECONDS) -> bool:
         """Block while disarmed; ``False`` once ``stop`` is set (seen when :meth:`wake` or ``want``
         notifies, or after ``poll`` seconds: a timed wake-up costs ~0.1 ms of CPU on a VM, and one a
-        second was a disarmed sampler's whole cost, issue 27)."""
+        second was a disarmed sampler's whole cost)."""
         with self._cond:
             while not self._owners and not stop.is_set():
                 self._cond.wait(poll)

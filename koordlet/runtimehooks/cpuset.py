@@ -12,10 +12,10 @@ A container's cpuset, first rule that applies:
 6. under the kubelet's ``static`` CPU manager policy: nothing (the kubelet owns those cpusets);
 7. anything else (unlabelled Guaranteed and Burstable pods): every share pool.
 
-Pods bound to CPUs (LSE, LSR, and unlabelled pods with a cpuset) also get ``cpu.cfs_quota_us = -1`` at
-pod and container level, so a bound pod is never throttled below the CPUs it owns (Koordinator issue
-#489); ``--disable-unset-cpu-quota`` keeps their quota. The share pools come from the node's
-NodeResourceTopology status (``rule.share_pools``); until it is known only rule 1 applies.
+Pods bound to CPUs (LSE, LSR, and unlabelled pods with a cpuset) also get ``cpu.cfs_quota_us = -1`` at pod and
+container level, so a bound pod is never throttled below the CPUs it owns (koordinator-sh/koordinator#489);
+``--disable-unset-cpu-quota`` keeps their quota. The share pools come from the node's NodeResourceTopology
+status (``rule.share_pools``); until it is known only rule 1 applies.
 """
 
 from __future__ import annotations

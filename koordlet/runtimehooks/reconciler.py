@@ -137,7 +137,7 @@ class Reconciler:
         while not stop.is_set():
             due = next_full if retry_at is None else min(next_full, retry_at)
             # until due: requests and shutdown() set this Event (stop is not it); a one-second cap only
-            # to look at stop was an idle agent's wake-up a second (issue 27)
+            # to look at stop was an idle agent's wake-up a second
             self._wake.wait(max(due - self._clock(), 0.0))
             if stop.is_set():
                 return

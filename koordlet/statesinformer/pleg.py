@@ -48,7 +48,7 @@ class PLEG:
         """``on_idle`` runs whenever a wait ends without an event; it may ask to be called again sooner
         than ``poll`` (seconds; ``None``: the normal poll). ``idle_wait`` (default ``poll``): the wait once
         every tier is watched, when only a rescan, ``on_idle`` or :meth:`close` has anything for the loop
-        (the agent's half-second poll was two of an idle agent's wake-ups a second, issue 27)."""
+        (the agent's half-second poll was two of an idle agent's wake-ups a second)."""
         self.host = host
         self.on_event = on_event
         self.on_idle = on_idle

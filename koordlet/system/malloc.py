@@ -1,6 +1,6 @@
 """The C allocator's settings for a long-running, many-threaded agent (glibc; a no-op elsewhere).
 
-Why (issue 27): Python's small objects live in its own arenas, but arrays, strings and buffers over 512
+Why: Python's small objects live in its own arenas, but arrays, strings and buffers over 512
 bytes come from ``malloc``. glibc gives each thread that allocates its own arena (up to eight per CPU),
 and keeps what is freed in each for reuse; its threshold for serving a large block from its own
 ``mmap`` grows every time such a block is freed, so after the first few checkpoints and renders even

@@ -15,16 +15,15 @@ tick. Each policy recovers the other's setting; with the NodeSLO switch off both
 
 Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~40 ms into
 ``node_cpu_usage_fast``/``be_cpu_usage_fast`` and publishes ``EVENT_NODE_SAMPLE``. The handler estimates
-non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE pods and host
-apps plus the reservation (slower but per pod). When that estimate stands above the last decision's by
-more than the sampling noise (``_fastrise``: 2.5 times the spread the samples showed, learnt in 0.5 s
-blocks; at least 1 % of capacity), or by 1.5 times it in every sample for an interval (a busy node's
-wide band), it re-decides at once and writes only if the result *shrinks* BE;
-growth stays with the periodic tick and its +10 % step. Under ``cpuset`` the rise must show in two
-samples in a row (a CPU taken on a one-window burst came back a tick later: the cpuset flapped, issue
-27). Both paths run under one lock; the handler never waits for it (a running reconcile already reads
-the newest samples), so the publisher's thread is not held up. The periodic path also takes the fast
-estimate's median over the last 0.25 s when that is above the per-pod figure (a rise already acted on is
+non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE pods and host apps
+plus the reservation (slower but per pod). When that estimate stands above the last decision's by more than
+the sampling noise (``_fastrise``: 2.5 times the spread the samples showed, learnt in 0.5 s blocks; at least 1
+% of capacity), or by 1.5 times it in every sample for an interval (a busy node's wide band), it re-decides at
+once and writes only if the result *shrinks* BE; growth stays with the periodic tick and its +10 % step. Under
+``cpuset`` the rise must show in two samples in a row (a CPU taken on a one-window burst came back a tick
+later: the cpuset flapped). Both paths run under one lock; the handler never waits for it (a running reconcile
+already reads the newest samples), so the publisher's thread is not held up. The periodic path also takes the
+fast estimate's median over the last 0.25 s when that is above the per-pod figure (a rise already acted on is
 not undone by the 1 s average).
 
 LS demand. A controller fed by LS's *observed* usage has a fixed point under ``cfsQuota`` where
@@ -221,7 +220,7 @@ class BECPUSuppress(api.QOSPluginBase):
             non_be = max(raw, decision.non_be_floor_milli)
             if decision.policy == POLICY_CPUSET:
                 # A cpuset step is a whole CPU and comes back one CPU a tick: a rise must hold for two
-                # samples (issue 27: one-window bursts of other work pinned BE at 2-3 CPUs of 4).
+                # samples (one-window bursts of other work pinned BE at 2-3 CPUs of 4).
                 sustained = self._rise.sustained(now, non_be, rose)
                 rose, non_be = sustained is not None, non_be if sustained is None else sustained
             if not rose and (held := self._rise.held()) is not None:  # a smaller rise that holds

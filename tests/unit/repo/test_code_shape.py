@@ -152,67 +152,6 @@ ALLOWED_BENCH_CITES = {
     "qosplugins/cpusuppress/budget.py:write_reason",
     "qosplugins/cpusuppress/fastrise.py",
 }
-ALLOWED_ISSUE_REFS = {
-    ".ci/deadcode.py",
-    "bench/fastnoise.py",
-    "bench/idle.py",
-    "bench/metriccache.py",
-    "bench/reaction.py",
-    "bench/soak.py",
-    "bench/workloads/suppress.py",
-    "docs/reliability.md",
-    "koord/descheduler/plugins/lownodeload/balance.py",
-    "koordshared/runtime/httpconn.py",
-    "koordshared/runtime/lifecycle.py",
-    "koordlet/metriccache/checkpoint.py",
-    "koordlet/metriccache/persist.py",
-    "koordlet/metricsadvisor/advisor.py",
-    "koordlet/metricsadvisor/beresource.py",
-    "koordlet/metricsadvisor/exposition.py",
-    "koordlet/metricsadvisor/fastsampler.py",
-    "koordlet/runtimehooks/cpuset.py",
-    "koordlet/runtimehooks/guard.py",
-    "koordlet/runtimehooks/reconciler.py",
-    "koordlet/statesinformer/pleg.py",
-    "koordlet/system/inotify.py",
-    "koordlet/system/malloc.py",
-    "koordlet/testing/wakeups.py",
-    "qosplugins/cpusuppress/budget.py",
-    "qosplugins/cpuburst.py",
-    "qosplugins/cpusuppress/plugin.py",
-    "tests/integration/test_e2e_evict.py",
-    "tests/integration/test_koordinator_args.py",
-    "tests/unit/apiserver/test_kube_fidelity.py",
-    "tests/unit/apiserver/test_kube_fidelity_api.py",
-    "tests/unit/deploy/test_crd_compat.py",
-    "tests/unit/deploy/test_migration.py",
-    "tests/unit/koordlet/test_cli.py",
-    "tests/unit/repo/test_compat_table.py",
-    "tests/unit/koordlet/test_featuregates.py",
-    "tests/unit/koordshared/runtime/test_httpserver.py",
-    "tests/unit/koordlet/metriccache/test_timeline.py",
-    "tests/unit/koordlet/test_metricdefs.py",
-    "tests/unit/koordlet/test_metrics.py",
-    "tests/unit/koordlet/metricsadvisor/test_advisor.py",
-    "tests/unit/koordlet/metricsadvisor/test_exposition.py",
-    "tests/unit/koordlet/metricsadvisor/test_fastsampler.py",
-    "tests/unit/koordlet/prediction/test_prediction.py",
-    "tests/unit/qosplugins/test_cpuburst.py",
-    "tests/unit/qosplugins/test_cpuevict.py",
-    "tests/unit/qosplugins/test_cpuevict_priority.py",
-    "tests/unit/qosplugins/cpusuppress/test_fastpath.py",
-    "tests/unit/qosplugins/cpusuppress/test_placement.py",
-    "tests/unit/qosplugins/cpusuppress/test_simnode.py",
-    "tests/unit/qosplugins/cpusuppress/test_budget.py",
-    "tests/unit/qosplugins/cpusuppress/test_fastrise.py",
-    "tests/unit/qosplugins/test_memoryevict.py",
-    "tests/unit/qosplugins/test_memoryevict_priority.py",
-    "tests/unit/koordlet/runtimehooks/test_guard.py",
-    "tests/unit/koordlet/runtimehooks/test_reconciler.py",
-    "tests/unit/koordlet/statesinformer/test_nodemetric_shape.py",
-    "tests/unit/koordlet/statesinformer/test_pleg.py",
-    "tests/unit/koordlet/statesinformer/test_podinfo.py",
-}
 
 
 def _ratchet(found: set, allowed: set) -> None:
@@ -298,7 +237,7 @@ def test_no_issue_numbers() -> None:
             continue
         if ISSUE_REF.search(text):
             found.add(rel)
-    _ratchet(found, ALLOWED_ISSUE_REFS)
+    assert found == set()
 
 
 def test_every_module_is_short_and_says_what_it_is() -> None:

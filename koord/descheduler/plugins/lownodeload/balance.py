@@ -12,14 +12,14 @@ one by one while the source is over a high threshold and every resource has capa
 subtracts the pod's usage (1 for ``pods``) from the capacity and from the source (from its prod usage
 too in the prod pass), in a dry run as well. A pod that reports no usage changes no counter.
 
-One difference from Koordinator, on purpose (its issue #2119: evictions that create new hot spots):
-Koordinator adds a candidate's usage to the first target that fits it while it *lists* the removable
-pods, and keeps it there whether or not the pod is then evicted; a hundred candidates on one source,
-of which the limits let two go, fill the targets for every later source with pods that never move.
-Here the listing only checks that some target fits; the usage is added to a target when the pod is
-evicted (the first target that still fits it then; none: the pod stays), so targets fill with real moves
-only. The search is next-fit (from the target that took the last pod), which finds a target as
-Koordinator's first-fit over its unordered node map does, without rescanning full ones for every pod.
+One difference from Koordinator, on purpose (koordinator-sh/koordinator#2119: evictions that create new hot
+spots): Koordinator adds a candidate's usage to the first target that fits it while it *lists* the removable
+pods, and keeps it there whether or not the pod is then evicted; a hundred candidates on one source, of which
+the limits let two go, fill the targets for every later source with pods that never move. Here the listing
+only checks that some target fits; the usage is added to a target when the pod is evicted (the first target
+that still fits it then; none: the pod stays), so targets fill with real moves only. The search is next-fit
+(from the target that took the last pod), which finds a target as Koordinator's first-fit over its unordered
+node map does, without rescanning full ones for every pod.
 """
 
 from __future__ import annotations
