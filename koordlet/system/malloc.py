@@ -5,11 +5,7 @@ bytes come from ``malloc``. glibc gives each thread that allocates its own arena
 and keeps what is freed in each for reuse; its threshold for serving a large block from its own
 ``mmap`` grows every time such a block is freed, so after the first few checkpoints and renders even
 multi-MiB buffers came from the heaps and their space stayed resident. The agent's twenty-odd threads
-(one per collector and strategy) made that a good part of its memory.
-
-So at start, before any thread: two arenas, a fixed mmap threshold (128 KiB: large buffers go back to
-the kernel when freed) and a fixed trim threshold; and now and then :func:`trim` (``malloc_trim``)
-returns the free pages inside the heaps too.
+(one per collector and strategy) made that a good part of its memory. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -5,13 +5,7 @@ Pure functions of samples and the current quota, so the arithmetic is tested wit
 fed with LS's *observed* usage can settle where contended LS never shows more demand (BE bursts on LS's CPU
 inside each period). While BE is using its whole quota and some LS pod is running, the probe lowers the quota
 for ``hold`` seconds. If LS wanted more it takes the room, the next budgets see the higher LS usage and BE
-stays lower; if not, the normal +10 %/tick growth gives BE its quota back.
-
-What probing may cost BE is bounded: the squeeze is one growth step (10 % of capacity) but at
-most ``max_squeeze`` of BE's *own* quota, and probes are spaced so that squeeze x hold / spacing stays
-within ``cost_fraction`` (3 %) of BE's quota-time, never closer than ``min_interval``. A node-sized step
-alone held a BE tier smaller than one step at the 2000 us floor for 3 s of every 10 s (~30 % of its CPU),
-also right after a restart; the first probe now waits one full spacing after BE is first seen bound.
+stays lower; if not, the normal +10 %/tick growth gives BE its quota back. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -119,8 +113,8 @@ def explain(
 
 
 def write_reason(decision: Decision, budget: float, fast: bool) -> str:
-    """The audit log's reason for a BE write; the fast path's writes say so (``bench/reaction.py`` tells
-    a spike the fast path caught from one the periodic tick did)."""
+    """The audit log's reason for a BE write; the fast path's writes say so (a spike the fast path caught
+    is told from one the periodic tick did)."""
     reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
     return f"{reason}; fast sample" if fast else reason
 
