@@ -54,9 +54,9 @@ ALLOWED_NAMES = {
 }
 PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
     # The pod-side half of the node-scheduler contract (docs/node-scheduler-contract.md): koord-scheduler's
-    # NodeNUMAResource (issue 26, being built on another branch) reads what the pods ask for and the
+    # NodeNUMAResource reads what the pods ask for and the
     # kubelet's allocations with these; the agent only writes the annotations and reads resource-status.
-    "koord-scheduler NodeNUMAResource (issue 26)": {
+    "koord-scheduler NodeNUMAResource": {
         "koordshared/apis/extension/numa.py": (
             "CPUBindPolicy",
             "CPUExclusivePolicy",

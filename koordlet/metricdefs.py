@@ -4,12 +4,7 @@ Every metric Koordinator's koordlet exposes is a :class:`MetricDef` here, with w
 (``filled_by``; empty when no feature of ours has the data). Components make their metric objects from
 these definitions (:func:`counter`, :func:`gauge`, :func:`histogram`), and plugins, which see only
 ``koordlet.api``, use the same names and labels (a unit test holds the two together), so a Koordinator
-dashboard's queries find the same series.
-
-Koordinator's counters have no ``_total`` suffix (Go's client does not add one) while ``prometheus_client``
-exposes a counter ``x`` as ``x_total``. :class:`BareCounter` adds the value under Koordinator's own name as
-well (an untyped series, the same value), so ``koordlet_pod_eviction`` and
-``koordlet_pod_eviction_total`` both answer.
+dashboard's queries find the same series. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Batch resources of a node: Koordinator's noderesource ``BatchResource`` plugin, as pure functions.
 
-``kubernetes.io/batch-cpu`` (an integer count of millicores) and ``kubernetes.io/batch-memory`` (bytes)
-are what the node can lend to batch pods: its capacity minus a safety margin (``100 - reclaim threshold``
-percent of capacity), minus what the system uses (at least what the kubelet and the
-``node.koordinator.sh/reservation`` annotation reserve), minus what the high-priority (non batch/free)
-pods use (``usage`` policy), request (``request``, memory only) or the larger of both
-(``maxUsageRequest``); never below zero and, when set, at most ``batch{CPU,Memory}ThresholdPercent`` of
-capacity. The result is dropped (the resources removed) when the NodeMetric is older than
-``degradeTimeMinutes`` or has no node usage (:mod:`koord.manager.noderesource`), or colocation is
-disabled for the node, and written only when it moved by more
-than ``resourceDiffThreshold`` (or ``updateTimeThresholdSeconds`` passed since the last write).
-
-Where Koordinator is weaker we do better, and say so: a high-priority pod not yet in the NodeMetric
-counts its request under ``maxUsageRequest`` too (Koordinator adds it to the usage sum only, so a fresh
-prod pod lent its whole request to batch under that policy).
-"""
+``kubernetes.io/batch-cpu`` (millicores) and ``kubernetes.io/batch-memory`` (bytes) are what the node can lend
+to batch pods: capacity minus a safety margin, minus what the system uses, minus what the high-priority pods
+use or request (by policy); never below zero and at most the configured share of capacity. The result is
+dropped when the NodeMetric is stale or colocation is off for the node. Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 

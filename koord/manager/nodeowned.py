@@ -6,15 +6,7 @@
 | absent | present | delete it (UID precondition; NotFound counts as done) |
 | present | absent | create it with the computed spec (no status) |
 | present | present | compute the spec; update the whole object when it differs |
-
-An update is a PUT of the cached object with the new spec, its resourceVersion and **no status**: the
-status subresource belongs to the agent and a PUT of the main resource cannot touch it. A spec the API
-server normalises (prunes, reorders) would otherwise differ forever from what we render, so the stored
-result of our own last write counts as equal to what we asked for.
-
-NodeMetric spec (``getNodeMetricSpec``): while the colocation config is in error status an existing spec
-is kept; else the collect policy of the node's strategy when colocation is enabled and valid, else the
-default policy. NodeSLO spec: :func:`koordshared.apis.configuration.slocontroller.render_spec`.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

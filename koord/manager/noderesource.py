@@ -8,13 +8,7 @@ Koordinator's ``IsValidNodeUsage``) -> removed (degraded); otherwise computed fr
 the node's pods. Koordinator's batch plugin computes from a report without usage too, taking the
 system's usage as nothing (its Mid plugin is the one that checks the usage): a report an agent sent
 before its first sample made the node look idle, and lent its reserve to batch pods.
-
-The result is written into ``status.capacity`` and ``status.allocatable`` with a JSON patch of those two
-keys only (the kubelet's own status fields are never rewritten), and only when it differs from what the
-node has and either moved by more than ``resourceDiffThreshold`` or ``updateTimeThresholdSeconds``
-passed since our last write. A no-op write is never sent (Koordinator sends one every threshold period).
-A node whose NodeMetric will go stale is looked at again when it does, so degradation needs no other
-event.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
 """The koord-scheduler process: the informers, the cache, the profiles' frameworks and the scheduler on
-the shared lifecycle, under Lease leader election.
-
-Components in order: the informers (ready once synced), then scheduling, which starts the election and
-schedules only while this replica leads. A replica that loses its Lease stops scheduling and exits
-non-zero (kube-scheduler's ``leaderelection lost``), so the Deployment restarts it as a follower. Every
-write goes through a fence (:class:`~koord.scheduler.core.api.FencedAPI`) checked just before it is sent:
-after the leadership deadline nothing is sent, and what was sent before times out before the Lease could
-pass to another replica. On a graceful stop the fence closes first, the writes under way land, and only
-then is the Lease released, so the next leader starts after this one's last binding.
-HTTP: ``/healthz``, ``/readyz``, ``/metrics`` and ``/debug/explain?pod=<namespace>/<name>[&node=<node>]``
-(every plugin's verdict and score per node, computed by the cycle's own code).
+the shared lifecycle, under Lease leader election. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """koord-scheduler's ``--config``: a KubeSchedulerConfiguration (``kubescheduler.config.k8s.io/v1``) with
 kube-scheduler's defaulting and validation (``apis/config/v1/defaults.go``, ``validation.go``).
-
-Read: ``profiles`` (``schedulerName``, ``percentageOfNodesToScore``, ``plugins`` per extension point and
-``multiPoint``, ``pluginConfig``), ``percentageOfNodesToScore`` (0..100; 0 adaptive), ``parallelism``
-(> 0), ``podInitialBackoffSeconds`` (> 0) and ``podMaxBackoffSeconds`` (>= initial), ``leaderElection``,
-``clientConnection`` (``kubeconfig``, ``qps``, ``burst``, ``contentType``...). Accepted without effect:
-``healthzBindAddress``, ``metricsBindAddress``, ``enableProfiling``, ``enableContentionProfiling``,
-``delayCacheUntilActive``. Refused: ``extenders`` (koord-scheduler calls none; run the extender front end
-beside kube-scheduler instead) and any unknown field. Every profile's plugins are merged over
-kube-scheduler's default plugins (the ones koord-scheduler implements), as kube-scheduler does.
-
-Two defaults differ from kube-scheduler's, because koord-scheduler runs *beside* it: a profile without a
-``schedulerName`` is ``koord-scheduler`` (not ``default-scheduler``), and the Lease is
-``koordinator-system/koord-scheduler`` (not ``kube-system/kube-scheduler``), as Koordinator's shipped
-configuration sets them; otherwise both schedulers would take the same pods and the same Lease.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

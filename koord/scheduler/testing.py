@@ -7,10 +7,7 @@ and a fake clock, so a test adds nodes, pods and NodeMetrics and asks what the f
     kit.nodes.put(node("a", labels={"x": ""}))
     kit.nodes.put(node("b"))
     assert kit.filter(pod("p")) == {"a": "node(s) had label x", "b": ""}
-
-The profile is one entry of a KubeSchedulerConfiguration's ``profiles`` (the default profile keeps
-LoadAwareScheduling at multiPoint; disable it there with ``{"disabled": [{"name": "*"}]}``). Builders and
-the clock come from :mod:`koordshared.testing`. Nothing of the scheduler imports this module.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -110,13 +107,8 @@ class MemoryScheduler:
     """The whole koord-scheduler in memory: the real queue, cache, profiles and cycles over in-memory
     caches, with a recording API whose bindings (and plugins' object patches) come back through the caches
     as the API server's watch would, and the plugins' controllers run by hand (:meth:`reconcile`). For
-    end-to-end tests of plugins (Permit waits, PreBind patches, gangs...) without a process:
-
-        kit = MemoryScheduler({"profiles": [{"schedulerName": "s", ...}]}, plugins={"Mine": Mine})
-        kit.add_node(node("a"))
-        kit.add_pod(pod("p", scheduler_name="s"))
-        kit.run()                      # schedule until the queue has nothing ready
-        assert kit.bound() == {"default/p": "a"}
+    end-to-end tests of plugins (Permit waits, PreBind patches, gangs...) without a process: ``add_node``,
+    ``add_pod``, ``run()`` (schedule until the queue has nothing ready), then ``bound()``.
     """
 
     def __init__(

@@ -154,7 +154,7 @@ class MetricsAdvisor:
             name = collector.name
             tick = Tick(name, collector.collect, self._on_error(name), self._on_tick(name))
             by_interval.setdefault(collector.interval, []).append(tick)
-        # Collectors of one interval share a thread, in dependency order (issue 27: one wake-up a second
+        # Collectors of one interval share a thread, in dependency order (one wake-up a second
         # instead of one per collector; each costs ~0.1 ms of CPU on a VM).
         for interval, ticks in by_interval.items():
             names = "+".join(t.name.removesuffix("Collector") for t in ticks)
@@ -183,7 +183,7 @@ class MetricsAdvisor:
         if self.metrics is None and exposition is None:
             return None
         # The labelled children once per collector, not per tick: the 40 ms fast sampler ticks 25 times
-        # a second and two ``labels()`` lookups were about a third of what a tick costs it (issue 18).
+        # a second and two ``labels()`` lookups were about a third of what a tick costs it.
         metrics = self.metrics
         duration = metrics.duration.labels(collector=name) if metrics is not None else None
         lateness = metrics.lateness.labels(collector=name) if metrics is not None else None

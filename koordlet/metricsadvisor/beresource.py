@@ -7,12 +7,7 @@ Layer: ``koordlet.metricsadvisor``. As koordlet's BEResourceCollector:
 - real-limit: ``min(cpus of the tightest cpuset x 1000, quota x 1000 / period)`` where the cpusets are the
   tier's and its BE containers' (``cpuset.cpus`` [v1] / ``cpuset.cpus.effective`` [v2]) and the quota is
   the tier's (unlimited quota: cpuset only);
-- request: the sum of ``kubernetes.io/batch-cpu`` requests of BE pods.
-
-The cpusets (one per BE container, a thousand on a full node) are read in one call of the batch reader
-(C when built) that counts each list's CPUs: reading and parsing them one by one in Python was about an
-eighth of the agent's collection CPU (issue 18). The kernel prints them normalised ("0-3,8"), where the
-count equals the size of the parsed set; a list the reader cannot parse voids the real-limit sample.
+- request: the sum of ``kubernetes.io/batch-cpu`` requests of BE pods. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

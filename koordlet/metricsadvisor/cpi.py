@@ -5,11 +5,7 @@ counted for ``--collect-cpi-timewindow`` (10 s) through ``perf_event_open`` in c
 CPU (``koordlet.system.perf``; the syscalls are the C helper's), and ``container_cpi{pod_uid,
 container_id, cpi_resource=cycle|instruction}`` holds the counts. The window is not slept through: the
 collector runs every window and alternates between opening (and enabling) the counters and reading and
-closing them, so a stop never waits for a window.
-
-Where perf cannot count (no compiled helper, ``perf_event_paranoid`` without privilege, a CPU or VM
-without hardware counters) the first sweep finds out once, logs the reason and the collector does
-nothing after; :attr:`CPICollector.unsupported` holds the reason.
+closing them, so a stop never waits for a window. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

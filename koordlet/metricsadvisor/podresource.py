@@ -1,19 +1,10 @@
 """Pod and container usage (PodResourceCollector + PodThrottledCollector) through one batch read per sweep.
 
-Layer: ``koordlet.metricsadvisor``. For every pod dir and container dir of ``states.pods()`` the sweep reads,
-in a single call of the batch reader (C when built) over descriptors cached across sweeps:
-
-- CPU: ``cpuacct.usage`` ns [v1] or ``cpu.stat usage_usec`` x 1000 [v2]; cores = delta_ns / (dt x 1e9);
-- memory: koordlet's working set from ``memory.stat``: ``total_inactive_anon + total_active_anon +
-  total_unevictable`` [v1] or ``inactive_anon + active_anon + unevictable`` [v2], bytes;
-- throttling: ``cpu.stat`` delta nr_throttled / delta nr_periods (0 when no period elapsed);
-- with page-cache collection on (koordlet's PageCacheCollector, from the same ``memory.stat`` read): the
-  working set plus ``active_file + inactive_file`` (``total_*`` on v1) as ``*_memory_usage_with_page_cache``.
-
-The reader is rebuilt only when the set of directories changes; dropping a pod closes its descriptors with
-the old reader. A rebuild reopens every descriptor lazily on the next read, so pod churn costs one reopen
-pass per change, not per sweep. The arithmetic (rates, resets, gone cgroups) is :mod:`.podcolumns`'.
-"""
+For every pod and container dir of ``states.pods()`` one call of the batch reader (C when built) reads, on
+descriptors cached across sweeps, the CPU counter, ``memory.stat`` (the working set; with page-cache
+collection on, the page cache too) and ``cpu.stat`` (throttling). The reader is rebuilt only when the set of
+directories changes. The arithmetic (rates, resets, gone cgroups) is :mod:`.podcolumns`'.
+Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 

@@ -105,13 +105,10 @@ class ClusterAPI:
     def update_node_metric_status(self, status: Mapping[str, Any], current: Mapping[str, Any] | None) -> int:
         """Replace ``/status`` of this node's NodeMetric with ``status`` (koordlet's ``UpdateStatus``):
         a PUT of the status subresource at the resourceVersion (and UID) of ``current``, the object as
-        the watch holds it (read from the server when ``None``). A merge patch would leave behind every
-        key the new status omits (a departed pod's entry, an old process's ``prodPeakMetric``); a PUT
-        replaces the whole status. A 409 (the object moved on since it was read) is retried at once on
-        a fresh read, up to :data:`CONFLICT_ATTEMPTS` writes.
-
-        Returns the HTTP status (200 on success, 404 when the object does not exist, 409/429/5xx as the
-        server last answered); connection errors raise :class:`APIUnavailable`."""
+        the watch holds it (read from the server when ``None``): a PUT replaces the whole status, where a
+        merge patch would leave behind every key the new status omits. A 409 is retried at once on a fresh
+        read, up to :data:`CONFLICT_ATTEMPTS` writes. Returns the HTTP status (200, 404 when the object
+        does not exist, 409/429/5xx as last answered); connection errors raise :class:`APIUnavailable`."""
         from kubernetes.client.exceptions import ApiException
 
         obj = current

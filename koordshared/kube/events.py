@@ -1,15 +1,6 @@
 """The core ``v1`` Event recorder (client-go's ``record.EventRecorder``, kept small): koord-manager's, as
 controller-runtime's recorder is Koordinator's (kube-scheduler and the descheduler write
-``events.k8s.io/v1`` Events: :mod:`koordshared.kube.eventsv1`).
-
-:meth:`EventRecorder.event` never blocks the caller (an informer handler, a reconcile): events go to a
-bounded queue that :meth:`EventRecorder.run` sends. The same event about the same object within ten
-minutes is aggregated into the existing Event (``count`` and ``lastTimestamp`` patched) instead of a new
-one, and each object gets at most ``burst`` events then one per ``refill_seconds`` (client-go's spam
-filter), so a ConfigMap broken for hours does not flood etcd. ``involvedObject`` is the whole reference
-(:class:`~koordshared.kube.objectref.ObjectRef`: kind, apiVersion, uid, resourceVersion), so ``kubectl get
-events --field-selector involvedObject.kind=ConfigMap`` finds it; repeats aggregate whatever the
-object's resourceVersion (client-go's aggregation key leaves it out).
+``events.k8s.io/v1`` Events: :mod:`koordshared.kube.eventsv1`). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

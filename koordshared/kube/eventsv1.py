@@ -7,15 +7,7 @@ drains and the cache of Events sent. :meth:`EventBroadcaster.new_recorder` gives
 blocks: it names the Event ``<regarding name>.<nanoseconds in hex>`` in the regarding object's namespace
 (``default`` for a cluster-scoped one), with ``eventTime`` now and ``reportingInstance``
 ``<controller>-<hostname>``; a type other than Normal or Warning is refused (logged, not sent).
-
-Repeats make a series, by the broadcaster's rules: an Event is the same as one cached when type,
-action, reason, reporting controller and instance, regarding (resourceVersion included) and related
-agree, whatever the note. Its second occurrence patches ``series`` (count 2, ``lastObservedTime``) onto
-the first Event; later ones only count in the cache. Every 6 minutes a series last observed more than 6
-minutes ago is written with its final count and forgotten, and a single Event 6 minutes old is
-forgotten (its next occurrence is a new Event); every 30 minutes every series still going is written.
-A series patch of an Event gone (404) creates it again. An Event the server refuses is dropped; one that
-cannot reach it is tried again 10 s later (jittered), 12 times at most.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

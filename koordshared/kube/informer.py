@@ -1,23 +1,9 @@
 """The shared list+watch cache (client-go's reflector + indexer + event handlers) on the official client.
 
-One :class:`Informer` per resource (and selector): a paged list (``limit``/``continue``) fills the cache,
-then a watch from the list's ``resourceVersion`` keeps it current. Bookmarks advance the
-resourceVersion; a watch that ends (server timeout) or breaks (connection error, 5xx) is resumed from
-the last resourceVersion after a backoff, so an outage costs no re-list unless the server answers
-410 Gone, which triggers one. A re-list diffs against the cache, so handlers see adds, updates and
-deletes exactly as if they had watched the gap. :meth:`Informer.healthy` (and ``on_health`` on each
-change) says whether the cache follows the server: False from an error until a list or a watch is
-answered again. Handlers run on the informer's thread, one at a time, and must be quick (enqueue a
-key); objects are shared, read-only dicts. :meth:`Informer.resync` replays every object as an update,
-as client-go's resync does (the process runs it on a period). Listed objects are given the kind and
-apiVersion kube-apiserver leaves out of a list's items (:func:`~koordshared.kube.client.listed_items`), so
-every cached object names its kind.
-
-Field and label selectors pass through to the list and the watch, so the same class serves "all nodes"
-for the manager and "the pods of my node" / "my NodeSLO" for the agent. A ``transform`` (client-go's
-``SetTransform``) trims each object before it is cached, so a 100 000-pod cache keeps only what its
-readers need (:func:`without_managed_fields` is the common one).
-"""
+One :class:`Informer` per resource and selector: a paged list fills the cache, a watch keeps it current and
+resumes from the last resourceVersion after a break (a 410 Gone re-lists, diffed against the cache so
+handlers see the gap as events). Handlers run on the informer's thread, one at a time; cached objects are
+shared, read-only dicts, trimmed by a ``transform`` before caching. Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, safe against a lost API server.
 
-The protocol is client-go's (``holderIdentity``, ``leaseDurationSeconds``, ``acquireTime``, ``renewTime``
-as MicroTime with six fractional digits, ``leaseTransitions``; optimistic concurrency on the
-resourceVersion), but the safety rule is enforced differently. client-go's Python port runs the renew
-loop in a thread that dies on a connection error without calling its stopped-leading callback, so an old
-leader goes on acting while another takes over. Here leadership is a deadline on the monotonic clock:
-:meth:`LeaderElector.is_leader` is true only until ``renew_deadline`` after the *start* of the last
-successful renewal, whatever the renewing thread is doing (blocked on a dead socket included). A
-candidate takes a lease over no earlier than ``lease_duration`` after it *observed* the last renewal,
-which happened after that start, so the old leader has stopped ``lease_duration - renew_deadline``
-before anyone else can begin; writers keep their request timeouts below that margin.
-"""
+client-go's protocol (holder, duration, MicroTime renew and acquire times, transitions, optimistic
+concurrency), with leadership as a deadline on the monotonic clock: :meth:`LeaderElector.is_leader` is
+true only until ``renew_deadline`` after the start of the last successful renewal, whatever the renewing
+thread is doing, and a candidate takes a lease over only ``lease_duration`` after it observed the last
+renewal, so two processes never both act as leader. Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 

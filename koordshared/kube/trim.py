@@ -8,12 +8,7 @@ ephemeral containers, and status fields other than phase, conditions, qosClass, 
 startTime.
 :func:`slim_node` drops ``managedFields`` and ``status.images``. Every result has its keys and short
 strings interned (:func:`compact`), but for UIDs and resourceVersions, which no two objects share.
-
-Pods stamped from one template carry equal containers, tolerations, affinity, labels, annotations and
-owner references: :func:`slim_pod` keeps one object for each distinct such value (:func:`share`), so
-100 000 pods of a few hundred workloads hold a few hundred copies, not 100 000. Cached objects are
-read-only, which is what makes sharing them safe. Nodes of one pool share their capacity, allocatable
-and node software the same way.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """Where a process spends its CPU, on request: the Python counterpart of Go's ``/debug/pprof/profile``.
 
-koordlet serves Go's pprof on ``--pprof-addr`` when started with ``--enable-pprof``; an operator asks
-``/debug/pprof/profile?seconds=30`` and reads where the agent's CPU went. Python has no built-in sampling
-profiler, and a wall-clock sampler would charge a thread's stack for the time it sleeps in a timer
-(most of an agent's threads, most of the time). This one weighs each sample by CPU: every ``interval`` it
-reads each thread's own CPU clock (``pthread_getcpuclockid``, nanoseconds, no syscall per frame) and
-charges the time the thread ran since the last sample to the stack it is on now. Sleeping threads cost
-nothing and show nothing; a thread that ran half a tick is charged half a tick. Error: a tick's CPU goes to
-the stack seen at its end, so functions shorter than a tick are seen in proportion to how often they run,
-as in any sampling profiler. It costs CPU only while a profile is taken (one walk of every thread's stack
-per tick: ~0.1 ms for 30 threads) and nothing otherwise.
-
-Output: collapsed stacks (``thread;module.function;module.function <microseconds>``, one line per
-distinct stack, outermost frame first, heaviest first), the input of ``flamegraph.pl`` and speedscope; with
-``format=top`` a table of the functions by their own and total CPU instead. ``/debug/pprof/threads``
-lists every thread's current stack (Go's ``goroutine?debug=2``). Not Go's protobuf format: ``go tool
-pprof`` cannot read it.
-"""
+Each sample is weighted by CPU, not wall time: every ``interval`` it reads each thread's own CPU clock and
+charges the time the thread ran since the last sample to the stack it is on now, so sleeping threads cost
+nothing and show nothing. Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 

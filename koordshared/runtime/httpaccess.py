@@ -7,9 +7,7 @@ attributes ``{path, verb}`` (may they ``get /metrics``?), so access is granted w
 403, an API server that cannot answer a 503 (never a silent allow). Answers are cached with kubelet's
 defaults (authentication 2 min, allowed 5 min, denied 30 s), keyed by the token's SHA-256, never the token
 itself, and the caches are bounded so a flood of made-up tokens cannot grow them.
-
-The reviews themselves are made by a :class:`Reviewer` (the cluster side's
-:mod:`koordshared.kube.delegation` with the process's API client); this module knows no client.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -306,7 +306,7 @@ class ConnectionLoop:
     def _next_wait(self, now: float) -> float:
         """Seconds until the nearest connection deadline (at most :data:`MAX_WAIT`): everything else
         (a new connection, a request, a worker's hand-back, shutdown) wakes the selector itself, and a
-        fixed half-second poll was two of an idle agent's twenty wake-ups a second (issue 27)."""
+        fixed half-second poll was two of an idle agent's twenty wake-ups a second."""
         with self._lock:
             busy = set(self._busy)  # a worker's connection has no deadline until it comes back
         deadlines = [c.deadline for fd, c in self._conns.items() if fd not in busy]

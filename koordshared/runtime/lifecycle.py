@@ -67,8 +67,7 @@ def until_all(
     that overruns skips the missed slots instead of bursting. A raising ``fn`` is logged and counted, never
     fatal, and the next one still runs. Lateness (start minus planned start) is reported to ``on_tick``
     because the agent is slowest exactly when LS load saturates the node. Ticks of one period share the
-    thread (issue 27: each timed wake-up of a Python thread costs ~0.1 ms of CPU on a VM, and five 1 s
-    collectors on five grids were five of the idle agent's wake-ups a second).
+    thread: each timed wake-up of a Python thread costs CPU even when idle.
     """
     period = max(period, 0.001)
     planned = clock()

@@ -5,13 +5,7 @@ Pure functions of samples and the current quota, so the arithmetic is tested wit
 fed with LS's *observed* usage can settle where contended LS never shows more demand (BE bursts on LS's CPU
 inside each period). While BE is using its whole quota and some LS pod is running, the probe lowers the quota
 for ``hold`` seconds. If LS wanted more it takes the room, the next budgets see the higher LS usage and BE
-stays lower; if not, the normal +10 %/tick growth gives BE its quota back.
-
-What probing may cost BE is bounded (issue 18): the squeeze is one growth step (10 % of capacity) but at
-most ``max_squeeze`` of BE's *own* quota, and probes are spaced so that squeeze x hold / spacing stays
-within ``cost_fraction`` (3 %) of BE's quota-time, never closer than ``min_interval``. A node-sized step
-alone held a BE tier smaller than one step at the 2000 us floor for 3 s of every 10 s (~30 % of its CPU),
-also right after a restart; the first probe now waits one full spacing after BE is first seen bound.
+stays lower; if not, the normal +10 %/tick growth gives BE its quota back. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -119,8 +113,8 @@ def explain(
 
 
 def write_reason(decision: Decision, budget: float, fast: bool) -> str:
-    """The audit log's reason for a BE write; the fast path's writes say so (``bench/reaction.py`` tells
-    a spike the fast path caught from one the periodic tick did)."""
+    """The audit log's reason for a BE write; the fast path's writes say so (a spike the fast path caught
+    is told from one the periodic tick did)."""
     reason = f"BE budget {budget:.0f}m, non-BE {decision.non_be_milli:.0f}m"
     return f"{reason}; fast sample" if fast else reason
 
@@ -198,7 +192,7 @@ def fast_non_be(ctx: api.PluginContext) -> float | None:
 
 
 def fast_path_matters(usage: Usage, threshold_percent: int) -> bool:
-    """Whether fast samples can change anything now (issue 27: they were most of an idle agent's cost).
+    """Whether fast samples can change anything now (they were most of an idle agent's cost).
     The fast path only shrinks BE, so BE must be using CPU (at least :data:`ARM_BE_FRACTION` of the node),
     and the node must be within reach of the threshold (a rise of :data:`ARM_REACH_FRACTION` of the node
     would cross it). The periodic tick re-decides every second, so a node that heads there arms the
@@ -237,7 +231,7 @@ class DemandProbe:
     hold: float = 3.0
     min_interval: float = 10.0
     cost_fraction: float = 0.03
-    """BE quota-time a probe may take on average (issue 18 allows 5 %; the rest is margin for a hold that
+    """BE quota-time a probe may take on average (the budget is 5 %; the rest is margin for a hold that
     ends a reconcile tick late)."""
     max_squeeze: float = 0.5
     """A probe takes at most this share of BE's own quota."""

@@ -5,13 +5,7 @@ Pools: the usable CPUs are the online ones minus the node's reserved CPUs (``Nod
 from the ``node.koordinator.sh/reservation`` annotation), minus the system QoS CPUs when they are
 exclusive (``node.koordinator.sh/system-qos-resource``, exclusive unless it says otherwise) and minus CPUs
 bound to pods labelled LSE; CPUs bound to pods labelled LSR form the ``lsr`` pool and the rest the ``ls``
-pool (binding from ``scheduling.koordinator.sh/resource-status``).
-
-The pick is Koordinator's ``calculateBESuppressCPUSetPolicy``: CPUs are bucketed by (NUMA node, socket),
-each bucket ordered by (core, cpu), buckets largest first; a first round-robin takes one hyper-thread
-sibling pair per bucket visit (the first free adjacent pair, wherever it sits in the bucket) while two or
-more CPUs are needed, a second takes single CPUs, each round ending when a whole turn picked nothing. So
-BE shares physical cores with itself rather than with LS, even next to a hole an LSE pod left.
+pool (binding from ``scheduling.koordinator.sh/resource-status``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,36 +1,9 @@
 """Telling a real rise of non-BE CPU from sampling noise in the ~40 ms fast samples (BECPUSuppress).
 
-Layer: ``qosplugins`` (plugin-private). A 50 ms window is shorter than the 100 ms CFS period and than
-many a process's bursts, so a steady load reads with a spread: one LS core beside a quota-bound BE tier
-reads 0.97 core per window with a standard deviation of 0.06 and peaks 0.16 above the mean on an idle
-2-CPU machine (10 ms confirm windows: 0.22 and 0.73; ``bench/fastnoise.py``), and more on a busy machine
-(every other process's 10 ms burst is +0.2 core in one window). A fixed 1 %-of-capacity trigger fired on
-that noise several times a second (206 of 594 steady windows in the bench; the band: 1): each time BE was
-shrunk to a noise peak and grown back by the periodic tick, and each quota write refills the tier's
-runtime in the kernel, so BE used more than its mean quota (the real-kernel e2e test caught BE at 0.29
-core against a 0.24 mean).
-
-:class:`RiseDetector` learns the spread from the samples themselves, in 0.5 s blocks: a block's spread is
-its highest sample minus its median, and the band is the median spread of the last five blocks. A sample
-fires when it exceeds the decision's non-BE estimate by ``multiple`` bands (and by the 1 % floor).
-The median over blocks is what makes the band robust to the level shifts it must detect: a load that
-starts or stops inside a block (or a spike first seen in part, then in full, and not fired on) makes
-that one block's spread large and leaves the median alone; a band taken over a plain 2 s window was
-poisoned by the fall of the last spike, or by a partial first window, and then missed the next spike
-(one trial in fifteen fell back to the 1 s tick). Samples that fired are a new level, not noise, and
-are left out. Until a first block is complete nothing fires.
-
-A rise that holds. The band is learnt on the node as it is: on a busy node (another process's bursts,
-a test run beside the bench) it grew to 0.4-0.45 core on 2 CPUs, 2.5 bands exceeded a whole LS core,
-and a core's spike fired only when the periodic tick moved the decision (670 ms; ``bench/reaction.py``,
-2 trials of 50). Noise peaks are short, so a smaller rise that every sample shows for a while is not
-noise: :meth:`held` reports a run of :data:`HELD_SAMPLES` consecutive samples (each within
-:data:`SUSTAINED_GAP` of the last) at least ``held_multiple`` bands above the same decision and spanning
-``held_span`` seconds, once, as its lowest sample (what the whole run had at least).
-
-:meth:`level` is the median of the last ``level_span`` seconds: a rise that has lasted that long, which
-the periodic decision takes when it is above the 1 s average (one noisy window no longer steers it).
-"""
+A 50 ms window reads a steady load with a spread, and a fixed trigger fired on that noise several times a
+second. :class:`RiseDetector` learns the spread (the band) from the samples themselves, in 0.5 s blocks
+(the median block's spread), fires on a rise of several bands, and reports a smaller rise that holds over
+an interval (:meth:`RiseDetector.held`). Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 

@@ -5,45 +5,10 @@ Budget (millicores), every ``cpu-suppress-interval-seconds`` (1 s)::
     system  = max(node - Σ all pods - Σ host apps, 0, node reservation)
     non_be  = Σ non-BE pods + Σ non-BE host apps + system
     be      = capacity * cpuSuppressThresholdPercent/100 - non_be
-              (at least capacity * cpuSuppressMinPercent/100 when that is set)
 
-Policy ``cpuset`` (the default) confines the BE tier, its pods and containers to ``ceil(be/1000)`` CPUs
-(≥ 2), picked over NUMA/socket buckets in HT sibling pairs; the executor orders the levels (shrink
-children first, grow parents first). Policy ``cfsQuota`` writes ``cpu.cfs_quota_us`` of the BE tier:
-``max(be * 100, 2000)`` us, capped at capacity, skipped inside a 1 % band, growing ≤ 10 % of capacity per
-tick. Each policy recovers the other's setting; with the NodeSLO switch off both are restored once.
-
-Fast reaction. The metrics advisor samples node CPU and the BE tier's usage every ~40 ms into
-``node_cpu_usage_fast``/``be_cpu_usage_fast`` and publishes ``EVENT_NODE_SAMPLE``. The handler estimates
-non-BE usage as ``node - BE tier`` (fresh) but never below the last periodic sum of non-BE pods and host
-apps plus the reservation (slower but per pod). When that estimate stands above the last decision's by
-more than the sampling noise (``_fastrise``: 2.5 times the spread the samples showed, learnt in 0.5 s
-blocks; at least 1 % of capacity), or by 1.5 times it in every sample for an interval (a busy node's
-wide band), it re-decides at once and writes only if the result *shrinks* BE;
-growth stays with the periodic tick and its +10 % step. Under ``cpuset`` the rise must show in two
-samples in a row (a CPU taken on a one-window burst came back a tick later: the cpuset flapped, issue
-27). Both paths run under one lock; the handler never waits for it (a running reconcile already reads
-the newest samples), so the publisher's thread is not held up. The periodic path also takes the fast
-estimate's median over the last 0.25 s when that is above the per-pod figure (a rise already acted on is
-not undone by the 1 s average).
-
-LS demand. A controller fed by LS's *observed* usage has a fixed point under ``cfsQuota`` where
-contended LS never shows more demand. What we do: ``cpuset`` stays the default (BE never shares a CPU
-with LS there); the fast path feeds LS rises within ~60 ms; shrink is immediate and growth slow; and
-under ``cfsQuota`` a demand probe (``_budget.DemandProbe``) now and then lowers a quota-bound BE tier for
-3 s, so LS demand hidden by contention shows up as usage and the budget follows it. The squeeze is
-relative to BE's own quota and spaced so probing takes at most 3 % of BE's CPU (a node-sized step used to
-pin a small BE tier at the floor 30 % of the time). ``koordlet.api`` offers no per-pod PSI series, which
-would detect the stall directly.
-
-Kubelet CPU manager ``static`` (``NodeInfo.kubelet_cpu_manager_policy``): the kubelet writes container
-cpusets itself and refuses a pod cgroup narrower than what it writes, so (as Koordinator) the tier and
-pod levels keep every usable CPU and only BE containers are confined. Gate ``BECPUManager``: BE cpusets
-belong to the runtime hook, so the strategy only recovers (quota unlimited, tier and pods and the
-containers of pods the scheduler did not place back to every usable CPU) and suppresses nothing.
-
-Safety: only the BE tier and what lies below it is written, never while a non-BE pod sits in that tier
-(it would be confined too); quotas stay in [2000, capacity] or -1; cpusets keep ≥ 2 online CPUs.
+Policy ``cpuset`` (the default) confines the BE tier to ``ceil(be/1000)`` CPUs, ``cfsQuota`` writes the
+tier's quota; the fast path (~40 ms samples) shrinks BE at once on a real rise, growth waits for the
+periodic tick. Only the BE tier and what lies below it is written. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -221,7 +186,7 @@ class BECPUSuppress(api.QOSPluginBase):
             non_be = max(raw, decision.non_be_floor_milli)
             if decision.policy == POLICY_CPUSET:
                 # A cpuset step is a whole CPU and comes back one CPU a tick: a rise must hold for two
-                # samples (issue 27: one-window bursts of other work pinned BE at 2-3 CPUs of 4).
+                # samples (one-window bursts of other work pinned BE at 2-3 CPUs of 4).
                 sustained = self._rise.sustained(now, non_be, rose)
                 rose, non_be = sustained is not None, non_be if sustained is None else sustained
             if not rose and (held := self._rise.held()) is not None:  # a smaller rise that holds

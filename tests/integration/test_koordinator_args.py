@@ -1,4 +1,4 @@
-"""Koordinator's koordlet DaemonSet arguments start the real agent (issue 16 acceptance): the chart's exact
+"""Koordinator's koordlet DaemonSet arguments start the real agent: the chart's exact
 list (v1.8.0 ``templates/koordlet.yaml``, with the metrics port and the host cgroup mount of this machine)
 plus our path flags, no subcommand; one warning per flag or gate without an implementation."""
 

@@ -204,10 +204,13 @@ def test_koord_manager_leader_handover(cluster: Cluster) -> None:
 
 
 def _hollow_pod(name: str, node: str) -> dict[str, Any]:
-    # Plain requests: a node without an agent has no batch resources (koord-manager degrades them).
+    # A plain pod for koord-scheduler: a node without an agent has no batch resources, and LoadAware
+    # estimates a batch pod without batch requests at its defaults (250m), as Koordinator's estimator does,
+    # which a batch of them on one node takes over its threshold.
     pod = be_pod(name, IDLE)
+    pod["metadata"]["labels"] = {"app": name, "koordlet.test/hollow-pod": "true"}
+    del pod["spec"]["priorityClassName"]
     pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m", "memory": "16Mi"}}
-    pod["metadata"]["labels"]["koordlet.test/hollow-pod"] = "true"
     pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
     pod["spec"]["tolerations"] = [{"key": TAINT, "operator": "Exists"}]
     return pod
@@ -233,6 +236,7 @@ def test_node_deleted_while_pods_bind(cluster: Cluster) -> None:
         def settled() -> bool:
             # The hollow node's agent: its report kept fresh (koord-manager may have made its NodeMetric
             # anew for the returned node, with no status yet).
+            hollow.heartbeat()
             hollow.report()
             return not pending()
 

@@ -7,10 +7,7 @@ bound to a node (a pending pod is the one kube-scheduler asks about, never cache
 assumes the pod on its node before the binding POST and forgets it when the POST fails, so the next
 ``/filter`` counts it at once. Each verb brings the snapshot up to date under :meth:`ExtenderHandle.cycle`
 and reads only the snapshot while it runs: batch plugins see NodeSets with snapshot rows, as in
-koord-scheduler.
-
-Cached objects are trimmed by :mod:`koordshared.kube.trim`; terminated pods are not cached at all (field
-selector), so a pod that ends leaves the caches as a delete.
+koord-scheduler. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

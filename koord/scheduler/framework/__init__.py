@@ -1,17 +1,6 @@
 """The scheduling framework: the contract scheduler plugin authors import (kube-scheduler's
 ``framework`` package with Koordinator's extensions), hosted by koord-scheduler and by the extender
-front end.
-
-A plugin is a class with a ``name`` and any of the extension-point methods of :mod:`.interface`
-(``less``, ``pre_enqueue``, ``pre_filter``, ``filter``, ``post_filter``, ``pre_score``, ``score``,
-``normalize_score``, ``reserve``/``unreserve``, ``permit``, ``pre_bind``, ``bind``, ``post_bind``; batch
-forms ``filter_nodes``/``score_nodes`` over a :class:`NodeSet`), built by a factory ``(args, handle)``
-(the built-ins plus the entry points of :data:`ENTRY_POINT_GROUP`). The profile
-(:mod:`.profile`) enables plugins per extension point with weights and args; the :class:`Framework`
-(:mod:`.runtime`) runs them; :mod:`.snapshot` is what one cycle sees, with node state in
-arrays; :mod:`.events` the cluster events and queueing hints a plugin registers; :mod:`.extension`
-Koordinator's FrameworkExtender, with the reservation hooks over :class:`ReservationInfo`
-(:mod:`.reservation`). Nothing here talks to the API server.
+front end. Details: ``docs/modules.md``.
 """
 
 from koord.scheduler.framework.events import (

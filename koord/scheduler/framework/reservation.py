@@ -8,10 +8,7 @@ Resources are in scheduler units (millicores for cpu, ``Value()`` for the rest),
 requests before); ``allocated`` what its owners placed in it use, counted only over ``resource_names``
 (for a Restricted reservation, the resources it restricts); ``available`` is allocatable less allocated
 less ``reserved`` (what the reservation keeps from its own owners), never below 0.
-
-:data:`ASSUMED_RESERVATION` is the cycle-state key under which the Reservation plugin leaves the
-reservation a reserve pod's cycle places (with ``status.nodeName`` set); the framework hands it to the
-ReservationPreBindPlugins when it binds a reserve pod.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

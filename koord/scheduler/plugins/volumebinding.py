@@ -1,16 +1,5 @@
 """VolumeBinding (PreFilter, Filter; kube-scheduler's ``volumebinding``, limited) and the clear refusal of
-what koord-scheduler does not schedule.
-
-A pod's claims (``persistentVolumeClaim`` volumes, and the claims of generic ephemeral volumes, named
-``<pod>-<volume>``) are looked up in the caches of PersistentVolumeClaims, PersistentVolumes and
-StorageClasses. A missing, lost or terminating claim, an ephemeral claim the pod does not own, a claim not
-yet bound though its binding is Immediate ("pod has unbound immediate PersistentVolumeClaims": the
-PersistentVolume controller binds it and the pod is retried) and a claim waiting for its first consumer
-(koord-scheduler neither binds nor provisions volumes) make the pod unschedulable on every node, as does
-dynamic resource allocation (``spec.resourceClaims``), which koord-scheduler does not support. A bound
-claim's PersistentVolume keeps the pod off nodes its node affinity excludes ("node(s) didn't match
-PersistentVolume's node affinity"); local volumes pinned to hosts by ``kubernetes.io/hostname`` narrow
-the search to those nodes in PreFilter.
+what koord-scheduler does not schedule. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

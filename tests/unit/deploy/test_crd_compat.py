@@ -1,4 +1,4 @@
-"""Our NodeSLO and NodeMetric CRDs against Koordinator's (issue 16 point 13).
+"""Our NodeSLO and NodeMetric CRDs against Koordinator's.
 
 Koordinator's constraints come from the table in ``tests/koord_slo_facts.py`` (v1.8.0 and main). Every
 object generated at that table's edges must pass our CRDs, the table must reach every field of ours, the

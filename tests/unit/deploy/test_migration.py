@@ -1,4 +1,4 @@
-"""Replacing Koordinator's koordlet (deploy/README.md, issue 16 point 14), on the test API server with RBAC
+"""Replacing Koordinator's koordlet (deploy/README.md), on the test API server with RBAC
 enforced: a cluster installed by Koordinator's chart (its koordlet ServiceAccount, ClusterRole
 ``koordlet-role`` with wildcards and ClusterRoleBinding ``koordlet-rolebinding``), then the documented
 ``kubectl apply`` of our RBAC: the agent's ServiceAccount keeps every call the agent makes and loses the

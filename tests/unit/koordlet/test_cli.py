@@ -148,7 +148,7 @@ CHART_ARGS = [
 
 
 def test_koordinator_chart_args_start_the_agent_with_one_warning_each(captured: list[Configuration]) -> None:
-    """Issue 16 point 10/11: the chart's argument list (no subcommand) starts the agent; the flag without
+    """The chart's argument list (no subcommand) starts the agent; the flag without
     an implementation is named once, ``--logtostderr=true`` (what we do anyway) not at all, and each
     gate that is on without an implementation gets one line."""
     import qosplugins
@@ -203,7 +203,7 @@ def test_plugins_list_shows_gates_without_implementation() -> None:
 
 
 def test_gates_the_built_in_evictors_serve_are_listed_as_theirs() -> None:
-    """Issue 27: CPUEvict/CPUAllocatableEvict (MemoryEvict/MemoryAllocatableEvict) are implemented by the
+    """CPUEvict/CPUAllocatableEvict (MemoryEvict/MemoryAllocatableEvict) are implemented by the
     CPU (memory) evictor plugin, no longer "not implemented"."""
     import qosplugins
 

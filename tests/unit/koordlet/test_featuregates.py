@@ -74,7 +74,7 @@ def test_defaults_follow_koordlets_table() -> None:
 
 
 def test_every_koordinator_gate_is_known_with_its_default_and_stage() -> None:
-    """Issue 16 point 11: Koordinator's gates, each once, from the plugins or the table; NetQOS is gone
+    """Koordinator's gates, each once, from the plugins or the table; NetQOS is gone
     (network QoS is Koordinator's TCNetworkQoS)."""
     gates = koordlet_gates(BUILTIN)
     assert set(KOORDINATOR_GATES) <= set(gates.known())

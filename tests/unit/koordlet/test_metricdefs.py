@@ -1,4 +1,4 @@
-"""koordlet's metric table against Koordinator's ``pkg/koordlet/metrics`` (issue 16 point 12), and the
+"""koordlet's metric table against Koordinator's ``pkg/koordlet/metrics``, and the
 series the agent's components expose under those names."""
 
 from __future__ import annotations

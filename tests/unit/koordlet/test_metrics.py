@@ -1,5 +1,5 @@
 """``process_*`` of the agent: what prometheus_client's ProcessCollector says, with the open-descriptor
-count (a listing of /proc/self/fd, 6500 entries at 1000 pods) recounted at most every 30 s (issue 27)."""
+count (a listing of /proc/self/fd, 6500 entries at 1000 pods) recounted at most every 30 s."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's compatibility table names every koordlet gate, metric and flag (issue 16 acceptance): a
+"""The README's compatibility table names every koordlet gate, metric and flag: a
 gate, metric or flag added to the agent's tables without a line in the README fails here."""
 
 from __future__ import annotations

@@ -7,9 +7,7 @@ Kubernetes QoS (BestEffort < Burstable < Guaranteed), koord QoS (BE < LS < LSR <
 at the resources over their threshold only: with ``excess = usage - threshold`` and
 ``ratio = pod usage / excess``, a resource scores ``ratio`` below 1 and ``1/ratio + 1`` from 1 up, so the
 pod that just covers the excess scores highest (2); the weighted mean over those resources is the score.
-
-Source nodes, hottest first: ``min(used, capacity) * 1000 // capacity`` per resource, the weighted mean
-(integer division, as Koordinator's ``ResourceUsageScorer``).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

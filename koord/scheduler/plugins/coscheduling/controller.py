@@ -1,22 +1,7 @@
 """The PodGroup status controller (Koordinator's ``coscheduling/controller/podgroup.go``), run by
 koord-scheduler while it leads: one status transition per look, merge-PATCHed, so a PodGroup walks
 Pending -> PreScheduling -> Scheduling -> Scheduled -> Running, and ends Finished or Failed.
-
-- no phase -> Pending;
-- Pending -> PreScheduling once ``minMember`` (> 0) pods exist; ``occupiedBy`` names their owners
-  (``namespace/ownerName``, sorted, comma-separated);
-- then the counters: ``running``/``succeeded``/``failed`` from the pods' phases, ``scheduled`` the pods
-  bound; Scheduling while fewer than ``minMember`` are bound, else Scheduled (``scheduleStartTime`` set
-  at the first of these looks: Koordinator sets it only in Scheduling, so a gang bound before the
-  controller looked had none); Running once ``succeeded + running >= minMember``; Failed when some failed and
-  ``failed + running + succeeded >= minMember``; Finished once ``succeeded >= minMember``; back to Pending
-  when no pod is left. Finished and Failed PodGroups are left alone, as are those scheduled long ago
-  (``scheduleStartTime`` more than 48 h after creation) with nothing running.
-
-One deliberate difference: the pods are read from a cache of the pods labelled with the PodGroup (every
-phase), not from the scheduler's cache of non-terminated pods. Koordinator's controller reads the latter,
-so its members vanish as they finish and a finished PodGroup drops back to Pending; here Finished and
-Failed are reached, and ``scheduled`` does not shrink as members complete.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,5 @@
 """The allocation of a pod's devices on one node (Koordinator's ``AutopilotAllocator``,
-``device_allocator.go``, ``devicehandler_*.go``).
-
-For each device type the pod asks for, a handler works out how many devices and what of each: GPUs from the
-GPU requirements; RDMA and FPGA one device for up to 100, ``n`` devices for ``n * 100``, every device
-(matching the selector) with the ``ApplyForAll`` strategy, the request as a device count with
-``RequestsAsCount`` (each device taken whole with the ``DeviceLevel`` exclusive policy). The node's devices
-are then narrowed to those the hint's selector and the NUMA affinity allow, with what preemption or the pod's
-reservations would give back counted as free. Types listed for joint allocation are allocated first, the
-secondary ones preferring the PCIe switches of the primary devices (and required to share them with the
-``SamePCIe`` scope); then each remaining type: GPUs by :mod:`.gpuallocator`, others by
-:func:`allocate_default`, which takes the best-scored devices that fit (preferred minors first, then the
-preferred PCIe switches in turn, then by score, then by minor).
+``device_allocator.go``, ``devicehandler_*.go``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -7,12 +7,7 @@ A deleted Device leaves its node's devices in place but unhealthy (nothing alloc
 as in Koordinator: the node agent recreates it, and until then the GPUs must not be handed out twice. A
 node's entry goes when its Node object is deleted (Koordinator sweeps entries of missing nodes every 3 s).
 A pod's allocation is released from what was counted for it, so a pod whose annotation was removed or
-rewritten still gives back exactly what it held.
-
-An available Reservation counts as its reserve pod does (the devices PreBindReservation wrote on it), so a
-restarted scheduler keeps a reservation's GPUs for its owners; a reservation that is over (succeeded,
-failed, expired, deleted) gives them back (Koordinator feeds its Reservation informer, as reserve pods, to
-the same handlers).
+rewritten still gives back exactly what it held. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

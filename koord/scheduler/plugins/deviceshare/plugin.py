@@ -1,21 +1,5 @@
 """DeviceShare: scheduling pods onto nodes' GPUs, RDMA NICs and FPGAs, described by the nodes' ``Device``
-objects (Koordinator's ``pkg/scheduler/plugins/deviceshare``, v1.8 semantics).
-
-- **PreFilter** reads what the pod asks for (:mod:`.requests`, :mod:`.state`); a pod asking for no device
-  skips the plugin, one whose requests or annotations cannot be honoured anywhere is unresolvable.
-- **Filter**: a trial allocation on the node (:mod:`.allocator`), counting as free what the pod's matched
-  reservations hold and what preemption would free; a node without a Device object passes (its extended
-  resources are NodeResourcesFit's to check), as in Koordinator. A pod asking for a share of a GPU is kept
-  off nodes whose GPU model cannot be shared (args) or whose isolation provider differs from the one it
-  names.
-- **Score**: the node's devices scored for the pod (:mod:`.scoring`), normalised so the best node has 100.
-- **Reserve** allocates on the chosen node and counts it in the device cache; **Unreserve** releases it.
-- **PreBind** adds the devices' ids and writes ``scheduling.koordinator.sh/device-allocated`` through the
-  one merged PATCH (``handle.patch_pod``; DefaultPreBind sends it).
-- Preemption's what-ifs count the devices of removed pods as free (PreFilter extensions).
-
-A pod that already carries an allocation keeps exactly those devices when its scheduling hint names
-DeviceShare in ``extensions`` (a batch engine's decision); otherwise the annotation is recomputed.
+objects (Koordinator's ``pkg/scheduler/plugins/deviceshare``, v1.8 semantics). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

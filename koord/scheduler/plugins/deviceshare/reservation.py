@@ -1,15 +1,6 @@
 """DeviceShare and reservations (Koordinator's ``deviceshare/reservation.go``): what the reservations on a
 node hold of its devices, given back to a pod that may use them, and the allocation from a reservation.
-
-The Reservation plugin restores, per node, the reservations a pod matches and those it does not
-(``restore_reservation``): for each that holds devices, what it reserved (``allocatable``: what its reserve
-pod holds), what its owner pods already took of that (``allocated``) and what is left (``remained``). A
-matched reservation's devices count as free for the pod; an unmatched one's unused part stays taken
-(``merged_unmatched_used`` is added back as free, since the node's accounting already counts the reserve
-pod). Allocating from a reservation: with the Aligned policy the pod may take the reservation's devices and
-the node's free ones (preferring the reserved devices); with Restricted, the devices the reservation holds
-only up to what it has left. A pod labelled ``reservation-ignored`` takes the node's free devices and every
-reservation's unallocated part.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -8,10 +8,7 @@ scaled when they exceed the cluster (``enableMinQuotaScale: true``); parents not
 (``enableCheckParentQuota: false``); pods of the default quota never preempted
 (``disableDefaultQuotaPreemption: true``); the built-in quotas live in ``quotaGroupNamespace``
 ``koordinator-system``, the default and system quotas capped at ``MaxInt64/5`` cpu and memory.
-
-Stricter than Koordinator: a zero ``revokePodInterval`` or ``quotaSnapshotUpdateInterval`` (a busy loop)
-is refused, as is a ``hookPlugins`` entry (Koordinator's quota hook plugins are compiled into its binary;
-none are built in here), and a max that is not a quantity.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -3,17 +3,7 @@ quota's pods ask for and use, the cluster's total, and the runtime figures compu
 
 Fed by informer events (quotas, pods, nodes) and by the plugin's Reserve/Unreserve; read by PreFilter,
 preemption, the status writer and the over-use revoke. All of it under one lock: events arrive on the
-informers' threads while the scheduling cycle reads.
-
-What counts (as in Koordinator): every pod the scheduler's pod cache holds (any scheduler's, terminating
-ones too) adds its requests to its quota's request; a pod bound to a node, or reserved by this scheduler,
-adds them to its quota's used, until it is deleted or unreserved. A quota reads its pods' requests masked
-to the resources of its max; a parent's used adds its children's. The root's children share the cluster's
-allocatable minus what the system and default quotas use; those two are outside the tree, limited by their
-max only.
-
-Pods follow their quota: when a quota appears, is deleted or changes the namespaces it claims, every pod is
-matched again (Koordinator moves pods out of the default quota once a second instead).
+informers' threads while the scheduling cycle reads. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

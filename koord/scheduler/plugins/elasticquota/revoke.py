@@ -6,11 +6,7 @@ Which pods (``getToRevokePodList``): the quota's placed pods from the least impo
 priority, then the later started), never a non-preemptible one, are taken off until used fits the
 runtime; then, from the most important of those down, each one that fits again is kept. The rest are
 evicted (``policy/v1`` Eviction, so PodDisruptionBudgets apply). The root, system and default quotas are
-never revoked.
-
-One difference: Koordinator subtracts a pod's requests and then keeps only the resources that pod asks for
-(``Mask(Subtract(used, req), ResourceNames(req))``), so a pod asking for cpu alone makes a memory overuse
-disappear from the count; here the other resources stay counted.
+never revoked. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

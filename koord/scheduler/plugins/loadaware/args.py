@@ -8,10 +8,7 @@ filter is on (cpu 65 %, memory 95 %) and a NodeMetric older than 180 s makes its
 (DaemonSet pods, including the agent, still pass). Koordinator's shipped profile turns the filter off
 (``usageThresholds: {cpu: 0, memory: 0}``) and keeps stale metrics usable
 (``filterExpiredNodeMetrics: false``, ``nodeMetricExpirationSeconds: 300``); set those to get it.
-
-One deliberate difference: resources are ``cpu`` and ``memory`` only, the two a NodeMetric reports.
-Koordinator accepts any name and then compares estimates against a usage of zero; here another name is
-a startup error that says so.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

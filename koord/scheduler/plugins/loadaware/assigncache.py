@@ -1,16 +1,6 @@
 """The pod assign cache (Koordinator's ``podAssignCache``): per node, the latest NodeMetric and the pods
 placed on the node, so the load a node will carry is its reported usage plus what the report cannot
-show yet.
-
-A pod counts with ``max(0, estimate - reported usage)`` (the *delta*) while its usage is not reported,
-while it was placed within one report interval before the NodeMetric's ``updateTime``, or while its
-forced-estimation deadline is after ``updateTime``. Prod pods are also summed separately (reported
-usage of pods that are prod by both the pod and the NodeMetric, plus their deltas) for
-``prodUsageThresholds``. Pods enter through the pod cache (bound pods) and through ``reserve`` (the
-extender's ``/bind``, before the API binding; a reserved pod deleted while still pending leaves with its
-load, which Koordinator's cache, keyed by the deleted pod's empty nodeName, would keep); a NodeMetric
-update rebuilds the node's sums. One lock guards it all: updates come from the cache threads, reads
-from the HTTP threads.
+show yet. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -6,11 +6,7 @@ validation (``ValidateNodeNUMAResourceArgs``), read strictly from the profile's 
 - ``scoringStrategy`` (default LeastAllocated over cpu and memory, weight 1 each): how nodes are scored.
 - ``numaScoringStrategy`` (same default): how NUMA nodes are scored when hints are made, and the default
   NUMA allocate strategy (``MostAllocated`` here makes it ``MostAllocated``, else ``LeastAllocated``).
-
-Types are LeastAllocated or MostAllocated (Koordinator's scorers); weights 1..100, as kube-scheduler's
-resource specs. Stricter than Koordinator: an empty ``resources`` list (which would score every node 0)
-is refused, and each strategy scores with its own resources (Koordinator weighs NUMA nodes with the
-node-level ``scoringStrategy`` resources).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -7,11 +7,7 @@ bound on it.
 - A bound pod with a ``resource-status`` holds its CPUs and NUMA resources until it is deleted, finishes,
   or becomes unbound; an update replaces its holding. A placement made in Reserve holds them from then on
   (the pod's own update, once bound, replaces it with the same).
-- A deleted node forgets its pods' holdings.
-
-One lock guards it all: the informer thread, the scheduling cycle and the binding threads all come here,
-and a placement is computed and recorded under the lock (:meth:`ResourceManager.locked`), so two cycles
-never give the same CPU twice.
+- A deleted node forgets its pods' holdings. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

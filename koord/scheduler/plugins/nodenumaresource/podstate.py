@@ -1,15 +1,6 @@
 """What NodeNUMAResource decides about a pod once per cycle, in PreFilter (Koordinator's ``plugin.go``
 ``PreFilter`` and ``util.go``), and the rules that then combine it with each node.
-
-Which pods get a cpuset (``AllowUseCPUSet``): QoS ``LSE`` or ``LSR`` (label ``koordinator.sh/qosClass``)
-with priority class ``koord-prod``. Their bind policy is the ``resource-spec``'s ``requiredCPUBindPolicy``
-if set, else its ``preferredCPUBindPolicy``, ``Default`` or nothing meaning the plugin's
-``defaultCPUBindPolicy``; with ``FullPCPUs`` or ``SpreadByPCPUs`` the CPU request must be whole CPUs
-(else the pod is unschedulable everywhere), and a pod requesting CPU binds. On a node labelled
-``node.koordinator.sh/cpu-bind-policy: FullPCPUsOnly`` (or whose static kubelet has ``full-pcpus-only``)
-or ``SpreadByPCPUs``, any pod with a whole-CPU request binds, with that policy required. The NUMA
-topology policy is the pod's ``numa-topology-spec`` if it names one (a node with another policy does not
-fit it), else the node's.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -5,13 +5,7 @@ For a resource ``r`` with weight ``w``: ``requested`` is what the node's pods re
 requests, ``allocatable`` the node's. ``MostAllocated``: ``min(requested, allocatable) * 100 //
 allocatable``; ``LeastAllocated``: ``(allocatable - requested) * 100 // allocatable``, 0 when
 ``requested`` exceeds it; both 0 when the node has none. Node score: ``sum(score * w) // sum(w)``; 100
-when the pod requests none of the named resources.
-
-As in Koordinator, cpu and memory count the node's pods with kube-scheduler's scoring defaults (100m,
-200 MB for a container that asks nothing) and the pod with the same defaults, per container (a regular init
-container counts with its defaults too: the pod counts the larger of its containers' sum and each such init
-container); ephemeral storage and scalar resources count requests as they are; only resources the pod
-requests (above zero) are looked at.
+when the pod requests none of the named resources. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -8,10 +8,7 @@ of the topology keys (unresolvable, "missing required label"), and one where
 ``pods in its domain + (1 if the pod matches the selector itself) - global minimum > maxSkew``; the
 global minimum is the smallest count of an existing domain, or 0 while there are fewer domains than
 ``minDomains``. Constraints are checked in order; the first one that fails names the reason.
-
-The minimum is taken over all the counts (kube-scheduler tracks the two smallest, which is exact for
-what its preemption asks; this is exact for any what-if). AddPod/RemovePod (preemption) move the
-counts of the node's domains.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -8,9 +8,7 @@ node deleted):
   ``reservation-allocated``; an allocate-once one is Succeeded once they change (its first owner);
 - an Expired or Succeeded one is deleted ``gcDurationSeconds`` after it ended (at once when its node is
   gone), unless garbage collection is disabled.
-
-One difference: Koordinator expires only reservations placed on a node, so a pending one outlives its TTL
-and holds room the moment it is placed; here a pending one expires too (it leaves the scheduling queue).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

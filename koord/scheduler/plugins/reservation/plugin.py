@@ -1,22 +1,6 @@
 """Reservation: room held on a node for the pods a Reservation names (Koordinator's
 ``pkg/scheduler/plugins/reservation``, v1.8 semantics); enable it at every point Koordinator's profile does
-(``score`` weight 5000, ``bind`` before DefaultBinder).
-
-A pending Reservation is scheduled as its reserve pod (:mod:`koordshared.apis.scheduling.reservation`) through
-the ordinary cycle; its **Bind** writes the Reservation's status (Available, ``nodeName``, ``allocatable``)
-instead of a binding, and from then on the reserve pod holds the room on its node. For an ordinary pod:
-
-- **BeforePreFilter** (:mod:`.transform`): the reservations it may use, per node, with their room given
-  back to it for this cycle;
-- **PreFilter**: with a reservation affinity, only the nodes where one matched; nothing to do without
-  reservations (the plugin's Filter and Score are skipped);
-- **Filter** (:mod:`.fit`): the pod must fit a matched reservation (its policy's way) or, without a
-  reservation affinity, the node's own free room;
-- **PostFilter** (:mod:`.messages`): says what became of the reservations it owns;
-- **PreScore/Score** (:mod:`.nominate`): one reservation nominated per node; nodes with one preferred;
-- **Reserve**: the pod counts in its nominated reservation at once (Unreserve undoes it);
-- **PreBind**: ``reservation-allocated`` on the pod; the controller (:mod:`.controller`) then updates the
-  Reservation's owners, allocation and phase.
+(``score`` weight 5000, ``bind`` before DefaultBinder). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

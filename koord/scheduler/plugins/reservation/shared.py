@@ -8,9 +8,7 @@ reservation cache, the controller, and the reserve pods fed to the scheduler (Ko
 - a reserve pod that could not be placed tells its reservation: a ``FailedScheduling`` Event and the
   Scheduled=False condition with the scheduler's message (a reservation that cannot be used as written,
   bad owners say, is queued too, so it is told why instead of waiting silently).
-
-Built once per handle (the first profile's args win), kept in a weak map so a process's handles (and tests'
-schedulers) each get their own.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

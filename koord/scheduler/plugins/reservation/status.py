@@ -3,14 +3,7 @@
 ``SetReservationSucceeded`` and the controller's owners sync). Each carries the object's
 ``resourceVersion``: a transition computed from a stale copy is refused (409), not applied over a newer
 one (Koordinator updates the status with ``UpdateStatus``, which has the same precondition).
-
-- placed on a node: Available, ``nodeName``, ``allocatable`` (what its reserve pod asked for), conditions
-  Scheduled=True (Scheduled) and Ready=True (Available);
-- not placeable: the Scheduled condition False, reason Unschedulable, with the scheduler's message (a
-  Scheduled=True condition is left as it is); the phase stays;
-- time over, or its node gone: Failed, Ready=False reason Expired;
-- owners: ``currentOwners`` and ``allocated`` (their requests, over the resources it holds); an
-  allocate-once reservation is then Succeeded (Ready=False, reason Succeeded).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ def test_history_costs_about_one_double_per_sample() -> None:
 
 
 def test_a_series_that_missed_a_tick_shares_again_once_the_miss_aged_out() -> None:
-    """Issue 27: one missed tick left a series private for good (twice the bytes a sample); over hours,
+    """One missed tick left a series private for good (twice the bytes a sample); over hours,
     most series of a 1000-pod node were. Once its samples are the timeline's newest ticks again (the
     miss older than its ring), ``expire`` puts it back."""
     clock = FakeClock()

@@ -185,7 +185,7 @@ def test_start_runs_collectors_on_threads_until_stop(fake_host: Any) -> None:
         adv.start(stop, sup)
         assert wait_for(adv.has_synced, stop, timeout=10.0)
         assert wait_for(lambda: len(events) >= 3, stop, timeout=5.0)
-        # one thread per interval: the 0.05 s collectors share one (issue 27), the fast sampler has its own
+        # one thread per interval: the 0.05 s collectors share one, the fast sampler has its own
         names = {t.name for t in sup.threads}
         shared = "NodeResource+PodResource+SystemResource+BEResource+HostApplication+PSI"
         assert f"metricsadvisor/{shared}" in names

@@ -246,7 +246,7 @@ def collected_and_rendered(ex: Exposition) -> bool:
 
 def test_rendering_ahead_only_while_scraped() -> None:
     """Unscraped, collections render nothing; the first scrape renders in place (and sees the latest
-    values), and so does the second (no period known yet, issue 27); later collections render ahead, and
+    values), and so does the second (no period known yet); later collections render ahead, and
     ``idle_after`` without a scrape stops that again."""
     reg = CollectorRegistry()
     hits = Counter("hits", "incremented between renders", registry=reg)
@@ -303,7 +303,7 @@ def test_rendering_ahead_follows_the_scrape_period() -> None:
 
     try:
         ex.payload()
-        for _ in range(10):  # the first period: no gap known yet, nothing is rendered ahead (issue 27)
+        for _ in range(10):  # the first period: no gap known yet, nothing is rendered ahead
             assert not collection()
         before = ex.renders
         assert f"hits_total {hits._value.get()}".encode() in ex.payload().body  # gap 10 s: rendered in place
@@ -338,7 +338,7 @@ def test_a_scrape_never_gets_a_payload_older_than_the_last_collection() -> None:
 
 
 def test_the_render_thread_sleeps_through_collections_nobody_fetches() -> None:
-    # Issue 27: it woke for every collection (and every two intervals) to find nothing due.
+    # It woke for every collection (and every two intervals) to find nothing due.
     ex = Exposition(CollectorRegistry(), interval=0.05)
     stop = threading.Event()
     sup = Supervisor(stop)

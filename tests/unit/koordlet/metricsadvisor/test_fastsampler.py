@@ -199,7 +199,7 @@ def test_a_non_be_rise_is_confirmed_by_a_short_window_after_it(
 def test_the_agents_own_bursts_are_put_back_to_their_average(
     host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
 ) -> None:
-    """Issue 27: a sweep of the agent's that burns 30 ms in a 50 ms window read as +0.6 core of non-BE
+    """A sweep of the agent's that burns 30 ms in a 50 ms window read as +0.6 core of non-BE
     load. With the process's CPU clock read each sample, the window keeps only the agent's average."""
     fh = host_tree
     fh.write_proc_stat(user=1000, idle=5000, per_cpu=((0,), (0,)))
@@ -230,7 +230,7 @@ def test_the_agents_own_bursts_are_put_back_to_their_average(
 def test_the_sampler_sleeps_while_nobody_wants_samples(
     host_tree: Any, cache: MetricCache, errors: RecordingErrors
 ) -> None:
-    """Issue 27: twenty wake-ups a second were most of an idle agent's cost. The sampler's thread waits
+    """Twenty wake-ups a second were most of an idle agent's cost. The sampler's thread waits
     until a plugin wants fast samples, samples while it does, and waits again."""
     import threading
     import time
@@ -264,7 +264,7 @@ def test_the_sampler_sleeps_while_nobody_wants_samples(
         seen = len(bus.events)
         assert not wait_until(lambda: len(bus.events) > seen, 0.3, step=0.05)
         assert errors.kind(fw.ERR_CLOCK) == 0
-        # disarmed, the thread sleeps (issue 27: it woke every second to look at stop)
+        # disarmed, the thread sleeps (it woke every second to look at stop)
         before = voluntary_switches(thread)
         time.sleep(2.5)
         assert voluntary_switches(thread) - before <= 1

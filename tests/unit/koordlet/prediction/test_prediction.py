@@ -1,4 +1,4 @@
-"""Peak prediction (issue 16 point 8): Koordinator's histogram arithmetic, the prod-reclaimable formulas,
+"""Peak prediction: Koordinator's histogram arithmetic, the prod-reclaimable formulas,
 training from the metric cache, checkpoints. Expected values are worked out from Koordinator's formulas:
 bucket ``i`` of an exponential histogram starts at ``first * (1.05^i - 1) / 0.05`` and a percentile is
 the start of the bucket after the one where the cumulative weight reaches it."""

@@ -30,7 +30,7 @@ def test_the_guard_sleeps_reports_a_foreign_write_and_stops_on_close(tmp_path: P
         assert wait_until(lambda: guard.events == 0 and thread.native_id is not None, 5)
         time.sleep(0.2)  # let it reach its wait
         before = voluntary_switches(thread)
-        time.sleep(2.0)  # the measurement window: nothing is due, it must not wake (issue 27)
+        time.sleep(2.0)  # the measurement window: nothing is due, it must not wake
         assert voluntary_switches(thread) - before <= 1
         (tmp_path / "cpu" / POD_DIR / "cpu.shares").write_text("2")
         assert wait_until(lambda: changed == [{UID}], 5)

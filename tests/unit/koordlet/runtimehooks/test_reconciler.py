@@ -272,7 +272,7 @@ def test_a_container_the_list_does_not_name_yet_asks_for_the_list_again() -> Non
 
 
 def test_the_loop_sleeps_between_passes_and_wakes_on_request_and_shutdown() -> None:
-    # Issue 27: it woke every second only to look at stop.
+    # It woke every second only to look at stop.
     pod = be_pod()
     states, host, ex = fake_world(pod)
     r = reconciler(states, host, ex, Rule())

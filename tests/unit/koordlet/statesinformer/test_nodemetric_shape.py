@@ -1,4 +1,4 @@
-"""The NodeMetric status in Koordinator's shape (issue 16 point 8): one typed schema for agent and cluster
+"""The NodeMetric status in Koordinator's shape: one typed schema for agent and cluster
 side (a round trip), Go's omitempty rules, and prodReclaimableMetric/prodPeakMetric from the prediction."""
 
 from __future__ import annotations

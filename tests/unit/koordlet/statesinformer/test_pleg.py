@@ -113,7 +113,7 @@ def test_pleg_reports_pod_and_container_dirs(fake_host: Any) -> None:
 
 
 def test_pleg_sleeps_once_every_tier_is_watched_and_stops_on_close(fake_host: Any) -> None:
-    # Issue 27: it woke every half second, with every tier watched and nothing to do.
+    # It woke every half second, with every tier watched and nothing to do.
     fake_host.mkcgroup(None, "kubepods/besteffort")
     hits: list[int] = []
     pleg = PLEG(Host(fake_host.paths), lambda: hits.append(1), poll=0.05, idle_wait=30.0)

@@ -116,7 +116,7 @@ def test_qos_table(label: str, kube: api.KubeQOSClass, qos: api.QOSClass) -> Non
         (None, None, api.QOSClass.LSR, api.PriorityClass.PROD),
         (None, None, api.QOSClass.BE, api.PriorityClass.BATCH),
         ("koord-gold", None, api.QOSClass.LS, api.PriorityClass.PROD),
-        # Issue 16 point 6: a present label decides even when unknown or empty (Koordinator's
+        # A present label decides even when unknown or empty (Koordinator's
         # GetPodPriorityClassRaw gives none), so spec.priority is not consulted: from the QoS.
         ("koord-gold", 5500, api.QOSClass.LS, api.PriorityClass.PROD),
         ("", 5500, api.QOSClass.LSR, api.PriorityClass.PROD),

@@ -189,7 +189,7 @@ def test_shutdown_cuts_a_client_that_stopped_reading(serve: Serve) -> None:
 
 
 def test_an_idle_server_sleeps_until_a_deadline_or_a_request(serve: Serve) -> None:
-    # The socket thread polled every 0.5 s (issue 27: two of the idle agent's wake-ups a second); it now
+    # The socket thread polled every 0.5 s (two of the idle agent's wake-ups a second); it now
     # sleeps until the nearest connection deadline, and a request still wakes it at once.
     server = serve(Limits(idle_timeout=60.0))
     with connect(server) as kept:  # an idle keep-alive connection, its deadline a minute away

@@ -1,5 +1,5 @@
 """The cfsQuota LS demand probe: it still reveals LS demand hidden by contention, and what it costs a
-content BE tier is bounded (issue 18: a node-sized step pinned a small BE tier at the floor 30 % of the
+content BE tier is bounded (a node-sized step pinned a small BE tier at the floor 30 % of the
 time)."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_probe_leaves_be_alone_when_not_quota_bound() -> None:
 
 @pytest.mark.parametrize("restart_at", [None, 100])
 def test_probe_costs_a_small_be_tier_at_most_5_percent(restart_at: int | None) -> None:
-    # The case of issue 18: 8 CPUs (one step = 80000 us), a content LS leaves BE 300m = 30000 us, below
+    # The case that set the bound: 8 CPUs (one step = 80000 us), a content LS leaves BE 300m = 30000 us, below
     # one step. The old probe held BE at the 2000 us floor 3 s of every 10 s: 28 % of BE's CPU.
     h = make_harness(1, HT8, slo=be_slo(cpu_suppress_policy="cfsQuota"))
     ls, be = pods(h)

@@ -74,7 +74,7 @@ def test_fast_path_never_grows_and_ignores_small_rises() -> None:
 
 
 def test_a_one_window_burst_never_shrinks_a_cpuset() -> None:
-    """Issue 27: a burst of other work that shows in one window only (the sample after it is back at the
+    """A burst of other work that shows in one window only (the sample after it is back at the
     level) is not an LS rise: under ``cpuset`` the BE CPUs stay; under ``cfsQuota`` it is acted on at once
     (a quota step follows the rise's size, and the reaction time is what that path is measured by)."""
     h, _plugin = reconciled()
@@ -106,7 +106,7 @@ def test_fast_path_acts_on_a_rise_above_the_noise_and_not_on_the_noise() -> None
 def test_on_a_busy_node_a_spike_within_the_wide_band_that_holds_is_acted_on(policy: str) -> None:
     """Other work's bursts of +800m (one or two 40 ms windows) make the band ~800m: a spike of 1.5 cores
     is under 2.5 bands, yet it holds over the window, its confirm window and the next two, and BE shrinks
-    then, not at the next periodic tick (issue 27: ~970 ms on a busy node)."""
+    then, not at the next periodic tick (~970 ms on a busy node)."""
     h, _plugin = reconciled(policy)  # non-BE 2500m: budget 2700m (3 CPUs / 270000 us)
     decided = len(h.executor.updates)
     rng, burst, quiet = random.Random(5), 0, True
@@ -179,7 +179,7 @@ def test_fast_path_does_not_run_while_reconcile_holds_the_lock() -> None:
 
 
 def test_fast_samples_are_wanted_only_while_they_can_matter() -> None:
-    """Issue 27: the fast path only shrinks BE, so it is armed while BE pods use CPU on a node within
+    """The fast path only shrinks BE, so it is armed while BE pods use CPU on a node within
     reach of the threshold (a rise of half the node would cross it), held armed for ARM_HOLD_SECONDS after
     (BE at its quota floor hovers around the arming level), and disarmed otherwise."""
     h = make_harness(1, HT8, slo=be_slo())  # 8 cores, threshold 65 %: armed from 15 % of the node

@@ -84,7 +84,7 @@ def wide_band(rng: random.Random) -> tuple[RiseDetector, float, float]:
 
 
 def test_a_smaller_rise_that_holds_is_reported_once_as_its_lowest_sample() -> None:
-    """Issue 27: on a busy node 2.5 bands exceeded a whole LS core and its spike waited for the 1 s tick;
+    """On a busy node 2.5 bands exceeded a whole LS core and its spike waited for the 1 s tick;
     a rise of 2 bands in the window, its confirm window and the next window is real."""
     d, t, band = wide_band(random.Random(11))
     rise = [1000.0 + 2.0 * band, 1000.0 + 2.2 * band, 1000.0 + 2.1 * band]

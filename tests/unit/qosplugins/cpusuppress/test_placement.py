@@ -1,5 +1,5 @@
 """BECPUSuppress's cpuset placement as Koordinator's: sibling pairs first, growth steps, the CPUs BE never
-gets (LSE, exclusive system QoS), the kubelet static policy and the ``BECPUManager`` gate (issue 16)."""
+gets (LSE, exclusive system QoS), the kubelet static policy and the ``BECPUManager`` gate."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def lse_pod(h: Harness, cpus: str) -> api.PodInfo:
 
 
 def test_cpuset_takes_a_whole_sibling_pair_next_to_an_lse_hole() -> None:
-    """Issue 16 point 5: with CPU 0 bound to an LSE pod, BE gets the pair {2,3}, not CPU 1 (the LSE
+    """With CPU 0 bound to an LSE pod, BE gets the pair {2,3}, not CPU 1 (the LSE
     pod's hyper-thread sibling) plus CPU 2."""
     h = make_harness(
         1, ADJACENT4, node=make_node(4000, 16 << 30), slo=be_slo(cpu_suppress_threshold_percent=100)
@@ -57,7 +57,7 @@ def test_cpuset_growth_steps_take_pairs_then_singles() -> None:
 
 @pytest.mark.parametrize(("exclusive", "expected"), [(None, {1, 5}), (True, {1, 5}), (False, {0, 4})])
 def test_exclusive_system_qos_cpus_are_not_given_to_be(exclusive: bool | None, expected: set[int]) -> None:
-    """Issue 16 point 9: ``node.koordinator.sh/system-qos-resource`` CPUs are left out of BE's pick
+    """``node.koordinator.sh/system-qos-resource`` CPUs are left out of BE's pick
     while exclusive (the default when ``cpusetExclusive`` is absent)."""
     res: dict[str, object] = {"cpuset": "0,4"}
     if exclusive is not None:
@@ -72,7 +72,7 @@ def test_exclusive_system_qos_cpus_are_not_given_to_be(exclusive: bool | None, e
 
 
 def test_kubelet_static_policy_confines_containers_only() -> None:
-    """Issue 16 point 9: under the kubelet's static CPU manager the tier and pod cpusets stay at every
+    """Under the kubelet's static CPU manager the tier and pod cpusets stay at every
     usable CPU (the kubelet writes container cpusets and needs room above them); BE containers get the
     suppressed set."""
     node = make_node(8000, 16 << 30, kubelet_cpu_manager_policy="static")
@@ -86,7 +86,7 @@ def test_kubelet_static_policy_confines_containers_only() -> None:
 
 
 def test_be_cpu_manager_gate_only_recovers() -> None:
-    """Issue 16 point 9: with ``BECPUManager`` on, BE cpusets are the runtime hook's: nothing is
+    """With ``BECPUManager`` on, BE cpusets are the runtime hook's: nothing is
     suppressed, the tier, pods and unplaced containers get every usable CPU back, a pod placed by the
     scheduler (``resource-status``) keeps its containers' cpusets, and the quota goes back to -1."""
     h = make_harness(1, HT8, slo=be_slo())

@@ -1,4 +1,4 @@
-"""BECPUSuppress's cpuset on a simulated 8-CPU node, driven the way the agent drives it (issue 27).
+"""BECPUSuppress's cpuset on a simulated 8-CPU node, driven the way the agent drives it.
 
 The node: logical CPUs 0-7 in hyper-thread sibling pairs (0,1) (2,3) (4,5) (6,7); an LSE pod bound to
 CPU 0; LS load around it; a BE pod that uses every CPU its cpuset gives it; other work outside the pods
@@ -91,7 +91,7 @@ def sim_node(seed: int) -> SimNode:
 
 def test_be_cpuset_grows_pairs_first_and_stays_when_ls_falls() -> None:
     """Non-BE load falls from 4 to 2 cores: BE grows one CPU a tick, sibling pairs first (Koordinator's
-    ``{1,2,3}`` then ``{2,3,4,5}``), and holds for 20 s through the bursts of other work. Before issue 27
+    ``{1,2,3}`` then ``{2,3,4,5}``), and holds for 20 s through the bursts of other work. Before the held rise
     the fast path shrank BE on each one-window burst and the tick grew it back: ``1-3``, ``2-3``, ``1-3``...
     """
     for seed in range(3):
