@@ -223,9 +223,8 @@ def test_node_deleted_while_pods_bind(cluster: Cluster) -> None:
         wait_until("every remaining pod bound to the returned node", settled, 90)
         counts = bindings(cluster)
         bound = [n for n in names if counts[f"default/{n}"]]
-        print(
-            f"{len(bound)} of {len(names)} pods bound; {len(pods(cluster, 'koordlet.test/hollow-pod=true'))} left"
-        )
+        left_now = len(pods(cluster, "koordlet.test/hollow-pod=true"))
+        print(f"{len(bound)} of {len(names)} pods bound; {left_now} left")
         assert bound
         assert_none_bound_twice(cluster)
     finally:

@@ -38,6 +38,9 @@ TOOLS = (
     "umount",
 )
 Say = Callable[[str], None]
+_BUILT_IN = frozenset(
+    {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet"}
+)
 
 
 def free_port() -> int:
@@ -106,6 +109,10 @@ class Cluster:
     version: str = ""
     with_node: bool = True
     """A kubelet, containerd and the node's devices (one such cluster per machine)."""
+    controller_flags: tuple[str, ...] = ()
+    """Extra kube-controller-manager flags (a benchmark without heartbeats turns node lifecycle off)."""
+    audit_policy: dict[str, Any] | None = None
+    """kube-apiserver's audit policy (default: :data:`control.AUDIT_POLICY`, pod writes only)."""
 
     # -- layout
 
@@ -155,6 +162,10 @@ class Cluster:
         self.procs[p.name] = p
         self._record()
         return p
+
+    def adopt(self, p: Started) -> Started:
+        """Record a process the caller started against this cluster: :meth:`down` stops it first."""
+        return self._add(p)
 
     # -- start
 
@@ -212,12 +223,25 @@ class Cluster:
         self._add(control.start_etcd(bins, self.state / "etcd", self.logs, self.ports))
         step("kube-apiserver")
         self._add(
-            control.start_apiserver(bins, self.pki, self.state, self.logs, self.ports, node_ip=node.NODE_IP)
+            control.start_apiserver(
+                bins,
+                self.pki,
+                self.state,
+                self.logs,
+                self.ports,
+                node_ip=node.NODE_IP,
+                audit_policy=self.audit_policy,
+            )
         )
         step("kube-controller-manager")
         self._add(
             control.start_controller_manager(
-                bins, self.pki, kubeconfigs["controller-manager"], self.logs, self.ports
+                bins,
+                self.pki,
+                kubeconfigs["controller-manager"],
+                self.logs,
+                self.ports,
+                extra=self.controller_flags,
             )
         )
         if with_scheduler:
@@ -321,8 +345,9 @@ class Cluster:
     # -- stop
 
     def down(self, *, say: Say = print) -> list[str]:
-        """Stop everything the start made, in reverse; what could not be removed (empty: nothing left)."""
-        ours = [p for n, p in self.procs.items() if n.startswith("koord")]
+        """Stop everything the start made (and what was adopted), in reverse; what could not be removed
+        (empty: nothing left)."""
+        ours = [p for n, p in self.procs.items() if n.startswith("koord") or n not in _BUILT_IN]
         for p in reversed(ours):
             p.stop(timeout=15)
         kcm = self.procs.get("kube-controller-manager")

@@ -133,9 +133,17 @@ def audit_events(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def apiserver_argv(bins: Binaries, pki: Path, state: Path, ports: Ports, *, node_ip: str) -> list[str]:
+def apiserver_argv(
+    bins: Binaries,
+    pki: Path,
+    state: Path,
+    ports: Ports,
+    *,
+    node_ip: str,
+    audit_policy: dict[str, Any] | None = None,
+) -> list[str]:
     policy = state / "audit-policy.yaml"
-    policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+    policy.write_text(yaml.safe_dump(audit_policy or AUDIT_POLICY))
     return [
         str(bins.path("kube-apiserver")),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
@@ -167,9 +175,17 @@ def apiserver_argv(bins: Binaries, pki: Path, state: Path, ports: Ports, *, node
 
 
 def start_apiserver(
-    bins: Binaries, pki: Path, state: Path, logs: Path, ports: Ports, *, node_ip: str
+    bins: Binaries,
+    pki: Path,
+    state: Path,
+    logs: Path,
+    ports: Ports,
+    *,
+    node_ip: str,
+    audit_policy: dict[str, Any] | None = None,
 ) -> Started:
-    proc = spawn("kube-apiserver", apiserver_argv(bins, pki, state, ports, node_ip=node_ip), logs)
+    argv = apiserver_argv(bins, pki, state, ports, node_ip=node_ip, audit_policy=audit_policy)
+    proc = spawn("kube-apiserver", argv, logs)
     base = f"https://127.0.0.1:{ports.apiserver}"
     wait_until(
         "kube-apiserver ready",
@@ -181,7 +197,13 @@ def start_apiserver(
 
 
 def start_controller_manager(
-    bins: Binaries, pki: Path, kubeconfig: Path, logs: Path, ports: Ports
+    bins: Binaries,
+    pki: Path,
+    kubeconfig: Path,
+    logs: Path,
+    ports: Ports,
+    *,
+    extra: tuple[str, ...] = (),
 ) -> Started:
     proc = spawn(
         "kube-controller-manager",
@@ -201,6 +223,7 @@ def start_controller_manager(
             "--leader-elect=false",
             "--profiling=false",
             "--v=1",
+            *extra,
         ],
         logs,
     )

@@ -1,0 +1,54 @@
+"""Run a console entry point with cProfile in every thread (``python -m cProfile`` sees the main thread
+only, and koord-scheduler schedules and binds on threads of its own); the threads' stats are merged into
+one file when the process exits.
+
+    python -m bench.workloads.profiled OUT.prof koord.scheduler.cli:entry -- --config ...
+
+Read it with ``pstats`` (``bench/against_kube.py --profile`` prints the top of it).
+"""
+
+from __future__ import annotations
+
+import atexit
+import cProfile
+import importlib
+import pstats
+import sys
+import threading
+
+
+def main() -> None:
+    out, target, *rest = sys.argv[1:]
+    args = rest[1:] if rest[:1] == ["--"] else rest
+    profiles: list[cProfile.Profile] = []
+    lock = threading.Lock()
+
+    def start_profiling(*_: object) -> None:
+        # The first event in a new thread: replace this hook by a profiler of the thread's own.
+        p = cProfile.Profile()
+        with lock:
+            profiles.append(p)
+        p.enable()
+
+    def dump() -> None:
+        with lock:
+            taken = list(profiles)
+        stats: pstats.Stats | None = None
+        for p in taken:
+            p.create_stats()
+            if not p.stats:  # type: ignore[attr-defined]
+                continue
+            stats = pstats.Stats(p) if stats is None else stats.add(p)
+        if stats is not None:
+            stats.dump_stats(out)
+
+    atexit.register(dump)
+    threading.setprofile(start_profiling)
+    start_profiling()
+    module, _, func = target.partition(":")
+    sys.argv = [module, *args]
+    getattr(importlib.import_module(module), func)(args)
+
+
+if __name__ == "__main__":
+    main()
