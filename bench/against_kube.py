@@ -31,6 +31,11 @@ Printed per run, each beside its ratio to kube-scheduler's figure at the same no
 - ``api ms/pod``: kube-apiserver's and etcd's CPU per pod during the drain (the rest of the 2 cores);
 - spread: nodes left empty, the most pods on a node, and the histogram of pods per node.
 
+Then, per scheduler but the extender (whose preemption is kube-scheduler's), on one node of a fresh
+control plane: a pod preempts another and the victim goes for good once marked (as with a kubelet that
+stops it at once): seconds from the victim gone to the preemptor's binding, both on the audit clock.
+``--profile DIR`` runs koord-scheduler under cProfile (each thread's CPU time) and prints where it went.
+
 Figures vary with what else runs on the machine; the load average is printed with each run.
 """
 
@@ -41,6 +46,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import sys
 import tempfile
 import time
@@ -74,6 +80,7 @@ from tests.realcluster.rest import Rest, parallel
 NAME = "against_kube"
 ROOT = Path(__file__).resolve().parents[1]
 SCHEDULERS = ("kube", "koord", "koord-profile", "extender")
+PODS = f"/api/v1/namespaces/{NS}/pods"
 NO_LIFECYCLE = ("--controllers=*,-node-lifecycle-controller",)
 
 
@@ -139,14 +146,26 @@ def start_extender(c: Cluster, work: Path) -> tuple[Started, int]:
 # -- one run
 
 
-def prepare(c: Cluster, rest: Rest, nodes: int, pods: int) -> None:
-    """CRDs, namespaces, nodes, the backlog of pods, then the NodeMetrics (freshest last)."""
+def apply_crds(c: Cluster, rest: Rest) -> None:
+    """Koordinator's CRDs (established) and the namespaces: the bench's and ``koordinator-system``."""
     kc = c.admin_kubeconfig
     for d in stack.CRD_DIRS:
         stack.kubectl(kc, "apply", "-f", str(d))
     stack.kubectl(kc, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    # Established is not yet served: a list right after it may answer 404 (and a scheduler's informer then
+    # backs off for seconds).
+    for crd in rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]:
+        spec = crd["spec"]
+        version = next(v["name"] for v in spec["versions"] if v.get("served"))
+        path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
+        wait_until(f"{path} served", lambda path=path: rest.get(path), 60)
     for ns in (NS, stack.NAMESPACE):
         rest.create("/api/v1/namespaces", {"metadata": {"name": ns}}, exist_ok=True)
+
+
+def prepare(c: Cluster, rest: Rest, nodes: int, pods: int) -> None:
+    """CRDs, namespaces, nodes, the backlog of pods, then the NodeMetrics (freshest last)."""
+    apply_crds(c, rest)
     names = [f"node-{i:05d}" for i in range(nodes)]
     objs = [
         hollow.node_object(n, labels={"topology.kubernetes.io/zone": f"zone-{i % 3}"})
@@ -191,6 +210,56 @@ def paced(rest: Rest, audit: Audit, count: int, every: float) -> list[float]:
         time.sleep(max(0.0, every - (time.monotonic() - t)))
     wait_until("the paced pods bound", lambda: audit.read() or all(n in audit.bound for n in names), 60)
     return [(audit.bound[n] - audit.created[n]) * 1000 for n in names]
+
+
+def preemption(kind: str, rounds: int, work: Path) -> list[float]:
+    """On one node (1 CPU) of a fresh control plane: a pod of 800m placed, then a pod of 800m and higher
+    priority, which preempts it; once the victim is marked for deletion, this bench deletes it for good
+    (grace 0: a kubelet whose pause container stopped at once). Per round, seconds from the victim gone
+    (the delete's audit time) to the preemptor's binding."""
+    state = work / f"preempt-{kind}"
+    c = Cluster(state, with_node=False, controller_flags=NO_LIFECYCLE)
+    try:
+        c.up(say=lambda _: None, with_stack=False, with_scheduler=False)
+        rest = Rest.admin(c.pki, c.server)
+        apply_crds(c, rest)
+        rest.create(
+            "/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": "high"}, "value": 1000}
+        )
+        one = hollow.node_object("node-0", capacity={"cpu": "1", "memory": "4Gi", "pods": "110"})
+        hollow.create_nodes(rest, [one])
+        wait_until(
+            "the default ServiceAccount",
+            lambda: rest.get(f"/api/v1/namespaces/{NS}/serviceaccounts/default"),
+            60,
+        )
+        procs, _, _ = start(kind, c, state, 5000, 5000, None)
+        audit = Audit(audit_log(state))
+        out = []
+        for r in range(rounds):
+            victim, preemptor = pod(f"victim-{r}"), pod(f"preemptor-{r}")
+            for p in (victim, preemptor):
+                p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "800m"}}
+            preemptor["spec"]["priorityClassName"] = "high"
+            v, q = victim["metadata"]["name"], preemptor["metadata"]["name"]
+            rest.create(PODS, victim)
+            wait_until(f"{v} bound", lambda v=v: audit.read() or v in audit.bound, 60, watch=procs)
+            rest.create(PODS, preemptor)
+            wait_until(
+                f"{v} marked for deletion",
+                lambda v=v: rest.get(f"{PODS}/{v}")["metadata"].get("deletionTimestamp"),
+                60,
+                every=0.01,
+            )
+            rest.request("DELETE", f"{PODS}/{v}?gracePeriodSeconds=0")
+            wait_until(f"{q} bound", lambda q=q: audit.read() or q in audit.bound, 60, watch=procs)
+            out.append(audit.bound[q] - audit.deleted[v])
+            rest.request("DELETE", f"{PODS}/{q}?gracePeriodSeconds=0")
+        rest.close()
+        return out
+    finally:
+        c.down(say=lambda _: None)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def spread(rest: Rest, nodes: int) -> dict[str, Any]:
@@ -382,6 +451,12 @@ def main() -> None:
                     by_kind[kind].append(row)
                     result["runs"].append(row)
             report([median_row(by_kind[k]) for k in kinds])
+        rounds = 2 if opts.quick else 5
+        print(f"\npreemption: victim gone -> preemptor bound, {rounds} rounds each (one node)")
+        for kind in [k for k in kinds if k != "extender"]:  # the extender's runs preempt with kube-scheduler
+            took = preemption(kind, rounds, work)
+            each = result[f"preemption_s_{kind}"] = [round(x, 3) for x in took]
+            print(f"  {kind:<14} median {statistics.median(took):.3f} s, max {max(took):.3f} s  {each}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result))

@@ -71,8 +71,8 @@ def client(user_agent: str) -> str:
 
 @dataclass
 class Audit:
-    """Follows the audit log: each pod's create and first successful binding in namespace ``NS`` (server
-    time); with ``requests``, every finished request as (time, client, verb, resource) too."""
+    """Follows the audit log: each pod's create, first successful binding and delete in namespace ``NS``
+    (server time); with ``requests``, every finished request as (time, client, verb, resource) too."""
 
     path: Path
     offset: int = 0
@@ -81,6 +81,8 @@ class Audit:
     binds: int = 0
     """Successful bindings, repeats included (a repeat would be a scheduler binding a pod twice)."""
     failed_binds: int = 0
+    deleted: dict[str, float] = field(default_factory=dict)
+    """Each pod's last delete request that succeeded (a graceful one only marks it)."""
     requests: list[tuple[float, str, str, str]] | None = None
 
     def rates(self, t0: float, t1: float) -> dict[str, Counter[str]]:
@@ -108,17 +110,19 @@ class Audit:
                 res = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
                 who = client(ev.get("userAgent", ""))
                 self.requests.append((_ts(ev["stageTimestamp"]), who, ev.get("verb", ""), res))
-            if ref.get("namespace") != NS or ev.get("verb") != "create":
+            if ref.get("namespace") != NS or ref.get("resource") not in ("pods", "bindings"):
                 continue
-            name = ref.get("name", "")
-            if ref.get("subresource") == "binding" or ref.get("resource") == "bindings":
+            name, verb, sub = ref.get("name", ""), ev.get("verb"), ref.get("subresource")
+            if verb == "create" and (sub == "binding" or ref.get("resource") == "bindings"):
                 if code == 201:
                     self.binds += 1
                     self.bound.setdefault(name, _ts(ev["stageTimestamp"]))
                 else:
                     self.failed_binds += 1
-            elif ref.get("resource") == "pods" and not ref.get("subresource") and code == 201:
+            elif verb == "create" and not sub and code == 201:
                 self.created[name] = _ts(ev["stageTimestamp"])
+            elif verb == "delete" and not sub and code == 200:
+                self.deleted[name] = _ts(ev["stageTimestamp"])
 
 
 # -- processes
