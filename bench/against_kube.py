@@ -61,6 +61,8 @@ from bench.workloads.realsched import (
     DEPLOY,
     NS,
     SCHEDULER,
+    WORKLOADS,
+    ZONE,
     Audit,
     client_connection,
     drain,
@@ -68,6 +70,7 @@ from bench.workloads.realsched import (
     pod,
     rss_mib,
     start_kube_scheduler,
+    unmet,
     venv_bin,
     write,
 )
@@ -163,21 +166,19 @@ def apply_crds(c: Cluster, rest: Rest) -> None:
         rest.create("/api/v1/namespaces", {"metadata": {"name": ns}}, exist_ok=True)
 
 
-def prepare(c: Cluster, rest: Rest, nodes: int, pods: int) -> None:
+def prepare(c: Cluster, rest: Rest, nodes: int, pods: int, workload: str = "basic") -> None:
     """CRDs, namespaces, nodes, the backlog of pods, then the NodeMetrics (freshest last)."""
     apply_crds(c, rest)
     names = [f"node-{i:05d}" for i in range(nodes)]
-    objs = [
-        hollow.node_object(n, labels={"topology.kubernetes.io/zone": f"zone-{i % 3}"})
-        for i, n in enumerate(names)
-    ]
+    objs = [hollow.node_object(n, labels={ZONE: f"zone-{i % 3}"}) for i, n in enumerate(names)]
     hollow.create_nodes(rest, objs)
     wait_until(
         "the default ServiceAccount",
         lambda: rest.get(f"/api/v1/namespaces/{NS}/serviceaccounts/default"),
         60,
     )
-    parallel(lambda i: rest.create(f"/api/v1/namespaces/{NS}/pods", pod(f"p-{i:05d}")), range(pods))
+    made = [pod(f"p-{i:05d}", workload=workload) for i in range(pods)]
+    parallel(lambda p: rest.create(f"/api/v1/namespaces/{NS}/pods", p), made)
     hollow.create_nodemetrics(rest, {n: usage(i) for i, n in enumerate(names)})
 
 
@@ -201,12 +202,12 @@ def start(
     return [kube, ext], t0, f"extender ready {ready:.1f}s before kube-scheduler started"
 
 
-def paced(rest: Rest, audit: Audit, count: int, every: float) -> list[float]:
+def paced(rest: Rest, audit: Audit, count: int, every: float, workload: str = "basic") -> list[float]:
     """``count`` pods one every ``every`` seconds; their create -> bound latencies, ms."""
     names = [f"q-{i:04d}" for i in range(count)]
     for n in names:
         t = time.monotonic()
-        rest.create(f"/api/v1/namespaces/{NS}/pods", pod(n))
+        rest.create(f"/api/v1/namespaces/{NS}/pods", pod(n, workload=workload))
         time.sleep(max(0.0, every - (time.monotonic() - t)))
     wait_until("the paced pods bound", lambda: audit.read() or all(n in audit.bound for n in names), 60)
     return [(audit.bound[n] - audit.created[n]) * 1000 for n in names]
@@ -283,14 +284,18 @@ def run(
     qps: float,
     burst: int,
     profile_dir: Path | None = None,
+    workload: str = "basic",
 ) -> dict[str, Any]:
+    if workload == "anti-affinity":  # a node each: leave room for the paced pods
+        pods = min(pods, nodes * 8 // 10)
+        paced_pods = min(paced_pods, nodes - pods)
     state = work / f"{kind}-{nodes}"
     c = Cluster(state, with_node=False, controller_flags=NO_LIFECYCLE)
     try:
         c.up(say=lambda _: None, with_stack=False, with_scheduler=False)
         rest = Rest.admin(c.pki, c.server)
         t = time.monotonic()
-        prepare(c, rest, nodes, pods)
+        prepare(c, rest, nodes, pods, workload)
         setup_s = time.monotonic() - t
         load = os.getloadavg()[0]
         api = [c.procs["kube-apiserver"], c.procs["etcd"]]
@@ -300,9 +305,10 @@ def run(
         d = drain(audit, procs, api, pods, timeout=max(180.0, pods / 5))
         rss, peak = rss_mib(procs)
         time.sleep(1.0)
-        lat = paced(rest, audit, paced_pods, 0.1)
+        lat = paced(rest, audit, paced_pods, 0.1, workload)
         res = {
             "kind": kind,
+            "workload": workload,
             "nodes": nodes,
             "pods": pods,
             "paced": paced_pods,
@@ -377,7 +383,7 @@ def report(rows: list[dict[str, Any]]) -> None:
         return f"{v:g} ({v / k:.2f}x)" if k else f"{v:g}"
 
     n = rows[0]["nodes"]
-    head = f"{n} nodes, {rows[0]['pods']} backlog pods, {rows[0]['paced']} paced"
+    head = f"{rows[0]['workload']}: {n} nodes, {rows[0]['pods']} backlog pods, {rows[0]['paced']} paced"
     print(f"\n{head} (ratio to kube-scheduler; of several runs, the run of median pods/s)")
     cols = ("pods/s", "first bind s", "p50 ms", "p99 ms", "CPU s", "CPU ms/pod", "RSS MiB", "peak MiB")
     keys = (
@@ -418,6 +424,7 @@ def main() -> None:
     parser.add_argument("--schedulers", default=",".join(SCHEDULERS), help="subset, in this order")
     parser.add_argument("--qps", type=float, default=5000, help="clientConnection.qps of both schedulers")
     parser.add_argument("--burst", type=int, default=5000, help="clientConnection.burst of both schedulers")
+    parser.add_argument("--workload", choices=WORKLOADS, default="basic", help="the pods' shape")
     parser.add_argument("--repeat", type=int, default=1, help="runs per scheduler; the median is shown")
     parser.add_argument(
         "--profile", type=Path, default=None, help="run koord-scheduler under cProfile, its stats here"
@@ -435,6 +442,12 @@ def main() -> None:
     paced_pods = opts.paced or (20 if opts.quick else 100)
     kinds = [k for k in SCHEDULERS if k in opts.schedulers.split(",")]
 
+    why = unmet()
+    if why:
+        print(f"{NAME}: skipped: {why}")
+        print(json.dumps({"bench": NAME, "skipped": why}))
+        return
+
     def interrupted(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
@@ -446,14 +459,19 @@ def main() -> None:
             by_kind: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
             for rep in range(max(opts.repeat, 1)):  # interleaved: a slow spell of the machine hits all
                 for kind in kinds:
-                    print(f"-- {kind}, {n} nodes, {pods} pods (run {rep + 1})", flush=True)
-                    row = run(kind, n, pods, paced_pods, work, opts.qps, opts.burst, opts.profile)
+                    print(f"-- {kind}, {opts.workload}, {n} nodes, {pods} pods (run {rep + 1})", flush=True)
+                    row = run(
+                        kind, n, pods, paced_pods, work, opts.qps, opts.burst, opts.profile, opts.workload
+                    )
                     by_kind[kind].append(row)
                     result["runs"].append(row)
             report([median_row(by_kind[k]) for k in kinds])
-        rounds = 2 if opts.quick else 5
-        print(f"\npreemption: victim gone -> preemptor bound, {rounds} rounds each (one node)")
-        for kind in [k for k in kinds if k != "extender"]:  # the extender's runs preempt with kube-scheduler
+        rounds = 0 if opts.workload != "basic" else 2 if opts.quick else 5
+        if rounds:
+            print(f"\npreemption: victim gone -> preemptor bound, {rounds} rounds each (one node)")
+        for kind in [
+            k for k in kinds if k != "extender" and rounds
+        ]:  # the extender's runs preempt with kube-scheduler
             took = preemption(kind, rounds, work)
             each = result[f"preemption_s_{kind}"] = [round(x, 3) for x in took]
             print(f"  {kind:<14} median {statistics.median(took):.3f} s, max {max(took):.3f} s  {each}")

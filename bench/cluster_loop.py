@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workloads.realsched import AUDIT_ALL, NS, Audit, cpu_seconds, pct, pod, start_kube_scheduler
+from bench.workloads.realsched import AUDIT_ALL, NS, Audit, cpu_seconds, pct, pod, start_kube_scheduler, unmet
 from tests.realcluster import hollow, stack
 from tests.realcluster.cluster import Cluster
 from tests.realcluster.control import audit_log
@@ -172,6 +172,12 @@ def main() -> None:
     pods = opts.pods or (300 if opts.quick else 2000)
     window = opts.window or (20.0 if opts.quick else 60.0)
     changed = 3 if opts.quick else 10
+
+    why = unmet()
+    if why:
+        print(f"{NAME}: skipped: {why}")
+        print(json.dumps({"bench": NAME, "skipped": why}))
+        return
 
     def interrupted(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sys
 import time
 from collections import Counter
@@ -19,7 +20,7 @@ from typing import Any
 import psutil
 import yaml
 
-from tests.realcluster import stack
+from tests.realcluster import binaries, stack
 from tests.realcluster.cluster import Cluster
 from tests.realcluster.procs import Started, spawn
 
@@ -35,10 +36,18 @@ AUDIT_ALL = {
 """Every request at Metadata level: who sent what (the request rate per client)."""
 
 
-def pod(name: str, scheduler: str = SCHEDULER) -> dict[str, Any]:
-    """scheduler_perf's ``pod-default.yaml`` (named, not generated)."""
+ZONE = "topology.kubernetes.io/zone"
+WORKLOADS = ("basic", "anti-affinity", "spread", "node-affinity")
+"""The pod shapes of scheduler_perf's SchedulingBasic, SchedulingPodAntiAffinity, TopologySpreading and
+SchedulingNodeAffinity (``templates/pod-*.yaml``), over nodes in three zones ``zone-0..2``."""
+
+
+def pod(name: str, scheduler: str = SCHEDULER, workload: str = "basic") -> dict[str, Any]:
+    """scheduler_perf's ``pod-default.yaml`` (named, not generated), shaped as ``workload``'s pods:
+    ``anti-affinity`` one per node (required anti-affinity on the host name among its kind),
+    ``spread`` across zones (maxSkew 5, DoNotSchedule), ``node-affinity`` on two of the three zones."""
     res = {"cpu": "100m", "memory": "500Mi"}
-    return {
+    doc = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NS},
@@ -54,6 +63,29 @@ def pod(name: str, scheduler: str = SCHEDULER) -> dict[str, Any]:
             ],
         },
     }
+    spec: dict[str, Any] = doc["spec"]
+    meta: dict[str, Any] = doc["metadata"]
+    if workload == "anti-affinity":
+        meta["labels"] = {"color": "green"}
+        term = {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": "kubernetes.io/hostname"}
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    elif workload == "spread":
+        meta["labels"] = {"color": "blue"}
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 5,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"color": "blue"}},
+            }
+        ]
+    elif workload == "node-affinity":
+        zones = {"key": ZONE, "operator": "In", "values": ["zone-0", "zone-1"]}
+        required = {"nodeSelectorTerms": [{"matchExpressions": [zones]}]}
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    elif workload != "basic":
+        raise ValueError(f"unknown workload {workload!r}: one of {', '.join(WORKLOADS)}")
+    return doc
 
 
 # -- the audit log: kube-apiserver's timestamps of pod creates and bindings
@@ -126,6 +158,19 @@ class Audit:
 
 
 # -- processes
+
+
+def unmet() -> str:
+    """Why the benchmarks on a real control plane cannot run here (empty: they can): the Kubernetes
+    binaries (built with Go when the cache lacks them), openssl for the certificates, kubectl."""
+    missing = [t for t in ("openssl", "kubectl") if shutil.which(t) is None]
+    if missing:
+        return f"needs {' and '.join(missing)}"
+    try:
+        binaries.build()
+    except binaries.BuildError as err:
+        return str(err)
+    return ""
 
 
 def _tree(p: Started) -> list[psutil.Process]:
