@@ -57,27 +57,23 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+from bench.workloads import profiled
 from bench.workloads.realsched import (
-    DEPLOY,
     NS,
-    SCHEDULER,
     WORKLOADS,
     ZONE,
     Audit,
-    client_connection,
     drain,
     pct,
     pod,
     rss_mib,
-    start_kube_scheduler,
     unmet,
-    venv_bin,
-    write,
 )
-from tests.realcluster import hollow, stack
-from tests.realcluster.cluster import Cluster, free_port
+from bench.workloads.schedulers import apply_crds, start
+from tests.realcluster import hollow
+from tests.realcluster.cluster import Cluster
 from tests.realcluster.control import audit_log
-from tests.realcluster.procs import Started, spawn, wait_until
+from tests.realcluster.procs import wait_until
 from tests.realcluster.rest import Rest, parallel
 
 NAME = "against_kube"
@@ -90,80 +86,6 @@ NO_LIFECYCLE = ("--controllers=*,-node-lifecycle-controller",)
 def usage(i: int) -> tuple[int, int]:
     """Node ``i``'s reported usage: 10-50 % of its CPU, 20-60 % of its memory (spread, not random)."""
     return 4000 * (10 + (i * 37) % 41) // 100, 32 * 2**30 * (20 + (i * 53) % 41) // 100
-
-
-def koord_config(c: Cluster, work: Path, profile: str, qps: float, burst: int) -> Path:
-    if profile == "koordinator":
-        doc = stack.documents(DEPLOY / "koordinator-profile.yaml")[0]
-        doc.pop("leaderElection", None)
-        for p in doc["profiles"]:
-            p["schedulerName"] = SCHEDULER
-    else:
-        doc = {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [{"schedulerName": SCHEDULER}],
-        }
-    doc["clientConnection"] = client_connection(c, qps, burst)
-    return write(work / f"koord-scheduler-{profile}.yaml", doc)
-
-
-def start_koord_scheduler(
-    c: Cluster, work: Path, profile: str, qps: float, burst: int, prof: Path | None = None
-) -> Started:
-    config = koord_config(c, work, profile, qps, burst)
-    kc = c.admin_kubeconfig
-    args = [f"--kubeconfig={kc}", "--addr=127.0.0.1:0", "--no-leader-elect", f"--config={config}"]
-    argv = [venv_bin("koord-scheduler"), *args]
-    if prof is not None:
-        entry = "koord.scheduler.cli:entry"
-        argv = [sys.executable, "-m", "bench.workloads.profiled", str(prof), entry, "--", *args]
-    return c.adopt(spawn("koord-scheduler", argv, c.logs, env={"PYTHONUNBUFFERED": "1"}, cwd=ROOT))
-
-
-def start_extender(c: Cluster, work: Path) -> tuple[Started, int]:
-    """koord-scheduler-extender with the shipped configuration, waited ready."""
-    maps = [d for d in stack.documents(DEPLOY / "extender.yaml") if d.get("kind") == "ConfigMap"]
-    config = work / "extender.yaml"
-    config.write_text(maps[0]["data"]["config.yaml"])
-    port = free_port()
-    argv = [
-        venv_bin("koord-scheduler-extender"),
-        f"--kubeconfig={c.admin_kubeconfig}",
-        f"--addr=127.0.0.1:{port}",
-        f"--config={config}",
-        "--bind-timeout=4s",
-    ]
-    p = c.adopt(spawn("koord-scheduler-extender", argv, c.logs, env={"PYTHONUNBUFFERED": "1"}, cwd=ROOT))
-    from koordlet.testing.agent import http_get
-
-    wait_until(
-        "koord-scheduler-extender ready",
-        lambda: http_get(f"http://127.0.0.1:{port}/readyz", timeout=1.0)[0] == 200,
-        120,
-        watch=[p],
-    )
-    return p, port
-
-
-# -- one run
-
-
-def apply_crds(c: Cluster, rest: Rest) -> None:
-    """Koordinator's CRDs (established) and the namespaces: the bench's and ``koordinator-system``."""
-    kc = c.admin_kubeconfig
-    for d in stack.CRD_DIRS:
-        stack.kubectl(kc, "apply", "-f", str(d))
-    stack.kubectl(kc, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-    # Established is not yet served: a list right after it may answer 404 (and a scheduler's informer then
-    # backs off for seconds).
-    for crd in rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]:
-        spec = crd["spec"]
-        version = next(v["name"] for v in spec["versions"] if v.get("served"))
-        path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
-        wait_until(f"{path} served", lambda path=path: rest.get(path), 60)
-    for ns in (NS, stack.NAMESPACE):
-        rest.create("/api/v1/namespaces", {"metadata": {"name": ns}}, exist_ok=True)
 
 
 def prepare(c: Cluster, rest: Rest, nodes: int, pods: int, workload: str = "basic") -> None:
@@ -180,26 +102,6 @@ def prepare(c: Cluster, rest: Rest, nodes: int, pods: int, workload: str = "basi
     made = [pod(f"p-{i:05d}", workload=workload) for i in range(pods)]
     parallel(lambda p: rest.create(f"/api/v1/namespaces/{NS}/pods", p), made)
     hollow.create_nodemetrics(rest, {n: usage(i) for i, n in enumerate(names)})
-
-
-def start(
-    kind: str, c: Cluster, work: Path, qps: float, burst: int, prof: Path | None
-) -> tuple[list[Started], float, str]:
-    """The scheduler(s) of ``kind``; (processes measured, start time, a note). ``prof``: koord-scheduler
-    runs under cProfile, its stats written there when it stops."""
-    if kind == "kube":
-        t0 = time.time()
-        return [start_kube_scheduler(c, work, qps, burst)], t0, ""
-    if kind in ("koord", "koord-profile"):
-        t0 = time.time()
-        profile = "koordinator" if kind == "koord-profile" else "default"
-        return [start_koord_scheduler(c, work, profile, qps, burst, prof)], t0, ""
-    began = time.time()
-    ext, port = start_extender(c, work)
-    ready = time.time() - began
-    t0 = time.time()
-    kube = start_kube_scheduler(c, work, qps, burst, extender_port=port)
-    return [kube, ext], t0, f"extender ready {ready:.1f}s before kube-scheduler started"
 
 
 def paced(rest: Rest, audit: Audit, count: int, every: float, workload: str = "basic") -> list[float]:
@@ -331,38 +233,11 @@ def run(
         rest.close()
         if prof is not None:
             procs[0].stop(timeout=60)  # the profiler writes its file at exit
-            print_profile(prof, pods + paced_pods)
+            profiled.print_top(prof, pods + paced_pods)
         return res
     finally:
         c.down(say=lambda _: None)
         shutil.rmtree(state, ignore_errors=True)
-
-
-def print_profile(path: Path, pods: int, top: int = 25) -> None:
-    """The functions koord-scheduler spent the most time in (every thread, the whole run, startup
-    included), per pod placed: own time, then with callees (cumulative) of the scheduling entry points."""
-    import pstats
-
-    if not path.exists():
-        print(f"  (no profile at {path})")
-        return
-    st = pstats.Stats(str(path))
-    rows = st.stats  # type: ignore[attr-defined]
-    total = sum(v[2] for v in rows.values())
-
-    def name(k: tuple[str, int, str]) -> str:
-        file, line, fn = k
-        short = file.split("/site-packages/")[-1].replace(str(ROOT) + "/", "")
-        return f"{short}:{line}({fn})"
-
-    print(f"  profile {path.name}: {total:.1f} s own time over all threads, {pods} pods")
-    print(f"  {'ms/pod own':>10} {'ms/pod cum':>10} {'calls/pod':>9}  function")
-    for k, v in sorted(rows.items(), key=lambda kv: -kv[1][2])[:top]:
-        print(f"  {v[2] * 1000 / pods:>10.3f} {v[3] * 1000 / pods:>10.3f} {v[1] / pods:>9.1f}  {name(k)}")
-    wanted = ("schedule_one", "_binding_cycle", "run_filter_plugins", "run_score_plugins", "update_snapshot")
-    for k, v in sorted(rows.items(), key=lambda kv: -kv[1][3]):
-        if k[2] in wanted and "koord/" in k[0]:
-            print(f"  cum {v[3] * 1000 / pods:8.3f} ms/pod  {name(k)}")
 
 
 def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:

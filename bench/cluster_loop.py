@@ -39,7 +39,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workloads.realsched import AUDIT_ALL, NS, Audit, cpu_seconds, pct, pod, start_kube_scheduler, unmet
+from bench.workloads.realsched import AUDIT_ALL, NS, Audit, cpu_seconds, pct, pod, unmet
+from bench.workloads.schedulers import start_kube_scheduler
 from tests.realcluster import hollow, stack
 from tests.realcluster.cluster import Cluster
 from tests.realcluster.control import audit_log

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,11 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import yaml
 
-from tests.realcluster import binaries, stack
-from tests.realcluster.cluster import Cluster
-from tests.realcluster.procs import Started, spawn
+from tests.realcluster import binaries
+from tests.realcluster.procs import Started
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
 NS = "bench"
@@ -205,66 +202,6 @@ def rss_mib(procs: list[Started]) -> tuple[float, float]:
                     elif line.startswith("VmHWM:"):
                         peak += int(line.split()[1]) / 1024
     return round(now, 1), round(peak, 1)
-
-
-def venv_bin(name: str) -> str:
-    return str(Path(sys.executable).parent / name)
-
-
-def write(path: Path, doc: Any) -> Path:
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
-
-
-def client_connection(c: Cluster, qps: float, burst: int, kubeconfig: Path | None = None) -> dict[str, Any]:
-    return {"kubeconfig": str(kubeconfig or c.admin_kubeconfig), "qps": qps, "burst": burst}
-
-
-def start_kube_scheduler(
-    c: Cluster,
-    work: Path,
-    qps: float,
-    burst: int,
-    *,
-    extender_port: int = 0,
-    kubeconfig: Path | None = None,
-) -> Started:
-    """kube-scheduler (the built binary, no leader election) with ``clientConnection`` qps/burst, as the
-    admin (or ``kubeconfig``'s user); ``extender_port``: calling the extender there as
-    ``deploy/scheduler/kube-scheduler-config.yaml`` does."""
-    doc: dict[str, Any] = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": client_connection(c, qps, burst, kubeconfig),
-        "leaderElection": {"leaderElect": False},
-    }
-    if extender_port:
-        shipped = stack.documents(DEPLOY / "kube-scheduler-config.yaml")[0]
-        extenders = [dict(e, urlPrefix=f"http://127.0.0.1:{extender_port}") for e in shipped["extenders"]]
-        doc["extenders"] = extenders
-        doc["profiles"] = shipped["profiles"]
-    config = write(work / "kube-scheduler.yaml", doc)
-    assert c.ports is not None
-    kc = kubeconfig or c.admin_kubeconfig
-    return c.adopt(
-        spawn(
-            "kube-scheduler",
-            [
-                str(binaries_dir(c) / "kube-scheduler"),
-                f"--config={config}",
-                f"--authentication-kubeconfig={kc}",
-                f"--authorization-kubeconfig={kc}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={c.ports.scheduler}",
-                "--profiling=false",
-            ],
-            c.logs,
-        )
-    )
-
-
-def binaries_dir(c: Cluster) -> Path:
-    return Path(c.procs["kube-apiserver"].argv[0]).parent
 
 
 def pct(xs: list[float], q: float) -> float:

@@ -38,9 +38,7 @@ TOOLS = (
     "umount",
 )
 Say = Callable[[str], None]
-_BUILT_IN = frozenset(
-    {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet"}
-)
+_BUILT_IN = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet"}
 
 
 def free_port() -> int:
@@ -345,8 +343,7 @@ class Cluster:
     # -- stop
 
     def down(self, *, say: Say = print) -> list[str]:
-        """Stop everything the start made (and what was adopted), in reverse; what could not be removed
-        (empty: nothing left)."""
+        """Stop everything the start made or adopted, in reverse; what could not be removed (empty: none)."""
         ours = [p for n, p in self.procs.items() if n.startswith("koord") or n not in _BUILT_IN]
         for p in reversed(ours):
             p.stop(timeout=15)
