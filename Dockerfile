@@ -12,6 +12,7 @@ WORKDIR /src
 COPY pyproject.toml setup.py MANIFEST.in README.md requirements.lock ./
 COPY csrc/ csrc/
 COPY koordlet/ koordlet/
+COPY koordshared/ koordshared/
 COPY koord/ koord/
 COPY qosplugins/ qosplugins/
 RUN pip wheel --no-cache-dir --constraint requirements.lock --wheel-dir /wheels .

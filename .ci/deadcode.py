@@ -1,11 +1,11 @@
 """Dead-code check of ``make lint``: vulture over the agent, the built-in plugins and the benchmarks.
 
 Tests are not users: a function only tests call is dead. The plugin-author kits (``koordlet/testing``,
-``koord/testing`` and each framework's ``testing`` module, whose users are tests) are not scanned. Reported:
-unused functions, methods, classes, properties and imports at vulture's 60% confidence, and anything at 100%
-(unreachable code, unused arguments). Data fields (dataclass fields, enum members) are left out: parsers fill
-them by keyword, which vulture cannot see. Whatever is unused on purpose is named in ALLOWED, with the reason;
-keep that list short."""
+``koordshared/testing`` and each framework's ``testing`` module, whose users are tests) are not scanned.
+Reported: unused functions, methods, classes, properties and imports at vulture's 60% confidence, and anything
+at 100% (unreachable code, unused arguments). Data fields (dataclass fields, enum members) are left out:
+parsers fill them by keyword, which vulture cannot see. Whatever is unused on purpose is named in ALLOWED,
+with the reason; keep that list short."""
 
 from __future__ import annotations
 
@@ -15,8 +15,13 @@ from pathlib import Path
 from vulture import Vulture
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHS = ["koordlet", "koord", "qosplugins", "bench"]
-EXCLUDE = ["koordlet/testing", "koord/testing", "koord/scheduler/testing.py", "koord/descheduler/testing.py"]
+PATHS = ["koordlet", "koordshared", "koord", "qosplugins", "bench"]
+EXCLUDE = [
+    "koordlet/testing",
+    "koordshared/testing",
+    "koord/scheduler/testing.py",
+    "koord/descheduler/testing.py",
+]
 KINDS = {"function", "method", "class", "property", "import"}
 
 ALLOWED_FILES: dict[str, str] = {}
@@ -48,10 +53,10 @@ ALLOWED_NAMES = {
 }
 PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
     # The pod-side half of the node-scheduler contract (docs/node-scheduler-contract.md): koord-scheduler's
-    # NodeNUMAResource (issue 26, being built on another branch) reads what the pods ask for and the
+    # NodeNUMAResource reads what the pods ask for and the
     # kubelet's allocations with these; the agent only writes the annotations and reads resource-status.
-    "koord-scheduler NodeNUMAResource (issue 26)": {
-        "koord/apis/numa.py": (
+    "koord-scheduler NodeNUMAResource": {
+        "koordshared/apis/extension/numa.py": (
             "CPUBindPolicy",
             "CPUExclusivePolicy",
             "NodeCPUBindPolicy",
@@ -60,7 +65,7 @@ PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
             "resource_spec",
             "numa_topology_spec",
         ),
-        "koord/apis/nrt.py": ("pod_cpu_allocs",),
+        "koordshared/apis/topology/noderesourcetopology.py": ("pod_cpu_allocs",),
     },
 }
 _PENDING = {(f, n) for files in PENDING_CALLERS.values() for f, names in files.items() for n in names}

@@ -118,13 +118,13 @@ def run_agent(url: str, token: str, ready: Any) -> None:
     from kubernetes import client
     from prometheus_client import CollectorRegistry
 
-    from koord.runtime.eventbus import EventBus
-    from koord.runtime.lifecycle import Supervisor
     from koordlet.metriccache import MetricCache
     from koordlet.statesinformer.config import InformerConfig
     from koordlet.statesinformer.informer import StatesInformer
     from koordlet.system.host import Host
     from koordlet.system.paths import HostPaths
+    from koordshared.runtime.eventbus import EventBus
+    from koordshared.runtime.lifecycle import Supervisor
 
     conf = client.Configuration(host=url)
     conf.api_key = {"authorization": f"Bearer {token}"}

@@ -39,8 +39,6 @@ from pathlib import Path
 import psutil
 from prometheus_client import CollectorRegistry, generate_latest
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor
 from koordlet import api
 from koordlet.metriccache import MetricCache, MetricCacheConfig, series_key
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
@@ -51,6 +49,8 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates, make_pod
 from koordlet.testing.cgroups import RealCgroupTree
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor
 
 if __package__:  # python -m bench.collect (make bench)
     from bench.host_read import CPU_CLOCK, FLOOR_C

@@ -29,13 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psutil
 
-from koord.apis.node import is_ready
-from koord.apis.quantity import format_bytes, format_milli
-from koord.apis.timefmt import format_time
 from koord.descheduler.app import plugin_registry
 from koord.descheduler.framework.profile import parse_profiles
 from koord.descheduler.framework.runtime import Environment, Framework
 from koord.descheduler.informers import MemoryInformers
+from koordshared.apis.core.node import is_ready
+from koordshared.apis.meta.quantity import format_bytes, format_milli, format_time
 
 NAME = "descheduler"
 PODS_PER_NODE = 30

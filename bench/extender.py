@@ -38,16 +38,15 @@ import psutil
 from prometheus_client import CollectorRegistry
 
 from bench.workloads.cluster import PODS_PER_NODE, cluster, incoming_pod
-from koord.kube.informers import MemoryInformerSet
 from koord.scheduler.extender.app import freeze_heap
 from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
 from koord.scheduler.extender.metrics import ExtenderMetrics
 from koord.scheduler.extender.server import ExtenderServer
 from koord.scheduler.extender.verbs import Extender
 from koord.scheduler.framework.profile import default_profile
-from koord.scheduler.framework.registry import discover
 from koord.scheduler.framework.runtime import Framework
-from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.plugins import plugin_registry
+from koordshared.kube.informers import MemoryInformerSet
 
 NAME = "extender"
 SIZES = (5000, 1000)
@@ -81,7 +80,7 @@ class Setup:
         caches = MemoryInformerSet(extender_watches())
         self.nodes, self.pods, self.metrics = caches["nodes"], caches["pods"], caches["nodemetrics"]
         handle = ExtenderHandle(self.nodes, self.pods, self.metrics, clock=lambda: now)
-        self.framework = Framework(default_profile(), discover(BUILTIN), handle)
+        self.framework = Framework(default_profile(), plugin_registry(), handle)
         self.extender = Extender(
             self.framework, handle, ExtenderMetrics(CollectorRegistry()), ready=lambda: True
         )

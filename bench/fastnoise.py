@@ -6,9 +6,9 @@ For each window length (50 ms, the fast sampler's interval; 10 ms, its confirm w
 the root cgroup's and the BE tier's ``cpuacct.usage`` back to back for ``--seconds`` and prints non-BE
 cores per window: mean, standard deviation, p90, p99 and the largest excursion above the mean.
 
-It then replays the 50 ms samples against the decision a steady periodic tick would hold (their mean)
-and counts how many would fire: with a fixed trigger of 1 % of the node (the fast path before issue 18)
-and with ``qosplugins._fastrise.RiseDetector`` (the learnt band, ``band_cores`` as it ended; ``fires_held``:
+It then replays the 50 ms samples against the decision a steady periodic tick would hold (their mean) and
+counts how many would fire: with a fixed trigger of 1 % of the node (the first fast path's rule) and with
+``qosplugins.cpusuppress.fastrise.RiseDetector`` (the learnt band, ``band_cores`` as it ended; ``fires_held``:
 smaller rises that held over an interval). Every fire here is a BE shrink on noise.
 """
 
@@ -24,7 +24,7 @@ import time
 
 from koordlet.api import KubeQOSClass
 from koordlet.testing.cgroups import RealKubepods
-from qosplugins._fastrise import RiseDetector
+from qosplugins.cpusuppress.fastrise import RiseDetector
 
 CPUS = os.cpu_count() or 1
 FIXED_TRIGGER = 0.01

@@ -1,4 +1,4 @@
-"""The agent's idle cost at 4 pods, beside node_exporter on the same machine in the same run (issue 27).
+"""The agent's idle cost at 4 pods, beside node_exporter on the same machine in the same run.
 
 Four idle pods (sleeping processes) in real cgroups under a unique ``koordlet-e2e-<random>`` parent, the
 real agent as shipped (``koordlet run --standalone``, a NodeSLO with ``resourceUsedThresholdWithBE``

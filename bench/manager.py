@@ -29,15 +29,18 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from koord.apis import sloconfig
-from koord.apis.colocation import collect_policy, node_strategy, parse_colocation_config
-from koord.apis.nodemetric import parse_status
-from koord.apis.quantity import format_bytes, format_decimal
-from koord.apis.timefmt import format_time
-from koord.kube.client import make_api_client, request
 from koord.manager import batchresource as br
 from koord.manager.app import Manager
-from koord.runtime.lifecycle import Supervisor
+from koordshared.apis.configuration import slocontroller as sloconfig
+from koordshared.apis.configuration.slocontroller import (
+    collect_policy,
+    node_strategy,
+    parse_colocation_config,
+)
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, format_time
+from koordshared.apis.slo.nodemetric import parse_status
+from koordshared.kube.client import make_api_client, request
+from koordshared.runtime.lifecycle import Supervisor
 
 try:  # the repository's test API server: importable when run as a module from the repository root
     from tests.apiserver import APIServer

@@ -5,7 +5,7 @@ Floors: appending the tick's values to two ``array('d')`` per series found in a 
 ``sorted()`` + ``math.fsum`` per series for the aggregates; writing the same arrays' bytes to a file with
 fsync for the checkpoint. Prints one JSON object as its last line; ``ratio`` is the append ratio.
 
-Memory (issue 18: < 64 MiB at 1000 containers with 30-minute windows): a fresh interpreter imports the
+Memory (< 64 MiB at 1000 containers with 30-minute windows): a fresh interpreter imports the
 cache, fills 1000 containers x 2 metrics (CPU, memory) at 1 Hz to a 30-minute ring, as the collector
 appends them, and reports its RSS after ``gc.collect()``. The floor, in another fresh interpreter with
 the same imports, holds only the values in one ``array('d')`` per series (8 bytes a sample, no

@@ -34,7 +34,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord.apis import nodeslo
 from koordlet import api
 from koordlet.metrics import PluginMetrics
 from koordlet.resourceexecutor.config import ExecutorConfig
@@ -46,6 +45,7 @@ from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeEvictor, FakeMetrics, FakeStates, make_node
 from koordlet.testing.cgroups import KUBEPODS_CONTROLLERS, RealKubepods
 from koordlet.testing.devices import loop_device
+from koordshared.apis.slo import nodeslo
 from qosplugins.blkio import BlkIOReconcile
 from qosplugins.cgreconcile import CgroupReconcile
 from qosplugins.netqos import TCNetworkQoS

@@ -21,7 +21,7 @@ catches.
 
 ``--pods N`` adds N idle pods the agent sweeps every second (its own bursts then land in the fast
 samples); ``--compare-own-cpu`` also runs the fast configuration with ``--fast-sample-own-cpu=false``
-(the fast path before issue 27 put the agent's own CPU back to its average); each configuration's learnt
+(as the fast path ran before it put the agent's own CPU back to its average); each configuration's learnt
 noise band (``BECPUSuppress`` status) is printed as ``band_milli``.
 
 Two agent configurations run in the same session: the agent as shipped (fast node sampler at 40 ms,
@@ -34,7 +34,7 @@ BE budget at the default ``cpuSuppressThresholdPercent`` (65) can be the quota f
 with BE at the floor has nothing to shrink and is counted as ``no_room``, not as a miss. ``--threshold``
 raises the percentage for such a machine (the path measured, sample → decision → write, is the same).
 
-BE throughput lost to the LS demand probe (issue 18, target ≤ 5 %), with the agent as shipped: after the
+BE throughput lost to the LS demand probe (target ≤ 5 %), with the agent as shipped: after the
 trials an LS process does a fixed amount of work every 10 ms (``--probe-ls-cores`` of a core, 0.9 by
 default: BE's quota then lands near or below one probe step, 10 % of the node), so LS is content and
 whatever the probe takes from BE is pure loss. Over ``--probe-seconds`` the BE tier's cpuacct counter is
@@ -283,7 +283,7 @@ def main() -> None:
     ap.add_argument(
         "--compare-own-cpu",
         action="store_true",
-        help="also run the fast configuration with --fast-sample-own-cpu=false (before issue 27)",
+        help="also run the fast configuration with --fast-sample-own-cpu=false (the earlier fast path)",
     )
     ap.add_argument(
         "--busy-node",

@@ -152,8 +152,8 @@ def gangs(nodes: int, count: int, size: int, rate: float) -> dict[str, Any]:
 def end_to_end(nodes: int, pods: int) -> dict[str, Any]:
     from kubernetes import client
 
-    from koord.kube.client import make_api_client
-    from koord.testing.ports import port_from_log
+    from koordshared.kube.client import make_api_client
+    from koordshared.testing.ports import port_from_log
     from tests.apiserver import APIServer
     from tests.managerharness import write_kubeconfig
 

@@ -35,9 +35,6 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.httpserver import AgentHTTPServer
-from koord.runtime.lifecycle import Supervisor
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
@@ -47,6 +44,9 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates
 from koordlet.testing.cgroups import RealKubepods
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.httpserver import ProcessHTTPServer
+from koordshared.runtime.lifecycle import Supervisor
 
 NAME = "scrape"
 FAST = "FastSampler"
@@ -132,7 +132,7 @@ class Node:
 
     advisor: MetricsAdvisor
     registry: CollectorRegistry
-    http: AgentHTTPServer
+    http: ProcessHTTPServer
     ticks: TickLog
 
     def url(self, path: str) -> str:
@@ -143,7 +143,7 @@ class Node:
 def node(pods: int) -> Iterator[Node]:
     kp = RealKubepods()
     advisor: MetricsAdvisor | None = None
-    http: AgentHTTPServer | None = None
+    http: ProcessHTTPServer | None = None
     stop = threading.Event()
     sup = Supervisor(stop)
     try:
@@ -161,7 +161,7 @@ def node(pods: int) -> Iterator[Node]:
         ticks = TickLog()
         assert advisor.metrics is not None and advisor.exposition is not None
         advisor.metrics.on_tick = ticks.hook(advisor.metrics.on_tick)  # type: ignore[method-assign,assignment]
-        http = AgentHTTPServer("127.0.0.1", 0, registry)
+        http = ProcessHTTPServer("127.0.0.1", 0, registry)
         http.route("/metrics", advisor.exposition.route)
         http.route("/metrics-on-demand", lambda _q: (200, CONTENT_TYPE_LATEST, generate_latest(registry)))
         http.start()

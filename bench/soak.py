@@ -17,7 +17,7 @@ period and refresh interval. The floor beside each figure is the same agent's ow
 warm-up (``ratio`` = RSS at the end / RSS after warm-up). ``--quick`` runs 5 minutes (the issue's
 figure; longer than other benchmarks' quick runs). Everything created is removed.
 
-Memory by component (issue 27): the metric cache's own floor is printed beside RSS (its samples x 8
+Memory by component: the metric cache's own floor is printed beside RSS (its samples x 8
 bytes, what any lossless store of them needs). ``--components`` starts the agent with
 ``PYTHONTRACEMALLOC`` and reads ``/debug/memory`` every minute: the live traced allocations charged to
 the component that made them (``koordlet.metriccache``, ``koordlet.metricsadvisor``, ..., ``imports``),

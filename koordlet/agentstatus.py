@@ -19,9 +19,9 @@ from typing import Any
 
 import psutil
 
-from koord import __version__
-from koord.runtime.httpserver import Response, Route, json_response
 from koordlet import api
+from koordshared import __version__
+from koordshared.runtime.httpserver import Response, Route, json_response
 
 API_VERSION = "koordlet/v1"
 KIND = "AgentStatus"

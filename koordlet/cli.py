@@ -20,11 +20,11 @@ from typing import Any
 
 import click
 
-from koord import __version__
-from koord.runtime.errors import ConfigError, PluginError
-from koord.runtime.lifecycle import install_signals
 from koordlet import api, compatflags, config, featuregates
 from koordlet.qosmanager import loader
+from koordshared import __version__
+from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.lifecycle import install_signals
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -163,7 +163,7 @@ def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
     )
     def run(verbosity: int, **values: Any) -> None:
         """Run the agent (standalone on this host when no cluster credentials are found)."""
-        from koord.runtime import logs
+        from koordshared.runtime import logs
 
         options = {k.replace("_", "-"): v for k, v in values.items()}
         try:

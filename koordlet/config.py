@@ -18,10 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from koord.apis import quantity
-from koord.runtime.configfile import read_config_file
-from koord.runtime.errors import ConfigError, InvalidValue
-from koord.runtime.httpaccess import AUTH_FLAGS
 from koordlet.api import AgentOptions, Flag, OptionValue
 from koordlet.metriccache.config import MetricCacheConfig
 from koordlet.metricsadvisor.config import AdvisorConfig
@@ -31,6 +27,10 @@ from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.runtimehooks.config import HooksConfig
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.system import paths as syspaths
+from koordshared.apis.meta import quantity
+from koordshared.runtime.configfile import read_config_file
+from koordshared.runtime.errors import ConfigError, InvalidValue
+from koordshared.runtime.httpaccess import AUTH_FLAGS
 
 MIN_COLLECT_INTERVAL = 0.1
 """koordlet refuses anything under 1 s; we allow down to 100 ms for fast reaction."""

@@ -2,12 +2,12 @@
 
 koordlet's ``NewDaemon`` + ``Run``. This is the one module that knows every concrete class; each component
 gets its own frozen config from :class:`koordlet.config.Configuration`, plugins see only ``koordlet.api``.
-Start order: resource executor → metric cache → states informer (wait for sync) → metrics advisor (wait
-for first samples) → QoS manager (plugins) → ready. ``/healthz`` answers as soon as the HTTP server is up;
-``/readyz`` only once the whole order has completed. A root component that dies sets ``stop`` and the
-process exits non-zero so the kubelet restarts it; stop runs the order backwards. That run machinery
-(:class:`~koord.runtime.lifecycle.Daemon`) is :mod:`koord.runtime.lifecycle`'s, shared with the cluster
-processes, which must not import the agent's components.
+Start order: resource executor → metric cache → states informer (wait for sync) → metrics advisor (wait for
+first samples) → QoS manager (plugins) → ready. ``/healthz`` answers as soon as the HTTP server is up;
+``/readyz`` only once the whole order has completed. A root component that dies sets ``stop`` and the process
+exits non-zero so the kubelet restarts it; stop runs the order backwards. That run machinery
+(:class:`~koordshared.runtime.lifecycle.Daemon`) is :mod:`koordshared.runtime.lifecycle`'s, shared with the
+cluster processes, which must not import the agent's components.
 """
 
 from __future__ import annotations
@@ -22,12 +22,6 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
-from koord.runtime import cpuprofile
-from koord.runtime.errors import ConfigError
-from koord.runtime.eventbus import EventBus
-from koord.runtime.httpaccess import DelegatingAuth, serving_from_options, ssl_context
-from koord.runtime.httpserver import AgentHTTPServer, Route, json_response
-from koord.runtime.lifecycle import Daemon, FuncComponent, Supervisor
 from koordlet import api, memprofile
 from koordlet.agentstatus import StatusSources, status_route
 from koordlet.config import Configuration, split_address
@@ -46,6 +40,12 @@ from koordlet.runtimehooks.service import RuntimeHooks, hooks_for
 from koordlet.system import coresched, malloc, native
 from koordlet.system.host import Host
 from koordlet.system.sysctl import get_sysctl
+from koordshared.runtime import cpuprofile
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.httpaccess import DelegatingAuth, serving_from_options, ssl_context
+from koordshared.runtime.httpserver import ProcessHTTPServer, Route, json_response
+from koordshared.runtime.lifecycle import Daemon, FuncComponent, Supervisor
 
 if TYPE_CHECKING:
     from koordlet.statesinformer.informer import StatesInformer
@@ -65,7 +65,7 @@ def _events_route(executor: ResourceExecutor) -> Route:
     return route
 
 
-def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone: bool) -> AgentHTTPServer:
+def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone: bool) -> ProcessHTTPServer:
     """The endpoint with ``--tls-*`` and the callers' review from ``--authentication-token-webhook`` and
     ``--authorization-mode``; a standalone agent has no API server to review callers with."""
     serving = serving_from_options(cfg.options)
@@ -76,11 +76,11 @@ def _http_server(cfg: Configuration, registry: CollectorRegistry, *, standalone:
                 "--authentication-token-webhook reviews callers with the API server, which a standalone "
                 "agent has none of: bind --addr to 127.0.0.1 instead, or run in the cluster"
             )
-        from koord.kube.delegation import delegating_auth
+        from koordshared.kube.delegation import delegating_auth
 
         auth = delegating_auth(serving.auth, cfg.informer.kubeconfig, user_agent=cfg.informer.user_agent)
     tls = ssl_context(serving.tls) if serving.tls is not None else None
-    return AgentHTTPServer(cfg.host, cfg.port, registry, tls=tls, auth=auth)
+    return ProcessHTTPServer(cfg.host, cfg.port, registry, tls=tls, auth=auth)
 
 
 def _runtime_hooks(
@@ -302,7 +302,7 @@ def _pprof_component(addr: str) -> FuncComponent:
     """koordlet's ``--enable-pprof``: profiles on their own listener, so a 30-second profile never holds a
     worker of the endpoint Prometheus and the probes use."""
     host, port = split_address(addr)
-    server = AgentHTTPServer(host, port, None, flag="pprof-addr")
+    server = ProcessHTTPServer(host, port, None, flag="pprof-addr")
     server.route("/debug/pprof/profile", cpuprofile.profile_route)
     server.route("/debug/pprof/threads", cpuprofile.threads_route)
 

@@ -7,10 +7,7 @@ whole. A plugin whose name is in that table replaces the entry (:meth:`FeatureGa
 plugin never means editing the table. :data:`AGENT_IMPLEMENTED` says which of the table's gates a part of
 the agent other than a plugin honours; every other table gate is accepted, warned about once at start
 when on (:func:`unimplemented_enabled`) and listed as "not implemented" by ``koordlet plugins list``.
-
-A :class:`FeatureGate` parses ``Name=true,Other=false`` (values as Go's ``strconv.ParseBool``), honours
-``AllAlpha``/``AllBeta`` for gates not set explicitly, refuses unknown names, non-boolean values and
-changes to locked gates with a :class:`ConfigError` that names the problem and lists the known gates.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -18,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from koord.runtime.errors import ConfigError
 from koordlet.api import FeatureSpec, Stage
+from koordshared.runtime.errors import ConfigError
 
 A, B = Stage.ALPHA, Stage.BETA
 

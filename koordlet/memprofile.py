@@ -1,14 +1,13 @@
 """``GET /debug/memory``: who holds the agent's memory, by component, when Python traces its allocations.
 
-Served only when ``tracemalloc`` traces (start the agent with ``PYTHONTRACEMALLOC=<frames>``, as
-``bench/soak.py --components`` does); otherwise the route answers 404 and costs nothing. Each live
-allocation is charged to the component of the innermost frame that is the agent's or a third-party
-library's (standard-library frames are looked through, so a ``dict`` the metric cache builds is the
-cache's): ``koordlet.<package>``, ``qosplugins``, ``koord.<package>``, a library's top package, or
-``imports`` (module code and constants, allocated while modules load) and ``python`` (nothing else on the
-stack). ``rss`` is the process's resident set, ``tracing`` what ``tracemalloc`` itself holds (absent from
-an untraced agent), and ``untraced`` the rest: the interpreter, C libraries, thread stacks and allocator
-slack.
+Served only when ``tracemalloc`` traces (start the agent with ``PYTHONTRACEMALLOC=<frames>``); otherwise the
+route answers 404 and costs nothing. Each live allocation is charged to the component of the innermost frame
+that is the agent's or a third-party library's (standard-library frames are looked through, so a ``dict`` the
+metric cache builds is the cache's): ``koordlet.<package>``, ``qosplugins``, ``koord.<package>``, a library's
+top package, or ``imports`` (module code and constants, allocated while modules load) and ``python`` (nothing
+else on the stack). ``rss`` is the process's resident set, ``tracing`` what ``tracemalloc`` itself holds
+(absent from an untraced agent), and ``untraced`` the rest: the interpreter, C libraries, thread stacks and
+allocator slack.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import tracemalloc
 from collections.abc import Iterable
 from pathlib import Path
 
-from koord.runtime.httpserver import Response, json_response
+from koordshared.runtime.httpserver import Response, json_response
 
 _STDLIB = tuple(
     str(Path(p).resolve()) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}

@@ -4,12 +4,7 @@ Every metric Koordinator's koordlet exposes is a :class:`MetricDef` here, with w
 (``filled_by``; empty when no feature of ours has the data). Components make their metric objects from
 these definitions (:func:`counter`, :func:`gauge`, :func:`histogram`), and plugins, which see only
 ``koordlet.api``, use the same names and labels (a unit test holds the two together), so a Koordinator
-dashboard's queries find the same series.
-
-Koordinator's counters have no ``_total`` suffix (Go's client does not add one) while ``prometheus_client``
-exposes a counter ``x`` as ``x_total``. :class:`BareCounter` adds the value under Koordinator's own name as
-well (an untyped series, the same value), so ``koordlet_pod_eviction`` and
-``koordlet_pod_eviction_total`` both answer.
+dashboard's queries find the same series. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -288,7 +283,187 @@ RUNTIME_HOOK_RECONCILER_INVOKED_DURATION_MILLISECONDS = _m(
 KOORDLET_METRICS: tuple[MetricDef, ...] = tuple(
     v for v in list(globals().values()) if isinstance(v, MetricDef)
 )
-"""Every koordlet metric, in the order defined above."""
+"""Every metric of Koordinator's koordlet, in the order defined above."""
+
+
+def _a(name: str, kind: str, labels: tuple[str, ...], help_: str, filled_by: str) -> MetricDef:
+    return MetricDef(f"koordlet_{name}", kind, labels, help_, filled_by)
+
+
+# ---- the agent's own metrics (this re-implementation's, not Koordinator's) ---------------------------------
+
+BUILD_INFO = _a(
+    "build_info", G, ("version", "python", "native"), "Build information of the running agent", "agent"
+)
+PLUGIN_STATE = _a(
+    "plugin_state", G, ("plugin", "source", "state"), "QoS plugin state (1 for the current state)", "agent"
+)
+TICK_ERRORS = _a(
+    "tick_errors",
+    C,
+    ("component", "kind"),
+    "Periodic ticks that raised, by component (plugins are named plugin/<name>)",
+    "agent",
+)
+TICK_DURATION_SECONDS = _a("tick_duration_seconds", H, ("component",), "Run time of periodic ticks", "agent")
+TICK_LATENESS_SECONDS = _a(
+    "tick_lateness_seconds",
+    H,
+    ("component",),
+    "How late a periodic tick started compared to its schedule",
+    "agent",
+)
+COLLECT_DURATION_SECONDS = _a(
+    "collect_duration_seconds", H, ("collector",), "Run time of one collector sweep", "metricsadvisor"
+)
+COLLECT_LATENESS_SECONDS = _a(
+    "collect_lateness_seconds",
+    H,
+    ("collector",),
+    "How late a collector sweep started compared to its schedule",
+    "metricsadvisor",
+)
+COLLECT_ERRORS = _a(
+    "collect_errors",
+    C,
+    ("collector", "kind"),
+    "Collection problems by collector and kind (cgroup_gone, malformed, counter_reset, ...)",
+    "metricsadvisor",
+)
+POD_RESOURCE_USAGE = _a(
+    "pod_resource_usage", G, (NODE, *POD, "resource", "unit"), "Pod resource usage", "metricsadvisor"
+)
+CONTAINER_RESOURCE_USAGE = _a(
+    "container_resource_usage",
+    G,
+    (NODE, *CONTAINER, *POD, "resource", "unit"),
+    "Container resource usage",
+    "metricsadvisor",
+)
+NODE_RESOURCE_USAGE = _a(
+    "node_resource_usage", G, ("node", "resource", "unit"), "Node resource usage", "metricsadvisor"
+)
+NODE_SYSTEM_RESOURCE_USAGE = _a(
+    "node_system_resource_usage",
+    G,
+    ("node", "resource", "unit"),
+    "Node usage outside pods and host applications",
+    "metricsadvisor",
+)
+NODE_BE_RESOURCE = _a(
+    "node_be_resource",
+    G,
+    ("node", "resource", "allocation", "unit"),
+    "BE CPU: usage, real limit and batch request (cores)",
+    "metricsadvisor",
+)
+NODE_PSI = _a(
+    "node_psi",
+    G,
+    (NODE, "psi_resource_type", "psi_precision", "psi_degree"),
+    "Node pressure stall (percent)",
+    "metricsadvisor",
+)
+METRIC_CACHE_SERIES = _a(
+    "metric_cache_series", G, ("metric",), "Time series held by the metric cache.", "metriccache"
+)
+METRIC_CACHE_SAMPLES = _a("metric_cache_samples", G, (), "Samples held by the metric cache.", "metriccache")
+METRIC_CACHE_PRIVATE_SERIES = _a(
+    "metric_cache_private_series",
+    G,
+    (),
+    "Series of the metric cache off their kind's shared timeline.",
+    "metriccache",
+)
+METRIC_CACHE_CHECKPOINT_DURATION_SECONDS = _a(
+    "metric_cache_checkpoint_duration_seconds",
+    G,
+    (),
+    "Duration of the last metric cache checkpoint.",
+    "metriccache",
+)
+METRIC_CACHE_CHECKPOINT_BYTES = _a(
+    "metric_cache_checkpoint_bytes", G, (), "Size of the last metric cache checkpoint file.", "metriccache"
+)
+METRIC_CACHE_CHECKPOINTS = _a("metric_cache_checkpoints", C, (), "Checkpoints written.", "metriccache")
+METRIC_CACHE_CHECKPOINT_ERRORS = _a(
+    "metric_cache_checkpoint_errors", C, (), "Checkpoints that failed.", "metriccache"
+)
+METRIC_CACHE_LOAD_ERRORS = _a(
+    "metric_cache_load_errors",
+    C,
+    (),
+    "Checkpoints that could not be loaded (corrupt, truncated, other version).",
+    "metriccache",
+)
+METRIC_CACHE_TRIMMED_SAMPLES = _a(
+    "metric_cache_trimmed_samples",
+    C,
+    (),
+    "Samples left out of checkpoints to stay under --tsdb-max-bytes.",
+    "metriccache",
+)
+POD_EVICTION_REFUSED = _a(
+    "pod_eviction_refused", C, ("node",), "Evictions refused by the agent's safety rules", "evictor"
+)
+RESOURCE_UPDATE_ERRORS = _a(
+    "resource_update_errors",
+    C,
+    ("type", "kind"),
+    "Updates not applied, by resource type and kind (gone, invalid, unsupported, unsafe, errno name)",
+    "resourceexecutor",
+)
+NODESLO_INVALID_TOTAL = _a(
+    "nodeslo_invalid_total", C, (), "NodeSLO specs refused by validation (last good kept)", "statesinformer"
+)
+PODS_REFRESH_TOTAL = _a(
+    "pods_refresh_total", C, ("result",), "Pod list refreshes by result", "statesinformer"
+)
+NODEMETRIC_REPORT_TOTAL = _a(
+    "nodemetric_report_total", C, ("result",), "NodeMetric status reports by result", "statesinformer"
+)
+STATES_INFORMER_DEGRADED = _a(
+    "states_informer_degraded",
+    G,
+    (),
+    "1 while the pod list is older than the allowed staleness",
+    "statesinformer",
+)
+STATES_INFORMER_PODS = _a("states_informer_pods", G, (), "Pods in the informer's snapshot", "statesinformer")
+
+AGENT_METRICS: tuple[MetricDef, ...] = (
+    BUILD_INFO,
+    PLUGIN_STATE,
+    TICK_ERRORS,
+    TICK_DURATION_SECONDS,
+    TICK_LATENESS_SECONDS,
+    COLLECT_DURATION_SECONDS,
+    COLLECT_LATENESS_SECONDS,
+    COLLECT_ERRORS,
+    POD_RESOURCE_USAGE,
+    CONTAINER_RESOURCE_USAGE,
+    NODE_RESOURCE_USAGE,
+    NODE_SYSTEM_RESOURCE_USAGE,
+    NODE_BE_RESOURCE,
+    NODE_PSI,
+    METRIC_CACHE_SERIES,
+    METRIC_CACHE_SAMPLES,
+    METRIC_CACHE_PRIVATE_SERIES,
+    METRIC_CACHE_CHECKPOINT_DURATION_SECONDS,
+    METRIC_CACHE_CHECKPOINT_BYTES,
+    METRIC_CACHE_CHECKPOINTS,
+    METRIC_CACHE_CHECKPOINT_ERRORS,
+    METRIC_CACHE_LOAD_ERRORS,
+    METRIC_CACHE_TRIMMED_SAMPLES,
+    POD_EVICTION_REFUSED,
+    RESOURCE_UPDATE_ERRORS,
+    NODESLO_INVALID_TOTAL,
+    PODS_REFRESH_TOTAL,
+    NODEMETRIC_REPORT_TOTAL,
+    STATES_INFORMER_DEGRADED,
+    STATES_INFORMER_PODS,
+)
+"""The agent's own metrics; :data:`KOORDLET_METRICS` are Koordinator's."""
 
 
 def counter(d: MetricDef, registry: CollectorRegistry) -> Counter:

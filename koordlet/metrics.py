@@ -22,8 +22,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from koord import __version__
 from koordlet import metricdefs
+from koordshared import __version__
 
 LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -36,33 +36,33 @@ class AgentMetrics:
         self.node = node
         self.start_time = metricdefs.gauge(metricdefs.START_TIME, registry)
         self.build_info = Gauge(
-            "koordlet_build_info",
-            "Build information of the running agent",
+            metricdefs.BUILD_INFO.name,
+            metricdefs.BUILD_INFO.help,
             ["version", "python", "native"],
             registry=registry,
         )
         self.plugin_state = Gauge(
-            "koordlet_plugin_state",
-            "QoS plugin state (1 for the current state)",
+            metricdefs.PLUGIN_STATE.name,
+            metricdefs.PLUGIN_STATE.help,
             ["plugin", "source", "state"],
             registry=registry,
         )
         self.tick_errors = Counter(
-            "koordlet_tick_errors",
-            "Periodic ticks that raised, by component (plugins are named plugin/<name>)",
+            metricdefs.TICK_ERRORS.name,
+            metricdefs.TICK_ERRORS.help,
             ["component", "kind"],
             registry=registry,
         )
         self.tick_duration = Histogram(
-            "koordlet_tick_duration_seconds",
-            "Run time of periodic ticks",
+            metricdefs.TICK_DURATION_SECONDS.name,
+            metricdefs.TICK_DURATION_SECONDS.help,
             ["component"],
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
         self.tick_lateness = Histogram(
-            "koordlet_tick_lateness_seconds",
-            "How late a periodic tick started compared to its schedule",
+            metricdefs.TICK_LATENESS_SECONDS.name,
+            metricdefs.TICK_LATENESS_SECONDS.help,
             ["component"],
             buckets=LATENCY_BUCKETS,
             registry=registry,

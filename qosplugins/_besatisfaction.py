@@ -1,19 +1,6 @@
 """``BECPUEvict``'s release target: BE CPU satisfaction from the ``node_be`` series (Koordinator's
 ``pkg/koordlet/qosmanager/plugins/cpuevict/cpu_evict.go``, ``calculateMilliReleaseByBESatisfaction``).
-
-From ``node_be`` (millicores)::
-
-    window        = max(cpuEvictTimeWindowSeconds, whole seconds of the collect interval)
-    usage, request, real-limit = AVG over window; too few samples: min(counts) * interval < window // 3
-    limit         = real-limit, or by policy evictByAllocatable the node's batch-cpu allocatable
-                    (not reported: unknown, nothing evicted; 0: 1m, so a starved BE still counts as busy)
-    usage high    = limit > 0 and (limit < 1000m or usage / limit >= cpuEvictBEUsageThresholdPercent (90))
-    satisfaction  = limit / request
-    release       = int(request * (upper% - satisfaction))  if satisfaction <= lower%
-
-Then the same on the LAST samples (2 collect intervals): BE not busy now means no eviction, whatever the
-average says; if last request and limit equal the averages the average's release is used, else the
-smaller of both.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

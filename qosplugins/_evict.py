@@ -1,25 +1,6 @@
 """One eviction round of several tasks, and the BE victim order (Koordinator's
 ``pkg/koordlet/qosmanager/plugins/util/evict.go``: ``KillAndEvictPods``, ``EvictTaskInfo``).
-
-Koordinator runs each resource's strategies as one evictor: its CPU evictor builds a task per gate in
-the order ``BECPUEvict``, ``CPUAllocatableEvict``, ``CPUEvict`` (memory: ``BEMemoryEvict``,
-``MemoryAllocatableEvict``, ``MemoryEvict``), each task with what it must release, of which kind (its
-*release target*: the pods' requests or their usage) and its sorted victims; then one pass evicts:
-
-* task by task, victim by victim, skipping a pod an earlier task of the round evicted already;
-* a pod evicted recently (still terminating) counts as released without a new eviction;
-* what evicting a pod releases is summed per release target over every task of the round (the largest
-  figure any task of that target gives for the pod), so a batch-cpu request released by ``BECPUEvict``
-  counts for ``CPUAllocatableEvict`` too;
-* a task stops once what its target released covers each of its resources;
-* a victim that holds none of the resources a task still needs is passed over (a koord-free pod, or a
-  batch one while only mid-cpu is over its allocatable: Koordinator evicts it, for nothing toward the
-  target); a pod that merely uses none now is not (Koordinator's BE order puts those last, and evicts);
-* the evictor's cool-down restarts only when something was evicted now.
-
-Only BE pods are ever candidates of the BE tasks, and not every BE pod: inactive pods, static/mirror pods
-and DaemonSet pods are never chosen (evicting them frees nothing for long: they come straight back), nor
-pods whose ``koordinator.sh/eviction-policy`` annotation does not list the strategy.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

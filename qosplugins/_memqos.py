@@ -1,21 +1,5 @@
 """Memory QoS arithmetic of ``CgroupReconcile`` (Koordinator's
-``pkg/koordlet/qosmanager/plugins/cgreconcile/cgroup_reconcile.go``), pure.
-
-A pod's memory QoS config is its class's ``memoryQOS`` overlaid with the pod annotation
-``koordinator.sh/memoryQOS`` (``{"policy": "none" | "auto" | "default", ...fields}``): ``none`` turns
-memory QoS off for the pod, ``auto`` starts from Koordinator's recommended config for the pod's class
-instead of the node's, and fields given in the annotation override either. From it, with ``req`` the
-memory request (BE: the ``kubernetes.io/batch-memory`` requests):
-
-* pod and container ``memory.min = req * minLimitPercent / 100``, ``memory.low = req * lowLimitPercent
-  / 100`` (raised to ``memory.min``);
-* container ``memory.high``: ``throttlingPercent`` 0 is no limit; else ``req + (limit - req) *
-  throttlingPercent / 100`` rounded down to pages (limit: the container's, else node allocatable),
-  raised to ``memory.min``;
-* kube QoS tiers: ``memory.min``/``memory.low`` are the sums over their pods (the Guaranteed tier,
-  ``kubepods``, being every tier's parent, sums all of them);
-* the Anolis knobs (``memory.wmark_*``, ``memory.priority``, ``memory.use_priority_oom``,
-  ``memory.oom.group``) take the config's values as they are.
+``pkg/koordlet/qosmanager/plugins/cgreconcile/cgroup_reconcile.go``), pure. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

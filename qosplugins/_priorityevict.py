@@ -2,28 +2,7 @@
 the allocatable and usage release targets (Koordinator's ``cpu_evict.go`` and ``memory_evict.go``:
 ``getPodEvictInfoAndSortByPriority``, ``calculateMilliReleaseByAllocatableThresholdPercent``,
 ``calculateReleaseByAllocatableThresholdPercent``, ``calculateMilliReleaseByUsedThresholdPercent``;
-``util/evict.go``: ``GetRequestTypeAndValueFromPod``).
-
-Victims (``CPUEvict``, ``MemoryEvict`` and the allocatable strategies): active pods whose eviction policy
-allows the gate, whose priority value (``spec.priority`` when not 0, else their class's default) is at
-most the NodeSLO's priority threshold, that their owner labelled ``koordinator.sh/eviction-enabled:
-"true"`` and that have a usage sample; sorted by the ``koordinator.sh/eviction-priority`` annotation,
-then the priority value, then the ``koordinator.sh/priority`` label (lowest first each), then usage or
-request (largest first), then name (Koordinator's sort leaves ties in no particular order). Static and
-DaemonSet pods are never victims here either.
-
-A pod's request of a resource kind is its class's resource: ``kubernetes.io/mid-cpu`` for koord-mid,
-``kubernetes.io/batch-cpu`` for koord-batch, plain ``cpu`` otherwise (memory alike), summed over its app
-containers and sidecars.
-
-Allocatable release: per resource, the requests of active pods of priority value at most the threshold
-against the node's allocatable of that resource; over ``threshold%`` the task releases down to
-``lower%`` of it (a zero allocatable: everything requested). Differences from Koordinator, each where it
-would evict pods for nothing: only the batch and mid resources are released (Koordinator says it supports
-only those; a ``cpu`` total of prod/none pods over the threshold made a target no victim's release counts
-toward, and every victim was evicted); an allocatable no Node reports is unknown, not zero (Koordinator's
-missing key releases everything; ``--standalone`` has no Node at all); only active pods' requests count;
-and victims of another class than the resources released are passed over (``_evict``).
+``util/evict.go``: ``GetRequestTypeAndValueFromPod``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,5 @@
 """``BlkIOReconcile``: block I/O throttles and weights per class and per pod (Koordinator's
-``pkg/koordlet/qosmanager/plugins/blkio/blkio_reconcile.go``).
-
-Every ``reconcile-interval-seconds`` (the agent's flag, 1 s):
-
-* ``beClass.blkioQOS`` -> the besteffort tier; each block ``{name, type: device, ioCfg}`` resolved to its
-  disk's ``major:minor`` gets ``blkio.throttle.{read,write}_{iops,bps}_device`` (0: no limit) and
-  ``blkio.cost.weight`` (``ioWeightPercent``, default 100);
-* pods annotated ``koordinator.sh/blkioQOS`` (``{"blocks": [...]}``) -> their pod cgroup, likewise;
-* ``cgroupRoot.blkioQOS`` -> the root's iocost (``blkio.cost.qos``: ``enable=1 ctrl=user rpct rlat wpct
-  wlat``, latency 3000 us at the 95th percentile by default; ``blkio.cost.model``: ``ctrl=auto`` or the
-  user model), where the kernel has iocost.
-
-The executor writes cgroup v1 files or their v2 form (``io.max``, ``io.weight``, ``io.cost.*``), going
-beyond koordlet, which is v1 only. On cgroup v2 a limit holds for everything below the cgroup. v1 block
-throttling is flat (hierarchical only with the ``sane_behavior`` mount option upstream kernels do not
-offer): a limit on the tier or the pod binds only tasks of that very cgroup, and container tasks live
-below. So on v1 each throttle is also shared out evenly among the running containers below it, which keeps
-their sum within the configured limit (koordlet writes the tier or pod alone, which binds no container
-task on an upstream v1 kernel). A device that carries a value in a cgroup this plugin manages but is no
-longer configured (a stale device) is reset: throttles to 0, weight to 100, iocost to ``enable=0``; at
-stop every value this plugin set is reset the same way. ``lsrClass``/``lsClass`` blocks are refused with a
-warning, as koordlet does: their tiers (kubepods, burstable) contain other classes' pods. Block types
-``volumegroup`` and ``podvolume`` need koordlet's storage inventory, which this agent does not keep: a
-block of those types is skipped with a warning.
+``pkg/koordlet/qosmanager/plugins/blkio/blkio_reconcile.go``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -6,19 +6,7 @@ Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), for active pods: t
 ``koordinator.sh/memoryQOS`` annotation (the arithmetic is :mod:`qosplugins._memqos`'s) gives
 ``memory.min``/``memory.low`` on pods and containers, ``memory.high`` on containers, their sums on the
 tiers, and the Anolis watermark/priority knobs. Written level by level (tiers, pods, containers) through
-the executor, which orders growth parents first and shrink children first.
-
-Only files this kernel has are written (probed once each). cgroup v1 upstream has none of them; there
-``memory.soft_limit_in_bytes``, the reclaim target v1 pushes a cgroup back to under memory pressure, takes
-``memory.low``'s place on pods and containers: the protected amount where there is one, 0 for BE (reclaimed
-first, as BE has nothing protected) and no soft limit otherwise. Tiers keep theirs: v1 soft reclaim of a
-tier would reclaim every pod below it alike.
-
-Where koordlet writes neutral values for a disabled class, this plugin writes nothing for it and puts
-back what it wrote before (the value found before its first write), and puts back everything at stop.
-So kubelet's own values stay untouched where memory QoS is off (on cgroup v2 kubelet sets
-``memory.oom.group`` and may set ``memory.min``/``memory.high``), and ``oomKillGroup: 0`` means "leave
-``memory.oom.group`` as it is" rather than switching kubelet's group kill off.
+the executor, which orders growth parents first and shrink children first. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,5 @@
 """``CPUBurst``: let LS containers borrow CPU over their limit (Koordinator's
-``pkg/koordlet/qosmanager/plugins/cpuburst/cpu_burst.go``).
-
-Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), for active pods not *labelled* LSR, LSE or
-BE (Koordinator's ``IsPodCPUBurstable`` reads the label: an unlabelled Guaranteed pod gets its burst),
-with the node's ``cpuBurstStrategy`` merged with the pod's ``koordinator.sh/cpuBurst`` annotation:
-
-* ``cpuBurstOnly``/``auto``: ``cpu.cfs_burst_us`` = limit cores * cpuBurstPercent% * 100000, capped at
-  the container's base quota because the kernel refuses a burst above the quota (EINVAL, checked on
-  6.x); the pod gets the sum. Other policies write 0 where a burst is left.
-* ``cfsQuotaBurstOnly``/``auto``: a throttled container's quota grows *1.2 per tick up to
-  cfsQuotaBurstPercent% of its base (and never above node capacity); a token bucket
-  (``cfsQuotaBurstPeriodSeconds`` >= 0) bounds how long it may run above its limit, and the node's share
-  pool state vetoes growth (cooling) or forces shrink *0.8 (overload). The pod quota moves by the same
-  delta, ordered by the executor (v1 refuses a child quota above its parent's). Other policies reset
-  scaled quotas to base.
-
-Never below the base quota, so a container is never throttled harder than its own limit; ``shutdown``
-puts every quota this plugin scaled back to base.
+``pkg/koordlet/qosmanager/plugins/cpuburst/cpu_burst.go``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -211,7 +194,7 @@ class CPUBurst(api.QOSPluginBase):
         """The pod's and its containers' ``cpu.cfs_burst_us``. The values follow from the pod and its
         config alone, so a pod whose burst the executor took whole (written or equal, none gone or
         refused) with the same pod and config is not sent again: the executor's force update repairs
-        them meanwhile (issue 27: re-sending every pod's unchanged values each second was most of
+        them meanwhile (re-sending every pod's unchanged values each second was most of
         this plugin's idle cost). A changed pod (a container started, a new limit or annotation) or
         strategy, or a write that did not take, sends them all on the next round."""
         if last is not None and last[0] == pod and last[1] == cfg:

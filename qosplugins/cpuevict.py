@@ -1,24 +1,6 @@
 """``BECPUEvict``, ``CPUAllocatableEvict`` and ``CPUEvict``: Koordinator's CPU evictor
 (``pkg/koordlet/qosmanager/plugins/cpuevict/cpu_evict.go``), one plugin behind the three gates.
-
-Every ``cpu-evict-interval-seconds`` (1 s), never within ``cpu-evict-cool-time-seconds`` (20 s) of the last
-eviction nor of the start (suppression needs time to settle first), with the NodeSLO switch on and a node
-of known capacity, each gate that is on adds a task, in this order, and the tasks run as one round
-(``_evict``: victims taken once, releases summed per target, one cool-down):
-
-* ``BECPUEvict`` (target: requests, ``kubernetes.io/batch-cpu``): BE CPU satisfaction too low
-  (``_besatisfaction``); victims are pods *labelled* BE, lower ``spec.priority`` first, then higher
-  ``used / batch-cpu request``; each releases its batch-cpu request (sidecars included).
-* ``CPUAllocatableEvict`` (target: requests): the batch-cpu (mid-cpu) requests of pods of priority value
-  at most ``allocatableEvictPriorityThreshold`` above ``cpuAllocatableEvictThresholdPercent`` of the node's
-  batch-cpu (mid-cpu) allocatable release down to ``cpuAllocatableEvictLowerPercent`` of it; victims by
-  priority, largest request first (``_priorityevict``).
-* ``CPUEvict`` (target: usage, ``cpu``): node CPU averaged over ``max(cpuEvictTimeWindowSeconds, collect
-  interval)`` at ``usage% = int(used * 1000) * 100 / capacity`` (integers) from ``cpuEvictThresholdPercent``
-  on releases ``capacity * (usage% - lower) / 100`` millicores, lower = ``cpuEvictLowerPercent`` or the
-  threshold - 2; victims of priority value at most ``evictEnabledPriorityThreshold``, busiest first.
-
-A task whose settings the NodeSLO lacks is left out with one warning per distinct reason.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,31 +1,6 @@
 """``BEMemoryEvict``, ``MemoryAllocatableEvict`` and ``MemoryEvict``: Koordinator's memory evictor
 (``pkg/koordlet/qosmanager/plugins/memoryevict/memory_evict.go``), one plugin behind the three gates.
-
-Every ``memory-evict-interval-seconds`` (1 s), unless an eviction happened within
-``memory-evict-cool-time-seconds`` (4 s), with the NodeSLO switch on and a node of known memory, each
-gate that is on adds a task, in this order, run as one round (``_evict``):
-
-* ``BEMemoryEvict`` (target: usage, ``memory``)::
-
-      usage% = int(used * 100 / capacity)                    # node memory, last sample
-      if usage% >= memoryEvictThresholdPercent:
-          release = used - capacity * lower / 100        # lower: memoryEvictLowerPercent or threshold - 2
-
-  Victims are pods *labelled* BE, lower ``spec.priority`` first, then the largest last
-  ``pod_memory_usage`` (pods using nothing last), then name; each releases what it uses.
-* ``MemoryAllocatableEvict`` (target: requests): the batch-memory (mid-memory) requests of pods of
-  priority value at most ``allocatableEvictPriorityThreshold`` above
-  ``memoryAllocatableEvictThresholdPercent`` of the node's allocatable release down to
-  ``memoryAllocatableEvictLowerPercent`` of it; victims by priority, largest request first.
-* ``MemoryEvict`` (target: usage): the same trigger and release as ``BEMemoryEvict``, victims of priority
-  value at most ``evictEnabledPriorityThreshold`` labelled ``koordinator.sh/eviction-enabled``, by
-  priority, largest usage first (``_priorityevict``). With ``BEMemoryEvict`` on too, what BE victims
-  released counts toward it (both release usage): Koordinator advises against running both.
-
-Koordlet computes the usage release as ``capacity * (usage% - lower%) / 100`` from the truncated
-percentage, which can stop up to 1 % of memory above the lower bound; we release down to the bound
-itself. Koordlet's ``MemoryEvict`` counts a victim's usage in thousandths of a byte (``MemoryUsed =
-last * 1000``), so its first victim always meets the target; here it counts in bytes.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -7,14 +7,7 @@ the link's capacity is ``systemStrategy.totalNetworkBandwidth``; the ``lsClass``
 ``networkQOS`` give each class's guaranteed rate (``egressRequest``) and ceiling (``egressLimit``) on the
 uplink's egress, and likewise for ingress (through an IFB device) when a class sets an ingress value.
 Integers are percents of the capacity, strings quantities in bits per second (``50M``).
-
-Pods are classified by their IPs: LSE/LSR/LS pods into the LS class, BE pods into the BE class, everything
-else (system daemons, hostNetwork pods) into the system class; ``koordlet.system.netqos`` explains the
-choice over net_cls classids. The spec is rebuilt each pass and the executor changes only what differs,
-so a NodeSLO change moves a limit live and a new pod adds one filter. Where koordlet reads an unset or zero
-limit as a ceiling of 0, here it means the whole link; a disabled class keeps its pods classified, with
-no guarantee and no ceiling below the link. The uplink goes back to the kernel's default qdisc when the
-policy leaves ``tc``, both classes are disabled, and at stop.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

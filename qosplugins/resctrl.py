@@ -1,19 +1,5 @@
 """``RdtResctrl``: last-level cache ways and memory bandwidth per QoS class (Koordinator's
-``pkg/koordlet/qosmanager/plugins/resctrl/resctrl_reconcile.go``).
-
-Every ``reconcile-interval-seconds`` (the agent's flag, 1 s), where the CPU has L3 cache allocation and
-memory bandwidth allocation (``cat_l3`` and ``mba``; elsewhere one log line says why and nothing is done):
-
-* the control groups ``LSR``, ``LS`` and ``BE`` exist (resctrl is mounted first if it is not);
-* each group's L3 ways are its class's ``resctrlQOS`` ``catRangeStartPercent``..``catRangeEndPercent`` of
-  the cache and its bandwidth ``mbaPercent``, on every cache domain (the executor turns percents into
-  masks and Intel or AMD bandwidth values); a disabled class has the whole cache and bandwidth;
-* the threads of every active pod whose class has ``resctrlQOS`` enabled (LSE and LSR -> ``LSR``, LS ->
-  ``LS``, BE -> ``BE``), read from its pod, container and sandbox cgroups, are moved into the group;
-  pods annotated ``node.koordinator.sh/resctrl`` are left to pod-level resctrl.
-
-At stop the groups this plugin made are removed (the kernel moves their threads back to the default
-group); groups that were there before get the whole cache and bandwidth back.
+``pkg/koordlet/qosmanager/plugins/resctrl/resctrl_reconcile.go``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -8,11 +8,7 @@ Every ``reconcile-interval-seconds`` (the agent's flag, 1 s):
 * ``memcgReapBackGround``, ``schedGroupIdentityEnabled``, ``schedIdleSaverWmark``,
   ``pageCacheLimitEnabled`` -> their Anolis/Alibaba files (unsupported, and skipped, elsewhere);
 * ``schedFeatures`` ``{NAME: true|false}`` -> ``NAME`` / ``NO_NAME`` in ``sched_features``.
-
-The executor range-checks each value before anything is written (Koordinator's ranges: min_free_kbytes
-10 MiB..10 GiB, watermark_scale_factor 10..400) and keeps what the kernel held before the first write.
-Unlike koordlet, which leaves its values in place forever, a field taken out of the NodeSLO gets the
-kernel's original value back, and so does every tunable at stop.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

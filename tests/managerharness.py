@@ -12,13 +12,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord.kube import process
-from koord.kube.process import Address
 from koord.manager.app import Manager
 from koord.manager.config import ManagerConfig
-from koord.testing.ports import EPHEMERAL
 from koordlet import testing
 from koordlet.testing.agent import http_get, wait_http
+from koordshared.kube import process
+from koordshared.kube.process import Address
+from koordshared.testing.ports import EPHEMERAL
 from tests.apiserver import APIServer
 from tests.cluster.child import ChildProcess
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.testing.objects import node, pod
+from koordshared.testing.objects import node, pod
 
 HOSTNAME = "kubernetes.io/hostname"
 NAMESPACES = ("sched-0", "sched-1")

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from koord.apis.timefmt import format_time
+from koordshared.apis.meta.quantity import format_time
 
 PODS_PER_NODE = 20
 GiB = 2**30

@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from bench.workloads import basic
-from koord.apis import device as dv
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing.devices import device, gpu
+from koordshared.apis.scheduling import device as dv
+from koordshared.testing.devices import device, gpu
 
 GPUS = 8
 ON = [{"name": "DeviceShare"}]

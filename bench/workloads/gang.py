@@ -18,10 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.workloads import basic
-from koord.apis.coscheduling import GANG_MIN_AVAILABLE, GANG_NAME
-from koord.kube.informer import EventHandler
 from koord.scheduler.testing import MemoryScheduler
-from tests.unit.scheduler.gangkit import profile
+from koordshared.apis.extension.coscheduling import GANG_MIN_AVAILABLE, GANG_NAME
+from koordshared.kube.informer import EventHandler
+from tests.support.scheduler.gangkit import profile
 
 UNFIT_CPU = "8"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from bench.workloads import basic
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing.topology import TWO_SOCKETS, node_resource_topology
+from koordshared.testing.topology import TWO_SOCKETS, node_resource_topology
 
 PLUGIN = "NodeNUMAResource"
 

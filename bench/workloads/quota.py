@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 from bench.workloads import basic
-from koord.apis import elasticquota as eq
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing.objects import elastic_quota
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.testing.objects import elastic_quota
 
 QUOTAS = 20
 SMALL = "quota-19"

@@ -18,10 +18,10 @@ import time
 from typing import Any
 
 from bench.workloads import basic
-from koord.apis import reservation as rsv
 from koord.scheduler.testing import MemoryScheduler
-from koord.testing.reservations import available, owner_labels, reservation
-from tests.unit.scheduler.reservationkit import profile
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.testing.reservations import available, owner_labels, reservation
+from tests.support.scheduler.reservationkit import profile
 
 WEB = {"app": "web"}
 

@@ -1,5 +1,5 @@
 """Workloads of ``bench/reaction.py``: a steady LS load, a busy node's bursts of other work, and the BE
-CPU the LS demand probe costs while LS is content (issue 18). ``bench.reaction`` runs them beside the
+CPU the LS demand probe costs while LS is content. ``bench.reaction`` runs them beside the
 real agent; these measure and start processes, they decide nothing."""
 
 from __future__ import annotations

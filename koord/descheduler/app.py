@@ -19,23 +19,24 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord import __version__
-from koord.apis.groups import PODS
-from koord.apis.node import is_ready, select
 from koord.descheduler.config import Configuration, DeschedulerConfig
 from koord.descheduler.evictor import NAME as MIGRATION_CONTROLLER
 from koord.descheduler.evictor import MigrationController
+from koord.descheduler.framework import DEPRECATED_ENTRY_POINT_GROUPS, ENTRY_POINT_GROUP
 from koord.descheduler.framework.interface import Informers, Obj
-from koord.descheduler.framework.registry import EntryPoints, Registry, discover
 from koord.descheduler.framework.runtime import Environment, Framework, RoundLimiter
 from koord.descheduler.informers import MemoryInformers, SharedInformers
 from koord.descheduler.metrics import DeschedulerMetrics
 from koord.descheduler.plugins import BUILTIN
-from koord.kube.client import make_api_client
-from koord.kube.eventsv1 import EventBroadcaster, EventRecorder
-from koord.kube.leaderelection import KubeLeaseClient, LeaderElector
-from koord.kube.objectref import NoKind, ObjectRef
-from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
+from koordshared import __version__
+from koordshared.apis.core.node import is_ready, select
+from koordshared.apis.meta.groups import PODS
+from koordshared.kube.client import make_api_client
+from koordshared.kube.eventsv1 import EventBroadcaster, EventRecorder
+from koordshared.kube.leaderelection import KubeLeaseClient, LeaderElector
+from koordshared.kube.objectref import NoKind, ObjectRef
+from koordshared.runtime.lifecycle import Component, FuncComponent, Supervisor
+from koordshared.runtime.pluginregistry import EntryPoints, Registry, discover
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +44,12 @@ USER_AGENT = "koord-descheduler"
 
 
 def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
-    """The built-ins (LowNodeLoad, RemovePodsViolatingNodeAffinity, MigrationController) and the
-    installed ``koordlet.descheduler_plugins`` entry points."""
+    """The built-ins (with the MigrationController evictor), then the installed plugins of
+    :data:`ENTRY_POINT_GROUP` (and its old names)."""
     builtins = {**BUILTIN, MIGRATION_CONTROLLER: MigrationController}
-    return discover(builtins, entry_points=entry_points)
+    return discover(
+        builtins, ENTRY_POINT_GROUP, deprecated=DEPRECATED_ENTRY_POINT_GROUPS, entry_points=entry_points
+    )
 
 
 class PodEvents:

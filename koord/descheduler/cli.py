@@ -17,8 +17,8 @@ import click
 from prometheus_client import CollectorRegistry
 
 from koord.descheduler import config
-from koord.kube import process
-from koord.runtime.errors import ConfigError, PluginError
+from koordshared.kube import process
+from koordshared.runtime.errors import ConfigError, PluginError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_DESCHEDULER"
@@ -59,7 +59,7 @@ def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> 
     """koord-descheduler: Koordinator's descheduler framework (LowNodeLoad first) on the Eviction API.
     Without --addr, the config's metricsBindAddress (if any) is served."""
     from koord.descheduler.app import check_profiles, describe, plugin_registry
-    from koord.runtime import logs
+    from koordshared.runtime import logs
 
     options = {k.replace("_", "-"): v for k, v in values.items()}
     if click.get_current_context().get_parameter_source("addr") is click.core.ParameterSource.DEFAULT:

@@ -8,7 +8,7 @@ in Koordinator), ``dryRun``, ``nodeSelector`` (a label selector object), ``maxNo
 ``resourceLock: leases``, ``resourceName``, ``resourceNamespace``) and ``metricsBindAddress``/
 ``healthzBindAddress`` (one server serves both; ``--addr`` wins). ``clientConnection``,
 ``enableProfiling`` and ``enableContentionProfiling`` are accepted and have no effect. Any other field,
-and a malformed one, is a :class:`~koord.runtime.errors.ConfigError` naming it.
+and a malformed one, is a :class:`~koordshared.runtime.errors.ConfigError` naming it.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.selector import LabelSelector
 from koord.descheduler.framework.profile import Profile, parse_node_selector, parse_profiles
 from koord.descheduler.framework.runtime import RoundLimits
-from koord.kube.leaderelection import ElectionConfig, default_identity, parse_leader_election
-from koord.kube.process import Address, parse_addr, parse_seconds
-from koord.runtime.configfile import read_config_file
-from koord.runtime.errors import ConfigError
+from koordshared.apis.meta.selector import LabelSelector
+from koordshared.kube.leaderelection import ElectionConfig, default_identity, parse_leader_election
+from koordshared.kube.process import Address, parse_addr, parse_seconds
+from koordshared.runtime.configfile import read_config_file
+from koordshared.runtime.errors import ConfigError
 
 API_VERSION = "descheduler/v1alpha2"
 KIND = "DeschedulerConfiguration"

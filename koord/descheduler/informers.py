@@ -1,7 +1,7 @@
 """The descheduler's shared caches (Koordinator's shared informer factory): nodes, non-terminated pods
 (indexed by node and by workload) and NodeMetrics, plus any cache a plugin asks for by name.
 
-Built as every cluster process builds its caches (:mod:`koord.kube.informers`), with pods keeping the
+Built as every cluster process builds its caches (:mod:`koordshared.kube.informers`), with pods keeping the
 kinds of their volumes (the evictor refuses local storage and, if asked, claims).
 :class:`MemoryInformers` is the same set fed by hand, for tests, benchmarks and plugin authors.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from koord.apis.pod import index_by_owner
-from koord.kube.informer import Informer
-from koord.kube.informers import InformerSet, MemoryInformerSet, cluster_watches
-from koord.kube.memstore import MemoryStore
+from koordshared.apis.core.pod import index_by_owner
+from koordshared.kube.informer import Informer
+from koordshared.kube.informers import InformerSet, MemoryInformerSet, cluster_watches
+from koordshared.kube.memstore import MemoryStore
 
 WATCHES = cluster_watches(pod_indexers={"owner": index_by_owner}, keep_volume_kinds=True)
 

@@ -8,7 +8,7 @@ and NodeMetrics, runs a round and reads what was evicted (and why).
     kit.informers.pods.put(pod("web", node_name="a", labels={"example.com/evict": "true"}))
     assert kit.round() == ["default/web"]
 
-Builders and the clock come from :mod:`koord.testing`. Nothing of the descheduler imports this module.
+Builders and the clock come from :mod:`koordshared.testing`. Nothing of the descheduler imports this module.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.node import is_ready
-from koord.apis.pod import pod_key
 from koord.descheduler.app import plugin_registry
 from koord.descheduler.framework import EvictionRefused, EvictOptions, Obj, PluginFactory
 from koord.descheduler.framework.profile import parse_profiles
 from koord.descheduler.framework.runtime import Environment, Framework, RoundLimiter, RoundLimits
 from koord.descheduler.informers import MemoryInformers
-from koord.testing.clock import FakeClock
+from koordshared.apis.core.node import is_ready
+from koordshared.apis.core.pod import pod_key
+from koordshared.testing.clock import FakeClock
 
 
 @dataclass

@@ -17,13 +17,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord import __version__
-from koord.apis import groups
-from koord.kube.client import make_api_client
-from koord.kube.events import EventRecorder
-from koord.kube.informer import EventHandler, Informer, index_by_node, object_key
-from koord.kube.informers import InformerSet, Watch
-from koord.kube.leaderelection import KubeLeaseClient, LeaderElector
 from koord.manager.config import ManagerConfig
 from koord.manager.configcache import SLOConfigCache
 from koord.manager.controller import Controller, Writer
@@ -37,7 +30,14 @@ from koord.manager.nodeowned import (
 )
 from koord.manager.noderesource import CONTROLLER as NODERESOURCE
 from koord.manager.noderesource import NodeResourceReconciler
-from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
+from koordshared import __version__
+from koordshared.apis.meta import groups
+from koordshared.kube.client import make_api_client
+from koordshared.kube.events import EventRecorder
+from koordshared.kube.informer import EventHandler, Informer, index_by_node, object_key
+from koordshared.kube.informers import InformerSet, Watch
+from koordshared.kube.leaderelection import KubeLeaseClient, LeaderElector
+from koordshared.runtime.lifecycle import Component, FuncComponent, Supervisor
 
 log = logging.getLogger(__name__)
 

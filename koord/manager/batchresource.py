@@ -1,20 +1,9 @@
 """Batch resources of a node: Koordinator's noderesource ``BatchResource`` plugin, as pure functions.
 
-``kubernetes.io/batch-cpu`` (an integer count of millicores) and ``kubernetes.io/batch-memory`` (bytes)
-are what the node can lend to batch pods: its capacity minus a safety margin (``100 - reclaim threshold``
-percent of capacity), minus what the system uses (at least what the kubelet and the
-``node.koordinator.sh/reservation`` annotation reserve), minus what the high-priority (non batch/free)
-pods use (``usage`` policy), request (``request``, memory only) or the larger of both
-(``maxUsageRequest``); never below zero and, when set, at most ``batch{CPU,Memory}ThresholdPercent`` of
-capacity. The result is dropped (the resources removed) when the NodeMetric is older than
-``degradeTimeMinutes`` or has no node usage (:mod:`koord.manager.noderesource`), or colocation is
-disabled for the node, and written only when it moved by more
-than ``resourceDiffThreshold`` (or ``updateTimeThresholdSeconds`` passed since the last write).
-
-Where Koordinator is weaker we do better, and say so: a high-priority pod not yet in the NodeMetric
-counts its request under ``maxUsageRequest`` too (Koordinator adds it to the usage sum only, so a fresh
-prod pod lent its whole request to batch under that policy).
-"""
+``kubernetes.io/batch-cpu`` (millicores) and ``kubernetes.io/batch-memory`` (bytes) are what the node can lend
+to batch pods: capacity minus a safety margin, minus what the system uses, minus what the high-priority pods
+use or request (by policy); never below zero and at most the configured share of capacity. The result is
+dropped when the NodeMetric is stale or colocation is off for the node. Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 
@@ -23,19 +12,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import cpulist, extension
-from koord.apis import pod as podschema
-from koord.apis.colocation import (
+from koordshared.apis.configuration.slocontroller import (
     CALCULATE_BY_MAX_USAGE_REQUEST,
     CALCULATE_BY_REQUEST,
     ColocationStrategy,
 )
-from koord.apis.nodemetric import NodeMetricStatus, Usage
-from koord.apis.quantity import to_int, to_milli
-from koord.runtime.errors import InvalidValue
+from koordshared.apis.core import pod as podschema
+from koordshared.apis.core.resources import pod_requests
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.meta import cpulist
+from koordshared.apis.meta.quantity import to_int, to_milli
+from koordshared.apis.slo.nodemetric import NodeMetricStatus, Usage
+from koordshared.runtime.errors import InvalidValue
 
-BATCH_CPU = podschema.BATCH_CPU
-BATCH_MEMORY = podschema.BATCH_MEMORY
+BATCH_CPU = extension.BATCH_CPU
+BATCH_MEMORY = extension.BATCH_MEMORY
 ANNOTATION_NODE_RESERVATION = "node.koordinator.sh/reservation"
 _LOW_PRIORITY = (extension.PriorityClass.BATCH, extension.PriorityClass.FREE)
 _HOST_APP_HIGH = (extension.PriorityClass.PROD.value, extension.PriorityClass.MID.value)
@@ -136,10 +127,10 @@ def annotation_reserved(annotations: Mapping[str, str]) -> Usage:
 def _classify(pod: Mapping[str, Any]) -> tuple[extension.PriorityClass, extension.QOSClass]:
     meta, spec = podschema.as_map(pod, "metadata"), podschema.as_map(pod, "spec")
     labels = podschema.str_map(podschema.as_map(meta, "labels"))
-    qos = podschema.qos_of(labels, podschema.kube_qos_of(pod))
+    qos = extension.qos_of(labels, podschema.kube_qos_of(pod))
     raw = spec.get("priority")
     priority = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
-    return podschema.priority_class_of(labels, priority, qos), qos
+    return extension.priority_class_of(labels, priority, qos), qos
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +155,8 @@ def high_priority_load(pods: Iterable[Mapping[str, Any]], metric: NodeMetricStat
         priority, qos = _classify(pod)
         if priority in _LOW_PRIORITY:
             continue
-        req = Usage(*podschema.pod_requests(pod))
+        asked = pod_requests(pod)
+        req = Usage(asked.get("cpu", 0), asked.get("memory", 0))
         request += req
         if pod_metric is None:
             used += req

@@ -11,9 +11,9 @@ from typing import Any
 import click
 from prometheus_client import CollectorRegistry
 
-from koord.kube import process
 from koord.manager import config
-from koord.runtime.errors import ConfigError
+from koordshared.kube import process
+from koordshared.runtime.errors import ConfigError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_MANAGER"
@@ -84,7 +84,7 @@ def _env(name: str) -> str:
 )
 def main(verbosity: int, log_format: str, **values: Any) -> None:
     """koord-manager: NodeMetric, NodeSLO and batch-resource controllers (Koordinator's slo-controller)."""
-    from koord.runtime import logs
+    from koordshared.runtime import logs
 
     options = {k.replace("_", "-"): v for k, v in values.items()}
     try:

@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.kube.leaderelection import ElectionConfig, default_identity
-from koord.kube.process import Address, parse_addr, parse_seconds
-from koord.runtime.errors import ConfigError
+from koordshared.kube.leaderelection import ElectionConfig, default_identity
+from koordshared.kube.process import Address, parse_addr, parse_seconds
+from koordshared.runtime.errors import ConfigError
 
 CONTROLLERS = ("nodemetric", "nodeslo", "noderesource")
 

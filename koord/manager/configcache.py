@@ -17,15 +17,15 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from koord.apis import sloconfig
-from koord.apis.colocation import (
+from koordshared.apis.configuration import slocontroller as sloconfig
+from koordshared.apis.configuration.slocontroller import (
     COLOCATION_CONFIG_KEY,
     ColocationConfig,
     InvalidConfig,
     parse_colocation_config,
 )
-from koord.apis.groups import CONFIG_MAPS
-from koord.kube.objectref import ObjectRef
+from koordshared.apis.meta.groups import CONFIG_MAPS
+from koordshared.kube.objectref import ObjectRef
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ REASON_SLO_UNMARSHAL_FAILED = "SLOCfgUnmarshalFailed"
 
 
 class Recorder(Protocol):
-    """What the cache needs of an Event recorder (:class:`koord.kube.events.EventRecorder`)."""
+    """What the cache needs of an Event recorder (:class:`koordshared.kube.events.EventRecorder`)."""
 
     def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None: ...
 

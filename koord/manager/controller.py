@@ -2,7 +2,7 @@
 
 Workers only take keys while this replica leads; every API write goes through :class:`Writer`, which
 checks leadership immediately before sending (the elector's monotonic deadline, see
-:mod:`koord.kube.leaderelection`) so a replica that lost the lead never writes again. A reconcile
+:mod:`koordshared.kube.leaderelection`) so a replica that lost the lead never writes again. A reconcile
 that raises is retried with a per-key exponential delay; one that returns normally forgets the key's
 failures. Reconciles may ask for a later look (``requeue_after``), e.g. when a NodeMetric will go stale.
 """
@@ -14,11 +14,11 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from koord.kube.client import ApiError, request
-from koord.kube.workqueue import WorkQueue
 from koord.manager.metrics import ManagerMetrics
-from koord.runtime.errors import APIUnavailable
-from koord.runtime.lifecycle import Supervisor
+from koordshared.kube.client import ApiError, request
+from koordshared.kube.workqueue import WorkQueue
+from koordshared.runtime.errors import APIUnavailable
+from koordshared.runtime.lifecycle import Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class Writer:
     def send(
         self, verb: str, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
     ) -> Any:
-        """One write; :class:`NotLeader` when not leading, else as :func:`koord.kube.client.request`."""
+        """One write; :class:`NotLeader` when not leading, else as :func:`koordshared.kube.client.request`."""
         if not self.is_leader():
             raise NotLeader(f"{self.controller}: not the leader, {verb} {path} not sent")
         try:

@@ -1,7 +1,7 @@
 """koord-manager's Prometheus metrics, on an injected registry.
 
 Koordinator's slo-controller counters keep their exact exposition names (``slo_controller_*_count``
-with ``status`` and ``reason``, without ``_total``: :class:`~koord.kube.gocounter.GoCounter`), so
+with ``status`` and ``reason``, without ``_total``: :class:`~koordshared.kube.gocounter.GoCounter`), so
 dashboards carry over. Ours: reconciles by controller and result, queue depth,
 and whether this replica leads.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from koord.kube.gocounter import GoCounter
+from koordshared.kube.gocounter import GoCounter
 
 SLO_COUNTERS = {
     "nodemetric": "slo_controller_nodemetric_reconcile_count",

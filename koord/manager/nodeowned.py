@@ -6,15 +6,7 @@
 | absent | present | delete it (UID precondition; NotFound counts as done) |
 | present | absent | create it with the computed spec (no status) |
 | present | present | compute the spec; update the whole object when it differs |
-
-An update is a PUT of the cached object with the new spec, its resourceVersion and **no status**: the
-status subresource belongs to the agent and a PUT of the main resource cannot touch it. A spec the API
-server normalises (prunes, reorders) would otherwise differ forever from what we render, so the stored
-result of our own last write counts as equal to what we asked for.
-
-NodeMetric spec (``getNodeMetricSpec``): while the colocation config is in error status an existing spec
-is kept; else the collect policy of the node's strategy when colocation is enabled and valid, else the
-default policy. NodeSLO spec: :func:`koord.apis.sloconfig.render_spec`.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -25,15 +17,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import groups, sloconfig
-from koord.apis.colocation import collect_policy, node_strategy
-from koord.apis.nodemetric import CollectPolicy
-from koord.apis.pod import as_map, str_map
-from koord.kube.client import ApiError
-from koord.kube.informer import Informer
 from koord.manager.configcache import SLOConfigCache
 from koord.manager.controller import Writer
 from koord.manager.metrics import ManagerMetrics
+from koordshared.apis.configuration import slocontroller as sloconfig
+from koordshared.apis.configuration.slocontroller import collect_policy, node_strategy
+from koordshared.apis.core.pod import as_map, str_map
+from koordshared.apis.meta import groups
+from koordshared.apis.slo.nodemetric import CollectPolicy
+from koordshared.kube.client import ApiError
+from koordshared.kube.informer import Informer
 
 log = logging.getLogger(__name__)
 

@@ -7,13 +7,7 @@ Koordinator's ``IsValidNodeUsage``) -> removed (degraded); otherwise computed fr
 the node's pods. Koordinator's batch plugin computes from a report without usage too, taking the
 system's usage as nothing (its Mid plugin is the one that checks the usage): a report an agent sent
 before its first sample made the node look idle, and lent its reserve to batch pods.
-
-The result is written into ``status.capacity`` and ``status.allocatable`` with a JSON patch of those two
-keys only (the kubelet's own status fields are never rewritten), and only when it differs from what the
-node has and either moved by more than ``resourceDiffThreshold`` or ``updateTimeThresholdSeconds``
-passed since our last write. A no-op write is never sent (Koordinator sends one every threshold period).
-A node whose NodeMetric will go stale is looked at again when it does, so degradation needs no other
-event.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -23,16 +17,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from koord.apis.colocation import ColocationStrategy, node_strategy
-from koord.apis.nodemetric import NodeMetricStatus, node_usage_problem, parse_status
-from koord.apis.pod import as_map
-from koord.apis.quantity import format_bytes, format_decimal
-from koord.kube.informer import Informer
 from koord.manager import batchresource as br
 from koord.manager.configcache import SLOConfigCache
 from koord.manager.controller import Writer
 from koord.manager.metrics import ManagerMetrics
 from koord.manager.nodeowned import annotations_of, labels_of
+from koordshared.apis.configuration.slocontroller import ColocationStrategy, node_strategy
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.meta.quantity import format_bytes, format_decimal
+from koordshared.apis.slo.nodemetric import NodeMetricStatus, node_usage_problem, parse_status
+from koordshared.kube.informer import Informer
 
 log = logging.getLogger(__name__)
 

@@ -23,11 +23,11 @@ from typing import Any
 
 import click
 
-from koord.apis import groups
-from koord.apis.nodemetric import parse_status
-from koord.apis.quantity import to_int, to_milli
-from koord.kube.client import ApiError, make_api_client, request
-from koord.runtime.errors import APIUnavailable, ConfigError, PluginError
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import to_int, to_milli
+from koordshared.apis.slo.nodemetric import parse_status
+from koordshared.kube.client import ApiError, make_api_client, request
+from koordshared.runtime.errors import APIUnavailable, ConfigError, PluginError
 
 Obj = dict[str, Any]
 Explain = Callable[[str], Mapping[str, Any]]

@@ -1,15 +1,5 @@
 """The koord-scheduler process: the informers, the cache, the profiles' frameworks and the scheduler on
-the shared lifecycle, under Lease leader election.
-
-Components in order: the informers (ready once synced), then scheduling, which starts the election and
-schedules only while this replica leads. A replica that loses its Lease stops scheduling and exits
-non-zero (kube-scheduler's ``leaderelection lost``), so the Deployment restarts it as a follower. Every
-write goes through a fence (:class:`~koord.scheduler.core.api.FencedAPI`) checked just before it is sent:
-after the leadership deadline nothing is sent, and what was sent before times out before the Lease could
-pass to another replica. On a graceful stop the fence closes first, the writes under way land, and only
-then is the Lease released, so the next leader starts after this one's last binding.
-HTTP: ``/healthz``, ``/readyz``, ``/metrics`` and ``/debug/explain?pod=<namespace>/<name>[&node=<node>]``
-(every plugin's verdict and score per node, computed by the cycle's own code).
+the shared lifecycle, under Lease leader election. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -24,15 +14,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord import __version__
-from koord.apis.pod import index_by_owner
-from koord.kube.client import make_api_client
-from koord.kube.eventsv1 import EventBroadcaster
-from koord.kube.informers import InformerSet, Watch, cluster_watches
-from koord.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
-from koord.kube.process import Address
-from koord.runtime.errors import ConfigError
-from koord.runtime.lifecycle import Component, FuncComponent, Supervisor
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.config import SchedulerConfiguration
 from koord.scheduler.core.api import ClusterAPI, FencedAPI, KubeAPI
@@ -42,11 +23,20 @@ from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler, SchedulingOptions
 from koord.scheduler.framework import verdicts
 from koord.scheduler.framework.extension import FailureHooks, plugin_controllers
-from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
-from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.plugins import plugin_registry
+from koordshared import __version__
+from koordshared.apis.core.pod import index_by_owner
+from koordshared.kube.client import make_api_client
+from koordshared.kube.eventsv1 import EventBroadcaster
+from koordshared.kube.informers import InformerSet, Watch, cluster_watches
+from koordshared.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
+from koordshared.kube.process import Address
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.lifecycle import Component, FuncComponent, Supervisor
+from koordshared.runtime.pluginregistry import EntryPoints, Registry
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +54,6 @@ class KoordSchedulerConfig:
     election: ElectionConfig = field(default_factory=ElectionConfig)
     request_timeout: float = 3.0
     sync_timeout: float = 60.0
-
-
-def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
-    return discover(BUILTIN, entry_points=entry_points)
 
 
 def watches() -> list[Watch]:
@@ -266,8 +252,8 @@ class KoordScheduler:
 def check(configuration: SchedulerConfiguration, registry: Registry) -> dict[str, Framework]:
     """Build every profile over empty caches: unknown plugins and bad args fail here (``--list-plugins``
     and the start)."""
-    from koord.kube.informers import MemoryInformerSet
     from koord.scheduler.core.api import MemoryAPI
+    from koordshared.kube.informers import MemoryInformerSet
 
     handle = SchedulerHandle(Snapshot(), MemoryInformerSet(watches()), MemoryAPI(), WaitingPods())
     return build_frameworks(configuration, registry, handle)

@@ -16,9 +16,9 @@ from typing import Any
 import click
 from prometheus_client import CollectorRegistry
 
-from koord.kube import process
-from koord.kube.leaderelection import ElectionConfig, default_identity
-from koord.runtime.errors import ConfigError, PluginError
+from koordshared.kube import process
+from koordshared.kube.leaderelection import ElectionConfig, default_identity
+from koordshared.runtime.errors import ConfigError, PluginError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_SCHEDULER"
@@ -76,8 +76,9 @@ def _ignored(fn: Any) -> Any:
 def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> None:
     """koord-scheduler: the Kubernetes scheduling framework with Koordinator's plugins, as a second
     scheduler for the pods whose spec.schedulerName is one of its profiles."""
-    from koord.runtime import logs
-    from koord.scheduler.app import check, plugin_registry
+    from koord.scheduler.app import check
+    from koord.scheduler.plugins import plugin_registry
+    from koordshared.runtime import logs
 
     options = {k.replace("_", "-"): v for k, v in values.items() if not k.startswith("ignored_")}
     if click.get_current_context().get_parameter_source("addr") is click.core.ParameterSource.DEFAULT:
@@ -155,7 +156,7 @@ def build(o: dict[str, Any]) -> Any:
 
 
 def plugin_registry_names() -> list[str]:
-    from koord.scheduler.app import plugin_registry
+    from koord.scheduler.plugins import plugin_registry
 
     return plugin_registry().names()
 

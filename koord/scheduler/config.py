@@ -1,19 +1,6 @@
 """koord-scheduler's ``--config``: a KubeSchedulerConfiguration (``kubescheduler.config.k8s.io/v1``) with
 kube-scheduler's defaulting and validation (``apis/config/v1/defaults.go``, ``validation.go``).
-
-Read: ``profiles`` (``schedulerName``, ``percentageOfNodesToScore``, ``plugins`` per extension point and
-``multiPoint``, ``pluginConfig``), ``percentageOfNodesToScore`` (0..100; 0 adaptive), ``parallelism``
-(> 0), ``podInitialBackoffSeconds`` (> 0) and ``podMaxBackoffSeconds`` (>= initial), ``leaderElection``,
-``clientConnection`` (``kubeconfig``, ``qps``, ``burst``, ``contentType``...). Accepted without effect:
-``healthzBindAddress``, ``metricsBindAddress``, ``enableProfiling``, ``enableContentionProfiling``,
-``delayCacheUntilActive``. Refused: ``extenders`` (koord-scheduler calls none; run the extender front end
-beside kube-scheduler instead) and any unknown field. Every profile's plugins are merged over
-kube-scheduler's default plugins (the ones koord-scheduler implements), as kube-scheduler does.
-
-Two defaults differ from kube-scheduler's, because koord-scheduler runs *beside* it: a profile without a
-``schedulerName`` is ``koord-scheduler`` (not ``default-scheduler``), and the Lease is
-``koordinator-system/koord-scheduler`` (not ``kube-system/kube-scheduler``), as Koordinator's shipped
-configuration sets them; otherwise both schedulers would take the same pods and the same Lease.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -22,12 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.kube.leaderelection import parse_leader_election
-from koord.runtime.configfile import read_config_file
-from koord.runtime.errors import ConfigError
-from koord.runtime.pluginset import PluginRef, PluginSet, plugin_config
 from koord.scheduler.framework.interface import EXTENSION_POINTS
 from koord.scheduler.framework.profile import MULTI_POINT, Profile, parse_plugins
+from koordshared.kube.leaderelection import parse_leader_election
+from koordshared.runtime.configfile import read_config_file
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.pluginset import PluginRef, PluginSet, plugin_config
 
 API_GROUP = "kubescheduler.config.k8s.io"
 KIND = "KubeSchedulerConfiguration"

@@ -21,13 +21,13 @@ def explainer(
     requests. Raises ``ConfigError``/``PluginError`` for a bad profile."""
     from prometheus_client import CollectorRegistry
 
-    from koord.kube.informers import MemoryInformerSet
-    from koord.scheduler.extender.app import plugin_registry
     from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
     from koord.scheduler.extender.metrics import ExtenderMetrics
     from koord.scheduler.extender.verbs import Extender
     from koord.scheduler.framework.profile import default_profile, load_profile
     from koord.scheduler.framework.runtime import Framework
+    from koord.scheduler.plugins import plugin_registry
+    from koordshared.kube.informers import MemoryInformerSet
 
     profile = load_profile(config_file) if config_file else default_profile()
     caches = MemoryInformerSet(extender_watches(), {"nodes": nodes, "pods": pods, "nodemetrics": metrics})

@@ -7,10 +7,7 @@ and a fake clock, so a test adds nodes, pods and NodeMetrics and asks what the f
     kit.nodes.put(node("a", labels={"x": ""}))
     kit.nodes.put(node("b"))
     assert kit.filter(pod("p")) == {"a": "node(s) had label x", "b": ""}
-
-The profile is one entry of a KubeSchedulerConfiguration's ``profiles`` (the default profile keeps
-LoadAwareScheduling at multiPoint; disable it there with ``{"disabled": [{"name": "*"}]}``). Builders and
-the clock come from :mod:`koord.testing`. Nothing of the scheduler imports this module.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -18,16 +15,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import groups
-from koord.kube.informers import MemoryInformerSet
 from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
 from koord.scheduler.framework import Obj, PluginFactory, verdicts
 from koord.scheduler.framework.extension import plugin_controllers
 from koord.scheduler.framework.profile import parse_profile
-from koord.scheduler.framework.registry import discover
 from koord.scheduler.framework.runtime import Framework
-from koord.scheduler.plugins import BUILTIN
-from koord.testing.clock import FakeClock
+from koord.scheduler.plugins import plugin_registry
+from koordshared.apis.core.pod import pod_key, pod_uid
+from koordshared.apis.meta import groups
+from koordshared.kube.informers import MemoryInformerSet
+from koordshared.testing.clock import FakeClock
 
 
 def run_score(fw: Framework, state: Any, pod: Obj, nodes: Sequence[Any]) -> dict[str, int]:
@@ -53,7 +50,7 @@ class SchedulerHarness:
         self.pods = self.informers["pods"]
         self.node_metrics = self.informers["nodemetrics"]
         self.handle = ExtenderHandle(self.nodes, self.pods, self.node_metrics, clock=self.clock.wall)
-        registry = discover(BUILTIN, entry_points=lambda: [])
+        registry = plugin_registry(entry_points=lambda: [])
         for name, factory in (plugins or {}).items():
             registry.register(name, factory)
         self.framework = Framework(parse_profile({"profiles": [dict(profile or {})]}), registry, self.handle)
@@ -110,13 +107,8 @@ class MemoryScheduler:
     """The whole koord-scheduler in memory: the real queue, cache, profiles and cycles over in-memory
     caches, with a recording API whose bindings (and plugins' object patches) come back through the caches
     as the API server's watch would, and the plugins' controllers run by hand (:meth:`reconcile`). For
-    end-to-end tests of plugins (Permit waits, PreBind patches, gangs...) without a process:
-
-        kit = MemoryScheduler({"profiles": [{"schedulerName": "s", ...}]}, plugins={"Mine": Mine})
-        kit.add_node(node("a"))
-        kit.add_pod(pod("p", scheduler_name="s"))
-        kit.run()                      # schedule until the queue has nothing ready
-        assert kit.bound() == {"default/p": "a"}
+    end-to-end tests of plugins (Permit waits, PreBind patches, gangs...) without a process: ``add_node``,
+    ``add_pod``, ``run()`` (schedule until the queue has nothing ready), then ``bound()``.
     """
 
     def __init__(
@@ -130,7 +122,7 @@ class MemoryScheduler:
     ) -> None:
         from prometheus_client import CollectorRegistry
 
-        from koord.scheduler.app import build_frameworks, plugin_registry, watches
+        from koord.scheduler.app import build_frameworks, watches
         from koord.scheduler.cache.cache import Cache
         from koord.scheduler.config import parse_configuration
         from koord.scheduler.core.api import MemoryAPI
@@ -187,8 +179,7 @@ class MemoryScheduler:
         self.controllers = plugin_controllers(fw.instances for fw in frameworks.values())
 
     def _bound(self, pod: Obj, node: str) -> None:
-        meta = pod.get("metadata") or {}
-        current = self.pods.get(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+        current = self.pods.get(pod_key(pod))
         base = current if current is not None else pod
         self.add_pod({**base, "spec": {**(base.get("spec") or {}), "nodeName": node}})
 
@@ -218,9 +209,8 @@ class MemoryScheduler:
     def _patch_metadata(self, pod: Obj, patch: Mapping[str, Any]) -> None:
         """Record the pod's PreBind PATCH and apply it to the cached pod (the watch's event)."""
         type(self.api).patch_metadata(self.api, pod, patch)
-        meta = pod.get("metadata") or {}
-        current = self.pods.get(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
-        if current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid"):
+        current = self.pods.get(pod_key(pod))
+        if current is not None and pod_uid(current) == pod_uid(pod):
             self.add_pod(apply_merge_patch(current, patch))
 
     def _delete_object(self, resource: groups.Resource, namespace: str, name: str) -> None:
@@ -240,8 +230,7 @@ class MemoryScheduler:
         server's field selector, and stays in the caches plugins watch."""
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
-            meta = pod.get("metadata") or {}
-            self.pods.remove(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+            self.pods.remove(pod_key(pod))
         else:
             self.pods.put(pod)
         for store in self._pod_stores():

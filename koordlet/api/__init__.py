@@ -5,38 +5,7 @@ a ``shutdown`` hook. The agent hands it a :class:`PluginContext` of read-only vi
 metric cache, host facts), the one resource executor it must write through, the evictor, a clock, a
 logger and a scheduler. Plugins import nothing of koordlet but this package (checked by import-linter),
 so everything they need is declared here: value types are frozen dataclasses, services are Protocols.
-
-A minimal third-party plugin (``tests/unit/foundation/test_api_package.py`` runs this very text)::
-
-    import threading
-
-    from koordlet import api
-
-    INTERVAL = api.Flag("hello-interval-seconds", float, 5.0, "how often to say hello")
-
-
-    class Hello(api.QOSPluginBase):
-        name = "Hello"
-        feature = api.FeatureSpec(default=False, stage=api.Stage.ALPHA)
-
-        def init_flags(self, flags: api.FlagSet) -> None:
-            flags.add(INTERVAL)
-
-        def run(self, stop: threading.Event) -> None:
-            self.ctx.every(self.ctx.option(INTERVAL), self.reconcile)
-
-        def reconcile(self) -> None:
-            self.ctx.logger.info("%d pods on %s", len(self.ctx.states.pods()), self.ctx.node_name)
-
-and in its distribution's ``pyproject.toml``::
-
-    [project.entry-points."koordlet.qos_plugins"]
-    Hello = "hello_plugin:Hello"
-
-The entry-point name must equal the plugin's ``name``, which is also its gate key:
-``koordlet run --qos-extension-plugins=Hello=true``. In-process code may instead call
-:func:`register_qos_ext_plugin` before the agent starts. An incompatible change of this package bumps
-:data:`API_VERSION`; additions do not.
+A minimal plugin, and its entry point: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -74,6 +43,7 @@ from koordlet.api.metrics import (
     GaugeChild,
     GaugeVec,
     MetricRegistry,
+    system_usage,
 )
 from koordlet.api.netqos import (
     MIN_RATE_BPS,
@@ -243,5 +213,6 @@ __all__ = [
     "parse_cpuset",
     "register_qos_ext_plugin",
     "registered_ext_plugins",
+    "system_usage",
     "unregister_qos_ext_plugin",
 ]

@@ -1,7 +1,8 @@
-"""The kernel's cpu-list syntax, defined once in :mod:`koord.apis.cpulist` and re-exported for plugins."""
+"""The kernel's cpu-list syntax, defined once in :mod:`koordshared.apis.meta.cpulist` and re-exported for
+plugins."""
 
 from __future__ import annotations
 
-from koord.apis.cpulist import MAX_CPU_ID, format_cpuset, parse_cpuset
+from koordshared.apis.meta.cpulist import MAX_CPU_ID, format_cpuset, parse_cpuset
 
 __all__ = ["MAX_CPU_ID", "format_cpuset", "parse_cpuset"]

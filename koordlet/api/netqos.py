@@ -12,7 +12,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-from koord.runtime.errors import InvalidValue
+from koordshared.runtime.errors import InvalidValue
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

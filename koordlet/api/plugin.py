@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol, TypeVar, runtime_checkable
 
-from koord.runtime.errors import PluginError
 from koordlet.api.flags import FeatureSpec, Flag, FlagSet, OptionValue, Stage
 from koordlet.api.metrics import MetricRegistry
 from koordlet.api.services import Evictor, HostReader, MetricReader, ResourceWriter, StatesReader
 from koordlet.api.types import JSONObject
+from koordshared.runtime.errors import PluginError
 
 API_VERSION = 2
 """Bumped on any incompatible change of this package; a plugin may declare ``api_version`` to match.

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import threading
 
-from koord.runtime.errors import PluginError
 from koordlet.api.flags import FeatureSpec
 from koordlet.api.plugin import QOSPlugin
+from koordshared.runtime.errors import PluginError
 
 REQUIRED_METHODS = ("init_flags", "setup", "run", "shutdown")
 

@@ -1,7 +1,7 @@
 """The value types of the plugin contract: pods, node, NodeSLO, metric query results, cgroup writes.
 
 The Koordinator vocabulary (QoS and priority classes) and the typed NodeSLO are defined once in
-:mod:`koord.apis` (stdlib only) and re-exported here.
+:mod:`koordshared.apis` (stdlib only) and re-exported here.
 
 Read-only snapshots the agent hands to plugins (frozen dataclasses) and the requests plugins hand back
 (:class:`CgroupUpdate`). Kubernetes and Koordinator names are kept: a field says which object field it
@@ -13,9 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from koord.apis.extension import KubeQOSClass, PriorityClass, QOSClass
-from koord.apis.pod import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
-from koord.apis.slo import (
+from koordshared.apis.core.pod import KubeQOSClass
+from koordshared.apis.extension.qos import (
+    BATCH_CPU,
+    BATCH_MEMORY,
+    MID_CPU,
+    MID_MEMORY,
+    PriorityClass,
+    QOSClass,
+)
+from koordshared.apis.slo.nodeslo import (
     CLASS_KEYS,
     CPUQOS,
     BlkIOQOS,

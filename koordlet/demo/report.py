@@ -1,18 +1,7 @@
-"""The demo's plot and summary, from its :class:`~koordlet.demo.timeline.Recording`.
-
-Series (seconds since the start, cores):
-
-- ``lsDemand``: CPU of the LS pods as the agent sampled them (``/status``, 1 s windows);
-- ``beUse``: CPU of the BE tier, likewise;
-- ``beAllowance``: what the agent let BE use, exactly as it wrote it: one point per ``BECPUSuppress``
-  write of the BE tier's CFS quota (quota / period) or cpuset (its CPUs) in the audit log, with the
-  event's ``seq``; the first point (at 0) is the tier's setting when the run began;
-- ``nonBE``: the non-BE CPU each of those writes subtracted (from the write's audit reason);
-- ``system``: CPU used outside pods (other work on the machine), which the budget subtracts too.
-
-The same numbers go into the PNG's ``tEXt`` chunk ``koordlet-demo`` as JSON, so the plot is checked
-against the audit log without reading pixels.
-"""
+"""The demo's plot and summary, from its :class:`~koordlet.demo.timeline.Recording`: LS demand, BE use, what
+the agent let BE use (one point per ``BECPUSuppress`` write in the audit log), the non-BE CPU each write
+subtracted, and the system's CPU, in cores over seconds. The same numbers go into the PNG's ``tEXt`` chunk
+as JSON, so the plot is checked against the audit log without reading pixels."""
 
 from __future__ import annotations
 

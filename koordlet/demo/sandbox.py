@@ -16,11 +16,11 @@ from pathlib import Path
 
 import yaml
 
-from koord.apis.pod import LABEL_PRIORITY_CLASS, LABEL_QOS
 from koordlet.api import KubeQOSClass
 from koordlet.testing.agent import Agent
 from koordlet.testing.cgroups import RealContainer, RealKubepods
 from koordlet.testing.kubelet import pod_object
+from koordshared.apis.extension.qos import LABEL_PRIORITY_CLASS, LABEL_QOS
 
 NODE = "demo-node"
 BE_PODS = 3

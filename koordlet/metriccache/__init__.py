@@ -5,10 +5,11 @@ NodeMetric reporter query through :class:`koordlet.api.MetricReader`, the Promet
 :meth:`MetricCache.latest` at scrape time.
 """
 
+from koordlet.api.metrics import PROPERTIES
 from koordlet.metriccache.aggregate import Aggregates, percentile
 from koordlet.metriccache.cache import MetricCache
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
-from koordlet.metriccache.schema import PROPERTIES, SeriesKey, series_key
+from koordlet.metriccache.kind import SeriesKey, series_key
 from koordlet.metriccache.selfmetrics import CacheStats
 
 __all__ = [

@@ -24,9 +24,8 @@ from koordlet.metriccache import persist
 from koordlet.metriccache.aggregate import DEFAULT_AGGS, Aggregates, aggregate_windows, normalize_agg
 from koordlet.metriccache.checkpoint import FILE_NAME, CorruptCheckpoint, Image, SeriesImage
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
-from koordlet.metriccache.kind import Kind, Series
+from koordlet.metriccache.kind import Kind, Series, SeriesKey, series_key
 from koordlet.metriccache.ring import Ring, Window
-from koordlet.metriccache.schema import SeriesKey, series_key
 from koordlet.metriccache.selfmetrics import CacheStats, MetricCacheCollector
 
 log = logging.getLogger(__name__)
@@ -87,7 +86,7 @@ class MetricCache:
     ) -> int:
         """Add one sample per series at the same time ``t``: the collector's per-tick path.
 
-        Keys are canonical (:func:`koordlet.metriccache.schema.series_key`): the property value for
+        Keys are canonical (:func:`koordlet.metriccache.kind.series_key`): the property value for
         one-property kinds (``pod_uid``, ``container_id``), ``()`` for kinds without properties, else the
         ``(name, value)`` pairs sorted by name. Other spellings are accepted but take a slower path.
         """

@@ -6,13 +6,7 @@ Layout, version 2 (all little-endian)::
     data     for each series in meta order: n float64 epoch timestamps, then n float64 values
     meta     UTF-8 JSON {"saved_at": epoch, "series": [[metric, {labels}, n], ...]}
     trailer  u32 meta_len | u64 data_len | u32 CRC-32 of everything before the CRC
-
-The description follows the data so a checkpoint streams out one series at a time (issue 27: the cache
-no longer holds a copy of itself while it writes). Version 1 files (meta before the data, its lengths
-in the header, the CRC alone in the trailer; a "kv" key of older files is ignored) are still read.
-Timestamps on disk are wall-clock (epoch) seconds because monotonic time restarts at every boot; the cache
-converts on save and load. Files are replaced with the usual write-temp / fsync / rename / fsync-dir
-sequence, so a crash leaves either the old or the new file.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -29,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from koord.runtime.errors import KoordletError
+from koordlet.api.errors import KoordletError
 
 MAGIC = b"KMC\x01"
 VERSION = 2

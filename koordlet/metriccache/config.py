@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from koord.runtime.errors import ConfigError
+from koordshared.runtime.errors import ConfigError
 
 MIB = 1024 * 1024
 MAX_CHECKPOINT_INTERVAL = 60.0

@@ -10,9 +10,44 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from koordlet.api.metrics import PROPERTIES
 from koordlet.metriccache.ring import Ring
-from koordlet.metriccache.schema import PROPERTIES, SeriesKey, key_labels, normalize_key
 from koordlet.metriccache.timeline import SharedRing, Timeline
+from koordshared.runtime.errors import InvalidValue
+
+SeriesKey = str | tuple[tuple[str, str], ...]
+"""Canonical key of one series within a kind: a kind with one property is keyed by that property's value
+(``"<pod uid>"``), a kind with none by ``()``, any other by the ``(name, value)`` pairs sorted by name, so
+the collectors' bulk path can hand in keys it built once."""
+
+
+def series_key(metric: str, labels: Mapping[str, str] | None) -> SeriesKey:
+    """The canonical key of the series ``labels`` of ``metric``; checks a known kind's schema exactly."""
+    labels = labels or {}
+    props = PROPERTIES.get(metric)
+    if props is not None:
+        if len(labels) != len(props) or any(p not in labels for p in props):
+            raise InvalidValue(metric, dict(labels), f"properties must be exactly {list(props)}")
+        if len(props) == 1:
+            return str(labels[props[0]])
+    return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
+
+
+def normalize_key(metric: str, key: SeriesKey) -> SeriesKey:
+    """Turn a caller's key (a bare value, or pairs in any order) into the canonical one."""
+    if isinstance(key, str):
+        props = PROPERTIES.get(metric)
+        if props is None or len(props) != 1:
+            raise InvalidValue(metric, key, "a bare value key needs a kind with exactly one property")
+        return key
+    return series_key(metric, dict(key))
+
+
+def key_labels(metric: str, key: SeriesKey) -> dict[str, str]:
+    """The label set a canonical key stands for."""
+    if isinstance(key, str):
+        return {PROPERTIES[metric][0]: key}
+    return dict(key)
 
 
 class Series:

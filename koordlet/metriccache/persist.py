@@ -17,15 +17,14 @@ from array import array
 from collections.abc import Iterable
 from pathlib import Path
 
-from koord.runtime.errors import InvalidValue
 from koordlet.metriccache import checkpoint
 from koordlet.metriccache.checkpoint import FILE_NAME, Image, SeriesImage
 from koordlet.metriccache.config import Family, MetricCacheConfig, family_of
-from koordlet.metriccache.kind import Kind, Series
+from koordlet.metriccache.kind import Kind, Series, SeriesKey, key_labels, series_key
 from koordlet.metriccache.ring import Ring
-from koordlet.metriccache.schema import SeriesKey, key_labels, series_key
 from koordlet.metriccache.timeline import SharedRing
 from koordlet.system import atomicfile
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +44,10 @@ def ordered(ring: Ring | SharedRing) -> tuple[array[float], array[float]]:
 class KindCopy:
     """One kind's series in epoch time, copied out one at a time (each call under the cache's lock).
 
-    Lean on purpose (issue 27): the series on the kind's timeline get views into one epoch copy of its
-    timestamps and only their values are copied, one series at a time, as the checkpoint is written.
-    Copying every series' timestamps and values at once, and converting them one float at a time, held
-    up to four copies of the cache for the length of each checkpoint (~120 MB every 30 s at 1000 pods),
-    which the allocator kept as resident memory. Made under the lock; a series dropped, detached or
-    appended since is copied as it is when its turn comes.
+    Lean on purpose: the series on the kind's timeline get views into one epoch copy of its timestamps
+    and only their values are copied, one series at a time, as the checkpoint is written (copying all
+    at once held several copies of the cache as resident memory). Made under the lock; a series
+    changed since is copied as it is when its turn comes.
     """
 
     def __init__(self, metric: str, kind: Kind, offset: float, cut: float) -> None:

@@ -9,6 +9,8 @@ from typing import Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
+from koordlet import metricdefs
+
 
 @dataclass(frozen=True, slots=True)
 class CacheStats:
@@ -44,42 +46,46 @@ class MetricCacheCollector:
     def collect(self) -> Iterator[Metric]:
         st = self._source.stats()
         series = GaugeMetricFamily(
-            "koordlet_metric_cache_series", "Time series held by the metric cache.", labels=["metric"]
+            metricdefs.METRIC_CACHE_SERIES.name, metricdefs.METRIC_CACHE_SERIES.help, labels=["metric"]
         )
         for metric, n in sorted(st.series.items()):
             series.add_metric([metric], n)
         yield series
         yield GaugeMetricFamily(
-            "koordlet_metric_cache_samples", "Samples held by the metric cache.", value=st.samples
+            metricdefs.METRIC_CACHE_SAMPLES.name, metricdefs.METRIC_CACHE_SAMPLES.help, value=st.samples
         )
         yield GaugeMetricFamily(
-            "koordlet_metric_cache_private_series",
-            "Series of the metric cache off their kind's shared timeline.",
+            metricdefs.METRIC_CACHE_PRIVATE_SERIES.name,
+            metricdefs.METRIC_CACHE_PRIVATE_SERIES.help,
             value=st.private_series,
         )
         yield GaugeMetricFamily(
-            "koordlet_metric_cache_checkpoint_duration_seconds",
-            "Duration of the last metric cache checkpoint.",
+            metricdefs.METRIC_CACHE_CHECKPOINT_DURATION_SECONDS.name,
+            metricdefs.METRIC_CACHE_CHECKPOINT_DURATION_SECONDS.help,
             value=st.checkpoint_seconds,
         )
         yield GaugeMetricFamily(
-            "koordlet_metric_cache_checkpoint_bytes",
-            "Size of the last metric cache checkpoint file.",
+            metricdefs.METRIC_CACHE_CHECKPOINT_BYTES.name,
+            metricdefs.METRIC_CACHE_CHECKPOINT_BYTES.help,
             value=st.checkpoint_bytes,
         )
         yield CounterMetricFamily(
-            "koordlet_metric_cache_checkpoints", "Checkpoints written.", value=st.checkpoints
+            metricdefs.METRIC_CACHE_CHECKPOINTS.name,
+            metricdefs.METRIC_CACHE_CHECKPOINTS.help,
+            value=st.checkpoints,
         )
         yield CounterMetricFamily(
-            "koordlet_metric_cache_checkpoint_errors", "Checkpoints that failed.", value=st.checkpoint_errors
+            metricdefs.METRIC_CACHE_CHECKPOINT_ERRORS.name,
+            metricdefs.METRIC_CACHE_CHECKPOINT_ERRORS.help,
+            value=st.checkpoint_errors,
         )
         yield CounterMetricFamily(
-            "koordlet_metric_cache_load_errors",
-            "Checkpoints that could not be loaded (corrupt, truncated, other version).",
+            metricdefs.METRIC_CACHE_LOAD_ERRORS.name,
+            metricdefs.METRIC_CACHE_LOAD_ERRORS.help,
             value=st.load_errors,
         )
         yield CounterMetricFamily(
-            "koordlet_metric_cache_trimmed_samples",
-            "Samples left out of checkpoints to stay under --tsdb-max-bytes.",
+            metricdefs.METRIC_CACHE_TRIMMED_SAMPLES.name,
+            metricdefs.METRIC_CACHE_TRIMMED_SAMPLES.help,
             value=st.trimmed_samples,
         )

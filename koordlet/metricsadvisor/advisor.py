@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.lifecycle import Supervisor, Tick
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
@@ -37,6 +36,7 @@ from koordlet.metricsadvisor.summary import ResourceSummaryExporter
 from koordlet.metricsadvisor.sysresource import SystemResourceCollector, SystemResourceConfig
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.lifecycle import Supervisor, Tick
 
 log = logging.getLogger(__name__)
 
@@ -76,75 +76,50 @@ class MetricsAdvisor:
         self.metrics = AdvisorMetrics(registry) if registry is not None else None
         errors: fw.ErrorSink = self.metrics if self.metrics is not None else fw.NullErrors()
         self.shared = fw.SharedState()
+        opts = fw.Options(cache, clock, errors, host=host, states=states, shared=self.shared)
         every = config.collect_interval
         cached = config.page_cache
-        self.node = NodeResourceCollector(
-            NodeResourceConfig(every, with_page_cache=cached), paths, cache, self.shared, clock, errors
-        )
+        self.node = NodeResourceCollector(NodeResourceConfig(every, with_page_cache=cached), opts)
         self.pods = PodResourceCollector(
-            PodResourceConfig(every, config.collect_containers, config.force_python_reader, cached),
-            host,
-            cache,
-            states,
-            self.shared,
-            clock,
-            errors,
+            PodResourceConfig(every, config.collect_containers, config.force_python_reader, cached), opts
         )
         self.system = SystemResourceCollector(
             SystemResourceConfig(every, config.sys_metric_outdated_interval),
-            cache,
-            self.shared,
-            clock,
-            errors,
+            opts,
             host_apps_enabled=config.host_app_interval > 0,
         )
         self.collectors: list[fw.Collector] = [self.node, self.pods, self.system]
         self.be: BEResourceCollector | None = None
         if config.be_interval > 0:
-            self.be = BEResourceCollector(
-                BEResourceConfig(config.be_interval), host, cache, states, self.shared, clock, errors
-            )
+            self.be = BEResourceCollector(BEResourceConfig(config.be_interval), opts)
             self.collectors.append(self.be)
         self.host_apps: HostApplicationCollector | None = None
         if config.host_app_interval > 0:
             self.host_apps = HostApplicationCollector(
                 HostAppConfig(config.host_app_interval),
-                host,
-                cache,
-                states,
-                self.shared,
-                clock,
-                errors,
-                processes,
+                opts,
+                processes=processes,
             )
             self.collectors.append(self.host_apps)
         self.psi: PSICollector | None = None
         if config.psi_interval > 0:
-            self.psi = PSICollector(PSIConfig(config.psi_interval), host, cache, states, clock, errors)
+            self.psi = PSICollector(PSIConfig(config.psi_interval), opts)
             self.collectors.append(self.psi)
         self.cpi: CPICollector | None = None
         if config.cpi_enabled:
-            self.cpi = CPICollector(
-                CPIConfig(config.cpi_interval, config.cpi_window), host, cache, states, clock, errors
-            )
+            self.cpi = CPICollector(CPIConfig(config.cpi_interval, config.cpi_window), opts)
             self.collectors.append(self.cpi)
         self.resctrl: ResctrlCollector | None = None
         if config.resctrl_enabled:
-            self.resctrl = ResctrlCollector(
-                ResctrlCollectorConfig(config.resctrl_interval), paths, cache, clock, errors
-            )
+            self.resctrl = ResctrlCollector(ResctrlCollectorConfig(config.resctrl_interval), opts)
             self.collectors.append(self.resctrl)
         self.fast: FastSampler | None = None
         if config.fast_sample_interval > 0:
             self.fast = FastSampler(
                 FastSamplerConfig(config.fast_sample_interval, force_python=config.force_python_reader),
-                host,
-                cache,
-                bus,
-                clock,
-                errors,
+                opts,
+                bus=bus,
                 arming=fast_sampling,
-                # the process's CPU clock pairs only with the real clock (tests pass a fake one)
                 own_cpu=time.process_time if clock is time.monotonic and config.fast_sample_own_cpu else None,
             )
             self.collectors.append(self.fast)
@@ -179,7 +154,7 @@ class MetricsAdvisor:
             name = collector.name
             tick = Tick(name, collector.collect, self._on_error(name), self._on_tick(name))
             by_interval.setdefault(collector.interval, []).append(tick)
-        # Collectors of one interval share a thread, in dependency order (issue 27: one wake-up a second
+        # Collectors of one interval share a thread, in dependency order (one wake-up a second
         # instead of one per collector; each costs ~0.1 ms of CPU on a VM).
         for interval, ticks in by_interval.items():
             names = "+".join(t.name.removesuffix("Collector") for t in ticks)
@@ -208,7 +183,7 @@ class MetricsAdvisor:
         if self.metrics is None and exposition is None:
             return None
         # The labelled children once per collector, not per tick: the 40 ms fast sampler ticks 25 times
-        # a second and two ``labels()`` lookups were about a third of what a tick costs it (issue 18).
+        # a second and two ``labels()`` lookups were about a third of what a tick costs it.
         metrics = self.metrics
         duration = metrics.duration.labels(collector=name) if metrics is not None else None
         lateness = metrics.lateness.labels(collector=name) if metrics is not None else None

@@ -7,12 +7,7 @@ Layer: ``koordlet.metricsadvisor``. As koordlet's BEResourceCollector:
 - real-limit: ``min(cpus of the tightest cpuset x 1000, quota x 1000 / period)`` where the cpusets are the
   tier's and its BE containers' (``cpuset.cpus`` [v1] / ``cpuset.cpus.effective`` [v2]) and the quota is
   the tier's (unlimited quota: cpuset only);
-- request: the sum of ``kubernetes.io/batch-cpu`` requests of BE pods.
-
-The cpusets (one per BE container, a thousand on a full node) are read in one call of the batch reader
-(C when built) that counts each list's CPUs: reading and parsing them one by one in Python was about an
-eighth of the agent's collection CPU (issue 18). The kernel prints them normalised ("0-3,8"), where the
-count equals the size of the parsed set; a list the reader cannot parse voids the real-limit sample.
+- request: the sum of ``kubernetes.io/batch-cpu`` requests of BE pods. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -22,16 +17,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from koord.runtime.errors import CgroupGone, InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet import api
-from koordlet.metriccache import MetricCache, SeriesKey
+from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
+from koordlet.metriccache import SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.metricsadvisor.targets import CONTAINER, targets_of
 from koordlet.system import cgstats, native
 from koordlet.system.batchread import GONE_STATUSES, BatchReader, FileKind
 from koordlet.system.cgroups import CgroupMode, resource_path
-from koordlet.system.host import Host
+from koordshared.runtime.errors import InvalidValue
 
 NAME = "BEResourceCollector"
 BE_RESOURCE_CPU = "cpu"
@@ -55,16 +50,13 @@ class BEResourceCollector:
 
     name = NAME
 
-    def __init__(
-        self,
-        config: BEResourceConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        shared: fw.SharedState,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-    ) -> None:
+    def __init__(self, config: BEResourceConfig, opts: fw.Options) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        shared = opts.shared
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._host = host

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koord.runtime.errors import ConfigError
+from koordshared.runtime.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

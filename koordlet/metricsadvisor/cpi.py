@@ -5,11 +5,7 @@ counted for ``--collect-cpi-timewindow`` (10 s) through ``perf_event_open`` in c
 CPU (``koordlet.system.perf``; the syscalls are the C helper's), and ``container_cpi{pod_uid,
 container_id, cpi_resource=cycle|instruction}`` holds the counts. The window is not slept through: the
 collector runs every window and alternates between opening (and enabling) the counters and reading and
-closing them, so a stop never waits for a window.
-
-Where perf cannot count (no compiled helper, ``perf_event_paranoid`` without privilege, a CPU or VM
-without hardware counters) the first sweep finds out once, logs the reason and the collector does
-nothing after; :attr:`CPICollector.unsupported` holds the reason.
+closing them, so a stop never waits for a window. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -20,14 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from koord.runtime.errors import CgroupGone, ResourceUnsupported, UnsafePath
-from koordlet import api
-from koordlet.metriccache import MetricCache, SeriesKey
-from koordlet.metriccache.schema import CONTAINER_CPI
+from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
+from koordlet.api.metrics import CONTAINER_CPI
+from koordlet.metriccache import SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.targets import CONTAINER, targets_of
 from koordlet.system import perf
-from koordlet.system.host import Host
 from koordlet.system.topology import read_online_cpus
 
 log = logging.getLogger(__name__)
@@ -73,15 +67,16 @@ class CPICollector:
     def __init__(
         self,
         config: CPIConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
+        opts: fw.Options,
         *,
         counters: CounterFactory = perf.CgroupCounters,
         check: Callable[[], None] | None = None,
     ) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.window
         self._host = host

@@ -18,12 +18,12 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from koordlet import api
+from koordlet import api, metricdefs
+from koordlet.api.metrics import CONTAINER_PSI, NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.beresource import REAL_LIMIT, REQUEST, USAGE
 from koordlet.metricsadvisor.exposition import RowFamily
-from koordlet.metricsadvisor.psi import CONTAINER_PSI, NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
 
 DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -37,22 +37,22 @@ class AdvisorMetrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.duration = Histogram(
-            "koordlet_collect_duration_seconds",
-            "Run time of one collector sweep",
+            metricdefs.COLLECT_DURATION_SECONDS.name,
+            metricdefs.COLLECT_DURATION_SECONDS.help,
             ["collector"],
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
         self.lateness = Histogram(
-            "koordlet_collect_lateness_seconds",
-            "How late a collector sweep started compared to its schedule",
+            metricdefs.COLLECT_LATENESS_SECONDS.name,
+            metricdefs.COLLECT_LATENESS_SECONDS.help,
             ["collector"],
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
         self.errors = Counter(
-            "koordlet_collect_errors",
-            "Collection problems by collector and kind (cgroup_gone, malformed, counter_reset, ...)",
+            metricdefs.COLLECT_ERRORS.name,
+            metricdefs.COLLECT_ERRORS.help,
             ["collector", "kind"],
             registry=registry,
         )
@@ -105,11 +105,13 @@ class UsageExporter(Collector):
         containers = {c.container_id: (c, p) for p in pods.values() for c in p.containers if c.container_id}
         yield from self._node_families(now)
         pod_fam = RowFamily(
-            "koordlet_pod_resource_usage", "Pod resource usage", labels=[*_POD_LABELS, "resource", "unit"]
+            metricdefs.POD_RESOURCE_USAGE.name,
+            metricdefs.POD_RESOURCE_USAGE.help,
+            labels=[*_POD_LABELS, "resource", "unit"],
         )
         cont_fam = RowFamily(
-            "koordlet_container_resource_usage",
-            "Container resource usage",
+            metricdefs.CONTAINER_RESOURCE_USAGE.name,
+            metricdefs.CONTAINER_RESOURCE_USAGE.help,
             labels=[*_CONTAINER_LABELS, "resource", "unit"],
         )
         for metric, resource, unit in (
@@ -140,12 +142,16 @@ class UsageExporter(Collector):
     def _node_families(self, now: float) -> Iterable[GaugeMetricFamily]:
         node = self._node
         usage = RowFamily(
-            "koordlet_node_resource_usage", "Node resource usage", labels=["node", "resource", "unit"]
+            metricdefs.NODE_RESOURCE_USAGE.name,
+            metricdefs.NODE_RESOURCE_USAGE.help,
+            labels=["node", "resource", "unit"],
         )
         cpu = self._one(api.NODE_CPU_USAGE, now)
         mem = self._one(api.NODE_MEMORY_USAGE, now)
-        used_cpu = RowFamily("koordlet_node_used_cpu_cores", "Node CPU used (cores)", labels=["node"])
-        used_mem = RowFamily("koordlet_node_used_memory_bytes", "Node memory used (bytes)", labels=["node"])
+        used_cpu = RowFamily(metricdefs.NODE_USED_CPU_CORES.name, "Node CPU used (cores)", labels=["node"])
+        used_mem = RowFamily(
+            metricdefs.NODE_USED_MEMORY_BYTES.name, "Node memory used (bytes)", labels=["node"]
+        )
         if cpu is not None:
             usage.add_metric([node, "cpu", "core"], cpu)
             used_cpu.add_metric([node], cpu)
@@ -153,8 +159,8 @@ class UsageExporter(Collector):
             usage.add_metric([node, "memory", "byte"], mem)
             used_mem.add_metric([node], mem)
         system = RowFamily(
-            "koordlet_node_system_resource_usage",
-            "Node usage outside pods and host applications",
+            metricdefs.NODE_SYSTEM_RESOURCE_USAGE.name,
+            metricdefs.NODE_SYSTEM_RESOURCE_USAGE.help,
             labels=["node", "resource", "unit"],
         )
         for metric, resource, unit in (
@@ -165,8 +171,8 @@ class UsageExporter(Collector):
             if value is not None:
                 system.add_metric([node, resource, unit], value)
         be = RowFamily(
-            "koordlet_node_be_resource",
-            "BE CPU: usage, real limit and batch request (cores)",
+            metricdefs.NODE_BE_RESOURCE.name,
+            metricdefs.NODE_BE_RESOURCE.help,
             labels=["node", "resource", "allocation", "unit"],
         )
         be_used: float | None = None
@@ -179,7 +185,7 @@ class UsageExporter(Collector):
         yield from (usage, used_cpu, used_mem, system, be)
         if self._be_suppress_alias:
             alias = RowFamily(
-                "koordlet_be_suppress_be_used_cpu_cores", "BE CPU used (cores)", labels=["node"]
+                metricdefs.BE_SUPPRESS_BE_USED_CPU_CORES.name, "BE CPU used (cores)", labels=["node"]
             )
             if be_used is not None:
                 alias.add_metric([node], be_used)
@@ -193,14 +199,16 @@ class UsageExporter(Collector):
     ) -> Iterable[GaugeMetricFamily]:
         node = self._node
         node_fam = RowFamily(
-            "koordlet_node_psi", "Node pressure stall (percent)", labels=["node", *_PSI_LABELS[:3]]
+            metricdefs.NODE_PSI.name, metricdefs.NODE_PSI.help, labels=["node", *_PSI_LABELS[:3]]
         )
         for labels, value in self._latest(NODE_PSI, now):
             node_fam.add_metric(
                 [node, labels["psi_resource"], labels["psi_precision"], labels["psi_degree"]], value
             )
         full = {labels["pod_uid"]: v for labels, v in self._latest(POD_PSI_CPU_FULL_SUPPORTED, now)}
-        pod_fam = RowFamily("koordlet_pod_psi", "Pod pressure stall", labels=[*_POD_LABELS, *_PSI_LABELS])
+        pod_fam = RowFamily(
+            metricdefs.POD_PSI.name, "Pod pressure stall", labels=[*_POD_LABELS, *_PSI_LABELS]
+        )
         for labels, value in self._latest(POD_PSI, now):
             pod = pods.get(labels.get("pod_uid", ""))
             if pod is None:
@@ -220,7 +228,9 @@ class UsageExporter(Collector):
                 value,
             )
         cont_fam = RowFamily(
-            "koordlet_container_psi", "Container pressure stall", labels=[*_CONTAINER_LABELS, *_PSI_LABELS]
+            metricdefs.CONTAINER_PSI.name,
+            "Container pressure stall",
+            labels=[*_CONTAINER_LABELS, *_PSI_LABELS],
         )
         for labels, value in self._latest(CONTAINER_PSI, now):
             hit = containers.get(labels.get("container_id", ""))
@@ -248,7 +258,7 @@ class UsageExporter(Collector):
     def _host_app_family(self, now: float) -> GaugeMetricFamily:
         apps = {a.name: a for a in self._states.node_slo().host_applications}
         fam = RowFamily(
-            "koordlet_host_application_resource_usage",
+            metricdefs.HOST_APPLICATION_RESOURCE_USAGE.name,
             "Host application resource usage",
             labels=["node", "host_application_name", "resource", "priority_class", "qos"],
         )

@@ -4,26 +4,7 @@ Layer: ``koordlet.metricsadvisor``. Rendering the whole registry at scrape time 
 1000 pods, paid again by every concurrent scraper, and each of those milliseconds delayed the samplers
 (``docs/reliability.md``, F20). :class:`Exposition` renders after a pod sweep (``collected()`` wakes its
 thread) and keeps the bytes; a scrape only copies them out. Its gzip form is built at most once per
-payload, by the first scrape that asks for it (zlib runs without the GIL).
-
-Rendering itself is cheap because the big families are :class:`RowFamily`: they keep rows of label
-values instead of building a ``Sample`` and escaping every label on every render, and the renderer
-remembers each series' ``name{labels} `` prefix from one render to the next (forgetting prefixes of
-series that were not rendered, so a deleted pod's text goes with the pod). Every other family is
-formatted by ``prometheus_client`` itself, and the result is byte for byte what ``generate_latest`` gives
-for the same registry (tested). A scrape that finds no payload, or one older than ``max_staleness`` (the
-render thread is stuck or dead), renders in place, one scraper at a time.
-
-Rendering ahead pays only for a payload somebody fetches, so the thread renders a collection only when
-a scrape is due before the next one: the scrape period is the shortest of the last few gaps between
-scrapes, and a collection within one interval of ``last scrape + period`` is rendered (the last one before
-the scrape: the one before it would be behind by then). Prometheus scrapes on a steady period, so at a
-10 s period and 1 s collections one of every ten collections is rendered instead of ten (a render is ~1 %
-of a core at 1000 pods: the largest single cost of the agent; at 4 pods, a second render per scrape was a
-fifth of the idle agent's CPU). Scrapers at other phases shorten the period and every collection is
-rendered again; with no scrape for
-``idle_after`` seconds nothing is. A scrape that finds collections unrendered (it came early, or after an
-idle spell) renders in place, so what it gets is never older than the last collection.
+payload, by the first scrape that asks for it (zlib runs without the GIL). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -43,7 +24,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
-from koord.runtime.httpserver import Rendered
+from koordshared.runtime.httpserver import Rendered
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +221,7 @@ class Exposition:
         """Whether the collection just made should be rendered: a scrape is expected before the next
         collection, and one came within ``idle_after``. Until two scrapes give a period nothing is
         rendered ahead (the second renders in place): rendering every collection meanwhile cost an idle
-        agent a render a second for a whole scrape period after its first scrape (issue 27)."""
+        agent a render a second for a whole scrape period after its first scrape."""
         with self._scrape_lock:
             last = self._last_scrape
             period = min(self._gaps) if self._gaps else None
@@ -280,7 +261,7 @@ class Exposition:
         """Render the collections a scrape is due for (:meth:`collected` wakes this thread for those
         only; a scrape finding one unrendered renders in place) until :meth:`close` or ``stop``. Waking
         for every collection, and every two intervals to look at ``stop``, was two of an idle agent's
-        twenty wake-ups a second, and a timed wake-up costs ~0.1 ms of CPU on a VM (issue 27)."""
+        twenty wake-ups a second, and a timed wake-up costs ~0.1 ms of CPU on a VM."""
         while not stop.is_set():
             self._due.wait(RUN_WAKE_SECONDS)
             if stop.is_set() or self._closed:

@@ -3,32 +3,7 @@
 Layer: ``koordlet.metricsadvisor``. Each tick is one batch-reader read of two CPU counters on cached
 descriptors, the root cgroup's (all tasks of the node) and the besteffort tier's; it appends
 ``node_cpu_usage_fast`` and ``be_cpu_usage_fast`` (cores) and publishes the event.
-
-Why the root cgroup and not ``/proc/stat``: ``/proc/stat`` counts USER_HZ ticks (CLK_TCK = 100, 10 ms)
-per CPU, charged to whatever ran when the tick fired, so over a 100 ms window the node figure moves in
-0.1-core steps and a steady load reads x +- ~0.1 x ncpu from window to window. Subtracting an exact BE
-counter from that would make "non-BE usage" jump by ~100m on noise alone, and the suppress plugin shrinks
-BE on a 1 % rise. The root ``cpuacct.usage`` (ns; v2 ``cpu.stat usage_usec``) is exact, so a 100 ms window
-tells the truth; it leaves out irq/softirq time, which the 1 s ``node_cpu_usage`` keeps (koordlet's
-definition). When the root counter cannot be read the sampler falls back to the first line of
-``/proc/stat`` with the tick quantisation above. Cost: about 25 x 20 us of reads per second, while armed
-(below).
-
-A confirm window. A load that starts inside a window shows only as part of its rate there (a core that
-starts 10 ms before the sample reads as 0.25 core over 40 ms), so the first reaction to a spike can be far
-too small and the full one would wait a whole interval. When non-BE usage (node - BE) rose by 1 % of the
-node since the previous window, the sampler takes a second sample ``confirm_after`` (10 ms) later: that
-window lies entirely after the rise and reads its true rate. Worst-case detection is thus one interval
-plus the confirm window, instead of two intervals.
-
-The agent's own CPU. A pod sweep or a render burns a core for tens of ms, which a 40 ms window reads as a
-rise of non-BE load (0.75 core for 30 ms). The sampler reads the process's CPU clock with each sample and
-puts the agent's own usage in the window back to its average over the last second (what the 1 s path
-sees), so ``node_cpu_usage_fast`` keeps the agent's load but not the shape of its bursts.
-
-Armed only when it can matter (issue 27: twenty wake-ups a second were most of an idle agent's cost). A
-plugin asks for fast samples through ``PluginContext.want_fast_samples`` (:class:`FastSampling` keeps who
-asks); while nobody does, the sampler's thread sleeps and no ``EVENT_NODE_SAMPLE`` is published.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -41,13 +16,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from koordlet import api
-from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import native, procfs
 from koordlet.system.batchread import MISSING, BatchReader, FileKind, ReadResults
 from koordlet.system.cgroups import CgroupMode, resource_path
-from koordlet.system.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +30,7 @@ _FIRST_LINE_CAP = 1024
 
 
 class Publisher(Protocol):
-    """The event bus (``koord.runtime.eventbus.EventBus``)."""
+    """The event bus (``koordshared.runtime.eventbus.EventBus``)."""
 
     def publish(self, event: str) -> None: ...
 
@@ -104,7 +77,7 @@ class FastSampling:
     def wait_armed(self, stop: threading.Event, poll: float = DISARMED_WAKE_SECONDS) -> bool:
         """Block while disarmed; ``False`` once ``stop`` is set (seen when :meth:`wake` or ``want``
         notifies, or after ``poll`` seconds: a timed wake-up costs ~0.1 ms of CPU on a VM, and one a
-        second was a disarmed sampler's whole cost, issue 27)."""
+        second was a disarmed sampler's whole cost)."""
         with self._cond:
             while not self._owners and not stop.is_set():
                 self._cond.wait(poll)
@@ -117,7 +90,8 @@ class FastSamplerConfig:
     """40 ms: a spike is seen at worst one interval plus the confirm window after it starts (at 50 ms the
     slow trials of `bench/reaction.py` were spikes starting just after a sample). The two slow trials
     (~670 ms) of a 50-trial run at 40 ms had noise bands of 0.40-0.45 core, while tests ran beside the
-    bench; the suppress plugin's held-rise rule (``qosplugins._fastrise``) now catches such spikes."""
+    bench; the suppress plugin's held-rise rule (``qosplugins.cpusuppress.fastrise``) now catches such
+    spikes."""
     clk_tck: int = 0
     force_python: bool = False
     confirm_after: float = 0.01
@@ -141,15 +115,17 @@ class FastSampler:
     def __init__(
         self,
         config: FastSamplerConfig,
-        host: Host,
-        cache: MetricCache,
+        opts: fw.Options,
+        *,
         bus: Publisher,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
         sleep: Callable[[float], None] = time.sleep,
         arming: FastSampling | None = None,
         own_cpu: Callable[[], float] | None = None,
     ) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.arming = arming if arming is not None else FastSampling(always=True)
         self._own_cpu = own_cpu

@@ -1,7 +1,7 @@
 """Cached read-only descriptors for small text files read every tick (``/proc/stat``, PSI, cpusets).
 
 Layer: ``koordlet.metricsadvisor``. ``pread`` at offset 0 on a held descriptor costs about a tenth of an
-open/read/close (``bench/collect.py`` measures both). procfs and cgroupfs regenerate the content on every read
+open/read/close. procfs and cgroupfs regenerate the content on every read
 at offset 0, so a held descriptor always shows current values. A cgroup removed under a held descriptor
 reads ENODEV, a path gone before open is ENOENT: both mean "gone", the descriptor is closed and forgotten.
 """

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
+
+from koordlet import api
+from koordlet.metriccache import MetricCache
+from koordlet.system.host import Host
+from koordlet.system.paths import HostPaths
 
 Clock = Callable[[], float]
 
@@ -164,3 +169,34 @@ PODS_MEMORY = "pods_memory"
 HOST_APPS_CPU = "host_apps_cpu"
 HOST_APPS_MEMORY = "host_apps_memory"
 CPU_COUNT = "cpu_count"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What the collectors stand on, handed to each as one value (Koordinator's ``framework.Options``):
+    every collector is built as ``Collector(config, opts)``, plus keyword-only extras of its own."""
+
+    cache: MetricCache
+    clock: Clock
+    errors: ErrorSink
+    host: Host | None = None
+    """The cgroup host (its ``paths`` serve collectors that read only /proc and /sys)."""
+    paths: HostPaths | None = None
+    """When there is no :attr:`host`: the paths of a collector that reads no cgroup."""
+    states: api.StatesReader | None = None
+    shared: SharedState = field(default_factory=SharedState)
+
+    def need_host(self, who: str) -> Host:
+        if self.host is None:
+            raise ValueError(f"{who} needs Options.host")
+        return self.host
+
+    def need_paths(self, who: str) -> HostPaths:
+        if self.paths is not None:
+            return self.paths
+        return self.need_host(who).paths
+
+    def need_states(self, who: str) -> api.StatesReader:
+        if self.states is None:
+            raise ValueError(f"{who} needs Options.states")
+        return self.states

@@ -15,14 +15,14 @@ from typing import Protocol
 
 import psutil
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet import api
-from koordlet.metriccache import MetricCache
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import cgstats
 from koordlet.system.cgroups import CgroupMode, check_cgroup_dir, resource_path
 from koordlet.system.host import Host
+from koordshared.runtime.errors import InvalidValue
 
 NAME = "HostApplicationCollector"
 _BE_QOS = frozenset({api.QOSClass.BE})
@@ -102,16 +102,14 @@ class HostApplicationCollector:
     name = NAME
 
     def __init__(
-        self,
-        config: HostAppConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        shared: fw.SharedState,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-        processes: ProcessSource | None = None,
+        self, config: HostAppConfig, opts: fw.Options, *, processes: ProcessSource | None = None
     ) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        shared = opts.shared
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._host = host

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koord.runtime.errors import InvalidValue
 from koordlet import api
-from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import NODE_MEMORY_USAGE_WITH_PAGE_CACHE
+from koordlet.api.metrics import NODE_MEMORY_USAGE_WITH_PAGE_CACHE
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.system import procfs
-from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 NAME = "NodeResourceCollector"
 PROC_STAT_CAP = 1 << 20
@@ -38,15 +36,12 @@ class NodeResourceCollector:
 
     name = NAME
 
-    def __init__(
-        self,
-        config: NodeResourceConfig,
-        paths: HostPaths,
-        cache: MetricCache,
-        shared: fw.SharedState,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-    ) -> None:
+    def __init__(self, config: NodeResourceConfig, opts: fw.Options) -> None:
+        paths = opts.need_paths(self.name)
+        cache = opts.cache
+        shared = opts.shared
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._stat_path = paths.proc("stat")

@@ -1,26 +1,30 @@
-"""The pod sweep's fast path: a whole sweep as column operations when nothing in it is unusual.
+"""The pod sweep's arithmetic: one sweep's batch-read values into CPU, memory and throttling samples.
 
-Layer: ``koordlet.metricsadvisor``. Why: after the reads, the per-target Python loop of
-:mod:`koordlet.metricsadvisor.podresource` was most of what the agent spends above the C floor at 1000 pods
-(issue 18 asks collection for <= 1.5x the floor). In the steady state every file reads and parses, every
-target has baselines from the previous sweep, and no counter goes backwards; then the sweep is
-``itemgetter`` gathers, ``map(sub)`` and a few comprehensions over whole columns, with results identical to
-the loop's. Whenever any of that does not hold (a failed or malformed file, a new target, a reset, a clock
-step, a rate above capacity) :meth:`Columns.sweep` returns ``None`` without changing anything and the loop,
-which accounts for each case, runs instead; the baselines move between the two forms at the switch.
+Layer: ``koordlet.metricsadvisor``. :class:`Columns` keeps the baselines of every target of one sweep plan
+by plan position (pods first, then containers) and computes the rates in two ways over the same store:
+:meth:`Columns.sweep`, whole columns at once (``itemgetter`` gathers and ``map(sub)``) when nothing in the
+sweep is unusual, and :meth:`Columns.sweep_checked`, target by target, which accounts for each unusual
+case (a gone or malformed file, a missing baseline, a reset, a clock step, a rate above capacity). Both
+give the same samples; the first answers ``None`` without changing anything when it cannot.
 """
 
 from __future__ import annotations
 
+import errno
 import operator
+from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol
+from itertools import islice
+from typing import NamedTuple
 
 from koordlet import api
+from koordlet.api.metrics import CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, POD_MEMORY_USAGE_WITH_PAGE_CACHE
+from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.targets import POD, Target
-from koordlet.system.batchread import MISSING
+from koordlet.system.batchread import GONE_STATUSES, MISSING
 
 Gather = Callable[[Sequence[int]], tuple[int, ...]]
+_MALFORMED_STATUSES = frozenset({-errno.EINVAL, -errno.ERANGE, -errno.EOVERFLOW})
 
 
 class Plan(NamedTuple):
@@ -61,23 +65,6 @@ def make_plan(v2: bool, nfiles: int, targets: Sequence[Target], offsets: Sequenc
     return plan
 
 
-class PlanEntry(Protocol):
-    """What the fast path needs of the sweep plan (``podresource._Plan``)."""
-
-    @property
-    def is_pod(self) -> bool: ...
-    @property
-    def ident(self) -> str: ...
-    @property
-    def key(self) -> str: ...
-    @property
-    def o_cpu(self) -> int: ...
-    @property
-    def o_mem(self) -> int: ...
-    @property
-    def o_thr(self) -> int: ...
-
-
 class Output(NamedTuple):
     metric: str
     keys: Sequence[str]
@@ -94,46 +81,94 @@ def _gather(indices: Sequence[int]) -> Gather:
     return operator.itemgetter(*indices)
 
 
-class _Group:
-    """The pods or the containers of a plan: their idents, gathers and previous counters."""
+def classify(status: int) -> str:
+    """The error kind of a failed read."""
+    if status in GONE_STATUSES:
+        return fw.ERR_GONE
+    if status in _MALFORMED_STATUSES:
+        return fw.ERR_MALFORMED
+    return fw.ERR_READ
 
-    def __init__(self, entries: Sequence[PlanEntry], cpu: str, mem: str, thr: str) -> None:
+
+class _Group:
+    """The pods or the containers of a plan (a slice of it): their idents and gathers."""
+
+    def __init__(self, entries: Sequence[Plan], start: int, cpu: str, mem: str, thr: str) -> None:
         self.metrics = (cpu, mem, thr)
+        self.start = start
+        """Plan position of the group's first entry."""
         # A tuple, the same every sweep: the cache then reuses its lookups (MetricCache.append_columns).
         self.idents = tuple(e.ident for e in entries)
-        self.keys = [e.key for e in entries]
         self.cpu = _gather([e.o_cpu for e in entries])
         self.mem = tuple(_gather([e.o_mem + k for e in entries]) for k in range(3))
         self.periods = _gather([e.o_thr for e in entries])
         self.throttled = _gather([e.o_thr + 1 for e in entries])
-        self.prev: tuple[Sequence[int], Sequence[int], Sequence[int]] = ((), (), ())
 
 
 class Columns:
-    """Column form of one plan; ``t_prev`` is set while every target has baselines from one sweep."""
+    """One plan's baselines and the sweep's arithmetic. ``plan`` lists the pods first; ``carried`` (the
+    previous plan's columns) hands over the baselines of the targets both plans have."""
 
-    def __init__(self, plan: Sequence[PlanEntry], cpu_scale: int) -> None:
+    def __init__(self, plan: Sequence[Plan], cpu_scale: int, carried: Columns | None = None) -> None:
+        pods = sum(1 for e in plan if e.is_pod)
+        if any(e.is_pod for e in plan[pods:]):
+            raise ValueError("the plan must list the pods first")
+        self.plan = list(plan)
         self.cpu_scale = cpu_scale
         self.groups = (
+            _Group(plan[:pods], 0, api.POD_CPU_USAGE, api.POD_MEMORY_USAGE, api.POD_CPU_THROTTLED),
             _Group(
-                [e for e in plan if e.is_pod],
-                api.POD_CPU_USAGE,
-                api.POD_MEMORY_USAGE,
-                api.POD_CPU_THROTTLED,
-            ),
-            _Group(
-                [e for e in plan if not e.is_pod],
+                plan[pods:],
+                pods,
                 api.CONTAINER_CPU_USAGE,
                 api.CONTAINER_MEMORY_USAGE,
                 api.CONTAINER_CPU_THROTTLED,
             ),
         )
+        n = len(plan)
+        # Baselines by plan position: the CPU counter (ns) and the throttling counters, each with the time
+        # it was read (None: no baseline).
+        self.cpu_ns: Sequence[int] = [0] * n
+        self.periods: Sequence[int] = [0] * n
+        self.throttled: Sequence[int] = [0] * n
+        self.cpu_t: list[float | None] = [None] * n
+        self.thr_t: list[float | None] = [None] * n
         self.t_prev: float | None = None
+        """Set while every target holds both baselines from the sweep at that time; the per-position
+        times are then not kept up to date (the fast path does not write them)."""
+        if carried is not None:
+            self._carry(carried)
+
+    def _carry(self, old: Columns) -> None:
+        old._expand()
+        at = {e.key: j for j, e in enumerate(old.plan)}
+        cpu_ns, periods, throttled = list(self.cpu_ns), list(self.periods), list(self.throttled)
+        for j, e in enumerate(self.plan):
+            i = at.get(e.key)
+            if i is not None:
+                cpu_ns[j], periods[j], throttled[j] = old.cpu_ns[i], old.periods[i], old.throttled[i]
+                self.cpu_t[j], self.thr_t[j] = old.cpu_t[i], old.thr_t[i]
+        self.cpu_ns, self.periods, self.throttled = cpu_ns, periods, throttled
+
+    def _expand(self) -> None:
+        """Per-position times and lists the checked sweep can write (after fast sweeps)."""
+        t_prev = self.t_prev
+        if t_prev is not None:
+            n = len(self.plan)
+            self.cpu_t, self.thr_t = [t_prev] * n, [t_prev] * n
+            self.t_prev = None
+        if not isinstance(self.cpu_ns, list):
+            self.cpu_ns, self.periods, self.throttled = (
+                list(self.cpu_ns),
+                list(self.periods),
+                list(self.throttled),
+            )
 
     def sweep(
         self, status: Sequence[int], values: Sequence[int], t: float, max_gap: float, max_ns_per_s: float
     ) -> list[Output] | None:
-        """The sweep's samples, or ``None`` (nothing changed) when the per-target loop must decide."""
+        """The sweep's samples as whole columns, or ``None`` (nothing changed) when the checked sweep must
+        decide: a failed read, a missing value or baseline, a clock step, a reset, a rate above capacity."""
         t_prev = self.t_prev
         if t_prev is None or any(status) or MISSING in values:
             return None
@@ -147,16 +182,17 @@ class Columns:
             ns = g.cpu(values)
             if scale != 1:
                 ns = tuple(n * scale for n in ns)
-            cpu_d = list(map(sub, ns, g.prev[0]))
+            # map stops at the group's end; islice skips the groups before it without a copy
+            cpu_d = list(map(sub, ns, islice(self.cpu_ns, g.start, None)))
             periods, throttled = g.periods(values), g.throttled(values)
-            per_d = list(map(sub, periods, g.prev[1]))
-            thr_d = list(map(sub, throttled, g.prev[2]))
+            per_d = list(map(sub, periods, islice(self.periods, g.start, None)))
+            thr_d = list(map(sub, throttled, islice(self.throttled, g.start, None)))
             if cpu_d and (min(cpu_d) < 0 or max(cpu_d) > limit or min(per_d) < 0 or min(thr_d) < 0):
                 return None
             computed.append((g, ns, periods, throttled, cpu_d, per_d, thr_d))
         out: list[Output] = []
         denom = dt * 1e9
-        for g, ns, periods, throttled, cpu_d, per_d, thr_d in computed:
+        for g, _ns, _periods, _throttled, cpu_d, per_d, thr_d in computed:
             ga, gb, gc = g.mem
             cpu_m, mem_m, thr_m = g.metrics
             out.append(Output(cpu_m, g.idents, [d / denom for d in cpu_d]))
@@ -172,42 +208,152 @@ class Columns:
                     thr_m, g.idents, [dt_ / dp if dp else 0.0 for dp, dt_ in zip(per_d, thr_d, strict=True)]
                 )
             )
-            g.prev = (ns, periods, throttled)
+        (_, ns_p, per_p, thr_p, *_), (_, ns_c, per_c, thr_c, *_) = computed
+        self.cpu_ns, self.periods, self.throttled = ns_p + ns_c, per_p + per_c, thr_p + thr_c
         self.t_prev = t
         return out
 
-    def to_dicts(
-        self, cpu_base: dict[str, tuple[float, int]], thr_base: dict[str, tuple[float, int, int]]
-    ) -> None:
-        """Hand the baselines to the per-target loop (which keeps them by key) and leave the fast path."""
-        t = self.t_prev
-        if t is None:
-            return
-        for g in self.groups:
-            ns, periods, throttled = g.prev
-            for key, n, p, th in zip(g.keys, ns, periods, throttled, strict=True):
-                cpu_base[key] = (t, n)
-                thr_base[key] = (t, p, th)
-        self.t_prev = None
+    def sweep_checked(
+        self,
+        status: Sequence[int],
+        values: Sequence[int],
+        t: float,
+        max_gap: float,
+        max_ns_per_s: float,
+        *,
+        v2: bool,
+        page_cache: bool,
+    ) -> tuple[list[Output], Counter[str]]:
+        """The sweep target by target: the samples (pods' CPU, memory, throttling, the containers' the same,
+        then the memory with page cache when asked for) and the errors by kind.
 
-    def from_dicts(
-        self, cpu_base: dict[str, tuple[float, int]], thr_base: dict[str, tuple[float, int, int]], t: float
-    ) -> None:
-        """Take the loop's baselines when every target got both from the sweep at ``t``."""
-        prevs = []
-        for g in self.groups:
-            cpu = [cpu_base.get(k) for k in g.keys]
-            thr = [thr_base.get(k) for k in g.keys]
-            if any(c is None or c[0] != t for c in cpu) or any(x is None or x[0] != t for x in thr):
-                self.t_prev = None
-                return
-            prevs.append(
-                (
-                    tuple(c[1] for c in cpu if c is not None),
-                    tuple(x[1] for x in thr if x is not None),
-                    tuple(x[2] for x in thr if x is not None),
-                )
-            )
-        for g, prev in zip(self.groups, prevs, strict=True):
-            g.prev = prev
-        self.t_prev = t
+        A cgroup whose CPU file vanished yields no sample at all (never a zero) and loses its baselines;
+        if only its memory or cpu hierarchy is gone (v1 teardown goes one hierarchy at a time), the series
+        still readable are kept. A malformed file is counted and only that series is skipped. Written flat
+        (locals, no helper calls on the common path): it runs for every target when the fast path cannot."""
+        self._expand()
+        cpu_ns, periods_b, throttled_b = self.cpu_ns, self.periods, self.throttled
+        assert isinstance(cpu_ns, list) and isinstance(periods_b, list) and isinstance(throttled_b, list)
+        cpu_t, thr_t = self.cpu_t, self.thr_t
+        cpu_scale = self.cpu_scale
+        errs: Counter[str] = Counter()
+        resets = steps = 0
+        # Keys and values in separate lists (cache.append_columns): no tuple per sample to allocate.
+        pod_cpu_k: list[str] = []
+        pod_cpu_v: list[float] = []
+        pod_mem_k: list[str] = []
+        pod_mem_v: list[float] = []
+        pod_thr_k: list[str] = []
+        pod_thr_v: list[float] = []
+        cont_cpu_k: list[str] = []
+        cont_cpu_v: list[float] = []
+        cont_mem_k: list[str] = []
+        cont_mem_v: list[float] = []
+        cont_thr_k: list[str] = []
+        cont_thr_v: list[float] = []
+        pod_pc_k: list[str] = []
+        pod_pc_v: list[float] = []
+        cont_pc_k: list[str] = []
+        cont_pc_v: list[float] = []
+        for j, (is_pod, ident, _key, f_cpu, f_mem, f_thr, o_cpu, o_mem, o_thr) in enumerate(self.plan):
+            s_cpu, s_mem, s_thr = status[f_cpu], status[f_mem], status[f_thr]
+            if s_cpu or s_mem or s_thr:
+                if s_cpu in GONE_STATUSES:
+                    # the CPU file exists in every live cgroup: the cgroup itself is gone
+                    errs[fw.ERR_GONE] += 1
+                    cpu_t[j] = thr_t[j] = None
+                    continue
+                if s_mem in GONE_STATUSES or s_thr in GONE_STATUSES:
+                    # v1 teardown removes the hierarchies one by one; or a v2 cgroup without the memory
+                    # controller: the series still readable are valid, the others are skipped
+                    errs[fw.ERR_FILE_MISSING] += 1
+            # CPU
+            ns = values[o_cpu]
+            if s_cpu:
+                errs[classify(s_cpu)] += 1
+            elif ns == MISSING:
+                errs[fw.ERR_MALFORMED] += 1
+            else:
+                ns *= cpu_scale
+                prev_t, prev_ns = cpu_t[j], cpu_ns[j]
+                cpu_t[j], cpu_ns[j] = t, ns
+                if prev_t is not None:
+                    dt = t - prev_t
+                    delta = ns - prev_ns
+                    if not 0.0 < dt <= max_gap:
+                        steps += 1
+                    elif delta < 0:
+                        resets += 1
+                    elif delta > max_ns_per_s * dt:
+                        errs[fw.ERR_OVER_CAPACITY] += 1
+                    elif is_pod:
+                        pod_cpu_k.append(ident)
+                        pod_cpu_v.append(delta / (dt * 1e9))
+                    else:
+                        cont_cpu_k.append(ident)
+                        cont_cpu_v.append(delta / (dt * 1e9))
+            # memory
+            if s_mem:
+                if s_mem not in GONE_STATUSES:
+                    errs[classify(s_mem)] += 1
+            else:
+                a, b, c = values[o_mem], values[o_mem + 1], values[o_mem + 2]
+                if MISSING in (a, b, c):
+                    errs[fw.ERR_MALFORMED] += 1
+                elif is_pod:
+                    pod_mem_k.append(ident)
+                    pod_mem_v.append(float(a + b + c))
+                else:
+                    cont_mem_k.append(ident)
+                    cont_mem_v.append(float(a + b + c))
+                if page_cache and MISSING not in (a, b, c):
+                    af, inf = values[o_mem + 3], values[o_mem + 4]
+                    if MISSING not in (af, inf):
+                        (pod_pc_k if is_pod else cont_pc_k).append(ident)
+                        (pod_pc_v if is_pod else cont_pc_v).append(float(a + b + c + af + inf))
+            # throttling
+            if s_thr:
+                if s_thr in GONE_STATUSES:
+                    thr_t[j] = None
+                elif not v2:
+                    errs[classify(s_thr)] += 1
+                continue
+            periods, throttled = values[o_thr], values[o_thr + 1]
+            if MISSING in (periods, throttled):
+                # v2 without the cpu controller has neither key: no bandwidth control, nothing to report
+                if not (v2 and periods == throttled):
+                    errs[fw.ERR_MALFORMED] += 1
+                continue
+            prev_t, prev_p, prev_th = thr_t[j], periods_b[j], throttled_b[j]
+            thr_t[j], periods_b[j], throttled_b[j] = t, periods, throttled
+            if prev_t is None:
+                continue
+            dt = t - prev_t
+            dperiods, dthrottled = periods - prev_p, throttled - prev_th
+            if not 0.0 < dt <= max_gap:
+                steps += 1
+            elif dperiods < 0 or dthrottled < 0:
+                resets += 1
+            elif is_pod:
+                pod_thr_k.append(ident)
+                pod_thr_v.append(dthrottled / dperiods if dperiods else 0.0)
+            else:
+                cont_thr_k.append(ident)
+                cont_thr_v.append(dthrottled / dperiods if dperiods else 0.0)
+        if resets:
+            errs[fw.ERR_COUNTER_RESET] += resets
+        if steps:
+            errs[fw.ERR_CLOCK] += steps
+        # every target has both baselines from this sweep: the next sweep may take the fast path
+        if all(x == t for x in cpu_t) and all(x == t for x in thr_t):
+            self.t_prev = t
+        return [
+            Output(api.POD_CPU_USAGE, pod_cpu_k, pod_cpu_v),
+            Output(api.POD_MEMORY_USAGE, pod_mem_k, pod_mem_v),
+            Output(api.POD_CPU_THROTTLED, pod_thr_k, pod_thr_v),
+            Output(api.CONTAINER_CPU_USAGE, cont_cpu_k, cont_cpu_v),
+            Output(api.CONTAINER_MEMORY_USAGE, cont_mem_k, cont_mem_v),
+            Output(api.CONTAINER_CPU_THROTTLED, cont_thr_k, cont_thr_v),
+            Output(POD_MEMORY_USAGE_WITH_PAGE_CACHE, pod_pc_k, pod_pc_v),
+            Output(CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, cont_pc_k, cont_pc_v),
+        ], errs

@@ -1,49 +1,27 @@
 """Pod and container usage (PodResourceCollector + PodThrottledCollector) through one batch read per sweep.
 
-Layer: ``koordlet.metricsadvisor``. For every pod dir and container dir of ``states.pods()`` the sweep reads,
-in a single call of the batch reader (C when built) over descriptors cached across sweeps:
-
-- CPU: ``cpuacct.usage`` ns [v1] or ``cpu.stat usage_usec`` x 1000 [v2]; cores = delta_ns / (dt x 1e9);
-- memory: koordlet's working set from ``memory.stat``: ``total_inactive_anon + total_active_anon +
-  total_unevictable`` [v1] or ``inactive_anon + active_anon + unevictable`` [v2], bytes;
-- throttling: ``cpu.stat`` delta nr_throttled / delta nr_periods (0 when no period elapsed);
-- with page-cache collection on (koordlet's PageCacheCollector, from the same ``memory.stat`` read): the
-  working set plus ``active_file + inactive_file`` (``total_*`` on v1) as ``*_memory_usage_with_page_cache``.
-
-The reader is rebuilt only when the set of directories changes; dropping a pod closes its descriptors with
-the old reader. A rebuild reopens every descriptor lazily on the next read (an open is ~10 us against
-~1 us for a pread), so pod churn costs one reopen pass per change, not per sweep.
-
-A cgroup whose CPU file vanished (ENOENT/ENODEV) yields no sample at all (never a zero) and loses its
-baselines; if only its memory or cpu hierarchy is gone (v1 teardown goes one hierarchy at a time), the
-series still readable are kept. A malformed file is counted and only that series is skipped.
-"""
+For every pod and container dir of ``states.pods()`` one call of the batch reader (C when built) reads, on
+descriptors cached across sweeps, the CPU counter, ``memory.stat`` (the working set; with page-cache
+collection on, the page cache too) and ``cpu.stat`` (throttling). The reader is rebuilt only when the set of
+directories changes. The arithmetic (rates, resets, gone cgroups) is :mod:`.podcolumns`'.
+Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 
-import errno
 import operator
 import threading
-from collections import Counter
 from dataclasses import dataclass
 
-from koord.runtime.errors import ResourceUnsupported, UnsafePath
 from koordlet import api
-from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import (
-    CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE,
-    POD_MEMORY_USAGE_WITH_PAGE_CACHE,
-)
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.metricsadvisor import framework as fw
-from koordlet.metricsadvisor.podcolumns import Columns, Plan, make_plan
+from koordlet.metricsadvisor.podcolumns import Columns, make_plan
 from koordlet.metricsadvisor.targets import POD, Target, targets_of
 from koordlet.system import native
-from koordlet.system.batchread import GONE_STATUSES, MISSING, BatchReader, FileKind
+from koordlet.system.batchread import BatchReader, FileKind
 from koordlet.system.cgroups import CgroupMode, cgroup_dir_path, get_resource, resource_path
-from koordlet.system.host import Host
 
 NAME = "PodResourceCollector"
-_MALFORMED_STATUSES = frozenset({-errno.EINVAL, -errno.ERANGE, -errno.EOVERFLOW})
 
 _MEM_KEYS_V1 = ("total_inactive_anon", "total_active_anon", "total_unevictable")
 _MEM_KEYS_V2 = ("inactive_anon", "active_anon", "unevictable")
@@ -67,16 +45,13 @@ class PodResourceCollector:
 
     name = NAME
 
-    def __init__(
-        self,
-        config: PodResourceConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        shared: fw.SharedState,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-    ) -> None:
+    def __init__(self, config: PodResourceConfig, opts: fw.Options) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        shared = opts.shared
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._host = host
@@ -87,12 +62,8 @@ class PodResourceCollector:
         self._clock = clock
         self._errors = errors
         self._max_gap = config.interval * fw.MAX_GAP_FACTOR
-        # baselines of cumulative counters: key -> (t, usage ns) and key -> (t, nr_periods, nr_throttled)
-        self._cpu_base: dict[str, tuple[float, int]] = {}
-        self._thr_base: dict[str, tuple[float, int, int]] = {}
         self._reader: BatchReader | None = None
         self._targets: list[Target] = []
-        self._plan: list[Plan] = []
         self._columns = Columns([], 1)
         self._has_pods = False
         self._last_pods: tuple[api.PodInfo, ...] = ()
@@ -150,7 +121,8 @@ class PodResourceCollector:
         kinds: list[FileKind] = []
         keys: list[tuple[str, ...]] = []
         kept: list[Target] = []
-        for target in targets:
+        # pods first, then containers: the sweep's columns are then two slices of one plan
+        for target in sorted(targets, key=lambda tg: tg.kind != POD):
             try:
                 files = [
                     f"{self._dir_path(get_resource(r).subsystem, target.cgroup_dir)}/{self._file_names[r]}"
@@ -164,17 +136,14 @@ class PodResourceCollector:
             kinds.extend(k for _, k, _ in self._files)
             keys.extend(ks for _, _, ks in self._files)
         self._close_reader()
-        self._columns.to_dicts(self._cpu_base, self._thr_base)
         reader = native.open_batch_reader(paths, kinds, keys, force_python=self.config.force_python)
         self._reader = reader
         self._targets = kept
         self._signature = signature
-        self._plan = make_plan(self._v2, len(self._files), kept, reader.layout.offsets)
-        self._columns = Columns(self._plan, 1000 if self._v2 else 1)
+        plan = make_plan(self._v2, len(self._files), kept, reader.layout.offsets)
+        # the baselines of the targets that stay are carried over, by key
+        self._columns = Columns(plan, 1000 if self._v2 else 1, carried=self._columns)
         self._has_pods = any(t.kind == POD for t in kept)
-        live = {p.key for p in self._plan}
-        self._cpu_base = {k: v for k, v in self._cpu_base.items() if k in live}
-        self._thr_base = {k: v for k, v in self._thr_base.items() if k in live}
         live_dirs = {t.cgroup_dir for t in kept}
         self._dir_paths = {k: v for k, v in self._dir_paths.items() if k[1] in live_dirs}
 
@@ -200,147 +169,20 @@ class PodResourceCollector:
         status, values = res.status, res.values
         cap_state = self._shared.get(fw.CPU_COUNT)
         max_ns_per_s = (cap_state.value * fw.CAPACITY_SLACK if cap_state is not None else 1e9) * 1e9
-        cpu_scale = 1000 if self._v2 else 1
-        max_gap = self._max_gap
         columns = self._columns
         # The fast path writes no memory-with-page-cache series, so it stands aside when they are asked for.
         page_cache = self.config.with_page_cache
-        fast = None if page_cache else columns.sweep(status, values, t, max_gap, max_ns_per_s)
-        if fast is not None:
-            for metric, col_keys, col_values in fast:
-                if col_keys:
-                    self._cache.append_columns(metric, col_keys, col_values, t)
-            self._publish_sums(t, fast[0].values, fast[1].values)
-            self._sweeps += 1
-            return
-        columns.to_dicts(self._cpu_base, self._thr_base)
-        cpu_base, thr_base = self._cpu_base, self._thr_base
-        errs: Counter[str] = Counter()
-        resets = steps = 0
-        # Keys and values in separate lists (cache.append_columns): no tuple per sample to allocate.
-        pod_cpu_k: list[str] = []
-        pod_cpu_v: list[float] = []
-        pod_mem_k: list[str] = []
-        pod_mem_v: list[float] = []
-        pod_thr_k: list[str] = []
-        pod_thr_v: list[float] = []
-        cont_cpu_k: list[str] = []
-        cont_cpu_v: list[float] = []
-        cont_mem_k: list[str] = []
-        cont_mem_v: list[float] = []
-        cont_thr_k: list[str] = []
-        cont_thr_v: list[float] = []
-        pod_pc_k: list[str] = []
-        pod_pc_v: list[float] = []
-        cont_pc_k: list[str] = []
-        cont_pc_v: list[float] = []
-        v2 = self._v2
-        for is_pod, ident, key, f_cpu, f_mem, f_thr, o_cpu, o_mem, o_thr in self._plan:
-            s_cpu, s_mem, s_thr = status[f_cpu], status[f_mem], status[f_thr]
-            if s_cpu or s_mem or s_thr:
-                if s_cpu in GONE_STATUSES:
-                    # the CPU file exists in every live cgroup: the cgroup itself is gone
-                    errs[fw.ERR_GONE] += 1
-                    cpu_base.pop(key, None)
-                    thr_base.pop(key, None)
-                    continue
-                if s_mem in GONE_STATUSES or s_thr in GONE_STATUSES:
-                    # v1 teardown removes the hierarchies one by one; or a v2 cgroup without the memory
-                    # controller: the series still readable are valid, the others are skipped
-                    errs[fw.ERR_FILE_MISSING] += 1
-            # CPU
-            ns = values[o_cpu]
-            if s_cpu:
-                errs[_classify(s_cpu)] += 1
-            elif ns == MISSING:
-                errs[fw.ERR_MALFORMED] += 1
-            else:
-                ns *= cpu_scale
-                prev = cpu_base.get(key)
-                cpu_base[key] = (t, ns)
-                if prev is not None:
-                    dt = t - prev[0]
-                    delta = ns - prev[1]
-                    if not 0.0 < dt <= max_gap:
-                        steps += 1
-                    elif delta < 0:
-                        resets += 1
-                    elif delta > max_ns_per_s * dt:
-                        errs[fw.ERR_OVER_CAPACITY] += 1
-                    elif is_pod:
-                        pod_cpu_k.append(ident)
-                        pod_cpu_v.append(delta / (dt * 1e9))
-                    else:
-                        cont_cpu_k.append(ident)
-                        cont_cpu_v.append(delta / (dt * 1e9))
-            # memory
-            if s_mem:
-                if s_mem not in GONE_STATUSES:
-                    errs[_classify(s_mem)] += 1
-            else:
-                a, b, c = values[o_mem], values[o_mem + 1], values[o_mem + 2]
-                if MISSING in (a, b, c):
-                    errs[fw.ERR_MALFORMED] += 1
-                elif is_pod:
-                    pod_mem_k.append(ident)
-                    pod_mem_v.append(float(a + b + c))
-                else:
-                    cont_mem_k.append(ident)
-                    cont_mem_v.append(float(a + b + c))
-                if page_cache and MISSING not in (a, b, c):
-                    af, inf = values[o_mem + 3], values[o_mem + 4]
-                    if MISSING not in (af, inf):
-                        (pod_pc_k if is_pod else cont_pc_k).append(ident)
-                        (pod_pc_v if is_pod else cont_pc_v).append(float(a + b + c + af + inf))
-            # throttling
-            if s_thr:
-                if s_thr in GONE_STATUSES:
-                    thr_base.pop(key, None)
-                elif not v2:
-                    errs[_classify(s_thr)] += 1
-                continue
-            periods, throttled = values[o_thr], values[o_thr + 1]
-            if MISSING in (periods, throttled):
-                # v2 without the cpu controller has neither key: no bandwidth control, nothing to report
-                if not (v2 and periods == throttled):
-                    errs[fw.ERR_MALFORMED] += 1
-                continue
-            tprev = thr_base.get(key)
-            thr_base[key] = (t, periods, throttled)
-            if tprev is None:
-                continue
-            dt = t - tprev[0]
-            dperiods, dthrottled = periods - tprev[1], throttled - tprev[2]
-            if not 0.0 < dt <= max_gap:
-                steps += 1
-            elif dperiods < 0 or dthrottled < 0:
-                resets += 1
-            elif is_pod:
-                pod_thr_k.append(ident)
-                pod_thr_v.append(dthrottled / dperiods if dperiods else 0.0)
-            else:
-                cont_thr_k.append(ident)
-                cont_thr_v.append(dthrottled / dperiods if dperiods else 0.0)
-        cache = self._cache
-        for metric, col_keys, col_values in (
-            (api.POD_CPU_USAGE, pod_cpu_k, pod_cpu_v),
-            (api.POD_MEMORY_USAGE, pod_mem_k, pod_mem_v),
-            (api.POD_CPU_THROTTLED, pod_thr_k, pod_thr_v),
-            (api.CONTAINER_CPU_USAGE, cont_cpu_k, cont_cpu_v),
-            (api.CONTAINER_MEMORY_USAGE, cont_mem_k, cont_mem_v),
-            (api.CONTAINER_CPU_THROTTLED, cont_thr_k, cont_thr_v),
-            (POD_MEMORY_USAGE_WITH_PAGE_CACHE, pod_pc_k, pod_pc_v),
-            (CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, cont_pc_k, cont_pc_v),
-        ):
+        out = None if page_cache else columns.sweep(status, values, t, self._max_gap, max_ns_per_s)
+        errs = None
+        if out is None:
+            out, errs = columns.sweep_checked(
+                status, values, t, self._max_gap, max_ns_per_s, v2=self._v2, page_cache=page_cache
+            )
+        for metric, col_keys, col_values in out:
             if col_keys:
-                cache.append_columns(metric, col_keys, col_values, t)
-        self._publish_sums(t, pod_cpu_v, pod_mem_v)
-        columns.from_dicts(cpu_base, thr_base, t)
-        if resets:
-            errs[fw.ERR_COUNTER_RESET] += resets
-        if steps:
-            errs[fw.ERR_CLOCK] += steps
-        for kind, n in errs.items():
+                self._cache.append_columns(metric, col_keys, col_values, t)
+        self._publish_sums(t, out[0].values, out[1].values)
+        for kind, n in (errs or {}).items():
             self._errors.error(NAME, kind, n)
         self._sweeps += 1
 
@@ -376,11 +218,3 @@ class PodResourceCollector:
             self._close_reader()
             self._signature = ()
             self._last_pods = ()
-
-
-def _classify(status: int) -> str:
-    if status in GONE_STATUSES:
-        return fw.ERR_GONE
-    if status in _MALFORMED_STATUSES:
-        return fw.ERR_MALFORMED
-    return fw.ERR_READ

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
-from koordlet import api
-from koordlet.metriccache import MetricCache, SeriesKey
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
+from koordlet.api.metrics import CONTAINER_PSI, NODE_PSI, POD_PSI, POD_PSI_CPU_FULL_SUPPORTED
+from koordlet.metriccache import SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.fdcache import FdCache
 from koordlet.metricsadvisor.targets import POD, targets_of
 from koordlet.system import procfs
 from koordlet.system.cgroups import CgroupMode, resource_path
-from koordlet.system.host import Host
+from koordshared.runtime.errors import InvalidValue
 
 NAME = "PSICollector"
-NODE_PSI = "node_psi"
-POD_PSI = "pod_psi"
-CONTAINER_PSI = "container_psi"
-POD_PSI_CPU_FULL_SUPPORTED = "pod_psi_cpu_full_supported"
 # (file stem in /proc/pressure and cgroup resource, koordlet's psi_resource label)
 _RESOURCES = (("cpu", "cpu"), ("memory", "mem"), ("io", "io"))
 
@@ -46,15 +42,12 @@ class PSICollector:
 
     name = NAME
 
-    def __init__(
-        self,
-        config: PSIConfig,
-        host: Host,
-        cache: MetricCache,
-        states: api.StatesReader,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-    ) -> None:
+    def __init__(self, config: PSIConfig, opts: fw.Options) -> None:
+        host = opts.need_host(self.name)
+        cache = opts.cache
+        states = opts.need_states(self.name)
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._host = host

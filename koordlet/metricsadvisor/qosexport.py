@@ -18,10 +18,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from koordlet import api, metricdefs
+from koordlet.api.metrics import CONTAINER_CPI, RESCTRL_LLC, RESCTRL_MB
 from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import CONTAINER_CPI
 from koordlet.metricsadvisor import framework as fw
-from koordlet.metricsadvisor.resctrlcollector import RESCTRL_LLC, RESCTRL_MB
 
 _CPI_FIELD = {"cycle": "cycles", "instruction": "instructions"}
 

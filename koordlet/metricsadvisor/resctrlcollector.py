@@ -15,17 +15,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from koord.runtime.errors import InvalidValue
-from koordlet.metriccache import MetricCache, SeriesKey
+from koordlet.api.metrics import RESCTRL_LLC, RESCTRL_MB
+from koordlet.metriccache import SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.system import resctrl, resctrlmon
-from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 
 NAME = "ResctrlCollector"
-RESCTRL_LLC = "resctrl_resource_llc"
-RESCTRL_MB = "resctrl_resource_mb"
 MB_TOTAL, MB_LOCAL = "mbm_total_bytes", "mbm_local_bytes"
 
 
@@ -39,14 +37,11 @@ class ResctrlCollector:
 
     name = NAME
 
-    def __init__(
-        self,
-        config: ResctrlCollectorConfig,
-        paths: HostPaths,
-        cache: MetricCache,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-    ) -> None:
+    def __init__(self, config: ResctrlCollectorConfig, opts: fw.Options) -> None:
+        paths = opts.need_paths(self.name)
+        cache = opts.cache
+        clock = opts.clock
+        errors = opts.errors
         self.interval = config.interval
         self._paths = paths
         self._cache = cache

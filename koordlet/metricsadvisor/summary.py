@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from koord.apis.pod import BATCH_CPU, BATCH_MEMORY
 from koordlet import api, metricdefs
 from koordlet.metricsadvisor.exposition import RowFamily
+from koordshared.apis.extension.qos import BATCH_CPU, BATCH_MEMORY
 
 
 def _family(d: metricdefs.MetricDef) -> GaugeMetricFamily:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from koordlet import api
-from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 
 NAME = "SystemResourceCollector"
@@ -31,15 +30,12 @@ class SystemResourceCollector:
     name = NAME
 
     def __init__(
-        self,
-        config: SystemResourceConfig,
-        cache: MetricCache,
-        shared: fw.SharedState,
-        clock: fw.Clock,
-        errors: fw.ErrorSink,
-        *,
-        host_apps_enabled: bool = True,
+        self, config: SystemResourceConfig, opts: fw.Options, *, host_apps_enabled: bool = True
     ) -> None:
+        cache = opts.cache
+        shared = opts.shared
+        clock = opts.clock
+        errors = opts.errors
         self.config = config
         self.interval = config.interval
         self._cache = cache
@@ -71,7 +67,7 @@ class SystemResourceCollector:
             if node is None or pods is None or apps is None:
                 stale = True
                 continue
-            self._cache.append(metric, None, max(node - pods - apps, 0.0), now)
+            self._cache.append(metric, None, api.system_usage(node, pods, apps), now)
             self._synced = True
         if stale:
             self._errors.error(NAME, ERR_STALE)

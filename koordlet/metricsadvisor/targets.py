@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from koord.runtime.errors import UnsafePath
 from koordlet import api
+from koordlet.api.errors import UnsafePath
 from koordlet.system.host import Host
 
 POD = "pod"

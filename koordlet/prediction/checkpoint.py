@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from koord.apis.timefmt import format_time, parse_time
 from koordlet.system import atomicfile
+from koordshared.apis.meta.quantity import format_time, parse_time
 
 log = logging.getLogger(__name__)
 TMP_MARK = ".tmp"

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.timefmt import format_time, parse_time
+from koordshared.apis.meta.quantity import format_time, parse_time
 
 MAX_CHECKPOINT_WEIGHT = 10000
 MAX_DECAY_EXPONENT = 100

@@ -1,19 +1,5 @@
 """The prod-reclaimable predictor (Koordinator's ``ProdReclaimablePredictor``) behind NodeMetric's
-``prodReclaimableMetric`` and ``prodPeakMetric``.
-
-Two predictors, over the pods of class koord-prod or none (``GetPodPriorityClassWithDefault``):
-
-* per pod: a pod younger than the cold start (24 h) or without a model counts its request as peak
-  (``unpredicted``); otherwise ``peak = p95 CPU``/``p98 memory`` of its model times (100 + margin)% and
-  ``reclaimable += request - peak`` where positive. Result ``min(allocatable - Σpeak, Σreclaimable)``,
-  peak ``Σpeak + unpredicted``.
-* per priority: ``unreclaimable`` = (the system's and each reclaimable class's p95 CPU/p98 memory) times
-  (100 + margin)%; result ``min(allocatable - unreclaimable, max(Σrequests - unreclaimable, 0))``, peak
-  the unreclaimable.
-
-The prod predictor answers the smaller result and the larger peak of the two. As in Koordinator, a pod
-the per-pod predictor has no model for stops there: the per-priority predictor does not count it.
-Allocatable is the node's, or ``node.koordinator.sh/raw-allocatable`` when the node carries it.
+``prodReclaimableMetric`` and ``prodPeakMetric``. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -21,10 +7,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from koord.apis.nodemetric import Usage
-from koord.apis.quantity import to_int, to_milli
 from koordlet import api
 from koordlet.prediction.server import SYSTEM_ITEM, PeakPredictServer, node_item_uid
+from koordshared.apis.meta.quantity import to_int, to_milli
+from koordshared.apis.slo.nodemetric import Usage
 
 RAW_ALLOCATABLE_ANNOTATION = "node.koordinator.sh/raw-allocatable"
 RECLAIMABLE_CLASSES = (api.PriorityClass.PROD, api.PriorityClass.NONE)

@@ -81,8 +81,8 @@ class Evictor:
         self._count = metricdefs.counter(metricdefs.POD_EVICTION, registry)
         self._detail = metricdefs.counter(metricdefs.POD_EVICTION_DETAIL, registry)
         self._refused = Counter(
-            "koordlet_pod_eviction_refused",
-            "Evictions refused by the agent's safety rules",
+            metricdefs.POD_EVICTION_REFUSED.name,
+            metricdefs.POD_EVICTION_REFUSED.help,
             ["node"],
             registry=registry,
         )

@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from koord.runtime.errors import PluginError
-from koord.runtime.pluginregistry import EntryPoints, group_entry_points, load_entry_points
 from koordlet import api
 from koordlet.featuregates import KOORDLET_GATES
+from koordshared.runtime.errors import PluginError
+from koordshared.runtime.pluginregistry import EntryPoints, group_entry_points, load_entry_points
 
 ENTRY_POINT_GROUP = "koordlet.qos_plugins"
 

@@ -12,12 +12,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor
 from koordlet import api
 from koordlet.featuregates import FeatureGate
 from koordlet.metrics import AgentMetrics
 from koordlet.qosmanager.loader import PluginEntry
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor
 
 log = logging.getLogger(__name__)
 

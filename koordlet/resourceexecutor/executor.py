@@ -21,8 +21,8 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
 from koordlet.api import CgroupUpdate, NetQoSSpec, ResctrlUpdate, UpdateResult
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.resourceexecutor import values
 from koordlet.resourceexecutor.audit import AuditLog
 from koordlet.resourceexecutor.config import ExecutorConfig
@@ -35,6 +35,7 @@ from koordlet.resourceexecutor.tcwrites import TCWrites
 from koordlet.system import cgroups, files, native, topology
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ class ExecutorMetrics:
         # koordlet's buckets (0.01 ms x 4^k): a cgroup write is 5-60 us, a batch a few ms.
         self.duration = metricdefs.histogram(metricdefs.RESOURCE_UPDATE_DURATION_MILLISECONDS, registry)
         self.errors = Counter(
-            "koordlet_resource_update_errors",
-            "Updates not applied, by resource type and kind (gone, invalid, unsupported, unsafe, errno name)",
+            metricdefs.RESOURCE_UPDATE_ERRORS.name,
+            metricdefs.RESOURCE_UPDATE_ERRORS.help,
             ["type", "kind"],
             registry=registry,
         )

@@ -14,8 +14,8 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 
-from koord.runtime.errors import KoordletError
 from koordlet.api import CgroupUpdate, UpdateResult
+from koordlet.api.errors import KoordletError
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import cgroups, files

@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from koord.runtime.errors import InvalidValue, UnsafePath
 from koordlet.api import CgroupUpdate, ResctrlUpdate, UpdateResult
+from koordlet.api.errors import UnsafePath
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import native, resctrl
 from koordlet.system.files import GONE_ERRNOS, read_text_unless_gone
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,13 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported
 from koordlet.api import CgroupUpdate, UpdateResult
+from koordlet.api.errors import ResourceUnsupported
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system import sysctl
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from koord.runtime.errors import InvalidValue
 from koordlet.api import CgroupUpdate, UpdateResult
 from koordlet.api.netqos import DirectionSpec, NetQoSSpec, check_ifname, default_ifb
 from koordlet.resourceexecutor.context import WriteContext
 from koordlet.resourceexecutor.metrics import errno_kind
 from koordlet.system.netqos import NetQoSState
 from koordlet.system.tcplan import Op, plan, plan_removal
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

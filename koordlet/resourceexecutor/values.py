@@ -6,10 +6,10 @@ Layer: ``koordlet.resourceexecutor``; pure functions over v1-style strings (what
 
 from __future__ import annotations
 
-from koord.runtime.errors import InvalidValue
 from koordlet.api import cpulist
 from koordlet.system import blkio, cgroups
 from koordlet.system.cgroups import CgroupMode
+from koordshared.runtime.errors import InvalidValue
 
 UNLIMITED_TOKENS = frozenset({"max", "-1", str(2**63 - 1)})
 """Spellings of "no limit": v2 writes ``max``, v1 quota ``-1``, and some files read back INT64_MAX."""

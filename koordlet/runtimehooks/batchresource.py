@@ -1,20 +1,5 @@
 """``BatchResource``: a best-effort pod's batch resources become its cgroup limits (Koordinator's
-``hooks/batchresource``).
-
-BE pods (labelled ``koordinator.sh/qosClass: BE``) ask for ``kubernetes.io/batch-cpu`` (an integer count of
-millicores) and ``kubernetes.io/batch-memory`` (bytes); the kubelet turns neither into cgroup values. Per
-container with batch resources (from its spec, else from the ``node.koordinator.sh/extended-resource-spec``
-annotation)::
-
-    cpu.shares           = clamp(batch-cpu request * 1024 / 1000, 2, 262144)      (MilliCPUToShares)
-    cpu.cfs_quota_us     = batch-cpu limit * 100, at least 1000; -1 without a limit (MilliCPUToQuota)
-    memory.limit_in_bytes = batch-memory limit; -1 without a limit
-
-and the pod gets the same of the sums (unlimited when one such container is). When the NodeSLO's BE CPU
-suppression is on with the ``cfsQuota`` policy, quotas are -1 at both levels: suppression caps the
-besteffort tier's quota, and cgroup v1 refuses a child quota above its parent's, so BE CPU is then bounded
-by the tier's quota and shared out by ``cpu.shares``. On cgroup v2 the executor writes ``cpu.weight =
-1 + (shares - 2) * 9999 / 262142``, ``cpu.max`` and ``memory.max``.
+``hooks/batchresource``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -24,12 +9,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from koord.apis.pod import BATCH_CPU, BATCH_MEMORY
-from koord.apis.quantity import to_int
-from koord.runtime.errors import InvalidValue
-from koord.runtime.logs import OncePerChange
 from koordlet import api
 from koordlet.runtimehooks.protocol import NOTHING, ContainerRequest, PodRequest, Resources, Rule
+from koordshared.apis.extension.qos import BATCH_CPU, BATCH_MEMORY
+from koordshared.apis.meta.quantity import to_int
+from koordshared.runtime.errors import InvalidValue
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _refusals = OncePerChange(log)

@@ -1,30 +1,12 @@
 """``CPUSetAllocator``: containers run on the CPUs the scheduler chose, or on the node's share pools
 (Koordinator's ``hooks/cpuset``: ``cpuset.go`` and ``rule.go getContainerCPUSet``).
-
-A container's cpuset, first rule that applies:
-
-1. the pod's ``resource-status`` cpuset (LSE/LSR pods koord-scheduler bound to CPUs);
-2. a pod placed on NUMA nodes (``numaNodeResources`` with CPU): the share pools of those nodes (a BE
-   pod's BE share pools, under gate ``BECPUManager``);
-3. a SYSTEM pod: the node's system-QoS cpuset, when there is one;
-4. an LS pod: every share pool;
-5. a pod in the besteffort tier (BE included): nothing here, the BE tier is BECPUSuppress's;
-6. under the kubelet's ``static`` CPU manager policy: nothing (the kubelet owns those cpusets);
-7. anything else (unlabelled Guaranteed and Burstable pods): every share pool.
-
-Pods bound to CPUs (LSE, LSR, and unlabelled pods with a cpuset) also get ``cpu.cfs_quota_us = -1`` at
-pod and container level, so a bound pod is never throttled below the CPUs it owns (Koordinator issue
-#489); ``--disable-unset-cpu-quota`` keeps their quota. The share pools come from the node's
-NodeResourceTopology status (``rule.share_pools``); until it is known only rule 1 applies.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from koord.apis import nrt, numa
-from koord.apis.cpulist import format_cpuset
-from koord.runtime.errors import InvalidValue
 from koordlet import api
 from koordlet.runtimehooks.protocol import (
     NOTHING,
@@ -34,6 +16,10 @@ from koordlet.runtimehooks.protocol import (
     Rule,
     bound_cpuset,
 )
+from koordshared.apis.extension import numa
+from koordshared.apis.meta.cpulist import format_cpuset
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.runtime.errors import InvalidValue
 
 BOUND_QOS = frozenset({api.QOSClass.LSE, api.QOSClass.LSR})
 

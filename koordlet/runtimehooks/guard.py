@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from koord.runtime.errors import UnsafePath
+from koordlet.api.errors import UnsafePath
 from koordlet.runtimehooks.writes import FILES
 from koordlet.system import cgroups
 from koordlet.system.cgroups import CgroupMode
@@ -31,7 +31,7 @@ MIN_INTERVAL = 0.2
 """Seconds between two verifications of one pod."""
 IDLE_WAIT = 30.0
 """Seconds the guard sleeps with no verify due; events and :meth:`Guard.close` wake it (a half-second poll
-to look at stop was two of an idle agent's wake-ups a second, issue 27)."""
+to look at stop was two of an idle agent's wake-ups a second)."""
 _RESOURCES = tuple(resource for _, resource in FILES)
 
 

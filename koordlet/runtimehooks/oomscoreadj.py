@@ -14,8 +14,8 @@ import json
 import logging
 from collections.abc import Mapping
 
-from koord.runtime.logs import OncePerChange
 from koordlet.runtimehooks.protocol import NOTHING, ContainerRequest, PodRequest, Resources, Rule
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _refusals = OncePerChange(log)

@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Protocol
 
-from koord.apis import nrt, numa
-from koord.runtime.errors import InvalidValue
 from koordlet import api
+from koordshared.apis.extension import numa
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.runtime.errors import InvalidValue
 
 
 class Stage(enum.StrEnum):

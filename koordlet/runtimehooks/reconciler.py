@@ -1,19 +1,6 @@
 """The hooks' transport without NRI: a reconciler that asks every hook about every pod and container the
 states informer lists and writes the answers (Koordinator's ``runtimehooks/reconciler``).
-
-Koordinator's reconciler runs on each pod-list refresh (every 10 s from the kubelet), so a new pod waits up
-to that long. Here a pass runs when the pod list changes (the PLEG refreshes it as a pod's cgroup dir
-appears), when a cgroup dir appears that an earlier pass could not write yet (a container created after
-its pod was listed), when a value the hooks own is changed by someone else (:mod:`guard`), when the rule
-changes (NodeSLO, share pools, gates), and every ``--runtime-hooks-reconcile-interval`` (10 s) as a safety
-net. A pass over changed pods only touches those pods; a rule change or the periodic pass re-asks every
-pod. Writes go through the executor in one leveled batch (kube-QoS tiers, pods, containers: growth
-parents first, shrink children first), values owned by the hook that asked; a pod is settled once every
-write of it succeeded, and retried otherwise, 10 ms later at first (a controller's dir of a new cgroup is
-made a moment after the others), doubling up to 5 s.
-
-Only pods of this node (those the informer lists), active, with a cgroup dir built from their validated
-UID are touched; unknown cgroup dirs never are.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -137,7 +124,7 @@ class Reconciler:
         while not stop.is_set():
             due = next_full if retry_at is None else min(next_full, retry_at)
             # until due: requests and shutdown() set this Event (stop is not it); a one-second cap only
-            # to look at stop was an idle agent's wake-up a second (issue 27)
+            # to look at stop was an idle agent's wake-up a second
             self._wake.wait(max(due - self._clock(), 0.0))
             if stop.is_set():
                 return

@@ -16,11 +16,6 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from koord.apis import nrt
-from koord.apis.noderesourcetopology import NodeTopologyStatus
-from koord.runtime.errors import InvalidValue
-from koord.runtime.lifecycle import Supervisor
-from koord.runtime.logs import OncePerChange
 from koordlet import api
 from koordlet.runtimehooks import coresched, groupidentity
 from koordlet.runtimehooks.batchresource import BatchResource
@@ -35,6 +30,11 @@ from koordlet.runtimehooks.reconciler import PassReport, Reconciler
 from koordlet.runtimehooks.writes import ProcessWriter
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.apis.topology.noderesourcetopology import NodeTopologyStatus
+from koordshared.runtime.errors import InvalidValue
+from koordshared.runtime.lifecycle import Supervisor
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _asked = OncePerChange(log)

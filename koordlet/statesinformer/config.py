@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from koord import __version__
-from koord.runtime.errors import ConfigError
+from koordshared import __version__
+from koordshared.runtime.errors import ConfigError
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 

@@ -21,13 +21,13 @@ from typing import Any
 
 import yaml
 
-from koord.apis.pod import priority_class_of, qos_of
-from koord.runtime.errors import APIUnavailable
 from koordlet import api
 from koordlet.statesinformer.podinfo import pod_info, podlist_items
 from koordlet.system.cgroups import cgroup_dir_path
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupLayout
+from koordshared.apis.extension.qos import priority_class_of, qos_of
+from koordshared.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """``StatesInformer``: the facade the agent and the plugins read (implements :class:`api.StatesReader`).
 
 It wires the pieces by mode. In a cluster: the Node, this node's NodeSLO and NodeMetric are cached by
-name, each by the cluster side's shared :class:`~koord.kube.informer.Informer`; pods come from the
+name, each by the cluster side's shared :class:`~koordshared.kube.informer.Informer`; pods come from the
 kubelet (or the API server, by the same informer with ``spec.nodeName``), the NodeMetric status is
 reported every interval, and the evictor's Eviction and Event calls go through here. Standalone (no
 credentials, or asked): the node is this host, pods are discovered in the cgroup tree, the NodeSLO comes
@@ -21,13 +21,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord.apis.nodemetric import CollectPolicy
-from koord.kube.client import in_cluster_available, make_api_client
-from koord.kube.informer import EventHandler, Informer
-from koord.kube.ratelimit import Backoff
-from koord.runtime.errors import APIUnavailable
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor, until, wait_for
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.statesinformer import kube
@@ -52,6 +45,13 @@ from koordlet.statesinformer.pods import (
 from koordlet.statesinformer.reporter import FILE_NAME, NodeMetricReporter
 from koordlet.statesinformer.slofile import NodeSLOFile
 from koordlet.system.host import Host
+from koordshared.apis.slo.nodemetric import CollectPolicy
+from koordshared.kube.client import in_cluster_available, make_api_client
+from koordshared.kube.informer import EventHandler, Informer
+from koordshared.kube.ratelimit import Backoff
+from koordshared.runtime.errors import APIUnavailable
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor, until, wait_for
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
-"""The Kubernetes API side of the informer: the shared :class:`~koord.kube.informer.Informer` for
-each object the agent watches (its Node, its pods, its NodeSLO, NodeMetric and NodeResourceTopology, each
-by field selector so nothing of other nodes is cached) and the few writes (the NodeMetric status, replaced
-whole; the NodeResourceTopology, Eviction, Event); the client itself is made by :mod:`koord.kube.client`.
-The only module of the agent's own packages that imports ``kubernetes``.
+"""The Kubernetes API side of the informer: the shared :class:`~koordshared.kube.informer.Informer` for each
+object the agent watches (its Node, its pods, its NodeSLO, NodeMetric and NodeResourceTopology, each by field
+selector so nothing of other nodes is cached) and the few writes (the NodeMetric status, replaced whole; the
+NodeResourceTopology, Eviction, Event); the client itself is made by :mod:`koordshared.kube.client`. The only
+module of the agent's own packages that imports ``kubernetes``.
 
 The client is imported lazily (about a second of imports) so standalone agents and ``--help`` never pay
 for it. Objects travel as plain JSON dicts decoded from the response body, the same shape the kubelet
@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from koord.apis import groups
-from koord.kube.informer import Informer, without_managed_fields
-from koord.runtime.errors import APIUnavailable
 from koordlet.statesinformer.eviction import EvictResult
+from koordshared.apis.meta import groups
+from koordshared.kube.informer import Informer, without_managed_fields
+from koordshared.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -105,13 +105,10 @@ class ClusterAPI:
     def update_node_metric_status(self, status: Mapping[str, Any], current: Mapping[str, Any] | None) -> int:
         """Replace ``/status`` of this node's NodeMetric with ``status`` (koordlet's ``UpdateStatus``):
         a PUT of the status subresource at the resourceVersion (and UID) of ``current``, the object as
-        the watch holds it (read from the server when ``None``). A merge patch would leave behind every
-        key the new status omits (a departed pod's entry, an old process's ``prodPeakMetric``); a PUT
-        replaces the whole status. A 409 (the object moved on since it was read) is retried at once on
-        a fresh read, up to :data:`CONFLICT_ATTEMPTS` writes.
-
-        Returns the HTTP status (200 on success, 404 when the object does not exist, 409/429/5xx as the
-        server last answered); connection errors raise :class:`APIUnavailable`."""
+        the watch holds it (read from the server when ``None``): a PUT replaces the whole status, where a
+        merge patch would leave behind every key the new status omits. A 409 is retried at once on a fresh
+        read, up to :data:`CONFLICT_ATTEMPTS` writes. Returns the HTTP status (200, 404 when the object
+        does not exist, 409/429/5xx as last answered); connection errors raise :class:`APIUnavailable`."""
         from kubernetes.client.exceptions import ApiException
 
         obj = current

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from koord.runtime.errors import APIUnavailable
+from koordshared.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,7 @@ rest config: the kubeconfig's user, or the pod's service account); so does this 
 3. with ``--kubeconfig``: its user's ``tokenFile`` re-read on every request (the client library reads it
    once), else the API client's bearer token (a ``token``, or an exec plugin's, which the client
    refreshes), and the client certificate and key the API client presents.
-
-A kubelet with webhook authentication (the default of kubeadm and most distributions; its read-only port
-off) asks the API server who the caller is: without credentials it answers 401 and the agent sees no pods.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -19,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from koord.runtime.errors import ConfigError
 from koordlet.statesinformer.config import SERVICE_ACCOUNT_DIR, InformerConfig
 from koordlet.statesinformer.kubelet import KubeletCredentials
+from koordshared.runtime.errors import ConfigError
 
 SERVICE_ACCOUNT_TOKEN = f"{SERVICE_ACCOUNT_DIR}/token"
 

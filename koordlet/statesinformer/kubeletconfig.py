@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.cpulist import format_cpuset, parse_cpuset
-from koord.apis.quantity import to_milli
-from koord.runtime.errors import InvalidValue
 from koordlet import api
+from koordshared.apis.meta.cpulist import format_cpuset, parse_cpuset
+from koordshared.apis.meta.quantity import to_milli
+from koordshared.runtime.errors import InvalidValue
 
 CONFIGZ_PATH = "/configz"
 STATIC = "static"

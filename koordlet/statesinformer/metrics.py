@@ -6,33 +6,35 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from koord.apis.nodemetric import NodeMetricStatus, Usage
 from koordlet import metricdefs
+from koordshared.apis.slo.nodemetric import NodeMetricStatus, Usage
 
 
 class InformerMetrics:
     def __init__(self, registry: CollectorRegistry | None) -> None:
         reg = registry if registry is not None else CollectorRegistry()
         self.nodeslo_invalid = Counter(
-            "koordlet_nodeslo_invalid_total",
-            "NodeSLO specs refused by validation (last good kept)",
+            metricdefs.NODESLO_INVALID_TOTAL.name,
+            metricdefs.NODESLO_INVALID_TOTAL.help,
             registry=reg,
         )
         self.pods_refresh = Counter(
-            "koordlet_pods_refresh_total", "Pod list refreshes by result", ["result"], registry=reg
+            metricdefs.PODS_REFRESH_TOTAL.name, metricdefs.PODS_REFRESH_TOTAL.help, ["result"], registry=reg
         )
         self.nodemetric_report = Counter(
-            "koordlet_nodemetric_report_total",
-            "NodeMetric status reports by result",
+            metricdefs.NODEMETRIC_REPORT_TOTAL.name,
+            metricdefs.NODEMETRIC_REPORT_TOTAL.help,
             ["result"],
             registry=reg,
         )
         self.degraded = Gauge(
-            "koordlet_states_informer_degraded",
-            "1 while the pod list is older than the allowed staleness",
+            metricdefs.STATES_INFORMER_DEGRADED.name,
+            metricdefs.STATES_INFORMER_DEGRADED.help,
             registry=reg,
         )
-        self.pods = Gauge("koordlet_states_informer_pods", "Pods in the informer's snapshot", registry=reg)
+        self.pods = Gauge(
+            metricdefs.STATES_INFORMER_PODS.name, metricdefs.STATES_INFORMER_PODS.help, registry=reg
+        )
 
     def bind(self, degraded: Callable[[], bool], pods: Callable[[], int]) -> None:
         self.degraded.set_function(lambda: 1.0 if degraded() else 0.0)

@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from koord.apis.pod import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
-from koord.runtime.errors import InvalidValue
 from koordlet import api
 from koordlet.statesinformer.podinfo import resource_amount
 from koordlet.system.paths import HostPaths
 from koordlet.system.procfs import read_meminfo
 from koordlet.system.topology import read_online_cpus
+from koordshared.apis.extension.qos import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

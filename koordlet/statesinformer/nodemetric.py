@@ -4,7 +4,7 @@
 Usage is the average over ``aggregateDurationSeconds`` (at least 60 s); the aggregated usages cover each
 policy duration with avg/p50/p90/p95/p99, each reported empty while the samples span less than half of it
 (cold start), so a fresh agent never reports a 30-minute p99 from 20 seconds of data. The status is
-typed (:class:`koord.apis.nodemetric.NodeMetricStatus`, the schema the cluster side reads) and
+typed (:class:`koordshared.apis.slo.nodemetric.NodeMetricStatus`, the schema the cluster side reads) and
 written in koordlet's JSON shape; ``prodReclaimableMetric``/``prodPeakMetric`` come from the peak
 prediction (:mod:`koordlet.prediction`).
 """
@@ -17,7 +17,23 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from koord.apis.nodemetric import (
+from koordlet import api
+from koordlet.api.metrics import (
+    NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
+    NODE_MEMORY_WITH_HOT_PAGE_USAGE,
+    NODE_NUMA_CPU_USAGE,
+    NODE_NUMA_MEMORY_USAGE,
+    POD_MEMORY_USAGE_WITH_PAGE_CACHE,
+    POD_MEMORY_WITH_HOT_PAGE_USAGE,
+    SYS_NUMA_CPU_USAGE,
+    SYS_NUMA_MEMORY_USAGE,
+)
+from koordlet.metriccache import MetricCache
+from koordlet.prediction.predictor import PredictionUnavailable, ProdReclaimablePredictor
+from koordlet.prediction.server import PeakPredictServer
+from koordlet.statesinformer.metrics import NodeMetricGauges
+from koordlet.system import atomicfile
+from koordshared.apis.slo.nodemetric import (
     AGGREGATIONS,
     USAGE_WITH_HOT_PAGE_CACHE,
     USAGE_WITH_PAGE_CACHE,
@@ -30,26 +46,10 @@ from koord.apis.nodemetric import (
     Usage,
     to_status,
 )
-from koordlet import api
-from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import (
-    NODE_MEMORY_USAGE_WITH_PAGE_CACHE,
-    NODE_MEMORY_WITH_HOT_PAGE_USAGE,
-    NODE_NUMA_CPU_USAGE,
-    NODE_NUMA_MEMORY_USAGE,
-    POD_MEMORY_USAGE_WITH_PAGE_CACHE,
-    SYS_NUMA_CPU_USAGE,
-    SYS_NUMA_MEMORY_USAGE,
-)
-from koordlet.prediction.predictor import PredictionUnavailable, ProdReclaimablePredictor
-from koordlet.prediction.server import PeakPredictServer
-from koordlet.statesinformer.metrics import NodeMetricGauges
-from koordlet.system import atomicfile
 
 log = logging.getLogger(__name__)
 
 MIN_AGGREGATE_SECONDS = 60
-_POD_HOT_PAGE = "pod_memory_with_hot_page_usage"
 
 
 class StatusBuilder:
@@ -102,7 +102,7 @@ class StatusBuilder:
         if policy.memory_policy == USAGE_WITH_PAGE_CACHE:
             return POD_MEMORY_USAGE_WITH_PAGE_CACHE
         if policy.memory_policy == USAGE_WITH_HOT_PAGE_CACHE:
-            return _POD_HOT_PAGE
+            return POD_MEMORY_WITH_HOT_PAGE_USAGE
         return api.POD_MEMORY_USAGE
 
     def _aggregated(
@@ -200,7 +200,7 @@ class StatusBuilder:
         pods: Sequence[api.PodInfo],
         host_apps: Sequence[api.HostApplication] = (),
     ) -> dict[str, Any]:
-        """The status as koordlet writes it (:func:`koord.apis.nodemetric.to_status`)."""
+        """The status as koordlet writes it (:func:`koordshared.apis.slo.nodemetric.to_status`)."""
         return to_status(self.status(policy, pods, host_apps))
 
 

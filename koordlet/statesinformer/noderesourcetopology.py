@@ -7,14 +7,7 @@ kubelet's checkpoint) and, unless ``--disable-query-kubelet-config``, the kubele
 differs from what the API holds (the object is watched, so nothing is read to compare). :meth:`status` is
 computed on demand from those facts and the pods and node of now, so the runtime hooks see an LSR pod's
 CPUs leave the share pools as soon as the pod is listed, not a sync later. Standalone, the object is only
-served (``/noderesourcetopology``).
-
-Until the kubelet has been asked once (cluster mode) the status is unknown (``None``), and the
-CPUSetAllocator waits for the rule. When the kubelet does not answer ``/configz`` (the read-only port
-does not serve it; a kubelet may refuse it) the topology is reported anyway, with what its CPU manager
-checkpoint says (its policy and the CPUs it gave containers; not its reserved CPUs nor its topology
-manager policy), and the reason logged once; koordlet reports nothing then, so one refusal hid the
-node's topology from the scheduler for good. An answer later replaces that guess.
+served (``/noderesourcetopology``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -25,14 +18,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from koord.apis import noderesourcetopology as nrtobj
-from koord.runtime.errors import APIUnavailable, InvalidValue, KoordletError
-from koord.runtime.logs import OncePerChange
 from koordlet import api
+from koordlet.api.errors import KoordletError
 from koordlet.statesinformer.kubeletconfig import KubeletConfig, parse_checkpoint, parse_configz
 from koordlet.statesinformer.topologystatus import TopologyInputs, build
 from koordlet.system.host import Host
 from koordlet.system.numa import CPUFacts, NUMANodeMemory, read_cpu_facts, read_numa_memory
+from koordshared.apis.topology import noderesourcetopology as nrtobj
+from koordshared.runtime.errors import APIUnavailable, InvalidValue
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _unreadable = OncePerChange(log)

@@ -1,6 +1,6 @@
 """NodeSLO: keep the last good one in force (statesinformer layer).
 
-The spec is merged over Koordinator's defaults and validated by :mod:`koord.apis.nodeslo` (the
+The spec is merged over Koordinator's defaults and validated by :mod:`koordshared.apis.slo.nodeslo` (the
 manager renders with the same code). A refused spec leaves the previous NodeSLO in force and is reported
 (log, counter, Node Event) by :class:`NodeSLOStore`.
 """
@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from koord.apis.nodeslo import InvalidNodeSLO, build
 from koordlet import api
+from koordshared.apis.slo.nodeslo import InvalidNodeSLO, build
 
 log = logging.getLogger(__name__)
 

@@ -4,12 +4,7 @@ koordlet watches ``<cgroup root>/cpu/<tier>`` (v1; the unified tree on v2) for t
 kubelet creates and removes a pod's cgroup dir there before and after the pod runs. Pod dirs are watched
 too, so container dirs appearing (standalone discovery needs their IDs) also trigger a refresh. Tier dirs
 that do not exist yet are retried every ``poll``; once all are watched the loop sleeps ``idle_wait``.
-
-Pod dirs are listed only when that can find something new: at start, when a tier dir gets its watch, after
-an event-queue overflow, and every ``rescan`` seconds as a safety net. A pod dir created while its tier is
-watched raises IN_CREATE, and its watch is added before the refresh that event asks for, so a container
-dir made in between is either seen by that refresh or raises its own event. (Listing 1000 pod dirs on
-every idle wake-up cost a quarter of a core.)
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -48,7 +43,7 @@ class PLEG:
         """``on_idle`` runs whenever a wait ends without an event; it may ask to be called again sooner
         than ``poll`` (seconds; ``None``: the normal poll). ``idle_wait`` (default ``poll``): the wait once
         every tier is watched, when only a rescan, ``on_idle`` or :meth:`close` has anything for the loop
-        (the agent's half-second poll was two of an idle agent's wake-ups a second, issue 27)."""
+        (the agent's half-second poll was two of an idle agent's wake-ups a second)."""
         self.host = host
         self.on_event = on_event
         self.on_idle = on_idle

@@ -1,6 +1,6 @@
 """Turn a pod object (the JSON of ``v1.Pod``) into an :class:`api.PodInfo` (statesinformer layer).
 
-Koordinator's defaulting (QoS class and priority band) is :mod:`koord.apis.pod`'s. UIDs and
+Koordinator's defaulting (QoS class and priority band) is :mod:`koordshared.apis.core.pod`'s. UIDs and
 container IDs come from objects anyone with ``pods/status`` may write, so they are validated before a
 cgroup path is built from them; a bad one leaves the pod (or container) without a cgroup dir.
 """
@@ -13,25 +13,25 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from koord.apis.pod import (
+from koordlet import api
+from koordlet.api.errors import UnsafePath
+from koordlet.system.podpath import CgroupLayout, check_pod_uid, parse_container_id
+from koordshared.apis.core.pod import Obj, kube_qos_of
+from koordshared.apis.core.pod import as_list as _list
+from koordshared.apis.core.pod import as_map as _map
+from koordshared.apis.core.pod import str_map as _str_map
+from koordshared.apis.extension.qos import (
     BATCH_CPU,
     BATCH_MEMORY,
     MID_CPU,
     MID_MEMORY,
-    Obj,
-    kube_qos_of,
     priority_class_of,
     qos_of,
     qos_raw,
 )
-from koord.apis.pod import as_list as _list
-from koord.apis.pod import as_map as _map
-from koord.apis.pod import str_map as _str_map
-from koord.apis.quantity import to_int, to_milli
-from koord.runtime.errors import InvalidValue, UnsafePath
-from koord.runtime.logs import OncePerChange
-from koordlet import api
-from koordlet.system.podpath import CgroupLayout, check_pod_uid, parse_container_id
+from koordshared.apis.meta.quantity import to_int, to_milli
+from koordshared.runtime.errors import InvalidValue
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _refusals = OncePerChange(log)

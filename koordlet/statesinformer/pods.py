@@ -14,12 +14,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from koord.kube.ratelimit import TokenBucket
-from koord.runtime.errors import APIUnavailable
 from koordlet import api
 from koordlet.statesinformer.kubelet import KubeletClient, KubeletEndpoint
 from koordlet.statesinformer.podinfo import pod_infos, podlist_items
 from koordlet.system.podpath import CgroupLayout
+from koordshared.kube.ratelimit import TokenBucket
+from koordshared.runtime.errors import APIUnavailable
 
 __all__ = ["APIPodSource", "KubeletEndpoint", "KubeletPodSource", "PodSource", "PodsInformer"]
 

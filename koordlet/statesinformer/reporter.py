@@ -5,12 +5,7 @@ Each report replaces the whole status, as koordlet's ``UpdateStatus`` does, so w
 leaves out (a pod that left the node, a host application no longer configured, a previous process's
 prediction) leaves the object too. No status is sent before the metric cache holds a node usage sample
 (koordlet sends an empty ``nodeUsage`` then, which reads as an idle node); the standalone file, a local
-mirror, is written regardless.
-
-The NodeMetric object belongs to slo-controller: while it does not exist the report is skipped (unless
-``create_node_metric`` says to create it). Nothing queues while the API server is away: each attempt
-builds a fresh status from the cache, so memory stays flat however long the outage lasts. Standalone,
-the status is written atomically to ``<var-run>/koordlet/nodemetric.json`` instead.
+mirror, is written regardless. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -21,12 +16,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from koord.apis.nodemetric import CollectPolicy, node_usage_problem
-from koord.kube.ratelimit import Backoff, TokenBucket
-from koord.runtime.errors import APIUnavailable
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.metrics import InformerMetrics
 from koordlet.statesinformer.nodemetric import write_atomic
+from koordshared.apis.slo.nodemetric import CollectPolicy, node_usage_problem
+from koordshared.kube.ratelimit import Backoff, TokenBucket
+from koordshared.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
 FILE_NAME = "nodemetric.json"

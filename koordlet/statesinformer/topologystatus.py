@@ -15,13 +15,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from koord.apis import noderesourcetopology as nrtobj
-from koord.apis import nrt
-from koord.apis.cpulist import format_cpuset, parse_cpuset
-from koord.apis.numa import dumps, resource_status
-from koord.apis.quantity import format_bytes, format_decimal, format_milli, parse_quantity
-from koord.runtime.errors import InvalidValue
-from koord.runtime.logs import OncePerChange
 from koordlet import api
 from koordlet.statesinformer.kubeletconfig import (
     STATIC,
@@ -31,6 +24,12 @@ from koordlet.statesinformer.kubeletconfig import (
     take_by_topology,
 )
 from koordlet.system.numa import HUGEPAGE_1G_KB, HUGEPAGE_2M_KB, CPUFacts, NUMANodeMemory
+from koordshared.apis.extension.numa import dumps, resource_status
+from koordshared.apis.meta.cpulist import format_cpuset, parse_cpuset
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, format_milli, parse_quantity
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.runtime.errors import InvalidValue
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _refusals = OncePerChange(log)
@@ -143,7 +142,7 @@ def share_pools(
     return pools(ls), pools(be)
 
 
-def _zones(inputs: TopologyInputs) -> tuple[nrtobj.Zone, ...]:
+def _zones(inputs: TopologyInputs) -> tuple[nrt.Zone, ...]:
     per_node: dict[int, int] = {}
     for c in inputs.cpus:
         per_node[c.node] = per_node.get(c.node, 0) + 1
@@ -170,16 +169,16 @@ def _zones(inputs: TopologyInputs) -> tuple[nrtobj.Zone, ...]:
             ("hugepages-2Mi", format_bytes(hp2), format_bytes(hp2)),
             ("memory", mem_text, format_bytes(max(memory - mem_cut, 0)) if mem_cut else mem_text),
         )
-        resources = tuple(nrtobj.ResourceInfo(name, cap, alloc, alloc) for name, cap, alloc in rows)
-        zones.append(nrtobj.Zone(nrtobj.zone_name(i), nrtobj.ZONE_TYPE_NODE, resources))
+        resources = tuple(nrt.ResourceInfo(name, cap, alloc, alloc) for name, cap, alloc in rows)
+        zones.append(nrt.Zone(nrt.zone_name(i), nrt.ZONE_TYPE_NODE, resources))
     return tuple(sorted(zones, key=lambda z: z.name))
 
 
-def build(inputs: TopologyInputs) -> nrtobj.NodeTopologyStatus:
+def build(inputs: TopologyInputs) -> nrt.NodeTopologyStatus:
     """The status koordlet would report for these inputs."""
     policy = nrt.KubeletCPUManagerPolicy()
     allocs: list[nrt.PodCPUAlloc] = []
-    topology_policy = nrtobj.POLICY_NONE
+    topology_policy = nrt.POLICY_NONE
     if inputs.kubelet is not None:
         k = inputs.kubelet
         reserved = static_reserved_cpus(k, inputs.cpus)
@@ -188,7 +187,7 @@ def build(inputs: TopologyInputs) -> nrtobj.NodeTopologyStatus:
         )
         if k.cpu_manager_policy == STATIC:
             allocs = kubelet_allocs(inputs.checkpoint, inputs.pods)
-        topology_policy = nrtobj.topology_policy(k.topology_manager_policy, k.topology_manager_scope)
+        topology_policy = nrt.topology_policy(k.topology_manager_policy, k.topology_manager_scope)
     reservation = node_reservation(inputs.node, inputs.cpus)
     ls_pools, be_pools = share_pools(inputs, allocs, reservation)
     f = inputs.facts
@@ -207,4 +206,4 @@ def build(inputs: TopologyInputs) -> nrtobj.NodeTopologyStatus:
     node = inputs.node
     if node is not None and node.labels.get(nrt.LABEL_ENABLE_NUMA_RESERVATION):
         labels = {nrt.LABEL_ENABLE_NUMA_RESERVATION: node.labels[nrt.LABEL_ENABLE_NUMA_RESERVATION]}
-    return nrtobj.NodeTopologyStatus(_zones(inputs), topology_policy, annotations, labels)
+    return nrt.NodeTopologyStatus(_zones(inputs), topology_policy, annotations, labels)

@@ -6,11 +6,7 @@ throttles into ``io.max`` (``<maj>:<min> rbps=<n|max> wbps=.. riops=.. wiops=..`
 the keys it changes and ``max`` removes a limit) and the weights into ``io.weight`` (``default <w>`` plus
 ``<maj>:<min> <w>`` lines; ``<maj>:<min> default`` removes an override). Koordinator drives v1 only; the
 resource table keeps its v1 names and semantics and :func:`to_v2` / :func:`from_v2` translate, so the
-same update works on either version.
-
-Devices are resolved through sysfs (``<sys>/class/block/<name>/dev``), not ``/dev``, which a DaemonSet
-does not necessarily mount; a partition resolves to its whole disk, because block throttling and
-weights act on a disk's request queue and the kernel refuses a partition's number (ENODEV).
+same update works on either version. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -21,8 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported
+from koordlet.api.errors import ResourceUnsupported
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 THROTTLE_KEYS: Mapping[str, str] = {
     "blkio.throttle.read_bps_device": "rbps",

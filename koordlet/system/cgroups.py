@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported, UnsafePath
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.system import blkio
 from koordlet.system.cgroupvalues import (
     CpusetValidator,
@@ -30,6 +30,7 @@ from koordlet.system.cgroupvalues import (
     Validator,
 )
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 CGROUP2_SUPER_MAGIC = 0x63677270
 CGROUP_SUPER_MAGIC = 0x27E0EB

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from koord.runtime.errors import InvalidValue
 from koordlet.api.cpulist import format_cpuset, parse_cpuset
 from koordlet.system.blkio import check_kv_value
+from koordshared.runtime.errors import InvalidValue
 
 _INT = re.compile(r"^-?\d{1,20}\Z")
 _DEVICE_VALUE = re.compile(r"^(\d{1,10}):(\d{1,10}) (\d{1,20})\Z")

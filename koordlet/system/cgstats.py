@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koord.runtime.errors import InvalidValue
+from koordshared.runtime.errors import InvalidValue
 
 
 def parse_flat_keyed(text: str, resource: str) -> dict[str, int]:

@@ -12,8 +12,8 @@ import os
 import threading
 from collections.abc import Sequence
 
-from koord.runtime.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet.api import CPUInfo, KubeQOSClass
+from koordlet.api.errors import CgroupGone, ResourceUnsupported, UnsafePath
 from koordlet.system import blkio, files, resctrl
 from koordlet.system.cgroups import (
     CgroupMode,

@@ -145,7 +145,7 @@ class Inotify:
 
     def wake(self) -> None:
         """End a :meth:`read` waiting in another thread now (it returns ``[]`` unless events came), so
-        a reader can sleep long and still stop at once (issue 27: polling for stop every half second)."""
+        a reader can sleep long and still stop at once (polling for stop every half second)."""
         with self._wake_lock:
             if self._wake_fd >= 0:  # closed: nobody waits on it
                 os.eventfd_write(self._wake_fd, 1)

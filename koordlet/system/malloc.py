@@ -1,15 +1,11 @@
 """The C allocator's settings for a long-running, many-threaded agent (glibc; a no-op elsewhere).
 
-Why (issue 27): Python's small objects live in its own arenas, but arrays, strings and buffers over 512
+Why: Python's small objects live in its own arenas, but arrays, strings and buffers over 512
 bytes come from ``malloc``. glibc gives each thread that allocates its own arena (up to eight per CPU),
 and keeps what is freed in each for reuse; its threshold for serving a large block from its own
 ``mmap`` grows every time such a block is freed, so after the first few checkpoints and renders even
 multi-MiB buffers came from the heaps and their space stayed resident. The agent's twenty-odd threads
-(one per collector and strategy) made that a good part of its memory.
-
-So at start, before any thread: two arenas, a fixed mmap threshold (128 KiB: large buffers go back to
-the kernel when freed) and a fixed trim threshold; and now and then :func:`trim` (``malloc_trim``)
-returns the free pages inside the heaps too.
+(one per collector and strategy) made that a good part of its memory. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -6,18 +6,7 @@ HTB root ``1:`` whose classes follow Koordinator's tc plugin: ``1:1`` the link (
 ``1:4`` BE (rate = the class's request, its guaranteed share; ceil = its limit), priorities 1/2/3 so
 spare bandwidth goes to system, then LS, then BE. That shapes egress. Ingress is shaped the same way on
 an IFB device that the uplink's ``ingress`` qdisc redirects every packet to (``mirred``).
-
-Classification is by pod IP: a u32 filter per pod matches the source address on the uplink (egress) and
-the destination address on the IFB (ingress), so the classid of a pod's packets is known without its
-cgroup. Why not net_cls classids (``cls_cgroup``), Koordinator's other mechanism: the ``net_cls``
-controller exists on cgroup v1 only (v2 has no classid), it must be mounted and written for every
-container, and kernels may lack ``cls_cgroup`` altogether (this one is built without it); on ingress a
-classid means nothing, since received packets belong to no socket yet when they are shaped. Pod IPs work
-on v1 and v2 alike and for every pod with its own network namespace. Known limits: hostNetwork pods share
-the node's IP and cannot be told apart (they stay in the system class), and traffic masqueraded to the
-node address before it reaches the uplink (SNAT to outside the cluster) is seen with the node's address;
-where a CNI encapsulates pod traffic, the uplink to configure is the device that still carries pod
-addresses.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

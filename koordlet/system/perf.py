@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 
-from koord.runtime.errors import CgroupGone, ResourceUnsupported
+from koordlet.api.errors import CgroupGone, ResourceUnsupported
 from koordlet.system import native
 from koordlet.system.cgroups import CgroupMode, check_cgroup_dir
 from koordlet.system.paths import HostPaths

@@ -15,10 +15,11 @@ import enum
 import re
 from dataclasses import dataclass
 
-from koord.runtime.errors import ConfigError, UnsafePath
 from koordlet.api import KubeQOSClass
+from koordlet.api.errors import UnsafePath
 from koordlet.system.cgroups import CgroupMode, cgroup_dir_path, check_cgroup_dir
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import ConfigError
 
 POD_UID_RE = re.compile(r"^[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}\Z")
 CONTAINER_ID_RE = re.compile(r"^[0-9a-f]{64}\Z")

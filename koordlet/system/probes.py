@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from koord.runtime.errors import ResourceUnsupported, UnsafePath
+from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.system.cgroups import CgroupMode, resource_path
 from koordlet.system.paths import HostPaths
 

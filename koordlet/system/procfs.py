@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from koord.runtime.errors import InvalidValue
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 
 def clock_ticks() -> int:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from koord.runtime.errors import InvalidValue, UnsafePath
+from koordlet.api.errors import UnsafePath
 from koordlet.system import files
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 GROUP_LSR, GROUP_LS, GROUP_BE = "LSR", "LS", "BE"
 GROUPS = (GROUP_LSR, GROUP_LS, GROUP_BE)

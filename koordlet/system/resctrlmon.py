@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from koord.runtime.errors import InvalidValue
 from koordlet.system import files
 from koordlet.system.paths import HostPaths
 from koordlet.system.resctrl import group_dir, is_mounted, read_cpuinfo
+from koordshared.runtime.errors import InvalidValue
 
 MON_FLAGS = ("cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local")
 VENDORS = ("GenuineIntel", "AuthenticAMD")

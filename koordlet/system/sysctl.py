@@ -18,10 +18,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
-from koord.runtime.errors import InvalidValue, ResourceUnsupported
+from koordlet.api.errors import ResourceUnsupported
 from koordlet.system import files
 from koordlet.system.cgroupvalues import RangeValidator, Validator
 from koordlet.system.paths import HostPaths
+from koordshared.runtime.errors import InvalidValue
 
 _FEATURE = re.compile(r"^(?:NO_)?[A-Z][A-Z0-9_]{0,63}\Z")
 

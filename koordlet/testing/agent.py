@@ -18,9 +18,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from koord.testing.dist import install_distribution
-from koord.testing.ports import port_from_log
 from koordlet.testing.wait import Waited, wait_until
+from koordshared.testing.dist import install_distribution
+from koordshared.testing.ports import port_from_log
 
 __all__ = ["Agent", "install_distribution", "koordlet_command"]
 

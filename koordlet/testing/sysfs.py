@@ -1,5 +1,5 @@
 """A simulated node topology written as the host files the agent reads: sysfs CPU and NUMA topology,
-``/proc/cpuinfo`` and ``/proc/meminfo`` (``koord.testing.topology.SimulatedTopology`` describes it).
+``/proc/cpuinfo`` and ``/proc/meminfo`` (``koordshared.testing.topology.SimulatedTopology`` describes it).
 
 :func:`write_topology` lays it out under a root directory and returns the :class:`HostPaths` that point the
 agent's readers there, so the node topology report (and anything reading CPU topology) can be checked on
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from koord.apis.cpulist import format_cpuset
-from koord.testing.topology import SimulatedTopology
 from koordlet.system.paths import HostPaths
+from koordshared.apis.meta.cpulist import format_cpuset
+from koordshared.testing.topology import SimulatedTopology
 
 
 def _write(path: Path, text: str) -> None:

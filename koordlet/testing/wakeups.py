@@ -1,4 +1,4 @@
-"""Counting a thread's wake-ups, for tests that a quiet thread stays asleep (issue 27: on a VM each timed
+"""Counting a thread's wake-ups, for tests that a quiet thread stays asleep (on a VM each timed
 wake-up of a Python thread costs ~0.1 ms of CPU, most of an idle agent's cost).
 
 A thread that sleeps and wakes switches out voluntarily each time; preemption on a busy machine is counted

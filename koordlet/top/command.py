@@ -5,11 +5,7 @@ then clear-to-end-of-screen, on the terminal's alternate screen. Nothing is eras
 overwritten, so there is no blank moment to flicker; lines are cut to the terminal's width so none wraps
 and moves the rest. curses would do the same with a dependency on terminfo and a second code path for
 ``--once``; the view is a list of lines, which these three escape sequences draw. Not on a terminal,
-frames are printed one after the other (like ``top -b``).
-
-Exit: 0 on Ctrl-C or SIGTERM (the screen is restored first); 1 when the agent cannot be reached, with a
-message naming the URL tried; when a running view loses the agent (connection refused at once, other
-failures three times in a row) it restores the screen and says so.
+frames are printed one after the other (like ``top -b``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

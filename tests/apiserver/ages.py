@@ -10,7 +10,7 @@ from typing import Any
 
 
 def parse_time(value: Any) -> float | None:
-    # Not koord.apis.timefmt's: the stand-in server imports nothing of the clients it checks, so a
+    # Not koordshared.apis.meta.quantity's: the stand-in server imports nothing of the clients it checks, so a
     # parsing bug on their side cannot hide behind the same bug on the server's.
     if not isinstance(value, str) or not value:
         return None

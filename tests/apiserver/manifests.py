@@ -18,9 +18,10 @@ import yaml
 from tests.apiserver import status
 from tests.apiserver.resources import Registry
 from tests.apiserver.store import Store
+from tests.support.paths import ROOT
 
 Obj = dict[str, Any]
-CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "daemonset" / "crds"
+CRD_DIR = ROOT / "deploy" / "daemonset" / "crds"
 NODEMETRIC_CRD = CRD_DIR / "slo.koordinator.sh_nodemetrics.yaml"
 NODESLO_CRD = CRD_DIR / "slo.koordinator.sh_nodeslos.yaml"
 NRT_CRD = CRD_DIR / "topology.node.k8s.io_noderesourcetopologies.yaml"

@@ -14,7 +14,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from koord.testing.ports import port_from_log
+from koordshared.testing.ports import port_from_log
 
 
 class ChildProcess:

@@ -15,11 +15,11 @@ from prometheus_client import CollectorRegistry
 
 from koord.descheduler.app import Descheduler
 from koord.descheduler.config import DeschedulerConfig, parse_configuration
-from koord.kube.client import make_api_client
-from koord.kube.leaderelection import ElectionConfig
-from koord.kube.process import Address
-from koord.runtime.lifecycle import Supervisor
-from koord.testing.ports import EPHEMERAL
+from koordshared.kube.client import make_api_client
+from koordshared.kube.leaderelection import ElectionConfig
+from koordshared.kube.process import Address
+from koordshared.runtime.lifecycle import Supervisor
+from koordshared.testing.ports import EPHEMERAL
 from tests.cluster.child import ChildProcess
 
 

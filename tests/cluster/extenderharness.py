@@ -14,10 +14,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord.kube.client import make_api_client
-from koord.kube.process import Address
 from koord.scheduler.extender.app import ExtenderApp, ExtenderConfig
-from koord.testing.ports import EPHEMERAL
+from koordshared.kube.client import make_api_client
+from koordshared.kube.process import Address
+from koordshared.testing.ports import EPHEMERAL
 from tests.apiserver import APIServer
 from tests.cluster.child import ChildProcess
 from tests.managerharness import write_kubeconfig

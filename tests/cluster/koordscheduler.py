@@ -12,17 +12,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from koord.kube.client import make_api_client, request
 from koord.scheduler.framework.types import PODS, PodInfo, resources_of
-from koord.testing import objects
-from koord.testing.ports import EPHEMERAL
 from koordlet.testing.wait import wait_until
+from koordshared.kube.client import make_api_client, request
+from koordshared.testing import objects
+from koordshared.testing.ports import EPHEMERAL
 from tests.apiserver import APIServer
 from tests.apiserver.watch import WatchEvent
 from tests.cluster.child import ChildProcess
 from tests.managerharness import write_kubeconfig
+from tests.support.paths import ROOT
 
-POINTS_DIST = Path(__file__).resolve().parents[1] / "fixtures" / "scheduler_points_dist"
+POINTS_DIST = ROOT / "tests" / "fixtures" / "scheduler_points_dist"
 """The process-test plugins' distribution (installed as a wheel by the tests)."""
 SCHEDULER = "koord-scheduler"
 CONFIG_API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}

@@ -27,9 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.resources import node_allocatable, pod_requests_list, value_of
-from koord.kube.client import ApiError, request
-from koord.runtime.errors import APIUnavailable
+from koordshared.apis.core.resources import node_allocatable, pod_requests_list, value_of
+from koordshared.kube.client import ApiError, request
+from koordshared.runtime.errors import APIUnavailable
 
 Obj = Mapping[str, Any]
 MAX_NODE_SCORE = 100

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from koord.testing.dist import install_distribution
+from koordshared.testing.dist import install_distribution
 
 
 def install_wheel(fixture: Path, work: Path, dist: str) -> Path:

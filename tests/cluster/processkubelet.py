@@ -26,13 +26,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from koord.apis.pod import kube_qos_of
-from koord.apis.quantity import parse_quantity, to_int
-from koord.apis.timefmt import format_time
-from koord.kube.client import ApiError, request
-from koord.kube.informer import EventHandler, Informer
-from koord.runtime.errors import APIUnavailable
 from koordlet.testing.cgroups import RealKubepods, RealPod
+from koordshared.apis.core.pod import kube_qos_of
+from koordshared.apis.meta.quantity import format_time, parse_quantity, to_int
+from koordshared.kube.client import ApiError, request
+from koordshared.kube.informer import EventHandler, Informer
+from koordshared.runtime.errors import APIUnavailable
 from tests.cluster.nodeproc import NodeProcView
 
 log = logging.getLogger(__name__)

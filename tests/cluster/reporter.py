@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from koord.apis.resources import pod_requests_list, value_of
-from koord.kube.client import ApiError, request
-from koord.testing.objects import node_metric
+from koordshared.apis.core.resources import pod_requests_list, value_of
+from koordshared.kube.client import ApiError, request
+from koordshared.testing.objects import node_metric
 
 BASE = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
 

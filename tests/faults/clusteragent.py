@@ -12,12 +12,13 @@ from typing import Any
 
 import yaml
 
-from koord.testing import objects
 from koordlet.testing.agent import Agent
 from koordlet.testing.kubelet import FakeKubelet
+from koordshared.testing import objects
 from tests.apiserver import APIServer
+from tests.support.paths import ROOT
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "daemonset"
+DEPLOY = ROOT / "deploy" / "daemonset"
 NODE = "fault-node"
 AGENT_SA = ("koordinator-system", "koordlet")
 

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.statesinformer.informer import StatesInformer
 from koordlet.system.host import Host
 from koordlet.testing.kubelet import FakeKubelet, pod_object
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor
 from tests.apiserver import APIServer
 
 NODE = "node-1"

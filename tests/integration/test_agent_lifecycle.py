@@ -14,8 +14,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from koord.testing.ports import port_from_log
 from koordlet.testing.agent import http_get, standalone_args, wait_http
+from koordshared.testing.ports import port_from_log
 
 
 def start(tmp: Path, port: int, *extra: str, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:

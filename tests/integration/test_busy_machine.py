@@ -8,13 +8,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from koordlet.testing.load import busy_outside_kubepods
+from tests.support.paths import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
 THIS = "tests/integration/test_busy_machine.py"
 
 
@@ -39,7 +38,7 @@ def test_the_real_kernel_suite_passes_with_a_core_kept_busy() -> None:
                 "tests/faults",
                 "tests/unit",
             ],
-            cwd=REPO,
+            cwd=ROOT,
             env=dict(os.environ),
             capture_output=True,
             text=True,

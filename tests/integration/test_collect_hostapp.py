@@ -40,13 +40,15 @@ def test_process_found_by_name_is_measured(tmp_path: Path) -> None:
         errors = RecordingErrors()
         col = HostApplicationCollector(
             HostAppConfig(1.0),
-            host,
-            cache,
-            FakeStates(slo=api.NodeSLO(host_applications=(app,))),
-            fw.SharedState(),
-            time.monotonic,
-            errors,
-            PsutilProcesses(),
+            fw.Options(
+                cache=cache,
+                clock=time.monotonic,
+                errors=errors,
+                host=host,
+                states=FakeStates(slo=api.NodeSLO(host_applications=(app,))),
+                shared=fw.SharedState(),
+            ),
+            processes=PsutilProcesses(),
         )
 
         def own_cpu() -> float:

@@ -58,9 +58,20 @@ def test_half_cpu_process_measured_within_10pct(kubepods: RealKubepods) -> None:
     errors = RecordingErrors()
     host = host_for(kp)
     pods = PodResourceCollector(
-        PodResourceConfig(1.0), host, cache, FakeStates(pods=[pod.info()]), shared, time.monotonic, errors
+        PodResourceConfig(1.0),
+        fw.Options(
+            cache=cache,
+            clock=time.monotonic,
+            errors=errors,
+            host=host,
+            states=FakeStates(pods=[pod.info()]),
+            shared=shared,
+        ),
     )
-    node = NodeResourceCollector(NodeResourceConfig(1.0), HostPaths(), cache, shared, time.monotonic, errors)
+    node = NodeResourceCollector(
+        NodeResourceConfig(1.0),
+        fw.Options(cache=cache, clock=time.monotonic, errors=errors, paths=HostPaths(), shared=shared),
+    )
     try:
         busy0, cpu0 = node_busy(), cpu_seconds(proc.pid)
         node.collect()
@@ -104,12 +115,14 @@ def test_removed_cgroup_gives_enodev_no_sample_and_closed_fds(kubepods: RealKube
     errors = RecordingErrors()
     pods = PodResourceCollector(
         PodResourceConfig(1.0),
-        host_for(kp),
-        cache,
-        FakeStates(pods=[pod.info()]),
-        fw.SharedState(),
-        time.monotonic,
-        errors,
+        fw.Options(
+            cache=cache,
+            clock=time.monotonic,
+            errors=errors,
+            host=host_for(kp),
+            states=FakeStates(pods=[pod.info()]),
+            shared=fw.SharedState(),
+        ),
     )
     try:
         pods.collect()
@@ -156,7 +169,15 @@ def test_pod_churn_leaks_no_descriptors(kubepods: RealKubepods) -> None:
     states = FakeStates(pods=[stable.info()])
     errors = RecordingErrors()
     pods = PodResourceCollector(
-        PodResourceConfig(1.0), host_for(kp), MetricCache(), states, fw.SharedState(), time.monotonic, errors
+        PodResourceConfig(1.0),
+        fw.Options(
+            cache=MetricCache(),
+            clock=time.monotonic,
+            errors=errors,
+            host=host_for(kp),
+            states=states,
+            shared=fw.SharedState(),
+        ),
     )
     fd_dir = HostPaths().proc("self", "fd")
 
@@ -206,7 +227,9 @@ def test_fast_sampler_tracks_a_be_pod(kubepods: RealKubepods) -> None:
     cache = MetricCache()
     bus = RecordingBus()
     sampler = FastSampler(
-        FastSamplerConfig(0.1, confirm_after=0.0), host_for(kp), cache, bus, time.monotonic, RecordingErrors()
+        FastSamplerConfig(0.1, confirm_after=0.0),
+        fw.Options(cache=cache, clock=time.monotonic, errors=RecordingErrors(), host=host_for(kp)),
+        bus=bus,
     )
     be: list[float] = []
     node: list[float] = []

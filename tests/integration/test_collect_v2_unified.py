@@ -16,10 +16,11 @@ from collections.abc import Iterator
 import pytest
 
 from koordlet import api
+from koordlet.api.metrics import POD_PSI
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
-from koordlet.metricsadvisor.psi import POD_PSI, PSICollector, PSIConfig
+from koordlet.metricsadvisor.psi import PSICollector, PSIConfig
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
@@ -69,12 +70,31 @@ def test_v1_and_v2_counters_agree_and_v2_gives_pod_psi(kubepods: tuple[RealKubep
         HostPaths(cgroup_root=UNIFIED, cgroup_parent=kp.parent), CgroupMode.V2, CgroupDriver.CGROUPFS
     )
     v1 = PodResourceCollector(
-        PodResourceConfig(1.0), v1_host, v1_cache, states, fw.SharedState(), time.monotonic, v1_errors
+        PodResourceConfig(1.0),
+        fw.Options(
+            cache=v1_cache,
+            clock=time.monotonic,
+            errors=v1_errors,
+            host=v1_host,
+            states=states,
+            shared=fw.SharedState(),
+        ),
     )
     v2 = PodResourceCollector(
-        PodResourceConfig(1.0), v2_host, v2_cache, states, fw.SharedState(), time.monotonic, v2_errors
+        PodResourceConfig(1.0),
+        fw.Options(
+            cache=v2_cache,
+            clock=time.monotonic,
+            errors=v2_errors,
+            host=v2_host,
+            states=states,
+            shared=fw.SharedState(),
+        ),
     )
-    psi = PSICollector(PSIConfig(10.0), v2_host, v2_cache, states, time.monotonic, v2_errors)
+    psi = PSICollector(
+        PSIConfig(10.0),
+        fw.Options(cache=v2_cache, clock=time.monotonic, errors=v2_errors, host=v2_host, states=states),
+    )
     try:
         v1.collect()
         v2.collect()

@@ -15,19 +15,20 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis.coscheduling import BIND_GANG_MEMBER_COUNT, POD_GROUP_LABEL
-from koord.testing import objects
 from koordlet.testing.agent import http_get
 from koordlet.testing.wait import wait_until
+from koordshared.apis.extension.coscheduling import BIND_GANG_MEMBER_COUNT, POD_GROUP_LABEL
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import running
+from tests.support.paths import ROOT
+from tests.support.scheduler.gangkit import member, profile
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
-from tests.unit.scheduler.gangkit import member, profile
 
 pytestmark = pytest.mark.slow
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 CRD = DEPLOY / "crds" / "scheduling.sigs.k8s.io_podgroups.yaml"
 CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",

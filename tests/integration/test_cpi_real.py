@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from koord.runtime.errors import ResourceUnsupported
 from koordlet import api
+from koordlet.api.errors import ResourceUnsupported
+from koordlet.api.metrics import CONTAINER_CPI
 from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import CONTAINER_CPI
+from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.cpi import CPICollector, CPIConfig
 from koordlet.system import perf, resctrlmon
 from koordlet.system.host import Host
@@ -46,7 +47,10 @@ def test_cpi_of_a_busy_container_or_the_reason_it_cannot_be_counted() -> None:
         cache = MetricCache()
         errors = RecordingErrors()
         col = CPICollector(
-            CPIConfig(interval=3.0, window=1.0), host, cache, FakeStates(pods=[info]), time.monotonic, errors
+            CPIConfig(interval=3.0, window=1.0),
+            fw.Options(
+                cache=cache, clock=time.monotonic, errors=errors, host=host, states=FakeStates(pods=[info])
+            ),
         )
         col.collect()
         if col.unsupported is not None:

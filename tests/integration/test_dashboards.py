@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.kube.client import make_api_client
-from koord.testing import objects
 from koordlet.api import KubeQOSClass
 from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent, http_get, wait_http
 from koordlet.testing.cgroups import RealKubepods
+from koordshared.kube.client import make_api_client
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster.deschedulerharness import DeschedulerProcess, low_node_load

@@ -15,20 +15,21 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
-from koord.testing.devices import device, device_node, gpu
-from koord.testing.objects import pod
 from koordlet.testing.wait import wait_until
+from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.apis.scheduling import device as dv
+from koordshared.testing.devices import device, device_node, gpu
+from koordshared.testing.objects import pod
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import configuration, running
+from tests.support.paths import ROOT
+from tests.support.scheduler.devicekit import S, profile
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
-from tests.unit.scheduler.devicekit import S, profile
 
 pytestmark = pytest.mark.slow
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 CRD = DEPLOY / "crds" / "scheduling.koordinator.sh_devices.yaml"
 RESERVATION_CRD = DEPLOY / "crds" / "scheduling.koordinator.sh_reservations.yaml"
 CONFIG = configuration(profile())

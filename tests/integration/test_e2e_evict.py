@@ -1,4 +1,4 @@
-"""Real-kernel end-to-end of the priority-based and allocatable evictions (issue 27): pods (real processes)
+"""Real-kernel end-to-end of the priority-based and allocatable evictions: pods (real processes)
 in real cgroups under a test kubepods parent, the real agent standalone with a NodeSLO file and a pod list
 that carries the pods' labels (priority class, ``koordinator.sh/eviction-enabled``).
 
@@ -150,7 +150,7 @@ def test_cpu_evict_kills_the_opted_in_batch_pod_only(tmp_path: Path, kubepods: R
 
 def test_standalone_allocatable_evictions_evict_nobody(tmp_path: Path, kubepods: RealKubepods) -> None:
     """No Node, so batch and mid allocatable are unknown: ``BECPUEvict`` by allocatable, and both
-    allocatable strategies, evict nobody. Before issue 27 the node info said 0, read as 1m batch-cpu:
+    allocatable strategies, evict nobody. The node info used to say 0, read as 1m batch-cpu:
     BE at 0.0x % satisfaction, and every BE pod went."""
     be_pods = [kubepods.add_pod(KubeQOSClass.BESTEFFORT) for _ in range(4)]
     procs = [kubepods.busy(kubepods.add_container(p)) for p in be_pods]

@@ -14,17 +14,18 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis import elasticquota as eq
-from koord.testing import objects
 from koordlet.testing.wait import wait_until
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import running
+from tests.support.paths import ROOT
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 
 pytestmark = pytest.mark.slow
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 CRD = DEPLOY / "crds" / "scheduling.sigs.k8s.io_elasticquotas.yaml"
 S = "koord-scheduler"
 CONFIG = {

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from koord import __version__
-from koord.runtime.lifecycle import wait_for
 from koordlet import api
 from koordlet.statesinformer.eviction import EvictResult
 from koordlet.testing.kubelet import pod_object
+from koordshared import __version__
+from koordshared.runtime.lifecycle import wait_for
 from tests import crdschema
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import NODEMETRIC_CRD

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.runtime.lifecycle import wait_for
 from koordlet.testing.kubelet import FakeKubelet, make_cert, pod_object
+from koordshared.runtime.lifecycle import wait_for
 from tests import crdschema
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import NODEMETRIC_CRD

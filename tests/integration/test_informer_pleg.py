@@ -14,8 +14,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.lifecycle import Supervisor, wait_for
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.statesinformer.config import InformerConfig
@@ -25,6 +23,8 @@ from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
 from koordlet.testing.cgroups import RealCgroupTree
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.lifecycle import Supervisor, wait_for
 
 NEVER = threading.Event()
 

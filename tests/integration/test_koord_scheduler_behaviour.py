@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from koord.testing import objects
 from koordlet.testing.wait import wait_until
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.cluster.koordscheduler import (
     SCHEDULER,

@@ -12,10 +12,10 @@ import threading
 import time
 from pathlib import Path
 
-from koord.kube.client import ApiError
 from koord.scheduler.framework.types import PodInfo
-from koord.testing import objects
 from koordlet.testing.wait import wait_until
+from koordshared.kube.client import ApiError
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.watch import WatchEvent
 from tests.cluster.koordscheduler import (

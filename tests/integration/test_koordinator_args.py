@@ -1,4 +1,4 @@
-"""Koordinator's koordlet DaemonSet arguments start the real agent (issue 16 acceptance): the chart's exact
+"""Koordinator's koordlet DaemonSet arguments start the real agent: the chart's exact
 list (v1.8.0 ``templates/koordlet.yaml``, with the metrics port and the host cgroup mount of this machine)
 plus our path flags, no subcommand; one warning per flag or gate without an implementation."""
 
@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import qosplugins
-from koord.testing.ports import EPHEMERAL, port_from_log
 from koordlet.featuregates import koordlet_gates, unimplemented_enabled
 from koordlet.testing.agent import standalone_args, wait_http
+from koordshared.testing.ports import EPHEMERAL, port_from_log
 
 
 def test_the_charts_argument_list_starts_the_agent(tmp_path: Path) -> None:

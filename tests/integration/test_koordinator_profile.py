@@ -16,26 +16,27 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from koord.apis import device as dv
-from koord.apis import elasticquota as eq
-from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED
-from koord.apis.numa import resource_status
 from koord.scheduler import cli, config
-from koord.scheduler.app import plugin_registry
-from koord.testing import objects
-from koord.testing.devices import device, device_node, gpu
-from koord.testing.reservations import owner_labels, reservation
-from koord.testing.topology import TWO_SOCKETS, node_resource_topology
+from koord.scheduler.plugins import plugin_registry
 from koordlet.testing.wait import wait_until
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED
+from koordshared.apis.extension.numa import resource_status
+from koordshared.apis.scheduling import device as dv
+from koordshared.testing import objects
+from koordshared.testing.devices import device, device_node, gpu
+from koordshared.testing.reservations import owner_labels, reservation
+from koordshared.testing.topology import TWO_SOCKETS, node_resource_topology
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.koordscheduler import KoordSchedulerProcess, node_of
-from tests.unit.scheduler.gangkit import member
-from tests.unit.scheduler.numakit import lsr
+from tests.support.paths import ROOT
+from tests.support.scheduler.gangkit import member
+from tests.support.scheduler.numakit import lsr
 
 pytestmark = pytest.mark.slow
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 PROFILE = DEPLOY / "koordinator-profile.yaml"
 NS = "koordinator-system"
 RBAC = sorted(DEPLOY.glob("*rbac.yaml"))

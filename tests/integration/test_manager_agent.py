@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from koord.testing import objects
 from koordlet.testing.agent import Agent, http_get
 from koordlet.testing.cgroups import RealKubepods
 from koordlet.testing.kubelet import FakeKubelet
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.managerharness import (

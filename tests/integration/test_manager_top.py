@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from koord.manager.cli import entry
 from koord.manager.top import top
-from koord.testing import objects
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.__main__ import kubeconfig
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401

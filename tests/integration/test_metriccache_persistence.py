@@ -14,8 +14,8 @@ from pathlib import Path
 from koordlet import api
 from koordlet.metriccache import MetricCache, MetricCacheConfig
 from koordlet.metriccache.checkpoint import FILE_NAME
+from tests.support.paths import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
 PODS = 20
 RUN_SECONDS = 4.0
 
@@ -41,7 +41,7 @@ WRITER = textwrap.dedent(
 
 
 def test_history_survives_sigkill(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env
     )

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from koord.apis import nrt
-from koord.runtime.lifecycle import wait_for
-from koord.testing.topology import TWO_SOCKETS
 from koordlet.testing.kubelet import FakeKubelet, pod_object
 from koordlet.testing.sysfs import write_topology
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.runtime.lifecycle import wait_for
+from koordshared.testing.topology import TWO_SOCKETS
 from tests import crdschema
 from tests.apiserver.manifests import NRT_CRD
 from tests.integration.cluster import NEVER, NODE, Cluster, pods_on

@@ -12,19 +12,20 @@ from pathlib import Path
 import pytest
 import yaml
 
-from koord.apis.numa import resource_status
-from koord.testing import objects
-from koord.testing.topology import TWO_SOCKETS, node_resource_topology
 from koordlet.testing.wait import wait_until
+from koordshared.apis.extension.numa import resource_status
+from koordshared.testing import objects
+from koordshared.testing.topology import TWO_SOCKETS, node_resource_topology
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server  # noqa: F401
 from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, events_for, node_of
+from tests.support.paths import ROOT
+from tests.support.scheduler.numakit import lsr, profile
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
-from tests.unit.scheduler.numakit import lsr, profile
 
 pytestmark = pytest.mark.slow
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 NOT_REPORTED = "node(s) CPU Topology not found (no NodeResourceTopology reported)"
 
 

@@ -9,14 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from koord.apis.nodemetric import CollectPolicy
-from koord.apis.quantity import to_int
 from koordlet import api
+from koordlet.api.metrics import CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, POD_MEMORY_USAGE_WITH_PAGE_CACHE
 from koordlet.metriccache import MetricCache
-from koordlet.metriccache.schema import (
-    CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE,
-    POD_MEMORY_USAGE_WITH_PAGE_CACHE,
-)
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeResourceConfig
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
@@ -26,6 +21,8 @@ from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeStates, wait_until
 from koordlet.testing.cgroups import RealKubepods
+from koordshared.apis.meta.quantity import to_int
+from koordshared.apis.slo.nodemetric import CollectPolicy
 from tests.support.recording import RecordingErrors
 
 pytestmark = [pytest.mark.root, pytest.mark.tool("dd")]
@@ -55,15 +52,18 @@ def test_page_cache_counted_apart_and_reported_by_policy(tmp_path: Path, kubepod
         shared = fw.SharedState()
         pods = PodResourceCollector(
             PodResourceConfig(1.0, with_page_cache=True),
-            host,
-            cache,
-            FakeStates(pods=[info]),
-            shared,
-            clock,
-            errors,
+            fw.Options(
+                cache=cache,
+                clock=clock,
+                errors=errors,
+                host=host,
+                states=FakeStates(pods=[info]),
+                shared=shared,
+            ),
         )
         node = NodeResourceCollector(
-            NodeResourceConfig(1.0, with_page_cache=True), host.paths, cache, shared, clock, errors
+            NodeResourceConfig(1.0, with_page_cache=True),
+            fw.Options(cache=cache, clock=clock, errors=errors, paths=host.paths, shared=shared),
         )
 
         def sweep() -> None:

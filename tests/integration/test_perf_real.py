@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from koord.runtime.errors import CgroupGone, ResourceUnsupported
 from koordlet.api import parse_cpuset
+from koordlet.api.errors import CgroupGone, ResourceUnsupported
 from koordlet.system import perf
 from koordlet.system.cgroups import detect_mode
 from koordlet.system.paths import HostPaths

@@ -23,8 +23,8 @@ from koordlet.system.paths import HostPaths
 from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent, install_distribution, koordlet_command
 from koordlet.testing.cgroups import RealKubepods
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "plugins" / "qos.md"
 FIXTURE = ROOT / "tests" / "fixtures" / "plugin_dist"
 FILE_BLOCK = re.compile(r"<!-- file: (\S+) -->\n```[a-z]*\n(.*?)```", re.S)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.pluginsite import install_wheel
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FILE_BLOCK = re.compile(r"<!-- file: (\S+) -->\n```[a-z]*\n(.*?)```", re.S)
 YAML_BLOCK = re.compile(r"```yaml\n(.*?)```", re.S)
 
@@ -58,7 +58,7 @@ def test_the_guide_is_one_module_one_test_and_one_entry_point(kind: str, tmp_pat
     )
     project = tomllib.loads((src / "pyproject.toml").read_text())
     assert project["tool"]["setuptools"]["py-modules"] == [module]
-    assert project["project"]["entry-points"][f"koordlet.{kind}_plugins"] == {plugin: f"{module}:{plugin}"}
+    assert project["project"]["entry-points"][f"koord.{kind}_plugins"] == {plugin: f"{module}:{plugin}"}
 
 
 @pytest.mark.parametrize("kind", sorted(GUIDES))

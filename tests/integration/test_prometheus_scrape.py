@@ -19,9 +19,6 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koord.runtime.eventbus import EventBus
-from koord.runtime.httpserver import AgentHTTPServer
-from koord.runtime.lifecycle import Supervisor, wait_for
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor.advisor import AdvisorConfig, MetricsAdvisor
@@ -32,6 +29,9 @@ from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeStates, wait_until
 from koordlet.testing.agent import get_json
 from koordlet.testing.cgroups import RealKubepods
+from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.httpserver import ProcessHTTPServer
+from koordshared.runtime.lifecycle import Supervisor, wait_for
 from tests.support.prometheus import prometheus
 
 pytestmark = [pytest.mark.root, pytest.mark.tool("prometheus", "promtool"), pytest.mark.timeout(120)]
@@ -52,7 +52,7 @@ def test_promql_returns_the_container_cpu_series(kubepods: RealKubepods) -> None
     supervisor = Supervisor(stop)
     assert advisor.exposition is not None
     exposition = advisor.exposition
-    server = AgentHTTPServer("127.0.0.1", 0, registry)
+    server = ProcessHTTPServer("127.0.0.1", 0, registry)
     server.route("/metrics", exposition.route)
     server.start()
     try:

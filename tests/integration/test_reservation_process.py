@@ -14,19 +14,20 @@ from typing import Any
 import pytest
 import yaml
 
-from koord.apis import reservation as rsv
-from koord.testing import objects
-from koord.testing.reservations import owner_labels, reservation
 from koordlet.testing.wait import wait_until
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.testing import objects
+from koordshared.testing.reservations import owner_labels, reservation
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.koordscheduler import KoordSchedulerProcess, configuration, node_of, running
+from tests.support.paths import ROOT
+from tests.support.scheduler.reservationkit import profile
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
-from tests.unit.scheduler.reservationkit import profile
 
 pytestmark = pytest.mark.slow
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 CRD = DEPLOY / "crds" / "scheduling.koordinator.sh_reservations.yaml"
 CONFIG = configuration(profile({"gcDurationSeconds": 2}))
 WEB = {"app": "web"}

@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 
-from koord.apis.cpulist import format_cpuset, parse_cpuset
 from koordlet.api import KubeQOSClass
 from koordlet.system import coresched
 from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent
 from koordlet.testing.cgroups import RealContainer, RealKubepods, RealPod, unavailable, write_file
+from koordshared.apis.meta.cpulist import format_cpuset, parse_cpuset
 
 pytestmark = pytest.mark.root
 GiB = 1 << 30

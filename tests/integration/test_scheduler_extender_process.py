@@ -15,14 +15,15 @@ from typing import Any
 
 import pytest
 
-from koord.testing import objects
 from koordlet.testing.agent import http_get, wait_http
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster.extenderharness import ExtenderProcess as Extender
 from tests.cluster.pluginsite import install_wheel
+from tests.support.paths import ROOT
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "scheduler_plugin_dist"
+FIXTURE = ROOT / "tests" / "fixtures" / "scheduler_plugin_dist"
 PROG = "koord.scheduler.extender"
 
 

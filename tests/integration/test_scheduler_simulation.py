@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from koord.kube.client import make_api_client, request
-from koord.testing import objects
+from koordshared.kube.client import make_api_client, request
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster.extenderharness import running_extender

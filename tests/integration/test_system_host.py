@@ -109,7 +109,7 @@ def test_cgroup_removed_between_listing_and_read(tree: RealCgroupTree) -> None:
 
 
 def test_real_mount_refuses_lexical_escapes_on_the_fast_path() -> None:
-    from koord.runtime.errors import UnsafePath
+    from koordlet.api.errors import UnsafePath
     from koordlet.system.cgroups import resource_path
 
     # Real cgroup mounts skip the realpath walk (kernfs has no symlinks): the lexical checks must hold.

@@ -11,8 +11,9 @@ import pytest
 
 from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent, install_distribution, koordlet_command
+from tests.support.paths import ROOT
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "plugin_dist"
+FIXTURE = ROOT / "tests" / "fixtures" / "plugin_dist"
 
 
 @pytest.fixture(scope="module")

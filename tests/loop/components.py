@@ -23,10 +23,9 @@ from typing import IO, Any, Protocol
 
 import yaml
 
-from koord.testing.ports import EPHEMERAL, port_from_log
 from koordlet.testing.agent import Agent, http_get
-
-REPO = Path(__file__).resolve().parents[2]
+from koordshared.testing.ports import EPHEMERAL, port_from_log
+from tests.support.paths import ROOT
 
 
 def http_ok(url: str) -> bool:
@@ -56,8 +55,8 @@ class Proc:
         self.first_line = ""
         self.proc = subprocess.Popen(
             list(argv),
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

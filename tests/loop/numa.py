@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from koord.apis.numa import resource_status
-from koord.kube.client import ApiError, make_api_client, request
-from koord.testing.topology import GiB, SimulatedTopology
 from koordlet.testing.cgroups import write_file
 from koordlet.testing.sysfs import write_topology
+from koordshared.apis.extension.numa import resource_status
+from koordshared.kube.client import ApiError, make_api_client, request
+from koordshared.testing.topology import GiB, SimulatedTopology
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
 from tests.loop.components import Child, Component, agent, api_server, stop_all, wait_for, write

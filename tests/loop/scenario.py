@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from koord.kube.client import make_api_client, request
 from koordlet.testing.agent import http_get
+from koordshared.kube.client import make_api_client, request
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
 from tests.loop.components import (

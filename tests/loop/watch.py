@@ -10,10 +10,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from koord.apis.nodemetric import parse_status
-from koord.apis.resources import node_allocatable, value_of
-from koord.kube.client import ApiError, request
-from koord.runtime.errors import APIUnavailable
+from koordshared.apis.core.resources import node_allocatable, value_of
+from koordshared.apis.slo.nodemetric import parse_status
+from koordshared.kube.client import ApiError, request
+from koordshared.runtime.errors import APIUnavailable
 from tests.loop import configs
 
 Say = Callable[[str, str], None]

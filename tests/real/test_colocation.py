@@ -6,13 +6,13 @@ containers' cgroups."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pytest
 
 from tests.real.objects import (
     BURN,
+    COLOCATION,
     IDLE,
     apply,
     batch_allocatable,
@@ -21,46 +21,25 @@ from tests.real.objects import (
     delete,
     get,
     ls_deployment,
+    node_cpu_milli,
     node_metric,
     pod_cgroup,
     pod_usage,
     pods,
+    slo_config,
+    wait_for_room,
     wait_running,
 )
 from tests.realcluster.cluster import Cluster
 from tests.realcluster.procs import wait_until
 
-COLOCATION = {
-    "enable": True,
-    # Seconds instead of minutes, so the story takes one; the formulas are the shipped ones.
-    "metricReportIntervalSeconds": 2,
-    "metricAggregateDurationSeconds": 30,
-    "metricMemoryCollectPolicy": "usageWithoutPageCache",
-    # The whole node is reclaimable: on two CPUs the shipped 60 % leaves little to show a fall in.
-    "cpuReclaimThresholdPercent": 100,
-    "cpuCalculatePolicy": "usage",
-    "memoryReclaimThresholdPercent": 65,
-    "memoryCalculatePolicy": "usage",
-    "updateTimeThresholdSeconds": 5,
-    "resourceDiffThreshold": 0.05,
-}
-
 
 @pytest.fixture(scope="module")
 def colocation(cluster: Cluster) -> Iterator[Cluster]:
-    cm = get(cluster, "configmap", "slo-controller-config", ns="koordinator-system")
-    before = cm["data"]["colocation-config"]
-    cluster.kubectl(
-        "patch", "configmap", "slo-controller-config", "-n", "koordinator-system", "--type=merge",
-        "-p", json.dumps({"data": {"colocation-config": json.dumps(COLOCATION)}}),
-    )  # fmt: skip
-    yield cluster
-    delete(cluster, "deployment", "ls-web", "ls-spike")
-    delete(cluster, "pod", "be-fits", "be-too-big")
-    cluster.kubectl(
-        "patch", "configmap", "slo-controller-config", "-n", "koordinator-system", "--type=merge",
-        "-p", json.dumps({"data": {"colocation-config": before}}),
-    )  # fmt: skip
+    with slo_config(cluster, colocation_config=COLOCATION):
+        yield cluster
+        delete(cluster, "deployment", "ls-web", "ls-spike")
+        delete(cluster, "pod", "be-fits", "be-too-big")
 
 
 def test_agent_reports_real_pods_and_manager_publishes_batch_resources(colocation: Cluster) -> None:
@@ -84,8 +63,10 @@ def test_agent_reports_real_pods_and_manager_publishes_batch_resources(colocatio
 def test_batch_cpu_falls_when_ls_usage_rises(colocation: Cluster) -> None:
     # Proves against: the real kernel's CPU accounting of a kubelet-made container, the Node's status.
     c = colocation
-    wait_until("batch-cpu on the Node", lambda: batch_allocatable(c)[0] > 0, 60)
+    # A core free, so a burning LS container raises the node's use instead of taking CPU from others.
+    wait_for_room(c, batch_cpu=400, cpu_percent=50)
     idle_batch = batch_allocatable(c)[0]
+    idle_node = node_cpu_milli(c)
     apply(c, ls_deployment("ls-spike", BURN, cpu="500m"))
     (spike,) = wait_running(c, "app=ls-spike")
     name = spike["metadata"]["name"]
@@ -93,22 +74,23 @@ def test_batch_cpu_falls_when_ls_usage_rises(colocation: Cluster) -> None:
 
     def burning() -> bool:
         usage = pod_usage(node_metric(c), name) or {}
-        from koord.apis.quantity import parse_quantity
+        from koordshared.apis.meta.quantity import parse_quantity
 
         seen["cpu"] = float(parse_quantity(usage.get("cpu", "0")))
         return seen["cpu"] >= 0.3
 
     wait_until("the LS spike's usage in the NodeMetric", burning, 60)
-    rise = int(seen["cpu"] * 1000)
-    # The manager's formula subtracts what LS uses from what the node can give: half the measured rise
-    # must come off (the other half is slack for the rest of this busy machine moving meanwhile).
+    # The manager's formula takes what the node uses (less BE) from what it can give: the node's rise as
+    # the NodeMetric reports it must come off, half of it at least (the rest of the machine moves too).
+    rise = node_cpu_milli(c) - idle_node
+    assert rise >= 200, f"the node's use rose {rise}m only with an LS pod burning {seen['cpu']:.2f} cores"
     want = idle_batch - rise // 2
     wait_until(
-        f"batch-cpu under {want}m (was {idle_batch}m, LS rose {rise}m)",
+        f"batch-cpu under {want}m (was {idle_batch}m, the node's use rose {rise}m)",
         lambda: batch_allocatable(c)[0] <= want,
         60,
     )
-    print(f"batch-cpu {idle_batch}m -> {batch_allocatable(c)[0]}m after an LS rise of {rise}m")
+    print(f"batch-cpu {idle_batch}m -> {batch_allocatable(c)[0]}m after the node's use rose {rise}m")
     delete(c, "deployment", "ls-spike")
 
 
@@ -116,7 +98,8 @@ def test_koord_scheduler_places_be_pods_by_batch_resources(colocation: Cluster) 
     # Proves against: the kubelet's admission of extended resources, real Binding, the real cgroups
     # the BatchResource hook writes.
     c = colocation
-    wait_until("batch-cpu of 300m or more", lambda: batch_allocatable(c)[0] >= 300, 90)
+    # LoadAwareScheduling (deploy/'s profile) refuses a node over 65 % CPU: wait for one under it.
+    wait_for_room(c, batch_cpu=300, cpu_percent=55)
     free_cpu, _ = batch_allocatable(c)
     apply(c, be_pod("be-fits", BURN, batch_cpu=200, batch_memory="64Mi"))
     (fits,) = wait_running(c, "app=be-fits")

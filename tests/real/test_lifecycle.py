@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.real.conftest import BEFORE, UP_OUTPUT
 from tests.realcluster.cluster import Cluster
-from tests.realcluster.footprint import CLUSTER_PROCESSES, Footprint
+from tests.realcluster.footprint import Footprint
 from tests.realcluster.procs import wait_until
 
 OURS = ("koordlet", "koord-manager", "koord-scheduler", "koord-descheduler")
@@ -58,7 +58,7 @@ def test_stop_leaves_nothing_behind(cluster: Cluster) -> None:
 
     # Shims and container processes leave after their tasks: give the last of them a moment.
     def left() -> dict[str, list[str]]:
-        return Footprint.now().added_since(BEFORE[0], process_names=CLUSTER_PROCESSES)
+        return Footprint.now().added_since(BEFORE[0], state=cluster.state)
 
     with contextlib.suppress(TimeoutError):
         wait_until("nothing left behind", lambda: not left(), 15)

@@ -16,11 +16,27 @@ from pathlib import Path
 
 from tests.realcluster import binaries
 from tests.realcluster.cluster import Cluster, default_state, preflight
+from tests.realcluster.procs import last_port
+
+
+def _ours(c: Cluster) -> list[str]:
+    """Our processes: host processes run as their pods would be, so kubectl lists their Leases and what
+    they write, not pods."""
+    lines = []
+    for name, p in c.procs.items():
+        if name.startswith("koord"):
+            port = last_port(p)
+            where = f"http://127.0.0.1:{port}/readyz" if port else "no port yet"
+            lines.append(f"  {name:<22} pid {p.pid:<8} {'running' if p.running() else 'gone':<8} {where}")
+    return lines
 
 
 def _hints(c: Cluster) -> list[str]:
     kc = c.admin_kubeconfig
+    ours = _ours(c)
+    head = ["our processes (as their pods would run them; kubectl get leases -n koordinator-system):", *ours]
     return [
+        *(head if ours else []),
         f"export KUBECONFIG={kc}",
         "kubectl get nodes,pods -A -o wide",
         "kubectl get nodemetrics,nodeslos -o wide",
@@ -80,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         c = Cluster.load(state)
         if args.command == "status":
             for p in c.procs.values():
-                print(f"{p.name:<28} pid {p.pid:<8} {'running' if p.running() else 'gone'}")
+                port = last_port(p) if p.name.startswith("koord") else None
+                print(f"{p.name:<28} pid {p.pid:<8} {'running' if p.running() else 'gone':<8} {port or ''}")
             return 0
         left = c.down()
         for line in left:

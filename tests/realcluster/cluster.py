@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import socket
 import time
@@ -23,7 +22,7 @@ from typing import Any
 from koordlet.testing.agent import http_get
 from koordlet.testing.cgroups import unavailable
 from tests.realcluster import binaries, control, images, node, pki, stack
-from tests.realcluster.procs import Started, wait_until
+from tests.realcluster.procs import Started, last_port, wait_until
 
 NODE = "koord-node-0"
 TOOLS = (
@@ -47,19 +46,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-_SERVING = re.compile(r"serving HTTP on port (\d+)")
-
-
-def last_port(p: Started, *, after: int = 0) -> int | None:
-    """The port our process announced last in its log (past byte ``after``); None before it did."""
-    try:
-        text = Path(p.log).read_text(errors="replace")[after:]
-    except OSError:
-        return None
-    found = _SERVING.findall(text)
-    return int(found[-1]) if found else None
 
 
 def unmet() -> str:
@@ -92,8 +78,8 @@ def preflight(state: Path) -> str:
         return "a kubepods cgroup already exists (another kubelet, or a cluster not stopped): stop it first"
     if node.mounts_under(state):
         return f"mounts remain under {state} from an earlier run: run the stop (make cluster-stop) first"
-    if node.NODE_DEVICE in node.links():
-        return f"network device {node.NODE_DEVICE} exists: a real cluster runs (stop it first)"
+    if node.POD_BRIDGE in node.links():
+        return f"network device {node.POD_BRIDGE} exists: a real cluster runs (stop it first)"
     return ""
 
 
@@ -107,6 +93,11 @@ class Cluster:
     version: str = ""
     with_node: bool = True
     """A kubelet, containerd and the node's devices (one such cluster per machine)."""
+    made_shared: list[str] = field(default_factory=list)
+    """Mounts the start made shared (the stop makes them private again)."""
+    owned: list[str] = field(default_factory=list)
+    """Machine-wide things this cluster made and its stop removes (``node``: the bridge, the kubepods
+    cgroups, the kubelet's and the runtime's host directories)."""
     controller_flags: tuple[str, ...] = ()
     """Extra kube-controller-manager flags (a benchmark without heartbeats turns node lifecycle off)."""
     audit_policy: dict[str, Any] | None = None
@@ -127,18 +118,20 @@ class Cluster:
         return self.state / "admin.kubeconfig"
 
     @property
-    def server(self) -> str:
-        assert self.ports is not None
-        return f"https://127.0.0.1:{self.ports.apiserver}"
+    def net(self) -> control.Network:
+        return node.NETWORK if self.with_node else control.LOOPBACK
 
     @property
-    def kubelet_root(self) -> Path:
-        return self.state / "kubelet" / "root"
+    def server(self) -> str:
+        assert self.ports is not None
+        return f"https://{self.net.api_host}:{self.ports.apiserver}"
 
     def _record(self) -> None:
         doc = {
             "node": self.node_name,
             "withNode": self.with_node,
+            "owned": self.owned,
+            "madeShared": self.made_shared,
             "version": self.version,
             "ports": self.ports.to_json() if self.ports else None,
             "absentAtStart": self.absent_at_start,
@@ -152,9 +145,10 @@ class Cluster:
         ports = control.Ports(**doc["ports"]) if doc.get("ports") else None
         procs = {p["name"]: Started.from_json(p) for p in doc.get("processes", [])}
         absent = list(doc.get("absentAtStart", []))
-        return cls(
-            state, doc["node"], procs, ports, absent, doc.get("version", ""), bool(doc.get("withNode", True))
-        )
+        with_node = bool(doc.get("withNode", True))
+        owned = list(doc.get("owned", []))
+        shared = list(doc.get("madeShared", []))
+        return cls(state, doc["node"], procs, ports, absent, doc.get("version", ""), with_node, shared, owned)
 
     def _add(self, p: Started) -> Started:
         self.procs[p.name] = p
@@ -187,7 +181,10 @@ class Cluster:
         self.state.mkdir(parents=True)
         if self.with_node:
             self.absent_at_start = [str(p) for p in node.HOST_LEFTOVERS if not p.exists()]
-        self.ports = control.Ports(*(free_port() for _ in range(7)))
+        free = [free_port() for _ in range(7)]
+        if self.with_node:
+            free[2] = node.API_PORT  # the kubernetes Service's port, for pods' in-cluster configuration
+        self.ports = control.Ports(*free)
         self._record()
         try:
             self._up(bins, step, with_stack=with_stack and self.with_node, with_scheduler=with_scheduler)
@@ -201,7 +198,7 @@ class Cluster:
     def _up(self, bins: binaries.Binaries, step: Say, *, with_stack: bool, with_scheduler: bool) -> None:
         assert self.ports is not None
         step("certificates")
-        pki.make_all(self.pki, node=self.node_name, node_ip=node.NODE_IP, service_ip=control.SERVICE_IP)
+        pki.make_all(self.pki, node=self.node_name, node_ip=node.NODE_IP, service_ip=self.net.service_ip)
         ca = self.pki / "ca.crt"
         kubeconfigs = {}
         for name, cert in (
@@ -216,7 +213,11 @@ class Cluster:
             )
             kubeconfigs[name] = path
         if self.with_node:
+            self.owned.append("node")
+            self._record()
             node.add_node_address()
+            self.made_shared = node.make_shared()
+            self._record()
         step(f"etcd {bins.version}")
         self._add(control.start_etcd(bins, self.state / "etcd", self.logs, self.ports))
         step("kube-apiserver")
@@ -228,6 +229,7 @@ class Cluster:
                 self.logs,
                 self.ports,
                 node_ip=node.NODE_IP,
+                net=self.net,
                 audit_policy=self.audit_policy,
             )
         )
@@ -239,6 +241,7 @@ class Cluster:
                 kubeconfigs["controller-manager"],
                 self.logs,
                 self.ports,
+                self.net,
                 extra=self.controller_flags,
             )
         )
@@ -271,7 +274,7 @@ class Cluster:
     def start_stack(self, step: Say) -> None:
         step("deploy/: CRDs, RBAC, ServiceAccounts, ConfigMaps, NodeSLO")
         stack.apply_deploy(self.admin_kubeconfig, self.node_name)
-        host_paths = {"/var/lib/kubelet/": self.kubelet_root, "/var/run/": self.state / "host" / "var-run"}
+        host_paths = {"/var/run/": self.state / "host" / "var-run"}
         for p in host_paths.values():
             p.mkdir(parents=True, exist_ok=True)
         work = self.state / "stack"
@@ -365,11 +368,18 @@ class Cluster:
         left: list[str] = []
         if not self.with_node:
             return [f"process {p.name} still running" for p in self.procs.values() if p.running()]
-        left += node.unmount_all(self.state, Path("/var/lib/kubelet"))
-        for top in node.kubepods_dirs():
-            left += node.remove_cgroup_tree(top)
-        left += node.delete_links()
-        node.remove_leftovers(self.absent_at_start)
+        # Machine-wide things only when this cluster made them (its start refused to run beside them):
+        # a stop of a cluster that never started must not take another's bridge or cgroups.
+        if "node" in self.owned:
+            node.kill_leftovers(self.state)
+            left += node.unmount_all(self.state, node.KUBELET_ROOT)
+            left += node.make_private(self.made_shared)
+            for top in node.kubepods_dirs():
+                left += node.remove_cgroup_tree(top)
+            left += node.delete_links()
+            node.remove_leftovers(self.absent_at_start)
+        else:
+            left += node.unmount_all(self.state)
         still = [p.name for p in self.procs.values() if p.running()]
         left += [f"process {n} still running" for n in still]
         return left

@@ -17,8 +17,19 @@ import yaml
 from tests.realcluster.binaries import Binaries
 from tests.realcluster.procs import Started, spawn, wait_until
 
-SERVICE_CIDR = "10.96.0.0/24"
-SERVICE_IP = "10.96.0.1"  # the first address of the range: the ``kubernetes`` Service's, in the certificate
+
+@dataclass(frozen=True)
+class Network:
+    """Where kube-apiserver listens and what its Service range is."""
+
+    api_host: str
+    service_cidr: str
+    service_ip: str
+    """The first address of the range: the ``kubernetes`` Service's, in the serving certificate."""
+
+
+LOOPBACK = Network("127.0.0.1", "10.96.0.0/24", "10.96.0.1")
+"""A control plane without a node: nothing but this host reaches it."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,7 @@ def apiserver_argv(
     ports: Ports,
     *,
     node_ip: str,
+    net: Network,
     audit_policy: dict[str, Any] | None = None,
 ) -> list[str]:
     policy = state / "audit-policy.yaml"
@@ -147,7 +159,7 @@ def apiserver_argv(
     return [
         str(bins.path("kube-apiserver")),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={net.api_host}",
         f"--advertise-address={node_ip}",
         f"--secure-port={ports.apiserver}",
         f"--tls-cert-file={pki / 'apiserver.crt'}",
@@ -162,7 +174,7 @@ def apiserver_argv(
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={pki / 'sa.pub'}",
         f"--service-account-signing-key-file={pki / 'sa.key'}",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        f"--service-cluster-ip-range={net.service_cidr}",
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
         "--profiling=false",
@@ -182,11 +194,12 @@ def start_apiserver(
     ports: Ports,
     *,
     node_ip: str,
+    net: Network,
     audit_policy: dict[str, Any] | None = None,
 ) -> Started:
-    argv = apiserver_argv(bins, pki, state, ports, node_ip=node_ip, audit_policy=audit_policy)
+    argv = apiserver_argv(bins, pki, state, ports, node_ip=node_ip, net=net, audit_policy=audit_policy)
     proc = spawn("kube-apiserver", argv, logs)
-    base = f"https://127.0.0.1:{ports.apiserver}"
+    base = f"https://{net.api_host}:{ports.apiserver}"
     wait_until(
         "kube-apiserver ready",
         lambda: https_get(f"{base}/readyz", pki / "ca.crt", pki / "admin.crt", pki / "admin.key")[0] == 200,
@@ -202,6 +215,7 @@ def start_controller_manager(
     kubeconfig: Path,
     logs: Path,
     ports: Ports,
+    net: Network,
     *,
     extra: tuple[str, ...] = (),
 ) -> Started:
@@ -219,7 +233,7 @@ def start_controller_manager(
             f"--cluster-signing-cert-file={pki / 'ca.crt'}",
             f"--cluster-signing-key-file={pki / 'ca.key'}",
             "--use-service-account-credentials=true",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-cluster-ip-range={net.service_cidr}",
             "--leader-elect=false",
             "--profiling=false",
             "--v=1",

@@ -13,7 +13,9 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 def _cgroups() -> frozenset[str]:
-    return frozenset(str(p) for p in CGROUP_ROOT.glob("*/*") if p.is_dir())
+    """The kubelet's cgroup trees (``kubepods``) at the top of each hierarchy: what a cluster makes
+    there (other tests make their own trees beside them, under their own names)."""
+    return frozenset(str(p) for p in CGROUP_ROOT.glob("*/kubepods*") if p.is_dir())
 
 
 def _mounts() -> frozenset[str]:
@@ -22,6 +24,7 @@ def _mounts() -> frozenset[str]:
 
 
 def _processes() -> frozenset[tuple[int, int, str]]:
+    """(pid, start ticks, command line) of every process."""
     found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -29,11 +32,11 @@ def _processes() -> frozenset[tuple[int, int, str]]:
         pid = int(entry.name)
         ticks = start_ticks(pid)
         try:
-            comm = (entry / "comm").read_text().strip()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         if ticks is not None:
-            found.add((pid, ticks, comm))
+            found.add((pid, ticks, cmdline))
     return frozenset(found)
 
 
@@ -48,13 +51,14 @@ class Footprint:
     def now(cls) -> Footprint:
         return cls(_mounts(), _cgroups(), frozenset(node.links()), _processes())
 
-    def added_since(self, before: Footprint, *, process_names: frozenset[str]) -> dict[str, list[str]]:
-        """What is here now and was not in ``before``; processes only of the given command names (the
-        suite's own processes come and go beside the cluster)."""
+    def added_since(self, before: Footprint, *, state: Path) -> dict[str, list[str]]:
+        """What is here now and was not in ``before``. Processes count when their command line names the
+        cluster's state directory (its components, containerd's shims): other engineers' processes come
+        and go beside it."""
         new_procs = [
-            f"{comm} (pid {pid})"
-            for pid, ticks, comm in self.processes - before.processes
-            if comm in process_names and start_ticks(pid) == ticks
+            f"{cmdline[:80]} (pid {pid})"
+            for pid, ticks, cmdline in self.processes - before.processes
+            if str(state) in cmdline and start_ticks(pid) == ticks
         ]
         found = {
             "mounts": sorted(self.mounts - before.mounts),
@@ -63,25 +67,3 @@ class Footprint:
             "processes": sorted(new_procs),
         }
         return {k: v for k, v in found.items() if v}
-
-
-CLUSTER_PROCESSES = frozenset(
-    {
-        "etcd",
-        "kube-apiserver",
-        "kube-controller",  # comm is cut at 15 characters
-        "kube-scheduler",
-        "kubelet",
-        "containerd",
-        "containerd-shim",
-        "runc",
-        "sh",
-        "sleep",
-        "koordlet",
-        "koord-manager",
-        "koord-scheduler",
-        "koord-deschedul",
-        "python",
-        "python3",
-    }
-)

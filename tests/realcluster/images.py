@@ -31,6 +31,9 @@ _PAUSE_CMD = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 &
 class Image:
     ref: str
     cmd: tuple[str, ...]
+    env: tuple[str, ...] = ("PATH=/bin",)
+    entrypoint: bool = False
+    """``cmd`` is the image's Entrypoint (a pod's ``args`` follow it) rather than its Cmd."""
 
 
 IMAGES = (Image(BUSYBOX, ("/bin/sh",)), Image(PAUSE, tuple(_PAUSE_CMD)))
@@ -79,7 +82,8 @@ def _layer(busybox: Path) -> bytes:
     return buf.getvalue()
 
 
-def _blob(out: tarfile.TarFile, data: bytes) -> tuple[str, int]:
+def blob(out: tarfile.TarFile, data: bytes) -> tuple[str, int]:
+    """``data`` stored under ``blobs/sha256/``; its digest and size."""
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
     info = tarfile.TarInfo(f"blobs/sha256/{digest[7:]}")
     info.size = len(data)
@@ -88,57 +92,65 @@ def _blob(out: tarfile.TarFile, data: bytes) -> tuple[str, int]:
     return digest, len(data)
 
 
+def index_entry(
+    out: tarfile.TarFile,
+    image: Image,
+    layers: list[tuple[str, int]],
+    diff_ids: list[str],
+    *,
+    compressed: bool = True,
+) -> dict[str, object]:
+    """The config and manifest of ``image`` (its layers already stored) and its entry in ``index.json``."""
+    run: dict[str, object] = {"Env": list(image.env), "WorkingDir": "/"}
+    run["Entrypoint" if image.entrypoint else "Cmd"] = list(image.cmd)
+    config = {
+        "architecture": "amd64",
+        "os": "linux",
+        "config": run,
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
+    }
+    config_digest, config_size = blob(out, json.dumps(config).encode())
+    media = "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if compressed else "")
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "digest": config_digest,
+            "size": config_size,
+        },
+        "layers": [{"mediaType": media, "digest": d, "size": n} for d, n in layers],
+    }
+    digest, size = blob(out, json.dumps(manifest).encode())
+    return {
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": digest,
+        "size": size,
+        "annotations": {
+            "io.containerd.image.name": image.ref,
+            "org.opencontainers.image.ref.name": image.ref.rsplit(":", 1)[1],
+        },
+        "platform": {"architecture": "amd64", "os": "linux"},
+    }
+
+
+def write_layout(out: tarfile.TarFile, manifests: list[dict[str, object]]) -> None:
+    for name, doc in (
+        ("oci-layout", {"imageLayoutVersion": "1.0.0"}),
+        ("index.json", {"schemaVersion": 2, "manifests": manifests}),
+    ):
+        raw = json.dumps(doc).encode()
+        info = tarfile.TarInfo(name)
+        info.size = len(raw)
+        info.mode = 0o644
+        out.addfile(info, io.BytesIO(raw))
+
+
 def write_archive(dest: Path, images: tuple[Image, ...] = IMAGES) -> Path:
     """One OCI image layout tarball holding every image (the layer stored once)."""
     layer = _layer(_busybox())
-    gz = gzip.compress(layer, mtime=0)
     with tarfile.open(dest, "w") as out:
-        layer_digest, layer_size = _blob(out, gz)
-        manifests = []
-        for image in images:
-            config = {
-                "architecture": "amd64",
-                "os": "linux",
-                "config": {"Env": ["PATH=/bin"], "Cmd": list(image.cmd), "WorkingDir": "/"},
-                "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest()]},
-            }
-            config_digest, config_size = _blob(out, json.dumps(config).encode())
-            manifest = {
-                "schemaVersion": 2,
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "config": {
-                    "mediaType": "application/vnd.oci.image.config.v1+json",
-                    "digest": config_digest,
-                    "size": config_size,
-                },
-                "layers": [
-                    {
-                        "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                        "digest": layer_digest,
-                        "size": layer_size,
-                    }
-                ],
-            }
-            digest, size = _blob(out, json.dumps(manifest).encode())
-            manifests.append(
-                {
-                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                    "digest": digest,
-                    "size": size,
-                    "annotations": {
-                        "io.containerd.image.name": image.ref,
-                        "org.opencontainers.image.ref.name": image.ref.rsplit(":", 1)[1],
-                    },
-                    "platform": {"architecture": "amd64", "os": "linux"},
-                }
-            )
-        for name, doc in (
-            ("oci-layout", {"imageLayoutVersion": "1.0.0"}),
-            ("index.json", {"schemaVersion": 2, "manifests": manifests}),
-        ):
-            raw = json.dumps(doc).encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(raw)
-            info.mode = 0o644
-            out.addfile(info, io.BytesIO(raw))
+        stored = blob(out, gzip.compress(layer, mtime=0))
+        diff_id = "sha256:" + hashlib.sha256(layer).hexdigest()
+        write_layout(out, [index_entry(out, image, [stored], [diff_id]) for image in images])
     return dest

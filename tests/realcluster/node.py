@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -22,16 +23,24 @@ from pathlib import Path
 import yaml
 
 from tests.realcluster.binaries import Binaries
-from tests.realcluster.control import Ports
+from tests.realcluster.control import Network, Ports
 from tests.realcluster.images import PAUSE
 from tests.realcluster.procs import Started, spawn, wait_until
 
-NODE_DEVICE = "koordnode0"
 POD_BRIDGE = "koordcni0"
 # RFC 2544's benchmarking range: routed nowhere, so neither the node's address nor the pods' can meet a
-# real host's.
+# real host's. The node's address is on the pods' bridge and every pod's address is in the same /16: a
+# pod reaches the node (the kubelet, kube-apiserver) on its own link, with no gateway, route or NAT.
 NODE_IP = "198.18.0.1"
-POD_SUBNET = "198.18.1.0/24"
+POD_SUBNET = "198.18.0.0/16"
+POD_RANGE = ("198.18.1.2", "198.18.1.254")
+SERVICE_CIDR = "198.18.0.0/24"
+"""The Service range: its first address, the ``kubernetes`` Service's, is the node's, where kube-apiserver
+listens on 443. A pod's in-cluster configuration (``KUBERNETES_SERVICE_HOST``/``PORT``) reaches it so
+without a kube-proxy."""
+API_PORT = 443
+NETWORK = Network(NODE_IP, SERVICE_CIDR, NODE_IP)
+CLUSTER_DNS = "198.18.0.10"  # answered by nothing: no pod of the tier resolves a name
 CNI_BIN = Path("/usr/lib/cni")
 CNI_NAME = "koord-real"
 
@@ -43,6 +52,8 @@ HOST_LEFTOVERS = (
     Path("/var/log/containers"),
     Path("/run/containerd"),
     Path("/var/lib/cni"),
+    # The DaemonSet's prediction checkpoints (a hostPath the kubelet makes, DirectoryOrCreate).
+    Path("/var/run/koordlet"),
 )
 
 
@@ -51,11 +62,53 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 def add_node_address() -> None:
-    # A bridge without ports stands in for a dummy device: this kernel has no dummy driver, and an
-    # address on any link that is up is a local address of the host.
-    ip("link", "add", NODE_DEVICE, "type", "bridge")
-    ip("addr", "add", f"{NODE_IP}/32", "dev", NODE_DEVICE)
-    ip("link", "set", NODE_DEVICE, "up")
+    """The pods' bridge, made before the CNI plugin would, with the node's address on it."""
+    ip("link", "add", POD_BRIDGE, "type", "bridge")
+    ip("addr", "add", f"{NODE_IP}/16", "dev", POD_BRIDGE)
+    ip("link", "set", POD_BRIDGE, "up")
+
+
+KUBELET_ROOT = Path("/var/lib/kubelet")
+"""The kubelet's usual root: the DaemonSet mounts it from the host by that path (the CPU manager's
+checkpoint), and the kubelet writes parts of it whatever its ``--root-dir`` says."""
+SHARED = (Path("/sys"),)
+"""Mounts a pod's ``mountPropagation: HostToContainer`` needs shared: the DaemonSet's ``/sys/fs/``.
+systemd makes every mount shared at boot; a machine without it (this one) has them private, and
+containerd then refuses the container. The kubelet makes its own root directory shared itself."""
+
+
+def propagation(point: Path) -> str:
+    """``shared``, ``slave`` or ``private``, from the mount's optional fields in mountinfo."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == str(point):
+                optional = fields[6 : fields.index("-")]
+                if any(o.startswith("shared:") for o in optional):
+                    return "shared"
+                return "slave" if any(o.startswith("master:") for o in optional) else "private"
+    raise LookupError(f"{point} is not a mount point")
+
+
+def make_shared() -> list[str]:
+    """Each of :data:`SHARED` that was private, made shared; what was changed (for the stop to undo)."""
+    changed = []
+    for point in SHARED:
+        if propagation(point) == "private":
+            subprocess.run(
+                ["mount", "--make-shared", str(point)], check=True, capture_output=True, timeout=30
+            )
+            changed.append(str(point))
+    return changed
+
+
+def make_private(points: list[str]) -> list[str]:
+    failed = []
+    for point in points:
+        done = subprocess.run(["mount", "--make-private", point], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            failed.append(f"{point}: {done.stderr.strip()}")
+    return failed
 
 
 def links() -> set[str]:
@@ -76,7 +129,9 @@ def write_cni(conf_dir: Path, ipam_dir: Path) -> None:
                 "ipMasq": False,
                 "ipam": {
                     "type": "host-local",
-                    "ranges": [[{"subnet": POD_SUBNET}]],
+                    "ranges": [
+                        [{"subnet": POD_SUBNET, "rangeStart": POD_RANGE[0], "rangeEnd": POD_RANGE[1]}]
+                    ],
                     "dataDir": str(ipam_dir),
                 },
             }
@@ -131,13 +186,12 @@ def containerd_socket(state: Path) -> Path:
 
 
 def ctr(state: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ctr", "--address", str(containerd_socket(state)), "--namespace", "k8s.io", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    """``ctr`` in the CRI's namespace; a call that hangs is a failed call (the stop must go on)."""
+    argv = ["ctr", "--address", str(containerd_socket(state)), "--namespace", "k8s.io", *args]
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, 124, "", f"timed out after {timeout:.0f}s")
 
 
 def start_containerd(state: Path, logs: Path) -> Started:
@@ -182,7 +236,7 @@ def kubelet_config(state: Path, pki: Path, ports: Ports) -> Path:
         "clusterDomain": "cluster.local",
         # No DNS server runs: an address that answers nothing, so pods keep the ClusterFirst policy they
         # would have in a cluster instead of the kubelet falling back with a warning event per pod.
-        "clusterDNS": ["10.96.0.10"],
+        "clusterDNS": [CLUSTER_DNS],
         "failSwapOn": False,
         "resolvConf": "/etc/resolv.conf",
         "podLogsDir": str(state / "kubelet" / "pod-logs"),
@@ -205,7 +259,7 @@ def start_kubelet(
     bins: Binaries, state: Path, pki: Path, kubeconfig: Path, logs: Path, ports: Ports, node: str
 ) -> Started:
     cfg = kubelet_config(state, pki, ports)
-    root = state / "kubelet" / "root"
+    root = KUBELET_ROOT
     root.mkdir(parents=True, exist_ok=True)
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
     return spawn(
@@ -286,10 +340,45 @@ def kill_tasks(state: Path) -> None:
         ctr(state, "containers", "rm", container, timeout=20)
 
 
+def kill_leftovers(state: Path) -> None:
+    """SIGKILL what the runtime did not stop: processes still in the kubepods cgroups (containers whose
+    task hung) and the shims serving this cluster's containerd (they outlive it by design). Again until
+    none is left: a container in the host's PID namespace (hostPID) may fork while its parent is killed,
+    and its children do not die with it."""
+    socket = str(containerd_socket(state)).encode()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        pids: set[int] = set()
+        for top in kubepods_dirs():
+            for procs in top.rglob("cgroup.procs"):
+                with contextlib.suppress(OSError, ValueError):
+                    pids.update(int(p) for p in procs.read_text().split())
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if socket in (entry / "cmdline").read_bytes():
+                        pids.add(int(entry.name))
+        pids = {p for p in pids if _state(p) not in ("Z", "gone")}
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+
+
+def _state(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+    return raw[raw.rindex(")") + 2]
+
+
 def delete_links() -> list[str]:
     """Remove the node's dummy device, the pods' bridge and any veth left on it."""
     problems = []
-    for name in (POD_BRIDGE, NODE_DEVICE):
+    for name in (POD_BRIDGE,):
         if name in links():
             done = ip("link", "del", name, check=False)
             if done.returncode != 0:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -151,3 +152,16 @@ def wait_until(
             logs = "".join(f"\n--- {p.name}:\n{p.tail(2000)}" for p in watch)
             raise TimeoutError(f"{what}: not reached in {timeout:.0f}s{logs}")
         time.sleep(every)
+
+
+_SERVING = re.compile(r"serving HTTP on port (\d+)")
+
+
+def last_port(p: Started, *, after: int = 0) -> int | None:
+    """The port our process announced last in its log (past byte ``after``); None before it did."""
+    try:
+        text = Path(p.log).read_text(errors="replace")[after:]
+    except OSError:
+        return None
+    found = _SERVING.findall(text)
+    return int(found[-1]) if found else None

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
-DASHBOARDS = Path(__file__).resolve().parents[2] / "deploy" / "dashboards"
+from tests.support.paths import ROOT
+
+DASHBOARDS = ROOT / "deploy" / "dashboards"
 
 
 def load() -> dict[str, dict[str, Any]]:

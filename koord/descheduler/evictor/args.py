@@ -7,13 +7,7 @@ Kept with Koordinator's meaning and defaults: the filter options (``evictFailedB
 ``maxMigratingPerWorkload``, ``maxUnavailablePerWorkload``, ``skipCheckExpectedReplicas``,
 ``objectLimiters.workload`` with its 5-minute window), ``skipEvictionGates``, ``evictQPS`` 10 and
 ``evictBurst`` 1, ``defaultJobTTL`` 5 minutes (how long an evicted pod counts as migrating at most),
-``defaultDeleteOptions.gracePeriodSeconds`` and ``dryRun``.
-
-What differs, because evictions go straight to the Eviction API (no PodMigrationJob, no Reservation):
-``evictionPolicy`` must be ``Eviction`` (``Delete`` and ``Soft`` would bypass PodDisruptionBudgets);
-``defaultJobMode: ReservationFirst`` (Koordinator's default) is accepted and logged as evicting directly;
-``schedulerNames``, ``maxConcurrentReconciles`` and ``arbitrationArgs`` are accepted and have no effect;
-``nodeSelector`` must be empty (select nodes with the profile's or the configuration's ``nodeSelector``).
+``defaultDeleteOptions.gracePeriodSeconds`` and ``dryRun``. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -25,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.selector import LabelSelector, parse_selector
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
+from koordshared.apis.meta.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from koord.apis import pod as podutil
-from koord.apis.pod import as_map, str_map
 from koord.descheduler.evictor.args import MigrationControllerArgs
 from koord.descheduler.framework.interface import Obj
 from koord.descheduler.framework.nodefit import NodeFit
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.pod import as_map, str_map
 
 MAX_EVICTION_COST = 2**31 - 1
 

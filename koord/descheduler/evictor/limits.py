@@ -5,22 +5,7 @@ A pod this evictor evicted counts as *migrating* from the eviction until it has 
 deletion confirmed) and the round it was evicted in is over, or ``defaultJobTTL`` has passed: so a round
 never evicts more than the limit from a node even when the kubelet confirms deletions at once, and a
 pod stuck terminating holds its slot for at most the TTL. Dry-run decisions count for their round only.
-
-The limits are also taken from the cluster, not only from this process's memory: every pod the cache
-shows being deleted (``deletionTimestamp`` set) counts as migrating for its node, namespace, workload
-and the global limit, until ``defaultJobTTL`` after its grace period ends. Koordinator keeps its
-PodMigrationJobs in the cluster so a restarted descheduler still sees its evictions under way; evicting
-through the Eviction API leaves no such object, and the pod's own deletion is the state that survives a
-restart. A deletion this evictor did not make counts as well: it is a disruption under way all the same.
-
-Limits (each can be skipped with ``skipEvictionGates``): migrating pods per node (default 2), per
-namespace and in total; per workload (the pod's controller; replicas are its cached pods plus its
-migrating ones already gone from the cache, as the controller's spec is not watched), migrating
-pods at most ``maxMigratingPerWorkload`` and migrating-or-unavailable pods at most
-``maxUnavailablePerWorkload`` (Koordinator's defaults by replica count); a workload of one replica (or as
-many as its limit) is never evicted unless ``skipCheckExpectedReplicas``; and at most ``maxMigrating``
-evictions per workload within the ``objectLimiters.workload`` window (a token bucket refilled at
-``maxMigrating / duration``).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -28,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from koord.apis import pod as podutil
-from koord.apis.pod import as_map
-from koord.apis.timefmt import parse_time
 from koord.descheduler.evictor.args import MigrationControllerArgs, max_per_workload
 from koord.descheduler.framework.interface import Obj
-from koord.kube.ratelimit import TokenBucket
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.meta.quantity import parse_time
+from koordshared.kube.ratelimit import TokenBucket
 
 
 @dataclass(slots=True)

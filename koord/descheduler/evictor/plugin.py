@@ -17,17 +17,17 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis import pod as podutil
-from koord.apis.node import is_ready
-from koord.apis.pod import as_map
 from koord.descheduler.evictor.args import MigrationControllerArgs, parse_args
 from koord.descheduler.evictor.filters import StaticFilter
 from koord.descheduler.evictor.limits import Limits
 from koord.descheduler.framework.interface import EvictionRefused, EvictOptions, Handle, Obj
 from koord.descheduler.framework.nodefit import NodeFit
-from koord.kube.client import ApiError, request
-from koord.kube.ratelimit import TokenBucket
-from koord.runtime.errors import APIUnavailable
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.node import is_ready
+from koordshared.apis.core.pod import as_map
+from koordshared.kube.client import ApiError, request
+from koordshared.kube.ratelimit import TokenBucket
+from koordshared.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,7 @@ at the spread over many nodes and decides what to move), ``filter(pod)``/``pre_e
 eviction out). In each round every enabled Deschedule plugin of every profile runs before any Balance
 plugin, so a balance is not undone by a later deschedule. A factory ``(args, handle)`` builds a plugin;
 the handle gives the cluster caches, the API client and the profile's :class:`Evictor`.
-
-Objects (nodes, pods, NodeMetrics) are the API's JSON as plain mappings shared with the caches: read
-them, never change them.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

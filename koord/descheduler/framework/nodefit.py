@@ -13,10 +13,10 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
-from koord.apis.node import is_unschedulable, matches_node_selector, node_name, untolerated_taints
-from koord.apis.pod import as_map
-from koord.apis.resources import ResourceList, parse_resource_list, pod_requests_list
 from koord.descheduler.framework.interface import Obj
+from koordshared.apis.core.node import is_unschedulable, matches_node_selector, node_name, untolerated_taints
+from koordshared.apis.core.pod import as_map, pod_key
+from koordshared.apis.core.resources import ResourceList, parse_resource_list, pod_requests_list
 
 Milli = dict[str, int]
 ParsedMemo = dict[str, tuple[Obj, Milli]]
@@ -49,10 +49,7 @@ class NodeFit:
 
     def pod_requests(self, pod: Obj) -> Milli:
         """The pod's requests in milli-units, as ``Quantity.MilliValue()`` rounds them."""
-        m = pod.get("metadata") or {}
-        return self._memo(
-            self.requests, f"{m.get('namespace') or ''}/{m.get('name') or ''}", pod, pod_requests_list
-        )
+        return self._memo(self.requests, pod_key(pod), pod, pod_requests_list)
 
     def allocatable(self, node: Obj) -> Milli:
         return self._memo(

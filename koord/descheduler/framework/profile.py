@@ -3,11 +3,11 @@
 ``pluginConfig[{name, args}]`` and ``nodeSelector``.
 
 Merging follows Koordinator's ``mergePlugins``, which is kube-scheduler's
-(:func:`koord.runtime.pluginset.merge_plugin_set`, shared with the scheduler): the defaults
+(:func:`koordshared.runtime.pluginset.merge_plugin_set`, shared with the scheduler): the defaults
 (``MigrationController`` at evict and filter, nothing at deschedule and balance) minus ``disabled`` (a
 name, or ``"*"``), a custom entry of the same name replacing a default in place, the other custom entries
 appended. A malformed profile is a
-:class:`~koord.runtime.errors.ConfigError` naming the field.
+:class:`~koordshared.runtime.errors.ConfigError` naming the field.
 """
 
 from __future__ import annotations
@@ -16,9 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.selector import LabelSelector, parse_selector
-from koord.runtime.errors import ConfigError
-from koord.runtime.pluginset import PluginRef, PluginSet, merge_plugin_set, parse_plugin_set, plugin_config
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.pluginset import (
+    PluginRef,
+    PluginSet,
+    merge_plugin_set,
+    parse_plugin_set,
+    plugin_config,
+)
 
 POINTS = ("deschedule", "balance", "evict", "filter")
 DEFAULT_EVICTOR = "MigrationController"

@@ -2,12 +2,13 @@
 
 :class:`Framework` builds every plugin the profile enables, once, with its ``pluginConfig`` args and a
 :class:`ProfileHandle`; a name the registry does not know, args the factory refuses or a plugin lacking the
-method of the point it is enabled at is a :class:`~koord.runtime.errors.PluginError` naming the plugin and the
-profile (the scheduler's framework raises the same, :mod:`koord.runtime.pluginset`); a plugin enabled twice at
-a point, or a profile without exactly one Evict plugin, a ``ConfigError``. :class:`ProfileEvictor` is what
-plugins call: ``filter`` ANDs the Filter plugins; ``evict`` applies the round's limits (the configuration's
-``maxNoOfPodsToEvict*``), turns the configuration's ``dryRun`` into ``EvictOptions.dry_run``, calls the Evict
-plugin and counts the outcome. A plugin that raises fails its own call only; the round goes on."""
+method of the point it is enabled at is a :class:`~koordshared.runtime.errors.PluginError` naming the plugin
+and the profile (the scheduler's framework raises the same, :mod:`koordshared.runtime.pluginset`); a plugin
+enabled twice at a point, or a profile without exactly one Evict plugin, a ``ConfigError``.
+:class:`ProfileEvictor` is what plugins call: ``filter`` ANDs the Filter plugins; ``evict`` applies the
+round's limits (the configuration's ``maxNoOfPodsToEvict*``), turns the configuration's ``dryRun`` into
+``EvictOptions.dry_run``, calls the Evict plugin and counts the outcome. A plugin that raises fails its own
+call only; the round goes on."""
 
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from koord.apis import pod as podutil
-from koord.apis.pod import as_map
 from koord.descheduler.framework.interface import (
     EXTENSION_POINTS,
     EventRecorder,
@@ -32,9 +31,11 @@ from koord.descheduler.framework.interface import (
     Status,
 )
 from koord.descheduler.framework.profile import POINTS, Profile
-from koord.runtime.errors import ConfigError, PluginError
-from koord.runtime.pluginregistry import Registry
-from koord.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.pod import as_map
+from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.pluginregistry import Registry
+from koordshared.runtime.pluginset import build_plugin, check_plugin_config, refuse_duplicates
 
 log = logging.getLogger(__name__)
 

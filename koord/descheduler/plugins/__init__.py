@@ -2,7 +2,7 @@
 LowNodeLoad (Balance) and RemovePodsViolatingNodeAffinity (Deschedule). The default Evict and Filter
 plugin lives in :mod:`koord.descheduler.evictor` (it talks to the API server, these do not).
 
-Third-party plugins register through the ``koordlet.descheduler_plugins`` entry-point group instead.
+Third-party plugins register through the ``koord.descheduler_plugins`` entry-point group instead.
 """
 
 from collections.abc import Mapping

@@ -13,14 +13,14 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import pod as podutil
-from koord.apis.node import matches_node_selector, node_name
-from koord.apis.pod import as_map, str_map
-from koord.apis.selector import LabelSelector, parse_selector
-from koord.apis.strictargs import decode
 from koord.descheduler.framework.interface import EvictOptions, Handle, Obj, Status
 from koord.descheduler.framework.nodefit import NodeFit
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.node import matches_node_selector, node_name
+from koordshared.apis.core.pod import as_map, str_map
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
+from koordshared.apis.meta.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 log = logging.getLogger(__name__)
 

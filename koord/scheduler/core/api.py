@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from koord.apis.groups import Resource
-from koord.kube.client import ApiError, request
-from koord.kube.eventsv1 import EventBroadcaster
-from koord.runtime.errors import APIUnavailable
 from koord.scheduler.core.events import ProfileEvents
-from koord.scheduler.framework.eventhandle import SCHEDULING, EventHandle
+from koord.scheduler.framework.interface import SCHEDULING, EventHandle
 from koord.scheduler.framework.types import Obj
+from koordshared.apis.core.pod import binding, pod_key
+from koordshared.apis.meta.groups import Resource
+from koordshared.kube.client import ApiError, request
+from koordshared.kube.eventsv1 import EventBroadcaster
+from koordshared.runtime.errors import APIUnavailable
 
 
 class APIFailed(Exception):
@@ -37,7 +38,7 @@ class APIFailed(Exception):
 
 
 class ClusterAPI(EventHandle, Protocol):
-    """The writes (``event`` as :class:`koord.scheduler.framework.eventhandle.EventHandle` says)."""
+    """The writes (``event`` as :class:`koord.scheduler.framework.interface.EventHandle` says)."""
 
     def bind(self, pod: Obj, node: str) -> None: ...
 
@@ -78,7 +79,7 @@ def _meta(pod: Obj) -> tuple[str, str, str]:
 
 class KubeAPI:
     """On the official client's ApiClient (raw JSON requests; Events through an
-    :class:`~koord.kube.eventsv1.EventBroadcaster` whose thread the process runs, one recorder per
+    :class:`~koordshared.kube.eventsv1.EventBroadcaster` whose thread the process runs, one recorder per
     profile: ``scheduler_names``, the first one the default)."""
 
     def __init__(
@@ -106,18 +107,8 @@ class KubeAPI:
 
     def bind(self, pod: Obj, node: str) -> None:
         ns, name, uid = _meta(pod)
-        meta: dict[str, Any] = {"name": name, "namespace": ns}
-        if uid:
-            meta["uid"] = uid
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        self._send(
-            f"bind {ns}/{name} to {node}", "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body
-        )
+        path, body = binding(ns, name, uid, node)
+        self._send(f"bind {ns}/{name} to {node}", "POST", path, body)
 
     def patch_status(self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None) -> None:
         ns, name, uid = _meta(pod)
@@ -257,11 +248,8 @@ class MemoryAPI:
         action: str = SCHEDULING,
         related: Obj | None = None,
     ) -> None:
-        meta = obj.get("metadata") or {}
         with self._lock:
-            self.events.append(
-                (f"{meta.get('namespace') or ''}/{meta.get('name') or ''}", type_, reason, message)
-            )
+            self.events.append((pod_key(obj), type_, reason, message))
 
     def delete_pod(self, pod: Obj) -> None:
         ns, name, _ = _meta(pod)

@@ -6,16 +6,41 @@ Permit is rejected there, and one deleted while assumed leaves the cache at once
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from koord.kube.informer import EventHandler
+from koord.scheduler.cache.cache import Cache
+from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.framework import events
-from koord.scheduler.framework.events import Action, ClusterEvent
-from koord.scheduler.framework.nominator import nominated_node_name
+from koord.scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint
+from koord.scheduler.framework.nominator import Nominator, nominated_node_name
+from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.types import Obj, PodInfo
+from koord.scheduler.queue.queue import SchedulingQueue
+from koordshared.kube.informer import EventHandler
 
-if TYPE_CHECKING:
-    from koord.scheduler.core.scheduler import Scheduler
+
+class SchedulerParts(Protocol):
+    """What the event handlers and the handle read off the scheduler (the :class:`~.scheduler.Scheduler`
+    has them all), so neither imports it."""
+
+    cache: Cache
+    queue: SchedulingQueue
+    nominator: Nominator
+    metrics: SchedulerMetrics
+    virtual_pods: dict[str, Obj]
+    """Pods that exist only in the scheduler (reserve pods), by key."""
+
+    def events(self) -> dict[str, dict[str, tuple[ClusterEventWithHint, ...]]]: ...
+
+    def framework_for(self, pod: Obj) -> Framework | None: ...
+
+    def responsible_for(self, pod: Obj) -> bool: ...
+
+    def forget_condition(self, uid: str) -> None: ...
+
+    def reject_waiting(self, uid: str, message: str) -> None: ...
+
+    def room_freed(self, pod: Obj, node: str) -> None: ...
 
 
 def _assigned(pod: Obj) -> bool:
@@ -41,7 +66,7 @@ def _status_only(old: Obj, new: Obj) -> bool:
 
 
 class EventHandlers:
-    def __init__(self, sched: Scheduler) -> None:
+    def __init__(self, sched: SchedulerParts) -> None:
         self.sched = sched
 
     def attach(self, pods: Any, nodes: Any) -> None:
@@ -119,7 +144,7 @@ class EventHandlers:
         self.sched.queue.on_event(events.NODE_DELETE, node, None)
 
 
-def cache_events(sched: Scheduler, kind: str) -> EventHandler:
+def cache_events(queue: SchedulingQueue, kind: str) -> EventHandler:
     """Changes to a cache a plugin watches (PersistentVolumeClaims...) as ``<kind>`` cluster events for
     the queue (a resync, which changes nothing, is not one)."""
     added = ClusterEvent(kind, Action.ADD, f"{kind}Add")
@@ -127,13 +152,13 @@ def cache_events(sched: Scheduler, kind: str) -> EventHandler:
     deleted = ClusterEvent(kind, Action.DELETE, f"{kind}Delete")
 
     def on_add(obj: Obj) -> None:
-        sched.queue.on_event(added, None, obj)
+        queue.on_event(added, None, obj)
 
     def on_update(old: Obj, new: Obj) -> None:
         if old is not new:
-            sched.queue.on_event(updated, old, new)
+            queue.on_event(updated, old, new)
 
     def on_delete(obj: Obj) -> None:
-        sched.queue.on_event(deleted, obj, None)
+        queue.on_event(deleted, obj, None)
 
     return EventHandler(on_add, on_update, on_delete)

@@ -1,5 +1,5 @@
 """koord-scheduler's Events as kube-scheduler's profile recorders write them (``events.k8s.io/v1``,
-:mod:`koord.kube.eventsv1`): one recorder per profile, named after its scheduler; an Event regarding a
+:mod:`koordshared.kube.eventsv1`): one recorder per profile, named after its scheduler; an Event regarding a
 pod is reported by the profile that schedules it (a Reservation's by its template's), a Preempted one by
 the preemptor's; ``regarding`` is the object, a Pod unless it names its kind (as the Go type says it
 is in kube-scheduler); the note is cut at the API's limit as ``truncateMessage`` cuts it.
@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from koord.apis import reservation
-from koord.apis.groups import PODS
-from koord.kube.eventsv1 import EventBroadcaster, EventRecorder
-from koord.kube.objectref import NoKind, ObjectRef
 from koord.scheduler.framework.types import Obj
+from koordshared.apis.meta.groups import PODS
+from koordshared.apis.scheduling import reservation
+from koordshared.kube.eventsv1 import EventBroadcaster, EventRecorder
+from koordshared.kube.objectref import NoKind, ObjectRef
 
 log = logging.getLogger(__name__)
 

@@ -14,32 +14,35 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from koord.apis import groups
-from koord.apis.reservepod import reservation_name
-from koord.kube.informer import EventHandler
-from koord.kube.informers import Watch, cluster_watches
-from koord.kube.trim import compact
 from koord.scheduler.core.api import APIFailed, ClusterAPI
-from koord.scheduler.core.eventhandlers import EventHandlers, cache_events
-from koord.scheduler.framework.cycle import filter_one
-from koord.scheduler.framework.eventhandle import SCHEDULING
+from koord.scheduler.core.eventhandlers import EventHandlers, SchedulerParts, cache_events
 from koord.scheduler.framework.extension import ErrorHandler, FailureHooks, ForgetHandler
-from koord.scheduler.framework.interface import CycleState, ObjHandler, Status, Store, UpdateHandler
+from koord.scheduler.framework.interface import (
+    SCHEDULING,
+    Code,
+    CycleState,
+    ObjHandler,
+    Status,
+    Store,
+    UpdateHandler,
+)
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
-
-if TYPE_CHECKING:
-    from koord.scheduler.core.scheduler import Scheduler
+from koordshared.apis.meta import groups
+from koordshared.apis.scheduling.reservation import reservation_name
+from koordshared.kube.informer import EventHandler
+from koordshared.kube.informers import Watch, cluster_watches
+from koordshared.kube.trim import compact
 
 PATCH_KEY = "koord.scheduler/prebind-patch"
 """Where PreBind plugins' metadata changes gather in the cycle state until DefaultPreBind sends them."""
 
 
-def send_patch(api: ClusterAPI, pod: Obj, patch: Mapping[str, Any]) -> None:
+def _send_patch(api: ClusterAPI, pod: Obj, patch: Mapping[str, Any]) -> None:
     """The merged PreBind PATCH onto the pod; a reserve pod's onto its Reservation (Koordinator's PreBind
     applies a reserve pod's patch to the reservation)."""
     reservation = reservation_name(pod)
@@ -77,17 +80,17 @@ class SchedulerHandle:
         self._snapshot = snapshot
         self.hooks = hooks or FailureHooks()
         self.informers = informers
-        """An :class:`~koord.kube.informers.InformerSet` (or its in-memory twin)."""
+        """An :class:`~koordshared.kube.informers.InformerSet` (or its in-memory twin)."""
         self.api = api
         self.waiting = waiting
         self._client = client
         self._clock = clock
         self._watched: dict[str, groups.Resource] = {}
-        self._scheduler: Scheduler | None = None
+        self._scheduler: SchedulerParts | None = None
         self._early: list[tuple[Obj | None, Obj | None]] = []
         """Virtual pod changes (old, new) told before a scheduler attached, replayed when one does."""
 
-    def attach(self, scheduler: Scheduler) -> None:
+    def attach(self, scheduler: SchedulerParts) -> None:
         """Serve ``scheduler`` (done by the scheduler itself): its profiles, queue, nominator and metrics
         back the preemption methods, and the caches plugins watch feed its queue."""
         if self._scheduler is scheduler:
@@ -101,12 +104,12 @@ class SchedulerHandle:
         }
         for name, resource in self._watched.items():
             if resource.kind in kinds:
-                self.informers[name].add_handler(cache_events(scheduler, resource.kind))
+                self.informers[name].add_handler(cache_events(scheduler.queue, resource.kind))
         early, self._early = self._early, []
         for old, new in early:
             self._virtual(old, new)
 
-    def _attached(self) -> Scheduler:
+    def _attached(self) -> SchedulerParts:
         if self._scheduler is None:
             raise RuntimeError("this handle serves no scheduler (the Scheduler attaches itself when built)")
         return self._scheduler
@@ -294,15 +297,16 @@ class SchedulerHandle:
         return None
 
     def apply_patch(self, state: CycleState, pod: Obj) -> Status | None:
-        """Send the PreBind plugins' merged metadata PATCH, if there is one (DefaultPreBind)."""
+        """Send the PreBind plugins' merged metadata PATCH, if there is one: DefaultPreBind's PreBind, and
+        the scheduler's after PreBind when DefaultPreBind is not enabled (the one place it is sent)."""
         pending = state.get(PATCH_KEY)
         if not pending:
             return None
-        state.delete(PATCH_KEY)
+        state.delete(PATCH_KEY)  # sent at most once, by DefaultPreBind or after PreBind
         try:
-            send_patch(self.api, pod, pending)
+            _send_patch(self.api, pod, pending)
         except APIFailed as err:
-            return Status.error(str(err))
+            return Status(Code.ERROR, (str(err),), "DefaultPreBind")
         return None
 
     def patch_pod(self, state: CycleState, patch: Mapping[str, Any]) -> None:
@@ -337,7 +341,7 @@ class SchedulerHandle:
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Obj, node_info: NodeInfo
     ) -> Status | None:
-        return filter_one(self._framework(pod), state, pod, node_info)
+        return self._framework(pod).filter_one(state, pod, node_info)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo

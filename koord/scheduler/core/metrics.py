@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from koord.scheduler.framework.pointtiming import kube_point
+from koord.scheduler.framework.runtime import kube_point
 
 # kube-scheduler's buckets (metrics.go): exponential from 1 ms, and from 0.01 ms for plugins.
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))

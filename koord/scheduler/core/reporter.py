@@ -1,7 +1,7 @@
 """What a pod that could not be scheduled is told (kube-scheduler's ``handleSchedulingFailure`` writes): a
 ``FailedScheduling`` Event and the ``PodScheduled=False`` condition with ``nominatedNodeName``, the status
 PATCH sent from a small pool of its own so that the scheduling loop never waits on it. Every failure is an
-Event (repeats become the Event's series: :mod:`koord.kube.eventsv1`); the same condition twice is
+Event (repeats become the Event's series: :mod:`koordshared.kube.eventsv1`); the same condition twice is
 written once (kube-scheduler skips unchanged updates); once the scheduler stops nothing is written (a
 binding refused at a stopping replica's fence is the next leader's to report).
 """

@@ -1,9 +1,12 @@
-"""koord-scheduler's engine (kube-scheduler's ``Scheduler``): the profiles, the cache and its snapshot, the
-queue, the waiting pods, the binding threads, and the loop that schedules one pod at a time.
+"""koord-scheduler's engine (kube-scheduler's ``Scheduler``, ``scheduler.go`` and ``schedule_one.go``): the
+profiles, the cache and its snapshot, the queue, the waiting pods, the binding threads, and the loop that
+schedules one pod at a time.
 
-Informer events feed it (:mod:`.eventhandlers`); :meth:`Scheduler.run` loops until stopped. Failures go
-back to the queue with a ``FailedScheduling`` Event and the ``PodScheduled=False`` condition (kube-scheduler's
-``handleSchedulingFailure``); a pod that was deleted, or bound by someone else, meanwhile is dropped.
+Informer events feed it (:mod:`.eventhandlers`); :meth:`Scheduler.run` loops until stopped. A scheduling
+cycle (:meth:`Scheduler.schedule_one`) is serial: PreFilter, Filter from a rotating start node until enough
+feasible nodes are found, PostFilter when none is, Score, pick the best, assume, Reserve, Permit; the
+binding cycle then runs on another thread. Failures go back to the queue with a ``FailedScheduling``
+Event and the ``PodScheduled=False`` condition; a pod deleted or bound meanwhile is dropped.
 """
 
 from __future__ import annotations
@@ -13,31 +16,40 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from koord.scheduler.cache.cache import Cache
-from koord.scheduler.core.api import APIFailed, ClusterAPI
-from koord.scheduler.core.fiterror import FitError
-from koord.scheduler.core.handle import PATCH_KEY, SchedulerHandle, send_patch
+from koord.scheduler.core.api import ClusterAPI
+from koord.scheduler.core.handle import SchedulerHandle
 from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.reporter import StatusReporter
-from koord.scheduler.core.schedule import schedule_one
-from koord.scheduler.framework.binding import run_bind, run_post_bind, run_pre_bind
 from koord.scheduler.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint
 from koord.scheduler.framework.extension import FailureHooks
+from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.interface import Code, CycleState, Status
 from koord.scheduler.framework.nominator import Nominator, nominated_node_name
-from koord.scheduler.framework.runtime import Framework, PluginFailure
-from koord.scheduler.framework.snapshot import Snapshot
-from koord.scheduler.framework.types import Obj, PodInfo
+from koord.scheduler.framework.runtime import (
+    NARROWED_BY,
+    Framework,
+    PluginFailure,
+    call,
+    go_list,
+    select_host,
+    weighted_total,
+)
+from koord.scheduler.framework.snapshot import NodeSet, Snapshot
+from koord.scheduler.framework.types import Obj, PodInfo, PreFilterResult
 from koord.scheduler.framework.waiting import WaitingPod, WaitingPods
 from koord.scheduler.queue.podinfo import QueuedPodInfo
 from koord.scheduler.queue.queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +67,67 @@ def node_gone(node: str) -> Status:
 
 def scheduler_name(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all: int) -> int:
+    """kube-scheduler's ``numFeasibleNodesToFind``: every node below 100; else the given percentage, or
+    the adaptive one (``50 - nodes/125``, at least 5 %), and at least 100 nodes."""
+    if num_all < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all
+    pct = percentage or 0
+    if pct >= 100:
+        return num_all
+    if pct == 0:
+        pct = max(50 - num_all // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass
+class Diagnosis:
+    """Why a pod fits no node (kube-scheduler's ``framework.Diagnosis``): the statuses the cycle gathered,
+    the PreFilter rejection, the PostFilter (preemption) message, and the plugins that rejected the pod
+    (they decide which cluster events requeue it)."""
+
+    statuses: dict[str, Status] = field(default_factory=dict)
+    """Node -> why it failed (every node searched)."""
+    pre_filter: Status | None = None
+    """The PreFilter rejection, when PreFilter failed the pod on every node."""
+    post_filter_message: str = ""
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+
+    def record(self, statuses: Mapping[str, Status]) -> None:
+        self.statuses.update(statuses)
+        for st in statuses.values():
+            self._plugin(st)
+
+    def _plugin(self, st: Status) -> None:
+        if not st.plugin:
+            return
+        if st.code is Code.PENDING:
+            self.pending_plugins.add(st.plugin)
+        else:
+            self.unschedulable_plugins.add(st.plugin)
+
+    def reject_all(self, st: Status, nodes: int) -> None:
+        self.pre_filter = st
+        self._plugin(st)
+
+
+class FitError(Exception):
+    """No node fits the pod; ``str()`` is the operator's message."""
+
+    def __init__(self, pod_key: str, num_nodes: int, diagnosis: Diagnosis) -> None:
+        super().__init__(pod_key)
+        self.pod_key = pod_key
+        self.num_nodes = num_nodes
+        self.diagnosis = diagnosis
+
+    def __str__(self) -> str:
+        d = self.diagnosis
+        return fit_message(
+            self.num_nodes, d.statuses, pre_filter=d.pre_filter, post_filter=d.post_filter_message
+        )
 
 
 class Scheduler:
@@ -156,7 +229,7 @@ class Scheduler:
             return False
         try:
             with self.cycle_lock:
-                schedule_one(self, qpi)
+                self.schedule_one(qpi)
         except Exception as err:
             log.exception("scheduling %s failed unexpectedly", qpi.info.key)
             fw = self.framework_for(qpi.pod)
@@ -169,6 +242,156 @@ class Scheduler:
                     error=True,
                 )
         return True
+
+    # ---- the scheduling cycle ------------------------------------------------------------------------------
+
+    def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        """One pod's scheduling cycle; failures go back to the queue through ``self.failure``."""
+        start = time.perf_counter()
+        pod = qpi.pod
+        fw = self.framework_for(pod)
+        if fw is None or self.skip(qpi):
+            self.queue.done(qpi.uid)
+            return
+        state = CycleState(qpi.info)
+        self.cache.update_snapshot(self.snapshot)
+        try:
+            node = self.schedule_pod(fw, state, qpi)
+        except FitError as fit:
+            nominated: str | None = None
+            if fw.has("postFilter") and fit.num_nodes:
+                try:
+                    result, post = fw.run_post_filter(state, pod, self._post_filter_statuses(fit))
+                except PluginFailure as err:
+                    self.failure(fw, qpi, err, start, error=True)
+                    return
+                if not post.is_success:
+                    fit.diagnosis.post_filter_message = post.message
+                nominated = result.nominated_node_name if result is not None else None
+            fw.extensions.after_post_filter(state, pod, fit.diagnosis.statuses)
+            self.failure(fw, qpi, fit, start, nominated=nominated)
+            return
+        except PluginFailure as err:
+            self.failure(fw, qpi, err, start, error=True)
+            return
+        self.cache.assume_pod(qpi.info, node)
+        self.nominator.delete(qpi.uid)
+        reserved = fw.run_reserve(state, pod, node)
+        if reserved is not None:
+            self.forget(qpi)
+            self.failure(fw, qpi, reserved, start, error=reserved.code is Code.ERROR)
+            return
+        st: Status | None
+        try:
+            st, waits = fw.run_permit(state, pod, node)
+        except PluginFailure as err:
+            st, waits = Status(Code.ERROR, (str(err),), err.plugin), {}
+        if st is not None and st.code is not Code.WAIT:
+            fw.run_unreserve(state, pod, node)
+            self.forget(qpi)
+            self.failure(fw, qpi, st, start, error=st.code is Code.ERROR)
+            return
+        self.queue.done(qpi.uid)
+        if waits:
+            self.wait_on_permit(fw, state, qpi, node, waits, start, st.reasons if st is not None else ())
+        else:
+            self.submit_binding(fw, state, qpi, node, start)
+
+    def schedule_pod(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo) -> str:
+        """The node for the pod, or :class:`FitError` (no node fits) / :class:`PluginFailure` (an error)."""
+        pod = qpi.pod
+        snapshot = self.snapshot
+        total = len(snapshot)
+        diagnosis = Diagnosis()
+        if total == 0:
+            diagnosis.reject_all(Status.unresolvable("no nodes available to schedule pods"), 0)
+            raise FitError(qpi.info.key, 0, diagnosis)
+        ext = fw.extensions
+        if ext.pre_filter:
+            pod, rejected = ext.before_pre_filter(state, pod)
+            if rejected is not None:
+                if rejected.code is Code.ERROR:
+                    raise PluginFailure(rejected.plugin, "beforePreFilter", rejected.message)
+                diagnosis.reject_all(rejected, total)
+                raise FitError(qpi.info.key, total, diagnosis)
+        result, rejected = fw.run_pre_filter(state, pod)
+        if rejected is None and ext.pre_filter:
+            rejected = ext.after_pre_filter(state, pod, result)
+        if rejected is None and ext.prefer_nodes is not None:
+            result, rejected = self._preferred(fw, state, pod, result)
+        if rejected is not None:
+            if not rejected.is_rejected:
+                raise PluginFailure(rejected.plugin, "preFilter", rejected.message or rejected.code.name)
+            diagnosis.reject_all(rejected, total)
+            raise FitError(qpi.info.key, total, diagnosis)
+        allowed = None if result is None else result.node_names
+        nominated = nominated_node_name(pod)
+        if nominated and (allowed is None or nominated in allowed):
+            info = snapshot.node_info(nominated)
+            if info is not None and fw.filter_one(state, pod, info) is None:
+                return nominated
+        nodes = snapshot.rotated(self.next_start_node_index)
+        if allowed is not None:
+            nodes = nodes.subset(_allowed_mask(nodes, allowed))
+        percentage = fw.profile.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.config.percentage_of_nodes_to_score
+        want = num_feasible_nodes_to_find(percentage, len(nodes)) if fw.has("score") else 1
+        found = fw.find_feasible(state, pod, nodes, want)
+        if total:
+            self.next_start_node_index = (self.next_start_node_index + found.processed) % total
+        feasible = found.feasible
+        if not len(feasible):
+            diagnosis.record(found.statuses())
+            if allowed is not None:
+                outside = total - len(nodes)
+                if outside:
+                    # kube-scheduler's status for the nodes a PreFilter result left out (findNodesThatFitPod).
+                    by = state.get(NARROWED_BY) or ()
+                    diagnosis.unschedulable_plugins.update(by)
+                    text = f"node(s) didn't satisfy plugin(s) {go_list(by)}"
+                    why = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (text,))
+                    for ni in snapshot.node_infos():
+                        if ni.name not in allowed:
+                            diagnosis.statuses[ni.name] = why
+            raise FitError(qpi.info.key, total, diagnosis)
+        if len(feasible) == 1:
+            return feasible.info(0).name
+        if ext.score:
+            pod, transformed, _ = ext.before_score(state, pod, feasible)
+            feasible = transformed if isinstance(transformed, NodeSet) else NodeSet.of(snapshot, transformed)
+        fw.run_pre_score(state, pod, feasible)
+        scores = fw.plugin_scores(state, pod, feasible)
+        totals = weighted_total(scores, len(feasible))
+        return feasible.info(select_host(feasible, totals, self.rng)).name
+
+    def _preferred(
+        self, fw: Framework, state: CycleState, pod: Obj, result: PreFilterResult | None
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """Koordinator's ``RunPreferNodesPlugin``: the first preferred node that passes every filter (after
+        the BeforeFilter transformers, with the pods nominated there) becomes the only candidate."""
+        plugin = fw.extensions.prefer_nodes
+        assert plugin is not None
+        answer = call(plugin.name, "preferNodes", plugin.prefer_nodes, state, pod, result)
+        if isinstance(answer, Status):
+            passed = answer.code is Code.SKIP or answer.is_success
+            return result, None if passed else answer.with_plugin(plugin.name)
+        for name in answer:
+            info = self.snapshot.node_info(name)
+            if info is None:
+                continue
+            p, ni, _ = fw.extensions.before_filter(state, pod, info)
+            if fw.filter_one(state, p, ni) is None:
+                return PreFilterResult(frozenset((name,))), None
+        return result, None
+
+    def _post_filter_statuses(self, fit: FitError) -> Mapping[str, Status]:
+        """Why each node failed, as PostFilter reads it: a PreFilter rejection counts on every node (a node
+        without a status failed unresolvably)."""
+        rejected = fit.diagnosis.pre_filter
+        if rejected is None:
+            return fit.diagnosis.statuses
+        return {ni.name: rejected for ni in self.snapshot.node_infos()}
 
     def _next_from_plugins(self) -> QueuedPodInfo | None:
         """The pod a NextPod plugin names (Koordinator's ``runNextPodPlugin``), taken out of the queue; a
@@ -280,21 +503,17 @@ class Scheduler:
     ) -> None:
         pod = qpi.pod
         try:
-            st = run_pre_bind(fw, state, pod, node)
+            st = fw.run_pre_bind(state, pod, node)
+            if st is None and isinstance(fw.handle, SchedulerHandle):
+                st = fw.handle.apply_patch(state, pod)  # what DefaultPreBind did not send (not enabled)
             if st is None:
-                patch = state.get(PATCH_KEY)
-                if patch:  # what DefaultPreBind did not send (it is not enabled): one PATCH still
-                    send_patch(self.api, pod, patch)
-                    state.delete(PATCH_KEY)
                 # The node may have gone while Permit waited or PreBind ran: the API server would still
                 # accept the binding (it does not check the node), leaving the pod on no node.
-                st = run_bind(fw, state, pod, node) if self.cache.has_node(node) else node_gone(node)
+                st = fw.run_bind(state, pod, node) if self.cache.has_node(node) else node_gone(node)
                 if st.code is Code.SKIP:
                     st = Status(Code.ERROR, ("no Bind plugin bound the pod",))
                 elif st.is_success:
                     st = None
-        except APIFailed as err:
-            st = Status(Code.ERROR, (str(err),), "DefaultPreBind")
         except Exception as err:
             log.exception("binding %s to %s failed unexpectedly", qpi.info.key, node)
             st = Status(Code.ERROR, (f"internal error: {err!r}",))
@@ -310,7 +529,7 @@ class Scheduler:
         if qpi.info.key not in self.virtual_pods:  # a reserve pod's Bind plugin tells its reservation
             note = f"Successfully assigned {qpi.info.key} to {node}"
             self.api.event(pod, "Normal", "Scheduled", note, action="Binding")
-        run_post_bind(fw, state, pod, node)
+        fw.run_post_bind(state, pod, node)
 
     def _give_up(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, st: Status) -> None:
         """A binding that will not happen: Unreserve, forget the assumed pod, back to the queue. The room
@@ -394,3 +613,7 @@ class Scheduler:
 
     def forget_condition(self, uid: str) -> None:
         self.reporter.forget(uid)
+
+
+def _allowed_mask(nodes: NodeSet, allowed: frozenset[str]) -> np.ndarray:
+    return np.fromiter((ni.name in allowed for ni in nodes), dtype=bool, count=len(nodes))

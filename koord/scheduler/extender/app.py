@@ -15,20 +15,20 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord.kube.client import make_api_client
-from koord.kube.memstore import MemoryStore
-from koord.kube.process import Address
-from koord.runtime.httpaccess import TLSConfig, ssl_context
-from koord.runtime.lifecycle import Component, Daemon, FuncComponent, Supervisor
 from koord.scheduler.extender.binder import APIBinder
 from koord.scheduler.extender.handle import ExtenderHandle, build_informers
 from koord.scheduler.extender.metrics import ExtenderMetrics
 from koord.scheduler.extender.server import ExtenderServer
 from koord.scheduler.extender.verbs import Extender
 from koord.scheduler.framework.profile import Profile, default_profile, load_profile
-from koord.scheduler.framework.registry import EntryPoints, Registry, discover
 from koord.scheduler.framework.runtime import Framework
-from koord.scheduler.plugins import BUILTIN
+from koord.scheduler.plugins import plugin_registry
+from koordshared.kube.client import make_api_client
+from koordshared.kube.memstore import MemoryStore
+from koordshared.kube.process import Address
+from koordshared.runtime.httpaccess import TLSConfig, ssl_context
+from koordshared.runtime.lifecycle import Component, Daemon, FuncComponent, Supervisor
+from koordshared.runtime.pluginregistry import EntryPoints, Registry
 
 log = logging.getLogger(__name__)
 USER_AGENT = "koord-scheduler-extender"
@@ -60,10 +60,6 @@ def freeze_heap() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
-    return discover(BUILTIN, entry_points=entry_points)
 
 
 def load(cfg: ExtenderConfig) -> Profile:

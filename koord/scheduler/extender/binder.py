@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from koord.kube.client import ApiError, request
-from koord.runtime.errors import APIUnavailable
+from koordshared.apis.core.pod import binding
+from koordshared.kube.client import ApiError, request
+from koordshared.runtime.errors import APIUnavailable
 
 
 class BindFailed(Exception):
@@ -26,16 +27,7 @@ class APIBinder:
         self._timeout = timeout
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        meta: dict[str, Any] = {"name": name, "namespace": namespace}
-        if uid:
-            meta["uid"] = uid
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
+        path, body = binding(namespace, name, uid, node)
         try:
             request(
                 self._api,

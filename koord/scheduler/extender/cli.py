@@ -15,10 +15,11 @@ from typing import Any
 import click
 from prometheus_client import CollectorRegistry
 
-from koord.kube import process
-from koord.runtime.errors import ConfigError, PluginError
-from koord.runtime.httpaccess import TLSConfig
-from koord.scheduler.extender.app import ExtenderApp, ExtenderConfig, check_profile, load, plugin_registry
+from koord.scheduler.extender.app import ExtenderApp, ExtenderConfig, check_profile, load
+from koord.scheduler.plugins import plugin_registry
+from koordshared.kube import process
+from koordshared.runtime.errors import ConfigError, PluginError
+from koordshared.runtime.httpaccess import TLSConfig
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 ENV = "KOORD_SCHEDULER_EXTENDER"
@@ -88,7 +89,7 @@ def plugins_table(cfg: ExtenderConfig) -> str:
 def main(verbosity: int, log_format: str, list_plugins: bool, **values: Any) -> None:
     """koord-scheduler-extender: kube-scheduler HTTP extender hosting scheduling-framework plugins
     (LoadAwareScheduling first)."""
-    from koord.runtime import logs
+    from koordshared.runtime import logs
 
     try:
         cfg = build_config(values)

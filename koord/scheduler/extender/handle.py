@@ -7,10 +7,7 @@ bound to a node (a pending pod is the one kube-scheduler asks about, never cache
 assumes the pod on its node before the binding POST and forgets it when the POST fails, so the next
 ``/filter`` counts it at once. Each verb brings the snapshot up to date under :meth:`ExtenderHandle.cycle`
 and reads only the snapshot while it runs: batch plugins see NodeSets with snapshot rows, as in
-koord-scheduler.
-
-Cached objects are trimmed by :mod:`koord.kube.trim`; terminated pods are not cached at all (field
-selector), so a pod that ends leaves the caches as a delete.
+koord-scheduler. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -21,16 +18,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from koord.kube.informer import EventHandler
-from koord.kube.informers import InformerSet, Watch, cluster_watches
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.framework import NodeInfo, Obj, PodInfo
 from koord.scheduler.framework.interface import ObjHandler, UpdateHandler
 from koord.scheduler.framework.snapshot import Snapshot
+from koordshared.apis.core.pod import pod_uid
+from koordshared.kube.informer import EventHandler
+from koordshared.kube.informers import InformerSet, Watch, cluster_watches
 
 
 class Store(Protocol):
-    """What the handle needs of a cache; :class:`~koord.kube.informer.Informer` is one."""
+    """What the handle needs of a cache; :class:`~koordshared.kube.informer.Informer` is one."""
 
     def get(self, key: str) -> Obj | None: ...
 
@@ -45,15 +43,9 @@ def _assigned(pod: Obj) -> bool:
     return bool((pod.get("spec") or {}).get("nodeName"))
 
 
-def _uid(pod: Obj) -> str:
-    """The cache's key of a pod (:attr:`PodInfo.uid`)."""
-    meta = pod.get("metadata") or {}
-    return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
-
-
 class ExtenderHandle:
     """The framework's ``Handle`` over a node, a pod and a NodeMetric store (informers in the process,
-    :class:`~koord.kube.memstore.MemoryStore` in tests and benchmarks): node views from the snapshot,
+    :class:`~koordshared.kube.memstore.MemoryStore` in tests and benchmarks): node views from the snapshot,
     pods and NodeMetrics by name from their stores."""
 
     def __init__(
@@ -89,7 +81,7 @@ class ExtenderHandle:
     def _pod_deleted(self, pod: Obj) -> None:
         # A pod deleted between /bind and the informer's view of the binding arrives unassigned: the
         # cache holds it assumed, and would hold it for good.
-        if _assigned(pod) or self.cache.is_assumed(_uid(pod)):
+        if _assigned(pod) or self.cache.is_assumed(pod_uid(pod)):
             self.cache.remove_pod(pod)
 
     # ---- the verbs' view ------------------------------------------------------------------------

@@ -24,7 +24,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from koord.runtime.errors import ConfigError
 from koord.scheduler.extender.verbs import Extender, NotReady
 from koord.scheduler.extender.wire import (
     WireError,
@@ -35,6 +34,7 @@ from koord.scheduler.extender.wire import (
     encode_priorities,
 )
 from koord.scheduler.framework.runtime import PluginFailure
+from koordshared.runtime.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

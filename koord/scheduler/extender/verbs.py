@@ -29,6 +29,7 @@ from koord.scheduler.extender.metrics import ExtenderMetrics
 from koord.scheduler.extender.wire import BindingArgs, ExtenderArgs, host_entry
 from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, PodInfo, Snapshot, verdicts
 from koord.scheduler.framework.runtime import Framework, PluginFailure
+from koordshared.apis.core.pod import pod_key, pod_uid
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +108,7 @@ class _Cycles:
 def attempt_key(pod: Obj) -> str:
     """Which scheduling attempt a request belongs to: the pod's UID (a pod deleted and re-created under
     its name is another attempt), else ``namespace/name``."""
-    meta = pod.get("metadata") or {}
-    return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+    return pod_uid(pod)
 
 
 class Extender:
@@ -262,12 +262,11 @@ class Extender:
     def explain_nodes(self, names: list[str], pod: Obj | None = None) -> dict[str, dict[str, Any]]:
         """:meth:`explain` of several nodes from one pass over the cached nodes."""
         pod = pod or PROBE_POD
-        meta = pod.get("metadata") or {}
         with self.handle.cycle() as snapshot:
             nodes = snapshot.node_infos()
             docs = verdicts.explain(self.framework, pod, nodes, names)
             known = set(snapshot.index)
-        who = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+        who = pod_key(pod)
         return {n: {"node": n, "known": n in known, "pod": who, **docs[n]} for n in names}
 
     def cache_sizes(self) -> Mapping[str, int]:

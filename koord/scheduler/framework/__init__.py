@@ -1,21 +1,8 @@
 """The scheduling framework: the contract scheduler plugin authors import (kube-scheduler's
 ``framework`` package with Koordinator's extensions), hosted by koord-scheduler and by the extender
-front end.
-
-A plugin is a class with a ``name`` and any of the extension-point methods of :mod:`.interface`
-(``less``, ``pre_enqueue``, ``pre_filter``, ``filter``, ``post_filter``, ``pre_score``, ``score``,
-``normalize_score``, ``reserve``/``unreserve``, ``permit``, ``pre_bind``, ``bind``, ``post_bind``; batch
-forms ``filter_nodes``/``score_nodes`` over a :class:`NodeSet`), built by a factory ``(args, handle)``
-(:mod:`.registry`: the built-ins plus the ``koordlet.scheduler_plugins`` entry points). The profile
-(:mod:`.profile`) enables plugins per extension point with weights and args; :mod:`.runtime`,
-:mod:`.cycle` and :mod:`.binding` run them; :mod:`.snapshot` is what one cycle sees, with node state in
-arrays; :mod:`.events` the cluster events and queueing hints a plugin registers; :mod:`.extension`
-Koordinator's FrameworkExtender, with the reservation hooks over :class:`ReservationInfo`
-(:mod:`.reservation`). Nothing here talks to the API server.
+front end. Details: ``docs/modules.md``.
 """
 
-from koord.runtime.errors import InvalidArgs
-from koord.scheduler.framework.codedverdicts import CodedVerdicts
 from koord.scheduler.framework.events import (
     QUEUE,
     Action,
@@ -34,6 +21,7 @@ from koord.scheduler.framework.interface import (
     BatchScorePlugin,
     BindPlugin,
     Code,
+    CodedVerdicts,
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
@@ -58,12 +46,19 @@ from koord.scheduler.framework.interface import (
     Store,
     WaitingPod,
 )
-from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.framework.reservation import PodRequirement, ReservationInfo
-from koord.scheduler.framework.snapshot import Snapshot
+from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
+from koordshared.runtime.errors import InvalidArgs
+
+ENTRY_POINT_GROUP = "koord.scheduler_plugins"
+"""Where a distribution declares its scheduler plugins: name = factory ``(args, handle)``."""
+DEPRECATED_ENTRY_POINT_GROUPS = ("koordlet.scheduler_plugins",)
+"""The group's old names, still read (with a deprecation line)."""
 
 __all__ = [
+    "DEPRECATED_ENTRY_POINT_GROUPS",
+    "ENTRY_POINT_GROUP",
     "EXTENSION_POINTS",
     "MAX_EXTENDER_PRIORITY",
     "MAX_NODE_SCORE",

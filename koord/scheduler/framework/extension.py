@@ -1,30 +1,6 @@
 """Koordinator's FrameworkExtender (``pkg/scheduler/frameworkext``): what a plugin may do beyond the
 kube-scheduler extension points, declared as optional Protocols and run by the framework when a plugin of the
-profile implements them (in profile order; a profile without them pays nothing).
-
-- Transformers: ``before_pre_filter`` may replace the pod for this cycle (and fail it: unresolvable),
-  ``after_pre_filter`` sees PreFilter's node subset, ``before_filter`` may replace a node's NodeInfo for the
-  pod (e.g. give back what a reservation holds for it), ``before_score`` may replace the nodes to score,
-  ``after_post_filter`` always runs after PostFilter.
-- ``prefer_nodes`` (Koordinator's ``PreferNodesPlugin``, the first plugin of the profile that has it): after
-  PreFilter, nodes to try first, in order; the first that passes every filter (with the pods nominated
-  there) becomes the cycle's only candidate, and none passing leaves the search as it was.
-- ``next_pod`` (Koordinator's ``NextPodPlugin``): before the scheduler takes the next pod from its queue,
-  a plugin may name the pod to schedule next (Coscheduling hands out a gang's members back to back); the
-  queue gives it up wherever it waits, unless another plugin gates it.
-- Error handlers and forget handlers, registered through the handle: a pre-handler that returns True takes
-  over a scheduling failure (the default handling is skipped); post-handlers run after it; forget handlers
-  are told when an assumed pod is forgotten.
-- Controllers (:class:`ControllerProvider`): background work of a plugin (an ElasticQuota status writer...),
-  synced periodically by the process while it leads, once per plugin however many profiles enable it.
-- The reservation hooks (:class:`ReservationRestorePlugin`, :class:`ReservationFilterPlugin`,
-  :class:`ReservationScorePlugin`, :class:`ReservationNominator`, :class:`ReservationPreBindPlugin`): the
-  interfaces the Reservation plugin and the plugins with fine-grained state (NodeNUMAResource, DeviceShare)
-  implement, over :class:`~.reservation.ReservationInfo`; :class:`ReservationHooks` runs a profile's, and a
-  plugin with ``use_reservation_hooks`` (:class:`ReservationHooksUser`) is handed them once the profile is
-  built (the Reservation plugin calls them; a plugin that allocates from a reservation at Reserve asks
-  ``hooks.nominate`` which one the pod uses). PreBind of a reserve pod runs ``pre_bind_reservation``
-  (:mod:`.binding`).
+profile implements them (in profile order; a profile without them pays nothing). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,20 @@
 """What a Filter search found (:class:`FilterResult`): the feasible nodes, how far the search went, and why
 each rejected node failed, kept as arrays of node positions per distinct reason and worked out only when
-asked (the cycle that finds a node never asks; FailedScheduling and ``/debug/explain`` do)."""
+asked (the cycle that finds a node never asks; FailedScheduling and ``/debug/explain`` do); and why a pod
+fits no node in kube-scheduler's words (:func:`fit_message`), e.g.
+``0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint(s).``"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from koord.scheduler.framework.interface import CycleState, Status
-from koord.scheduler.framework.nodeset import NodeSet
-from koord.scheduler.framework.runtime import Enabled
+from koord.scheduler.framework.profile import Enabled
+from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import Obj
 
 
@@ -75,3 +79,38 @@ class FilterResult:
             names = self.nodes.names_at([pos for pos, _ in singles])
             out.update(zip(names, [st for _, st in singles], strict=True))
         return out
+
+
+NO_NODE_AVAILABLE = "0/{} nodes are available"
+
+
+def fit_message(
+    num_nodes: int,
+    statuses: Mapping[str, Status],
+    *,
+    absent: Status | None = None,
+    pre_filter: Status | None = None,
+    post_filter: str = "",
+) -> str:
+    """Why a pod fits no node in kube-scheduler's words (``FitError.Error``), as FailedScheduling Events and
+    the ``PodScheduled=False`` condition say it: each reason counted across nodes, the counts sorted as
+    strings (nodes without a status count with ``absent``'s reasons); a PreFilter rejection replaces the
+    histogram; a PostFilter (preemption) message is appended as it is."""
+    msg = NO_NODE_AVAILABLE.format(num_nodes) + ":"
+    if pre_filter is not None:
+        msg += f" {pre_filter.message or 'rejected by ' + pre_filter.plugin}."
+    else:
+        counts: Counter[str] = Counter()
+        for st in statuses.values():
+            for reason in st.reasons or (f"node(s) rejected by {st.plugin}",):
+                counts[reason] += 1
+        missing = num_nodes - len(statuses)
+        if absent is not None and missing > 0:
+            for reason in absent.reasons:
+                counts[reason] += missing
+        histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
+        if histogram:
+            msg += f" {', '.join(histogram)}."
+    if post_filter:
+        msg += f" {post_filter}"
+    return msg

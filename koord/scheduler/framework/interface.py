@@ -13,21 +13,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
-from koord.apis.groups import Resource
-from koord.scheduler.framework.eventhandle import EventHandle
-from koord.scheduler.framework.objecthandle import ObjectHandle
-from koord.scheduler.framework.preemptionhandle import PreemptionHandle
+from koord.scheduler.framework.events import ClusterEventWithHint
+from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo, PostFilterResult, PreFilterResult
-from koord.scheduler.framework.virtualhandle import VirtualPodHandle
+from koordshared.apis.meta.groups import Resource
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from koord.scheduler.framework.events import ClusterEventWithHint
-    from koord.scheduler.framework.nodeset import NodeSet
-    from koord.scheduler.framework.snapshot import Snapshot
 
 MAX_NODE_SCORE = 100
 """A Score plugin answers 0..100 per node (after NormalizeScore), as in kube-scheduler."""
@@ -153,7 +147,16 @@ class Store(Protocol):
     def by_index(self, index: str, value: str) -> list[Obj]: ...
 
     def add_handler(self, handler: Any) -> None:
-        """Be told of changes (a :class:`koord.kube.informer.EventHandler`; replays cached objects)."""
+        """Be told of changes (a :class:`koordshared.kube.informer.EventHandler`; replays cached objects)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreHandler:
+    """``on_add(obj)``, ``on_update(old, new)`` (also on a resync: ``old is new``), ``on_delete(obj)``."""
+
+    on_add: ObjHandler | None = None
+    on_update: UpdateHandler | None = None
+    on_delete: ObjHandler | None = None
 
 
 class WaitingPod(Protocol):
@@ -208,6 +211,118 @@ class Handle(Protocol):
         """Wall-clock seconds (injected, so tests control expiry)."""
 
 
+SCHEDULING = "Scheduling"
+"""The action of an Event about scheduling a pod (kube-scheduler's FailedScheduling); Binding is the
+Scheduled Event's, Preempting the Preempted one's."""
+
+
+class EventHandle(Protocol):
+    """Tell users something: an Event, as kube-scheduler's ``EventRecorder().Eventf`` writes it."""
+
+    def event(
+        self,
+        obj: Obj,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        action: str = SCHEDULING,
+        related: Obj | None = None,
+    ) -> None:
+        """Record an Event regarding ``obj`` (a pod unless it names its kind; asynchronously, never
+        blocking the cycle): ``action`` is what the scheduler was doing (``Scheduling``, ``Binding``,
+        ``Preempting``), ``related`` a second object involved (the preemptor of a preempted pod)."""
+
+
+class ObjectHandle(Protocol):
+    """Writes for a plugin's controllers (an ElasticQuota's figures, a PodGroup's or a Reservation's
+    status, the over-use revoke): create, merge-patch, delete an object, evict a pod."""
+
+    def ensure_object(self, resource: Resource, obj: Obj) -> Status | None:
+        """Create ``obj`` unless it exists; an error status when the API refuses."""
+
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> Status | None:
+        """A JSON merge patch of the object or of its ``subresource`` (``status``; ``null`` removes a key;
+        a ``metadata.resourceVersion`` in the patch makes it conditional)."""
+
+    def delete_object(self, resource: Resource, namespace: str, name: str) -> Status | None:
+        """Delete the object; one gone already is no error."""
+
+    def evict_pod(self, pod: Obj) -> Status | None:
+        """Evict the pod through the Eviction API (PodDisruptionBudgets apply); one gone already is no
+        error."""
+
+
+class PreemptionHandle(Protocol):
+    """For a plugin that simulates the cycle and acts on it, as DefaultPreemption does (kube-scheduler's
+    plugins reach these through the framework itself): filters over what-if nodes, the PreFilter
+    extensions, the nominated pods, preemption's writes, the queue and the metrics."""
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Obj, node_info: NodeInfo
+    ) -> Status | None:
+        """Every Filter plugin of ``pod``'s profile on ``node_info`` (a what-if copy) as the cycle runs
+        them: also with the pods nominated to the node ahead of ``pod``. The first rejection, or ``None``."""
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Obj, to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """The PreFilter plugins' ``add_pod`` for ``to_add`` now on ``node_info`` (an error if one fails)."""
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Obj, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        """The PreFilter plugins' ``remove_pod`` for ``to_remove`` taken off ``node_info``."""
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        """The pending pods nominated to the node (kube-scheduler's ``PodNominator``)."""
+
+    def delete_pod(self, pod: Obj) -> Status | None:
+        """``DELETE`` the pod (with its UID as precondition); one already gone counts as deleted."""
+
+    def update_pod_status(
+        self, pod: Obj, condition: Mapping[str, Any] | None, nominated_node: str | None
+    ) -> Status | None:
+        """Merge ``condition`` into the pod's conditions and/or set ``status.nominatedNodeName`` (``""``
+        clears it); a pod already gone is no error."""
+
+    def activate(self, pods: Sequence[Obj]) -> None:
+        """Move these pending pods to the active queue now (kube-scheduler's ``Activate``)."""
+
+    def count_preemption_attempt(self) -> None:
+        """``scheduler_preemption_attempts_total`` grows by one."""
+
+    def observe_preemption_victims(self, victims: int) -> None:
+        """``scheduler_preemption_victims`` observes a preemption's number of victims."""
+
+
+class VirtualPodHandle(Protocol):
+    """For a plugin that schedules things that are not pods (a Reservation's reserve pods): pods that
+    exist only in the scheduler, and a cycle's changed copy of a node."""
+
+    def add_virtual_pod(self, pod: Obj) -> None:
+        """A pod that exists only in the scheduler (a Reservation's reserve pod): without
+        ``spec.nodeName`` it is queued and scheduled like a pod; with one it holds its room on that node as
+        a bound pod does. Its failures are not reported on it (an error handler tells its owner)."""
+
+    def update_virtual_pod(self, old: Obj, new: Obj) -> None: ...
+
+    def delete_virtual_pod(self, pod: Obj) -> None: ...
+
+    def replace_node_info(self, info: NodeInfo) -> None:
+        """From PreFilter on, for this cycle only: the snapshot's row of ``info.name`` is ``info`` (a
+        changed clone of it); the cache's comes back for the next cycle (Koordinator's ``InvalidNodeInfo``
+        after restoring reserved resources in the snapshot)."""
+
+
 class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, EventHandle, Protocol):
     """The handle koord-scheduler gives (the extender front end gives the plain :class:`Handle`)."""
 
@@ -233,7 +348,8 @@ class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, 
         label_selector: str = "",
         namespace: str = "",
     ) -> Store:
-        """A cache of ``resource`` (``koord.apis.groups``) called ``name``, shared by every plugin that
+        """A cache of ``resource`` (``koordshared.apis.meta.groups``) called ``name``, shared by every plugin
+        that
         asks for the same name; ask in the factory, so the cache syncs before the first cycle."""
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
@@ -306,12 +422,39 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
     """An optional fast path: ``filter_nodes`` answers for many nodes at once, exactly what ``filter``
     would answer node by node: a sequence of statuses (fastest as a ``CodedVerdicts``: a code per node),
     or a boolean array (true: passes), ``filter`` then asked the reason of a rejected node when needed.
-    ``nodes`` is a :class:`~koord.scheduler.framework.nodeset.NodeSet`: NodeInfos with their rows in the
+    ``nodes`` is a :class:`NodeSet`: NodeInfos with their rows in the
     snapshot's arrays."""
 
     def filter_nodes(
         self, state: CycleState, pod: Obj, nodes: NodeSet
     ) -> Sequence[Status | None] | np.ndarray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CodedVerdicts(Sequence[Status | None]):
+    """A batch Filter answer as codes: one small integer per node and the Status each code stands for, so
+    a plugin whose verdicts come out of array maths answers thousands of nodes without a list of
+    references, and the cycle finds each code's nodes with one comparison. Reads as the sequence of
+    statuses it encodes (``verdicts[i]`` is node ``i``'s)."""
+
+    codes: np.ndarray
+    """One integer per node, in order: an index into :attr:`statuses`."""
+    statuses: Sequence[Status | None]
+    """What each code means (None or a success: the node passes)."""
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @overload
+    def __getitem__(self, i: int) -> Status | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Status | None]: ...
+
+    def __getitem__(self, i: int | slice) -> Status | list[Status | None] | None:
+        if isinstance(i, slice):
+            return [self.statuses[c] for c in self.codes[i].tolist()]
+        return self.statuses[int(self.codes[i])]
 
 
 class PostFilterPlugin(Plugin, Protocol):

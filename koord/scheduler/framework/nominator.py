@@ -3,7 +3,8 @@
 
 While a preemptor waits for its victims to leave, the node's freed room must not go to a pod of lower
 priority: the cycle filters a node with nominated pods of equal or higher priority than the pod being
-scheduled twice, with them counted on the node and without (:func:`.cycle.filter_with_nominated_pods`).
+scheduled twice, with them counted on the node and without
+(:meth:`.runtime.Framework.filter_with_nominated_pods`).
 The scheduler keeps the nominator in step with the informer (pending pods added, updated, deleted), with
 its own decisions (a nomination PostFilter made, before the API server has it) and with assumed pods
 (no longer nominated). When no pod is nominated anywhere, :meth:`Nominator.for_pod` costs one check.

@@ -15,8 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from koord.scheduler.framework.interface import CycleState, Status
-from koord.scheduler.framework.nodeset import NodeSet
-from koord.scheduler.framework.snapshot import Snapshot
+from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 
 

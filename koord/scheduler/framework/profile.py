@@ -1,7 +1,7 @@
 """A scheduling profile in the shape of KubeSchedulerConfiguration (``kubescheduler.config.k8s.io/v1``):
 ``plugins.<point>.enabled/disabled[{name, weight}]`` (``multiPoint`` and each extension point) and
 ``pluginConfig[{name, args}]``, merged over a front end's default plugins as kube-scheduler merges them
-(:func:`koord.runtime.pluginset.merge_plugin_set`, shared with the descheduler). Anything malformed is a
+(:func:`koordshared.runtime.pluginset.merge_plugin_set`, shared with the descheduler). Anything malformed is a
 :class:`ConfigError` that names the field.
 
 koord-scheduler reads whole configurations (several profiles, kube-scheduler's default plugins) in
@@ -18,15 +18,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from koord.runtime.configfile import read_config_file
-from koord.runtime.errors import ConfigError
-from koord.runtime.pluginset import PluginRef, PluginSet, merge_plugin_set, parse_plugin_set, plugin_config
 from koord.scheduler.framework.interface import EXTENSION_POINTS
+from koordshared.runtime.configfile import read_config_file
+from koordshared.runtime.errors import ConfigError
+from koordshared.runtime.pluginset import (
+    PluginRef,
+    PluginSet,
+    merge_plugin_set,
+    parse_plugin_set,
+    plugin_config,
+)
 
 __all__ = [
     "EXTENDER_DEFAULT_PLUGINS",
     "EXTENDER_POINTS",
     "MULTI_POINT",
+    "Enabled",
     "PluginRef",
     "PluginSet",
     "Profile",
@@ -41,6 +48,20 @@ KIND = "KubeSchedulerConfiguration"
 MULTI_POINT = "multiPoint"
 EXTENDER_POINTS = ("preFilter", "filter", "preScore", "score", "reserve")
 """The points an extender can take part in (kube-scheduler runs it between its own Filter and Score)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Enabled:
+    """A built plugin as a point runs it, with its Score weight."""
+
+    plugin: Any
+    weight: int = 1
+
+    @property
+    def name(self) -> str:
+        return str(self.plugin.name)
+
+
 EXTENDER_DEFAULT_PLUGINS: Mapping[str, PluginSet] = {
     MULTI_POINT: PluginSet(enabled=(PluginRef("LoadAwareScheduling", 1),)),
 }

@@ -8,10 +8,7 @@ Resources are in scheduler units (millicores for cpu, ``Value()`` for the rest),
 requests before); ``allocated`` what its owners placed in it use, counted only over ``resource_names``
 (for a Restricted reservation, the resources it restricts); ``available`` is allocatable less allocated
 less ``reserved`` (what the reservation keeps from its own owners), never below 0.
-
-:data:`ASSUMED_RESERVATION` is the cycle-state key under which the Reservation plugin leaves the
-reservation a reserve pod's cycle places (with ``status.nodeName`` set); the framework hands it to the
-ReservationPreBindPlugins when it binds a reserve pod.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -21,11 +18,6 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from koord.apis import reservation as rsv
-from koord.apis.nrt import node_reservation
-from koord.apis.pod import as_list, as_map, str_map
-from koord.apis.reservepod import is_reserve_pod, reserve_pod
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework.types import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -37,6 +29,11 @@ from koord.scheduler.framework.types import (
     Resources,
     resources_of,
 )
+from koordshared.apis.core.pod import as_list, as_map, str_map
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import is_reserve_pod, reserve_pod
+from koordshared.apis.topology.noderesourcetopology import node_reservation
+from koordshared.runtime.errors import InvalidValue
 
 ASSUMED_RESERVATION = "framework/assumedReservation"
 _EMPTY: Mapping[str, int] = MappingProxyType({})
@@ -66,7 +63,7 @@ class ReservationInfo:
     reservation: Obj
     """The Reservation object."""
     pod: Obj
-    """Its reserve pod (:func:`koord.apis.reservepod.reserve_pod`)."""
+    """Its reserve pod (:func:`koordshared.apis.scheduling.reservation.reserve_pod`)."""
     resource_names: tuple[str, ...]
     allocatable: Mapping[str, int]
     reserved: Mapping[str, int]

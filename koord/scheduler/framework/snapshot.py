@@ -4,22 +4,21 @@ few vector operations.
 
 ``allocatable``, ``requested`` (rows: nodes; columns: :attr:`Snapshot.resources`) and ``non_zero``
 (cpu, memory requested with kube-scheduler's scoring defaults) are kept in step with the NodeInfos.
-:meth:`Snapshot.derived` gives a plugin its own per-node column (taints, labels it cares about...),
-computed once per node change, not once per cycle; :meth:`Snapshot.topology` is one for a topology key
-(each node's domain as an integer code, so counting per domain is a ``np.bincount``). The cache updates
-the snapshot between cycles with the nodes that changed; during a cycle nothing else writes it.
-:func:`snapshot_of` gives a plugin the cluster it looks at in PreFilter/PreScore.
+:meth:`Snapshot.derived` gives a plugin its own per-node column, computed once per node change;
+:meth:`Snapshot.topology` one for a topology key (each node's domain as an integer code). The cache
+updates the snapshot between cycles; during a cycle nothing else writes it. :func:`snapshot_of` gives a
+plugin the cluster it looks at in PreFilter/PreScore; a :class:`NodeSet` is the nodes one extension
+point is asked about, with their rows.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 import numpy as np
 
-from koord.scheduler.framework.nodeset import NodeSet
 from koord.scheduler.framework.types import CPU, EPHEMERAL, MEMORY, PODS, NodeInfo, PodInfo
 
 _FIRST = (CPU, MEMORY, PODS, EPHEMERAL)
@@ -356,3 +355,111 @@ def snapshot_of(handle: Any) -> Snapshot:
                 info.add_pod(PodInfo(pod))
         snap.set(info)
     return snap
+
+
+NAME_COLUMN = "framework/name"
+
+
+def _name(info: NodeInfo) -> str:
+    return info.name
+
+
+class NodeSet(Sequence[NodeInfo]):
+    """The nodes one extension point is asked about, as batch plugins receive them: NodeInfos that also
+    know their rows in the snapshot's arrays (``snapshot.requested[nodes.rows]``). ``rows`` is ``None``
+    when some node is not in the snapshot (the extender may be asked about a node its cache does not know
+    yet); a plugin then answers node by node."""
+
+    __slots__ = ("_infos", "rows", "snapshot")
+
+    def __init__(
+        self, snapshot: Snapshot | None, rows: np.ndarray | None, infos: Sequence[NodeInfo] | None = None
+    ) -> None:
+        self.snapshot = snapshot
+        self.rows = rows
+        self._infos = list(infos) if infos is not None else None
+
+    @classmethod
+    def of(cls, snapshot: Snapshot | None, infos: Sequence[NodeInfo]) -> NodeSet:
+        """The given NodeInfos; with rows when every one is the snapshot's own."""
+        if snapshot is not None and all(
+            0 <= ni.index < len(snapshot) and snapshot.infos[ni.index] is ni for ni in infos
+        ):
+            return cls(
+                snapshot, np.fromiter((ni.index for ni in infos), dtype=np.int64, count=len(infos)), infos
+            )
+        return cls(snapshot, None, infos)
+
+    @property
+    def infos(self) -> list[NodeInfo]:
+        if self._infos is None:
+            assert self.snapshot is not None and self.rows is not None
+            every = self.snapshot.infos
+            self._infos = [every[i] for i in self.rows.tolist()]
+        return self._infos
+
+    def info(self, i: int) -> NodeInfo:
+        """The ``i``-th NodeInfo, without building the whole list."""
+        if self._infos is not None:
+            return self._infos[i]
+        assert self.snapshot is not None and self.rows is not None
+        return self.snapshot.infos[int(self.rows[i])]
+
+    @property
+    def names(self) -> list[str]:
+        col = self.column(NAME_COLUMN, _name)
+        if col is not None:  # thousands of names without a Python loop
+            names: list[str] = col.tolist()
+            return names
+        return [ni.name for ni in self.infos]
+
+    def names_at(self, positions: Sequence[int] | np.ndarray) -> list[str]:
+        """The names of the nodes at ``positions`` (a few of many, without building every NodeInfo)."""
+        if self.rows is not None and self.snapshot is not None:
+            every = self.snapshot.derived(NAME_COLUMN, _name)
+            names: list[str] = np.take(every, np.take(self.rows, positions)).tolist()
+            return names
+        infos = self.infos
+        return [infos[i].name for i in positions]
+
+    def mask(self, keep: Callable[[NodeInfo], bool]) -> np.ndarray:
+        """``keep(node_info)`` for every node, as a boolean array (the node-by-node fallback)."""
+        return np.fromiter((keep(ni) for ni in self.infos), dtype=bool, count=len(self))
+
+    def column(self, key: str, fn: Callable[[NodeInfo], Any], dtype: Any = object) -> np.ndarray | None:
+        """The snapshot's derived column ``key`` (see :meth:`Snapshot.derived`) for these nodes;
+        ``None`` when they have no rows (answer node by node then)."""
+        if self.rows is None or self.snapshot is None:
+            return None
+        values: np.ndarray = np.take(self.snapshot.derived(key, fn, dtype), self.rows, axis=0)
+        return values
+
+    def subset(self, keep: np.ndarray) -> NodeSet:
+        """The nodes where the boolean array ``keep`` is true, in order."""
+        infos = (
+            None
+            if self._infos is None
+            else [ni for ni, k in zip(self._infos, keep.tolist(), strict=True) if k]
+        )
+        rows = None if self.rows is None else self.rows[keep]
+        if rows is None and infos is None:
+            raise ValueError("empty NodeSet")
+        return NodeSet(self.snapshot, rows, infos)
+
+    def __len__(self) -> int:
+        return len(self.rows) if self.rows is not None else len(self.infos)
+
+    @overload
+    def __getitem__(self, i: int) -> NodeInfo: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[NodeInfo]: ...
+
+    def __getitem__(self, i: int | slice) -> NodeInfo | Sequence[NodeInfo]:
+        return self.infos[i]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self.infos)
+
+    def __repr__(self) -> str:
+        return f"NodeSet({len(self)} nodes)"

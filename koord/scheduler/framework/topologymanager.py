@@ -1,19 +1,7 @@
 """A topology manager for the scheduler (Koordinator's ``frameworkext/topologymanager``, after the
 kubelet's): plugins that place a pod's resources on NUMA nodes (NodeNUMAResource; DeviceShare for
 devices) give NUMA hints per resource, the node's NUMA topology policy merges them into one affinity,
-and the providers then allocate within it.
-
-A hint is a set of NUMA nodes (a bitmask: NUMA node ``n`` is bit ``n``) the resource fits in, whether it
-is preferred (the narrowest sets) and a score. Merging takes every combination of one hint per resource,
-ANDs their masks, and keeps the preferred, then narrowest, then best scored. ``BestEffort`` admits
-whatever comes out (all NUMA nodes when no combination fits every resource); ``Restricted`` only a
-preferred merge; ``SingleNUMANode`` only a preferred merge on one NUMA node. ``singleNUMANodeExclusive:
-Required`` makes a merge that would share a NUMA node with a pod bound within it (or a single-node merge
-on a node a spanning pod uses) not preferred.
-
-The affinity chosen for a node in a cycle is kept in the cycle state (:func:`store`) for the later points
-(Reserve allocates in it); a copy of the state made for preemption's what-ifs starts with none, so the
-hints are computed again with the victims gone, as Koordinator does during PostFilter.
+and the providers then allocate within it. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -23,9 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from koord.apis.numa import NUMATopologyPolicy
 from koord.scheduler.framework.interface import CycleState, Status
 from koord.scheduler.framework.types import Obj
+from koordshared.apis.extension.numa import NUMATopologyPolicy
 
 STORE_KEY = "koordinator.sh/topology-affinity-store"
 ERR_UNSATISFIED = "Unsatisfied NUMA {}"

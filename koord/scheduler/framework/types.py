@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from koord.apis.pod import as_list, as_map
-from koord.apis.quantity import parse_quantity
-from koord.apis.resources import parse_resource_list, pod_requests_list, value_of
-from koord.runtime.errors import InvalidValue
+from koordshared.apis.core.pod import as_list, as_map, pod_uid
+from koordshared.apis.core.resources import parse_resource_list, pod_requests, unit_values, value_of
 
 Obj = Mapping[str, Any]
 Resources = dict[str, int]
@@ -34,76 +32,10 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 def resources_of(raw: Any) -> Resources:
     """A ResourceList object in scheduler units (unparsable entries left out)."""
-    if not isinstance(raw, Mapping):
-        return {}
-    out: Resources = {}
-    for name, text in raw.items():
-        value = _unit_value(str(name), text) if isinstance(text, str | int) else None
-        if value is None:  # not an exact integer of its unit (or not a quantity): the exact path
-            return {n: value_of(n, q) for n, q in parse_resource_list(raw).items()}
-        out[str(name)] = value
-    return out
-
-
-@lru_cache(maxsize=4096)
-def _unit_value(name: str, text: str | int) -> int | None:
-    """``value_of(name, text)`` when the quantity is an exact integer in the scheduler's unit for
-    ``name`` (millicores for cpu), else ``None``. Quantities repeat across pods ("100m", "1Gi"), so the
-    exact parse runs once per spelling."""
-    try:
-        q = parse_quantity(text)
-    except InvalidValue:
-        return None
-    scaled = q * 1000 if name == CPU else q
-    return int(scaled) if scaled.denominator == 1 else None
-
-
-def _requests(pod: Obj) -> Resources:
-    """kube's ``PodRequests`` in scheduler units: the app containers plus sidecars (restartable init
-    containers), at least the largest init step, plus the overhead. Sums of exact integers, which is
-    what rounding the exact sum gives; any quantity below the unit takes the exact path instead."""
-    spec = as_map(pod, "spec")
-    total: Resources = {}
-    for c in as_list(spec, "containers"):
-        if not _add(total, as_map(as_map(c, "resources"), "requests")):
-            return {n: value_of(n, q) for n, q in pod_requests_list(pod).items()}
-    init = as_list(spec, "initContainers")
-    if init:
-        sidecars: Resources = {}
-        peak: Resources = {}
-        for c in init:
-            own: Resources = {}
-            if not _add(own, as_map(as_map(c, "resources"), "requests")):
-                return {n: value_of(n, q) for n, q in pod_requests_list(pod).items()}
-            if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
-                _merge(total, own)
-                _merge(sidecars, own)
-                step = dict(sidecars)
-            else:
-                step = dict(own)
-                _merge(step, sidecars)
-            for n, v in step.items():
-                peak[n] = max(peak.get(n, 0), v)
-        for n, v in peak.items():
-            total[n] = max(total.get(n, 0), v)
-    overhead = as_map(spec, "overhead")
-    if overhead and not _add(total, overhead):
-        return {n: value_of(n, q) for n, q in pod_requests_list(pod).items()}
-    return total
-
-
-def _add(into: Resources, raw: Mapping[str, Any]) -> bool:
-    for name, text in raw.items():
-        value = _unit_value(str(name), text) if isinstance(text, str | int) else None
-        if value is None:
-            return False
-        into[str(name)] = into.get(str(name), 0) + value
-    return True
-
-
-def _merge(into: Resources, more: Resources) -> None:
-    for n, v in more.items():
-        into[n] = into.get(n, 0) + v
+    fast = unit_values(raw)
+    if fast is not None:
+        return fast
+    return {n: value_of(n, q) for n, q in parse_resource_list(raw).items()}
 
 
 def _non_zero(pod: Obj, requests: Resources) -> tuple[int, int]:
@@ -190,7 +122,7 @@ class PodInfo:
         self.node_name = str(spec.get("nodeName") or "")
         prio = spec.get("priority")
         self.priority = prio if isinstance(prio, int) and not isinstance(prio, bool) else 0
-        requests = _requests(pod)
+        requests = pod_requests(pod)
         self.requests, self.non_zero_cpu, self.non_zero_memory = _shared_facts(
             requests, _non_zero(pod, requests)
         )
@@ -202,8 +134,7 @@ class PodInfo:
     @staticmethod
     def uid_of(pod: Obj) -> str:
         """The ``uid`` a PodInfo of ``pod`` has, without parsing the pod."""
-        meta = as_map(pod, "metadata")
-        return str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+        return pod_uid(pod)
 
     @property
     def key(self) -> str:

@@ -1,7 +1,7 @@
 """The framework's answers about given nodes, for callers that ask rather than schedule: the extender
 front end (``/filter``, ``/prioritize`` in kube-scheduler's extender terms), the explanation of why a
 pod is or is not placed (``/debug/nodes``, ``koord-manager top nodes``, ``koord-scheduler explain``) and
-the plugin authors' harness. Everything runs the cycle's own code (:mod:`.cycle`), so no view can
+the plugin authors' harness. Everything runs the cycle's own code (:mod:`.runtime`), so no view can
 disagree with what the scheduler does.
 """
 
@@ -13,10 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from koord.scheduler.framework.cycle import find_feasible, plugin_scores, run_pre_score
 from koord.scheduler.framework.interface import Code, CycleState, Status
-from koord.scheduler.framework.nodeset import NodeSet
-from koord.scheduler.framework.runtime import Framework, PluginFailure, call
+from koord.scheduler.framework.runtime import (
+    Framework,
+    PluginFailure,
+    call,
+)
+from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 
 
@@ -62,7 +65,7 @@ def run_filter(
             if ni.name not in allowed:
                 out.unresolvable[ni.name] = why
         nodes = [ni for ni in nodes if ni.name in allowed]
-    found = find_feasible(fw, state, pod, _nodes(fw, nodes))
+    found = fw.find_feasible(state, pod, _nodes(fw, nodes))
     # Thousands of nodes, a handful of distinct statuses: each is read once and its nodes are written
     # into the answer at C level.
     grouped, singles = found.groups()
@@ -119,8 +122,8 @@ def node_scores(
 ) -> tuple[NodeSet, list[int]]:
     """PreScore, Score and NormalizeScore: the nodes and the extender's combined 0..10 of each, in order."""
     ns = _nodes(fw, nodes)
-    run_pre_score(fw, state, pod, ns)
-    scores = plugin_scores(fw, state, pod, ns)
+    fw.run_pre_score(state, pod, ns)
+    scores = fw.plugin_scores(state, pod, ns)
     return ns, combine_scores([(e.weight, v) for e, v in scores], len(ns), fw.total_score_weight)
 
 
@@ -156,15 +159,15 @@ def explain(
         feasible = (
             []
             if rejected is not None
-            else find_feasible(fw, state, pod, _nodes(fw, candidates)).feasible.infos
+            else fw.find_feasible(state, pod, _nodes(fw, candidates)).feasible.infos
         )
         for ni in feasible:
             if ni.name in out:
                 out[ni.name]["passes"] = True
         if feasible:
             ns = _nodes(fw, feasible)
-            run_pre_score(fw, state, pod, ns)
-            per_plugin = plugin_scores(fw, state, pod, ns)
+            fw.run_pre_score(state, pod, ns)
+            per_plugin = fw.plugin_scores(state, pod, ns)
             combined = combine_scores([(e.weight, v) for e, v in per_plugin], len(ns), fw.total_score_weight)
             for i, ni in enumerate(feasible):
                 if ni.name in out:

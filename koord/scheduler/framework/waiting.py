@@ -15,9 +15,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from koord.apis.quantity import format_duration
 from koord.scheduler.framework.interface import Code, Status
 from koord.scheduler.framework.types import Obj, PodInfo
+from koordshared.apis.meta.quantity import format_duration
 
 Done = Callable[[Status | None], None]
 

@@ -1,11 +1,11 @@
 """The built-in scheduler plugins, written out (no registration on import side effects).
 
-Third-party plugins register through the ``koordlet.scheduler_plugins`` entry-point group instead.
+Third-party plugins register through the ``koord.scheduler_plugins`` entry-point group instead.
 """
 
 from collections.abc import Mapping
 
-from koord.scheduler.framework import PluginFactory
+from koord.scheduler.framework import DEPRECATED_ENTRY_POINT_GROUPS, ENTRY_POINT_GROUP, PluginFactory
 from koord.scheduler.plugins import (
     defaultbinder,
     defaultprebind,
@@ -47,6 +47,7 @@ from koord.scheduler.plugins.scarceresourceavoidance import NAME as SCARCE_RESOU
 from koord.scheduler.plugins.scarceresourceavoidance import ScarceResourceAvoidance
 from koord.scheduler.plugins.schedulinghint import NAME as SCHEDULING_HINT
 from koord.scheduler.plugins.schedulinghint import SchedulingHint
+from koordshared.runtime.pluginregistry import EntryPoints, Registry, discover
 
 BUILTIN: Mapping[str, PluginFactory] = {
     schedulinggates.NAME: schedulinggates.SchedulingGates,
@@ -74,3 +75,10 @@ BUILTIN: Mapping[str, PluginFactory] = {
     NODE_NUMA_RESOURCE: NodeNUMAResource,
     RESERVATION: Reservation,
 }
+
+
+def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:
+    """The built-ins, then the installed plugins of :data:`ENTRY_POINT_GROUP` (and its old names)."""
+    return discover(
+        BUILTIN, ENTRY_POINT_GROUP, deprecated=DEPRECATED_ENTRY_POINT_GROUPS, entry_points=entry_points
+    )

@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.node import requirement_matches, term_matches
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.framework import (
     SKIP,
     Action,
@@ -29,6 +27,8 @@ from koord.scheduler.framework import (
     Status,
 )
 from koord.scheduler.framework.events import NODE
+from koordshared.apis.core.node import requirement_matches, term_matches
+from koordshared.runtime.errors import InvalidArgs
 
 NAME = "NodeAffinity"
 ERR_POD = "node(s) didn't match Pod's node affinity/selector"

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.node import tolerates
 from koord.scheduler.framework import (
     Action,
     ClusterEvent,
@@ -20,6 +19,7 @@ from koord.scheduler.framework import (
     Status,
 )
 from koord.scheduler.framework.events import NODE
+from koordshared.apis.core.node import tolerates
 
 NAME = "NodeUnschedulable"
 ERR = "node(s) were unschedulable"

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.node import tolerates
 from koord.scheduler.framework import (
     Action,
     ClusterEvent,
@@ -27,6 +26,7 @@ from koord.scheduler.framework import (
     Status,
 )
 from koord.scheduler.framework.events import NODE, QUEUE, SKIP, UNSCHEDULED_POD, QueueingHint
+from koordshared.apis.core.node import tolerates
 
 NAME = "TaintToleration"
 HARD = ("NoSchedule", "NoExecute")

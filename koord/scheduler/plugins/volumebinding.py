@@ -1,16 +1,5 @@
 """VolumeBinding (PreFilter, Filter; kube-scheduler's ``volumebinding``, limited) and the clear refusal of
-what koord-scheduler does not schedule.
-
-A pod's claims (``persistentVolumeClaim`` volumes, and the claims of generic ephemeral volumes, named
-``<pod>-<volume>``) are looked up in the caches of PersistentVolumeClaims, PersistentVolumes and
-StorageClasses. A missing, lost or terminating claim, an ephemeral claim the pod does not own, a claim not
-yet bound though its binding is Immediate ("pod has unbound immediate PersistentVolumeClaims": the
-PersistentVolume controller binds it and the pod is retried) and a claim waiting for its first consumer
-(koord-scheduler neither binds nor provisions volumes) make the pod unschedulable on every node, as does
-dynamic resource allocation (``spec.resourceClaims``), which koord-scheduler does not support. A bound
-claim's PersistentVolume keeps the pod off nodes its node affinity excludes ("node(s) didn't match
-PersistentVolume's node affinity"); local volumes pinned to hosts by ``kubernetes.io/hostname`` narrow
-the search to those nodes in PreFilter.
+what koord-scheduler does not schedule. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -19,9 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import groups
-from koord.apis.node import term_matches
-from koord.apis.pod import as_list, as_map
 from koord.scheduler.framework import (
     QUEUE,
     SKIP,
@@ -36,6 +22,9 @@ from koord.scheduler.framework import (
 )
 from koord.scheduler.framework.events import NODE, QueueingHint
 from koord.scheduler.framework.events import SKIP as SKIP_HINT
+from koordshared.apis.core.node import term_matches
+from koordshared.apis.core.pod import as_list, as_map, pod_key
+from koordshared.apis.meta import groups
 
 NAME = "VolumeBinding"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -182,10 +171,9 @@ def _unusable(pvc: Obj | None, name: str, ephemeral: bool, pod: Obj) -> str:
         uid = as_map(pod, "metadata").get("uid")
         owners = as_list(as_map(pvc, "metadata"), "ownerReferences")
         if not any(isinstance(o, Mapping) and o.get("controller") and o.get("uid") == uid for o in owners):
-            meta = as_map(pod, "metadata")
             return (
                 f"PVC {as_map(pvc, 'metadata').get('namespace')}/{name} was not created for pod "
-                f"{meta.get('namespace')}/{meta.get('name')} (pod is not owner)"
+                f"{pod_key(pod)} (pod is not owner)"
             )
     return ""
 

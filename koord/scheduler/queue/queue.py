@@ -8,11 +8,7 @@
   cluster event that one of the plugins that rejected them registered and whose queueing hint says
   ``Queue`` (any event for a pod no plugin claimed), or after 5 minutes (the unschedulable timeout,
   checked every 30 s). A gated pod leaves only when its gating plugin lets it through.
-
-Events that arrive while a pod is being scheduled are kept for it; when the attempt fails, they are
-replayed through its rejecting plugins' hints, so a change during the attempt is never lost. A pod
-updated while queued is updated where it is (a gated pod is re-checked; an unschedulable one is requeued
-when the update may matter); a pod deleted while queued leaves the queue.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

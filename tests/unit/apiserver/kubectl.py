@@ -16,8 +16,8 @@ import subprocess
 from pathlib import Path
 
 from tests.apiserver import APIServer
+from tests.support.paths import ROOT
 
-REPO = Path(__file__).resolve().parents[3]
 _AGENT = re.compile(r"kubectl/(v\d+\.\d+\.\d+\S*)")
 
 
@@ -39,7 +39,7 @@ class Kubectl:
         return subprocess.run(
             argv,
             check=False,
-            cwd=REPO,
+            cwd=ROOT,
             env={
                 "HOME": str(self.home),
                 "PATH": "/usr/bin:/bin:/usr/local/bin",

@@ -4,14 +4,14 @@ SubjectAccessReview."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from tests.apiserver import APIServer
+from tests.support.paths import ROOT
 from tests.unit.apiserver.helpers import raw_call
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"
+DEPLOY = ROOT / "deploy" / "daemonset"
 
 
 @pytest.fixture

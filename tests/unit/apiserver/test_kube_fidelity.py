@@ -1,4 +1,4 @@
-"""The test API server against kube-apiserver's behaviour, one test per divergence of issue 11 (1-5: served
+"""The test API server against kube-apiserver's behaviour, one test per divergence found (1-5: served
 types, binding, strategic merge patch, eviction, graceful deletion; 6-10 in ``test_kube_fidelity_api``).
 
 Each test names the upstream code it mirrors (kubernetes/kubernetes unless said otherwise) and drives the

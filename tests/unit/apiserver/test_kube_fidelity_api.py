@@ -1,4 +1,4 @@
-"""The test API server against kube-apiserver's behaviour, one test per divergence of issue 11 (6-10:
+"""The test API server against kube-apiserver's behaviour, one test per divergence found (6-10:
 validation, create defaults, paging/history/bookmarks, the core and events APIs' one store, RBAC from the
 shipped manifests; 1-5 in ``test_kube_fidelity``).
 

@@ -20,11 +20,12 @@ import yaml
 
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
+from tests.support.paths import ROOT
 from tests.unit.apiserver.helpers import pod
-from tests.unit.apiserver.kubectl import REPO, Kubectl, minor, ran_version, table
+from tests.unit.apiserver.kubectl import Kubectl, minor, ran_version, table
 
 pytestmark = pytest.mark.tool("kubectl", "openssl")
-README = REPO / "deploy" / "README.md"
+README = ROOT / "deploy" / "README.md"
 _APPLY = re.compile(r"^kubectl apply -f (deploy/\S+)", re.MULTILINE)
 
 

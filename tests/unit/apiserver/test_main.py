@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
 
 
 def test_entry_point_serves_until_sigterm(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from koord.apis import groups
-from koord.kube.informers import Watch, list_call
+from koordshared.apis.meta import groups
+from koordshared.kube.informers import Watch, list_call
 from tests.apiserver import APIServer
 from tests.unit.apiserver.helpers import api_client
 

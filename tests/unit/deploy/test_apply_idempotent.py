@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from koord.apis.quantity import format_bytes, format_decimal, parse_quantity
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, parse_quantity
+from tests.support.paths import ROOT
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
+DEPLOY = ROOT / "deploy"
 BUILTIN_GROUPS = ("v1", "apps/v1", "rbac.authorization.k8s.io/v1", "policy/v1", "apiextensions.k8s.io/v1")
 """apiVersions whose objects are Go structs on the server (custom resources keep what they are given)."""
 OMITTED_FALSE = {

@@ -22,8 +22,9 @@ import yaml
 
 from koordlet.system.paths import HostPaths
 from koordlet.testing.cgroups import RealCgroupTree
+from tests.support.paths import ROOT
 
-DAEMONSET = Path(__file__).resolve().parents[3] / "deploy" / "daemonset" / "koordlet.yaml"
+DAEMONSET = ROOT / "deploy" / "daemonset" / "koordlet.yaml"
 NOBODY = 65534
 # What the agent does to a pod, written as it does it (os.open/os.write), with the results reported back.
 AGENT_ACTIONS = r"""

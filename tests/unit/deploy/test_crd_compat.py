@@ -1,4 +1,4 @@
-"""Our NodeSLO and NodeMetric CRDs against Koordinator's (issue 16 point 13).
+"""Our NodeSLO and NodeMetric CRDs against Koordinator's.
 
 Koordinator's constraints come from the table in ``tests/koord_slo_facts.py`` (v1.8.0 and main). Every
 object generated at that table's edges must pass our CRDs, the table must reach every field of ours, the
@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from koord.apis.nodemetric import parse_status, to_status
-from koord.apis.nodeslo import build, default_spec, merge
-from koord.apis.sloconfig import render_spec
+from koordshared.apis.configuration.slocontroller import render_spec
+from koordshared.apis.slo.nodemetric import parse_status, to_status
+from koordshared.apis.slo.nodeslo import build, default_spec, merge
 from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD, NODESLO_CRD
 from tests.koord_slo_edges import crd, edge_objects, paths
 from tests.koord_slo_facts import MAIN, TABLE, V18, VERSIONS
 from tests.unit.apiserver.test_crdschema import NODEMETRIC, NODESLO
-from tests.unit.statesinformer.test_nodemetric_shape import full_status
+from tests.unit.koordlet.statesinformer.test_nodemetric_shape import full_status
 
 OURS: dict[str, Path] = {"nodeslos": NODESLO_CRD, "nodemetrics": NODEMETRIC_CRD}
 # Fields our CRDs have that Koordinator's lack (accepting more is allowed; each one is a decision).

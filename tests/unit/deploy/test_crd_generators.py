@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
+from tests.support.paths import ROOT
+
+DEPLOY = ROOT / "deploy"
 GENERATORS = sorted(DEPLOY.glob("*/crds/gen_*.py"))
 
 

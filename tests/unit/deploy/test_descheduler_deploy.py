@@ -16,14 +16,15 @@ from koord.descheduler import cli
 from koord.descheduler.config import parse_configuration
 from koord.descheduler.evictor.args import parse_args as mc_args
 from koord.descheduler.plugins.lownodeload.args import parse_args as lnl_args
-from koord.kube.leaderelection import ElectionConfig
+from koordshared.kube.leaderelection import ElectionConfig
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.deschedulerharness import running_descheduler
+from tests.support.paths import ROOT
 from tests.unit.deploy.test_manager_rbac import READ_VERBS, Attrs, request_attrs
-from tests.unit.descheduler.test_eviction_api import hot_pods, populate
+from tests.unit.koord.descheduler.evictor.test_eviction_api import hot_pods, populate
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "descheduler"
+DEPLOY = ROOT / "deploy" / "descheduler"
 NS = "koordinator-system"
 
 

@@ -5,15 +5,15 @@ virtual functions, the partition-table annotation), refusing wrong types."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import yaml
 
-from koord.apis.device import ANNOTATION_GPU_PARTITIONS
-from koord.testing.devices import device, fpga, gpu, rdma
+from koordshared.apis.scheduling.device import ANNOTATION_GPU_PARTITIONS
+from koordshared.testing.devices import device, fpga, gpu, rdma
 from tests import crdschema
+from tests.support.paths import ROOT
 
-CRDS = Path(__file__).resolve().parents[3] / "deploy" / "scheduler" / "crds"
+CRDS = ROOT / "deploy" / "scheduler" / "crds"
 CRD = CRDS / "scheduling.koordinator.sh_devices.yaml"
 
 

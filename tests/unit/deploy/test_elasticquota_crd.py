@@ -4,15 +4,14 @@ tree's labels and annotations, the built-in quotas the plugin creates, its statu
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from koord.apis import elasticquota as eq
 from koord.scheduler.plugins.elasticquota.args import DEFAULT_GROUP_MAX
 from koord.scheduler.plugins.elasticquota.quotas import built_in_object
-from koord.testing.objects import elastic_quota
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.testing.objects import elastic_quota
 from tests import crdschema
+from tests.support.paths import ROOT
 
-CRDS = Path(__file__).resolve().parents[3] / "deploy" / "scheduler" / "crds"
+CRDS = ROOT / "deploy" / "scheduler" / "crds"
 CRD = CRDS / "scheduling.sigs.k8s.io_elasticquotas.yaml"
 
 

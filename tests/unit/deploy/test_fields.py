@@ -5,14 +5,15 @@ types checked, so a misspelled ``mountPropagation`` or a string where an int bel
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"
+from tests.support.paths import ROOT
+
+DEPLOY = ROOT / "deploy" / "daemonset"
 MODELS = {
     ("v1", "Namespace"): "V1Namespace",
     ("v1", "ServiceAccount"): "V1ServiceAccount",

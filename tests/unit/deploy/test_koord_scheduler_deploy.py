@@ -15,9 +15,9 @@ import yaml
 from click.testing import CliRunner
 
 from koord.scheduler import cli, config
-from koord.scheduler.app import plugin_registry
-from koord.testing import objects
+from koord.scheduler.plugins import plugin_registry
 from koordlet.testing.wait import wait_until
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.koordscheduler import KoordSchedulerProcess, condition, events_for, node_of

@@ -6,11 +6,11 @@ from __future__ import annotations
 import importlib.metadata as md
 import re
 import tomllib
-from pathlib import Path
 
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
+
 LOCK = ROOT / "requirements.lock"
 
 

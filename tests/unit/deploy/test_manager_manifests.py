@@ -5,21 +5,22 @@ NodeSLOs that pass the CRD schema and the agent's validation."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from koord.apis import colocation, nodeslo, sloconfig
-from koord.kube import process
 from koord.manager import cli as manager_cli
 from koord.manager.config import ManagerConfig
+from koordshared.apis.configuration import slocontroller as sloconfig
+from koordshared.apis.slo import nodeslo
+from koordshared.kube import process
 from tests import crdschema
+from tests.support.paths import ROOT
 from tests.unit.deploy.test_manifests import NODESLO_CRD, expand
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "manager"
+DEPLOY = ROOT / "deploy" / "manager"
 SAMPLE = {"metadata.name": "koord-manager-7d9f-abcde", "status.podIP": "10.244.3.9"}
 
 
@@ -122,8 +123,8 @@ def test_two_replicas_never_both_down_and_probes_reach_the_endpoint() -> None:
 def test_example_configmap_parses_and_renders_valid_nodeslos() -> None:
     cm = one("slo-controller-config.yaml", "ConfigMap")
     data = cm["data"]
-    assert set(data) == {colocation.COLOCATION_CONFIG_KEY, *sloconfig.NODESLO_CONFIG_KEYS}
-    cfg = colocation.parse_colocation_config(data[colocation.COLOCATION_CONFIG_KEY])
+    assert set(data) == {sloconfig.COLOCATION_CONFIG_KEY, *sloconfig.NODESLO_CONFIG_KEYS}
+    cfg = sloconfig.parse_colocation_config(data[sloconfig.COLOCATION_CONFIG_KEY])
     assert cfg.cluster.enable and not cfg.warnings and len(cfg.node_configs) == 1
     configs = {key: sloconfig.parse_key(key, data[key]) for key in sloconfig.NODESLO_CONFIG_KEYS}
     for labels in ({}, {"pool": "latency-critical"}):

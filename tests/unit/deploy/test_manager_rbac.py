@@ -10,18 +10,18 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from koord.kube.leaderelection import ElectionConfig
+from koordshared.kube.leaderelection import ElectionConfig
 from tests.apiserver import APIServer, Request, requestinfo
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.managerharness import NS, get, node, running_manager, set_config, wait_until
+from tests.support.paths import ROOT
 
-RBAC = Path(__file__).resolve().parents[3] / "deploy" / "manager" / "rbac.yaml"
+RBAC = ROOT / "deploy" / "manager" / "rbac.yaml"
 READ_VERBS = {"get", "list", "watch"}
 
 

@@ -11,13 +11,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from koord.apis import nodeslo, slovalidate
 from koordlet import cli
 from koordlet.config import Configuration
 from koordlet.qosmanager import loader
+from koordshared.apis.slo import nodeslo
+from koordshared.apis.slo import validate as slovalidate
 from tests import crdschema
+from tests.support.paths import ROOT
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"
+DEPLOY = ROOT / "deploy" / "daemonset"
 NODESLO_CRD = DEPLOY / "crds" / "slo.koordinator.sh_nodeslos.yaml"
 MANIFESTS = sorted(DEPLOY.glob("*.yaml"))
 SAMPLE = {"status.podIP": "10.244.1.7", "spec.nodeName": "node-a"}

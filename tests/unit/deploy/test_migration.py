@@ -1,4 +1,4 @@
-"""Replacing Koordinator's koordlet (deploy/README.md, issue 16 point 14), on the test API server with RBAC
+"""Replacing Koordinator's koordlet (deploy/README.md), on the test API server with RBAC
 enforced: a cluster installed by Koordinator's chart (its koordlet ServiceAccount, ClusterRole
 ``koordlet-role`` with wildcards and ClusterRoleBinding ``koordlet-rolebinding``), then the documented
 ``kubectl apply`` of our RBAC: the agent's ServiceAccount keeps every call the agent makes and loses the
@@ -12,11 +12,12 @@ from typing import Any
 
 import yaml
 
-from koord.kube.client import make_api_client
+from koordshared.kube.client import make_api_client
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server_factory  # noqa: F401
+from tests.support.paths import ROOT
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "daemonset"
+DEPLOY = ROOT / "deploy" / "daemonset"
 NS, SA = "koordinator-system", "koordlet"
 HELM = {
     "labels": {"app.kubernetes.io/managed-by": "Helm"},

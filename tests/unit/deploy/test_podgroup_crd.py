@@ -3,14 +3,14 @@ no status subresource), and it accepts what users and koord-scheduler write, ref
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tests import crdschema
+from tests.support.paths import ROOT
 
-CRDS = Path(__file__).resolve().parents[3] / "deploy" / "scheduler" / "crds"
+CRDS = ROOT / "deploy" / "scheduler" / "crds"
 CRD = CRDS / "scheduling.sigs.k8s.io_podgroups.yaml"
 
 

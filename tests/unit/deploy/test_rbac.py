@@ -7,21 +7,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from koord.apis import groups, noderesourcetopology
-from koord.kube.client import make_api_client
-from koord.kube.delegation import APIReviewer
-from koord.kube.informer import Informer
 from koordlet.statesinformer import kube
+from koordshared.apis.meta import groups
+from koordshared.apis.topology import noderesourcetopology
+from koordshared.kube.client import make_api_client
+from koordshared.kube.delegation import APIReviewer
+from koordshared.kube.informer import Informer
 from tests.apiserver import APIServer, Request, requestinfo
 from tests.apiserver.fixtures import api_server_factory  # noqa: F401
+from tests.support.paths import ROOT
 
-RBAC = Path(__file__).resolve().parents[3] / "deploy" / "daemonset" / "rbac.yaml"
+RBAC = ROOT / "deploy" / "daemonset" / "rbac.yaml"
 DAEMONSET = RBAC.parent / "koordlet.yaml"
 NODE = "node-a"
 READ_VERBS = {"get", "list", "watch"}

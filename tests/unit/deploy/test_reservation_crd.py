@@ -5,16 +5,15 @@ without a field."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
-from koord.apis.reservepod import reserve_pod
 from koord.scheduler.plugins.reservation import status
-from koord.testing.reservations import available, owner_labels, owner_pod, reservation
+from koordshared.apis.scheduling.reservation import reserve_pod
+from koordshared.testing.reservations import available, owner_labels, owner_pod, reservation
 from tests import crdschema
+from tests.support.paths import ROOT
 
-CRDS = Path(__file__).resolve().parents[3] / "deploy" / "scheduler" / "crds"
+CRDS = ROOT / "deploy" / "scheduler" / "crds"
 CRD = CRDS / "scheduling.koordinator.sh_reservations.yaml"
 
 

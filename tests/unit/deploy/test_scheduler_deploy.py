@@ -12,19 +12,20 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
-from koord.kube.client import make_api_client, request
-from koord.kube.process import parse_seconds
 from koord.scheduler.extender import cli
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.plugins.loadaware.args import parse_args
-from koord.testing import objects
+from koordshared.kube.client import make_api_client, request
+from koordshared.kube.process import parse_seconds
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 from tests.cluster.extenderharness import running_extender
 from tests.cluster.kubescheduler import ExtenderConfig, HTTPExtender
+from tests.support.paths import ROOT
 from tests.unit.deploy.test_rbac import READ_VERBS, allows, attributes, granted
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "scheduler"
+DEPLOY = ROOT / "deploy" / "scheduler"
 
 
 def docs(name: str) -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from koord.apis import nodeslo
 from koordlet import api
 from koordlet.metrics import PluginMetrics
 from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
@@ -20,6 +19,7 @@ from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeEvictor, FakeMetrics, FakeStates, make_node
 from koordlet.testing.builders import QOS_TIER
+from koordshared.apis.slo import nodeslo
 from tests.support.fakehost import FakeHost
 
 GI = 1 << 30

@@ -70,7 +70,7 @@ def test_lsr_lse_be_and_unlimited_pods_are_untouched() -> None:
 
 
 def test_unlabelled_guaranteed_pod_gets_its_burst() -> None:
-    """Issue 16 point 4: Koordinator's ``IsPodCPUBurstable`` reads the raw label. A Guaranteed pod without
+    """Koordinator's ``IsPodCPUBurstable`` reads the raw label. A Guaranteed pod without
     ``koordinator.sh/qosClass`` defaults to LSR for everything else, but its burst is not skipped."""
     h = harness(policy="cpuBurstOnly", cpu_burst_percent=50)
     pod = h.add_pod(
@@ -244,7 +244,7 @@ def test_reset_never_raises_a_quota_kubelet_set_below_base() -> None:
 
 
 def test_a_pod_whose_burst_took_is_not_sent_again_until_it_or_the_strategy_changes() -> None:
-    """Issue 27: every pod's unchanged burst values went to the executor every second. A pod and config
+    """Every pod's unchanged burst values went to the executor every second. A pod and config
     whose values the executor took whole are skipped; a change of either sends them, and so does a write
     that did not take (the container's cgroup not there yet)."""
     h = harness(policy="cpuBurstOnly", cpu_burst_percent=50)

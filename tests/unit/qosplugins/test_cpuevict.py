@@ -133,7 +133,7 @@ def test_short_history_is_not_a_trend() -> None:
 
 
 def test_a_third_of_the_window_in_integer_seconds_is_enough() -> None:
-    """Issue 16 point 7: Koordinator's check is ``count * interval < window / 3`` on int64, so 3 samples
+    """Koordinator's check is ``count * interval < window / 3`` on int64, so 3 samples
     of a 10 s window (10 / 3 = 3) are enough; 3 < 3.33 in floats asked for a fourth."""
     h = harness()
     plugin = started(h)
@@ -145,7 +145,7 @@ def test_a_third_of_the_window_in_integer_seconds_is_enough() -> None:
 
 
 def test_unlabelled_besteffort_pod_is_not_a_candidate() -> None:
-    """Issue 16 point 3: only pods labelled BE; the unlabelled BestEffort pod (the busiest) stays."""
+    """Only pods labelled BE; the unlabelled BestEffort pod (the busiest) stays."""
     h = harness()
     plugin = started(h)
     h.clock.advance(20)
@@ -158,7 +158,7 @@ def test_unlabelled_besteffort_pod_is_not_a_candidate() -> None:
 
 
 def test_high_average_but_idle_now_evicts_nothing() -> None:
-    """Issue 16 point 1: the average (1800m of a 2000m limit, 90 %) says busy, the last sample (500m,
+    """The average (1800m of a 2000m limit, 90 %) says busy, the last sample (500m,
     25 %) says not: Koordinator returns before evicting when the current usage is not high enough."""
     h = harness()
     plugin = started(h)
@@ -176,7 +176,7 @@ def test_high_average_but_idle_now_evicts_nothing() -> None:
 
 
 def test_sidecars_count_in_the_victims_batch_request() -> None:
-    """Issue 16 point 7: a restartable init container's batch-cpu is part of what the pod releases and
+    """A restartable init container's batch-cpu is part of what the pod releases and
     of its usage ratio (Koordinator sums sidecars since its eviction fix)."""
     h = harness()
     plugin = started(h)
@@ -206,7 +206,7 @@ def test_evict_by_allocatable_uses_node_batch_allocatable() -> None:
 
 
 def test_evict_by_allocatable_without_batch_allocatable_evicts_nothing() -> None:
-    """Issue 16 point 2: a node that reports no ``kubernetes.io/batch-cpu`` has an unknown allocatable
+    """A node that reports no ``kubernetes.io/batch-cpu`` has an unknown allocatable
     (Koordinator: -1, not busy), not a 1m one that would make every BE pod a victim."""
     h = harness(cpu_evict_policy="evictByAllocatable")
     h.states.node_info = make_node(8000, 1 << 30, batch_cpu_allocatable_milli=-1)
@@ -220,7 +220,7 @@ def test_evict_by_allocatable_without_batch_allocatable_evicts_nothing() -> None
 
 
 def test_standalone_evict_by_allocatable_evicts_nobody() -> None:
-    """Issue 27: ``--standalone`` builds its NodeInfo from the host, with no Node to report batch-cpu.
+    """``--standalone`` builds its NodeInfo from the host, with no Node to report batch-cpu.
     It must say "unknown" (Koordinator's -1: nobody evicted); the dataclass default 0 it used to carry read
     as a zero allocatable, 1m, and every BE pod of this scenario was evicted (the control below)."""
     node = local_node("node-1", HostPaths())

@@ -1,4 +1,4 @@
-"""``CPUEvict`` and ``CPUAllocatableEvict`` (issue 27), from Koordinator's ``cpu_evict.go`` formulas: the
+"""``CPUEvict`` and ``CPUAllocatableEvict``, from Koordinator's ``cpu_evict.go`` formulas: the
 release targets with and without lower percents, priority thresholds, victim order, one round with
 ``BECPUEvict`` (victims taken once, releases of one target summed) and the shared cool-down."""
 

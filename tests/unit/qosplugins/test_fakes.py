@@ -79,7 +79,7 @@ def test_executor_refuses_what_the_kernel_refuses_and_dry_run_writes_nothing() -
 
 def test_v2_host_reads_quota_back_as_the_agent_does() -> None:
     # The agent's host reader turns v2 cpu.max into the v1 value; the fake shows the same (the contract
-    # suite in tests/unit/contract holds the two together).
+    # suite in tests/unit/koordlet/api/test_host_reader.py holds the two together).
     h = make_harness(2)
     h.executor.update(api.CgroupUpdate("cpu.cfs_quota_us", "kubepods/besteffort", "20000", owner="t"))
     assert h.host.read("cpu.cfs_quota_us", "kubepods/besteffort") == "20000"

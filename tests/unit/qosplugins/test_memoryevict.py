@@ -53,7 +53,7 @@ def test_evicts_largest_be_until_below_lower_bound(version: int) -> None:
 
 
 def test_unlabelled_besteffort_pod_is_not_a_candidate() -> None:
-    """Issue 16 point 3: Koordinator's BE eviction takes pods whose ``koordinator.sh/qosClass`` label is
+    """Koordinator's BE eviction takes pods whose ``koordinator.sh/qosClass`` label is
     BE; a kube BestEffort pod without the label (BE only by default) is left alone."""
     h = harness()
     plain = h.add_pod(make_pod("plain", kube_qos=api.KubeQOSClass.BESTEFFORT))

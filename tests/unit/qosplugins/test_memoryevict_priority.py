@@ -1,4 +1,4 @@
-"""``MemoryEvict`` and ``MemoryAllocatableEvict`` (issue 27), from Koordinator's ``memory_evict.go``
+"""``MemoryEvict`` and ``MemoryAllocatableEvict``, from Koordinator's ``memory_evict.go``
 formulas: the usage trigger with and without a lower percent, victims by priority counted in bytes, the
 allocatable target, one round with ``BEMemoryEvict`` and the shared 4 s cool-down."""
 

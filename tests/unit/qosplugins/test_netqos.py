@@ -15,8 +15,8 @@ from koordlet.system.netqos import BE_CLASS, LS_CLASS, ROOT_CLASS, SYSTEM_CLASS
 from koordlet.testing import make_pod
 from qosplugins.netqos import TCNetworkQoS, build_spec
 from tests.support.fakehost import FakeHost
+from tests.unit.koordlet.system.faketc import FakeKernel
 from tests.unit.qosplugins.nodeqos import NodeQoSEnv
-from tests.unit.system.faketc import FakeKernel
 
 M = 1_000_000
 NETQOS = {
@@ -164,7 +164,7 @@ def test_rates_the_link_cannot_hold_are_refused_once(
 
 
 def test_build_spec_is_off_without_a_link_speed_or_an_enabled_class() -> None:
-    from koord.apis import nodeslo
+    from koordshared.apis.slo import nodeslo
 
     pods = [with_ips(make_pod("be", api.QOSClass.BE), "10.0.0.9")]
     assert (

@@ -18,12 +18,12 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from koord.apis import nodeslo
-from koord.runtime.errors import InvalidValue
 from koordlet import api
 from koordlet.system import resctrl
 from koordlet.system.cgroups import validate
 from koordlet.testing import make_harness, make_node, make_pod
+from koordshared.apis.slo import nodeslo
+from koordshared.runtime.errors import InvalidValue
 from qosplugins import _memqos as mq
 from qosplugins.blkio import BlkIOReconcile
 from qosplugins.cgreconcile import CgroupReconcile

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from koord.apis import nodeslo
-from koord.apis.slovalidate import InvalidNodeSLO
 from koordlet import api
 from koordlet.testing import Harness, be_slo, make_harness, make_node, make_pod, topology
+from koordshared.apis.slo import nodeslo
+from koordshared.apis.slo.validate import InvalidNodeSLO
 from qosplugins import _evict
 from qosplugins.cpuburst import CPUBurst
 from qosplugins.cpuevict import BECPUEvict

@@ -79,8 +79,8 @@ def test_out_of_range_values_are_refused_and_logged_once(
 
 
 def test_wanted_without_a_node_skips_min_free_kbytes() -> None:
-    from koord.apis import nodeslo
     from koordlet import api
+    from koordshared.apis.slo import nodeslo
 
     slo = nodeslo.build({"systemStrategy": {"minFreeKbytesFactor": 100, "schedIdleSaverWmark": 3}})
     assert wanted(slo, None) == [("sched_idle_saver_wmark", "3")]

@@ -6,13 +6,7 @@ consecutive count is **greater than** ``consecutive_abnormalities`` (so the defa
 over the threshold). Anomaly lasts ``timeout`` from when it began (further marks do not extend it) or
 until the consecutive normal marks exceed ``consecutive_normalities``; then OK with the counters
 cleared. Every state change clears the counters. A detector not marked abnormal for ``cache_timeout``
-is dropped (a node gone from the cluster, or whose NodeMetric expired).
-
-One difference, on purpose: :meth:`Detectors.reset` clears the counters of a detector already OK.
-Koordinator's ``Reset`` only changes state, so an OK node's count survived rounds in which it was not
-over its threshold and "consecutive" abnormalities were not consecutive: a node over the threshold in
-rounds 1-3 and 11-13 was evicted from in round 13. The plugin resets every node it does not find over
-its threshold, so the count here is of consecutive rounds, as the field's name says.
+is dropped (a node gone from the cluster, or whose NodeMetric expired). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

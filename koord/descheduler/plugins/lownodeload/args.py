@@ -4,18 +4,7 @@ and validation, read strictly from the profile's ``pluginConfig[].args``.
 Conversion: the top-level ``nodeSelector``, ``useDeviationThresholds``, thresholds, weights and
 ``anomalyCondition`` become a pool named ``__default_node_pool__``, put before ``nodePools``; a pool
 inherits the thresholds, weights and anomaly condition it leaves out (not ``useDeviationThresholds``,
-a plain bool in Koordinator).
-
-Differences from Koordinator, on purpose:
-
-* ``anomalyCondition`` fields left out (or 0) take their defaults one by one (5 abnormal rounds, 3
-  normal, 1 minute). Koordinator's ``else if`` chain defaults only the first missing one, so
-  ``{timeout: 2m}`` alone leaves ``consecutiveNormalities`` at 0 and is then refused.
-* Threshold resources are ``cpu``, ``memory`` and ``pods``: the usage of any other name would always be
-  0 (a NodeMetric reports cpu and memory), so such a threshold is refused instead of silently ignored.
-  Percentages must be in 0..100.
-* ``detectorCacheTimeout`` is raised to the descheduling interval when shorter, as Koordinator's server
-  does (:func:`parse_args` takes the interval).
+a plain bool in Koordinator). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -24,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.selector import LabelSelector, parse_selector
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
+from koordshared.apis.meta.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 RESOURCES = ("cpu", "memory", "pods")
 DEFAULT_POOL = "__default_node_pool__"

@@ -4,22 +4,7 @@
 Capacity to move is ``Σ (high threshold - usage)`` over the targets, per resource. The node pass moves
 from the node-view sources to the low and both-low nodes; the prod pass then moves from the prod sources
 to the prod-low and both-low nodes, with the both-low share capped by what the node pass left.
-
-On each source, hottest first: the removable pods are those passing the pod filter and, with
-``nodeFit``, reporting a usage and fitting some target (``NodeFit`` and, with the pod's usage added,
-every resource still within the target's high threshold). They are sorted (:mod:`.sorter`) and evicted
-one by one while the source is over a high threshold and every resource has capacity left; each eviction
-subtracts the pod's usage (1 for ``pods``) from the capacity and from the source (from its prod usage
-too in the prod pass), in a dry run as well. A pod that reports no usage changes no counter.
-
-One difference from Koordinator, on purpose (its issue #2119: evictions that create new hot spots):
-Koordinator adds a candidate's usage to the first target that fits it while it *lists* the removable
-pods, and keeps it there whether or not the pod is then evicted; a hundred candidates on one source,
-of which the limits let two go, fill the targets for every later source with pods that never move.
-Here the listing only checks that some target fits; the usage is added to a target when the pod is
-evicted (the first target that still fits it then; none: the pod stays), so targets fill with real moves
-only. The search is next-fit (from the target that took the last pod), which finds a target as
-Koordinator's first-fit over its unordered node map does, without rescanning full ones for every pod.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -28,11 +13,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from koord.apis import pod as podutil
 from koord.descheduler.framework.interface import EvictOptions, Evictor, Obj
 from koord.descheduler.framework.nodefit import NodeFit
 from koord.descheduler.plugins.lownodeload.sorter import PodFacts, sort_pods
 from koord.descheduler.plugins.lownodeload.usage import NodeUsage, Vec, metric_vec, over
+from koordshared.apis.core import pod as podutil
 
 log = logging.getLogger(__name__)
 

@@ -1,34 +1,6 @@
 """``LowNodeLoad`` (Balance): evicts pods from nodes whose real usage is over the high thresholds, when
 under-used nodes can take them (Koordinator's
-``pkg/descheduler/framework/plugins/loadaware/low_node_load.go``).
-
-Each round, for each pool in order (the default pool first), :meth:`LowNodeLoad.process_pool`:
-
-1. The pool's nodes: its selector's matches, minus nodes an earlier pool used as sources (when the pool
-   has a selector).
-2. Thresholds completed (:func:`~.usage.complete_thresholds`), usage, thresholds and classes
-   (:mod:`.usage`).
-3. Detectors: every source is marked abnormal; every other classified node is reset (see
-   :mod:`.anomaly` for why this differs from Koordinator). Nothing to do without an abnormal node, without
-   an under-used node, when the under-used nodes are at most ``numberOfNodes`` or are the whole pool.
-4. The abnormal sources, hottest first, are balanced (:mod:`.balance`); they are then marked normal once
-   (which ends the Anomaly state early only after ``consecutiveNormalities`` such rounds in a row), and
-   every source is recorded as processed.
-
-The round's decisions are logged at info: the classes, each anomaly count, what was evicted and why.
-
-Koordinator's behaviour kept, including what follows from its code rather than its docs: without prod
-thresholds every under-low node is "both low" and every in-between schedulable node "prod low", and
-both count as under-used for ``numberOfNodes`` and the all-under-used check; a resource missing from
-``lowThresholds`` gets 100 % as both low and high (0 % in deviation mode), overriding a given high; an
-Anomaly lasts its ``timeout`` whatever further rounds say, unless the node gets under its threshold
-while pods are evicted; the eviction reason quotes the configured percentages; a pod without a reported
-usage moves no counter. Deliberate differences, each described where it lives: consecutive abnormal
-rounds are consecutive (:mod:`.anomaly`); pods gone since the last report do not count (:mod:`.usage`);
-targets are reserved by real evictions (:mod:`.balance`); ``anomalyCondition`` fields default one by one
-(:mod:`.args`); terminated pods are not counted in ``pods`` (the caches hold running pods only); and a
-``dryRun`` in the args goes through the evictor as a dry run, so its decisions respect the evictor's
-limits as the real ones would (Koordinator's skips the evictor, and so its limits, in a dry run).
+``pkg/descheduler/framework/plugins/loadaware/low_node_load.go``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -37,10 +9,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import extension
-from koord.apis import pod as podutil
-from koord.apis.node import node_name, select
-from koord.apis.pod import str_map
 from koord.descheduler.framework.interface import Handle, Obj, Status
 from koord.descheduler.framework.nodefit import NodeFit, ParsedMemo
 from koord.descheduler.plugins.lownodeload.anomaly import Detectors
@@ -57,6 +25,10 @@ from koord.descheduler.plugins.lownodeload.usage import (
     reported,
     set_thresholds,
 )
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.node import node_name, select
+from koordshared.apis.core.pod import str_map
+from koordshared.apis.extension import qos as extension
 
 log = logging.getLogger(__name__)
 

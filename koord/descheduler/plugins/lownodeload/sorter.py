@@ -7,9 +7,7 @@ Kubernetes QoS (BestEffort < Burstable < Guaranteed), koord QoS (BE < LS < LSR <
 at the resources over their threshold only: with ``excess = usage - threshold`` and
 ``ratio = pod usage / excess``, a resource scores ``ratio`` below 1 and ``1/ratio + 1`` from 1 up, so the
 pod that just covers the excess scores highest (2); the weighted mean over those resources is the score.
-
-Source nodes, hottest first: ``min(used, capacity) * 1000 // capacity`` per resource, the weighted mean
-(integer division, as Koordinator's ``ResourceUsageScorer``).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -17,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from koord.apis import extension
-from koord.apis import pod as podutil
-from koord.apis.pod import kube_qos_of, priority_class_of, qos_of, str_map
 from koord.descheduler.framework.interface import Obj
 from koord.descheduler.plugins.lownodeload.usage import NodeUsage
+from koordshared.apis.core import pod as podutil
+from koordshared.apis.core.pod import kube_qos_of, str_map
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.extension.qos import priority_class_of, qos_of
 
 PRIORITY_ORDER = {
     extension.PriorityClass.FREE: 1,
@@ -31,9 +30,9 @@ PRIORITY_ORDER = {
     extension.PriorityClass.NONE: 5,
 }
 KUBE_QOS_ORDER = {
-    extension.KubeQOSClass.BESTEFFORT: 1,
-    extension.KubeQOSClass.BURSTABLE: 2,
-    extension.KubeQOSClass.GUARANTEED: 3,
+    podutil.KubeQOSClass.BESTEFFORT: 1,
+    podutil.KubeQOSClass.BURSTABLE: 2,
+    podutil.KubeQOSClass.GUARANTEED: 3,
 }
 QOS_ORDER = {
     extension.QOSClass.BE: 1,

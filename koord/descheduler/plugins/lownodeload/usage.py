@@ -4,17 +4,7 @@
 Units: cpu in millicores, memory in bytes, ``pods`` a count, all integers as Koordinator's
 ``Quantity.MilliValue()``/``Value()`` make them. Capacity is the node's raw allocatable (the
 ``node.koordinator.sh/raw-allocatable`` annotation if it parses, else ``status.allocatable``).
-
-* ``usage[r] = systemUsage[r] + Σ podUsage[r]`` over the pods the NodeMetric reports (host
-  applications left out); ``prod_usage[r]`` sums the reported pods that are prod by their pod object;
-  a reported pod no longer bound to the node (evicted or deleted since the report) is left out, unlike
-  Koordinator, which counts it until the next report and so evicts more than needed in between;
-  ``usage[pods]`` counts the pods bound to the node. A node without a NodeMetric, without
-  ``status.nodeMetric`` or whose ``updateTime`` is missing or at least ``nodeMetricExpirationSeconds``
-  old is left out of the round (neither source nor target).
-* Absolute thresholds: ``int(pct * 0.01 * capacity)``. Deviation thresholds: the pool's mean usage
-  percentage minus ``low`` / plus ``high``, clamped to 0..100; a resource with ``low == 0`` gets the
-  full capacity as both thresholds.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -22,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from koord.apis.node import is_unschedulable, node_name
-from koord.apis.nodemetric import parse_status
-from koord.apis.pod import pod_key
-from koord.apis.resources import node_allocatable, value_of
 from koord.descheduler.framework.interface import Obj
+from koordshared.apis.core.node import is_unschedulable, node_name
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.core.resources import node_allocatable, value_of
+from koordshared.apis.slo.nodemetric import parse_status
 
 Vec = dict[str, int]
 MIN_PCT, MAX_PCT = 0.0, 100.0

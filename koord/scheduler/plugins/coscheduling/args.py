@@ -6,12 +6,7 @@ Defaults: ``defaultTimeout`` 600 s (a gang's waiting time at Permit when it name
 keeps up without more workers), ``defaultMatchPolicy`` once-satisfied,
 ``enablePreemption`` and ``awareNetworkTopology`` false, ``skipCheckScheduleCycle`` false (deprecated,
 accepted and ignored: the schedule cycle it skipped is gone since Koordinator v1.7).
-
-Stricter than Koordinator, which checks only ``defaultTimeout >= 0`` and ``controllerWorkers >= 1``:
-a ``defaultTimeout`` above the framework's 15-minute Permit limit is refused (it could never be honoured),
-as is a ``defaultMatchPolicy`` that is not one of the three policies (Koordinator would apply it to every
-gang and then treat it as once-satisfied), and ``enablePreemption`` / ``awareNetworkTopology`` set to true
-are refused because job-level preemption and network-topology placement are not ported.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -20,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.coscheduling import MatchPolicy
-from koord.apis.quantity import format_duration
-from koord.apis.strictargs import decode
 from koord.scheduler.framework import MAX_PERMIT_WAIT, InvalidArgs
+from koordshared.apis.extension.coscheduling import MatchPolicy
+from koordshared.apis.meta.quantity import format_duration
+from koordshared.apis.meta.strictargs import decode
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_CONTROLLER_WORKERS = 1

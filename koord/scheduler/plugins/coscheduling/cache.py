@@ -5,12 +5,7 @@ A pod joins the gang its label or annotation names (the gang is created on first
 way its annotations define the gang if no earlier pod did. A PodGroup defines (and on update redefines) its
 gang. A bound pod counts as bound and marks its gang group once satisfied (a restarted scheduler finds
 running gangs that way). Gangs of the annotation way go when their last pod goes; PodGroup gangs with
-their PodGroup.
-
-The handlers answer what the plugin must do outside the lock: which pods to move to the active queue (a
-gang just became complete: the pending members of its group, held until then, are checked again; Koordinator
-activates only the pod that completed it, and the others wait for the queue's flush) and which problems of
-the gang's spec to report on the pod that joined.
+their PodGroup. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -19,10 +14,10 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from koord.apis.coscheduling import gang_id, gang_name, in_pod_group
 from koord.scheduler.plugins.coscheduling import gangspec
 from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs
 from koord.scheduler.plugins.coscheduling.gang import Gang, GangGroupInfo, Obj
+from koordshared.apis.extension.coscheduling import gang_id, gang_name, in_pod_group
 
 
 @dataclass(frozen=True, slots=True)

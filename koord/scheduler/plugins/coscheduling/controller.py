@@ -1,22 +1,7 @@
 """The PodGroup status controller (Koordinator's ``coscheduling/controller/podgroup.go``), run by
 koord-scheduler while it leads: one status transition per look, merge-PATCHed, so a PodGroup walks
 Pending -> PreScheduling -> Scheduling -> Scheduled -> Running, and ends Finished or Failed.
-
-- no phase -> Pending;
-- Pending -> PreScheduling once ``minMember`` (> 0) pods exist; ``occupiedBy`` names their owners
-  (``namespace/ownerName``, sorted, comma-separated);
-- then the counters: ``running``/``succeeded``/``failed`` from the pods' phases, ``scheduled`` the pods
-  bound; Scheduling while fewer than ``minMember`` are bound, else Scheduled (``scheduleStartTime`` set
-  at the first of these looks: Koordinator sets it only in Scheduling, so a gang bound before the
-  controller looked had none); Running once ``succeeded + running >= minMember``; Failed when some failed and
-  ``failed + running + succeeded >= minMember``; Finished once ``succeeded >= minMember``; back to Pending
-  when no pod is left. Finished and Failed PodGroups are left alone, as are those scheduled long ago
-  (``scheduleStartTime`` more than 48 h after creation) with nothing running.
-
-One deliberate difference: the pods are read from a cache of the pods labelled with the PodGroup (every
-phase), not from the scheduler's cache of non-terminated pods. Koordinator's controller reads the latter,
-so its members vanish as they finish and a finished PodGroup drops back to Pending; here Finished and
-Failed are reached, and ``scheduled`` does not shrink as members complete.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -24,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis import groups
-from koord.apis.coscheduling import POD_GROUP_LABEL, PodGroupPhase
-from koord.apis.pod import as_map
-from koord.apis.timefmt import format_time, parse_time
 from koord.scheduler.framework import SchedulerHandle, Store
 from koord.scheduler.plugins.coscheduling.cache import StoreHandler
-from koord.scheduler.plugins.coscheduling.gang import Obj, pod_key
+from koord.scheduler.plugins.coscheduling.gang import Obj
 from koord.scheduler.plugins.coscheduling.keyed import KeyedController
+from koordshared.apis.core.pod import as_map, pod_key
+from koordshared.apis.extension.coscheduling import POD_GROUP_LABEL, PodGroupPhase
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import format_time, parse_time
 
 MAX_GC_SECONDS = 48 * 3600.0
 POD_CACHE = "podgroup-pods"

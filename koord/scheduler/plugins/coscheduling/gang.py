@@ -11,20 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.coscheduling import GangMode, MatchPolicy
 from koord.scheduler.plugins.coscheduling.gangspec import GangSpec
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.extension.coscheduling import GangMode, MatchPolicy
 
 Obj = Mapping[str, Any]
-
-
-def pod_key(pod: Obj) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-
-def pod_uid(pod: Obj) -> str:
-    meta = pod.get("metadata") or {}
-    return str(meta.get("uid") or pod_key(pod))
 
 
 @dataclass(eq=False)

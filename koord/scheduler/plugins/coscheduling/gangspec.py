@@ -15,7 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.coscheduling import (
+from koord.scheduler.framework import MAX_PERMIT_WAIT
+from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.extension.coscheduling import (
     ALIAS_MATCH_POLICY,
     GANG_GROUPS,
     GANG_MATCH_POLICY,
@@ -27,11 +30,8 @@ from koord.apis.coscheduling import (
     GangMode,
     MatchPolicy,
 )
-from koord.apis.pod import as_map
-from koord.apis.quantity import format_duration, parse_duration
-from koord.runtime.errors import InvalidValue
-from koord.scheduler.framework import MAX_PERMIT_WAIT
-from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs
+from koordshared.apis.meta.quantity import format_duration, parse_duration
+from koordshared.runtime.errors import InvalidValue
 
 INT32_MAX = 2**31 - 1
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from koord.apis.quantity import format_duration
 from koord.scheduler.plugins.coscheduling.gang import Gang
+from koordshared.apis.meta.quantity import format_duration
 
 
 def subject(group: Sequence[str]) -> str:

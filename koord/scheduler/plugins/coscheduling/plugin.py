@@ -1,29 +1,9 @@
 """Coscheduling: all-or-nothing gangs (Koordinator's ``pkg/scheduler/plugins/coscheduling``, v1.8 semantics).
 
-The extension points, in the order a gang meets them:
-
-- **PreEnqueue**: a gang's pods stay out of the active queue until every gang of its group is defined and
-  has ``min-available`` pods (once-satisfied gangs whose group was bound once pass every check).
-- **NextPod** (FrameworkExtender): the first member popped opens the group's *scheduling context*; then the
-  scheduler asks this plugin for its next pod, and the group's other pending members are scheduled back to
-  back, taken out of the queue wherever they wait (never one another plugin gates).
-- **BeforePreFilter**: a member of a group whose member already failed in this context fails fast with the
-  same message. PreFilter, PreScore and Score add nothing without network topology (PreScore skips).
-- **PostFilter / AfterPostFilter**: a member no node takes records why; in Strict mode every member of the
-  group waiting at Permit is rejected at once (NonStrict waits until every member was tried).
-- **Permit**: a member waits until every gang of its group is valid (``min-available`` members waiting,
-  by its match policy), then the whole group is allowed in one release.
-- **Unreserve**: a member leaving Permit without binding (timeout, deletion, failed binding) rejects the
-  group's waiting members in Strict mode; NonStrict keeps them waiting.
-- **PreBind** writes the gang group id and the number of members bound together; **PostBind** counts the
-  member bound and marks the group once satisfied.
-
-When every pending member was tried and the group is still not valid, its waiting members are rejected,
-unless a member could not be tried because another plugin holds it (a scheduling gate): then they wait for
-it until the gang's waiting time. Rejected members go back to the queue with a message naming the gang, the
-members waiting of those needed and why (:mod:`.messages`); gated members and gangs whose annotations
-fell back to defaults are reported by :mod:`.reporter`; PodGroup status by :mod:`.controller`.
-"""
+A gang's pods wait out of the active queue until the gang is defined and complete (PreEnqueue), are
+scheduled back to back once the first is popped (NextPod), wait at Permit until every gang of the group
+is valid and are then released together; a failed member rejects the waiting ones in Strict mode.
+Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 
@@ -31,8 +11,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from koord.apis import groups
-from koord.apis.coscheduling import (
+from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, SchedulerHandle, Status
+from koord.scheduler.framework.events import ClusterEventWithHint
+from koord.scheduler.framework.extension import Controller
+from koord.scheduler.framework.filterresult import fit_message
+from koord.scheduler.framework.types import PostFilterResult
+from koord.scheduler.plugins.coscheduling import messages
+from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs, parse_args
+from koord.scheduler.plugins.coscheduling.cache import GangCache, Joined, StoreHandler
+from koord.scheduler.plugins.coscheduling.controller import PodGroupController
+from koord.scheduler.plugins.coscheduling.gang import Gang
+from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT, GangReporter
+from koordshared.apis.core.pod import pod_key, pod_uid
+from koordshared.apis.extension.coscheduling import (
     BIND_GANG_GROUP_ID,
     BIND_GANG_MEMBER_COUNT,
     DEPRECATED_BIND_GANG_GROUP_ID,
@@ -41,17 +32,7 @@ from koord.apis.coscheduling import (
     gang_name,
     in_pod_group,
 )
-from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, SchedulerHandle, Status
-from koord.scheduler.framework.events import ClusterEventWithHint
-from koord.scheduler.framework.extension import Controller
-from koord.scheduler.framework.fitmessage import fit_message
-from koord.scheduler.framework.types import PostFilterResult
-from koord.scheduler.plugins.coscheduling import messages
-from koord.scheduler.plugins.coscheduling.args import CoschedulingArgs, parse_args
-from koord.scheduler.plugins.coscheduling.cache import GangCache, Joined, StoreHandler
-from koord.scheduler.plugins.coscheduling.controller import PodGroupController
-from koord.scheduler.plugins.coscheduling.gang import Gang, pod_key, pod_uid
-from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT, GangReporter
+from koordshared.apis.meta import groups
 
 NAME = "Coscheduling"
 BIND_ANNOTATIONS = (

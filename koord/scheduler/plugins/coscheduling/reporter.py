@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from koord.scheduler.framework import SchedulerHandle
-from koord.scheduler.plugins.coscheduling.gang import Obj, pod_key
+from koord.scheduler.plugins.coscheduling.gang import Obj
 from koord.scheduler.plugins.coscheduling.keyed import KeyedController
+from koordshared.apis.core.pod import pod_key
 
 GRACE = 2.0
 REFRESH = 30.0

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.strictargs import InvalidArgs, decode
+from koordshared.apis.meta.strictargs import InvalidArgs, decode
 
 _FIELDS = {"minCandidateNodesPercentage": "int", "minCandidateNodesAbsolute": "int"}
 

@@ -1,17 +1,6 @@
 """DefaultPreemption (PostFilter; kube-scheduler's ``defaultpreemption`` and ``framework/preemption``): when
 no node fits a pod, find a node where removing pods of lower priority makes room, nominate the pod to it
-(the scheduler writes ``status.nominatedNodeName``) and delete the victims.
-
-A pod does not preempt when its ``preemptionPolicy`` is ``Never``, or when pods of lower priority it
-preempted earlier are still terminating on its nominated node (unless that node has become unresolvable
-for it). Deleting runs beside the scheduling loop, as kube-scheduler's asynchronous preemption does: each
-victim gets the ``DisruptionTarget`` condition (``PreemptionByScheduler``), is deleted (a victim waiting on
-Permit is rejected instead) and gets a ``Preempted`` Event; pods of lower priority nominated to the same
-node lose their nomination. Until that is done, the preemptor does not preempt again; if a call fails,
-it is sent back to the active queue. Failure messages are kube-scheduler's, prefixed ``preemption:``.
-
-Another PostFilter plugin preempts with its own choice of victims by building one of these with its name
-and a :class:`~.policy.VictimPolicy` (as Koordinator's ElasticQuota builds on kube-scheduler's evaluator).
+(the scheduler writes ``status.nominatedNodeName``) and delete the victims. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -22,8 +11,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis import groups
-from koord.apis.timefmt import format_time
 from koord.scheduler.framework import (
     Code,
     CycleState,
@@ -33,12 +20,14 @@ from koord.scheduler.framework import (
     SchedulerHandle,
     Status,
 )
-from koord.scheduler.framework.fitmessage import fit_message
+from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.nominator import nominated_node_name
 from koord.scheduler.plugins.defaultpreemption.args import parse_args
 from koord.scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, pick_one
 from koord.scheduler.plugins.defaultpreemption.policy import LowerPriority, VictimPolicy
 from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE, budgets
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import format_time
 
 log = logging.getLogger(__name__)
 

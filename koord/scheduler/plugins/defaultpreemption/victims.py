@@ -7,10 +7,7 @@ still does not fit (the profile's filters, and the policy's own check), the node
 the pods are put back one at a time, most important first (higher priority, then the one running
 longer), those whose removal would violate a PodDisruptionBudget before the others; a pod that leaves the
 preemptor without room is taken off again and becomes a victim. The victims come out most important first.
-
-A budget covers the pods of its namespace its selector matches (an empty or malformed selector matches
-none); each victim it covers and has not yet seen disrupted (``status.disruptedPods``) uses one of its
-``status.disruptionsAllowed``; a victim that finds none left violates it.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -18,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from koord.apis.selector import LabelSelector, parse_selector
-from koord.apis.timefmt import parse_time
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, PodInfo, SchedulerHandle, Status
 from koord.scheduler.plugins.defaultpreemption.policy import VictimPolicy
+from koordshared.apis.meta.quantity import parse_time
+from koordshared.apis.meta.selector import LabelSelector, parse_selector
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NONE_HERE = Status.unresolvable(NO_VICTIMS)

@@ -1,16 +1,5 @@
 """The allocation of a pod's devices on one node (Koordinator's ``AutopilotAllocator``,
-``device_allocator.go``, ``devicehandler_*.go``).
-
-For each device type the pod asks for, a handler works out how many devices and what of each: GPUs from the
-GPU requirements; RDMA and FPGA one device for up to 100, ``n`` devices for ``n * 100``, every device
-(matching the selector) with the ``ApplyForAll`` strategy, the request as a device count with
-``RequestsAsCount`` (each device taken whole with the ``DeviceLevel`` exclusive policy). The node's devices
-are then narrowed to those the hint's selector and the NUMA affinity allow, with what preemption or the pod's
-reservations would give back counted as free. Types listed for joint allocation are allocated first, the
-secondary ones preferring the PCIe switches of the primary devices (and required to share them with the
-``SamePCIe`` scope); then each remaining type: GPUs by :mod:`.gpuallocator`, others by
-:func:`allocate_default`, which takes the best-scored devices that fit (preferred minors first, then the
-preferred PCIe switches in turn, then by score, then by minor).
+``device_allocator.go``, ``devicehandler_*.go``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -18,17 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import (
-    APPLY_FOR_ALL,
-    DEVICE_LEVEL_EXCLUSIVE,
-    PCIE_LEVEL_EXCLUSIVE,
-    REQUESTS_AS_COUNT,
-    SAME_PCIE_SCOPE,
-    DeviceAllocation,
-    DeviceAllocations,
-    DeviceHint,
-)
 from koord.scheduler.framework import Status
 from koord.scheduler.plugins.deviceshare import gpuallocator
 from koord.scheduler.plugins.deviceshare import resources as rs
@@ -42,6 +20,17 @@ from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import Devices, ResourceList
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
+from koordshared.apis.extension.deviceshare import (
+    APPLY_FOR_ALL,
+    DEVICE_LEVEL_EXCLUSIVE,
+    PCIE_LEVEL_EXCLUSIVE,
+    REQUESTS_AS_COUNT,
+    SAME_PCIE_SCOPE,
+    DeviceAllocation,
+    DeviceAllocations,
+    DeviceHint,
+)
+from koordshared.apis.scheduling import device as dv
 
 
 def _default_shape(

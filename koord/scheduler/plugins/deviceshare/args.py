@@ -1,19 +1,6 @@
 """``DeviceShareArgs``: Koordinator's fields, defaults (``SetDefaults_DeviceShareArgs``) and validation
 (``ValidateDeviceShareArgs``), read strictly from the profile's ``pluginConfig[].args``.
-
-- ``scoringStrategy``: ``type`` LeastAllocated (default, spreads pods over devices for availability) or
-  MostAllocated; ``resources`` ``[{name, weight}]``, weights in (0, 100]; default
-  ``koordinator.sh/gpu-memory-ratio``, ``koordinator.sh/gpu-memory``, ``koordinator.sh/rdma`` and
-  ``koordinator.sh/fpga``, weight 1 each.
-- ``disableDeviceNUMATopologyAlignment`` (default false): kept for compatibility; devices are aligned with
-  the NUMA node NodeNUMAResource picks only when that plugin gives an affinity, which it does not yet here.
-- ``gpuSharedResourceTemplatesConfig`` (default ConfigMap
-  ``koordinator-system/gpu-shared-resource-templates``, matched resources ``huawei.com/npu-core``): where
-  the GPU shared-resource templates are read from (``data.yaml``: ``<vendor>-<model>`` -> template name ->
-  resources), and the per-GPU requests that must match one.
-- ``gpuShareUnsupportedModels``: ``[{vendor, model}]`` of GPUs that cannot be shared; a pod asking for a
-  share of a GPU is kept off nodes labelled with one of them.
-- ``allocator``: deprecated in Koordinator and ignored there; accepted and ignored.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -22,9 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis.meta.strictargs import decode
+from koordshared.apis.scheduling import device as dv
+from koordshared.runtime.errors import InvalidArgs
 
 LEAST, MOST = "LeastAllocated", "MostAllocated"
 DEFAULT_RESOURCES: tuple[tuple[str, int], ...] = (

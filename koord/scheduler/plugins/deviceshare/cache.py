@@ -7,12 +7,7 @@ A deleted Device leaves its node's devices in place but unhealthy (nothing alloc
 as in Koordinator: the node agent recreates it, and until then the GPUs must not be handed out twice. A
 node's entry goes when its Node object is deleted (Koordinator sweeps entries of missing nodes every 3 s).
 A pod's allocation is released from what was counted for it, so a pod whose annotation was removed or
-rewritten still gives back exactly what it held.
-
-An available Reservation counts as its reserve pod does (the devices PreBindReservation wrote on it), so a
-restarted scheduler keeps a reservation's GPUs for its owners; a reservation that is over (succeeded,
-failed, expired, deleted) gives them back (Koordinator feeds its Reservation informer, as reserve pods, to
-the same handlers).
+rewritten still gives back exactly what it held. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -22,15 +17,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis import reservation as rsv
-from koord.apis.deviceshare import DeviceAllocation, parse_device_allocations
-from koord.apis.pod import annotations_of, as_map, pod_key
-from koord.apis.reservepod import reserve_pod
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.plugins.deviceshare.gputopology import partition_indexer, topology_tree
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice, pcie_groups
 from koord.scheduler.plugins.deviceshare.resources import ByType
+from koordshared.apis.core.pod import annotations_of, as_map, pod_key
+from koordshared.apis.extension.deviceshare import DeviceAllocation, parse_device_allocations
+from koordshared.apis.scheduling import device as dv
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import reserve_pod
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 TERMINATED = ("Succeeded", "Failed")

@@ -9,14 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import DeviceAllocation, DeviceHint
 from koord.scheduler.framework import Status
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import ResourceList
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
+from koordshared.apis.extension.deviceshare import DeviceAllocation, DeviceHint
+from koordshared.apis.scheduling import device as dv
 
 
 class AllocationFailed(Exception):

@@ -1,24 +1,12 @@
-"""GPU allocation (Koordinator's ``GPUAllocator``, ``allocator_gpu.go``), tried in this order:
-
-1. **Shared-resource template**: when the pod must match a template (a shared request naming one of the
-   args' matched resources) and exactly one template of the node's GPU model matches, the GPUs are picked
-   as below and the allocation records the template.
-2. **Partition**: whole GPUs picked from the partition table (the Device's, else the built-in one of the
-   node's GPU model) when the pod asks for it (``gpu-partition-spec``) or the node honours partitions: the
-   free partitions of the lowest allocation-score group (only that group with the ``Restricted`` policy),
-   then the one that leaves the most large partitions free. Without honouring, a failure falls through.
-3. **Topology**: the narrowest scope (PCIe switch, then NUMA node, then the node) with enough free GPUs,
-   preferring scopes already in use; for a shared GPU the best-scored device. A missing tree, or several
-   shared GPUs, falls through unless the pod requires a topology scope.
-4. **Default**: :func:`~.allocator.allocate_default`.
-"""
+"""GPU allocation (Koordinator's ``GPUAllocator``, ``allocator_gpu.go``): a shared-resource template when the
+pod must match one, else whole GPUs from the partition table when asked for or honoured, else the
+narrowest topology scope (PCIe switch, NUMA node, node) with enough free GPUs, else the default
+allocator. Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import DeviceAllocation
 from koord.scheduler.framework import Code, Status
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed, Request, allocate_default
@@ -32,6 +20,8 @@ from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import Devices
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import NO_MATCHED_TEMPLATE, GPURequirements
+from koordshared.apis.extension.deviceshare import DeviceAllocation
+from koordshared.apis.scheduling import device as dv
 
 NO_GPU_REQUIREMENTS = "No GPU Requirements"
 INSUFFICIENT_PARTITIONED = "Insufficient Partitioned GPU Devices"

@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.device import (
+from koord.scheduler.plugins.deviceshare.resources import Devices
+from koordshared.apis.extension.deviceshare import (
+    SCOPE_NODE,
+    SCOPE_NUMA_NODE,
+    SCOPE_PCIE,
+    TOPOLOGY_SCOPE_LEVEL,
+)
+from koordshared.apis.scheduling.device import (
     GPU_VENDOR_NVIDIA,
     LABEL_GPU_MODEL,
     LABEL_GPU_VENDOR,
@@ -21,8 +28,6 @@ from koord.apis.device import (
     labels_of,
     partition_policy,
 )
-from koord.apis.deviceshare import SCOPE_NODE, SCOPE_NUMA_NODE, SCOPE_PCIE, TOPOLOGY_SCOPE_LEVEL
-from koord.scheduler.plugins.deviceshare.resources import Devices
 
 
 def hash_minors(minors: Sequence[int] | Mapping[int, Any]) -> int:

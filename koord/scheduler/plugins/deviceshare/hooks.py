@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import ANNOTATION_DEVICE_ALLOCATED, DeviceAllocation, format_device_allocations
 from koord.scheduler.framework import (
     CycleState,
     NodeInfo,
@@ -47,6 +45,12 @@ from koord.scheduler.plugins.deviceshare.reservation import (
 from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import STATE_KEY, PodDeviceState
+from koordshared.apis.extension.deviceshare import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    DeviceAllocation,
+    format_device_allocations,
+)
+from koordshared.apis.scheduling import device as dv
 
 
 class ReservationHooks:

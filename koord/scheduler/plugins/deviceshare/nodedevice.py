@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.device import DeviceInfo
-from koord.apis.deviceshare import PCIE_LEVEL_EXCLUSIVE, DeviceAllocation, DeviceHint
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.resources import ByType, Devices
+from koordshared.apis.extension.deviceshare import PCIE_LEVEL_EXCLUSIVE, DeviceAllocation, DeviceHint
+from koordshared.apis.scheduling.device import DeviceInfo
 
 MEMO_SIZE = 64
 """Pod shapes remembered per node (a few in a steady workload); all forgotten past this."""

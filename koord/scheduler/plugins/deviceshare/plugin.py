@@ -1,21 +1,5 @@
 """DeviceShare: scheduling pods onto nodes' GPUs, RDMA NICs and FPGAs, described by the nodes' ``Device``
-objects (Koordinator's ``pkg/scheduler/plugins/deviceshare``, v1.8 semantics).
-
-- **PreFilter** reads what the pod asks for (:mod:`.requests`, :mod:`.state`); a pod asking for no device
-  skips the plugin, one whose requests or annotations cannot be honoured anywhere is unresolvable.
-- **Filter**: a trial allocation on the node (:mod:`.allocator`), counting as free what the pod's matched
-  reservations hold and what preemption would free; a node without a Device object passes (its extended
-  resources are NodeResourcesFit's to check), as in Koordinator. A pod asking for a share of a GPU is kept
-  off nodes whose GPU model cannot be shared (args) or whose isolation provider differs from the one it
-  names.
-- **Score**: the node's devices scored for the pod (:mod:`.scoring`), normalised so the best node has 100.
-- **Reserve** allocates on the chosen node and counts it in the device cache; **Unreserve** releases it.
-- **PreBind** adds the devices' ids and writes ``scheduling.koordinator.sh/device-allocated`` through the
-  one merged PATCH (``handle.patch_pod``; DefaultPreBind sends it).
-- Preemption's what-ifs count the devices of removed pods as free (PreFilter extensions).
-
-A pod that already carries an allocation keeps exactly those devices when its scheduling hint names
-DeviceShare in ``extensions`` (a batch engine's decision); otherwise the annotation is recomputed.
+objects (Koordinator's ``pkg/scheduler/plugins/deviceshare``, v1.8 semantics). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -25,12 +9,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from koord.apis import device as dv
-from koord.apis import groups
-from koord.apis.deviceshare import (
-    DeviceAllocations,
-)
-from koord.apis.pod import pod_key
 from koord.scheduler.framework import (
     SKIP,
     CycleState,
@@ -44,7 +22,7 @@ from koord.scheduler.framework import (
 from koord.scheduler.framework.events import POD, Action, ClusterEvent, ClusterEventWithHint
 from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
 from koord.scheduler.framework.hinter import hint_state
-from koord.scheduler.framework.storehandler import StoreHandler
+from koord.scheduler.framework.interface import StoreHandler
 from koord.scheduler.plugins.deviceshare import batch, scoring
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.allocator import Allocator, filled
@@ -70,6 +48,12 @@ from koord.scheduler.plugins.deviceshare.state import (
     prepare_pod,
 )
 from koord.scheduler.plugins.deviceshare.templates import Templates
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.extension.deviceshare import (
+    DeviceAllocations,
+)
+from koordshared.apis.meta import groups
+from koordshared.apis.scheduling import device as dv
 
 NAME = "DeviceShare"
 _EVENTS = (

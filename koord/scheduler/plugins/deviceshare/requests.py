@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from koord.apis import device as dv
 from koord.scheduler.plugins.deviceshare.resources import ResourceList
+from koordshared.apis.scheduling import device as dv
 
 NVIDIA_GPU, AMD_GPU, HYGON_DCU, KOORD_GPU, GPU_SHARED, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO = (
     1 << i for i in range(8)

@@ -1,15 +1,6 @@
 """DeviceShare and reservations (Koordinator's ``deviceshare/reservation.go``): what the reservations on a
 node hold of its devices, given back to a pod that may use them, and the allocation from a reservation.
-
-The Reservation plugin restores, per node, the reservations a pod matches and those it does not
-(``restore_reservation``): for each that holds devices, what it reserved (``allocatable``: what its reserve
-pod holds), what its owner pods already took of that (``allocated``) and what is left (``remained``). A
-matched reservation's devices count as free for the pod; an unmatched one's unused part stays taken
-(``merged_unmatched_used`` is added back as free, since the node's accounting already counts the reserve
-pod). Allocating from a reservation: with the Aligned policy the pod may take the reservation's devices and
-the node's free ones (preferring the reserved devices); with Restricted, the devices the reservation holds
-only up to what it has left. A pod labelled ``reservation-ignored`` takes the node's free devices and every
-reservation's unallocated part.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -17,9 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from koord.apis.deviceshare import DeviceAllocations
-from koord.apis.pod import pod_key
-from koord.apis.reservation import AllocatePolicy
 from koord.scheduler.framework import CycleState, ReservationInfo, Status
 from koord.scheduler.plugins.deviceshare import resources as rs
 from koord.scheduler.plugins.deviceshare.allocator import Allocator
@@ -27,6 +15,9 @@ from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice
 from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.extension.deviceshare import DeviceAllocations
+from koordshared.apis.scheduling.reservation import AllocatePolicy
 
 RESTORE_KEY = "DeviceShare/reservationRestoreState"
 ALIGNED, RESTRICTED = AllocatePolicy.ALIGNED, AllocatePolicy.RESTRICTED

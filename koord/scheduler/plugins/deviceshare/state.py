@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from koord.apis import device as dv
-from koord.apis.deviceshare import (
+from koord.scheduler.plugins.deviceshare.requests import DeviceRequestError, gpu_shape, pod_device_requests
+from koord.scheduler.plugins.deviceshare.resources import ByType, ResourceList, copy_by_type
+from koordshared.apis.core.pod import annotations_of
+from koordshared.apis.extension.deviceshare import (
     APPLY_FOR_ALL,
     PARTITION_RESTRICTED,
     TOPOLOGY_SCOPE_LEVEL,
@@ -25,10 +27,8 @@ from koord.apis.deviceshare import (
     parse_gpu_partition_spec,
     parse_joint_allocate,
 )
-from koord.apis.pod import annotations_of
-from koord.runtime.errors import InvalidValue
-from koord.scheduler.plugins.deviceshare.requests import DeviceRequestError, gpu_shape, pod_device_requests
-from koord.scheduler.plugins.deviceshare.resources import ByType, ResourceList, copy_by_type
+from koordshared.apis.scheduling import device as dv
+from koordshared.runtime.errors import InvalidValue
 
 STATE_KEY = "DeviceShare"
 ANNOTATION_RESERVATION_AFFINITY = "scheduling.koordinator.sh/reservation-affinity"

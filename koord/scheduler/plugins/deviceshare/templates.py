@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from koord.apis.device import resource_values
-from koord.apis.pod import as_map
 from koord.scheduler.plugins.deviceshare.resources import ResourceList
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.scheduling.device import resource_values
 
 log = logging.getLogger(__name__)
 DATA_KEY = "data.yaml"

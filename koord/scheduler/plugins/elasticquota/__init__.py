@@ -2,7 +2,7 @@
 
 ``args`` (fields, defaults, validation), ``runtime`` (the pure runtime-quota calculation), ``quotas``
 (quota objects, the built-in quotas, which quota a pod runs in), ``ledger`` (every quota's requests, used
-and figures) with ``podentry`` (one pod as it counts), ``plugin`` (the extension points), ``preempt``
+and figures, with each pod as it counts), ``plugin`` (the extension points), ``preempt``
 (preemption inside a quota), ``status`` and ``revoke`` (the controllers), ``units`` (quantities as
 Koordinator prints them).
 """

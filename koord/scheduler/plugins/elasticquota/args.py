@@ -8,10 +8,7 @@ scaled when they exceed the cluster (``enableMinQuotaScale: true``); parents not
 (``enableCheckParentQuota: false``); pods of the default quota never preempted
 (``disableDefaultQuotaPreemption: true``); the built-in quotas live in ``quotaGroupNamespace``
 ``koordinator-system``, the default and system quotas capped at ``MaxInt64/5`` cpu and memory.
-
-Stricter than Koordinator: a zero ``revokePodInterval`` or ``quotaSnapshotUpdateInterval`` (a busy loop)
-is refused, as is a ``hookPlugins`` entry (Koordinator's quota hook plugins are compiled into its binary;
-none are built in here), and a max that is not a quantity.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -20,11 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.quantity import parse_quantity
-from koord.apis.resources import value_of
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework import InvalidArgs
+from koordshared.apis.core.resources import value_of
+from koordshared.apis.meta.quantity import parse_quantity
+from koordshared.apis.meta.strictargs import decode
+from koordshared.runtime.errors import InvalidValue
 
 MAX_INT64_BY_5 = (2**63 - 1) // 5
 """Koordinator's default cap of the default and system quotas (``math.MaxInt64/5``, cpu in cores)."""

@@ -3,17 +3,7 @@ quota's pods ask for and use, the cluster's total, and the runtime figures compu
 
 Fed by informer events (quotas, pods, nodes) and by the plugin's Reserve/Unreserve; read by PreFilter,
 preemption, the status writer and the over-use revoke. All of it under one lock: events arrive on the
-informers' threads while the scheduling cycle reads.
-
-What counts (as in Koordinator): every pod the scheduler's pod cache holds (any scheduler's, terminating
-ones too) adds its requests to its quota's request; a pod bound to a node, or reserved by this scheduler,
-adds them to its quota's used, until it is deleted or unreserved. A quota reads its pods' requests masked
-to the resources of its max; a parent's used adds its children's. The root's children share the cluster's
-allocatable minus what the system and default quotas use; those two are outside the tree, limited by their
-max only.
-
-Pods follow their quota: when a quota appears, is deleted or changes the namespaces it claims, every pod is
-matched again (Koordinator moves pods out of the default quota once a second instead).
+informers' threads while the scheduling cycle reads. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -23,18 +13,57 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from koord.apis import elasticquota as eq
-from koord.apis.pod import as_map
-from koord.scheduler.framework import Obj
+from koord.scheduler.framework import Obj, PodInfo
 from koord.scheduler.framework.types import Resources, resources_of
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
-from koord.scheduler.plugins.elasticquota.podentry import PodEntry, pod_key
 from koord.scheduler.plugins.elasticquota.quotas import QuotaSpec, built_in, match
 from koord.scheduler.plugins.elasticquota.runtime import QuotaFigures, QuotaInput, calculate
+from koordshared.apis.core.pod import as_map, pod_key
+from koordshared.apis.extension import elasticquota as eq
 
 log = logging.getLogger(__name__)
 
 OUTSIDE_TREE = (eq.SYSTEM_QUOTA, eq.DEFAULT_QUOTA)
+_TERMINATED = ("Succeeded", "Failed")
+_REQUEST_FIELDS = ("containers", "initContainers", "overhead")
+
+
+def _bound(pod: Obj) -> bool:
+    return bool(as_map(pod, "spec").get("nodeName")) and as_map(pod, "status").get("phase") not in _TERMINATED
+
+
+def _same_requests(old: Obj, new: Obj) -> bool:
+    """Whether nothing a pod's requests come from changed (most updates: status, binding, labels)."""
+    a, b = as_map(old, "spec"), as_map(new, "spec")
+    return all(a.get(f) is b.get(f) or a.get(f) == b.get(f) for f in _REQUEST_FIELDS)
+
+
+@dataclass(slots=True)
+class PodEntry:
+    """One pod as the ledger counts it: its quota, its requests, whether it is non-preemptible, and
+    whether (and where) it is placed."""
+
+    pod: Obj
+    quota: str
+    requests: Resources
+    non_preemptible: bool
+    assigned: bool
+    node: str = ""
+    """Where it is placed (bound, or reserved by this scheduler)."""
+
+    @classmethod
+    def of(cls, pod: Obj, quota: str, old: PodEntry | None) -> PodEntry:
+        """``pod`` (a new version of ``old``'s, if any) in ``quota``: assigned once bound or reserved,
+        until unreserved or deleted (Koordinator's ``isAssigned``)."""
+        bound = _bound(pod)
+        return cls(
+            pod,
+            quota,
+            old.requests if old is not None and _same_requests(old.pod, pod) else PodInfo(pod).requests,
+            eq.is_non_preemptible(pod),
+            bound or (old is not None and old.assigned),
+            str(as_map(pod, "spec").get("nodeName") or "") if bound else (old.node if old else ""),
+        )
 
 
 @dataclass(frozen=True, slots=True)

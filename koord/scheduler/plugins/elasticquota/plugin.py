@@ -1,24 +1,9 @@
 """``ElasticQuota``: admit a pod only while its quota has room (Koordinator's ``elasticquota/plugin.go``).
 
-PreFilter: with the pod, its quota's used must stay within its runtime (its max when
-``enableRuntimeQuota`` is off) in every resource the runtime names, the pod's requests masked to the
-resources of the quota's max; a non-preemptible pod (label ``quota.scheduling.koordinator.sh/preemptible:
-"false"``) must also keep the quota's non-preemptible used within its min; with ``enableCheckParentQuota``
-every ancestor below the root is checked the same way. The rejection is ``Unschedulable`` in Koordinator's
-words (``Insufficient quotas, quotaName: ..., runtime: ..., used: ..., pod's request: ...,
-exceedDimensions: [...]``), so preemption may help. PreFilter extensions keep the cycle's used right while
-preemption removes or adds pods of the same quota. Reserve counts the pod as used, Unreserve (and a
-forgotten binding) gives it back. PostFilter: preemption inside the quota (:mod:`.preempt`).
-
-Controllers: the status writer (always) and the over-use revoke (``monitorAllQuotas``).
-
-Differences from Koordinator, each because its behaviour surprises users: a pod whose quota is a parent
-(``is-parent: "true"``) is refused as unresolvable with a message (Koordinator's webhook refuses such pods;
-its scheduler would count them against the parent); the default and system quotas are limited by their max
-(Koordinator's runtime check finds no runtime for them and passes every pod); a quota whose chain of parents
-never reaches the root is an unresolvable error naming the chain. Node additions and allocatable changes
-requeue pods the plugin rejected (they change every runtime; Koordinator waits for the periodic flush).
-"""
+PreFilter: with the pod, its quota's used must stay within its runtime (its max without runtime quota) in
+every resource, a non-preemptible pod's within the quota's min, ancestors checked too when asked; the
+rejection is ``Unschedulable`` in Koordinator's words, so preemption may help. Reserve counts the pod as
+used, Unreserve gives it back. Details: ``docs/modules.md``."""
 
 from __future__ import annotations
 
@@ -26,8 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import elasticquota as eq
-from koord.apis.groups import ELASTIC_QUOTAS
 from koord.scheduler.framework import (
     QUEUE,
     Action,
@@ -51,6 +34,8 @@ from koord.scheduler.plugins.elasticquota.quotas import QuotaSpec
 from koord.scheduler.plugins.elasticquota.revoke import RevokeController
 from koord.scheduler.plugins.elasticquota.status import StatusController
 from koord.scheduler.plugins.elasticquota.units import go_list, printed
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.meta.groups import ELASTIC_QUOTAS
 
 NAME = "ElasticQuota"
 QUOTA_CACHE = "elasticquotas"

@@ -1,23 +1,7 @@
 """Preemption inside a quota (Koordinator's ``elasticquota/preempt.go``): ElasticQuota's PostFilter runs
 DefaultPreemption's evaluator (candidates, PodDisruptionBudgets, the pick, victims deleted beside the loop)
 with its own choice of victims, as Koordinator runs kube-scheduler's evaluator with its own
-``SelectVictimsOnNode``:
-
-- a victim runs in the preemptor's quota, has a lower priority, and is not non-preemptible
-  (``quota.scheduling.koordinator.sh/preemptible: "false"``); with ``disableDefaultQuotaPreemption`` (the
-  default) no pod of the default quota is one;
-- the preemptor must fit the node's filters *and* its quota (used within the limit, as PreFilter checks)
-  once its victims are gone; a victim put back that breaks either is a victim again;
-- every node the filters found ``Unschedulable`` and where the quota has such victims is tried, from the
-  first (Koordinator's ``GetOffsetAndNumCandidates``: all nodes), and a pod with a terminating pod of its
-  quota and of lower priority on its nominated node waits for it.
-
-Koordinator differs in two ways fixed here: it checks the quota only when putting victims back, so a node
-whose victims cannot bring the quota within its limit still yields a preemption that does not help; and a
-victim failing both checks is listed twice. And one choice: when ElasticQuota refused the pod (its quota is
-full) and no victim inside the quota helps, the answer is unresolvable, so no later PostFilter plugin
-(DefaultPreemption in Koordinator's profile) preempts pods of other quotas, which cannot make room in this
-one. A pod refused by the nodes alone, its quota having room, may still be helped by a later plugin.
+``SelectVictimsOnNode``: Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -26,8 +10,6 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from koord.apis import elasticquota as eq
-from koord.apis.pod import priority
 from koord.scheduler.framework import (
     Code,
     CycleState,
@@ -38,13 +20,15 @@ from koord.scheduler.framework import (
     SchedulerHandle,
     Status,
 )
-from koord.scheduler.framework.fitmessage import fit_message
+from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.types import Resources
 from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
 from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
 from koord.scheduler.plugins.elasticquota.revoke import fits
+from koordshared.apis.core.pod import priority
+from koordshared.apis.extension import elasticquota as eq
 
 STATE_KEY = "PostFilterElasticQuota"
 """Where PreFilter leaves the pod's :class:`QuotaCycle` (Koordinator's ``postFilterKey``)."""

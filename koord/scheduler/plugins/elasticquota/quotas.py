@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from koord.apis import elasticquota as eq
-from koord.apis.groups import ELASTIC_QUOTAS
-from koord.apis.pod import as_map
 from koord.scheduler.framework import Obj
 from koord.scheduler.framework.types import Resources, resources_of
 from koord.scheduler.plugins.elasticquota.units import to_list
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.meta.groups import ELASTIC_QUOTAS
 
 
 @dataclass(frozen=True, slots=True)

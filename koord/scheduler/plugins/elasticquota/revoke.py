@@ -6,11 +6,7 @@ Which pods (``getToRevokePodList``): the quota's placed pods from the least impo
 priority, then the later started), never a non-preemptible one, are taken off until used fits the
 runtime; then, from the most important of those down, each one that fits again is kept. The rest are
 evicted (``policy/v1`` Eviction, so PodDisruptionBudgets apply). The root, system and default quotas are
-never revoked.
-
-One difference: Koordinator subtracts a pod's requests and then keeps only the resources that pod asks for
-(``Mask(Subtract(used, req), ResourceNames(req))``), so a pod asking for cpu alone makes a memory overuse
-disappear from the count; here the other resources stay counted.
+never revoked. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -18,12 +14,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from koord.apis import elasticquota as eq
-from koord.apis.timefmt import parse_time
 from koord.scheduler.framework import Obj, PodInfo, SchedulerHandle
 from koord.scheduler.framework.types import Resources
 from koord.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from koord.scheduler.plugins.elasticquota.ledger import Ledger
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.meta.quantity import parse_time
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +87,7 @@ class RevokeController:
         for name in names:
             for pod in self.check(name, now):
                 failed = self._handle.evict_pod(pod)
-                meta = pod.get("metadata") or {}
-                what = f"{meta.get('namespace')}/{meta.get('name')}"
+                what = pod_key(pod)
                 if failed is not None:
                     log.warning("revoking %s from over-used quota %s: %s", what, name, failed.message)
                 else:

@@ -1,21 +1,7 @@
 """The runtime quota: how much of its parent's resources each quota may use now (Koordinator's
 ``core/runtime_quota_calculator.go`` and ``core/scale_minquota_when_over_root_res.go``). Pure arithmetic
 on integers in the scheduler's units (cpu in millicores, the rest as ``Value()``), no locks, no objects.
-
-Per resource, among the children of one parent, given what the parent has (the cluster's total for the
-root's children, the parent's own runtime below):
-
-1. Each child's min is first scaled down when the children's mins add up to more than the parent has
-   (``scaled = int(total * min / sum of mins)``, in floating point as Koordinator computes it).
-2. A child asking for more than its min starts at its min and borrows; one asking for no more gets what
-   it asks for, or its whole min when it does not lend (``allow-lent-resource: "false"``).
-3. What is left is shared among the borrowers in proportion to their shared weights, in integers by the
-   largest-remainder (Hamilton) method, ties to the smaller name; a borrower that reaches its request
-   keeps only that and gives the rest back, and the rest is shared again among the others.
-
-A child's request is what its pods ask for (masked to the resources of its max) plus its children's
-requests, each capped at the child's max; one that does not lend asks for at least its min. The whole tree
-is computed at once, top down, from these inputs.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis import elasticquota as eq
-from koord.apis.groups import ELASTIC_QUOTAS
-from koord.apis.pod import as_map
 from koord.scheduler.framework import Obj, SchedulerHandle, Store
 from koord.scheduler.framework.types import Resources, resources_of
 from koord.scheduler.plugins.elasticquota.ledger import Ledger, Summary
 from koord.scheduler.plugins.elasticquota.quotas import built_in_object
 from koord.scheduler.plugins.elasticquota.units import to_list
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.extension import elasticquota as eq
+from koordshared.apis.meta.groups import ELASTIC_QUOTAS
 
 log = logging.getLogger(__name__)
 

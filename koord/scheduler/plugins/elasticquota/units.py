@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from koord.apis.quantity import format_bytes, format_decimal, format_milli
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, format_milli
 
 _BINARY = ("memory", "ephemeral-storage", "storage")
 

@@ -5,15 +5,7 @@ PreFilter counts, per topology key, over the snapshot's domain codes:
 
 - existing pods whose required anti-affinity terms match the incoming pod, in their nodes' domains;
 - pods that match all the incoming pod's required affinity terms (each term counts in its own key);
-- pods that match each of its required anti-affinity terms.
-
-Filter, in kube-scheduler's order: a node must have every affinity term's key and pods matching in
-each of those domains, unless no pod anywhere matches and the pod matches its own terms (the first pod
-of a group), else "node(s) didn't match pod affinity rules" (unresolvable); then no pod matching an
-anti-affinity term may be in the node's domain ("node(s) didn't match pod anti-affinity rules"), and
-the node may not be in the domain of an existing pod whose anti-affinity matches the incoming pod
-("node(s) didn't satisfy existing pods anti-affinity rules"). Counts are kept per key as kube-scheduler
-keeps them per (key, value) pair, so terms with one key share their counts.
+- pods that match each of its required anti-affinity terms. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

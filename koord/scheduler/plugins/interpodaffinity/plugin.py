@@ -13,11 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from koord.apis import groups
-from koord.apis.node import labels_of
-from koord.apis.pod import as_map
-from koord.apis.selector import LabelSelector
-from koord.apis.strictargs import InvalidArgs, decode
 from koord.scheduler.framework import (
     QUEUE,
     SKIP,
@@ -47,6 +42,11 @@ from koord.scheduler.plugins.interpodaffinity.terms import (
     parse_terms,
     terms_of,
 )
+from koordshared.apis.core.node import labels_of
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.selector import LabelSelector
+from koordshared.apis.meta.strictargs import InvalidArgs, decode
 
 PRE_FILTER_KEY = NAME_PREFIX + "PreFilter"
 PRE_SCORE_KEY = NAME_PREFIX + "PreScore"

@@ -1,16 +1,5 @@
 """Pod (anti-)affinity terms as InterPodAffinity evaluates them (kube-scheduler's ``framework.AffinityTerm``
-and the terms its ``PodInfo`` parses once per pod object).
-
-A term matches a pod when the pod's namespace is one of its ``namespaces`` or its namespace's labels
-match ``namespaceSelector``, and its labels match ``labelSelector``. Without ``namespaces`` and
-``namespaceSelector`` a term is about its own pod's namespace; an absent selector matches nothing, an
-empty one everything. ``matchLabelKeys`` / ``mismatchLabelKeys`` add ``key In (value)`` / ``key NotIn
-(value)`` of the pod's own labels to a term that has a ``labelSelector``, as kube-apiserver does when
-the pod is created (again here, which changes nothing for a pod the API server already merged, and
-serves API servers that do not). For the pod being scheduled, a ``namespaceSelector`` is resolved into
-the namespaces it selects now (kube-scheduler's ``mergeAffinityTermNamespacesIfNotEmpty``).
-
-Terms are frozen values: equal terms are one key, so the snapshot keeps one column per distinct term.
+and the terms its ``PodInfo`` parses once per pod object). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -19,10 +8,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from koord.apis.node import labels_of
-from koord.apis.pod import as_list, as_map
-from koord.apis.selector import NOTHING, LabelSelector, Requirement, parse_selector
 from koord.scheduler.framework import Obj, PodInfo
+from koordshared.apis.core.node import labels_of
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.meta.selector import NOTHING, LabelSelector, Requirement, parse_selector
 
 NAME = "InterPodAffinity"
 NAME_PREFIX = NAME + "/"

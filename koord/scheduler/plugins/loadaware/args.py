@@ -8,10 +8,7 @@ filter is on (cpu 65 %, memory 95 %) and a NodeMetric older than 180 s makes its
 (DaemonSet pods, including the agent, still pass). Koordinator's shipped profile turns the filter off
 (``usageThresholds: {cpu: 0, memory: 0}``) and keeps stale metrics usable
 (``filterExpiredNodeMetrics: false``, ``nodeMetricExpirationSeconds: 300``); set those to get it.
-
-One deliberate difference: resources are ``cpu`` and ``memory`` only, the two a NodeMetric reports.
-Koordinator accepts any name and then compares estimates against a usage of zero; here another name is
-a startup error that says so.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -20,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from koord.apis.nodemetric import AGGREGATIONS
-from koord.apis.strictargs import decode
 from koord.scheduler.framework import InvalidArgs
+from koordshared.apis.meta.strictargs import decode
+from koordshared.apis.slo.nodemetric import AGGREGATIONS
 
 RESOURCES = ("cpu", "memory")
 """The vectorizer: Koordinator sorts resource names, so cpu comes before memory in every vector."""

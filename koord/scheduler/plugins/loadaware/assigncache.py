@@ -1,16 +1,6 @@
 """The pod assign cache (Koordinator's ``podAssignCache``): per node, the latest NodeMetric and the pods
 placed on the node, so the load a node will carry is its reported usage plus what the report cannot
-show yet.
-
-A pod counts with ``max(0, estimate - reported usage)`` (the *delta*) while its usage is not reported,
-while it was placed within one report interval before the NodeMetric's ``updateTime``, or while its
-forced-estimation deadline is after ``updateTime``. Prod pods are also summed separately (reported
-usage of pods that are prod by both the pod and the NodeMetric, plus their deltas) for
-``prodUsageThresholds``. Pods enter through the pod cache (bound pods) and through ``reserve`` (the
-extender's ``/bind``, before the API binding; a reserved pod deleted while still pending leaves with its
-load, which Koordinator's cache, keyed by the deleted pod's empty nodeName, would keep); a NodeMetric
-update rebuilds the node's sums. One lock guards it all: updates come from the cache threads, reads
-from the HTTP threads.
+show yet. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -19,11 +9,6 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from koord.apis import extension
-from koord.apis.nodemetric import CollectPolicy, NodeMetricStatus, Usage
-from koord.apis.parsednodemetric import parse_node_metric
-from koord.apis.pod import as_list, as_map
-from koord.apis.timefmt import parse_time
 from koord.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs, Vec
 from koord.scheduler.plugins.loadaware.estimator import (
     ANNOTATION_SECONDS_AFTER_INITIALIZED,
@@ -34,6 +19,10 @@ from koord.scheduler.plugins.loadaware.estimator import (
 )
 from koord.scheduler.plugins.loadaware.nodestate import NodeState, PodAssign
 from koord.scheduler.plugins.loadaware.table import LoadTable
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.meta.quantity import parse_time
+from koordshared.apis.slo.nodemetric import CollectPolicy, NodeMetricStatus, Usage, parse_node_metric
 
 Obj = Mapping[str, Any]
 

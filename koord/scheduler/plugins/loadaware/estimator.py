@@ -14,18 +14,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from koord.apis import extension
-from koord.apis.pod import (
-    BATCH_CPU,
-    BATCH_MEMORY,
-    as_map,
-    kube_qos_of,
-    priority_class_of,
-    qos_of,
-    str_map,
-)
-from koord.apis.resources import node_allocatable, pod_limits_list, pod_requests_list, value_of
 from koord.scheduler.plugins.loadaware.args import RESOURCES, LoadAwareSchedulingArgs, Vec
+from koordshared.apis.core.pod import as_map, kube_qos_of, str_map
+from koordshared.apis.core.resources import node_allocatable, pod_limits_list, pod_requests_list, value_of
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.extension.qos import BATCH_CPU, BATCH_MEMORY, priority_class_of, qos_of
 
 DEFAULT_MILLI_CPU = 250
 DEFAULT_MEMORY = 200 * 1024 * 1024

@@ -3,7 +3,7 @@ its cached pods and the sums LoadAware reads (Koordinator's ``nodeInfo`` with ``
 Not thread-safe by itself: :class:`~koord.scheduler.plugins.loadaware.assigncache.PodAssignCache`
 holds the lock around every use.
 
-The NodeMetric is read where the cache keeps it, parsed (:mod:`koord.apis.parsednodemetric`), not
+The NodeMetric is read where the cache keeps it, parsed (:mod:`koordshared.apis.slo.nodemetric`), not
 copied: a pod's reported usage is looked up by name in ``podsMetric`` when the pod is added or removed,
 an aggregated usage is found the first time a (type, window) is asked after a report. Which pods count
 in which sum (Koordinator keeps them in sets, for its debug API) is a function of the pods and the
@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis import extension
-from koord.apis.nodemetric import AggregatedUsage, PodMetric
 from koord.scheduler.plugins.loadaware.args import Vec
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.extension import qos as extension
+from koordshared.apis.slo.nodemetric import AggregatedUsage, PodMetric
 
 Obj = Mapping[str, Any]
 PROD = extension.PriorityClass.PROD.value
@@ -40,8 +41,7 @@ class PodAssign:
     @property
     def key(self) -> str:
         """``namespace/name``: the NodeMetric reports pods by name."""
-        meta = self.pod.get("metadata") or {}
-        return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+        return pod_key(self.pod)
 
 
 PodUsage = tuple[int, int, bool]

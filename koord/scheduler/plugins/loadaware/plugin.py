@@ -8,13 +8,7 @@ expired NodeMetric rejects ("node(s) nodeMetric expired") or passes per the args
 the incoming pod's estimate. Score: 0 without a fresh NodeMetric, else
 ``(sum w_r*leastUsed_r + D*min_r leastUsed_r) / (sum w_r + D)`` with ``leastUsed = (cap - used)*100 / cap``.
 Reserve records the pod in the assign cache (the extender calls it from ``/bind``).
-
-Both run over a NodeSet as vector operations (:mod:`.batch`): the node facts as a snapshot column, the
-assign cache's sums as arrays by node (:mod:`.table`). ``filter``/``score`` on one node are the same code
-over a set of one.
-
-One difference: a node the extender's cache does not know yet passes and scores 0 (Koordinator's
-in-process plugin never sees one; here kube-scheduler's node cache may be a moment ahead of ours).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -25,8 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis import extension
-from koord.apis.pod import as_map, is_daemonset_pod
 from koord.scheduler.framework import CodedVerdicts, CycleState, Handle, NodeInfo, NodeSet, Obj, Status
 from koord.scheduler.plugins.loadaware import batch
 from koord.scheduler.plugins.loadaware.args import (
@@ -41,6 +33,8 @@ from koord.scheduler.plugins.loadaware.batch import MAX_SCORE, NodeFacts
 from koord.scheduler.plugins.loadaware.estimator import estimate_with_args, node_capacity
 from koord.scheduler.plugins.loadaware.table import NO_NODE
 from koord.scheduler.plugins.loadaware.thresholds import args_profile, node_profile
+from koordshared.apis.core.pod import as_map, is_daemonset_pod
+from koordshared.apis.extension import qos as extension
 
 __all__ = ["MAX_SCORE", "NAME", "LoadAwareScheduling", "NodeFacts", "PodFacts"]
 

@@ -7,13 +7,7 @@ these facts cannot be snapshot columns (recomputed only when a node changes). Ea
 :data:`NO_NODE`); LoadAware's snapshot column maps snapshot rows to slots, and every change of a node's
 :class:`NodeState` rewrites that node's slot. A slot is kept for as long as the plugin lives (a node that
 comes back gets its old one), so a snapshot column never points at a slot that changed owner.
-
-Columns (float64; the sums are integers far below 2**53, so they are exact): whether the node has a
-NodeMetric (:data:`HAS_METRIC`) with a ``status.nodeMetric`` (:data:`HAS_NODE_METRIC`), its
-``updateTime`` (:data:`UPDATE_TIME`, NaN when absent), and the load before the incoming pod
-(:meth:`NodeState.existing`, cpu then memory) for every way LoadAware asks: node usage (:data:`PLAIN`),
-prod usage (:data:`PROD`) and one pair per aggregation (type, window) in use (:func:`agg_columns`). Not
-thread-safe by itself: the assign cache holds its lock around every call.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.pod import as_map
-from koord.apis.quantity import parse_duration
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs, Vec, to_vec
+from koordshared.apis.core.pod import as_map
+from koordshared.apis.meta.quantity import parse_duration
+from koordshared.runtime.errors import InvalidValue
 
 ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
 

@@ -1,24 +1,14 @@
 """Which CPUs a pod gets on a node (Koordinator's ``nodenumaresource/cpu_accumulator.go``, v1.8 order of
 preference), given the CPUs still free, those already bound (their exclusive policies), the bind policy
-and the NUMA allocate strategy.
-
-``FullPCPUs`` (and any policy on a node without SMT) takes whole free physical cores: the cores of one NUMA
-node if one has enough (NUMA nodes ordered by the strategy: ``MostAllocated`` the fullest first, else the
-emptiest, then their sockets alike, then by id; nodes with cores exclusive at NUMA level tried last), else
-of one socket, else from the sockets with the most free cores, then the fewest. ``SpreadByPCPUs`` takes
-one CPU per core where it can: one NUMA node, else one socket (exclusive cores avoided first), spreading
-over cores round robin. Whatever is still missing comes from the remaining CPUs, sockets holding the
-result first. ``take_preferred_cpus`` takes from ``preferred`` first (a reservation's CPUs).
-
-Deterministic: every tie is broken by id, where Go's unstable ``sort.Slice`` is made total the same way.
+and the NUMA allocate strategy. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from koord.apis.numa import CPUBindPolicy, CPUExclusivePolicy, NUMAAllocateStrategy
 from koord.scheduler.plugins.nodenumaresource.cputopology import AllocatedCPU, CPUInfo, CPUTopology
+from koordshared.apis.extension.numa import CPUBindPolicy, CPUExclusivePolicy, NUMAAllocateStrategy
 
 ERR_NOT_ENOUGH_CPUS = "not enough cpus available to satisfy request"
 ERR_FAILED = "failed to allocate cpus"

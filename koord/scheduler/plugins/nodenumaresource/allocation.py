@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from koord.apis import numa as numaspec
-from koord.apis.cpulist import format_cpuset
-from koord.apis.quantity import format_bytes, format_decimal, format_milli, parse_quantity
-from koord.apis.resources import value_of
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework import Obj
 from koord.scheduler.plugins.nodenumaresource.cputopology import AllocatedCPU, CPUTopology
+from koordshared.apis.core.resources import value_of
+from koordshared.apis.extension import numa as numaspec
+from koordshared.apis.meta.cpulist import format_cpuset
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, format_milli, parse_quantity
+from koordshared.runtime.errors import InvalidValue
 
 Resources = dict[str, int]
 NUMAResources = dict[int, Resources]

@@ -14,7 +14,6 @@ import itertools
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from koord.apis.numa import CPUBindPolicy, NUMATopologyPolicy
 from koord.scheduler.framework import Status
 from koord.scheduler.framework.topologymanager import NUMATopologyHint, bits, mask_of
 from koord.scheduler.plugins.nodenumaresource.accumulator import (
@@ -39,6 +38,7 @@ from koord.scheduler.plugins.nodenumaresource.restorestate import (
 )
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import TopologyOptions
+from koordshared.apis.extension.numa import CPUBindPolicy, NUMATopologyPolicy
 
 ERR_INSUFFICIENT_NUMA = "insufficient resources on NUMA Node"
 RESERVATION_POLICY_RESTRICTED = "Restricted"

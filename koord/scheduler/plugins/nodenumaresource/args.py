@@ -6,11 +6,7 @@ validation (``ValidateNodeNUMAResourceArgs``), read strictly from the profile's 
 - ``scoringStrategy`` (default LeastAllocated over cpu and memory, weight 1 each): how nodes are scored.
 - ``numaScoringStrategy`` (same default): how NUMA nodes are scored when hints are made, and the default
   NUMA allocate strategy (``MostAllocated`` here makes it ``MostAllocated``, else ``LeastAllocated``).
-
-Types are LeastAllocated or MostAllocated (Koordinator's scorers); weights 1..100, as kube-scheduler's
-resource specs. Stricter than Koordinator: an empty ``resources`` list (which would score every node 0)
-is refused, and each strategy scores with its own resources (Koordinator weighs NUMA nodes with the
-node-level ``scoringStrategy`` resources).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -19,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.numa import CPUBindPolicy, NUMAAllocateStrategy
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
 from koord.scheduler.plugins.noderesources.args import DEFAULT_RESOURCES, LEAST, MOST
 from koord.scheduler.plugins.noderesources.args import _resources as resource_specs
+from koordshared.apis.extension.numa import CPUBindPolicy, NUMAAllocateStrategy
+from koordshared.apis.meta.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 _FIELDS = {"defaultCPUBindPolicy": "str", "scoringStrategy": "object", "numaScoringStrategy": "object"}
 _STRATEGY_FIELDS = {"type": "str", "resources": "object_list"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from koord.apis.nrt import CPUDetail
+from koordshared.apis.topology.noderesourcetopology import CPUDetail
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,7 @@ bound on it.
 - A bound pod with a ``resource-status`` holds its CPUs and NUMA resources until it is deleted, finishes,
   or becomes unbound; an update replaces its holding. A placement made in Reserve holds them from then on
   (the pod's own update, once bound, replaces it with the same).
-- A deleted node forgets its pods' holdings.
-
-One lock guards it all: the informer thread, the scheduling cycle and the binding threads all come here,
-and a placement is computed and recorded under the lock (:meth:`ResourceManager.locked`), so two cycles
-never give the same CPU twice.
+- A deleted node forgets its pods' holdings. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -22,10 +18,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from koord.apis.cpulist import format_cpuset
-from koord.apis.numa import LABEL_NODE_NUMA_ALLOCATE_STRATEGY, NUMATopologyPolicy
-from koord.runtime.errors import InvalidValue
-from koord.runtime.logs import OncePerChange
 from koord.scheduler.framework import Obj
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation, allocation_of
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
@@ -34,6 +26,11 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
     full_pcpus_only,
     options_of,
 )
+from koordshared.apis.core.pod import pod_key
+from koordshared.apis.extension.numa import LABEL_NODE_NUMA_ALLOCATE_STRATEGY, NUMATopologyPolicy
+from koordshared.apis.meta.cpulist import format_cpuset
+from koordshared.runtime.errors import InvalidValue
+from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
 _malformed = OncePerChange(log)
@@ -149,9 +146,7 @@ class ResourceManager:
         try:
             alloc = allocation_of(pod)
         except InvalidValue as err:
-            meta = pod.get("metadata") or {}
-            key = f"{meta.get('namespace')}/{meta.get('name')}"
-            _malformed.warning(f"pod/{uid}", f"pod {key}: {err}; its CPUs are not counted")
+            _malformed.warning(f"pod/{uid}", f"pod {pod_key(pod)}: {err}; its CPUs are not counted")
             return
         if alloc is not None:
             self.update(node, alloc)

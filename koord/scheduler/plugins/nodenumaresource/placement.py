@@ -16,13 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.numa import (
-    LABEL_NODE_CPU_BIND_POLICY,
-    LABEL_NUMA_TOPOLOGY_POLICY,
-    CPUBindPolicy,
-    NodeCPUBindPolicy,
-    NUMATopologyPolicy,
-)
 from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, Status
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.plugins.nodenumaresource import allocator
@@ -52,6 +45,13 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
     node_name,
     numa_policy_of,
     steers_by_labels,
+)
+from koordshared.apis.extension.numa import (
+    LABEL_NODE_CPU_BIND_POLICY,
+    LABEL_NUMA_TOPOLOGY_POLICY,
+    CPUBindPolicy,
+    NodeCPUBindPolicy,
+    NUMATopologyPolicy,
 )
 
 STATE_KEY = "NodeNUMAResource"

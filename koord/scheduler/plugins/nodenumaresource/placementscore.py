@@ -1,5 +1,5 @@
 """NodeNUMAResource's Score (Koordinator's ``scoring.go``): the resource scorer over the node, or, under a
-NUMA policy, over the NUMA nodes the pod would get with its CPUs counted whole (:func:`.scoring.numa_score`).
+NUMA policy, over the NUMA nodes the pod would get with its CPUs counted whole (:func:`numa_score`).
 Nodes nothing steers are scored together over the snapshot's arrays; the others one by one, once per kind
 of node (same report, holding, labels, affinity and requests), the decision also remembered across cycles.
 """
@@ -11,12 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.numa import NUMATopologyPolicy
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
 from koord.scheduler.framework import topologymanager as tm
+from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation, add, add_numa
+from koord.scheduler.plugins.nodenumaresource.allocator import ResourceOptions
 from koord.scheduler.plugins.nodenumaresource.placement import LABELLED_COLUMN, Placement
-from koord.scheduler.plugins.nodenumaresource.scoring import numa_score
+from koord.scheduler.plugins.nodenumaresource.restorestate import NodeRestoreState
+from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import steers_by_labels
+from koordshared.apis.extension.numa import NUMATopologyPolicy
 
 
 class ScoredPlacement(Placement):
@@ -94,3 +97,33 @@ class ScoredPlacement(Placement):
 
 def _items(resources: dict[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(resources.items()))
+
+
+def numa_score(
+    scorer: Scorer,
+    na: NodeAllocation,
+    ni: NodeInfo,
+    alloc: PodAllocation,
+    ro: ResourceOptions,
+    restore: NodeRestoreState,
+) -> int:
+    """``calculateAllocatableAndRequested``: the score of ``alloc`` on the node, over the pod's NUMA
+    nodes when it has some, with bound CPUs counted whole."""
+    opts = ro.topology
+    if alloc.numa:
+        reusable = add_numa(restore.unmatched_used, restore.matched_allocated)
+        _, used = na.available_numa(opts.numa_resources, reusable)
+        allocatable: dict[str, int] = {}
+        requested: dict[str, int] = {}
+        totals = dict(opts.numa_resources)
+        for node, _ in alloc.numa:
+            requested = add(requested, used.get(node, {}))
+            allocatable = add(allocatable, totals.get(node, {}))
+    else:
+        allocatable, requested = dict(ni.allocatable), dict(ni.requested)
+    if alloc.cpus:
+        _, held = na.available_cpus(
+            opts.topology, opts.max_refs, opts.reserved_cpus, ro.preferred_cpus - alloc.cpus
+        )
+        requested["cpu"] = len(held) * 1000
+    return scorer.score(requested, allocatable, ro.requests)

@@ -1,21 +1,6 @@
 """NodeNUMAResource: CPUs and NUMA nodes for the pods that ask (Koordinator's
 ``pkg/scheduler/plugins/nodenumaresource``, v1.8 semantics); the contract with the node is
-``docs/node-scheduler-contract.md``.
-
-- **PreFilter** reads what the pod asks for (:mod:`.podstate`); a pod requesting nothing is skipped.
-- **Filter**: a pod that binds CPUs needs the node's CPU topology (no NodeResourceTopology: the node is
-  rejected, saying so); a bind policy the node forces must agree with the pod's; under a required
-  ``FullPCPUs`` the CPUs must be whole cores; under a required policy without NUMA policy the CPUs are
-  tried now. Under a NUMA policy (``SingleNUMANode``, ``Restricted``) the topology manager merges the
-  pod's NUMA hints and the node must admit them; ``BestEffort`` is decided in Reserve.
-- **Score**: the resource scorer over the node (over the NUMA nodes the pod would get, with its CPUs
-  counted whole, under a NUMA policy).
-- **Reserve** places the pod (:mod:`.allocator`) under the resource manager's lock and records it, so
-  no later cycle gives the same CPUs; **Unreserve** gives them back. **PreBind** writes
-  ``scheduling.koordinator.sh/resource-status`` (and the bind policy used into ``resource-spec`` when the
-  pod named none) into the one merged PATCH.
-- Preemption's what-ifs see the victims' CPUs and NUMA resources free (PreFilter extensions); the
-  reservation hooks are in :mod:`.reservation`.
+``docs/node-scheduler-contract.md``. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -24,16 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from koord.apis import groups
-from koord.apis.numa import (
-    ANNOTATION_RESOURCE_SPEC,
-    ANNOTATION_RESOURCE_STATUS,
-    CPUBindPolicy,
-    NUMATopologyPolicy,
-    dumps,
-    resource_spec,
-)
-from koord.apis.pod import str_map
 from koord.scheduler.framework import (
     SKIP,
     Action,
@@ -65,6 +40,16 @@ from koord.scheduler.plugins.nodenumaresource.reservation import reservation_cha
 from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import labels_of, node_cpu_bind_policy
+from koordshared.apis.core.pod import str_map
+from koordshared.apis.extension.numa import (
+    ANNOTATION_RESOURCE_SPEC,
+    ANNOTATION_RESOURCE_STATUS,
+    CPUBindPolicy,
+    NUMATopologyPolicy,
+    dumps,
+    resource_spec,
+)
+from koordshared.apis.meta import groups
 
 NAME = STATE_KEY
 NRT_CACHE = "noderesourcetopologies"

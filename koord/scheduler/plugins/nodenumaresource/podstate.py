@@ -1,15 +1,6 @@
 """What NodeNUMAResource decides about a pod once per cycle, in PreFilter (Koordinator's ``plugin.go``
 ``PreFilter`` and ``util.go``), and the rules that then combine it with each node.
-
-Which pods get a cpuset (``AllowUseCPUSet``): QoS ``LSE`` or ``LSR`` (label ``koordinator.sh/qosClass``)
-with priority class ``koord-prod``. Their bind policy is the ``resource-spec``'s ``requiredCPUBindPolicy``
-if set, else its ``preferredCPUBindPolicy``, ``Default`` or nothing meaning the plugin's
-``defaultCPUBindPolicy``; with ``FullPCPUs`` or ``SpreadByPCPUs`` the CPU request must be whole CPUs
-(else the pod is unschedulable everywhere), and a pod requesting CPU binds. On a node labelled
-``node.koordinator.sh/cpu-bind-policy: FullPCPUsOnly`` (or whose static kubelet has ``full-pcpus-only``)
-or ``SpreadByPCPUs``, any pod with a whole-CPU request binds, with that policy required. The NUMA
-topology policy is the pod's ``numa-topology-spec`` if it names one (a node with another policy does not
-fit it), else the node's.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -18,19 +9,19 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from koord.apis.extension import PriorityClass, QOSClass
-from koord.apis.numa import (
+from koord.scheduler.framework import Obj, PodInfo, Status
+from koord.scheduler.plugins.nodenumaresource.allocation import PodAllocation
+from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
+from koordshared.apis.core.pod import kube_qos_of, str_map
+from koordshared.apis.extension.numa import (
     CPUBindPolicy,
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
     numa_topology_spec,
     resource_spec,
 )
-from koord.apis.pod import kube_qos_of, priority_class_of, qos_of, qos_raw, str_map
-from koord.runtime.errors import InvalidValue
-from koord.scheduler.framework import Obj, PodInfo, Status
-from koord.scheduler.plugins.nodenumaresource.allocation import PodAllocation
-from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
+from koordshared.apis.extension.qos import PriorityClass, QOSClass, priority_class_of, qos_of, qos_raw
+from koordshared.runtime.errors import InvalidValue
 
 ERR_NOT_MATCH_NUMA_TOPOLOGY = "node(s) NUMA Topology policy not match"
 ERR_INVALID_REQUESTED_CPUS = "the requested CPUs must be integer"

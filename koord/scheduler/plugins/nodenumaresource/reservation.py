@@ -1,18 +1,5 @@
 """NodeNUMAResource's reservation hooks (Koordinator's ``nodenumaresource/reservation.go``): the CPUs and
-NUMA resources a reservation holds on a node are restored to the pods it is for.
-
-- ``restore_reservation`` (per node, on the Reservation plugin's call): for each reservation on the node,
-  what it holds (its reserve pod's placement), what its owners already took and what remains. Matched
-  reservations (the pod is one of their owners) offer their remains; the others only give back what their
-  owners took (those owners count on the node themselves).
-- ``filter_nominate_reservation`` (in the plugin): the pod fits in that reservation's CPUs and NUMA share.
-- Allocation with the reservation the Reservation plugin nominates on the node (asked through the
-  profile's hooks, :meth:`use_reservation_hooks`): ``Aligned`` takes the reservation's CPUs first and the
-  node's after; ``Restricted`` only the reservation's. A pod whose nominated reservation cannot hold it
-  does not fall back to the node's free CPUs (that would take what the reservation keeps for others).
-- ``pre_bind_reservation`` (in the plugin): a reservation placed by the scheduler carries
-  ``resource-status`` like a pod, and Available reservations are counted on their node from it as their
-  reserve pods (:func:`reservation_changed`), so a restarted scheduler knows what they hold.
+NUMA resources a reservation holds on a node are restored to the pods it is for. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -20,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from koord.apis.reservepod import reserve_pod
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, Status
 from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
 from koord.scheduler.plugins.nodenumaresource import allocator
@@ -32,6 +18,7 @@ from koord.scheduler.plugins.nodenumaresource.restorestate import (
     ReusableAlloc,
     sub_numa,
 )
+from koordshared.apis.scheduling.reservation import reserve_pod
 
 RESTORE_KEY = "NodeNUMAResource/reservationRestoreState"
 ERR_NOMINATED_NOT_FIT = "pod has a nominated reservation but cannot be allocated within its NUMA scope"

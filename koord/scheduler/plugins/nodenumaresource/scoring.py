@@ -1,7 +1,7 @@
 """NodeNUMAResource's resource scorers (Koordinator's ``scoring.go``, ``least_allocated.go``,
 ``most_allocated.go``): LeastAllocated or MostAllocated over weighted resources, for a node (its requests
-as counted by the scheduler, not the non-zero defaults), for the NUMA nodes a pod would get, and for each
-NUMA hint.
+as counted by the scheduler, not the non-zero defaults), for the NUMA nodes a pod would get
+(:func:`.placementscore.numa_score`), and for each NUMA hint.
 
 For each weighted resource the allocatable has: requested plus the pod's request against allocatable,
 ``(allocatable - requested) * 100 / allocatable`` (LeastAllocated, 0 when over) or ``min(requested,
@@ -13,17 +13,11 @@ NodeResourcesFit's arrays (:mod:`koord.scheduler.plugins.noderesources.scoring`)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from koord.scheduler.framework import NodeInfo, NodeSet, PodInfo
-from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation, add, add_numa
+from koord.scheduler.framework import NodeSet, PodInfo
 from koord.scheduler.plugins.nodenumaresource.args import ScoringStrategy
-from koord.scheduler.plugins.nodenumaresource.restorestate import NodeRestoreState
-
-if TYPE_CHECKING:
-    from koord.scheduler.plugins.nodenumaresource.allocator import ResourceOptions
 from koord.scheduler.plugins.noderesources.args import MOST
 from koord.scheduler.plugins.noderesources.scoring import least_allocated, matrices, most_allocated
 
@@ -63,33 +57,3 @@ class Scorer:
         req, alloc = matrices(nodes, pod, self.names, use_requested=True)
         fn = most_allocated if self.most else least_allocated
         return fn(req, alloc, self.weights)
-
-
-def numa_score(
-    scorer: Scorer,
-    na: NodeAllocation,
-    ni: NodeInfo,
-    alloc: PodAllocation,
-    ro: ResourceOptions,
-    restore: NodeRestoreState,
-) -> int:
-    """``calculateAllocatableAndRequested``: the score of ``alloc`` on the node, over the pod's NUMA
-    nodes when it has some, with bound CPUs counted whole."""
-    opts = ro.topology
-    if alloc.numa:
-        reusable = add_numa(restore.unmatched_used, restore.matched_allocated)
-        _, used = na.available_numa(opts.numa_resources, reusable)
-        allocatable: dict[str, int] = {}
-        requested: dict[str, int] = {}
-        totals = dict(opts.numa_resources)
-        for node, _ in alloc.numa:
-            requested = add(requested, used.get(node, {}))
-            allocatable = add(allocatable, totals.get(node, {}))
-    else:
-        allocatable, requested = dict(ni.allocatable), dict(ni.requested)
-    if alloc.cpus:
-        _, held = na.available_cpus(
-            opts.topology, opts.max_refs, opts.reserved_cpus, ro.preferred_cpus - alloc.cpus
-        )
-        requested["cpu"] = len(held) * 1000
-    return scorer.score(requested, allocatable, ro.requests)

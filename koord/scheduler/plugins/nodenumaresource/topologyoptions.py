@@ -1,17 +1,6 @@
 """What a node's NodeResourceTopology tells NodeNUMAResource (Koordinator's ``topology_options.go``):
 its CPU topology, the CPUs no pod may be bound to, the kubelet's CPU manager policy, the NUMA topology
-policy and each NUMA node's resources.
-
-The contract is ``docs/node-scheduler-contract.md``. CPUs kept from binding: the kubelet's static
-allocations (``pod-cpu-allocs`` managed by the kubelet), its ``reservedCPUs``, the node reservation's
-``reservedCPUs`` and an exclusive system-QoS cpuset; each NUMA node's ``cpu`` is its zone's allocatable
-less those of its CPUs. The NRT's policy maps as Koordinator maps it (``BestEffort``, ``Restricted``,
-``SingleNUMANodePodLevel``): the agent writes ``BestEffortPodLevel`` and the like, so in practice only
-``single-numa-node`` with pod scope arrives this way; the node label ``node.koordinator.sh/numa-topology-
-policy`` takes precedence (:func:`numa_policy_of`).
-
-A malformed annotation leaves that part out and says why (:attr:`TopologyOptions.problems`): an unreadable
-``cpu-topology`` is a node without a topology, which binds no CPUs and says so.
+policy and each NUMA node's resources. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -21,20 +10,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from koord.apis import nrt
-from koord.apis.cpulist import parse_cpuset
-from koord.apis.noderesourcetopology import ZONE_TYPE_NODE, zones_of
-from koord.apis.numa import (
+from koord.scheduler.framework import NodeInfo, Obj
+from koord.scheduler.plugins.nodenumaresource.cputopology import EMPTY, CPUTopology
+from koordshared.apis.core.resources import value_of
+from koordshared.apis.extension.numa import (
     LABEL_NODE_CPU_BIND_POLICY,
     LABEL_NUMA_TOPOLOGY_POLICY,
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
 )
-from koord.apis.quantity import parse_quantity
-from koord.apis.resources import value_of
-from koord.runtime.errors import InvalidValue
-from koord.scheduler.framework import NodeInfo, Obj
-from koord.scheduler.plugins.nodenumaresource.cputopology import EMPTY, CPUTopology
+from koordshared.apis.meta.cpulist import parse_cpuset
+from koordshared.apis.meta.quantity import parse_quantity
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.apis.topology.noderesourcetopology import ZONE_TYPE_NODE, zones_of
+from koordshared.runtime.errors import InvalidValue
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.resources import is_extended_resource
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis.core.resources import is_extended_resource
+from koordshared.runtime.errors import InvalidArgs
 
 LEAST, MOST, RATIO = "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"
 DEFAULT_RESOURCES = (("cpu", 1), ("memory", 1))

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis.meta.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 LEAST, MOST = "LeastAllocated", "MostAllocated"
 

@@ -5,13 +5,7 @@ For a resource ``r`` with weight ``w``: ``requested`` is what the node's pods re
 requests, ``allocatable`` the node's. ``MostAllocated``: ``min(requested, allocatable) * 100 //
 allocatable``; ``LeastAllocated``: ``(allocatable - requested) * 100 // allocatable``, 0 when
 ``requested`` exceeds it; both 0 when the node has none. Node score: ``sum(score * w) // sum(w)``; 100
-when the pod requests none of the named resources.
-
-As in Koordinator, cpu and memory count the node's pods with kube-scheduler's scoring defaults (100m,
-200 MB for a container that asks nothing) and the pod with the same defaults, per container (a regular init
-container counts with its defaults too: the pod counts the larger of its containers' sum and each such init
-container); ephemeral storage and scalar resources count requests as they are; only resources the pod
-requests (above zero) are looked at.
+when the pod requests none of the named resources. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -22,8 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.pod import as_list, as_map
-from koord.apis.resources import is_scalar_resource
 from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
 from koord.scheduler.framework.types import (
     CPU,
@@ -34,6 +26,8 @@ from koord.scheduler.framework.types import (
     resources_of,
 )
 from koord.scheduler.plugins.noderesourcesfitplus.args import MOST, FitPlusArgs, parse_args
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.core.resources import is_scalar_resource
 
 NAME = "NodeResourcesFitPlus"
 STATE_KEY = "PreScore" + NAME
@@ -60,7 +54,8 @@ def _non_zero(name: str, requests: Mapping[str, int]) -> int:
 
 def pod_request(pod: Obj, name: str) -> int:
     """Koordinator's ``calculatePodResourceRequest``: the containers' (defaulted) requests and the
-    sidecars', at least each regular init container's, plus the overhead."""
+    sidecars', at least each regular init container's, plus the overhead. A rule of its own (defaults per
+    container, no sidecar step), not Kubernetes' ``PodRequests`` (``koordshared.apis.core.resources``)."""
     spec = as_map(pod, "spec")
     total = sum(
         _non_zero(name, resources_of(as_map(as_map(c, "resources"), "requests")))

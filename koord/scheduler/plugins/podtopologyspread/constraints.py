@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.node import labels_of, matches_node_selector, untolerated_taints
-from koord.apis.pod import as_list, as_map, controller_ref
-from koord.apis.selector import NOTHING, LabelSelector, Requirement, parse_selector
 from koord.scheduler.framework import NodeInfo, Obj, Snapshot
 from koord.scheduler.framework.snapshot import per_domain
 from koord.scheduler.plugins.podtopologyspread.args import HONOR, IGNORE, NAME_PREFIX
+from koordshared.apis.core.node import labels_of, matches_node_selector, untolerated_taints
+from koordshared.apis.core.pod import as_list, as_map, controller_ref
+from koordshared.apis.meta.selector import NOTHING, LabelSelector, Requirement, parse_selector
 
 DEFAULT_OWNER_KINDS = frozenset({"ReplicaSet", "ReplicationController", "StatefulSet"})
 """The controllers whose pods get the default constraints (kube-scheduler derives the selector from

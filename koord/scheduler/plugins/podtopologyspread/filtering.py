@@ -8,17 +8,13 @@ of the topology keys (unresolvable, "missing required label"), and one where
 ``pods in its domain + (1 if the pod matches the selector itself) - global minimum > maxSkew``; the
 global minimum is the smallest count of an existing domain, or 0 while there are fewer domains than
 ``minDomains``. Constraints are checked in order; the first one that fails names the reason.
-
-The minimum is taken over all the counts (kube-scheduler tracks the two smallest, which is exact for
-what its preemption asks; this is exact for any what-if). AddPod/RemovePod (preemption) move the
-counts of the node's domains.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from koord.apis.node import labels_of
 from koord.scheduler.framework import NodeSet, Obj, PodInfo, Snapshot, Status
 from koord.scheduler.framework.snapshot import at_codes, widened
 from koord.scheduler.plugins.podtopologyspread.constraints import (
@@ -27,6 +23,7 @@ from koord.scheduler.plugins.podtopologyspread.constraints import (
     included,
     node_included,
 )
+from koordshared.apis.core.node import labels_of
 
 ERR_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 ERR_MISSING_LABEL = ERR_CONSTRAINTS + " (missing required label)"

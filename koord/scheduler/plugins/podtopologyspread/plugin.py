@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis.node import labels_of
-from koord.apis.pod import as_list, as_map
 from koord.scheduler.framework import (
     QUEUE,
     SKIP,
@@ -38,6 +36,8 @@ from koord.scheduler.plugins.podtopologyspread.args import (
 from koord.scheduler.plugins.podtopologyspread.constraints import Constraint, constraints_of
 from koord.scheduler.plugins.podtopologyspread.filtering import SpreadState
 from koord.scheduler.plugins.podtopologyspread.scoring import ScoreState
+from koordshared.apis.core.node import labels_of
+from koordshared.apis.core.pod import as_list, as_map
 
 PRE_FILTER_KEY = NAME_PREFIX + "PreFilter"
 PRE_SCORE_KEY = NAME_PREFIX + "PreScore"

@@ -6,13 +6,7 @@ Defaults: ``enablePreemption`` false, ``minCandidateNodesPercentage`` 10, ``minC
 Succeeded or Expired reservation is deleted a day after it ended), ``gcIntervalSeconds`` 60,
 ``disableGarbageCollection`` false, ``resyncIntervalSeconds`` 60; 0 in the three seconds fields means the
 default, as in Koordinator. ``ignoredResources`` (extended resource names) and ``ignoredResourceGroups``
-(their prefixes) are left out of the reservation-aware fit checks.
-
-Validated as Koordinator does (percentages 0..100, counts and seconds not negative, ignored resources
-extended names and groups usable as their prefixes), and stricter: ``enablePreemption: true`` and a
-``preAllocationConfig`` are refused, since reservation preemption and pre-allocation are not ported (a
-profile asking for them would silently not get them); ``reservationSelectorIndex`` is checked and accepted,
-its index being an optimisation the scheduler does without (every node with reservations is looked at).
+(their prefixes) are left out of the reservation-aware fit checks. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -22,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.strictargs import decode
 from koord.scheduler.framework import InvalidArgs
+from koordshared.apis.meta.strictargs import decode
 
 DEFAULT_GC_SECONDS = 86400
 DEFAULT_GC_INTERVAL = 60

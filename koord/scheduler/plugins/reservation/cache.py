@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import threading
 
-from koord.apis import reservation as rsv
 from koord.scheduler.framework import Obj, PodInfo, PodRequirement, ReservationInfo
+from koordshared.apis.scheduling import reservation as rsv
 
 
 def _assigned(pod: Obj) -> bool:

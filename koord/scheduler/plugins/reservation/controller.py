@@ -8,9 +8,7 @@ node deleted):
   ``reservation-allocated``; an allocate-once one is Succeeded once they change (its first owner);
 - an Expired or Succeeded one is deleted ``gcDurationSeconds`` after it ended (at once when its node is
   gone), unless garbage collection is disabled.
-
-One difference: Koordinator expires only reservations placed on a node, so a pending one outlives its TTL
-and holds room the moment it is placed; here a pending one expires too (it leaves the scheduling queue).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -18,16 +16,16 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-from koord.apis import groups
-from koord.apis import reservation as rsv
-from koord.apis.pod import as_list, as_map
-from koord.apis.timefmt import parse_time
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework import Obj, PodInfo, SchedulerHandle, Store
 from koord.scheduler.framework.types import resources_of
 from koord.scheduler.plugins.coscheduling.keyed import KeyedController
 from koord.scheduler.plugins.reservation import status
 from koord.scheduler.plugins.reservation.args import ReservationArgs
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import parse_time
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

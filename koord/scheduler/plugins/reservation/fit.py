@@ -1,19 +1,5 @@
 """Whether a pod fits a node with one of its reservations (Koordinator's ``filterWithReservations``,
-``fitsNode``, ``fitsReservation``).
-
-With a reservation ``r`` of the node, the pod fits when its request is at most the node's free room
-counting ``r``'s remaining room as free: ``allocatable - (requested - r.available - allocated of the
-matched reservations)``, where ``requested`` still counts every matched reservation's whole room (so
-another reservation's room is not the pod's). Then by ``r``'s policy:
-
-- Aligned (and the deprecated default): that is all; what the reservation lacks comes from the node;
-- Restricted: the resources it restricts (all it holds, or those its ``reservation-restricted-options``
-  name) come from the reservation alone: each request at most ``allocatable - reserved - allocated``, and
-  ``pods``, when it holds that, one more owner at most.
-
-The first reservation that fits (and that the ReservationFilterPlugins allow) lets the pod in. Otherwise a
-pod that must use a reservation (it has a reservation affinity) is rejected with every reason; any other
-pod may still use the node's own free room, without any reservation's.
+``fitsNode``, ``fitsReservation``). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -7,18 +7,15 @@
   (0 or absent: none); else the highest sum of the ReservationScorePlugins' scores, the Reservation plugin's
   own being how full the reservation would be with the pod in it (most allocated, 0..100); ties go to the
   oldest reservation.
-
-Node scores: the node whose matched reservations have the lowest order gets 1000, a node with a nominated
-reservation that reservation's score, any other 0; then scaled so the best is 100 (weight 5000 in
-Koordinator's profile, so a node with a reservation for the pod wins).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from koord.apis import reservation as rsv
 from koord.scheduler.framework import MAX_NODE_SCORE, ReservationInfo
+from koordshared.apis.scheduling import reservation as rsv
 
 MOST_PREFERRED = 1000
 

@@ -1,22 +1,6 @@
 """Reservation: room held on a node for the pods a Reservation names (Koordinator's
 ``pkg/scheduler/plugins/reservation``, v1.8 semantics); enable it at every point Koordinator's profile does
-(``score`` weight 5000, ``bind`` before DefaultBinder).
-
-A pending Reservation is scheduled as its reserve pod (:mod:`koord.apis.reservepod`) through the ordinary
-cycle; its **Bind** writes the Reservation's status (Available, ``nodeName``, ``allocatable``) instead of a
-binding, and from then on the reserve pod holds the room on its node. For an ordinary pod:
-
-- **BeforePreFilter** (:mod:`.transform`): the reservations it may use, per node, with their room given
-  back to it for this cycle;
-- **PreFilter**: with a reservation affinity, only the nodes where one matched; nothing to do without
-  reservations (the plugin's Filter and Score are skipped);
-- **Filter** (:mod:`.fit`): the pod must fit a matched reservation (its policy's way) or, without a
-  reservation affinity, the node's own free room;
-- **PostFilter** (:mod:`.messages`): says what became of the reservations it owns;
-- **PreScore/Score** (:mod:`.nominate`): one reservation nominated per node; nodes with one preferred;
-- **Reserve**: the pod counts in its nominated reservation at once (Unreserve undoes it);
-- **PreBind**: ``reservation-allocated`` on the pod; the controller (:mod:`.controller`) then updates the
-  Reservation's owners, allocation and phase.
+(``score`` weight 5000, ``bind`` before DefaultBinder). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -24,9 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from koord.apis import groups
-from koord.apis import reservation as rsv
-from koord.apis.reservepod import is_reserve_pod, pinned_node, reservation_name
 from koord.scheduler.framework import (
     SKIP,
     Action,
@@ -52,6 +33,9 @@ from koord.scheduler.plugins.reservation.args import ReservationArgs, parse_args
 from koord.scheduler.plugins.reservation.shared import reference, shared_for
 from koord.scheduler.plugins.reservation.state import STATE_KEY, CycleData, data_of
 from koord.scheduler.plugins.reservation.transform import Restorer
+from koordshared.apis.meta import groups
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import is_reserve_pod, pinned_node, reservation_name
 
 NAME = "Reservation"
 RESERVATION = "Reservation"

@@ -8,9 +8,7 @@ reservation cache, the controller, and the reserve pods fed to the scheduler (Ko
 - a reserve pod that could not be placed tells its reservation: a ``FailedScheduling`` Event and the
   Scheduled=False condition with the scheduler's message (a reservation that cannot be used as written,
   bad owners say, is queued too, so it is told why instead of waiting silently).
-
-Built once per handle (the first profile's args win), kept in a weak map so a process's handles (and tests'
-schedulers) each get their own.
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -20,14 +18,14 @@ import weakref
 from types import SimpleNamespace
 from typing import Any
 
-from koord.apis import groups
-from koord.apis import reservation as rsv
-from koord.apis.reservepod import reservation_name, reserve_pod
 from koord.scheduler.framework import Obj, SchedulerHandle, Status, Store
 from koord.scheduler.plugins.reservation import status
 from koord.scheduler.plugins.reservation.args import ReservationArgs
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.plugins.reservation.controller import ReservationController
+from koordshared.apis.meta import groups
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import reservation_name, reserve_pod
 
 _SHARED: weakref.WeakKeyDictionary[Any, Shared] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()

@@ -3,14 +3,7 @@
 ``SetReservationSucceeded`` and the controller's owners sync). Each carries the object's
 ``resourceVersion``: a transition computed from a stale copy is refused (409), not applied over a newer
 one (Koordinator updates the status with ``UpdateStatus``, which has the same precondition).
-
-- placed on a node: Available, ``nodeName``, ``allocatable`` (what its reserve pod asked for), conditions
-  Scheduled=True (Scheduled) and Ready=True (Available);
-- not placeable: the Scheduled condition False, reason Unschedulable, with the scheduler's message (a
-  Scheduled=True condition is left as it is); the phase stays;
-- time over, or its node gone: Failed, Ready=False reason Expired;
-- owners: ``currentOwners`` and ``allocated`` (their requests, over the resources it holds); an
-  allocate-once reservation is then Succeeded (Ready=False, reason Succeeded).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -18,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis import reservation as rsv
-from koord.apis.pod import as_list, as_map
-from koord.apis.quantity import format_bytes, format_decimal, format_milli
-from koord.apis.timefmt import format_time
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.meta.quantity import format_bytes, format_decimal, format_milli, format_time
+from koordshared.apis.scheduling import reservation as rsv
 
 Obj = Mapping[str, Any]
 _BYTES = ("memory", "ephemeral-storage")

@@ -1,38 +1,22 @@
 """BeforePreFilter: which reservations the pod may use on which node, and the room they hold given back to
 it (Koordinator's ``transformer.go``, with ``LazyReservationRestore`` off, its default).
-
-For every node with available reservations (only the node a reservation named in the pod's affinity is on,
-when it names one) that the pod's ``nodeSelector``/required node affinity allows:
-
-- *matched*: the pod may use it. It is ``reservation-ignored`` (every usable reservation matches), or it
-  is an owner and, in this order: the reservation named in the affinity (and exactly matching, with
-  ``exact-match-reservation``), or a schedulable one (``spec.unschedulable`` needs a toleration of the
-  unschedulable taint in the affinity) whose ``NoSchedule``/``NoExecute`` taints the affinity tolerates,
-  matching the affinity's selector and terms (over its labels on top of its node's) and the exact-match
-  resources. An allocate-once reservation with an owner matches no one any more.
-- *unmatched*: the pod may not use it, and owners are placed in it.
-
-On a copy of the node, for this cycle only: the owners of the unmatched reservations stop counting twice
-(they are inside room their reservation already holds), then the matched reservations' reserve pods are
-taken off, so the filters see the room held for the pod as free; the plugins with fine-grained state are
-then asked to give back theirs (``restore_reservation``). A pod with a reservation affinity skips the nodes
-where nothing matched. A reserve pod gets only the first step (on the nodes with owners).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from koord.apis import reservation as rsv
-from koord.apis.node import matches_node_selector
-from koord.apis.pod import as_list, as_map
-from koord.apis.reservepod import reservation_name
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, SchedulerHandle, Status
 from koord.scheduler.framework.extension import ReservationHooks
 from koord.scheduler.framework.types import PodInfo
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.plugins.reservation.state import CycleData, Diagnosis, NodeState
+from koordshared.apis.core.node import matches_node_selector
+from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.scheduling import reservation as rsv
+from koordshared.apis.scheduling.reservation import reservation_name
+from koordshared.runtime.errors import InvalidValue
 
 
 class Restorer:

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from koord.apis.resources import is_scalar_resource
 from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
 from koord.scheduler.framework.types import CPU, EPHEMERAL, MEMORY
 from koord.scheduler.plugins.scarceresourceavoidance.args import ScarceArgs, parse_args
+from koordshared.apis.core.resources import is_scalar_resource
 
 NAME = "ScarceResourceAvoidance"
 STATE_KEY = "PreScore" + NAME

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koord.apis.strictargs import decode
-from koord.runtime.errors import InvalidArgs
+from koordshared.apis.meta.strictargs import decode
+from koordshared.runtime.errors import InvalidArgs
 
 DEFAULT_MAX_HINT_NODES = 100
 MAX_INT32 = 2**31 - 1

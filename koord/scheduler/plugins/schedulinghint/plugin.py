@@ -1,6 +1,6 @@
 """SchedulingHint: the pod's scheduling hint (``internal.scheduling.koordinator.sh/scheduling-hint``, or the
-deprecated ``scheduling.koordinator.sh/scheduling-hint``; :mod:`koord.apis.schedulinghint`) steers the
-cycle:
+deprecated ``scheduling.koordinator.sh/scheduling-hint``; :mod:`koordshared.apis.extension.schedulinghint`)
+steers the cycle:
 
 - **BeforePreFilter** reads the annotation into the cycle state for the other plugins
   (:mod:`koord.scheduler.framework.hinter`); an annotation that is not the expected JSON fails the cycle
@@ -17,13 +17,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koord.apis.pod import annotations_of
-from koord.apis.schedulinghint import scheduling_hint
-from koord.runtime.errors import InvalidValue
 from koord.scheduler.framework import SKIP, CycleState, Obj, Status
 from koord.scheduler.framework.hinter import SchedulingHintState, hint_state, set_hint_state
 from koord.scheduler.framework.types import PreFilterResult
 from koord.scheduler.plugins.schedulinghint.args import SchedulingHintArgs, parse_args
+from koordshared.apis.core.pod import annotations_of
+from koordshared.apis.extension.schedulinghint import scheduling_hint
+from koordshared.runtime.errors import InvalidValue
 
 NAME = "SchedulingHint"
 log = logging.getLogger(__name__)

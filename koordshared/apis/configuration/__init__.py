@@ -1,0 +1,2 @@
+"""Koordinator's ``apis/configuration``: the keys of ``slo-controller-config`` (colocation and NodeSLO
+strategies)."""

@@ -1,0 +1,253 @@
+"""One way to build the caches a process keeps: each process declares its :class:`Watch` list (which
+resource, selected how, indexed and trimmed how) and gets an :class:`InformerSet` of list+watch caches on
+the official client, or a :class:`MemoryInformerSet` fed by hand (tests, benchmarks, plugin authors) with
+the same names, indexes and trims.
+
+Caches are looked up by name (``informers["pods"]``); :meth:`InformerSet.shared` adds one on first use
+(a plugin asking for another resource) and starts it at once when the set is already running.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from koordshared.apis.meta import groups
+from koordshared.apis.slo.nodemetric import parse_node_metric
+from koordshared.kube.informer import IndexFunc, Informer, index_by_node
+from koordshared.kube.memstore import MemoryStore
+from koordshared.kube.trim import compact, slim_node, slim_pod
+from koordshared.runtime.lifecycle import Supervisor
+
+Obj = Mapping[str, Any]
+Transform = Callable[[Obj], Obj]
+
+# The official client's list calls for the core resources the processes watch, by plural: (all
+# namespaces or cluster-scoped, one namespace). Custom resources go through CustomObjectsApi.
+_CORE_LISTS: Mapping[str, tuple[str, str]] = {
+    "nodes": ("list_node", ""),
+    "pods": ("list_pod_for_all_namespaces", "list_namespaced_pod"),
+    "configmaps": ("list_config_map_for_all_namespaces", "list_namespaced_config_map"),
+    "namespaces": ("list_namespace", ""),
+    "persistentvolumeclaims": (
+        "list_persistent_volume_claim_for_all_namespaces",
+        "list_namespaced_persistent_volume_claim",
+    ),
+    "persistentvolumes": ("list_persistent_volume", ""),
+}
+# Resources of other built-in groups, by plural: (API class of the official client, methods as above).
+_GROUP_LISTS: Mapping[str, tuple[str, str, str]] = {
+    "poddisruptionbudgets": (
+        "PolicyV1Api",
+        "list_pod_disruption_budget_for_all_namespaces",
+        "list_namespaced_pod_disruption_budget",
+    ),
+    "priorityclasses": ("SchedulingV1Api", "list_priority_class", ""),
+    "storageclasses": ("StorageV1Api", "list_storage_class", ""),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """One cache: the objects of ``resource`` (in ``namespace``, matching ``field_selector`` and
+    ``label_selector``)."""
+
+    name: str
+    resource: groups.Resource
+    field_selector: str = ""
+    namespace: str = ""
+    indexers: Mapping[str, IndexFunc] = field(default_factory=dict)
+    transform: Transform | None = None
+    label_selector: str = ""
+
+
+def list_call(api_client: Any, watch: Watch) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """The client method that lists ``watch``'s objects and its keyword arguments."""
+    from kubernetes import client
+
+    kwargs: dict[str, Any] = {}
+    if watch.field_selector:
+        kwargs["field_selector"] = watch.field_selector
+    if watch.label_selector:
+        kwargs["label_selector"] = watch.label_selector
+    res = watch.resource
+    if res.plural in _GROUP_LISTS:
+        api_class, every, namespaced = _GROUP_LISTS[res.plural]
+        api = getattr(client, api_class)(api_client)
+        if watch.namespace and namespaced:
+            return getattr(api, namespaced), {**kwargs, "namespace": watch.namespace}
+        return getattr(api, every), kwargs
+    if res.group:
+        custom = client.CustomObjectsApi(api_client)
+        kwargs.update(res.custom_object_args)
+        if watch.namespace and res.namespaced:
+            return custom.list_namespaced_custom_object, {**kwargs, "namespace": watch.namespace}
+        return custom.list_cluster_custom_object, kwargs
+    methods = _CORE_LISTS.get(res.plural)
+    if methods is None:
+        raise ValueError(f"no list call known for core resource {res.plural!r}")
+    core = client.CoreV1Api(api_client)
+    every, namespaced = methods
+    if watch.namespace and namespaced:
+        return getattr(core, namespaced), {**kwargs, "namespace": watch.namespace}
+    return getattr(core, every), kwargs
+
+
+class InformerSet:
+    """List+watch caches on one API client, by name; :meth:`start` runs every one created so far."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        watches: Iterable[Watch],
+        *,
+        request_timeout: float = 10.0,
+        watch_timeout: float = 300.0,
+        **informer_opts: Any,
+    ) -> None:
+        self.api_client = api_client
+        self._opts: dict[str, Any] = {
+            "request_timeout": request_timeout,
+            "watch_timeout": watch_timeout,
+            **informer_opts,
+        }
+        self._lock = threading.Lock()
+        self._all: dict[str, Informer] = {}
+        self._started: tuple[threading.Event, Supervisor] | None = None
+        for w in watches:
+            list_fn, kwargs = list_call(api_client, w)
+            self._all[w.name] = Informer(
+                w.name, list_fn, kwargs, indexers=w.indexers, transform=w.transform, **self._opts
+            )
+
+    def __getitem__(self, name: str) -> Informer:
+        return self._all[name]
+
+    def __iter__(self) -> Iterator[Informer]:
+        with self._lock:
+            return iter(list(self._all.values()))
+
+    def watch(self, w: Watch) -> Informer:
+        """The cache ``w.name``, created from ``w`` on first use (and started if the set runs)."""
+        list_fn, kwargs = list_call(self.api_client, w)
+        with self._lock:
+            inf = self._all.get(w.name)
+            if inf is None:
+                inf = self._all[w.name] = Informer(
+                    w.name, list_fn, kwargs, indexers=w.indexers, transform=w.transform, **self._opts
+                )
+                if self._started is not None:
+                    stop, supervisor = self._started
+                    supervisor.go(f"informer-{w.name}", lambda: inf.run(stop))
+            return inf
+
+    def shared(
+        self, name: str, list_fn: Callable[..., Any], kwargs: Mapping[str, Any] | None = None
+    ) -> Informer:
+        """The cache called ``name``, created on first use (and started if the set runs)."""
+        with self._lock:
+            inf = self._all.get(name)
+            if inf is None:
+                inf = self._all[name] = Informer(name, list_fn, kwargs, **self._opts)
+                if self._started is not None:
+                    stop, supervisor = self._started
+                    supervisor.go(f"informer-{name}", lambda: inf.run(stop))
+            return inf
+
+    def start(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        with self._lock:
+            self._started = (stop, supervisor)
+            for name, inf in self._all.items():
+                supervisor.go(f"informer-{name}", lambda inf=inf: inf.run(stop))  # type: ignore[misc]
+
+    def has_synced(self) -> bool:
+        with self._lock:
+            return all(inf.has_synced() for inf in self._all.values())
+
+    def close(self) -> None:
+        with self._lock:
+            for inf in self._all.values():
+                inf.close()
+
+    def sizes(self) -> dict[str, int]:
+        with self._lock:
+            return {name: len(inf) for name, inf in self._all.items()}
+
+
+class MemoryInformerSet:
+    """The same caches fed with :meth:`MemoryStore.put`/``remove`` (trimmed and indexed alike);
+    ``objects`` gives each cache its first contents by name."""
+
+    def __init__(self, watches: Iterable[Watch], objects: Mapping[str, Iterable[Obj]] | None = None) -> None:
+        objects = objects or {}
+        self._all: dict[str, MemoryStore] = {
+            w.name: MemoryStore(
+                objects.get(w.name, ()), indexers=w.indexers, transform=w.transform, name=w.name
+            )
+            for w in watches
+        }
+
+    def __getitem__(self, name: str) -> MemoryStore:
+        return self._all[name]
+
+    def __iter__(self) -> Iterator[MemoryStore]:
+        return iter(list(self._all.values()))
+
+    def watch(self, w: Watch) -> MemoryStore:
+        store = self._all.get(w.name)
+        if store is None:
+            store = self._all[w.name] = MemoryStore(indexers=w.indexers, transform=w.transform, name=w.name)
+        return store
+
+    def shared(
+        self, name: str, list_fn: Callable[..., Any], kwargs: Mapping[str, Any] | None = None
+    ) -> MemoryStore:
+        store = self._all.get(name)
+        if store is None:
+            store = self._all[name] = MemoryStore(name=name)
+        return store
+
+    def has_synced(self) -> bool:
+        return True
+
+    def sizes(self) -> dict[str, int]:
+        return {name: len(store) for name, store in self._all.items()}
+
+
+def cluster_watches(
+    *,
+    pod_indexers: Mapping[str, IndexFunc] | None = None,
+    keep_volume_kinds: bool = False,
+    parse_node_metrics: bool = False,
+) -> tuple[Watch, Watch, Watch]:
+    """The caches the scheduler and the descheduler both keep: nodes, the pods that hold resources (indexed
+    by node, plus ``pod_indexers``) and NodeMetrics, each trimmed to what their plugins read
+    (:mod:`koordshared.kube.trim`); ``keep_volume_kinds`` keeps the kinds of pod volumes (an evictor refuses
+    local storage); ``parse_node_metrics`` keeps NodeMetrics with their status parsed
+    (:mod:`koordshared.apis.slo.nodemetric`, the scheduler's choice)."""
+
+    def trim_pod(obj: Obj) -> Obj:
+        return slim_pod(obj, keep_volume_kinds=keep_volume_kinds)
+
+    return (
+        Watch("nodes", groups.NODES, transform=slim_node),
+        Watch(
+            "pods",
+            groups.PODS,
+            groups.NON_TERMINAL_PODS,
+            indexers={"node": index_by_node, **(pod_indexers or {})},
+            transform=trim_pod,
+        ),
+        Watch(
+            "nodemetrics",
+            groups.NODE_METRICS,
+            transform=_parsed_node_metric if parse_node_metrics else compact,
+        ),
+    )
+
+
+def _parsed_node_metric(obj: Obj) -> Obj:
+    # Compacted first: the pod names the status repeats become the strings the pod cache holds.
+    return parse_node_metric(compact(obj))

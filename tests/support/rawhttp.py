@@ -1,0 +1,43 @@
+"""A raw-socket HTTP client for the server tests: exact bytes out, one Content-Length framed answer in."""
+
+from __future__ import annotations
+
+import socket
+
+from koordshared.runtime.httpserver import ProcessHTTPServer
+
+
+def connect(server: ProcessHTTPServer) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    return s
+
+
+def read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """One response from ``s`` (Content-Length framed), reading no byte past it: pipelined answers that
+    arrive together stay in the socket for the next call."""
+    top = b""
+    while not top.endswith(b"\r\n\r\n"):
+        byte = s.recv(1)  # heads are small; a bigger read could swallow the next answer
+        if not byte:
+            raise ConnectionError(f"closed after {top!r}")
+        top += byte
+    lines = top[:-4].decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    body = b""
+    while len(body) < length:
+        chunk = s.recv(length - len(body))
+        if not chunk:
+            break
+        body += chunk
+    return int(lines[0].split()[1]), headers, body
+
+
+def get(server: ProcessHTTPServer, path: str, *headers: str) -> tuple[int, dict[str, str], bytes]:
+    with connect(server) as s:
+        s.sendall(
+            (
+                "\r\n".join([f"GET {path} HTTP/1.1", "Host: t", "Connection: close", *headers]) + "\r\n\r\n"
+            ).encode()
+        )
+        return read_response(s)

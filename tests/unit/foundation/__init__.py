@@ -1,1 +1,0 @@
-"""Tests of the foundation: the plugin contract, CLI, configuration, feature gates, lifecycle."""

@@ -1,0 +1,76 @@
+"""The snapshot's derived columns, topology codes and domain sums stay equal to a fresh computation through
+random cluster changes (pods bound and deleted, nodes relabelled, added and removed, so rows move),
+while each cycle catches up only on the rows written since; transient columns are bounded."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from koord.scheduler.cache.cache import Cache
+from koord.scheduler.framework import snapshot as snapshot_module
+from koord.scheduler.framework.snapshot import Snapshot, per_domain
+from koord.scheduler.framework.types import NodeInfo
+from koordshared.testing.objects import node, pod
+
+
+def web_pods(ni: NodeInfo) -> int:
+    return sum(1 for p in ni.pods.values() if p.labels.get("app") == "web")
+
+
+def test_columns_follow_random_changes() -> None:
+    rng = random.Random(7)
+    cache, snap = Cache(), Snapshot()
+    nodes = {f"n{i}": node(f"n{i}", labels={"zone": f"z{i % 3}"}) for i in range(40)}
+    for n in nodes.values():
+        cache.add_node(n)
+    pods: dict[str, dict] = {}
+    serial = 0
+    for _cycle in range(300):
+        for _ in range(rng.randint(1, 4)):
+            action = rng.random()
+            if action < 0.5 and nodes:
+                serial += 1
+                p = pod(
+                    f"p{serial}", node_name=rng.choice(list(nodes)), labels={"app": rng.choice(["web", "db"])}
+                )
+                pods[p["metadata"]["name"]] = p
+                cache.add_pod(p)
+            elif action < 0.7 and pods:
+                cache.remove_pod(pods.pop(rng.choice(list(pods))))
+            elif action < 0.8 and nodes:
+                name = rng.choice(list(nodes))
+                labels = {"zone": f"z{rng.randint(0, 4)}"} if rng.random() < 0.8 else {}
+                nodes[name] = node(name, labels=labels)
+                cache.update_node(nodes[name], nodes[name])
+            elif action < 0.9 and len(nodes) > 5:
+                name = rng.choice(list(nodes))
+                for key in [k for k, p in pods.items() if p["spec"]["nodeName"] == name]:
+                    cache.remove_pod(pods.pop(key))
+                cache.remove_node(nodes.pop(name))
+            else:
+                serial += 1
+                name = f"m{serial}"
+                nodes[name] = node(name, labels={"zone": f"z{rng.randint(0, 4)}"})
+                cache.add_node(nodes[name])
+        cache.update_snapshot(snap)
+        column = snap.derived("web", web_pods, np.int64)
+        assert column.tolist() == [web_pods(ni) for ni in snap.infos]
+        codes, table = snap.topology("zone")
+        assert [(-1 if c < 0 else next(v for v, k in table.items() if k == c)) for c in codes.tolist()] == [
+            ni.labels.get("zone", -1) for ni in snap.infos
+        ]
+        sums = snap.domain_sums("web", column, "zone")
+        assert sums.tolist()[: len(table)] == per_domain(codes, column, len(table)).tolist()
+
+
+def test_transient_columns_are_bounded() -> None:
+    snap = Snapshot()
+    snap.set(NodeInfo("n", node("n")))
+    limit = snapshot_module.TRANSIENT_COLUMNS
+    for i in range(limit + 10):
+        snap.derived(("t", i), lambda ni: 1, np.int64, transient=True)
+    snap.derived("kept", lambda ni: 1, np.int64)
+    assert len(snap._derived) == limit + 1  # the oldest transient ones went; the plain one stays
+    assert ("t", 0) not in snap._derived and ("t", limit + 9) in snap._derived

@@ -1,0 +1,220 @@
+"""DeviceShare end to end in MemoryScheduler (real queue, cycles, DefaultPreBind's merged PATCH): the
+allocation annotation written once per pod, pods waiting for devices and requeued when one is freed or a
+Device changes, a restarted scheduler rebuilding what is taken from the pods' annotations, Unreserve giving
+devices back, preemption freeing a victim's GPU, and a designated allocation kept under a scheduling hint."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from koord.scheduler.framework import CycleState, Obj, Status
+from koord.scheduler.testing import MemoryScheduler
+from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED, parse_device_allocations
+from koordshared.apis.extension.schedulinghint import ANNOTATION_SCHEDULING_HINT
+from koordshared.apis.scheduling import device as dv
+from koordshared.testing import pod
+from koordshared.testing.devices import device, device_node, gpu
+from tests.support.scheduler.devicekit import S, annotation, kit, profile
+
+GPU1 = {dv.RESOURCE_NVIDIA_GPU: "1"}
+
+
+def gpu_pod(name: str, requests: Mapping[str, str] = GPU1, **kw: Any) -> dict[str, Any]:
+    return pod(name, requests=dict(requests), scheduler_name=S, uid=f"uid-{name}", **kw)
+
+
+def minors(text: str, device_type: str = dv.GPU) -> list[int]:
+    allocations = parse_device_allocations({ANNOTATION_DEVICE_ALLOCATED: text}) or {}
+    return [a.minor for a in allocations.get(device_type, [])]
+
+
+def two_gpu_kit(**kw: Any) -> MemoryScheduler:
+    k = kit(**kw)
+    k.add_node(device_node("n", gpus=2))
+    k.informers["devices"].put(device("n", gpu(0), gpu(1)))
+    return k
+
+
+def plugin(k: MemoryScheduler) -> Any:
+    return k.scheduler.profiles[S].instances["DeviceShare"]
+
+
+def test_gpu_pods_get_their_devices_in_one_patch_and_wait_when_none_is_left() -> None:
+    k = two_gpu_kit()
+    for name in ("a", "b", "c"):
+        k.add_pod(gpu_pod(name))
+    k.run()
+    assert k.bound() == {"default/a": "n", "default/b": "n"}
+    assert sorted(minors(annotation(k, "default/a")) + minors(annotation(k, "default/b"))) == [0, 1]
+    # One PATCH per pod, with the annotation and the Device's ids (DefaultPreBind merges PreBind's changes).
+    (patch,) = k.api.patches["default/a"]
+    text = patch["metadata"]["annotations"][ANNOTATION_DEVICE_ALLOCATED]
+    assert json.loads(text)["gpu"][0]["id"] == f"GPU-{minors(text)[0]}"
+    (failed,) = k.events("FailedScheduling")
+    # NodeResourcesFit, ahead of DeviceShare at Filter, sees the node's nvidia.com/gpu all requested.
+    assert failed[0] == "default/c" and "1 Insufficient nvidia.com/gpu" in failed[3]
+    # Deleting a holder frees its GPU: the Pod/Delete event brings c back and it gets that GPU.
+    freed = minors(annotation(k, "default/a"))
+    k.delete_pod("default", "a")
+    k.clock.advance(2)  # past the pod's backoff
+    k.run()
+    assert k.bound()["default/c"] == "n" and minors(annotation(k, "default/c")) == freed
+
+
+def test_a_restarted_scheduler_rebuilds_what_is_taken_from_the_annotations() -> None:
+    k = two_gpu_kit()
+    k.add_pod(gpu_pod("a"))
+    k.run()
+    held = annotation(k, "default/a")
+    bound_a = {
+        **gpu_pod("a", annotations={ANNOTATION_DEVICE_ALLOCATED: held}),
+        "spec": {**gpu_pod("a")["spec"], "nodeName": "n"},
+    }
+
+    again = two_gpu_kit()
+    again.add_pod(bound_a)
+    shared = gpu_pod("s", {dv.RESOURCE_GPU_CORE: "50", dv.RESOURCE_GPU_MEMORY_RATIO: "50"})
+    again.add_pod(shared)
+    again.add_pod(gpu_pod("b"))
+    again.run()
+    # The other GPU goes to b or s; the one a holds is never handed out again.
+    taken = [minors(annotation(again, key)) for key in ("default/b", "default/s") if key in again.bound()]
+    assert minors(held)[0] not in [m for ms in taken for m in ms]
+    summary = plugin(again).debug_node("n")
+    assert "default/a" in summary["allocateSet"]["gpu"]
+
+
+def test_devices_follow_their_device_object() -> None:
+    k = kit()
+    k.add_node(device_node("n", gpus=1))
+    k.add_pod(gpu_pod("early"))
+    k.run()
+    # No Device yet: the node is NodeResourcesFit's alone, the pod binds without an allocation.
+    assert k.bound() == {"default/early": "n"} and annotation(k, "default/early") == ""
+
+    k2 = kit()
+    k2.add_node(device_node("n", gpus=1))
+    k2.informers["devices"].put(device("n", gpu(0, healthy=False)))
+    k2.add_pod(gpu_pod("p"))
+    k2.run()
+    assert "default/p" not in k2.bound()
+    # The device agent reports the GPU healthy again: the Device update requeues the pod.
+    k2.informers["devices"].put(device("n", gpu(0)))
+    k2.clock.advance(2)
+    k2.run()
+    assert k2.bound() == {"default/p": "n"} and minors(annotation(k2, "default/p")) == [0]
+    # A deleted Device leaves the node's GPUs unusable, not free to give twice.
+    k2.informers["devices"].remove("n")
+    k2.delete_pod("default", "p")
+    k2.add_pod(gpu_pod("q"))
+    k2.run()
+    assert "default/q" not in k2.bound()
+
+
+def test_pods_of_one_shape_see_each_allocation_before_them() -> None:
+    # DeviceShare remembers a verdict per pod shape and node: each allocation must make it stale. The node
+    # lists four GPUs but its Device one, so DeviceShare (not NodeResourcesFit) is the one to refuse.
+    k = kit()
+    k.add_node(device_node("n", gpus=4))
+    k.informers["devices"].put(device("n", gpu(0)))
+    half = {dv.RESOURCE_GPU_CORE: "50", dv.RESOURCE_GPU_MEMORY_RATIO: "50"}
+    for name in ("a", "b", "c"):
+        k.add_pod(gpu_pod(name, half))
+    k.run()
+    assert set(k.bound()) == {"default/a", "default/b"}
+    (failed,) = k.events("FailedScheduling")
+    assert failed[0] == "default/c" and "1 Insufficient GPU Devices" in failed[3]
+    # A second GPU in the Device: the same shape fits again.
+    k.informers["devices"].put(device("n", gpu(0), gpu(1)))
+    k.clock.advance(2)
+    k.run()
+    assert k.bound()["default/c"] == "n" and minors(annotation(k, "default/c")) == [1]
+
+
+class RejectAtPermit:
+    name = "RejectAtPermit"
+
+    def __init__(self, args: Mapping[str, Any] | None, handle: Any) -> None:
+        pass
+
+    def permit(self, state: CycleState, p: Obj, node_name: str) -> tuple[Status | None, float]:
+        return Status.unschedulable("not now"), 0.0
+
+
+def test_unreserve_gives_the_devices_back() -> None:
+    prof = profile()
+    prof["plugins"]["permit"] = {"enabled": [{"name": "RejectAtPermit"}]}
+    k = MemoryScheduler({"profiles": [prof]}, plugins={"RejectAtPermit": RejectAtPermit})
+    k.add_node(device_node("n", gpus=2))
+    k.informers["devices"].put(device("n", gpu(0), gpu(1)))
+    k.add_pod(gpu_pod("p", {dv.RESOURCE_NVIDIA_GPU: "2"}))
+    k.run()
+    assert k.bound() == {} and "default/p" not in k.api.patches
+    summary = plugin(k).debug_node("n")
+    assert summary["allocateSet"]["gpu"] == {} and summary["deviceUsed"] == {}
+
+
+def test_preemption_frees_the_victims_gpu() -> None:
+    k = kit()
+    k.add_node(device_node("n", gpus=1))
+    k.informers["devices"].put(device("n", gpu(0)))
+    k.add_pod(gpu_pod("low", priority=1))
+    k.run()
+    assert k.bound() == {"default/low": "n"}
+    k.add_pod(gpu_pod("high", priority=1000))
+    k.run()
+    # The GPU held by the low-priority pod counts as free in preemption's what-if: it is the victim.
+    assert k.api.deleted == ["default/low"]
+    k.delete_pod("default", "low")
+    k.clock.advance(2)
+    k.run()
+    assert k.bound()["default/high"] == "n" and minors(annotation(k, "default/high")) == [0]
+
+
+def test_a_designated_allocation_is_kept_only_under_a_scheduling_hint_naming_deviceshare() -> None:
+    designated = json.dumps(
+        {
+            "gpu": [
+                {"minor": 1, "resources": {dv.RESOURCE_GPU_CORE: "100", dv.RESOURCE_GPU_MEMORY_RATIO: "100"}}
+            ]
+        }
+    )
+    hint = json.dumps({"extensions": {"DeviceShare": {}}})
+    k = two_gpu_kit(hint=True)
+    k.add_pod(
+        gpu_pod(
+            "kept", annotations={ANNOTATION_DEVICE_ALLOCATED: designated, ANNOTATION_SCHEDULING_HINT: hint}
+        )
+    )
+    k.run()
+    assert minors(annotation(k, "default/kept")) == [1]
+    k = two_gpu_kit(hint=True)
+    k.add_pod(gpu_pod("recomputed", annotations={ANNOTATION_DEVICE_ALLOCATED: designated}))
+    k.run()
+    assert minors(annotation(k, "default/recomputed")) == [0]
+    # The designated GPU taken: the hinted pod does not fit anywhere else.
+    k.add_pod(
+        gpu_pod(
+            "blocked",
+            annotations={
+                ANNOTATION_DEVICE_ALLOCATED: json.dumps(
+                    {
+                        "gpu": [
+                            {
+                                "minor": 0,
+                                "resources": {
+                                    dv.RESOURCE_GPU_CORE: "100",
+                                    dv.RESOURCE_GPU_MEMORY_RATIO: "100",
+                                },
+                            }
+                        ]
+                    }
+                ),
+                ANNOTATION_SCHEDULING_HINT: hint,
+            },
+        )
+    )
+    k.run()
+    assert "default/blocked" not in k.bound()

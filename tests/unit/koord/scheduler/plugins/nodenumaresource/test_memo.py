@@ -1,0 +1,134 @@
+"""NodeNUMAResource's shortcuts give the answers of the long way: NUMA admissions and scores shared between
+identical nodes follow each node's own holding and report, and the batch Filter agrees with the node-by-node
+one on every kind of node (unreported, labelled, steered by its report, plain) for every kind of pod."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from koord.scheduler.framework import CycleState, PodInfo
+from koord.scheduler.framework import topologymanager as tm
+from koord.scheduler.framework.snapshot import NodeSet
+from koord.scheduler.testing import MemoryScheduler
+from koordshared.apis.topology import noderesourcetopology as nrt
+from koordshared.testing.topology import SimulatedTopology
+from tests.support.scheduler.numakit import NUMA, S, add_node, kit, lsr, messages, placement, plain, report
+
+POLICY = "node.koordinator.sh/numa-topology-policy"
+SINGLE = {"numaTopologyPolicy": "SingleNUMANode"}
+
+
+def plugin(k: MemoryScheduler) -> Any:
+    return k.scheduler.profiles[S].instances[NUMA]
+
+
+def test_identical_nodes_share_decisions_but_each_nodes_holding_decides() -> None:
+    k = kit()
+    for name in ("a", "b"):
+        add_node(k, name, labels={POLICY: "SingleNUMANode"})
+    for i in range(9):  # a NUMA node holds 4 CPUs: 4 pods per node, the ninth fits nowhere
+        k.add_pod(lsr(f"p{i}", "4"))
+    k.run()
+    bound = k.bound()
+    assert len(bound) == 8
+    for name in ("a", "b"):
+        mine = [p.split("/")[1] for p, n in bound.items() if n == name]
+        numa = sorted(n.node for p in mine for n in placement(k, p).numa_node_resources)
+        assert numa == [0, 1, 2, 3], (name, numa)
+        sets = [placement(k, p).cpus for p in mine]
+        assert frozenset().union(*sets) == frozenset(range(16))
+    (left,) = {f"p{i}" for i in range(9)} - {p.split("/")[1] for p in bound}
+    assert "0/2 nodes are available" in messages(k, left)[0]
+    assert plugin(k).memo._items  # the shortcut was taken: decisions were kept
+
+
+def test_a_changed_report_is_not_answered_from_the_old_one() -> None:
+    k = kit()
+    add_node(k, "a")
+    k.add_pod(lsr("first", "4", numa=SINGLE))
+    k.run()
+    assert k.bound() == {"default/first": "a"}
+    # the node now reports NUMA nodes of 2 CPUs: a pod of the same shape no longer fits one
+    report(k, "a", SimulatedTopology(sockets=2, numa_per_socket=2, cores_per_numa=1, threads=2))
+    k.add_pod(lsr("second", "4", numa=SINGLE))
+    k.run()
+    assert "default/second" not in k.bound()
+    assert "Unaligned NUMA Hint" in messages(k, "second")[0]
+
+
+def _cluster() -> MemoryScheduler:
+    k = kit()
+    add_node(k, "plain")
+    add_node(k, "unreported", None)
+    add_node(k, "labelled", labels={POLICY: "SingleNUMANode"})
+    add_node(k, "labelled-too", labels={POLICY: "SingleNUMANode"})  # alike: decided once
+    add_node(k, "plain-too")  # as "plain" before its pod: alike only in report
+    add_node(k, "full-pcpus", labels={"node.koordinator.sh/cpu-bind-policy": "FullPCPUsOnly"})
+    add_node(
+        k,
+        "static",
+        kubelet=nrt.KubeletCPUManagerPolicy("static", {"full-pcpus-only": "true"}, "0-1"),
+    )
+    add_node(k, "reported-numa", policy="SingleNUMANodePodLevel")
+    add_node(k, "reported-numa-too", policy="SingleNUMANodePodLevel")
+    add_node(k, "small", SimulatedTopology(sockets=1, numa_per_socket=1, cores_per_numa=1, threads=2))
+    k.add_pod(
+        lsr(
+            "held",
+            "4",
+            node_name="plain",
+            annotations={"scheduling.koordinator.sh/resource-status": '{"cpuset":"0-1,8-9"}'},
+        )
+    )
+    k.cache.update_snapshot(k.snapshot)
+    return k
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        plain("ls", "1"),
+        plain("ls-odd", "3", "20Gi"),
+        lsr("lsr", "2"),
+        lsr("lsr-odd", "3"),
+        lsr("lsr-numa", "4", numa=SINGLE),
+        lsr("required", "2", spec={"requiredCPUBindPolicy": "FullPCPUs"}),
+        lsr("spread", "2", spec={"preferredCPUBindPolicy": "SpreadByPCPUs"}),
+    ],
+    ids=lambda p: p["metadata"]["name"],
+)
+def test_batch_filter_and_score_agree_with_node_by_node(pod: dict[str, Any]) -> None:
+    k = _cluster()
+    p = plugin(k)
+    infos = k.snapshot.node_infos()
+    one = {}
+    for ni in infos:
+        state = CycleState(PodInfo(pod))
+        p.pre_filter(state, pod)
+        one[ni.name] = p.filter(state, pod, ni) is None
+    state = CycleState(PodInfo(pod))
+    p.pre_filter(state, pod)
+    answer = p.filter_nodes(state, pod, NodeSet.of(k.snapshot, infos))
+    if isinstance(answer, np.ndarray):
+        batch = [bool(a) for a in answer]
+    else:
+        batch = [a is None or a.is_success for a in answer]
+    assert dict(zip([ni.name for ni in infos], batch, strict=True)) == one
+    binds = "koordinator.sh/qosClass" in (pod["metadata"].get("labels") or {})
+    assert one["unreported"] is not binds  # a pod binding CPUs needs the node's report
+    chosen = dict(tm.store(state).affinity)  # the NUMA nodes Filter chose on each node
+    fit = [ni for ni in infos if one[ni.name]]
+    scores = p.score_nodes(state, pod, NodeSet.of(k.snapshot, fit)).tolist()
+    assert scores == [p.score(state, pod, ni) for ni in fit]
+    # the same again with nothing remembered: the shortcuts changed no answer
+    fresh = _cluster()
+    q = plugin(fresh)
+    state = CycleState(PodInfo(pod))
+    q.pre_filter(state, pod)
+    alone = {ni.name: q.filter(state, pod, ni) is None for ni in fresh.snapshot.node_infos()}
+    assert alone == one
+    assert tm.store(state).affinity == chosen
+    assert [q.score(state, pod, ni) for ni in fresh.snapshot.node_infos() if alone[ni.name]] == scores

@@ -1,0 +1,68 @@
+"""The runtime hooks' guard: a write by someone else to a watched pod's file asks for a verifying pass; in
+between it sleeps, and closing it ends its thread at once (inotify works on any directory)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from koordlet.runtimehooks.guard import Guard
+from koordlet.system.cgroups import CgroupMode
+from koordlet.system.paths import HostPaths
+from koordlet.testing import wait_until
+from koordlet.testing.wakeups import stop_and_close, voluntary_switches
+
+UID = "00000000-0000-4000-8000-000000000001"
+POD_DIR = "kubepods/burstable/pod" + UID
+
+
+def test_the_guard_sleeps_reports_a_foreign_write_and_stops_on_close(tmp_path: Path) -> None:
+    for sub in ("cpu", "cpuset", "memory"):
+        (tmp_path / sub / POD_DIR).mkdir(parents=True)
+    changed: list[set[str]] = []
+    guard = Guard(HostPaths(cgroup_root=tmp_path), CgroupMode.V1, changed.append)
+    guard.watch({UID: [POD_DIR]})
+    stop = threading.Event()
+    thread = threading.Thread(target=guard.run, args=(stop,), name="guard")
+    thread.start()
+    try:
+        assert wait_until(lambda: guard.events == 0 and thread.native_id is not None, 5)
+        time.sleep(0.2)  # let it reach its wait
+        before = voluntary_switches(thread)
+        time.sleep(2.0)  # the measurement window: nothing is due, it must not wake
+        assert voluntary_switches(thread) - before <= 1
+        (tmp_path / "cpu" / POD_DIR / "cpu.shares").write_text("2")
+        assert wait_until(lambda: changed == [{UID}], 5)
+        (tmp_path / "cpu" / POD_DIR / "unrelated").write_text("x")  # not a hooks' file
+        time.sleep(0.3)
+        assert changed == [{UID}]
+    finally:
+        took = stop_and_close(stop, guard.close, thread)
+    assert took < 2.0
+
+
+def test_the_same_dirs_again_cost_nothing_and_a_dropped_watch_is_added_again(tmp_path: Path) -> None:
+    for sub in ("cpu", "cpuset", "memory"):
+        (tmp_path / sub / POD_DIR).mkdir(parents=True)
+    changed: list[set[str]] = []
+    guard = Guard(HostPaths(cgroup_root=tmp_path), CgroupMode.V1, changed.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=guard.run, args=(stop,), name="guard")
+    thread.start()
+    try:
+        assert wait_until(lambda: guard._ino is not None, 5)
+        guard.watch({UID: [POD_DIR]})
+        owner = guard._owner
+        guard.watch({UID: [POD_DIR]})
+        assert guard._owner is owner  # nothing rebuilt: every dir asked for is watched already
+        # the pod's cpu dir removed and made again (the kernel dropped its watch): watched again
+        (tmp_path / "cpu" / POD_DIR).rmdir()
+        assert wait_until(lambda: len(guard._ino.watched) == 2 if guard._ino else False, 5)
+        (tmp_path / "cpu" / POD_DIR).mkdir()
+        guard.watch({UID: [POD_DIR]})
+        assert len(guard._owner) == 3
+        (tmp_path / "cpu" / POD_DIR / "cpu.shares").write_text("2")
+        assert wait_until(lambda: changed == [{UID}], 5)
+    finally:
+        stop_and_close(stop, guard.close, thread)

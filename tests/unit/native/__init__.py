@@ -1,1 +1,0 @@
-"""Tests of the C helpers and their pure-Python fallback."""
