@@ -37,6 +37,7 @@ TOOLS = (
     "umount",
 )
 Say = Callable[[str], None]
+_BUILT_IN = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet"}
 
 
 def free_port() -> int:
@@ -97,6 +98,10 @@ class Cluster:
     owned: list[str] = field(default_factory=list)
     """Machine-wide things this cluster made and its stop removes (``node``: the bridge, the kubepods
     cgroups, the kubelet's and the runtime's host directories)."""
+    controller_flags: tuple[str, ...] = ()
+    """Extra kube-controller-manager flags (a benchmark without heartbeats turns node lifecycle off)."""
+    audit_policy: dict[str, Any] | None = None
+    """kube-apiserver's audit policy (default: :data:`control.AUDIT_POLICY`, pod writes only)."""
 
     # -- layout
 
@@ -149,6 +154,10 @@ class Cluster:
         self.procs[p.name] = p
         self._record()
         return p
+
+    def adopt(self, p: Started) -> Started:
+        """Record a process the caller started against this cluster: :meth:`down` stops it first."""
+        return self._add(p)
 
     # -- start
 
@@ -214,13 +223,26 @@ class Cluster:
         step("kube-apiserver")
         self._add(
             control.start_apiserver(
-                bins, self.pki, self.state, self.logs, self.ports, node_ip=node.NODE_IP, net=self.net
+                bins,
+                self.pki,
+                self.state,
+                self.logs,
+                self.ports,
+                node_ip=node.NODE_IP,
+                net=self.net,
+                audit_policy=self.audit_policy,
             )
         )
         step("kube-controller-manager")
         self._add(
             control.start_controller_manager(
-                bins, self.pki, kubeconfigs["controller-manager"], self.logs, self.ports, self.net
+                bins,
+                self.pki,
+                kubeconfigs["controller-manager"],
+                self.logs,
+                self.ports,
+                self.net,
+                extra=self.controller_flags,
             )
         )
         if with_scheduler:
@@ -324,8 +346,8 @@ class Cluster:
     # -- stop
 
     def down(self, *, say: Say = print) -> list[str]:
-        """Stop everything the start made, in reverse; what could not be removed (empty: nothing left)."""
-        ours = [p for n, p in self.procs.items() if n.startswith("koord")]
+        """Stop everything the start made or adopted, in reverse; what could not be removed (empty: none)."""
+        ours = [p for n, p in self.procs.items() if n.startswith("koord") or n not in _BUILT_IN]
         for p in reversed(ours):
             p.stop(timeout=15)
         kcm = self.procs.get("kube-controller-manager")

@@ -145,10 +145,17 @@ def audit_events(state: Path) -> list[dict[str, Any]]:
 
 
 def apiserver_argv(
-    bins: Binaries, pki: Path, state: Path, ports: Ports, *, node_ip: str, net: Network
+    bins: Binaries,
+    pki: Path,
+    state: Path,
+    ports: Ports,
+    *,
+    node_ip: str,
+    net: Network,
+    audit_policy: dict[str, Any] | None = None,
 ) -> list[str]:
     policy = state / "audit-policy.yaml"
-    policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+    policy.write_text(yaml.safe_dump(audit_policy or AUDIT_POLICY))
     return [
         str(bins.path("kube-apiserver")),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
@@ -180,9 +187,17 @@ def apiserver_argv(
 
 
 def start_apiserver(
-    bins: Binaries, pki: Path, state: Path, logs: Path, ports: Ports, *, node_ip: str, net: Network
+    bins: Binaries,
+    pki: Path,
+    state: Path,
+    logs: Path,
+    ports: Ports,
+    *,
+    node_ip: str,
+    net: Network,
+    audit_policy: dict[str, Any] | None = None,
 ) -> Started:
-    argv = apiserver_argv(bins, pki, state, ports, node_ip=node_ip, net=net)
+    argv = apiserver_argv(bins, pki, state, ports, node_ip=node_ip, net=net, audit_policy=audit_policy)
     proc = spawn("kube-apiserver", argv, logs)
     base = f"https://{net.api_host}:{ports.apiserver}"
     wait_until(
@@ -195,7 +210,14 @@ def start_apiserver(
 
 
 def start_controller_manager(
-    bins: Binaries, pki: Path, kubeconfig: Path, logs: Path, ports: Ports, net: Network
+    bins: Binaries,
+    pki: Path,
+    kubeconfig: Path,
+    logs: Path,
+    ports: Ports,
+    net: Network,
+    *,
+    extra: tuple[str, ...] = (),
 ) -> Started:
     proc = spawn(
         "kube-controller-manager",
@@ -215,6 +237,7 @@ def start_controller_manager(
             "--leader-elect=false",
             "--profiling=false",
             "--v=1",
+            *extra,
         ],
         logs,
     )
