@@ -215,7 +215,9 @@ BUILTIN = (
     ),
     # Stored only: the fake calls no webhook (the real tier proves admission through them).
     *(
-        ResourceType("admissionregistration.k8s.io", "v1", plural, kind, False, False, delete_returns_object=False)
+        ResourceType(
+            "admissionregistration.k8s.io", "v1", plural, kind, False, False, delete_returns_object=False
+        )
         for plural, kind in (
             ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
             ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
