@@ -66,3 +66,24 @@ def test_the_same_dirs_again_cost_nothing_and_a_dropped_watch_is_added_again(tmp
         assert wait_until(lambda: changed == [{UID}], 5)
     finally:
         stop_and_close(stop, guard.close, thread)
+
+
+def test_a_pod_counts_as_guarded_only_while_each_of_its_dirs_is_watched(tmp_path: Path) -> None:
+    other = "00000000-0000-4000-8000-000000000002"
+    other_dir = "kubepods/burstable/pod" + other
+    for sub in ("cpu", "cpuset", "memory"):
+        (tmp_path / sub / POD_DIR).mkdir(parents=True)
+    (tmp_path / "cpu" / other_dir).mkdir(parents=True)  # its cpuset and memory dirs are not there
+    guard = Guard(HostPaths(cgroup_root=tmp_path), CgroupMode.V1, lambda _uids: None)
+    assert guard.guarded() == frozenset()
+    stop = threading.Event()
+    thread = threading.Thread(target=guard.run, args=(stop,), name="guard")
+    thread.start()
+    try:
+        assert wait_until(lambda: guard._ino is not None, 5)
+        guard.watch({UID: [POD_DIR], other: [other_dir]})
+        assert guard.guarded() == {UID}
+        (tmp_path / "memory" / POD_DIR).rmdir()  # the kernel drops that watch
+        assert wait_until(lambda: guard.guarded() == frozenset(), 5)
+    finally:
+        stop_and_close(stop, guard.close, thread)
