@@ -97,7 +97,7 @@ class StatesInformer:
         self._kubelet_credentials = KubeletCredentials()
         source: PodSource
         if self.standalone:
-            source = CgroupDiscovery(host, config.pod_list, config.kubelet_sync_timeout)
+            source = CgroupDiscovery(host, config.pod_list, config.kubelet_sync_timeout, clock=clock)
         else:
             self.api = kube.ClusterAPI(
                 make_api_client(config.kubeconfig, config.client_configuration, user_agent=config.user_agent),
@@ -258,8 +258,14 @@ class StatesInformer:
             supervisor, stop, "informer-node-topology", cfg.node_topology_sync_interval, self.topology.sync
         )
         if cfg.pleg:
+            source = self.pods_informer.source
             pleg = self._pleg = PLEG(
-                self.host, self._cgroups_changed, on_idle=self.pods_informer.retry, idle_wait=PLEG_IDLE_WAIT
+                self.host,
+                self._cgroups_changed,
+                on_idle=self.pods_informer.retry,
+                idle_wait=PLEG_IDLE_WAIT,
+                # standalone discovery then lists only the pod dirs an event names
+                on_dirs=source.changed if isinstance(source, CgroupDiscovery) else None,
             )
             supervisor.go("informer-pleg", lambda: pleg.run(stop))
         if cfg.enable_node_metric_report:
