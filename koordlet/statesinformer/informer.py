@@ -251,7 +251,10 @@ class StatesInformer:
                 supervisor.go(f"informer-{inf.name}", functools.partial(inf.run, stop))
         else:
             self.slo_file.check()
-            supervisor.every("informer-nodeslo-file", cfg.node_slo_file_check_seconds, self._check_slo_file)
+            slo_file = self.slo_file
+            supervisor.go(
+                "informer-nodeslo-file", lambda: slo_file.run(stop, cfg.node_slo_file_check_seconds)
+            )
         self._after_node(supervisor, stop, "informer-pods", cfg.kubelet_sync_interval, self._refresh_pods)
         self.topology.refresh_host()  # the runtime hooks read the pools before the first sync
         self._after_node(
@@ -300,9 +303,6 @@ class StatesInformer:
         for fn in self._cgroup_listeners:
             fn()
 
-    def _check_slo_file(self) -> None:
-        self.slo_file.check()
-
     def _refresh_pods(self) -> None:
         self.pods_informer.refresh()
 
@@ -314,6 +314,7 @@ class StatesInformer:
             self.api.close()
         if self._pleg is not None:
             self._pleg.close()
+        self.slo_file.close()
 
     # NodeSLO / NodeMetric ----------------------------------------------------------------------
 
