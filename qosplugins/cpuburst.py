@@ -201,7 +201,7 @@ class CPUBurst(api.QOSPluginBase):
         them meanwhile (re-sending every pod's unchanged values each second was most of
         this plugin's idle cost). A changed pod (a container started, a new limit or annotation) or
         strategy, or a write that did not take, sends them all on the next round."""
-        if last is not None and last[0] == pod and last[1] == cfg:
+        if last is not None and (last[0] is pod or last[0] == pod) and last[1] == cfg:
             self._burst_applied[pod.uid] = last
             return
         total = 0

@@ -176,16 +176,17 @@ class Reconciler:
         if rule != self._last_rule:
             full = True
         verify = set(verify)
+        unseen: set[str] = set()  # asked again as a full pass would (the executor's cache trusted)
         if timed and not full:
             watched = self._guarded() if self._guarded is not None else ()
-            verify |= {uid for uid in self._applied if uid not in watched or uid in self._with_procs}
+            unseen = {uid for uid in self._applied if uid not in watched or uid in self._with_procs}
         pods = [p for p in self.states.pods() if p.is_active and p.cgroup_dir]
         applied = self._applied
         # identity first: an unchanged pod list hands out the same objects (no field-by-field compare)
         todo = [
             p
             for p in pods
-            if full or p.uid in verify or ((a := applied.get(p.uid)) is not p and a != p)
+            if full or p.uid in verify or p.uid in unseen or ((a := applied.get(p.uid)) is not p and a != p)
         ]
         batch: list[tuple[str, list[Update]]] = []  # (pod uid or "" for tiers, updates)
         if full or timed:
