@@ -105,7 +105,7 @@ COMPONENTS = (
     ("metric cache", ("koordlet.metriccache.",)),
     ("http", ("koordshared.runtime.httpserver",)),
 )
-"""Where a profiled stack's CPU goes: the first (outermost) frame of one of these modules names it."""
+"""Where a profiled stack's CPU goes: the first of these with a frame of one of its modules on the stack."""
 
 
 @dataclass(frozen=True)
@@ -176,10 +176,10 @@ def growth_pct(points: list[Point], attr: str, window: float) -> float:
 
 
 def component_of(stack: list[str]) -> str:
-    for frame in stack:
-        for name, prefixes in COMPONENTS:
-            if frame.startswith(prefixes):
-                return name
+    """The first component (in :data:`COMPONENTS` order, most specific first) with a frame on the stack."""
+    for name, prefixes in COMPONENTS:
+        if any(frame.startswith(prefixes) for frame in stack):
+            return name
     return "other"
 
 
@@ -246,6 +246,7 @@ def main() -> int:
     ap.add_argument("--components", action="store_true", help="trace allocations: memory by component")
     ap.add_argument("--agent-arg", action="append", default=[], help="an extra agent flag (repeatable)")
     ap.add_argument("--profile", type=float, default=0.0, help="seconds of CPU profile after the warm-up")
+    ap.add_argument("--profile-out", default="", help="also write the profile's collapsed stacks here")
     ap.add_argument("--floor-sweeps", type=int, default=FLOOR_SWEEPS, help="paced C floor sweeps (0: none)")
     ap.add_argument(
         "--warmup", type=float, default=None, help="seconds left out of slopes (default 900, --quick 60)"
@@ -406,6 +407,8 @@ def main() -> int:
         if "collection_pct_core" in figures:
             figures["collection_ratio"] = round(float(figures["collection_pct_core"]) / floor, 3)
     if "collapsed" in profiled:
+        if args.profile_out:
+            Path(args.profile_out).write_text(profiled["collapsed"])
         figures["profile_s"] = args.profile
         figures["profile_pct_core"] = print_profile(profiled["collapsed"], args.profile)
     after = [doc for t, doc in profiles if t >= warmup]
