@@ -63,6 +63,8 @@ class Guard:
         looked up. A watch the kernel dropped (its dir removed) changes the count, so it is asked again."""
         self._ino: Inotify | None = None
         self._guarded: frozenset[str] = frozenset()
+        self._paths_by_pod: dict[str, tuple[tuple[str, ...], tuple[Path, ...]]] = {}
+        """Per pod: the dirs last asked for and the paths they give (only the caller's thread)."""
         self.events = 0
 
     def guarded(self) -> frozenset[str]:
@@ -86,13 +88,24 @@ class Guard:
             if ino is not None and last is not None and last[1] == len(ino.watched) and last[0] == asked:
                 return
         wanted: dict[Path, str] = {}
-        for uid, dirs in dirs_by_pod.items():
-            for d in dirs:
-                for sub in self._subsystems:
-                    try:
-                        wanted[cgroups.cgroup_dir_path(self.paths, self.mode, sub, d)] = uid
-                    except UnsafePath:  # never for a pod's dirs (built from validated ids)
-                        continue
+        # A pod's paths are built once while its dirs stay the same: a pod coming or going built and
+        # checked every pod's paths again (six per pod on v1).
+        known, paths_by_pod = self._paths_by_pod, {}
+        for uid, dirs in asked.items():
+            hit = known.get(uid)
+            if hit is None or hit[0] != dirs:
+                built: list[Path] = []
+                for d in dirs:
+                    for sub in self._subsystems:
+                        try:
+                            built.append(cgroups.cgroup_dir_path(self.paths, self.mode, sub, d))
+                        except UnsafePath:  # never for a pod's dirs (built from validated ids)
+                            continue
+                hit = (dirs, tuple(built))
+            paths_by_pod[uid] = hit
+            for path in hit[1]:
+                wanted[path] = uid
+        self._paths_by_pod = paths_by_pod
         with self._lock:
             ino = self._ino
             if ino is None:
