@@ -60,7 +60,15 @@ class NodeSLOFile:
         if self.path is None:
             return
         directory = self.path.parent
-        with Inotify() as ino:
+        try:
+            ino = Inotify()
+        except OSError as err:  # no inotify instance left (fs.inotify.max_user_instances): poll
+            log.warning("NodeSLO file: no inotify (%s); polling %s every %.0f s", err, self.path, poll)
+            while not stop.wait(poll):
+                self._look()
+                self.wakeups += 1
+            return
+        with ino:
             with self._lock:
                 self._ino = ino
             try:
@@ -72,16 +80,19 @@ class NodeSLOFile:
                         except OSError as err:
                             log.debug("NodeSLO file: cannot watch %s yet: %s", directory, str(err))
                     if look:  # after the watch is up: a change in between is not lost
-                        try:
-                            self.check()
-                        except Exception:  # an unreadable file: the next change or poll tries again
-                            log.exception("NodeSLO file %s: check failed", self.path)
+                        self._look()
                     batch = ino.read(WATCHED_RECHECK if directory in ino.watched else poll)
                     self.wakeups += 1
                     look = not batch or any(_settles(ev) for ev in batch)
             finally:
                 with self._lock:
                     self._ino = None
+
+    def _look(self) -> None:
+        try:
+            self.check()
+        except Exception:  # an unreadable file: the next change or poll tries again
+            log.exception("NodeSLO file %s: check failed", self.path)
 
     def close(self) -> None:
         """Wake :meth:`run` to see its stop Event (the informer's shutdown, after stop is set)."""

@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from koordlet.statesinformer.nodeslo import NodeSLOStore
 from koordlet.statesinformer.slofile import NodeSLOFile
 from koordlet.testing import wait_until
@@ -62,3 +64,26 @@ def test_without_a_file_there_is_no_loop(tmp_path: Path) -> None:
     started = time.monotonic()
     slo_file.run(threading.Event(), 0.05)
     assert time.monotonic() - started < 1.0 and slo_file.wakeups == 0
+
+
+def test_without_inotify_the_file_is_polled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent out of inotify instances polls (a raised OSError would have stopped the agent)."""
+    from koordlet.statesinformer import slofile
+
+    def no_inotify() -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(slofile, "Inotify", no_inotify)
+    path = tmp_path / "nodeslo.json"
+    store = NodeSLOStore()
+    slo_file = NodeSLOFile(str(path), store)
+    stop = threading.Event()
+    thread = threading.Thread(target=slo_file.run, args=(stop, 0.05), name="slo-file")
+    thread.start()
+    try:
+        path.write_text(_spec(35))
+        assert wait_until(lambda: _threshold(store) == 35, 5)
+    finally:
+        stop.set()
+        thread.join(5)
+    assert not thread.is_alive()
