@@ -27,7 +27,7 @@ time), ``collection_wall_pct_core`` its wall time (``koordlet_collect_duration_s
 and the CPU too), and ``collection_ratio`` the CPU beside the floor. ``--profile S`` samples the agent's
 threads' CPU clocks for ``S`` seconds after the warm-up (``--enable-pprof``) and prints where the CPU went, by
 component and by function; the profiler's own sampling costs CPU, so the headline figure comes from a run
-without it. The issue's two sizes are ``--pods 1000`` and ``--pods 100``.
+without it. The targets name two sizes: ``--pods 1000`` and ``--pods 100``.
 
 Memory by component: the metric cache's own floor is printed beside RSS (its samples x 8
 bytes, what any lossless store of them needs). ``--components`` starts the agent with
