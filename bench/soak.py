@@ -17,6 +17,18 @@ period and refresh interval. The floor beside each figure is the same agent's ow
 warm-up (``ratio`` = RSS at the end / RSS after warm-up). ``--quick`` runs 5 minutes (the issue's
 figure; longer than other benchmarks' quick runs). Everything created is removed.
 
+Beside the agent's CPU, the same run measures the collection floor: after the agent stops, the C loop of
+``bench/host_read.py`` reads the files the pod sweep reads (CPU counter, ``memory.stat`` and ``cpu.stat`` of
+every live pod and container dir) on held descriptors, paced one sweep a second as the agent samples, and
+its CPU per sweep is the least any 1 Hz collector of these files pays (``floor_pct_core``).
+``collection_pct_core`` is the pod sweep's own CPU over the run (the agent's
+``koordlet_collect_cpu_seconds_total`` of ``PodResourceCollector``, its thread's clock: user and kernel
+time), ``collection_wall_pct_core`` its wall time (``koordlet_collect_duration_seconds``: waits for the GIL
+and the CPU too), and ``collection_ratio`` the CPU beside the floor. ``--profile S`` samples the agent's
+threads' CPU clocks for ``S`` seconds after the warm-up (``--enable-pprof``) and prints where the CPU went, by
+component and by function; the profiler's own sampling costs CPU, so the headline figure comes from a run
+without it. The targets name two sizes: ``--pods 1000`` and ``--pods 100``.
+
 Memory by component: the metric cache's own floor is printed beside RSS (its samples x 8
 bytes, what any lossless store of them needs). ``--components`` starts the agent with
 ``PYTHONTRACEMALLOC`` and reads ``/debug/memory`` every minute: the live traced allocations charged to
@@ -36,8 +48,10 @@ import re
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections import deque
@@ -53,8 +67,13 @@ from koordlet.metricsadvisor.config import AdvisorConfig
 from koordlet.statesinformer.config import InformerConfig
 from koordlet.system.cgroups import CgroupMode, detect_mode
 from koordlet.system.paths import HostPaths
-from koordlet.testing.agent import Agent
+from koordlet.testing.agent import Agent, free_port
 from koordlet.testing.cgroups import RealKubepods, RealPod
+
+if __package__:  # python -m bench.soak
+    from bench.host_read import CPU_CLOCK, FLOOR_C
+else:  # python bench/soak.py
+    from host_read import CPU_CLOCK, FLOOR_C
 
 NAME = "soak"
 CHURN_EVERY = 6.0  # 10 pods per minute
@@ -67,6 +86,26 @@ TRACE_FRAMES = "6"
 """Enough to look through the standard library to the agent's frame; each frame costs tracing time."""
 PROFILE_EVERY = 60.0
 MIB = 2**20
+COLLECT_SUM = re.compile(
+    rb'^koordlet_collect_duration_seconds_sum\{collector="PodResourceCollector"\} (\S+)$', re.M
+)
+COLLECT_CPU = re.compile(
+    rb'^koordlet_collect_cpu_seconds_total\{collector="PodResourceCollector"\} (\S+)$', re.M
+)
+FLOOR_KEYS = ("total_inactive_anon", "total_active_anon", "total_unevictable", "nr_periods", "nr_throttled")
+FLOOR_SWEEPS = 20
+COMPONENTS = (
+    ("pod sweep", ("koordlet.metricsadvisor.podresource", "koordlet.metricsadvisor.podcolumns")),
+    ("fast sampler", ("koordlet.metricsadvisor.fastsampler",)),
+    ("exposition", ("koordlet.metricsadvisor.exposition", "koordlet.metricsadvisor.exporter")),
+    ("other collectors", ("koordlet.metricsadvisor.",)),
+    ("runtime hooks", ("koordlet.runtimehooks.",)),
+    ("pods, PLEG, NodeSLO", ("koordlet.statesinformer.",)),
+    ("qos plugins", ("qosplugins.", "koordlet.qosmanager.")),
+    ("metric cache", ("koordlet.metriccache.",)),
+    ("http", ("koordshared.runtime.httpserver",)),
+)
+"""Where a profiled stack's CPU goes: the first of these with a frame of one of its modules on the stack."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +175,58 @@ def growth_pct(points: list[Point], attr: str, window: float) -> float:
     return (statistics.fmean(last) - base) / base * 100 if base else 0.0
 
 
+def component_of(stack: list[str]) -> str:
+    """The first component (in :data:`COMPONENTS` order, most specific first) with a frame on the stack."""
+    for name, prefixes in COMPONENTS:
+        if any(frame.startswith(prefixes) for frame in stack):
+            return name
+    return "other"
+
+
+def print_profile(collapsed: str, wall: float) -> dict[str, float]:
+    """The profile by component and the top functions by own CPU (% of a core); returns the components."""
+    by_comp: dict[str, float] = {}
+    own: dict[str, float] = {}
+    for line in collapsed.splitlines():
+        stack_text, _, us = line.rpartition(" ")
+        frames = stack_text.split(";")[1:]  # the thread name first
+        cpu = int(us) / 1e6 / wall * 100
+        comp = component_of(frames)
+        by_comp[comp] = by_comp.get(comp, 0.0) + cpu
+        if frames:
+            own[frames[-1]] = own.get(frames[-1], 0.0) + cpu
+    print(f"profile over {wall:.0f} s, % of a core by component:", file=sys.stderr)
+    for comp, pct in sorted(by_comp.items(), key=lambda kv: -kv[1]):
+        print(f"  {pct:6.2f}  {comp}", file=sys.stderr)
+    print("top functions by own CPU (% of a core):", file=sys.stderr)
+    for fn, pct in sorted(own.items(), key=lambda kv: -kv[1])[:25]:
+        print(f"  {pct:6.2f}  {fn}", file=sys.stderr)
+    return {k: round(v, 3) for k, v in by_comp.items()}
+
+
+def floor_pct(kp: RealKubepods, tmp: Path, sweeps: int) -> float | None:
+    """The paced C floor over the live pods' sweep files: % of a core at one sweep a second."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        return None
+    src, exe, listing = tmp / "floor.c", tmp / "floor", tmp / "files.txt"
+    src.write_text(
+        FLOOR_C.replace("%KEYS%", ", ".join(f'"{k}"' for k in FLOOR_KEYS)).replace("%CLOCK%", CPU_CLOCK)
+    )
+    subprocess.run([gcc, "-O2", "-o", str(exe), str(src)], check=True, capture_output=True)
+    rows = []
+    for pod in kp.pods:
+        for d in (pod.cgroup_dir, *(c.cgroup_dir for c in pod.containers)):
+            rows.append(f"0 {kp.path('cpuacct', d, 'cpuacct.usage')}\n")
+            rows.append(f"1 {kp.path('memory', d, 'memory.stat')}\n")
+            rows.append(f"1 {kp.path('cpu', d, 'cpu.stat')}\n")
+    listing.write_text("".join(rows))
+    out = subprocess.run(
+        [str(exe), str(listing), str(sweeps), "1000"], check=True, capture_output=True, text=True
+    )
+    return float(out.stdout.strip()) / 10.0  # ms of CPU per 1000 ms
+
+
 def skip(why: str) -> int:
     print(json.dumps({"bench": NAME, "skipped": why}))
     return 0
@@ -154,6 +245,9 @@ def main() -> int:
     ap.add_argument("--pods", type=int, default=1000)
     ap.add_argument("--components", action="store_true", help="trace allocations: memory by component")
     ap.add_argument("--agent-arg", action="append", default=[], help="an extra agent flag (repeatable)")
+    ap.add_argument("--profile", type=float, default=0.0, help="seconds of CPU profile after the warm-up")
+    ap.add_argument("--profile-out", default="", help="also write the profile's collapsed stacks here")
+    ap.add_argument("--floor-sweeps", type=int, default=FLOOR_SWEEPS, help="paced C floor sweeps (0: none)")
     ap.add_argument(
         "--warmup", type=float, default=None, help="seconds left out of slopes (default 900, --quick 60)"
     )
@@ -180,11 +274,16 @@ def main() -> int:
             new_pod(kp, made)
             made += 1
         env = {"PYTHONTRACEMALLOC": TRACE_FRAMES} if args.components else {}
-        agent = Agent(tmp, f"--cgroup-root=/{kp.parent}", *args.agent_arg, env=env)
+        pprof = ["--enable-pprof", f"--pprof-addr=127.0.0.1:{free_port()}"] if args.profile else []
+        agent = Agent(tmp, f"--cgroup-root=/{kp.parent}", *pprof, *args.agent_arg, env=env)
         agent.wait_ready(timeout=180.0)
+        profiled: dict[str, str] = {}
+        profile_thread: threading.Thread | None = None
         next_profile = time.monotonic() + PROFILE_EVERY
         proc = psutil.Process(agent.proc.pid)
         removed: deque[float] = deque()
+        collect_sums: list[tuple[float, float]] = []
+        collect_cpu: list[tuple[float, float]] = []
         start = time.monotonic()
         next_churn = start + CHURN_EVERY
         next_scrape = start + SCRAPE_EVERY
@@ -201,12 +300,25 @@ def main() -> int:
                 removed.append(time.monotonic())
                 new_pod(kp, made)
                 made += 1
+            if args.profile and profile_thread is None and now >= start + warmup:
+                url = f"http://{pprof[1].split('=', 1)[1]}/debug/pprof/profile?seconds={args.profile}"
+
+                def fetch(url: str = url) -> None:
+                    with urllib.request.urlopen(url, timeout=args.profile + 60) as r:
+                        profiled["collapsed"] = r.read().decode()
+
+                profile_thread = threading.Thread(target=fetch, daemon=True)
+                profile_thread.start()
             if args.components and now >= next_profile:
                 next_profile += PROFILE_EVERY
                 profiles.append((now - start, memory_profile(agent.base)))
             if now >= next_scrape:
                 next_scrape += SCRAPE_EVERY
                 body = scrape(agent.base, 60.0 if args.components else 10.0)  # tracing slows the agent
+                if (m := COLLECT_SUM.search(body)) is not None:
+                    collect_sums.append((time.monotonic() - start, float(m.group(1))))
+                if (m := COLLECT_CPU.search(body)) is not None:
+                    collect_cpu.append((time.monotonic() - start, float(m.group(1))))
                 cpu = sum(proc.cpu_times()[:2])
                 t = time.monotonic()
                 cached = CACHE_POD_SERIES.search(body)
@@ -235,8 +347,11 @@ def main() -> int:
                     flush=True,
                 )
             time.sleep(max(0.0, min(next_churn, next_scrape) - time.monotonic()))
+        if profile_thread is not None:
+            profile_thread.join(timeout=args.profile + 60)
         status = agent.stop()
         agent = None
+        floor = floor_pct(kp, tmp, args.floor_sweeps) if args.floor_sweeps > 0 else None
     finally:
         if agent is not None:
             agent.stop()
@@ -282,6 +397,20 @@ def main() -> int:
         "agent_exit": status,
         "ratio": round(steady[-1].rss_mib / steady[0].rss_mib, 4),
     }
+    for name, series in (("collection_wall_pct_core", collect_sums), ("collection_pct_core", collect_cpu)):
+        steady_sums = [(t, v) for t, v in series if t >= warmup]
+        if len(steady_sums) >= 2:
+            (t0, v0), (t1, v1) = steady_sums[0], steady_sums[-1]
+            figures[name] = round((v1 - v0) / (t1 - t0) * 100, 3)
+    if floor is not None:
+        figures["floor_pct_core"] = round(floor, 3)
+        if "collection_pct_core" in figures:
+            figures["collection_ratio"] = round(float(figures["collection_pct_core"]) / floor, 3)
+    if "collapsed" in profiled:
+        if args.profile_out:
+            Path(args.profile_out).write_text(profiled["collapsed"])
+        figures["profile_s"] = args.profile
+        figures["profile_pct_core"] = print_profile(profiled["collapsed"], args.profile)
     after = [doc for t, doc in profiles if t >= warmup]
     if after:
         figures["components_mib_end"] = print_components(after[0], after[-1])

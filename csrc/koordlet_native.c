@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int kn_abi_version(void) { return 3; }
+int kn_abi_version(void) { return 4; }
 
 int64_t kn_missing(void) { return INT64_MIN; }
 
@@ -109,6 +109,51 @@ int kn_reader_add(kn_reader *r, const char *path, int kind, const char *keys, si
         r->slots += nkeys;
     }
     return r->n++;
+}
+
+int kn_reader_reserve(kn_reader *r, int capacity) {
+    if (capacity <= r->cap) return 0;
+    struct kn_file *files = realloc(r->files, (size_t)capacity * sizeof(struct kn_file));
+    if (files == NULL) return -ENOMEM;
+    r->files = files;
+    r->cap = capacity;
+    return 0;
+}
+
+static int same_shape(const struct kn_file *a, const struct kn_file *b) {
+    if (a->kind != b->kind || a->nkeys != b->nkeys) return 0;
+    for (int k = 0; k < a->nkeys; k++)
+        if (a->keylens[k] != b->keylens[k] || memcmp(a->keys[k], b->keys[k], a->keylens[k]) != 0) return 0;
+    return 1;
+}
+
+int kn_reader_swap(kn_reader *r, int i, int j) {
+    if (i < 0 || j < 0 || i >= r->n || j >= r->n) return -EINVAL;
+    struct kn_file *a = &r->files[i], *b = &r->files[j];
+    if (!same_shape(a, b)) return -EINVAL;
+    char *path = a->path;
+    int fd = a->fd;
+    a->path = b->path;
+    a->fd = b->fd;
+    b->path = path;
+    b->fd = fd;
+    return 0;
+}
+
+int kn_reader_truncate(kn_reader *r, int n) {
+    if (n < 0 || n > r->n) return -EINVAL;
+    if (n == r->n) return 0;
+    r->slots = r->files[n].slot;
+    for (int i = n; i < r->n; i++) {
+        struct kn_file *f = &r->files[i];
+        if (f->fd >= 0) close(f->fd);
+        free(f->path);
+        free(f->keys);
+        free(f->keylens);
+        free(f->keybuf);
+    }
+    r->n = n;
+    return 0;
 }
 
 int kn_reader_slots(const kn_reader *r) { return r->slots; }

@@ -26,6 +26,13 @@ void kn_reader_free(kn_reader *r);
 /* Append a file; `keys` holds `nkeys` NUL-terminated names back to back (KN_KEYVALUE only).
  * Returns the file index or -errno (-ENOSPC when full, -EINVAL on a bad kind). */
 int kn_reader_add(kn_reader *r, const char *path, int kind, const char *keys, size_t keys_len, int nkeys);
+/* Make room for `capacity` files (never less than held). Returns 0 or -ENOMEM. */
+int kn_reader_reserve(kn_reader *r, int capacity);
+/* Files `i` and `j` trade paths and descriptors (their kinds and keys must be the same, else -EINVAL):
+ * a reader over many alike targets keeps them dense without reopening anything. Returns 0 or -errno. */
+int kn_reader_swap(kn_reader *r, int i, int j);
+/* Drop the files from index `n` on (closing their descriptors); their slots go too. */
+int kn_reader_truncate(kn_reader *r, int n);
 /* Number of int64 slots read() fills: 1 per counter or CPU-list file, nkeys per key-value file. */
 int kn_reader_slots(const kn_reader *r);
 /* Read every file: values[] gets the slots in file order, status[i] is 0 or -errno per file.

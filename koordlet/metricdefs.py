@@ -316,6 +316,13 @@ TICK_LATENESS_SECONDS = _a(
 COLLECT_DURATION_SECONDS = _a(
     "collect_duration_seconds", H, ("collector",), "Run time of one collector sweep", "metricsadvisor"
 )
+COLLECT_CPU_SECONDS = _a(
+    "collect_cpu_seconds",
+    C,
+    ("collector",),
+    "CPU time of the collector's sweeps (its thread's clock: user and kernel time, no waits)",
+    "metricsadvisor",
+)
 COLLECT_LATENESS_SECONDS = _a(
     "collect_lateness_seconds",
     H,
@@ -438,6 +445,7 @@ AGENT_METRICS: tuple[MetricDef, ...] = (
     TICK_DURATION_SECONDS,
     TICK_LATENESS_SECONDS,
     COLLECT_DURATION_SECONDS,
+    COLLECT_CPU_SECONDS,
     COLLECT_LATENESS_SECONDS,
     COLLECT_ERRORS,
     POD_RESOURCE_USAGE,

@@ -121,7 +121,8 @@ class CPUBurst(api.QOSPluginBase):
         ctx = self.ctx
         strategy = ctx.states.node_slo().cpu_burst_strategy
         now = ctx.clock()
-        state = self.node_state(strategy)
+        # The node state asks the metric cache about every BE pod: only a quota to scale needs it.
+        state: NodeState | None = None
         burst_supported = ctx.host.supports("cpu.cfs_burst_us")
         capacity_quota = _shared.capacity_milli(ctx) * _shared.CFS_PERIOD_US // 1000
         seen: set[str] = set()
@@ -141,7 +142,10 @@ class CPUBurst(api.QOSPluginBase):
                 if not c.cgroup_dir or not c.running or c.cpu_limit_milli <= 0:
                     continue
                 seen.add(c.cgroup_dir)
-                op = self._quota_op(c, cfg, state, now) if cfg.policy in QUOTA_POLICIES else Op.RESET
+                op = Op.RESET
+                if cfg.policy in QUOTA_POLICIES:
+                    state = self.node_state(strategy) if state is None else state
+                    op = self._quota_op(c, cfg, state, now)
                 base = c.cpu_limit_milli * _shared.CFS_PERIOD_US // 1000
                 ceil = (
                     base * cfg.cfs_quota_burst_percent // 100 if cfg.cfs_quota_burst_percent > 100 else base
@@ -197,7 +201,7 @@ class CPUBurst(api.QOSPluginBase):
         them meanwhile (re-sending every pod's unchanged values each second was most of
         this plugin's idle cost). A changed pod (a container started, a new limit or annotation) or
         strategy, or a write that did not take, sends them all on the next round."""
-        if last is not None and last[0] == pod and last[1] == cfg:
+        if last is not None and (last[0] is pod or last[0] == pod) and last[1] == cfg:
             self._burst_applied[pod.uid] = last
             return
         total = 0

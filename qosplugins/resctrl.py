@@ -50,6 +50,11 @@ class RdtResctrl(api.QOSPluginBase):
         self._refusals = Refusals(ctx)
 
     def run(self, stop: threading.Event) -> None:
+        # Why a host cannot do resctrl (the CPU's flags, a kernel without the file system) holds until it
+        # reboots: then nothing is scheduled at all (a tick a second was an idle agent's wake-up).
+        with self._lock:
+            if self._unsupported() is not None:
+                return
         self.ctx.every(self.ctx.agent.reconcile_interval, self.reconcile)
 
     def _unsupported(self) -> str | None:

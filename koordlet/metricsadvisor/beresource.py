@@ -101,9 +101,6 @@ class BEResourceCollector:
         self._last_pods = tuple(all_pods)
         pods = [p for p in all_pods if p.is_best_effort]
         self._request = sum(p.batch_cpu_request_milli for p in pods)
-        if self._cpusets is not None:
-            self._cpusets.close()
-            self._cpusets = None
         targets, _ = targets_of(self._host, pods, collect_containers=True)
         dirs = [self._tier, *(t.cgroup_dir for t in targets if t.kind == CONTAINER)]
         paths: list[str] = []
@@ -118,7 +115,26 @@ class BEResourceCollector:
                 )
             except UnsafePath:
                 self._errors.error(NAME, fw.ERR_UNSAFE_PATH)
-        self._cpusets = native.open_batch_reader(paths, [FileKind.CPU_LIST] * len(paths), [()] * len(paths))
+        reader = self._cpusets
+        if reader is None:
+            self._cpusets = native.open_batch_reader(
+                paths, [FileKind.CPU_LIST] * len(paths), [()] * len(paths)
+            )
+            return
+        # A BE pod coming or going changes a file or two: the reader follows in place (order does not
+        # matter for a minimum), the other files keep their descriptors.
+        wanted = set(paths)
+        have = list(reader.layout.paths)
+        for path in [p for p in have if p not in wanted]:
+            i = have.index(path)
+            reader.swap(i, len(have) - 1)
+            have[i], have[-1] = have[-1], have[i]
+            have.pop()
+            reader.truncate(len(have))
+        held = set(have)
+        new = [p for p in dict.fromkeys(paths) if p not in held]
+        if new:
+            reader.extend(new, [FileKind.CPU_LIST] * len(new), [()] * len(new))
 
     def _cpuset_milli(self) -> float | None:
         """Cores of the tightest cpuset among the tier and its BE containers, x 1000."""

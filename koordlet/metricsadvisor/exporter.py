@@ -43,6 +43,12 @@ class AdvisorMetrics:
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
+        self.cpu = Counter(
+            metricdefs.COLLECT_CPU_SECONDS.name,
+            metricdefs.COLLECT_CPU_SECONDS.help,
+            ["collector"],
+            registry=registry,
+        )
         self.lateness = Histogram(
             metricdefs.COLLECT_LATENESS_SECONDS.name,
             metricdefs.COLLECT_LATENESS_SECONDS.help,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -95,13 +96,17 @@ class _One:
 
 
 class Renderer:
-    """Text exposition of a registry; remembers row prefixes between calls (not thread-safe)."""
+    """Text exposition of a registry; remembers each row's line between calls and formats again only the
+    rows that are new or whose value changed (most pods' memory, and an idle pod's CPU, stay the same
+    from one scrape to the next). Not thread-safe."""
 
     def __init__(self) -> None:
-        self._prefixes: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._lines: dict[tuple[str, tuple[str, ...]], tuple[float, str, str]] = {}
+        """(family, label values) -> (value, prefix, the whole line)."""
 
     def render(self, families: Iterable[Metric]) -> bytes:
-        old, new = self._prefixes, {}
+        old: dict[tuple[str, tuple[str, ...]], tuple[float, str, str]] = self._lines
+        new: dict[tuple[str, tuple[str, ...]], tuple[float, str, str]] = {}
         out: list[str] = []
         for fam in families:
             if not isinstance(fam, RowFamily):
@@ -109,16 +114,27 @@ class Renderer:
                 continue
             name = fam.name
             out.append(f"# HELP {name} {_help(fam.documentation)}\n# TYPE {name} gauge\n")
-            order = sorted(range(len(fam.label_names)), key=fam.label_names.__getitem__)
+            order: list[int] | None = None
             for values, value in fam.rows:
                 key = (name, values)
-                prefix = old.get(key)
-                if prefix is None:
+                got = old.get(key)
+                if got is not None:
+                    last = got[0]
+                    # NaN never equals itself (formatted again, harmlessly); 0.0 and -0.0 print apart
+                    if last == value and (value or math.copysign(1.0, value) == math.copysign(1.0, last)):
+                        new[key] = got
+                        out.append(got[2])
+                        continue
+                    prefix = got[1]
+                else:
+                    if order is None:
+                        order = sorted(range(len(fam.label_names)), key=fam.label_names.__getitem__)
                     labels = ",".join(f'{fam.label_names[i]}="{_escape_value(values[i])}"' for i in order)
                     prefix = f"{name}{{{labels}}} " if labels else f"{name} "
-                new[key] = prefix
-                out.append(prefix + _go_float(value) + "\n")
-        self._prefixes = new
+                line = prefix + _go_float(value) + "\n"
+                new[key] = (value, prefix, line)
+                out.append(line)
+        self._lines = new
         return "".join(out).encode("utf-8")
 
 

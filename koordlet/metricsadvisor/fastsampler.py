@@ -221,9 +221,13 @@ class FastSampler:
 
     def _sample(self) -> float | None:
         """One sample; the non-BE cores it saw (``None`` without both figures)."""
-        res = self._be.read()
+        # The agent's own CPU first, then the counters: this thread holds the GIL from one to the other,
+        # so no other thread of the agent runs in between unaccounted (read after the counters, the GIL
+        # taken back after the C call could wait out a sweep's switch interval, and that CPU landed in
+        # this window's own share but in the next window's node counter: noise that grew with the pods).
         t = self._clock()
         own, own_avg = self._own_cores(t)
+        res = self._be.read()
         node_cores = self._counter_cores(res, 1, "root", self._node, t)
         if node_cores is None and not res.ok(1):
             node_cores = self._proc_stat_cores(t)

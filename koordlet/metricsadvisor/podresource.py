@@ -18,7 +18,7 @@ from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.podcolumns import Columns, make_plan
 from koordlet.metricsadvisor.targets import POD, Target, targets_of
 from koordlet.system import native
-from koordlet.system.batchread import BatchReader, FileKind
+from koordlet.system.batchread import BatchReader, FileKind, Layout
 from koordlet.system.cgroups import CgroupMode, cgroup_dir_path, get_resource, resource_path
 
 NAME = "PodResourceCollector"
@@ -70,6 +70,11 @@ class PodResourceCollector:
         self._signature: tuple[Target, ...] = ()
         self._dir_paths: dict[tuple[str, str], str] = {}
         self._sweeps = 0
+        self._npods = 0
+        self.rebuilds = 0
+        """Readers built (the first sweep, or most targets new at once)."""
+        self.updates = 0
+        """Target changes followed in place by the reader."""
         self._lock = threading.Lock()
         """Held for a whole sweep, so ``close`` during shutdown waits for a running sweep to finish."""
         self._closed = False
@@ -117,35 +122,90 @@ class PodResourceCollector:
         signature = tuple(targets)
         if signature == self._signature and self._reader is not None:
             return
-        paths: list[str] = []
-        kinds: list[FileKind] = []
-        keys: list[tuple[str, ...]] = []
         kept: list[Target] = []
-        # pods first, then containers: the sweep's columns are then two slices of one plan
-        for target in sorted(targets, key=lambda tg: tg.kind != POD):
+        files: dict[Target, list[str]] = {}
+        current = set(self._targets) if self._reader is not None else set()
+        for target in targets:
+            if target in current:
+                kept.append(target)
+                continue
             try:
-                files = [
-                    f"{self._dir_path(get_resource(r).subsystem, target.cgroup_dir)}/{self._file_names[r]}"
-                    for r, _, _ in self._files
-                ]
+                files[target] = self._target_paths(target)
             except (UnsafePath, ResourceUnsupported):
                 self._errors.error(NAME, fw.ERR_UNSAFE_PATH)
                 continue
             kept.append(target)
-            paths.extend(files)
-            kinds.extend(k for _, k, _ in self._files)
-            keys.extend(ks for _, _, ks in self._files)
-        self._close_reader()
-        reader = native.open_batch_reader(paths, kinds, keys, force_python=self.config.force_python)
-        self._reader = reader
-        self._targets = kept
+        reader = self._reader
+        if reader is None or len(files) * 2 > len(kept):
+            self._rebuild(kept, files)
+        else:
+            self._update(reader, set(kept), files)
         self._signature = signature
-        plan = make_plan(self._v2, len(self._files), kept, reader.layout.offsets)
+        plan = make_plan(self._v2, len(self._files), self._targets, self._reader_layout().offsets)
         # the baselines of the targets that stay are carried over, by key
         self._columns = Columns(plan, 1000 if self._v2 else 1, carried=self._columns)
-        self._has_pods = any(t.kind == POD for t in kept)
-        live_dirs = {t.cgroup_dir for t in kept}
+        self._has_pods = self._npods > 0
+        live_dirs = {t.cgroup_dir for t in self._targets}
         self._dir_paths = {k: v for k, v in self._dir_paths.items() if k[1] in live_dirs}
+
+    def _reader_layout(self) -> Layout:
+        assert self._reader is not None
+        return self._reader.layout
+
+    def _target_paths(self, target: Target) -> list[str]:
+        return [
+            f"{self._dir_path(get_resource(r).subsystem, target.cgroup_dir)}/{self._file_names[r]}"
+            for r, _, _ in self._files
+        ]
+
+    def _rebuild(self, kept: list[Target], files: dict[Target, list[str]]) -> None:
+        """A new reader over ``kept``, pods first (the first sweep, or most targets new)."""
+        ordered = sorted(kept, key=lambda tg: tg.kind != POD)
+        paths: list[str] = []
+        for target in ordered:
+            paths.extend(files[target] if target in files else self._target_paths(target))
+        n = len(ordered)
+        self._close_reader()
+        self._reader = native.open_batch_reader(
+            paths,
+            [k for _ in range(n) for _, k, _ in self._files],
+            [ks for _ in range(n) for _, _, ks in self._files],
+            force_python=self.config.force_python,
+        )
+        self.rebuilds += 1
+        self._targets = ordered
+        self._npods = sum(1 for t in ordered if t.kind == POD)
+
+    def _update(self, reader: BatchReader, wanted: set[Target], files: dict[Target, list[str]]) -> None:
+        """Follow a few targets coming and going in place: the reader stays dense, pods first, and every
+        file that stays keeps its descriptor (a pod replaced rebuilt a reader of thousands of files)."""
+        nf = len(self._files)
+        targets, npods = self._targets, self._npods
+
+        def move(i: int, j: int) -> None:
+            if i != j:
+                for f in range(nf):
+                    reader.swap(i * nf + f, j * nf + f)
+                targets[i], targets[j] = targets[j], targets[i]
+
+        for target in [t for t in targets if t not in wanted]:
+            i = targets.index(target)
+            if target.kind == POD:
+                move(i, npods - 1)  # the last pod's place, then the last target's
+                move(npods - 1, len(targets) - 1)
+                npods -= 1
+            else:
+                move(i, len(targets) - 1)
+            targets.pop()
+            reader.truncate(len(targets) * nf)
+        for target, paths in files.items():
+            reader.extend(paths, [k for _, k, _ in self._files], [ks for _, _, ks in self._files])
+            targets.append(target)
+            if target.kind == POD:
+                move(npods, len(targets) - 1)  # the first container's place (it goes last)
+                npods += 1
+        self._npods = npods
+        self.updates += 1
 
     def _close_reader(self) -> None:
         if self._reader is not None:

@@ -62,7 +62,23 @@ class Guard:
         request again (most passes) costs one comparison instead of a thousand pods' paths built and
         looked up. A watch the kernel dropped (its dir removed) changes the count, so it is asked again."""
         self._ino: Inotify | None = None
+        self._guarded: frozenset[str] = frozenset()
+        self._paths_by_pod: dict[str, tuple[tuple[str, ...], tuple[Path, ...]]] = {}
+        """Per pod: the dirs last asked for and the paths they give (only the caller's thread)."""
         self.events = 0
+
+    def guarded(self) -> frozenset[str]:
+        """The pods whose every dir asked for is watched now (none while the guard is not running)."""
+        with self._lock:
+            ino = self._ino
+            if ino is None:
+                return frozenset()
+            asked = self._asked
+            if asked is not None and asked[1] == len(ino.watched):
+                return self._guarded
+            # a watch the kernel dropped (its dir removed) since: that pod is not guarded now
+            dropped = {uid for path, uid in self._owner.items() if path not in ino.watched}
+            return self._guarded - dropped
 
     def watch(self, dirs_by_pod: Mapping[str, Iterable[str]]) -> None:
         """Watch exactly these pods' dirs (pod uid -> cgroup dirs)."""
@@ -72,13 +88,24 @@ class Guard:
             if ino is not None and last is not None and last[1] == len(ino.watched) and last[0] == asked:
                 return
         wanted: dict[Path, str] = {}
-        for uid, dirs in dirs_by_pod.items():
-            for d in dirs:
-                for sub in self._subsystems:
-                    try:
-                        wanted[cgroups.cgroup_dir_path(self.paths, self.mode, sub, d)] = uid
-                    except UnsafePath:  # never for a pod's dirs (built from validated ids)
-                        continue
+        # A pod's paths are built once while its dirs stay the same: a pod coming or going built and
+        # checked every pod's paths again (six per pod on v1).
+        known, paths_by_pod = self._paths_by_pod, {}
+        for uid, dirs in asked.items():
+            hit = known.get(uid)
+            if hit is None or hit[0] != dirs:
+                built: list[Path] = []
+                for d in dirs:
+                    for sub in self._subsystems:
+                        try:
+                            built.append(cgroups.cgroup_dir_path(self.paths, self.mode, sub, d))
+                        except UnsafePath:  # never for a pod's dirs (built from validated ids)
+                            continue
+                hit = (dirs, tuple(built))
+            paths_by_pod[uid] = hit
+            for path in hit[1]:
+                wanted[path] = uid
+        self._paths_by_pod = paths_by_pod
         with self._lock:
             ino = self._ino
             if ino is None:
@@ -98,6 +125,8 @@ class Guard:
                 owner[path] = uid
             self._owner = owner
             self._asked = (asked, len(ino.watched)) if len(owner) == len(wanted) else None
+            unwatched = {uid for path, uid in wanted.items() if path not in owner}
+            self._guarded = frozenset(uid for uid in asked if uid not in unwatched)
 
     def close(self) -> None:
         """Wake :meth:`run` to see its stop Event (the runtime hooks' shutdown, after stop is set)."""
@@ -161,3 +190,6 @@ class Guard:
                 except OSError:
                     continue
                 self._owner[path] = uid
+            # what watch() asked before the loop ran: a pod is guarded once each of its dirs is
+            unwatched = {uid for path, uid in pending.items() if path not in self._owner}
+            self._guarded = frozenset(uid for uid in pending.values() if uid not in unwatched)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from koordlet import api
@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 TIERS = (api.KubeQOSClass.GUARANTEED, api.KubeQOSClass.BURSTABLE, api.KubeQOSClass.BESTEFFORT)
 RETRY_FIRST, RETRY_MAX = 0.01, 5.0
+FULL_EVERY = 30
+"""Timed passes between two passes over every pod when a guard watches the pods' values (the others ask
+only the pods the guard cannot see and the tiers): a last resort, e.g. for a dir recreated unseen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +67,13 @@ class Reconciler:
         on_hook: Callable[[str, Stage, float, bool], None] | None = None,
         on_managed: Callable[[Mapping[str, tuple[str, ...]]], None] | None = None,
         refresh: Callable[[], object] | None = None,
+        guarded: Callable[[], Collection[str]] | None = None,
     ) -> None:
         """``on_managed(dirs by pod uid)`` after each pass: the cgroup dirs holding values the hooks own
         (the guard watches them); ``refresh`` asks the pod source for a new list (a container's cgroup
-        appeared that the list does not name yet)."""
+        appeared that the list does not name yet); ``guarded()``: the pods whose every such dir the guard
+        watches now: a timed pass leaves them out unless their inputs changed (the guard asks for a
+        pass over a pod someone wrote to)."""
         self.hooks = tuple(hooks)
         self.states = states
         self.host = host
@@ -80,6 +86,10 @@ class Reconciler:
         self._on_hook = on_hook
         self._on_managed = on_managed
         self._refresh = refresh
+        self._guarded = guarded
+        self._timed = 0
+        self._with_procs: set[str] = set()
+        """Pods whose containers get process-level values (new processes need them again: no guard)."""
         self._awaiting: set[str] = set()
         """Pods with a container cgroup the pod list does not name yet (found by the last pass)."""
         self._sandboxes: dict[str, tuple[frozenset[str], list[tuple[api.ContainerInfo, bool]]]] = {}
@@ -134,13 +144,16 @@ class Reconciler:
             self._wake.clear()
             with self._lock:
                 pending, self._pending = self._pending, _Pending(full=False)
-            if now >= next_full:
-                pending.full = True
+            timed = now >= next_full
+            if timed:
                 next_full = now + self.interval
+                self._timed += 1
+                # with a guard, a timed pass asks only the pods it cannot see (every FULL_EVERY-th: all)
+                pending.full |= self._guarded is None or self._timed % FULL_EVERY == 1
             if retry_at is not None and now >= retry_at and self._awaiting and self._refresh is not None:
                 self._refresh()  # rate limited by the pod source; a change wakes this loop again anyway
             try:
-                self.reconcile(full=pending.full, verify=pending.verify)
+                self.reconcile(full=pending.full, verify=pending.verify, timed=timed)
             except Exception:
                 log.exception("runtime hooks: pass failed")
             if self.unsettled:
@@ -154,23 +167,39 @@ class Reconciler:
 
     # -- one pass ---------------------------------------------------------------------------------
 
-    def reconcile(self, *, full: bool = True, verify: Iterable[str] = ()) -> PassReport:
+    def reconcile(self, *, full: bool = True, verify: Iterable[str] = (), timed: bool = False) -> PassReport:
+        """One pass: every pod (``full``), else the pods whose inputs changed and those ``verify`` names;
+        a ``timed`` pass adds the pods the guard does not watch (and the tiers, which it never does)."""
         start = time.perf_counter()
         self._awaiting = set()
         rule = self.rule()
         if rule != self._last_rule:
             full = True
         verify = set(verify)
+        unseen: set[str] = set()  # asked again as a full pass would (the executor's cache trusted)
+        if timed and not full:
+            watched = self._guarded() if self._guarded is not None else ()
+            unseen = {uid for uid in self._applied if uid not in watched or uid in self._with_procs}
         pods = [p for p in self.states.pods() if p.is_active and p.cgroup_dir]
-        todo = [p for p in pods if full or p.uid in verify or self._applied.get(p.uid) != p]
+        applied = self._applied
+        # identity first: an unchanged pod list hands out the same objects (no field-by-field compare)
+        todo = [
+            p
+            for p in pods
+            if full or p.uid in verify or p.uid in unseen or ((a := applied.get(p.uid)) is not p and a != p)
+        ]
         batch: list[tuple[str, list[Update]]] = []  # (pod uid or "" for tiers, updates)
-        if full:
+        if full or timed:
             batch.append(("", self._tier_updates(rule)))
         answers: dict[str, list[tuple[str, Resources]]] = {}
         for pod in todo:
             updates, procs = self._pod_updates(pod, rule, cacheable=pod.uid not in verify)
             batch.append((pod.uid, updates))
             answers[pod.uid] = procs
+            if procs:
+                self._with_procs.add(pod.uid)
+            else:
+                self._with_procs.discard(pod.uid)
         levels: list[list[api.CgroupUpdate]] = [[], [], []]
         for _, updates in batch:
             for u in updates:
@@ -208,6 +237,7 @@ class Reconciler:
                 self._applied.pop(p.uid, None)
         self._owned = {uid: dirs for uid, dirs in self._owned.items() if uid in current}
         self._sandboxes = {uid: v for uid, v in self._sandboxes.items() if uid in current}
+        self._with_procs &= current.keys()
         self.unsettled = len([p for p in pods if p.uid not in self._applied])
         self._last_rule = rule
         self.passes += 1

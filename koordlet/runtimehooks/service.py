@@ -102,6 +102,7 @@ class RuntimeHooks:
             on_hook=None if on_hook is None else lambda h, s, t, ok: on_hook(h, s.value, t, ok),
             on_managed=self._managed,
             refresh=refresh_pods,
+            guarded=self._guarded,
         )
         self.guard = (
             Guard(guard[0], guard[1], lambda uids: self.reconciler.request(verify=uids))
@@ -155,6 +156,9 @@ class RuntimeHooks:
             group_identity="GroupIdentity" not in self.unsupported,
             core_sched="CoreSched" not in self.unsupported,
         )
+
+    def _guarded(self) -> frozenset[str]:
+        return self.guard.guarded() if self.guard is not None else frozenset()
 
     def _managed(self, dirs: Mapping[str, tuple[str, ...]]) -> None:
         if self.guard is not None:

@@ -14,8 +14,10 @@ import dataclasses
 import json
 import logging
 import os
+import threading
+import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,8 @@ log = logging.getLogger(__name__)
 
 _TIERS = (api.KubeQOSClass.GUARANTEED, api.KubeQOSClass.BURSTABLE, api.KubeQOSClass.BESTEFFORT)
 MAX_POD_LIST_BYTES = 64 * 1024 * 1024
+FULL_SCAN_EVERY = 60.0
+"""Seconds between two listings of the whole tree while the PLEG names what changed (a safety net)."""
 
 
 def load_pod_list(source: str, timeout: float) -> list[Mapping[str, Any]]:
@@ -75,15 +79,109 @@ class CgroupDiscovery:
     kick_rate, kick_burst = 50.0, 50
     """A scan of the local tree (about 1 ms per 100 pods), not a kubelet call: PLEG events may ask often."""
 
-    def __init__(self, host: Host, pod_list: str = "", timeout: float = 3.0) -> None:
+    def __init__(
+        self,
+        host: Host,
+        pod_list: str = "",
+        timeout: float = 3.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        full_every: float = FULL_SCAN_EVERY,
+    ) -> None:
         self.host = host
         self.pod_list = pod_list
         self.timeout = timeout
         self._warned_missing = False
         self._seen_kubepods = False
+        self._clock = clock
+        self.full_every = full_every
+        self._known: _Known | None = None
+        """By pod dir path, from the last scan; ``None``: the next scan lists every tier."""
+        self._dirty: set[str] = set()
+        self._trusted = False
+        """Whether the last word from the PLEG named what changed (else every scan lists it all)."""
+        self._lock = threading.Lock()
+        """Guards what :meth:`changed` (the PLEG's thread) and a scan (a refresh) share."""
+        self._full_at = 0.0
+        self.dirs_listed = 0
+        """Directories listed so far (every scan lists each tier and each pod dir it looks at)."""
+
+    def changed(self, pod_dirs: Iterable[Path] | None) -> None:
+        """What changed since the last scan (the PLEG's events): these pod dirs, or anything (``None``).
+        Until told which dirs changed, every scan lists the whole tree."""
+        with self._lock:
+            self._trusted = pod_dirs is not None
+            if pod_dirs is None:
+                self._known = None
+            elif self._known is not None:
+                self._dirty.update(str(p) for p in pod_dirs)
+
+    def _tier_bases(self) -> list[tuple[api.KubeQOSClass, str, str]]:
+        layout = self.host.layout
+        return [
+            (
+                qos,
+                layout.qos_dir(qos),
+                str(cgroup_dir_path(self.host.paths, self.host.mode, "cpu", layout.qos_dir(qos))),
+            )
+            for qos in _TIERS
+        ]
+
+    def _pod_at(self, qos: api.KubeQOSClass, tier: str, base: str, name: str) -> DiscoveredPod | None:
+        uid = self.host.layout.parse_pod_dir_name(name)
+        if uid is None:
+            return None  # the other tiers under kubepods, or a stray dir
+        layout = self.host.layout
+        pod_dir = f"{tier}/{name}"
+        containers: list[api.ContainerInfo] = []
+        self.dirs_listed += 1
+        for cname in _subdirs(f"{base}/{name}"):
+            parsed = layout.parse_container_dir_name(cname)
+            if parsed is not None:
+                runtime, cid = parsed
+                info = api.ContainerInfo(cid[:12], cid, runtime=runtime, cgroup_dir=f"{pod_dir}/{cname}")
+                containers.append(info)
+        return DiscoveredPod(uid, qos, pod_dir, tuple(containers))
+
+    @staticmethod
+    def _keep(path: str, found: DiscoveredPod, known: _Known, last: _Known) -> None:
+        # the same PodInfo object for a pod the tree shows unchanged: readers compare by identity first
+        old = last.get(path)
+        known[path] = old if old is not None and old[0] == found else (found, found.pod_info())
 
     def scan(self) -> list[DiscoveredPod]:
         """Every pod dir of the three tiers, with its container dirs."""
+        return [found for found, _ in self._scan()]
+
+    def _scan(self) -> list[tuple[DiscoveredPod, api.PodInfo]]:
+        now = self._clock()
+        with self._lock:
+            known, dirty, self._dirty = self._known, self._dirty, set()
+            trusted = self._trusted
+        if trusted and known is not None and now - self._full_at < self.full_every:
+            # Only the pod dirs the events named: a thousand pods' dirs listed on every churn event
+            # was most of what a pod coming or going cost.
+            tiers = {base: (qos, tier) for qos, tier, base in self._tier_bases()}
+            for path in dirty:
+                base, _, name = path.rpartition("/")
+                where = tiers.get(base)
+                found = None
+                if where is not None and os.path.isdir(path):
+                    found = self._pod_at(where[0], where[1], base, name)
+                if found is None:
+                    known.pop(path, None)
+                else:
+                    self._keep(path, found, known, known)
+            return list(known.values())
+        fresh = self._scan_all(known or {})
+        self._full_at = now
+        with self._lock:
+            # a None from the PLEG during the listing leaves it untrusted: listed again next time
+            if self._known is known:
+                self._known = fresh
+        return list(fresh.values())
+
+    def _scan_all(self, last: _Known) -> _Known:
         layout = self.host.layout
         root = cgroup_dir_path(self.host.paths, self.host.mode, "cpu", layout.kubepods_dir())
         if not root.is_dir():
@@ -95,31 +193,19 @@ class CgroupDiscovery:
                     "no kubepods cgroup at %r: no pods yet (kubelet not started?)", layout.kubepods_dir()
                 )
                 self._warned_missing = True
-            return []
+            return {}
         self._seen_kubepods = True
-        found: list[DiscoveredPod] = []
-        for qos in _TIERS:
-            tier = layout.qos_dir(qos)
+        known: _Known = {}
+        for qos, tier, base in self._tier_bases():
             # Plain strings and one scandir per dir: names come from the kernel's listing and are
             # parsed by the layout's strict patterns before they name anything (a refresh of 100 pods
-            # through Path objects cost ~50 ms; it runs on every PLEG event).
-            base = str(cgroup_dir_path(self.host.paths, self.host.mode, "cpu", tier))
+            # through Path objects cost ~50 ms).
+            self.dirs_listed += 1
             for name in _subdirs(base):
-                uid = layout.parse_pod_dir_name(name)
-                if uid is None:
-                    continue  # the other tiers under kubepods, or a stray dir
-                pod_dir = f"{tier}/{name}"
-                containers: list[api.ContainerInfo] = []
-                for cname in _subdirs(f"{base}/{name}"):
-                    parsed = layout.parse_container_dir_name(cname)
-                    if parsed is not None:
-                        runtime, cid = parsed
-                        info = api.ContainerInfo(
-                            cid[:12], cid, runtime=runtime, cgroup_dir=f"{pod_dir}/{cname}"
-                        )
-                        containers.append(info)
-                found.append(DiscoveredPod(uid, qos, pod_dir, tuple(containers)))
-        return found
+                found = self._pod_at(qos, tier, base, name)
+                if found is not None:
+                    self._keep(f"{base}/{name}", found, known, last)
+        return known
 
     def list_pods(self, layout: CgroupLayout | None) -> list[api.PodInfo]:
         known: dict[str, Mapping[str, Any]] = {}
@@ -129,10 +215,10 @@ class CgroupDiscovery:
             except APIUnavailable as err:
                 log.warning("pods: %s; names and resources unknown this round", str(err))
         out: list[api.PodInfo] = []
-        for found in self.scan():
+        for found, plain in self._scan():
             listed = known.get(found.uid)
             info = pod_info(listed, layout, kube_qos=found.qos) if listed is not None else None
-            out.append(found.pod_info() if info is None else found.enrich(info, listed or {}))
+            out.append(plain if info is None else found.enrich(info, listed or {}))
         return out
 
 
@@ -186,3 +272,7 @@ class DiscoveredPod:
             for spec, found in zip(info.containers, self.containers, strict=False)
         )
         return dataclasses.replace(info, containers=filled + info.containers[len(filled) :])
+
+
+_Known = dict[str, tuple[DiscoveredPod, api.PodInfo]]
+"""The pods of a scan by pod dir path: what the tree showed and the PodInfo handed out for it."""

@@ -97,7 +97,7 @@ class StatesInformer:
         self._kubelet_credentials = KubeletCredentials()
         source: PodSource
         if self.standalone:
-            source = CgroupDiscovery(host, config.pod_list, config.kubelet_sync_timeout)
+            source = CgroupDiscovery(host, config.pod_list, config.kubelet_sync_timeout, clock=clock)
         else:
             self.api = kube.ClusterAPI(
                 make_api_client(config.kubeconfig, config.client_configuration, user_agent=config.user_agent),
@@ -251,15 +251,24 @@ class StatesInformer:
                 supervisor.go(f"informer-{inf.name}", functools.partial(inf.run, stop))
         else:
             self.slo_file.check()
-            supervisor.every("informer-nodeslo-file", cfg.node_slo_file_check_seconds, self._check_slo_file)
+            slo_file = self.slo_file
+            supervisor.go(
+                "informer-nodeslo-file", lambda: slo_file.run(stop, cfg.node_slo_file_check_seconds)
+            )
         self._after_node(supervisor, stop, "informer-pods", cfg.kubelet_sync_interval, self._refresh_pods)
         self.topology.refresh_host()  # the runtime hooks read the pools before the first sync
         self._after_node(
             supervisor, stop, "informer-node-topology", cfg.node_topology_sync_interval, self.topology.sync
         )
         if cfg.pleg:
+            source = self.pods_informer.source
             pleg = self._pleg = PLEG(
-                self.host, self._cgroups_changed, on_idle=self.pods_informer.retry, idle_wait=PLEG_IDLE_WAIT
+                self.host,
+                self._cgroups_changed,
+                on_idle=self.pods_informer.retry,
+                idle_wait=PLEG_IDLE_WAIT,
+                # standalone discovery then lists only the pod dirs an event names
+                on_dirs=source.changed if isinstance(source, CgroupDiscovery) else None,
             )
             supervisor.go("informer-pleg", lambda: pleg.run(stop))
         if cfg.enable_node_metric_report:
@@ -294,9 +303,6 @@ class StatesInformer:
         for fn in self._cgroup_listeners:
             fn()
 
-    def _check_slo_file(self) -> None:
-        self.slo_file.check()
-
     def _refresh_pods(self) -> None:
         self.pods_informer.refresh()
 
@@ -308,6 +314,7 @@ class StatesInformer:
             self.api.close()
         if self._pleg is not None:
             self._pleg.close()
+        self.slo_file.close()
 
     # NodeSLO / NodeMetric ----------------------------------------------------------------------
 

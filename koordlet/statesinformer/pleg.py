@@ -39,11 +39,15 @@ class PLEG:
         rescan: float = 60.0,
         on_idle: Callable[[], float | None] | None = None,
         idle_wait: float | None = None,
+        on_dirs: Callable[[frozenset[Path] | None], object] | None = None,
     ) -> None:
         """``on_idle`` runs whenever a wait ends without an event; it may ask to be called again sooner
         than ``poll`` (seconds; ``None``: the normal poll). ``idle_wait`` (default ``poll``): the wait once
         every tier is watched, when only a rescan, ``on_idle`` or :meth:`close` has anything for the loop
-        (the agent's half-second poll was two of an idle agent's wake-ups a second)."""
+        (the agent's half-second poll was two of an idle agent's wake-ups a second). ``on_dirs`` hears,
+        before each ``on_event``, the pod dirs the events name (a pod dir made or removed, or a container
+        dir in it), or ``None`` when they cannot be told: events lost, or a dir not watched (the first
+        call, an overflow, a tier or pod dir that could not be watched)."""
         self.host = host
         self.on_event = on_event
         self.on_idle = on_idle
@@ -55,6 +59,9 @@ class PLEG:
         self.scans = 0
         self._tiers: list[Path] = []
         self._reported: set[Path] = set()
+        self.on_dirs = on_dirs
+        self._unwatched: set[Path] = set()
+        """Pod dirs seen but not watched (a container made in one raises no event)."""
 
     def _tier_paths(self) -> list[Path]:
         return [
@@ -65,7 +72,10 @@ class PLEG:
     def _watch(self, ino: Inotify, path: Path) -> bool:
         """Watch ``path`` unless it already is; True when a new watch was added."""
         watched = ino.watched
-        if path in watched or len(watched) >= MAX_WATCHES:
+        if path in watched:
+            return False
+        if len(watched) >= MAX_WATCHES:
+            self._unwatched.add(path)
             return False
         try:
             ino.add_watch(path, IN_CREATE | IN_DELETE)
@@ -73,7 +83,9 @@ class PLEG:
             if path not in self._reported:  # retried every poll; say it once
                 self._reported.add(path)
                 log.debug("pleg: cannot watch %s yet: %s", path, str(err))
+            self._unwatched.add(path)
             return False
+        self._unwatched.discard(path)
         return True
 
     def _watch_pods(self, ino: Inotify, tier: Path) -> None:
@@ -87,16 +99,30 @@ class PLEG:
             if layout.parse_pod_dir_name(name) is not None:
                 self._watch(ino, tier / name)
 
-    def _watch_tiers(self, ino: Inotify, *, all_pods: bool) -> None:
-        """Watch the tier dirs; list the pod dirs of each tier just watched (of all if ``all_pods``)."""
+    def _watch_tiers(self, ino: Inotify, *, all_pods: bool) -> bool:
+        """Watch the tier dirs; list the pod dirs of each tier just watched (of all if ``all_pods``).
+        True when a tier is newly watched (pods made in it before raised no event)."""
         if all_pods:
             self.scans += 1
+            self._unwatched = {p for p in self._unwatched if p.is_dir()}
         tiers = self._tiers = self._tiers or self._tier_paths()  # built once: every idle wake-up asks
         if not all_pods and all(t in ino.watched for t in tiers):
-            return
+            return False
+        added = False
         for tier in tiers:
-            if self._watch(ino, tier) or (all_pods and tier in ino.watched):
+            new = self._watch(ino, tier)
+            added |= new
+            if new or (all_pods and tier in ino.watched):
                 self._watch_pods(ino, tier)
+        return added
+
+    def _report(self, dirs: frozenset[Path] | None) -> None:
+        ino = self._ino
+        if self.on_dirs is not None:
+            complete = ino is not None and not self._unwatched
+            complete = complete and ino is not None and all(t in ino.watched for t in self._tiers)
+            self.on_dirs(dirs if complete else None)
+        self.on_event()
 
     def close(self) -> None:
         """Wake :meth:`run` to see its stop Event (the informer's shutdown, after stop is set)."""
@@ -112,7 +138,7 @@ class PLEG:
             next_rescan = time.monotonic() + self.rescan
             # Dirs made between the informer's first list and these watches raised no event: one refresh
             # now closes that gap (as an informer lists again once its watch is up).
-            self.on_event()
+            self._report(None)
             wait = self.poll
             while not stop.is_set():
                 batch = ino.read(wait)
@@ -122,7 +148,8 @@ class PLEG:
                 if rescan:
                     next_rescan = now + self.rescan
                 if not batch:
-                    self._watch_tiers(ino, all_pods=rescan)  # tiers created after we started
+                    if self._watch_tiers(ino, all_pods=rescan):  # tiers created after we started
+                        self._report(None)  # pods already in a new tier raised no event
                     idle = self.idle_wait if all(t in ino.watched for t in self._tiers) else self.poll
                     wait = min(idle, max(next_rescan - now, 0.0))
                     if self.on_idle is not None:
@@ -130,19 +157,26 @@ class PLEG:
                         wait = min(wait, sooner) if sooner is not None else wait
                     continue
                 layout = self.host.layout
-                relevant = False
+                relevant = lost = False
+                dirs: set[Path] = set()
                 for ev in batch:
                     if ev.overflow:
-                        relevant = rescan = True  # events were lost: list everything again
-                    elif ev.is_dir and (
-                        layout.parse_pod_dir_name(ev.name) is not None
-                        or layout.parse_container_dir_name(ev.name) is not None
-                    ):
+                        relevant = rescan = lost = True  # events were lost: list everything again
+                    elif not ev.is_dir:
+                        continue
+                    elif layout.parse_pod_dir_name(ev.name) is not None:
                         relevant = True
-                        if ev.mask & IN_CREATE and layout.parse_pod_dir_name(ev.name) is not None:
-                            self._watch(ino, ev.directory / ev.name)
+                        pod_dir = ev.directory / ev.name
+                        dirs.add(pod_dir)
+                        if ev.mask & IN_CREATE:
+                            self._watch(ino, pod_dir)
+                        else:
+                            self._unwatched.discard(pod_dir)
+                    elif layout.parse_container_dir_name(ev.name) is not None:
+                        relevant = True
+                        dirs.add(ev.directory)
                 if rescan:
                     self._watch_tiers(ino, all_pods=True)
                 if relevant:
                     self.events += 1
-                    self.on_event()
+                    self._report(None if lost else frozenset(dirs))

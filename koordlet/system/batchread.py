@@ -8,6 +8,7 @@ fast one when it is built.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import errno
 import os
@@ -79,6 +80,34 @@ class Layout:
             slots=slot,
         )
 
+    def swapped(self, i: int, j: int) -> Layout:
+        """This layout with files ``i`` and ``j`` trading paths (they must have the same kind and keys)."""
+        if self.kinds[i] != self.kinds[j] or self.keys[i] != self.keys[j]:
+            raise ValueError(f"files {i} and {j} differ in kind or keys")
+        paths = list(self.paths)
+        paths[i], paths[j] = paths[j], paths[i]
+        return dataclasses.replace(self, paths=tuple(paths))
+
+    def truncated(self, n: int) -> Layout:
+        """The first ``n`` files and their slots."""
+        if not 0 <= n <= len(self.paths):
+            raise ValueError(f"cannot keep {n} of {len(self.paths)} files")
+        slots = self.offsets[n] if n < len(self.paths) else self.slots
+        return Layout(self.paths[:n], self.kinds[:n], self.keys[:n], self.offsets[:n], slots)
+
+    def extended(
+        self, paths: Sequence[str | Path], kinds: Sequence[FileKind], keys: Sequence[Sequence[str]]
+    ) -> Layout:
+        """These files after this layout's, their slots after its slots."""
+        more = Layout.build(paths, kinds, keys)
+        return Layout(
+            self.paths + more.paths,
+            self.kinds + more.kinds,
+            self.keys + more.keys,
+            self.offsets + tuple(o + self.slots for o in more.offsets),
+            self.slots + more.slots,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ReadResults:
@@ -102,11 +131,28 @@ class ReadResults:
 
 
 class BatchReader(Protocol):
-    """What both implementations offer; one thread reads at a time (calls are serialised)."""
+    """What both implementations offer; one thread reads at a time (calls are serialised).
+
+    A reader can change its files in place (``swap``, ``truncate``, ``extend``): a reader
+    over many alike targets then follows a few targets coming and going without reopening the others."""
 
     layout: Layout
 
     def read(self) -> ReadResults: ...
+
+    def swap(self, i: int, j: int) -> None:
+        """Files ``i`` and ``j`` (same kind and keys) trade paths and held descriptors."""
+        ...
+
+    def truncate(self, n: int) -> None:
+        """Drop the files from index ``n`` on, closing their descriptors."""
+        ...
+
+    def extend(
+        self, paths: Sequence[str | Path], kinds: Sequence[FileKind], keys: Sequence[Sequence[str]]
+    ) -> None:
+        """Append files (opened on the next read)."""
+        ...
 
     def open_fds(self) -> int: ...
 
@@ -191,23 +237,52 @@ class PyBatchReader:
     ) -> None:
         self.layout = Layout.build(paths, kinds, keys)
         self._bufsize = bufsize
-        self._fds: list[int] = [-1] * len(self.layout.paths)
+        self._fds: list[int] = []
         self._lock = threading.Lock()
         # key -> slot indexes within the file (a key may be asked twice, as the C side allows)
         self._want: list[dict[bytes, list[int]]] = []
-        for file_keys in self.layout.keys:
+        # (key, "\nkey ", "key ", "\nkey\n") per key; None where a key repeats (slow path only)
+        self._fast: list[list[tuple[bytes, bytes, bytes, bytes]] | None] = []
+        self._add_files(self.layout.keys)
+
+    def _add_files(self, keys: Sequence[tuple[str, ...]]) -> None:
+        for file_keys in keys:
             want: dict[bytes, list[int]] = {}
             for k, key in enumerate(file_keys):
                 want.setdefault(key.encode(), []).append(k)
             self._want.append(want)
-        # (key, "\nkey ", "key ", "\nkey\n") per key; None where a key repeats (slow path only)
-        self._fast: list[list[tuple[bytes, bytes, bytes, bytes]] | None] = []
-        for file_keys in self.layout.keys:
             enc = [k.encode() for k in file_keys]
             unique = len(set(enc)) == len(enc)
             self._fast.append(
                 [(k, b"\n" + k + b" ", k + b" ", b"\n" + k + b"\n") for k in enc] if unique else None
             )
+            self._fds.append(-1)
+
+    def swap(self, i: int, j: int) -> None:
+        with self._lock:
+            self.layout = self.layout.swapped(i, j)
+            self._fds[i], self._fds[j] = self._fds[j], self._fds[i]
+
+    def truncate(self, n: int) -> None:
+        with self._lock:
+            self.layout = self.layout.truncated(n)
+            for i in range(n, len(self._fds)):
+                self._close_one(i)
+            del self._fds[n:], self._want[n:], self._fast[n:]
+
+    def extend(
+        self, paths: Sequence[str | Path], kinds: Sequence[FileKind], keys: Sequence[Sequence[str]]
+    ) -> None:
+        with self._lock:
+            before = len(self.layout.paths)
+            self.layout = self.layout.extended(paths, kinds, keys)
+            self._add_files(self.layout.keys[before:])
+
+    def _close_one(self, i: int) -> None:
+        fd = self._fds[i]
+        if fd >= 0:
+            self._fds[i] = -1
+            os.close(fd)
 
     def read(self) -> ReadResults:
         layout = self.layout

@@ -67,8 +67,60 @@ class NativeBatchReader:
         self._n = n
         self._values: Any = ffi.new("int64_t[]", max(1, self.layout.slots))
         self._status: Any = ffi.new("int[]", max(1, n))
+        self._cap = n
         self._lock = threading.Lock()
         self._closed = False
+
+    def _check(self, rc: int, what: str) -> None:
+        if rc < 0:
+            raise OSError(-rc, os.strerror(-rc), what)
+
+    def swap(self, i: int, j: int) -> None:
+        with self._lock:
+            layout = self.layout.swapped(i, j)
+            self._check(int(_native.lib.kn_reader_swap(self._handle, i, j)), "kn_reader_swap")
+            self.layout = layout
+
+    def truncate(self, n: int) -> None:
+        with self._lock:
+            layout = self.layout.truncated(n)
+            self._check(int(_native.lib.kn_reader_truncate(self._handle, n)), "kn_reader_truncate")
+            self.layout, self._n = layout, n
+
+    def extend(
+        self, paths: Sequence[str | Path], kinds: Sequence[FileKind], keys: Sequence[Sequence[str]]
+    ) -> None:
+        ffi, lib = _native.ffi, _native.lib
+        with self._lock:
+            layout = self.layout.extended(paths, kinds, keys)
+            n = len(layout.paths)
+            if n > self._cap:
+                cap = max(n, 2 * self._cap)  # amortised: a growing pod count does not realloc each time
+                self._check(int(lib.kn_reader_reserve(self._handle, cap)), "kn_reader_reserve")
+                self._cap = cap
+            for i in range(self._n, n):
+                blob = b"".join(k.encode() + b"\0" for k in layout.keys[i])
+                path = layout.paths[i]
+                rc = int(
+                    lib.kn_reader_add(
+                        self._handle,
+                        path.encode(),
+                        int(layout.kinds[i]),
+                        blob,
+                        len(blob),
+                        len(layout.keys[i]),
+                    )
+                )
+                if rc < 0:
+                    lib.kn_reader_truncate(self._handle, self._n)
+                    raise OSError(-rc, os.strerror(-rc), path)
+            self.layout, self._n = layout, n
+            # buffers for as many values as the capacity can hold without asking again
+            if len(self._status) < n:
+                self._status = ffi.new("int[]", self._cap)
+            if len(self._values) < layout.slots:
+                per_file = -(-layout.slots // max(1, n))
+                self._values = ffi.new("int64_t[]", max(layout.slots, per_file * self._cap))
 
     def read(self) -> ReadResults:
         ffi, lib = _native.ffi, _native.lib

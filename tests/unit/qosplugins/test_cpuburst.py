@@ -289,3 +289,25 @@ def test_a_pod_whose_burst_took_is_not_sent_again_until_it_or_the_strategy_chang
     del h.executor.fail[("cpu.cfs_burst_us", pod.cgroup_dir)]
     plugin.reconcile()
     assert h.host.read("cpu.cfs_burst_us", pod.cgroup_dir) == "120000"
+
+
+def test_the_node_state_is_not_measured_while_no_container_has_a_quota_to_scale() -> None:
+    """The node state asked the metric cache about the node and every BE pod each second, whether or not
+    any container had a quota to scale (a thousand queries a second on a dense node of pods without
+    CPU limits). It is measured once a container with a limit under a quota policy needs it."""
+    h = harness(policy="auto")
+    for i in range(20):
+        be = h.add_pod(make_pod(f"be-{i}", api.QOSClass.BE))
+        h.metrics.set(api.POD_CPU_USAGE, 0.1, {"pod_uid": be.uid})
+        h.add_pod(make_pod(f"ls-{i}", api.QOSClass.LS, cpu_limit_milli=0))
+    h.metrics.set(api.NODE_CPU_USAGE, 2.0)
+    plugin = started(h)
+    for _ in range(3):
+        plugin.reconcile()
+    assert h.metrics.queries == 0
+    pod = ls_pod(h, limit=1000)
+    throttled(h, pod)
+    before = h.metrics.queries
+    plugin.reconcile()
+    # the node, every BE pod, then the container's own usage and throttling
+    assert h.metrics.queries - before >= 1 + 20

@@ -141,8 +141,8 @@ def test_cpu_without_cat_or_mba_is_one_log_line(
     fake_host.write("proc/cpuinfo", "vendor_id\t: GenuineIntel\nflags\t\t: fpu sse\n")
     env = NodeQoSEnv(fake_host)
     env.slo(SLO)
-    plugin = env.start(RdtResctrl())
     with caplog.at_level(logging.INFO):
+        plugin = env.start(RdtResctrl())
         for _ in range(3):
             env.tick()
             env.clock.advance(61)
@@ -150,6 +150,8 @@ def test_cpu_without_cat_or_mba_is_one_log_line(
     assert caplog.text.count("resctrl QoS skipped: the CPU lacks cat_l3, mba") == 1
     assert env.executor.events() == []
     assert not fake_host.paths.resctrl_root.exists()
+    # what the CPU lacks holds until a reboot: no tick is scheduled to find that out again every second
+    assert env.scheduled == []
 
 
 def test_a_group_removed_behind_its_back_is_made_again(fake_host: FakeHost, kernel: None) -> None:

@@ -197,3 +197,9 @@ def test_start_runs_collectors_on_threads_until_stop(fake_host: Any) -> None:
     assert not sup.failed
     ticks = reg.get_sample_value("koordlet_collect_lateness_seconds_count", {"collector": "FastSampler"})
     assert ticks is not None and ticks >= 3
+    # each sweep's CPU time too (its wall time holds waits): never more than the wall time
+    cpu = reg.get_sample_value("koordlet_collect_cpu_seconds_total", {"collector": "PodResourceCollector"})
+    wall = reg.get_sample_value(
+        "koordlet_collect_duration_seconds_sum", {"collector": "PodResourceCollector"}
+    )
+    assert cpu is not None and wall is not None and 0 < cpu <= wall * 1.05 + 0.001

@@ -137,3 +137,41 @@ def test_garbage_quota_is_counted(
     make(host_tree, cache, FakeStates(), fake_clock, errors).collect()
     assert errors.kind(fw.ERR_MALFORMED) == 1
     assert "real-limit" not in node_be(cache)
+
+
+def test_a_be_pod_coming_and_going_keeps_the_cpuset_reader(
+    host_tree: Any,
+    cache: MetricCache,
+    fake_clock: FakeClock,
+    errors: RecordingErrors,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every change of the pod list built a new reader over every BE container's cpuset (opening them all
+    again); it now follows the containers that came and went, and bounds the tier as a fresh one would."""
+    from koordlet.system import native
+
+    fh = host_tree
+    pods = [make_pod(f"pod-{i}", uid=pod_uid(60 + i), container_ids=[container_id(60 + i)]) for i in range(4)]
+    for p in pods:
+        fh.pod_cgroup(p.uid)
+        fh.write_cgroup(
+            "cpuset.cpus", fh.container_cgroup(p.uid, "containerd://" + p.containers[0].container_id), "0-3"
+        )
+    fh.write_cgroup("cpuset.cpus", f"{TIER}/pod{pods[3].uid}/{container_id(63)}", "2")
+    set_tier(fh, cpu_ns=0, quota=-1)
+    states = FakeStates(pods=pods[:3])
+    col = make(fh, cache, states, fake_clock, errors)
+    col.collect()
+    assert node_be(cache)["real-limit"] == 4000.0
+    built: list[int] = []
+    real = native.open_batch_reader
+    monkeypatch.setattr(native, "open_batch_reader", lambda *a, **kw: built.append(1) or real(*a, **kw))
+    states.pod_list = [pods[1], pods[2], pods[3]]  # pod 0 goes, pod 3 (one CPU) comes
+    fake_clock.advance(1.0)
+    col.collect()
+    assert built == []
+    assert node_be(cache)["real-limit"] == 1000.0
+    states.pod_list = [pods[1]]
+    fake_clock.advance(1.0)
+    col.collect()
+    assert built == [] and node_be(cache)["real-limit"] == 4000.0

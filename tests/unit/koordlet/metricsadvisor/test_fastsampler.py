@@ -273,3 +273,47 @@ def test_the_sampler_sleeps_while_nobody_wants_samples(
         sampler.close()  # as the advisor's shutdown: wakes the disarmed thread
         thread.join(2)
     assert not thread.is_alive()
+
+
+def test_the_agents_own_cpu_is_read_with_the_counters_not_after(
+    host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
+) -> None:
+    """The own CPU was read after the counters: the agent's CPU spent in between (another thread, while
+    the sampler waited to take the GIL back after the C read) counted in this window's own share but in
+    the next window's node counter, two spikes of opposite sign per burst. Read just before the counters,
+    what the agent burns in between lands in both, and the correction keeps the samples flat."""
+    fh = host_tree
+    fh.write_proc_stat(user=1000, idle=5000, per_cpu=((0,), (0,)))
+    state = {"root": 50_000_000_000, "own": 0.0, "calls": 0}
+    set_root(fh, state["root"])
+    set_be(fh, 7_000_000_000)
+
+    def own_cpu() -> float:
+        # every fifth read, another thread of the agent burns 20 ms just before it
+        state["calls"] += 1
+        if state["calls"] % 5 == 0:
+            state["root"] += 20_000_000
+            state["own"] += 0.02
+            set_root(fh, state["root"])
+        return state["own"]
+
+    sampler = FastSampler(
+        FastSamplerConfig(0.05, clk_tck=100, confirm_after=0.0),
+        fw.Options(cache=cache, clock=fake_clock, errors=errors, host=make_host(fh)),
+        bus=RecordingBus(),
+        own_cpu=own_cpu,
+    )
+    sampler.collect()
+    seen: list[float] = []
+    for _ in range(40):  # LS 1 core steady
+        fake_clock.advance(0.05)
+        state["root"] += 50_000_000
+        set_root(fh, state["root"])
+        sampler.collect()
+        got = one(cache, api.NODE_CPU_USAGE_FAST)
+        assert got is not None
+        seen.append(got)
+    steady = seen[10:]
+    # the agent's average (0.08 core) on LS's 1 core, flat: no window carries another's burst
+    assert max(steady) - min(steady) < 0.1
+    sampler.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from typing import Any
 
@@ -189,21 +190,25 @@ def test_vanished_cgroup_gives_no_sample_never_zero(
     col = make(fh, cache, states, fake_clock, errors)
     col.collect()
     fake_clock.advance(1.0)
-    # b's cgroup is removed while the informer still lists it; c arrives, so descriptors are reopened
+    # b's cgroup is removed while the informer still lists it. The kernel answers ENODEV on a held
+    # descriptor of a removed cgroup; a regular file stays readable through one, so here more new pods
+    # arrive than stay and the reader is built anew, opening every path.
     for sub in ("cpu", "cpuacct", "memory", "cpuset", "blkio", "net_cls", "perf_event", ""):
         target = fh.paths.cgroup_root / sub / bdir if sub else fh.paths.cgroup_root / bdir
         if target.is_dir():
             shutil.rmtree(target)
-    set_usage(fh, fh.pod_cgroup(c.uid), cpu_ns=0, anon=30)
+    d, e = make_pod("pod-8", uid=pod_uid(8), containers=0), make_pod("pod-9", uid=pod_uid(9), containers=0)
+    for p in (c, d, e):
+        set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=0, anon=30)
     set_usage(fh, adir, cpu_ns=500_000_000, anon=10)
-    states.pod_list = [a, b, c]
+    states.pod_list = [a, b, c, d, e]
     col.collect()
     assert by_label(cache, api.POD_CPU_USAGE, "pod_uid") == {a.uid: pytest.approx(0.5)}
     newest = {labels["pod_uid"]: t for labels, t, _v in cache.latest(api.POD_MEMORY_USAGE)}
     assert newest[b.uid] < fake_clock()  # b kept only its old sample: nothing (and no zero) this round
     assert errors.kind(fw.ERR_GONE) == 1
     files_per_pod = 2 if fh.mode is CgroupMode.V2 else 3
-    assert col.open_fds() == 2 * files_per_pod
+    assert col.open_fds() == 4 * files_per_pod
 
 
 def test_pod_leaving_the_informer_closes_its_descriptors(
@@ -330,12 +335,15 @@ def test_memory_hierarchy_gone_keeps_the_cpu_series(
     col = make(fake_host, cache, states, fake_clock, errors)
     col.collect()
     shutil.rmtree(fake_host.paths.cgroup_root / "memory" / pdir)
-    # a new pod forces a reader rebuild, so the removed file is reopened (ENOENT) rather than re-read
+    # more new pods than old force a reader rebuild, so the removed file is reopened (ENOENT) rather than
+    # re-read through its descriptor (the kernel answers ENODEV there; a regular file reads on)
     q = make_pod("pod-31", uid=pod_uid(31), containers=0)
+    r = make_pod("pod-32", uid=pod_uid(32), containers=0)
     set_usage(fake_host, fake_host.pod_cgroup(q.uid), cpu_ns=0, anon=1)
+    set_usage(fake_host, fake_host.pod_cgroup(r.uid), cpu_ns=0, anon=1)
     fake_clock.advance(1.0)
     fake_host.write_cgroup("cpuacct.usage", pdir, "250000000")
-    states.pod_list = [p, q]
+    states.pod_list = [p, q, r]
     col.collect()
     assert by_label(cache, api.POD_CPU_USAGE, "pod_uid") == {p.uid: pytest.approx(0.25)}
     mem_t = {labels["pod_uid"]: t for labels, t, _v in cache.latest(api.POD_MEMORY_USAGE)}
@@ -354,3 +362,70 @@ def test_collect_after_close_is_a_no_op(
     col.collect()  # the daemon shuts components down before joining their threads
     assert col.open_fds() == 0
     assert cache.latest(api.POD_MEMORY_USAGE) == []
+
+
+@pytest.mark.parametrize("force_python", [False, True])
+def test_a_pod_coming_and_going_keeps_the_reader_and_the_other_descriptors(
+    host_tree: Any,
+    cache: MetricCache,
+    fake_clock: FakeClock,
+    errors: RecordingErrors,
+    monkeypatch: pytest.MonkeyPatch,
+    force_python: bool,
+) -> None:
+    """A pod replaced (churn) built a new reader over every pod's files, reopening thousands of them. The
+    reader now follows the change in place: only the new pod's files are opened, the others keep their
+    descriptors, and the samples are those a fresh reader gives."""
+    fh = host_tree
+    pods = [
+        make_pod(f"pod-{50 + i}", uid=pod_uid(50 + i), container_ids=[container_id(500 + i)])
+        for i in range(6)
+    ]
+    for p in pods:
+        set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=0, anon=1)
+        set_usage(fh, fh.container_cgroup(p.uid, "containerd://" + p.containers[0].container_id), cpu_ns=0)
+    states = FakeStates(pods=pods[:5])
+    col = PodResourceCollector(
+        PodResourceConfig(1.0, force_python=force_python),
+        fw.Options(
+            cache=cache,
+            clock=fake_clock,
+            errors=errors,
+            host=make_host(fh),
+            states=states,
+            shared=fw.SharedState(),
+        ),
+    )
+    col.collect()
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: Any, *a: Any, **kw: Any) -> int:
+        opened.append(str(path))
+        return int(real_open(path, *a, **kw))
+
+    monkeypatch.setattr(os, "open", counting_open)
+    held = col.open_fds()
+    # pod 0 goes, pod 5 comes (the C reader opens in C, unseen here: its count of held files stands in)
+    states.pod_list = [*pods[1:5], pods[5]]
+    fake_clock.advance(1.0)
+    for p in pods[1:]:
+        set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=100_000_000, anon=2)
+    col.collect()
+    assert col.rebuilds == 1 and col.updates == 1
+    per_dir = 2 if fh.mode is CgroupMode.V2 else 3
+    assert col.open_fds() == held == 10 * per_dir
+    if force_python:
+        assert len(opened) == 2 * per_dir  # the new pod's and its container's files only
+    want = {p.uid for p in pods[1:5]}  # pod 5 has its baseline only
+    assert set(by_label(cache, api.POD_CPU_USAGE, "pod_uid")) >= want
+    assert {t.ident for t in col.targets()} == {p.uid for p in pods[1:]} | {
+        p.containers[0].container_id for p in pods[1:]
+    }
+    fake_clock.advance(1.0)
+    for p in pods[1:]:
+        set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=300_000_000, anon=3)
+    col.collect()
+    got = by_label(cache, api.POD_CPU_USAGE, "pod_uid")
+    assert {uid: round(v, 3) for uid, v in got.items()} == {p.uid: 0.2 for p in pods[1:]}
+    assert by_label(cache, api.POD_MEMORY_USAGE, "pod_uid")[pods[5].uid] == 3.0

@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from koordlet.runtimehooks.guard import Guard
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
@@ -64,5 +66,61 @@ def test_the_same_dirs_again_cost_nothing_and_a_dropped_watch_is_added_again(tmp
         assert len(guard._owner) == 3
         (tmp_path / "cpu" / POD_DIR / "cpu.shares").write_text("2")
         assert wait_until(lambda: changed == [{UID}], 5)
+    finally:
+        stop_and_close(stop, guard.close, thread)
+
+
+def test_a_pod_counts_as_guarded_only_while_each_of_its_dirs_is_watched(tmp_path: Path) -> None:
+    other = "00000000-0000-4000-8000-000000000002"
+    other_dir = "kubepods/burstable/pod" + other
+    for sub in ("cpu", "cpuset", "memory"):
+        (tmp_path / sub / POD_DIR).mkdir(parents=True)
+    (tmp_path / "cpu" / other_dir).mkdir(parents=True)  # its cpuset and memory dirs are not there
+    guard = Guard(HostPaths(cgroup_root=tmp_path), CgroupMode.V1, lambda _uids: None)
+    assert guard.guarded() == frozenset()
+    stop = threading.Event()
+    thread = threading.Thread(target=guard.run, args=(stop,), name="guard")
+    thread.start()
+    try:
+        assert wait_until(lambda: guard._ino is not None, 5)
+        guard.watch({UID: [POD_DIR], other: [other_dir]})
+        assert guard.guarded() == {UID}
+        (tmp_path / "memory" / POD_DIR).rmdir()  # the kernel drops that watch
+        assert wait_until(lambda: guard.guarded() == frozenset(), 5)
+    finally:
+        stop_and_close(stop, guard.close, thread)
+
+
+def test_a_pod_coming_builds_only_its_own_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pass that changed a pod asked the guard again for every pod, and it built and checked every
+    pod's paths (six per pod on v1: a thousand pods' worth per pod coming or going). A pod's paths are
+    built once while its dirs stay the same."""
+    from koordlet.runtimehooks import guard as guard_mod
+
+    uids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(10, 20)]
+    dirs = {uid: ["kubepods/burstable/pod" + uid] for uid in uids}
+    for d in dirs.values():
+        for sub in ("cpu", "cpuset", "memory"):
+            (tmp_path / sub / d[0]).mkdir(parents=True)
+    built: list[str] = []
+    real = guard_mod.cgroups.cgroup_dir_path
+    monkeypatch.setattr(
+        guard_mod.cgroups, "cgroup_dir_path", lambda *a, **kw: built.append(a[-1]) or real(*a, **kw)
+    )
+    guard = Guard(HostPaths(cgroup_root=tmp_path), CgroupMode.V1, lambda _uids: None)
+    stop = threading.Event()
+    thread = threading.Thread(target=guard.run, args=(stop,), name="guard")
+    thread.start()
+    try:
+        assert wait_until(lambda: guard._ino is not None, 5)
+        guard.watch(dirs)
+        assert len(built) == 30
+        built.clear()
+        new = "00000000-0000-4000-8000-000000000099"
+        for sub in ("cpu", "cpuset", "memory"):
+            (tmp_path / sub / f"kubepods/burstable/pod{new}").mkdir(parents=True)
+        guard.watch({**{uid: dirs[uid] for uid in uids[1:]}, new: [f"kubepods/burstable/pod{new}"]})
+        assert built == [f"kubepods/burstable/pod{new}"] * 3  # the new pod's three, nobody else's
+        assert guard.guarded() == {*uids[1:], new}
     finally:
         stop_and_close(stop, guard.close, thread)

@@ -291,3 +291,45 @@ def test_the_loop_sleeps_between_passes_and_wakes_on_request_and_shutdown() -> N
         r.shutdown()
         thread.join(5)
     assert not thread.is_alive()
+
+
+def test_a_timed_pass_asks_only_the_pods_the_guard_cannot_see() -> None:
+    """Every timed pass asked every hook about every pod (a thousand pods every ten seconds) although the
+    guard sees any write to the pods' values as it happens. A timed pass now asks the pods whose inputs
+    changed and those the guard does not watch; every :data:`FULL_EVERY`-th still asks them all."""
+    from koordlet.runtimehooks import reconciler as rmod
+
+    pods = [be_pod(f"batch-{i}") for i in range(10)]
+    states, host, ex = fake_world(*pods)
+    watched: set[str] = set()
+    asked: list[str] = []
+    r = Reconciler(
+        (BatchResource(),),
+        states,
+        host,
+        ex,
+        Rule,
+        interval=0.02,
+        guarded=lambda: frozenset(watched),
+        on_hook=lambda name, stage, took, ok: asked.append(stage.value),
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=r.run, args=(stop,), name="reconciler")
+    thread.start()
+    try:
+        assert wait_until(lambda: r.passes >= 1, 5)
+        watched.update(p.uid for p in pods[:8])  # the guard watches all but two pods
+        first = r.passes
+        assert wait_until(lambda: r.passes >= first + 5, 5)
+        asked.clear()
+        n0 = r.passes
+        assert wait_until(lambda: r.passes >= n0 + 5, 5)
+        passes, per_pod = r.passes - n0, len([a for a in asked if a == "PreRunPodSandbox"])
+    finally:
+        stop.set()
+        r.shutdown()
+        thread.join(5)
+    # each timed pass: the 3 tiers and the 2 unwatched pods (a full one now and then: all 10)
+    fulls = passes // rmod.FULL_EVERY + 1
+    assert per_pod <= passes * (3 + 2) + fulls * 10
+    assert 0 < per_pod < passes * (3 + 10)

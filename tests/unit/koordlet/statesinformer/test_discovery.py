@@ -166,3 +166,61 @@ def test_a_host_without_any_kubepods_tree_is_synced_with_no_pods(fake_host: Any)
     host = Host(fake_host.paths)
     inf = informer(host)
     assert inf.refresh() and inf.pods() == ()
+
+
+def test_a_change_the_pleg_names_lists_only_that_pod_dir(fake_host: Any) -> None:
+    """Each PLEG event listed every tier and every pod dir again (a thousand pods' dirs per pod coming or
+    going). Once the PLEG names the pod dirs that changed, a refresh lists just those; the pods it did not
+    touch come back as the same objects, and ``None`` (events lost) or the safety interval list it all."""
+    import shutil
+    import threading
+    import time
+
+    from koordlet.statesinformer.pleg import PLEG
+    from koordshared.runtime.lifecycle import wait_for
+
+    driver = CgroupDriver.CGROUPFS
+    uids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(10, 30)]
+    for i, uid in enumerate(uids):
+        fake_host.container_cgroup(uid, f"containerd://{i:064d}", api.KubeQOSClass.BURSTABLE, driver)
+    fake_host.mkcgroup(None, "kubepods/besteffort")
+    host = Host(fake_host.paths)
+    clock = FakeClock()
+    source = CgroupDiscovery(host, clock=clock)
+    inf = PodsInformer(source, lambda: host.layout, clock=clock, staleness=20)
+    refreshed: list[int] = []
+    pleg = PLEG(host, lambda: refreshed.append(int(inf.refresh())), poll=0.05, on_dirs=source.changed)
+    stop = threading.Event()
+    t = threading.Thread(target=pleg.run, args=(stop,))
+    t.start()
+    try:
+        assert wait_for(lambda: len(refreshed) == 1, threading.Event(), timeout=3)  # the first: everything
+        assert len(inf.pods()) == 20
+        before, listed, n = inf.pods(), source.dirs_listed, len(refreshed)
+        cpu = fake_host.paths.cgroup_root / "cpu"
+        new_uid = "00000000-0000-4000-8000-000000000099"
+        (cpu / f"kubepods/besteffort/pod{new_uid}").mkdir()
+        assert wait_for(lambda: any(p.uid == new_uid for p in inf.pods()), threading.Event(), timeout=3)
+        (cpu / f"kubepods/besteffort/pod{new_uid}/{'a' * 64}").mkdir()
+        assert wait_for(
+            lambda: any(p.uid == new_uid and p.containers for p in inf.pods()), threading.Event(), timeout=3
+        )
+        # the new pod's dir, at most once per refresh (the old code: 3 tiers and 21 pod dirs each time)
+        assert source.dirs_listed - listed <= len(refreshed) - n
+        after = {p.uid: p for p in inf.pods()}
+        assert all(after[p.uid] is p for p in before)  # untouched pods: the same objects
+        # a pod removed (its container dir, then its own): gone, still without listing the others
+        listed, n = source.dirs_listed, len(refreshed)
+        shutil.rmtree(cpu / f"kubepods/burstable/pod{uids[0]}")
+        assert wait_for(lambda: all(p.uid != uids[0] for p in inf.pods()), threading.Event(), timeout=3)
+        time.sleep(0.2)
+        assert source.dirs_listed - listed <= len(refreshed) - n
+    finally:
+        stop.set()
+        pleg.close()
+        t.join(5)
+    # the safety interval: the next refresh lists the whole tree again
+    listed = source.dirs_listed
+    clock.advance(61.0)
+    inf.refresh()
+    assert source.dirs_listed - listed >= 21

@@ -254,3 +254,37 @@ def test_fds_do_not_leak_across_churn(tmp_path: Path) -> None:
                 reader.read()
                 assert lowest_free_fd() > before
     assert lowest_free_fd() == before
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_files_change_in_place_without_reopening_the_others(tmp_path: Path, impl: str) -> None:
+    """Swap, truncate and extend: the reader keeps every other file's descriptor (a pod coming
+    or going no longer rebuilds a reader of thousands of files) and reads as a fresh one would."""
+    paths, kinds, keys = _tree(tmp_path, 5)
+    with _open(impl, paths, kinds, keys) as reader:
+        reader.read()
+        assert reader.open_fds() == 10
+        reader.swap(0, 8)  # c0's counter and c4's trade places, descriptors too
+        reader.swap(1, 9)
+        with pytest.raises((ValueError, OSError)):
+            reader.swap(0, 1)  # a counter and a key-value file
+        assert reader.open_fds() == 10
+        reader.truncate(8)  # c0 goes (it was moved last)
+        assert reader.open_fds() == 8
+        new = tmp_path / "c9"
+        new.mkdir()
+        (new / "cpuacct.usage").write_text("7\n")
+        (new / "memory.stat").write_text(MEMORY_STAT)
+        reader.extend([new / "cpuacct.usage", new / "memory.stat"], kinds[:2], keys[:2])
+        res = reader.read()
+        assert reader.open_fds() == 10
+        fresh = _open(impl, reader.layout.paths, reader.layout.kinds, reader.layout.keys)
+        with fresh:
+            want = fresh.read()
+        assert (res.status, res.values) == (want.status, want.values)
+        assert [file_values(res, i) for i in (0, 2, 8)] == [1004, 1001, 7]
+        assert reader.layout.offsets == want.layout.offsets and reader.layout.slots == want.layout.slots
+        reader.truncate(0)
+        assert reader.read().values == [] and reader.open_fds() == 0
+        reader.extend(paths[:2], kinds[:2], keys[:2])
+        assert file_values(reader.read(), 0) == 1000

@@ -142,3 +142,32 @@ def test_probe_cost_bound_holds_with_late_and_stalled_ticks(stall_every: int | N
         t_prev, ceiling_prev = t, ceiling
     assert probes >= 20
     assert lost / (current * t_prev) <= probe.cost_fraction * 1.05
+
+
+def test_the_fast_path_stays_disarmed_while_no_spike_can_reach_a_be_tier_under_its_own_limit() -> None:
+    """The real-cluster LS spike (two CPUs, threshold 100 %, one BE pod held at 200m by its own batch-cpu
+    limit, the node otherwise near idle) shrank the BE quota after ~0.8 s, by the 1 s path: the fast path
+    was not armed, by design. A shrink matters only when BE uses more than the budget left after a rise,
+    i.e. when node usage plus the rise crosses the threshold; a rise of half the node cannot take the node
+    from 0.5 to 2 cores, so the write took nothing from BE. With BE burning up to its budget the node
+    is within reach and the fast path arms."""
+    held = _budget.Usage(
+        capacity_milli=2000,
+        node_used_milli=500.0,
+        pod_non_be_milli=0.0,
+        host_app_non_be_milli=0.0,
+        be_pods_milli=200.0,
+        system_milli=300.0,
+        reserved_milli=0,
+    )
+    assert not _budget.fast_path_matters(held, 100)
+    burning = _budget.Usage(
+        capacity_milli=2000,
+        node_used_milli=1900.0,
+        pod_non_be_milli=0.0,
+        host_app_non_be_milli=0.0,
+        be_pods_milli=1600.0,
+        system_milli=300.0,
+        reserved_milli=0,
+    )
+    assert _budget.fast_path_matters(burning, 100)
