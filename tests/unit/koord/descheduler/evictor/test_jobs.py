@@ -19,7 +19,7 @@ from koordshared.apis.scheduling import podmigrationjob as pmj
 from koordshared.kube.client import make_api_client
 from koordshared.testing import FakeClock, objects
 from tests.apiserver import APIServer
-from tests.apiserver.fixtures import DEFAULT_CRDS
+from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
 from tests.cluster.deschedulerharness import running_descheduler
 from tests.cluster.reporter import FakeReporter
 from tests.support.paths import ROOT
@@ -298,3 +298,238 @@ def test_reservation_first_places_the_reservation_then_evicts_then_binds_the_rep
     about_jobs = [e for e in events if e["involvedObject"]["kind"] == "PodMigrationJob"]
     assert {e["action"] for e in about_jobs} == {"Migrating"}
     assert {e["involvedObject"]["apiVersion"] for e in about_jobs} == {"scheduling.koordinator.sh/v1alpha1"}
+
+
+def user_job(server: APIServer, name: str, pod: str, *, mode: str = "EvictDirectly", ttl: str = "5m") -> None:
+    """A job as a user writes it (no UID in its podRef, no creator)."""
+    server.store.create(
+        JOBS,
+        {
+            "apiVersion": pmj.API_VERSION,
+            "kind": pmj.KIND,
+            "metadata": {"name": name},
+            "spec": {"podRef": {"namespace": "default", "name": pod}, "mode": mode, "ttl": ttl},
+        },
+    )
+
+
+def test_an_unplaced_reservation_is_reported_and_released_when_the_job_times_out(
+    server: APIServer, clock: FakeClock
+) -> None:
+    populate(server, pods=4)
+    user_job(server, "move-1", "be-000", mode="ReservationFirst")
+    with running_descheduler(server.client_config(), config(), clock=clock.wall, monotonic=clock) as app:
+        tick(server, app, 2)
+        job = server.store.get(JOBS, "move-1")
+        assert (
+            job["spec"]["podRef"]["uid"] == server.store.get("pods", "be-000", "default")["metadata"]["uid"]
+        )
+        rname = job["spec"]["reservationOptions"]["reservationRef"]["name"]
+        # koord-scheduler cannot place it: the job says why and waits
+        r = server.store.get(RESERVATIONS, rname)
+        r["status"] = {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "Scheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/3 nodes are available",
+                }
+            ],
+        }
+        server.store.update(RESERVATIONS, r, subresource="status")
+        tick(server, app, 3)
+        job = server.store.get(JOBS, "move-1")
+        assert job["status"]["phase"] == "Running"
+        cond = pmj.condition(job, "ReservationScheduled")
+        assert (
+            cond is not None
+            and cond["reason"] == "Unschedulable"
+            and cond["message"] == "0/3 nodes are available"
+        )
+        clock.advance(301)
+        tick(server, app)
+        app.events.flush()
+        job = server.store.get(JOBS, "move-1")
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Failed", "Timeout")
+    assert job["status"]["message"] == "Abort job caused by timeout"
+    assert not server.store.exists(RESERVATIONS, rname), "the Reservation is released"
+    assert evictions(server) == []
+    assert [(t, r) for t, r, _ in job_events(server, job)] == [
+        ("Normal", "ReservationCreated"),
+        ("Warning", "Unschedulable"),
+        ("Warning", "Timeout"),
+    ]
+
+
+def test_a_reservation_on_the_pods_own_node_fails_the_job_and_is_deleted(
+    server: APIServer, clock: FakeClock
+) -> None:
+    populate(server, pods=4)
+    user_job(server, "move-1", "be-000", mode="ReservationFirst")
+    with running_descheduler(server.client_config(), config(), clock=clock.wall, monotonic=clock) as app:
+        tick(server, app, 2)
+        rname = server.store.get(JOBS, "move-1")["spec"]["reservationOptions"]["reservationRef"]["name"]
+        place(server, rname, "hot")
+        tick(server, app)
+        job = server.store.get(JOBS, "move-1")
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Failed", "ForbiddenMigratePod")
+    assert "on the same node as the Pod" in job["status"]["message"]
+    assert not server.store.exists(RESERVATIONS, rname)
+    assert evictions(server) == []
+
+
+def test_evict_directly_and_the_arbitration_limits_hold_over_50_queued_moves(
+    server: APIServer, clock: FakeClock
+) -> None:
+    """50 jobs at once over 5 nodes, 2 namespaces and 10 workloads of 5: never more under way than the
+    limits allow, and every pod moved in the end."""
+    store = server.store
+    store.create("namespaces", {"metadata": {"name": "team-b"}}, keep_status=False)
+    nodes = [f"n{i}" for i in range(5)]
+    for n in nodes:
+        store.create("nodes", objects.node(n, cpu="100", memory="100Gi"))
+    for i in range(50):
+        ns = "default" if i % 2 == 0 else "team-b"
+        store.create("pods", owned_pod(f"p-{i:02d}", nodes[i // 10], f"rs-{i % 10}", ns=ns))
+        store.create(
+            JOBS,
+            {
+                "apiVersion": pmj.API_VERSION,
+                "kind": pmj.KIND,
+                "metadata": {"name": f"move-{i:02d}"},
+                "spec": {"podRef": {"namespace": ns, "name": f"p-{i:02d}"}, "mode": "EvictDirectly"},
+            },
+        )
+    limits = {
+        "maxMigratingPerNode": 2,
+        "maxMigratingPerNamespace": 4,
+        "maxMigratingGlobally": 6,
+        "objectLimiters": {},  # no 5-minute window per workload: the limits alone pace the queue
+    }
+    # the kubelet does not confirm at once: a pod evicted stays Terminating until the test lets it go
+    server.kubelet.auto = False
+    peak = {"global": 0, "node": 0, "namespace": 0, "workload": 0}
+    with running_descheduler(
+        server.client_config(), config(limits), clock=clock.wall, monotonic=clock
+    ) as app:
+        for _ in range(200):
+            tick(server, app)
+            pods = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in store.list("pods")[0]}
+            active = [
+                j
+                for j in jobs(server)
+                if pmj.phase_of(j) == "Running" or (pmj.passed_arbitration(j) and pmj.is_active(j))
+            ]
+            seen: dict[str, dict[str, int]] = {"node": {}, "namespace": {}, "workload": {}}
+            for j in active:
+                pod = pods.get(pmj.pod_key(j))
+                keys = {"namespace": j["spec"]["podRef"]["namespace"]}
+                if pod is not None:
+                    keys["node"] = pod["spec"]["nodeName"]
+                    keys["workload"] = pod["metadata"]["ownerReferences"][0]["uid"]
+                for kind, key in keys.items():
+                    seen[kind][key] = seen[kind].get(key, 0) + 1
+            peak["global"] = max(peak["global"], len(active))
+            for kind, by in seen.items():
+                peak[kind] = max(peak[kind], max(by.values(), default=0))
+            for key in server.kubelet.confirm_all():  # the ReplicaSet replaces each pod gone
+                ns, name = key.split("/")
+                i = int(name[2:])
+                store.create("pods", owned_pod(f"r-{i:02d}", nodes[(i // 10 + 1) % 5], f"rs-{i % 10}", ns=ns))
+            clock.advance(1)
+            if all(pmj.phase_of(j) == "Succeeded" for j in jobs(server)):
+                break
+    assert [pmj.name_of(j) for j in jobs(server) if pmj.phase_of(j) != "Succeeded"] == []
+    assert sorted(evictions(server)) == sorted(f"p-{i:02d}" for i in range(50)), "each pod evicted once"
+    # workloads of 5 replicas: Koordinator's default allows 2 migrating per workload
+    assert peak["global"] == 6 and peak["node"] == 2, peak
+    assert peak["namespace"] <= 4 and peak["workload"] <= 2, peak
+
+
+def test_a_pod_that_may_not_move_fails_its_job_at_arbitration(server: APIServer, clock: FakeClock) -> None:
+    populate(server, pods=2)
+    p = server.store.get("pods", "be-001", "default")
+    p["metadata"]["annotations"]["scheduling.koordinator.sh/eviction-cost"] = str(2**31 - 1)
+    server.store.update("pods", p)
+    user_job(server, "never", "be-001")
+    user_job(server, "gone", "nobody")
+    with running_descheduler(server.client_config(), config(), clock=clock.wall, monotonic=clock) as app:
+        tick(server, app, 2)
+        never, gone = server.store.get(JOBS, "never"), server.store.get(JOBS, "gone")
+    assert (never["status"]["phase"], never["status"]["reason"]) == ("Failed", "ForbiddenMigratePod")
+    assert (
+        never["status"]["message"]
+        == 'Pod "default/be-001" is forbidden to migrate because it does not meet the requirements'
+    )
+    assert (gone["status"]["phase"], gone["status"]["reason"]) == ("Failed", "MissingPod")
+    assert gone["status"]["message"] == 'Abort job caused by missing Pod "default/nobody"'
+    assert evictions(server) == []
+
+
+def test_the_scavenger_deletes_old_jobs_and_their_reservations(server: APIServer, clock: FakeClock) -> None:
+    populate(server, pods=4)
+    user_job(server, "old", "be-000", mode="ReservationFirst", ttl="1m")
+    with running_descheduler(server.client_config(), config(), clock=clock.wall, monotonic=clock) as app:
+        tick(server, app, 2)
+        rname = server.store.get(JOBS, "old")["spec"]["reservationOptions"]["reservationRef"]["name"]
+        clock.advance(61)
+        tick(server, app)
+        assert server.store.get(JOBS, "old")["status"]["reason"] == "Timeout"
+        assert not server.store.exists(RESERVATIONS, rname)
+        clock.advance(298)  # 359 s old: kept (TTL + 5 minutes is 360 s)
+        tick(server, app)
+        assert server.store.exists(JOBS, "old")
+        clock.advance(30)
+        tick(server, app)
+        assert server.store.exists(JOBS, "old"), "the scavenger runs once a minute"
+        clock.advance(30)
+        tick(server, app)
+    assert not server.store.exists(JOBS, "old"), "deleted 5 minutes after its TTL"
+
+
+def test_reservation_first_moves_only_pods_of_its_schedulers_and_a_dry_run_creates_no_job(
+    server: APIServer, clock: FakeClock
+) -> None:
+    populate(server, pods=6, scheduler="default-scheduler")
+    with running_descheduler(server.client_config(), config(), clock=clock.wall, monotonic=clock) as app:
+        app.run_round()
+        assert jobs(server) == [], "default-scheduler pods: no ReservationFirst job (schedulerNames)"
+    with running_descheduler(
+        server.client_config(),
+        config({"schedulerNames": ["default-scheduler"], "dryRun": True}),
+        clock=clock.wall,
+        monotonic=clock,
+    ) as app:
+        app.run_round()
+        assert jobs(server) == [] and evictions(server) == []
+    with running_descheduler(
+        server.client_config(), config({"defaultJobMode": "EvictDirectly"}), clock=clock.wall, monotonic=clock
+    ) as app:
+        app.run_round()
+        settle(server, app)
+        assert [j["spec"]["mode"] for j in jobs(server)] == ["EvictDirectly"] * 2
+        tick(server, app, 3)
+        assert len(evictions(server)) == 2
+        assert {j["status"]["phase"] for j in jobs(server)} == {"Succeeded"}
+
+
+def test_without_the_crd_or_with_jobs_off_the_pod_is_evicted_at_once(
+    api_server_factory: Any,  # noqa: F811
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = api_server_factory(kubelet_auto_confirm=True)
+    populate(server, pods=4)
+    with running_descheduler(server.client_config(), config(), clock=clock.wall, monotonic=clock) as app:
+        app.run_round()
+    assert len(evictions(server)) == 2
+    assert "does not serve podmigrationjobs" in caplog.text
+    with_crd = api_server_factory(crds=(*DEFAULT_CRDS, PMJ_CRD, RESERVATION_CRD), kubelet_auto_confirm=True)
+    populate(with_crd, pods=4)
+    with running_descheduler(
+        with_crd.client_config(), config({"usePodMigrationJobs": False}), clock=clock.wall, monotonic=clock
+    ) as app:
+        app.run_round()
+    assert len(evictions(with_crd)) == 2 and with_crd.store.list(JOBS)[0] == []
