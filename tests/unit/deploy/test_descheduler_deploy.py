@@ -153,7 +153,7 @@ def through_jobs() -> list[Request]:
                 settle(server, app)
                 mc.tick()
             settle(server, app)
-            (first, second) = server.store.list(JOBS)[0]
+            first, _ = server.store.list(JOBS)[0]
             place(server, first["spec"]["reservationOptions"]["reservationRef"]["name"], "cold-1")
             settle(server, app)
             mc.tick()
