@@ -1,15 +1,11 @@
 """``MigrationControllerArgs`` (``descheduler/v1alpha2``) for our Evict/Filter plugin, read strictly.
 
-Kept with Koordinator's meaning and defaults: the filter options (``evictFailedBarePods``,
-``evictAllBarePods``, ``evictLocalStoragePods``, ``evictSystemCriticalPods``, ``ignorePvcPods``,
-``priorityThreshold``, ``labelSelector``, ``namespaces``, ``nodeFit``), the limits
-(``maxMigratingPerNode`` 2, ``maxMigratingPerNamespace``, ``maxMigratingGlobally``,
-``maxMigratingPerWorkload``, ``maxUnavailablePerWorkload``, ``skipCheckExpectedReplicas``,
-``objectLimiters.workload`` with its 5-minute window), ``skipEvictionGates``, ``evictQPS`` 10 and
-``evictBurst`` 1, the PodMigrationJobs (``defaultJobMode`` ReservationFirst, ``defaultJobTTL`` 5 minutes,
-``schedulerNames`` koord-scheduler, ``arbitrationArgs`` every 500 ms),
-``defaultDeleteOptions.gracePeriodSeconds`` and ``dryRun``; and one field of ours,
-``usePodMigrationJobs`` (default true; false evicts at once, without jobs). Details: ``docs/modules.md``.
+Kept with Koordinator's meaning and defaults: the filter options, the limits (``maxMigratingPerNode`` 2,
+per namespace, global, per workload, ``objectLimiters.workload`` with its 5-minute window),
+``skipEvictionGates``, ``evictQPS`` 10 and ``evictBurst`` 1, the PodMigrationJobs (``defaultJobMode``
+ReservationFirst, ``defaultJobTTL`` 5 minutes, ``schedulerNames`` koord-scheduler, ``arbitrationArgs``
+every 500 ms), ``defaultDeleteOptions.gracePeriodSeconds`` and ``dryRun``; and one field of ours,
+``usePodMigrationJobs`` (default true; false evicts at once). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

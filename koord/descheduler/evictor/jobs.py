@@ -1,20 +1,12 @@
 """The PodMigrationJob controller (Koordinator's MigrationController reconciler): creates a job per move
-the descheduler decides, arbitrates the pending ones against the limits, and carries each through.
-
-:meth:`JobController.tick` runs every ``arbitrationArgs.interval`` while this replica leads: every
-minute it first deletes the jobs (and their Reservations) past their TTL plus 5 minutes (30 minutes
-without a TTL); then it arbitrates the queue of pending jobs (:mod:`.arbitration`: in order, a job whose
-pod may not be moved at all fails, one over a limit waits, one within the limits passes and counts from
-then on); then it works on every passed or running job from the caches, writing only when a step
-changes. A job's steps: over its TTL it fails (``Timeout``) and its Reservation is deleted; pending, its
-pod is looked up (missing: ``MissingPod``) and it turns Running. ``EvictDirectly``: evict the pod (rate
-limited by ``evictQPS``), wait until it is gone, Succeeded. ``ReservationFirst``: create the Reservation
-(:mod:`.reservations`), wait until koord-scheduler places it (an unschedulable one is reported on the
-job and waits for the TTL; expired or on the pod's own node: Failed), evict the pod, wait until a new
-pod is bound to the Reservation and Ready, Succeeded. Every failure after the Reservation was created
-deletes it. A step that fails (a refused eviction, the server unreachable) is retried with backoff.
-Each step is an Event regarding the job (Koordinator's reasons and notes, action ``Migrating``); the
-eviction is also a ``Descheduled`` Event regarding the pod. Details: ``docs/modules.md``.
+the descheduler decides, arbitrates the pending ones against the limits (:mod:`.arbitration`), and
+carries each through, writing only when a step changes and recording each step as an Event regarding
+the job. ``EvictDirectly``: evict the pod, wait until it is gone. ``ReservationFirst``: create the
+Reservation (:mod:`.reservations`), wait until koord-scheduler places it on another node, evict the pod,
+wait until a new pod is bound to the Reservation and Ready. A job over its TTL fails and releases its
+Reservation, as does every other failure after it was created; jobs long past their TTL are deleted.
+:meth:`JobController.tick` does one pass (scavenger, arbitration, every job); a step that fails is
+retried with backoff. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
 """``MigrationController``, the default Evict and Filter plugin: Koordinator's name and args (so a
-Koordinator DeschedulerConfiguration keeps working). As in Koordinator, a move is a PodMigrationJob
-(:mod:`.jobs` carries it out, by default reserving room for the replacement first) when the cluster
-serves the PodMigrationJob CRD; without the CRD, or with ``usePodMigrationJobs: false``, the pod is
-evicted at once through the Eviction API, as described below.
-
-With jobs, ``filter`` also turns away a pod already being moved and, for ReservationFirst, a pod another
-scheduler than ``schedulerNames`` places; the limits count the active jobs; ``evict`` creates the job
-(a dry run only logs it) and the controller evicts later.
-
-Evicting at once:
-
-``filter(pod)`` applies the static filters (:mod:`.filters`); ``pre_eviction_filter(pod)`` the limits on
-evictions under way (:mod:`.limits`); ``evict(pod, options)`` checks both again (a plugin that skipped
-them still cannot evict a protected pod), waits for the ``evictQPS``/``evictBurst`` rate, then posts a
-``policy/v1`` Eviction with the pod's UID as precondition. A 429 (a PodDisruptionBudget, or the server
-throttling) is a refusal, never forced: the pod is skipped and may be chosen again in a later round.
-Every eviction is logged with its reason text and recorded as a ``Descheduled`` Event (action
-``Evicting``, as Koordinator's evictor) regarding the pod; a dry run logs the same decision ("would
-evict") and changes nothing.
+Koordinator DeschedulerConfiguration keeps working). As in Koordinator, each move is a PodMigrationJob
+carried out by :mod:`.jobs` when the cluster serves the CRD (``filter`` then also turns away pods already
+being moved and, for ReservationFirst, pods not placed by ``schedulerNames``); without the CRD, or with
+``usePodMigrationJobs: false``, the pod is evicted at once through the Eviction API. Either way the
+static filters (:mod:`.filters`) and the limits (:mod:`.limits`) are checked again in ``evict``; an
+eviction waits for the ``evictQPS`` rate; a 429 (a PodDisruptionBudget) is a refusal, never forced; each
+eviction is logged with its reason and recorded as a ``Descheduled`` Event (action ``Migrating``)
+regarding the pod; a dry run logs the same decisions and changes nothing. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
