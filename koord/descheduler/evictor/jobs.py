@@ -93,6 +93,8 @@ class JobController:
         self._next_scavenge = 0.0
         self._retry: dict[str, tuple[float, float]] = {}
         """Job name -> (when it may be tried again, the delay after the next failure)."""
+        self._moving: tuple[tuple[object, ...], dict[str, Obj]] | None = None
+        """The active jobs by pod UID (or ``namespace/name`` when they name no UID), with the jobs' stamp."""
 
     # ---- reading --------------------------------------------------------------------------------------
 
@@ -118,14 +120,15 @@ class JobController:
 
     def job_of(self, pod: Obj) -> Obj | None:
         """The active job moving ``pod`` (by UID, or by name for a job that names no UID)."""
-        uid, key = podutil.pod_uid(pod), podutil.pod_key(pod)
-        for job in self.jobs():
-            if not pmj.is_active(job):
-                continue
-            ref_uid = str(pmj.pod_ref(job).get("uid") or "")
-            if ref_uid == uid or (not ref_uid and pmj.pod_key(job) == key):
-                return job
-        return None
+        stamp = self.caches.jobs.stamp()
+        if self._moving is None or self._moving[0] != stamp:
+            index: dict[str, Obj] = {}
+            for job in self.jobs():
+                if pmj.is_active(job):
+                    index[str(pmj.pod_ref(job).get("uid") or "") or f"/{pmj.pod_key(job)}"] = job
+            self._moving = (stamp, index)
+        index = self._moving[1]
+        return index.get(podutil.pod_uid(pod)) or index.get(f"/{podutil.pod_key(pod)}")
 
     def under_way(self, pod: Obj, *, arbitrating: bool) -> list[Migration]:
         return arbitration.under_way(

@@ -33,6 +33,7 @@ class Overlay:
         self._written: dict[str, Obj] = {}
         self._deleted: dict[str, int] = {}
         """Names deleted by us, with the version the cache held then (hidden until the cache drops it)."""
+        self._writes = 0
 
     def _cached(self, name: str) -> Obj | None:
         store = self._store()
@@ -59,12 +60,20 @@ class Overlay:
         names |= set(self._written)
         return [o for n in sorted(names) if (o := self.get(n)) is not None]
 
+    def stamp(self) -> tuple[object, ...]:
+        """Changes whenever what :meth:`objects` returns may have changed (for indexes built on it)."""
+        store = self._store()
+        seen = (getattr(store, "resource_version", None), len(store)) if store is not None else ()
+        return (*seen, self._writes)
+
     def wrote(self, obj: Mapping[str, Any]) -> None:
         """``obj`` as the server answered a create or update."""
+        self._writes += 1
         self._deleted.pop(_name(obj), None)
         self._written[_name(obj)] = obj
 
     def deleted(self, name: str) -> None:
+        self._writes += 1
         self._written.pop(name, None)
         cached = self._cached(name)
         self._deleted[name] = _version(cached) if cached is not None else 0
