@@ -533,3 +533,23 @@ def test_without_the_crd_or_with_jobs_off_the_pod_is_evicted_at_once(
     ) as app:
         app.run_round()
     assert len(evictions(with_crd)) == 2 and with_crd.store.list(JOBS)[0] == []
+
+
+def test_the_process_works_on_jobs_between_rounds_only_while_it_leads(
+    server: APIServer, clock: FakeClock
+) -> None:
+    populate(server, pods=4)
+    user_job(server, "move-1", "be-000")
+    with running_descheduler(server.client_config(), config(), clock=clock.wall, monotonic=clock) as app:
+        loops = app.background()
+        assert [(name, every) for name, every, _ in loops] == [("test/MigrationController", 0.5)]
+        tick_loop = loops[0][2]
+        settle(server, app)
+        app.is_leader = lambda: False
+        tick_loop()
+        settle(server, app)
+        assert not pmj.passed_arbitration(server.store.get(JOBS, "move-1"))
+        app.is_leader = lambda: True
+        tick_loop()
+        settle(server, app)
+        assert pmj.passed_arbitration(server.store.get(JOBS, "move-1"))
