@@ -202,12 +202,12 @@ def bind_replacement(server: APIServer, reservation: str, node: str, name: str, 
 def test_reservation_first_places_the_reservation_then_evicts_then_binds_the_replacement(
     server: APIServer, clock: FakeClock
 ) -> None:
-    populate(server, pods=10)
+    populate(server, pods=50)
     with running_descheduler(server.client_config(), config(), clock=clock.wall, monotonic=clock) as app:
         assert app.run_round() == "ok"
         settle(server, app)
         created = jobs(server)
-        assert len(created) == 2, "maxMigratingPerNode 2: two jobs for the hot node, none evicted yet"
+        assert len(created) == 2, "50 candidates, maxMigratingPerNode 2: two jobs for the hot node"
         assert evictions(server) == []
         job = created[0]
         assert job["spec"]["mode"] == "ReservationFirst" and job["spec"]["ttl"] == "5m0s"
