@@ -222,6 +222,7 @@ class JobController:
             if pmj.phase_of(j) in ("", pmj.Phase.PENDING)
             and not pmj.passed_arbitration(j)
             and not pmj.paused(j)
+            and self.claims(j)
         ]
         if not waiting:
             return

@@ -1,4 +1,4 @@
-"""The Reservation a ReservationFirst job creates, and the job's conditions: the pod's template off its
+"""The Reservation a ReservationFirst job creates, the job's conditions, and which controller works on a job: the pod's template off its
 node (a node term added to each of the pod's own terms), for its controller or, unscheduled, for itself;
 used once; the job's TTL; a template the job gives kept; conditions keep their transition time while
 their status holds and say nothing changed when nothing did."""
@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from koord.descheduler.evictor.args import parse_args
+from koord.descheduler.evictor.jobapi import JobAPI
+from koord.descheduler.evictor.jobs import Caches, JobController
+from koord.descheduler.evictor.jobview import Overlay
 from koord.descheduler.evictor.reservations import owners_for, reservation_for
+from koord.descheduler.testing import NoEvents
 from koordshared.apis.scheduling import podmigrationjob as pmj
 from koordshared.testing import objects
 
@@ -127,3 +132,34 @@ def test_trigger_reason_and_ttl() -> None:
     j["metadata"]["annotations"] = {}
     assert pmj.trigger_and_reason(j) == ("", "NotSet")
     assert pmj.ttl_seconds(j) == 300.0 and pmj.ttl_seconds(job(ttl="0s")) == 0.0
+
+
+def test_with_several_profiles_each_controller_works_on_its_own_jobs_and_the_first_on_the_rest() -> None:
+    siblings: list[JobController] = []
+
+    def make() -> JobController:
+        return JobController(
+            parse_args(None),
+            api=JobAPI(None),
+            caches=Caches(
+                pod=lambda _k: None, jobs=Overlay(lambda: None), reservations=Overlay(lambda: None)
+            ),
+            limits=None,  # type: ignore[arg-type]
+            static=None,  # type: ignore[arg-type]
+            recorder=NoEvents(),
+            wall=lambda: 0.0,
+            monotonic=lambda: 0.0,
+            siblings=siblings,
+        )
+
+    first, second = make(), make()
+
+    def by(uid: str | None) -> dict[str, Any]:
+        j = job()
+        j["metadata"]["annotations"] = {pmj.ANNOTATION_CREATED_BY: uid} if uid else {}
+        return j
+
+    assert [first.claims(by(second.uid)), second.claims(by(second.uid))] == [False, True]
+    assert [first.claims(by(first.uid)), second.claims(by(first.uid))] == [True, False]
+    for other in (None, "a-former-leader"):
+        assert [first.claims(by(other)), second.claims(by(other))] == [True, False]
