@@ -1,7 +1,7 @@
-"""The Reservation a ReservationFirst job creates, the job's conditions, and which controller works on a job: the pod's template off its
-node (a node term added to each of the pod's own terms), for its controller or, unscheduled, for itself;
-used once; the job's TTL; a template the job gives kept; conditions keep their transition time while
-their status holds and say nothing changed when nothing did."""
+"""The Reservation a ReservationFirst job creates: the pod's template off its node (a node term added to
+each of the pod's own terms), for its controller or, unscheduled, for itself; used once; the job's TTL; a
+template the job gives kept. The job's conditions keep their transition time while their status holds and
+say nothing changed when nothing did. With several profiles, which controller works on which job."""
 
 from __future__ import annotations
 
