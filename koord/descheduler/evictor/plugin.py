@@ -113,11 +113,14 @@ class MigrationController:
                 "reservations (apply koord-scheduler's Reservation CRD): its jobs will fail"
             )
         informers = self.handle.informers
-        caches = []
+        caches: list[Any] = []
         for res in (groups.POD_MIGRATION_JOBS, groups.RESERVATIONS):
-            fn, kwargs = list_call(self.handle.client, Watch(res.plural, res))
-            caches.append(informers.shared(res.plural, fn, kwargs))
-        self._stores = tuple(caches)
+            if res.plural in served:  # a cache of what is not served would never sync
+                fn, kwargs = list_call(self.handle.client, Watch(res.plural, res))
+                caches.append(informers.shared(res.plural, fn, kwargs))
+            else:
+                caches.append(None)
+        self._stores = tuple(c for c in caches if c is not None)
         self.jobs = JobController(
             self.args,
             api=JobAPI(self.handle.client),
