@@ -9,6 +9,7 @@ status, confirming a deletion) and their agent (the NodeMetric reports)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from tests.real.objects import BUSYBOX, IDLE, NS, apply, get
@@ -74,19 +75,50 @@ def jobs(cluster: Cluster) -> list[dict[str, Any]]:
     return [j for j in doc["items"] if j["spec"]["podRef"].get("name", "").startswith(APP)]
 
 
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class Kubelets:
-    """What the hollow nodes' kubelets and agents would do: heartbeats, NodeMetric reports (``hot_cpu`` on
+    """What the hollow nodes' kubelets and agents would do: heartbeats, NodeMetric reports (``hot_milli`` on
     the hot node), bound pods reported Running and Ready, deletions confirmed."""
 
     def __init__(self, cluster: Cluster, hot: HollowNode, cold: HollowNode | None) -> None:
         self.cluster, self.hot, self.cold = cluster, hot, cold
-        self.hot_cpu = "500m"
+        self.hot_milli = 500
+
+    def report(self, node: str, milli: int) -> None:
+        """The agent's report: ``milli`` cores used on ``node``, 100m of them by each of our pods there
+        (LowNodeLoad counts the system's usage plus the pods', and moves only pods with a usage)."""
+        on_node = [p["metadata"]["name"] for p in ours(self.cluster) if p["spec"].get("nodeName") == node]
+        pods = [
+            {"namespace": NS, "name": n, "podUsage": {"resources": {"cpu": "100m", "memory": "16Mi"}}}
+            for n in on_node
+        ]
+        system = {"resources": {"cpu": f"{milli - 100 * len(pods)}m", "memory": "1Gi"}}
+        status = {
+            "updateTime": _now(),
+            "nodeMetric": {
+                "nodeUsage": {"resources": {"cpu": f"{milli}m", "memory": "1Gi"}},
+                "systemUsage": system,
+            },
+            "podsMetric": pods,
+        }
+        self.cluster.kubectl(
+            "patch",
+            "nodemetric",
+            node,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps({"status": status}),
+        )
 
     def beat(self) -> None:
-        for node, cpu in ((self.hot, self.hot_cpu), (self.cold, "500m")):
+        for node, milli in ((self.hot, self.hot_milli), (self.cold, 500)):
             if node is not None:
                 node.heartbeat()
-                node.report(cpu=cpu)
+                self.report(node.name, milli)
         for pod in ours(self.cluster):
             name = pod["metadata"]["name"]
             if pod["metadata"].get("deletionTimestamp"):
@@ -149,7 +181,7 @@ def test_lownodeload_moves_a_pod_through_a_job_and_a_reservation(cluster: Cluste
             60,
         )
         kubelets.cold = cold
-        kubelets.hot_cpu = "7"  # 7 of 8 cores: over LowNodeLoad's 75 %
+        kubelets.hot_milli = 7000  # 7 of 8 cores: over LowNodeLoad's 75 %
 
         found: list[dict[str, Any]] = []
 
