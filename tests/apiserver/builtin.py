@@ -213,6 +213,16 @@ BUILTIN = (
             ("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
         )
     ),
+    # Stored only: the fake calls no webhook (the real tier proves admission through them).
+    *(
+        ResourceType(
+            "admissionregistration.k8s.io", "v1", plural, kind, False, False, delete_returns_object=False
+        )
+        for plural, kind in (
+            ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
+            ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
+        )
+    ),
     ResourceType(
         "scheduling.k8s.io",
         "v1",
