@@ -23,7 +23,7 @@ from koord.descheduler.config import Configuration, DeschedulerConfig
 from koord.descheduler.evictor import NAME as MIGRATION_CONTROLLER
 from koord.descheduler.evictor import MigrationController
 from koord.descheduler.framework import DEPRECATED_ENTRY_POINT_GROUPS, ENTRY_POINT_GROUP
-from koord.descheduler.framework.interface import Informers, Obj
+from koord.descheduler.framework.interface import BackgroundPlugin, Informers, Obj
 from koord.descheduler.framework.runtime import Environment, Framework, RoundLimiter
 from koord.descheduler.informers import MemoryInformers, SharedInformers
 from koord.descheduler.metrics import DeschedulerMetrics
@@ -182,10 +182,31 @@ class Descheduler:
         supervisor.go("events", lambda: self.events.run(stop))
         self.informers.start(stop, supervisor)
 
+    def background(self) -> list[tuple[str, float, Callable[[], None]]]:
+        """The plugins' work between rounds (a profile's MigrationController carrying out its
+        PodMigrationJobs): ``(name, interval, tick)``, each tick run only while this replica leads."""
+        out = []
+        for fw in self.frameworks:
+            for plugin in fw.plugins.values():
+                loop = plugin.background() if isinstance(plugin, BackgroundPlugin) else None
+                if loop is not None:
+                    interval, tick = loop
+                    out.append((f"{fw.profile.name}/{plugin.name}", interval, self._leading(tick)))
+        return out
+
+    def _leading(self, tick: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            if self.is_leader():
+                tick()
+
+        return run
+
     def _start_rounds(self, stop: threading.Event, supervisor: Supervisor) -> None:
         if self.elector is not None:
             elector = self.elector
             supervisor.go("leader-election", lambda: elector.run(stop))
+        for name, every, tick in self.background():
+            supervisor.every(name, every, tick)
         interval = self.cfg.configuration.interval
         if interval > 0:
             supervisor.every("rounds", interval, self.tick)

@@ -29,7 +29,12 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 NAMESPACE = "koordinator-system"
 
-CRD_DIRS = (DEPLOY / "daemonset" / "crds", DEPLOY / "manager" / "crds", DEPLOY / "scheduler" / "crds")
+CRD_DIRS = (
+    DEPLOY / "daemonset" / "crds",
+    DEPLOY / "manager" / "crds",
+    DEPLOY / "scheduler" / "crds",
+    DEPLOY / "descheduler" / "crds",
+)
 # Manifests whose objects the bring-up applies (workloads aside); the Prometheus Operator's PodMonitor
 # and the extender (behind kube-scheduler, not run here) are left out.
 MANIFESTS = (

@@ -1,13 +1,11 @@
 """``MigrationControllerArgs`` (``descheduler/v1alpha2``) for our Evict/Filter plugin, read strictly.
 
-Kept with Koordinator's meaning and defaults: the filter options (``evictFailedBarePods``,
-``evictAllBarePods``, ``evictLocalStoragePods``, ``evictSystemCriticalPods``, ``ignorePvcPods``,
-``priorityThreshold``, ``labelSelector``, ``namespaces``, ``nodeFit``), the limits
-(``maxMigratingPerNode`` 2, ``maxMigratingPerNamespace``, ``maxMigratingGlobally``,
-``maxMigratingPerWorkload``, ``maxUnavailablePerWorkload``, ``skipCheckExpectedReplicas``,
-``objectLimiters.workload`` with its 5-minute window), ``skipEvictionGates``, ``evictQPS`` 10 and
-``evictBurst`` 1, ``defaultJobTTL`` 5 minutes (how long an evicted pod counts as migrating at most),
-``defaultDeleteOptions.gracePeriodSeconds`` and ``dryRun``. Details: ``docs/modules.md``.
+Kept with Koordinator's meaning and defaults: the filter options, the limits (``maxMigratingPerNode`` 2,
+per namespace, global, per workload, ``objectLimiters.workload`` with its 5-minute window),
+``skipEvictionGates``, ``evictQPS`` 10 and ``evictBurst`` 1, the PodMigrationJobs (``defaultJobMode``
+ReservationFirst, ``defaultJobTTL`` 5 minutes, ``schedulerNames`` koord-scheduler, ``arbitrationArgs``
+every 500 ms), ``defaultDeleteOptions.gracePeriodSeconds`` and ``dryRun``; and one field of ours,
+``usePodMigrationJobs`` (default true; false evicts at once). Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -83,6 +81,14 @@ class MigrationControllerArgs:
     workload_window_max: IntOrPercent | None = None
     workload_window_burst: int = 1
     job_ttl: float = 300.0
+    """``defaultJobTTL``: a job's time limit; without jobs, how long an evicted pod counts as migrating."""
+    use_jobs: bool = True
+    """Moves go through PodMigrationJobs (Koordinator's way); false: straight to the Eviction API."""
+    job_mode: str = "ReservationFirst"
+    scheduler_names: frozenset[str] = frozenset({"koord-scheduler"})
+    arbitration_interval: float = 0.5
+    """How often the queue of pending jobs is arbitrated (``arbitrationArgs.enabled`` is read and, as in
+    Koordinator, has no effect)."""
     evict_qps: float = 10.0
     evict_burst: int = 1
     grace_period_seconds: int | None = None
@@ -121,6 +127,7 @@ _FIELDS = {
     "evictionPolicy": "str",
     "defaultDeleteOptions": "object",
     "arbitrationArgs": "object",
+    "usePodMigrationJobs": "bool",
 }
 
 
@@ -156,13 +163,18 @@ def parse_args(raw: Mapping[str, Any] | None) -> MigrationControllerArgs:
             f"evictionPolicy: {policy!r} is not supported; this evictor only uses the Eviction API, which "
             "honours PodDisruptionBudgets (set evictionPolicy: Eviction)"
         )
-    mode = v.get("defaultJobMode", "")
-    if mode and mode not in JOB_MODES:
+    mode = v.get("defaultJobMode") or JOB_MODES[0]
+    if mode not in JOB_MODES:
         raise InvalidArgs(f"defaultJobMode: want one of {', '.join(JOB_MODES)}, got {mode!r}")
-    if mode == "ReservationFirst":
-        log.info(
-            "MigrationController: defaultJobMode ReservationFirst: evicting directly (no Reservations here)"
-        )
+    use_jobs = v.get("usePodMigrationJobs", True)
+    if not use_jobs and "defaultJobMode" in v:
+        log.info("MigrationController: usePodMigrationJobs is false: defaultJobMode %s has no effect", mode)
+    arbitration = decode(
+        v.get("arbitrationArgs"), {"enabled": "bool", "interval": "duration"}, "arbitrationArgs."
+    )
+    interval = arbitration.get("interval", 0.5)
+    if interval <= 0:
+        raise InvalidArgs("arbitrationArgs.interval: must be greater than 0")
     if v.get("nodeSelector"):
         raise InvalidArgs(
             "nodeSelector: not supported by this evictor; select nodes with the profile's or the "
@@ -245,6 +257,10 @@ def parse_args(raw: Mapping[str, Any] | None) -> MigrationControllerArgs:
         evict_qps=_qps(v.get("evictQPS", 10)),
         evict_burst=evict_burst,
         grace_period_seconds=delete.get("gracePeriodSeconds"),
+        use_jobs=use_jobs,
+        job_mode=mode,
+        scheduler_names=frozenset(v.get("schedulerNames") or ("koord-scheduler",)),
+        arbitration_interval=interval,
     )
 
 

@@ -1,11 +1,11 @@
-"""How many evictions may be under way (Koordinator's MigrationController arbitration, on pods evicted
-directly instead of PodMigrationJobs).
+"""How many moves may be under way (Koordinator's MigrationController arbitration filters).
 
-A pod this evictor evicted counts as *migrating* from the eviction until it has left the cache (its
-deletion confirmed) and the round it was evicted in is over, or ``defaultJobTTL`` has passed: so a round
-never evicts more than the limit from a node even when the kubelet confirms deletions at once, and a
-pod stuck terminating holds its slot for at most the TTL. Dry-run decisions count for their round only.
-Details: ``docs/modules.md``.
+With PodMigrationJobs, the moves under way are the active jobs, given by the caller
+(:meth:`Limits.refusal`'s ``under_way``). Evicting directly, a pod this evictor evicted counts as
+*migrating* from the eviction until it has left the cache (its deletion confirmed) and the round it was
+evicted in is over, or ``defaultJobTTL`` has passed: so a round never evicts more than the limit from a
+node even when the kubelet confirms deletions at once, and a pod stuck terminating holds its slot for at
+most the TTL. Dry-run decisions count for their round only. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -113,42 +113,46 @@ class Limits:
                 del self.migrating[uid]
                 self._counts.clear()
 
-    def _count(self, field: str, value: str) -> int:
-        counts = self._counts.get(field)
+    def _count(self, field: str, value: str, given: Sequence[Migration] | None) -> int:
+        counts = self._counts.get(field) if given is None else None
         if counts is None:
-            counts = self._counts[field] = {}
-            for m in self._under_way():
+            counts = {}
+            for m in self._under_way() if given is None else given:
                 key = getattr(m, field)
                 counts[key] = counts.get(key, 0) + 1
+            if given is None:
+                self._counts[field] = counts
         return counts.get(value, 0)
 
-    def refusal(self, pod: Obj) -> tuple[str, str]:
-        """``(result, why)`` when evicting ``pod`` now would break a limit, else ``("", "")``."""
+    def refusal(self, pod: Obj, under_way: Sequence[Migration] | None = None) -> tuple[str, str]:
+        """``(result, why)`` when moving ``pod`` now would break a limit, else ``("", "")``; ``under_way``
+        (the active PodMigrationJobs of other pods) replaces this evictor's own evictions when given."""
         a = self.args
         node = str(as_map(pod, "spec").get("nodeName") or "")
         ns = str(podutil.meta(pod).get("namespace") or "")
         uid = str(podutil.meta(pod).get("uid") or "")
-        if uid in self.migrating:
-            return "already-migrating", "the pod is already being evicted"
+        if uid in self.migrating if under_way is None else any(m.uid == uid for m in under_way):
+            return "already-migrating", "the pod is already being moved"
         limit = a.max_migrating_globally if a.gated("MaxMigratingGlobally") else None
-        under_way = len(self.migrating) + len(self.deleting)
-        if limit and under_way >= limit:
-            return "max-migrating-globally", f"{under_way} pods migrating, maxMigratingGlobally"
+        total = len(self.migrating) + len(self.deleting) if under_way is None else len(under_way)
+        if limit and total >= limit:
+            return "max-migrating-globally", f"{total} pods migrating, maxMigratingGlobally"
         if node and a.max_migrating_per_node and a.gated("MaxMigratingPerNode"):
-            n = self._count("node", node)
+            n = self._count("node", node, under_way)
             if n >= a.max_migrating_per_node:
                 return "max-migrating-per-node", f"{n} pods migrating from {node} (maxMigratingPerNode)"
         if a.max_migrating_per_namespace and a.gated("MaxMigratingPerNamespace"):
-            n = self._count("namespace", ns)
+            n = self._count("namespace", ns, under_way)
             if n >= a.max_migrating_per_namespace:
                 return "max-migrating-per-namespace", f"{n} pods migrating in {ns} (maxMigratingPerNamespace)"
         workload = workload_of(pod)
-        return self._workload_refusal(workload) if workload else ("", "")
+        return self._workload_refusal(workload, under_way) if workload else ("", "")
 
-    def _workload_refusal(self, workload: str) -> tuple[str, str]:
+    def _workload_refusal(self, workload: str, given: Sequence[Migration] | None) -> tuple[str, str]:
         a = self.args
         keys, not_available = self._workload(workload)
-        migrating = {m.key for m in self._under_way() if m.workload == workload}
+        ways = self._under_way() if given is None else given
+        migrating = {m.key for m in ways if m.workload == workload}
         replicas = len(keys | migrating)
         max_migrating = max_per_workload(replicas, a.max_migrating_per_workload)
         max_unavailable = max_per_workload(replicas, a.max_unavailable_per_workload)
@@ -174,24 +178,39 @@ class Limits:
 
     def track(self, pod: Obj, dry_run: bool) -> None:
         """Count ``pod`` as migrating (after an eviction, or a dry-run decision)."""
-        m = self.migrating[str(podutil.meta(pod).get("uid") or "")] = _migration(
+        self.migrating[str(podutil.meta(pod).get("uid") or "")] = _migration(
             pod, started=self._clock(), round_=self.round, dry_run=dry_run
         )
-        workload = m.workload
         self._counts.clear()
+        if not dry_run:
+            self.track_window(pod)
+
+    def track_window(self, pod: Obj) -> None:
+        """Take one eviction from the window of ``pod``'s workload (``objectLimiters.workload``)."""
+        workload = workload_of(pod)
         a = self.args
-        if workload and a.workload_window > 0 and not dry_run:
-            bucket = self._windows.get(workload)
-            if bucket is None:
-                migrating = {m.key for m in self.migrating.values() if m.workload == workload}
-                replicas = len(self._workload(workload)[0] | migrating)
-                allowed = max_per_workload(replicas, a.workload_window_max or a.max_migrating_per_workload)
-                if allowed <= 0:
-                    return
-                bucket = self._windows[workload] = TokenBucket(
-                    allowed / a.workload_window, a.workload_window_burst, self._clock
-                )
-            bucket.allow()
+        if not workload or a.workload_window <= 0:
+            return
+        bucket = self._windows.get(workload)
+        if bucket is None:
+            migrating = {m.key for m in self.migrating.values() if m.workload == workload}
+            replicas = len(self._workload(workload)[0] | migrating)
+            allowed = max_per_workload(replicas, a.workload_window_max or a.max_migrating_per_workload)
+            if allowed <= 0:
+                return
+            bucket = self._windows[workload] = TokenBucket(
+                allowed / a.workload_window, a.workload_window_burst, self._clock
+            )
+        bucket.allow()
+
+    def window_refusal(self, pod: Obj) -> bool:
+        """Whether ``pod``'s workload has used its window (an eviction now would go over it)."""
+        bucket = self._windows.get(workload_of(pod))
+        return bucket is not None and bucket.wait_time() > 0
+
+    def forget_workloads(self) -> None:
+        """Read the workloads' pods afresh at their next use (outside rounds, the cache has moved on)."""
+        self._workloads.clear()
 
 
 def _migration(pod: Obj, *, started: float, round_: int, dry_run: bool) -> Migration:

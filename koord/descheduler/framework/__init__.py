@@ -7,6 +7,7 @@ the entry points of :data:`ENTRY_POINT_GROUP`, the runner and the profile's evic
 """
 
 from koord.descheduler.framework.interface import (
+    BackgroundPlugin,
     BalancePlugin,
     DeschedulePlugin,
     EventRecorder,
@@ -35,6 +36,7 @@ DEPRECATED_ENTRY_POINT_GROUPS = ("koordlet.descheduler_plugins",)
 __all__ = [
     "DEPRECATED_ENTRY_POINT_GROUPS",
     "ENTRY_POINT_GROUP",
+    "BackgroundPlugin",
     "BalancePlugin",
     "DeschedulePlugin",
     "EventRecorder",

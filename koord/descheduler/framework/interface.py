@@ -86,6 +86,14 @@ class RoundPlugin(Plugin, Protocol):
     def begin_round(self) -> None: ...
 
 
+@runtime_checkable
+class BackgroundPlugin(Plugin, Protocol):
+    """Optional: work between rounds (a controller). ``background()`` gives ``(interval, tick)``, or
+    ``None`` when there is none; the process calls ``tick`` every ``interval`` seconds while it leads."""
+
+    def background(self) -> tuple[float, Callable[[], None]] | None: ...
+
+
 class Evictor(Protocol):
     """The profile's evictor as plugins see it: its Filter plugins and its one Evict plugin."""
 
@@ -176,6 +184,10 @@ class Handle(Protocol):
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to ``seconds``; ``True`` (at once) when the descheduler is stopping."""
+
+    @property
+    def shared(self) -> dict[str, Any]:
+        """Process-wide state plugins share across profiles, by a name of the plugin's choosing."""
 
 
 PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Any]

@@ -114,6 +114,8 @@ class Environment:
     stop: threading.Event = dataclasses.field(default_factory=threading.Event)
     may_act: Callable[[], bool] = lambda: True
     """False while this replica does not lead: evictions are refused (``not-leader``)."""
+    shared: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """State plugins share across profiles (one per process), by a name of the plugin's choosing."""
 
 
 class ProfileEvictor:
@@ -209,6 +211,10 @@ class ProfileHandle:
 
     def wait(self, seconds: float) -> bool:
         return self._env.stop.wait(seconds)
+
+    @property
+    def shared(self) -> dict[str, Any]:
+        return self._env.shared
 
 
 class Framework:

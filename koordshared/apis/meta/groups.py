@@ -62,6 +62,10 @@ DEVICES = Resource(SCHEDULING_GROUP, "v1alpha1", "devices", "Device", namespaced
 PODGROUPS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "podgroups", "PodGroup", namespaced=True)
 ELASTIC_QUOTAS = Resource(SIGS_SCHEDULING_GROUP, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True)
 RESERVATIONS = Resource(SCHEDULING_GROUP, "v1alpha1", "reservations", "Reservation", namespaced=False)
+POD_MIGRATION_JOBS = Resource(
+    SCHEDULING_GROUP, "v1alpha1", "podmigrationjobs", "PodMigrationJob", namespaced=False
+)
+"""Written by koord-descheduler's MigrationController (and users): one pod to move."""
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 """The pods that hold resources on a node: every process lists pods with this selector (kube-scheduler's

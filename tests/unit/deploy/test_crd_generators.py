@@ -23,7 +23,7 @@ def check(script: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_crd_directory_has_its_generators() -> None:
-    assert {p.parent.parent.name for p in GENERATORS} == {"daemonset", "scheduler"}
+    assert {p.parent.parent.name for p in GENERATORS} == {"daemonset", "scheduler", "descheduler"}
     assert len(GENERATORS) >= 5
 
 

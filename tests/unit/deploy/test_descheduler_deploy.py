@@ -6,6 +6,7 @@ write it does not make."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,17 @@ from koord.descheduler.config import parse_configuration
 from koord.descheduler.evictor.args import parse_args as mc_args
 from koord.descheduler.plugins.lownodeload.args import parse_args as lnl_args
 from koordshared.kube.leaderelection import ElectionConfig
-from tests.apiserver import APIServer
+from koordshared.testing import FakeClock
+from tests.apiserver import APIServer, Request
 from tests.apiserver.fixtures import DEFAULT_CRDS
 from tests.cluster.deschedulerharness import running_descheduler
 from tests.support.paths import ROOT
 from tests.unit.deploy.test_manager_rbac import READ_VERBS, Attrs, request_attrs
 from tests.unit.koord.descheduler.evictor.test_eviction_api import hot_pods, populate
+from tests.unit.koord.descheduler.evictor.test_jobs import JOBS, RESERVATION_CRD, RESERVATIONS, place, settle
 
 DEPLOY = ROOT / "deploy" / "descheduler"
+CRDS = DEPLOY / "crds"
 NS = "koordinator-system"
 
 
@@ -92,40 +96,94 @@ def test_service_account_and_bindings_agree() -> None:
     assert all("*" not in json.dumps(r) for d in docs("rbac.yaml") for r in d.get("rules", []))
 
 
-def test_the_rbac_lets_the_descheduler_do_its_work_and_grants_no_unused_write(tmp_path: Path) -> None:
+def rbac_config() -> dict[str, Any]:
+    config = config_doc()
+    config["profiles"][0]["pluginConfig"][0]["args"].update(
+        {"skipCheckExpectedReplicas": True, "priorityThreshold": {"name": "system-cluster-critical"}}
+    )
+    config["profiles"][0]["pluginConfig"][1]["args"]["anomalyCondition"] = {"consecutiveAbnormalities": 1}
+    config["profiles"][0]["pluginConfig"][1]["args"]["lowThresholds"] = {"cpu": 0.5, "memory": 55}
+    config["profiles"][0]["pluginConfig"][1]["args"]["highThresholds"] = {"cpu": 1, "memory": 80}
+    return config
+
+
+ELECTION = ElectionConfig(
+    namespace=NS,
+    name="koord-descheduler",
+    identity="rbac",
+    lease_duration=3,
+    renew_deadline=2,
+    retry_period=0.2,
+)
+
+
+def evicting_directly() -> list[Request]:
+    """The traffic of a round evicting two pods at once (the cluster serves no PodMigrationJobs)."""
     with APIServer(crds=DEFAULT_CRDS, authorization=True, kubelet_auto_confirm=True) as server:
         server.store.create("namespaces", {"metadata": {"name": NS}}, keep_status=False)
         server.apply(DEPLOY / "rbac.yaml")
         populate(server)
-        config = config_doc()
-        config["profiles"][0]["pluginConfig"][0]["args"].update(
-            {"skipCheckExpectedReplicas": True, "priorityThreshold": {"name": "system-cluster-critical"}}
-        )
-        config["profiles"][0]["pluginConfig"][1]["args"]["anomalyCondition"] = {"consecutiveAbnormalities": 1}
-        config["profiles"][0]["pluginConfig"][1]["args"]["lowThresholds"] = {"cpu": 0.5, "memory": 55}
-        config["profiles"][0]["pluginConfig"][1]["args"]["highThresholds"] = {"cpu": 1, "memory": 80}
-        election = ElectionConfig(
-            namespace=NS,
-            name="koord-descheduler",
-            identity="rbac",
-            lease_duration=3,
-            renew_deadline=2,
-            retry_period=0.2,
-        )
         identity = server.client_config(f"{NS}/koord-descheduler")
-        with running_descheduler(identity, config, election=election) as app:
+        with running_descheduler(identity, rbac_config(), election=ELECTION) as app:
             assert app.run_round() == "ok"
             app.events.flush()
         assert len(hot_pods(server)) == 101 - 2, "two pods evicted as the ServiceAccount"
-        ours = [r for r in server.requests if r.headers.get("User-Agent", "").startswith("koord-descheduler")]
-    denied = [(r.method, r.path, r.status) for r in ours if r.status == 403]
+        return [r for r in server.requests if r.headers.get("User-Agent", "").startswith("koord-descheduler")]
+
+
+def through_jobs() -> list[Request]:
+    """The traffic of two PodMigrationJobs: one carried out (its Reservation placed, the pod evicted),
+    one timed out (its Reservation deleted), both scavenged."""
+    clock = FakeClock(wall_start=time.time())
+    crds = (*DEFAULT_CRDS, CRDS / "scheduling.koordinator.sh_podmigrationjobs.yaml", RESERVATION_CRD)
+    with APIServer(crds=crds, authorization=True, kubelet_auto_confirm=True) as server:
+        server.store.clock = clock.wall
+        server.store.create("namespaces", {"metadata": {"name": NS}}, keep_status=False)
+        server.apply(DEPLOY / "rbac.yaml")
+        populate(server)
+        config = rbac_config()
+        config["profiles"][0]["pluginConfig"][0]["args"]["schedulerNames"] = ["default-scheduler"]
+        identity = server.client_config(f"{NS}/koord-descheduler")
+        with running_descheduler(
+            identity, config, election=ELECTION, clock=clock.wall, monotonic=clock
+        ) as app:
+            assert app.run_round() == "ok"
+            mc = app.frameworks[0].plugins["MigrationController"]
+            for _ in range(3):
+                settle(server, app)
+                mc.tick()
+            settle(server, app)
+            first, _ = server.store.list(JOBS)[0]
+            place(server, first["spec"]["reservationOptions"]["reservationRef"]["name"], "cold-1")
+            settle(server, app)
+            mc.tick()
+            clock.advance(301)  # the second times out
+            settle(server, app)
+            mc.tick()
+            clock.advance(360)  # both scavenged
+            settle(server, app)
+            mc.tick()
+            app.events.flush()
+        assert len(hot_pods(server)) == 101 - 1, "one pod evicted by its job"
+        assert server.store.list(JOBS)[0] == [] and server.store.list(RESERVATIONS)[0] == []
+        return [r for r in server.requests if r.headers.get("User-Agent", "").startswith("koord-descheduler")]
+
+
+def test_the_rbac_lets_the_descheduler_do_its_work_and_grants_no_unused_write() -> None:
+    requests = evicting_directly() + through_jobs()
+    denied = [(r.method, r.path, r.status) for r in requests if r.status == 403]
     assert not denied, denied
-    traffic = {request_attrs(r) for r in ours}
+    # discovery (is the PodMigrationJob CRD served?) is open to every authenticated user
+    traffic = {request_attrs(r) for r in requests if r.path != "/apis/scheduling.koordinator.sh/v1alpha1"}
     made = {(a.verb, a.group, a.resource) for a in traffic}
     assert {
         ("create", "", "pods/eviction"),
         ("create", "events.k8s.io", "events"),
         ("get", "scheduling.k8s.io", "priorityclasses"),
+        ("create", "scheduling.koordinator.sh", "podmigrationjobs"),
+        ("update", "scheduling.koordinator.sh", "podmigrationjobs/status"),
+        ("create", "scheduling.koordinator.sh", "reservations"),
+        ("delete", "scheduling.koordinator.sh", "reservations"),
     } <= made
     assert {("create", "coordination.k8s.io", "leases"), ("update", "coordination.k8s.io", "leases")} <= made
     granted = {

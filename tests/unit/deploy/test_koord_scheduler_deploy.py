@@ -138,9 +138,11 @@ def test_the_rbac_is_kube_schedulers_plus_nodemetrics_and_the_prebind_patch() ->
 
 def test_the_rbac_lets_koord_scheduler_do_its_work_and_grants_no_unused_write(tmp_path: Path) -> None:
     # A kubelet confirms deletions, so the preemption victim goes and the preemptor takes its room.
-    with APIServer(crds=DEFAULT_CRDS, authorization=True, kubelet_auto_confirm=True) as server:
+    # The profile enables Reservation: its CRD and its RBAC (reservation-rbac.yaml) are applied beside.
+    crds = (*DEFAULT_CRDS, DEPLOY / "crds" / "scheduling.koordinator.sh_reservations.yaml")
+    with APIServer(crds=crds, authorization=True, kubelet_auto_confirm=True) as server:
         server.store.create("namespaces", {"metadata": {"name": NS}}, keep_status=False)
-        server.apply(DEPLOY / "koord-scheduler-rbac.yaml")
+        server.apply(DEPLOY / "koord-scheduler-rbac.yaml", DEPLOY / "reservation-rbac.yaml")
         # Room for two pods (and CPU to spare, so that LoadAwareScheduling lets them in).
         server.store.create("nodes", objects.node("n1", cpu="32", pods="2"))
         server.store.create("nodemetrics", objects.node_metric("n1", update_time=time.time(), cpu_milli=100))
