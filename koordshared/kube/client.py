@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from koordshared.kube.ratelimit import TokenBucket
 from koordshared.runtime.errors import APIUnavailable, ConfigError
 
 
@@ -46,6 +48,33 @@ def make_api_client(kubeconfig: str = "", client_configuration: Any = None, *, u
     if user_agent:
         api_client.user_agent = user_agent
     return api_client
+
+
+def throttle(api_client: Any, bucket: TokenBucket, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Every request of ``api_client`` waits for a token of ``bucket`` first (client-go's
+    ``tokenBucketRateLimiter`` on a clientset: lists, watches and writes alike). The client's
+    ``call_api`` is the one door every request goes through, typed calls and :func:`request`'s, so the
+    bucket wraps it on this client only; another client keeps its own pace."""
+    send = api_client.call_api
+
+    def call_api(*args: Any, **kwargs: Any) -> Any:
+        delay = bucket.reserve()
+        if delay > 0:
+            sleep(delay)
+        return send(*args, **kwargs)
+
+    api_client.call_api = call_api
+
+
+def twin_client(api_client: Any) -> Any:
+    """A second ``ApiClient`` on the same configuration (server, credentials, user agent) with its own
+    connections, so a limit set on one does not hold the other's requests (kube-scheduler's Events go
+    through a clientset of their own)."""
+    from kubernetes import client
+
+    twin = client.ApiClient(api_client.configuration)
+    twin.user_agent = api_client.user_agent
+    return twin
 
 
 class ApiError(Exception):
