@@ -109,6 +109,10 @@ class MemoryScheduler:
     as the API server's watch would, and the plugins' controllers run by hand (:meth:`reconcile`). For
     end-to-end tests of plugins (Permit waits, PreBind patches, gangs...) without a process: ``add_node``,
     ``add_pod``, ``run()`` (schedule until the queue has nothing ready), then ``bound()``.
+
+    Pods backing off wait for the fake clock here unless ``pop_from_backoff``: ``run()`` drains what is
+    ready now, and the recording API never removes a pod it deleted, so an idle loop's early retries would
+    only repeat the same attempt (a preemptor preempting its victims again).
     """
 
     def __init__(
@@ -119,6 +123,7 @@ class MemoryScheduler:
         clock: FakeClock | None = None,
         seed: int = 0,
         parallelism: int = 1,
+        pop_from_backoff: bool = False,
     ) -> None:
         from prometheus_client import CollectorRegistry
 
@@ -170,6 +175,7 @@ class MemoryScheduler:
                 pod_initial_backoff_seconds=conf.pod_initial_backoff_seconds,
                 pod_max_backoff_seconds=conf.pod_max_backoff_seconds,
                 parallelism=parallelism,
+                pop_from_backoff=pop_from_backoff,
             ),
             hooks=hooks,
             seed=seed,

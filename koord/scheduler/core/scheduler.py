@@ -59,6 +59,9 @@ class SchedulingOptions:
     pod_max_backoff_seconds: float = 10.0
     parallelism: int = 16
     """Binding threads (kube-scheduler's ``parallelism`` sizes its worker pools)."""
+    pop_from_backoff: bool = True
+    """While activeQ is empty, take pods from backoffQ without waiting out their backoff (kube-scheduler's
+    ``SchedulerPopFromBackoffQ``)."""
 
 
 def node_gone(node: str) -> Status:
@@ -172,6 +175,7 @@ class Scheduler:
             initial_backoff=options.pod_initial_backoff_seconds,
             max_backoff=options.pod_max_backoff_seconds,
             clock=clock,
+            pop_from_backoff=options.pop_from_backoff,
         )
         self._binders = ThreadPoolExecutor(max_workers=max(options.parallelism, 1), thread_name_prefix="bind")
         self.reporter = StatusReporter(api)

@@ -3,7 +3,10 @@
 - **activeQ**: pods to try now, ordered by the profile's QueueSort plugin (PrioritySort: priority, then
   the time the pod entered the queue).
 - **backoffQ**: pods that failed, until their backoff expires (``podInitialBackoffSeconds`` doubling per
-  attempt up to ``podMaxBackoffSeconds``: 1 s to 10 s by default, counted from the last failure).
+  attempt up to ``podMaxBackoffSeconds``: 1 s to 10 s by default, counted from the last failure). While
+  activeQ is empty the loop takes the next of them at once, whatever is left of its backoff (kube-scheduler's
+  ``SchedulerPopFromBackoffQ``: an idle scheduler has no reason to wait), the earliest backoff window first
+  and within a window in activeQ's order; pods backing off after an error are never taken early.
 - **unschedulable pods**: pods every node rejected, and pods a PreEnqueue plugin gates. They leave on a
   cluster event that one of the plugins that rejected them registered and whose queueing hint says
   ``Queue`` (any event for a pod no plugin claimed), or after 5 minutes (the unschedulable timeout,
@@ -40,15 +43,20 @@ UNSCHEDULABLE_TIMEOUT_SECONDS = 300.0
 FLUSH_UNSCHEDULABLE_EVERY = 30.0
 MAX_IN_FLIGHT_EVENTS = 256
 """Events kept per pod under scheduling; past this the pod is simply requeued after its attempt."""
+BACKOFF_ORDERING_WINDOW = 1.0
+"""Seconds of backoff expiry within which backoffQ orders pods as activeQ does, for the pops of an idle
+loop (kube-scheduler's ``backoffQOrderingWindowDuration``)."""
 
 
 class _Entry:
-    __slots__ = ("less", "qpi", "seq")
+    __slots__ = ("less", "qpi", "seq", "window")
 
-    def __init__(self, qpi: QueuedPodInfo, less: Less, seq: int) -> None:
-        self.qpi, self.less, self.seq = qpi, less, seq
+    def __init__(self, qpi: QueuedPodInfo, less: Less, seq: int, window: float = 0.0) -> None:
+        self.qpi, self.less, self.seq, self.window = qpi, less, seq, window
 
     def __lt__(self, other: _Entry) -> bool:
+        if self.window != other.window:
+            return self.window < other.window
         if self.less(self.qpi, other.qpi):
             return True
         if self.less(other.qpi, self.qpi):
@@ -66,6 +74,7 @@ class SchedulingQueue:
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        pop_from_backoff: bool = True,
     ) -> None:
         self._less = less
         self._pre_enqueue = pre_enqueue
@@ -73,10 +82,18 @@ class SchedulingQueue:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self._clock = clock
+        self.pop_from_backoff = pop_from_backoff
+        """An idle loop takes backing-off pods early (kube-scheduler's feature gate of that name, on by
+        default since 1.33)."""
         self._cond = threading.Condition()
         self._seq = itertools.count()
         self._active: list[_Entry] = []
         self._backoff: list[tuple[float, int, str]] = []
+        """Every backing-off pod by expiry (the flush to activeQ)."""
+        self._backoff_early: list[_Entry] = []
+        """The backing-off pods an idle loop may take early (not error backoffs), by window and order."""
+        self._backoff_seq: dict[str, int] = {}
+        """UID -> the sequence number of its current backoff entries (older entries are stale)."""
         self._where: dict[str, str] = {}
         """UID -> "active" | "backoff" | "unschedulable" | "gated"."""
         self._pods: dict[str, QueuedPodInfo] = {}
@@ -118,8 +135,16 @@ class SchedulingQueue:
             self._push_active(qpi)
             return
         self._where[qpi.uid] = "backoff"
-        heapq.heappush(self._backoff, (expiry, next(self._seq), qpi.uid))
+        seq = self._backoff_seq[qpi.uid] = next(self._seq)
+        heapq.heappush(self._backoff, (expiry, seq, qpi.uid))
+        if self.pop_from_backoff and not _error_backoff(qpi):
+            window = expiry // BACKOFF_ORDERING_WINDOW
+            heapq.heappush(self._backoff_early, _Entry(qpi, self._less, seq, window))
         self._cond.notify()
+
+    def _backing_off(self, uid: str, seq: int) -> bool:
+        """Whether a backoff entry is current: the pod still backs off, since that entry was made."""
+        return self._where.get(uid) == "backoff" and self._backoff_seq.get(uid) == seq
 
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
         """``initial * 2^(attempts-1)``, capped at the maximum (``calculateBackoffDuration``)."""
@@ -130,7 +155,8 @@ class SchedulingQueue:
     # ---- the scheduling loop's side -------------------------------------------------------------
 
     def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
-        """The next pod to schedule (blocks while activeQ is empty; ``None`` on timeout or close)."""
+        """The next pod to schedule: activeQ's head, else the next of backoffQ that backs off after a
+        rejection (blocks while there is none; ``None`` on timeout or close)."""
         deadline = None if timeout is None else self._clock() + timeout
         with self._cond:
             while True:
@@ -141,6 +167,13 @@ class SchedulingQueue:
                     if self._where.get(qpi.uid) != "active" or self._pods.get(qpi.uid) is not qpi:
                         continue  # stale entry: the pod moved or left
                     return self._start(qpi)
+                while self._backoff_early and not self._closed:
+                    entry = heapq.heappop(self._backoff_early)
+                    if (
+                        self._backing_off(entry.qpi.uid, entry.seq)
+                        and self._pods.get(entry.qpi.uid) is entry.qpi
+                    ):
+                        return self._start(entry.qpi)
                 if self._closed:
                     return None
                 wait = 1.0 if not self._backoff else max(self._backoff[0][0] - self._clock(), 0.001)
@@ -155,6 +188,7 @@ class SchedulingQueue:
         """``qpi`` leaves the queue for a scheduling attempt (hold the lock)."""
         del self._where[qpi.uid]
         del self._pods[qpi.uid]
+        self._backoff_seq.pop(qpi.uid, None)
         self.scheduling_cycle += 1
         qpi.attempts += 1
         qpi.popped_cycle = self.scheduling_cycle
@@ -294,6 +328,7 @@ class SchedulingQueue:
         with self._cond:
             self._pods.pop(uid, None)
             self._where.pop(uid, None)
+            self._backoff_seq.pop(uid, None)
             self._in_flight.pop(uid, None)
             self._updated.pop(uid, None)
 
@@ -317,9 +352,10 @@ class SchedulingQueue:
     def _flush_backoff_locked(self) -> None:
         now = self._clock()
         while self._backoff and self._backoff[0][0] <= now:
-            _, _, uid = heapq.heappop(self._backoff)
+            _, seq, uid = heapq.heappop(self._backoff)
             qpi = self._pods.get(uid)
-            if qpi is not None and self._where.get(uid) == "backoff":
+            if qpi is not None and self._backing_off(uid, seq):
+                del self._backoff_seq[uid]
                 self._push_active(qpi)
 
     def flush_unschedulable(self) -> int:
@@ -375,6 +411,12 @@ class SchedulingQueue:
     def get(self, uid: str) -> QueuedPodInfo | None:
         with self._cond:
             return self._pods.get(uid)
+
+
+def _error_backoff(qpi: QueuedPodInfo) -> bool:
+    """A pod backing off after an error, not a rejection: no plugin rejected it (kube-scheduler keeps these
+    in ``podErrorBackoffQ``, which an idle loop never pops early)."""
+    return qpi.error or not (qpi.unschedulable_plugins or qpi.pending_plugins)
 
 
 def _spec_changed(old: Obj, new: Obj) -> bool:
