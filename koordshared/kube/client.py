@@ -128,43 +128,56 @@ def request(
     dict body through their models (a Lease's MicroTime ``...00.000000Z`` comes out as ``...00+00:00``,
     which kube-apiserver refuses), so writes whose wire format matters go through here. Errors as
     :func:`call`."""
+    return call(
+        what,
+        lambda: send(
+            api_client, method, path, body=body, query=query, timeout=timeout, content_type=content_type
+        ),
+    )
+
+
+def send(
+    api_client: Any,
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    query: Mapping[str, str] | None = None,
+    timeout: float | tuple[float, float] | None = None,
+    content_type: str = "application/json",
+) -> Any:
+    """The raw response of a request on ``path``, its body unread (a list to decode, a watch to stream),
+    without the typed API classes (importing ``CoreV1Api`` builds hundreds of models: most of a process's
+    start). A non-2xx answer raises the client's ``ApiException``, as the typed calls do."""
     headers = {"Accept": "application/json", "Content-Type": content_type}
     params = list((query or {}).items())
     if hasattr(api_client, "param_serialize"):  # the pydantic-based generator (kubernetes >= 37)
+        req = api_client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=params,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        resp = api_client.call_api(*req, _request_timeout=timeout)
+        if not 200 <= resp.status <= 299:
+            from kubernetes.client.exceptions import ApiException
 
-        def send() -> Any:
-            req = api_client.param_serialize(
-                method=method,
-                resource_path=path,
-                query_params=params,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-            )
-            resp = api_client.call_api(*req, _request_timeout=timeout)
-            if not 200 <= resp.status <= 299:
-                from kubernetes.client.exceptions import ApiException
-
-                resp.read()
-                raise ApiException.from_response(http_resp=resp, body=None, data=None)
-            return resp.response
-
-    else:  # the legacy generator
-
-        def send() -> Any:
-            return api_client.call_api(
-                path,
-                method,
-                query_params=params,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _return_http_data_only=True,
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-
-    return call(what, send)
+            resp.read()
+            raise ApiException.from_response(http_resp=resp, body=None, data=None)
+        return resp.response
+    return api_client.call_api(  # the legacy generator
+        path,
+        method,
+        query_params=params,
+        header_params=headers,
+        body=body,
+        auth_settings=["BearerToken"],
+        _return_http_data_only=True,
+        _preload_content=False,
+        _request_timeout=timeout,
+    )
 
 
 def call(what: str, fn: Callable[[], Any]) -> Any:

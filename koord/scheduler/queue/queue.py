@@ -96,6 +96,10 @@ class SchedulingQueue:
         """UID -> the sequence number of its current backoff entries (older entries are stale)."""
         self._where: dict[str, str] = {}
         """UID -> "active" | "backoff" | "unschedulable" | "gated"."""
+        self._parked: dict[str, None] = {}
+        """The UIDs of the unschedulable and gated pods, in the order they were parked: the only pods a
+        cluster event can move, so an event costs what they number, not what the queue holds
+        (kube-scheduler walks its ``unschedulablePods`` alone)."""
         self._pods: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, list[tuple[ClusterEvent, Any, Any]] | None] = {}
         self._updated: dict[str, Obj] = {}
@@ -119,13 +123,18 @@ class SchedulingQueue:
         if gate is not None:
             qpi.gating_plugin = gate.plugin
             qpi.gate_message = gate.message
-            self._where[qpi.uid] = "gated"
+            self._park(qpi.uid, "gated")
             return
         qpi.gating_plugin = ""
         self._push_active(qpi)
 
+    def _park(self, uid: str, where: str) -> None:
+        self._where[uid] = where
+        self._parked[uid] = None
+
     def _push_active(self, qpi: QueuedPodInfo) -> None:
         self._where[qpi.uid] = "active"
+        self._parked.pop(qpi.uid, None)
         heapq.heappush(self._active, _Entry(qpi, self._less, next(self._seq)))
         self._cond.notify()
 
@@ -135,6 +144,7 @@ class SchedulingQueue:
             self._push_active(qpi)
             return
         self._where[qpi.uid] = "backoff"
+        self._parked.pop(qpi.uid, None)
         seq = self._backoff_seq[qpi.uid] = next(self._seq)
         heapq.heappush(self._backoff, (expiry, seq, qpi.uid))
         if self.pop_from_backoff and not _error_backoff(qpi):
@@ -187,6 +197,7 @@ class SchedulingQueue:
     def _start(self, qpi: QueuedPodInfo) -> QueuedPodInfo:
         """``qpi`` leaves the queue for a scheduling attempt (hold the lock)."""
         del self._where[qpi.uid]
+        self._parked.pop(qpi.uid, None)
         del self._pods[qpi.uid]
         self._backoff_seq.pop(qpi.uid, None)
         self.scheduling_cycle += 1
@@ -246,7 +257,7 @@ class SchedulingQueue:
                 if verdict is not None:
                     self._requeue(qpi, verdict)
                     return
-            self._where[qpi.uid] = "unschedulable"
+            self._park(qpi.uid, "unschedulable")
 
     def _worth_requeue(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> str | None:
         """``"active"``/``"backoff"`` when ``event`` may make the pod schedulable, else ``None``."""
@@ -286,8 +297,8 @@ class SchedulingQueue:
                     kept.append((event, old, new))
                     if len(kept) > MAX_IN_FLIGHT_EVENTS:
                         self._in_flight[uid] = None
-            for uid, where in list(self._where.items()):
-                qpi = self._pods[uid]
+            for uid in list(self._parked):
+                qpi, where = self._pods[uid], self._where[uid]
                 if where == "gated":
                     if self._pre_enqueue(qpi.pod) is None:
                         qpi.gating_plugin = ""
@@ -328,6 +339,7 @@ class SchedulingQueue:
         with self._cond:
             self._pods.pop(uid, None)
             self._where.pop(uid, None)
+            self._parked.pop(uid, None)
             self._backoff_seq.pop(uid, None)
             self._in_flight.pop(uid, None)
             self._updated.pop(uid, None)
@@ -363,8 +375,8 @@ class SchedulingQueue:
         now = self._clock()
         moved = 0
         with self._cond:
-            for uid, where in list(self._where.items()):
-                qpi = self._pods[uid]
+            for uid in list(self._parked):
+                qpi, where = self._pods[uid], self._where[uid]
                 if where == "unschedulable" and now - qpi.last_failure > UNSCHEDULABLE_TIMEOUT_SECONDS:
                     self._push_backoff(qpi)
                     moved += 1
@@ -395,8 +407,8 @@ class SchedulingQueue:
         (``scheduler_unschedulable_pods``)."""
         out: dict[tuple[str, str], int] = {}
         with self._cond:
-            for uid, where in self._where.items():
-                qpi = self._pods.get(uid) if where == "unschedulable" else None
+            for uid in self._parked:
+                qpi = self._pods.get(uid) if self._where[uid] == "unschedulable" else None
                 if qpi is None:
                     continue
                 profile = profile_of(qpi.pod)
