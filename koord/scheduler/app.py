@@ -29,7 +29,7 @@ from koord.scheduler.framework.waiting import WaitingPods
 from koord.scheduler.plugins import plugin_registry
 from koordshared import __version__
 from koordshared.apis.core.pod import index_by_owner
-from koordshared.kube.client import make_api_client, throttle, twin_client
+from koordshared.kube.client import close_client, make_api_client, throttle, twin_client
 from koordshared.kube.eventsv1 import EventBroadcaster
 from koordshared.kube.informers import InformerSet, Watch, cluster_watches
 from koordshared.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
@@ -233,8 +233,8 @@ class KoordScheduler:
         self.informers.close()
 
     def close(self) -> None:
-        self.api_client.close()
-        self.events_client.close()
+        close_client(self.api_client)
+        close_client(self.events_client)
 
     # ---- explain --------------------------------------------------------------------------------
 

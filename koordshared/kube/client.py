@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from koordshared.kube.ratelimit import TokenBucket
+from koordshared.kube.transport import transport_of
 from koordshared.runtime.errors import APIUnavailable, ConfigError
 
 
@@ -54,16 +55,30 @@ def throttle(api_client: Any, bucket: TokenBucket, sleep: Callable[[float], None
     """Every request of ``api_client`` waits for a token of ``bucket`` first (client-go's
     ``tokenBucketRateLimiter`` on a clientset: lists, watches and writes alike). The client's
     ``call_api`` is the one door every request goes through, typed calls and :func:`request`'s, so the
-    bucket wraps it on this client only; another client keeps its own pace."""
+    bucket wraps it on this client only, and the lean transport's requests (:func:`send`) take their
+    tokens from it too; another client keeps its own pace."""
     send = api_client.call_api
 
     def call_api(*args: Any, **kwargs: Any) -> Any:
-        delay = bucket.reserve()
-        if delay > 0:
-            sleep(delay)
+        _wait_token(bucket, sleep)
         return send(*args, **kwargs)
 
     api_client.call_api = call_api
+    api_client._koord_throttle = (bucket, sleep)  # the lean transport's requests wait too
+
+
+def _wait_token(bucket: TokenBucket, sleep: Callable[[float], None]) -> None:
+    delay = bucket.reserve()
+    if delay > 0:
+        sleep(delay)
+
+
+def close_client(api_client: Any) -> None:
+    """Close the client's connections, its lean transport's included."""
+    slot = getattr(api_client, "_koord_transport", None)
+    if slot is not None and slot[0] is not None:
+        slot[0].close()
+    api_client.close()
 
 
 def twin_client(api_client: Any) -> Any:
@@ -145,11 +160,26 @@ def send(
     query: Mapping[str, str] | None = None,
     timeout: float | tuple[float, float] | None = None,
     content_type: str = "application/json",
+    stream: bool = False,
 ) -> Any:
-    """The raw response of a request on ``path``, its body unread (a list to decode, a watch to stream),
-    without the typed API classes (importing ``CoreV1Api`` builds hundreds of models: most of a process's
-    start). A non-2xx answer raises the client's ``ApiException``, as the typed calls do."""
+    """The response of a request on ``path`` (``.status``, ``.data``), without the typed API classes
+    (importing ``CoreV1Api`` builds hundreds of models: most of a process's start). A whole answer goes
+    through the lean :mod:`~koordshared.kube.transport` where the configuration allows; ``stream``: the
+    body is left unread (a list to decode, a watch to follow) on the generated client's connection. A
+    non-2xx answer raises the client's ``ApiException``, as the typed calls do."""
     headers = {"Accept": "application/json", "Content-Type": content_type}
+    transport = None if stream else transport_of(api_client)
+    if transport is not None:
+        limit = getattr(api_client, "_koord_throttle", None)
+        if limit is not None:
+            _wait_token(*limit)
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        resp: Any = transport.request(method, path, body=data, query=query, headers=headers, timeout=timeout)
+        if not 200 <= resp.status <= 299:
+            from kubernetes.client.exceptions import ApiException
+
+            raise ApiException.from_response(http_resp=resp, body=None, data=None)
+        return resp
     params = list((query or {}).items())
     if hasattr(api_client, "param_serialize"):  # the pydantic-based generator (kubernetes >= 37)
         req = api_client.param_serialize(

@@ -81,7 +81,7 @@ class _PathList:
         if unknown:
             raise TypeError(f"list {self.path}: unknown argument(s) {sorted(unknown)}")
         query = {_QUERY[k]: _query_value(v) for k, v in kwargs.items() if v is not None and v != ""}
-        return send(self.api_client, "GET", self.path, query=query, timeout=timeout)
+        return send(self.api_client, "GET", self.path, query=query, timeout=timeout, stream=True)
 
 
 def _query_value(value: Any) -> str:
