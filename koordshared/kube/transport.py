@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-MAX_IDLE = 8
-"""Idle connections kept (per transport): enough for the binding threads and the Events thread."""
+MAX_IDLE = 32
+"""Idle connections kept (per transport): one for each of a scheduler's binding threads (16 by default)
+and then some; past it a connection is closed after its request (a new one costs a TLS handshake)."""
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
