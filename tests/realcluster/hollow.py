@@ -137,7 +137,7 @@ def metric_status(cpu_milli: int, memory_bytes: int) -> dict[str, Any]:
     """A NodeMetric status as the agent writes it, reported now. A hollow node runs no pods, so all its
     usage is the system's (the agent reports node usage less its pods' as system usage): koord-manager's
     batch resources then follow the usage."""
-    from koord.apis.nodemetric import NodeMetricStatus, Usage, to_status
+    from koordshared.apis.slo.nodemetric import NodeMetricStatus, Usage, to_status
 
     usage = Usage(cpu_milli, memory_bytes)
     return to_status(NodeMetricStatus(update_time=time.time(), node_usage=usage, system_usage=usage))
