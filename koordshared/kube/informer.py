@@ -12,7 +12,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,42 +233,34 @@ class Informer:
     # ---- list and watch -----------------------------------------------------------------------
 
     def _list(self) -> str:
-        # The next page is asked for as soon as a page names it and fetched while this thread trims the
-        # page in hand: the server's time to make a page overlaps ours to take the last one in.
         items: list[Obj] = []
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"list-{self.name}") as ahead:
-            doc = self._page("")
-            while True:
-                meta = doc.get("metadata") or {}
-                token = str(meta.get("continue") or "")
-                following = ahead.submit(self._page, token) if token else None
-                page = listed_items(doc)
-                items.extend(map(self._transform, page) if self._transform is not None else page)
-                if following is None:
-                    break
-                doc = following.result()
+        token = ""
+        while True:
+            opts: dict[str, Any] = {"limit": self.page_size} if self.page_size > 0 else {}
+            if token:
+                opts["_continue"] = token
+            try:
+                doc = call(
+                    f"{self.name} list",
+                    lambda opts=opts: self._list_fn(  # type: ignore[misc]
+                        **self._kwargs, **opts, _preload_content=False, _request_timeout=self.request_timeout
+                    ),
+                )
+            except ApiError as err:
+                if err.gone and token:
+                    raise _Gone() from err  # the continue token expired: start the list over
+                raise
+            doc = doc if isinstance(doc, Mapping) else {}
+            page = listed_items(doc)
+            items.extend(map(self._transform, page) if self._transform is not None else page)
+            meta = doc.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if not token:
+                break
         self.lists += 1
         self._replace(items)
         self.resource_version = str(meta.get("resourceVersion") or "")
         return self.resource_version
-
-    def _page(self, token: str) -> Mapping[str, Any]:
-        """One page of the list (the first with ``token`` empty)."""
-        opts: dict[str, Any] = {"limit": self.page_size} if self.page_size > 0 else {}
-        if token:
-            opts["_continue"] = token
-        try:
-            doc = call(
-                f"{self.name} list",
-                lambda: self._list_fn(
-                    **self._kwargs, **opts, _preload_content=False, _request_timeout=self.request_timeout
-                ),
-            )
-        except ApiError as err:
-            if err.gone and token:
-                raise _Gone() from err  # the continue token expired: start the list over
-            raise
-        return doc if isinstance(doc, Mapping) else {}
 
     def _lines(self, resp: Any) -> Iterator[bytes]:
         buf = b""
