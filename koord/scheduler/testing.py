@@ -108,11 +108,9 @@ class MemoryScheduler:
     caches, with a recording API whose bindings (and plugins' object patches) come back through the caches
     as the API server's watch would, and the plugins' controllers run by hand (:meth:`reconcile`). For
     end-to-end tests of plugins (Permit waits, PreBind patches, gangs...) without a process: ``add_node``,
-    ``add_pod``, ``run()`` (schedule until the queue has nothing ready), then ``bound()``.
-
-    Pods backing off wait for the fake clock here unless ``pop_from_backoff``: ``run()`` drains what is
-    ready now, and the recording API never removes a pod it deleted, so an idle loop's early retries would
-    only repeat the same attempt (a preemptor preempting its victims again).
+    ``add_pod``, ``run()`` (schedule until the queue has nothing ready), then ``bound()``. Backing-off
+    pods wait for the fake clock unless ``pop_from_backoff`` (the recording API never removes a pod it
+    deleted: early retries would repeat an attempt).
     """
 
     def __init__(

@@ -5,35 +5,10 @@ Third-party plugins register through the ``koord.scheduler_plugins`` entry-point
 
 import importlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from koord.scheduler.framework import DEPRECATED_ENTRY_POINT_GROUPS, ENTRY_POINT_GROUP, PluginFactory
 from koordshared.runtime.pluginregistry import EntryPoints, Registry, discover
-
-if TYPE_CHECKING:  # the classes the table names by string, for the type checker and the dead-code check
-    from koord.scheduler.plugins.defaultbinder import DefaultBinder
-    from koord.scheduler.plugins.defaultprebind import DefaultPreBind
-    from koord.scheduler.plugins.nodeaffinity import NodeAffinity
-    from koord.scheduler.plugins.nodename import NodeName
-    from koord.scheduler.plugins.nodeports import NodePorts
-    from koord.scheduler.plugins.nodeunschedulable import NodeUnschedulable
-    from koord.scheduler.plugins.queuesort import PrioritySort
-    from koord.scheduler.plugins.schedulinggates import SchedulingGates
-    from koord.scheduler.plugins.tainttoleration import TaintToleration
-    from koord.scheduler.plugins.volumebinding import VolumeBinding
-
-    _NAMED: tuple[type, ...] = (
-        DefaultBinder,
-        DefaultPreBind,
-        NodeAffinity,
-        NodeName,
-        NodePorts,
-        NodeUnschedulable,
-        PrioritySort,
-        SchedulingGates,
-        TaintToleration,
-        VolumeBinding,
-    )
 
 _PLUGINS = "koord.scheduler.plugins"
 

@@ -3,15 +3,12 @@
 - **activeQ**: pods to try now, ordered by the profile's QueueSort plugin (PrioritySort: priority, then
   the time the pod entered the queue).
 - **backoffQ**: pods that failed, until their backoff expires (``podInitialBackoffSeconds`` doubling per
-  attempt up to ``podMaxBackoffSeconds``: 1 s to 10 s by default, counted from the last failure). While
-  activeQ is empty the loop takes the next of them at once, whatever is left of its backoff (kube-scheduler's
-  ``SchedulerPopFromBackoffQ``: an idle scheduler has no reason to wait), the earliest backoff window first
-  and within a window in activeQ's order; pods backing off after an error are never taken early.
+  attempt up to ``podMaxBackoffSeconds``: 1 s to 10 s by default, counted from the last failure); an idle
+  loop takes them early, but for error backoffs (kube-scheduler's ``SchedulerPopFromBackoffQ``).
 - **unschedulable pods**: pods every node rejected, and pods a PreEnqueue plugin gates. They leave on a
   cluster event that one of the plugins that rejected them registered and whose queueing hint says
   ``Queue`` (any event for a pod no plugin claimed), or after 5 minutes (the unschedulable timeout,
-  checked every 30 s). A gated pod leaves only when its gating plugin lets it through.
-Details: ``docs/modules.md``.
+  checked every 30 s); a gated pod, when its gating plugin lets it through. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
