@@ -1,12 +1,12 @@
 """The Kubernetes client shared by the cluster processes and the agent: construction and error mapping.
 
 ``make_api_client`` builds an official ``ApiClient`` from an explicit ``Configuration`` (tests), a
-kubeconfig file or the in-cluster service account. Calls go through the typed APIs with
-``_preload_content=False`` and JSON is decoded here, so objects travel as plain dicts (pydantic models
-are never built: a 5000-node list decodes in a fraction of the time). :func:`call` turns the client's
-many failure types into two: :class:`ApiError` (the server answered non-2xx) and
-:class:`~koordshared.runtime.errors.APIUnavailable` (it could not be reached). :func:`listed_items` gives the
-items of a list answer the kind kube-apiserver leaves out of them.
+kubeconfig file or the in-cluster service account. Requests go on REST paths (:func:`send`; never the typed
+API classes, whose import is most of a start) and JSON is decoded here, so objects travel as plain dicts.
+:func:`call` turns the many failure types into two: :class:`ApiError` (the server answered non-2xx) and
+:class:`~koordshared.runtime.errors.APIUnavailable` (it could not be reached). :func:`throttle` holds a
+client to a token bucket (clientConnection qps/burst). :func:`listed_items` gives the items of a list
+answer the kind kube-apiserver leaves out of them.
 """
 
 from __future__ import annotations
