@@ -144,7 +144,10 @@ class SchedulingQueue:
         self._parked.pop(qpi.uid, None)
         seq = self._backoff_seq[qpi.uid] = next(self._seq)
         heapq.heappush(self._backoff, (expiry, seq, qpi.uid))
-        if self.pop_from_backoff and not _error_backoff(qpi):
+        # A pod whose early attempt failed waits its backoff out before it may go early again: without
+        # this, pods that free room for one another and fail in turn (a gang with room for all but one
+        # member) would retry without pause on an idle scheduler.
+        if self.pop_from_backoff and not _error_backoff(qpi) and not qpi.early:
             window = expiry // BACKOFF_ORDERING_WINDOW
             heapq.heappush(self._backoff_early, _Entry(qpi, self._less, seq, window))
         self._cond.notify()
@@ -173,6 +176,7 @@ class SchedulingQueue:
                     qpi = entry.qpi
                     if self._where.get(qpi.uid) != "active" or self._pods.get(qpi.uid) is not qpi:
                         continue  # stale entry: the pod moved or left
+                    qpi.early = False
                     return self._start(qpi)
                 while self._backoff_early and not self._closed:
                     entry = heapq.heappop(self._backoff_early)
@@ -180,6 +184,7 @@ class SchedulingQueue:
                         self._backing_off(entry.qpi.uid, entry.seq)
                         and self._pods.get(entry.qpi.uid) is entry.qpi
                     ):
+                        entry.qpi.early = True
                         return self._start(entry.qpi)
                 if self._closed:
                     return None

@@ -238,3 +238,18 @@ def test_without_pop_from_backoff_an_idle_loop_waits_the_backoff_out() -> None:
     assert q.pop(timeout=0) is None
     clock.advance(1)
     assert names(q) == ["a"]
+
+
+def test_a_pod_whose_early_attempt_failed_waits_its_backoff_out() -> None:
+    q, clock = queue(FIT_ON_NODE_ADD)
+    (uid,) = backing_off(q, ("a", 1))
+    qpi = q.pop(timeout=0)  # early: its backoff has not run out
+    assert qpi is not None and qpi.uid == uid and qpi.early
+    qpi.unschedulable_plugins = {"Fit"}
+    q.add_unschedulable(qpi)
+    assert q.on_event(NODE_ADD, None, {}) == 1
+    assert q.where(uid) == "backoff"
+    assert q.pop(timeout=0) is None  # not early twice in a row: no retry loop on an idle scheduler
+    clock.advance(q.backoff_duration(qpi))
+    again = q.pop(timeout=0)
+    assert again is not None and not again.early
