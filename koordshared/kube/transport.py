@@ -128,7 +128,10 @@ class Transport:
             conn = http.client.HTTPSConnection(self.host, self.port, timeout=connect, context=self.context)
         else:
             conn = http.client.HTTPConnection(self.host, self.port, timeout=connect)
-        conn.connect()
+        try:
+            conn.connect()
+        except OSError as err:  # the address in the message, as urllib3's errors carry it
+            raise ConnectionError(f"{self.host}:{self.port}: {err}") from err
         if conn.sock is not None:
             conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
