@@ -29,11 +29,12 @@ from koord.scheduler.framework.waiting import WaitingPods
 from koord.scheduler.plugins import plugin_registry
 from koordshared import __version__
 from koordshared.apis.core.pod import index_by_owner
-from koordshared.kube.client import make_api_client
+from koordshared.kube.client import close_client, make_api_client, throttle, twin_client
 from koordshared.kube.eventsv1 import EventBroadcaster
 from koordshared.kube.informers import InformerSet, Watch, cluster_watches
 from koordshared.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
 from koordshared.kube.process import Address
+from koordshared.kube.ratelimit import TokenBucket
 from koordshared.runtime.errors import ConfigError
 from koordshared.runtime.lifecycle import Component, FuncComponent, Supervisor
 from koordshared.runtime.pluginregistry import EntryPoints, Registry
@@ -62,6 +63,12 @@ def watches() -> list[Watch]:
     handle, so a cluster without Koordinator's CRDs runs a profile that does not need them."""
     nodes, pods, _ = cluster_watches(pod_indexers={"owner": index_by_owner}, keep_volume_kinds=True)
     return [nodes, pods]
+
+
+def limited(api_client: Any, conf: SchedulerConfiguration) -> None:
+    """Hold ``api_client``'s requests to ``clientConnection``'s qps/burst (a negative qps: no limit)."""
+    if conf.qps > 0:
+        throttle(api_client, TokenBucket(conf.qps, max(conf.burst, 1), time.monotonic))
 
 
 def build_frameworks(
@@ -106,10 +113,15 @@ class KoordScheduler:
         self.api_client = api_client or make_api_client(
             cfg.kubeconfig, user_agent=f"{USER_AGENT}/{__version__} ({identity})"
         )
+        # kube-scheduler's two clientsets: one for the API calls and the informers, one for Events, each
+        # held to clientConnection's qps/burst, so a backlog of Events never delays a binding.
+        self.events_client = twin_client(self.api_client)
+        limited(self.api_client, conf)
+        limited(self.events_client, conf)
         self.informers: Any = informers or InformerSet(
             self.api_client, watches(), request_timeout=cfg.request_timeout
         )
-        self.events = EventBroadcaster(self.api_client, request_timeout=cfg.request_timeout)
+        self.events = EventBroadcaster(self.events_client, request_timeout=cfg.request_timeout)
         self._stopping = threading.Event()
         self._elect_stop = threading.Event()
         names = [p.scheduler_name for p in conf.profiles]
@@ -221,7 +233,8 @@ class KoordScheduler:
         self.informers.close()
 
     def close(self) -> None:
-        self.api_client.close()
+        close_client(self.api_client)
+        close_client(self.events_client)
 
     # ---- explain --------------------------------------------------------------------------------
 

@@ -78,6 +78,7 @@ class SchedulerConfiguration:
     election: Mapping[str, Any] = field(default_factory=dict)
     kubeconfig: str = ""
     qps: float = 50.0
+    """Requests per second of the scheduler's client (client-go's token bucket); below 0: no limit."""
     burst: int = 100
 
 
@@ -179,9 +180,12 @@ def parse_configuration(
             "podInitialBackoffSeconds"
         )
     leader_elect, election = parse_leader_election(doc.get("leaderElection"), source)
-    qps = client.get("qps", 50.0)
-    if isinstance(qps, bool) or not isinstance(qps, int | float) or qps < 0:
-        raise ConfigError(f"{source}.clientConnection.qps: want a non-negative number")
+    qps = client.get("qps", 0.0)
+    if isinstance(qps, bool) or not isinstance(qps, int | float):
+        raise ConfigError(f"{source}.clientConnection.qps: want a number")
+    # kube-scheduler's defaulting: 0 (or absent) is its own 50/100; a negative qps is client-go's
+    # "no limit".
+    burst = _int(client, "burst", f"{source}.clientConnection", 0, 0)
     return SchedulerConfiguration(
         profiles=profiles,
         percentage_of_nodes_to_score=_int(doc, "percentageOfNodesToScore", source, 0, 0, 100),
@@ -191,8 +195,8 @@ def parse_configuration(
         leader_elect=leader_elect,
         election=election,
         kubeconfig=str(client.get("kubeconfig") or ""),
-        qps=float(qps),
-        burst=_int(client, "burst", f"{source}.clientConnection", 100, 0),
+        qps=float(qps) or 50.0,
+        burst=burst or 100,
     )
 
 

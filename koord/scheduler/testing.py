@@ -108,7 +108,9 @@ class MemoryScheduler:
     caches, with a recording API whose bindings (and plugins' object patches) come back through the caches
     as the API server's watch would, and the plugins' controllers run by hand (:meth:`reconcile`). For
     end-to-end tests of plugins (Permit waits, PreBind patches, gangs...) without a process: ``add_node``,
-    ``add_pod``, ``run()`` (schedule until the queue has nothing ready), then ``bound()``.
+    ``add_pod``, ``run()`` (schedule until the queue has nothing ready), then ``bound()``. Backing-off
+    pods wait for the fake clock unless ``pop_from_backoff`` (the recording API never removes a pod it
+    deleted: early retries would repeat an attempt).
     """
 
     def __init__(
@@ -119,6 +121,7 @@ class MemoryScheduler:
         clock: FakeClock | None = None,
         seed: int = 0,
         parallelism: int = 1,
+        pop_from_backoff: bool = False,
     ) -> None:
         from prometheus_client import CollectorRegistry
 
@@ -170,6 +173,7 @@ class MemoryScheduler:
                 pod_initial_backoff_seconds=conf.pod_initial_backoff_seconds,
                 pod_max_backoff_seconds=conf.pod_max_backoff_seconds,
                 parallelism=parallelism,
+                pop_from_backoff=pop_from_backoff,
             ),
             hooks=hooks,
             seed=seed,

@@ -1,21 +1,24 @@
 """The Kubernetes client shared by the cluster processes and the agent: construction and error mapping.
 
 ``make_api_client`` builds an official ``ApiClient`` from an explicit ``Configuration`` (tests), a
-kubeconfig file or the in-cluster service account. Calls go through the typed APIs with
-``_preload_content=False`` and JSON is decoded here, so objects travel as plain dicts (pydantic models
-are never built: a 5000-node list decodes in a fraction of the time). :func:`call` turns the client's
-many failure types into two: :class:`ApiError` (the server answered non-2xx) and
-:class:`~koordshared.runtime.errors.APIUnavailable` (it could not be reached). :func:`listed_items` gives the
-items of a list answer the kind kube-apiserver leaves out of them.
+kubeconfig file or the in-cluster service account. Requests go on REST paths (:func:`send`; never the typed
+API classes, whose import is most of a start) and JSON is decoded here, so objects travel as plain dicts.
+:func:`call` turns the many failure types into two: :class:`ApiError` (the server answered non-2xx) and
+:class:`~koordshared.runtime.errors.APIUnavailable` (it could not be reached). :func:`throttle` holds a
+client to a token bucket (clientConnection qps/burst). :func:`listed_items` gives the items of a list
+answer the kind kube-apiserver leaves out of them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from koordshared.kube.ratelimit import TokenBucket
+from koordshared.kube.transport import transport_of
 from koordshared.runtime.errors import APIUnavailable, ConfigError
 
 
@@ -46,6 +49,47 @@ def make_api_client(kubeconfig: str = "", client_configuration: Any = None, *, u
     if user_agent:
         api_client.user_agent = user_agent
     return api_client
+
+
+def throttle(api_client: Any, bucket: TokenBucket, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Every request of ``api_client`` waits for a token of ``bucket`` first (client-go's
+    ``tokenBucketRateLimiter`` on a clientset: lists, watches and writes alike). The client's
+    ``call_api`` is the one door every request goes through, typed calls and :func:`request`'s, so the
+    bucket wraps it on this client only, and the lean transport's requests (:func:`send`) take their
+    tokens from it too; another client keeps its own pace."""
+    send = api_client.call_api
+
+    def call_api(*args: Any, **kwargs: Any) -> Any:
+        _wait_token(bucket, sleep)
+        return send(*args, **kwargs)
+
+    api_client.call_api = call_api
+    api_client._koord_throttle = (bucket, sleep)  # the lean transport's requests wait too
+
+
+def _wait_token(bucket: TokenBucket, sleep: Callable[[float], None]) -> None:
+    delay = bucket.reserve()
+    if delay > 0:
+        sleep(delay)
+
+
+def close_client(api_client: Any) -> None:
+    """Close the client's connections, its lean transport's included."""
+    slot = getattr(api_client, "_koord_transport", None)
+    if slot is not None and slot[0] is not None:
+        slot[0].close()
+    api_client.close()
+
+
+def twin_client(api_client: Any) -> Any:
+    """A second ``ApiClient`` on the same configuration (server, credentials, user agent) with its own
+    connections, so a limit set on one does not hold the other's requests (kube-scheduler's Events go
+    through a clientset of their own)."""
+    from kubernetes import client
+
+    twin = client.ApiClient(api_client.configuration)
+    twin.user_agent = api_client.user_agent
+    return twin
 
 
 class ApiError(Exception):
@@ -99,43 +143,71 @@ def request(
     dict body through their models (a Lease's MicroTime ``...00.000000Z`` comes out as ``...00+00:00``,
     which kube-apiserver refuses), so writes whose wire format matters go through here. Errors as
     :func:`call`."""
+    return call(
+        what,
+        lambda: send(
+            api_client, method, path, body=body, query=query, timeout=timeout, content_type=content_type
+        ),
+    )
+
+
+def send(
+    api_client: Any,
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    query: Mapping[str, str] | None = None,
+    timeout: float | tuple[float, float] | None = None,
+    content_type: str = "application/json",
+    stream: bool = False,
+) -> Any:
+    """The response of a request on ``path`` (``.status``, ``.data``), without the typed API classes
+    (importing ``CoreV1Api`` builds hundreds of models: most of a process's start). A whole answer goes
+    through the lean :mod:`~koordshared.kube.transport` where the configuration allows; ``stream``: the
+    body is left unread (a list to decode, a watch to follow) on the generated client's connection. A
+    non-2xx answer raises the client's ``ApiException``, as the typed calls do."""
     headers = {"Accept": "application/json", "Content-Type": content_type}
+    transport = None if stream else transport_of(api_client)
+    if transport is not None:
+        limit = getattr(api_client, "_koord_throttle", None)
+        if limit is not None:
+            _wait_token(*limit)
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        resp: Any = transport.request(method, path, body=data, query=query, headers=headers, timeout=timeout)
+        if not 200 <= resp.status <= 299:
+            from kubernetes.client.exceptions import ApiException
+
+            raise ApiException.from_response(http_resp=resp, body=None, data=None)
+        return resp
     params = list((query or {}).items())
     if hasattr(api_client, "param_serialize"):  # the pydantic-based generator (kubernetes >= 37)
+        req = api_client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=params,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        resp = api_client.call_api(*req, _request_timeout=timeout)
+        if not 200 <= resp.status <= 299:
+            from kubernetes.client.exceptions import ApiException
 
-        def send() -> Any:
-            req = api_client.param_serialize(
-                method=method,
-                resource_path=path,
-                query_params=params,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-            )
-            resp = api_client.call_api(*req, _request_timeout=timeout)
-            if not 200 <= resp.status <= 299:
-                from kubernetes.client.exceptions import ApiException
-
-                resp.read()
-                raise ApiException.from_response(http_resp=resp, body=None, data=None)
-            return resp.response
-
-    else:  # the legacy generator
-
-        def send() -> Any:
-            return api_client.call_api(
-                path,
-                method,
-                query_params=params,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _return_http_data_only=True,
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-
-    return call(what, send)
+            resp.read()
+            raise ApiException.from_response(http_resp=resp, body=None, data=None)
+        return resp.response
+    return api_client.call_api(  # the legacy generator
+        path,
+        method,
+        query_params=params,
+        header_params=headers,
+        body=body,
+        auth_settings=["BearerToken"],
+        _return_http_data_only=True,
+        _preload_content=False,
+        _request_timeout=timeout,
+    )
 
 
 def call(what: str, fn: Callable[[], Any]) -> Any:

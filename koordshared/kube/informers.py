@@ -16,6 +16,7 @@ from typing import Any
 
 from koordshared.apis.meta import groups
 from koordshared.apis.slo.nodemetric import parse_node_metric
+from koordshared.kube.client import send
 from koordshared.kube.informer import IndexFunc, Informer, index_by_node
 from koordshared.kube.memstore import MemoryStore
 from koordshared.kube.trim import compact, slim_node, slim_pod
@@ -23,30 +24,6 @@ from koordshared.runtime.lifecycle import Supervisor
 
 Obj = Mapping[str, Any]
 Transform = Callable[[Obj], Obj]
-
-# The official client's list calls for the core resources the processes watch, by plural: (all
-# namespaces or cluster-scoped, one namespace). Custom resources go through CustomObjectsApi.
-_CORE_LISTS: Mapping[str, tuple[str, str]] = {
-    "nodes": ("list_node", ""),
-    "pods": ("list_pod_for_all_namespaces", "list_namespaced_pod"),
-    "configmaps": ("list_config_map_for_all_namespaces", "list_namespaced_config_map"),
-    "namespaces": ("list_namespace", ""),
-    "persistentvolumeclaims": (
-        "list_persistent_volume_claim_for_all_namespaces",
-        "list_namespaced_persistent_volume_claim",
-    ),
-    "persistentvolumes": ("list_persistent_volume", ""),
-}
-# Resources of other built-in groups, by plural: (API class of the official client, methods as above).
-_GROUP_LISTS: Mapping[str, tuple[str, str, str]] = {
-    "poddisruptionbudgets": (
-        "PolicyV1Api",
-        "list_pod_disruption_budget_for_all_namespaces",
-        "list_namespaced_pod_disruption_budget",
-    ),
-    "priorityclasses": ("SchedulingV1Api", "list_priority_class", ""),
-    "storageclasses": ("StorageV1Api", "list_storage_class", ""),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,35 +41,51 @@ class Watch:
 
 
 def list_call(api_client: Any, watch: Watch) -> tuple[Callable[..., Any], dict[str, Any]]:
-    """The client method that lists ``watch``'s objects and its keyword arguments."""
-    from kubernetes import client
-
+    """The function that lists (or, with ``watch=True``, watches) ``watch``'s objects and its keyword
+    arguments; it takes the official client's list keywords (``limit``, ``_continue``,
+    ``resource_version``, ``timeout_seconds``, ``allow_watch_bookmarks``, ``_request_timeout``) and
+    answers with the raw response. Sent on the resource's path without the typed API classes, whose
+    import is most of a process's start."""
     kwargs: dict[str, Any] = {}
     if watch.field_selector:
         kwargs["field_selector"] = watch.field_selector
     if watch.label_selector:
         kwargs["label_selector"] = watch.label_selector
-    res = watch.resource
-    if res.plural in _GROUP_LISTS:
-        api_class, every, namespaced = _GROUP_LISTS[res.plural]
-        api = getattr(client, api_class)(api_client)
-        if watch.namespace and namespaced:
-            return getattr(api, namespaced), {**kwargs, "namespace": watch.namespace}
-        return getattr(api, every), kwargs
-    if res.group:
-        custom = client.CustomObjectsApi(api_client)
-        kwargs.update(res.custom_object_args)
-        if watch.namespace and res.namespaced:
-            return custom.list_namespaced_custom_object, {**kwargs, "namespace": watch.namespace}
-        return custom.list_cluster_custom_object, kwargs
-    methods = _CORE_LISTS.get(res.plural)
-    if methods is None:
-        raise ValueError(f"no list call known for core resource {res.plural!r}")
-    core = client.CoreV1Api(api_client)
-    every, namespaced = methods
-    if watch.namespace and namespaced:
-        return getattr(core, namespaced), {**kwargs, "namespace": watch.namespace}
-    return getattr(core, every), kwargs
+    return _PathList(api_client, watch.resource.path(namespace=watch.namespace)), kwargs
+
+
+_QUERY = {
+    "field_selector": "fieldSelector",
+    "label_selector": "labelSelector",
+    "limit": "limit",
+    "_continue": "continue",
+    "watch": "watch",
+    "resource_version": "resourceVersion",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+    "timeout_seconds": "timeoutSeconds",
+}
+"""The official client's list keywords -> kube-apiserver's query parameters."""
+
+
+class _PathList:
+    """A list (or watch) call on one collection path, with the official client's keywords."""
+
+    def __init__(self, api_client: Any, path: str) -> None:
+        self.api_client = api_client
+        self.path = path
+
+    def __call__(self, **kwargs: Any) -> Any:
+        timeout = kwargs.pop("_request_timeout", None)
+        kwargs.pop("_preload_content", None)  # the body is always left unread
+        unknown = set(kwargs) - set(_QUERY)
+        if unknown:
+            raise TypeError(f"list {self.path}: unknown argument(s) {sorted(unknown)}")
+        query = {_QUERY[k]: _query_value(v) for k, v in kwargs.items() if v is not None and v != ""}
+        return send(self.api_client, "GET", self.path, query=query, timeout=timeout, stream=True)
+
+
+def _query_value(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 class InformerSet:

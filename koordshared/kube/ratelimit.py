@@ -39,6 +39,15 @@ class TokenBucket:
                 return True
             return False
 
+    def reserve(self) -> float:
+        """Take a token now, owed if none is there (the count goes below zero); the seconds to wait
+        before using it (Go's ``rate.Limiter.Reserve``): concurrent callers queue in turn, each
+        waiting for its own token."""
+        with self._lock:
+            self._fill()
+            self._tokens -= 1.0
+            return 0.0 if self._tokens >= 0.0 else -self._tokens / self.rate
+
     def wait_time(self) -> float:
         """Seconds until a token will be there (0 if one is)."""
         with self._lock:

@@ -37,7 +37,18 @@ _OWN_VALUES = frozenset({"uid", "resourceVersion"})
 
 def compact(obj: Any) -> Any:
     """``obj`` rebuilt with interned keys and short values. Every watch event is decoded on its own, so
-    without this each of 100 000 cached pods carries its own copy of every key: half the memory."""
+    without this each of 100 000 cached pods carries its own copy of every key: half the memory. A shared
+    value (:func:`share`) is compact already and kept as it is."""
+    t = type(obj)
+    if t is str:  # decoded JSON: exact types, tested the cheap way first
+        return sys.intern(obj) if len(obj) <= INTERN_MAX else obj
+    if t is dict:
+        own = _OWN_VALUES
+        return {sys.intern(k) if type(k) is str else k: v if k in own else compact(v) for k, v in obj.items()}
+    if t is list:
+        return [compact(v) for v in obj]
+    if t in _SCALARS or t in _SHARED_TYPES:
+        return obj
     if isinstance(obj, dict):
         return {
             sys.intern(k) if isinstance(k, str) else k: v if k in _OWN_VALUES else compact(v)
@@ -60,6 +71,8 @@ class _SharedList(list[Any]):
     __slots__ = ("__weakref__",)
 
 
+_SHARED_TYPES = (_SharedDict, _SharedList)
+_SCALARS = (int, float, bool, type(None))
 _shared: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _shared_lock = threading.Lock()
 _SHARED_META = ("labels", "annotations", "ownerReferences")
@@ -70,11 +83,21 @@ def share(value: Any) -> Any:
     it is). Equal means equal JSON, so ``1`` and ``1.0`` or ``true`` stay apart."""
     if not isinstance(value, dict | list) or not value:
         return value
+    if type(value) in _SHARED_TYPES:
+        return value
     key = json.dumps(value, separators=(",", ":"))
     with _shared_lock:
         got = _shared.get(key)
+    if got is not None:
+        return got
+    # Compacted only when first seen: a template's fields, looked up by their JSON, are compacted once
+    # for all the pods stamped from it (most of a watch event's cost was compacting them again).
+    made = compact(value)
+    made = _SharedDict(made) if isinstance(made, dict) else _SharedList(made)
+    with _shared_lock:
+        got = _shared.get(key)
         if got is None:
-            got = _shared[key] = _SharedDict(value) if isinstance(value, dict) else _SharedList(value)
+            got = _shared[key] = made
     return got
 
 
@@ -121,12 +144,13 @@ def slim_pod(obj: Obj, *, keep_volume_kinds: bool = False) -> Obj:
     status = obj.get("status")
     if isinstance(status, Mapping):
         out["status"] = {k: status[k] for k in _POD_STATUS_KEEP if k in status}
-    pod: dict[str, Any] = compact(out)
     # What the pod template gave (every spec field holding an object or a list, and these metadata
-    # fields) is shared with equal pods; nodeName and the status are the pod's own.
-    _share_fields(pod.get("metadata"), _SHARED_META)
-    spec = pod.get("spec")
+    # fields) is shared with equal pods, before the rest is compacted; nodeName and the status are the
+    # pod's own.
+    _share_fields(out["metadata"], _SHARED_META)
+    spec = out.get("spec")
     _share_fields(spec, list(spec) if isinstance(spec, dict) else ())
+    pod: dict[str, Any] = compact(out)
     return pod
 
 
@@ -149,6 +173,8 @@ def slim_node(obj: Obj) -> Obj:
     status = obj.get("status")
     if isinstance(status, Mapping) and "images" in status:
         out["status"] = {k: v for k, v in status.items() if k != "images"}
+    if isinstance(out.get("status"), Mapping):
+        out["status"] = dict(out["status"])
+        _share_fields(out["status"], _SHARED_NODE_STATUS)
     node: dict[str, Any] = compact(out)
-    _share_fields(node.get("status"), _SHARED_NODE_STATUS)
     return node

@@ -245,8 +245,10 @@ class Daemon:
                 log.info("starting %s", component.name)
                 component.start(stop, supervisor)
                 self.started.append(component.name)
+                # A short poll: the next component (the scheduling loop) starts within 10 ms of the sync,
+                # which is the process's time to its first work.
                 if getattr(component, "wait_sync", True) and not wait_for(
-                    component.has_synced, stop, timeout=self.sync_timeout
+                    component.has_synced, stop, timeout=self.sync_timeout, poll=0.01
                 ):
                     if stop.is_set():
                         break

@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from koord.scheduler.cache.nodetree import NodeTree
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo, Obj, PodInfo
 
@@ -40,6 +41,7 @@ class Cache:
         self._changed: OrderedDict[str, int] = OrderedDict()
         self._forgotten = 0
         """The newest generation of the change records dropped; an older snapshot is rebuilt whole."""
+        self._tree = NodeTree()
 
     # ---- nodes ----------------------------------------------------------------------------------
 
@@ -51,6 +53,7 @@ class Cache:
                 info = self._nodes[name] = NodeInfo(name, node)
             else:
                 info.set_node(node)
+            self._tree.add(name, node)
             self._touch(info)
 
     def update_node(self, old: Obj, new: Obj) -> None:
@@ -61,6 +64,7 @@ class Cache:
         arrive, on a NodeInfo without a node that no snapshot shows."""
         with self._lock:
             name = _name(node)
+            self._tree.remove(name)
             info = self._nodes.get(name)
             if info is None:
                 return
@@ -197,6 +201,7 @@ class Cache:
                         snapshot.set(info.clone())
                         copied += 1
                 snapshot.generation = self._generation
+                snapshot.set_search_order(self._tree.names(), self._tree.version)
                 return copied
             for name, gen in reversed(self._changed.items()):
                 if gen <= snapshot.generation:
@@ -208,6 +213,7 @@ class Cache:
                     snapshot.set(changed.clone())
                 copied += 1
             snapshot.generation = self._generation
+            snapshot.set_search_order(self._tree.names(), self._tree.version)
             # Entries every snapshot has seen are not needed any more; a snapshot only ever moves forward.
             while len(self._changed) > 2 * max(len(self._nodes), 64):
                 _, gen = self._changed.popitem(last=False)

@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+"""The share of cycles whose plugin calls are timed (kube-scheduler's ``pluginMetricsSamplePercent``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,10 @@ class SchedulingOptions:
     pod_max_backoff_seconds: float = 10.0
     parallelism: int = 16
     """Binding threads (kube-scheduler's ``parallelism`` sizes its worker pools)."""
+    pop_from_backoff: bool = True
+    """While activeQ is empty, take pods from backoffQ without waiting out their backoff (kube-scheduler's
+    ``SchedulerPopFromBackoffQ``)."""
+    plugin_metrics_sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT
 
 
 def node_gone(node: str) -> Status:
@@ -67,6 +73,13 @@ def node_gone(node: str) -> Status:
 
 def scheduler_name(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
+
+
+def sampled(cycle: int, percent: int) -> bool:
+    """Whether scheduling cycle ``cycle`` (from 1) times its plugin calls: ``percent`` of the cycles,
+    evenly (kube-scheduler draws them at random; every n-th here, the first included, so a short run
+    is timed too)."""
+    return ((cycle - 1) * percent) % 100 < percent
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all: int) -> int:
@@ -172,6 +185,7 @@ class Scheduler:
             initial_backoff=options.pod_initial_backoff_seconds,
             max_backoff=options.pod_max_backoff_seconds,
             clock=clock,
+            pop_from_backoff=options.pop_from_backoff,
         )
         self._binders = ThreadPoolExecutor(max_workers=max(options.parallelism, 1), thread_name_prefix="bind")
         self.reporter = StatusReporter(api)
@@ -254,6 +268,7 @@ class Scheduler:
             self.queue.done(qpi.uid)
             return
         state = CycleState(qpi.info)
+        state.record_plugin_metrics = sampled(qpi.popped_cycle, self.config.plugin_metrics_sample_percent)
         self.cache.update_snapshot(self.snapshot)
         try:
             node = self.schedule_pod(fw, state, qpi)

@@ -102,13 +102,16 @@ class CycleState:
     """Data plugins share across the phases of one pod's scheduling attempt. ``pod_info`` is the pod
     being scheduled; ``skip_filter``/``skip_score`` the plugins a PreFilter/PreScore SKIP took out."""
 
-    __slots__ = ("_data", "pod_info", "skip_filter", "skip_score")
+    __slots__ = ("_data", "pod_info", "record_plugin_metrics", "skip_filter", "skip_score")
 
     def __init__(self, pod_info: PodInfo | None = None) -> None:
         self._data: dict[str, Any] = {}
         self.pod_info = pod_info
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
+        self.record_plugin_metrics = True
+        """Whether this attempt's plugin calls are timed (kube-scheduler's ``ShouldRecordPluginMetrics``:
+        a sample of the cycles)."""
 
     def read(self, key: str) -> Any:
         """The value written under ``key``; ``KeyError`` when there is none (Go's ``ErrNotFound``)."""
@@ -128,6 +131,7 @@ class CycleState:
         plugin whose value changes after PreFilter (preemption's what-if runs) provides ``clone()`` on
         it and the copy gets a clone of the value."""
         out = CycleState(self.pod_info)
+        out.record_plugin_metrics = self.record_plugin_metrics
         out._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
         out.skip_filter, out.skip_score = set(self.skip_filter), set(self.skip_score)
         return out

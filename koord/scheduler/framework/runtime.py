@@ -284,8 +284,8 @@ class Framework:
 
     # ---- small points --------------------------------------------------------------------------------------
 
-    def timed(self, plugin: str, point: str, start: float) -> None:
-        if self._timer is not None:
+    def timed(self, state: CycleState, plugin: str, point: str, start: float) -> None:
+        if self._timer is not None and state.record_plugin_metrics:
             self._timer(plugin, point, time.perf_counter() - start)
 
     def has(self, point: str) -> bool:
@@ -313,7 +313,7 @@ class Framework:
         for e in self.points.get("preFilter", ()):
             start = time.perf_counter()
             answer = call(e.name, "preFilter", e.plugin.pre_filter, state, pod)
-            self.timed(e.name, "preFilter", start)
+            self.timed(state, e.name, "preFilter", start)
             if isinstance(answer, PreFilterResult):
                 if answer.node_names is not None:
                     narrowed.append(e.name)
@@ -344,7 +344,7 @@ class Framework:
         for e in self.points.get("postFilter", ()):
             start = time.perf_counter()
             result, st = call(e.name, "postFilter", e.plugin.post_filter, state, pod, statuses)
-            self.timed(e.name, "postFilter", start)
+            self.timed(state, e.name, "postFilter", start)
             if st is None or st.is_success:
                 return result, Status(Code.SUCCESS, (), e.name)
             if st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -451,7 +451,7 @@ class Framework:
                 raise
             except Exception as err:
                 raise PluginFailure(e.name, "filter", repr(err)) from err
-            self.timed(e.name, "filter", start)
+            self.timed(state, e.name, "filter", start)
             if isinstance(answer, np.ndarray):
                 if answer.shape != (len(cand),):
                     raise PluginFailure(e.name, "filter", f"answered {answer.shape} for {len(cand)} nodes")
@@ -620,7 +620,7 @@ class Framework:
         for e in self.points.get("preScore", ()):
             start = time.perf_counter()
             st = call(e.name, "preScore", e.plugin.pre_score, state, pod, nodes)
-            self.timed(e.name, "preScore", start)
+            self.timed(state, e.name, "preScore", start)
             if st is not None and st.code is Code.SKIP:
                 state.skip_score.add(e.name)
             elif st is not None and not st.is_success:
@@ -635,7 +635,7 @@ class Framework:
                 continue
             start = time.perf_counter()
             values = _score_one(e, state, pod, nodes)
-            self.timed(e.name, "score", start)
+            self.timed(state, e.name, "score", start)
             if len(values) and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
                 bad = int(np.nonzero((values < MIN_NODE_SCORE) | (values > MAX_NODE_SCORE))[0][0])
                 raise PluginFailure(
@@ -659,7 +659,7 @@ class Framework:
         for e in self.points.get("permit", ()):
             start = time.perf_counter()
             answer = call(e.name, "permit", e.plugin.permit, state, pod, node_name)
-            self.timed(e.name, "permit", start)
+            self.timed(state, e.name, "permit", start)
             st, timeout = answer if isinstance(answer, tuple) else (answer, 0.0)
             if st is None or st.is_success:
                 continue
@@ -711,7 +711,7 @@ class Framework:
                 st = call_status(e.name, "preBind", fn, state, subject, node)
             except PluginFailure as err:
                 st = Status(Code.ERROR, (str(err),))
-            self.timed(e.name, "preBind", start)
+            self.timed(state, e.name, "preBind", start)
             if st is not None and not st.is_success:
                 return st.with_plugin(e.name)
         return None
@@ -725,7 +725,7 @@ class Framework:
                 st = call(e.name, "bind", e.plugin.bind, state, pod, node_name)
             except PluginFailure as err:
                 st = Status(Code.ERROR, (err.detail,))
-            self.timed(e.name, "bind", start)
+            self.timed(state, e.name, "bind", start)
             if st is None or st.code is Code.SUCCESS:
                 return Status(Code.SUCCESS, (), e.name)
             if st.code is Code.SKIP:

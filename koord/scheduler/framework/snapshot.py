@@ -60,6 +60,10 @@ class Snapshot:
         """Nodes with pods that have (anti-)affinity terms; kept by :meth:`refresh_affinity_lists`."""
         self.with_required_anti_affinity: list[NodeInfo] = []
         self._affinity_dirty = True
+        self._search_names: list[str] = []
+        self._search_version = -1
+        self._search_rows: tuple[tuple[int, int, int], np.ndarray] | None = None
+        """(order version, layout, nodes) -> the rows in the search order."""
 
     # ---- reading --------------------------------------------------------------------------------
 
@@ -82,10 +86,30 @@ class Snapshot:
         return col
 
     def rotated(self, start: int) -> NodeSet:
-        """Every node, starting at row ``start`` and wrapping around (the cycle's search order)."""
-        n = len(self.infos)
-        rows = np.arange(n, dtype=np.int64)
+        """Every node in the search order (the cache's node tree: one node of each zone in turn; row order
+        when none was given), from position ``start`` on and wrapping around."""
+        rows = self.search_rows()
+        n = len(rows)
         return NodeSet(self, np.roll(rows, -start) if n and start % n else rows)
+
+    def search_rows(self) -> np.ndarray:
+        """The rows in the search order (rows the order does not name follow, in row order)."""
+        key = (self._search_version, self.layout, len(self.infos))
+        if self._search_rows is not None and self._search_rows[0] == key:
+            return self._search_rows[1]
+        index = self.index
+        rows = [index[n] for n in self._search_names if n in index]
+        if len(rows) != len(self.infos):
+            named = set(rows)
+            rows.extend(i for i in range(len(self.infos)) if i not in named)
+        arr = np.asarray(rows, dtype=np.int64)
+        self._search_rows = (key, arr)
+        return arr
+
+    def set_search_order(self, names: list[str], version: int) -> None:
+        """The order cycles walk the nodes in (``version`` changes when it does)."""
+        if version != self._search_version:
+            self._search_names, self._search_version = names, version
 
     def derived(
         self, key: Hashable, fn: Callable[[NodeInfo], Any], dtype: Any = object, *, transient: bool = False

@@ -3,78 +3,64 @@
 Third-party plugins register through the ``koord.scheduler_plugins`` entry-point group instead.
 """
 
+import importlib
 from collections.abc import Mapping
+from typing import Any
 
 from koord.scheduler.framework import DEPRECATED_ENTRY_POINT_GROUPS, ENTRY_POINT_GROUP, PluginFactory
-from koord.scheduler.plugins import (
-    defaultbinder,
-    defaultprebind,
-    elasticquota,
-    nodeaffinity,
-    nodename,
-    nodeports,
-    nodeunschedulable,
-    queuesort,
-    schedulinggates,
-    tainttoleration,
-    volumebinding,
-)
-from koord.scheduler.plugins.coscheduling import NAME as COSCHEDULING
-from koord.scheduler.plugins.coscheduling import Coscheduling
-from koord.scheduler.plugins.defaultpreemption import NAME as DEFAULT_PREEMPTION
-from koord.scheduler.plugins.defaultpreemption import DefaultPreemption
-from koord.scheduler.plugins.deviceshare import NAME as DEVICE_SHARE
-from koord.scheduler.plugins.deviceshare import DeviceShare
-from koord.scheduler.plugins.interpodaffinity import NAME as INTER_POD_AFFINITY
-from koord.scheduler.plugins.interpodaffinity import InterPodAffinity
-from koord.scheduler.plugins.loadaware import NAME as LOAD_AWARE
-from koord.scheduler.plugins.loadaware import LoadAwareScheduling
-from koord.scheduler.plugins.nodenumaresource import NAME as NODE_NUMA_RESOURCE
-from koord.scheduler.plugins.nodenumaresource import NodeNUMAResource
-from koord.scheduler.plugins.noderesources import (
-    BALANCED,
-    FIT,
-    NodeResourcesBalancedAllocation,
-    NodeResourcesFit,
-)
-from koord.scheduler.plugins.noderesourcesfitplus import NAME as FIT_PLUS
-from koord.scheduler.plugins.noderesourcesfitplus import NodeResourcesFitPlus
-from koord.scheduler.plugins.podtopologyspread import NAME as POD_TOPOLOGY_SPREAD
-from koord.scheduler.plugins.podtopologyspread import PodTopologySpread
-from koord.scheduler.plugins.reservation import NAME as RESERVATION
-from koord.scheduler.plugins.reservation import Reservation
-from koord.scheduler.plugins.scarceresourceavoidance import NAME as SCARCE_RESOURCE_AVOIDANCE
-from koord.scheduler.plugins.scarceresourceavoidance import ScarceResourceAvoidance
-from koord.scheduler.plugins.schedulinghint import NAME as SCHEDULING_HINT
-from koord.scheduler.plugins.schedulinghint import SchedulingHint
 from koordshared.runtime.pluginregistry import EntryPoints, Registry, discover
 
-BUILTIN: Mapping[str, PluginFactory] = {
-    schedulinggates.NAME: schedulinggates.SchedulingGates,
-    queuesort.NAME: queuesort.PrioritySort,
-    nodeunschedulable.NAME: nodeunschedulable.NodeUnschedulable,
-    nodename.NAME: nodename.NodeName,
-    tainttoleration.NAME: tainttoleration.TaintToleration,
-    nodeaffinity.NAME: nodeaffinity.NodeAffinity,
-    nodeports.NAME: nodeports.NodePorts,
-    FIT: NodeResourcesFit,
-    BALANCED: NodeResourcesBalancedAllocation,
-    DEFAULT_PREEMPTION: DefaultPreemption,
-    POD_TOPOLOGY_SPREAD: PodTopologySpread,
-    INTER_POD_AFFINITY: InterPodAffinity,
-    defaultprebind.NAME: defaultprebind.DefaultPreBind,
-    defaultbinder.NAME: defaultbinder.DefaultBinder,
-    volumebinding.NAME: volumebinding.VolumeBinding,
-    LOAD_AWARE: LoadAwareScheduling,
-    COSCHEDULING: Coscheduling,
-    elasticquota.NAME: elasticquota.ElasticQuota,
-    FIT_PLUS: NodeResourcesFitPlus,
-    SCARCE_RESOURCE_AVOIDANCE: ScarceResourceAvoidance,
-    SCHEDULING_HINT: SchedulingHint,
-    DEVICE_SHARE: DeviceShare,
-    NODE_NUMA_RESOURCE: NodeNUMAResource,
-    RESERVATION: Reservation,
+_PLUGINS = "koord.scheduler.plugins"
+
+
+class Builtin:
+    """A built-in plugin's factory that imports its module when a profile first builds the plugin: a
+    process loads the plugins its profiles enable, not all of them (numpy-heavy Koordinator plugins
+    cost a default-profile scheduler's start nothing)."""
+
+    __slots__ = ("attr", "module")
+
+    def __init__(self, module: str, attr: str) -> None:
+        self.module, self.attr = f"{_PLUGINS}.{module}", attr
+
+    def load(self) -> PluginFactory:
+        factory: PluginFactory = getattr(importlib.import_module(self.module), self.attr)
+        return factory
+
+    def __call__(self, args: Mapping[str, Any] | None, handle: Any) -> Any:
+        return self.load()(args, handle)
+
+    def __repr__(self) -> str:
+        return f"{self.module}.{self.attr}"
+
+
+BUILTIN: Mapping[str, Builtin] = {
+    "SchedulingGates": Builtin("schedulinggates", "SchedulingGates"),
+    "PrioritySort": Builtin("queuesort", "PrioritySort"),
+    "NodeUnschedulable": Builtin("nodeunschedulable", "NodeUnschedulable"),
+    "NodeName": Builtin("nodename", "NodeName"),
+    "TaintToleration": Builtin("tainttoleration", "TaintToleration"),
+    "NodeAffinity": Builtin("nodeaffinity", "NodeAffinity"),
+    "NodePorts": Builtin("nodeports", "NodePorts"),
+    "NodeResourcesFit": Builtin("noderesources", "NodeResourcesFit"),
+    "NodeResourcesBalancedAllocation": Builtin("noderesources", "NodeResourcesBalancedAllocation"),
+    "DefaultPreemption": Builtin("defaultpreemption", "DefaultPreemption"),
+    "PodTopologySpread": Builtin("podtopologyspread", "PodTopologySpread"),
+    "InterPodAffinity": Builtin("interpodaffinity", "InterPodAffinity"),
+    "DefaultPreBind": Builtin("defaultprebind", "DefaultPreBind"),
+    "DefaultBinder": Builtin("defaultbinder", "DefaultBinder"),
+    "VolumeBinding": Builtin("volumebinding", "VolumeBinding"),
+    "LoadAwareScheduling": Builtin("loadaware", "LoadAwareScheduling"),
+    "Coscheduling": Builtin("coscheduling", "Coscheduling"),
+    "ElasticQuota": Builtin("elasticquota", "ElasticQuota"),
+    "NodeResourcesFitPlus": Builtin("noderesourcesfitplus", "NodeResourcesFitPlus"),
+    "ScarceResourceAvoidance": Builtin("scarceresourceavoidance", "ScarceResourceAvoidance"),
+    "SchedulingHint": Builtin("schedulinghint", "SchedulingHint"),
+    "DeviceShare": Builtin("deviceshare", "DeviceShare"),
+    "NodeNUMAResource": Builtin("nodenumaresource", "NodeNUMAResource"),
+    "Reservation": Builtin("reservation", "Reservation"),
 }
+"""Every built-in plugin by name, each imported on first use."""
 
 
 def plugin_registry(entry_points: EntryPoints | None = None) -> Registry:

@@ -9,6 +9,7 @@ from typing import Any, cast
 from koord.scheduler.framework import CycleState, Handle, Obj, SchedulerHandle, Status
 
 NAME = "DefaultBinder"
+__all__ = ["NAME", "DefaultBinder"]  # the built-in table loads the plugin by these names
 
 
 class DefaultBinder:

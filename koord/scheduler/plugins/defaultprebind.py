@@ -10,6 +10,7 @@ from typing import Any, cast
 from koord.scheduler.framework import CycleState, Handle, Obj, SchedulerHandle, Status
 
 NAME = "DefaultPreBind"
+__all__ = ["NAME", "DefaultPreBind"]  # the built-in table loads the plugin by these names
 
 
 class DefaultPreBind:

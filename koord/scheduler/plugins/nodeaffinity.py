@@ -31,6 +31,7 @@ from koordshared.apis.core.node import requirement_matches, term_matches
 from koordshared.runtime.errors import InvalidArgs
 
 NAME = "NodeAffinity"
+__all__ = ["NAME", "NodeAffinity"]  # the built-in table loads the plugin by these names
 ERR_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_CONFLICT = "pod affinity terms conflict"

@@ -11,6 +11,7 @@ import numpy as np
 from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, Status
 
 NAME = "NodeName"
+__all__ = ["NAME", "NodeName"]  # the built-in table loads the plugin by these names
 ERR = "node(s) didn't match the requested node name"
 
 

@@ -19,6 +19,7 @@ from koord.scheduler.framework import (
 from koord.scheduler.framework.events import ASSIGNED_POD, NODE
 
 NAME = "NodePorts"
+__all__ = ["NAME", "NodePorts"]  # the built-in table loads the plugin by these names
 ERR = "node(s) didn't have free ports for the requested pod ports"
 
 

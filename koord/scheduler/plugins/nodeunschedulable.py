@@ -22,6 +22,7 @@ from koord.scheduler.framework.events import NODE
 from koordshared.apis.core.node import tolerates
 
 NAME = "NodeUnschedulable"
+__all__ = ["NAME", "NodeUnschedulable"]  # the built-in table loads the plugin by these names
 ERR = "node(s) were unschedulable"
 TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 

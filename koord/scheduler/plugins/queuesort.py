@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 NAME = "PrioritySort"
+__all__ = ["NAME", "PrioritySort"]  # the built-in table loads the plugin by these names
 
 
 class PrioritySort:

@@ -10,6 +10,7 @@ from koord.scheduler.framework import Action, ClusterEvent, ClusterEventWithHint
 from koord.scheduler.framework.events import QUEUE, SKIP, UNSCHEDULED_POD, QueueingHint
 
 NAME = "SchedulingGates"
+__all__ = ["NAME", "SchedulingGates"]  # the built-in table loads the plugin by these names
 
 
 def gates(pod: Obj) -> list[str]:

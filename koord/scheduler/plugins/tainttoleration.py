@@ -29,6 +29,7 @@ from koord.scheduler.framework.events import NODE, QUEUE, SKIP, UNSCHEDULED_POD,
 from koordshared.apis.core.node import tolerates
 
 NAME = "TaintToleration"
+__all__ = ["NAME", "TaintToleration"]  # the built-in table loads the plugin by these names
 HARD = ("NoSchedule", "NoExecute")
 _PREFER_KEY = "TaintToleration/prefer"
 

@@ -27,6 +27,7 @@ from koordshared.apis.core.pod import as_list, as_map, pod_key
 from koordshared.apis.meta import groups
 
 NAME = "VolumeBinding"
+__all__ = ["NAME", "VolumeBinding"]  # the built-in table loads the plugin by these names
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 UNBOUND_DELAYED = (
     "pod has unbound PersistentVolumeClaims with volumeBindingMode WaitForFirstConsumer: koord-scheduler "

@@ -10,6 +10,7 @@ from koord.scheduler.framework.types import Obj, PodInfo
 class QueuedPodInfo:
     __slots__ = (
         "attempts",
+        "early",
         "error",
         "gate_message",
         "gating_plugin",
@@ -36,6 +37,8 @@ class QueuedPodInfo:
         self.error = False
         """The last attempt failed with an error (not a rejection): retried after the backoff."""
         self.popped_cycle = 0
+        self.early = False
+        """This attempt was taken from backoffQ before its backoff ran out (an idle loop's early pop)."""
 
     @property
     def pod(self) -> Obj:

@@ -3,12 +3,12 @@
 - **activeQ**: pods to try now, ordered by the profile's QueueSort plugin (PrioritySort: priority, then
   the time the pod entered the queue).
 - **backoffQ**: pods that failed, until their backoff expires (``podInitialBackoffSeconds`` doubling per
-  attempt up to ``podMaxBackoffSeconds``: 1 s to 10 s by default, counted from the last failure).
+  attempt up to ``podMaxBackoffSeconds``: 1 s to 10 s by default, counted from the last failure); an idle
+  loop takes them early, but for error backoffs (kube-scheduler's ``SchedulerPopFromBackoffQ``).
 - **unschedulable pods**: pods every node rejected, and pods a PreEnqueue plugin gates. They leave on a
   cluster event that one of the plugins that rejected them registered and whose queueing hint says
   ``Queue`` (any event for a pod no plugin claimed), or after 5 minutes (the unschedulable timeout,
-  checked every 30 s). A gated pod leaves only when its gating plugin lets it through.
-Details: ``docs/modules.md``.
+  checked every 30 s); a gated pod, when its gating plugin lets it through. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
@@ -40,15 +40,20 @@ UNSCHEDULABLE_TIMEOUT_SECONDS = 300.0
 FLUSH_UNSCHEDULABLE_EVERY = 30.0
 MAX_IN_FLIGHT_EVENTS = 256
 """Events kept per pod under scheduling; past this the pod is simply requeued after its attempt."""
+BACKOFF_ORDERING_WINDOW = 1.0
+"""Seconds of backoff expiry within which backoffQ orders pods as activeQ does, for the pops of an idle
+loop (kube-scheduler's ``backoffQOrderingWindowDuration``)."""
 
 
 class _Entry:
-    __slots__ = ("less", "qpi", "seq")
+    __slots__ = ("less", "qpi", "seq", "window")
 
-    def __init__(self, qpi: QueuedPodInfo, less: Less, seq: int) -> None:
-        self.qpi, self.less, self.seq = qpi, less, seq
+    def __init__(self, qpi: QueuedPodInfo, less: Less, seq: int, window: float = 0.0) -> None:
+        self.qpi, self.less, self.seq, self.window = qpi, less, seq, window
 
     def __lt__(self, other: _Entry) -> bool:
+        if self.window != other.window:
+            return self.window < other.window
         if self.less(self.qpi, other.qpi):
             return True
         if self.less(other.qpi, self.qpi):
@@ -66,6 +71,7 @@ class SchedulingQueue:
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        pop_from_backoff: bool = True,
     ) -> None:
         self._less = less
         self._pre_enqueue = pre_enqueue
@@ -73,12 +79,24 @@ class SchedulingQueue:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self._clock = clock
+        self.pop_from_backoff = pop_from_backoff
+        """An idle loop takes backing-off pods early (kube-scheduler's feature gate of that name, on by
+        default since 1.33)."""
         self._cond = threading.Condition()
         self._seq = itertools.count()
         self._active: list[_Entry] = []
         self._backoff: list[tuple[float, int, str]] = []
+        """Every backing-off pod by expiry (the flush to activeQ)."""
+        self._backoff_early: list[_Entry] = []
+        """The backing-off pods an idle loop may take early (not error backoffs), by window and order."""
+        self._backoff_seq: dict[str, int] = {}
+        """UID -> the sequence number of its current backoff entries (older entries are stale)."""
         self._where: dict[str, str] = {}
         """UID -> "active" | "backoff" | "unschedulable" | "gated"."""
+        self._parked: dict[str, None] = {}
+        """The UIDs of the unschedulable and gated pods, in the order they were parked: the only pods a
+        cluster event can move, so an event costs what they number, not what the queue holds
+        (kube-scheduler walks its ``unschedulablePods`` alone)."""
         self._pods: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, list[tuple[ClusterEvent, Any, Any]] | None] = {}
         self._updated: dict[str, Obj] = {}
@@ -102,13 +120,18 @@ class SchedulingQueue:
         if gate is not None:
             qpi.gating_plugin = gate.plugin
             qpi.gate_message = gate.message
-            self._where[qpi.uid] = "gated"
+            self._park(qpi.uid, "gated")
             return
         qpi.gating_plugin = ""
         self._push_active(qpi)
 
+    def _park(self, uid: str, where: str) -> None:
+        self._where[uid] = where
+        self._parked[uid] = None
+
     def _push_active(self, qpi: QueuedPodInfo) -> None:
         self._where[qpi.uid] = "active"
+        self._parked.pop(qpi.uid, None)
         heapq.heappush(self._active, _Entry(qpi, self._less, next(self._seq)))
         self._cond.notify()
 
@@ -118,8 +141,20 @@ class SchedulingQueue:
             self._push_active(qpi)
             return
         self._where[qpi.uid] = "backoff"
-        heapq.heappush(self._backoff, (expiry, next(self._seq), qpi.uid))
+        self._parked.pop(qpi.uid, None)
+        seq = self._backoff_seq[qpi.uid] = next(self._seq)
+        heapq.heappush(self._backoff, (expiry, seq, qpi.uid))
+        # A pod whose early attempt failed waits its backoff out before it may go early again: without
+        # this, pods that free room for one another and fail in turn (a gang with room for all but one
+        # member) would retry without pause on an idle scheduler.
+        if self.pop_from_backoff and not _error_backoff(qpi) and not qpi.early:
+            window = expiry // BACKOFF_ORDERING_WINDOW
+            heapq.heappush(self._backoff_early, _Entry(qpi, self._less, seq, window))
         self._cond.notify()
+
+    def _backing_off(self, uid: str, seq: int) -> bool:
+        """Whether a backoff entry is current: the pod still backs off, since that entry was made."""
+        return self._where.get(uid) == "backoff" and self._backoff_seq.get(uid) == seq
 
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
         """``initial * 2^(attempts-1)``, capped at the maximum (``calculateBackoffDuration``)."""
@@ -130,7 +165,8 @@ class SchedulingQueue:
     # ---- the scheduling loop's side -------------------------------------------------------------
 
     def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
-        """The next pod to schedule (blocks while activeQ is empty; ``None`` on timeout or close)."""
+        """The next pod to schedule: activeQ's head, else the next of backoffQ that backs off after a
+        rejection (blocks while there is none; ``None`` on timeout or close)."""
         deadline = None if timeout is None else self._clock() + timeout
         with self._cond:
             while True:
@@ -140,7 +176,16 @@ class SchedulingQueue:
                     qpi = entry.qpi
                     if self._where.get(qpi.uid) != "active" or self._pods.get(qpi.uid) is not qpi:
                         continue  # stale entry: the pod moved or left
+                    qpi.early = False
                     return self._start(qpi)
+                while self._backoff_early and not self._closed:
+                    entry = heapq.heappop(self._backoff_early)
+                    if (
+                        self._backing_off(entry.qpi.uid, entry.seq)
+                        and self._pods.get(entry.qpi.uid) is entry.qpi
+                    ):
+                        entry.qpi.early = True
+                        return self._start(entry.qpi)
                 if self._closed:
                     return None
                 wait = 1.0 if not self._backoff else max(self._backoff[0][0] - self._clock(), 0.001)
@@ -154,7 +199,9 @@ class SchedulingQueue:
     def _start(self, qpi: QueuedPodInfo) -> QueuedPodInfo:
         """``qpi`` leaves the queue for a scheduling attempt (hold the lock)."""
         del self._where[qpi.uid]
+        self._parked.pop(qpi.uid, None)
         del self._pods[qpi.uid]
+        self._backoff_seq.pop(qpi.uid, None)
         self.scheduling_cycle += 1
         qpi.attempts += 1
         qpi.popped_cycle = self.scheduling_cycle
@@ -212,7 +259,7 @@ class SchedulingQueue:
                 if verdict is not None:
                     self._requeue(qpi, verdict)
                     return
-            self._where[qpi.uid] = "unschedulable"
+            self._park(qpi.uid, "unschedulable")
 
     def _worth_requeue(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> str | None:
         """``"active"``/``"backoff"`` when ``event`` may make the pod schedulable, else ``None``."""
@@ -252,8 +299,8 @@ class SchedulingQueue:
                     kept.append((event, old, new))
                     if len(kept) > MAX_IN_FLIGHT_EVENTS:
                         self._in_flight[uid] = None
-            for uid, where in list(self._where.items()):
-                qpi = self._pods[uid]
+            for uid in list(self._parked):
+                qpi, where = self._pods[uid], self._where[uid]
                 if where == "gated":
                     if self._pre_enqueue(qpi.pod) is None:
                         qpi.gating_plugin = ""
@@ -294,6 +341,8 @@ class SchedulingQueue:
         with self._cond:
             self._pods.pop(uid, None)
             self._where.pop(uid, None)
+            self._parked.pop(uid, None)
+            self._backoff_seq.pop(uid, None)
             self._in_flight.pop(uid, None)
             self._updated.pop(uid, None)
 
@@ -317,9 +366,10 @@ class SchedulingQueue:
     def _flush_backoff_locked(self) -> None:
         now = self._clock()
         while self._backoff and self._backoff[0][0] <= now:
-            _, _, uid = heapq.heappop(self._backoff)
+            _, seq, uid = heapq.heappop(self._backoff)
             qpi = self._pods.get(uid)
-            if qpi is not None and self._where.get(uid) == "backoff":
+            if qpi is not None and self._backing_off(uid, seq):
+                del self._backoff_seq[uid]
                 self._push_active(qpi)
 
     def flush_unschedulable(self) -> int:
@@ -327,8 +377,8 @@ class SchedulingQueue:
         now = self._clock()
         moved = 0
         with self._cond:
-            for uid, where in list(self._where.items()):
-                qpi = self._pods[uid]
+            for uid in list(self._parked):
+                qpi, where = self._pods[uid], self._where[uid]
                 if where == "unschedulable" and now - qpi.last_failure > UNSCHEDULABLE_TIMEOUT_SECONDS:
                     self._push_backoff(qpi)
                     moved += 1
@@ -359,8 +409,8 @@ class SchedulingQueue:
         (``scheduler_unschedulable_pods``)."""
         out: dict[tuple[str, str], int] = {}
         with self._cond:
-            for uid, where in self._where.items():
-                qpi = self._pods.get(uid) if where == "unschedulable" else None
+            for uid in self._parked:
+                qpi = self._pods.get(uid) if self._where[uid] == "unschedulable" else None
                 if qpi is None:
                     continue
                 profile = profile_of(qpi.pod)
@@ -375,6 +425,12 @@ class SchedulingQueue:
     def get(self, uid: str) -> QueuedPodInfo | None:
         with self._cond:
             return self._pods.get(uid)
+
+
+def _error_backoff(qpi: QueuedPodInfo) -> bool:
+    """A pod backing off after an error, not a rejection: no plugin rejected it (kube-scheduler keeps these
+    in ``podErrorBackoffQ``, which an idle loop never pops early)."""
+    return qpi.error or not (qpi.unschedulable_plugins or qpi.pending_plugins)
 
 
 def _spec_changed(old: Obj, new: Obj) -> bool:

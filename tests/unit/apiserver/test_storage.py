@@ -6,6 +6,7 @@ from __future__ import annotations
 from kubernetes import client
 
 from koordshared.apis.meta import groups
+from koordshared.kube.client import call
 from koordshared.kube.informers import Watch, list_call
 from tests.apiserver import APIServer
 from tests.unit.apiserver.helpers import api_client
@@ -38,7 +39,8 @@ def test_storage_objects_round_trip_and_list_as_the_caches_list_them(api_server:
     found = {}
     for name, resource in (("pvcs", groups.PVCS), ("pvs", groups.PVS), ("classes", groups.STORAGE_CLASSES)):
         fn, kwargs = list_call(api, Watch(name, resource))
-        found[name] = [item.metadata.name for item in fn(**kwargs).items]
+        listed = call(name, lambda fn=fn, kwargs=kwargs: fn(**kwargs))
+        found[name] = [item["metadata"]["name"] for item in listed["items"]]
     assert found == {"pvcs": ["data"], "pvs": ["v"], "classes": ["local"]}
     claim = core.read_namespaced_persistent_volume_claim("data", "default")
     assert claim.status.phase == "Bound"

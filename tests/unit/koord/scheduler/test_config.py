@@ -162,7 +162,8 @@ def test_disabling_a_kube_plugin_koord_scheduler_lacks_is_fine() -> None:
             "podMaxBackoffSeconds: 2 must be greater",
         ),
         ({"podInitialBackoffSeconds": "1s"}, "podInitialBackoffSeconds: want an integer"),
-        ({"clientConnection": {"qps": -1}}, "clientConnection.qps: want a non-negative number"),
+        ({"clientConnection": {"qps": "5"}}, "clientConnection.qps: want a number"),
+        ({"clientConnection": {"burst": -1}}, "clientConnection.burst: -1 must be >= 0"),
         ({"clientConnection": {"kubeConfig": "x"}}, "clientConnection: unknown field(s) kubeConfig"),
         ({"leaderElection": {"resourceLock": "endpoints"}}, "only leases are supported"),
         (
@@ -211,3 +212,19 @@ def test_profiles_must_share_the_queue_sort() -> None:
     no_bind = {"profiles": [{"plugins": {"bind": {"disabled": [{"name": "*"}]}}}]}
     with pytest.raises(ConfigError, match="at least one bind plugin is needed"):
         _frameworks(no_bind)
+
+
+@pytest.mark.parametrize(
+    ("client", "want"),
+    [
+        ({}, (50.0, 100)),
+        ({"qps": 0, "burst": 0}, (50.0, 100)),  # kube-scheduler's defaulting: 0 is unset
+        ({"qps": 5, "burst": 7}, (5.0, 7)),
+        ({"qps": -1}, (-1.0, 100)),  # client-go: no limit
+    ],
+)
+def test_client_connection_defaults_as_kube_scheduler(
+    client: dict[str, Any], want: tuple[float, int]
+) -> None:
+    conf = parse_configuration({"clientConnection": client})
+    assert (conf.qps, conf.burst) == want

@@ -368,6 +368,22 @@ def test_extension_points_and_plugins_are_timed_with_kube_schedulers_labels() ->
     assert ("NodeResourcesFit", "Filter") in named and ("DefaultBinder", "Bind") in named
 
 
+def test_plugin_calls_are_timed_in_one_cycle_of_ten_as_kube_scheduler_samples_them() -> None:
+    k = kit()
+    k.add_node(node("a", "32", "64Gi"))
+    for i in range(25):
+        k.add_pod(pod(f"p{i}", requests={"cpu": "100m"}, scheduler_name=S))
+    k.run()
+    assert len(k.bound()) == 25
+    points = _samples(k.metrics.point_duration, "scheduler_framework_extension_point_duration_seconds_count")
+    plugins = _samples(k.metrics.plugin_duration, "scheduler_plugin_execution_duration_seconds_count")
+    filters = {dict(labels)["extension_point"]: v for labels, v in points.items()}
+    timed = {(dict(labels)["plugin"], dict(labels)["extension_point"]): v for labels, v in plugins.items()}
+    assert filters["PreFilter"] == filters["Bind"] == 25  # every cycle's extension points
+    assert timed[("NodeResourcesFit", "Filter")] == 3  # cycles 1, 11 and 21
+    assert timed[("DefaultBinder", "Bind")] == 3
+
+
 def test_unschedulable_pods_are_counted_by_rejecting_plugin() -> None:
     k = kit()
     k.add_node(node("a", "2", "4Gi"))

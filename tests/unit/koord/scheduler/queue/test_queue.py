@@ -184,3 +184,72 @@ def test_a_status_only_update_during_the_attempt_leaves_the_pod_unschedulable_wi
     assert q.where(qpi.uid) == "unschedulable"  # a status change cannot make it fit
     back = q.get(qpi.uid)
     assert back is not None and back.pod["status"] == status
+
+
+FIT_ON_NODE_ADD = {"Fit": (ClusterEventWithHint(ClusterEvent(NODE, Action.ADD)),)}
+
+
+def backing_off(q: SchedulingQueue, *pods: tuple[str, int]) -> list[str]:
+    """These pods tried, rejected by "Fit", then moved to backoffQ by a node's addition."""
+    for name, prio in pods:
+        q.add(pod(name, priority=prio))
+    uids = []
+    for _ in pods:
+        qpi = q.pop(timeout=0)
+        assert qpi is not None
+        qpi.unschedulable_plugins = {"Fit"}
+        q.add_unschedulable(qpi)
+        uids.append(qpi.uid)
+    assert q.on_event(NODE_ADD, None, {}) == len(pods)
+    assert {q.where(u) for u in uids} == {"backoff"}
+    return uids
+
+
+def test_an_idle_loop_takes_rejected_pods_from_backoff_at_once_in_active_order() -> None:
+    q, clock = queue(FIT_ON_NODE_ADD)
+    start = clock()
+    backing_off(q, ("a", 1), ("b", 10))
+    q.add(pod("new"))
+    # activeQ first; then, the clock standing still, the backing-off pods in activeQ's order.
+    assert names(q) == ["new", "b", "a"]
+    assert clock() == start
+
+
+def test_pods_backing_off_after_an_error_are_waited_out() -> None:
+    q, clock = queue()
+    q.add(pod("p"))
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    qpi.error = True
+    qpi.unschedulable_plugins = {"Fit"}
+    q.add_unschedulable(qpi)
+    assert q.where(qpi.uid) == "backoff"
+    assert q.pop(timeout=0) is None
+    clock.advance(1)
+    assert names(q) == ["p"]
+
+
+def test_without_pop_from_backoff_an_idle_loop_waits_the_backoff_out() -> None:
+    clock = FakeClock()
+    q = SchedulingQueue(
+        SORT.less, lambda p: None, lambda p: FIT_ON_NODE_ADD, clock=clock, pop_from_backoff=False
+    )
+    backing_off(q, ("a", 1))
+    assert q.pop(timeout=0) is None
+    clock.advance(1)
+    assert names(q) == ["a"]
+
+
+def test_a_pod_whose_early_attempt_failed_waits_its_backoff_out() -> None:
+    q, clock = queue(FIT_ON_NODE_ADD)
+    (uid,) = backing_off(q, ("a", 1))
+    qpi = q.pop(timeout=0)  # early: its backoff has not run out
+    assert qpi is not None and qpi.uid == uid and qpi.early
+    qpi.unschedulable_plugins = {"Fit"}
+    q.add_unschedulable(qpi)
+    assert q.on_event(NODE_ADD, None, {}) == 1
+    assert q.where(uid) == "backoff"
+    assert q.pop(timeout=0) is None  # not early twice in a row: no retry loop on an idle scheduler
+    clock.advance(q.backoff_duration(qpi))
+    again = q.pop(timeout=0)
+    assert again is not None and not again.early

@@ -272,3 +272,17 @@ def test_unresolvable_everywhere_clears_the_nomination(c: MemCluster) -> None:
     )
     assert wait_for(lambda: c.nominated("huge") == "")
     assert c.scheduler.nominator.pods_for_node("n1") == []
+
+
+def test_a_preemptor_whose_victims_are_gone_is_bound_without_waiting_out_its_backoff(c: MemCluster) -> None:
+    c.node("n1", cpu="2")
+    c.pod("victim", "2", priority=LOW, node="n1")
+    high = c.pod("high", "2", priority=HIGH)
+    assert c.scheduler.schedule_next(timeout=0)  # fails, nominates n1 and deletes the victim
+    assert c.deleted(1) == ["default/victim"]
+    uid = high["metadata"]["uid"]
+    assert wait_for(lambda: c.scheduler.queue.where(uid) == "backoff")  # the victim's deletion moved it
+    # The fake clock stands still: nothing of its one-second backoff has passed, and the idle loop takes
+    # it anyway (kube-scheduler's SchedulerPopFromBackoffQ).
+    assert c.scheduler.schedule_next(timeout=0)
+    assert wait_for(lambda: c.node_of("high")) == "n1"
