@@ -316,6 +316,8 @@ def report(f: dict[str, Any]) -> list[str]:
         f"{'':34}{'agent':>12}{'kubelet':>12}{'ratio':>8}",
         f"{'CPU, % of a core':34}{f['agent_cpu_pct']:12.3f}{f['kubelet_cpu_pct']:12.3f}{f['cpu_ratio']:8.2f}",
         f"{'RSS, MiB':34}{f['agent_rss_mib']:12.1f}{f['kubelet_rss_mib']:12.1f}{f['rss_ratio']:8.2f}",
+        f"{'whole process per pod, us CPU/s':34}{f['agent_cpu_pct'] * 1e4 / n:12.1f}"
+        f"{f['kubelet_cpu_pct'] * 1e4 / n:12.1f}",
         f"{'per pod per sample, us CPU':34}{f['agent_us_per_pod_sample']:12.1f}"
         f"{f['kubelet_us_per_pod_housekeeping']:12.1f}",
         "  (agent: its pod sweep's own clock, one sweep a second; kubelet: its whole CPU over the pods and",
