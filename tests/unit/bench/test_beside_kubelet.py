@@ -1,6 +1,6 @@
 """The arithmetic ``bench/beside_kubelet.py`` reads the agent and the kubelet with, checked without a
 cluster: CPU ticks and RSS out of ``/proc``, % of a core over a window, CPU per scrape over a baseline, and
-the verdict naming where the agent costs more."""
+``go tool pprof``'s totals, and the verdict naming where the agent costs more."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.beside_kubelet import cpu_ticks, pct_of_core, per_event_cpu, read_proc, report, rss_kib
+from bench.beside_kubelet import (
+    cpu_ticks,
+    pct_of_core,
+    per_event_cpu,
+    pprof_seconds,
+    read_proc,
+    report,
+    rss_kib,
+)
 
 # A command name with a space and parentheses, as a process may set one: fields count after the last ')'.
 STAT = "4242 (kube (let) x) S 1 4242 4242 0 -1 4194560 900 0 0 0 1234 567 0 0 20 0 30 0 1000 1 2 3\n"
@@ -36,6 +44,28 @@ def test_cpu_per_scrape_is_what_the_scrapes_add_to_the_baseline() -> None:
     assert per_event_cpu(120, 2.0, 10.0, 20, clk_tck=100) == pytest.approx(0.05)
     # Scrapes that cost less than the baseline's noise are not negative.
     assert per_event_cpu(10, 2.0, 10.0, 20, clk_tck=100) == 0.0
+
+
+TOP = """File: kubelet
+Type: cpu
+Duration: 30s, Total samples = 1.20s ( 4.00%)
+Active filters:
+   focus=cadvisor/manager
+Showing nodes accounting for 280ms, 23.33% of 1.20s total
+      flat  flat%   sum%        cum   cum%
+     260ms 21.67% 21.67%      260ms 21.67%  syscall.Syscall
+"""
+
+
+def test_pprof_totals_of_the_focused_samples_and_of_all() -> None:
+    assert pprof_seconds(TOP) == pytest.approx((0.28, 1.2))
+    nothing = (
+        "Duration: 30s, Total samples = 980ms (3.27%)\nShowing nodes accounting for 0, 0% of 980ms total\n"
+    )
+    assert pprof_seconds(nothing) == pytest.approx((0.0, 0.98))
+    assert pprof_seconds("Duration: 1.5mins, Total samples = 1.5mins (100%)\n") == pytest.approx((0.0, 90.0))
+    with pytest.raises(ValueError):
+        pprof_seconds("Fetching profile over HTTP: connection refused")
 
 
 def test_read_proc_reads_this_process() -> None:
@@ -77,3 +107,19 @@ def test_the_verdict_names_where_the_agent_costs_more() -> None:
     assert "MORE" in over and "CPU 1.50x" in over and "RSS" not in over
     both = report(_figures(3.0, 100.0))[-1]
     assert "CPU 1.50x" in both and "RSS 1.25x" in both
+
+
+def test_with_the_kubelets_profile_the_sample_row_is_cadvisors_own() -> None:
+    f = _figures(1.0, 50.0) | {
+        "seconds_profiled": 30.0,
+        "kubelet_profiled_pct": 3.0,
+        "housekeeping_pct": 0.9,
+        "cadvisor_pct": 1.5,
+        "cadvisor_us_per_pod_sample": 900.0,
+    }
+    lines = report(f)
+    row = next(line for line in lines if line.startswith("per pod per sample"))
+    assert row.split()[-2:] == ["30.0", "900.0"]
+    assert any(line.startswith("cAdvisor's housekeeping") and "0.900 %" in line for line in lines)
+    without = next(line for line in report(_figures(1.0, 50.0)) if line.startswith("per pod per sample"))
+    assert without.split()[-1] == "2000.0"
