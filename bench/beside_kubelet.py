@@ -14,6 +14,9 @@ then measures:
   sampling the same cgroups on its housekeeping;
 - the agent's pod sweep per pod per sample: its own ``koordlet_collect_cpu_seconds_total`` of
   ``PodResourceCollector`` (its thread's clock) over the sweeps of the window and the pods;
+- cAdvisor's own sampling, where the ``go`` tool is: a ``--profile`` seconds CPU profile of the kubelet
+  (``/debug/pprof/profile``) read with ``go tool pprof``, the CPU under cAdvisor's per-container
+  housekeeping, per pod per housekeeping interval;
 - cAdvisor's scrape: ``--scrapes`` back-to-back GETs of the kubelet's ``/metrics/cadvisor``, the kubelet's
   CPU over them minus its baseline rate (CPU per scrape), their wall time and bytes.
 
