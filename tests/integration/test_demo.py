@@ -25,6 +25,7 @@ import pytest
 from koordlet.testing.agent import get_json
 from koordlet.testing.cgroups import CGROUP_ROOT, KUBEPODS_CONTROLLERS
 from tests.support.pngread import pixels, text_chunks
+from tests.support.terminal import sigint_reaches_children
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 DURATION = 30.0
@@ -52,12 +53,13 @@ class DemoRun:
         self.events: list[dict[str, Any]] = []
         self.agent = threading.Event()
         self.base = ""
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "koordlet", "demo", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        with sigint_reaches_children():
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "koordlet", "demo", *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.poller = threading.Thread(target=self._poll, daemon=True)

@@ -28,6 +28,7 @@ from koordlet.testing.kubelet import make_cert
 from koordlet.top import command
 from koordlet.top.client import StatusClient, base_url
 from koordlet.top.render import be_lines, render
+from tests.support.terminal import sigint_reaches_children
 
 
 def status_doc(pods: int = 3) -> dict[str, Any]:
@@ -212,18 +213,13 @@ def test_live_view_off_a_terminal_prints_frames_and_names_the_lost_agent(agentis
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_live_view_exits_zero_on_ctrl_c_and_sigterm(agentish: Agentish, sig: int) -> None:
-    # As at a terminal: a suite started in the background (``cmd &``) runs with SIGINT ignored, which its
-    # children inherit across exec (Python then installs no KeyboardInterrupt handler); a handler is not.
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with sigint_reaches_children():
         proc = subprocess.Popen(
             [sys.executable, "-m", "koordlet", "top", "--addr", agentish.addr, "--interval", "0.2"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-    finally:
-        signal.signal(signal.SIGINT, before)
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith("koordlet top · node node-1")
