@@ -546,18 +546,15 @@ class JobController:
     # ---- writes ---------------------------------------------------------------------------------------
 
     def _update(self, job: Mapping[str, Any]) -> Obj:
-        try:
-            answer: Obj = self.api.update_job(job)
-        except ApiError as err:
-            if err.conflict:
-                raise Stale() from err
-            raise
-        self.caches.jobs.wrote(answer)
-        return answer
+        return self._wrote(self.api.update_job, job)
 
     def _write_status(self, job: Mapping[str, Any]) -> Obj:
+        return self._wrote(self.api.update_status, job)
+
+    def _wrote(self, write: Callable[[Mapping[str, Any]], Obj], job: Mapping[str, Any]) -> Obj:
+        """The job as the server stored it, kept in the cache; a conflict is :class:`Stale`."""
         try:
-            answer: Obj = self.api.update_status(job)
+            answer = write(job)
         except ApiError as err:
             if err.conflict:
                 raise Stale() from err
