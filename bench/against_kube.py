@@ -67,6 +67,7 @@ from bench.workloads.realsched import (
     pct,
     pod,
     rss_mib,
+    skipped,
     unmet,
 )
 from bench.workloads.schedulers import apply_crds, start
@@ -319,14 +320,10 @@ def main() -> None:
 
     why = unmet()
     if why:
-        print(f"{NAME}: skipped: {why}")
-        print(json.dumps({"bench": NAME, "skipped": why}))
+        skipped(NAME, why)
         return
 
-    def interrupted(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop the control plane
     work = Path(tempfile.mkdtemp(prefix="bench-against-kube-"))
     result: dict[str, Any] = {"bench": NAME, "qps": opts.qps, "burst": opts.burst, "runs": []}
     try:

@@ -8,7 +8,7 @@ bench creates ``--pods`` busybox pods with tiny requests, waits until they run, 
 then measures:
 
 - over ``--seconds`` (the window): the agent's CPU (% of one core) and RSS, the kubelet's, and
-  containerd's (which answers the kubelet's CRI calls), from ``/proc/<pid>/stat`` and ``status``; the
+  containerd's (which answers the kubelet's CRI calls), as psutil reads them; the
   agent is scraped every 15 s (Prometheus' default) with a token of the metrics-reader ServiceAccount of
   ``deploy/``, the kubelet is not scraped: its window is its idle baseline, with cAdvisor inside it
   sampling the same cgroups on its housekeeping;
@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 NAME = "beside_kubelet"
@@ -53,7 +54,6 @@ SETTLE = 30.0
 """After the last pod runs: the kubelet's status updates and the agent's discovery of the pods quiet down."""
 HOUSEKEEPING = 10.0
 """The kubelet's cAdvisor housekeeping interval (its default): how often cAdvisor samples a container."""
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 SWEEP_CPU = re.compile(
     rb'^koordlet_collect_cpu_seconds_total\{collector="PodResourceCollector"\} (\S+)$', re.M
 )
@@ -62,37 +62,20 @@ SWEEPS = re.compile(
 )
 
 
-# -- /proc arithmetic (pure, unit-tested)
+# -- arithmetic (pure, unit-tested)
 
 
-def cpu_ticks(stat: str) -> int:
-    """utime + stime of a ``/proc/<pid>/stat`` line, in clock ticks. The command name (field 2) may hold
-    spaces and parentheses: the fields are counted after its last ``)``."""
-    rest = stat[stat.rindex(")") + 2 :].split()
-    return int(rest[11]) + int(rest[12])  # fields 14 and 15; rest[0] is field 3
-
-
-def rss_kib(status: str) -> int:
-    """VmRSS of a ``/proc/<pid>/status`` text, in KiB (0 for a process without one, a zombie)."""
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
-def pct_of_core(ticks0: int, ticks1: int, seconds: float, clk_tck: int = CLK_TCK) -> float:
-    """CPU between two readings, as % of one core over ``seconds`` of wall time."""
+def pct_of_core(cpu0: float, cpu1: float, seconds: float) -> float:
+    """CPU seconds between two readings, as % of one core over ``seconds`` of wall time."""
     if seconds <= 0:
         raise ValueError("the window must be longer than zero")
-    return (ticks1 - ticks0) / clk_tck / seconds * 100.0
+    return (cpu1 - cpu0) / seconds * 100.0
 
 
-def per_event_cpu(
-    ticks: int, seconds: float, baseline_pct: float, events: int, clk_tck: int = CLK_TCK
-) -> float:
-    """CPU seconds each of ``events`` cost: the CPU over ``seconds`` less what the process spends at its
-    baseline rate (% of a core) in as long, never below zero."""
-    extra = ticks / clk_tck - baseline_pct / 100.0 * seconds
+def per_event_cpu(cpu: float, seconds: float, baseline_pct: float, events: int) -> float:
+    """CPU seconds each of ``events`` cost: the ``cpu`` seconds over ``seconds`` less what the process
+    spends at its baseline rate (% of a core) in as long, never below zero."""
+    extra = cpu - baseline_pct / 100.0 * seconds
     return max(extra, 0.0) / events
 
 
@@ -123,22 +106,25 @@ def pprof_seconds(top: str) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Reading:
-    ticks: int
+    cpu: float
+    """user + system CPU seconds"""
     rss_mib: float
 
 
-def read_proc(pid: int, proc: Path = Path("/proc")) -> Reading:
-    stat = (proc / str(pid) / "stat").read_text()
-    status = (proc / str(pid) / "status").read_text()
-    return Reading(cpu_ticks(stat), rss_kib(status) / 1024)
+def read_proc(pid: int) -> Reading:
+    proc = psutil.Process(pid)
+    with proc.oneshot():
+        times, rss = proc.cpu_times(), proc.memory_info().rss
+    return Reading(times.user + times.system, rss / 2**20)
 
 
 # -- the machine
 
 
 def skip(why: str) -> int:
-    print(f"{NAME}: skipped: {why}")
-    print(json.dumps({"bench": NAME, "skipped": why}))
+    from bench.workloads.realsched import skipped
+
+    skipped(NAME, why)
     return 0
 
 
@@ -217,8 +203,6 @@ def scraper_token(c: Any) -> str:
 
 def agent_pid(supervisor: int) -> int:
     """The agent under its supervisor (the kubelet's part for a container run as a host process)."""
-    import psutil
-
     kids = psutil.Process(supervisor).children()
     if len(kids) != 1:
         raise RuntimeError(f"the koordlet supervisor has {len(kids)} children, not one")
@@ -284,18 +268,18 @@ def measure(c: Any, args: argparse.Namespace, say: Callable[[str], None]) -> dic
     body, _ = get(agent_url, token=token)
     sweeps = counter(SWEEPS, body) - sweep0
     sweep_cpu = counter(SWEEP_CPU, body) - cpu0
-    cpu = {k: pct_of_core(first[k].ticks, last[k].ticks, dt) for k in pids}
+    cpu = {k: pct_of_core(first[k].cpu, last[k].cpu, dt) for k in pids}
 
     profiled = profile_kubelet(c, tls, args.profile, args.pods, say) if args.profile > 0 else {}
 
     # cAdvisor's scrape: back to back, the kubelet's CPU over them less its baseline rate.
     say(f"{args.scrapes} scrapes of the kubelet's /metrics/cadvisor")
     get(cadvisor_url, tls=tls)  # the connection's first handshake and any lazy set-up out of the count
-    k0 = read_proc(pids["kubelet"]).ticks
+    k0 = read_proc(pids["kubelet"]).cpu
     s0 = time.monotonic()
     scrapes = [get(cadvisor_url, tls=tls) for _ in range(args.scrapes)]
     s_dt = time.monotonic() - s0
-    k1 = read_proc(pids["kubelet"]).ticks
+    k1 = read_proc(pids["kubelet"]).cpu
     per_scrape = per_event_cpu(k1 - k0, s_dt, cpu["kubelet"], args.scrapes)
     series = sum(1 for line in scrapes[-1][0].splitlines() if line and not line.startswith(b"#"))
 

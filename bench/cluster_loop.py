@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workloads.realsched import AUDIT_ALL, NS, Audit, cpu_seconds, pct, pod, unmet
+from bench.workloads.realsched import AUDIT_ALL, NS, Audit, cpu_seconds, pct, pod, skipped, unmet
 from bench.workloads.schedulers import start_kube_scheduler
 from tests.realcluster import hollow, stack
 from tests.realcluster.cluster import Cluster
@@ -176,14 +176,10 @@ def main() -> None:
 
     why = unmet()
     if why:
-        print(f"{NAME}: skipped: {why}")
-        print(json.dumps({"bench": NAME, "skipped": why}))
+        skipped(NAME, why)
         return
 
-    def interrupted(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop the control plane
     work = Path(tempfile.mkdtemp(prefix="bench-cluster-loop-"))
     c = Cluster(work / "cluster", with_node=False, audit_policy=AUDIT_ALL)
     reporter: hollow.HollowReporter | None = None

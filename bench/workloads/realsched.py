@@ -170,6 +170,12 @@ def unmet() -> str:
     return ""
 
 
+def skipped(bench: str, why: str) -> None:
+    """Say why a bench did not run, on the console and in its JSON line."""
+    print(f"{bench}: skipped: {why}")
+    print(json.dumps({"bench": bench, "skipped": why}))
+
+
 def _tree(p: Started) -> list[psutil.Process]:
     """The process and its descendants (a component under the restarting supervisor is its child)."""
     try:

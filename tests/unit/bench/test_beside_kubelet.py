@@ -1,49 +1,29 @@
 """The arithmetic ``bench/beside_kubelet.py`` reads the agent and the kubelet with, checked without a
-cluster: CPU ticks and RSS out of ``/proc``, % of a core over a window, CPU per scrape over a baseline, and
+cluster: CPU and RSS of a process, % of a core over a window, CPU per scrape over a baseline, and
 ``go tool pprof``'s totals, and the verdict naming where the agent costs more."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import time
 
 import pytest
 
-from bench.beside_kubelet import (
-    cpu_ticks,
-    pct_of_core,
-    per_event_cpu,
-    pprof_seconds,
-    read_proc,
-    report,
-    rss_kib,
-)
-
-# A command name with a space and parentheses, as a process may set one: fields count after the last ')'.
-STAT = "4242 (kube (let) x) S 1 4242 4242 0 -1 4194560 900 0 0 0 1234 567 0 0 20 0 30 0 1000 1 2 3\n"
-
-
-def test_cpu_ticks_are_utime_plus_stime_after_the_last_parenthesis() -> None:
-    assert cpu_ticks(STAT) == 1234 + 567
-
-
-def test_rss_is_vmrss_in_kib_and_zero_without_one() -> None:
-    assert rss_kib("Name:\tkubelet\nVmPeak:\t 9 kB\nVmRSS:\t  81920 kB\nThreads:\t12\n") == 81920
-    assert rss_kib("Name:\tgone\nState:\tZ (zombie)\n") == 0
+from bench.beside_kubelet import pct_of_core, per_event_cpu, pprof_seconds, read_proc, report
 
 
 def test_percent_of_a_core_over_the_window() -> None:
-    # 150 ticks of 100 Hz over 60 s: 1.5 s of CPU, 2.5 % of one core.
-    assert pct_of_core(1000, 1150, 60.0, clk_tck=100) == pytest.approx(2.5)
+    # 1.5 s of CPU over 60 s: 2.5 % of one core.
+    assert pct_of_core(10.0, 11.5, 60.0) == pytest.approx(2.5)
     with pytest.raises(ValueError):
-        pct_of_core(0, 1, 0.0, clk_tck=100)
+        pct_of_core(0.0, 1.0, 0.0)
 
 
 def test_cpu_per_scrape_is_what_the_scrapes_add_to_the_baseline() -> None:
     # 2 s of wall time at a 10 % baseline is 0.2 s; 1.2 s measured leaves 1.0 s for 20 scrapes.
-    assert per_event_cpu(120, 2.0, 10.0, 20, clk_tck=100) == pytest.approx(0.05)
+    assert per_event_cpu(1.2, 2.0, 10.0, 20) == pytest.approx(0.05)
     # Scrapes that cost less than the baseline's noise are not negative.
-    assert per_event_cpu(10, 2.0, 10.0, 20, clk_tck=100) == 0.0
+    assert per_event_cpu(0.1, 2.0, 10.0, 20) == 0.0
 
 
 TOP = """File: kubelet
@@ -68,9 +48,13 @@ def test_pprof_totals_of_the_focused_samples_and_of_all() -> None:
         pprof_seconds("Fetching profile over HTTP: connection refused")
 
 
-def test_read_proc_reads_this_process() -> None:
-    r = read_proc(os.getpid(), Path("/proc"))
-    assert r.ticks >= 0 and r.rss_mib > 1
+def test_read_proc_counts_this_process_cpu() -> None:
+    before = read_proc(os.getpid())
+    end = time.process_time() + 0.05
+    while time.process_time() < end:
+        pass
+    after = read_proc(os.getpid())
+    assert after.cpu - before.cpu >= 0.04 and after.rss_mib > 1
 
 
 def _figures(agent_cpu: float, agent_rss: float) -> dict[str, object]:
