@@ -93,6 +93,43 @@ def free_object(description: str) -> Schema:
     return {"type": "object", "description": description, "x-kubernetes-preserve-unknown-fields": True}
 
 
+def object_reference(description: str | None = None) -> Schema:
+    """A core ``ObjectReference``."""
+    fields = ("apiVersion", "fieldPath", "kind", "name", "namespace", "resourceVersion", "uid")
+    return obj({f: string() for f in fields}, description)
+
+
+def cluster_crd(
+    group: str,
+    version: str,
+    names: Schema,
+    schema: Schema,
+    columns: list[Schema],
+) -> Schema:
+    """A cluster-scoped CRD of one served and stored version with a status subresource, as Koordinator's
+    scheduling CRDs are; ``names`` is the CRD's ``spec.names``."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{names['plural']}.{group}"},
+        "spec": {
+            "group": group,
+            "names": dict(names),
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "additionalPrinterColumns": columns,
+                    "name": version,
+                    "schema": {"openAPIV3Schema": schema},
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+
+
 def generate(here: Path, script: str, docs: Mapping[str, Schema], argv: list[str]) -> int:
     """Write each CRD of ``docs`` (file name -> object) under ``here`` with a header naming ``script``;
     with ``--check`` in ``argv`` write nothing and fail (1) naming each file that differs."""

@@ -20,17 +20,23 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "daemonset" / "crds"))
 
-from schema_parts import Schema, array, boolean, free_object, generate, integer, obj, string  # noqa: E402
+from schema_parts import (  # noqa: E402
+    Schema,
+    array,
+    boolean,
+    cluster_crd,
+    free_object,
+    generate,
+    integer,
+    obj,
+    object_reference,
+    string,
+)
 
 GROUP = "scheduling.koordinator.sh"
 VERSION = "v1alpha1"
 FILE = f"{GROUP}_podmigrationjobs.yaml"
 PHASES = "Pending, Running, Succeeded, Failed or Aborted"
-
-
-def object_reference(description: str | None = None) -> Schema:
-    fields = ("apiVersion", "fieldPath", "kind", "name", "namespace", "resourceVersion", "uid")
-    return obj({f: string() for f in fields}, description)
 
 
 def delete_options() -> Schema:
@@ -107,7 +113,9 @@ def status() -> Schema:
             "status": string("The last step (a condition type, or Complete)."),
             "reason": string("Why the job is in this state, one CamelCase word."),
             "message": string("Why the job is in this state."),
-            "conditions": array(condition, "The steps: ReservationCreated, ReservationScheduled, Eviction..."),
+            "conditions": array(
+                condition, "The steps: ReservationCreated, ReservationScheduled, Eviction..."
+            ),
             "nodeName": string("The node reserved for the replacement."),
             "podRef": object_reference("The replacement pod placed in the reservation."),
             "preemptedPodsRef": array(object_reference()),
@@ -139,40 +147,18 @@ def crd() -> Schema:
         ("NewPod", "string", ".status.podRef.name", ""),
         ("TTL", "string", ".spec.ttl", ""),
     ]
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"podmigrationjobs.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": "PodMigrationJob",
-                "listKind": "PodMigrationJobList",
-                "plural": "podmigrationjobs",
-                "shortNames": ["pmj"],
-                "singular": "podmigrationjob",
-            },
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "additionalPrinterColumns": [
-                        {
-                            **({"description": d} if d else {}),
-                            "jsonPath": path,
-                            "name": name,
-                            "type": typ,
-                        }
-                        for name, typ, path, d in columns
-                    ],
-                    "name": VERSION,
-                    "schema": {"openAPIV3Schema": schema},
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                }
-            ],
-        },
+    names = {
+        "kind": "PodMigrationJob",
+        "listKind": "PodMigrationJobList",
+        "plural": "podmigrationjobs",
+        "shortNames": ["pmj"],
+        "singular": "podmigrationjob",
     }
+    printer = [
+        {**({"description": d} if d else {}), "jsonPath": path, "name": name, "type": typ}
+        for name, typ, path, d in columns
+    ]
+    return cluster_crd(GROUP, VERSION, names, schema, printer)
 
 
 def main(argv: list[str]) -> int:

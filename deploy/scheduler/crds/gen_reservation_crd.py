@@ -23,7 +23,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "daemonset" / "crds"))
 
-from schema_parts import Schema, array, boolean, free_object, generate, obj, quantity, string  # noqa: E402
+from schema_parts import (  # noqa: E402
+    Schema,
+    array,
+    boolean,
+    cluster_crd,
+    free_object,
+    generate,
+    obj,
+    object_reference,
+    quantity,
+    string,
+)
 
 GROUP = "scheduling.koordinator.sh"
 VERSION = "v1alpha1"
@@ -33,11 +44,6 @@ PHASES = "Pending, Available, Succeeded, Waiting or Failed"
 
 def resource_list(description: str) -> Schema:
     return {"type": "object", "description": description, "additionalProperties": quantity()}
-
-
-def object_reference(description: str) -> Schema:
-    fields = ("apiVersion", "fieldPath", "kind", "name", "namespace", "resourceVersion", "uid")
-    return obj({f: string() for f in fields}, description)
 
 
 def owner() -> Schema:
@@ -178,31 +184,13 @@ def crd() -> Schema:
         {"jsonPath": ".spec.ttl", "name": "TTL", "type": "string"},
         {"jsonPath": ".spec.expires", "name": "Expires", "type": "string"},
     ]
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"reservations.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": "Reservation",
-                "listKind": "ReservationList",
-                "plural": "reservations",
-                "singular": "reservation",
-            },
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "additionalPrinterColumns": columns,
-                    "name": VERSION,
-                    "schema": {"openAPIV3Schema": schema},
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                }
-            ],
-        },
+    names = {
+        "kind": "Reservation",
+        "listKind": "ReservationList",
+        "plural": "reservations",
+        "singular": "reservation",
     }
+    return cluster_crd(GROUP, VERSION, names, schema, columns)
 
 
 def main(argv: list[str]) -> int:
