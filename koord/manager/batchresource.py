@@ -49,8 +49,9 @@ class NodeView:
 
 
 @dataclass(frozen=True, slots=True)
-class BatchResources:
-    """The decision: ``cpu``/``memory`` ``None`` means "remove the resource" (reset or degraded)."""
+class ResourceDecision:
+    """A decision for one pair of extended resources (batch or mid): ``cpu``/``memory`` ``None`` means
+    "remove the resource" (reset or degraded)."""
 
     cpu: int | None
     memory: int | None
@@ -203,7 +204,7 @@ def calculate(
     node: NodeView,
     pods: Iterable[Mapping[str, Any]],
     metric: NodeMetricStatus,
-) -> BatchResources:
+) -> ResourceDecision:
     """``CalculateBatchResourceByPolicy`` for one node (call only when not degraded)."""
     cap = node.capacity
     cpu_reclaim = strategy.cpu_reclaim_threshold_percent or 0
@@ -253,7 +254,7 @@ def calculate(
         ratio = strategy.batch_memory_threshold_percent / 100.0
         mem = min(mem, int(cap.memory_bytes * ratio))
         mem_msg = f"min(nodeCapacity:{cap.memory_bytes} * thresholdRatio:{ratio}, {mem_msg})"
-    return BatchResources(cpu, mem, cpu_msg.format(cpu), mem_msg.format(mem))
+    return ResourceDecision(cpu, mem, cpu_msg.format(cpu), mem_msg.format(mem))
 
 
 def is_diff(old: int | None, new: int | None, threshold: float) -> bool:

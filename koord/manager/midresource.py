@@ -12,10 +12,9 @@ same cap. Products truncate to integers, as Koordinator's quantities do.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from koord.manager.batchresource import NodeView, classify, larger, node_reserved
+from koord.manager.batchresource import NodeView, ResourceDecision, classify, larger, node_reserved
 from koordshared.apis.configuration.slocontroller import DEFAULT_STRATEGY, ColocationStrategy
 from koordshared.apis.core import pod as podschema
 from koordshared.apis.core.resources import pod_requests
@@ -27,16 +26,6 @@ MID_MEMORY = extension.MID_MEMORY
 STATIC = "static"
 _BELOW_PROD = (extension.PriorityClass.MID, extension.PriorityClass.BATCH, extension.PriorityClass.FREE)
 _ACTIVE_PHASES = ("Running", "Pending")
-
-
-@dataclass(frozen=True, slots=True)
-class MidResources:
-    """The decision: ``None`` means "remove the resource" (reset or degraded)."""
-
-    cpu: int | None
-    memory: int | None
-    cpu_msg: str = ""
-    memory_msg: str = ""
 
 
 def _percent(value: int | None, default: int | None) -> float:
@@ -67,7 +56,7 @@ def _dynamic_msg(
     )
 
 
-def _static(strategy: ColocationStrategy, cap: Usage) -> MidResources:
+def _static(strategy: ColocationStrategy, cap: Usage) -> ResourceDecision:
     d = DEFAULT_STRATEGY
     cpu_pct = _percent(strategy.mid_static_cpu_reserved_percent, d.mid_static_cpu_reserved_percent)
     mem_pct = _percent(strategy.mid_static_memory_reserved_percent, d.mid_static_memory_reserved_percent)
@@ -75,7 +64,7 @@ def _static(strategy: ColocationStrategy, cap: Usage) -> MidResources:
     mem_max = _percent(strategy.mid_memory_threshold_percent, d.mid_memory_threshold_percent)
     cpu = min(int(cap.cpu_milli * cpu_pct), int(cap.cpu_milli * cpu_max))
     mem = min(int(cap.memory_bytes * mem_pct), int(cap.memory_bytes * mem_max))
-    return MidResources(
+    return ResourceDecision(
         cpu,
         mem,
         f"midAllocatable[CPU(milli-core)]:{cpu} = min(nodeCapacity:{cap.cpu_milli} * staticReservedPercent:"
@@ -92,7 +81,7 @@ def calculate(
     metric: NodeMetricStatus,
     *,
     usage_valid: bool,
-) -> MidResources:
+) -> ResourceDecision:
     """The Mid allocatable of ``node`` (call only when not degraded); ``usage_valid``: the report has
     node usage (Koordinator's ``IsValidNodeUsage``), else nothing counts as unused."""
     cap = node.capacity
@@ -120,7 +109,7 @@ def calculate(
     mem_max = _percent(strategy.mid_memory_threshold_percent, d.mid_memory_threshold_percent)
     cpu = min(cpu, int(cap.cpu_milli * cpu_max))
     mem = min(mem, int(cap.memory_bytes * mem_max))
-    return MidResources(
+    return ResourceDecision(
         cpu,
         mem,
         _dynamic_msg(

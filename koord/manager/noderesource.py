@@ -42,7 +42,7 @@ def _pointer(key: str) -> str:
 
 
 def status_patch(
-    node: Obj, want: br.BatchResources, mid: mr.MidResources | None = None
+    node: Obj, want: br.ResourceDecision, mid: br.ResourceDecision | None = None
 ) -> list[dict[str, Any]]:
     """JSON patch ops setting (or removing) the batch and mid resources in capacity and allocatable."""
     status = as_map(node, "status")
@@ -108,19 +108,19 @@ class NodeResourceReconciler:
 
     def desired(
         self, node: Obj, strategy: ColocationStrategy
-    ) -> tuple[br.BatchResources, mr.MidResources, float | None]:
+    ) -> tuple[br.ResourceDecision, br.ResourceDecision, float | None]:
         """The batch and mid resources for ``node`` and when to look again (the NodeMetric going stale).
         Mid, as Koordinator's plugin, is computed from a report without node usage (nothing counts as
         unused); batch is not."""
         name = str(as_map(node, "metadata").get("name") or "")
         if not self.cache.colocation.cluster.enable or not strategy.enable:
             off = "colocation disabled"
-            return br.BatchResources(None, None, off, off), mr.MidResources(None, None, off, off), None
+            return br.ResourceDecision(None, None, off, off), br.ResourceDecision(None, None, off, off), None
         got = self._metric(name)
         now = self._wall()
         if got is None or br.is_degraded(got[0], strategy, now):
             off = "degraded"
-            return br.BatchResources(None, None, off, off), mr.MidResources(None, None, off, off), None
+            return br.ResourceDecision(None, None, off, off), br.ResourceDecision(None, None, off, off), None
         metric, missing = got
         assert metric.update_time is not None
         stale_in = metric.update_time + 60.0 * (strategy.degrade_time_minutes or 0) - now
@@ -129,7 +129,7 @@ class NodeResourceReconciler:
         mid = mr.calculate(strategy, view, pods, metric, usage_valid=not missing)
         if missing:
             why = f"degraded: {missing}"
-            return br.BatchResources(None, None, why, why), mid, max(stale_in, 0.0) + 1.0
+            return br.ResourceDecision(None, None, why, why), mid, max(stale_in, 0.0) + 1.0
         return br.calculate(strategy, view, pods, metric), mid, max(stale_in, 0.0) + 1.0
 
     def __call__(self, name: str) -> float | None:

@@ -115,7 +115,7 @@ def status(web_cpu: str = "1500m", update: str = "2026-01-01T00:00:00Z") -> dict
 
 def calc(
     strategy: Any = DEFAULT_STRATEGY, st: dict[str, Any] | None = None, n: Any = None
-) -> br.BatchResources:
+) -> br.ResourceDecision:
     return br.calculate(strategy, br.node_view(n or node()), PODS, parse_status(st or status()))
 
 
