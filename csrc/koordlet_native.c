@@ -50,16 +50,23 @@ kn_reader *kn_reader_new(int capacity, size_t bufsize) {
     return r;
 }
 
+/* Close the file and free what it owns (its slot in the reader's array stays). */
+static void file_release(struct kn_file *f) {
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+    free(f->path);
+    free(f->keys);
+    free(f->keylens);
+    free(f->keybuf);
+    f->path = NULL;
+    f->keys = NULL;
+    f->keylens = NULL;
+    f->keybuf = NULL;
+}
+
 void kn_reader_free(kn_reader *r) {
     if (r == NULL) return;
-    for (int i = 0; i < r->n; i++) {
-        struct kn_file *f = &r->files[i];
-        if (f->fd >= 0) close(f->fd);
-        free(f->path);
-        free(f->keys);
-        free(f->keylens);
-        free(f->keybuf);
-    }
+    for (int i = 0; i < r->n; i++) file_release(&r->files[i]);
     free(r->files);
     free(r->buf);
     free(r);
@@ -85,10 +92,7 @@ int kn_reader_add(kn_reader *r, const char *path, int kind, const char *keys, si
         f->keys = calloc((size_t)nkeys, sizeof(char *));
         f->keylens = calloc((size_t)nkeys, sizeof(size_t));
         if (f->keybuf == NULL || f->keys == NULL || f->keylens == NULL) {
-            free(f->path);
-            free(f->keybuf);
-            free(f->keys);
-            free(f->keylens);
+            file_release(f);
             return -ENOMEM;
         }
         memcpy(f->keybuf, keys, keys_len);
@@ -96,10 +100,7 @@ int kn_reader_add(kn_reader *r, const char *path, int kind, const char *keys, si
         char *p = f->keybuf;
         for (int k = 0; k < nkeys; k++) {
             if (p >= f->keybuf + keys_len + 1) {
-                free(f->path);
-                free(f->keybuf);
-                free(f->keys);
-                free(f->keylens);
+                file_release(f);
                 return -EINVAL;
             }
             f->keys[k] = p;
@@ -144,14 +145,7 @@ int kn_reader_truncate(kn_reader *r, int n) {
     if (n < 0 || n > r->n) return -EINVAL;
     if (n == r->n) return 0;
     r->slots = r->files[n].slot;
-    for (int i = n; i < r->n; i++) {
-        struct kn_file *f = &r->files[i];
-        if (f->fd >= 0) close(f->fd);
-        free(f->path);
-        free(f->keys);
-        free(f->keylens);
-        free(f->keybuf);
-    }
+    for (int i = n; i < r->n; i++) file_release(&r->files[i]);
     r->n = n;
     return 0;
 }
