@@ -53,22 +53,7 @@ class HollowNode:
 
     def heartbeat(self) -> None:
         """Ready, with the capacity as allocatable, as the kubelet's status update says."""
-        now = _now()
-        ready = {
-            "type": "Ready",
-            "status": "True",
-            "reason": "KubeletReady",
-            "message": "hollow node",
-            "lastHeartbeatTime": now,
-            "lastTransitionTime": now,
-        }
-        status = {
-            "status": {
-                "capacity": dict(self.capacity),
-                "allocatable": dict(self.capacity),
-                "conditions": [ready],
-            }
-        }
+        status = {"status": node_status(self.capacity)}
         self.kubectl(
             "patch", "node", self.name, "--subresource=status", "--type=merge", "-p", json.dumps(status)
         )
@@ -98,6 +83,20 @@ NODEMETRICS = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
 NOT_READY = "node.kubernetes.io/not-ready"
 
 
+def node_status(capacity: Mapping[str, str]) -> dict[str, Any]:
+    """Ready now, with the capacity as allocatable, as the kubelet's status update says."""
+    now = _now()
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+        "message": "hollow node",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    return {"capacity": dict(capacity), "allocatable": dict(capacity), "conditions": [ready]}
+
+
 def node_object(
     name: str,
     *,
@@ -107,26 +106,12 @@ def node_object(
 ) -> dict[str, Any]:
     """A Node with its status set on create (kube-apiserver keeps a Node's status on create, as the
     kubelet registers it): Ready, the capacity as allocatable."""
-    now = _now()
     node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
         "spec": {},
-        "status": {
-            "capacity": dict(capacity),
-            "allocatable": dict(capacity),
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "hollow node",
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-            ],
-        },
+        "status": node_status(capacity),
     }
     if taint:
         node["spec"]["taints"] = [{"key": TAINT, "value": "true", "effect": "NoSchedule"}]
