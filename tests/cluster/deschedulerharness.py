@@ -117,3 +117,31 @@ class DeschedulerProcess(ChildProcess):
         except OSError:
             return ""
         return text if status == 200 else ""
+
+
+def hot_node_config(evictor: Mapping[str, Any] | None = None, *, dry_run: bool = False) -> dict[str, Any]:
+    """LowNodeLoad acting at once (one abnormal round), cpu high 1 %: a loaded node must shed its pods;
+    ``evictor`` adds MigrationController args to an eviction rate that never holds a test back."""
+    return {
+        "dryRun": dry_run,
+        "profiles": [
+            {
+                "name": "test",
+                "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
+                "pluginConfig": [
+                    {
+                        "name": "LowNodeLoad",
+                        "args": {
+                            "lowThresholds": {"cpu": 0.5, "memory": 100},
+                            "highThresholds": {"cpu": 1, "memory": 100},
+                            "anomalyCondition": {"consecutiveAbnormalities": 1},
+                        },
+                    },
+                    {
+                        "name": "MigrationController",
+                        "args": {"evictQPS": 1000, "evictBurst": 100, **(evictor or {})},
+                    },
+                ],
+            }
+        ],
+    }

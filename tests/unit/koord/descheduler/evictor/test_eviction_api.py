@@ -14,6 +14,7 @@ from koordshared.kube.client import make_api_client
 from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
+from tests.cluster.deschedulerharness import hot_node_config as config
 from tests.cluster.deschedulerharness import running_descheduler
 from tests.cluster.reporter import FakeReporter
 
@@ -21,30 +22,6 @@ PODS = 101
 WORKLOADS = 10
 FREE = {"koordinator.sh/priority-class": "koord-free"}
 BATCH = {"koordinator.sh/priority-class": "koord-batch"}
-
-
-def config(evictor: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
-    """LowNodeLoad acting at once (one abnormal round), cpu high 1 %: the hot node must shed 100 pods."""
-    return {
-        "dryRun": dry_run,
-        "profiles": [
-            {
-                "name": "test",
-                "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
-                "pluginConfig": [
-                    {
-                        "name": "LowNodeLoad",
-                        "args": {
-                            "lowThresholds": {"cpu": 0.5, "memory": 100},
-                            "highThresholds": {"cpu": 1, "memory": 100},
-                            "anomalyCondition": {"consecutiveAbnormalities": 1},
-                        },
-                    },
-                    {"name": "MigrationController", "args": {"evictQPS": 1000, "evictBurst": 100, **evictor}},
-                ],
-            }
-        ],
-    }
 
 
 def populate(server: APIServer, *, protected: int = 0) -> None:

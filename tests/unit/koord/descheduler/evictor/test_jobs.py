@@ -20,6 +20,7 @@ from koordshared.kube.client import make_api_client
 from koordshared.testing import FakeClock, objects
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import DEFAULT_CRDS, api_server_factory  # noqa: F401
+from tests.cluster.deschedulerharness import hot_node_config as config
 from tests.cluster.deschedulerharness import running_descheduler
 from tests.cluster.reporter import FakeReporter
 from tests.support.paths import ROOT
@@ -29,32 +30,6 @@ RESERVATION_CRD = ROOT / "deploy" / "scheduler" / "crds" / "scheduling.koordinat
 JOBS = "podmigrationjobs.scheduling.koordinator.sh"
 RESERVATIONS = "reservations.scheduling.koordinator.sh"
 KOORD = "koord-scheduler"
-
-
-def config(evictor: dict[str, Any] | None = None) -> dict[str, Any]:
-    """LowNodeLoad acting at once (one abnormal round), cpu high 1 %: the hot node must shed its pods."""
-    return {
-        "profiles": [
-            {
-                "name": "test",
-                "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
-                "pluginConfig": [
-                    {
-                        "name": "LowNodeLoad",
-                        "args": {
-                            "lowThresholds": {"cpu": 0.5, "memory": 100},
-                            "highThresholds": {"cpu": 1, "memory": 100},
-                            "anomalyCondition": {"consecutiveAbnormalities": 1},
-                        },
-                    },
-                    {
-                        "name": "MigrationController",
-                        "args": {"evictQPS": 1000, "evictBurst": 100, **(evictor or {})},
-                    },
-                ],
-            }
-        ],
-    }
 
 
 def owned_pod(
