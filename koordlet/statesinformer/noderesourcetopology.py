@@ -199,7 +199,15 @@ class NodeTopologyInformer:
             return
         create = current is None
         base = current if current is not None else nrtobj.new_object(self.options.node_name, self._node_uid())
-        code = self._sink.write_node_topology(status.apply_to(base), create=create)
+        try:
+            code = self._sink.write_node_topology(status.apply_to(base), create=create)
+        except APIUnavailable as err:  # an outage is a fault to ride out, not a bug: no traceback
+            self.errors += 1
+            _unreadable.warning(
+                "api", f"node topology not written (API server unreachable: {err}); next sync retries"
+            )
+            return
+        _unreadable.forget("api")
         if code in (200, 201):
             self.reports += 1
             log.info("node topology %s: %s", "created" if create else "updated", why)

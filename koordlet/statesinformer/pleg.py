@@ -88,33 +88,40 @@ class PLEG:
         self._unwatched.discard(path)
         return True
 
-    def _watch_pods(self, ino: Inotify, tier: Path) -> None:
+    def _watch_pods(self, ino: Inotify, tier: Path) -> set[Path]:
+        """Watch the pod dirs of ``tier``; the ones newly watched."""
         layout = self.host.layout
         try:
             with os.scandir(tier) as it:
                 names = [e.name for e in it if e.is_dir(follow_symlinks=False)]
         except OSError:
-            return
-        for name in names:
-            if layout.parse_pod_dir_name(name) is not None:
-                self._watch(ino, tier / name)
+            return set()
+        return {
+            tier / name
+            for name in names
+            if layout.parse_pod_dir_name(name) is not None and self._watch(ino, tier / name)
+        }
 
-    def _watch_tiers(self, ino: Inotify, *, all_pods: bool) -> bool:
+    def _watch_tiers(self, ino: Inotify, *, all_pods: bool) -> tuple[bool, set[Path]]:
         """Watch the tier dirs; list the pod dirs of each tier just watched (of all if ``all_pods``).
-        True when a tier is newly watched (pods made in it before raised no event)."""
+        Whether a tier is newly watched (pods made in it before raised no event), and the pod dirs newly
+        watched in tiers watched before (containers made in one while unwatched raised no event)."""
         if all_pods:
             self.scans += 1
             self._unwatched = {p for p in self._unwatched if p.is_dir()}
         tiers = self._tiers = self._tiers or self._tier_paths()  # built once: every idle wake-up asks
         if not all_pods and all(t in ino.watched for t in tiers):
-            return False
+            return False, set()
         added = False
+        found: set[Path] = set()
         for tier in tiers:
             new = self._watch(ino, tier)
             added |= new
             if new or (all_pods and tier in ino.watched):
-                self._watch_pods(ino, tier)
-        return added
+                pods = self._watch_pods(ino, tier)
+                if not new:
+                    found |= pods
+        return added, found
 
     def _report(self, dirs: frozenset[Path] | None) -> None:
         ino = self._ino
@@ -148,8 +155,12 @@ class PLEG:
                 if rescan:
                     next_rescan = now + self.rescan
                 if not batch:
-                    if self._watch_tiers(ino, all_pods=rescan):  # tiers created after we started
-                        self._report(None)  # pods already in a new tier raised no event
+                    added, found = self._watch_tiers(ino, all_pods=rescan)
+                    if added:  # a tier created after we started: pods already in it raised no event
+                        self._report(None)
+                    elif found:
+                        self.events += 1
+                        self._report(frozenset(found))
                     idle = self.idle_wait if all(t in ino.watched for t in self._tiers) else self.poll
                     wait = min(idle, max(next_rescan - now, 0.0))
                     if self.on_idle is not None:
@@ -176,7 +187,10 @@ class PLEG:
                         relevant = True
                         dirs.add(ev.directory)
                 if rescan:
-                    self._watch_tiers(ino, all_pods=True)
+                    added, found = self._watch_tiers(ino, all_pods=True)
+                    relevant |= added or bool(found)
+                    lost |= added
+                    dirs |= found
                 if relevant:
                     self.events += 1
                     self._report(None if lost else frozenset(dirs))

@@ -42,9 +42,17 @@ def open_fds(pid: int) -> int:
 
 
 def tracebacks(agent: Agent) -> list[str]:
-    """Lines of the agent's log that start a traceback (a fault must cost log lines, not tracebacks)."""
-    text = Path(agent.log).read_text(errors="replace")
-    return [line for line in text.splitlines() if line.startswith("Traceback")]
+    """Each traceback in the agent's log, whole (a fault must cost log lines, not tracebacks)."""
+    lines = Path(agent.log).read_text(errors="replace").splitlines()
+    blocks: list[str] = []
+    for i, line in enumerate(lines):
+        if line.startswith("Traceback"):
+            # The whole block up to the exception line, so a failing assertion shows the cause.
+            end = i + 1
+            while end < len(lines) and (lines[end].startswith(" ") or lines[end] == ""):
+                end += 1
+            blocks.append("\n".join(lines[i : end + 1]))
+    return blocks
 
 
 def read_int(path: Path) -> int:

@@ -50,11 +50,12 @@ def test_pprof_totals_of_the_focused_samples_and_of_all() -> None:
 
 def test_read_proc_counts_this_process_cpu() -> None:
     before = read_proc(os.getpid())
-    end = time.process_time() + 0.05
+    end = time.process_time() + 0.1
     while time.process_time() < end:
         pass
     after = read_proc(os.getpid())
-    assert after.cpu - before.cpu >= 0.04 and after.rss_mib > 1
+    # /proc counts whole clock ticks: each end may lag a tick (and the difference of two floats a hair).
+    assert after.cpu - before.cpu >= 0.075 and after.rss_mib > 1
 
 
 def _figures(agent_cpu: float, agent_rss: float) -> dict[str, object]:

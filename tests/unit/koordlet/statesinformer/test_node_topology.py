@@ -269,6 +269,35 @@ def test_sync_creates_once_then_updates_only_on_change(tmp_path: Path) -> None:
     assert nrt.NodeTopologyStatus(nrt.zones_of(updated)).zones[0].resource("example.com/fpga") is not None
 
 
+class UnreachableSink(Sink):
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+
+    def write_node_topology(self, body: Mapping[str, Any], *, create: bool) -> int:
+        if self.down:
+            raise APIUnavailable("noderesourcetopology create: connection refused")
+        return super().write_node_topology(body, create=create)
+
+
+def test_an_api_server_outage_is_a_counted_warning_and_the_next_sync_writes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write the API server cannot take is a fault the sync rides out: no exception out of the tick
+    (which would log a traceback each round), one warning, and the write once it is back."""
+    sink = UnreachableSink()
+    inf = informer(tmp_path, sink=sink)
+    with caplog.at_level(logging.DEBUG):
+        inf.sync()
+        inf.sync()
+    assert inf.errors == 2 and sink.writes == []
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "unreachable" in r.getMessage()]
+    assert len(warnings) == 1 and all(r.exc_info is None for r in caplog.records)
+    sink.down = False
+    inf.sync()
+    assert [c for c, _ in sink.writes] == [True]
+
+
 def test_reported_without_the_kubelets_configuration_when_it_refuses(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

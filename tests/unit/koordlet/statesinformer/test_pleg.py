@@ -145,9 +145,9 @@ class _CountingPLEG(PLEG):
         super().__init__(*args, **kwargs)
         self.listed: list[Path] = []
 
-    def _watch_pods(self, ino: Inotify, tier: Path) -> None:
+    def _watch_pods(self, ino: Inotify, tier: Path) -> set[Path]:
         self.listed.append(tier)
-        super()._watch_pods(ino, tier)
+        return super()._watch_pods(ino, tier)
 
 
 def _uid(i: int) -> str:
@@ -218,6 +218,43 @@ def test_pleg_rescan_watches_pod_dirs_it_missed(fake_host: Any) -> None:
         n = len(hits)
         (missed / ("d" * 64)).mkdir()
         assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)
+    finally:
+        stop.set()
+        t.join(5)
+    assert not t.is_alive()
+
+
+def test_pleg_rescan_reports_a_pod_dir_whose_containers_came_while_unwatched(fake_host: Any) -> None:
+    """A container made in a pod dir before the rescan watched it raised no event: the rescan that adds
+    the watch reports that pod dir."""
+    fake_host.mkcgroup(None, "kubepods/besteffort")
+    fake_host.mkcgroup(None, "kubepods/burstable")  # every tier watched: reports name their dirs
+    cpu = fake_host.paths.cgroup_root / "cpu"
+    host = Host(fake_host.paths)
+    seen: list[frozenset[Path] | None] = []
+    pleg = _CountingPLEG(host, lambda: None, poll=0.01, rescan=0.3, on_dirs=seen.append)
+    missed = cpu / f"kubepods/besteffort/pod{_uid(6)}"
+    real_watch = pleg._watch
+    refused: list[Path] = []
+
+    def watch_refused_until_child(ino: Inotify, path: Path) -> bool:
+        if path == missed and not (missed / ("e" * 64)).exists():
+            refused.append(path)
+            return False
+        return real_watch(ino, path)
+
+    pleg._watch = watch_refused_until_child  # type: ignore[method-assign]
+    stop = threading.Event()
+    t = threading.Thread(target=pleg.run, args=(stop,))
+    t.start()
+    try:
+        assert wait_for(lambda: len(seen) == 1, threading.Event(), timeout=3)
+        missed.mkdir()
+        assert wait_for(lambda: bool(refused) and len(seen) == 2, threading.Event(), timeout=3)
+        (missed / ("e" * 64)).mkdir()  # no watch on missed: this raises no event
+        assert wait_for(
+            lambda: any(d is not None and missed in d for d in seen[2:]), threading.Event(), timeout=5
+        ), seen
     finally:
         stop.set()
         t.join(5)
