@@ -135,7 +135,13 @@ class Guard:
                 self._ino.wake()
 
     def run(self, stop: threading.Event) -> None:
-        with Inotify() as ino:
+        try:
+            ino = Inotify()
+        except OSError as err:  # no inotify instance left (fs.inotify.max_user_instances)
+            # No pod is guarded then, so every timed pass of the hooks checks every pod: dearer, as safe.
+            log.warning("runtime hooks guard: no inotify (%s); every pass checks every pod", err)
+            return
+        with ino:
             with self._lock:
                 self._ino = ino
                 pending = self._owner

@@ -139,7 +139,14 @@ class PLEG:
 
     def run(self, stop: threading.Event) -> None:
         """Until ``stop``: wait for events and report them (module doc; waits in :meth:`__init__`)."""
-        with Inotify() as ino:
+        try:
+            ino = Inotify()
+        except OSError as err:  # no inotify instance left (fs.inotify.max_user_instances)
+            # Without events every discovery lists the whole tree and the kubelet sync's period bounds
+            # how late a pod is seen: slower, never wrong; a dead thread would stop the agent.
+            log.warning("pleg: no inotify (%s); pods are seen at each periodic sync instead", err)
+            return
+        with ino:
             self._ino = ino
             self._watch_tiers(ino, all_pods=True)
             next_rescan = time.monotonic() + self.rescan

@@ -124,3 +124,21 @@ def test_a_pod_coming_builds_only_its_own_paths(tmp_path: Path, monkeypatch: pyt
         assert guard.guarded() == {*uids[1:], new}
     finally:
         stop_and_close(stop, guard.close, thread)
+
+
+def test_no_inotify_instance_leaves_every_pod_unguarded_and_the_agent_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """fs.inotify.max_user_instances reached: the guard says so and returns (a raising thread would stop
+    the agent); no pod counts as guarded, so the hooks' passes check them all."""
+
+    def no_instance() -> None:
+        raise OSError(24, "Too many open files", "inotify_init1")
+
+    monkeypatch.setattr("koordlet.runtimehooks.guard.Inotify", no_instance)
+    (tmp_path / "cpu/kubepods/poda").mkdir(parents=True)
+    guard = Guard(HostPaths(cgroup_root=tmp_path), CgroupMode.V1, lambda _uids: None)
+    guard.watch({"a": ("kubepods/poda",)})
+    guard.run(threading.Event())
+    assert guard.guarded() == frozenset()
+    assert any("no inotify" in r.getMessage() for r in caplog.records)

@@ -259,3 +259,19 @@ def test_pleg_rescan_reports_a_pod_dir_whose_containers_came_while_unwatched(fak
         stop.set()
         t.join(5)
     assert not t.is_alive()
+
+
+def test_no_inotify_instance_is_a_warning_not_a_dead_thread(
+    fake_host: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """fs.inotify.max_user_instances reached: the PLEG says so and returns (a raising thread would stop
+    the agent); discovery, never told which dirs changed, keeps listing the whole tree."""
+
+    def no_instance() -> None:
+        raise OSError(24, "Too many open files", "inotify_init1")
+
+    monkeypatch.setattr("koordlet.statesinformer.pleg.Inotify", no_instance)
+    told: list[frozenset[Path] | None] = []
+    pleg = PLEG(Host(fake_host.paths), lambda: None, on_dirs=told.append)
+    pleg.run(threading.Event())
+    assert told == [] and any("no inotify" in r.getMessage() for r in caplog.records)
