@@ -27,8 +27,6 @@ more than the kubelet when it does.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -38,7 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +45,6 @@ import psutil
 import yaml
 
 NAME = "beside_kubelet"
-LOCK = Path(tempfile.gettempdir()) / "koordlet-real-cluster.lock"
 NS = "beside-kubelet"
 SCRAPE_EVERY = 15.0
 SETTLE = 30.0
@@ -126,40 +123,6 @@ def skip(why: str) -> int:
 
     skipped(NAME, why)
     return 0
-
-
-@contextlib.contextmanager
-def machine_lock(wait: float, ready: Callable[[], str], say: Callable[[str], None]) -> Iterator[str]:
-    """The real-cluster lock of this machine (the real test tier takes the same), waiting up to ``wait``
-    seconds for another holder, or for a cluster started without it (``ready`` says why not) to stop.
-    Yields why the machine is not ours (empty: it is)."""
-    deadline = time.monotonic() + wait
-    fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o600)
-    told = False
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if not told:
-                    say(f"waiting up to {wait:.0f} s for the machine's real-cluster lock")
-                    told = True
-                if time.monotonic() > deadline:
-                    yield f"another real cluster held this machine for {wait:.0f} s"
-                    return
-                time.sleep(5)
-                continue
-            why = ready()
-            if not why:
-                break
-            fcntl.flock(fd, fcntl.LOCK_UN)  # a cluster started without the lock runs: wait for its stop
-            if time.monotonic() > deadline:
-                yield why
-                return
-            time.sleep(5)
-        yield ""
-    finally:
-        os.close(fd)
 
 
 def pod(i: int) -> dict[str, Any]:
@@ -433,6 +396,7 @@ def main() -> int:
     if args.profile is None:
         args.profile = 15.0 if args.quick else 30.0
     from tests.realcluster.cluster import Cluster, preflight, unmet
+    from tests.realcluster.machinelock import machine_lock
 
     why = unmet()
     if why:
@@ -443,9 +407,9 @@ def main() -> int:
         print(f"{NAME}: {text}", flush=True)
 
     state = Path(tempfile.mkdtemp(prefix="koordlet-beside-kubelet-"))
-    with machine_lock(args.wait, lambda: preflight(state), say) as busy:
-        if busy:
-            return skip(busy)
+    with machine_lock(args.wait, lambda: preflight(state), say) as verdict:
+        if verdict.busy:
+            return skip(verdict.busy)
         c = Cluster(state)
         try:
             c.up(say=say)

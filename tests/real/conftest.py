@@ -10,11 +10,9 @@ run last); the fixture's own stop afterwards is a no-op then.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +21,9 @@ import pytest
 
 from tests.realcluster.cluster import Cluster, preflight
 from tests.realcluster.footprint import Footprint
+from tests.realcluster.machinelock import machine_lock
 
 LAST = "test_stop_leaves_nothing_behind"
-LOCK = Path(tempfile.gettempdir()) / "koordlet-real-cluster.lock"
 _timing: dict[str, float] = {}
 BEFORE: list[Footprint] = []
 """The machine before the cluster started, for the stop test."""
@@ -75,24 +73,11 @@ def _machine(state: Path) -> Iterator[None]:
     """The machine for this tier alone: one real cluster per machine (the kubelet's cgroups, the node's
     devices), and another tier's footprint must not land in this one's stop test. With
     KOORD_REAL_WAIT=<seconds>, wait for another tier or cluster to finish; by default fail at once."""
-    deadline = time.monotonic() + float(os.environ.get("KOORD_REAL_WAIT", "0") or 0)
-    fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail("another real-cluster tier holds this machine (set KOORD_REAL_WAIT to wait)")
-                time.sleep(5)
-                continue
-            if not preflight(state) or time.monotonic() > deadline:
-                break
-            fcntl.flock(fd, fcntl.LOCK_UN)  # a `make cluster` runs: let go while waiting for it
-            time.sleep(5)
+    wait = float(os.environ.get("KOORD_REAL_WAIT", "0") or 0)
+    with machine_lock(wait, lambda: preflight(state)) as verdict:
+        if not verdict.held:
+            pytest.fail("another real-cluster tier holds this machine (set KOORD_REAL_WAIT to wait)")
         yield
-    finally:
-        os.close(fd)
 
 
 def _cluster(state: Path) -> Iterator[Cluster]:
