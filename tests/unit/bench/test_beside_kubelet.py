@@ -75,7 +75,7 @@ def _figures(agent_cpu: float, agent_rss: float) -> dict[str, object]:
         "rss_ratio": agent_rss / kubelet_rss,
         "agent_sweep_cpu_pct": 0.3,
         "agent_us_per_pod_sample": 30.0,
-        "kubelet_us_per_pod_housekeeping": 2000.0,
+        "kubelet_whole_us_per_pod_housekeeping": 2000.0,
         "agent_scrape_ms": None,
         "agent_scrape_bytes": None,
         "cadvisor_scrape_cpu_ms": 40.0,
