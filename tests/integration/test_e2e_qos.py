@@ -76,8 +76,17 @@ def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKub
 
         kubepods.busy(ls_c)  # LS demands one core
         step = min(0.5, idle_quota / 100000 - 0.02) * 100000  # what LS's core must take back at least
-        reacted = wait_until(lambda: read_quota(kubepods) <= idle_quota - step, 3.0, step=0.005)
-        assert reacted and reacted.seconds <= 1.0, (reacted, read_quota(kubepods), idle_quota, agent.tail())
+        # LS's usage rises only as fast as the scheduler lets its burner run: with more runnable tasks than
+        # cores (other work on the machine), a second stretches by the run queue's excess.
+        bound = max(1.0, os.getloadavg()[0] / CPUS)
+        reacted = wait_until(lambda: read_quota(kubepods) <= idle_quota - step, 3.0 * bound, step=0.005)
+        assert reacted and reacted.seconds <= bound, (
+            reacted,
+            bound,
+            read_quota(kubepods),
+            idle_quota,
+            agent.tail(),
+        )
 
         # measure once the controller has settled: two reads in a row within 5 %
         last = [read_quota(kubepods)]
