@@ -73,6 +73,12 @@ class DeviceCache:
         with self._lock:
             return [self._nodes.get(n) for n in nodes]
 
+    def versions(self, nodes: Sequence[str]) -> list[int]:
+        """Each node's :attr:`NodeDevice.version` (0: no devices known)."""
+        with self._lock:
+            got = [self._nodes.get(n) for n in nodes]
+        return [0 if nd is None else nd.version for nd in got]
+
     def nodes(self) -> list[str]:
         with self._lock:
             return list(self._nodes)
@@ -111,6 +117,7 @@ class DeviceCache:
             nd.honor_gpu_partition = dv.partition_policy(device) == dv.PARTITION_POLICY_HONOR
             nd.secondary_well_planned = dv.secondary_device_well_planned(device)
             nd.gpu_topology = tree
+            nd.changed()  # what was worked out between reset_total and here saw half a change
 
     def device_deleted(self, device: Mapping[str, Any]) -> None:
         """``invalidateNodeDevice``: every device of the node becomes unhealthy."""

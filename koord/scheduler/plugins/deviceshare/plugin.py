@@ -77,6 +77,7 @@ class DeviceShare(ReservationHooks):
         self._reservation_hooks: ProfileHooks | None = None
         self.scorer = Scorer(self.args.scoring_type == MOST, dict(self.args.scoring_resources))
         self.cache = DeviceCache()
+        self.answers = batch.Answers(self.cache)
         self.templates = Templates()
         self.devices = self.handle.watch("devices", groups.DEVICES)
         self.devices.add_handler(
@@ -228,7 +229,7 @@ class DeviceShare(ReservationHooks):
         if ps.skip:
             return [None] * len(nodes)
         gen = self.templates.generation
-        return batch.answers("filter", ps, gen, self.cache, state, pod, nodes.infos, self.filter)
+        return self.answers.get("filter", ps, gen, state, pod, nodes, self.filter)
 
     def _memo_key(
         self, kind: str, ps: PodDeviceState, node: Obj, restore: NodeRestore, basic: ByType
@@ -292,7 +293,7 @@ class DeviceShare(ReservationHooks):
         if ps.skip:
             return [0] * len(nodes)
         gen = self.templates.generation
-        return batch.answers("score", ps, gen, self.cache, state, pod, nodes.infos, self.score)
+        return self.answers.get("score", ps, gen, state, pod, nodes, self.score)
 
     def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
         return scoring.normalize(scores)
