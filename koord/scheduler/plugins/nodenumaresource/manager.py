@@ -24,10 +24,16 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
     NOT_REPORTED,
     TopologyOptions,
     full_pcpus_only,
+    labels_of,
     options_of,
 )
 from koordshared.apis.core.pod import pod_key
-from koordshared.apis.extension.numa import LABEL_NODE_NUMA_ALLOCATE_STRATEGY, NUMATopologyPolicy
+from koordshared.apis.extension.numa import (
+    LABEL_NODE_CPU_BIND_POLICY,
+    LABEL_NODE_NUMA_ALLOCATE_STRATEGY,
+    LABEL_NUMA_TOPOLOGY_POLICY,
+    NUMATopologyPolicy,
+)
 from koordshared.apis.meta.cpulist import format_cpuset
 from koordshared.runtime.errors import InvalidValue
 from koordshared.runtime.logs import OncePerChange
@@ -56,6 +62,8 @@ class ResourceManager:
         self._nodes: dict[str, NodeAllocation] = {}
         self._steering: frozenset[str] = frozenset()
         self._valid: frozenset[str] = frozenset()
+        # node -> (the options, the holding's version, the node object it was worked out from; the kind)
+        self._kinds: dict[str, tuple[TopologyOptions, int, Obj, tuple[Any, ...]]] = {}
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -79,6 +87,28 @@ class ResourceManager:
         """The node's NUMA allocate strategy: its label, else the plugin's default."""
         labels = (node.get("metadata") or {}).get("labels") or {}
         return str(labels.get(LABEL_NODE_NUMA_ALLOCATE_STRATEGY) or self.default_strategy)
+
+    def kind(self, name: str, node: Obj) -> tuple[Any, ...]:
+        """What a NUMA decision on the node depends on beside the pod: its report, its holding, its
+        steering labels and its strategy. Kept per node while the report, the holding and the node
+        object stay the same ones: a cycle asks it of every node, and few change between two."""
+        with self._lock:
+            opts = self._options.get(name, NOT_REPORTED)
+            na = self._nodes.get(name)
+            version = 0 if na is None else na.version
+            kept = self._kinds.get(name)
+            if kept is not None and kept[0] is opts and kept[1] == version and kept[2] is node:
+                return kept[3]
+            labels = labels_of(node)
+            kind = (
+                opts.fingerprint,
+                "" if na is None else na.fingerprint(),
+                labels.get(LABEL_NUMA_TOPOLOGY_POLICY, ""),
+                labels.get(LABEL_NODE_CPU_BIND_POLICY, ""),
+                self.strategy(node),
+            )
+            self._kinds[name] = (opts, version, node, kind)
+            return kind
 
     def held_by(self, node: str, uid: str) -> PodAllocation | None:
         with self._lock:
@@ -159,6 +189,7 @@ class ResourceManager:
     def node_deleted(self, node: Obj) -> None:
         with self._lock:
             self._nodes.pop(_name(node), None)
+            self._kinds.pop(_name(node), None)
 
     # ---- debugging ------------------------------------------------------------------------------------
 

@@ -48,7 +48,6 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
 )
 from koordshared.apis.extension.numa import (
     LABEL_NODE_CPU_BIND_POLICY,
-    LABEL_NUMA_TOPOLOGY_POLICY,
     CPUBindPolicy,
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
@@ -217,16 +216,14 @@ class Placement(ReservationHooks):
         """What a node's answer depends on beside the pod (its report, its holding, its steering labels);
         ``None`` for a node to look at alone (a reservation or a what-if on it, or, unless ``chosen``
         (scoring), its NUMA affinity already chosen)."""
-        name, node, m = ni.name, ni.node, self.manager
+        name, node = ni.name, ni.node
         if node is None or name in self._state(state).preemption:
             return None
         if not chosen and name in tm.store(state).affinity:
             return None
         if self.restore_state(state, name) is not EMPTY_RESTORE:
             return None
-        labels = labels_of(node)
-        policy, bind = labels.get(LABEL_NUMA_TOPOLOGY_POLICY, ""), labels.get(LABEL_NODE_CPU_BIND_POLICY, "")
-        return (m.options(name).fingerprint, m.allocation(name).fingerprint(), policy, bind, m.strategy(node))
+        return self.manager.kind(name, node)
 
     @staticmethod
     def _among(nodes: NodeSet, names: frozenset[str]) -> np.ndarray:
