@@ -218,3 +218,36 @@ def test_a_designated_allocation_is_kept_only_under_a_scheduling_hint_naming_dev
     )
     k.run()
     assert "default/blocked" not in k.bound()
+
+
+class CountingMemo(dict[Any, Any]):
+    """A node's memo that counts its lookups (the per-node work of a batch Filter or Score)."""
+
+    lookups = 0
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        CountingMemo.lookups += 1
+        return super().get(key, default)
+
+
+def test_a_cycle_works_out_only_the_nodes_whose_devices_changed() -> None:
+    # The other cycles' answers are kept: a stale one is what test_devices_follow_their_device_object and
+    # test_pods_of_one_shape_see_each_allocation_before_them catch.
+    k = kit()
+    names = [f"n{i}" for i in range(12)]
+    for name in names:
+        k.add_node(device_node(name, gpus=2))
+        k.informers["devices"].put(device(name, gpu(0), gpu(1)))
+    for nd in (plugin(k).cache.get(n) for n in names):
+        nd.memo = CountingMemo()
+    CountingMemo.lookups = 0
+    k.add_pod(gpu_pod("first"))
+    k.run()
+    assert CountingMemo.lookups >= 2 * len(names)  # Filter and Score worked out on every node
+    for i in range(4):
+        CountingMemo.lookups = 0
+        k.add_pod(gpu_pod(f"p{i}"))
+        k.run()
+        # Only the node the previous pod went to is worked out again (it was 2 x 12 a cycle).
+        assert CountingMemo.lookups == 2, i
+
