@@ -12,9 +12,11 @@ import pytest
 from koord.scheduler.framework import CycleState, PodInfo
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.snapshot import NodeSet
+from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
+from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.topology import noderesourcetopology as nrt
-from koordshared.testing.topology import SimulatedTopology
+from koordshared.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
 from tests.support.scheduler.numakit import NUMA, S, add_node, kit, lsr, messages, placement, plain, report
 
 POLICY = "node.koordinator.sh/numa-topology-policy"
@@ -132,3 +134,48 @@ def test_batch_filter_and_score_agree_with_node_by_node(pod: dict[str, Any]) -> 
     assert alone == one
     assert tm.store(state).affinity == chosen
     assert [q.score(state, pod, ni) for ni in fresh.snapshot.node_infos() if alone[ni.name]] == scores
+
+
+def test_a_nodes_kind_is_worked_out_again_only_when_it_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Filter and Score ask every node's kind each cycle; kept per node, only the node the previous pod
+    # went to works it out again. Stale kinds are what the tests above catch.
+    k = kit()
+    for i in range(12):
+        add_node(k, f"n{i}")
+    calls = {"n": 0}
+    fingerprint = NodeAllocation.fingerprint
+
+    def counted(self: NodeAllocation) -> str:
+        calls["n"] += 1
+        return fingerprint(self)
+
+    monkeypatch.setattr(NodeAllocation, "fingerprint", counted)
+    k.add_pod(lsr("first", "2", numa=SINGLE))
+    k.run()
+    for i in range(4):
+        calls["n"] = 0
+        k.add_pod(lsr(f"p{i}", "2", numa=SINGLE))
+        k.run()
+        assert f"default/p{i}" in k.bound()
+        assert calls["n"] <= 6, (i, calls["n"])  # it was 2 x 12 and more
+
+
+def test_a_kept_kind_follows_the_nodes_holding_report_and_object() -> None:
+    m = ResourceManager("MostAllocated")
+    node = {"metadata": {"name": "a", "labels": {}}}
+    m.topology_changed(node_resource_topology("a", TWO_SOCKETS))
+    kind = m.kind("a", node)
+    assert m.kind("a", node) is kind  # nothing changed: the kept one
+    m.update("a", PodAllocation("u1", cpus=frozenset({0, 1})))
+    held = m.kind("a", node)
+    assert held != kind
+    m.release("a", "u1")
+    assert m.kind("a", node)[1] != held[1]
+    m.topology_changed(node_resource_topology("a", SimulatedTopology(sockets=1, numa_per_socket=1)))
+    reported = m.kind("a", node)
+    assert reported[0] != kind[0]
+    labelled = {"metadata": {"name": "a", "labels": {POLICY: "SingleNUMANode"}}}
+    assert m.kind("a", labelled)[2] == "SingleNUMANode"
+    m.node_deleted(labelled)
+    m.update("a", PodAllocation("u2", cpus=frozenset({0, 1})))
+    assert m.kind("a", labelled)[1] == held[1]  # a node made again starts from its new holding
