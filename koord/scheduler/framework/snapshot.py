@@ -43,8 +43,12 @@ class Snapshot:
         self.requested = np.zeros((0, len(_FIRST)), dtype=np.int64)
         self.non_zero = np.zeros((0, 2), dtype=np.int64)
         self._stamp = np.zeros(0, dtype=np.int64)
+        # The stamp of the write that last brought a row a new node object: a column of the node object
+        # alone keeps its value across writes of the pods' accounting (a reservation's room restored).
+        self._node_stamp = np.zeros(0, dtype=np.int64)
         self._next_stamp = 1
         self._derived: dict[Hashable, tuple[np.ndarray, np.ndarray, Callable[[NodeInfo], Any]]] = {}
+        self._of_node: set[Hashable] = set()
         self._transient: OrderedDict[Hashable, None] = OrderedDict()
         self._topology: dict[str, dict[str, int]] = {}
         # (column key, topology key) -> (the column's values, the rows' codes, sums per domain, log position)
@@ -112,14 +116,21 @@ class Snapshot:
             self._search_names, self._search_version = names, version
 
     def derived(
-        self, key: Hashable, fn: Callable[[NodeInfo], Any], dtype: Any = object, *, transient: bool = False
+        self,
+        key: Hashable,
+        fn: Callable[[NodeInfo], Any],
+        dtype: Any = object,
+        *,
+        transient: bool = False,
+        of_node: bool = False,
     ) -> np.ndarray:
         """``fn(node_info)`` for every row, recomputed only for rows whose node changed since. ``key``
         names the column (one per plugin and meaning: a string, or a tuple with what the column is of);
         ``fn`` must depend on the NodeInfo alone. A subarray ``dtype`` (``(np.float64, (k,))``) makes a
         2-D column of ``k`` values per node. A ``transient`` column is one of many that come and go
         (counts of the pods a selector matches): only the :data:`TRANSIENT_COLUMNS` most recently used
-        are kept."""
+        are kept. A column ``of_node`` (``fn`` reads only the node object and its name) is recomputed
+        only for rows given another node object."""
         n = len(self.infos)
         entry = self._derived.get(key)
         if entry is not None and self._synced.get(key) == self._log_base + len(self._log):
@@ -130,28 +141,32 @@ class Snapshot:
             values = np.empty(self._cap, dtype=dtype)
             stamps = np.zeros(self._cap, dtype=np.int64)
             entry = self._derived[key] = (values, stamps, fn)
+            if of_node:
+                self._of_node.add(key)
             if transient:
                 self._transient[key] = None
                 while len(self._transient) > TRANSIENT_COLUMNS:
                     oldest, _ = self._transient.popitem(last=False)
                     del self._derived[oldest]
                     self._synced.pop(oldest, None)
+                    self._of_node.discard(oldest)
         elif transient:
             self._transient.move_to_end(key)
         values, stamps, _ = entry
         if len(values) < self._cap:
             values, stamps = self._grow_derived(key, values.dtype)
+        current = self._node_stamp if key in self._of_node else self._stamp
         rows = self._written_since(self._synced.get(key, -1))
         if rows is None:
-            stale = np.nonzero(stamps[:n] != self._stamp[:n])[0].tolist()
+            stale = np.nonzero(stamps[:n] != current[:n])[0].tolist()
         else:
-            stale = [i for i in rows if i < n and stamps[i] != self._stamp[i]]
+            stale = [i for i in rows if i < n and stamps[i] != current[i]]
         if stale:
             infos = self.infos
             for i in stale:
                 values[i] = fn(infos[i])
             at = np.asarray(stale, dtype=np.int64)
-            stamps[at] = self._stamp[at]
+            stamps[at] = current[at]
         self._synced[key] = self._log_base + len(self._log)
         return values[:n]
 
@@ -171,7 +186,7 @@ class Snapshot:
             value = ni.labels.get(key)
             return -1 if value is None else table.setdefault(value, len(table))
 
-        return self.derived(("topology", key), code, np.int64), table
+        return self.derived(("topology", key), code, np.int64, of_node=True), table
 
     def topology_of(self, nodes: NodeSet, key: str) -> np.ndarray:
         """:meth:`topology` codes of ``nodes``: their rows' when they are this snapshot's, else looked up
@@ -244,14 +259,18 @@ class Snapshot:
     def set(self, info: NodeInfo) -> None:
         """Add or replace the row of ``info.name``."""
         i = self.index.get(info.name)
+        new_node = True
         if i is None:
             i = len(self.infos)
             self._ensure(i + 1)
             self.infos.append(info)
             self.index[info.name] = i
         else:
+            new_node = self.infos[i].node is not info.node
             self.infos[i] = info
         info.index = i
+        if new_node:
+            self._node_stamp[i] = self._next_stamp
         self._write_row(i, info)
         self._affinity_dirty = True
 
@@ -266,7 +285,7 @@ class Snapshot:
             self.infos[i] = moved
             moved.index = i
             self.index[moved.name] = i
-            for arr in (self.allocatable, self.requested, self.non_zero, self._stamp):
+            for arr in (self.allocatable, self.requested, self.non_zero, self._stamp, self._node_stamp):
                 arr[i] = arr[last]
             for values, stamps, _ in self._derived.values():
                 values[i], stamps[i] = values[last], stamps[last]
@@ -304,6 +323,7 @@ class Snapshot:
         self.requested = _grown(self.requested, cap)
         self.non_zero = _grown(self.non_zero, cap)
         self._stamp = _grown(self._stamp, cap)
+        self._node_stamp = _grown(self._node_stamp, cap)
         self._cap = cap
         for key in list(self._derived):
             self._grow_derived(key, self._derived[key][0].dtype)
@@ -431,7 +451,7 @@ class NodeSet(Sequence[NodeInfo]):
 
     @property
     def names(self) -> list[str]:
-        col = self.column(NAME_COLUMN, _name)
+        col = self.column(NAME_COLUMN, _name, of_node=True)
         if col is not None:  # thousands of names without a Python loop
             names: list[str] = col.tolist()
             return names
@@ -440,7 +460,7 @@ class NodeSet(Sequence[NodeInfo]):
     def names_at(self, positions: Sequence[int] | np.ndarray) -> list[str]:
         """The names of the nodes at ``positions`` (a few of many, without building every NodeInfo)."""
         if self.rows is not None and self.snapshot is not None:
-            every = self.snapshot.derived(NAME_COLUMN, _name)
+            every = self.snapshot.derived(NAME_COLUMN, _name, of_node=True)
             names: list[str] = np.take(every, np.take(self.rows, positions)).tolist()
             return names
         infos = self.infos
@@ -450,12 +470,16 @@ class NodeSet(Sequence[NodeInfo]):
         """``keep(node_info)`` for every node, as a boolean array (the node-by-node fallback)."""
         return np.fromiter((keep(ni) for ni in self.infos), dtype=bool, count=len(self))
 
-    def column(self, key: str, fn: Callable[[NodeInfo], Any], dtype: Any = object) -> np.ndarray | None:
+    def column(
+        self, key: str, fn: Callable[[NodeInfo], Any], dtype: Any = object, *, of_node: bool = False
+    ) -> np.ndarray | None:
         """The snapshot's derived column ``key`` (see :meth:`Snapshot.derived`) for these nodes;
         ``None`` when they have no rows (answer node by node then)."""
         if self.rows is None or self.snapshot is None:
             return None
-        values: np.ndarray = np.take(self.snapshot.derived(key, fn, dtype), self.rows, axis=0)
+        values: np.ndarray = np.take(
+            self.snapshot.derived(key, fn, dtype, of_node=of_node), self.rows, axis=0
+        )
         return values
 
     def subset(self, keep: np.ndarray) -> NodeSet:

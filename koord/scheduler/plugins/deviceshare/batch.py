@@ -86,7 +86,7 @@ class Answers:
             self.computed += len(nodes)
             return [one(state, pod, info) for info in nodes]
         rows = nodes.rows
-        node_ids = np.take(snapshot.derived(NODE_COLUMN, _node_id, np.int64), rows)
+        node_ids = np.take(snapshot.derived(NODE_COLUMN, _node_id, np.int64, of_node=True), rows)
         versions = np.fromiter(self._cache.versions(nodes.names), dtype=np.int64, count=len(rows))
         with self._lock:
             kept = self._kept((kind, ps.signature, generation), snapshot)

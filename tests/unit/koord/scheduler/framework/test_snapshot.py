@@ -74,3 +74,32 @@ def test_transient_columns_are_bounded() -> None:
     snap.derived("kept", lambda ni: 1, np.int64)
     assert len(snap._derived) == limit + 1  # the oldest transient ones went; the plain one stays
     assert ("t", 0) not in snap._derived and ("t", limit + 9) in snap._derived
+
+
+def test_a_column_of_the_node_object_is_recomputed_only_for_another_node_object() -> None:
+    snap = Snapshot()
+    for i in range(4):
+        snap.set(NodeInfo(f"n{i}", node(f"n{i}", labels={"zone": f"z{i}"})))
+    calls: list[str] = []
+
+    def zone(ni: NodeInfo) -> str:
+        calls.append(ni.name)
+        return str(ni.labels.get("zone"))
+
+    assert snap.derived("zone", zone, of_node=True).tolist() == ["z0", "z1", "z2", "z3"]
+    calls.clear()
+    # Rows rewritten with the same node object (a reservation's room restored for a cycle, and back).
+    for name in ("n1", "n2"):
+        ni = snap.node_info(name)
+        assert ni is not None
+        restored = ni.clone()
+        restored.requested["cpu"] = 0
+        snap.set(restored)
+        snap.set(ni)
+    assert snap.derived("zone", zone, of_node=True).tolist() == ["z0", "z1", "z2", "z3"]
+    assert calls == []
+    # Another node object: that row again; a removed node's row taken by the last keeps its value.
+    snap.set(NodeInfo("n2", node("n2", labels={"zone": "moved"})))
+    snap.remove("n0")
+    assert snap.derived("zone", zone, of_node=True).tolist() == ["z3", "z1", "moved"]
+    assert calls == ["n2"]
