@@ -69,10 +69,6 @@ class DeviceCache:
         with self._lock:
             return self._nodes.get(node)
 
-    def get_many(self, nodes: Sequence[str]) -> list[NodeDevice | None]:
-        with self._lock:
-            return [self._nodes.get(n) for n in nodes]
-
     def versions(self, nodes: Sequence[str]) -> list[int]:
         """Each node's :attr:`NodeDevice.version` (0: no devices known)."""
         with self._lock:
