@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -87,6 +87,11 @@ class ResourceManager:
         """The node's NUMA allocate strategy: its label, else the plugin's default."""
         labels = (node.get("metadata") or {}).get("labels") or {}
         return str(labels.get(LABEL_NODE_NUMA_ALLOCATE_STRATEGY) or self.default_strategy)
+
+    def kinds(self, nodes: Sequence[tuple[str, Obj]]) -> list[tuple[Any, ...]]:
+        """:meth:`kind` of each ``(name, node object)``."""
+        with self._lock:
+            return [self.kind(name, node) for name, node in nodes]
 
     def kind(self, name: str, node: Obj) -> tuple[Any, ...]:
         """What a NUMA decision on the node depends on beside the pod: its report, its holding, its

@@ -198,8 +198,7 @@ class Placement(ReservationHooks):
         seen: dict[tuple[Any, ...], tuple[Status | None, tm.NUMATopologyHint | None]] = {}
         out: list[Status | None] = []
         with self.manager.locked():
-            for ni in nodes:
-                key = self._kind(state, ni)
+            for ni, key in zip(nodes, self._kinds(state, nodes), strict=True):
                 hit = seen.get(key) if key is not None else None
                 if hit is None:
                     st = self.filter(state, pod, ni)
@@ -212,18 +211,25 @@ class Placement(ReservationHooks):
                 out.append(st)
         return out
 
-    def _kind(self, state: CycleState, ni: NodeInfo, *, chosen: bool = False) -> tuple[Any, ...] | None:
-        """What a node's answer depends on beside the pod (its report, its holding, its steering labels);
-        ``None`` for a node to look at alone (a reservation or a what-if on it, or, unless ``chosen``
-        (scoring), its NUMA affinity already chosen)."""
-        name, node = ni.name, ni.node
-        if node is None or name in self._state(state).preemption:
-            return None
-        if not chosen and name in tm.store(state).affinity:
-            return None
-        if self.restore_state(state, name) is not EMPTY_RESTORE:
-            return None
-        return self.manager.kind(name, node)
+    def _kinds(
+        self, state: CycleState, nodes: Sequence[NodeInfo], *, chosen: bool = False
+    ) -> list[tuple[Any, ...] | None]:
+        """What each node's answer depends on beside the pod (its report, its holding, its steering
+        labels: :meth:`.manager.ResourceManager.kind`); ``None`` for a node to look at alone (a
+        reservation or a what-if on it, or, unless ``chosen`` (scoring), its NUMA affinity already
+        chosen). The cycle state is read once for all the nodes."""
+        preemption = self._state(state).preemption
+        affinity = {} if chosen else tm.store(state).affinity
+        restores = self.restore_states(state)
+        alone = [
+            ni.node is None or ni.name in preemption or ni.name in affinity or ni.name in restores
+            for ni in nodes
+        ]
+        kinds = self.manager.kinds(
+            [(ni.name, ni.node) for ni, skip in zip(nodes, alone, strict=True) if not skip]
+        )
+        it = iter(kinds)
+        return [None if skip else next(it) for skip in alone]
 
     @staticmethod
     def _among(nodes: NodeSet, names: frozenset[str]) -> np.ndarray:

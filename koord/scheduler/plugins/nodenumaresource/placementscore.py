@@ -81,9 +81,10 @@ class ScoredPlacement(Placement):
             look[:] = True
         store = tm.store(state)
         seen: dict[tuple[Any, ...], int] = {}
-        for i in np.flatnonzero(look).tolist():
-            ni = nodes.info(i)
-            key = self._kind(state, ni, chosen=True)
+        at = np.flatnonzero(look).tolist()
+        infos = [nodes.info(i) for i in at]
+        for i, ni, kind in zip(at, infos, self._kinds(state, infos, chosen=True), strict=True):
+            key = kind
             if key is not None:
                 key = (*key, store.affinity.get(ni.name), *map(_items, (ni.requested, ni.allocatable)))
                 if key in seen:

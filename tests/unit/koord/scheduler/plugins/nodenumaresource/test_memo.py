@@ -179,3 +179,27 @@ def test_a_kept_kind_follows_the_nodes_holding_report_and_object() -> None:
     m.node_deleted(labelled)
     m.update("a", PodAllocation("u2", cpus=frozenset({0, 1})))
     assert m.kind("a", labelled)[1] == held[1]  # a node made again starts from its new holding
+
+
+def test_a_cycle_reads_its_state_once_for_all_the_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kinds of a cycle's nodes are asked together: reading the cycle state node by node was most of
+    # a SingleNUMANode cycle over many nodes.
+    def reads(nodes: int) -> int:
+        k = kit()
+        for i in range(nodes):
+            add_node(k, f"n{i}")
+        calls = {"n": 0}
+        get = CycleState.get
+
+        def counted(self: CycleState, key: str) -> Any:
+            calls["n"] += 1
+            return get(self, key)
+
+        monkeypatch.setattr(CycleState, "get", counted)
+        k.add_pod(lsr("p", "2", numa=SINGLE))
+        k.run()
+        monkeypatch.setattr(CycleState, "get", get)
+        assert "default/p" in k.bound()
+        return calls["n"]
+
+    assert reads(30) - reads(6) < 24  # it was several reads a node more
