@@ -39,6 +39,8 @@ from koordshared.runtime.errors import InvalidValue
 from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
+LOG_SIZE = 8192
+"""Node changes remembered for :meth:`ResourceManager.changed_since`; half forgotten past this."""
 _malformed = OncePerChange(log)
 
 
@@ -64,6 +66,10 @@ class ResourceManager:
         self._valid: frozenset[str] = frozenset()
         # node -> (the options, the holding's version, the node object it was worked out from; the kind)
         self._kinds: dict[str, tuple[TopologyOptions, int, Obj, tuple[Any, ...]]] = {}
+        # The nodes whose report or holding changed, in order (absolute positions from _log_base): what
+        # keeps kinds elsewhere catches up on them instead of asking every node.
+        self._log: list[str] = []
+        self._log_base = 0
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -115,6 +121,23 @@ class ResourceManager:
             self._kinds[name] = (opts, version, node, kind)
             return kind
 
+    def changed_since(self, position: int) -> tuple[set[str] | None, int]:
+        """The nodes whose report or holding changed since log ``position`` (``None``: too long ago to
+        say, take them all as changed), and the position now."""
+        with self._lock:
+            now = self._log_base + len(self._log)
+            start = position - self._log_base
+            if start < 0:
+                return None, now
+            return set(self._log[start:]), now
+
+    def _changed(self, node: str) -> None:
+        self._log.append(node)
+        if len(self._log) > LOG_SIZE:
+            drop = len(self._log) // 2
+            del self._log[:drop]
+            self._log_base += drop
+
     def held_by(self, node: str, uid: str) -> PodAllocation | None:
         with self._lock:
             na = self._nodes.get(node)
@@ -125,12 +148,14 @@ class ResourceManager:
     def update(self, node: str, alloc: PodAllocation) -> None:
         with self._lock:
             self.allocation(node).update(alloc)
+            self._changed(node)
 
     def release(self, node: str, uid: str) -> None:
         with self._lock:
             na = self._nodes.get(node)
             if na is not None:
                 na.release(uid)
+                self._changed(node)
 
     # ---- NodeResourceTopology events --------------------------------------------------------------
 
@@ -147,12 +172,14 @@ class ResourceManager:
             valid = opts.topology.valid
             if valid != (name in self._valid):
                 self._valid = self._valid | {name} if valid else self._valid - {name}
+            self._changed(name)
 
     def topology_deleted(self, obj: Obj) -> None:
         with self._lock:
             self._options.pop(_name(obj), None)
             self._steering -= {_name(obj)}
             self._valid -= {_name(obj)}
+            self._changed(_name(obj))
 
     def steering(self) -> frozenset[str]:
         """The nodes whose report alone steers placement (a NUMA policy, a kubelet binding whole cores):
@@ -195,6 +222,7 @@ class ResourceManager:
         with self._lock:
             self._nodes.pop(_name(node), None)
             self._kinds.pop(_name(node), None)
+            self._changed(_name(node))
 
     # ---- debugging ------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.accumulator import AllocationError
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
 from koord.scheduler.plugins.nodenumaresource.podstate import (
@@ -69,6 +70,7 @@ class Placement(ReservationHooks):
     scorer: Scorer
     numa_scorer: Scorer
     memo: Memo
+    kind_codes: KindCodes
 
     @staticmethod
     def _state(state: CycleState) -> PreFilterState:
@@ -192,8 +194,48 @@ class Placement(ReservationHooks):
         return out
 
     def _filter_alike(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
-        """``filter`` on every node, once per kind of node (:meth:`_kind`): the others of a kind get the
+        """``filter`` on every node, once per kind of node (:meth:`_kinds`): the others of a kind get the
         first one's answer and NUMA affinity."""
+        codes = self.kind_codes.codes(nodes)
+        if codes is None:
+            return self._filter_alike_one_by_one(state, pod, nodes)
+        store = tm.store(state)
+        groups = self._grouped(state, nodes, codes)
+        out = np.empty(len(nodes), dtype=object)
+        with self.manager.locked():
+            kinds = np.flatnonzero(groups > 0)
+            _, first, inverse = np.unique(groups[kinds], return_index=True, return_inverse=True)
+            verdicts = np.empty(len(first), dtype=object)
+            bests = np.empty(len(first), dtype=object)
+            for k, i in enumerate(kinds[first].tolist()):
+                ni = nodes.info(i)
+                verdicts[k] = self.filter(state, pod, ni)
+                bests[k] = store.affinity.get(ni.name)
+            for i in np.flatnonzero(groups < 0).tolist():
+                out[i] = self.filter(state, pod, nodes.info(i))
+            out[kinds] = verdicts[inverse]
+            chosen = np.fromiter((b is not None for b in bests), dtype=bool, count=len(bests))[inverse]
+            if chosen.any():
+                names = nodes.names_at(kinds[chosen])
+                store.affinity.update(zip(names, bests[inverse[chosen]].tolist(), strict=True))
+        answers: list[Status | None] = out.tolist()
+        return answers
+
+    def _grouped(
+        self, state: CycleState, nodes: NodeSet, codes: np.ndarray, *, chosen: bool = False
+    ) -> np.ndarray:
+        """``codes`` with -1 for the nodes to look at alone (as :meth:`_kinds`' ``None``)."""
+        preemption = self._state(state).preemption
+        affinity = {} if chosen else tm.store(state).affinity
+        restores = self.restore_states(state)
+        out = codes.copy()
+        if (preemption or affinity or restores) and nodes.snapshot is not None and nodes.rows is not None:
+            index = nodes.snapshot.index
+            rows = [index[n] for n in (*preemption, *affinity, *restores) if n in index]
+            out[np.isin(nodes.rows, rows)] = -1
+        return out
+
+    def _filter_alike_one_by_one(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
         store = tm.store(state)
         seen: dict[tuple[Any, ...], tuple[Status | None, tm.NUMATopologyHint | None]] = {}
         out: list[Status | None] = []

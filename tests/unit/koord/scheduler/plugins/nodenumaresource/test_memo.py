@@ -11,8 +11,11 @@ import pytest
 
 from koord.scheduler.framework import CycleState, PodInfo
 from koord.scheduler.framework import topologymanager as tm
-from koord.scheduler.framework.snapshot import NodeSet
+from koord.scheduler.framework.snapshot import NodeSet, Snapshot
+from koord.scheduler.framework.types import NodeInfo
+from koord.scheduler.plugins.nodenumaresource import manager as manager_module
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.topology import noderesourcetopology as nrt
@@ -203,3 +206,73 @@ def test_a_cycle_reads_its_state_once_for_all_the_nodes(monkeypatch: pytest.Monk
         return calls["n"]
 
     assert reads(30) - reads(6) < 24  # it was several reads a node more
+
+
+def test_batch_filter_agrees_with_node_by_node_after_a_holding_changes() -> None:
+    # Kinds are kept between cycles: a holding taken since must split two nodes that were alike.
+    k = _cluster()
+    p = plugin(k)
+    pod = lsr("lsr-numa", "4", numa=SINGLE)
+
+    def batch() -> dict[str, bool]:
+        state = CycleState(PodInfo(pod))
+        p.pre_filter(state, pod)
+        infos = k.snapshot.node_infos()
+        answer = p.filter_nodes(state, pod, NodeSet.of(k.snapshot, infos))
+        return {ni.name: a is None or a.is_success for ni, a in zip(infos, answer, strict=True)}
+
+    before = batch()
+    assert before["labelled"] and before["labelled-too"]
+    status = '{"cpuset":"0-15"}'
+    k.add_pod(
+        lsr(
+            "all",
+            "16",
+            node_name="labelled",
+            annotations={"scheduling.koordinator.sh/resource-status": status},
+        )
+    )
+    k.cache.update_snapshot(k.snapshot)
+    after = batch()
+    assert not after["labelled"] and after["labelled-too"]
+    one = {}
+    for ni in k.snapshot.node_infos():
+        state = CycleState(PodInfo(pod))
+        p.pre_filter(state, pod)
+        one[ni.name] = p.filter(state, pod, ni) is None
+    assert after == one
+
+
+def test_kind_codes_follow_holdings_reports_node_objects_and_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    m = ResourceManager("MostAllocated")
+    codes = KindCodes(m)
+    snap = Snapshot()
+    for name in ("a", "b", "c"):
+        m.topology_changed(node_resource_topology(name, TWO_SOCKETS))
+        snap.set(NodeInfo(name, {"metadata": {"name": name, "labels": {}}}))
+
+    def now() -> list[int]:
+        got = codes.codes(NodeSet(snap, np.arange(len(snap))))
+        assert got is not None
+        return got.tolist()
+
+    a, b, c = now()
+    assert a == b == c and codes.worked_out == 3
+    m.update("a", PodAllocation("u1", cpus=frozenset({0, 1})))
+    a, b, c = now()
+    assert a != b == c and codes.worked_out == 4  # only a's row again
+    m.topology_changed(node_resource_topology("b", SimulatedTopology(sockets=1, numa_per_socket=1)))
+    a, b2, c = now()
+    assert b2 not in (a, c) and codes.worked_out == 5
+    snap.set(NodeInfo("c", {"metadata": {"name": "c", "labels": {POLICY: "SingleNUMANode"}}}))
+    a, b2, c2 = now()
+    assert c2 not in (a, b2, c) and codes.worked_out == 6
+    snap.remove("a")  # c's row moves: every row is worked out again
+    c3, b3 = now()
+    assert c3 != b3 and codes.worked_out == 8
+    # More changes than the manager remembers: every row again.
+    monkeypatch.setattr(manager_module, "LOG_SIZE", 4)
+    for i in range(6):
+        m.update("b", PodAllocation(f"v{i}"))
+    now()
+    assert codes.worked_out == 10
