@@ -90,13 +90,12 @@ class KindCodes:
     def _work_out(self, snapshot: Snapshot, rows: list[int], node_ids: np.ndarray) -> None:
         # The log position was read before: a change meanwhile is caught up next time.
         infos = snapshot.infos
-        pairs = [(infos[r].name, infos[r].node) for r in rows]
-        present = [(r, pair) for r, pair in zip(rows, pairs, strict=True) if pair[1] is not None]
-        kinds = self._manager.kinds([pair for _, pair in present])
+        present = [(r, infos[r].name, node) for r in rows if (node := infos[r].node) is not None]
+        kinds = self._manager.kinds([(name, node) for _, name, node in present])
         table = self._table
         for r in rows:
             self._codes[r] = -1
-        for (r, (_, node)), kind in zip(present, kinds, strict=True):
+        for (r, _, node), kind in zip(present, kinds, strict=True):
             self._codes[r] = table.setdefault(kind, len(table) + 1)
             self._nodes[r] = node
         at = np.asarray(rows, dtype=np.int64)

@@ -268,7 +268,11 @@ class Placement(ReservationHooks):
             for ni in nodes
         ]
         kinds = self.manager.kinds(
-            [(ni.name, ni.node) for ni, skip in zip(nodes, alone, strict=True) if not skip]
+            [
+                (ni.name, node)
+                for ni, skip in zip(nodes, alone, strict=True)
+                if not skip and (node := ni.node) is not None
+            ]
         )
         it = iter(kinds)
         return [None if skip else next(it) for skip in alone]
