@@ -4,7 +4,8 @@ answering from what was worked out for the pod's shape on each node as it is, an
 workload meet nodes whose devices did not change since the last pod of their shape, so most nodes cost no
 Python at all: the answers are kept per shape in arrays over the snapshot's rows, each beside the node
 object and the device version (:attr:`.nodedevice.NodeDevice.version`) it was worked out with, and a
-cycle compares those arrays with the current ones.
+cycle compares those arrays with the current ones (the versions by row too, caught up from the cache's
+log of changed nodes).
 
 When a verdict may depend on more than the shape and the node (reservations restored on some node,
 preemption's what-ifs, a designated allocation), every node goes through ``filter``/``score``.
@@ -58,6 +59,9 @@ class Answers:
         self._shapes: OrderedDict[Hashable, _Kept] = OrderedDict()
         self._snapshot: Snapshot | None = None
         self._layout = -1
+        self._versions = np.zeros(0, dtype=np.int64)
+        """Each row's device version now, caught up from the cache's log of changed nodes."""
+        self._position = 0
         self.computed = 0
         """Answers worked out through ``filter``/``score`` (not read from the arrays): for tests."""
 
@@ -87,8 +91,8 @@ class Answers:
             return [one(state, pod, info) for info in nodes]
         rows = nodes.rows
         node_ids = np.take(snapshot.derived(NODE_COLUMN, _node_id, np.int64, of_node=True), rows)
-        versions = np.fromiter(self._cache.versions(nodes.names), dtype=np.int64, count=len(rows))
         with self._lock:
+            versions = self._sync(snapshot)[rows]
             kept = self._kept((kind, ps.signature, generation), snapshot)
             found = (kept.node_ids[rows] == node_ids) & (kept.versions[rows] == versions) & (versions > 0)
             out: list[Any] = kept.answers[rows].tolist()
@@ -111,10 +115,24 @@ class Answers:
                 kept.versions[at] = versions[missed]
         return out
 
-    def _kept(self, key: Hashable, snapshot: Snapshot) -> _Kept:
+    def _sync(self, snapshot: Snapshot) -> np.ndarray:
+        """The rows' device versions now (the answers kept for another layout forgotten)."""
+        changed, self._position = self._cache.changed_since(self._position)
         if snapshot is not self._snapshot or snapshot.layout != self._layout:
             self._shapes.clear()
             self._snapshot, self._layout = snapshot, snapshot.layout
+            changed = None
+        if changed is None or len(self._versions) != len(snapshot):
+            names = [info.name for info in snapshot.infos]
+            self._versions = np.fromiter(self._cache.versions(names), dtype=np.int64, count=len(names))
+        elif changed:
+            index = snapshot.index
+            rows = [row for name in changed if (row := index.get(name)) is not None]
+            names = [snapshot.infos[row].name for row in rows]
+            self._versions[rows] = self._cache.versions(names)
+        return self._versions
+
+    def _kept(self, key: Hashable, snapshot: Snapshot) -> _Kept:
         kept = self._shapes.get(key)
         size = max(len(snapshot), 1)
         if kept is None or len(kept.answers) < size:

@@ -9,7 +9,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from koord.scheduler.framework import CycleState, Obj, Status
+from koord.scheduler.plugins.deviceshare import cache as cache_module
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED, parse_device_allocations
 from koordshared.apis.extension.schedulinghint import ANNOTATION_SCHEDULING_HINT
@@ -251,3 +254,8 @@ def test_a_cycle_works_out_only_the_nodes_whose_devices_changed() -> None:
         # Only the node the previous pod went to is worked out again (it was 2 x 12 a cycle).
         assert CountingMemo.lookups == 2, i
 
+
+def test_answers_kept_past_the_change_log_are_all_worked_out_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cycle that comes after more changes than the cache remembers reads every node's version again.
+    monkeypatch.setattr(cache_module, "LOG_SIZE", 1)
+    test_pods_of_one_shape_see_each_allocation_before_them()
