@@ -259,19 +259,20 @@ class Snapshot:
     def set(self, info: NodeInfo) -> None:
         """Add or replace the row of ``info.name``."""
         i = self.index.get(info.name)
-        new_node = True
+        new_node, written = True, None
         if i is None:
             i = len(self.infos)
             self._ensure(i + 1)
             self.infos.append(info)
             self.index[info.name] = i
         else:
-            new_node = self.infos[i].node is not info.node
+            prev = self.infos[i]
+            new_node, written = prev.node is not info.node, prev.allocatable
             self.infos[i] = info
         info.index = i
         if new_node:
             self._node_stamp[i] = self._next_stamp
-        self._write_row(i, info)
+        self._write_row(i, info, written)
         self._affinity_dirty = True
 
     def remove(self, name: str) -> None:
@@ -293,19 +294,21 @@ class Snapshot:
         self.infos.pop()
         self._affinity_dirty = True
 
-    def _write_row(self, i: int, info: NodeInfo) -> None:
-        for name in (*info.allocatable, *info.requested):
-            if name not in self._col:
-                self._add_column(name)
-        alloc = np.zeros(len(self.resources), dtype=np.int64)
-        req = np.zeros(len(self.resources), dtype=np.int64)
-        col = self._col
-        for name, v in info.allocatable.items():
-            alloc[col[name]] = v
-        for name, v in info.requested.items():
-            req[col[name]] = v
-        self.allocatable[i] = alloc
-        self.requested[i] = req
+    def _write_row(self, i: int, info: NodeInfo, written: Mapping[str, int] | None = None) -> None:
+        """``written``: the allocatable the row was written from (a NodeInfo's is never changed in place,
+        so the same mapping is not written again: a clone with the pods' accounting changed, as a
+        reservation's room restored, differs in requested only)."""
+        col, resources = self._col, self.resources
+        if not col.keys() >= info.requested.keys() or (
+            written is not info.allocatable and not col.keys() >= info.allocatable.keys()
+        ):
+            for name in (*info.allocatable, *info.requested):
+                if name not in col:
+                    self._add_column(name)
+            written = None
+        if written is not info.allocatable:
+            self.allocatable[i] = [info.allocatable.get(name, 0) for name in resources]
+        self.requested[i] = [info.requested.get(name, 0) for name in resources]
         self.non_zero[i] = (info.non_zero_cpu, info.non_zero_memory)
         self._stamp[i] = self._next_stamp
         self._next_stamp += 1

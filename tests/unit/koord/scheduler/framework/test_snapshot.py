@@ -103,3 +103,22 @@ def test_a_column_of_the_node_object_is_recomputed_only_for_another_node_object(
     snap.remove("n0")
     assert snap.derived("zone", zone, of_node=True).tolist() == ["z3", "z1", "moved"]
     assert calls == ["n2"]
+
+
+def test_a_row_rewritten_with_the_same_allocatable_writes_requested_only() -> None:
+    snap = Snapshot()
+    ni = NodeInfo("n", node("n", cpu="4", memory="8Gi"))
+    snap.set(ni)
+    cpu = snap.column("cpu")
+    snap.allocatable[0, cpu] = -1  # a marker: a second write of the same allocatable would erase it
+    restored = ni.clone()
+    restored.requested["cpu"] = 1500
+    snap.set(restored)
+    assert snap.allocatable[0, cpu] == -1 and snap.requested[0, cpu] == 1500
+    again = restored.clone()
+    again.requested["example.com/gpu"] = 1  # a resource the snapshot had no column for
+    snap.set(again)
+    assert snap.requested[0, cpu] == 1500 and snap.requested[0, snap.column("example.com/gpu")] == 1
+    # Another allocatable (the node updated) is written.
+    snap.set(NodeInfo("n", node("n", cpu="8", memory="8Gi")))
+    assert snap.allocatable[0, cpu] == 8000 and snap.requested[0, cpu] == 0
