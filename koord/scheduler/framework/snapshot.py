@@ -64,6 +64,8 @@ class Snapshot:
         """Nodes with pods that have (anti-)affinity terms; kept by :meth:`refresh_affinity_lists`."""
         self.with_required_anti_affinity: list[NodeInfo] = []
         self._affinity_dirty = True
+        self._overlaid: dict[str, NodeInfo | None] = {}
+        """Rows given a plugin's copy for one cycle, with what they held before (``None``: no row)."""
         self._search_names: list[str] = []
         self._search_version = -1
         self._search_rows: tuple[tuple[int, int, int], np.ndarray] | None = None
@@ -274,6 +276,23 @@ class Snapshot:
             self._node_stamp[i] = self._next_stamp
         self._write_row(i, info, written)
         self._affinity_dirty = True
+
+    def overlay(self, info: NodeInfo) -> None:
+        """For one cycle: the row of ``info.name`` is ``info`` (a plugin's changed copy, as the room a
+        reservation holds given back to its owner) until :meth:`put_back`."""
+        i = self.index.get(info.name)
+        self._overlaid.setdefault(info.name, None if i is None else self.infos[i])
+        self.set(info)
+
+    def put_back(self) -> None:
+        """The rows :meth:`overlay` changed hold what they held before again (the NodeInfos themselves:
+        nothing changes them, and the cache's changes since are written after)."""
+        overlaid, self._overlaid = self._overlaid, {}
+        for name, info in overlaid.items():
+            if info is None:
+                self.remove(name)
+            elif name in self.index:
+                self.set(info)
 
     def remove(self, name: str) -> None:
         i = self.index.pop(name, None)

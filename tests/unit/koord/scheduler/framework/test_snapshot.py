@@ -122,3 +122,21 @@ def test_a_row_rewritten_with_the_same_allocatable_writes_requested_only() -> No
     # Another allocatable (the node updated) is written.
     snap.set(NodeInfo("n", node("n", cpu="8", memory="8Gi")))
     assert snap.allocatable[0, cpu] == 8000 and snap.requested[0, cpu] == 0
+
+
+def test_overlaid_rows_are_put_back_as_they_were() -> None:
+    snap = Snapshot()
+    ni = NodeInfo("n", node("n"))
+    snap.set(ni)
+    restored = ni.clone()
+    restored.requested["cpu"] = 500
+    snap.overlay(restored)
+    again = restored.clone()  # a second plugin's copy on top: the first holder is what comes back
+    snap.overlay(again)
+    snap.overlay(NodeInfo("new", node("new")))
+    assert snap.node_info("n") is again and snap.requested[0, snap.column("cpu")] == 500
+    snap.put_back()
+    assert snap.node_info("n") is ni and snap.node_info("new") is None
+    assert snap.requested[0, snap.column("cpu")] == 0
+    snap.put_back()  # nothing overlaid since: nothing changes
+    assert snap.node_info("n") is ni
