@@ -78,10 +78,11 @@ class DeviceShare(ReservationHooks):
         self.scorer = Scorer(self.args.scoring_type == MOST, dict(self.args.scoring_resources))
         self.cache = DeviceCache()
         self.answers = batch.Answers(self.cache)
+        self._device_ids = {}
         self.templates = Templates()
         self.devices = self.handle.watch("devices", groups.DEVICES)
         self.devices.add_handler(
-            StoreHandler(self.cache.device_changed, self._device_updated, self.cache.device_deleted)
+            StoreHandler(self.cache.device_changed, self._device_updated, self._device_deleted)
         )
         self.handle.on_pods(self.cache.pod_added, self.cache.pod_updated, self.cache.pod_deleted)
         reservations = self.handle.watch("reservations", groups.RESERVATIONS)
@@ -115,6 +116,10 @@ class DeviceShare(ReservationHooks):
     def _device_updated(self, old: Obj, new: Obj) -> None:
         if old is not new:
             self.cache.device_changed(new)
+
+    def _device_deleted(self, device: Obj) -> None:
+        self._device_ids.pop(str((device.get("metadata") or {}).get("name") or ""), None)
+        self.cache.device_deleted(device)
 
     def _reservation_updated(self, old: Obj, new: Obj) -> None:
         if old is not new:

@@ -80,6 +80,8 @@ class ScoredPlacement(Placement):
         if s.pod_numa_policy is not NUMATopologyPolicy.NONE:
             look[:] = True
         at = np.flatnonzero(look)
+        if not len(at):
+            return out
         codes = self.kind_codes.codes(nodes)
         if codes is None or nodes.snapshot is None or nodes.rows is None:
             return self._score_one_by_one(state, pod, nodes, at.tolist(), out)

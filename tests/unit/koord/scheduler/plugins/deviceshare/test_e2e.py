@@ -259,3 +259,30 @@ def test_answers_kept_past_the_change_log_are_all_worked_out_again(monkeypatch: 
     # A cycle that comes after more changes than the cache remembers reads every node's version again.
     monkeypatch.setattr(cache_module, "LOG_SIZE", 1)
     test_pods_of_one_shape_see_each_allocation_before_them()
+
+
+def test_prebind_reads_a_device_object_once_and_a_new_one_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = {"n": 0}
+    device_infos = dv.device_infos
+
+    def counted(obj: Any) -> Any:
+        reads["n"] += 1
+        return device_infos(obj)
+
+    monkeypatch.setattr(dv, "device_infos", counted)
+    k = kit()
+    k.add_node(device_node("n", gpus=4))
+    k.informers["devices"].put(device("n", *(gpu(m) for m in range(4))))
+    reads["n"] = 0
+    for name in ("a", "b", "c"):
+        k.add_pod(gpu_pod(name))
+    k.run()
+    assert len(k.bound()) == 3 and reads["n"] == 1  # it was one a pod
+    # A new Device object (a GPU's id changed): its ids are read again and written.
+    renamed = device("n", *(gpu(m) for m in range(4)))
+    for d in renamed["spec"]["devices"]:
+        d["id"] = f"new-{d['id']}"
+    k.informers["devices"].put(renamed)
+    k.add_pod(gpu_pod("d"))
+    k.run()
+    assert "new-GPU-" in annotation(k, "default/d")

@@ -276,3 +276,12 @@ def test_kind_codes_follow_holdings_reports_node_objects_and_rows(monkeypatch: p
         m.update("b", PodAllocation(f"v{i}"))
     now()
     assert codes.worked_out == 10
+
+
+def test_pods_no_node_steers_need_no_kinds() -> None:
+    k = kit()
+    for i in range(4):
+        add_node(k, f"n{i}")
+    k.add_pod(lsr("p", "2"))  # binds CPUs, no NUMA policy: nodes are filtered and scored together
+    k.run()
+    assert "default/p" in k.bound() and plugin(k).kind_codes.worked_out == 0
