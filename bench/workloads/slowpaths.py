@@ -101,7 +101,9 @@ def main() -> None:
     }
     print(f"{opts.nodes} nodes, load average {load} -> {[round(x, 2) for x in os.getloadavg()]}")
     for name, figures in got.items():
-        line = f"  {name}: CPU {figures['cpu_ms']} ms a pod, {figures['pods_per_s']} pods/s, "
+        line = f"  {name}: CPU {figures['cpu_ms']} ms a pod, "
+        if figures["pods_per_s"]:
+            line += f"{figures['pods_per_s']} pods/s, "
         line += f"cycle p50 {figures['p50_ms']} ms"
         floor = floors.get(name)
         if floor is not None:
