@@ -19,6 +19,7 @@ from koordshared.apis.extension.schedulinghint import ANNOTATION_SCHEDULING_HINT
 from koordshared.apis.scheduling import device as dv
 from koordshared.testing import pod
 from koordshared.testing.devices import device, device_node, gpu
+from tests.support.counting import count_calls
 from tests.support.scheduler.devicekit import S, annotation, kit, profile
 
 GPU1 = {dv.RESOURCE_NVIDIA_GPU: "1"}
@@ -262,22 +263,15 @@ def test_answers_kept_past_the_change_log_are_all_worked_out_again(monkeypatch: 
 
 
 def test_prebind_reads_a_device_object_once_and_a_new_one_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    reads = {"n": 0}
-    device_infos = dv.device_infos
-
-    def counted(obj: Any) -> Any:
-        reads["n"] += 1
-        return device_infos(obj)
-
-    monkeypatch.setattr(dv, "device_infos", counted)
+    reads = count_calls(monkeypatch, dv, "device_infos")
     k = kit()
     k.add_node(device_node("n", gpus=4))
     k.informers["devices"].put(device("n", *(gpu(m) for m in range(4))))
-    reads["n"] = 0
+    reads.n = 0
     for name in ("a", "b", "c"):
         k.add_pod(gpu_pod(name))
     k.run()
-    assert len(k.bound()) == 3 and reads["n"] == 1  # it was one a pod
+    assert len(k.bound()) == 3 and reads.n == 1  # it was one a pod
     # A new Device object (a GPU's id changed): its ids are read again and written.
     renamed = device("n", *(gpu(m) for m in range(4)))
     for d in renamed["spec"]["devices"]:

@@ -20,6 +20,7 @@ from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.topology import noderesourcetopology as nrt
 from koordshared.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
+from tests.support.counting import count_calls
 from tests.support.scheduler.numakit import NUMA, S, add_node, kit, lsr, messages, placement, plain, report
 
 POLICY = "node.koordinator.sh/numa-topology-policy"
@@ -145,22 +146,15 @@ def test_a_nodes_kind_is_worked_out_again_only_when_it_changed(monkeypatch: pyte
     k = kit()
     for i in range(12):
         add_node(k, f"n{i}")
-    calls = {"n": 0}
-    fingerprint = NodeAllocation.fingerprint
-
-    def counted(self: NodeAllocation) -> str:
-        calls["n"] += 1
-        return fingerprint(self)
-
-    monkeypatch.setattr(NodeAllocation, "fingerprint", counted)
+    calls = count_calls(monkeypatch, NodeAllocation, "fingerprint")
     k.add_pod(lsr("first", "2", numa=SINGLE))
     k.run()
     for i in range(4):
-        calls["n"] = 0
+        calls.n = 0
         k.add_pod(lsr(f"p{i}", "2", numa=SINGLE))
         k.run()
         assert f"default/p{i}" in k.bound()
-        assert calls["n"] <= 6, (i, calls["n"])  # it was 2 x 12 and more
+        assert calls.n <= 6, (i, calls.n)  # it was 2 x 12 and more
 
 
 def test_a_kept_kind_follows_the_nodes_holding_report_and_object() -> None:
@@ -187,25 +181,19 @@ def test_a_kept_kind_follows_the_nodes_holding_report_and_object() -> None:
 def test_a_cycle_reads_its_state_once_for_all_the_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     # The kinds of a cycle's nodes are asked together: reading the cycle state node by node was most of
     # a SingleNUMANode cycle over many nodes.
-    def reads(nodes: int) -> int:
+    reads = count_calls(monkeypatch, CycleState, "get")
+
+    def cycle(nodes: int) -> int:
         k = kit()
         for i in range(nodes):
             add_node(k, f"n{i}")
-        calls = {"n": 0}
-        get = CycleState.get
-
-        def counted(self: CycleState, key: str) -> Any:
-            calls["n"] += 1
-            return get(self, key)
-
-        monkeypatch.setattr(CycleState, "get", counted)
         k.add_pod(lsr("p", "2", numa=SINGLE))
+        reads.n = 0
         k.run()
-        monkeypatch.setattr(CycleState, "get", get)
         assert "default/p" in k.bound()
-        return calls["n"]
+        return reads.n
 
-    assert reads(30) - reads(6) < 24  # it was several reads a node more
+    assert cycle(30) - cycle(6) < 24  # it was several reads a node more
 
 
 def test_batch_filter_agrees_with_node_by_node_after_a_holding_changes() -> None:

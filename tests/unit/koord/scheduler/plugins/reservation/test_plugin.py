@@ -290,7 +290,6 @@ def test_preemption_counts_what_the_victims_free_outside_and_inside_a_reservatio
     assert k.api.deleted == ["default/in-r2"]
 
 
-
 def test_rows_restored_for_a_cycle_get_their_node_infos_back_without_copying_the_nodes() -> None:
     k = kit({f"n{i}": "16" for i in range(6)})
     for i in range(6):
