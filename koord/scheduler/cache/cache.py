@@ -141,15 +141,6 @@ class Cache:
             state = self._pods.get(uid)
             return state is not None and state.assumed
 
-    def invalidate(self, name: str) -> None:
-        """A snapshot's row of ``name`` was changed for one cycle (a plugin gave a pod room a reservation
-        holds for it): the next :meth:`update_snapshot` copies the node again (Koordinator's
-        ``InvalidNodeInfo``)."""
-        with self._lock:
-            info = self._nodes.get(name)
-            if info is not None:
-                self._touch(info)
-
     def counts(self) -> tuple[int, int, int]:
         """(nodes, pods, assumed pods)."""
         with self._lock:
@@ -186,8 +177,10 @@ class Cache:
     # ---- snapshots ------------------------------------------------------------------------------
 
     def update_snapshot(self, snapshot: Snapshot) -> int:
-        """Bring ``snapshot`` to the cache's state; the number of nodes it had to copy."""
+        """Bring ``snapshot`` to the cache's state; the number of nodes it had to copy. Rows a plugin
+        changed for the last cycle get their NodeInfos back first (Koordinator's ``InvalidNodeInfo``)."""
         copied = 0
+        snapshot.put_back()
         with self._lock:
             if snapshot.generation >= self._generation:
                 return 0

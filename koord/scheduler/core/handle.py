@@ -167,8 +167,7 @@ class SchedulerHandle:
     def replace_node_info(self, info: NodeInfo) -> None:
         """For the current cycle only, the snapshot's row of ``info.name`` is ``info`` (a plugin's changed
         copy: the room a reservation holds given back to its owner); the next cycle sees the cache's again."""
-        self._snapshot.set(info)
-        self._attached().cache.invalidate(info.name)
+        self._snapshot.overlay(info)
 
     # ---- views --------------------------------------------------------------------------------------
 

@@ -43,8 +43,12 @@ class Snapshot:
         self.requested = np.zeros((0, len(_FIRST)), dtype=np.int64)
         self.non_zero = np.zeros((0, 2), dtype=np.int64)
         self._stamp = np.zeros(0, dtype=np.int64)
+        # The stamp of the write that last brought a row a new node object: a column of the node object
+        # alone keeps its value across writes of the pods' accounting (a reservation's room restored).
+        self._node_stamp = np.zeros(0, dtype=np.int64)
         self._next_stamp = 1
         self._derived: dict[Hashable, tuple[np.ndarray, np.ndarray, Callable[[NodeInfo], Any]]] = {}
+        self._of_node: set[Hashable] = set()
         self._transient: OrderedDict[Hashable, None] = OrderedDict()
         self._topology: dict[str, dict[str, int]] = {}
         # (column key, topology key) -> (the column's values, the rows' codes, sums per domain, log position)
@@ -60,6 +64,8 @@ class Snapshot:
         """Nodes with pods that have (anti-)affinity terms; kept by :meth:`refresh_affinity_lists`."""
         self.with_required_anti_affinity: list[NodeInfo] = []
         self._affinity_dirty = True
+        self._overlaid: dict[str, NodeInfo | None] = {}
+        """Rows given a plugin's copy for one cycle, with what they held before (``None``: no row)."""
         self._search_names: list[str] = []
         self._search_version = -1
         self._search_rows: tuple[tuple[int, int, int], np.ndarray] | None = None
@@ -112,14 +118,21 @@ class Snapshot:
             self._search_names, self._search_version = names, version
 
     def derived(
-        self, key: Hashable, fn: Callable[[NodeInfo], Any], dtype: Any = object, *, transient: bool = False
+        self,
+        key: Hashable,
+        fn: Callable[[NodeInfo], Any],
+        dtype: Any = object,
+        *,
+        transient: bool = False,
+        of_node: bool = False,
     ) -> np.ndarray:
         """``fn(node_info)`` for every row, recomputed only for rows whose node changed since. ``key``
         names the column (one per plugin and meaning: a string, or a tuple with what the column is of);
         ``fn`` must depend on the NodeInfo alone. A subarray ``dtype`` (``(np.float64, (k,))``) makes a
         2-D column of ``k`` values per node. A ``transient`` column is one of many that come and go
         (counts of the pods a selector matches): only the :data:`TRANSIENT_COLUMNS` most recently used
-        are kept."""
+        are kept. A column ``of_node`` (``fn`` reads only the node object and its name) is recomputed
+        only for rows given another node object."""
         n = len(self.infos)
         entry = self._derived.get(key)
         if entry is not None and self._synced.get(key) == self._log_base + len(self._log):
@@ -130,28 +143,32 @@ class Snapshot:
             values = np.empty(self._cap, dtype=dtype)
             stamps = np.zeros(self._cap, dtype=np.int64)
             entry = self._derived[key] = (values, stamps, fn)
+            if of_node:
+                self._of_node.add(key)
             if transient:
                 self._transient[key] = None
                 while len(self._transient) > TRANSIENT_COLUMNS:
                     oldest, _ = self._transient.popitem(last=False)
                     del self._derived[oldest]
                     self._synced.pop(oldest, None)
+                    self._of_node.discard(oldest)
         elif transient:
             self._transient.move_to_end(key)
         values, stamps, _ = entry
         if len(values) < self._cap:
             values, stamps = self._grow_derived(key, values.dtype)
+        current = self._node_stamp if key in self._of_node else self._stamp
         rows = self._written_since(self._synced.get(key, -1))
         if rows is None:
-            stale = np.nonzero(stamps[:n] != self._stamp[:n])[0].tolist()
+            stale = np.nonzero(stamps[:n] != current[:n])[0].tolist()
         else:
-            stale = [i for i in rows if i < n and stamps[i] != self._stamp[i]]
+            stale = [i for i in rows if i < n and stamps[i] != current[i]]
         if stale:
             infos = self.infos
             for i in stale:
                 values[i] = fn(infos[i])
             at = np.asarray(stale, dtype=np.int64)
-            stamps[at] = self._stamp[at]
+            stamps[at] = current[at]
         self._synced[key] = self._log_base + len(self._log)
         return values[:n]
 
@@ -171,7 +188,7 @@ class Snapshot:
             value = ni.labels.get(key)
             return -1 if value is None else table.setdefault(value, len(table))
 
-        return self.derived(("topology", key), code, np.int64), table
+        return self.derived(("topology", key), code, np.int64, of_node=True), table
 
     def topology_of(self, nodes: NodeSet, key: str) -> np.ndarray:
         """:meth:`topology` codes of ``nodes``: their rows' when they are this snapshot's, else looked up
@@ -244,16 +261,38 @@ class Snapshot:
     def set(self, info: NodeInfo) -> None:
         """Add or replace the row of ``info.name``."""
         i = self.index.get(info.name)
+        new_node, written = True, None
         if i is None:
             i = len(self.infos)
             self._ensure(i + 1)
             self.infos.append(info)
             self.index[info.name] = i
         else:
+            prev = self.infos[i]
+            new_node, written = prev.node is not info.node, prev.allocatable
             self.infos[i] = info
         info.index = i
-        self._write_row(i, info)
+        if new_node:
+            self._node_stamp[i] = self._next_stamp
+        self._write_row(i, info, written)
         self._affinity_dirty = True
+
+    def overlay(self, info: NodeInfo) -> None:
+        """For one cycle: the row of ``info.name`` is ``info`` (a plugin's changed copy, as the room a
+        reservation holds given back to its owner) until :meth:`put_back`."""
+        i = self.index.get(info.name)
+        self._overlaid.setdefault(info.name, None if i is None else self.infos[i])
+        self.set(info)
+
+    def put_back(self) -> None:
+        """The rows :meth:`overlay` changed hold what they held before again (the NodeInfos themselves:
+        nothing changes them, and the cache's changes since are written after)."""
+        overlaid, self._overlaid = self._overlaid, {}
+        for name, info in overlaid.items():
+            if info is None:
+                self.remove(name)
+            elif name in self.index:
+                self.set(info)
 
     def remove(self, name: str) -> None:
         i = self.index.pop(name, None)
@@ -266,7 +305,7 @@ class Snapshot:
             self.infos[i] = moved
             moved.index = i
             self.index[moved.name] = i
-            for arr in (self.allocatable, self.requested, self.non_zero, self._stamp):
+            for arr in (self.allocatable, self.requested, self.non_zero, self._stamp, self._node_stamp):
                 arr[i] = arr[last]
             for values, stamps, _ in self._derived.values():
                 values[i], stamps[i] = values[last], stamps[last]
@@ -274,19 +313,21 @@ class Snapshot:
         self.infos.pop()
         self._affinity_dirty = True
 
-    def _write_row(self, i: int, info: NodeInfo) -> None:
-        for name in (*info.allocatable, *info.requested):
-            if name not in self._col:
-                self._add_column(name)
-        alloc = np.zeros(len(self.resources), dtype=np.int64)
-        req = np.zeros(len(self.resources), dtype=np.int64)
-        col = self._col
-        for name, v in info.allocatable.items():
-            alloc[col[name]] = v
-        for name, v in info.requested.items():
-            req[col[name]] = v
-        self.allocatable[i] = alloc
-        self.requested[i] = req
+    def _write_row(self, i: int, info: NodeInfo, written: Mapping[str, int] | None = None) -> None:
+        """``written``: the allocatable the row was written from (a NodeInfo's is never changed in place,
+        so the same mapping is not written again: a clone with the pods' accounting changed, as a
+        reservation's room restored, differs in requested only)."""
+        col, resources = self._col, self.resources
+        if not col.keys() >= info.requested.keys() or (
+            written is not info.allocatable and not col.keys() >= info.allocatable.keys()
+        ):
+            for name in (*info.allocatable, *info.requested):
+                if name not in col:
+                    self._add_column(name)
+            written = None
+        if written is not info.allocatable:
+            self.allocatable[i] = [info.allocatable.get(name, 0) for name in resources]
+        self.requested[i] = [info.requested.get(name, 0) for name in resources]
         self.non_zero[i] = (info.non_zero_cpu, info.non_zero_memory)
         self._stamp[i] = self._next_stamp
         self._next_stamp += 1
@@ -304,6 +345,7 @@ class Snapshot:
         self.requested = _grown(self.requested, cap)
         self.non_zero = _grown(self.non_zero, cap)
         self._stamp = _grown(self._stamp, cap)
+        self._node_stamp = _grown(self._node_stamp, cap)
         self._cap = cap
         for key in list(self._derived):
             self._grow_derived(key, self._derived[key][0].dtype)
@@ -431,7 +473,7 @@ class NodeSet(Sequence[NodeInfo]):
 
     @property
     def names(self) -> list[str]:
-        col = self.column(NAME_COLUMN, _name)
+        col = self.column(NAME_COLUMN, _name, of_node=True)
         if col is not None:  # thousands of names without a Python loop
             names: list[str] = col.tolist()
             return names
@@ -440,7 +482,7 @@ class NodeSet(Sequence[NodeInfo]):
     def names_at(self, positions: Sequence[int] | np.ndarray) -> list[str]:
         """The names of the nodes at ``positions`` (a few of many, without building every NodeInfo)."""
         if self.rows is not None and self.snapshot is not None:
-            every = self.snapshot.derived(NAME_COLUMN, _name)
+            every = self.snapshot.derived(NAME_COLUMN, _name, of_node=True)
             names: list[str] = np.take(every, np.take(self.rows, positions)).tolist()
             return names
         infos = self.infos
@@ -450,12 +492,16 @@ class NodeSet(Sequence[NodeInfo]):
         """``keep(node_info)`` for every node, as a boolean array (the node-by-node fallback)."""
         return np.fromiter((keep(ni) for ni in self.infos), dtype=bool, count=len(self))
 
-    def column(self, key: str, fn: Callable[[NodeInfo], Any], dtype: Any = object) -> np.ndarray | None:
+    def column(
+        self, key: str, fn: Callable[[NodeInfo], Any], dtype: Any = object, *, of_node: bool = False
+    ) -> np.ndarray | None:
         """The snapshot's derived column ``key`` (see :meth:`Snapshot.derived`) for these nodes;
         ``None`` when they have no rows (answer node by node then)."""
         if self.rows is None or self.snapshot is None:
             return None
-        values: np.ndarray = np.take(self.snapshot.derived(key, fn, dtype), self.rows, axis=0)
+        values: np.ndarray = np.take(
+            self.snapshot.derived(key, fn, dtype, of_node=of_node), self.rows, axis=0
+        )
         return values
 
     def subset(self, keep: np.ndarray) -> NodeSet:

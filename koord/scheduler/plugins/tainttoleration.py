@@ -70,7 +70,7 @@ class TaintToleration:
         return None if taint is None else Status.unresolvable(ERR_REASON_UNTOLERATED)
 
     def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
-        tainted = nodes.column("TaintToleration/tainted", lambda ni: bool(_hard(ni)), bool)
+        tainted = nodes.column("TaintToleration/tainted", lambda ni: bool(_hard(ni)), bool, of_node=True)
         if tainted is None:
             return nodes.mask(lambda ni: self.filter(state, pod, ni) is None)
         ok: np.ndarray = ~tainted
@@ -91,7 +91,7 @@ class TaintToleration:
         return sum(1 for taint in _soft(node_info) if not any(tolerates(t, taint) for t in prefer))
 
     def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
-        tainted = nodes.column("TaintToleration/soft", lambda ni: bool(_soft(ni)), bool)
+        tainted = nodes.column("TaintToleration/soft", lambda ni: bool(_soft(ni)), bool, of_node=True)
         if tainted is None:
             return np.fromiter((self.score(state, pod, ni) for ni in nodes), dtype=np.int64, count=len(nodes))
         out = np.zeros(len(nodes), dtype=np.int64)

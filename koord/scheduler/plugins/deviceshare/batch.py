@@ -1,9 +1,11 @@
 """DeviceShare's batch forms of Filter and Score (``filter_nodes``, ``score_nodes``): one pass over the nodes
-answering from each node's remembered verdicts and scores (:attr:`.nodedevice.NodeDevice.memo`) where the
-pod's shape was worked out on the node as it is, and through the plugin's ``filter``/``score`` elsewhere, so
-the answers are exactly the node-by-node ones. Pods of a steady GPU workload meet nodes whose devices did
-not change since the last pod of their shape, so most nodes cost a dictionary lookup; the per-node calls
-through the framework (and their per-node reads of the cycle state) are what this saves.
+answering from what was worked out for the pod's shape on each node as it is, and through the plugin's
+``filter``/``score`` elsewhere, so the answers are exactly the node-by-node ones. Pods of a steady GPU
+workload meet nodes whose devices did not change since the last pod of their shape, so most nodes cost no
+Python at all: the answers are kept per shape in arrays over the snapshot's rows, each beside the node
+object and the device version (:attr:`.nodedevice.NodeDevice.version`) it was worked out with, and a
+cycle compares those arrays with the current ones (the versions by row too, caught up from the cache's
+log of changed nodes).
 
 When a verdict may depend on more than the shape and the node (reservations restored on some node,
 preemption's what-ifs, a designated allocation), every node goes through ``filter``/``score``.
@@ -11,43 +13,137 @@ preemption's what-ifs, a designated allocation), every node goes through ``filte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
-from koord.scheduler.framework import CycleState, NodeInfo, Obj
+import numpy as np
+
+from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj
+from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.plugins.deviceshare.cache import DeviceCache
-from koord.scheduler.plugins.deviceshare.nodedevice import memo_key
 from koord.scheduler.plugins.deviceshare.reservation import restore_state
 from koord.scheduler.plugins.deviceshare.state import PodDeviceState
 
 T = TypeVar("T")
+SHAPES = 64
+"""Pod shapes (with the kind of answer) whose answers are kept; the least recently used go first."""
+NODE_COLUMN = "DeviceShare/node-id"
 
 
-def answers(
-    kind: str,
-    ps: PodDeviceState,
-    generation: int,
-    cache: DeviceCache,
-    state: CycleState,
-    pod: Obj,
-    nodes: Sequence[NodeInfo],
-    one: Callable[[CycleState, Obj, NodeInfo], T],
-) -> list[T]:
-    """``one(state, pod, node)`` for every node, from the memo where it holds the answer (``kind``: the
-    memo's "filter" or "score"). Filter's checks made before the memo (a shared GPU on the node's model,
-    the isolation provider) need not be repeated on a hit: they read only the node object and the pod's
-    shape, both in the key, and a verdict is remembered only past them."""
-    if ps.designated is not None or ps.preemptible or restore_state(state).nodes:
-        return [one(state, pod, info) for info in nodes]
-    out: list[T] = []
-    devices = cache.get_many([info.name for info in nodes])
-    for info, nd in zip(nodes, devices, strict=True):
-        node = info.node
-        if nd is not None and node is not None:
-            with nd.lock:
-                found = nd.memo.get(memo_key(kind, ps.signature, generation, node))
-            if found is not None and found[0] is node:
-                out.append(found[1])
-                continue
-        out.append(one(state, pod, info))
-    return out
+def _node_id(info: NodeInfo) -> int:
+    return id(info.node) if info.node is not None else 0
+
+
+class _Kept:
+    """One shape's answers by snapshot row, with the node object (its id; the object is kept alive
+    beside it, so the id stays its) and the device version each was worked out with (0: none)."""
+
+    __slots__ = ("answers", "node_ids", "nodes", "versions")
+
+    def __init__(self, rows: int) -> None:
+        self.answers = np.empty(rows, dtype=object)
+        self.nodes = np.empty(rows, dtype=object)
+        self.node_ids = np.zeros(rows, dtype=np.int64)
+        self.versions = np.zeros(rows, dtype=np.int64)
+
+
+class Answers:
+    """The kept answers of one plugin, for one snapshot layout at a time (a node removed moves rows:
+    everything is forgotten then)."""
+
+    def __init__(self, cache: DeviceCache) -> None:
+        self._cache = cache
+        self._lock = threading.Lock()
+        self._shapes: OrderedDict[Hashable, _Kept] = OrderedDict()
+        self._snapshot: Snapshot | None = None
+        self._layout = -1
+        self._versions = np.zeros(0, dtype=np.int64)
+        """Each row's device version now, caught up from the cache's log of changed nodes."""
+        self._position = 0
+        self.computed = 0
+        """Answers worked out through ``filter``/``score`` (not read from the arrays): for tests."""
+
+    def get(
+        self,
+        kind: str,
+        ps: PodDeviceState,
+        generation: int,
+        state: CycleState,
+        pod: Obj,
+        nodes: NodeSet,
+        one: Callable[[CycleState, Obj, NodeInfo], T],
+    ) -> list[T]:
+        """``one(state, pod, node)`` for every node, from the kept arrays where they hold the answer
+        (``kind``: "filter" or "score"). Filter's checks made before the devices (a shared GPU on the
+        node's model, the isolation provider) read only the node object and the pod's shape, both part
+        of what an answer is kept beside."""
+        snapshot = nodes.snapshot
+        if (
+            ps.designated is not None
+            or ps.preemptible
+            or restore_state(state).nodes
+            or nodes.rows is None
+            or not isinstance(snapshot, Snapshot)
+        ):
+            self.computed += len(nodes)
+            return [one(state, pod, info) for info in nodes]
+        rows = nodes.rows
+        node_ids = np.take(snapshot.derived(NODE_COLUMN, _node_id, np.int64, of_node=True), rows)
+        with self._lock:
+            versions = self._sync(snapshot)[rows]
+            kept = self._kept((kind, ps.signature, generation), snapshot)
+            found = (kept.node_ids[rows] == node_ids) & (kept.versions[rows] == versions) & (versions > 0)
+            out: list[Any] = kept.answers[rows].tolist()
+        missed = np.flatnonzero(~found).tolist()
+        if missed:
+            self.computed += len(missed)
+            worked = []
+            for i in missed:
+                info = nodes.info(i)
+                out[i] = one(state, pod, info)
+                worked.append(info)
+            with self._lock:
+                kept = self._kept((kind, ps.signature, generation), snapshot)
+                at = rows[missed]
+                # The versions read before the answers were worked out: a change meanwhile shows as a
+                # newer version next time, and the answer is worked out again.
+                kept.answers[at] = [out[i] for i in missed]
+                kept.nodes[at] = [info.node for info in worked]
+                kept.node_ids[at] = node_ids[missed]
+                kept.versions[at] = versions[missed]
+        return out
+
+    def _sync(self, snapshot: Snapshot) -> np.ndarray:
+        """The rows' device versions now (the answers kept for another layout forgotten)."""
+        changed, self._position = self._cache.changed_since(self._position)
+        if snapshot is not self._snapshot or snapshot.layout != self._layout:
+            self._shapes.clear()
+            self._snapshot, self._layout = snapshot, snapshot.layout
+            changed = None
+        if changed is None or len(self._versions) != len(snapshot):
+            names = [info.name for info in snapshot.infos]
+            self._versions = np.fromiter(self._cache.versions(names), dtype=np.int64, count=len(names))
+        elif changed:
+            index = snapshot.index
+            rows = [row for name in changed if (row := index.get(name)) is not None]
+            names = [snapshot.infos[row].name for row in rows]
+            self._versions[rows] = self._cache.versions(names)
+        return self._versions
+
+    def _kept(self, key: Hashable, snapshot: Snapshot) -> _Kept:
+        kept = self._shapes.get(key)
+        size = max(len(snapshot), 1)
+        if kept is None or len(kept.answers) < size:
+            grown = _Kept(max(size, 2 * len(kept.answers)) if kept is not None else size)
+            if kept is not None:
+                n = len(kept.answers)
+                grown.answers[:n], grown.nodes[:n] = kept.answers, kept.nodes
+                grown.node_ids[:n], grown.versions[:n] = kept.node_ids, kept.versions
+            kept = self._shapes[key] = grown
+            while len(self._shapes) > SHAPES:
+                self._shapes.popitem(last=False)
+        else:
+            self._shapes.move_to_end(key)
+        return kept

@@ -28,6 +28,8 @@ from koordshared.apis.scheduling.reservation import reserve_pod
 from koordshared.runtime.errors import InvalidValue
 
 log = logging.getLogger(__name__)
+LOG_SIZE = 8192
+"""Node changes remembered for :meth:`DeviceCache.changed_since`; half forgotten past this."""
 TERMINATED = ("Succeeded", "Failed")
 
 
@@ -64,14 +66,36 @@ class DeviceCache:
         self._nodes: dict[str, NodeDevice] = {}
         self._where: dict[str, str] = {}
         """``namespace/name`` -> the node its counted allocation is on."""
+        # The nodes whose devices or allocations changed, in order (absolute positions from _log_base),
+        # each logged once the change is made: what keeps answers per node catches up on them.
+        self._log: list[str] = []
+        self._log_base = 0
 
     def get(self, node: str) -> NodeDevice | None:
         with self._lock:
             return self._nodes.get(node)
 
-    def get_many(self, nodes: Sequence[str]) -> list[NodeDevice | None]:
+    def changed_since(self, position: int) -> tuple[set[str] | None, int]:
+        """The nodes changed since log ``position`` (``None``: too long ago to say, take them all as
+        changed), and the position now."""
         with self._lock:
-            return [self._nodes.get(n) for n in nodes]
+            now = self._log_base + len(self._log)
+            start = position - self._log_base
+            return (set(self._log[start:]) if start >= 0 else None), now
+
+    def _changed(self, node: str) -> None:
+        with self._lock:
+            self._log.append(node)
+            if len(self._log) > LOG_SIZE:
+                drop = len(self._log) // 2
+                del self._log[:drop]
+                self._log_base += drop
+
+    def versions(self, nodes: Sequence[str]) -> list[int]:
+        """Each node's :attr:`NodeDevice.version` (0: no devices known)."""
+        with self._lock:
+            got = [self._nodes.get(n) for n in nodes]
+        return [0 if nd is None else nd.version for nd in got]
 
     def nodes(self) -> list[str]:
         with self._lock:
@@ -111,6 +135,8 @@ class DeviceCache:
             nd.honor_gpu_partition = dv.partition_policy(device) == dv.PARTITION_POLICY_HONOR
             nd.secondary_well_planned = dv.secondary_device_well_planned(device)
             nd.gpu_topology = tree
+            nd.changed()  # what was worked out between reset_total and here saw half a change
+        self._changed(name)
 
     def device_deleted(self, device: Mapping[str, Any]) -> None:
         """``invalidateNodeDevice``: every device of the node becomes unhealthy."""
@@ -120,6 +146,7 @@ class DeviceCache:
         total = device_resources([dv.DeviceInfo(d.type, d.minor) for d in dv.device_infos(device)])
         with nd.lock:
             nd.reset_total(total)
+        self._changed(str(as_map(device, "metadata").get("name") or ""))
 
     def node_deleted(self, node: Mapping[str, Any]) -> None:
         name = str(as_map(node, "metadata").get("name") or "")
@@ -127,6 +154,7 @@ class DeviceCache:
             self._nodes.pop(name, None)
             for key in [k for k, n in self._where.items() if n == name]:
                 del self._where[key]
+        self._changed(name)
 
     # ---- allocations --------------------------------------------------------------------------------
 
@@ -137,6 +165,7 @@ class DeviceCache:
             nd.update_used(allocations, key, True)
         with self._lock:
             self._where[key] = node
+        self._changed(node)
 
     def release(self, key: str, node: str = "") -> None:
         """Release what is counted for the pod (on ``node``, or wherever it is)."""
@@ -148,6 +177,7 @@ class DeviceCache:
         with nd.lock:
             nd.release(key)
             left = any(key in pods for pods in nd.allocate_set.values())
+        self._changed(node)
         if not left:
             with self._lock:
                 if self._where.get(key) == node:

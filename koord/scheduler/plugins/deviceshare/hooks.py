@@ -61,6 +61,8 @@ class ReservationHooks:
     scorer: Scorer
     devices: Store
     _reservation_hooks: ProfileHooks | None
+    _device_ids: dict[str, tuple[Obj, dict[tuple[str, int], str]]]
+    """Node -> (its Device object, each device's id by type and minor), read once per Device object."""
 
     def _state(self, state: CycleState) -> PodDeviceState:
         found = state.get(STATE_KEY)
@@ -76,7 +78,12 @@ class ReservationHooks:
         device = self.devices.get(node_name)
         if device is None:
             return Status.error(f"Device {node_name} not found")
-        ids = {(d.type, d.minor): d.uuid for d in dv.device_infos(device)}
+        kept = self._device_ids.get(node_name)
+        if kept is not None and kept[0] is device:
+            ids = kept[1]
+        else:  # a GPU pod per PreBind would parse its node's whole Device otherwise
+            ids = {(d.type, d.minor): d.uuid for d in dv.device_infos(device)}
+            self._device_ids[node_name] = (device, ids)
         ps.result = {
             t: [
                 DeviceAllocation(a.minor, a.resources, ids.get((t, a.minor), a.id), a.vfs, a.template)

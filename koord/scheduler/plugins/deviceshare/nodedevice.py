@@ -12,6 +12,7 @@ and capped at what a reservation holds when it must allocate from it. A NodeDevi
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from koordshared.apis.scheduling.device import DeviceInfo
 
 MEMO_SIZE = 64
 """Pod shapes remembered per node (a few in a steady workload); all forgotten past this."""
+_VERSIONS = itertools.count(1)
 
 
 def memo_key(kind: str, signature: str, generation: int, node: Any) -> tuple[str, str, int, int]:
@@ -76,6 +78,13 @@ class NodeDevice:
     memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict)
     """Filter verdicts and scores on these devices by pod shape (the plugin's), with the node object they
     were worked out with; emptied on every change of the devices or of what pods hold."""
+    version: int = field(default_factory=lambda: next(_VERSIONS))
+    """Changes with every change of the devices or of what pods hold; unique across NodeDevices (a node
+    deleted and added again does not reuse one), so an answer kept beside it is current while it is."""
+
+    def changed(self) -> None:
+        self.memo.clear()
+        self.version = next(_VERSIONS)
 
     def remember(self, key: Any, node: Any, value: Any) -> None:
         if len(self.memo) >= MEMO_SIZE:
@@ -86,7 +95,7 @@ class NodeDevice:
 
     def reset_total(self, total: ByType) -> None:
         """New device resources: a type that disappeared keeps an empty entry; free is recomputed."""
-        self.memo.clear()
+        self.changed()
         for t in self.total:
             total.setdefault(t, {})
         self.total = total
@@ -94,7 +103,7 @@ class NodeDevice:
             self.reset_free(t)
 
     def reset_free(self, t: str) -> None:
-        self.memo.clear()
+        self.changed()
         total = self.total.setdefault(t, {})
         free = rs.copy_devices(total)
         for minor, used in self.used.get(t, {}).items():

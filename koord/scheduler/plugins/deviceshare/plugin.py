@@ -77,10 +77,12 @@ class DeviceShare(ReservationHooks):
         self._reservation_hooks: ProfileHooks | None = None
         self.scorer = Scorer(self.args.scoring_type == MOST, dict(self.args.scoring_resources))
         self.cache = DeviceCache()
+        self.answers = batch.Answers(self.cache)
+        self._device_ids = {}
         self.templates = Templates()
         self.devices = self.handle.watch("devices", groups.DEVICES)
         self.devices.add_handler(
-            StoreHandler(self.cache.device_changed, self._device_updated, self.cache.device_deleted)
+            StoreHandler(self.cache.device_changed, self._device_updated, self._device_deleted)
         )
         self.handle.on_pods(self.cache.pod_added, self.cache.pod_updated, self.cache.pod_deleted)
         reservations = self.handle.watch("reservations", groups.RESERVATIONS)
@@ -114,6 +116,10 @@ class DeviceShare(ReservationHooks):
     def _device_updated(self, old: Obj, new: Obj) -> None:
         if old is not new:
             self.cache.device_changed(new)
+
+    def _device_deleted(self, device: Obj) -> None:
+        self._device_ids.pop(str((device.get("metadata") or {}).get("name") or ""), None)
+        self.cache.device_deleted(device)
 
     def _reservation_updated(self, old: Obj, new: Obj) -> None:
         if old is not new:
@@ -228,7 +234,7 @@ class DeviceShare(ReservationHooks):
         if ps.skip:
             return [None] * len(nodes)
         gen = self.templates.generation
-        return batch.answers("filter", ps, gen, self.cache, state, pod, nodes.infos, self.filter)
+        return self.answers.get("filter", ps, gen, state, pod, nodes, self.filter)
 
     def _memo_key(
         self, kind: str, ps: PodDeviceState, node: Obj, restore: NodeRestore, basic: ByType
@@ -292,7 +298,7 @@ class DeviceShare(ReservationHooks):
         if ps.skip:
             return [0] * len(nodes)
         gen = self.templates.generation
-        return batch.answers("score", ps, gen, self.cache, state, pod, nodes.infos, self.score)
+        return self.answers.get("score", ps, gen, state, pod, nodes, self.score)
 
     def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
         return scoring.normalize(scores)

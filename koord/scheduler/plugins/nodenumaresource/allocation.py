@@ -9,6 +9,7 @@ node's topology, so a pod listed before its node's NodeResourceTopology is count
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -118,16 +119,22 @@ def allocation_of(pod: Obj) -> PodAllocation | None:
     )
 
 
+_VERSIONS = itertools.count(1)
+
+
 class NodeAllocation:
     """The pods bound on one node and what they hold."""
 
-    __slots__ = ("_fingerprint", "cpus", "numa", "pods")
+    __slots__ = ("_fingerprint", "cpus", "numa", "pods", "version")
 
     def __init__(self) -> None:
         self.pods: dict[str, PodAllocation] = {}
         self.cpus: dict[int, AllocatedCPU] = {}
         self.numa: NUMAResources = {}
         self._fingerprint: str | None = ""
+        self.version = next(_VERSIONS)
+        """Changes with every change of what is held; unique across NodeAllocations (one made again for
+        a node does not reuse it), so what was worked out from it is current while it is."""
 
     def fingerprint(self) -> str:
         """Equal for nodes holding alike (the same CPUs, NUMA amounts, and CPU sets per pod, whoever the
@@ -147,6 +154,7 @@ class NodeAllocation:
         if alloc.uid in self.pods:
             return
         self._fingerprint = None
+        self.version = next(_VERSIONS)
         self.pods[alloc.uid] = alloc
         for cpu in alloc.cpus:
             held = self.cpus.get(cpu)
@@ -163,6 +171,7 @@ class NodeAllocation:
         if alloc is None:
             return None
         self._fingerprint = None
+        self.version = next(_VERSIONS)
         for cpu in alloc.cpus:
             held = self.cpus.get(cpu)
             if held is None:

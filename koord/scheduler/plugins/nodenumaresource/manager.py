@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,15 +24,23 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
     NOT_REPORTED,
     TopologyOptions,
     full_pcpus_only,
+    labels_of,
     options_of,
 )
 from koordshared.apis.core.pod import pod_key
-from koordshared.apis.extension.numa import LABEL_NODE_NUMA_ALLOCATE_STRATEGY, NUMATopologyPolicy
+from koordshared.apis.extension.numa import (
+    LABEL_NODE_CPU_BIND_POLICY,
+    LABEL_NODE_NUMA_ALLOCATE_STRATEGY,
+    LABEL_NUMA_TOPOLOGY_POLICY,
+    NUMATopologyPolicy,
+)
 from koordshared.apis.meta.cpulist import format_cpuset
 from koordshared.runtime.errors import InvalidValue
 from koordshared.runtime.logs import OncePerChange
 
 log = logging.getLogger(__name__)
+LOG_SIZE = 8192
+"""Node changes remembered for :meth:`ResourceManager.changed_since`; half forgotten past this."""
 _malformed = OncePerChange(log)
 
 
@@ -56,6 +64,12 @@ class ResourceManager:
         self._nodes: dict[str, NodeAllocation] = {}
         self._steering: frozenset[str] = frozenset()
         self._valid: frozenset[str] = frozenset()
+        # node -> (the options, the holding's version, the node object it was worked out from; the kind)
+        self._kinds: dict[str, tuple[TopologyOptions, int, Obj, tuple[Any, ...]]] = {}
+        # The nodes whose report or holding changed, in order (absolute positions from _log_base): what
+        # keeps kinds elsewhere catches up on them instead of asking every node.
+        self._log: list[str] = []
+        self._log_base = 0
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -80,6 +94,50 @@ class ResourceManager:
         labels = (node.get("metadata") or {}).get("labels") or {}
         return str(labels.get(LABEL_NODE_NUMA_ALLOCATE_STRATEGY) or self.default_strategy)
 
+    def kinds(self, nodes: Sequence[tuple[str, Obj]]) -> list[tuple[Any, ...]]:
+        """:meth:`kind` of each ``(name, node object)``."""
+        with self._lock:
+            return [self.kind(name, node) for name, node in nodes]
+
+    def kind(self, name: str, node: Obj) -> tuple[Any, ...]:
+        """What a NUMA decision on the node depends on beside the pod: its report, its holding, its
+        steering labels and its strategy. Kept per node while the report, the holding and the node
+        object stay the same ones: a cycle asks it of every node, and few change between two."""
+        with self._lock:
+            opts = self._options.get(name, NOT_REPORTED)
+            na = self._nodes.get(name)
+            version = 0 if na is None else na.version
+            kept = self._kinds.get(name)
+            if kept is not None and kept[0] is opts and kept[1] == version and kept[2] is node:
+                return kept[3]
+            labels = labels_of(node)
+            kind = (
+                opts.fingerprint,
+                "" if na is None else na.fingerprint(),
+                labels.get(LABEL_NUMA_TOPOLOGY_POLICY, ""),
+                labels.get(LABEL_NODE_CPU_BIND_POLICY, ""),
+                self.strategy(node),
+            )
+            self._kinds[name] = (opts, version, node, kind)
+            return kind
+
+    def changed_since(self, position: int) -> tuple[set[str] | None, int]:
+        """The nodes whose report or holding changed since log ``position`` (``None``: too long ago to
+        say, take them all as changed), and the position now."""
+        with self._lock:
+            now = self._log_base + len(self._log)
+            start = position - self._log_base
+            if start < 0:
+                return None, now
+            return set(self._log[start:]), now
+
+    def _changed(self, node: str) -> None:
+        self._log.append(node)
+        if len(self._log) > LOG_SIZE:
+            drop = len(self._log) // 2
+            del self._log[:drop]
+            self._log_base += drop
+
     def held_by(self, node: str, uid: str) -> PodAllocation | None:
         with self._lock:
             na = self._nodes.get(node)
@@ -90,12 +148,14 @@ class ResourceManager:
     def update(self, node: str, alloc: PodAllocation) -> None:
         with self._lock:
             self.allocation(node).update(alloc)
+            self._changed(node)
 
     def release(self, node: str, uid: str) -> None:
         with self._lock:
             na = self._nodes.get(node)
             if na is not None:
                 na.release(uid)
+                self._changed(node)
 
     # ---- NodeResourceTopology events --------------------------------------------------------------
 
@@ -112,12 +172,14 @@ class ResourceManager:
             valid = opts.topology.valid
             if valid != (name in self._valid):
                 self._valid = self._valid | {name} if valid else self._valid - {name}
+            self._changed(name)
 
     def topology_deleted(self, obj: Obj) -> None:
         with self._lock:
             self._options.pop(_name(obj), None)
             self._steering -= {_name(obj)}
             self._valid -= {_name(obj)}
+            self._changed(_name(obj))
 
     def steering(self) -> frozenset[str]:
         """The nodes whose report alone steers placement (a NUMA policy, a kubelet binding whole cores):
@@ -159,6 +221,8 @@ class ResourceManager:
     def node_deleted(self, node: Obj) -> None:
         with self._lock:
             self._nodes.pop(_name(node), None)
+            self._kinds.pop(_name(node), None)
+            self._changed(_name(node))
 
     # ---- debugging ------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.accumulator import AllocationError
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
 from koord.scheduler.plugins.nodenumaresource.podstate import (
@@ -48,7 +49,6 @@ from koord.scheduler.plugins.nodenumaresource.topologyoptions import (
 )
 from koordshared.apis.extension.numa import (
     LABEL_NODE_CPU_BIND_POLICY,
-    LABEL_NUMA_TOPOLOGY_POLICY,
     CPUBindPolicy,
     NodeCPUBindPolicy,
     NUMATopologyPolicy,
@@ -70,6 +70,7 @@ class Placement(ReservationHooks):
     scorer: Scorer
     numa_scorer: Scorer
     memo: Memo
+    kind_codes: KindCodes
 
     @staticmethod
     def _state(state: CycleState) -> PreFilterState:
@@ -193,14 +194,53 @@ class Placement(ReservationHooks):
         return out
 
     def _filter_alike(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
-        """``filter`` on every node, once per kind of node (:meth:`_kind`): the others of a kind get the
+        """``filter`` on every node, once per kind of node (:meth:`_kinds`): the others of a kind get the
         first one's answer and NUMA affinity."""
+        codes = self.kind_codes.codes(nodes)
+        if codes is None:
+            return self._filter_alike_one_by_one(state, pod, nodes)
+        store = tm.store(state)
+        groups = self._grouped(state, nodes, codes)
+        out = np.empty(len(nodes), dtype=object)
+        with self.manager.locked():
+            kinds = np.flatnonzero(groups > 0)
+            _, first, inverse = np.unique(groups[kinds], return_index=True, return_inverse=True)
+            verdicts = np.empty(len(first), dtype=object)
+            bests = np.empty(len(first), dtype=object)
+            for k, i in enumerate(kinds[first].tolist()):
+                ni = nodes.info(i)
+                verdicts[k] = self.filter(state, pod, ni)
+                bests[k] = store.affinity.get(ni.name)
+            for i in np.flatnonzero(groups < 0).tolist():
+                out[i] = self.filter(state, pod, nodes.info(i))
+            out[kinds] = verdicts[inverse]
+            chosen = np.fromiter((b is not None for b in bests), dtype=bool, count=len(bests))[inverse]
+            if chosen.any():
+                names = nodes.names_at(kinds[chosen])
+                store.affinity.update(zip(names, bests[inverse[chosen]].tolist(), strict=True))
+        answers: list[Status | None] = out.tolist()
+        return answers
+
+    def _grouped(
+        self, state: CycleState, nodes: NodeSet, codes: np.ndarray, *, chosen: bool = False
+    ) -> np.ndarray:
+        """``codes`` with -1 for the nodes to look at alone (as :meth:`_kinds`' ``None``)."""
+        preemption = self._state(state).preemption
+        affinity = {} if chosen else tm.store(state).affinity
+        restores = self.restore_states(state)
+        out = codes.copy()
+        if (preemption or affinity or restores) and nodes.snapshot is not None and nodes.rows is not None:
+            index = nodes.snapshot.index
+            rows = [index[n] for n in (*preemption, *affinity, *restores) if n in index]
+            out[np.isin(nodes.rows, rows)] = -1
+        return out
+
+    def _filter_alike_one_by_one(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
         store = tm.store(state)
         seen: dict[tuple[Any, ...], tuple[Status | None, tm.NUMATopologyHint | None]] = {}
         out: list[Status | None] = []
         with self.manager.locked():
-            for ni in nodes:
-                key = self._kind(state, ni)
+            for ni, key in zip(nodes, self._kinds(state, nodes), strict=True):
                 hit = seen.get(key) if key is not None else None
                 if hit is None:
                     st = self.filter(state, pod, ni)
@@ -213,20 +253,29 @@ class Placement(ReservationHooks):
                 out.append(st)
         return out
 
-    def _kind(self, state: CycleState, ni: NodeInfo, *, chosen: bool = False) -> tuple[Any, ...] | None:
-        """What a node's answer depends on beside the pod (its report, its holding, its steering labels);
-        ``None`` for a node to look at alone (a reservation or a what-if on it, or, unless ``chosen``
-        (scoring), its NUMA affinity already chosen)."""
-        name, node, m = ni.name, ni.node, self.manager
-        if node is None or name in self._state(state).preemption:
-            return None
-        if not chosen and name in tm.store(state).affinity:
-            return None
-        if self.restore_state(state, name) is not EMPTY_RESTORE:
-            return None
-        labels = labels_of(node)
-        policy, bind = labels.get(LABEL_NUMA_TOPOLOGY_POLICY, ""), labels.get(LABEL_NODE_CPU_BIND_POLICY, "")
-        return (m.options(name).fingerprint, m.allocation(name).fingerprint(), policy, bind, m.strategy(node))
+    def _kinds(
+        self, state: CycleState, nodes: Sequence[NodeInfo], *, chosen: bool = False
+    ) -> list[tuple[Any, ...] | None]:
+        """What each node's answer depends on beside the pod (its report, its holding, its steering
+        labels: :meth:`.manager.ResourceManager.kind`); ``None`` for a node to look at alone (a
+        reservation or a what-if on it, or, unless ``chosen`` (scoring), its NUMA affinity already
+        chosen). The cycle state is read once for all the nodes."""
+        preemption = self._state(state).preemption
+        affinity = {} if chosen else tm.store(state).affinity
+        restores = self.restore_states(state)
+        alone = [
+            ni.node is None or ni.name in preemption or ni.name in affinity or ni.name in restores
+            for ni in nodes
+        ]
+        kinds = self.manager.kinds(
+            [
+                (ni.name, node)
+                for ni, skip in zip(nodes, alone, strict=True)
+                if not skip and (node := ni.node) is not None
+            ]
+        )
+        it = iter(kinds)
+        return [None if skip else next(it) for skip in alone]
 
     @staticmethod
     def _among(nodes: NodeSet, names: frozenset[str]) -> np.ndarray:

@@ -26,6 +26,7 @@ from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.extension import ReservationHooks as ProfileHooks
 from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.args import NodeNUMAResourceArgs, parse_args
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
 from koord.scheduler.plugins.nodenumaresource.placement import STATE_KEY
@@ -77,6 +78,7 @@ class NodeNUMAResource(ScoredPlacement):
         self.numa_scorer = Scorer(self.args.numa_scoring_strategy)
         self.manager = ResourceManager(self.args.default_numa_allocate_strategy)
         self.memo = Memo()
+        self.kind_codes = KindCodes(self.manager)
         self._reservations_watched = False
         m = self.manager
         topologies = self.handle.watch(NRT_CACHE, groups.NODE_RESOURCE_TOPOLOGIES)

@@ -4,7 +4,7 @@ NUMA resources a reservation holds on a node are restored to the pods it is for.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, Status
@@ -54,8 +54,13 @@ class ReservationHooks:
         return got
 
     def restore_state(self, state: CycleState, node: str) -> NodeRestoreState:
+        return self.restore_states(state).get(node, EMPTY_RESTORE)
+
+    @staticmethod
+    def restore_states(state: CycleState) -> Mapping[str, NodeRestoreState]:
+        """Every node's restore state of this cycle (a node not in it: :data:`EMPTY_RESTORE`)."""
         got = state.get(RESTORE_KEY)
-        return got.get(node, EMPTY_RESTORE) if isinstance(got, dict) else EMPTY_RESTORE
+        return got if isinstance(got, dict) else {}
 
     def clear_restore_state(self, state: CycleState) -> None:
         """Per node for the whole cluster: dropped once Reserve is done with it."""

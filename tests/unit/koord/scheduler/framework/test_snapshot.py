@@ -74,3 +74,69 @@ def test_transient_columns_are_bounded() -> None:
     snap.derived("kept", lambda ni: 1, np.int64)
     assert len(snap._derived) == limit + 1  # the oldest transient ones went; the plain one stays
     assert ("t", 0) not in snap._derived and ("t", limit + 9) in snap._derived
+
+
+def test_a_column_of_the_node_object_is_recomputed_only_for_another_node_object() -> None:
+    snap = Snapshot()
+    for i in range(4):
+        snap.set(NodeInfo(f"n{i}", node(f"n{i}", labels={"zone": f"z{i}"})))
+    calls: list[str] = []
+
+    def zone(ni: NodeInfo) -> str:
+        calls.append(ni.name)
+        return str(ni.labels.get("zone"))
+
+    assert snap.derived("zone", zone, of_node=True).tolist() == ["z0", "z1", "z2", "z3"]
+    calls.clear()
+    # Rows rewritten with the same node object (a reservation's room restored for a cycle, and back).
+    for name in ("n1", "n2"):
+        ni = snap.node_info(name)
+        assert ni is not None
+        restored = ni.clone()
+        restored.requested["cpu"] = 0
+        snap.set(restored)
+        snap.set(ni)
+    assert snap.derived("zone", zone, of_node=True).tolist() == ["z0", "z1", "z2", "z3"]
+    assert calls == []
+    # Another node object: that row again; a removed node's row taken by the last keeps its value.
+    snap.set(NodeInfo("n2", node("n2", labels={"zone": "moved"})))
+    snap.remove("n0")
+    assert snap.derived("zone", zone, of_node=True).tolist() == ["z3", "z1", "moved"]
+    assert calls == ["n2"]
+
+
+def test_a_row_rewritten_with_the_same_allocatable_writes_requested_only() -> None:
+    snap = Snapshot()
+    ni = NodeInfo("n", node("n", cpu="4", memory="8Gi"))
+    snap.set(ni)
+    cpu = snap.column("cpu")
+    snap.allocatable[0, cpu] = -1  # a marker: a second write of the same allocatable would erase it
+    restored = ni.clone()
+    restored.requested["cpu"] = 1500
+    snap.set(restored)
+    assert snap.allocatable[0, cpu] == -1 and snap.requested[0, cpu] == 1500
+    again = restored.clone()
+    again.requested["example.com/gpu"] = 1  # a resource the snapshot had no column for
+    snap.set(again)
+    assert snap.requested[0, cpu] == 1500 and snap.requested[0, snap.column("example.com/gpu")] == 1
+    # Another allocatable (the node updated) is written.
+    snap.set(NodeInfo("n", node("n", cpu="8", memory="8Gi")))
+    assert snap.allocatable[0, cpu] == 8000 and snap.requested[0, cpu] == 0
+
+
+def test_overlaid_rows_are_put_back_as_they_were() -> None:
+    snap = Snapshot()
+    ni = NodeInfo("n", node("n"))
+    snap.set(ni)
+    restored = ni.clone()
+    restored.requested["cpu"] = 500
+    snap.overlay(restored)
+    again = restored.clone()  # a second plugin's copy on top: the first holder is what comes back
+    snap.overlay(again)
+    snap.overlay(NodeInfo("new", node("new")))
+    assert snap.node_info("n") is again and snap.requested[0, snap.column("cpu")] == 500
+    snap.put_back()
+    assert snap.node_info("n") is ni and snap.node_info("new") is None
+    assert snap.requested[0, snap.column("cpu")] == 0
+    snap.put_back()  # nothing overlaid since: nothing changes
+    assert snap.node_info("n") is ni

@@ -9,13 +9,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from koord.scheduler.framework import CycleState, Obj, Status
+from koord.scheduler.plugins.deviceshare import cache as cache_module
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED, parse_device_allocations
 from koordshared.apis.extension.schedulinghint import ANNOTATION_SCHEDULING_HINT
 from koordshared.apis.scheduling import device as dv
 from koordshared.testing import pod
 from koordshared.testing.devices import device, device_node, gpu
+from tests.support.counting import count_calls
 from tests.support.scheduler.devicekit import S, annotation, kit, profile
 
 GPU1 = {dv.RESOURCE_NVIDIA_GPU: "1"}
@@ -218,3 +222,61 @@ def test_a_designated_allocation_is_kept_only_under_a_scheduling_hint_naming_dev
     )
     k.run()
     assert "default/blocked" not in k.bound()
+
+
+class CountingMemo(dict[Any, Any]):
+    """A node's memo that counts its lookups (the per-node work of a batch Filter or Score)."""
+
+    lookups = 0
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        CountingMemo.lookups += 1
+        return super().get(key, default)
+
+
+def test_a_cycle_works_out_only_the_nodes_whose_devices_changed() -> None:
+    # The other cycles' answers are kept: a stale one is what test_devices_follow_their_device_object and
+    # test_pods_of_one_shape_see_each_allocation_before_them catch.
+    k = kit()
+    names = [f"n{i}" for i in range(12)]
+    for name in names:
+        k.add_node(device_node(name, gpus=2))
+        k.informers["devices"].put(device(name, gpu(0), gpu(1)))
+    for nd in (plugin(k).cache.get(n) for n in names):
+        nd.memo = CountingMemo()
+    CountingMemo.lookups = 0
+    k.add_pod(gpu_pod("first"))
+    k.run()
+    assert CountingMemo.lookups >= 2 * len(names)  # Filter and Score worked out on every node
+    for i in range(4):
+        CountingMemo.lookups = 0
+        k.add_pod(gpu_pod(f"p{i}"))
+        k.run()
+        # Only the node the previous pod went to is worked out again (it was 2 x 12 a cycle).
+        assert CountingMemo.lookups == 2, i
+
+
+def test_answers_kept_past_the_change_log_are_all_worked_out_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cycle that comes after more changes than the cache remembers reads every node's version again.
+    monkeypatch.setattr(cache_module, "LOG_SIZE", 1)
+    test_pods_of_one_shape_see_each_allocation_before_them()
+
+
+def test_prebind_reads_a_device_object_once_and_a_new_one_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = count_calls(monkeypatch, dv, "device_infos")
+    k = kit()
+    k.add_node(device_node("n", gpus=4))
+    k.informers["devices"].put(device("n", *(gpu(m) for m in range(4))))
+    reads.n = 0
+    for name in ("a", "b", "c"):
+        k.add_pod(gpu_pod(name))
+    k.run()
+    assert len(k.bound()) == 3 and reads.n == 1  # it was one a pod
+    # A new Device object (a GPU's id changed): its ids are read again and written.
+    renamed = device("n", *(gpu(m) for m in range(4)))
+    for d in renamed["spec"]["devices"]:
+        d["id"] = f"new-{d['id']}"
+    k.informers["devices"].put(renamed)
+    k.add_pod(gpu_pod("d"))
+    k.run()
+    assert "new-GPU-" in annotation(k, "default/d")

@@ -11,10 +11,16 @@ import pytest
 
 from koord.scheduler.framework import CycleState, PodInfo
 from koord.scheduler.framework import topologymanager as tm
-from koord.scheduler.framework.snapshot import NodeSet
+from koord.scheduler.framework.snapshot import NodeSet, Snapshot
+from koord.scheduler.framework.types import NodeInfo
+from koord.scheduler.plugins.nodenumaresource import manager as manager_module
+from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes
+from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.topology import noderesourcetopology as nrt
-from koordshared.testing.topology import SimulatedTopology
+from koordshared.testing.topology import TWO_SOCKETS, SimulatedTopology, node_resource_topology
+from tests.support.counting import count_calls
 from tests.support.scheduler.numakit import NUMA, S, add_node, kit, lsr, messages, placement, plain, report
 
 POLICY = "node.koordinator.sh/numa-topology-policy"
@@ -132,3 +138,138 @@ def test_batch_filter_and_score_agree_with_node_by_node(pod: dict[str, Any]) -> 
     assert alone == one
     assert tm.store(state).affinity == chosen
     assert [q.score(state, pod, ni) for ni in fresh.snapshot.node_infos() if alone[ni.name]] == scores
+
+
+def test_a_nodes_kind_is_worked_out_again_only_when_it_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Filter and Score ask every node's kind each cycle; kept per node, only the node the previous pod
+    # went to works it out again. Stale kinds are what the tests above catch.
+    k = kit()
+    for i in range(12):
+        add_node(k, f"n{i}")
+    calls = count_calls(monkeypatch, NodeAllocation, "fingerprint")
+    k.add_pod(lsr("first", "2", numa=SINGLE))
+    k.run()
+    for i in range(4):
+        calls.n = 0
+        k.add_pod(lsr(f"p{i}", "2", numa=SINGLE))
+        k.run()
+        assert f"default/p{i}" in k.bound()
+        assert calls.n <= 6, (i, calls.n)  # it was 2 x 12 and more
+
+
+def test_a_kept_kind_follows_the_nodes_holding_report_and_object() -> None:
+    m = ResourceManager("MostAllocated")
+    node = {"metadata": {"name": "a", "labels": {}}}
+    m.topology_changed(node_resource_topology("a", TWO_SOCKETS))
+    kind = m.kind("a", node)
+    assert m.kind("a", node) is kind  # nothing changed: the kept one
+    m.update("a", PodAllocation("u1", cpus=frozenset({0, 1})))
+    held = m.kind("a", node)
+    assert held != kind
+    m.release("a", "u1")
+    assert m.kind("a", node)[1] != held[1]
+    m.topology_changed(node_resource_topology("a", SimulatedTopology(sockets=1, numa_per_socket=1)))
+    reported = m.kind("a", node)
+    assert reported[0] != kind[0]
+    labelled = {"metadata": {"name": "a", "labels": {POLICY: "SingleNUMANode"}}}
+    assert m.kind("a", labelled)[2] == "SingleNUMANode"
+    m.node_deleted(labelled)
+    m.update("a", PodAllocation("u2", cpus=frozenset({0, 1})))
+    assert m.kind("a", labelled)[1] == held[1]  # a node made again starts from its new holding
+
+
+def test_a_cycle_reads_its_state_once_for_all_the_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kinds of a cycle's nodes are asked together: reading the cycle state node by node was most of
+    # a SingleNUMANode cycle over many nodes.
+    reads = count_calls(monkeypatch, CycleState, "get")
+
+    def cycle(nodes: int) -> int:
+        k = kit()
+        for i in range(nodes):
+            add_node(k, f"n{i}")
+        k.add_pod(lsr("p", "2", numa=SINGLE))
+        reads.n = 0
+        k.run()
+        assert "default/p" in k.bound()
+        return reads.n
+
+    assert cycle(30) - cycle(6) < 24  # it was several reads a node more
+
+
+def test_batch_filter_agrees_with_node_by_node_after_a_holding_changes() -> None:
+    # Kinds are kept between cycles: a holding taken since must split two nodes that were alike.
+    k = _cluster()
+    p = plugin(k)
+    pod = lsr("lsr-numa", "4", numa=SINGLE)
+
+    def batch() -> dict[str, bool]:
+        state = CycleState(PodInfo(pod))
+        p.pre_filter(state, pod)
+        infos = k.snapshot.node_infos()
+        answer = p.filter_nodes(state, pod, NodeSet.of(k.snapshot, infos))
+        return {ni.name: a is None or a.is_success for ni, a in zip(infos, answer, strict=True)}
+
+    before = batch()
+    assert before["labelled"] and before["labelled-too"]
+    status = '{"cpuset":"0-15"}'
+    k.add_pod(
+        lsr(
+            "all",
+            "16",
+            node_name="labelled",
+            annotations={"scheduling.koordinator.sh/resource-status": status},
+        )
+    )
+    k.cache.update_snapshot(k.snapshot)
+    after = batch()
+    assert not after["labelled"] and after["labelled-too"]
+    one = {}
+    for ni in k.snapshot.node_infos():
+        state = CycleState(PodInfo(pod))
+        p.pre_filter(state, pod)
+        one[ni.name] = p.filter(state, pod, ni) is None
+    assert after == one
+
+
+def test_kind_codes_follow_holdings_reports_node_objects_and_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    m = ResourceManager("MostAllocated")
+    codes = KindCodes(m)
+    snap = Snapshot()
+    for name in ("a", "b", "c"):
+        m.topology_changed(node_resource_topology(name, TWO_SOCKETS))
+        snap.set(NodeInfo(name, {"metadata": {"name": name, "labels": {}}}))
+
+    def now() -> list[int]:
+        got = codes.codes(NodeSet(snap, np.arange(len(snap))))
+        assert got is not None
+        return got.tolist()
+
+    a, b, c = now()
+    assert a == b == c and codes.worked_out == 3
+    m.update("a", PodAllocation("u1", cpus=frozenset({0, 1})))
+    a, b, c = now()
+    assert a != b == c and codes.worked_out == 4  # only a's row again
+    m.topology_changed(node_resource_topology("b", SimulatedTopology(sockets=1, numa_per_socket=1)))
+    a, b2, c = now()
+    assert b2 not in (a, c) and codes.worked_out == 5
+    snap.set(NodeInfo("c", {"metadata": {"name": "c", "labels": {POLICY: "SingleNUMANode"}}}))
+    a, b2, c2 = now()
+    assert c2 not in (a, b2, c) and codes.worked_out == 6
+    snap.remove("a")  # c's row moves: every row is worked out again
+    c3, b3 = now()
+    assert c3 != b3 and codes.worked_out == 8
+    # More changes than the manager remembers: every row again.
+    monkeypatch.setattr(manager_module, "LOG_SIZE", 4)
+    for i in range(6):
+        m.update("b", PodAllocation(f"v{i}"))
+    now()
+    assert codes.worked_out == 10
+
+
+def test_pods_no_node_steers_need_no_kinds() -> None:
+    k = kit()
+    for i in range(4):
+        add_node(k, f"n{i}")
+    k.add_pod(lsr("p", "2"))  # binds CPUs, no NUMA policy: nodes are filtered and scored together
+    k.run()
+    assert "default/p" in k.bound() and plugin(k).kind_codes.worked_out == 0

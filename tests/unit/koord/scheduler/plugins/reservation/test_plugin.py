@@ -288,3 +288,20 @@ def test_preemption_counts_what_the_victims_free_outside_and_inside_a_reservatio
     k.add_pod(owner("urgent", "2", WEB, priority=100, annotations=aff))  # r2 is full: only its owner's room
     k.run()
     assert k.api.deleted == ["default/in-r2"]
+
+
+def test_rows_restored_for_a_cycle_get_their_node_infos_back_without_copying_the_nodes() -> None:
+    k = kit({f"n{i}": "16" for i in range(6)})
+    for i in range(6):
+        add(k, available(reservation(f"r{i}", {"cpu": "2"}, owners=[owner_labels(WEB)]), f"n{i}"))
+    k.cache.update_snapshot(k.snapshot)
+    before = {ni.name: ni for ni in k.snapshot.node_infos()}
+    # An owner too big for any node: its cycle gives it back the room of the reservation on every node,
+    # then fails, and nothing in the cache changes.
+    k.add_pod(owner("big", "64", WEB))
+    assert k.scheduler.schedule_next(timeout=0)
+    assert all(k.snapshot.node_info(n) is not before[n] for n in before)
+    # The next update copies no node (it copied all six): each row gets its own NodeInfo back.
+    assert k.cache.update_snapshot(k.snapshot) == 0
+    assert all(k.snapshot.node_info(n) is before[n] for n in before)
+    assert all(ni.requested.get("cpu") == 2000 for ni in before.values())  # the reserve pods' room

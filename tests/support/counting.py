@@ -1,0 +1,27 @@
+"""A call counter put in place of a function for one test: the work a change saves is counted in calls, not
+timed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+
+@dataclass
+class Calls:
+    n: int = 0
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> Calls:
+    """Count the calls of ``owner.name`` (a module's function or a class's method) until the test ends."""
+    original = getattr(owner, name)
+    calls = Calls()
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.n += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
