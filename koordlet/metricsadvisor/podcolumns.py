@@ -139,8 +139,11 @@ class Columns:
         self.cpu_t: list[float | None] = [None] * n
         self.thr_t: list[float | None] = [None] * n
         self.t_prev: float | None = None
-        """Set while every target holds both baselines from the sweep at that time; the per-position
-        times are then not kept up to date (the fast path does not write them)."""
+        """Set while every target but the ``fresh`` ones holds both baselines from the sweep at that time;
+        the per-position times are then not kept up to date (the fast path does not write them)."""
+        self.fresh: set[int] = set()
+        """Plan positions of the targets added since the sweep at ``t_prev`` (no baselines yet): the fast
+        path still runs, giving them what the checked sweep gives a new target (memory only)."""
         if carried is not None:
             self._carry(carried)
 
@@ -162,11 +165,21 @@ class Columns:
             ),
         )
 
-    def _baselines(self) -> tuple[list[int], list[int], list[int]]:
-        self._expand()
+    def _counts(self) -> tuple[list[int], list[int], list[int]]:
+        """The baseline counters as lists (the fast sweep leaves tuples)."""
+        if not isinstance(self.cpu_ns, list):
+            self.cpu_ns, self.periods, self.throttled = (
+                list(self.cpu_ns),
+                list(self.periods),
+                list(self.throttled),
+            )
         cpu_ns, periods, throttled = self.cpu_ns, self.periods, self.throttled
         assert isinstance(cpu_ns, list) and isinstance(periods, list) and isinstance(throttled, list)
         return cpu_ns, periods, throttled
+
+    def _baselines(self) -> tuple[list[int], list[int], list[int]]:
+        self._expand()
+        return self._counts()
 
     def swap(self, i: int, j: int) -> None:
         """Targets ``i`` and ``j`` trade places with their baselines, as their files did in the reader
@@ -177,28 +190,38 @@ class Columns:
         a, b = plan[i], plan[j]
         plan[i] = Plan(b.is_pod, b.ident, b.key, *a[3:])
         plan[j] = Plan(a.is_pod, a.ident, a.key, *b[3:])
-        for counts in self._baselines():
+        for counts in self._counts():
             counts[i], counts[j] = counts[j], counts[i]
-        for times in (self.cpu_t, self.thr_t):
-            times[i], times[j] = times[j], times[i]
+        if self.t_prev is None:
+            for times in (self.cpu_t, self.thr_t):
+                times[i], times[j] = times[j], times[i]
+            return
+        fresh = self.fresh
+        in_i, in_j = i in fresh, j in fresh
+        if in_i != in_j:
+            fresh.symmetric_difference_update((i, j))
 
     def pop(self) -> None:
         """Drop the last target and its baselines."""
-        baselines = self._baselines()  # first: it sizes the times by the plan
         self.plan.pop()
-        for counts in baselines:
+        for counts in self._counts():
             counts.pop()
-        self.cpu_t.pop()
-        self.thr_t.pop()
+        if self.t_prev is None:
+            self.cpu_t.pop()
+            self.thr_t.pop()
+        else:
+            self.fresh.discard(len(self.plan))
 
     def append(self, entry: Plan) -> None:
         """A new last target, without baselines."""
-        baselines = self._baselines()  # first: it sizes the times by the plan
         self.plan.append(entry)
-        for col in baselines:
-            col.append(0)
-        self.cpu_t.append(None)
-        self.thr_t.append(None)
+        for counts in self._counts():
+            counts.append(0)
+        if self.t_prev is None:
+            self.cpu_t.append(None)
+            self.thr_t.append(None)
+        else:
+            self.fresh.add(len(self.plan) - 1)
 
     def _carry(self, old: Columns) -> None:
         old._expand()
@@ -217,19 +240,18 @@ class Columns:
         if t_prev is not None:
             n = len(self.plan)
             self.cpu_t, self.thr_t = [t_prev] * n, [t_prev] * n
+            for j in self.fresh:
+                self.cpu_t[j] = self.thr_t[j] = None
+            self.fresh = set()
             self.t_prev = None
-        if not isinstance(self.cpu_ns, list):
-            self.cpu_ns, self.periods, self.throttled = (
-                list(self.cpu_ns),
-                list(self.periods),
-                list(self.throttled),
-            )
+        self._counts()
 
     def sweep(
         self, status: Sequence[int], values: Sequence[int], t: float, max_gap: float, max_ns_per_s: float
     ) -> list[Output] | None:
         """The sweep's samples as whole columns, or ``None`` (nothing changed) when the checked sweep must
-        decide: a failed read, a missing value or baseline, a clock step, a reset, a rate above capacity."""
+        decide: a failed read, a missing value or baseline (but those of the targets new since the last
+        sweep), a clock step, a reset, a rate above capacity."""
         t_prev = self.t_prev
         if t_prev is None or any(status) or MISSING in values:
             return None
@@ -238,6 +260,7 @@ class Columns:
             return None
         sub, scale = operator.sub, self.cpu_scale
         limit = max_ns_per_s * dt
+        fresh = self.fresh
         computed = []
         for g in self.groups:
             ns = g.cpu(values)
@@ -248,15 +271,26 @@ class Columns:
             periods, throttled = g.periods(values), g.throttled(values)
             per_d = list(map(sub, periods, islice(self.periods, g.start, None)))
             thr_d = list(map(sub, throttled, islice(self.throttled, g.start, None)))
+            # a new target has no rate yet: nothing of it to check, and no rate to give (below)
+            new = sorted((j - g.start for j in fresh if 0 <= j - g.start < len(ns)), reverse=True)
+            for k in new:
+                cpu_d[k] = per_d[k] = thr_d[k] = 0
             if cpu_d and (min(cpu_d) < 0 or max(cpu_d) > limit or min(per_d) < 0 or min(thr_d) < 0):
                 return None
-            computed.append((g, ns, periods, throttled, cpu_d, per_d, thr_d))
+            computed.append((g, ns, periods, throttled, cpu_d, per_d, thr_d, new))
         out: list[Output] = []
         denom = dt * 1e9
-        for g, _ns, _periods, _throttled, cpu_d, per_d, thr_d in computed:
+        for g, _ns, _periods, _throttled, cpu_d, per_d, thr_d, new in computed:
             ga, gb, gc = g.mem
             cpu_m, mem_m, thr_m = g.metrics
-            out.append(Output(cpu_m, g.idents, [d / denom for d in cpu_d]))
+            cpu_v = [d / denom for d in cpu_d]
+            thr_v = [dt_ / dp if dp else 0.0 for dp, dt_ in zip(per_d, thr_d, strict=True)]
+            rated: Sequence[str] = g.idents
+            if new:
+                rated = list(rated)
+                for k in new:  # from the last: each deletion leaves the places before it
+                    del rated[k], cpu_v[k], thr_v[k]
+            out.append(Output(cpu_m, rated, cpu_v))
             out.append(
                 Output(
                     mem_m,
@@ -264,14 +298,11 @@ class Columns:
                     [float(a + b + c) for a, b, c in zip(ga(values), gb(values), gc(values), strict=True)],
                 )
             )
-            out.append(
-                Output(
-                    thr_m, g.idents, [dt_ / dp if dp else 0.0 for dp, dt_ in zip(per_d, thr_d, strict=True)]
-                )
-            )
+            out.append(Output(thr_m, rated, thr_v))
         (_, ns_p, per_p, thr_p, *_), (_, ns_c, per_c, thr_c, *_) = computed
         self.cpu_ns, self.periods, self.throttled = ns_p + ns_c, per_p + per_c, thr_p + thr_c
         self.t_prev = t
+        self.fresh = set()
         return out
 
     def sweep_checked(

@@ -160,8 +160,20 @@ def test_churn_followed_in_place_equals_a_rebuild(
     host_tree: Any, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The reader and the plan following pods coming and going in place give the samples a new reader
-    and plan built at each change give."""
+    and plan built at each change give (the column sweep giving the new targets' first samples)."""
+    with_new = 0
+    real = podcolumns.Columns.sweep
+
+    def counting(self: podcolumns.Columns, *args: Any) -> Any:
+        nonlocal with_new
+        fresh = bool(self.fresh)
+        out = real(self, *args)
+        with_new += fresh and out is not None
+        return out
+
+    monkeypatch.setattr(podcolumns.Columns, "sweep", counting)
     in_place = run_churn(host_tree, seed)
+    assert with_new >= 3
 
     def rebuild(col: PodResourceCollector, _reader: Any, _gone: Any, fresh: Any) -> None:
         col._rebuild([t for e in col._pods.values() for t in e.targets], fresh)
