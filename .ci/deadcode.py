@@ -26,6 +26,7 @@ KINDS = {"function", "method", "class", "property", "import"}
 
 ALLOWED_FILES: dict[str, str] = {}
 ALLOWED_NAMES = {
+    "demo": "the `koordlet demo` command, imported by name when asked for (koordlet.cli)",
     "remove": "api.GaugeVec contract method for third-party plugins",
     "delete": "scheduler framework CycleState contract method (Go's CycleState.Delete) for plugins",
     "clone": "scheduler framework CycleState contract method (Go's CycleState.Clone) for plugins",

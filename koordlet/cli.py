@@ -12,6 +12,7 @@ the problem. The one stop ``threading.Event`` of the agent is made here.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import threading
@@ -142,8 +143,32 @@ def _startup_warnings(
         log.warning("feature gate %s is %s but not implemented by this agent: no effect", name, how)
 
 
+class _LazyGroup(click.Group):
+    """A group whose commands in ``lazy`` (name: ``module:attribute``) are imported when asked for: the
+    agent (``koordlet run``, the DaemonSet) then never loads ``top`` and ``demo``, nor the test kit the
+    demo runs on."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = self._lazy.get(cmd_name)
+        if target is not None and cmd_name not in self.commands:
+            module, attribute = target.split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
 def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
-    @click.group(context_settings=CONTEXT)
+    @click.group(
+        cls=_LazyGroup,
+        context_settings=CONTEXT,
+        lazy={"top": "koordlet.top.command:top", "demo": "koordlet.demo.command:demo"},
+    )
     def cli() -> None:
         """koordlet: a node agent for Kubernetes colocation of latency-sensitive and best-effort pods."""
 
@@ -233,11 +258,6 @@ def build_cli(entries: Sequence[loader.PluginEntry]) -> click.Group:
         helpers = "compiled" if native.HAS_NATIVE else "absent (pure-Python fallback)"
         click.echo(f"koordlet {__version__}\nplugin API {api.API_VERSION}\nnative helpers: {helpers}")
 
-    from koordlet.demo.command import demo
-    from koordlet.top.command import top
-
-    cli.add_command(top)
-    cli.add_command(demo)
     return cli
 
 

@@ -14,7 +14,7 @@ import errno
 import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
-from itertools import islice
+from itertools import islice, repeat
 from typing import NamedTuple
 
 from koordlet import api
@@ -42,27 +42,27 @@ class Plan(NamedTuple):
     o_thr: int
 
 
+def plan_entry(v2: bool, nfiles: int, j: int, target: Target, offsets: Sequence[int]) -> Plan:
+    """The plan entry of ``target`` as the ``j``-th target of a reader over ``nfiles`` files per target."""
+    f0 = j * nfiles
+    # v2 keeps usage and bandwidth statistics in one cpu.stat: slots usage_usec, nr_periods, ...
+    f_thr, o_thr = (f0, offsets[f0] + 1) if v2 else (f0 + 2, offsets[f0 + 2])
+    return Plan(
+        target.kind == POD,
+        target.ident,
+        f"{target.kind}:{target.ident}",
+        f0,
+        f0 + 1,
+        f_thr,
+        offsets[f0],
+        offsets[f0 + 1],
+        o_thr,
+    )
+
+
 def make_plan(v2: bool, nfiles: int, targets: Sequence[Target], offsets: Sequence[int]) -> list[Plan]:
     """The sweep plan of a reader over ``nfiles`` files per target, in ``targets``' order."""
-    plan: list[Plan] = []
-    for j, target in enumerate(targets):
-        f0 = j * nfiles
-        # v2 keeps usage and bandwidth statistics in one cpu.stat: slots usage_usec, nr_periods, ...
-        f_thr, o_thr = (f0, offsets[f0] + 1) if v2 else (f0 + 2, offsets[f0 + 2])
-        plan.append(
-            Plan(
-                is_pod=target.kind == POD,
-                ident=target.ident,
-                key=f"{target.kind}:{target.ident}",
-                f_cpu=f0,
-                f_mem=f0 + 1,
-                f_thr=f_thr,
-                o_cpu=offsets[f0],
-                o_mem=offsets[f0 + 1],
-                o_thr=o_thr,
-            )
-        )
-    return plan
+    return [plan_entry(v2, nfiles, j, target, offsets) for j, target in enumerate(targets)]
 
 
 class Output(NamedTuple):
@@ -90,31 +90,70 @@ def classify(status: int) -> str:
     return fw.ERR_READ
 
 
+_IS_POD = operator.itemgetter(0)
+_IDENT = operator.attrgetter("ident")
+_O_CPU = operator.attrgetter("o_cpu")
+_O_MEM = operator.attrgetter("o_mem")
+_O_THR = operator.attrgetter("o_thr")
+
+
+def _plus(indices: list[int], k: int) -> list[int]:
+    return list(map(operator.add, indices, repeat(k, len(indices))))
+
+
 class _Group:
-    """The pods or the containers of a plan (a slice of it): their idents and gathers."""
+    """The pods or the containers of a plan (a slice of it): their idents and gathers. Built with C loops
+    (``map``), as it is again after every change of the plan."""
 
     def __init__(self, entries: Sequence[Plan], start: int, cpu: str, mem: str, thr: str) -> None:
         self.metrics = (cpu, mem, thr)
         self.start = start
         """Plan position of the group's first entry."""
         # A tuple, the same every sweep: the cache then reuses its lookups (MetricCache.append_columns).
-        self.idents = tuple(e.ident for e in entries)
-        self.cpu = _gather([e.o_cpu for e in entries])
-        self.mem = tuple(_gather([e.o_mem + k for e in entries]) for k in range(3))
-        self.periods = _gather([e.o_thr for e in entries])
-        self.throttled = _gather([e.o_thr + 1 for e in entries])
+        self.idents: tuple[str, ...] = tuple(map(_IDENT, entries))
+        self.cpu = _gather(list(map(_O_CPU, entries)))
+        o_mem: list[int] = list(map(_O_MEM, entries))
+        self.mem = (_gather(o_mem), _gather(_plus(o_mem, 1)), _gather(_plus(o_mem, 2)))
+        o_thr: list[int] = list(map(_O_THR, entries))
+        self.periods = _gather(o_thr)
+        self.throttled = _gather(_plus(o_thr, 1))
 
 
 class Columns:
     """One plan's baselines and the sweep's arithmetic. ``plan`` lists the pods first; ``carried`` (the
-    previous plan's columns) hands over the baselines of the targets both plans have."""
+    previous plan's columns) hands over the baselines of the targets both plans have.
+
+    A plan can also follow its reader's in-place changes (:meth:`swap`, :meth:`pop`, :meth:`append`, then
+    :meth:`regroup`): a pod coming or going then costs a few entries, not a new plan of every target."""
 
     def __init__(self, plan: Sequence[Plan], cpu_scale: int, carried: Columns | None = None) -> None:
-        pods = sum(1 for e in plan if e.is_pod)
-        if any(e.is_pod for e in plan[pods:]):
-            raise ValueError("the plan must list the pods first")
         self.plan = list(plan)
         self.cpu_scale = cpu_scale
+        self.regroup()
+        n = len(plan)
+        # Baselines by plan position: the CPU counter (ns) and the throttling counters, each with the time
+        # it was read (None: no baseline).
+        self.cpu_ns: Sequence[int] = [0] * n
+        self.periods: Sequence[int] = [0] * n
+        self.throttled: Sequence[int] = [0] * n
+        self.cpu_t: list[float | None] = [None] * n
+        self.thr_t: list[float | None] = [None] * n
+        self.t_prev: float | None = None
+        """Set while every target but the ``fresh`` ones holds both baselines from the sweep at that time;
+        the per-position times are then not kept up to date (the fast path does not write them)."""
+        self.fresh: set[int] = set()
+        """Plan positions of the targets added since the sweep at ``t_prev`` (no baselines yet): the fast
+        path still runs, giving them what the checked sweep gives a new target (memory only)."""
+        if carried is not None:
+            self._carry(carried)
+
+    def regroup(self) -> None:
+        """The pod and container groups of the plan as it now is (after :meth:`swap`/:meth:`pop`/
+        :meth:`append`, which leave them stale until this is called)."""
+        plan = self.plan
+        pods = sum(map(_IS_POD, plan))
+        if any(map(_IS_POD, islice(plan, pods, None))):
+            raise ValueError("the plan must list the pods first")
         self.groups = (
             _Group(plan[:pods], 0, api.POD_CPU_USAGE, api.POD_MEMORY_USAGE, api.POD_CPU_THROTTLED),
             _Group(
@@ -125,19 +164,64 @@ class Columns:
                 api.CONTAINER_CPU_THROTTLED,
             ),
         )
-        n = len(plan)
-        # Baselines by plan position: the CPU counter (ns) and the throttling counters, each with the time
-        # it was read (None: no baseline).
-        self.cpu_ns: Sequence[int] = [0] * n
-        self.periods: Sequence[int] = [0] * n
-        self.throttled: Sequence[int] = [0] * n
-        self.cpu_t: list[float | None] = [None] * n
-        self.thr_t: list[float | None] = [None] * n
-        self.t_prev: float | None = None
-        """Set while every target holds both baselines from the sweep at that time; the per-position
-        times are then not kept up to date (the fast path does not write them)."""
-        if carried is not None:
-            self._carry(carried)
+
+    def _counts(self) -> tuple[list[int], list[int], list[int]]:
+        """The baseline counters as lists (the fast sweep leaves tuples)."""
+        if not isinstance(self.cpu_ns, list):
+            self.cpu_ns, self.periods, self.throttled = (
+                list(self.cpu_ns),
+                list(self.periods),
+                list(self.throttled),
+            )
+        cpu_ns, periods, throttled = self.cpu_ns, self.periods, self.throttled
+        assert isinstance(cpu_ns, list) and isinstance(periods, list) and isinstance(throttled, list)
+        return cpu_ns, periods, throttled
+
+    def _baselines(self) -> tuple[list[int], list[int], list[int]]:
+        self._expand()
+        return self._counts()
+
+    def swap(self, i: int, j: int) -> None:
+        """Targets ``i`` and ``j`` trade places with their baselines, as their files did in the reader
+        (each place keeps its offsets: the files there have the same kinds and keys)."""
+        if i == j:
+            return
+        plan = self.plan
+        a, b = plan[i], plan[j]
+        plan[i] = Plan(b.is_pod, b.ident, b.key, *a[3:])
+        plan[j] = Plan(a.is_pod, a.ident, a.key, *b[3:])
+        for counts in self._counts():
+            counts[i], counts[j] = counts[j], counts[i]
+        if self.t_prev is None:
+            for times in (self.cpu_t, self.thr_t):
+                times[i], times[j] = times[j], times[i]
+            return
+        fresh = self.fresh
+        in_i, in_j = i in fresh, j in fresh
+        if in_i != in_j:
+            fresh.symmetric_difference_update((i, j))
+
+    def pop(self) -> None:
+        """Drop the last target and its baselines."""
+        self.plan.pop()
+        for counts in self._counts():
+            counts.pop()
+        if self.t_prev is None:
+            self.cpu_t.pop()
+            self.thr_t.pop()
+        else:
+            self.fresh.discard(len(self.plan))
+
+    def append(self, entry: Plan) -> None:
+        """A new last target, without baselines."""
+        self.plan.append(entry)
+        for counts in self._counts():
+            counts.append(0)
+        if self.t_prev is None:
+            self.cpu_t.append(None)
+            self.thr_t.append(None)
+        else:
+            self.fresh.add(len(self.plan) - 1)
 
     def _carry(self, old: Columns) -> None:
         old._expand()
@@ -156,19 +240,18 @@ class Columns:
         if t_prev is not None:
             n = len(self.plan)
             self.cpu_t, self.thr_t = [t_prev] * n, [t_prev] * n
+            for j in self.fresh:
+                self.cpu_t[j] = self.thr_t[j] = None
+            self.fresh = set()
             self.t_prev = None
-        if not isinstance(self.cpu_ns, list):
-            self.cpu_ns, self.periods, self.throttled = (
-                list(self.cpu_ns),
-                list(self.periods),
-                list(self.throttled),
-            )
+        self._counts()
 
     def sweep(
         self, status: Sequence[int], values: Sequence[int], t: float, max_gap: float, max_ns_per_s: float
     ) -> list[Output] | None:
         """The sweep's samples as whole columns, or ``None`` (nothing changed) when the checked sweep must
-        decide: a failed read, a missing value or baseline, a clock step, a reset, a rate above capacity."""
+        decide: a failed read, a missing value or baseline (but those of the targets new since the last
+        sweep), a clock step, a reset, a rate above capacity."""
         t_prev = self.t_prev
         if t_prev is None or any(status) or MISSING in values:
             return None
@@ -177,6 +260,7 @@ class Columns:
             return None
         sub, scale = operator.sub, self.cpu_scale
         limit = max_ns_per_s * dt
+        fresh = self.fresh
         computed = []
         for g in self.groups:
             ns = g.cpu(values)
@@ -187,15 +271,26 @@ class Columns:
             periods, throttled = g.periods(values), g.throttled(values)
             per_d = list(map(sub, periods, islice(self.periods, g.start, None)))
             thr_d = list(map(sub, throttled, islice(self.throttled, g.start, None)))
+            # a new target has no rate yet: nothing of it to check, and no rate to give (below)
+            new = sorted((j - g.start for j in fresh if 0 <= j - g.start < len(ns)), reverse=True)
+            for k in new:
+                cpu_d[k] = per_d[k] = thr_d[k] = 0
             if cpu_d and (min(cpu_d) < 0 or max(cpu_d) > limit or min(per_d) < 0 or min(thr_d) < 0):
                 return None
-            computed.append((g, ns, periods, throttled, cpu_d, per_d, thr_d))
+            computed.append((g, ns, periods, throttled, cpu_d, per_d, thr_d, new))
         out: list[Output] = []
         denom = dt * 1e9
-        for g, _ns, _periods, _throttled, cpu_d, per_d, thr_d in computed:
+        for g, _ns, _periods, _throttled, cpu_d, per_d, thr_d, new in computed:
             ga, gb, gc = g.mem
             cpu_m, mem_m, thr_m = g.metrics
-            out.append(Output(cpu_m, g.idents, [d / denom for d in cpu_d]))
+            cpu_v = [d / denom for d in cpu_d]
+            thr_v = [dt_ / dp if dp else 0.0 for dp, dt_ in zip(per_d, thr_d, strict=True)]
+            rated: Sequence[str] = g.idents
+            if new:
+                rated = list(rated)
+                for k in new:  # from the last: each deletion leaves the places before it
+                    del rated[k], cpu_v[k], thr_v[k]
+            out.append(Output(cpu_m, rated, cpu_v))
             out.append(
                 Output(
                     mem_m,
@@ -203,14 +298,11 @@ class Columns:
                     [float(a + b + c) for a, b, c in zip(ga(values), gb(values), gc(values), strict=True)],
                 )
             )
-            out.append(
-                Output(
-                    thr_m, g.idents, [dt_ / dp if dp else 0.0 for dp, dt_ in zip(per_d, thr_d, strict=True)]
-                )
-            )
+            out.append(Output(thr_m, rated, thr_v))
         (_, ns_p, per_p, thr_p, *_), (_, ns_c, per_c, thr_c, *_) = computed
         self.cpu_ns, self.periods, self.throttled = ns_p + ns_c, per_p + per_c, thr_p + thr_c
         self.t_prev = t
+        self.fresh = set()
         return out
 
     def sweep_checked(
@@ -231,9 +323,7 @@ class Columns:
         if only its memory or cpu hierarchy is gone (v1 teardown goes one hierarchy at a time), the series
         still readable are kept. A malformed file is counted and only that series is skipped. Written flat
         (locals, no helper calls on the common path): it runs for every target when the fast path cannot."""
-        self._expand()
-        cpu_ns, periods_b, throttled_b = self.cpu_ns, self.periods, self.throttled
-        assert isinstance(cpu_ns, list) and isinstance(periods_b, list) and isinstance(throttled_b, list)
+        cpu_ns, periods_b, throttled_b = self._baselines()
         cpu_t, thr_t = self.cpu_t, self.thr_t
         cpu_scale = self.cpu_scale
         errs: Counter[str] = Counter()

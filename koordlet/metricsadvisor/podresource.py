@@ -2,8 +2,9 @@
 
 For every pod and container dir of ``states.pods()`` one call of the batch reader (C when built) reads, on
 descriptors cached across sweeps, the CPU counter, ``memory.stat`` (the working set; with page-cache
-collection on, the page cache too) and ``cpu.stat`` (throttling). The reader is rebuilt only when the set of
-directories changes. The arithmetic (rates, resets, gone cgroups) is :mod:`.podcolumns`'.
+collection on, the page cache too) and ``cpu.stat`` (throttling). When the pod list changes, only the pods
+that changed have their dirs worked out, and the reader and the sweep plan follow them in place (a new
+reader only when most targets are new). The arithmetic (rates, resets, gone cgroups) is :mod:`.podcolumns`'.
 Details: ``docs/modules.md``."""
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from dataclasses import dataclass
 from koordlet import api
 from koordlet.api.errors import ResourceUnsupported, UnsafePath
 from koordlet.metricsadvisor import framework as fw
-from koordlet.metricsadvisor.podcolumns import Columns, make_plan
+from koordlet.metricsadvisor.podcolumns import Columns, make_plan, plan_entry
 from koordlet.metricsadvisor.targets import POD, Target, targets_of
 from koordlet.system import native
-from koordlet.system.batchread import BatchReader, FileKind, Layout
+from koordlet.system.batchread import BatchReader, FileKind
 from koordlet.system.cgroups import CgroupMode, cgroup_dir_path, get_resource, resource_path
 
 NAME = "PodResourceCollector"
@@ -38,6 +39,16 @@ class PodResourceConfig:
     """Pure-Python batch reader even when the C one is built."""
     with_page_cache: bool = False
     """Also the ``*_memory_usage_with_page_cache`` series (``--enable-pagecache-collector``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _PodTargets:
+    """One listed pod (the object the informer handed out) and its accepted targets."""
+
+    pod: api.PodInfo
+    members: frozenset[Target]
+    targets: tuple[Target, ...]
+    refused: int
 
 
 class PodResourceCollector:
@@ -67,7 +78,11 @@ class PodResourceCollector:
         self._columns = Columns([], 1)
         self._has_pods = False
         self._last_pods: tuple[api.PodInfo, ...] = ()
-        self._signature: tuple[Target, ...] = ()
+        self._pods: dict[str, _PodTargets] = {}
+        self._refused = 0
+        """Targets of the listed pods refused as unsafe (counted again at every change of the list)."""
+        self._where: dict[Target, int] = {}
+        """Each target's place in the reader and the plan."""
         self._dir_paths: dict[tuple[str, str], str] = {}
         self._sweeps = 0
         self._npods = 0
@@ -96,6 +111,7 @@ class PodResourceCollector:
         self._file_names = {
             r: resource_path(host.paths, host.mode, r, "", for_read=True).name for r, _, _ in self._files
         }
+        self._subsystems = {get_resource(r).subsystem for r, _, _ in self._files}
 
     # ---- reader management ----------------------------------------------------------------------
 
@@ -116,41 +132,62 @@ class PodResourceCollector:
         if self._reader is not None and len(pods) == len(last) and all(map(operator.is_, pods, last)):
             return
         self._last_pods = tuple(pods)
-        targets, unsafe = targets_of(self._host, pods, self.config.collect_containers)
-        if unsafe:
-            self._errors.error(NAME, fw.ERR_UNSAFE_PATH, unsafe)
-        signature = tuple(targets)
-        if signature == self._signature and self._reader is not None:
+        old = self._pods if self._reader is not None else {}
+        pods_now: dict[str, _PodTargets] = {}
+        gone: list[Target] = []
+        fresh: dict[Target, list[str]] = {}
+        refused = self._refused if old else 0
+        for pod in pods:
+            uid = pod.uid
+            if uid in pods_now:
+                continue  # a UID listed twice: its first pod counts
+            entry = old.get(uid)
+            if entry is None or entry.pod is not pod:
+                # only a pod new or changed has its targets (and the paths of new ones) worked out
+                resolved = self._resolve(pod, entry, fresh)
+                if entry is not None:
+                    refused -= entry.refused
+                    gone.extend(t for t in entry.targets if t not in resolved.members)
+                refused += resolved.refused
+                entry = resolved
+            pods_now[uid] = entry
+        for uid in old.keys() - pods_now.keys():
+            entry = old[uid]
+            refused -= entry.refused
+            gone.extend(entry.targets)
+        self._pods, self._refused = pods_now, refused
+        if refused:
+            self._errors.error(NAME, fw.ERR_UNSAFE_PATH, refused)
+        if not gone and not fresh and self._reader is not None:
             return
-        kept: list[Target] = []
-        files: dict[Target, list[str]] = {}
-        current = set(self._targets) if self._reader is not None else set()
-        for target in targets:
-            if target in current:
-                kept.append(target)
-                continue
-            try:
-                files[target] = self._target_paths(target)
-            except (UnsafePath, ResourceUnsupported):
-                self._errors.error(NAME, fw.ERR_UNSAFE_PATH)
-                continue
-            kept.append(target)
         reader = self._reader
-        if reader is None or len(files) * 2 > len(kept):
-            self._rebuild(kept, files)
+        total = len(self._targets) - len(gone) + len(fresh)
+        if reader is None or len(fresh) * 2 > total:
+            self._rebuild([t for e in pods_now.values() for t in e.targets], fresh)
         else:
-            self._update(reader, set(kept), files)
-        self._signature = signature
-        plan = make_plan(self._v2, len(self._files), self._targets, self._reader_layout().offsets)
-        # the baselines of the targets that stay are carried over, by key
-        self._columns = Columns(plan, 1000 if self._v2 else 1, carried=self._columns)
+            self._update(reader, gone, fresh)
         self._has_pods = self._npods > 0
-        live_dirs = {t.cgroup_dir for t in self._targets}
-        self._dir_paths = {k: v for k, v in self._dir_paths.items() if k[1] in live_dirs}
+        for target in gone:
+            for subsystem in self._subsystems:
+                self._dir_paths.pop((subsystem, target.cgroup_dir), None)
 
-    def _reader_layout(self) -> Layout:
-        assert self._reader is not None
-        return self._reader.layout
+    def _resolve(
+        self, pod: api.PodInfo, was: _PodTargets | None, fresh: dict[Target, list[str]]
+    ) -> _PodTargets:
+        """``pod``'s targets, the paths of those ``was`` did not have added to ``fresh``; a target whose
+        paths are refused is left out and counted."""
+        targets, refused = targets_of(self._host, (pod,), self.config.collect_containers)
+        had = was.members if was is not None else frozenset()
+        kept: list[Target] = []
+        for target in targets:
+            if target not in had:
+                try:
+                    fresh[target] = self._target_paths(target)
+                except (UnsafePath, ResourceUnsupported):
+                    refused += 1
+                    continue
+            kept.append(target)
+        return _PodTargets(pod, frozenset(kept), tuple(kept), refused)
 
     def _target_paths(self, target: Target) -> list[str]:
         return [
@@ -159,7 +196,7 @@ class PodResourceCollector:
         ]
 
     def _rebuild(self, kept: list[Target], files: dict[Target, list[str]]) -> None:
-        """A new reader over ``kept``, pods first (the first sweep, or most targets new)."""
+        """A new reader and plan over ``kept``, pods first (the first sweep, or most targets new)."""
         ordered = sorted(kept, key=lambda tg: tg.kind != POD)
         paths: list[str] = []
         for target in ordered:
@@ -174,22 +211,30 @@ class PodResourceCollector:
         )
         self.rebuilds += 1
         self._targets = ordered
+        self._where = {t: j for j, t in enumerate(ordered)}
         self._npods = sum(1 for t in ordered if t.kind == POD)
+        plan = make_plan(self._v2, len(self._files), ordered, self._reader.layout.offsets)
+        # the baselines of the targets that stay are carried over, by key
+        self._columns = Columns(plan, 1000 if self._v2 else 1, carried=self._columns)
 
-    def _update(self, reader: BatchReader, wanted: set[Target], files: dict[Target, list[str]]) -> None:
-        """Follow a few targets coming and going in place: the reader stays dense, pods first, and every
-        file that stays keeps its descriptor (a pod replaced rebuilt a reader of thousands of files)."""
+    def _update(self, reader: BatchReader, gone: list[Target], fresh: dict[Target, list[str]]) -> None:
+        """Follow a few targets coming and going in place: the reader stays dense, pods first, every file
+        that stays keeps its descriptor (a pod replaced rebuilt a reader of thousands of files), and the
+        plan changes in the places that moved only."""
         nf = len(self._files)
-        targets, npods = self._targets, self._npods
+        targets, where, npods, columns = self._targets, self._where, self._npods, self._columns
 
         def move(i: int, j: int) -> None:
             if i != j:
                 for f in range(nf):
                     reader.swap(i * nf + f, j * nf + f)
-                targets[i], targets[j] = targets[j], targets[i]
+                a, b = targets[i], targets[j]
+                targets[i], targets[j] = b, a
+                where[a], where[b] = j, i
+                columns.swap(i, j)
 
-        for target in [t for t in targets if t not in wanted]:
-            i = targets.index(target)
+        for target in gone:
+            i = where[target]
             if target.kind == POD:
                 move(i, npods - 1)  # the last pod's place, then the last target's
                 move(npods - 1, len(targets) - 1)
@@ -197,13 +242,21 @@ class PodResourceCollector:
             else:
                 move(i, len(targets) - 1)
             targets.pop()
-            reader.truncate(len(targets) * nf)
-        for target, paths in files.items():
-            reader.extend(paths, [k for _, k, _ in self._files], [ks for _, _, ks in self._files])
+            del where[target]
+            columns.pop()
+        reader.truncate(len(targets) * nf)
+        kinds = [k for _, k, _ in self._files]
+        keys = [ks for _, _, ks in self._files]
+        for target, paths in fresh.items():
+            reader.extend(paths, kinds, keys)
+            j = len(targets)
             targets.append(target)
+            where[target] = j
+            columns.append(plan_entry(self._v2, nf, j, target, reader.layout.offsets))
             if target.kind == POD:
-                move(npods, len(targets) - 1)  # the first container's place (it goes last)
+                move(npods, j)  # the first container's place (it goes last)
                 npods += 1
+        columns.regroup()
         self._npods = npods
         self.updates += 1
 
@@ -276,5 +329,5 @@ class PodResourceCollector:
         with self._lock:
             self._closed = True
             self._close_reader()
-            self._signature = ()
             self._last_pods = ()
+            self._pods = {}

@@ -5,14 +5,16 @@ NodeResourceTopology, Eviction, Event); the client itself is made by :mod:`koord
 module of the agent's own packages that imports ``kubernetes``.
 
 The client is imported lazily (about a second of imports) so standalone agents and ``--help`` never pay
-for it. Objects travel as plain JSON dicts decoded from the response body, the same shape the kubelet
-serves, so one builder serves every source; no pydantic model is ever built for them (a watch decoded
-through the models would break on any object they refuse).
+for it. Every call goes on the resource's REST path (:func:`koordshared.kube.client.send`), never through
+the typed API classes, whose import builds hundreds of pydantic models the agent has no use for. Objects
+travel as plain JSON dicts decoded from the response body, the same shape the kubelet serves, so one
+builder serves every source (a watch decoded through the models would break on any object they refuse).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -20,7 +22,9 @@ from typing import Any
 
 from koordlet.statesinformer.eviction import EvictResult
 from koordshared.apis.meta import groups
+from koordshared.kube.client import send
 from koordshared.kube.informer import Informer, without_managed_fields
+from koordshared.kube.informers import PathList
 from koordshared.runtime.errors import APIUnavailable
 
 log = logging.getLogger(__name__)
@@ -57,38 +61,33 @@ class ClusterAPI:
     :class:`APIUnavailable` (connection errors, 5xx) so callers never see ``ApiException``."""
 
     def __init__(self, api_client: Any, node_name: str, request_timeout: float = 10.0) -> None:
-        from kubernetes import client
-
         self.api_client = api_client
         self.node_name = node_name
         self.timeout = request_timeout
-        self.core = client.CoreV1Api(api_client)
-        self.custom = client.CustomObjectsApi(api_client)
 
     # informers -----------------------------------------------------------------------------------
 
-    def _informer(
-        self, name: str, list_fn: Callable[..., Any], kwargs: Mapping[str, Any], **opts: Any
-    ) -> Informer:
+    def _informer(self, resource: groups.Resource, name: str, field_selector: str, **opts: Any) -> Informer:
+        # REST paths, not the typed API classes: importing CoreV1Api builds some 250 pydantic models
+        # (about 10 MiB of the agent's memory) for calls whose answers are decoded as plain JSON anyway
+        list_fn = PathList(self.api_client, resource.path())
+        kwargs = {"field_selector": field_selector}
         return Informer(name, list_fn, kwargs, transform=without_managed_fields, **opts)
 
     def pods_informer(self, **opts: Any) -> Informer:
         """The pods of this node (``fieldSelector=spec.nodeName=<node>``); ``opts`` go to
         :class:`Informer`."""
-        sel = {"field_selector": groups.on_node(self.node_name)}
-        return self._informer("pods", self.core.list_pod_for_all_namespaces, sel, **opts)
+        return self._informer(groups.PODS, "pods", groups.on_node(self.node_name), **opts)
 
     def node_informer(self, **opts: Any) -> Informer:
         """This node's Node (``fieldSelector=metadata.name=<node>``)."""
-        sel = {"field_selector": groups.named(self.node_name)}
-        return self._informer("node", self.core.list_node, sel, **opts)
+        return self._informer(groups.NODES, "node", groups.named(self.node_name), **opts)
 
     def custom_informer(self, plural: str, **opts: Any) -> Informer:
         """This node's object of a cluster-scoped custom resource named after the node (NodeSLO,
         NodeMetric, NodeResourceTopology)."""
         resource = next(r for r in _NODE_NAMED if r.plural == plural)
-        kwargs = {**resource.custom_object_args, "field_selector": groups.named(self.node_name)}
-        return self._informer(plural, self.custom.list_cluster_custom_object, kwargs, **opts)
+        return self._informer(resource, plural, groups.named(self.node_name), **opts)
 
     # writes ----------------------------------------------------------------------------------------
 
@@ -101,6 +100,15 @@ class ClusterAPI:
             raise
         except Exception as err:  # urllib3/socket errors: the server is unreachable
             raise APIUnavailable(f"{what}: {err}") from err
+
+    def _send(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        """The decoded answer of one request (a non-2xx answer raises the client's ``ApiException``)."""
+        resp = send(self.api_client, method, path, body=body, timeout=self.timeout)
+        return json.loads(resp.data) if resp.data else None
+
+    def get_node_object(self, resource: groups.Resource) -> Any:
+        """This node's object of a node-named custom resource, as the server holds it."""
+        return self._send("GET", resource.path(self.node_name))
 
     def update_node_metric_status(self, status: Mapping[str, Any], current: Mapping[str, Any] | None) -> int:
         """Replace ``/status`` of this node's NodeMetric with ``status`` (koordlet's ``UpdateStatus``):
@@ -115,12 +123,7 @@ class ClusterAPI:
         for _ in range(CONFLICT_ATTEMPTS):
             try:
                 if obj is None:
-                    obj = self._call(
-                        "nodemetric get",
-                        lambda: self.custom.get_cluster_custom_object(
-                            NM.group, NM.version, NM.plural, self.node_name, _request_timeout=self.timeout
-                        ),
-                    )
+                    obj = self._call("nodemetric get", lambda: self.get_node_object(NM))
                 self._call(
                     "nodemetric status", functools.partial(self._put_status, _status_update(obj, status))
                 )
@@ -134,9 +137,7 @@ class ClusterAPI:
         return 409
 
     def _put_status(self, body: Mapping[str, Any]) -> Any:
-        return self.custom.replace_cluster_custom_object_status(
-            NM.group, NM.version, NM.plural, self.node_name, dict(body), _request_timeout=self.timeout
-        )
+        return self._send("PUT", NM.path(self.node_name) + "/status", body)
 
     def create_node_metric(self) -> int:
         from kubernetes.client.exceptions import ApiException
@@ -147,12 +148,7 @@ class ClusterAPI:
             "metadata": {"name": self.node_name},
         }
         try:
-            self._call(
-                "nodemetric create",
-                lambda: self.custom.create_cluster_custom_object(
-                    NM.group, NM.version, NM.plural, body, _request_timeout=self.timeout
-                ),
-            )
+            self._call("nodemetric create", lambda: self._send("POST", NM.path(), body))
         except ApiException as err:
             return _status_of(err) or 500
         return 201
@@ -164,12 +160,8 @@ class ClusterAPI:
 
         def call() -> Any:
             if create:
-                return self.custom.create_cluster_custom_object(
-                    NRT.group, NRT.version, NRT.plural, dict(body), _request_timeout=self.timeout
-                )
-            return self.custom.replace_cluster_custom_object(
-                NRT.group, NRT.version, NRT.plural, self.node_name, dict(body), _request_timeout=self.timeout
-            )
+                return self._send("POST", NRT.path(), body)
+            return self._send("PUT", NRT.path(self.node_name), body)
 
         try:
             self._call("noderesourcetopology " + ("create" if create else "update"), call)
@@ -179,21 +171,17 @@ class ClusterAPI:
 
     def evict(self, namespace: str, name: str, uid: str) -> EvictResult:
         """policy/v1 Eviction with a UID precondition (never evicts a same-named successor)."""
-        from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
-        body = client.V1Eviction(
-            api_version="policy/v1",
-            kind="Eviction",
-            metadata=client.V1ObjectMeta(name=name, namespace=namespace),
-            delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)),
-        )
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
         try:
             self._call(
-                "eviction",
-                lambda: self.core.create_namespaced_pod_eviction(
-                    name, namespace, body, _request_timeout=self.timeout
-                ),
+                "eviction", lambda: self._send("POST", groups.PODS.path(name, namespace) + "/eviction", body)
             )
         except ApiException as err:
             code = _status_of(err)
@@ -239,7 +227,7 @@ class ClusterAPI:
         try:
             self._call(
                 "event",
-                lambda: self.core.create_namespaced_event(ns, body, _request_timeout=self.timeout),
+                lambda: self._send("POST", f"/api/v1/namespaces/{ns}/events", body),
             )
         except (ApiException, APIUnavailable) as err:
             log.info("event %s on %s/%s not recorded: %s", reason, kind, name, str(err))

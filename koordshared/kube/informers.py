@@ -51,7 +51,7 @@ def list_call(api_client: Any, watch: Watch) -> tuple[Callable[..., Any], dict[s
         kwargs["field_selector"] = watch.field_selector
     if watch.label_selector:
         kwargs["label_selector"] = watch.label_selector
-    return _PathList(api_client, watch.resource.path(namespace=watch.namespace)), kwargs
+    return PathList(api_client, watch.resource.path(namespace=watch.namespace)), kwargs
 
 
 _QUERY = {
@@ -67,7 +67,7 @@ _QUERY = {
 """The official client's list keywords -> kube-apiserver's query parameters."""
 
 
-class _PathList:
+class PathList:
     """A list (or watch) call on one collection path, with the official client's keywords."""
 
     def __init__(self, api_client: Any, path: str) -> None:

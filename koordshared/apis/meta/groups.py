@@ -23,11 +23,6 @@ class Resource:
         """The objects' ``apiVersion`` (``v1``, ``slo.koordinator.sh/v1alpha1``)."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
-    def custom_object_args(self) -> dict[str, str]:
-        """The keyword arguments of the official client's ``CustomObjectsApi`` calls."""
-        return {"group": self.group, "version": self.version, "plural": self.plural}
-
     def path(self, name: str = "", namespace: str = "") -> str:
         """The REST path of the collection (or of ``name`` in it), in ``namespace`` when given."""
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"

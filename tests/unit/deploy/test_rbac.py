@@ -84,7 +84,7 @@ def traffic(api_server_factory: Callable[..., APIServer]) -> Iterator[set[Attrib
     try:
         assert capi.create_node_metric() == 201
         # The status is replaced at the version read; a stale one is a conflict, read again and retried.
-        stale = capi.custom.get_cluster_custom_object(**groups.NODE_METRICS.custom_object_args, name=NODE)
+        stale = capi.get_node_object(groups.NODE_METRICS)
         assert capi.update_node_metric_status({"updateTime": "2026-01-01T00:00:00Z"}, stale) == 200
         assert capi.update_node_metric_status({"updateTime": "2026-01-01T00:00:01Z"}, stale) == 200
         assert [r.status for r in server.requests if r.path.endswith(f"nodemetrics/{NODE}/status")] == [
@@ -97,9 +97,7 @@ def traffic(api_server_factory: Callable[..., APIServer]) -> Iterator[set[Attrib
         # The node topology report: create, then replace (the body carries the resourceVersion read)
         nrt = noderesourcetopology.new_object(NODE, "")
         assert capi.write_node_topology(nrt, create=True) == 201
-        stored = capi.custom.get_cluster_custom_object(
-            **groups.NODE_RESOURCE_TOPOLOGIES.custom_object_args, name=NODE
-        )
+        stored = capi.get_node_object(groups.NODE_RESOURCE_TOPOLOGIES)
         assert capi.write_node_topology(stored, create=False) == 200
         # The HTTP endpoint's reviews of its callers (--authentication-token-webhook, Webhook mode).
         reviewer = APIReviewer(client)

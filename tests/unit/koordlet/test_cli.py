@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +220,21 @@ def test_gates_the_built_in_evictors_serve_are_listed_as_theirs() -> None:
     ):
         assert rows[gate][1:3] == ["plugin", plugin], rows[gate]
     assert rows["CPUEvict"][-1] == "true" and rows["BECPUEvict"][-1] == "false"
+
+
+def test_the_agent_command_loads_neither_top_nor_demo() -> None:
+    """``koordlet run`` imported the ``top`` and ``demo`` commands and the test kit the demo runs on
+    (30 modules, ~1.7 MiB of the DaemonSet's RSS) only to list them; now they load when asked for."""
+    probe = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from koordlet import cli\n"
+        "group = cli.build_cli([])\n"
+        "assert CliRunner().invoke(group, ['run', '--help']).exit_code == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('koordlet.demo', 'koordlet.top', "
+        "'koordlet.testing'))))\n"
+        "assert CliRunner().invoke(group, ['top', '--help']).exit_code == 0\n"
+        "print('koordlet.top.command' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:2] == ["[]", "True"]

@@ -12,6 +12,7 @@ from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor import podcolumns
+from koordlet.metricsadvisor.podresource import PodResourceCollector
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 from tests.support.recording import RecordingErrors
 from tests.unit.koordlet.metricsadvisor.test_podresource import make, set_usage
@@ -98,3 +99,90 @@ def test_fast_path_equals_the_loop(host_tree: Any, seed: int, monkeypatch: pytes
     assert fast[1] == loop[1]
     assert fast[2] == loop[2]
     assert fast[0][api.POD_CPU_USAGE]  # rates were produced at all
+
+
+def run_churn(fh: Any, seed: int) -> tuple[Dump, dict[tuple[str, str], int], list[float]]:
+    """Ten pods coming and going, restarting their container (a new ID) and being re-listed unchanged
+    (a new object, the same dirs), two containers each, over 30 sweeps."""
+    rng = random.Random(seed)
+    clock = FakeClock()
+    cache = MetricCache(clock=clock, wall_clock=clock.wall)
+    errors = RecordingErrors()
+    shared = fw.SharedState()
+    gen = dict.fromkeys(range(1, 11), 0)
+
+    def pod(i: int) -> api.PodInfo:
+        ids = [container_id(1000 * gen[i] + 10 * i + k) for k in range(2)]
+        return make_pod(f"pod-{i}", uid=pod_uid(i), containers=2, container_ids=ids)
+
+    live = {i: pod(i) for i in range(1, 8)}
+    states = FakeStates()
+    col = make(fh, cache, states, clock, errors, shared)
+    counters: dict[str, int] = {}
+    made: dict[tuple[str, ...], list[str]] = {}
+    sums: list[float] = []
+    for _ in range(30):
+        for i in range(1, 11):
+            r = rng.random()
+            if r < 0.08:
+                if live.pop(i, None) is None:
+                    live[i] = pod(i)
+            elif r < 0.14 and i in live:
+                gen[i] += 1
+                live[i] = pod(i)
+            elif r < 0.2 and i in live:
+                live[i] = pod(i)
+        states.pod_list = list(live.values())
+        for p in live.values():
+            key = (p.uid, *(c.container_id for c in p.containers))
+            if key not in made:
+                made[key] = [fh.pod_cgroup(p.uid), *(fh.container_cgroup(p.uid, c) for c in key[1:])]
+            for d in made[key]:
+                counters[d] = counters.get(d, 0) + rng.randint(0, 10**9)
+                set_usage(fh, d, cpu_ns=counters[d], anon=rng.randint(0, 10**9), periods=counters[d] // 10**8)
+        col.collect()
+        got = shared.get(fw.PODS_CPU)
+        sums.append(-1.0 if got is None else got.value)
+        clock.advance(1.0)
+    dump: Dump = {}
+    for metric in cache.metrics():
+        dump[metric] = {
+            str(key): list(zip(*(list(a) for a in s.ring.chronological()), strict=True))
+            for key, s in cache._kinds[metric].series.items()
+        }
+    assert col.updates >= 5  # the churn was followed in place, not only by rebuilds
+    col.close()
+    return dump, dict(errors.counts), sums
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_churn_followed_in_place_equals_a_rebuild(
+    host_tree: Any, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader and the plan following pods coming and going in place give the samples a new reader
+    and plan built at each change give (the column sweep giving the new targets' first samples)."""
+    with_new = 0
+    real = podcolumns.Columns.sweep
+
+    def counting(self: podcolumns.Columns, *args: Any) -> Any:
+        nonlocal with_new
+        fresh = bool(self.fresh)
+        out = real(self, *args)
+        with_new += fresh and out is not None
+        return out
+
+    monkeypatch.setattr(podcolumns.Columns, "sweep", counting)
+    in_place = run_churn(host_tree, seed)
+    assert with_new >= 3
+
+    def rebuild(col: PodResourceCollector, _reader: Any, _gone: Any, fresh: Any) -> None:
+        col._rebuild([t for e in col._pods.values() for t in e.targets], fresh)
+        col.updates += 1
+
+    monkeypatch.setattr(PodResourceCollector, "_update", rebuild)
+    rebuilt = run_churn(host_tree, seed)
+    assert in_place[0] == rebuilt[0]
+    assert in_place[1] == rebuilt[1]
+    # the plans list the pods in different orders: their sums differ in the last bits only
+    assert in_place[2] == pytest.approx(rebuilt[2], rel=1e-12)
+    assert in_place[0][api.CONTAINER_CPU_USAGE]

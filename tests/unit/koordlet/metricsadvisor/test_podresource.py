@@ -11,6 +11,7 @@ import pytest
 from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
+from koordlet.metricsadvisor import podcolumns, targets
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.system import native
 from koordlet.system.cgroups import CgroupMode
@@ -429,3 +430,51 @@ def test_a_pod_coming_and_going_keeps_the_reader_and_the_other_descriptors(
     got = by_label(cache, api.POD_CPU_USAGE, "pod_uid")
     assert {uid: round(v, 3) for uid, v in got.items()} == {p.uid: 0.2 for p in pods[1:]}
     assert by_label(cache, api.POD_MEMORY_USAGE, "pod_uid")[pods[5].uid] == 3.0
+
+
+def test_one_pod_replaced_among_many_costs_a_few_plan_entries(
+    host_tree: Any,
+    cache: MetricCache,
+    fake_clock: FakeClock,
+    errors: RecordingErrors,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pod replaced among 300 worked out the targets of every pod, built a new plan entry for each and
+    sent the next sweep target by target (together most of the sweep's CPU beyond the reads at 1000 pods
+    under churn): now the work is that of the pods that changed, and the sweep stays on whole columns."""
+    fh = host_tree
+    pods = [make_pod(f"pod-{i}", uid=pod_uid(i), container_ids=[container_id(i)]) for i in range(1, 302)]
+    for p in pods:
+        set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=0)
+        set_usage(fh, fh.container_cgroup(p.uid, "containerd://" + p.containers[0].container_id), cpu_ns=0)
+    states = FakeStates(pods=pods[:300])
+    col = make(fh, cache, states, fake_clock, errors)
+    col.collect()
+    fake_clock.advance(1.0)
+    col.collect()
+    built = {"plan": 0, "target": 0, "checked sweeps": 0}
+
+    def counting(name: str, real: Any) -> Any:
+        def make_one(*a: Any, **kw: Any) -> Any:
+            built[name] += 1
+            return real(*a, **kw)
+
+        return make_one
+
+    monkeypatch.setattr(podcolumns, "Plan", counting("plan", podcolumns.Plan))
+    monkeypatch.setattr(targets, "Target", counting("target", targets.Target))
+    checked = podcolumns.Columns.sweep_checked
+    monkeypatch.setattr(podcolumns.Columns, "sweep_checked", counting("checked sweeps", checked))
+    states.pod_list = [*pods[1:150], pods[300], *pods[150:300]]  # pod 0 goes, pod 300 comes
+    fake_clock.advance(1.0)
+    col.collect()
+    assert col.updates == 1
+    assert built["target"] == 2  # the new pod's and its container's
+    assert built["plan"] <= 12  # theirs and those of the few targets moved to keep the reader dense
+    assert built["checked sweeps"] == 0  # the column sweep, the new pod's memory only (no rate yet)
+    assert set(by_label(cache, api.POD_CPU_USAGE, "pod_uid")) >= {p.uid for p in pods[1:300]}
+    assert pods[300].uid not in by_label(cache, api.POD_CPU_USAGE, "pod_uid")
+    assert pods[300].uid in by_label(cache, api.POD_MEMORY_USAGE, "pod_uid")
+    assert {t.ident for t in col.targets()} == {p.uid for p in pods[1:]} | {
+        p.containers[0].container_id for p in pods[1:]
+    }
