@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -57,12 +57,18 @@ class KoordSchedulerConfig:
     sync_timeout: float = 60.0
 
 
+ASSIGNED_THEN_PENDING = ("spec.nodeName!=", "spec.nodeName=")
+"""The pods' list in two parts: every assigned pod is counted before the first binding (no node is
+overcommitted by the scheduler's own bookkeeping), while scheduling starts with the first page of pending
+pods instead of the last."""
+
+
 def watches() -> list[Watch]:
     """Nodes and every pod that holds resources (indexed by node and workload; the pending ones are the
     queue's); plugins add the caches they need (NodeMetrics for LoadAwareScheduling...) through the
     handle, so a cluster without Koordinator's CRDs runs a profile that does not need them."""
     nodes, pods, _ = cluster_watches(pod_indexers={"owner": index_by_owner}, keep_volume_kinds=True)
-    return [nodes, pods]
+    return [nodes, replace(pods, list_parts=ASSIGNED_THEN_PENDING)]
 
 
 def limited(api_client: Any, conf: SchedulerConfiguration) -> None:

@@ -90,9 +90,11 @@ class Informer:
         on_error: Callable[[BaseException], None] | None = None,
         on_health: Callable[[bool], None] | None = None,
         transform: Callable[[Obj], Obj] | None = None,
+        list_parts: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
+        self._parts = tuple(list_parts)
         self._clock = clock
         self._transform = transform
         self._list_fn = list_fn
@@ -233,34 +235,69 @@ class Informer:
     # ---- list and watch -----------------------------------------------------------------------
 
     def _list(self) -> str:
+        """List every part (:class:`Informer`'s ``list_parts``; the whole selection when none) at the
+        first part's resourceVersion. On the first list the cache is synced as soon as every part but the
+        last is whole and the last has its first page in: the rest of that part is then added page by
+        page, as objects created meanwhile would be."""
+        parts = self._parts or ("",)
+        first = bool(self._parts) and not self._synced.is_set()
         items: list[Obj] = []
+        rv = ""
+        for n, part in enumerate(parts):
+            last = n == len(parts) - 1
+            for page in self._pages(part, rv):
+                if not rv:
+                    rv = page[1]
+                if first and last:
+                    if not self._synced.is_set():
+                        items.extend(page[0])
+                        self._replace(items)
+                    else:
+                        for obj in page[0]:
+                            self._apply("ADDED", obj)
+                else:
+                    items.extend(page[0])
+        if not first:
+            self._replace(items)
+        self.lists += 1
+        self.resource_version = rv
+        return rv
+
+    def _pages(self, part: str, rv: str) -> Iterator[tuple[list[Obj], str]]:
+        """The transformed pages of one part of the list and the list's resourceVersion; a part after the
+        first reads at ``rv`` exactly, so all parts are one snapshot the watch resumes from."""
+        kwargs = dict(self._kwargs)
+        if part:
+            base = kwargs.get("field_selector")
+            kwargs["field_selector"] = f"{base},{part}" if base else part
         token = ""
         while True:
             opts: dict[str, Any] = {"limit": self.page_size} if self.page_size > 0 else {}
             if token:
                 opts["_continue"] = token
+            elif rv:
+                opts["resource_version"], opts["resource_version_match"] = rv, "Exact"
             try:
                 doc = call(
                     f"{self.name} list",
                     lambda opts=opts: self._list_fn(  # type: ignore[misc]
-                        **self._kwargs, **opts, _preload_content=False, _request_timeout=self.request_timeout
+                        **kwargs, **opts, _preload_content=False, _request_timeout=self.request_timeout
                     ),
                 )
             except ApiError as err:
-                if err.gone and token:
-                    raise _Gone() from err  # the continue token expired: start the list over
+                if err.gone and (token or rv):
+                    raise _Gone() from err  # the continue token or the snapshot expired: list again
                 raise
             doc = doc if isinstance(doc, Mapping) else {}
             page = listed_items(doc)
-            items.extend(map(self._transform, page) if self._transform is not None else page)
             meta = doc.get("metadata") or {}
+            yield (
+                list(map(self._transform, page)) if self._transform is not None else page,
+                str(meta.get("resourceVersion") or ""),
+            )
             token = str(meta.get("continue") or "")
             if not token:
-                break
-        self.lists += 1
-        self._replace(items)
-        self.resource_version = str(meta.get("resourceVersion") or "")
-        return self.resource_version
+                return
 
     def _lines(self, resp: Any) -> Iterator[bytes]:
         buf = b""

@@ -29,7 +29,9 @@ Transform = Callable[[Obj], Obj]
 @dataclass(frozen=True, slots=True)
 class Watch:
     """One cache: the objects of ``resource`` (in ``namespace``, matching ``field_selector`` and
-    ``label_selector``)."""
+    ``label_selector``). ``list_parts``: field selectors listed one after the other (each beside
+    ``field_selector``), the cache synced once the last part's first page is in
+    (:meth:`~koordshared.kube.informer.Informer._list`)."""
 
     name: str
     resource: groups.Resource
@@ -38,6 +40,7 @@ class Watch:
     indexers: Mapping[str, IndexFunc] = field(default_factory=dict)
     transform: Transform | None = None
     label_selector: str = ""
+    list_parts: tuple[str, ...] = ()
 
 
 def list_call(api_client: Any, watch: Watch) -> tuple[Callable[..., Any], dict[str, Any]]:
@@ -61,6 +64,7 @@ _QUERY = {
     "_continue": "continue",
     "watch": "watch",
     "resource_version": "resourceVersion",
+    "resource_version_match": "resourceVersionMatch",
     "allow_watch_bookmarks": "allowWatchBookmarks",
     "timeout_seconds": "timeoutSeconds",
 }
@@ -110,10 +114,19 @@ class InformerSet:
         self._all: dict[str, Informer] = {}
         self._started: tuple[threading.Event, Supervisor] | None = None
         for w in watches:
-            list_fn, kwargs = list_call(api_client, w)
-            self._all[w.name] = Informer(
-                w.name, list_fn, kwargs, indexers=w.indexers, transform=w.transform, **self._opts
-            )
+            self._all[w.name] = self._informer(w)
+
+    def _informer(self, w: Watch) -> Informer:
+        list_fn, kwargs = list_call(self.api_client, w)
+        return Informer(
+            w.name,
+            list_fn,
+            kwargs,
+            indexers=w.indexers,
+            transform=w.transform,
+            list_parts=w.list_parts,
+            **self._opts,
+        )
 
     def __getitem__(self, name: str) -> Informer:
         return self._all[name]
@@ -124,13 +137,10 @@ class InformerSet:
 
     def watch(self, w: Watch) -> Informer:
         """The cache ``w.name``, created from ``w`` on first use (and started if the set runs)."""
-        list_fn, kwargs = list_call(self.api_client, w)
         with self._lock:
             inf = self._all.get(w.name)
             if inf is None:
-                inf = self._all[w.name] = Informer(
-                    w.name, list_fn, kwargs, indexers=w.indexers, transform=w.transform, **self._opts
-                )
+                inf = self._all[w.name] = self._informer(w)
                 if self._started is not None:
                     stop, supervisor = self._started
                     supervisor.go(f"informer-{w.name}", lambda: inf.run(stop))

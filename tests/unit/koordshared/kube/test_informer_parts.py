@@ -1,0 +1,94 @@
+"""An informer listing in parts (the scheduler's pods: assigned, then pending): every part but the last
+is whole before the cache counts as synced, the last is added page by page after it, and all parts read
+one snapshot the watch resumes from."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from koord.scheduler.app import ASSIGNED_THEN_PENDING, watches
+from koordlet.testing import wait_until
+from koordshared.apis.meta import groups
+from koordshared.kube.client import close_client, make_api_client
+from koordshared.kube.informer import Informer
+from koordshared.kube.informers import Watch, list_call
+from tests.apiserver import APIServer
+from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
+
+
+def pod(name: str, node_name: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+class Gate:
+    """A list function that records every call and holds the pending part's second page until let go."""
+
+    def __init__(self, list_fn: Any) -> None:
+        self.list_fn = list_fn
+        self.calls: list[dict[str, Any]] = []
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, **kwargs: Any) -> Any:
+        self.calls.append(dict(kwargs))
+        if kwargs.get("field_selector", "").endswith("spec.nodeName=") and kwargs.get("_continue"):
+            self.held.set()
+            assert self.release.wait(10)
+        return self.list_fn(**kwargs)
+
+
+@pytest.fixture
+def gated(api_server: APIServer) -> Iterator[tuple[Informer, Gate, APIServer, threading.Thread]]:  # noqa: F811
+    """The informer (pages of one pod) and its thread, not started; stopped and joined at the end."""
+    api = make_api_client(client_configuration=api_server.client_config())
+    fn, kwargs = list_call(api, Watch("pods", groups.PODS, groups.NON_TERMINAL_PODS))
+    gate = Gate(fn)
+    inf = Informer("pods", gate, kwargs, page_size=1, list_parts=ASSIGNED_THEN_PENDING)
+    stop = threading.Event()
+    t = threading.Thread(target=inf.run, args=(stop,), name="test-informer-parts")
+    yield inf, gate, api_server, t
+    gate.release.set()
+    stop.set()
+    inf.close()
+    if t.is_alive():
+        t.join(5)
+        assert not t.is_alive(), "informer did not stop"
+    close_client(api)
+
+
+def test_synced_with_every_assigned_pod_and_the_first_pending_page(
+    gated: tuple[Informer, Gate, APIServer, threading.Thread],
+) -> None:
+    inf, gate, server, t = gated
+    for name, node in (("a1", "n1"), ("a2", "n2"), ("p1", ""), ("p2", ""), ("p3", "")):
+        server.store.create("pods", pod(name, node))
+    t.start()
+    assert gate.held.wait(10)
+    assert inf.has_synced()
+    keys = sorted(inf.keys())
+    assert keys[:2] == ["default/a1", "default/a2"] and len(keys) == 3  # one pending page of one pod
+    gate.release.set()
+    assert wait_until(lambda: len(inf) == 5, 10)
+    selectors = [c["field_selector"] for c in gate.calls if not c.get("watch")]
+    base = groups.NON_TERMINAL_PODS
+    assert selectors == [f"{base},spec.nodeName!="] * 2 + [f"{base},spec.nodeName="] * 3
+    first_pending = next(c for c in gate.calls if c["field_selector"].endswith("spec.nodeName="))
+    assert first_pending["resource_version_match"] == "Exact"
+    assert wait_until(lambda: inf.watches == 1, 10)
+    watch = next(c for c in gate.calls if c.get("watch"))
+    assert watch["resource_version"] == first_pending["resource_version"] != ""  # one snapshot
+    assert watch["field_selector"] == groups.NON_TERMINAL_PODS
+    assert inf.lists == 1
+
+
+def test_scheduler_lists_assigned_pods_before_pending_ones() -> None:
+    pods = next(w for w in watches() if w.name == "pods")
+    assert pods.list_parts == ("spec.nodeName!=", "spec.nodeName=")
+    assert next(w for w in watches() if w.name == "nodes").list_parts == ()
