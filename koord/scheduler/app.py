@@ -29,7 +29,7 @@ from koord.scheduler.framework.waiting import WaitingPods
 from koord.scheduler.plugins import plugin_registry
 from koordshared import __version__
 from koordshared.apis.core.pod import index_by_owner
-from koordshared.kube.client import close_client, make_api_client, throttle, twin_client
+from koordshared.kube.client import close_client, make_client, throttle, twin_client
 from koordshared.kube.eventsv1 import EventBroadcaster
 from koordshared.kube.informers import InformerSet, Watch, cluster_watches
 from koordshared.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
@@ -116,7 +116,7 @@ class KoordScheduler:
         conf = cfg.configuration
         self.plugins = plugin_registry(entry_points)
         identity = cfg.election.identity if cfg.leader_election else "no-election"
-        self.api_client = api_client or make_api_client(
+        self.api_client = api_client or make_client(
             cfg.kubeconfig, user_agent=f"{USER_AGENT}/{__version__} ({identity})"
         )
         # kube-scheduler's two clientsets: one for the API calls and the informers, one for Events, each

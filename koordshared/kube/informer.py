@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.kube.client import ApiError, call, listed_items
+from koordshared.kube.client import ApiError, call, listed_items, status_of
 from koordshared.kube.ratelimit import Backoff
 
 log = logging.getLogger(__name__)
@@ -309,8 +309,6 @@ class Informer:
             yield buf
 
     def _watch(self, rv: str) -> str:
-        from kubernetes.client.exceptions import ApiException
-
         try:
             resp = self._list_fn(
                 **self._kwargs,
@@ -321,8 +319,8 @@ class Informer:
                 _preload_content=False,
                 _request_timeout=(self.request_timeout, self.watch_timeout + self.request_timeout),
             )
-        except ApiException as err:
-            if err.status == 410:
+        except Exception as err:
+            if status_of(err) == 410:
                 raise _Gone() from err
             raise
         self._set_healthy(True)  # answered: the stream replays whatever changed since ``rv``

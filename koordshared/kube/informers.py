@@ -19,6 +19,7 @@ from koordshared.apis.slo.nodemetric import parse_node_metric
 from koordshared.kube.client import send
 from koordshared.kube.informer import IndexFunc, Informer, index_by_node
 from koordshared.kube.memstore import MemoryStore
+from koordshared.kube.transport import LeanClient
 from koordshared.kube.trim import compact, slim_node, slim_pod
 from koordshared.runtime.lifecycle import Supervisor
 
@@ -85,7 +86,9 @@ class _PathList:
         if unknown:
             raise TypeError(f"list {self.path}: unknown argument(s) {sorted(unknown)}")
         query = {_QUERY[k]: _query_value(v) for k, v in kwargs.items() if v is not None and v != ""}
-        return send(self.api_client, "GET", self.path, query=query, timeout=timeout, stream=True)
+        # A lean client reads a list page whole on a pooled connection; only a watch needs its own.
+        stream = bool(kwargs.get("watch")) or not isinstance(self.api_client, LeanClient)
+        return send(self.api_client, "GET", self.path, query=query, timeout=timeout, stream=stream)
 
 
 def _query_value(value: Any) -> str:

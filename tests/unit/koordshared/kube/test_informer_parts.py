@@ -24,7 +24,12 @@ def pod(name: str, node_name: str = "") -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}]}
     if node_name:
         spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
 
 
 class Gate:
