@@ -64,6 +64,32 @@ class _Gone(Exception):
     """The resourceVersion (or continue token) is too old: list again."""
 
 
+class _Ahead:
+    """A request run on a thread of its own while the caller works on what came before; :meth:`result`
+    gives its answer or raises its error."""
+
+    def __init__(self, name: str, fn: Callable[[], Mapping[str, Any]]) -> None:
+        self._fn = fn
+        self._done = threading.Event()
+        self._answer: Mapping[str, Any] = {}
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._answer = self._fn()
+        except BaseException as err:  # handed to the caller, which handles it as its own
+            self._error = err
+        finally:
+            self._done.set()
+
+    def result(self) -> Mapping[str, Any]:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+
 SHORT_WATCH = 1.0
 """A watch that ends normally sooner than this (seconds) without a single event is an error (client-go's
 "very short watch"): a server that answers and hangs up at once must not be re-watched in a hot loop."""
@@ -235,69 +261,87 @@ class Informer:
     # ---- list and watch -----------------------------------------------------------------------
 
     def _list(self) -> str:
-        """List every part (:class:`Informer`'s ``list_parts``; the whole selection when none) at the
-        first part's resourceVersion. On the first list the cache is synced as soon as every part but the
-        last is whole and the last has its first page in: the rest of that part is then added page by
-        page, as objects created meanwhile would be."""
+        """List every part (``list_parts``; the whole selection when none) at the first part's
+        resourceVersion, each page asked for while the one before is trimmed and applied. A re-list
+        replaces the cache (diffed into events). The first list into an empty cache adds each page as
+        it comes (handlers see adds, as from client-go's first list); the cache is synced at its end, or
+        with ``list_parts`` once every part but the last is whole and the last has its first page in."""
         parts = self._parts or ("",)
-        first = bool(self._parts) and not self._synced.is_set()
+        with self._lock:
+            first = not self._synced.is_set() and not self._items
         items: list[Obj] = []
         rv = ""
         for n, part in enumerate(parts):
-            last = n == len(parts) - 1
-            for page in self._pages(part, rv):
-                if not rv:
-                    rv = page[1]
-                if first and last:
-                    if not self._synced.is_set():
-                        items.extend(page[0])
-                        self._replace(items)
-                    else:
-                        for obj in page[0]:
-                            self._apply("ADDED", obj)
-                else:
-                    items.extend(page[0])
+            for objs, page_rv in self._pages(part, rv):
+                rv = rv or page_rv
+                if not first:
+                    items.extend(objs)
+                    continue
+                self._add(objs)
+                if n == len(parts) - 1:
+                    self._synced.set()
         if not first:
             self._replace(items)
+        self._synced.set()
         self.lists += 1
         self.resource_version = rv
         return rv
 
+    def _add(self, objs: Sequence[Obj]) -> None:
+        with self._dispatch:
+            with self._lock:
+                olds = []
+                for obj in objs:
+                    key = object_key(obj)
+                    old = self._items.get(key)
+                    self._items[key] = obj
+                    self._index(key, obj, old)
+                    olds.append(old)
+            for old, obj in zip(olds, objs, strict=True):
+                self._notify(old, obj)
+
     def _pages(self, part: str, rv: str) -> Iterator[tuple[list[Obj], str]]:
         """The transformed pages of one part of the list and the list's resourceVersion; a part after the
-        first reads at ``rv`` exactly, so all parts are one snapshot the watch resumes from."""
+        first reads at ``rv`` exactly, so all parts are one snapshot the watch resumes from. The next
+        page is asked for before this one is trimmed: the server makes it meanwhile."""
         kwargs = dict(self._kwargs)
         if part:
             base = kwargs.get("field_selector")
             kwargs["field_selector"] = f"{base},{part}" if base else part
-        token = ""
+        limit: dict[str, Any] = {"limit": self.page_size} if self.page_size > 0 else {}
+        exact = {"resource_version": rv, "resource_version_match": "Exact"} if rv else {}
+        doc = self._page(kwargs, {**limit, **exact}, expires=bool(rv))
         while True:
-            opts: dict[str, Any] = {"limit": self.page_size} if self.page_size > 0 else {}
-            if token:
-                opts["_continue"] = token
-            elif rv:
-                opts["resource_version"], opts["resource_version_match"] = rv, "Exact"
-            try:
-                doc = call(
-                    f"{self.name} list",
-                    lambda opts=opts: self._list_fn(  # type: ignore[misc]
-                        **kwargs, **opts, _preload_content=False, _request_timeout=self.request_timeout
-                    ),
-                )
-            except ApiError as err:
-                if err.gone and (token or rv):
-                    raise _Gone() from err  # the continue token or the snapshot expired: list again
-                raise
-            doc = doc if isinstance(doc, Mapping) else {}
-            page = listed_items(doc)
             meta = doc.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            ahead = None
+            if token:
+                opts = {**limit, "_continue": token}
+                ahead = _Ahead(f"{self.name}-page", lambda opts=opts: self._page(kwargs, opts, expires=True))  # type: ignore[misc]
+            page = listed_items(doc)
             yield (
                 list(map(self._transform, page)) if self._transform is not None else page,
                 str(meta.get("resourceVersion") or ""),
             )
-            token = str(meta.get("continue") or "")
-            if not token:
+            if ahead is None:
                 return
+            doc = ahead.result()
+
+    def _page(
+        self, kwargs: Mapping[str, Any], opts: Mapping[str, Any], *, expires: bool
+    ) -> Mapping[str, Any]:
+        try:
+            doc = call(
+                f"{self.name} list",
+                lambda: self._list_fn(
+                    **kwargs, **opts, _preload_content=False, _request_timeout=self.request_timeout
+                ),
+            )
+        except ApiError as err:
+            if err.gone and expires:
+                raise _Gone() from err  # the continue token or the snapshot expired: list again
+            raise
+        return doc if isinstance(doc, Mapping) else {}
 
     def _lines(self, resp: Any) -> Iterator[bytes]:
         buf = b""

@@ -14,7 +14,7 @@ from koord.scheduler.app import ASSIGNED_THEN_PENDING, watches
 from koordlet.testing import wait_until
 from koordshared.apis.meta import groups
 from koordshared.kube.client import close_client, make_api_client
-from koordshared.kube.informer import Informer
+from koordshared.kube.informer import EventHandler, Informer
 from koordshared.kube.informers import Watch, list_call
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
@@ -75,8 +75,8 @@ def test_synced_with_every_assigned_pod_and_the_first_pending_page(
     for name, node in (("a1", "n1"), ("a2", "n2"), ("p1", ""), ("p2", ""), ("p3", "")):
         server.store.create("pods", pod(name, node))
     t.start()
-    assert gate.held.wait(10)
-    assert inf.has_synced()
+    assert gate.held.wait(10)  # asked for while the first pending page is applied
+    assert wait_until(inf.has_synced, 10)
     keys = sorted(inf.keys())
     assert keys[:2] == ["default/a1", "default/a2"] and len(keys) == 3  # one pending page of one pod
     gate.release.set()
@@ -97,3 +97,48 @@ def test_scheduler_lists_assigned_pods_before_pending_ones() -> None:
     pods = next(w for w in watches() if w.name == "pods")
     assert pods.list_parts == ("spec.nodeName!=", "spec.nodeName=")
     assert next(w for w in watches() if w.name == "nodes").list_parts == ()
+
+
+def test_next_page_is_asked_for_while_this_one_is_trimmed_and_pages_are_added_as_they_come(
+    api_server: APIServer,  # noqa: F811
+) -> None:
+    for i in range(3):
+        api_server.store.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"}})
+    api = make_api_client(client_configuration=api_server.client_config())
+    fn, kwargs = list_call(api, Watch("nodes", groups.NODES))
+    asked: list[str] = []
+    seen_at_ask: list[list[str]] = []
+    added: list[str] = []
+    second = threading.Event()
+
+    def list_fn(**kw: Any) -> Any:
+        if not kw.get("watch"):
+            asked.append(kw.get("_continue") or "first")
+            seen_at_ask.append(list(added))
+            if len(asked) == 2:
+                second.set()
+        return fn(**kw)
+
+    overlapped: list[bool] = []
+
+    def transform(obj: Any) -> Any:
+        if not overlapped:
+            overlapped.append(second.wait(5))  # the second page is on its way while the first is trimmed
+        return obj
+
+    inf = Informer("nodes", list_fn, kwargs, page_size=1, transform=transform)
+    inf.add_handler(EventHandler(on_add=lambda o: added.append(o["metadata"]["name"])))
+    stop = threading.Event()
+    t = threading.Thread(target=inf.run, args=(stop,), name="test-informer-pages")
+    t.start()
+    try:
+        assert wait_until(inf.has_synced, 10)
+        assert overlapped == [True]
+        assert len(asked) == 3 and seen_at_ask[2] == ["n0"]  # the first page was in the cache by then
+        assert sorted(added) == ["n0", "n1", "n2"]
+    finally:
+        stop.set()
+        inf.close()
+        t.join(5)
+        close_client(api)
+    assert not t.is_alive()
