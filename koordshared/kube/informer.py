@@ -278,7 +278,7 @@ class Informer:
                     items.extend(objs)
                     continue
                 self._add(objs)
-                if n == len(parts) - 1:
+                if self._parts and n == len(parts) - 1:
                     self._synced.set()
         if not first:
             self._replace(items)

@@ -108,6 +108,7 @@ def test_next_page_is_asked_for_while_this_one_is_trimmed_and_pages_are_added_as
     fn, kwargs = list_call(api, Watch("nodes", groups.NODES))
     asked: list[str] = []
     seen_at_ask: list[list[str]] = []
+    synced_at_ask: list[bool] = []
     added: list[str] = []
     second = threading.Event()
 
@@ -115,6 +116,7 @@ def test_next_page_is_asked_for_while_this_one_is_trimmed_and_pages_are_added_as
         if not kw.get("watch"):
             asked.append(kw.get("_continue") or "first")
             seen_at_ask.append(list(added))
+            synced_at_ask.append(inf.has_synced())
             if len(asked) == 2:
                 second.set()
         return fn(**kw)
@@ -135,6 +137,7 @@ def test_next_page_is_asked_for_while_this_one_is_trimmed_and_pages_are_added_as
         assert wait_until(inf.has_synced, 10)
         assert overlapped == [True]
         assert len(asked) == 3 and seen_at_ask[2] == ["n0"]  # the first page was in the cache by then
+        assert synced_at_ask == [False] * 3  # but the cache is synced only with its last page
         assert sorted(added) == ["n0", "n1", "n2"]
     finally:
         stop.set()
