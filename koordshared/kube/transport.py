@@ -112,9 +112,7 @@ class Transport:
         headers: Mapping[str, str],
         timeout: float | tuple[float, float] | None,
     ) -> Response:
-        target = self.prefix + path + (f"?{urlencode(query)}" if query else "")
-        all_headers = self._headers(method, path, body)
-        all_headers.update(headers)
+        target, all_headers = self._target(method, path, body, query, headers)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         conn, reused = self._take(connect)
         try:
@@ -142,9 +140,7 @@ class Transport:
         timeout: float | tuple[float, float] | None,
     ) -> Stream:
         """A request whose answer is read as it comes, on a connection of its own."""
-        target = self.prefix + path + (f"?{urlencode(query)}" if query else "")
-        all_headers = self._headers(method, path, None)
-        all_headers.update(headers)
+        target, all_headers = self._target(method, path, None, query, headers)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         conn = self._connect(connect)
         try:
@@ -156,6 +152,18 @@ class Transport:
         except BaseException:
             conn.close()
             raise
+
+    def _target(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        query: Mapping[str, str] | None,
+        headers: Mapping[str, str],
+    ) -> tuple[str, dict[str, str]]:
+        all_headers = self._headers(method, path, body)
+        all_headers.update(headers)
+        return self.prefix + path + (f"?{urlencode(query)}" if query else ""), all_headers
 
     def close(self) -> None:
         with self._lock:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 Obj = Mapping[str, Any]
@@ -180,18 +181,31 @@ def _pod_spec(spec: Mapping[str, Any], keep_volume_kinds: bool) -> dict[str, Any
     return out
 
 
-def slim_pod(obj: Obj, *, keep_volume_kinds: bool = False) -> Obj:
-    """A pod as the cluster processes cache it (see the module docstring for what is kept), built field
-    by field: a generic walk over the whole object cost more than the list's decoding."""
+def _pod_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    return {sys.intern(k): compact(status[k]) for k in _POD_STATUS_KEEP if k in status}
+
+
+def _node_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        sys.intern(k): _shared_or_compact(v) if k in _SHARED_NODE_STATUS else compact(v)
+        for k, v in status.items()
+        if k != "images"
+    }
+
+
+Section = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def _rebuilt(obj: Obj, meta_shared: frozenset[str], sections: Mapping[str, Section]) -> dict[str, Any]:
+    """``obj`` with its metadata and ``sections`` built by their functions, the rest compacted (a
+    missing metadata comes out empty)."""
     out: dict[str, Any] = {}
     intern = sys.intern
     for k, v in obj.items():
         if k == "metadata":
-            out["metadata"] = _meta(v, _POD_META_SHARED)
-        elif k == "spec" and isinstance(v, Mapping):
-            out["spec"] = _pod_spec(v, keep_volume_kinds)
-        elif k == "status" and isinstance(v, Mapping):
-            out["status"] = {intern(s): compact(v[s]) for s in _POD_STATUS_KEEP if s in v}
+            out["metadata"] = _meta(v, meta_shared)
+        elif k in sections and isinstance(v, Mapping):
+            out[intern(k)] = sections[k](v)
         elif type(v) is str:  # kind, apiVersion
             out[intern(k)] = intern(v) if len(v) <= INTERN_MAX else v
         else:
@@ -200,25 +214,24 @@ def slim_pod(obj: Obj, *, keep_volume_kinds: bool = False) -> Obj:
     return out
 
 
+_POD_SECTIONS: dict[bool, dict[str, Section]] = {
+    keep: {"spec": partial(_pod_spec, keep_volume_kinds=keep), "status": _pod_status}
+    for keep in (False, True)
+}
+
+
+def slim_pod(obj: Obj, *, keep_volume_kinds: bool = False) -> Obj:
+    """A pod as the cluster processes cache it (see the module docstring for what is kept), built field
+    by field: a generic walk over the whole object cost more than the list's decoding."""
+    return _rebuilt(obj, _POD_META_SHARED, _POD_SECTIONS[keep_volume_kinds])
+
+
 _SHARED_NODE_STATUS = frozenset(("allocatable", "capacity", "nodeInfo", "daemonEndpoints"))
 _NO_SHARED: frozenset[str] = frozenset()
+_NODE_SECTIONS = {"status": _node_status}
 
 
 def slim_node(obj: Obj) -> Obj:
     """A node without managedFields and images; what the nodes of a pool have alike in their status
     (capacity, allocatable, the node software) is shared among them."""
-    out: dict[str, Any] = {}
-    intern = sys.intern
-    for k, v in obj.items():
-        if k == "metadata":
-            out["metadata"] = _meta(v, _NO_SHARED)
-        elif k == "status" and isinstance(v, Mapping):
-            out["status"] = {
-                intern(s): _shared_or_compact(sv) if s in _SHARED_NODE_STATUS else compact(sv)
-                for s, sv in v.items()
-                if s != "images"
-            }
-        else:
-            out[intern(k)] = compact(v)
-    out.setdefault("metadata", {})
-    return out
+    return _rebuilt(obj, _NO_SHARED, _NODE_SECTIONS)
