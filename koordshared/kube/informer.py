@@ -117,10 +117,13 @@ class Informer:
         on_health: Callable[[bool], None] | None = None,
         transform: Callable[[Obj], Obj] | None = None,
         list_parts: Sequence[str] = (),
+        hold: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
         self._parts = tuple(list_parts)
+        self._hold = hold
+        self._stop: threading.Event | None = None
         self._clock = clock
         self._transform = transform
         self._list_fn = list_fn
@@ -278,14 +281,23 @@ class Informer:
                     items.extend(objs)
                     continue
                 self._add(objs)
-                if self._parts and n == len(parts) - 1:
+                if self._parts and n == len(parts) - 1 and not self._synced.is_set():
                     self._synced.set()
+                    self._wait_hold()
         if not first:
             self._replace(items)
         self._synced.set()
         self.lists += 1
         self.resource_version = rv
         return rv
+
+    def _wait_hold(self) -> None:
+        """With ``hold``, the rest of a first list in parts waits until it is true: the process's other
+        caches, still listing, then do not share the interpreter with it (the next page, already asked
+        for, is the only one decoded meanwhile)."""
+        while self._hold is not None and not self._hold():
+            if self._closed.wait(0.01) or (self._stop is not None and self._stop.is_set()):
+                return
 
     def _add(self, objs: Sequence[Obj]) -> None:
         with self._dispatch:
@@ -405,6 +417,7 @@ class Informer:
 
     def run(self, stop: threading.Event) -> None:
         """Until ``stop`` (or :meth:`close`): list, then watch; recover from every error by itself."""
+        self._stop = stop
         rv = ""
         while not stop.is_set() and not self._closed.is_set():
             try:

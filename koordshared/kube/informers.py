@@ -128,8 +128,15 @@ class InformerSet:
             indexers=w.indexers,
             transform=w.transform,
             list_parts=w.list_parts,
+            hold=(lambda: self._others_synced(w.name)) if w.list_parts else None,
             **self._opts,
         )
+
+    def _others_synced(self, name: str) -> bool:
+        # A cache synced ahead of its list's end finishes it once the others are synced (what the process
+        # waits for to start), so they do not share the interpreter with the rest of its list meanwhile.
+        with self._lock:
+            return all(inf.has_synced() for n, inf in self._all.items() if n != name)
 
     def __getitem__(self, name: str) -> Informer:
         return self._all[name]

@@ -5,6 +5,7 @@ one snapshot the watch resumes from."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,7 @@ from koordlet.testing import wait_until
 from koordshared.apis.meta import groups
 from koordshared.kube.client import close_client, make_api_client
 from koordshared.kube.informer import EventHandler, Informer
-from koordshared.kube.informers import Watch, list_call
+from koordshared.kube.informers import InformerSet, Watch, list_call
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 
@@ -145,3 +146,51 @@ def test_next_page_is_asked_for_while_this_one_is_trimmed_and_pages_are_added_as
         t.join(5)
         close_client(api)
     assert not t.is_alive()
+
+
+def test_the_rest_of_the_pending_part_waits_for_hold(api_server: APIServer) -> None:  # noqa: F811
+    for name, node in (("a1", "n1"), ("p1", ""), ("p2", ""), ("p3", "")):
+        api_server.store.create("pods", pod(name, node))
+    api = make_api_client(client_configuration=api_server.client_config())
+    fn, kwargs = list_call(api, Watch("pods", groups.PODS, groups.NON_TERMINAL_PODS))
+    pending_asks: list[str] = []
+
+    def list_fn(**kw: Any) -> Any:
+        if not kw.get("watch") and kw["field_selector"].endswith("spec.nodeName="):
+            pending_asks.append(kw.get("_continue") or "first")
+        return fn(**kw)
+
+    others_synced = threading.Event()
+    inf = Informer(
+        "pods", list_fn, kwargs, page_size=1, list_parts=ASSIGNED_THEN_PENDING, hold=others_synced.is_set
+    )
+    stop = threading.Event()
+    t = threading.Thread(target=inf.run, args=(stop,), name="test-informer-hold")
+    t.start()
+    try:
+        assert wait_until(inf.has_synced, 10)
+        time.sleep(0.3)
+        assert len(pending_asks) == 2 and len(inf) == 2  # the first page in, the second asked for ahead
+        others_synced.set()
+        assert wait_until(lambda: len(inf) == 4, 10)
+        assert len(pending_asks) == 3
+    finally:
+        stop.set()
+        inf.close()
+        t.join(5)
+        close_client(api)
+    assert not t.is_alive()
+
+
+def test_a_set_holds_a_cache_in_parts_until_its_other_caches_are_synced(
+    api_server: APIServer,  # noqa: F811
+) -> None:
+    api = make_api_client(client_configuration=api_server.client_config())
+    nodes, pods = watches()
+    informers = InformerSet(api, [nodes, pods])
+    hold = informers["pods"]._hold
+    assert hold is not None and informers["nodes"]._hold is None
+    assert not hold()  # the nodes are not listed yet
+    informers["nodes"]._synced.set()
+    assert hold()
+    close_client(api)
