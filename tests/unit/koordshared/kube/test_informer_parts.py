@@ -50,6 +50,14 @@ class Gate:
         return self.list_fn(**kwargs)
 
 
+def stopped(inf: Informer, t: threading.Thread, stop: threading.Event, api: Any) -> None:
+    stop.set()
+    inf.close()
+    t.join(5)
+    close_client(api)
+    assert not t.is_alive(), "informer did not stop"
+
+
 @pytest.fixture
 def gated(api_server: APIServer) -> Iterator[tuple[Informer, Gate, APIServer, threading.Thread]]:  # noqa: F811
     """The informer (pages of one pod) and its thread, not started; stopped and joined at the end."""
@@ -141,11 +149,7 @@ def test_next_page_is_asked_for_while_this_one_is_trimmed_and_pages_are_added_as
         assert synced_at_ask == [False] * 3  # but the cache is synced only with its last page
         assert sorted(added) == ["n0", "n1", "n2"]
     finally:
-        stop.set()
-        inf.close()
-        t.join(5)
-        close_client(api)
-    assert not t.is_alive()
+        stopped(inf, t, stop, api)
 
 
 def test_the_rest_of_the_pending_part_waits_for_hold(api_server: APIServer) -> None:  # noqa: F811
@@ -175,11 +179,7 @@ def test_the_rest_of_the_pending_part_waits_for_hold(api_server: APIServer) -> N
         assert wait_until(lambda: len(inf) == 4, 10)
         assert len(pending_asks) == 3
     finally:
-        stop.set()
-        inf.close()
-        t.join(5)
-        close_client(api)
-    assert not t.is_alive()
+        stopped(inf, t, stop, api)
 
 
 def test_a_set_holds_a_cache_in_parts_until_its_other_caches_are_synced(
