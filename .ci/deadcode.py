@@ -52,6 +52,7 @@ ALLOWED_NAMES = {
     "do_POST": "http.server handler hook",
     "log_message": "http.server handler hook",
     "get_request": "socketserver.TCPServer hook (the webhook server wraps each connection in TLS there)",
+    "official_client": "SchedulerHandle.client contract: plugins' typed API calls on a lean client",
 }
 PENDING_CALLERS: dict[str, dict[str, tuple[str, ...]]] = {
     # The pod-side half of the node-scheduler contract (docs/node-scheduler-contract.md): koord-scheduler's

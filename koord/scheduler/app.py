@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -29,7 +29,7 @@ from koord.scheduler.framework.waiting import WaitingPods
 from koord.scheduler.plugins import plugin_registry
 from koordshared import __version__
 from koordshared.apis.core.pod import index_by_owner
-from koordshared.kube.client import close_client, make_api_client, throttle, twin_client
+from koordshared.kube.client import close_client, make_client, throttle, twin_client
 from koordshared.kube.eventsv1 import EventBroadcaster
 from koordshared.kube.informers import InformerSet, Watch, cluster_watches
 from koordshared.kube.leaderelection import ElectionConfig, KubeLeaseClient, LeaderElector
@@ -57,12 +57,18 @@ class KoordSchedulerConfig:
     sync_timeout: float = 60.0
 
 
+ASSIGNED_THEN_PENDING = ("spec.nodeName!=", "spec.nodeName=")
+"""The pods' list in two parts: every assigned pod is counted before the first binding (no node is
+overcommitted by the scheduler's own bookkeeping), while scheduling starts with the first page of pending
+pods instead of the last."""
+
+
 def watches() -> list[Watch]:
     """Nodes and every pod that holds resources (indexed by node and workload; the pending ones are the
     queue's); plugins add the caches they need (NodeMetrics for LoadAwareScheduling...) through the
     handle, so a cluster without Koordinator's CRDs runs a profile that does not need them."""
     nodes, pods, _ = cluster_watches(pod_indexers={"owner": index_by_owner}, keep_volume_kinds=True)
-    return [nodes, pods]
+    return [nodes, replace(pods, list_parts=ASSIGNED_THEN_PENDING)]
 
 
 def limited(api_client: Any, conf: SchedulerConfiguration) -> None:
@@ -110,7 +116,7 @@ class KoordScheduler:
         conf = cfg.configuration
         self.plugins = plugin_registry(entry_points)
         identity = cfg.election.identity if cfg.leader_election else "no-election"
-        self.api_client = api_client or make_api_client(
+        self.api_client = api_client or make_client(
             cfg.kubeconfig, user_agent=f"{USER_AGENT}/{__version__} ({identity})"
         )
         # kube-scheduler's two clientsets: one for the API calls and the informers, one for Events, each

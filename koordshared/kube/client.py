@@ -1,9 +1,10 @@
 """The Kubernetes client shared by the cluster processes and the agent: construction and error mapping.
 
-``make_api_client`` builds an official ``ApiClient`` from an explicit ``Configuration`` (tests), a
-kubeconfig file or the in-cluster service account. Requests go on REST paths (:func:`send`; never the typed
-API classes, whose import is most of a start) and JSON is decoded here, so objects travel as plain dicts.
-:func:`call` turns the many failure types into two: :class:`ApiError` (the server answered non-2xx) and
+:func:`make_client` gives a :class:`~koordshared.kube.transport.LeanClient` where the credentials allow
+(no ``kubernetes`` import: most of a start), else an official ``ApiClient`` (``make_api_client``: also
+from an explicit ``Configuration``). Requests go on REST paths (:func:`send`; never the typed API
+classes) and JSON is decoded here, so objects travel as plain dicts. :func:`call` turns the many failure
+types into two: :class:`ApiError` (the server answered non-2xx) and
 :class:`~koordshared.runtime.errors.APIUnavailable` (it could not be reached). :func:`throttle` holds a
 client to a token bucket (clientConnection qps/burst). :func:`listed_items` gives the items of a list
 answer the kind kube-apiserver leaves out of them.
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from koordshared.kube import kubeconfig
 from koordshared.kube.ratelimit import TokenBucket
-from koordshared.kube.transport import transport_of
+from koordshared.kube.transport import LeanClient, StatusError, transport_of
 from koordshared.runtime.errors import APIUnavailable, ConfigError
 
 
@@ -51,12 +54,35 @@ def make_api_client(kubeconfig: str = "", client_configuration: Any = None, *, u
     return api_client
 
 
+def make_client(kubeconfig_path: str = "", *, user_agent: str = "") -> Any:
+    """A :class:`LeanClient` of the kubeconfig's current context (``""``: the in-cluster service
+    account), or an official ``ApiClient`` when the kubeconfig needs one (an exec plugin, a proxy...);
+    :class:`ConfigError` naming what is wrong."""
+    endpoint = kubeconfig.from_kubeconfig(kubeconfig_path) if kubeconfig_path else kubeconfig.in_cluster()
+    if endpoint is None:
+        return make_api_client(kubeconfig_path, user_agent=user_agent)
+    return LeanClient(endpoint, user_agent=user_agent, source=kubeconfig_path)
+
+
+def official_client(api_client: Any) -> Any:
+    """The official ``ApiClient`` of ``api_client`` (for the typed API classes): itself, or for a
+    :class:`LeanClient` one made on first use from the same credentials, closed with it."""
+    if not isinstance(api_client, LeanClient):
+        return api_client
+    if api_client.official is None:
+        api_client.official = make_api_client(api_client.source, user_agent=api_client.user_agent)
+    return api_client.official
+
+
 def throttle(api_client: Any, bucket: TokenBucket, sleep: Callable[[float], None] = time.sleep) -> None:
     """Every request of ``api_client`` waits for a token of ``bucket`` first (client-go's
     ``tokenBucketRateLimiter`` on a clientset: lists, watches and writes alike). The client's
     ``call_api`` is the one door every request goes through, typed calls and :func:`request`'s, so the
     bucket wraps it on this client only, and the lean transport's requests (:func:`send`) take their
     tokens from it too; another client keeps its own pace."""
+    api_client._koord_throttle = (bucket, sleep)  # the lean transport's requests wait too
+    if isinstance(api_client, LeanClient):
+        return
     send = api_client.call_api
 
     def call_api(*args: Any, **kwargs: Any) -> Any:
@@ -64,7 +90,6 @@ def throttle(api_client: Any, bucket: TokenBucket, sleep: Callable[[float], None
         return send(*args, **kwargs)
 
     api_client.call_api = call_api
-    api_client._koord_throttle = (bucket, sleep)  # the lean transport's requests wait too
 
 
 def _wait_token(bucket: TokenBucket, sleep: Callable[[float], None]) -> None:
@@ -75,6 +100,9 @@ def _wait_token(bucket: TokenBucket, sleep: Callable[[float], None]) -> None:
 
 def close_client(api_client: Any) -> None:
     """Close the client's connections, its lean transport's included."""
+    if isinstance(api_client, LeanClient):
+        api_client.close()
+        return
     slot = getattr(api_client, "_koord_transport", None)
     if slot is not None and slot[0] is not None:
         slot[0].close()
@@ -85,6 +113,8 @@ def twin_client(api_client: Any) -> Any:
     """A second ``ApiClient`` on the same configuration (server, credentials, user agent) with its own
     connections, so a limit set on one does not hold the other's requests (kube-scheduler's Events go
     through a clientset of their own)."""
+    if isinstance(api_client, LeanClient):
+        return api_client.twin()
     from kubernetes import client
 
     twin = client.ApiClient(api_client.configuration)
@@ -166,8 +196,11 @@ def send(
     (importing ``CoreV1Api`` builds hundreds of models: most of a process's start). A whole answer goes
     through the lean :mod:`~koordshared.kube.transport` where the configuration allows; ``stream``: the
     body is left unread (a list to decode, a watch to follow) on the generated client's connection. A
-    non-2xx answer raises the client's ``ApiException``, as the typed calls do."""
+    non-2xx answer raises the client's ``ApiException``, as the typed calls do (on a
+    :class:`LeanClient`, whose every request is lean, a :class:`StatusError`)."""
     headers = {"Accept": "application/json", "Content-Type": content_type}
+    if isinstance(api_client, LeanClient):
+        return _send_lean(api_client, method, path, body, query, timeout, headers, stream)
     transport = None if stream else transport_of(api_client)
     if transport is not None:
         limit = getattr(api_client, "_koord_throttle", None)
@@ -210,20 +243,61 @@ def send(
     )
 
 
+def _send_lean(
+    client: LeanClient,
+    method: str,
+    path: str,
+    body: Any,
+    query: Mapping[str, str] | None,
+    timeout: float | tuple[float, float] | None,
+    headers: Mapping[str, str],
+    stream: bool,
+) -> Any:
+    limit = getattr(client, "_koord_throttle", None)
+    if limit is not None:
+        _wait_token(*limit)
+    resp: Any
+    if stream:
+        resp = client.transport.open(method, path, query=query, headers=headers, timeout=timeout)
+    else:
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        resp = client.transport.request(
+            method, path, body=data, query=query, headers=headers, timeout=timeout
+        )
+    if not 200 <= resp.status <= 299:
+        answer = resp.data
+        if stream:
+            resp.release_conn()
+        raise StatusError(resp.status, resp.reason, answer)
+    return resp
+
+
+def status_of(err: BaseException) -> int | None:
+    """The HTTP status of an error that is the server's answer (either client's), else ``None``."""
+    if isinstance(err, StatusError) or _is_api_exception(err):
+        status = getattr(err, "status", 0)
+        return status if isinstance(status, int) else 0
+    return None
+
+
+def _is_api_exception(err: BaseException) -> bool:
+    # Only a loaded official client raises its ApiException: a lean process never imports it for this.
+    exceptions = sys.modules.get("kubernetes.client.exceptions")
+    return exceptions is not None and isinstance(err, exceptions.ApiException)
+
+
 def call(what: str, fn: Callable[[], Any]) -> Any:
     """Run one client call; its response body decoded as JSON (``None`` when empty).
 
     ``fn`` must pass ``_preload_content=False``. Raises :class:`ApiError` for a non-2xx answer and
     :class:`APIUnavailable` when the server could not be reached (connection errors, timeouts).
     """
-    from kubernetes.client.exceptions import ApiException
-
     try:
         resp = fn()
         data = resp.data
-    except ApiException as err:
-        raise _api_error(what, err) from err
     except Exception as err:  # urllib3, socket and ssl errors alike: the server is unreachable
+        if status_of(err) is not None:
+            raise _api_error(what, err) from err
         raise APIUnavailable(f"{what}: {err}") from err
     return json.loads(data) if data else None
 

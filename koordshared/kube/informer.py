@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koordshared.kube.client import ApiError, call, listed_items
+from koordshared.kube.client import ApiError, call, listed_items, status_of
 from koordshared.kube.ratelimit import Backoff
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,32 @@ class _Gone(Exception):
     """The resourceVersion (or continue token) is too old: list again."""
 
 
+class _Ahead:
+    """A request run on a thread of its own while the caller works on what came before; :meth:`result`
+    gives its answer or raises its error."""
+
+    def __init__(self, name: str, fn: Callable[[], Mapping[str, Any]]) -> None:
+        self._fn = fn
+        self._done = threading.Event()
+        self._answer: Mapping[str, Any] = {}
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._answer = self._fn()
+        except BaseException as err:  # handed to the caller, which handles it as its own
+            self._error = err
+        finally:
+            self._done.set()
+
+    def result(self) -> Mapping[str, Any]:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+
 SHORT_WATCH = 1.0
 """A watch that ends normally sooner than this (seconds) without a single event is an error (client-go's
 "very short watch"): a server that answers and hangs up at once must not be re-watched in a hot loop."""
@@ -90,9 +116,14 @@ class Informer:
         on_error: Callable[[BaseException], None] | None = None,
         on_health: Callable[[bool], None] | None = None,
         transform: Callable[[Obj], Obj] | None = None,
+        list_parts: Sequence[str] = (),
+        hold: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
+        self._parts = tuple(list_parts)
+        self._hold = hold
+        self._stop: threading.Event | None = None
         self._clock = clock
         self._transform = transform
         self._list_fn = list_fn
@@ -233,34 +264,96 @@ class Informer:
     # ---- list and watch -----------------------------------------------------------------------
 
     def _list(self) -> str:
+        """List every part (``list_parts``; the whole selection when none) at the first part's
+        resourceVersion, each page asked for while the one before is trimmed and applied. A re-list
+        replaces the cache (diffed into events). The first list into an empty cache adds each page as
+        it comes (handlers see adds, as from client-go's first list); the cache is synced at its end, or
+        with ``list_parts`` once every part but the last is whole and the last has its first page in."""
+        parts = self._parts or ("",)
+        with self._lock:
+            first = not self._synced.is_set() and not self._items
         items: list[Obj] = []
-        token = ""
+        rv = ""
+        for n, part in enumerate(parts):
+            for objs, page_rv in self._pages(part, rv):
+                rv = rv or page_rv
+                if not first:
+                    items.extend(objs)
+                    continue
+                self._add(objs)
+                if self._parts and n == len(parts) - 1 and not self._synced.is_set():
+                    self._synced.set()
+                    self._wait_hold()
+        if not first:
+            self._replace(items)
+        self._synced.set()
+        self.lists += 1
+        self.resource_version = rv
+        return rv
+
+    def _wait_hold(self) -> None:
+        """With ``hold``, the rest of a first list in parts waits until it is true: the process's other
+        caches, still listing, then do not share the interpreter with it (the next page, already asked
+        for, is the only one decoded meanwhile)."""
+        while self._hold is not None and not self._hold():
+            if self._closed.wait(0.01) or (self._stop is not None and self._stop.is_set()):
+                return
+
+    def _add(self, objs: Sequence[Obj]) -> None:
+        with self._dispatch:
+            with self._lock:
+                olds = []
+                for obj in objs:
+                    key = object_key(obj)
+                    old = self._items.get(key)
+                    self._items[key] = obj
+                    self._index(key, obj, old)
+                    olds.append(old)
+            for old, obj in zip(olds, objs, strict=True):
+                self._notify(old, obj)
+
+    def _pages(self, part: str, rv: str) -> Iterator[tuple[list[Obj], str]]:
+        """The transformed pages of one part of the list and the list's resourceVersion; a part after the
+        first reads at ``rv`` exactly, so all parts are one snapshot the watch resumes from. The next
+        page is asked for before this one is trimmed: the server makes it meanwhile."""
+        kwargs = dict(self._kwargs)
+        if part:
+            base = kwargs.get("field_selector")
+            kwargs["field_selector"] = f"{base},{part}" if base else part
+        limit: dict[str, Any] = {"limit": self.page_size} if self.page_size > 0 else {}
+        exact = {"resource_version": rv, "resource_version_match": "Exact"} if rv else {}
+        doc = self._page(kwargs, {**limit, **exact}, expires=bool(rv))
         while True:
-            opts: dict[str, Any] = {"limit": self.page_size} if self.page_size > 0 else {}
-            if token:
-                opts["_continue"] = token
-            try:
-                doc = call(
-                    f"{self.name} list",
-                    lambda opts=opts: self._list_fn(  # type: ignore[misc]
-                        **self._kwargs, **opts, _preload_content=False, _request_timeout=self.request_timeout
-                    ),
-                )
-            except ApiError as err:
-                if err.gone and token:
-                    raise _Gone() from err  # the continue token expired: start the list over
-                raise
-            doc = doc if isinstance(doc, Mapping) else {}
-            page = listed_items(doc)
-            items.extend(map(self._transform, page) if self._transform is not None else page)
             meta = doc.get("metadata") or {}
             token = str(meta.get("continue") or "")
-            if not token:
-                break
-        self.lists += 1
-        self._replace(items)
-        self.resource_version = str(meta.get("resourceVersion") or "")
-        return self.resource_version
+            ahead = None
+            if token:
+                opts = {**limit, "_continue": token}
+                ahead = _Ahead(f"{self.name}-page", lambda opts=opts: self._page(kwargs, opts, expires=True))  # type: ignore[misc]
+            page = listed_items(doc)
+            yield (
+                list(map(self._transform, page)) if self._transform is not None else page,
+                str(meta.get("resourceVersion") or ""),
+            )
+            if ahead is None:
+                return
+            doc = ahead.result()
+
+    def _page(
+        self, kwargs: Mapping[str, Any], opts: Mapping[str, Any], *, expires: bool
+    ) -> Mapping[str, Any]:
+        try:
+            doc = call(
+                f"{self.name} list",
+                lambda: self._list_fn(
+                    **kwargs, **opts, _preload_content=False, _request_timeout=self.request_timeout
+                ),
+            )
+        except ApiError as err:
+            if err.gone and expires:
+                raise _Gone() from err  # the continue token or the snapshot expired: list again
+            raise
+        return doc if isinstance(doc, Mapping) else {}
 
     def _lines(self, resp: Any) -> Iterator[bytes]:
         buf = b""
@@ -272,8 +365,6 @@ class Informer:
             yield buf
 
     def _watch(self, rv: str) -> str:
-        from kubernetes.client.exceptions import ApiException
-
         try:
             resp = self._list_fn(
                 **self._kwargs,
@@ -284,8 +375,8 @@ class Informer:
                 _preload_content=False,
                 _request_timeout=(self.request_timeout, self.watch_timeout + self.request_timeout),
             )
-        except ApiException as err:
-            if err.status == 410:
+        except Exception as err:
+            if status_of(err) == 410:
                 raise _Gone() from err
             raise
         self._set_healthy(True)  # answered: the stream replays whatever changed since ``rv``
@@ -326,6 +417,7 @@ class Informer:
 
     def run(self, stop: threading.Event) -> None:
         """Until ``stop`` (or :meth:`close`): list, then watch; recover from every error by itself."""
+        self._stop = stop
         rv = ""
         while not stop.is_set() and not self._closed.is_set():
             try:

@@ -19,6 +19,7 @@ from koordshared.apis.slo.nodemetric import parse_node_metric
 from koordshared.kube.client import send
 from koordshared.kube.informer import IndexFunc, Informer, index_by_node
 from koordshared.kube.memstore import MemoryStore
+from koordshared.kube.transport import LeanClient
 from koordshared.kube.trim import compact, slim_node, slim_pod
 from koordshared.runtime.lifecycle import Supervisor
 
@@ -29,7 +30,9 @@ Transform = Callable[[Obj], Obj]
 @dataclass(frozen=True, slots=True)
 class Watch:
     """One cache: the objects of ``resource`` (in ``namespace``, matching ``field_selector`` and
-    ``label_selector``)."""
+    ``label_selector``). ``list_parts``: field selectors listed one after the other (each beside
+    ``field_selector``), the cache synced once the last part's first page is in
+    (:meth:`~koordshared.kube.informer.Informer._list`)."""
 
     name: str
     resource: groups.Resource
@@ -38,6 +41,7 @@ class Watch:
     indexers: Mapping[str, IndexFunc] = field(default_factory=dict)
     transform: Transform | None = None
     label_selector: str = ""
+    list_parts: tuple[str, ...] = ()
 
 
 def list_call(api_client: Any, watch: Watch) -> tuple[Callable[..., Any], dict[str, Any]]:
@@ -61,6 +65,7 @@ _QUERY = {
     "_continue": "continue",
     "watch": "watch",
     "resource_version": "resourceVersion",
+    "resource_version_match": "resourceVersionMatch",
     "allow_watch_bookmarks": "allowWatchBookmarks",
     "timeout_seconds": "timeoutSeconds",
 }
@@ -81,7 +86,9 @@ class PathList:
         if unknown:
             raise TypeError(f"list {self.path}: unknown argument(s) {sorted(unknown)}")
         query = {_QUERY[k]: _query_value(v) for k, v in kwargs.items() if v is not None and v != ""}
-        return send(self.api_client, "GET", self.path, query=query, timeout=timeout, stream=True)
+        # A lean client reads a list page whole on a pooled connection; only a watch needs its own.
+        stream = bool(kwargs.get("watch")) or not isinstance(self.api_client, LeanClient)
+        return send(self.api_client, "GET", self.path, query=query, timeout=timeout, stream=stream)
 
 
 def _query_value(value: Any) -> str:
@@ -110,10 +117,26 @@ class InformerSet:
         self._all: dict[str, Informer] = {}
         self._started: tuple[threading.Event, Supervisor] | None = None
         for w in watches:
-            list_fn, kwargs = list_call(api_client, w)
-            self._all[w.name] = Informer(
-                w.name, list_fn, kwargs, indexers=w.indexers, transform=w.transform, **self._opts
-            )
+            self._all[w.name] = self._informer(w)
+
+    def _informer(self, w: Watch) -> Informer:
+        list_fn, kwargs = list_call(self.api_client, w)
+        return Informer(
+            w.name,
+            list_fn,
+            kwargs,
+            indexers=w.indexers,
+            transform=w.transform,
+            list_parts=w.list_parts,
+            hold=(lambda: self._others_synced(w.name)) if w.list_parts else None,
+            **self._opts,
+        )
+
+    def _others_synced(self, name: str) -> bool:
+        # A cache synced ahead of its list's end finishes it once the others are synced (what the process
+        # waits for to start), so they do not share the interpreter with the rest of its list meanwhile.
+        with self._lock:
+            return all(inf.has_synced() for n, inf in self._all.items() if n != name)
 
     def __getitem__(self, name: str) -> Informer:
         return self._all[name]
@@ -124,13 +147,10 @@ class InformerSet:
 
     def watch(self, w: Watch) -> Informer:
         """The cache ``w.name``, created from ``w`` on first use (and started if the set runs)."""
-        list_fn, kwargs = list_call(self.api_client, w)
         with self._lock:
             inf = self._all.get(w.name)
             if inf is None:
-                inf = self._all[w.name] = Informer(
-                    w.name, list_fn, kwargs, indexers=w.indexers, transform=w.transform, **self._opts
-                )
+                inf = self._all[w.name] = self._informer(w)
                 if self._started is not None:
                     stop, supervisor = self._started
                     supervisor.go(f"informer-{w.name}", lambda: inf.run(stop))

@@ -1,10 +1,11 @@
 """A lean HTTP/1.1 transport for the small requests a process sends by the thousand (a scheduler's
-bindings and Events): keep-alive ``http.client`` connections to the API server of an ``ApiClient``'s
-configuration, with its TLS material, credentials and headers.
+bindings and Events): keep-alive ``http.client`` connections to the API server, with its TLS material,
+credentials and headers; and :class:`LeanClient`, which sends everything through it, lists and watches
+included, so a process that has one never imports the ``kubernetes`` package.
 
 The generated client sends every request through urllib3's pool manager, whose per-request bookkeeping
 costs about three times the CPU of the HTTP exchange itself; a process whose throughput is its CPU per
-pod pays that twice a pod. Lists and watches (few, large, streamed) stay on the generated client.
+pod pays that twice a pod. On an official ``ApiClient``, lists and watches stay on the generated client.
 :func:`transport_of` gives ``None`` for a configuration this transport does not cover (a proxy, a TLS
 server name override): the caller then uses the generated client. A request on a reused connection the
 server closed meanwhile is sent again on a new one, as urllib3 and Go's transport do.
@@ -17,9 +18,11 @@ import select
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
+
+from koordshared.kube.kubeconfig import Endpoint, Token
 
 MAX_IDLE = 32
 """Idle connections kept (per transport): one for each of a scheduler's binding threads (16 by default)
@@ -39,16 +42,63 @@ class Response:
         return self.headers
 
 
+class StatusError(Exception):
+    """A non-2xx answer on the lean path: ``status``, ``reason`` and the ``body``."""
+
+    def __init__(self, status: int, reason: str, body: bytes) -> None:
+        super().__init__(f"({status}) {reason}")
+        self.status, self.reason, self.body = status, reason, body
+
+
+class Stream:
+    """An answer whose body is read as it comes (a watch): the official response's ``stream``,
+    ``release_conn`` and ``shutdown``. Its connection is never reused."""
+
+    def __init__(self, conn: http.client.HTTPConnection, raw: http.client.HTTPResponse) -> None:
+        self.conn, self.raw = conn, raw
+        self.status, self.reason = raw.status, raw.reason
+
+    @property
+    def data(self) -> bytes:
+        return self.raw.read()
+
+    def stream(self, amt: int | None = None, **_urllib3: Any) -> Iterator[bytes]:
+        """The body as it arrives (urllib3's ``decode_content`` needs no counterpart: no encoding is
+        asked for)."""
+        while True:
+            chunk = self.raw.read1(amt or 65536)
+            if not chunk:
+                return
+            yield chunk
+
+    def release_conn(self) -> None:
+        self.conn.close()
+
+    def shutdown(self) -> None:
+        """Unblock a reader on another thread (a closed socket alone would not wake it)."""
+        sock = self.conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already gone
+                pass
+        self.conn.close()
+
+
+Headers = Callable[[str, str, bytes | None], dict[str, str]]
+"""A request's method, path and body -> the headers it carries before its own (user agent,
+credentials)."""
+
+
 class Transport:
-    def __init__(self, api_client: Any) -> None:
-        cfg = api_client.configuration
-        self.api_client = api_client
-        url = urlsplit(cfg.host)
-        self.host = url.hostname or "localhost"
-        self.tls = url.scheme == "https"
-        self.port = url.port or (443 if self.tls else 80)
-        self.prefix = url.path.rstrip("/")
-        self.context: ssl.SSLContext | None = _context(cfg) if self.tls else None
+    def __init__(self, url: str, context: ssl.SSLContext | None, headers: Headers) -> None:
+        parts = urlsplit(url)
+        self.host = parts.hostname or "localhost"
+        self.tls = parts.scheme == "https"
+        self.port = parts.port or (443 if self.tls else 80)
+        self.prefix = parts.path.rstrip("/")
+        self.context = context if self.tls else None
+        self._headers = headers
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
@@ -62,11 +112,7 @@ class Transport:
         headers: Mapping[str, str],
         timeout: float | tuple[float, float] | None,
     ) -> Response:
-        target = self.prefix + path + (f"?{urlencode(query)}" if query else "")
-        all_headers = dict(self.api_client.default_headers)
-        all_headers.update(headers)
-        # The credentials as the generated client applies them (a refreshed token included).
-        self.api_client.update_params_for_auth(all_headers, [], ["BearerToken"], path, method, body)
+        target, all_headers = self._target(method, path, body, query, headers)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         conn, reused = self._take(connect)
         try:
@@ -83,6 +129,41 @@ class Transport:
             raise
         self._give_back(conn, resp)
         return resp
+
+    def open(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None,
+        headers: Mapping[str, str],
+        timeout: float | tuple[float, float] | None,
+    ) -> Stream:
+        """A request whose answer is read as it comes, on a connection of its own."""
+        target, all_headers = self._target(method, path, None, query, headers)
+        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        conn = self._connect(connect)
+        try:
+            if conn.sock is not None:
+                conn.sock.settimeout(read)
+            conn.timeout = read
+            conn.request(method, target, headers=all_headers)
+            return Stream(conn, conn.getresponse())
+        except BaseException:
+            conn.close()
+            raise
+
+    def _target(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        query: Mapping[str, str] | None,
+        headers: Mapping[str, str],
+    ) -> tuple[str, dict[str, str]]:
+        all_headers = self._headers(method, path, body)
+        all_headers.update(headers)
+        return self.prefix + path + (f"?{urlencode(query)}" if query else ""), all_headers
 
     def close(self) -> None:
         with self._lock:
@@ -158,6 +239,16 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
     return bool(readable)
 
 
+def _official_headers(api_client: Any) -> Headers:
+    def headers(method: str, path: str, body: bytes | None) -> dict[str, str]:
+        out = dict(api_client.default_headers)
+        # The credentials as the generated client applies them (a refreshed token included).
+        api_client.update_params_for_auth(out, [], ["BearerToken"], path, method, body)
+        return out
+
+    return headers
+
+
 def _context(cfg: Any) -> ssl.SSLContext:
     ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
     if cfg.cert_file:
@@ -182,7 +273,12 @@ def transport_of(api_client: Any) -> Transport | None:
     with _LOCK:
         slot = getattr(api_client, "_koord_transport", None)
         if slot is None:
-            slot = (Transport(api_client) if _usable(api_client) else None,)
+            made = None
+            if _usable(api_client):
+                cfg = api_client.configuration
+                tls = str(cfg.host).startswith("https://")
+                made = Transport(cfg.host, _context(cfg) if tls else None, _official_headers(api_client))
+            slot = (made,)
             api_client._koord_transport = slot
     return slot[0]
 
@@ -197,3 +293,37 @@ def _usable(api_client: Any) -> bool:
         and not isinstance(getattr(cfg, "assert_hostname", None), str)
         and str(getattr(cfg, "host", "")).startswith(("http://", "https://"))
     )
+
+
+class LeanClient:
+    """A client of one :class:`~koordshared.kube.kubeconfig.Endpoint` that sends every request, lists and
+    watches included, on the lean transport (:func:`koordshared.kube.client.send`); ``source`` is the
+    kubeconfig it came from (``""``: in-cluster), for :func:`koordshared.kube.client.official_client`."""
+
+    def __init__(self, endpoint: Endpoint, *, user_agent: str = "", source: str = "") -> None:
+        self.endpoint = endpoint
+        self.user_agent = user_agent
+        self.source = source
+        self._token = Token(endpoint)
+        self._token()  # a token file that cannot be read fails the start, not the first request
+        tls = endpoint.server.startswith("https://")
+        self.transport = Transport(
+            endpoint.server, endpoint.ssl_context() if tls else None, self._base_headers
+        )
+        self.official: Any = None
+
+    def _base_headers(self, method: str, path: str, body: bytes | None) -> dict[str, str]:
+        out = {"User-Agent": self.user_agent} if self.user_agent else {}
+        token = self._token()
+        if token:
+            out["Authorization"] = f"Bearer {token}"
+        return out
+
+    def twin(self) -> LeanClient:
+        """The same endpoint and user agent on connections of its own."""
+        return LeanClient(self.endpoint, user_agent=self.user_agent, source=self.source)
+
+    def close(self) -> None:
+        self.transport.close()
+        if self.official is not None:
+            self.official.close()

@@ -332,7 +332,8 @@ class SchedulerHandle(Handle, PreemptionHandle, ObjectHandle, VirtualPodHandle, 
 
     @property
     def client(self) -> Any:
-        """The API client (``kubernetes.client.ApiClient``); ``None`` in tests."""
+        """The API client, for :func:`koordshared.kube.client.request` (the typed API classes take
+        :func:`~koordshared.kube.client.official_client` of it); ``None`` in tests."""
 
     def snapshot(self) -> Snapshot:
         """The cluster as the current cycle sees it (nodes in row order, their arrays and derived
