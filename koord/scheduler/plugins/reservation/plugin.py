@@ -31,7 +31,7 @@ from koord.scheduler.framework.types import PostFilterResult
 from koord.scheduler.plugins.reservation import fit, messages, nominate, status
 from koord.scheduler.plugins.reservation.args import ReservationArgs, parse_args
 from koord.scheduler.plugins.reservation.shared import reference, shared_for
-from koord.scheduler.plugins.reservation.state import STATE_KEY, CycleData, data_of
+from koord.scheduler.plugins.reservation.state import STATE_KEY, CycleData, NodeState, data_of
 from koord.scheduler.plugins.reservation.transform import Restorer
 from koordshared.apis.meta import groups
 from koordshared.apis.scheduling import reservation as rsv
@@ -53,10 +53,16 @@ class Reservation:
         self.cache = self.shared.cache
         self.hooks = ReservationHooks(())
         self.restorer = Restorer(self.handle, self.cache, self.hooks)
+        self._answers: dict[tuple[object, ...], tuple[NodeInfo, NodeState, Status | None]] = {}
+        """(node, pod shape, reservations) -> the restored node and its state the fit answer was of (each
+        replaced, never changed, when its inputs change), and the answer."""
+        self._keeps_answers = True
 
     def use_reservation_hooks(self, hooks: ReservationHooks) -> None:
         self.hooks = hooks
         self.restorer = Restorer(self.handle, self.cache, hooks)
+        # Another plugin's reservation filter may answer differently for the same node and shape.
+        self._keeps_answers = all(p is self for p in hooks.filters)
 
     def new_controllers(self) -> Sequence[Controller]:
         return (self.shared.controller,)
@@ -134,6 +140,29 @@ class Reservation:
         if data.ignored:
             return None
         ns = data.nodes[ni.name]
+        if not self._keeps_answers or ni.name in data.preemptible or ni.name in data.preemptible_in:
+            return self._fit_with(state, pod, data, ni, ns, matched, required)
+        # The same restored node, reservations and pod shape as an earlier cycle: the same answer.
+        key = (ni.name, required, data.shape(), *matched)
+        kept = self._answers.get(key)
+        if kept is not None and kept[0] is ni and kept[1].unmatched == ns.unmatched:
+            return kept[2]
+        answer = self._fit_with(state, pod, data, ni, ns, matched, required)
+        if len(self._answers) > 8 * max(len(self.cache.nodes()), 64):
+            self._answers.clear()  # shapes and reservations long gone
+        self._answers[key] = (ni, ns, answer)
+        return answer
+
+    def _fit_with(
+        self,
+        state: CycleState,
+        pod: Obj,
+        data: CycleData,
+        ni: NodeInfo,
+        ns: NodeState,
+        matched: Sequence[ReservationInfo],
+        required: bool,
+    ) -> Status | None:
         short: set[str] = set()
         refused: list[str] = []
         asked = set(data.requests)

@@ -1,7 +1,8 @@
 """A node's restored room is kept from cycle to cycle: a cycle copies and writes only the nodes whose
 reservations or pods changed since, and what it keeps is what a fresh restore would give after a new
-owner, a reservation deleted, expired or made unschedulable, a node's pods changed, and a pod that owns
-none between owners."""
+owner, a reservation deleted, expired or made unschedulable, a node's pods changed, a pod that owns
+none and an owner too big for a reservation between owners; a fit answer is kept only over the same
+restored node."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo
+from koord.scheduler.plugins.reservation import fit
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.testing import pod
 from koordshared.testing.reservations import available, owner_labels, reservation
@@ -40,20 +42,24 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     assert allocated_to(k, "w0")
     clones = count_calls(monkeypatch, NodeInfo, "clone")
     writes = count_calls(monkeypatch, Snapshot, "_write_row")
+    fits = count_calls(monkeypatch, fit, "fits_one")
     k.add_pod(owner("w1", "1", WEB))
     k.run()
     assert allocated_to(k, "w1")
     # w0's node: the cache's copy with w0 on it, and its restore (its reservation has a new owner). The
-    # other five keep last cycle's restore: no copy, no row written (each was two before: back, again).
+    # other five keep last cycle's restore: no copy, no row written (each was two before: back, again),
+    # and the fit answers of last cycle's pod shape (each checked twice before: Filter, nomination).
     assert clones.n <= 2
     assert writes.n <= 3
+    assert fits.n <= 2
 
 
-def cycle(k: MemoryScheduler, name: str, fresh: bool, labels: dict[str, str]) -> None:
-    if fresh:  # the reference: every node restored from scratch, as before anything was kept
+def cycle(k: MemoryScheduler, name: str, fresh: bool, labels: dict[str, str], cpu: str) -> None:
+    if fresh:  # the reference: every node restored and checked from scratch, as before anything was kept
         for fw in k.scheduler.profiles.values():
             fw.instances["Reservation"].restorer._kept.clear()
-    k.add_pod(owner(name, "1", labels))
+            fw.instances["Reservation"]._answers.clear()
+    k.add_pod(owner(name, cpu, labels))
     k.run()
 
 
@@ -81,9 +87,9 @@ def test_what_is_kept_is_what_a_fresh_restore_gives_through_every_change() -> No
     kept, fresh = with_reservations(ttl="10m"), with_reservations(ttl="10m")
     changes: list[Callable[[MemoryScheduler], None]] = [
         lambda k: None,  # a new owner each cycle
-        lambda k: k.informers["reservations"].remove("r1"),  # deleted
         lambda k: add(k, available(unschedulable("r3"), "n3")),  # no new owner: its node's pods the same
-        lambda k: k.add_pod(pod("filler", node_name="n2", requests={"cpu": "3"})),  # the node's pods
+        lambda k: k.informers["reservations"].remove("r3"),  # deleted
+        lambda k: k.add_pod(pod("filler", node_name="n2", requests={"cpu": "12"})),  # the node's pods
         lambda k: k.delete_pod("default", "filler"),
         lambda k: (k.clock.advance(601), k.reconcile()),  # every reservation expired
     ]
@@ -91,18 +97,36 @@ def test_what_is_kept_is_what_a_fresh_restore_gives_through_every_change() -> No
     for change in changes:
         for k in (kept, fresh):
             change(k)
-        for labels in (WEB, {}, WEB):  # an owner, a pod that owns none, an owner
-            cycle(kept, f"w{n}", False, labels)
-            cycle(fresh, f"w{n}", True, labels)
+        # An owner, a pod that owns none, an owner too big for a reservation, an owner.
+        for labels, cpu in ((WEB, "1"), ({}, "1"), (WEB, "3"), (WEB, "1")):
+            cycle(kept, f"w{n}", False, labels, cpu)
+            cycle(fresh, f"w{n}", True, labels, cpu)
             assert rows(kept) == rows(fresh), f"after w{n}"
             n += 1
     assert placed(kept) == placed(fresh)
     assert len(placed(kept)) == n
     assert len({r for _, r in placed(kept).values()} - {""}) >= 3  # owners spread over reservations
-    assert all(r == "" for key, (_, r) in placed(kept).items() if int(key.split("/w")[1]) >= n - 3)
+    assert all(r == "" for key, (_, r) in placed(kept).items() if int(key.split("/w")[1]) >= n - 4)
 
 
 def unschedulable(name: str) -> dict[str, Any]:
     return reservation(
         name, {"cpu": "2"}, owners=[owner_labels(WEB)], allocate_once=False, ttl="10m", unschedulable=True
     )
+
+
+def test_a_fit_answer_is_not_kept_over_a_node_whose_pods_changed() -> None:
+    k = kit({"n0": "8"})
+    r = reservation("r0", {"cpu": "2"}, owners=[owner_labels(WEB)], allocate_once=False, policy="Restricted")
+    add(k, available(r, "n0"))
+    k.add_pod(pod("filler", node_name="n0", requests={"cpu": "5"}))
+    # Too big for r0, and beside r0 the node has 1 cpu (NodeResourcesFit, counting r0's room free, passes
+    # it: only Reservation's Filter says no).
+    k.add_pod(owner("big", "3", WEB))
+    k.run()
+    assert k.bound() == {}
+    # The same reservation and pod shape, the node's pods changed: checked again, and it fits now.
+    k.delete_pod("default", "filler")
+    k.clock.advance(20)  # past its backoff
+    k.run()
+    assert k.bound() == {"default/big": "n0"}
