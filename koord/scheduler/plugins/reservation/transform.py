@@ -7,7 +7,7 @@ only the nodes whose reservations or pods changed since. Details: ``docs/modules
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, SchedulerHandle, Status
@@ -46,6 +46,9 @@ class Restorer:
         self.cache = cache
         self.hooks = hooks
         self._kept: dict[str, _Kept] = {}
+        # id(owners) -> (those owners, the pod labels, whether they match): kept for owners that read a
+        # pod's labels alone, each under its own owners object (a reservation's stays while it does).
+        self._owned: dict[int, tuple[tuple[rsv.OwnerMatcher, ...], frozenset[tuple[str, str]], bool]] = {}
 
     def prepare(self, state: CycleState, pod: Obj) -> CycleData | Status:
         name = reservation_name(pod)
@@ -76,6 +79,11 @@ class Restorer:
             nodes = self._named(data.reservation_name) or nodes
         snapshot = self.handle.snapshot()
         selects = specific is None and _selects_nodes(pod)
+        labels = frozenset(as_map(as_map(pod, "metadata"), "labels").items())
+
+        def owned(r: ReservationInfo) -> bool:
+            return self._owns(r, pod, labels)
+
         for node in nodes:
             ni = snapshot.underneath(node)
             if ni is None or ni.node is None:
@@ -87,7 +95,7 @@ class Restorer:
             diag = Diagnosis()
             matched, unmatched = [], []
             for r in self.cache.on_node(node):
-                if _matches(pod, r, diag, ni, data, affinity):
+                if _matches(pod, r, diag, ni, data, affinity, owned):
                     matched.append(r)
                 elif r.allocated_pods:
                     unmatched.append(r)
@@ -99,6 +107,19 @@ class Restorer:
             if failed is not None:
                 return failed
         return data
+
+    def _owns(self, r: ReservationInfo, pod: Obj, labels: frozenset[tuple[str, str]]) -> bool:
+        if r.parse_error:
+            return False
+        kept = self._owned.get(id(r.owners))
+        if kept is not None and kept[0] is r.owners and kept[1] == labels:
+            return kept[2]
+        answer = r.match_owners(pod)
+        if all(o.object is None and o.controller is None for o in r.owners):
+            if len(self._owned) > 4 * max(len(self._kept), 64):
+                self._owned.clear()  # reservations long gone
+            self._owned[id(r.owners)] = (r.owners, labels, answer)
+        return answer
 
     def _named(self, name: str) -> list[str]:
         store = self.handle.store("reservations")
@@ -180,6 +201,7 @@ def _matches(
     ni: NodeInfo,
     data: CycleData,
     affinity: rsv.ReservationAffinity | None,
+    owned: Callable[[ReservationInfo], bool],
 ) -> bool:
     """Koordinator's ``checkReservationMatchedOrIgnored``, counting why an owned one did not match."""
     if not r.is_matchable():
@@ -187,7 +209,7 @@ def _matches(
     if data.ignored:
         diag.ignored += 1
         return True
-    if not r.match_owners(pod):
+    if not owned(r):
         return False
     diag.owner_matched += 1
     exact = not data.exact or rsv.exact_match(data.requests, r.allocatable, data.exact)

@@ -2,7 +2,7 @@
 reservations or pods changed since, and what it keeps is what a fresh restore would give after a new
 owner, a reservation deleted, expired or made unschedulable, a node's pods changed, a pod that owns
 none and an owner too big for a reservation between owners; a fit answer is kept only over the same
-restored node."""
+restored node, an owner match only for the same owners and pod labels."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from koord.scheduler.framework.reservation import ReservationInfo
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo
 from koord.scheduler.plugins.reservation import fit
@@ -21,6 +22,7 @@ from tests.support.counting import count_calls
 from tests.support.scheduler.reservationkit import add, allocated_to, kit, owner
 
 WEB = {"app": "web"}
+DB = {"app": "db"}
 NODES = {f"n{i}": "16" for i in range(6)}
 
 
@@ -43,6 +45,7 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     clones = count_calls(monkeypatch, NodeInfo, "clone")
     writes = count_calls(monkeypatch, Snapshot, "_write_row")
     fits = count_calls(monkeypatch, fit, "fits_one")
+    owned = count_calls(monkeypatch, ReservationInfo, "match_owners")
     k.add_pod(owner("w1", "1", WEB))
     k.run()
     assert allocated_to(k, "w1")
@@ -52,12 +55,14 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     assert clones.n <= 2
     assert writes.n <= 3
     assert fits.n <= 2
+    assert owned.n <= 1  # the owners of w0's reservation, as last cycle's pod labels: kept too
 
 
 def cycle(k: MemoryScheduler, name: str, fresh: bool, labels: dict[str, str], cpu: str) -> None:
     if fresh:  # the reference: every node restored and checked from scratch, as before anything was kept
         for fw in k.scheduler.profiles.values():
             fw.instances["Reservation"].restorer._kept.clear()
+            fw.instances["Reservation"].restorer._owned.clear()
             fw.instances["Reservation"]._answers.clear()
     k.add_pod(owner(name, cpu, labels))
     k.run()
@@ -89,6 +94,9 @@ def test_what_is_kept_is_what_a_fresh_restore_gives_through_every_change() -> No
         lambda k: None,  # a new owner each cycle
         lambda k: add(k, available(unschedulable("r3"), "n3")),  # no new owner: its node's pods the same
         lambda k: k.informers["reservations"].remove("r3"),  # deleted
+        lambda k: add(
+            k, available(reservation("r4", {"cpu": "2"}, owners=[owner_labels(DB)], ttl="10m"), "n4")
+        ),
         lambda k: k.add_pod(pod("filler", node_name="n2", requests={"cpu": "12"})),  # the node's pods
         lambda k: k.delete_pod("default", "filler"),
         lambda k: (k.clock.advance(601), k.reconcile()),  # every reservation expired
@@ -97,8 +105,8 @@ def test_what_is_kept_is_what_a_fresh_restore_gives_through_every_change() -> No
     for change in changes:
         for k in (kept, fresh):
             change(k)
-        # An owner, a pod that owns none, an owner too big for a reservation, an owner.
-        for labels, cpu in ((WEB, "1"), ({}, "1"), (WEB, "3"), (WEB, "1")):
+        # An owner, a pod that owns none, an owner too big for a reservation, an owner of another.
+        for labels, cpu in ((WEB, "1"), ({}, "1"), (WEB, "3"), (DB, "1")):
             cycle(kept, f"w{n}", False, labels, cpu)
             cycle(fresh, f"w{n}", True, labels, cpu)
             assert rows(kept) == rows(fresh), f"after w{n}"
