@@ -145,6 +145,12 @@ class ReservationCache:
         with self._lock:
             return self._owner_of.get(pod_uid)
 
+    def by_node(self) -> dict[str, list[ReservationInfo]]:
+        """The available reservations of every node that has some (one look under the lock)."""
+        with self._lock:
+            infos = self._infos
+            return {node: [infos[uid] for uid in uids] for node, uids in self._on_node.items()}
+
     def on_node(self, node: str) -> list[ReservationInfo]:
         """The available reservations on ``node``."""
         with self._lock:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, SchedulerHandle, Status
 from koord.scheduler.framework.extension import ReservationHooks
-from koord.scheduler.framework.types import PodInfo
+from koord.scheduler.framework.types import PodInfo, Resources
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.plugins.reservation.state import CycleData, Diagnosis, NodeState
 from koordshared.apis.core.node import matches_node_selector
@@ -30,8 +30,8 @@ class _Kept:
     matched: tuple[ReservationInfo, ...]
     unmatched: tuple[ReservationInfo, ...]
     restored: NodeInfo
-    pod_requested: Mapping[str, int]
-    r_allocated: Mapping[str, int]
+    pod_requested: Resources
+    r_allocated: Resources
 
     def made_of(
         self, base: NodeInfo, matched: Sequence[ReservationInfo], unmatched: Sequence[ReservationInfo]
@@ -74,7 +74,8 @@ class Restorer:
         st = self.hooks.pre_restore(state, pod)
         if st is not None:
             return st
-        nodes = self.cache.nodes()
+        by_node = self.cache.by_node()
+        nodes: list[str] = list(by_node)
         if data.reservation_name:
             nodes = self._named(data.reservation_name) or nodes
         snapshot = self.handle.snapshot()
@@ -94,7 +95,7 @@ class Restorer:
                 continue
             diag = Diagnosis()
             matched, unmatched = [], []
-            for r in self.cache.on_node(node):
+            for r in by_node.get(node, ()):
                 if _matches(pod, r, diag, ni, data, affinity, owned):
                     matched.append(r)
                 elif r.allocated_pods:
@@ -139,11 +140,11 @@ class Restorer:
         if st is not None:
             return st
         snapshot = self.handle.snapshot()
-        for node in self.cache.nodes():
+        for node, infos in self.cache.by_node().items():
             ni = snapshot.underneath(node)
             if ni is None or ni.node is None:
                 continue
-            unmatched = [r for r in self.cache.on_node(node) if r.allocated_pods]
+            unmatched = [r for r in infos if r.allocated_pods]
             if unmatched:
                 failed = self._restore(state, pod, data, ni, [], unmatched)
                 if failed is not None:
@@ -162,8 +163,9 @@ class Restorer:
         kept = self._kept.get(ni.name)
         if kept is not None and not self.hooks.restorers and kept.made_of(ni, matched, unmatched):
             self.handle.replace_node_info(kept.restored)
+            # Nothing changes a NodeState's requests: the kept ones are shared.
             data.nodes[ni.name] = NodeState(
-                ni.name, list(matched), list(unmatched), dict(kept.pod_requested), dict(kept.r_allocated)
+                ni.name, list(matched), list(unmatched), kept.pod_requested, kept.r_allocated
             )
             return None
         node = ni.clone()
@@ -187,7 +189,7 @@ class Restorer:
             if len(self._kept) > 2 * max(len(self.cache.nodes()), 64):
                 self._kept.clear()  # nodes long gone
             self._kept[ni.name] = _Kept(
-                ni, tuple(matched), tuple(unmatched), node, dict(pod_requested), dict(r_allocated)
+                ni, tuple(matched), tuple(unmatched), node, pod_requested, r_allocated
             )
         self.handle.replace_node_info(node)
         data.nodes[ni.name] = NodeState(ni.name, list(matched), list(unmatched), pod_requested, r_allocated)

@@ -15,6 +15,7 @@ from koord.scheduler.framework.reservation import ReservationInfo
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo
 from koord.scheduler.plugins.reservation import fit
+from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.testing import pod
 from koordshared.testing.reservations import available, owner_labels, reservation
@@ -46,6 +47,7 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     writes = count_calls(monkeypatch, Snapshot, "_write_row")
     fits = count_calls(monkeypatch, fit, "fits_one")
     owned = count_calls(monkeypatch, ReservationInfo, "match_owners")
+    looks = count_calls(monkeypatch, ReservationCache, "on_node")
     k.add_pod(owner("w1", "1", WEB))
     k.run()
     assert allocated_to(k, "w1")
@@ -56,6 +58,7 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     assert writes.n <= 3
     assert fits.n <= 2
     assert owned.n <= 1  # the owners of w0's reservation, as last cycle's pod labels: kept too
+    assert looks.n == 0  # the reservations of every node read at once
 
 
 def cycle(k: MemoryScheduler, name: str, fresh: bool, labels: dict[str, str], cpu: str) -> None:
