@@ -96,7 +96,9 @@ class Reservation:
         return None if data.nodes else SKIP
 
     def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None:
-        data = data_of(state)
+        return self._filter(state, pod, data_of(state), node_info)
+
+    def _filter(self, state: CycleState, pod: Obj, data: CycleData, node_info: NodeInfo) -> Status | None:
         if data.reserve is not None:
             return self._filter_reserve_pod(data.reserve, pod, node_info)
         ns = data.nodes.get(node_info.name)
@@ -111,10 +113,12 @@ class Reservation:
         if data.reserve is not None:
             busy = set(self.cache.nodes())
             everywhere = bool(pinned_node(pod))
-            return [self.filter(state, pod, ni) if everywhere or ni.name in busy else None for ni in nodes]
+            return [
+                self._filter(state, pod, data, ni) if everywhere or ni.name in busy else None for ni in nodes
+            ]
         if not data.has_affinity:
-            return [self.filter(state, pod, ni) if ni.name in data.nodes else None for ni in nodes]
-        return [self.filter(state, pod, ni) for ni in nodes]
+            return [self._filter(state, pod, data, ni) if ni.name in data.nodes else None for ni in nodes]
+        return [self._filter(state, pod, data, ni) for ni in nodes]
 
     def _filter_reserve_pod(self, r: ReservationInfo, pod: Obj, ni: NodeInfo) -> Status | None:
         pinned = pinned_node(pod)
@@ -283,18 +287,13 @@ class Reservation:
 
     def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
         data = data_of(state)
-        if data.reserve is not None:
-            return 0
-        if data.preferred_node and data.preferred_node == node_info.name:
-            return nominate.MOST_PREFERRED
-        chosen = data.nominated.get(node_info.name)
-        return 0 if chosen is None else nominate.most_allocated(data.requests, chosen)
+        return 0 if data.reserve is not None else _score(data, node_info.name)
 
     def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[int]:
         data = data_of(state)
         if data.reserve is not None:
             return [0] * len(nodes)
-        return [self.score(state, pod, ni) if ni.name in data.nodes else 0 for ni in nodes]
+        return [_score(data, ni.name) if ni.name in data.nodes else 0 for ni in nodes]
 
     def normalize_score(self, state: CycleState, pod: Obj, scores: dict[str, int]) -> Status | None:
         if data_of(state).reserve is None:
@@ -385,6 +384,13 @@ class Reservation:
         note = f"Successfully assigned {name} to {node_name}"
         self.handle.event(reference(r), "Normal", "Scheduled", note, action="Binding")
         return None
+
+
+def _score(data: CycleData, node: str) -> int:
+    if data.preferred_node and data.preferred_node == node:
+        return nominate.MOST_PREFERRED
+    chosen = data.nominated.get(node)
+    return 0 if chosen is None else nominate.most_allocated(data.requests, chosen)
 
 
 def _age(r: ReservationInfo) -> tuple[str, str]:
