@@ -40,12 +40,26 @@ class _Kept:
         return self.base is base and self.matched == tuple(matched) and self.unmatched == tuple(unmatched)
 
 
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """Which of a node's reservations a pod of ``shape`` matched, and why not: the same again for the same
+    NodeInfo, reservations (by identity) and shape, when their owners read the pod's labels alone."""
+
+    base: NodeInfo
+    infos: tuple[ReservationInfo, ...]
+    shape: tuple[object, ...] | None
+    matched: tuple[ReservationInfo, ...]
+    unmatched: tuple[ReservationInfo, ...]
+    diag: Diagnosis
+
+
 class Restorer:
     def __init__(self, handle: SchedulerHandle, cache: ReservationCache, hooks: ReservationHooks) -> None:
         self.handle = handle
         self.cache = cache
         self.hooks = hooks
         self._kept: dict[str, _Kept] = {}
+        self._seen: dict[str, _Seen] = {}
         # id(owners) -> (those owners, the pod labels, whether they match): kept for owners that read a
         # pod's labels alone, each under its own owners object (a reservation's stays while it does).
         self._owned: dict[int, tuple[tuple[rsv.OwnerMatcher, ...], frozenset[tuple[str, str]], bool]] = {}
@@ -85,6 +99,11 @@ class Restorer:
         def owned(r: ReservationInfo) -> bool:
             return self._owns(r, pod, labels)
 
+        # What of the pod the matching reads when no node-level term of the pod is involved (with owners
+        # by labels alone: see _Seen).
+        shape = None
+        if affinity is None and specific is None and not selects:
+            shape = (labels, data.ignored, exact, tuple(sorted(data.requests.items())) if exact else ())
         for node in nodes:
             ni = snapshot.underneath(node)
             if ni is None or ni.node is None:
@@ -93,15 +112,24 @@ class Restorer:
                 continue
             if selects and not matches_node_selector(pod, ni.node):
                 continue
-            diag = Diagnosis()
-            matched, unmatched = [], []
-            for r in by_node.get(node, ()):
-                if _matches(pod, r, diag, ni, data, affinity, owned):
-                    matched.append(r)
-                elif r.allocated_pods:
-                    unmatched.append(r)
+            infos = tuple(by_node.get(node, ()))
+            seen = self._seen.get(node)
+            if seen is not None and seen.base is ni and seen.infos == infos and seen.shape == shape:
+                matched, unmatched, diag = list(seen.matched), list(seen.unmatched), seen.diag
+            else:
+                diag = Diagnosis()
+                matched, unmatched = [], []
+                for r in infos:
+                    if _matches(pod, r, diag, ni, data, affinity, owned):
+                        matched.append(r)
+                    elif r.allocated_pods:
+                        unmatched.append(r)
+                if shape is not None and all(_by_labels(r) for r in infos):
+                    if len(self._seen) > 2 * max(len(by_node), 64):
+                        self._seen.clear()  # nodes long gone
+                    self._seen[node] = _Seen(ni, infos, shape, tuple(matched), tuple(unmatched), diag)
             if diag.ignored or diag.owner_matched:
-                data.diagnosis[node] = diag
+                data.diagnosis[node] = diag  # never changed after: shared with the kept one
             if not matched and (not unmatched or affinity is not None):
                 continue
             failed = self._restore(state, pod, data, ni, matched, unmatched)
@@ -116,7 +144,7 @@ class Restorer:
         if kept is not None and kept[0] is r.owners and kept[1] == labels:
             return kept[2]
         answer = r.match_owners(pod)
-        if all(o.object is None and o.controller is None for o in r.owners):
+        if _by_labels(r):
             if len(self._owned) > 4 * max(len(self._kept), 64):
                 self._owned.clear()  # reservations long gone
             self._owned[id(r.owners)] = (r.owners, labels, answer)
@@ -240,6 +268,11 @@ def _matches(
         diag.not_exact += 1
         return False
     return True
+
+
+def _by_labels(r: ReservationInfo) -> bool:
+    """Whether the reservation's owners read a pod's labels alone (no object or controller)."""
+    return all(o.object is None and o.controller is None for o in r.owners)
 
 
 def _selects_nodes(pod: Obj) -> bool:

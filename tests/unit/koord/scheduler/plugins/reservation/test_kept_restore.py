@@ -14,7 +14,7 @@ import pytest
 from koord.scheduler.framework.reservation import ReservationInfo
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo
-from koord.scheduler.plugins.reservation import fit, plugin
+from koord.scheduler.plugins.reservation import fit, plugin, transform
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.testing import pod
@@ -49,6 +49,7 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     owned = count_calls(monkeypatch, ReservationInfo, "match_owners")
     looks = count_calls(monkeypatch, ReservationCache, "on_node")
     states = count_calls(monkeypatch, plugin, "data_of")
+    matches = count_calls(monkeypatch, transform, "_matches")
     k.add_pod(owner("w1", "1", WEB))
     k.run()
     assert allocated_to(k, "w1")
@@ -60,6 +61,7 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     assert fits.n <= 2
     assert owned.n <= 1  # the owners of w0's reservation, as last cycle's pod labels: kept too
     assert looks.n == 0  # the reservations of every node read at once
+    assert matches.n <= 1  # which reservations the pod may use: only on w0's node again
     # The cycle state read once per Filter and Score over the nodes, not once per node (nomination still
     # reads it per node: Reserve and PreBind, twice).
     assert states.n <= 3 * len(NODES) + 2
@@ -70,6 +72,7 @@ def cycle(k: MemoryScheduler, name: str, fresh: bool, labels: dict[str, str], cp
         for fw in k.scheduler.profiles.values():
             fw.instances["Reservation"].restorer._kept.clear()
             fw.instances["Reservation"].restorer._owned.clear()
+            fw.instances["Reservation"].restorer._seen.clear()
             fw.instances["Reservation"]._answers.clear()
     k.add_pod(owner(name, cpu, labels))
     k.run()
