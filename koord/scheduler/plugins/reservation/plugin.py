@@ -53,16 +53,20 @@ class Reservation:
         self.cache = self.shared.cache
         self.hooks = ReservationHooks(())
         self.restorer = Restorer(self.handle, self.cache, self.hooks)
-        self._answers: dict[tuple[object, ...], tuple[NodeInfo, NodeState, Status | None]] = {}
-        """(node, pod shape, reservations) -> the restored node and its state the fit answer was of (each
-        replaced, never changed, when its inputs change), and the answer."""
+        self._answers: dict[
+            tuple[object, ...], tuple[NodeInfo, NodeState, Status | ReservationInfo | None]
+        ] = {}
+        """(node, pod shape, reservations) -> the restored node and its state the fit answer (or the
+        nomination) was of (each replaced, never changed, when its inputs change), and the answer."""
         self._keeps_answers = True
+        self._keeps_nominations = True
 
     def use_reservation_hooks(self, hooks: ReservationHooks) -> None:
         self.hooks = hooks
         self.restorer = Restorer(self.handle, self.cache, hooks)
         # Another plugin's reservation filter may answer differently for the same node and shape.
         self._keeps_answers = all(p is self for p in hooks.filters)
+        self._keeps_nominations = self._keeps_answers and all(p is self for p in hooks.scorers)
 
     def new_controllers(self) -> Sequence[Controller]:
         return (self.shared.controller,)
@@ -148,14 +152,28 @@ class Reservation:
             return self._fit_with(state, pod, data, ni, ns, matched, required)
         # The same restored node, reservations and pod shape as an earlier cycle: the same answer.
         key = (ni.name, required, data.shape(), *matched)
+        found, kept = self._kept_answer(key, ni, ns)
+        if found:
+            return cast(Status | None, kept)
+        answer = self._fit_with(state, pod, data, ni, ns, matched, required)
+        self._keep_answer(key, ni, ns, answer)
+        return answer
+
+    def _kept_answer(
+        self, key: tuple[object, ...], ni: NodeInfo, ns: NodeState
+    ) -> tuple[bool, Status | ReservationInfo | None]:
+        """The answer kept under ``key`` if it was of this very restored node and state."""
         kept = self._answers.get(key)
         if kept is not None and kept[0] is ni and kept[1].unmatched == ns.unmatched:
-            return kept[2]
-        answer = self._fit_with(state, pod, data, ni, ns, matched, required)
+            return True, kept[2]
+        return False, None
+
+    def _keep_answer(
+        self, key: tuple[object, ...], ni: NodeInfo, ns: NodeState, answer: Status | ReservationInfo | None
+    ) -> None:
         if len(self._answers) > 8 * max(len(self.cache.nodes()), 64):
             self._answers.clear()  # shapes and reservations long gone
         self._answers[key] = (ni, ns, answer)
-        return answer
 
     def _fit_with(
         self,
@@ -258,14 +276,41 @@ class Reservation:
         if len(matched) == 1 and data.has_affinity:
             chosen = matched[0]
         elif matched:
-            ok = [r for r in matched if self.hooks.filter_nominate(state, pod, r, node_name) is None]
-            ok.sort(key=_age)  # ties go to the oldest (then by name)
-            chosen, _ = nominate.lowest_order(ok)
-            if chosen is None and ok:
-                scores = self.hooks.scores(state, pod, ok, node_name) if len(ok) > 1 else [0]
-                chosen = ok[scores.index(max(scores))]
+            chosen = self._nominated(state, pod, data, node_name, matched)
         data.nominated[node_name] = chosen
         return chosen, None
+
+    def _nominated(
+        self, state: CycleState, pod: Obj, data: CycleData, node: str, matched: Sequence[ReservationInfo]
+    ) -> ReservationInfo | None:
+        ni = self.handle.node_info(node)
+        ns = data.nodes[node]
+        if (
+            not self._keeps_nominations
+            or ni is None
+            or node in data.preemptible
+            or node in data.preemptible_in
+        ):
+            return self._nominate(state, pod, node, matched)
+        # As the fit answers: the same restored node, reservations and pod shape, the same choice.
+        key = ("nominated", node, data.shape(), *matched)
+        found, kept = self._kept_answer(key, ni, ns)
+        if found:
+            return cast(ReservationInfo | None, kept)
+        chosen = self._nominate(state, pod, node, matched)
+        self._keep_answer(key, ni, ns, chosen)
+        return chosen
+
+    def _nominate(
+        self, state: CycleState, pod: Obj, node: str, matched: Sequence[ReservationInfo]
+    ) -> ReservationInfo | None:
+        ok = [r for r in matched if self.hooks.filter_nominate(state, pod, r, node) is None]
+        ok.sort(key=_age)  # ties go to the oldest (then by name)
+        chosen, _ = nominate.lowest_order(ok)
+        if chosen is None and ok:
+            scores = self.hooks.scores(state, pod, ok, node) if len(ok) > 1 else [0]
+            chosen = ok[scores.index(max(scores))]
+        return chosen
 
     # ---- Score ---------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from koord.scheduler.framework.extension import ReservationHooks
 from koord.scheduler.framework.reservation import ReservationInfo
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.types import NodeInfo
@@ -50,6 +51,7 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     looks = count_calls(monkeypatch, ReservationCache, "on_node")
     states = count_calls(monkeypatch, plugin, "data_of")
     matches = count_calls(monkeypatch, transform, "_matches")
+    nominations = count_calls(monkeypatch, ReservationHooks, "filter_nominate")
     k.add_pod(owner("w1", "1", WEB))
     k.run()
     assert allocated_to(k, "w1")
@@ -62,6 +64,7 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     assert owned.n <= 1  # the owners of w0's reservation, as last cycle's pod labels: kept too
     assert looks.n == 0  # the reservations of every node read at once
     assert matches.n <= 1  # which reservations the pod may use: only on w0's node again
+    assert nominations.n <= 1  # the reservation nominated on each node: only on w0's node again
     # The cycle state read once per Filter and Score over the nodes, not once per node (nomination still
     # reads it per node: Reserve and PreBind, twice).
     assert states.n <= 3 * len(NODES) + 2
