@@ -114,20 +114,24 @@ class Restorer:
                 continue
             infos = tuple(by_node.get(node, ()))
             seen = self._seen.get(node)
+            matched: Sequence[ReservationInfo]
+            unmatched: Sequence[ReservationInfo]
             if seen is not None and seen.base is ni and seen.infos == infos and seen.shape == shape:
-                matched, unmatched, diag = list(seen.matched), list(seen.unmatched), seen.diag
+                matched, unmatched, diag = seen.matched, seen.unmatched, seen.diag
             else:
                 diag = Diagnosis()
-                matched, unmatched = [], []
+                yes: list[ReservationInfo] = []
+                no: list[ReservationInfo] = []
                 for r in infos:
                     if _matches(pod, r, diag, ni, data, affinity, owned):
-                        matched.append(r)
+                        yes.append(r)
                     elif r.allocated_pods:
-                        unmatched.append(r)
+                        no.append(r)
+                matched, unmatched = tuple(yes), tuple(no)
                 if shape is not None and all(_by_labels(r) for r in infos):
                     if len(self._seen) > 2 * max(len(by_node), 64):
                         self._seen.clear()  # nodes long gone
-                    self._seen[node] = _Seen(ni, infos, shape, tuple(matched), tuple(unmatched), diag)
+                    self._seen[node] = _Seen(ni, infos, shape, matched, unmatched, diag)
             if diag.ignored or diag.owner_matched:
                 data.diagnosis[node] = diag  # never changed after: shared with the kept one
             if not matched and (not unmatched or affinity is not None):
