@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, SchedulerHandle, Status
 from koord.scheduler.framework.extension import ReservationHooks
-from koord.scheduler.framework.types import PodInfo, Resources
+from koord.scheduler.framework.types import PodInfo
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.plugins.reservation.state import CycleData, Diagnosis, NodeState
 from koordshared.apis.core.node import matches_node_selector
@@ -30,8 +30,8 @@ class _Kept:
     matched: tuple[ReservationInfo, ...]
     unmatched: tuple[ReservationInfo, ...]
     restored: NodeInfo
-    pod_requested: Resources
-    r_allocated: Resources
+    state: NodeState
+    """What Filter and Score read of the node: nothing changes it, so each cycle is given this one."""
 
     def made_of(
         self, base: NodeInfo, matched: Sequence[ReservationInfo], unmatched: Sequence[ReservationInfo]
@@ -195,10 +195,7 @@ class Restorer:
         kept = self._kept.get(ni.name)
         if kept is not None and not self.hooks.restorers and kept.made_of(ni, matched, unmatched):
             self.handle.replace_node_info(kept.restored)
-            # Nothing changes a NodeState's requests: the kept ones are shared.
-            data.nodes[ni.name] = NodeState(
-                ni.name, list(matched), list(unmatched), kept.pod_requested, kept.r_allocated
-            )
+            data.nodes[ni.name] = kept.state
             return None
         node = ni.clone()
         for r in unmatched:
@@ -213,6 +210,7 @@ class Restorer:
             node.remove_pod(r.uid)  # a reserve pod not cached yet (an informer behind) holds nothing
             for name, value in r.allocated.items():
                 r_allocated[name] = r_allocated.get(name, 0) + value
+        ns = NodeState(ni.name, list(matched), list(unmatched), pod_requested, r_allocated)
         if self.hooks.restorers:  # their changes depend on the pod: nothing kept
             _, st = self.hooks.restore(state, pod, matched, unmatched, node)
             if st is not None:
@@ -220,11 +218,9 @@ class Restorer:
         else:
             if len(self._kept) > 2 * max(len(self.cache.nodes()), 64):
                 self._kept.clear()  # nodes long gone
-            self._kept[ni.name] = _Kept(
-                ni, tuple(matched), tuple(unmatched), node, pod_requested, r_allocated
-            )
+            self._kept[ni.name] = _Kept(ni, tuple(matched), tuple(unmatched), node, ns)
         self.handle.replace_node_info(node)
-        data.nodes[ni.name] = NodeState(ni.name, list(matched), list(unmatched), pod_requested, r_allocated)
+        data.nodes[ni.name] = ns
         return None
 
 

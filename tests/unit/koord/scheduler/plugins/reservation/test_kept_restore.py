@@ -52,6 +52,7 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     states = count_calls(monkeypatch, plugin, "data_of")
     matches = count_calls(monkeypatch, transform, "_matches")
     nominations = count_calls(monkeypatch, ReservationHooks, "filter_nominate")
+    node_states = count_calls(monkeypatch, transform, "NodeState")
     k.add_pod(owner("w1", "1", WEB))
     k.run()
     assert allocated_to(k, "w1")
@@ -65,6 +66,7 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     assert looks.n == 0  # the reservations of every node read at once
     assert matches.n <= 1  # which reservations the pod may use: only on w0's node again
     assert nominations.n <= 1  # the reservation nominated on each node: only on w0's node again
+    assert node_states.n <= 1  # what Filter and Score read of a node: kept with its restore
     # The cycle state read once per Filter and Score over the nodes, not once per node (nomination still
     # reads it per node: Reserve and PreBind, twice).
     assert states.n <= 3 * len(NODES) + 2
