@@ -112,7 +112,7 @@ class Restorer:
                 continue
             if selects and not matches_node_selector(pod, ni.node):
                 continue
-            infos = tuple(by_node.get(node, ()))
+            infos = by_node.get(node, ())
             seen = self._seen.get(node)
             matched: Sequence[ReservationInfo]
             unmatched: Sequence[ReservationInfo]

@@ -99,6 +99,14 @@ def rows(k: MemoryScheduler) -> dict[str, Any]:
     return out
 
 
+def gathered(k: MemoryScheduler) -> dict[str, list[str]]:
+    """Every node's reservations as the restore gets them, checked against a fresh look node by node."""
+    cache = next(iter(k.scheduler.profiles.values())).instances["Reservation"].cache
+    got = cache.by_node()
+    assert got == {n: tuple(cache.on_node(n)) for n in cache.nodes()}
+    return {n: [r.name for r in infos] for n, infos in got.items()}
+
+
 def placed(k: MemoryScheduler) -> dict[str, tuple[str, str]]:
     return {key: (node, allocated_to(k, key.split("/")[1])) for key, node in k.bound().items()}
 
@@ -125,6 +133,7 @@ def test_what_is_kept_is_what_a_fresh_restore_gives_through_every_change() -> No
             cycle(kept, f"w{n}", False, labels, cpu)
             cycle(fresh, f"w{n}", True, labels, cpu)
             assert rows(kept) == rows(fresh), f"after w{n}"
+            assert gathered(kept) == gathered(fresh), f"after w{n}"
             n += 1
     assert placed(kept) == placed(fresh)
     assert len(placed(kept)) == n
@@ -153,3 +162,13 @@ def test_a_fit_answer_is_not_kept_over_a_node_whose_pods_changed() -> None:
     k.clock.advance(20)  # past its backoff
     k.run()
     assert k.bound() == {"default/big": "n0"}
+
+
+def test_every_nodes_reservations_are_gathered_again_only_where_they_changed() -> None:
+    k = with_reservations()
+    cache = next(iter(k.scheduler.profiles.values())).instances["Reservation"].cache
+    first = cache.by_node()
+    k.add_pod(owner("w0", "1", WEB))
+    k.run()
+    second = cache.by_node()
+    assert sum(1 for n in first if second[n] is first[n]) == 5  # all but w0's node: the same tuple
