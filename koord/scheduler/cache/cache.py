@@ -176,11 +176,12 @@ class Cache:
 
     # ---- snapshots ------------------------------------------------------------------------------
 
-    def update_snapshot(self, snapshot: Snapshot) -> int:
+    def update_snapshot(self, snapshot: Snapshot, *, hold: bool = False) -> int:
         """Bring ``snapshot`` to the cache's state; the number of nodes it had to copy. Rows a plugin
-        changed for the last cycle get their NodeInfos back first (Koordinator's ``InvalidNodeInfo``)."""
+        changed for the last cycle get their NodeInfos back first (Koordinator's ``InvalidNodeInfo``);
+        with ``hold``, only once the caller calls ``snapshot.settle()`` (:meth:`Snapshot.put_back`)."""
         copied = 0
-        snapshot.put_back()
+        snapshot.put_back(hold=hold)
         with self._lock:
             if snapshot.generation >= self._generation:
                 return 0

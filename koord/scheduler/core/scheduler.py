@@ -269,7 +269,9 @@ class Scheduler:
             return
         state = CycleState(qpi.info)
         state.record_plugin_metrics = sampled(qpi.popped_cycle, self.config.plugin_metrics_sample_percent)
-        self.cache.update_snapshot(self.snapshot)
+        # The rows a plugin overlaid last cycle stay until BeforePreFilter has overlaid again (the same copy
+        # costs no write); schedule_pod settles the rest before any plugin reads the snapshot.
+        self.cache.update_snapshot(self.snapshot, hold=True)
         try:
             node = self.schedule_pod(fw, state, qpi)
         except FitError as fit:
@@ -316,14 +318,19 @@ class Scheduler:
         """The node for the pod, or :class:`FitError` (no node fits) / :class:`PluginFailure` (an error)."""
         pod = qpi.pod
         snapshot = self.snapshot
+        ext = fw.extensions
+        if not ext.pre_filter or not len(snapshot):
+            snapshot.settle()
         total = len(snapshot)
         diagnosis = Diagnosis()
         if total == 0:
             diagnosis.reject_all(Status.unresolvable("no nodes available to schedule pods"), 0)
             raise FitError(qpi.info.key, 0, diagnosis)
-        ext = fw.extensions
         if ext.pre_filter:
-            pod, rejected = ext.before_pre_filter(state, pod)
+            try:
+                pod, rejected = ext.before_pre_filter(state, pod)
+            finally:
+                snapshot.settle()
             if rejected is not None:
                 if rejected.code is Code.ERROR:
                     raise PluginFailure(rejected.plugin, "beforePreFilter", rejected.message)

@@ -66,6 +66,8 @@ class Snapshot:
         self._affinity_dirty = True
         self._overlaid: dict[str, NodeInfo | None] = {}
         """Rows given a plugin's copy for one cycle, with what they held before (``None``: no row)."""
+        self._held: dict[str, NodeInfo | None] = {}
+        """Rows overlaid in the last cycle still showing the overlay (:meth:`put_back` with ``hold``)."""
         self._search_names: list[str] = []
         self._search_version = -1
         self._search_rows: tuple[tuple[int, int, int], np.ndarray] | None = None
@@ -260,6 +262,7 @@ class Snapshot:
 
     def set(self, info: NodeInfo) -> None:
         """Add or replace the row of ``info.name``."""
+        self._held.pop(info.name, None)  # the row's own NodeInfo now, not an overlay any more
         i = self.index.get(info.name)
         new_node, written = True, None
         if i is None:
@@ -279,22 +282,44 @@ class Snapshot:
 
     def overlay(self, info: NodeInfo) -> None:
         """For one cycle: the row of ``info.name`` is ``info`` (a plugin's changed copy, as the room a
-        reservation holds given back to its owner) until :meth:`put_back`."""
-        i = self.index.get(info.name)
-        self._overlaid.setdefault(info.name, None if i is None else self.infos[i])
+        reservation holds given back to its owner) until :meth:`put_back`. A row held from the last
+        cycle (:meth:`put_back` with ``hold``) that shows ``info`` already is not written again."""
+        name = info.name
+        i = self.index.get(name)
+        if name in self._held:
+            self._overlaid[name] = self._held.pop(name)
+            if i is not None and self.infos[i] is info:
+                return
+        else:
+            self._overlaid.setdefault(name, None if i is None else self.infos[i])
         self.set(info)
 
-    def put_back(self) -> None:
+    def put_back(self, *, hold: bool = False) -> None:
         """The rows :meth:`overlay` changed hold what they held before again (the NodeInfos themselves:
-        nothing changes them, and the cache's changes since are written after)."""
+        nothing changes them, and the cache's changes since are written after). With ``hold`` they keep
+        showing the overlay until :meth:`settle`, so a plugin that overlays the same copy again in the
+        next cycle costs no row write; until then only :meth:`underneath` tells what a row holds."""
+        self.settle()
         overlaid, self._overlaid = self._overlaid, {}
-        for name, info in overlaid.items():
+        self._held = overlaid
+        if not hold:
+            self.settle()
+
+    def settle(self) -> None:
+        """The rows still held from the last cycle and not overlaid again hold their own NodeInfos."""
+        held, self._held = self._held, {}
+        for name, info in held.items():
             if info is None:
                 self.remove(name)
             elif name in self.index:
                 self.set(info)
 
+    def underneath(self, name: str) -> NodeInfo | None:
+        """The NodeInfo of ``name`` once :meth:`settle` has run (not a held overlay)."""
+        return self._held[name] if name in self._held else self.node_info(name)
+
     def remove(self, name: str) -> None:
+        self._held.pop(name, None)
         i = self.index.pop(name, None)
         if i is None:
             return

@@ -31,6 +31,10 @@ class ReservationCache:
         """Pod UID -> the reservation UID it is counted in."""
         self._early: dict[str, dict[str, PodRequirement]] = {}
         """Reservation UID -> owners seen while it was not cached."""
+        self._tuples: dict[str, tuple[ReservationInfo, ...]] = {}
+        """Node -> its reservations' infos as :meth:`by_node` last gave them, but for the nodes in
+        ``_dirty`` (changed since): only those are gathered again."""
+        self._dirty: set[str] = set()
 
     # ---- reservations -------------------------------------------------------------------------------
 
@@ -51,10 +55,12 @@ class ReservationCache:
                     info = info.with_pod(owner)
                 if old.node_name != info.node_name:
                     self._on_node.get(old.node_name, {}).pop(uid, None)
+                    self._dirty.add(old.node_name)
             for pod_uid in info.assigned_pods:
                 self._owner_of[pod_uid] = uid
             self._infos[uid] = info
             self._on_node.setdefault(info.node_name, {})[uid] = None
+            self._dirty.add(info.node_name)
 
     def reservation_deleted(self, r: Obj) -> None:
         with self._lock:
@@ -65,6 +71,7 @@ class ReservationCache:
         info = self._infos.pop(uid, None)
         if info is None:
             return
+        self._dirty.add(info.node_name)
         on_node = self._on_node.get(info.node_name)
         if on_node is not None:
             on_node.pop(uid, None)
@@ -94,7 +101,7 @@ class ReservationCache:
             if wanted is None:
                 return
             if wanted in self._infos:
-                self._infos[wanted] = self._infos[wanted].with_pod(PodRequirement.of(info))
+                self._set(wanted, self._infos[wanted].with_pod(PodRequirement.of(info)))
                 self._owner_of[info.uid] = wanted
             else:
                 self._early.setdefault(wanted, {})[info.uid] = PodRequirement.of(info)
@@ -117,7 +124,8 @@ class ReservationCache:
                 return "cannot find target reservation"
             if info.is_terminating:
                 return "target reservation is terminating"
-            info = self._infos[reservation_uid] = info.with_pod(owner)
+            info = info.with_pod(owner)
+            self._set(reservation_uid, info)
             self._owner_of[owner.uid] = reservation_uid
             return info
 
@@ -131,7 +139,12 @@ class ReservationCache:
         self._owner_of.pop(pod_uid, None)
         info = self._infos.get(reservation_uid)
         if info is not None:
-            self._infos[reservation_uid] = info.without_pod(pod_uid)
+            self._set(reservation_uid, info.without_pod(pod_uid))
+
+    def _set(self, uid: str, info: ReservationInfo) -> None:
+        """A cached reservation's new info (same node)."""
+        self._infos[uid] = info
+        self._dirty.add(info.node_name)
 
     # ---- reading ------------------------------------------------------------------------------------
 
@@ -144,6 +157,20 @@ class ReservationCache:
         """The UID of the reservation the pod is counted in."""
         with self._lock:
             return self._owner_of.get(pod_uid)
+
+    def by_node(self) -> dict[str, tuple[ReservationInfo, ...]]:
+        """The available reservations of every node that has some (one look under the lock; only the
+        nodes changed since the last look are gathered again)."""
+        with self._lock:
+            infos, tuples = self._infos, self._tuples
+            for node in self._dirty:
+                uids = self._on_node.get(node)
+                if uids is None:
+                    tuples.pop(node, None)
+                else:
+                    tuples[node] = tuple(infos[uid] for uid in uids)
+            self._dirty.clear()
+            return {node: tuples[node] for node in self._on_node}
 
     def on_node(self, node: str) -> list[ReservationInfo]:
         """The available reservations on ``node``."""

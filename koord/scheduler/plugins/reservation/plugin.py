@@ -31,7 +31,7 @@ from koord.scheduler.framework.types import PostFilterResult
 from koord.scheduler.plugins.reservation import fit, messages, nominate, status
 from koord.scheduler.plugins.reservation.args import ReservationArgs, parse_args
 from koord.scheduler.plugins.reservation.shared import reference, shared_for
-from koord.scheduler.plugins.reservation.state import STATE_KEY, CycleData, data_of
+from koord.scheduler.plugins.reservation.state import STATE_KEY, CycleData, NodeState, data_of
 from koord.scheduler.plugins.reservation.transform import Restorer
 from koordshared.apis.meta import groups
 from koordshared.apis.scheduling import reservation as rsv
@@ -53,10 +53,20 @@ class Reservation:
         self.cache = self.shared.cache
         self.hooks = ReservationHooks(())
         self.restorer = Restorer(self.handle, self.cache, self.hooks)
+        self._answers: dict[
+            tuple[object, ...], tuple[NodeInfo, NodeState, Status | ReservationInfo | None]
+        ] = {}
+        """(node, pod shape, reservations) -> the restored node and its state the fit answer (or the
+        nomination) was of (each replaced, never changed, when its inputs change), and the answer."""
+        self._keeps_answers = True
+        self._keeps_nominations = True
 
     def use_reservation_hooks(self, hooks: ReservationHooks) -> None:
         self.hooks = hooks
         self.restorer = Restorer(self.handle, self.cache, hooks)
+        # Another plugin's reservation filter may answer differently for the same node and shape.
+        self._keeps_answers = all(p is self for p in hooks.filters)
+        self._keeps_nominations = self._keeps_answers and all(p is self for p in hooks.scorers)
 
     def new_controllers(self) -> Sequence[Controller]:
         return (self.shared.controller,)
@@ -90,7 +100,9 @@ class Reservation:
         return None if data.nodes else SKIP
 
     def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None:
-        data = data_of(state)
+        return self._filter(state, pod, data_of(state), node_info)
+
+    def _filter(self, state: CycleState, pod: Obj, data: CycleData, node_info: NodeInfo) -> Status | None:
         if data.reserve is not None:
             return self._filter_reserve_pod(data.reserve, pod, node_info)
         ns = data.nodes.get(node_info.name)
@@ -105,10 +117,12 @@ class Reservation:
         if data.reserve is not None:
             busy = set(self.cache.nodes())
             everywhere = bool(pinned_node(pod))
-            return [self.filter(state, pod, ni) if everywhere or ni.name in busy else None for ni in nodes]
+            return [
+                self._filter(state, pod, data, ni) if everywhere or ni.name in busy else None for ni in nodes
+            ]
         if not data.has_affinity:
-            return [self.filter(state, pod, ni) if ni.name in data.nodes else None for ni in nodes]
-        return [self.filter(state, pod, ni) for ni in nodes]
+            return [self._filter(state, pod, data, ni) if ni.name in data.nodes else None for ni in nodes]
+        return [self._filter(state, pod, data, ni) for ni in nodes]
 
     def _filter_reserve_pod(self, r: ReservationInfo, pod: Obj, ni: NodeInfo) -> Status | None:
         pinned = pinned_node(pod)
@@ -134,6 +148,43 @@ class Reservation:
         if data.ignored:
             return None
         ns = data.nodes[ni.name]
+        if not self._keeps_answers or ni.name in data.preemptible or ni.name in data.preemptible_in:
+            return self._fit_with(state, pod, data, ni, ns, matched, required)
+        # The same restored node, reservations and pod shape as an earlier cycle: the same answer.
+        key = (ni.name, required, data.shape(), *matched)
+        found, kept = self._kept_answer(key, ni, ns)
+        if found:
+            return cast(Status | None, kept)
+        answer = self._fit_with(state, pod, data, ni, ns, matched, required)
+        self._keep_answer(key, ni, ns, answer)
+        return answer
+
+    def _kept_answer(
+        self, key: tuple[object, ...], ni: NodeInfo, ns: NodeState
+    ) -> tuple[bool, Status | ReservationInfo | None]:
+        """The answer kept under ``key`` if it was of this very restored node and state."""
+        kept = self._answers.get(key)
+        if kept is not None and kept[0] is ni and kept[1].unmatched == ns.unmatched:
+            return True, kept[2]
+        return False, None
+
+    def _keep_answer(
+        self, key: tuple[object, ...], ni: NodeInfo, ns: NodeState, answer: Status | ReservationInfo | None
+    ) -> None:
+        if len(self._answers) > 8 * max(len(self.cache.nodes()), 64):
+            self._answers.clear()  # shapes and reservations long gone
+        self._answers[key] = (ni, ns, answer)
+
+    def _fit_with(
+        self,
+        state: CycleState,
+        pod: Obj,
+        data: CycleData,
+        ni: NodeInfo,
+        ns: NodeState,
+        matched: Sequence[ReservationInfo],
+        required: bool,
+    ) -> Status | None:
         short: set[str] = set()
         refused: list[str] = []
         asked = set(data.requests)
@@ -225,14 +276,41 @@ class Reservation:
         if len(matched) == 1 and data.has_affinity:
             chosen = matched[0]
         elif matched:
-            ok = [r for r in matched if self.hooks.filter_nominate(state, pod, r, node_name) is None]
-            ok.sort(key=_age)  # ties go to the oldest (then by name)
-            chosen, _ = nominate.lowest_order(ok)
-            if chosen is None and ok:
-                scores = self.hooks.scores(state, pod, ok, node_name) if len(ok) > 1 else [0]
-                chosen = ok[scores.index(max(scores))]
+            chosen = self._nominated(state, pod, data, node_name, matched)
         data.nominated[node_name] = chosen
         return chosen, None
+
+    def _nominated(
+        self, state: CycleState, pod: Obj, data: CycleData, node: str, matched: Sequence[ReservationInfo]
+    ) -> ReservationInfo | None:
+        ni = self.handle.node_info(node)
+        ns = data.nodes[node]
+        if (
+            not self._keeps_nominations
+            or ni is None
+            or node in data.preemptible
+            or node in data.preemptible_in
+        ):
+            return self._nominate(state, pod, node, matched)
+        # As the fit answers: the same restored node, reservations and pod shape, the same choice.
+        key = ("nominated", node, data.shape(), *matched)
+        found, kept = self._kept_answer(key, ni, ns)
+        if found:
+            return cast(ReservationInfo | None, kept)
+        chosen = self._nominate(state, pod, node, matched)
+        self._keep_answer(key, ni, ns, chosen)
+        return chosen
+
+    def _nominate(
+        self, state: CycleState, pod: Obj, node: str, matched: Sequence[ReservationInfo]
+    ) -> ReservationInfo | None:
+        ok = [r for r in matched if self.hooks.filter_nominate(state, pod, r, node) is None]
+        ok.sort(key=_age)  # ties go to the oldest (then by name)
+        chosen, _ = nominate.lowest_order(ok)
+        if chosen is None and ok:
+            scores = self.hooks.scores(state, pod, ok, node) if len(ok) > 1 else [0]
+            chosen = ok[scores.index(max(scores))]
+        return chosen
 
     # ---- Score ---------------------------------------------------------------------------------------
 
@@ -254,18 +332,13 @@ class Reservation:
 
     def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
         data = data_of(state)
-        if data.reserve is not None:
-            return 0
-        if data.preferred_node and data.preferred_node == node_info.name:
-            return nominate.MOST_PREFERRED
-        chosen = data.nominated.get(node_info.name)
-        return 0 if chosen is None else nominate.most_allocated(data.requests, chosen)
+        return 0 if data.reserve is not None else _score(data, node_info.name)
 
     def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[int]:
         data = data_of(state)
         if data.reserve is not None:
             return [0] * len(nodes)
-        return [self.score(state, pod, ni) if ni.name in data.nodes else 0 for ni in nodes]
+        return [_score(data, ni.name) if ni.name in data.nodes else 0 for ni in nodes]
 
     def normalize_score(self, state: CycleState, pod: Obj, scores: dict[str, int]) -> Status | None:
         if data_of(state).reserve is None:
@@ -356,6 +429,13 @@ class Reservation:
         note = f"Successfully assigned {name} to {node_name}"
         self.handle.event(reference(r), "Normal", "Scheduled", note, action="Binding")
         return None
+
+
+def _score(data: CycleData, node: str) -> int:
+    if data.preferred_node and data.preferred_node == node:
+        return nominate.MOST_PREFERRED
+    chosen = data.nominated.get(node)
+    return 0 if chosen is None else nominate.most_allocated(data.requests, chosen)
 
 
 def _age(r: ReservationInfo) -> tuple[str, str]:

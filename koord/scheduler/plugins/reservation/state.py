@@ -64,6 +64,13 @@ class CycleData:
     """Preemption's what-if: per node, what the victims taken off it free (outside reservations)."""
     preemptible_in: dict[str, dict[str, Resources]] = field(default_factory=dict)
     """... and inside each reservation (node -> reservation UID -> resources)."""
+    _shape: tuple[object, ...] | None = None
+
+    def shape(self) -> tuple[object, ...]:
+        """What of the pod the fit checks read, as a key."""
+        if self._shape is None:
+            self._shape = (tuple(sorted(self.requests.items())), self.has_affinity, self.reservation_name)
+        return self._shape
 
     def clone(self) -> CycleData:
         """For preemption's what-if runs (CycleState.clone): its own nominations and what-if room."""

@@ -1,11 +1,14 @@
 """BeforePreFilter: which reservations the pod may use on which node, and the room they hold given back to
-it (Koordinator's ``transformer.go``, with ``LazyReservationRestore`` off, its default).
-Details: ``docs/modules.md``.
+it (Koordinator's ``transformer.go``, with ``LazyReservationRestore`` off, its default). A node's restored
+copy is kept and given again while its inputs are the same objects (the snapshot's NodeInfo and the
+reservations' infos are replaced, never changed, when anything about them changes), so a cycle copies
+only the nodes whose reservations or pods changed since. Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, SchedulerHandle, Status
 from koord.scheduler.framework.extension import ReservationHooks
@@ -19,11 +22,47 @@ from koordshared.apis.scheduling.reservation import reservation_name
 from koordshared.runtime.errors import InvalidValue
 
 
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A node's restore and what it was made from (compared by identity: each is replaced on change)."""
+
+    base: NodeInfo
+    matched: tuple[ReservationInfo, ...]
+    unmatched: tuple[ReservationInfo, ...]
+    restored: NodeInfo
+    state: NodeState
+    """What Filter and Score read of the node: nothing changes it, so each cycle is given this one."""
+
+    def made_of(
+        self, base: NodeInfo, matched: Sequence[ReservationInfo], unmatched: Sequence[ReservationInfo]
+    ) -> bool:
+        # ReservationInfo compares by identity: a tuple comparison is one of objects, not of values.
+        return self.base is base and self.matched == tuple(matched) and self.unmatched == tuple(unmatched)
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """Which of a node's reservations a pod of ``shape`` matched, and why not: the same again for the same
+    NodeInfo, reservations (by identity) and shape, when their owners read the pod's labels alone."""
+
+    base: NodeInfo
+    infos: tuple[ReservationInfo, ...]
+    shape: tuple[object, ...] | None
+    matched: tuple[ReservationInfo, ...]
+    unmatched: tuple[ReservationInfo, ...]
+    diag: Diagnosis
+
+
 class Restorer:
     def __init__(self, handle: SchedulerHandle, cache: ReservationCache, hooks: ReservationHooks) -> None:
         self.handle = handle
         self.cache = cache
         self.hooks = hooks
+        self._kept: dict[str, _Kept] = {}
+        self._seen: dict[str, _Seen] = {}
+        # id(owners) -> (those owners, the pod labels, whether they match): kept for owners that read a
+        # pod's labels alone, each under its own owners object (a reservation's stays while it does).
+        self._owned: dict[int, tuple[tuple[rsv.OwnerMatcher, ...], frozenset[tuple[str, str]], bool]] = {}
 
     def prepare(self, state: CycleState, pod: Obj) -> CycleData | Status:
         name = reservation_name(pod)
@@ -49,34 +88,71 @@ class Restorer:
         st = self.hooks.pre_restore(state, pod)
         if st is not None:
             return st
-        nodes = self.cache.nodes()
+        by_node = self.cache.by_node()
+        nodes: list[str] = list(by_node)
         if data.reservation_name:
             nodes = self._named(data.reservation_name) or nodes
         snapshot = self.handle.snapshot()
         selects = specific is None and _selects_nodes(pod)
+        labels = frozenset(as_map(as_map(pod, "metadata"), "labels").items())
+
+        def owned(r: ReservationInfo) -> bool:
+            return self._owns(r, pod, labels)
+
+        # What of the pod the matching reads when no node-level term of the pod is involved (with owners
+        # by labels alone: see _Seen).
+        shape = None
+        if affinity is None and specific is None and not selects:
+            shape = (labels, data.ignored, exact, tuple(sorted(data.requests.items())) if exact else ())
         for node in nodes:
-            ni = snapshot.node_info(node)
+            ni = snapshot.underneath(node)
             if ni is None or ni.node is None:
                 continue
             if specific is not None and node not in specific:
                 continue
             if selects and not matches_node_selector(pod, ni.node):
                 continue
-            diag = Diagnosis()
-            matched, unmatched = [], []
-            for r in self.cache.on_node(node):
-                if _matches(pod, r, diag, ni, data, affinity):
-                    matched.append(r)
-                elif r.allocated_pods:
-                    unmatched.append(r)
+            infos = by_node.get(node, ())
+            seen = self._seen.get(node)
+            matched: Sequence[ReservationInfo]
+            unmatched: Sequence[ReservationInfo]
+            if seen is not None and seen.base is ni and seen.infos == infos and seen.shape == shape:
+                matched, unmatched, diag = seen.matched, seen.unmatched, seen.diag
+            else:
+                diag = Diagnosis()
+                yes: list[ReservationInfo] = []
+                no: list[ReservationInfo] = []
+                for r in infos:
+                    if _matches(pod, r, diag, ni, data, affinity, owned):
+                        yes.append(r)
+                    elif r.allocated_pods:
+                        no.append(r)
+                matched, unmatched = tuple(yes), tuple(no)
+                if shape is not None and all(_by_labels(r) for r in infos):
+                    if len(self._seen) > 2 * max(len(by_node), 64):
+                        self._seen.clear()  # nodes long gone
+                    self._seen[node] = _Seen(ni, infos, shape, matched, unmatched, diag)
             if diag.ignored or diag.owner_matched:
-                data.diagnosis[node] = diag
+                data.diagnosis[node] = diag  # never changed after: shared with the kept one
             if not matched and (not unmatched or affinity is not None):
                 continue
             failed = self._restore(state, pod, data, ni, matched, unmatched)
             if failed is not None:
                 return failed
         return data
+
+    def _owns(self, r: ReservationInfo, pod: Obj, labels: frozenset[tuple[str, str]]) -> bool:
+        if r.parse_error:
+            return False
+        kept = self._owned.get(id(r.owners))
+        if kept is not None and kept[0] is r.owners and kept[1] == labels:
+            return kept[2]
+        answer = r.match_owners(pod)
+        if _by_labels(r):
+            if len(self._owned) > 4 * max(len(self._kept), 64):
+                self._owned.clear()  # reservations long gone
+            self._owned[id(r.owners)] = (r.owners, labels, answer)
+        return answer
 
     def _named(self, name: str) -> list[str]:
         store = self.handle.store("reservations")
@@ -96,11 +172,11 @@ class Restorer:
         if st is not None:
             return st
         snapshot = self.handle.snapshot()
-        for node in self.cache.nodes():
-            ni = snapshot.node_info(node)
+        for node, infos in self.cache.by_node().items():
+            ni = snapshot.underneath(node)
             if ni is None or ni.node is None:
                 continue
-            unmatched = [r for r in self.cache.on_node(node) if r.allocated_pods]
+            unmatched = [r for r in infos if r.allocated_pods]
             if unmatched:
                 failed = self._restore(state, pod, data, ni, [], unmatched)
                 if failed is not None:
@@ -116,6 +192,11 @@ class Restorer:
         matched: Sequence[ReservationInfo],
         unmatched: Sequence[ReservationInfo],
     ) -> Status | None:
+        kept = self._kept.get(ni.name)
+        if kept is not None and not self.hooks.restorers and kept.made_of(ni, matched, unmatched):
+            self.handle.replace_node_info(kept.restored)
+            data.nodes[ni.name] = kept.state
+            return None
         node = ni.clone()
         for r in unmatched:
             for name, value in r.allocated.items():
@@ -129,12 +210,17 @@ class Restorer:
             node.remove_pod(r.uid)  # a reserve pod not cached yet (an informer behind) holds nothing
             for name, value in r.allocated.items():
                 r_allocated[name] = r_allocated.get(name, 0) + value
-        if self.hooks.restorers:
+        ns = NodeState(ni.name, list(matched), list(unmatched), pod_requested, r_allocated)
+        if self.hooks.restorers:  # their changes depend on the pod: nothing kept
             _, st = self.hooks.restore(state, pod, matched, unmatched, node)
             if st is not None:
                 return st
+        else:
+            if len(self._kept) > 2 * max(len(self.cache.nodes()), 64):
+                self._kept.clear()  # nodes long gone
+            self._kept[ni.name] = _Kept(ni, tuple(matched), tuple(unmatched), node, ns)
         self.handle.replace_node_info(node)
-        data.nodes[ni.name] = NodeState(ni.name, list(matched), list(unmatched), pod_requested, r_allocated)
+        data.nodes[ni.name] = ns
         return None
 
 
@@ -145,6 +231,7 @@ def _matches(
     ni: NodeInfo,
     data: CycleData,
     affinity: rsv.ReservationAffinity | None,
+    owned: Callable[[ReservationInfo], bool],
 ) -> bool:
     """Koordinator's ``checkReservationMatchedOrIgnored``, counting why an owned one did not match."""
     if not r.is_matchable():
@@ -152,7 +239,7 @@ def _matches(
     if data.ignored:
         diag.ignored += 1
         return True
-    if not r.match_owners(pod):
+    if not owned(r):
         return False
     diag.owner_matched += 1
     exact = not data.exact or rsv.exact_match(data.requests, r.allocatable, data.exact)
@@ -181,6 +268,11 @@ def _matches(
         diag.not_exact += 1
         return False
     return True
+
+
+def _by_labels(r: ReservationInfo) -> bool:
+    """Whether the reservation's owners read a pod's labels alone (no object or controller)."""
+    return all(o.object is None and o.controller is None for o in r.owners)
 
 
 def _selects_nodes(pod: Obj) -> bool:

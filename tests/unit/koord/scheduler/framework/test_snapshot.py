@@ -7,12 +7,14 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from koord.scheduler.cache.cache import Cache
 from koord.scheduler.framework import snapshot as snapshot_module
 from koord.scheduler.framework.snapshot import Snapshot, per_domain
 from koord.scheduler.framework.types import NodeInfo
 from koordshared.testing.objects import node, pod
+from tests.support.counting import count_calls
 
 
 def web_pods(ni: NodeInfo) -> int:
@@ -140,3 +142,28 @@ def test_overlaid_rows_are_put_back_as_they_were() -> None:
     assert snap.requested[0, snap.column("cpu")] == 0
     snap.put_back()  # nothing overlaid since: nothing changes
     assert snap.node_info("n") is ni
+
+
+def test_held_rows_overlaid_again_with_the_same_copy_are_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    snap = Snapshot()
+    infos = [NodeInfo(n, node(n)) for n in ("a", "b", "c")]
+    for ni in infos:
+        snap.set(ni)
+    copies = []
+    for ni in infos:
+        copy = ni.clone()
+        copy.requested["cpu"] = 500
+        copies.append(copy)
+        snap.overlay(copy)
+    writes = count_calls(monkeypatch, Snapshot, "_write_row")
+    snap.put_back(hold=True)
+    assert writes.n == 0 and snap.node_info("a") is copies[0]
+    assert snap.underneath("a") is infos[0]
+    snap.set(NodeInfo("b", infos[1].node))  # the cache's change: no overlay held on that row any more
+    snap.overlay(copies[0])  # the same copy again: nothing written
+    assert writes.n == 1 and snap.node_info("a") is copies[0]
+    snap.settle()  # c was not overlaid again: its own NodeInfo back
+    assert writes.n == 2 and snap.node_info("c") is infos[2]
+    assert snap.requested[snap.index["c"], snap.column("cpu")] == 0
+    snap.put_back()  # without hold: every row its own at once
+    assert snap.node_info("a") is infos[0] and snap.requested[snap.index["a"], snap.column("cpu")] == 0
