@@ -132,7 +132,7 @@ def new_daemon(
 ) -> Daemon:
     """Build the whole agent, each component from its own config in ``cfg`` (nothing starts until
     :meth:`Daemon.run`). Host paths, clocks and the Prometheus registry are made here and injected."""
-    # Imported here: the informer pulls in the kubernetes client, which `koordlet version` never needs.
+    # Imported here: the informer pulls in the API client, which `koordlet version` never needs.
     from koordlet.metricsadvisor.advisor import MetricsAdvisor
     from koordlet.statesinformer.informer import StatesInformer
     from koordlet.statesinformer.metrics import NodeMetricGauges

@@ -1,11 +1,11 @@
 """The Kubernetes API side of the informer: the shared :class:`~koordshared.kube.informer.Informer` for each
 object the agent watches (its Node, its pods, its NodeSLO, NodeMetric and NodeResourceTopology, each by field
 selector so nothing of other nodes is cached) and the few writes (the NodeMetric status, replaced whole; the
-NodeResourceTopology, Eviction, Event); the client itself is made by :mod:`koordshared.kube.client`. The only
-module of the agent's own packages that imports ``kubernetes``.
+NodeResourceTopology, Eviction, Event); the client itself is made by :mod:`koordshared.kube.client`, and
+its errors are mapped there (:func:`~koordshared.kube.client.call`), so this works on either client and
+imports no ``kubernetes`` module itself.
 
-The client is imported lazily (about a second of imports) so standalone agents and ``--help`` never pay
-for it. Every call goes on the resource's REST path (:func:`koordshared.kube.client.send`), never through
+Every call goes on the resource's REST path (:func:`koordshared.kube.client.send`), never through
 the typed API classes, whose import builds hundreds of pydantic models the agent has no use for. Objects
 travel as plain JSON dicts decoded from the response body, the same shape the kubelet serves, so one
 builder serves every source (a watch decoded through the models would break on any object they refuse).
@@ -13,16 +13,14 @@ builder serves every source (a watch decoded through the models would break on a
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from koordlet.statesinformer.eviction import EvictResult
 from koordshared.apis.meta import groups
-from koordshared.kube.client import send
+from koordshared.kube.client import ApiError, call, close_client, send
 from koordshared.kube.informer import Informer, without_managed_fields
 from koordshared.kube.informers import PathList
 from koordshared.runtime.errors import APIUnavailable
@@ -35,11 +33,6 @@ _NODE_NAMED = (groups.NODE_SLOS, groups.NODE_METRICS, NRT)
 CONFLICT_ATTEMPTS = 4
 """Writes of one NodeMetric report before a 409 is handed back (koordlet's ``RetryOnConflict`` with
 client-go's ``DefaultBackoff``: 4 steps)."""
-
-
-def _status_of(err: BaseException) -> int:
-    status = getattr(err, "status", None)
-    return status if isinstance(status, int) else 0
 
 
 def _status_update(obj: Any, status: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,8 +50,8 @@ def _status_update(obj: Any, status: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ClusterAPI:
-    """The typed calls the informer makes; every method maps client errors to results or
-    :class:`APIUnavailable` (connection errors, 5xx) so callers never see ``ApiException``."""
+    """The calls the informer makes; the writes map the server's answers to results (HTTP statuses) and
+    an unreachable server to :class:`APIUnavailable`."""
 
     def __init__(self, api_client: Any, node_name: str, request_timeout: float = 10.0) -> None:
         self.api_client = api_client
@@ -91,24 +84,14 @@ class ClusterAPI:
 
     # writes ----------------------------------------------------------------------------------------
 
-    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            return fn()
-        except ApiException:
-            raise
-        except Exception as err:  # urllib3/socket errors: the server is unreachable
-            raise APIUnavailable(f"{what}: {err}") from err
-
-    def _send(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
-        """The decoded answer of one request (a non-2xx answer raises the client's ``ApiException``)."""
-        resp = send(self.api_client, method, path, body=body, timeout=self.timeout)
-        return json.loads(resp.data) if resp.data else None
+    def _send(self, what: str, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        """The decoded answer of one request; :class:`ApiError` for a non-2xx answer,
+        :class:`APIUnavailable` when the server could not be reached."""
+        return call(what, lambda: send(self.api_client, method, path, body=body, timeout=self.timeout))
 
     def get_node_object(self, resource: groups.Resource) -> Any:
         """This node's object of a node-named custom resource, as the server holds it."""
-        return self._send("GET", resource.path(self.node_name))
+        return self._send(f"{resource.plural} get", "GET", resource.path(self.node_name))
 
     def update_node_metric_status(self, status: Mapping[str, Any], current: Mapping[str, Any] | None) -> int:
         """Replace ``/status`` of this node's NodeMetric with ``status`` (koordlet's ``UpdateStatus``):
@@ -117,18 +100,20 @@ class ClusterAPI:
         merge patch would leave behind every key the new status omits. A 409 is retried at once on a fresh
         read, up to :data:`CONFLICT_ATTEMPTS` writes. Returns the HTTP status (200, 404 when the object
         does not exist, 409/429/5xx as last answered); connection errors raise :class:`APIUnavailable`."""
-        from kubernetes.client.exceptions import ApiException
 
         obj = current
         for _ in range(CONFLICT_ATTEMPTS):
             try:
                 if obj is None:
-                    obj = self._call("nodemetric get", lambda: self.get_node_object(NM))
-                self._call(
-                    "nodemetric status", functools.partial(self._put_status, _status_update(obj, status))
+                    obj = self.get_node_object(NM)
+                self._send(
+                    "nodemetric status",
+                    "PUT",
+                    NM.path(self.node_name) + "/status",
+                    _status_update(obj, status),
                 )
-            except ApiException as err:
-                code = _status_of(err) or 500
+            except ApiError as err:
+                code = err.status or 500
                 if code != 409:
                     return code
                 obj = None  # read again: the cache may not have seen the newer object yet
@@ -136,42 +121,33 @@ class ClusterAPI:
             return 200
         return 409
 
-    def _put_status(self, body: Mapping[str, Any]) -> Any:
-        return self._send("PUT", NM.path(self.node_name) + "/status", body)
-
     def create_node_metric(self) -> int:
-        from kubernetes.client.exceptions import ApiException
-
         body = {
             "apiVersion": groups.NODE_METRICS.api_version,
             "kind": groups.NODE_METRICS.kind,
             "metadata": {"name": self.node_name},
         }
         try:
-            self._call("nodemetric create", lambda: self._send("POST", NM.path(), body))
-        except ApiException as err:
-            return _status_of(err) or 500
+            self._send("nodemetric create", "POST", NM.path(), body)
+        except ApiError as err:
+            return err.status or 500
         return 201
 
     def write_node_topology(self, body: Mapping[str, Any], *, create: bool) -> int:
         """Create this node's NodeResourceTopology, or replace it (``body`` carries the resourceVersion it
         was read at, so a concurrent change is a 409); returns the HTTP status (201/200 on success)."""
-        from kubernetes.client.exceptions import ApiException
-
-        def call() -> Any:
-            if create:
-                return self._send("POST", NRT.path(), body)
-            return self._send("PUT", NRT.path(self.node_name), body)
 
         try:
-            self._call("noderesourcetopology " + ("create" if create else "update"), call)
-        except ApiException as err:
-            return _status_of(err) or 500
+            if create:
+                self._send("noderesourcetopology create", "POST", NRT.path(), body)
+            else:
+                self._send("noderesourcetopology update", "PUT", NRT.path(self.node_name), body)
+        except ApiError as err:
+            return err.status or 500
         return 201 if create else 200
 
     def evict(self, namespace: str, name: str, uid: str) -> EvictResult:
         """policy/v1 Eviction with a UID precondition (never evicts a same-named successor)."""
-        from kubernetes.client.exceptions import ApiException
 
         body = {
             "apiVersion": "policy/v1",
@@ -180,13 +156,10 @@ class ClusterAPI:
             "deleteOptions": {"preconditions": {"uid": uid}},
         }
         try:
-            self._call(
-                "eviction", lambda: self._send("POST", groups.PODS.path(name, namespace) + "/eviction", body)
-            )
-        except ApiException as err:
-            code = _status_of(err)
+            self._send("eviction", "POST", groups.PODS.path(name, namespace) + "/eviction", body)
+        except ApiError as err:
             return {429: EvictResult.BLOCKED, 404: EvictResult.GONE, 409: EvictResult.CONFLICT}.get(
-                code, EvictResult.ERROR
+                err.status, EvictResult.ERROR
             )
         except APIUnavailable as err:
             log.warning("eviction of %s/%s: %s", namespace, name, str(err))
@@ -205,7 +178,6 @@ class ClusterAPI:
         now: float,
     ) -> bool:
         """A core/v1 Event about the object (best effort: False on any failure)."""
-        from kubernetes.client.exceptions import ApiException
 
         ts = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         ns = namespace or "default"
@@ -225,14 +197,11 @@ class ClusterAPI:
             "reportingInstance": self.node_name,
         }
         try:
-            self._call(
-                "event",
-                lambda: self._send("POST", f"/api/v1/namespaces/{ns}/events", body),
-            )
-        except (ApiException, APIUnavailable) as err:
+            self._send("event", "POST", f"/api/v1/namespaces/{ns}/events", body)
+        except (ApiError, APIUnavailable) as err:
             log.info("event %s on %s/%s not recorded: %s", reason, kind, name, str(err))
             return False
         return True
 
     def close(self) -> None:
-        self.api_client.close()
+        close_client(self.api_client)

@@ -6,7 +6,8 @@ rest config: the kubeconfig's user, or the pod's service account); so does this 
    every request;
 3. with ``--kubeconfig``: its user's ``tokenFile`` re-read on every request (the client library reads it
    once), else the API client's bearer token (a ``token``, or an exec plugin's, which the client
-   refreshes), and the client certificate and key the API client presents.
+   refreshes), and the client certificate and key the API client presents: those of the lean client's
+   :class:`~koordshared.kube.kubeconfig.Endpoint`, or of the official client's ``Configuration``.
 Details: ``docs/modules.md``.
 """
 
@@ -19,6 +20,7 @@ import yaml
 
 from koordlet.statesinformer.config import SERVICE_ACCOUNT_DIR, InformerConfig
 from koordlet.statesinformer.kubelet import KubeletCredentials
+from koordshared.kube.kubeconfig import Endpoint
 from koordshared.runtime.errors import ConfigError
 
 SERVICE_ACCOUNT_TOKEN = f"{SERVICE_ACCOUNT_DIR}/token"
@@ -49,22 +51,42 @@ def kubeconfig_token_file(kubeconfig: str) -> str:
     return str(path if path.is_absolute() else Path(kubeconfig).resolve().parent / path)
 
 
-def kubelet_credentials(config: InformerConfig, client_configuration: Any) -> KubeletCredentials:
-    """The credentials for the kubelet, given the agent's informer config and its API client's
-    ``kubernetes.client.Configuration``."""
+def lean_usable(ep: Endpoint) -> bool:
+    """Whether the kubelet can be shown ``ep``'s credentials: its TLS context loads a client certificate
+    from files only, and the official client writes inline certificate data to some."""
+    return not (ep.cert_data or ep.key_data)
+
+
+def kubelet_credentials(config: InformerConfig, client_credentials: Any) -> KubeletCredentials:
+    """The credentials for the kubelet, given the agent's informer config and what its API client
+    connects with: a lean client's :class:`Endpoint` or an official ``kubernetes.client.Configuration``."""
     if config.kubelet_token_file:
         return KubeletCredentials(token_file=config.kubelet_token_file)
     if not config.kubeconfig and config.client_configuration is None:
         return KubeletCredentials(token_file=SERVICE_ACCOUNT_TOKEN)
+    if isinstance(client_credentials, Endpoint):
+        return _endpoint_credentials(client_credentials)
     token_file = kubeconfig_token_file(config.kubeconfig) if config.kubeconfig else ""
 
     def authorization() -> str | None:
-        value = client_configuration.auth_settings().get("BearerToken", {}).get("value")
+        value = client_credentials.auth_settings().get("BearerToken", {}).get("value")
         return str(value) if value else None
 
     return KubeletCredentials(
         token_file=token_file,
         authorization=authorization,
-        cert_file=str(getattr(client_configuration, "cert_file", None) or ""),
-        key_file=str(getattr(client_configuration, "key_file", None) or ""),
+        cert_file=str(getattr(client_credentials, "cert_file", None) or ""),
+        key_file=str(getattr(client_credentials, "key_file", None) or ""),
+    )
+
+
+def _endpoint_credentials(ep: Endpoint) -> KubeletCredentials:
+    """Its token, token file (re-read per request), certificate and key files; inline certificate data
+    is not carried (see :func:`lean_usable`)."""
+    token = f"Bearer {ep.token}" if ep.token else None
+    return KubeletCredentials(
+        token_file=ep.token_file,
+        authorization=(lambda: token) if token else None,
+        cert_file=ep.cert_file,
+        key_file=ep.key_file,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordshared.kube.client import ApiError, make_api_client, request
+from koordshared.kube.client import ApiError, make_api_client, make_client, request
 from koordshared.runtime.errors import APIUnavailable
 from koordshared.runtime.httpaccess import AuthConfig, DelegatingAuth, UserInfo
 
@@ -72,6 +72,11 @@ def delegating_auth(
     config: AuthConfig, kubeconfig: str = "", client_configuration: Any = None, *, user_agent: str
 ) -> DelegatingAuth:
     """The request filter of a process serving HTTP with authentication on, reviewing through its own
-    client (the kubeconfig, or the in-cluster service account) under the process's ``user_agent``."""
-    api = make_api_client(kubeconfig, client_configuration, user_agent=user_agent)
+    client (an explicit ``client_configuration``; else the kubeconfig's or the in-cluster service
+    account's, lean where the credentials allow: the agent's DaemonSet reviews its scrapers and must not
+    import ``kubernetes`` for it) under the process's ``user_agent``."""
+    if client_configuration is not None:
+        api = make_api_client(client_configuration=client_configuration, user_agent=user_agent)
+    else:
+        api = make_client(kubeconfig, user_agent=user_agent)
     return DelegatingAuth(config, APIReviewer(api))

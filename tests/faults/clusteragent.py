@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +47,14 @@ def add_node(server: APIServer, kubelet: FakeKubelet, name: str = NODE) -> None:
 
 @contextlib.contextmanager
 def cluster_agent(
-    tmp: Path, server: APIServer, *extra: str, files: Sequence[str] = ("koordlet.yaml", "rbac.yaml")
+    tmp: Path,
+    server: APIServer,
+    *extra: str,
+    files: Sequence[str] = ("koordlet.yaml", "rbac.yaml"),
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[Agent, FakeKubelet]]:
-    """The agent as the DaemonSet's ServiceAccount, ready; stopped (exit 0 checked) on the way out."""
+    """The agent as the DaemonSet's ServiceAccount, ready; stopped (exit 0 checked) on the way out;
+    ``env`` is added to its environment."""
     server.apply(*manifests(*files))
     with FakeKubelet() as kubelet:
         add_node(server, kubelet)
@@ -59,7 +64,7 @@ def cluster_agent(
             "--kubelet-insecure-tls",
             f"--kubelet-read-only-port={kubelet.port}",
             *extra,
-            env={"NODE_NAME": NODE},
+            env={"NODE_NAME": NODE, **(env or {})},
             kubeconfig=kubeconfig,
         )
         try:

@@ -17,6 +17,7 @@ from koordlet.testing import wait_until
 from koordlet.testing.agent import Agent, http_get, koordlet_command
 from koordlet.testing.cgroups import RealKubepods
 from koordlet.testing.kubelet import pod_object
+from koordshared.testing import objects
 from tests.apiserver import APIServer
 from tests.faults.clusteragent import NODE, cluster_agent
 from tests.faults.probes import read_int, samples, total, tracebacks
@@ -30,6 +31,33 @@ def node_cpu(agent: Agent) -> list[float]:
 
 def degraded(agent: Agent) -> float:
     return total(agent, "koordlet_states_informer_degraded")
+
+
+def test_the_daemonset_path_imports_no_kubernetes_module(tmp_path: Path, api_server: APIServer) -> None:
+    # F20 memory: the package's __init__ alone is some 17 MiB of the agent's RSS (oauthlib, requests,
+    # pydantic, websocket); a kubeconfig with a token is served by the lean client, the API server's
+    # answers mapped by koordshared.kube.client, the kubelet shown the same token.
+    nodemetric = objects.node_metric(NODE, update_time=None, report_interval=1, with_node_metric=False)
+    api_server.store.create("nodemetrics", nodemetric)
+    pods = [pod_object(str(uuid.uuid4()), f"web-{i}", node=NODE) for i in range(3)]
+    env = {"PYTHONPROFILEIMPORTTIME": "1"}  # every module imported, to the log, while the agent lives
+    with cluster_agent(tmp_path, api_server, "--node-metric-report-min-interval=1s", env=env) as (
+        agent,
+        kubelet,
+    ):
+        kubelet.set_pods(pods)
+        assert wait_until(lambda: total(agent, "koordlet_states_informer_pods") == 3, 10), agent.tail()
+        written = {"result": "ok"}
+        assert wait_until(lambda: total(agent, "koordlet_nodemetric_report_total", **written) >= 1, 15), (
+            agent.tail()
+        )
+        imported = [
+            line.rsplit("|", 1)[1].strip()
+            for line in agent.log.read_text().splitlines()
+            if line.startswith("import time:") and "|" in line
+        ]
+    assert "koordlet.statesinformer.kube" in imported  # the log is the import trace
+    assert [m for m in imported if m.split(".")[0] == "kubernetes"] == []
 
 
 def test_an_unknown_feature_gate_is_a_clear_exit() -> None:

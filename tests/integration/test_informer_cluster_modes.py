@@ -141,26 +141,33 @@ def test_kubelet_gets_the_kubeconfigs_token(
 
 
 @pytest.mark.tool("openssl")
+@pytest.mark.parametrize("via", ["configuration", "kubeconfig"])
 def test_kubelet_gets_the_kubeconfigs_client_certificate(
     cluster_factory: Callable[..., Cluster],
     api_server: APIServer,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    via: str,
 ) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     (tmp_path / "client").mkdir()
     cert, key = make_cert(tmp_path / "client")
     kubelet = FakeKubelet(tls_dir=tmp_path, client_ca=cert).start()
-    # The client library loads certificates only for an https server; the test API server speaks http,
-    # so the user's certificate is given the way an https kubeconfig would leave it in the configuration.
-    from kubernetes import client
+    options: dict[str, Any]
+    if via == "configuration":
+        # The client library loads certificates only for an https server; the test API server speaks
+        # http, so the user's certificate is given the way an https kubeconfig would leave it.
+        from kubernetes import client
 
-    configuration = client.Configuration(host=api_server.url)
-    configuration.api_key = dict(api_server.client_config().api_key)
-    configuration.cert_file, configuration.key_file = str(cert), str(key)
-    c = cluster_factory(
-        kubelet=kubelet, client_configuration=configuration, kubelet_insecure_tls=False, kubelet_port=0
-    )
+        configuration = client.Configuration(host=api_server.url)
+        configuration.api_key = dict(api_server.client_config().api_key)
+        configuration.cert_file, configuration.key_file = str(cert), str(key)
+        options = {"client_configuration": configuration}
+    else:  # the lean client keeps the user's certificate and key files whatever the server's scheme
+        user = {"token": "t", "client-certificate": str(cert), "client-key": str(key)}
+        kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", api_server.url, user)
+        options = {"client_configuration": None, "kubeconfig": str(kubeconfig), "standalone": None}
+    c = cluster_factory(kubelet=kubelet, kubelet_insecure_tls=False, kubelet_port=0, **options)
     assert wait_for(lambda: len(c.informer.pods()) == 3, NEVER, timeout=10)
 
 

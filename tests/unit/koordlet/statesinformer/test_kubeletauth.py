@@ -12,7 +12,11 @@ import yaml
 
 from koordlet import config
 from koordlet.statesinformer.config import InformerConfig
+from koordlet.statesinformer.informer import _api_client
 from koordlet.statesinformer.kubeletauth import SERVICE_ACCOUNT_TOKEN, kubelet_credentials
+from koordshared.kube.client import close_client
+from koordshared.kube.kubeconfig import Endpoint
+from koordshared.kube.transport import LeanClient
 from koordshared.runtime.errors import ConfigError
 
 
@@ -93,3 +97,40 @@ def test_flags() -> None:
     assert (informer.kubelet_token_file, informer.kubelet_ca_file) == ("/etc/koordlet/token", "/etc/ca.crt")
     default = config.build({f.name: f.default for f in config.AGENT_FLAGS}, environ={"NODE_NAME": "n"})
     assert (default.informer.kubelet_token_file, default.informer.kubelet_ca_file) == ("", "")
+
+
+def test_a_lean_clients_endpoint_gives_its_token_token_file_and_certificate(tmp_path: Path) -> None:
+    cfg = InformerConfig(node_name="n", kubeconfig=kubeconfig(tmp_path, {"token": "k"}))
+    creds = kubelet_credentials(cfg, Endpoint(server="https://api", token="k", cert_file="/c", key_file="/k"))
+    assert creds.header() == "Bearer k" and (creds.cert_file, creds.key_file) == ("/c", "/k")
+    token = tmp_path / "tok"
+    token.write_text("one\n")
+    creds = kubelet_credentials(cfg, Endpoint(server="https://api", token_file=str(token)))
+    token.write_text("two\n")  # re-read per request, as the official client's tokenFile is
+    assert creds.header() == "Bearer two" and creds.cert_file == ""
+    assert kubelet_credentials(cfg, Endpoint(server="https://api")).header() == ""
+
+
+@pytest.mark.parametrize(
+    ("user", "lean"),
+    [
+        ({"token": "k"}, True),
+        ({"tokenFile": "tok"}, True),
+        # inline certificate data: the kubelet's TLS loads files, which the official client writes
+        ({"client-certificate-data": "Yw==", "client-key-data": "aw=="}, False),
+    ],
+)
+def test_the_agent_takes_the_lean_client_where_the_kubelet_can_be_shown_its_credentials(
+    tmp_path: Path, user: dict[str, Any], lean: bool
+) -> None:
+    path = Path(kubeconfig(tmp_path, user))
+    doc = yaml.safe_load(path.read_text())
+    doc["contexts"][1]["context"]["cluster"] = "c"
+    doc["clusters"] = [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}]
+    path.write_text(yaml.safe_dump(doc))
+    (path.parent / "tok").write_text("t")
+    client = _api_client(InformerConfig(node_name="n", kubeconfig=str(path)))
+    try:
+        assert isinstance(client, LeanClient) is lean
+    finally:
+        close_client(client)

@@ -4,9 +4,12 @@ token's hash) and the answers the server gives (401, 403, 503, open probes), ove
 from __future__ import annotations
 
 import http.client
+import json
 import logging
 import socket
 import ssl
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -180,3 +183,35 @@ def test_the_reviews_carry_the_process_user_agent(api_server: APIServer) -> None
     assert reviews and {{k.lower(): v for k, v in r.headers.items()}["user-agent"] for r in reviews} == {
         "koordlet/9 (n1)"
     }
+
+
+REVIEW_PROBE = """
+import sys
+from koordshared.kube.delegation import delegating_auth
+from koordshared.runtime.httpaccess import AuthConfig
+
+auth = delegating_auth(AuthConfig(authenticate=True, authorize=True), sys.argv[1], user_agent="koordlet/9")
+assert auth.check("GET", "/metrics", "Bearer not-a-token") is not None  # refused, after a TokenReview
+print(sorted(m for m in sys.modules if m.split(".")[0] == "kubernetes"))
+"""
+
+
+def test_a_kubeconfig_reviews_through_the_lean_client(api_server: APIServer, tmp_path: Path) -> None:  # noqa: F811
+    # The DaemonSet reviews its scrapers: the kubernetes package is some 17 MiB of the agent's RSS.
+    kubeconfig = tmp_path / "kubeconfig"
+    user = {"token": api_server.auth.admin_token}
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "clusters": [{"name": "c", "cluster": {"server": api_server.url}}],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    before = len([r for r in api_server.requests if r.path.endswith("/tokenreviews")])
+    cmd = [sys.executable, "-c", REVIEW_PROBE, str(kubeconfig)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout[:500]
+    assert len([r for r in api_server.requests if r.path.endswith("/tokenreviews")]) > before
