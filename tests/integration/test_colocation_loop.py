@@ -26,6 +26,8 @@ def test_the_colocation_loop(tmp_path: Path) -> None:
     loop = scenario.Loop(tmp_path, lambda who, text: lines.append(f"{who}: {text}"))
     try:
         report = loop.run()
+    except (TimeoutError, RuntimeError) as err:  # the narration says how far the story got
+        raise AssertionError(f"{err}\n" + "\n".join(lines)) from err
     finally:
         loop.close()
     took = time.monotonic() - started

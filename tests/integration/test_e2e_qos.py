@@ -76,9 +76,11 @@ def test_cfs_quota_suppression_follows_ls_load(tmp_path: Path, kubepods: RealKub
 
         kubepods.busy(ls_c)  # LS demands one core
         step = min(0.5, idle_quota / 100000 - 0.02) * 100000  # what LS's core must take back at least
-        # LS's usage rises only as fast as the scheduler lets its burner run: with more runnable tasks than
-        # cores (other work on the machine), a second stretches by the run queue's excess.
-        bound = max(1.0, os.getloadavg()[0] / CPUS)
+        # Within two regular ticks (the collector's sample, then the plugin's), whether or not the fast path
+        # fires: its noise band keeps it quiet on a noisy machine (bench/reaction.py measures it). LS's usage
+        # rises only as fast as the scheduler lets its burner run: with more runnable tasks than cores
+        # (other work on the machine), a second stretches by the run queue's excess.
+        bound = 2.0 * max(1.0, os.getloadavg()[0] / CPUS)
         reacted = wait_until(lambda: read_quota(kubepods) <= idle_quota - step, 3.0 * bound, step=0.005)
         assert reacted and reacted.seconds <= bound, (
             reacted,
