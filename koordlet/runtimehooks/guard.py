@@ -21,7 +21,7 @@ from koordlet.api.errors import UnsafePath
 from koordlet.runtimehooks.writes import FILES
 from koordlet.system import cgroups
 from koordlet.system.cgroups import CgroupMode
-from koordlet.system.inotify import IN_MODIFY, Inotify
+from koordlet.system.inotify import IN_MODIFY, Inotify, open_or_fallback
 from koordlet.system.paths import HostPaths
 
 log = logging.getLogger(__name__)
@@ -135,11 +135,9 @@ class Guard:
                 self._ino.wake()
 
     def run(self, stop: threading.Event) -> None:
-        try:
-            ino = Inotify()
-        except OSError as err:  # no inotify instance left (fs.inotify.max_user_instances)
-            # No pod is guarded then, so every timed pass of the hooks checks every pod: dearer, as safe.
-            log.warning("runtime hooks guard: no inotify (%s); every pass checks every pod", err)
+        # Without one no pod is guarded, so every timed pass of the hooks checks every pod: dearer, as safe.
+        ino = open_or_fallback(log, "runtime hooks guard", "every pass checks every pod")
+        if ino is None:
             return
         with ino:
             with self._lock:

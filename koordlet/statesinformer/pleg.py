@@ -19,7 +19,7 @@ from pathlib import Path
 from koordlet import api
 from koordlet.system.cgroups import cgroup_dir_path
 from koordlet.system.host import Host
-from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify
+from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify, open_or_fallback
 
 log = logging.getLogger(__name__)
 
@@ -139,12 +139,10 @@ class PLEG:
 
     def run(self, stop: threading.Event) -> None:
         """Until ``stop``: wait for events and report them (module doc; waits in :meth:`__init__`)."""
-        try:
-            ino = Inotify()
-        except OSError as err:  # no inotify instance left (fs.inotify.max_user_instances)
-            # Without events every discovery lists the whole tree and the kubelet sync's period bounds
-            # how late a pod is seen: slower, never wrong; a dead thread would stop the agent.
-            log.warning("pleg: no inotify (%s); pods are seen at each periodic sync instead", err)
+        # Without events every discovery lists the whole tree and the kubelet sync's period bounds how
+        # late a pod is seen: slower, never wrong.
+        ino = open_or_fallback(log, "pleg", "pods are seen at each periodic sync instead")
+        if ino is None:
             return
         with ino:
             self._ino = ino

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from koordlet.statesinformer.nodeslo import NodeSLOStore
-from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify, InotifyEvent
+from koordlet.system.inotify import IN_CREATE, IN_DELETE, Inotify, InotifyEvent, open_or_fallback
 
 log = logging.getLogger(__name__)
 MAX_BYTES = 1024 * 1024
@@ -60,10 +60,8 @@ class NodeSLOFile:
         if self.path is None:
             return
         directory = self.path.parent
-        try:
-            ino = Inotify()
-        except OSError as err:  # no inotify instance left (fs.inotify.max_user_instances): poll
-            log.warning("NodeSLO file: no inotify (%s); polling %s every %.0f s", err, self.path, poll)
+        ino = open_or_fallback(log, "NodeSLO file", f"polling {self.path} every {poll:.0f} s")
+        if ino is None:
             while not stop.wait(poll):
                 self._look()
                 self.wakeups += 1

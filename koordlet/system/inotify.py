@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import logging
 import os
 import select
 import struct
@@ -159,3 +160,14 @@ class Inotify:
                 self._wake_fd = -1
             self._dirs.clear()
             self._wds.clear()
+
+
+def open_or_fallback(log: logging.Logger, who: str, instead: str) -> Inotify | None:
+    """A new instance, or ``None`` after one warning naming ``who`` and what it does ``instead`` when the
+    kernel has none left (``fs.inotify.max_user_instances``): every watcher of the agent has a slower
+    path that stays correct, and a thread dying here would stop the agent."""
+    try:
+        return Inotify()
+    except OSError as err:
+        log.warning("%s: no inotify (%s); %s", who, err, instead)
+        return None

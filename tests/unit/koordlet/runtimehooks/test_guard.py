@@ -135,7 +135,7 @@ def test_no_inotify_instance_leaves_every_pod_unguarded_and_the_agent_running(
     def no_instance() -> None:
         raise OSError(24, "Too many open files", "inotify_init1")
 
-    monkeypatch.setattr("koordlet.runtimehooks.guard.Inotify", no_instance)
+    monkeypatch.setattr("koordlet.system.inotify.Inotify", no_instance)
     (tmp_path / "cpu/kubepods/poda").mkdir(parents=True)
     guard = Guard(HostPaths(cgroup_root=tmp_path), CgroupMode.V1, lambda _uids: None)
     guard.watch({"a": ("kubepods/poda",)})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +192,34 @@ def test_pleg_lists_pod_dirs_only_when_something_can_be_new(fake_host: Any) -> N
     assert not t.is_alive()
 
 
+def _refuse_watch(pleg: PLEG, path: Path, refuse: Callable[[], bool]) -> list[Path]:
+    """Make ``pleg`` fail to watch ``path`` while ``refuse()`` holds; the refusals, as they come."""
+    real_watch = pleg._watch
+    refused: list[Path] = []
+
+    def watch(ino: Inotify, p: Path) -> bool:
+        if p == path and refuse():
+            refused.append(p)
+            return False
+        return real_watch(ino, p)
+
+    pleg._watch = watch  # type: ignore[method-assign]
+    return refused
+
+
+@contextlib.contextmanager
+def _running(pleg: PLEG) -> Iterator[None]:
+    stop = threading.Event()
+    t = threading.Thread(target=pleg.run, args=(stop,))
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(5)
+    assert not t.is_alive()
+
+
 def test_pleg_rescan_watches_pod_dirs_it_missed(fake_host: Any) -> None:
     """The periodic rescan is the safety net for a pod dir whose watch was never added."""
     fake_host.mkcgroup(None, "kubepods/besteffort")
@@ -198,30 +228,15 @@ def test_pleg_rescan_watches_pod_dirs_it_missed(fake_host: Any) -> None:
     hits: list[int] = []
     pleg = _CountingPLEG(host, lambda: hits.append(1), poll=0.01, rescan=0.2)
     missed = cpu / f"kubepods/besteffort/pod{_uid(5)}"
-    real_watch = pleg._watch
-    refused: list[Path] = []
-
-    def watch_once_refused(ino: Inotify, path: Path) -> bool:
-        if path == missed and not refused:
-            refused.append(path)  # as if the dir vanished and came back between event and watch
-            return False
-        return real_watch(ino, path)
-
-    pleg._watch = watch_once_refused  # type: ignore[method-assign]
-    stop = threading.Event()
-    t = threading.Thread(target=pleg.run, args=(stop,))
-    t.start()
-    try:
+    # once, as if the dir vanished and came back between event and watch
+    refused = _refuse_watch(pleg, missed, lambda: not refused)
+    with _running(pleg):
         assert wait_for(lambda: len(hits) == 1, threading.Event(), timeout=3)
         missed.mkdir()
         assert wait_for(lambda: refused and pleg.scans >= 2, threading.Event(), timeout=3)
         n = len(hits)
         (missed / ("d" * 64)).mkdir()
         assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)
-    finally:
-        stop.set()
-        t.join(5)
-    assert not t.is_alive()
 
 
 def test_pleg_rescan_reports_a_pod_dir_whose_containers_came_while_unwatched(fake_host: Any) -> None:
@@ -234,20 +249,8 @@ def test_pleg_rescan_reports_a_pod_dir_whose_containers_came_while_unwatched(fak
     seen: list[frozenset[Path] | None] = []
     pleg = _CountingPLEG(host, lambda: None, poll=0.01, rescan=0.3, on_dirs=seen.append)
     missed = cpu / f"kubepods/besteffort/pod{_uid(6)}"
-    real_watch = pleg._watch
-    refused: list[Path] = []
-
-    def watch_refused_until_child(ino: Inotify, path: Path) -> bool:
-        if path == missed and not (missed / ("e" * 64)).exists():
-            refused.append(path)
-            return False
-        return real_watch(ino, path)
-
-    pleg._watch = watch_refused_until_child  # type: ignore[method-assign]
-    stop = threading.Event()
-    t = threading.Thread(target=pleg.run, args=(stop,))
-    t.start()
-    try:
+    refused = _refuse_watch(pleg, missed, lambda: not (missed / ("e" * 64)).exists())
+    with _running(pleg):
         assert wait_for(lambda: len(seen) == 1, threading.Event(), timeout=3)
         missed.mkdir()
         assert wait_for(lambda: bool(refused) and len(seen) == 2, threading.Event(), timeout=3)
@@ -255,10 +258,6 @@ def test_pleg_rescan_reports_a_pod_dir_whose_containers_came_while_unwatched(fak
         assert wait_for(
             lambda: any(d is not None and missed in d for d in seen[2:]), threading.Event(), timeout=5
         ), seen
-    finally:
-        stop.set()
-        t.join(5)
-    assert not t.is_alive()
 
 
 def test_no_inotify_instance_is_a_warning_not_a_dead_thread(
@@ -270,7 +269,7 @@ def test_no_inotify_instance_is_a_warning_not_a_dead_thread(
     def no_instance() -> None:
         raise OSError(24, "Too many open files", "inotify_init1")
 
-    monkeypatch.setattr("koordlet.statesinformer.pleg.Inotify", no_instance)
+    monkeypatch.setattr("koordlet.system.inotify.Inotify", no_instance)
     told: list[frozenset[Path] | None] = []
     pleg = PLEG(Host(fake_host.paths), lambda: None, on_dirs=told.append)
     pleg.run(threading.Event())

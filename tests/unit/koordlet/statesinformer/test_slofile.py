@@ -68,12 +68,12 @@ def test_without_a_file_there_is_no_loop(tmp_path: Path) -> None:
 
 def test_without_inotify_the_file_is_polled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An agent out of inotify instances polls (a raised OSError would have stopped the agent)."""
-    from koordlet.statesinformer import slofile
+    from koordlet.system import inotify
 
     def no_inotify() -> None:
         raise OSError(24, "Too many open files")
 
-    monkeypatch.setattr(slofile, "Inotify", no_inotify)
+    monkeypatch.setattr(inotify, "Inotify", no_inotify)
     path = tmp_path / "nodeslo.json"
     store = NodeSLOStore()
     slo_file = NodeSLOFile(str(path), store)
