@@ -52,6 +52,8 @@ class Workload:
     measure_pods: int
     ci_minimum: float | None = None
     """Upstream's CI threshold for the case's largest workload (not this one), pods/s."""
+    anchor: str = ""
+    """Another workload's label whose figure of the same run is printed beside this one's."""
 
     @property
     def label(self) -> str:
@@ -68,6 +70,9 @@ WORKLOADS = (
     Workload("topology_spreading", "TopologySpreading", "5000Nodes", 5000, 5000, 2000, 85),
     Workload("affinity", "SchedulingNodeAffinity", "500Nodes", 500, 500, 1000),
     Workload("affinity", "SchedulingNodeAffinity", "5000Nodes", 5000, 5000, 1000, 220),
+    # Each measured pod preempts three of a node's four: kube-scheduler's own cost of a preemption
+    # (dry run over the candidates, then the bind after the victims went) beside SchedulingBasic's.
+    Workload("misc", "PreemptionBasic", "1000Nodes", 1000, 4000, 1000, anchor="SchedulingBasic/500Nodes"),
 )
 QUICK = ("SchedulingBasic/500Nodes",)
 
@@ -262,6 +267,9 @@ def main() -> None:
         beside = []
         if small is not None:
             beside.append(f"500 nodes this run: {small['pods_per_s']} pods/s")
+        anchor = by_label.get(w.anchor)
+        if anchor is not None:
+            beside.append(f"{w.anchor} this run: {anchor['pods_per_s']} pods/s")
         if w.ci_minimum is not None:
             beside.append(f"upstream CI minimum of the case's largest workload: {w.ci_minimum:g}")
         rate = (

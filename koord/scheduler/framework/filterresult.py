@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from koord.scheduler.framework.interface import CycleState, Status
+from koord.scheduler.framework.interface import CodedVerdicts, CycleState, Status
 from koord.scheduler.framework.profile import Enabled
 from koord.scheduler.framework.snapshot import NodeSet
 from koord.scheduler.framework.types import Obj
@@ -52,7 +52,12 @@ class FilterResult:
                 grouped.append((st.with_plugin(self.plugins[pi].name), at))
         raw = [(pos, pi, known) for pos, (pi, known) in self.failed.items() if pos < limit]
         for pi, positions in self.rejected:
-            raw += [(pos, pi, None) for pos in (positions[positions < limit] if cut else positions).tolist()]
+            at = positions[positions < limit] if cut else positions
+            explained = self._whys(pi, at)
+            if explained is None:
+                raw += [(pos, pi, None) for pos in at.tolist()]
+            else:
+                grouped += explained
         tagged: dict[tuple[int, int], Status] = {}  # a status shared by many nodes is tagged once
         singles: list[tuple[int, Status]] = []
         for pos, pi, known in raw:
@@ -62,6 +67,26 @@ class FilterResult:
                 got = tagged[(pi, id(st))] = st.with_plugin(self.plugins[pi].name)
             singles.append((pos, got))
         return grouped, singles
+
+    def _whys(self, pi: int, positions: np.ndarray) -> list[tuple[Status, np.ndarray]] | None:
+        """A boolean answer's reasons for all its rejections at once, grouped, when the plugin can give
+        them (``why_nodes``) and the nodes have rows; ``None``: ask node by node."""
+        e = self.plugins[pi]
+        why_nodes = getattr(e.plugin, "why_nodes", None)
+        if why_nodes is None or self.nodes.rows is None or not len(positions):
+            return None
+        keep = np.zeros(len(self.nodes), dtype=bool)
+        keep[positions] = True
+        answer: CodedVerdicts = why_nodes(self.state, self.pod, self.nodes.subset(keep))
+        codes = np.asarray(answer.codes)
+        order = np.sort(positions)  # subset keeps node order
+        out: list[tuple[Status, np.ndarray]] = []
+        for k, st in enumerate(answer.statuses):
+            at = order[codes == k]
+            if len(at):
+                why = st or Status.unschedulable(f"node(s) rejected by {e.name}")
+                out.append((why.with_plugin(e.name), at))
+        return out
 
     def _why(self, pi: int, pos: int) -> Status:
         """A boolean answer's reason: the plugin's ``filter`` on that one node."""

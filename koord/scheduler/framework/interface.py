@@ -435,6 +435,16 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
     ) -> Sequence[Status | None] | np.ndarray: ...
 
 
+class FilterReasonsPlugin(BatchFilterPlugin, Protocol):
+    """Optional with a boolean ``filter_nodes``: why many rejected nodes failed, at once. A cycle that finds
+    a node never asks; one that fails (FailedScheduling, preemption's candidates) would otherwise call
+    ``filter`` on every rejected node, a thousand calls on a full cluster."""
+
+    def why_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> CodedVerdicts:
+        """What ``filter`` would answer on each of ``nodes`` (every one rejected by ``filter_nodes``)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class CodedVerdicts(Sequence[Status | None]):
     """A batch Filter answer as codes: one small integer per node and the Status each code stands for, so

@@ -7,7 +7,8 @@ scheduled twice, with them counted on the node and without
 (:meth:`.runtime.Framework.filter_with_nominated_pods`).
 The scheduler keeps the nominator in step with the informer (pending pods added, updated, deleted), with
 its own decisions (a nomination PostFilter made, before the API server has it) and with assumed pods
-(no longer nominated). When no pod is nominated anywhere, :meth:`Nominator.for_pod` costs one check.
+(no longer nominated). When no pod is nominated anywhere, :meth:`Nominator.for_pod` and
+:meth:`Nominator.ahead_on` cost one check.
 """
 
 from __future__ import annotations
@@ -75,6 +76,18 @@ class Nominator:
     def pods_for_node(self, node: str) -> list[PodInfo]:
         with self._lock:
             return list(self._by_node.get(node, {}).values())
+
+    def ahead_on(self, info: PodInfo, node: str) -> list[PodInfo]:
+        """The pods nominated to ``node`` that ``info`` must make room for (kube-scheduler's
+        ``NominatedPodsForNode`` filtered by priority): one node's, so a preemption dry run filtering a
+        hundred nodes does not walk every nomination for each."""
+        if not self._by_node:
+            return []
+        with self._lock:
+            pods = self._by_node.get(node)
+            if not pods:
+                return []
+            return [p for p in pods.values() if p.priority >= info.priority and p.uid != info.uid]
 
     def for_pod(self, info: PodInfo) -> Mapping[str, list[PodInfo]]:
         """Node -> the pods nominated there that ``info`` must make room for: other pods of its priority

@@ -598,7 +598,12 @@ class Framework:
     def filter_one(self, state: CycleState, pod: Obj, node: NodeInfo) -> Status | None:
         """Every Filter plugin (not skipped) on one node as the cycle runs them (with the pods nominated
         there, see :meth:`filter_with_nominated_pods`): the first rejection, or ``None``."""
-        ahead = self.nominated_ahead(state, pod).get(node.name, ())
+        nominator = self.nominator
+        ahead: Sequence[PodInfo] = ()
+        if nominator is not None and len(nominator):
+            ahead = nominator.ahead_on(
+                state.pod_info if state.pod_info is not None else PodInfo(pod), node.name
+            )
         return self.filter_with_nominated_pods(state, pod, node, ahead)
 
     def run_filter_plugins(self, state: CycleState, pod: Obj, node: NodeInfo) -> Status | None:

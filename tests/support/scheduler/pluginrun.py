@@ -87,7 +87,22 @@ class PluginRun:
                 answer = batch(state, pod, nodes)
                 passed = {ni.name for ni, ok in zip(nodes.infos, _passes(answer), strict=True) if ok}
                 assert passed == {n for n, st in one.items() if st is None}, (passed, one)
+                self._check_why_nodes(state, pod, nodes, one)
         return one
+
+    def _check_why_nodes(
+        self, state: CycleState, pod: Obj, nodes: NodeSet, one: dict[str, Status | None]
+    ) -> None:
+        """A plugin that explains its boolean answer's rejections at once (``why_nodes``) says of each
+        rejected node what ``filter`` says."""
+        why_nodes = getattr(self.plugin, "why_nodes", None)
+        keep = np.asarray([one[ni.name] is not None for ni in nodes.infos], dtype=bool)
+        if why_nodes is None or not keep.any():
+            return
+        rejected = nodes.subset(keep)
+        answer = why_nodes(state, pod, rejected)
+        got = {ni.name: _words(answer[i]) for i, ni in enumerate(rejected.infos)}
+        assert got == {ni.name: _words(one[ni.name]) for ni in rejected.infos}, got
 
     def reasons(self, pod: Obj) -> dict[str, str]:
         """node -> "" when it passes, else the Filter reasons joined (``unresolvable:`` first when the
@@ -123,3 +138,7 @@ def _passes(answer: Any) -> list[bool]:
     if isinstance(answer, np.ndarray):
         return [bool(v) for v in answer.tolist()]
     return [st is None or (isinstance(st, Status) and st.is_success) for st in answer]
+
+
+def _words(st: Status | None) -> tuple[str, tuple[str, ...]] | None:
+    return None if st is None else (st.code.name, st.reasons)

@@ -20,6 +20,7 @@ from koord.scheduler.framework import (
     Action,
     ClusterEvent,
     ClusterEventWithHint,
+    CodedVerdicts,
     CycleState,
     NodeInfo,
     NodeSet,
@@ -92,6 +93,37 @@ class NodeResourcesFit:
             c = snap.column(name)
             ok &= want <= snap.allocatable[rows, c] - snap.requested[rows, c]
         return ok
+
+    def why_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> CodedVerdicts:
+        """:meth:`filter`'s answers from the snapshot's arrays: a node's code has a bit per reason (too
+        many pods, then each resource short, in :meth:`filter`'s order) and one for unresolvable, so the
+        distinct codes are the distinct statuses."""
+        snap, rows = nodes.snapshot, nodes.rows
+        if snap is None or rows is None:
+            return CodedVerdicts(np.arange(len(nodes)), [self.filter(state, pod, ni) for ni in nodes])
+        wanted = self._wanted(_pod(state, pod))
+        col = snap.column(PODS)
+        codes = (snap.requested[rows, col] + 1 > snap.allocatable[rows, col]).astype(np.int64)
+        unresolvable = np.zeros(len(rows), dtype=bool)
+        for bit, (name, want) in enumerate(wanted, start=1):
+            c = snap.column(name)
+            alloc = snap.allocatable[rows, c]
+            short = want > alloc - snap.requested[rows, c]
+            codes |= short.astype(np.int64) << bit
+            unresolvable |= short & (want > alloc)
+        codes |= unresolvable.astype(np.int64) << (len(wanted) + 1)
+        distinct, inverse = np.unique(codes, return_inverse=True)
+        reasons = [TOO_MANY_PODS] + [f"Insufficient {name}" for name, _ in wanted]
+        statuses: list[Status | None] = []
+        for code in distinct.tolist():
+            said = [r for bit, r in enumerate(reasons) if code >> bit & 1]
+            if not said:
+                statuses.append(None)
+            elif code >> len(reasons) & 1:
+                statuses.append(Status.unresolvable(*said))
+            else:
+                statuses.append(Status.unschedulable(*said))
+        return CodedVerdicts(inverse.reshape(-1), statuses)
 
     def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
         return int(self.score_nodes(state, pod, NodeSet(None, None, [node_info]))[0])

@@ -241,3 +241,36 @@ def test_coded_answers_group_like_shared_statuses() -> None:
     assert out.passed == [f"n-{i}" for i in range(60) if i % 2 and i % 3]
     assert out.rejected_by == {"Coded": 40}
     assert (same.passed, same.failed, same.unresolvable) == (out.passed, out.failed, out.unresolvable)
+
+
+class Explained(Bools):
+    """Bools that explains its rejections at once (``why_nodes``), counting its ``filter`` calls."""
+
+    name = "Explained"
+    calls = 0
+
+    def filter(self, state: CycleState, p: Obj, ni: NodeInfo) -> Status | None:
+        Explained.calls += 1
+        return super().filter(state, p, ni)
+
+    def why_nodes(self, state: CycleState, p: Obj, nodes: NodeSet) -> CodedVerdicts:
+        seven = Status.unschedulable("seven divides")
+        return CodedVerdicts(np.zeros(len(nodes), dtype=np.int64), [seven])
+
+
+def test_a_boolean_answer_explained_at_once_asks_filter_of_no_rejected_node() -> None:
+    profile = {"plugins": {"multiPoint": {"enabled": [{"name": "Explained"}], "disabled": [{"name": "*"}]}}}
+    h = SchedulerHarness(profile, plugins={"Explained": Explained})
+    for i in range(70):
+        h.nodes.put(node(f"n-{i}"))
+    p = pod("p")
+    Explained.calls = 0
+    with h.handle.cycle() as snapshot:
+        nodes = NodeSet(snapshot, np.array([snapshot.index[f"n-{i}"] for i in range(70)], dtype=np.int64))
+        found = h.framework.find_feasible(verdicts.new_state(p), p, nodes, want=20)
+        got = found.statuses()
+    assert Explained.calls == 0
+    # only the nodes the search went through, each with the plugin's grouped reason
+    assert {n: (st.plugin, st.message) for n, st in got.items()} == {
+        f"n-{i}": ("Explained", "seven divides") for i in (0, 7, 14, 21)
+    }

@@ -187,3 +187,40 @@ def test_without_nominations_the_filter_has_nothing_to_add(c: MemCluster) -> Non
     assert c.framework.nominated_ahead(state, pod) == {}
     nominate(c, "high", "1", priority=9)
     assert [p.name for p in c.framework.nominated_ahead(state, pod)["n1"]] == ["high"]
+
+
+class _CountingNodes(dict[str, dict[str, PodInfo]]):
+    """The nominator's node -> pods map, counting the nodes whose nominations were looked at."""
+
+    looked = 0
+
+    def items(self) -> Any:
+        _CountingNodes.looked += len(self)
+        return super().items()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        _CountingNodes.looked += 1
+        return super().get(key, default)
+
+
+def test_filtering_one_node_looks_only_at_that_nodes_nominations(c: MemCluster) -> None:
+    # A preemption dry run filters a hundred candidate nodes one by one: each must not walk every
+    # nomination of the cluster.
+    for i in range(40):
+        c.node(f"n{i}", cpu="4")
+        nominate(c, f"preemptor-{i}", "1", priority=100, node=f"n{i}")
+    pod = c.pod("p", "1", priority=100)
+    state = CycleState(PodInfo(pod))
+    nom = c.framework.nominator
+    assert nom is not None and len(nom) == 40
+    nom._by_node = _CountingNodes(nom._by_node)
+    _CountingNodes.looked = 0
+    c.cache.update_snapshot(c.snapshot)
+    nodes = {ni.name: ni for ni in c.snapshot.node_infos()}
+    assert c.framework.run_pre_filter(state, pod)[1] is None
+    verdicts = [c.framework.filter_one(state, pod, nodes[f"n{i}"]) for i in range(10)]
+    assert _CountingNodes.looked <= 10
+    # each node still counts its own nominated pod (and p fits beside it)
+    assert verdicts == [None] * 10
+    assert [p.name for p in nom.ahead_on(PodInfo(pod), "n3")] == ["preemptor-3"]
+    assert nom.ahead_on(PodInfo(c.pod("higher", "1", priority=101)), "n3") == []
