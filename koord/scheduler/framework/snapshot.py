@@ -14,7 +14,7 @@ point is asked about, with their rows.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -313,6 +313,33 @@ class Snapshot:
                 self.remove(name)
             elif name in self.index:
                 self.set(info)
+
+    def keep_overlays(self, names: Collection[str]) -> set[str]:
+        """:meth:`overlay` again, in one step, of the copies the rows of ``names`` show from the last
+        cycle (held by :meth:`put_back`): for a caller that knows nothing was written to those rows since
+        it overlaid them (:meth:`names_written_since`). The names whose rows were not held come back (to
+        be overlaid one by one)."""
+        held = self._held
+        rest = {name: held.pop(name) for name in held.keys() - names}
+        missing = set() if len(held) == len(names) else set(names) - held.keys()
+        self._overlaid.update(held)
+        self._held = rest
+        return missing
+
+    @property
+    def written(self) -> int:
+        """How far the log of written rows goes (a position for :meth:`names_written_since`)."""
+        return self._log_base + len(self._log)
+
+    def names_written_since(self, position: int) -> set[str] | None:
+        """The nodes whose rows were written (by the cache, an overlay or its end) since :attr:`written`
+        was ``position``; ``None`` when that is too long ago to tell. Rows keep their nodes while
+        :attr:`layout` is the same."""
+        rows = self._written_since(position)
+        if rows is None:
+            return None
+        infos = self.infos
+        return {infos[i].name for i in rows if i < len(infos)}
 
     def underneath(self, name: str) -> NodeInfo | None:
         """The NodeInfo of ``name`` once :meth:`settle` has run (not a held overlay)."""

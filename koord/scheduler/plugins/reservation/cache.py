@@ -12,6 +12,7 @@ arrives.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 
 from koord.scheduler.framework import Obj, PodInfo, PodRequirement, ReservationInfo
 from koordshared.apis.scheduling import reservation as rsv
@@ -35,6 +36,17 @@ class ReservationCache:
         """Node -> its reservations' infos as :meth:`by_node` last gave them, but for the nodes in
         ``_dirty`` (changed since): only those are gathered again."""
         self._dirty: set[str] = set()
+        self._view: dict[str, tuple[ReservationInfo, ...]] = {}
+        """What :meth:`by_node` last gave: given again while no node changed."""
+        self._generation = 0
+        self._changed: dict[str, int] = {}
+        """Node -> the generation of its last change, the least recently changed first: which nodes
+        changed since a generation costs what changed since, not a look at every node."""
+        self._forgotten = 0
+        self._moved = False
+        """A node's reservations went and came back since :meth:`by_node` last looked (its place in
+        ``_on_node`` moved)."""
+        """Changes up to this generation were dropped from ``_changed``."""
 
     # ---- reservations -------------------------------------------------------------------------------
 
@@ -55,12 +67,13 @@ class ReservationCache:
                     info = info.with_pod(owner)
                 if old.node_name != info.node_name:
                     self._on_node.get(old.node_name, {}).pop(uid, None)
-                    self._dirty.add(old.node_name)
+                    self._moved = True
+                    self._mark(old.node_name)
             for pod_uid in info.assigned_pods:
                 self._owner_of[pod_uid] = uid
             self._infos[uid] = info
             self._on_node.setdefault(info.node_name, {})[uid] = None
-            self._dirty.add(info.node_name)
+            self._mark(info.node_name)
 
     def reservation_deleted(self, r: Obj) -> None:
         with self._lock:
@@ -71,12 +84,13 @@ class ReservationCache:
         info = self._infos.pop(uid, None)
         if info is None:
             return
-        self._dirty.add(info.node_name)
+        self._mark(info.node_name)
         on_node = self._on_node.get(info.node_name)
         if on_node is not None:
             on_node.pop(uid, None)
             if not on_node:
                 del self._on_node[info.node_name]
+                self._moved = True
         for owner in info.assigned_pods:
             if self._owner_of.get(owner) == uid:
                 del self._owner_of[owner]
@@ -144,7 +158,17 @@ class ReservationCache:
     def _set(self, uid: str, info: ReservationInfo) -> None:
         """A cached reservation's new info (same node)."""
         self._infos[uid] = info
-        self._dirty.add(info.node_name)
+        self._mark(info.node_name)
+
+    def _mark(self, node: str) -> None:
+        """``node``'s reservations changed (under the lock)."""
+        self._dirty.add(node)
+        self._generation += 1
+        self._changed.pop(node, None)
+        self._changed[node] = self._generation
+        if len(self._changed) > 2 * max(len(self._on_node), 64):
+            for old in list(self._changed)[: len(self._changed) // 2]:
+                self._forgotten = self._changed.pop(old)  # nodes long without reservations
 
     # ---- reading ------------------------------------------------------------------------------------
 
@@ -158,19 +182,44 @@ class ReservationCache:
         with self._lock:
             return self._owner_of.get(pod_uid)
 
-    def by_node(self) -> dict[str, tuple[ReservationInfo, ...]]:
+    def by_node(self) -> Mapping[str, tuple[ReservationInfo, ...]]:
         """The available reservations of every node that has some (one look under the lock; only the
-        nodes changed since the last look are gathered again)."""
+        nodes changed since the last look are gathered again). Not to be changed: it is given again."""
+        return self.by_node_since(self._generation)[0]
+
+    def by_node_since(
+        self, generation: int
+    ) -> tuple[Mapping[str, tuple[ReservationInfo, ...]], int, set[str] | None]:
+        """:meth:`by_node`, the generation it is of, and the nodes whose reservations changed since
+        ``generation`` (an earlier answer's; ``None`` when that is too long ago to tell)."""
         with self._lock:
-            infos, tuples = self._infos, self._tuples
-            for node in self._dirty:
-                uids = self._on_node.get(node)
-                if uids is None:
-                    tuples.pop(node, None)
-                else:
-                    tuples[node] = tuple(infos[uid] for uid in uids)
-            self._dirty.clear()
-            return {node: tuples[node] for node in self._on_node}
+            if self._dirty:
+                infos, tuples = self._infos, self._tuples
+                for node in self._dirty:
+                    uids = self._on_node.get(node)
+                    if uids is None:
+                        tuples.pop(node, None)
+                    else:
+                        tuples[node] = tuple(infos[uid] for uid in uids)
+                view = dict(self._view)  # a new one: the last stays as it was given
+                for node in self._dirty:
+                    if node in view and node in tuples:
+                        view[node] = tuples[node]
+                    else:
+                        self._moved = True
+                if self._moved:  # nodes came or went: in the order they came again
+                    view = {node: tuples[node] for node in self._on_node}
+                    self._moved = False
+                self._dirty.clear()
+                self._view = view
+            changed: set[str] | None = None
+            if generation >= self._forgotten:
+                changed = set()
+                for node, at in reversed(self._changed.items()):
+                    if at <= generation:
+                        break
+                    changed.add(node)
+            return self._view, self._generation, changed
 
     def on_node(self, node: str) -> list[ReservationInfo]:
         """The available reservations on ``node``."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from koord.scheduler.framework import MAX_NODE_SCORE, ReservationInfo
 from koordshared.apis.scheduling import reservation as rsv
 
@@ -53,9 +55,7 @@ def most_allocated(request: Mapping[str, int], r: ReservationInfo) -> int:
     return total // len(held)
 
 
-def normalized(scores: Mapping[str, int]) -> dict[str, int]:
+def normalized(scores: np.ndarray) -> np.ndarray:
     """kube-scheduler's ``DefaultNormalizeScore`` (not reversed): the best becomes 100."""
-    best = max(scores.values(), default=0)
-    if best == 0:
-        return dict(scores)
-    return {k: MAX_NODE_SCORE * v // best for k, v in scores.items()}
+    best = int(scores.max(initial=0))
+    return scores if best == 0 else MAX_NODE_SCORE * scores // best

@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+import numpy as np
+
 from koord.scheduler.framework import (
     SKIP,
     Action,
     ClusterEvent,
     ClusterEventWithHint,
+    CodedVerdicts,
     CycleState,
     NodeInfo,
     NodeSet,
@@ -30,6 +33,7 @@ from koord.scheduler.framework.reservation import ASSUMED_RESERVATION
 from koord.scheduler.framework.types import PostFilterResult
 from koord.scheduler.plugins.reservation import fit, messages, nominate, status
 from koord.scheduler.plugins.reservation.args import ReservationArgs, parse_args
+from koord.scheduler.plugins.reservation.rounds import Round
 from koord.scheduler.plugins.reservation.shared import reference, shared_for
 from koord.scheduler.plugins.reservation.state import STATE_KEY, CycleData, NodeState, data_of
 from koord.scheduler.plugins.reservation.transform import Restorer
@@ -110,7 +114,9 @@ class Reservation:
             return Status.unresolvable(messages.ERR_AFFINITY) if data.has_affinity else None
         return self._filter_with(state, pod, data, node_info, ns.matched, data.has_affinity)
 
-    def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
+    def filter_nodes(
+        self, state: CycleState, pod: Obj, nodes: NodeSet
+    ) -> CodedVerdicts | list[Status | None]:
         """Only the nodes with something to check are looked at (a reserve pod: with reservations, or
         all when it is pinned; another pod: with matched reservations, or all with an affinity)."""
         data = data_of(state)
@@ -120,6 +126,16 @@ class Reservation:
             return [
                 self._filter(state, pod, data, ni) if everywhere or ni.name in busy else None for ni in nodes
             ]
+        kept = data.round
+        if kept is not None and self._keeps_answers and not data.preemptible and not data.preemptible_in:
+            # The answers of the round's nodes examined again are worked out; the others' stand.
+            for name in kept.unfit:
+                ni = self.handle.node_info(name)
+                st = None if ni is None or name not in data.nodes else self._filter(state, pod, data, ni)
+                if st is not None:
+                    kept.refused[name] = st
+            kept.unfit.clear()
+            return _refusals(kept.refused, nodes)
         if not data.has_affinity:
             return [self._filter(state, pod, data, ni) if ni.name in data.nodes else None for ni in nodes]
         return [self._filter(state, pod, data, ni) for ni in nodes]
@@ -318,32 +334,59 @@ class Reservation:
         data = data_of(state)
         if data.reserve is not None or data.ignored or not data.nodes:
             return SKIP
-        best, best_order = "", 0
+        kept = data.round
+        if kept is not None and self._keeps_nominations and not data.preemptible and not data.preemptible_in:
+            self._nominate_round(state, pod, data, kept)
+            data.nominated.update(kept.nominated)
+            data.scores = kept.scores if kept.snapshot is nodes.snapshot else None
+            data.preferred_node = _lowest_order(kept.orders, nodes) if kept.orders else ""
+            return None
+        orders: dict[str, int] = {}
         for ni in nodes:
             ns = data.nodes.get(ni.name)
             if ns is None or not ns.matched:
                 continue
             _, order = nominate.lowest_order(ns.matched)
-            if order and (not best or order < best_order):
-                best, best_order = ni.name, order
+            if order:
+                orders[ni.name] = order
             self.nominate_reservation(state, pod, ni.name)
-        data.preferred_node = best
+        data.preferred_node = _lowest_order(orders, nodes) if orders else ""
         return None
+
+    def _nominate_round(self, state: CycleState, pod: Obj, data: CycleData, kept: Round) -> None:
+        """The nominations (and their scores, and the lowest orders) of the round's nodes examined again."""
+        for name in kept.unnominated:
+            ns = data.nodes.get(name)
+            if ns is None or not ns.matched:
+                continue
+            chosen = self._nominated(state, pod, data, name, ns.matched)
+            kept.nominated[name] = chosen
+            kept.score(name, 0 if chosen is None else nominate.most_allocated(data.requests, chosen))
+            _, order = nominate.lowest_order(ns.matched)
+            if order:
+                kept.orders[name] = order
+        kept.unnominated.clear()
 
     def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
         data = data_of(state)
         return 0 if data.reserve is not None else _score(data, node_info.name)
 
-    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[int]:
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[int] | np.ndarray:
         data = data_of(state)
         if data.reserve is not None:
             return [0] * len(nodes)
+        snapshot, rows = nodes.snapshot, nodes.rows
+        if data.scores is not None and snapshot is not None and rows is not None:
+            out = np.zeros(len(rows), dtype=np.int64)
+            known = rows < len(data.scores)
+            out[known] = data.scores[rows[known]]
+            if data.preferred_node:
+                out[rows == snapshot.index[data.preferred_node]] = nominate.MOST_PREFERRED
+            return out
         return [_score(data, ni.name) if ni.name in data.nodes else 0 for ni in nodes]
 
-    def normalize_score(self, state: CycleState, pod: Obj, scores: dict[str, int]) -> Status | None:
-        if data_of(state).reserve is None:
-            scores.update(nominate.normalized(scores))
-        return None
+    def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
+        return scores if data_of(state).reserve is not None else nominate.normalized(scores)
 
     # ---- Reserve, PreBind, Bind ----------------------------------------------------------------------
 
@@ -436,6 +479,35 @@ def _score(data: CycleData, node: str) -> int:
         return nominate.MOST_PREFERRED
     chosen = data.nominated.get(node)
     return 0 if chosen is None else nominate.most_allocated(data.requests, chosen)
+
+
+def _refusals(refused: Mapping[str, Status], nodes: NodeSet) -> CodedVerdicts | list[Status | None]:
+    """Filter's answers over ``nodes`` given its refusals by node (the others pass)."""
+    snapshot, rows = nodes.snapshot, nodes.rows
+    if snapshot is None or rows is None:
+        return [refused.get(name) for name in nodes.names]
+    codes = np.zeros(len(snapshot), dtype=np.int64)
+    statuses: list[Status | None] = [None]
+    code_of: dict[int, int] = {}
+    for name, st in refused.items():
+        row = snapshot.index.get(name)
+        if row is not None:
+            code = code_of.get(id(st))
+            if code is None:
+                code = code_of[id(st)] = len(statuses)
+                statuses.append(st)
+            codes[row] = code
+    return CodedVerdicts(codes[rows], statuses)
+
+
+def _lowest_order(orders: Mapping[str, int], nodes: Sequence[NodeInfo]) -> str:
+    """The first of ``nodes`` whose matched reservations have the lowest order (``""``: none has one)."""
+    best, best_order = "", 0
+    for ni in nodes:
+        order = orders.get(ni.name, 0)
+        if order and (not best or order < best_order):
+            best, best_order = ni.name, order
+    return best
 
 
 def _age(r: ReservationInfo) -> tuple[str, str]:

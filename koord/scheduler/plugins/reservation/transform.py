@@ -7,13 +7,14 @@ only the nodes whose reservations or pods changed since. Details: ``docs/modules
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, SchedulerHandle, Status
 from koord.scheduler.framework.extension import ReservationHooks
 from koord.scheduler.framework.types import PodInfo
 from koord.scheduler.plugins.reservation.cache import ReservationCache
+from koord.scheduler.plugins.reservation.rounds import Round, Rounds
 from koord.scheduler.plugins.reservation.state import CycleData, Diagnosis, NodeState
 from koordshared.apis.core.node import matches_node_selector
 from koordshared.apis.core.pod import as_list, as_map
@@ -60,6 +61,7 @@ class Restorer:
         self.hooks = hooks
         self._kept: dict[str, _Kept] = {}
         self._seen: dict[str, _Seen] = {}
+        self.rounds = Rounds()
         # id(owners) -> (those owners, the pod labels, whether they match): kept for owners that read a
         # pod's labels alone, each under its own owners object (a reservation's stays while it does).
         self._owned: dict[int, tuple[tuple[rsv.OwnerMatcher, ...], frozenset[tuple[str, str]], bool]] = {}
@@ -88,10 +90,6 @@ class Restorer:
         st = self.hooks.pre_restore(state, pod)
         if st is not None:
             return st
-        by_node = self.cache.by_node()
-        nodes: list[str] = list(by_node)
-        if data.reservation_name:
-            nodes = self._named(data.reservation_name) or nodes
         snapshot = self.handle.snapshot()
         selects = specific is None and _selects_nodes(pod)
         labels = frozenset(as_map(as_map(pod, "metadata"), "labels").items())
@@ -104,6 +102,26 @@ class Restorer:
         shape = None
         if affinity is None and specific is None and not selects:
             shape = (labels, data.ignored, exact, tuple(sorted(data.requests.items())) if exact else ())
+        # The last cycle of the same shape (and requests, which Filter and Score read): only the nodes
+        # changed since are examined again (other plugins' restores depend on the pod: nothing kept).
+        key = None if shape is None or self.hooks.restorers else (shape, tuple(sorted(data.requests.items())))
+        kept = self.rounds.get(key) if key is not None else None
+        by_node, generation, moved = self.cache.by_node_since(kept.generation if kept is not None else -1)
+        changed = kept.changed(snapshot, moved) if kept is not None else None
+        nodes: Iterable[str]
+        if kept is not None and changed is not None:
+            changed |= kept.volatile
+            kept.forget(changed)
+            for node in snapshot.keep_overlays(kept.restored.keys()):
+                self.handle.replace_node_info(kept.restored[node])
+            nodes = sorted(n for n in changed if n in by_node)
+        else:
+            kept = None if key is None else Round(snapshot, snapshot.layout)
+            nodes = by_node
+            if data.reservation_name:
+                nodes = self._named(data.reservation_name) or nodes
+        if kept is not None:
+            data.nodes, data.diagnosis, data.round = kept.nodes, kept.diagnosis, kept
         for node in nodes:
             ni = snapshot.underneath(node)
             if ni is None or ni.node is None:
@@ -132,13 +150,23 @@ class Restorer:
                     if len(self._seen) > 2 * max(len(by_node), 64):
                         self._seen.clear()  # nodes long gone
                     self._seen[node] = _Seen(ni, infos, shape, matched, unmatched, diag)
+                elif kept is not None:
+                    kept.volatile.add(node)  # owners that read more of the pod than the shape
             if diag.ignored or diag.owner_matched:
                 data.diagnosis[node] = diag  # never changed after: shared with the kept one
             if not matched and (not unmatched or affinity is not None):
                 continue
-            failed = self._restore(state, pod, data, ni, matched, unmatched)
-            if failed is not None:
-                return failed
+            restored = self._restore(state, pod, data, ni, matched, unmatched)
+            if isinstance(restored, Status):
+                return restored
+            if kept is not None:
+                kept.restored[node] = restored
+                if matched:
+                    kept.unfit.add(node)
+                    kept.unnominated.add(node)
+        if kept is not None and key is not None:
+            kept.written, kept.generation = snapshot.written, generation
+            self.rounds.put(key, kept)
         return data
 
     def _owns(self, r: ReservationInfo, pod: Obj, labels: frozenset[tuple[str, str]]) -> bool:
@@ -179,7 +207,7 @@ class Restorer:
             unmatched = [r for r in infos if r.allocated_pods]
             if unmatched:
                 failed = self._restore(state, pod, data, ni, [], unmatched)
-                if failed is not None:
+                if isinstance(failed, Status):
                     return failed
         return data
 
@@ -191,12 +219,13 @@ class Restorer:
         ni: NodeInfo,
         matched: Sequence[ReservationInfo],
         unmatched: Sequence[ReservationInfo],
-    ) -> Status | None:
+    ) -> NodeInfo | Status:
+        """The room ``matched`` and ``unmatched`` hold on the node given back, as this cycle's row of it."""
         kept = self._kept.get(ni.name)
         if kept is not None and not self.hooks.restorers and kept.made_of(ni, matched, unmatched):
             self.handle.replace_node_info(kept.restored)
             data.nodes[ni.name] = kept.state
-            return None
+            return kept.restored
         node = ni.clone()
         for r in unmatched:
             for name, value in r.allocated.items():
@@ -221,7 +250,7 @@ class Restorer:
             self._kept[ni.name] = _Kept(ni, tuple(matched), tuple(unmatched), node, ns)
         self.handle.replace_node_info(node)
         data.nodes[ni.name] = ns
-        return None
+        return node
 
 
 def _matches(

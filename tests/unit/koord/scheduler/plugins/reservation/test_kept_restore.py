@@ -78,6 +78,7 @@ def cycle(k: MemoryScheduler, name: str, fresh: bool, labels: dict[str, str], cp
             fw.instances["Reservation"].restorer._kept.clear()
             fw.instances["Reservation"].restorer._owned.clear()
             fw.instances["Reservation"].restorer._seen.clear()
+            fw.instances["Reservation"].restorer.rounds.clear()
             fw.instances["Reservation"]._answers.clear()
     k.add_pod(owner(name, cpu, labels))
     k.run()
