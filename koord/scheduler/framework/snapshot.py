@@ -314,14 +314,14 @@ class Snapshot:
             elif name in self.index:
                 self.set(info)
 
-    def keep_overlays(self, names: Collection[str]) -> set[str]:
+    def keep_overlays(self, names: Collection[str]) -> frozenset[str]:
         """:meth:`overlay` again, in one step, of the copies the rows of ``names`` show from the last
         cycle (held by :meth:`put_back`): for a caller that knows nothing was written to those rows since
         it overlaid them (:meth:`names_written_since`). The names whose rows were not held come back (to
         be overlaid one by one)."""
         held = self._held
         rest = {name: held.pop(name) for name in held.keys() - names}
-        missing = set() if len(held) == len(names) else set(names) - held.keys()
+        missing = frozenset() if len(held) == len(names) else frozenset(names) - held.keys()
         self._overlaid.update(held)
         self._held = rest
         return missing
@@ -331,7 +331,7 @@ class Snapshot:
         """How far the log of written rows goes (a position for :meth:`names_written_since`)."""
         return self._log_base + len(self._log)
 
-    def names_written_since(self, position: int) -> set[str] | None:
+    def names_written_since(self, position: int) -> frozenset[str] | None:
         """The nodes whose rows were written (by the cache, an overlay or its end) since :attr:`written`
         was ``position``; ``None`` when that is too long ago to tell. Rows keep their nodes while
         :attr:`layout` is the same."""
@@ -339,7 +339,7 @@ class Snapshot:
         if rows is None:
             return None
         infos = self.infos
-        return {infos[i].name for i in rows if i < len(infos)}
+        return frozenset(infos[i].name for i in rows if i < len(infos))
 
     def underneath(self, name: str) -> NodeInfo | None:
         """The NodeInfo of ``name`` once :meth:`settle` has run (not a held overlay)."""

@@ -338,7 +338,8 @@ class Reservation:
         if kept is not None and self._keeps_nominations and not data.preemptible and not data.preemptible_in:
             self._nominate_round(state, pod, data, kept)
             data.nominated.update(kept.nominated)
-            data.scores = kept.scores if kept.snapshot is nodes.snapshot else None
+            same = isinstance(nodes, NodeSet) and nodes.snapshot is kept.snapshot
+            data.scores = kept.scores if same else None
             data.preferred_node = _lowest_order(kept.orders, nodes) if kept.orders else ""
             return None
         orders: dict[str, int] = {}

@@ -76,7 +76,7 @@ class Round:
         if snapshot is not self.snapshot or snapshot.layout != self.layout or cache_changed is None:
             return None
         written = snapshot.names_written_since(self.written)
-        return None if written is None else written | cache_changed
+        return None if written is None else {*written, *cache_changed}
 
 
 class Rounds:

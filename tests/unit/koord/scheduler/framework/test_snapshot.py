@@ -167,3 +167,31 @@ def test_held_rows_overlaid_again_with_the_same_copy_are_not_written(monkeypatch
     assert snap.requested[snap.index["c"], snap.column("cpu")] == 0
     snap.put_back()  # without hold: every row its own at once
     assert snap.node_info("a") is infos[0] and snap.requested[snap.index["a"], snap.column("cpu")] == 0
+
+
+def test_held_rows_kept_overlaid_in_one_step_are_neither_visited_nor_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    snap = Snapshot()
+    infos = [NodeInfo(n, node(n)) for n in ("a", "b", "c", "d")]
+    for ni in infos:
+        snap.set(ni)
+    copies = {}
+    for ni in infos[:3]:
+        copies[ni.name] = copy = ni.clone()
+        copy.requested["cpu"] = 500
+        snap.overlay(copy)
+    position = snap.written
+    snap.put_back(hold=True)
+    snap.set(NodeInfo("b", infos[1].node))  # the cache's change
+    assert snap.names_written_since(position) == {"b"}
+    writes = count_calls(monkeypatch, Snapshot, "_write_row")
+    overlays = count_calls(monkeypatch, Snapshot, "overlay")
+    # a and c show last cycle's copies: kept at once; d was never overlaid: told back.
+    assert snap.keep_overlays({"a", "c", "d"}) == {"d"}
+    assert writes.n == 0 and overlays.n == 0
+    snap.settle()
+    assert snap.node_info("a") is copies["a"] and snap.node_info("c") is copies["c"]
+    snap.put_back()  # the kept rows are put back as the overlaid ones are
+    assert snap.node_info("a") is infos[0] and snap.node_info("c") is infos[2]
+    assert snap.requested[snap.index["a"], snap.column("cpu")] == 0
