@@ -43,10 +43,10 @@ class ReservationCache:
         """Node -> the generation of its last change, the least recently changed first: which nodes
         changed since a generation costs what changed since, not a look at every node."""
         self._forgotten = 0
-        self._moved = False
-        """A node's reservations went and came back since :meth:`by_node` last looked (its place in
-        ``_on_node`` moved)."""
         """Changes up to this generation were dropped from ``_changed``."""
+        self._moved = False
+        """Nodes came to ``_on_node`` or left it since :meth:`by_node` last looked (the order it gives
+        them in is made again)."""
 
     # ---- reservations -------------------------------------------------------------------------------
 

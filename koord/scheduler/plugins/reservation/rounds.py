@@ -24,6 +24,8 @@ SHAPES = 16
 
 @dataclass(eq=False, slots=True)
 class Round:
+    """One pod shape's last cycle, by node; the cycles of the shape change it as nodes change."""
+
     snapshot: Snapshot
     layout: int
     """The snapshot's layout then: rows moved since make the log of written rows useless."""
@@ -80,6 +82,8 @@ class Round:
 
 
 class Rounds:
+    """The rounds of the most recently seen pod shapes."""
+
     def __init__(self) -> None:
         self._kept: OrderedDict[Hashable, Round] = OrderedDict()
 

@@ -2,7 +2,9 @@
 it (Koordinator's ``transformer.go``, with ``LazyReservationRestore`` off, its default). A node's restored
 copy is kept and given again while its inputs are the same objects (the snapshot's NodeInfo and the
 reservations' infos are replaced, never changed, when anything about them changes), so a cycle copies
-only the nodes whose reservations or pods changed since. Details: ``docs/modules.md``.
+only the nodes whose reservations or pods changed since; and a cycle of a pod shape seen before looks
+only at those nodes, the others' outcome taken whole from that shape's last cycle (:mod:`.rounds`).
+Details: ``docs/modules.md``.
 """
 
 from __future__ import annotations
