@@ -37,13 +37,18 @@ def with_reservations(ttl: str | None = None) -> MemoryScheduler:
     return k
 
 
-def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_changed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def one_owner_placed() -> MemoryScheduler:
     k = with_reservations()
     k.add_pod(owner("w0", "1", WEB))
     k.run()
     assert allocated_to(k, "w0")
+    return k
+
+
+def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    k = one_owner_placed()
     clones = count_calls(monkeypatch, NodeInfo, "clone")
     writes = count_calls(monkeypatch, Snapshot, "_write_row")
     fits = count_calls(monkeypatch, fit, "fits_one")
@@ -70,6 +75,29 @@ def test_a_cycle_copies_and_writes_only_the_nodes_whose_reservations_or_pods_cha
     # The cycle state read once per Filter and Score over the nodes, not once per node (nomination still
     # reads it per node: Reserve and PreBind, twice).
     assert states.n <= 3 * len(NODES) + 2
+
+
+def test_a_second_owner_of_the_same_shape_looks_again_only_at_the_node_that_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    k = one_owner_placed()
+    per_node = {
+        "visited": (Snapshot, "underneath"),
+        "restored": (transform.Restorer, "_restore"),
+        "overlaid": (Snapshot, "overlay"),
+        "filtered": (plugin.Reservation, "_filter"),
+        "nominated": (plugin.Reservation, "_nominated"),
+        "scored": (plugin, "_score"),
+    }
+    calls = {what: count_calls(monkeypatch, *where) for what, where in per_node.items()}
+    k.add_pod(owner("w1", "1", WEB))
+    k.run()
+    assert allocated_to(k, "w1")
+    # Only w0's node changed (its pods, its reservation's owners): the five others are not even visited,
+    # and none is restored, overlaid, filtered, nominated or scored one by one (each was, once a node).
+    counted = {what: c.n for what, c in calls.items()}
+    assert counted == {what: min(n, 1) for what, n in counted.items()}
+    assert counted["scored"] == 0  # Score reads the round's scores by row
 
 
 def cycle(k: MemoryScheduler, name: str, fresh: bool, labels: dict[str, str], cpu: str) -> None:

@@ -1,19 +1,14 @@
-"""An owner's cycle costs what changed since the last cycle of its pod shape: the reserved nodes whose rows
-or reservations did not change are not looked at again (no restore, no Filter, nomination or Score call
-per node), and what a pod is told when no node takes it is what a fresh look gives."""
+"""An owner's cycle starts from the last cycle of its pod shape (its round; what it costs is counted in
+``test_kept_restore.py``): a node whose reservations changed since is looked at again, and owners in waves
+are placed and told what a fresh look places and tells them."""
 
 from __future__ import annotations
 
-import pytest
-
-from koord.scheduler.framework.snapshot import Snapshot
-from koord.scheduler.plugins.reservation import nominate, plugin, transform
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.scheduling import reservation as rsv
 from koordshared.testing import pod
 from koordshared.testing.reservations import available, owner_labels, reservation
-from tests.support.counting import count_calls
 from tests.support.scheduler.reservationkit import add, allocated_to, kit, owner
 
 WEB = {"app": "web"}
@@ -27,35 +22,6 @@ def reserved(count: int = len(NODES)) -> MemoryScheduler:
         add(k, available(r, name))
     k.cache.update_snapshot(k.snapshot)
     return k
-
-
-def test_a_second_owner_of_the_same_shape_looks_again_only_at_the_node_that_changed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    k = reserved()
-    k.add_pod(owner("w0", "1", WEB))
-    k.run()
-    first = allocated_to(k, "w0")
-    assert first
-    visited = count_calls(monkeypatch, Snapshot, "underneath")
-    restores = count_calls(monkeypatch, transform.Restorer, "_restore")
-    overlays = count_calls(monkeypatch, Snapshot, "overlay")
-    filters = count_calls(monkeypatch, plugin.Reservation, "_filter")
-    nominations = count_calls(monkeypatch, plugin.Reservation, "_nominated")
-    scores = count_calls(monkeypatch, plugin, "_score")
-    most = count_calls(monkeypatch, nominate, "most_allocated")
-    k.add_pod(owner("w1", "1", WEB))
-    k.run()
-    assert allocated_to(k, "w1")
-    # Only w0's node changed (its pods, its reservation's owners): the 39 others are neither visited nor
-    # restored, overlaid, filtered, nominated nor scored one by one (each was once per node before).
-    assert visited.n <= 1
-    assert restores.n <= 1
-    assert overlays.n <= 1
-    assert filters.n <= 1
-    assert nominations.n <= 1
-    assert scores.n == 0
-    assert most.n <= 1
 
 
 def test_a_round_is_not_taken_over_a_change_of_the_reservations() -> None:
