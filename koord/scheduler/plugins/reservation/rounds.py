@@ -37,6 +37,9 @@ class Round:
     diagnosis: dict[str, Diagnosis] = field(default_factory=dict)
     restored: dict[str, NodeInfo] = field(default_factory=dict)
     """The copies overlaid in the snapshot, by node (the same keys as ``nodes``)."""
+    bases: dict[str, NodeInfo] = field(default_factory=dict)
+    """The NodeInfos they were made of: a row written since (another shape's copy overlaid there, or
+    put back) over the same NodeInfo and reservations gets its copy again, and nothing more."""
     refused: dict[str, Status] = field(default_factory=dict)
     """Filter's refusals among the nodes with matched reservations (the others pass)."""
     nominated: dict[str, ReservationInfo | None] = field(default_factory=dict)
@@ -55,7 +58,15 @@ class Round:
         """What was worked out on ``nodes``: they are examined again (the cycle's own ``nodes`` and
         ``diagnosis``: the last cycle's stay as they were)."""
         self.nodes, self.diagnosis = dict(self.nodes), dict(self.diagnosis)
-        kept = (self.nodes, self.diagnosis, self.restored, self.refused, self.nominated, self.orders)
+        kept = (
+            self.nodes,
+            self.diagnosis,
+            self.restored,
+            self.bases,
+            self.refused,
+            self.nominated,
+            self.orders,
+        )
         for node in nodes:
             for by_node in kept:
                 by_node.pop(node, None)
@@ -72,13 +83,24 @@ class Round:
             self.scores = grown
         self.scores[row] = value
 
-    def changed(self, snapshot: Snapshot, cache_changed: set[str] | None) -> set[str] | None:
-        """The nodes to examine again: their rows written or their reservations changed since; ``None``
-        when that cannot be told (every node, then)."""
+    def changed(self, snapshot: Snapshot, cache_changed: set[str] | None) -> tuple[set[str], set[str]] | None:
+        """The nodes to examine again (their reservations changed since, or their rows were written
+        over another NodeInfo), and those whose copies are only to be overlaid again (their rows were
+        written, over the same NodeInfo); ``None`` when that cannot be told (every node, then)."""
         if snapshot is not self.snapshot or snapshot.layout != self.layout or cache_changed is None:
             return None
         written = snapshot.names_written_since(self.written)
-        return None if written is None else {*written, *cache_changed}
+        if written is None:
+            return None
+        again = {
+            node
+            for node in written
+            if node not in cache_changed
+            and node not in self.volatile
+            and (base := self.bases.get(node)) is not None
+            and snapshot.underneath(node) is base
+        }
+        return {*written, *cache_changed, *self.volatile} - again, again
 
 
 class Rounds:

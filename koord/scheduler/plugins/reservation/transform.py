@@ -109,12 +109,12 @@ class Restorer:
         key = None if shape is None or self.hooks.restorers else (shape, tuple(sorted(data.requests.items())))
         kept = self.rounds.get(key) if key is not None else None
         by_node, generation, moved = self.cache.by_node_since(kept.generation if kept is not None else -1)
-        changed = kept.changed(snapshot, moved) if kept is not None else None
+        changes = kept.changed(snapshot, moved) if kept is not None else None
         nodes: Iterable[str]
-        if kept is not None and changed is not None:
-            changed |= kept.volatile
+        if kept is not None and changes is not None:
+            changed, again = changes
             kept.forget(changed)
-            for node in snapshot.keep_overlays(kept.restored.keys()):
+            for node in snapshot.keep_overlays(kept.restored.keys() - again) | again:
                 self.handle.replace_node_info(kept.restored[node])
             nodes = sorted(n for n in changed if n in by_node)
         else:
@@ -162,7 +162,7 @@ class Restorer:
             if isinstance(restored, Status):
                 return restored
             if kept is not None:
-                kept.restored[node] = restored
+                kept.restored[node], kept.bases[node] = restored, ni
                 if matched:
                     kept.unfit.add(node)
                     kept.unnominated.add(node)

@@ -4,11 +4,16 @@ are placed and told what a fresh look places and tells them."""
 
 from __future__ import annotations
 
+import pytest
+
+from koord.scheduler.framework.snapshot import Snapshot
+from koord.scheduler.plugins.reservation import plugin, transform
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.scheduling import reservation as rsv
 from koordshared.testing import pod
 from koordshared.testing.reservations import available, owner_labels, reservation
+from tests.support.counting import count_calls
 from tests.support.scheduler.reservationkit import add, allocated_to, kit, owner
 
 WEB = {"app": "web"}
@@ -117,3 +122,31 @@ def test_owners_in_waves_are_placed_and_told_as_a_fresh_look_places_and_tells_th
     assert kept.bound() == fresh.bound()
     assert len({allocated_to(kept, f"w{i}") for i in range(n)} - {""}) >= 4
     assert any(failed(kept, f"w{i}") for i in range(n))
+
+
+def test_an_owner_after_another_shape_overlays_its_copies_again_and_looks_no_further(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    k = reserved(6)
+    k.add_pod(owner("w0", "1", WEB))
+    k.run()
+    held = allocated_to(k, "w0")
+    # A pod of another shape no node takes: its own copy of w0's node overlaid for its cycle, and the
+    # owners' copies of the five others put back (all six rows written).
+    k.add_pod(owner("other", "100", {}))
+    k.run()
+    assert "default/other" not in k.bound()
+    work = {
+        "restored": (transform.Restorer, "_restore"),
+        "filtered": (plugin.Reservation, "_filter"),
+        "nominated": (plugin.Reservation, "_nominated"),
+    }
+    calls = {what: count_calls(monkeypatch, *where) for what, where in work.items()}
+    overlays = count_calls(monkeypatch, Snapshot, "overlay")
+    k.add_pod(owner("w1", "1", WEB))
+    k.run()
+    assert allocated_to(k, "w1") == held  # the fullest reservation
+    # Under five of the rows nothing changed: the owners' copies are overlaid there again, nothing is
+    # worked out again but on w0's node (its pods, its reservation's owners).
+    assert {what: c.n for what, c in calls.items()} == dict.fromkeys(work, 1)
+    assert overlays.n == 6
