@@ -31,7 +31,7 @@ from koord.scheduler.framework.events import ASSIGNED_POD_DELETE
 from koord.scheduler.framework.extension import Controller, ReservationHooks
 from koord.scheduler.framework.reservation import ASSUMED_RESERVATION
 from koord.scheduler.framework.types import PostFilterResult
-from koord.scheduler.plugins.reservation import fit, messages, nominate, status
+from koord.scheduler.plugins.reservation import fit, messages, nominate, rounds, status
 from koord.scheduler.plugins.reservation.args import ReservationArgs, parse_args
 from koord.scheduler.plugins.reservation.rounds import Round
 from koord.scheduler.plugins.reservation.shared import reference, shared_for
@@ -126,7 +126,7 @@ class Reservation:
             return [
                 self._filter(state, pod, data, ni) if everywhere or ni.name in busy else None for ni in nodes
             ]
-        kept = data.round
+        kept = rounds.of(state)
         if kept is not None and self._keeps_answers and not data.preemptible and not data.preemptible_in:
             # The answers of the round's nodes examined again are worked out; the others' stand.
             for name in kept.unfit:
@@ -334,7 +334,7 @@ class Reservation:
         data = data_of(state)
         if data.reserve is not None or data.ignored or not data.nodes:
             return SKIP
-        kept = data.round
+        kept = rounds.of(state)
         if kept is not None and self._keeps_nominations and not data.preemptible and not data.preemptible_in:
             self._nominate_round(state, pod, data, kept)
             data.nominated.update(kept.nominated)

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from koord.scheduler.framework import NodeInfo, ReservationInfo, Status
+from koord.scheduler.framework import CycleState, NodeInfo, ReservationInfo, Status
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.plugins.reservation.state import Diagnosis, NodeState
 
 SHAPES = 16
 """Pod shapes whose rounds are kept; the least recently used go first."""
+STATE_KEY = "Reservation/round"
+"""The cycle state's round, when the cycle's ``nodes`` and ``diagnosis`` are of one."""
 
 
 @dataclass(eq=False, slots=True)
@@ -101,6 +103,11 @@ class Round:
             and snapshot.underneath(node) is base
         }
         return {*written, *cache_changed, *self.volatile} - again, again
+
+
+def of(state: CycleState) -> Round | None:
+    found = state.get(STATE_KEY)
+    return found if isinstance(found, Round) else None
 
 
 class Rounds:

@@ -10,15 +10,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from koord.scheduler.framework import CycleState, ReservationInfo
 from koord.scheduler.framework.types import PODS, Resources
-
-if TYPE_CHECKING:
-    from koord.scheduler.plugins.reservation.rounds import Round
 
 STATE_KEY = "Reservation"
 
@@ -70,8 +66,6 @@ class CycleData:
     """Preemption's what-if: per node, what the victims taken off it free (outside reservations)."""
     preemptible_in: dict[str, dict[str, Resources]] = field(default_factory=dict)
     """... and inside each reservation (node -> reservation UID -> resources)."""
-    round: Round | None = None
-    """The pod shape's round (see :mod:`.rounds`) this cycle's ``nodes`` and ``diagnosis`` are of."""
     scores: np.ndarray | None = None
     """The round's scores by snapshot row, once PreScore nominated from it."""
     _shape: tuple[object, ...] | None = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from koord.scheduler.framework import CycleState, NodeInfo, Obj, ReservationInfo, SchedulerHandle, Status
 from koord.scheduler.framework.extension import ReservationHooks
 from koord.scheduler.framework.types import PodInfo
+from koord.scheduler.plugins.reservation import rounds
 from koord.scheduler.plugins.reservation.cache import ReservationCache
 from koord.scheduler.plugins.reservation.rounds import Round, Rounds
 from koord.scheduler.plugins.reservation.state import CycleData, Diagnosis, NodeState
@@ -123,7 +124,8 @@ class Restorer:
             if data.reservation_name:
                 nodes = self._named(data.reservation_name) or nodes
         if kept is not None:
-            data.nodes, data.diagnosis, data.round = kept.nodes, kept.diagnosis, kept
+            data.nodes, data.diagnosis = kept.nodes, kept.diagnosis
+            state.write(rounds.STATE_KEY, kept)
         for node in nodes:
             ni = snapshot.underneath(node)
             if ni is None or ni.node is None:
