@@ -115,7 +115,8 @@ class Restorer:
         if kept is not None and changes is not None:
             changed, again = changes
             kept.forget(changed)
-            for node in snapshot.keep_overlays(kept.restored.keys() - again) | again:
+            shown = kept.restored.keys() - again if again else kept.restored.keys()
+            for node in snapshot.keep_overlays(shown) | again:
                 self.handle.replace_node_info(kept.restored[node])
             nodes = sorted(n for n in changed if n in by_node)
         else:
