@@ -11,6 +11,7 @@ import numpy as np
 
 from koord.scheduler.framework import (
     SKIP,
+    CodedVerdicts,
     CycleState,
     NodeInfo,
     NodeSet,
@@ -239,12 +240,14 @@ class DeviceShare(ReservationHooks):
                     nd.remember(_reserved_key(key), node, allocation)
         return verdict
 
-    def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
+    def filter_nodes(
+        self, state: CycleState, pod: Obj, nodes: NodeSet
+    ) -> CodedVerdicts | list[Status | None]:
         ps = self._state(state)
         if ps.skip:
             return [None] * len(nodes)
         gen = self.templates.generation
-        return self.answers.get("filter", ps, gen, state, pod, nodes, self.filter)
+        return self.answers.verdicts(ps, gen, state, pod, nodes, self.filter)
 
     def _memo_key(
         self, kind: str, ps: PodDeviceState, node: Obj, restore: NodeRestore, basic: ByType
@@ -303,12 +306,12 @@ class DeviceShare(ReservationHooks):
                 nd.remember(key, node_info.node, score)
             return score
 
-    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[int]:
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray | list[int]:
         ps = self._state(state)
         if ps.skip:
             return [0] * len(nodes)
         gen = self.templates.generation
-        return self.answers.get("score", ps, gen, state, pod, nodes, self.score)
+        return self.answers.scores(ps, gen, state, pod, nodes, self.score)
 
     def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
         return scoring.normalize(scores)
