@@ -148,7 +148,9 @@ def _entries(device: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def device_ids(device: Mapping[str, Any]) -> dict[tuple[str, int], str]:
     """Each device's id by type and minor, as :func:`device_infos` reads them (without parsing the
     resources, which PreBind does not need)."""
-    return {(str(d.get("type") or ""), _int(d.get("minor"))): str(d.get("id") or "") for d in _entries(device)}
+    return {
+        (str(d.get("type") or ""), _int(d.get("minor"))): str(d.get("id") or "") for d in _entries(device)
+    }
 
 
 def device_infos(device: Mapping[str, Any]) -> list[DeviceInfo]:
