@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from koord.scheduler.framework import CodedVerdicts, CycleState, NodeInfo, NodeSet, Obj, Status
+from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, Status
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.plugins.deviceshare.cache import DeviceCache
 from koord.scheduler.plugins.deviceshare.reservation import restore_state
@@ -53,13 +53,19 @@ class _Kept:
         self.statuses: list[Status | None] = [None]
         self.codes: dict[Status | None, int] = {None: 0}
 
-    def code(self, verdict: Status | None) -> int:
-        """The code of ``verdict`` (equal statuses share one: they read the same)."""
-        found = self.codes.get(verdict)
-        if found is None:
-            found = self.codes[verdict] = len(self.statuses)
-            self.statuses.append(verdict)
-        return found
+
+def verdict_code(kept: _Kept, verdict: Status | None) -> int:
+    """The code of a Filter verdict in ``kept`` (equal statuses share one: they read the same)."""
+    found = kept.codes.get(verdict)
+    if found is None:
+        found = kept.codes[verdict] = len(kept.statuses)
+        kept.statuses.append(verdict)
+    return found
+
+
+def score_code(kept: _Kept, score: int) -> int:
+    """A score is kept as it is."""
+    return score
 
 
 class Answers:
@@ -78,39 +84,7 @@ class Answers:
         self.computed = 0
         """Answers worked out through ``filter``/``score`` (not read from the arrays): for tests."""
 
-    def verdicts(
-        self,
-        ps: PodDeviceState,
-        generation: int,
-        state: CycleState,
-        pod: Obj,
-        nodes: NodeSet,
-        one: Callable[[CycleState, Obj, NodeInfo], Status | None],
-    ) -> CodedVerdicts | list[Status | None]:
-        """``one(state, pod, node)`` (Filter) for every node, from the kept arrays where they hold the
-        verdict. Filter's checks made before the devices (a shared GPU on the node's model, the isolation
-        provider) read only the node object and the pod's shape, both part of what a verdict is kept
-        beside."""
-        got = self._get("filter", ps, generation, state, pod, nodes, one, _Kept.code)
-        if isinstance(got, list):
-            return got
-        codes, kept = got
-        return CodedVerdicts(codes, list(kept.statuses))
-
-    def scores(
-        self,
-        ps: PodDeviceState,
-        generation: int,
-        state: CycleState,
-        pod: Obj,
-        nodes: NodeSet,
-        one: Callable[[CycleState, Obj, NodeInfo], int],
-    ) -> np.ndarray | list[int]:
-        """``one(state, pod, node)`` (Score) for every node, from the kept arrays where they hold it."""
-        got = self._get("score", ps, generation, state, pod, nodes, one, lambda _kept, score: score)
-        return got if isinstance(got, list) else got[0]
-
-    def _get(
+    def get(
         self,
         kind: str,
         ps: PodDeviceState,
@@ -120,10 +94,13 @@ class Answers:
         nodes: NodeSet,
         one: Callable[[CycleState, Obj, NodeInfo], T],
         encode: Callable[[_Kept, T], int],
-    ) -> tuple[np.ndarray, _Kept] | list[T]:
-        """The kept answers of ``kind`` by node (with what they are kept in), the missing ones worked out
-        through ``one``; every node through ``one`` when a verdict may depend on more than the shape and
-        the node."""
+    ) -> tuple[np.ndarray, list[Status | None]] | list[T]:
+        """``one(state, pod, node)`` (``kind``: "filter" or "score") for every node: from the kept arrays
+        where they hold it, as codes (``encode``: :func:`verdict_code` or :func:`score_code`) with the
+        statuses the codes of verdicts stand for; as ``one``'s answers when they may depend on more than
+        the shape and the node. Filter's checks made before the devices (a shared GPU on the node's
+        model, the isolation provider) read only the node object and the pod's shape, both part of what
+        an answer is kept beside."""
         snapshot = nodes.snapshot
         if (
             ps.designated is not None
@@ -144,7 +121,7 @@ class Answers:
             out = kept.answers[rows]
         missed = np.flatnonzero(~found).tolist()
         if not missed:
-            return out, kept
+            return out, list(kept.statuses)
         self.computed += len(missed)
         worked = [nodes.info(i) for i in missed]
         answers = [one(state, pod, info) for info in worked]
@@ -159,7 +136,7 @@ class Answers:
             kept.nodes[at] = [info.node for info in worked]
             kept.node_ids[at] = node_ids[missed]
             kept.versions[at] = versions[missed]
-        return out, kept
+            return out, list(kept.statuses)
 
     def _sync(self, snapshot: Snapshot) -> np.ndarray:
         """The rows' device versions now (the answers kept for another layout forgotten)."""

@@ -247,7 +247,8 @@ class DeviceShare(ReservationHooks):
         if ps.skip:
             return [None] * len(nodes)
         gen = self.templates.generation
-        return self.answers.verdicts(ps, gen, state, pod, nodes, self.filter)
+        got = self.answers.get("filter", ps, gen, state, pod, nodes, self.filter, batch.verdict_code)
+        return got if isinstance(got, list) else CodedVerdicts(*got)
 
     def _memo_key(
         self, kind: str, ps: PodDeviceState, node: Obj, restore: NodeRestore, basic: ByType
@@ -311,7 +312,8 @@ class DeviceShare(ReservationHooks):
         if ps.skip:
             return [0] * len(nodes)
         gen = self.templates.generation
-        return self.answers.scores(ps, gen, state, pod, nodes, self.score)
+        got = self.answers.get("score", ps, gen, state, pod, nodes, self.score, batch.score_code)
+        return got if isinstance(got, list) else got[0]
 
     def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
         return scoring.normalize(scores)
