@@ -14,6 +14,7 @@ from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo
 from koord.scheduler.plugins.nodenumaresource import manager as manager_module
+from koord.scheduler.plugins.nodenumaresource import placementscore
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
 from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes, first_of_each
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
@@ -297,3 +298,17 @@ def test_first_of_each_is_uniques_first_and_inverse(seed: int) -> None:
     first, inverse = first_of_each(codes)
     _, want_first, want_inverse = np.unique(codes, return_index=True, return_inverse=True)
     assert first.tolist() == want_first.tolist() and inverse.tolist() == want_inverse.reshape(-1).tolist()
+
+
+def test_score_groups_a_kinds_alike_nodes_without_sorting_every_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    k = kit()
+    for i in range(6):
+        add_node(k, f"n{i}")
+    sorted_keys = count_calls(monkeypatch, placementscore, "_alike_rows")
+    for i in range(3):
+        k.add_pod(lsr(f"p{i}", "4", numa=SINGLE))
+    k.run()
+    assert len(k.bound()) == 3
+    # The nodes of each kind were alike (their holding came with their pods): grouped by kind, checked,
+    # with no sort over kind, affinity, requested and allocatable (it was one a cycle).
+    assert sorted_keys.n == 0
