@@ -141,12 +141,22 @@ def resource_values(raw: Any) -> dict[str, int]:
     return {name: value_of(name, q) for name, q in parse_resource_list(raw).items()}
 
 
+def _entries(device: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [d for d in as_list(as_map(device, "spec"), "devices") if isinstance(d, Mapping)]
+
+
+def device_ids(device: Mapping[str, Any]) -> dict[tuple[str, int], str]:
+    """Each device's id by type and minor, as :func:`device_infos` reads them (without parsing the
+    resources, which PreBind does not need)."""
+    return {
+        (str(d.get("type") or ""), _int(d.get("minor"))): str(d.get("id") or "") for d in _entries(device)
+    }
+
+
 def device_infos(device: Mapping[str, Any]) -> list[DeviceInfo]:
     """The devices of a Device object, in order. An entry without a minor is Koordinator's minor 0."""
     out = []
-    for d in as_list(as_map(device, "spec"), "devices"):
-        if not isinstance(d, Mapping):
-            continue
+    for d in _entries(device):
         out.append(
             DeviceInfo(
                 type=str(d.get("type") or ""),

@@ -77,6 +77,12 @@ class Allocator:
         self.numa_nodes = numa_nodes
         self._prepared: tuple[dict[str, ResourceList], dict[str, int]] | None = None
 
+    def reserving_matters(self) -> bool:
+        """Whether Reserve asks for more than Filter here: the secondary devices a well-planned node pairs
+        with the GPUs."""
+        st = self.state
+        return bool(st.primary_type and st.fits_secondary_well_planned and self.nd.secondary_well_planned)
+
     def prepare(self) -> tuple[dict[str, ResourceList], dict[str, int]]:
         """Per-device requests and counts by type (``Prepare``); :class:`AllocationFailed` if impossible."""
         if self._prepared is not None:
@@ -88,13 +94,7 @@ class Allocator:
             if rs.is_zero(request) or t not in dv.DEVICE_TYPES:
                 continue
             # A well-planned node pairs secondary devices with the GPUs: they are picked at Reserve only.
-            if (
-                st.primary_type
-                and t != st.primary_type
-                and st.fits_secondary_well_planned
-                and nd.secondary_well_planned
-                and not self.reserving
-            ):
+            if t != st.primary_type and self.reserving_matters() and not self.reserving:
                 continue
             if t == dv.GPU:
                 if not nd.total.get(dv.GPU):

@@ -5,7 +5,9 @@ workload meet nodes whose devices did not change since the last pod of their sha
 Python at all: the answers are kept per shape in arrays over the snapshot's rows, each beside the node
 object and the device version (:attr:`.nodedevice.NodeDevice.version`) it was worked out with, and a
 cycle compares those arrays with the current ones (the versions by row too, caught up from the cache's
-log of changed nodes).
+log of changed nodes). Scores are kept as they are; Filter verdicts as codes into the shape's few
+distinct statuses, handed to the cycle as :class:`~koord.scheduler.framework.CodedVerdicts` (one
+comparison finds each status's nodes).
 
 When a verdict may depend on more than the shape and the node (reservations restored on some node,
 preemption's what-ifs, a designated allocation), every node goes through ``filter``/``score``.
@@ -16,11 +18,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
-from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj
+from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, Status
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.plugins.deviceshare.cache import DeviceCache
 from koord.scheduler.plugins.deviceshare.reservation import restore_state
@@ -37,16 +39,33 @@ def _node_id(info: NodeInfo) -> int:
 
 
 class _Kept:
-    """One shape's answers by snapshot row, with the node object (its id; the object is kept alive
-    beside it, so the id stays its) and the device version each was worked out with (0: none)."""
+    """One shape's answers by snapshot row (a score, or a verdict's code into :attr:`statuses`), with the
+    node object (its id; the object is kept alive beside it, so the id stays its) and the device version
+    each was worked out with (0: none)."""
 
-    __slots__ = ("answers", "node_ids", "nodes", "versions")
+    __slots__ = ("answers", "codes", "node_ids", "nodes", "statuses", "versions")
 
     def __init__(self, rows: int) -> None:
-        self.answers = np.empty(rows, dtype=object)
+        self.answers = np.zeros(rows, dtype=np.int64)
         self.nodes = np.empty(rows, dtype=object)
         self.node_ids = np.zeros(rows, dtype=np.int64)
         self.versions = np.zeros(rows, dtype=np.int64)
+        self.statuses: list[Status | None] = [None]
+        self.codes: dict[Status | None, int] = {None: 0}
+
+
+def verdict_code(kept: _Kept, verdict: Status | None) -> int:
+    """The code of a Filter verdict in ``kept`` (equal statuses share one: they read the same)."""
+    found = kept.codes.get(verdict)
+    if found is None:
+        found = kept.codes[verdict] = len(kept.statuses)
+        kept.statuses.append(verdict)
+    return found
+
+
+def score_code(kept: _Kept, score: int) -> int:
+    """A score is kept as it is."""
+    return score
 
 
 class Answers:
@@ -74,11 +93,14 @@ class Answers:
         pod: Obj,
         nodes: NodeSet,
         one: Callable[[CycleState, Obj, NodeInfo], T],
-    ) -> list[T]:
-        """``one(state, pod, node)`` for every node, from the kept arrays where they hold the answer
-        (``kind``: "filter" or "score"). Filter's checks made before the devices (a shared GPU on the
-        node's model, the isolation provider) read only the node object and the pod's shape, both part
-        of what an answer is kept beside."""
+        encode: Callable[[_Kept, T], int],
+    ) -> tuple[np.ndarray, list[Status | None]] | list[T]:
+        """``one(state, pod, node)`` (``kind``: "filter" or "score") for every node: from the kept arrays
+        where they hold it, as codes (``encode``: :func:`verdict_code` or :func:`score_code`) with the
+        statuses the codes of verdicts stand for; as ``one``'s answers when they may depend on more than
+        the shape and the node. Filter's checks made before the devices (a shared GPU on the node's
+        model, the isolation provider) read only the node object and the pod's shape, both part of what
+        an answer is kept beside."""
         snapshot = nodes.snapshot
         if (
             ps.designated is not None
@@ -91,29 +113,30 @@ class Answers:
             return [one(state, pod, info) for info in nodes]
         rows = nodes.rows
         node_ids = np.take(snapshot.derived(NODE_COLUMN, _node_id, np.int64, of_node=True), rows)
+        key = (kind, ps.signature, generation)
         with self._lock:
             versions = self._sync(snapshot)[rows]
-            kept = self._kept((kind, ps.signature, generation), snapshot)
+            kept = self._kept(key, snapshot)
             found = (kept.node_ids[rows] == node_ids) & (kept.versions[rows] == versions) & (versions > 0)
-            out: list[Any] = kept.answers[rows].tolist()
+            out = kept.answers[rows]
         missed = np.flatnonzero(~found).tolist()
-        if missed:
-            self.computed += len(missed)
-            worked = []
-            for i in missed:
-                info = nodes.info(i)
-                out[i] = one(state, pod, info)
-                worked.append(info)
-            with self._lock:
-                kept = self._kept((kind, ps.signature, generation), snapshot)
-                at = rows[missed]
-                # The versions read before the answers were worked out: a change meanwhile shows as a
-                # newer version next time, and the answer is worked out again.
-                kept.answers[at] = [out[i] for i in missed]
-                kept.nodes[at] = [info.node for info in worked]
-                kept.node_ids[at] = node_ids[missed]
-                kept.versions[at] = versions[missed]
-        return out
+        if not missed:
+            return out, list(kept.statuses)
+        self.computed += len(missed)
+        worked = [nodes.info(i) for i in missed]
+        answers = [one(state, pod, info) for info in worked]
+        with self._lock:
+            kept = self._kept(key, snapshot)
+            codes = [encode(kept, a) for a in answers]
+            out[missed] = codes
+            at = rows[missed]
+            # The versions read before the answers were worked out: a change meanwhile shows as a
+            # newer version next time, and the answer is worked out again.
+            kept.answers[at] = codes
+            kept.nodes[at] = [info.node for info in worked]
+            kept.node_ids[at] = node_ids[missed]
+            kept.versions[at] = versions[missed]
+            return out, list(kept.statuses)
 
     def _sync(self, snapshot: Snapshot) -> np.ndarray:
         """The rows' device versions now (the answers kept for another layout forgotten)."""
@@ -141,6 +164,7 @@ class Answers:
                 n = len(kept.answers)
                 grown.answers[:n], grown.nodes[:n] = kept.answers, kept.nodes
                 grown.node_ids[:n], grown.versions[:n] = kept.node_ids, kept.versions
+                grown.statuses, grown.codes = kept.statuses, kept.codes
             kept = self._shapes[key] = grown
             while len(self._shapes) > SHAPES:
                 self._shapes.popitem(last=False)

@@ -198,7 +198,8 @@ class DeviceCache:
             self.release(key, node)
             return
         allocations = pod_allocations(new)
-        before = pod_allocations(old) if old is not None else {}
+        # What the pod held before counts only if it was on a node (a pod being bound was not).
+        before = pod_allocations(old) if old is not None and _node_of(old) else {}
         if not allocations and not before:
             return
         if before and _node_of(old):

@@ -32,6 +32,7 @@ UNSUPPORTED_GPU_COUNT = "node(s) Unsupported number of GPU requests"
 UNSUPPORTED_MULTI_SHARED = "node(s) Unsupported Multi-Shared GPU"
 MISSING_TOPOLOGY_TREE = "node(s) missing GPU Device Topology Tree"
 BIN_PACK_WEIGHTS = ((8, 10000), (4, 100), (2, 1))
+_AVAILABILITY = ("gpu availability",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,20 +56,30 @@ def allocate(req: Request, view: NodeDevice, count: int, most: int) -> list[Devi
     indexer, node_honors = view.gpu_partitions, view.honor_gpu_partition
     if indexer is None:
         indexer, node_honors = designated_indexer(req.node)
-    original_used = req.original.used.get(dv.GPU, {})
-    view_total = view.total.get(dv.GPU, {})
-    # Not available here: used, or left out of the view (another NUMA node, a selector, a reservation).
-    real_used = {m for m in original_used if m not in view_total} | set(view.used.get(dv.GPU, {}))
-    ctx = Context(
-        hash_minors(sorted(real_used)),
-        view.free.get(dv.GPU, {}),
-        {m: r for m, r in view_total.items() if not rs.is_zero(r)},
-        req.scorer,
-    )
+    used_hash, total = _availability(req.original, view)
+    ctx = Context(used_hash, view.free.get(dv.GPU, {}), total, req.scorer)
     if gpu.enforce_template:
         return _by_template(req, view, gpu, count, most, ctx)
     got = _by_partition(gpu.honor_partition or node_honors, gpu, indexer, ctx)
     return got or _general(req, view, gpu, count, most, ctx)
+
+
+def _availability(original: NodeDevice, view: NodeDevice) -> tuple[int, Devices]:
+    """The GPUs not available in ``view`` (as a bit set) and those with something, kept with the node's
+    devices while they do not change when the view is the node's devices as they are."""
+    if view is original:
+        found = view.memo.get(_AVAILABILITY)
+        if found is not None:
+            kept: tuple[int, Devices] = found[1]
+            return kept
+    view_total = view.total.get(dv.GPU, {})
+    # Not available here: used, or left out of the view (another NUMA node, a selector, a reservation).
+    real_used = {m for m in original.used.get(dv.GPU, {}) if m not in view_total}
+    real_used.update(view.used.get(dv.GPU, {}))
+    got = hash_minors(sorted(real_used)), {m: r for m, r in view_total.items() if not rs.is_zero(r)}
+    if view is original:
+        view.remember(_AVAILABILITY, None, got)
+    return got
 
 
 def _by_template(

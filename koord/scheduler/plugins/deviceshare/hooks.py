@@ -82,7 +82,7 @@ class ReservationHooks:
         if kept is not None and kept[0] is device:
             ids = kept[1]
         else:  # a GPU pod per PreBind would parse its node's whole Device otherwise
-            ids = {(d.type, d.minor): d.uuid for d in dv.device_infos(device)}
+            ids = dv.device_ids(device)
             self._device_ids[node_name] = (device, ids)
         ps.result = {
             t: [

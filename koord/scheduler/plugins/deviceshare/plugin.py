@@ -11,6 +11,7 @@ import numpy as np
 
 from koord.scheduler.framework import (
     SKIP,
+    CodedVerdicts,
     CycleState,
     NodeInfo,
     NodeSet,
@@ -64,6 +65,11 @@ _EVENTS = (
 
 def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dv.labels_of(obj) if obj is not None else {}
+
+
+def _reserved_key(filter_key: tuple[str, str, int, int]) -> tuple[str, str, int, int]:
+    """Where Filter keeps the allocation behind a verdict it remembers, for Reserve on the same node."""
+    return ("allocation", *filter_key[1:])
 
 
 class DeviceShare(ReservationHooks):
@@ -206,7 +212,10 @@ class DeviceShare(ReservationHooks):
                 if found is not None and found[0] is node:
                     remembered: Status | None = found[1]
                     return remembered
-            allocator = Allocator(ps, nd, node, None)
+            # Scored as Reserve scores (the scorer picks among the devices that fit, it never decides
+            # whether they do), so Reserve on this node as it is takes the allocation worked out here.
+            allocator = Allocator(ps, nd, node, self.scorer)
+            allocation: DeviceAllocations | None = None
             try:
                 got = try_from_reusable(
                     allocator,
@@ -219,7 +228,7 @@ class DeviceShare(ReservationHooks):
                     ps.reservation_required,
                 )
                 if not got:
-                    allocator.allocate(
+                    allocation = allocator.allocate(
                         None, None, None, rs.append_allocated(basic, restore.matched_allocatable)
                     )
                 verdict = None
@@ -227,14 +236,19 @@ class DeviceShare(ReservationHooks):
                 verdict = failed.status
             if key is not None:
                 nd.remember(key, node, verdict)
+                if allocation is not None:
+                    nd.remember(_reserved_key(key), node, allocation)
         return verdict
 
-    def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
+    def filter_nodes(
+        self, state: CycleState, pod: Obj, nodes: NodeSet
+    ) -> CodedVerdicts | list[Status | None]:
         ps = self._state(state)
         if ps.skip:
             return [None] * len(nodes)
         gen = self.templates.generation
-        return self.answers.get("filter", ps, gen, state, pod, nodes, self.filter)
+        got = self.answers.get("filter", ps, gen, state, pod, nodes, self.filter, batch.verdict_code)
+        return got if isinstance(got, list) else CodedVerdicts(*got)
 
     def _memo_key(
         self, kind: str, ps: PodDeviceState, node: Obj, restore: NodeRestore, basic: ByType
@@ -293,12 +307,13 @@ class DeviceShare(ReservationHooks):
                 nd.remember(key, node_info.node, score)
             return score
 
-    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[int]:
+    def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray | list[int]:
         ps = self._state(state)
         if ps.skip:
             return [0] * len(nodes)
         gen = self.templates.generation
-        return self.answers.get("score", ps, gen, state, pod, nodes, self.score)
+        got = self.answers.get("score", ps, gen, state, pod, nodes, self.score, batch.score_code)
+        return got if isinstance(got, list) else got[0]
 
     def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
         return scoring.normalize(scores)
@@ -317,7 +332,13 @@ class DeviceShare(ReservationHooks):
         restore = node_restore(state, name)
         basic = rs.append_allocated(None, restore.unmatched_used, ps.preemptible.get(name))
         allocator = Allocator(ps, nd, node, self.scorer, reserving=reserving)
+        key = self._memo_key("filter", ps, node, restore, basic)
         with nd.lock:
+            if key is not None and not ps.reservation_ignored and not allocator.reserving_matters():
+                found = nd.memo.get(_reserved_key(key))
+                if found is not None and found[0] is node:
+                    ps.result = filled(found[1], nd)
+                    return
             if ps.reservation_ignored:
                 result: DeviceAllocations | None = ignoring_reservations(
                     allocator, ps, restore, restore.matched, name, basic

@@ -47,7 +47,7 @@ def fits(request: Mapping[str, int], free: Mapping[str, int] | None) -> bool:
 
 def is_zero(a: Mapping[str, int] | None) -> bool:
     """``quotav1.IsZero``: empty or all zero."""
-    return not a or all(v == 0 for v in a.values())
+    return not a or not any(a.values())
 
 
 def equals(a: Mapping[str, int], b: Mapping[str, int]) -> bool:

@@ -23,11 +23,16 @@ class Scorer:
     most_allocated: bool
     weights: Mapping[str, int]
 
-    def _score(self, requested: Mapping[str, int], total: Mapping[str, int]) -> int:
+    def score_device(
+        self, request: Mapping[str, int], total: Mapping[str, int], free: Mapping[str, int]
+    ) -> int:
         score = weight_sum = 0
-        for name, req in requested.items():
-            cap = total[name]
-            weight = self.weights[name]
+        for name, weight in self.weights.items():
+            cap = total.get(name, 0)
+            if cap == 0:
+                continue
+            left = free.get(name, 0)
+            req = cap - left + request.get(name, 0) if cap >= left else cap
             if self.most_allocated:
                 s = min(req, cap) * MAX // cap
             else:
@@ -35,20 +40,6 @@ class Scorer:
             score += s * weight
             weight_sum += weight
         return score // weight_sum if weight_sum else 0
-
-    def score_device(
-        self, request: Mapping[str, int], total: Mapping[str, int], free: Mapping[str, int]
-    ) -> int:
-        requested: dict[str, int] = {}
-        caps: dict[str, int] = {}
-        for name in self.weights:
-            cap = total.get(name, 0)
-            if cap == 0:
-                continue
-            left = free.get(name, 0)
-            requested[name] = cap - left + request.get(name, 0) if cap >= left else cap
-            caps[name] = cap
-        return self._score(requested, caps)
 
     def score_node(
         self,

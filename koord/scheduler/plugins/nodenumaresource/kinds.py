@@ -101,3 +101,18 @@ class KindCodes:
         at = np.asarray(rows, dtype=np.int64)
         self._node_ids[at] = node_ids[at]
         self.worked_out += len(rows)
+
+
+def first_of_each(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For positive ``codes``: the first position of each distinct code, in code order, and each
+    position's index among them (``np.unique``'s ``return_index`` and ``return_inverse``, without its
+    sort: codes are small integers)."""
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    top = int(codes.max()) + 1
+    present = np.zeros(top, dtype=bool)
+    present[codes] = True
+    first = np.full(top, len(codes), dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
+    order = np.cumsum(present) - 1
+    return first[present], order[codes]

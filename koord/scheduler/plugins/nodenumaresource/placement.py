@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from koord.scheduler.framework import CycleState, NodeInfo, NodeSet, Obj, Status
+from koord.scheduler.framework import CodedVerdicts, CycleState, NodeInfo, NodeSet, Obj, Status
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.accumulator import AllocationError
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
-from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes, first_of_each
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
 from koord.scheduler.plugins.nodenumaresource.podstate import (
@@ -193,33 +193,34 @@ class Placement(ReservationHooks):
             out[i] = self.filter(state, pod, nodes.info(i)) is None
         return out
 
-    def _filter_alike(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
+    def _filter_alike(self, state: CycleState, pod: Obj, nodes: NodeSet) -> Sequence[Status | None]:
         """``filter`` on every node, once per kind of node (:meth:`_kinds`): the others of a kind get the
-        first one's answer and NUMA affinity."""
+        first one's answer and NUMA affinity. Answered as codes into the distinct verdicts, so the cycle
+        finds each verdict's nodes with one comparison."""
         codes = self.kind_codes.codes(nodes)
         if codes is None:
             return self._filter_alike_one_by_one(state, pod, nodes)
         store = tm.store(state)
         groups = self._grouped(state, nodes, codes)
-        out = np.empty(len(nodes), dtype=object)
+        verdicts: dict[Status | None, int] = {None: 0}
+        out = np.zeros(len(nodes), dtype=np.int64)
         with self.manager.locked():
             kinds = np.flatnonzero(groups > 0)
-            _, first, inverse = np.unique(groups[kinds], return_index=True, return_inverse=True)
-            verdicts = np.empty(len(first), dtype=object)
+            first, inverse = first_of_each(groups[kinds])
+            of_kind = np.zeros(len(first), dtype=np.int64)
             bests = np.empty(len(first), dtype=object)
             for k, i in enumerate(kinds[first].tolist()):
                 ni = nodes.info(i)
-                verdicts[k] = self.filter(state, pod, ni)
+                of_kind[k] = verdicts.setdefault(self.filter(state, pod, ni), len(verdicts))
                 bests[k] = store.affinity.get(ni.name)
             for i in np.flatnonzero(groups < 0).tolist():
-                out[i] = self.filter(state, pod, nodes.info(i))
-            out[kinds] = verdicts[inverse]
+                out[i] = verdicts.setdefault(self.filter(state, pod, nodes.info(i)), len(verdicts))
+            out[kinds] = of_kind[inverse]
             chosen = np.fromiter((b is not None for b in bests), dtype=bool, count=len(bests))[inverse]
             if chosen.any():
                 names = nodes.names_at(kinds[chosen])
                 store.affinity.update(zip(names, bests[inverse[chosen]].tolist(), strict=True))
-        answers: list[Status | None] = out.tolist()
-        return answers
+        return CodedVerdicts(out, list(verdicts))
 
     def _grouped(
         self, state: CycleState, nodes: NodeSet, codes: np.ndarray, *, chosen: bool = False

@@ -13,8 +13,10 @@ import numpy as np
 
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, NodeSet, Obj, PodInfo, Status
 from koord.scheduler.framework import topologymanager as tm
+from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation, add, add_numa
 from koord.scheduler.plugins.nodenumaresource.allocator import ResourceOptions
+from koord.scheduler.plugins.nodenumaresource.kinds import first_of_each
 from koord.scheduler.plugins.nodenumaresource.placement import LABELLED_COLUMN, Placement
 from koord.scheduler.plugins.nodenumaresource.restorestate import NodeRestoreState
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
@@ -89,16 +91,15 @@ class ScoredPlacement(Placement):
         groups = self._grouped(state, nodes, codes, chosen=True)[at]
         # Alike: the same kind, the same NUMA affinity chosen, the same requested and allocatable.
         # the affinity chosen by its object: equal objects, equal affinities (the hints of a kind are one)
-        chosen_hints = list(map(store.affinity.get, nodes.names_at(at)))
-        chosen = np.fromiter(map(id, chosen_hints), dtype=np.int64, count=len(at))
+        chosen = np.fromiter(
+            map(id, map(store.affinity.get, nodes.names_at(at))), dtype=np.int64, count=len(at)
+        )
         rows = nodes.rows[at]
-        snap = nodes.snapshot
-        keys = np.column_stack((groups, chosen, snap.requested[rows], snap.allocatable[rows]))
         alike = np.flatnonzero(groups > 0)
         for i in np.flatnonzero(groups < 0).tolist():
             out[at[i]] = self.score(state, pod, nodes.info(int(at[i])))
         if len(alike):
-            first, inverse = _alike_rows(keys[alike])
+            first, inverse = _alike(groups[alike], chosen[alike], nodes.snapshot, rows[alike])
             got = np.asarray(
                 [self.score(state, pod, nodes.info(int(at[i]))) for i in alike[first].tolist()],
                 dtype=np.int64,
@@ -124,6 +125,19 @@ class ScoredPlacement(Placement):
             if key is not None:
                 seen[key] = got
         return out
+
+
+def _alike(
+    groups: np.ndarray, chosen: np.ndarray, snap: Snapshot, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first of each group of alike nodes (equal kind, affinity chosen, requested and allocatable)
+    and each node's group. The nodes of a kind are usually alike (their holding came with their pods'
+    requests): grouped by kind without a sort, and checked; else grouped by everything."""
+    first, inverse = first_of_each(groups)
+    requested, allocatable = snap.requested[rows], snap.allocatable[rows]
+    if all(np.array_equal(a, a[first][inverse]) for a in (chosen, requested, allocatable)):
+        return first, inverse
+    return _alike_rows(np.column_stack((groups, chosen, requested, allocatable)))
 
 
 def _alike_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,10 +11,17 @@ from typing import Any
 
 import pytest
 
-from koord.scheduler.framework import CycleState, Obj, Status
+from koord.scheduler.framework import CodedVerdicts, CycleState, Obj, PodInfo, Status
 from koord.scheduler.plugins.deviceshare import cache as cache_module
+from koord.scheduler.plugins.deviceshare import gpuallocator
+from koord.scheduler.plugins.deviceshare.allocator import Allocator
+from koord.scheduler.plugins.deviceshare.state import STATE_KEY
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED, parse_device_allocations
+from koordshared.apis.extension.deviceshare import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    DeviceAllocation,
+    parse_device_allocations,
+)
 from koordshared.apis.extension.schedulinghint import ANNOTATION_SCHEDULING_HINT
 from koordshared.apis.scheduling import device as dv
 from koordshared.testing import pod
@@ -225,12 +232,14 @@ def test_a_designated_allocation_is_kept_only_under_a_scheduling_hint_naming_dev
 
 
 class CountingMemo(dict[Any, Any]):
-    """A node's memo that counts its lookups (the per-node work of a batch Filter or Score)."""
+    """A node's memo that counts its Filter and Score lookups (the per-node work of a batch Filter or
+    Score; Reserve looks up the allocation Filter kept)."""
 
     lookups = 0
 
     def get(self, key: Any, default: Any = None) -> Any:
-        CountingMemo.lookups += 1
+        if key[0] in ("filter", "score"):
+            CountingMemo.lookups += 1
         return super().get(key, default)
 
 
@@ -263,7 +272,7 @@ def test_answers_kept_past_the_change_log_are_all_worked_out_again(monkeypatch: 
 
 
 def test_prebind_reads_a_device_object_once_and_a_new_one_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    reads = count_calls(monkeypatch, dv, "device_infos")
+    reads = count_calls(monkeypatch, dv, "device_ids")
     k = kit()
     k.add_node(device_node("n", gpus=4))
     k.informers["devices"].put(device("n", *(gpu(m) for m in range(4))))
@@ -280,3 +289,102 @@ def test_prebind_reads_a_device_object_once_and_a_new_one_again(monkeypatch: pyt
     k.add_pod(gpu_pod("d"))
     k.run()
     assert "new-GPU-" in annotation(k, "default/d")
+
+
+HALF = {dv.RESOURCE_GPU_CORE: "50", dv.RESOURCE_GPU_MEMORY_RATIO: "50"}
+
+
+def twelve_node_kit() -> MemoryScheduler:
+    k = kit()
+    for i in range(12):
+        k.add_node(device_node(f"n{i}", gpus=2))
+        k.informers["devices"].put(device(f"n{i}", gpu(0), gpu(1)))
+    k.cache.update_snapshot(k.snapshot)
+    return k
+
+
+def test_a_pod_after_one_node_changed_allocates_only_on_that_node_and_reserve_takes_filters_pick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    k = twelve_node_kit()
+    k.add_pod(gpu_pod("first"))
+    k.run()
+    allocations = count_calls(monkeypatch, Allocator, "allocate")
+    for i in range(4):
+        allocations.n = 0
+        k.add_pod(gpu_pod(f"p{i}"))
+        k.run()
+        # Filter on the node the previous pod went to; Reserve, on a node Filter saw as it is, takes the
+        # allocation Filter worked out there (it was one more allocation a pod).
+        assert allocations.n == 1, i
+    assert len(k.bound()) == 5
+
+
+def test_reserve_on_a_node_that_changed_since_filter_allocates_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    k = two_gpu_kit()
+    k.add_pod(gpu_pod("a"))
+    k.run()
+    p = plugin(k)
+    b = gpu_pod("b")
+    state = CycleState(PodInfo(b))
+    assert p.pre_filter(state, b) is None
+    info = k.snapshot.node_info("n")
+    assert p.filter(state, b, info) is None
+    taken = minors(annotation(k, "default/a"))
+    p.cache.count("n", {dv.GPU: [DeviceAllocation(1 - taken[0], {dv.RESOURCE_GPU_CORE: 0})]}, "default/x")
+    allocations = count_calls(monkeypatch, Allocator, "allocate")
+    assert p.reserve(state, b, "n") is None
+    assert allocations.n == 1
+
+
+def test_prebind_parses_none_of_the_devices_resources(monkeypatch: pytest.MonkeyPatch) -> None:
+    k = twelve_node_kit()
+    parsed = count_calls(monkeypatch, dv, "resource_values")
+    for name in ("a", "b", "c"):
+        k.add_pod(gpu_pod(name))
+    k.run()
+    # PreBind reads each node's Device ids once; their resources are the cache's, parsed when it came.
+    assert len(k.bound()) == 3 and parsed.n == 0
+
+
+def test_binding_a_pod_parses_its_allocation_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    k = two_gpu_kit()
+    parsed = count_calls(monkeypatch, cache_module, "parse_device_allocations")
+    k.add_pod(gpu_pod("a"))
+    k.run()
+    # The bound pod's annotation; the pod before binding was on no node, so it held nothing (it was 2).
+    assert k.bound() == {"default/a": "n"} and parsed.n == 1
+
+
+def test_batch_filter_answers_one_status_per_distinct_reason() -> None:
+    k = twelve_node_kit()
+    p = plugin(k)
+    for i in range(12):
+        held = [
+            DeviceAllocation(m, {dv.RESOURCE_GPU_CORE: 100, dv.RESOURCE_GPU_MEMORY_RATIO: 100})
+            for m in (0, 1)
+        ]
+        if i % 3:
+            p.cache.count(f"n{i}", {dv.GPU: held}, f"default/holder-{i}")
+    b = gpu_pod("b")
+    state = CycleState(PodInfo(b))
+    assert p.pre_filter(state, b) is None
+    verdicts = p.filter_nodes(state, b, k.snapshot.rotated(0))
+    # Eight full nodes, one reason: one code for them all, not a Status per node for the cycle to sort.
+    assert isinstance(verdicts, CodedVerdicts) and len(verdicts.statuses) == 2
+    failing = [i for i, v in enumerate(verdicts) if v is not None]
+    assert len(failing) == 8 and {verdicts[i].message for i in failing} == {gpuallocator.INSUFFICIENT_GPUS}
+
+
+def test_the_gpus_availability_is_worked_out_once_per_node_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    k = two_gpu_kit()
+    k.cache.update_snapshot(k.snapshot)
+    p = plugin(k)
+    nd, node = p.cache.get("n"), k.snapshot.node_info("n").node
+    hashed = count_calls(monkeypatch, gpuallocator, "hash_minors")
+    for name, requests in (("whole", GPU1), ("half", HALF)):
+        state = CycleState(PodInfo(gpu_pod(name, requests)))
+        assert p.pre_filter(state, gpu_pod(name, requests)) is None
+        with nd.lock:
+            Allocator(state.read(STATE_KEY), nd, node, p.scorer).allocate()
+    assert hashed.n == 1

@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from koord.scheduler.framework import CycleState, PodInfo
+from koord.scheduler.framework import CodedVerdicts, CycleState, PodInfo
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo
 from koord.scheduler.plugins.nodenumaresource import manager as manager_module
+from koord.scheduler.plugins.nodenumaresource import placementscore
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
-from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes, first_of_each
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.topology import noderesourcetopology as nrt
@@ -273,3 +274,41 @@ def test_pods_no_node_steers_need_no_kinds() -> None:
     k.add_pod(lsr("p", "2"))  # binds CPUs, no NUMA policy: nodes are filtered and scored together
     k.run()
     assert "default/p" in k.bound() and plugin(k).kind_codes.worked_out == 0
+
+
+def test_batch_filter_answers_a_code_per_distinct_verdict() -> None:
+    # A SingleNUMANode pod is looked at on every node: the cycle gets one code per distinct verdict, not a
+    # Status per node to sort out (the answers themselves are what the test above pins).
+    k = _cluster()
+    p = plugin(k)
+    pod = lsr("lsr-numa", "4", numa=SINGLE)
+    state = CycleState(PodInfo(pod))
+    p.pre_filter(state, pod)
+    infos = k.snapshot.node_infos()
+    answer = p.filter_nodes(state, pod, NodeSet.of(k.snapshot, infos))
+    assert isinstance(answer, CodedVerdicts)
+    distinct = {a for a in answer if a is not None}
+    assert len(answer.statuses) == len(distinct) + 1 < len(infos)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_first_of_each_is_uniques_first_and_inverse(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(1, 9, size=int(rng.integers(0, 40)))
+    first, inverse = first_of_each(codes)
+    _, want_first, want_inverse = np.unique(codes, return_index=True, return_inverse=True)
+    assert first.tolist() == want_first.tolist() and inverse.tolist() == want_inverse.reshape(-1).tolist()
+
+
+def test_score_groups_a_kinds_alike_nodes_without_sorting_every_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    k = kit()
+    for i in range(6):
+        add_node(k, f"n{i}")
+    sorted_keys = count_calls(monkeypatch, placementscore, "_alike_rows")
+    for i in range(3):
+        k.add_pod(lsr(f"p{i}", "4", numa=SINGLE))
+    k.run()
+    assert len(k.bound()) == 3
+    # The nodes of each kind were alike (their holding came with their pods): grouped by kind, checked,
+    # with no sort over kind, affinity, requested and allocatable (it was one a cycle).
+    assert sorted_keys.n == 0
