@@ -5,12 +5,9 @@ workload meet nodes whose devices did not change since the last pod of their sha
 Python at all: the answers are kept per shape in arrays over the snapshot's rows, each beside the node
 object and the device version (:attr:`.nodedevice.NodeDevice.version`) it was worked out with, and a
 cycle compares those arrays with the current ones (the versions by row too, caught up from the cache's
-log of changed nodes). Scores are kept as they are; Filter verdicts as codes into the shape's few
-distinct statuses, handed to the cycle as :class:`~koord.scheduler.framework.CodedVerdicts` (one
-comparison finds each status's nodes).
-
-When a verdict may depend on more than the shape and the node (reservations restored on some node,
-preemption's what-ifs, a designated allocation), every node goes through ``filter``/``score``.
+log of changed nodes). Scores are kept as they are, Filter verdicts as codes (``CodedVerdicts``). When a
+verdict may depend on more than the shape and the node (reservations restored on some node, preemption's
+what-ifs, a designated allocation), every node goes through ``filter``/``score``.
 """
 
 from __future__ import annotations
