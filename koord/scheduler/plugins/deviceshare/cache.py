@@ -17,6 +17,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from koord.scheduler.plugins.deviceshare.alike import device_spec
 from koord.scheduler.plugins.deviceshare.gputopology import partition_indexer, topology_tree
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice, pcie_groups
 from koord.scheduler.plugins.deviceshare.resources import ByType
@@ -136,6 +137,7 @@ class DeviceCache:
             nd.secondary_well_planned = dv.secondary_device_well_planned(device)
             nd.gpu_topology = tree
             nd.changed()  # what was worked out between reset_total and here saw half a change
+            device_spec(nd)
         self._changed(name)
 
     def device_deleted(self, device: Mapping[str, Any]) -> None:

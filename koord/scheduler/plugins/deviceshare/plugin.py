@@ -4,7 +4,7 @@ objects (Koordinator's ``pkg/scheduler/plugins/deviceshare``, v1.8 semantics). D
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -26,12 +26,13 @@ from koord.scheduler.framework.hinter import hint_state
 from koord.scheduler.framework.interface import StoreHandler
 from koord.scheduler.plugins.deviceshare import batch, scoring
 from koord.scheduler.plugins.deviceshare import resources as rs
+from koord.scheduler.plugins.deviceshare.alike import AlikeNodes, content_key
 from koord.scheduler.plugins.deviceshare.allocator import Allocator, filled
 from koord.scheduler.plugins.deviceshare.args import MOST, DeviceShareArgs, parse_args
 from koord.scheduler.plugins.deviceshare.cache import DeviceCache
 from koord.scheduler.plugins.deviceshare.devicepick import AllocationFailed
 from koord.scheduler.plugins.deviceshare.hooks import ReservationHooks
-from koord.scheduler.plugins.deviceshare.nodedevice import memo_key
+from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice, memo_key
 from koord.scheduler.plugins.deviceshare.reservation import (
     RESTORE_KEY,
     NodeRestore,
@@ -84,6 +85,7 @@ class DeviceShare(ReservationHooks):
         self.scorer = Scorer(self.args.scoring_type == MOST, dict(self.args.scoring_resources))
         self.cache = DeviceCache()
         self.answers = batch.Answers(self.cache)
+        self.alike = AlikeNodes()
         self._device_ids = {}
         self.templates = Templates()
         self.devices = self.handle.watch("devices", groups.DEVICES)
@@ -207,11 +209,18 @@ class DeviceShare(ReservationHooks):
         basic = rs.append_allocated(None, restore.unmatched_used, ps.preemptible.get(node_info.name))
         key = self._memo_key("filter", ps, node, restore, basic)
         with nd.lock:
+            alike: Hashable = None
             if key is not None:
                 found = nd.memo.get(key)
                 if found is not None and found[0] is node:
                     remembered: Status | None = found[1]
                     return remembered
+                alike = (key[:3], content_key(nd, node))
+                shared = self.alike.get(alike)
+                if shared is not None:
+                    self._remember_filter(nd, key, node, *shared)
+                    verdict_shared: Status | None = shared[0]
+                    return verdict_shared
             # Scored as Reserve scores (the scorer picks among the devices that fit, it never decides
             # whether they do), so Reserve on this node as it is takes the allocation worked out here.
             allocator = Allocator(ps, nd, node, self.scorer)
@@ -235,10 +244,21 @@ class DeviceShare(ReservationHooks):
             except AllocationFailed as failed:
                 verdict = failed.status
             if key is not None:
-                nd.remember(key, node, verdict)
-                if allocation is not None:
-                    nd.remember(_reserved_key(key), node, allocation)
+                self._remember_filter(nd, key, node, verdict, allocation)
+                self.alike.put(alike, (verdict, allocation))
         return verdict
+
+    @staticmethod
+    def _remember_filter(
+        nd: NodeDevice,
+        key: tuple[str, str, int, int],
+        node: Obj,
+        verdict: Status | None,
+        allocation: DeviceAllocations | None,
+    ) -> None:
+        nd.remember(key, node, verdict)
+        if allocation is not None:
+            nd.remember(_reserved_key(key), node, allocation)
 
     def filter_nodes(
         self, state: CycleState, pod: Obj, nodes: NodeSet
@@ -293,6 +313,13 @@ class DeviceShare(ReservationHooks):
             if found is not None and found[0] is node_info.node:
                 remembered: int = found[1]
                 return remembered
+            alike: Hashable = None
+            if key is not None and node_info.node is not None:
+                alike = (key[:3], content_key(nd, node_info.node))
+                shared: int | None = self.alike.get(alike)
+                if shared is not None:
+                    nd.remember(key, node_info.node, shared)
+                    return shared
             allocator = Allocator(ps, nd, node_info.node, self.scorer)
             if nominated:  # the node's score with the pod in its nominated reservation, when it fits there
                 try:
@@ -305,6 +332,8 @@ class DeviceShare(ReservationHooks):
                 raise RuntimeError(failed.status.message) from failed
             if key is not None:
                 nd.remember(key, node_info.node, score)
+                if alike is not None:
+                    self.alike.put(alike, score)
             return score
 
     def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray | list[int]:

@@ -315,8 +315,9 @@ def test_a_pod_after_one_node_changed_allocates_only_on_that_node_and_reserve_ta
         k.add_pod(gpu_pod(f"p{i}"))
         k.run()
         # Filter on the node the previous pod went to; Reserve, on a node Filter saw as it is, takes the
-        # allocation Filter worked out there (it was one more allocation a pod).
-        assert allocations.n == 1, i
+        # allocation Filter worked out there (it was one more allocation a pod). The nodes the later pods
+        # went to are alike (one GPU taken): the first one's answers serve them (it was one a pod).
+        assert allocations.n == (1 if i == 0 else 0), i
     assert len(k.bound()) == 5
 
 
