@@ -35,7 +35,8 @@ def device_spec(nd: NodeDevice) -> Hashable:
     parts = (nd.infos, nd.pcies, nd.gpu_partitions, nd.gpu_topology)
     kept = nd.spec_memo
     if kept is not None and all(a is b for a, b in zip(kept[0], parts, strict=True)):
-        return kept[1]
+        spec: Hashable = kept[1]
+        return spec
     infos = [
         (t, [(d.minor, d.health, d.resources, d.labels, d.topology, d.vf_groups) for d in ds])
         for t, ds in nd.infos.items()
