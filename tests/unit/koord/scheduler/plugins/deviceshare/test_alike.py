@@ -70,7 +70,9 @@ def test_nodes_that_differ_in_what_an_allocation_reads_are_worked_out_on_their_o
     k.informers["devices"].put(device("healthy", gpu(0)))
     k.add_node(device_node("sick", gpus=1))
     k.informers["devices"].put(device("sick", gpu(0, healthy=False)))
-    k.add_node(device_node("honor", gpus=1, labels={dv.LABEL_GPU_PARTITION_POLICY: dv.PARTITION_POLICY_HONOR}))
+    k.add_node(
+        device_node("honor", gpus=1, labels={dv.LABEL_GPU_PARTITION_POLICY: dv.PARTITION_POLICY_HONOR})
+    )
     k.informers["devices"].put(device("honor", gpu(0)))
     for i in range(3):
         k.add_pod(gpu_pod(f"p{i}"))
