@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from koordshared.apis.core.resources import value_of
+from koordshared.apis.core.resources import unit_value, value_of
 from koordshared.apis.meta.quantity import format_bytes, format_decimal, parse_quantity
 from koordshared.apis.meta.selector import LabelSelector, parse_selector
 from koordshared.apis.scheduling.device import RESOURCE_GPU_MEMORY, VirtualFunction
@@ -75,6 +75,10 @@ def _resources(raw: Any, key: str, text: str) -> dict[str, int]:
         raise _bad(key, text, "resources must be an object")
     out = {}
     for name, q in raw.items():
+        fast = unit_value(str(name), q) if isinstance(q, str | int) else None
+        if fast is not None:
+            out[str(name)] = fast
+            continue
         try:
             out[str(name)] = value_of(str(name), parse_quantity(q))
         except (InvalidValue, TypeError) as err:

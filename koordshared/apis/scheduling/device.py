@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from koordshared.apis.core.pod import as_list, as_map, str_map
-from koordshared.apis.core.resources import parse_resource_list, value_of
+from koordshared.apis.core.resources import parse_resource_list, unit_values, value_of
 from koordshared.apis.meta.quantity import parse_quantity
 
 GPU, RDMA, FPGA = "gpu", "rdma", "fpga"
@@ -138,6 +138,9 @@ def _vf_groups(raw: Any) -> tuple[VFGroup, ...]:
 
 def resource_values(raw: Any) -> dict[str, int]:
     """A ResourceList in the scheduler's units (entries that are not quantities are left out)."""
+    fast = unit_values(raw)
+    if fast is not None:
+        return fast
     return {name: value_of(name, q) for name, q in parse_resource_list(raw).items()}
 
 
