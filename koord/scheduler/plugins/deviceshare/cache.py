@@ -22,7 +22,11 @@ from koord.scheduler.plugins.deviceshare.gputopology import partition_indexer, t
 from koord.scheduler.plugins.deviceshare.nodedevice import NodeDevice, pcie_groups
 from koord.scheduler.plugins.deviceshare.resources import ByType
 from koordshared.apis.core.pod import annotations_of, as_map, pod_key
-from koordshared.apis.extension.deviceshare import DeviceAllocation, parse_device_allocations
+from koordshared.apis.extension.deviceshare import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    DeviceAllocation,
+    parse_device_allocations,
+)
 from koordshared.apis.scheduling import device as dv
 from koordshared.apis.scheduling import reservation as rsv
 from koordshared.apis.scheduling.reservation import reserve_pod
@@ -71,6 +75,9 @@ class DeviceCache:
         # each logged once the change is made: what keeps answers per node catches up on them.
         self._log: list[str] = []
         self._log_base = 0
+        self._written: dict[str, tuple[str, str]] = {}
+        """``namespace/name`` -> the node and the allocation annotation PreBind wrote for what is counted
+        there, until the pod is seen bound with it."""
 
     def get(self, node: str) -> NodeDevice | None:
         with self._lock:
@@ -169,9 +176,26 @@ class DeviceCache:
             self._where[key] = node
         self._changed(node)
 
+    def written(self, key: str, node: str, text: str) -> None:
+        """PreBind wrote ``text`` as the pod's allocation annotation: the allocation counted on ``node``."""
+        with self._lock:
+            if self._where.get(key) == node:
+                self._written[key] = (node, text)
+
+    def _written_back(self, key: str, node: str, pod: Mapping[str, Any]) -> bool:
+        """Whether the pod arrives bound to ``node`` with the annotation PreBind wrote for what is counted
+        there: counting it would change nothing (a pod is not counted twice), nor need it be parsed."""
+        text = annotations_of(pod).get(ANNOTATION_DEVICE_ALLOCATED)
+        with self._lock:
+            if self._written.get(key) != (node, text) or self._where.get(key) != node:
+                return False
+            del self._written[key]
+            return True
+
     def release(self, key: str, node: str = "") -> None:
         """Release what is counted for the pod (on ``node``, or wherever it is)."""
         with self._lock:
+            self._written.pop(key, None)
             node = node or self._where.get(key, "")
             nd = self._nodes.get(node)
         if nd is None:
@@ -198,6 +222,8 @@ class DeviceCache:
             return
         if as_map(new, "status").get("phase") in TERMINATED:
             self.release(key, node)
+            return
+        if not _node_of(old) and self._written_back(key, node, new):
             return
         allocations = pod_allocations(new)
         # What the pod held before counts only if it was on a node (a pod being bound was not).

@@ -45,6 +45,7 @@ from koord.scheduler.plugins.deviceshare.reservation import (
 from koord.scheduler.plugins.deviceshare.resources import ByType
 from koord.scheduler.plugins.deviceshare.scoring import Scorer
 from koord.scheduler.plugins.deviceshare.state import STATE_KEY, PodDeviceState
+from koordshared.apis.core.pod import pod_key
 from koordshared.apis.extension.deviceshare import (
     ANNOTATION_DEVICE_ALLOCATED,
     DeviceAllocation,
@@ -70,8 +71,9 @@ class ReservationHooks:
             raise RuntimeError("DeviceShare: no PreFilter state for this cycle")
         return found
 
-    def _write_allocation(self, state: CycleState, node_name: str) -> Status | None:
-        """``preBindObject``: the allocation, with the Device's ids, into the merged PATCH."""
+    def _write_allocation(self, state: CycleState, node_name: str, pod: Obj | None = None) -> Status | None:
+        """``preBindObject``: the allocation, with the Device's ids, into the merged PATCH (of ``pod``; else
+        of a Reservation)."""
         ps = self._state(state)
         if ps.skip or ps.result is None:
             return None  # no Device on the node: the devices are the kubelet's to pick
@@ -91,10 +93,10 @@ class ReservationHooks:
             ]
             for t, allocs in ps.result.items()
         }
-        patch = {
-            "metadata": {"annotations": {ANNOTATION_DEVICE_ALLOCATED: format_device_allocations(ps.result)}}
-        }
-        self.handle.patch_pod(state, patch)
+        text = format_device_allocations(ps.result)
+        if pod is not None:
+            self.cache.written(pod_key(pod), node_name, text)
+        self.handle.patch_pod(state, {"metadata": {"annotations": {ANNOTATION_DEVICE_ALLOCATED: text}}})
         return None
 
     # ---- reservations (Koordinator's ReservationRestorePlugin, ReservationFilterPlugin,

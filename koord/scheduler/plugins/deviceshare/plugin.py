@@ -421,4 +421,4 @@ class DeviceShare(ReservationHooks):
         ps.result = None
 
     def pre_bind(self, state: CycleState, pod: Obj, node_name: str) -> Status | None:
-        return self._write_allocation(state, node_name)
+        return self._write_allocation(state, node_name, pod)

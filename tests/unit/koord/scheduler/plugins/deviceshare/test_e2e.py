@@ -20,6 +20,7 @@ from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.extension.deviceshare import (
     ANNOTATION_DEVICE_ALLOCATED,
     DeviceAllocation,
+    format_device_allocations,
     parse_device_allocations,
 )
 from koordshared.apis.extension.schedulinghint import ANNOTATION_SCHEDULING_HINT
@@ -348,13 +349,30 @@ def test_prebind_parses_none_of_the_devices_resources(monkeypatch: pytest.Monkey
     assert len(k.bound()) == 3 and parsed.n == 0
 
 
-def test_binding_a_pod_parses_its_allocation_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_binding_a_pod_does_not_read_back_the_allocation_prebind_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
     k = two_gpu_kit()
     parsed = count_calls(monkeypatch, cache_module, "parse_device_allocations")
     k.add_pod(gpu_pod("a"))
     k.run()
-    # The bound pod's annotation; the pod before binding was on no node, so it held nothing (it was 2).
-    assert k.bound() == {"default/a": "n"} and parsed.n == 1
+    # The bound pod's annotation is what PreBind wrote for what Reserve counted: nothing to read (it was
+    # 1; 2 when the pod before binding was read too).
+    assert k.bound() == {"default/a": "n"} and parsed.n == 0
+    assert minors(annotation(k, "default/a")) == [0]
+
+
+def test_a_bound_pod_whose_written_allocation_was_released_is_read_and_counted() -> None:
+    c = cache_module.DeviceCache()
+    c.device_changed(device("n", gpu(0), gpu(1)))
+    held = {dv.GPU: [DeviceAllocation(1, {dv.RESOURCE_GPU_CORE: 100, dv.RESOURCE_GPU_MEMORY_RATIO: 100})]}
+    c.count("n", held, "default/a")
+    text = format_device_allocations(held)
+    c.written("default/a", "n", text)
+    c.release("default/a")  # Unreserve after PreBind
+    bound = gpu_pod("a", annotations={ANNOTATION_DEVICE_ALLOCATED: text})
+    bound["spec"]["nodeName"] = "n"
+    c.pod_updated(gpu_pod("a"), bound)
+    nd = c.get("n")
+    assert nd is not None and nd.held_by("default/a") == {dv.GPU: {1: dict(held[dv.GPU][0].resources)}}
 
 
 def test_batch_filter_answers_one_status_per_distinct_reason() -> None:
