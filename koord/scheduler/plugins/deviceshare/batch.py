@@ -91,13 +91,15 @@ class Answers:
         nodes: NodeSet,
         one: Callable[[CycleState, Obj, NodeInfo], T],
         encode: Callable[[_Kept, T], int],
+        peek: Callable[[NodeInfo], tuple[T] | None],
     ) -> tuple[np.ndarray, list[Status | None]] | list[T]:
         """``one(state, pod, node)`` (``kind``: "filter" or "score") for every node: from the kept arrays
         where they hold it, as codes (``encode``: :func:`verdict_code` or :func:`score_code`) with the
         statuses the codes of verdicts stand for; as ``one``'s answers when they may depend on more than
         the shape and the node. Filter's checks made before the devices (a shared GPU on the node's
         model, the isolation provider) read only the node object and the pod's shape, both part of what
-        an answer is kept beside."""
+        an answer is kept beside. A node not in the arrays is first looked up by ``peek`` (the answer of
+        a node alike, as a 1-tuple), then worked out."""
         snapshot = nodes.snapshot
         if (
             ps.designated is not None
@@ -121,7 +123,10 @@ class Answers:
             return out, list(kept.statuses)
         self.computed += len(missed)
         worked = [nodes.info(i) for i in missed]
-        answers = [one(state, pod, info) for info in worked]
+        answers = []
+        for info in worked:
+            found = peek(info)
+            answers.append(found[0] if found is not None else one(state, pod, info))
         with self._lock:
             kept = self._kept(key, snapshot)
             codes = [encode(kept, a) for a in answers]

@@ -4,7 +4,7 @@ objects (Koordinator's ``pkg/scheduler/plugins/deviceshare``, v1.8 semantics). D
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -267,8 +267,27 @@ class DeviceShare(ReservationHooks):
         if ps.skip:
             return [None] * len(nodes)
         gen = self.templates.generation
-        got = self.answers.get("filter", ps, gen, state, pod, nodes, self.filter, batch.verdict_code)
+        got = self.answers.get(
+            "filter", ps, gen, state, pod, nodes, self.filter, batch.verdict_code, self._peek("filter", ps)
+        )
         return got if isinstance(got, list) else CodedVerdicts(*got)
+
+    def _peek(self, kind: str, ps: PodDeviceState) -> Callable[[NodeInfo], tuple[Any] | None]:
+        """The batch's look-up of a node's answer among those of nodes alike (as ``filter``/``score``
+        would find it, in a batch where nothing but the shape and the node decides), as a 1-tuple."""
+        shape = (kind, ps.signature, self.templates.generation)
+
+        def peek(info: NodeInfo) -> tuple[Any] | None:
+            nd = self.cache.get(info.name)
+            if nd is None or info.node is None:
+                return None
+            with nd.lock:
+                found = self.alike.get((shape, content_key(nd, info.node)))
+            if found is None:
+                return None
+            return (found[0],) if kind == "filter" else (found,)
+
+        return peek
 
     def _memo_key(
         self, kind: str, ps: PodDeviceState, node: Obj, restore: NodeRestore, basic: ByType
@@ -341,7 +360,9 @@ class DeviceShare(ReservationHooks):
         if ps.skip:
             return [0] * len(nodes)
         gen = self.templates.generation
-        got = self.answers.get("score", ps, gen, state, pod, nodes, self.score, batch.score_code)
+        got = self.answers.get(
+            "score", ps, gen, state, pod, nodes, self.score, batch.score_code, self._peek("score", ps)
+        )
         return got if isinstance(got, list) else got[0]
 
     def normalize_scores(self, state: CycleState, pod: Obj, scores: np.ndarray) -> np.ndarray:
@@ -367,6 +388,10 @@ class DeviceShare(ReservationHooks):
                 found = nd.memo.get(_reserved_key(key))
                 if found is not None and found[0] is node:
                     ps.result = filled(found[1], nd)
+                    return
+                shared = self.alike.get((key[:3], content_key(nd, node)))
+                if shared is not None and shared[1] is not None:
+                    ps.result = filled(shared[1], nd)
                     return
             if ps.reservation_ignored:
                 result: DeviceAllocations | None = ignoring_reservations(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from koord.scheduler.plugins.deviceshare.allocator import Allocator
+from koord.scheduler.plugins.deviceshare.plugin import DeviceShare
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.extension.deviceshare import ANNOTATION_DEVICE_ALLOCATED, parse_device_allocations
 from koordshared.apis.scheduling import device as dv
@@ -82,3 +83,17 @@ def test_nodes_that_differ_in_what_an_allocation_reads_are_worked_out_on_their_o
     placed = {k.bound().get(f"default/p{i}") for i in range(3)}
     assert placed == {"healthy", None}
     assert plugin(k).alike.shared == 0
+
+
+def test_a_batch_reads_the_answers_of_nodes_alike_without_going_node_by_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    k = nodes_kit(12)
+    filters = count_calls(monkeypatch, DeviceShare, "filter")
+    scores = count_calls(monkeypatch, DeviceShare, "score")
+    k.add_pod(gpu_pod("whole"))
+    k.run()
+    # The first idle node is worked out, the 11 others read its answers (it was 12 filter and 12 score
+    # calls); Reserve takes the allocation Filter worked out there.
+    assert (filters.n, scores.n) == (1, 1)
+    assert len(k.bound()) == 1
