@@ -6,6 +6,7 @@ shape, the devices and the node object decide alone are shared (the plugin's per
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -46,35 +47,49 @@ def device_spec(nd: NodeDevice) -> Hashable:
     return key
 
 
-def content_key(nd: NodeDevice, node: Mapping[str, Any]) -> Hashable:
-    """Equal for two nodes exactly when an allocation reads the same on both (the caller holds ``nd``'s
-    lock); kept with the devices while they do not change."""
-    found = nd.memo.get(_CONTENT)
-    if found is None or found[0] is not node:
-        devices = (
-            device_spec(nd),
-            # Free is what is left of the total once the used is taken (NodeDevice keeps it so).
-            _by_type(nd.total),
-            _by_type(nd.used),
-            tuple((t, tuple((m, tuple(sorted(b))) for m, b in v.items())) for t, v in nd.vfs.items()),
-            nd.secondary_well_planned,
-            nd.honor_gpu_partition,
-        )
-        labels = dv.labels_of(node)
-        found = (node, (devices, tuple(labels.get(name) for name in NODE_LABELS)))
-        nd.remember(_CONTENT, node, found[1])
-    key: Hashable = found[1]
-    return key
+def _content(nd: NodeDevice, node: Mapping[str, Any]) -> Hashable:
+    """Equal for two nodes exactly when an allocation reads the same on both."""
+    devices = (
+        device_spec(nd),
+        # Free is what is left of the total once the used is taken (NodeDevice keeps it so).
+        _by_type(nd.total),
+        _by_type(nd.used),
+        tuple((t, tuple((m, tuple(sorted(b))) for m, b in v.items())) for t, v in nd.vfs.items()),
+        nd.secondary_well_planned,
+        nd.honor_gpu_partition,
+    )
+    labels = dv.labels_of(node)
+    return devices, tuple(labels.get(name) for name in NODE_LABELS)
 
 
 class AlikeNodes:
-    """The shared answers by (answer kind, pod shape, templates generation, :func:`content_key`). Plain
-    dict operations, each atomic: Filter and Score may run on several threads."""
+    """The shared answers by (answer kind, pod shape, templates generation) and the number standing for
+    what the node is (:meth:`key`). Plain dict operations, each atomic: Filter and Score may run on
+    several threads."""
 
     def __init__(self) -> None:
         self._answers: dict[Hashable, Any] = {}
+        self._numbers: dict[Hashable, int] = {}
+        self._next = itertools.count(1)
         self.shared = 0
         """Answers given from another node's (for tests)."""
+
+    def key(self, nd: NodeDevice, node: Mapping[str, Any]) -> int:
+        """The number of what ``nd`` and ``node`` are as an allocation reads them (the caller holds
+        ``nd``'s lock), kept with the devices while they do not change: hashed once, not per look-up.
+        Numbers are never reused, so one kept past a reset still names only what it named."""
+        found = nd.memo.get(_CONTENT)
+        if found is not None and found[0] is node:
+            number: int = found[1]
+            return number
+        content = _content(nd, node)
+        number = self._numbers.get(content, 0)
+        if not number:
+            if len(self._numbers) >= SIZE:
+                self._numbers.clear()
+            number = self._numbers[content] = next(self._next)
+        nd.remember(_CONTENT, node, number)
+        return number
 
     def get(self, key: Hashable) -> Any:
         found = self._answers.get(key)

@@ -111,12 +111,16 @@ class Answers:
             self.computed += len(nodes)
             return [one(state, pod, info) for info in nodes]
         rows = nodes.rows
-        node_ids = np.take(snapshot.derived(NODE_COLUMN, _node_id, np.int64, of_node=True), rows)
+        # Copies: the arrays behind them move on with the snapshot and the cache.
+        node_ids = snapshot.derived(NODE_COLUMN, _node_id, np.int64, of_node=True).copy()
         key = (kind, ps.signature, generation)
         with self._lock:
-            versions = self._sync(snapshot)[rows]
+            versions = self._sync(snapshot).copy()
             kept = self._kept(key, snapshot)
-            found = (kept.node_ids[rows] == node_ids) & (kept.versions[rows] == versions) & (versions > 0)
+            n = len(versions)
+            # Compared over every row (contiguous), then taken in the search order once.
+            current = (kept.node_ids[:n] == node_ids) & (kept.versions[:n] == versions) & (versions > 0)
+            found = current[rows]
             out = kept.answers[rows]
         missed = np.flatnonzero(~found).tolist()
         if not missed:
@@ -125,8 +129,8 @@ class Answers:
         worked = [nodes.info(i) for i in missed]
         answers = []
         for info in worked:
-            found = peek(info)
-            answers.append(found[0] if found is not None else one(state, pod, info))
+            alike = peek(info)
+            answers.append(alike[0] if alike is not None else one(state, pod, info))
         with self._lock:
             kept = self._kept(key, snapshot)
             codes = [encode(kept, a) for a in answers]
@@ -136,8 +140,8 @@ class Answers:
             # newer version next time, and the answer is worked out again.
             kept.answers[at] = codes
             kept.nodes[at] = [info.node for info in worked]
-            kept.node_ids[at] = node_ids[missed]
-            kept.versions[at] = versions[missed]
+            kept.node_ids[at] = node_ids[at]
+            kept.versions[at] = versions[at]
             return out, list(kept.statuses)
 
     def _sync(self, snapshot: Snapshot) -> np.ndarray:

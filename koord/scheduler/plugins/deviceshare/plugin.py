@@ -26,7 +26,7 @@ from koord.scheduler.framework.hinter import hint_state
 from koord.scheduler.framework.interface import StoreHandler
 from koord.scheduler.plugins.deviceshare import batch, scoring
 from koord.scheduler.plugins.deviceshare import resources as rs
-from koord.scheduler.plugins.deviceshare.alike import AlikeNodes, content_key
+from koord.scheduler.plugins.deviceshare.alike import AlikeNodes
 from koord.scheduler.plugins.deviceshare.allocator import Allocator, filled
 from koord.scheduler.plugins.deviceshare.args import MOST, DeviceShareArgs, parse_args
 from koord.scheduler.plugins.deviceshare.cache import DeviceCache
@@ -215,7 +215,7 @@ class DeviceShare(ReservationHooks):
                 if found is not None and found[0] is node:
                     remembered: Status | None = found[1]
                     return remembered
-                alike = (key[:3], content_key(nd, node))
+                alike = (key[:3], self.alike.key(nd, node))
                 shared = self.alike.get(alike)
                 if shared is not None:
                     self._remember_filter(nd, key, node, *shared)
@@ -282,7 +282,7 @@ class DeviceShare(ReservationHooks):
             if nd is None or info.node is None:
                 return None
             with nd.lock:
-                found = self.alike.get((shape, content_key(nd, info.node)))
+                found = self.alike.get((shape, self.alike.key(nd, info.node)))
             if found is None:
                 return None
             return (found[0],) if kind == "filter" else (found,)
@@ -334,7 +334,7 @@ class DeviceShare(ReservationHooks):
                 return remembered
             alike: Hashable = None
             if key is not None and node_info.node is not None:
-                alike = (key[:3], content_key(nd, node_info.node))
+                alike = (key[:3], self.alike.key(nd, node_info.node))
                 shared: int | None = self.alike.get(alike)
                 if shared is not None:
                     nd.remember(key, node_info.node, shared)
@@ -389,7 +389,7 @@ class DeviceShare(ReservationHooks):
                 if found is not None and found[0] is node:
                     ps.result = filled(found[1], nd)
                     return
-                shared = self.alike.get((key[:3], content_key(nd, node)))
+                shared = self.alike.get((key[:3], self.alike.key(nd, node)))
                 if shared is not None and shared[1] is not None:
                     ps.result = filled(shared[1], nd)
                     return
