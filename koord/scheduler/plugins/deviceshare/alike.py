@@ -71,8 +71,6 @@ class AlikeNodes:
         self._answers: dict[Hashable, Any] = {}
         self._numbers: dict[Hashable, int] = {}
         self._next = itertools.count(1)
-        self.shared = 0
-        """Answers given from another node's (for tests)."""
 
     def key(self, nd: NodeDevice, node: Mapping[str, Any]) -> int:
         """The number of what ``nd`` and ``node`` are as an allocation reads them (the caller holds
@@ -92,10 +90,7 @@ class AlikeNodes:
         return number
 
     def get(self, key: Hashable) -> Any:
-        found = self._answers.get(key)
-        if found is not None:
-            self.shared += 1
-        return found
+        return self._answers.get(key)
 
     def put(self, key: Hashable, value: Any) -> None:
         if len(self._answers) >= SIZE:

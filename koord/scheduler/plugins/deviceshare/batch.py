@@ -29,6 +29,8 @@ T = TypeVar("T")
 SHAPES = 64
 """Pod shapes (with the kind of answer) whose answers are kept; the least recently used go first."""
 NODE_COLUMN = "DeviceShare/node-id"
+_NUMBERS = ("alike numbers",)
+"""Where the numbers of nodes alike are kept by row, beside the shapes' answers."""
 
 
 def _node_id(info: NodeInfo) -> int:
@@ -91,15 +93,17 @@ class Answers:
         nodes: NodeSet,
         one: Callable[[CycleState, Obj, NodeInfo], T],
         encode: Callable[[_Kept, T], int],
-        peek: Callable[[NodeInfo], tuple[T] | None],
+        number: Callable[[NodeInfo], int],
+        shared: Callable[[int], tuple[T] | None],
     ) -> tuple[np.ndarray, list[Status | None]] | list[T]:
         """``one(state, pod, node)`` (``kind``: "filter" or "score") for every node: from the kept arrays
         where they hold it, as codes (``encode``: :func:`verdict_code` or :func:`score_code`) with the
         statuses the codes of verdicts stand for; as ``one``'s answers when they may depend on more than
         the shape and the node. Filter's checks made before the devices (a shared GPU on the node's
         model, the isolation provider) read only the node object and the pod's shape, both part of what
-        an answer is kept beside. A node not in the arrays is first looked up by ``peek`` (the answer of
-        a node alike, as a 1-tuple), then worked out."""
+        an answer is kept beside. A node not in the arrays is first looked up among nodes alike: ``number``
+        says what it is (0: nothing to say; kept by row like the answers, for every shape), ``shared``
+        the answer of a node alike by that number (a 1-tuple), else it is worked out."""
         snapshot = nodes.snapshot
         if (
             ps.designated is not None
@@ -127,15 +131,24 @@ class Answers:
             return out, list(kept.statuses)
         self.computed += len(missed)
         worked = [nodes.info(i) for i in missed]
-        answers = []
-        for info in worked:
-            alike = peek(info)
-            answers.append(alike[0] if alike is not None else one(state, pod, info))
+        at = rows[missed]
+        answers: list[T] = []
+        seen: dict[int, tuple[T] | None] = {}
+        for info, alike in zip(
+            worked, self._numbers(snapshot, worked, at, node_ids, versions, number), strict=True
+        ):
+            got = (seen[alike] if alike in seen else shared(alike)) if alike else None
+            if got is None:
+                answers.append(one(state, pod, info))
+                if alike:  # what ``one`` worked out serves the next nodes alike
+                    seen[alike] = shared(alike)
+            else:
+                answers.append(got[0])
+                seen[alike] = got
         with self._lock:
             kept = self._kept(key, snapshot)
             codes = [encode(kept, a) for a in answers]
             out[missed] = codes
-            at = rows[missed]
             # The versions read before the answers were worked out: a change meanwhile shows as a
             # newer version next time, and the answer is worked out again.
             kept.answers[at] = codes
@@ -143,6 +156,34 @@ class Answers:
             kept.node_ids[at] = node_ids[at]
             kept.versions[at] = versions[at]
             return out, list(kept.statuses)
+
+    def _numbers(
+        self,
+        snapshot: Snapshot,
+        worked: list[NodeInfo],
+        at: np.ndarray,
+        node_ids: np.ndarray,
+        versions: np.ndarray,
+        number: Callable[[NodeInfo], int],
+    ) -> list[int]:
+        """``number`` of each node of ``worked`` (at rows ``at``), kept by row beside the node object and
+        the device version like an answer, for every shape and kind."""
+        with self._lock:
+            kept = self._kept(_NUMBERS, snapshot)
+            known = (kept.node_ids[at] == node_ids[at]) & (kept.versions[at] == versions[at])
+            numbers = kept.answers[at]
+        fresh = np.flatnonzero(~known).tolist()
+        if fresh:
+            numbers[fresh] = [number(worked[j]) for j in fresh]
+            where = at[fresh]
+            with self._lock:
+                kept = self._kept(_NUMBERS, snapshot)
+                kept.answers[where] = numbers[fresh]
+                kept.nodes[where] = [worked[j].node for j in fresh]
+                kept.node_ids[where] = node_ids[where]
+                kept.versions[where] = versions[where]
+        listed: list[int] = numbers.tolist()
+        return listed
 
     def _sync(self, snapshot: Snapshot) -> np.ndarray:
         """The rows' device versions now (the answers kept for another layout forgotten)."""

@@ -268,26 +268,39 @@ class DeviceShare(ReservationHooks):
             return [None] * len(nodes)
         gen = self.templates.generation
         got = self.answers.get(
-            "filter", ps, gen, state, pod, nodes, self.filter, batch.verdict_code, self._peek("filter", ps)
+            "filter",
+            ps,
+            gen,
+            state,
+            pod,
+            nodes,
+            self.filter,
+            batch.verdict_code,
+            self._number,
+            self._shared("filter", ps),
         )
         return got if isinstance(got, list) else CodedVerdicts(*got)
 
-    def _peek(self, kind: str, ps: PodDeviceState) -> Callable[[NodeInfo], tuple[Any] | None]:
-        """The batch's look-up of a node's answer among those of nodes alike (as ``filter``/``score``
+    def _number(self, info: NodeInfo) -> int:
+        """What the node is as an allocation reads it (:meth:`.AlikeNodes.key`; 0: no devices)."""
+        nd = self.cache.get(info.name)
+        if nd is None or info.node is None:
+            return 0
+        with nd.lock:
+            return self.alike.key(nd, info.node)
+
+    def _shared(self, kind: str, ps: PodDeviceState) -> Callable[[int], tuple[Any] | None]:
+        """The batch's look-up of the answer of a node alike, by its number (as ``filter``/``score``
         would find it, in a batch where nothing but the shape and the node decides), as a 1-tuple."""
         shape = (kind, ps.signature, self.templates.generation)
 
-        def peek(info: NodeInfo) -> tuple[Any] | None:
-            nd = self.cache.get(info.name)
-            if nd is None or info.node is None:
-                return None
-            with nd.lock:
-                found = self.alike.get((shape, self.alike.key(nd, info.node)))
+        def shared(number: int) -> tuple[Any] | None:
+            found = self.alike.get((shape, number))
             if found is None:
                 return None
             return (found[0],) if kind == "filter" else (found,)
 
-        return peek
+        return shared
 
     def _memo_key(
         self, kind: str, ps: PodDeviceState, node: Obj, restore: NodeRestore, basic: ByType
@@ -361,7 +374,16 @@ class DeviceShare(ReservationHooks):
             return [0] * len(nodes)
         gen = self.templates.generation
         got = self.answers.get(
-            "score", ps, gen, state, pod, nodes, self.score, batch.score_code, self._peek("score", ps)
+            "score",
+            ps,
+            gen,
+            state,
+            pod,
+            nodes,
+            self.score,
+            batch.score_code,
+            self._number,
+            self._shared("score", ps),
         )
         return got if isinstance(got, list) else got[0]
 
