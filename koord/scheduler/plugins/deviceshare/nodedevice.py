@@ -78,7 +78,7 @@ class NodeDevice:
     memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict)
     """Filter verdicts and scores on these devices by pod shape (the plugin's), with the node object they
     were worked out with; emptied on every change of the devices or of what pods hold."""
-    spec_memo: Any = None
+    spec_memo: Any = field(default=None, repr=False)
     """What the Device object says, as :mod:`.alike` compares nodes, with the objects it was read from."""
     version: int = field(default_factory=lambda: next(_VERSIONS))
     """Changes with every change of the devices or of what pods hold; unique across NodeDevices (a node
