@@ -48,12 +48,15 @@ def test_a_pod_shape_is_worked_out_once_over_nodes_alike_but_for_their_device_id
     k = nodes_kit(12)
     allocations = count_calls(monkeypatch, Allocator, "allocate")
     scores = count_calls(monkeypatch, Allocator, "score")
+    filters = count_calls(monkeypatch, DeviceShare, "filter")
+    node_scores = count_calls(monkeypatch, DeviceShare, "score")
     k.add_pod(gpu_pod("whole"))
     k.add_pod(gpu_pod("half", HALF))
     k.run()
     # Filter and Score once a shape on the idle nodes, once more for the half GPU on the node the whole
-    # one went to (it was 12 and 12 a shape); Reserve takes Filter's pick.
-    assert (allocations.n, scores.n) == (3, 3)
+    # one went to (it was 12 and 12 a shape); Reserve takes Filter's pick. The batches read the others
+    # from the first idle node's answers without going through filter/score node by node.
+    assert (allocations.n, scores.n, filters.n, node_scores.n) == (3, 3, 3, 3)
     assert len(k.bound()) == 2
     for key in ("default/whole", "default/half"):
         (alloc,) = (parse_device_allocations({ANNOTATION_DEVICE_ALLOCATED: annotation(k, key)}) or {})[dv.GPU]
@@ -78,17 +81,3 @@ def test_nodes_that_differ_in_what_an_allocation_reads_are_worked_out_on_their_o
     # each take what they can; the sick one nothing.
     placed = {k.bound().get(f"default/p{i}") for i in range(3)}
     assert placed == {"healthy", None}
-
-
-def test_a_batch_reads_the_answers_of_nodes_alike_without_going_node_by_node(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    k = nodes_kit(12)
-    filters = count_calls(monkeypatch, DeviceShare, "filter")
-    scores = count_calls(monkeypatch, DeviceShare, "score")
-    k.add_pod(gpu_pod("whole"))
-    k.run()
-    # The first idle node is worked out, the 11 others read its answers (it was 12 filter and 12 score
-    # calls); Reserve takes the allocation Filter worked out there.
-    assert (filters.n, scores.n) == (1, 1)
-    assert len(k.bound()) == 1
