@@ -30,7 +30,7 @@ from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
 from koord.scheduler.plugins.nodenumaresource.placement import STATE_KEY
-from koord.scheduler.plugins.nodenumaresource.placementscore import ScoredPlacement
+from koord.scheduler.plugins.nodenumaresource.placementscore import ResourceCodes, ScoredPlacement
 from koord.scheduler.plugins.nodenumaresource.podstate import (
     ERR_INVALID_CPU_TOPOLOGY,
     cpu_bind_policy,
@@ -79,6 +79,7 @@ class NodeNUMAResource(ScoredPlacement):
         self.manager = ResourceManager(self.args.default_numa_allocate_strategy)
         self.memo = Memo()
         self.kind_codes = KindCodes(self.manager)
+        self.resource_codes = ResourceCodes()
         self._reservations_watched = False
         m = self.manager
         topologies = self.handle.watch(NRT_CACHE, groups.NODE_RESOURCE_TOPOLOGIES)
@@ -162,9 +163,10 @@ class NodeNUMAResource(ScoredPlacement):
                     return None
                 if binds and not opts.topology.valid:
                     return Status.error(ERR_INVALID_CPU_TOPOLOGY)
-                affinity = tm.store(state).affinity.get(node_name)
+                affinity = tm.store(state).get_affinity(node_name)
                 ro = self.options(s, node, binds, opts, affinity)
-                alloc, st = self._try(state, pod, node, ro)
+                base = self._memo_key(state, node_name, node, self.manager.allocation(node_name), opts)
+                alloc, st = self._try(state, pod, node, ro, policy, base)
                 if st is not None:
                     return st
                 if alloc is not None:
@@ -270,7 +272,7 @@ class NodeNUMAResource(ScoredPlacement):
         held = restore.matched.get(reservation.uid)
         if held is None:
             return None
-        ro = self.options(s, node, binds, opts, tm.store(state).affinity.get(node_name))
+        ro = self.options(s, node, binds, opts, tm.store(state).get_affinity(node_name))
         with self.manager.locked():
             na = self.manager.allocation(node_name)
             result, st = allocator.from_reusable(na, ro, restore, {held.uid: held})

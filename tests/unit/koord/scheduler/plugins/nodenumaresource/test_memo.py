@@ -126,7 +126,8 @@ def test_batch_filter_and_score_agree_with_node_by_node(pod: dict[str, Any]) -> 
     assert dict(zip([ni.name for ni in infos], batch, strict=True)) == one
     binds = "koordinator.sh/qosClass" in (pod["metadata"].get("labels") or {})
     assert one["unreported"] is not binds  # a pod binding CPUs needs the node's report
-    chosen = dict(tm.store(state).affinity)  # the NUMA nodes Filter chose on each node
+    store = tm.store(state)
+    chosen = {ni.name: store.get_affinity(ni.name) for ni in infos}  # the NUMA nodes Filter chose
     fit = [ni for ni in infos if one[ni.name]]
     scores = p.score_nodes(state, pod, NodeSet.of(k.snapshot, fit)).tolist()
     assert scores == [p.score(state, pod, ni) for ni in fit]
@@ -137,7 +138,8 @@ def test_batch_filter_and_score_agree_with_node_by_node(pod: dict[str, Any]) -> 
     q.pre_filter(state, pod)
     alone = {ni.name: q.filter(state, pod, ni) is None for ni in fresh.snapshot.node_infos()}
     assert alone == one
-    assert tm.store(state).affinity == chosen
+    store = tm.store(state)
+    assert {ni.name: store.get_affinity(ni.name) for ni in infos} == chosen
     assert [q.score(state, pod, ni) for ni in fresh.snapshot.node_infos() if alone[ni.name]] == scores
 
 
