@@ -147,8 +147,11 @@ class ResourceManager:
 
     def update(self, node: str, alloc: PodAllocation) -> None:
         with self._lock:
-            self.allocation(node).update(alloc)
-            self._changed(node)
+            na = self.allocation(node)
+            version = na.version
+            na.update(alloc)
+            if na.version != version:
+                self._changed(node)
 
     def release(self, node: str, uid: str) -> None:
         with self._lock:

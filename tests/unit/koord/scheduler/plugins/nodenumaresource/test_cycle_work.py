@@ -14,8 +14,11 @@ from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo
 from koord.scheduler.plugins.nodenumaresource import allocator, placementscore
+from koord.scheduler.plugins.nodenumaresource.allocation import PodAllocation, allocation_of
+from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.testing import MemoryScheduler
+from koordshared.apis.extension import numa as numaspec
 from tests.support.counting import count_calls
 from tests.support.scheduler.numakit import NUMA, S, add_node, kit, lsr
 
@@ -132,3 +135,55 @@ def test_a_second_filter_in_one_cycle_keeps_every_nodes_affinity() -> None:
     answer = _plugin(k).filter_nodes(state, pod, nodes)
     assert all(a is None or a.is_success for a in answer)
     assert {ni.name: store.get_affinity(ni.name) for ni in nodes} == before
+
+
+def test_score_reads_the_kinds_filter_brought_up_to_date() -> None:
+    # Filter checks every row for a change of its node's kind; Score in the same cycle, nothing written
+    # since, reads the codes as they are (it checked its nodes' rows again).
+    k = _cluster(1)
+    codes = _plugin(k).kind_codes
+    before = codes.checked
+    pod = lsr("p", "2", numa=SINGLE)
+    state, nodes = _filter(k, pod)
+    _plugin(k).score_nodes(state, pod, nodes)
+    assert codes.checked == before + 1
+
+
+def test_a_bound_pods_update_with_the_placement_reserve_made_changes_no_holding() -> None:
+    # The pod's own update, once bound, carries the placement Reserve made: the node's holding, its
+    # version and the log of changed nodes stay as they are (its kind was worked out again each time).
+    m = ResourceManager("MostAllocated")
+    alloc = PodAllocation("u1", "default", "p", cpus=frozenset({0, 1}), numa=((0, (("cpu", 2000),)),))
+    m.update("a", alloc)
+    version = m.allocation("a").version
+    _, position = m.changed_since(0)
+    m.update("a", PodAllocation("u1", "default", "p", cpus=frozenset({0, 1}), numa=((0, (("cpu", 2000),)),)))
+    assert m.allocation("a").version == version
+    assert m.changed_since(position) == (set(), position)
+    m.update("a", PodAllocation("u1", "default", "p", cpus=frozenset({2, 3}), numa=((0, (("cpu", 2000),)),)))
+    assert m.allocation("a").version != version and m.changed_since(position)[0] == {"a"}
+
+
+def test_pods_carrying_one_placement_text_are_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The binding thread reads back every placement written: pods of one shape placed alike carry the
+    # same annotation texts, parsed once.
+    parsed = count_calls(monkeypatch, numaspec, "resource_status")
+    status = '{"cpuset":"4-5","numaNodeResources":[{"node":1,"resources":{"cpu":"2","memory":"3333Mi"}}]}'
+    got = [
+        allocation_of(
+            {
+                "metadata": {
+                    "uid": f"u{i}",
+                    "namespace": "default",
+                    "name": f"p{i}",
+                    "annotations": {numaspec.ANNOTATION_RESOURCE_STATUS: status},
+                }
+            }
+        )
+        for i in range(3)
+    ]
+    assert parsed.n <= 1
+    assert [a.uid if a else None for a in got] == ["u0", "u1", "u2"]
+    assert {(a.cpus, a.numa) for a in got if a} == {
+        (frozenset({4, 5}), ((1, (("cpu", 2000), ("memory", 3333 << 20))),))
+    }
