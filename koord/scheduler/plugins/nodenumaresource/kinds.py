@@ -117,16 +117,17 @@ class KindCodes:
         self.worked_out += len(rows)
 
 
-def first_of_each(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For positive ``codes``: the first position of each distinct code, in code order, and each
-    position's index among them (``np.unique``'s ``return_index`` and ``return_inverse``, without its
-    sort: codes are small integers)."""
+def one_of_each(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For positive ``codes``: each distinct code (ascending), a position holding it (any one: they are
+    alike), and each position's index among the distinct codes; without a sort (codes are small
+    integers)."""
     if not len(codes):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    top = int(codes.max()) + 1
-    present = np.zeros(top, dtype=bool)
-    present[codes] = True
-    first = np.full(top, len(codes), dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
-    order = np.cumsum(present) - 1
-    return first[present], order[codes]
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    at = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+    at[codes] = np.arange(len(codes), dtype=np.int64)
+    present = np.flatnonzero(at >= 0)
+    index = at  # reused: a code's index among the distinct ones
+    positions = at[present]
+    index[present] = np.arange(len(present), dtype=np.int64)
+    return present, positions, index[codes]

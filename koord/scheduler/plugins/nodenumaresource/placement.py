@@ -23,7 +23,7 @@ from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.accumulator import AllocationError
 from koord.scheduler.plugins.nodenumaresource.affinities import KindAffinities, shared_of
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
-from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes, first_of_each
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes, one_of_each
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
 from koord.scheduler.plugins.nodenumaresource.podstate import (
@@ -197,8 +197,10 @@ class Placement(ReservationHooks):
         s = self._state(state)
         if s.skip:
             return np.ones(len(nodes), dtype=bool)
+        if s.pod_numa_policy is not NUMATopologyPolicy.NONE or s.required_cpu_bind_policy:
+            return self._filter_alike(state, pod, nodes)
         labelled = nodes.column(LABELLED_COLUMN, steers_by_labels, bool)
-        if labelled is None or s.pod_numa_policy is not NUMATopologyPolicy.NONE or s.required_cpu_bind_policy:
+        if labelled is None:
             return self._filter_alike(state, pod, nodes)
         look = labelled | self._among(nodes, self.manager.steering())
         out = (
@@ -225,11 +227,11 @@ class Placement(ReservationHooks):
         out = np.zeros(len(nodes), dtype=np.int64)
         with self.manager.locked():
             kinds = np.flatnonzero(groups > 0)
-            first, inverse = first_of_each(groups[kinds])
-            of_kind = np.zeros(len(first), dtype=np.int64)
-            hint_of_kind = np.full(len(first), -1, dtype=np.int64)
+            _, one, inverse = one_of_each(groups[kinds])
+            of_kind = np.zeros(len(one), dtype=np.int64)
+            hint_of_kind = np.full(len(one), -1, dtype=np.int64)
             hints: list[tm.NUMATopologyHint] = []
-            for k, i in enumerate(kinds[first].tolist()):
+            for k, i in enumerate(kinds[one].tolist()):
                 ni = nodes.info(i)
                 of_kind[k] = verdicts.setdefault(self.filter(state, pod, ni), len(verdicts))
                 best = store.get_affinity(ni.name)

@@ -18,7 +18,7 @@ from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.plugins.nodenumaresource.affinities import KindAffinities
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation, add, add_numa
 from koord.scheduler.plugins.nodenumaresource.allocator import ResourceOptions
-from koord.scheduler.plugins.nodenumaresource.kinds import first_of_each
+from koord.scheduler.plugins.nodenumaresource.kinds import one_of_each
 from koord.scheduler.plugins.nodenumaresource.placement import LABELLED_COLUMN, Placement
 from koord.scheduler.plugins.nodenumaresource.restorestate import NodeRestoreState
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
@@ -81,8 +81,7 @@ class ScoredPlacement(Placement):
 
     def score_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
         s = self._state(state)
-        labelled = nodes.column(LABELLED_COLUMN, steers_by_labels, bool)
-        if labelled is None:
+        if nodes.rows is None or nodes.snapshot is None:
             return np.asarray([self.score(state, pod, ni) for ni in nodes], dtype=np.int64)
         if s.pod_numa_policy is not NUMATopologyPolicy.NONE:  # every node is scored by itself below
             out = np.zeros(len(nodes), dtype=np.int64)
@@ -90,6 +89,8 @@ class ScoredPlacement(Placement):
         else:
             info = state.pod_info if state.pod_info is not None else PodInfo(pod)
             out = self.scorer.score_nodes(nodes, info)
+            labelled = nodes.column(LABELLED_COLUMN, steers_by_labels, bool)
+            assert labelled is not None  # the nodes have rows
             look = labelled | self._among(nodes, self.manager.steering())
         at = np.flatnonzero(look)
         if not len(at):
@@ -160,9 +161,9 @@ def _alike(groups: np.ndarray, chosen: np.ndarray, resources: np.ndarray) -> tup
     ``resources``, :class:`ResourceCodes`) and each node's group. The nodes of a kind are usually alike
     (their holding came with their pods' requests): grouped by kind without a sort, and checked; else
     grouped by everything."""
-    first, inverse = first_of_each(groups)
-    if all(np.array_equal(a, a[first][inverse]) for a in (chosen, resources)):
-        return first, inverse
+    _, one, inverse = one_of_each(groups)
+    if all(np.array_equal(a, a[one][inverse]) for a in (chosen, resources)):
+        return one, inverse
     return _alike_rows(np.column_stack((groups, chosen, resources)))
 
 

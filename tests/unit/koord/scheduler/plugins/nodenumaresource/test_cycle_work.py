@@ -13,7 +13,7 @@ from koord.scheduler.framework import CycleState, PodInfo
 from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo
-from koord.scheduler.plugins.nodenumaresource import allocator, placementscore
+from koord.scheduler.plugins.nodenumaresource import allocator, placement, placementscore
 from koord.scheduler.plugins.nodenumaresource.allocation import PodAllocation, allocation_of
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
@@ -187,3 +187,21 @@ def test_pods_carrying_one_placement_text_are_parsed_once(monkeypatch: pytest.Mo
     assert {(a.cpus, a.numa) for a in got if a} == {
         (frozenset({4, 5}), ((1, (("cpu", 2000), ("memory", 3333 << 20))),))
     }
+
+
+def test_a_pod_under_a_numa_policy_reads_no_steering_label_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Such a pod is looked at on every node whatever its labels: the column saying which nodes steer
+    # by label was caught up and read for nothing, in Filter and in Score.
+    k = _cluster(1)
+    asked: list[str] = []
+    original = NodeSet.column
+
+    def counted(self: NodeSet, key: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(key)
+        return original(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(NodeSet, "column", counted)
+    pod = lsr("p", "2", numa=SINGLE)
+    state, nodes = _filter(k, pod)
+    _plugin(k).score_nodes(state, pod, nodes)
+    assert placement.LABELLED_COLUMN not in asked
