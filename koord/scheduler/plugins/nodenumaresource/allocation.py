@@ -87,6 +87,15 @@ class PodAllocation:
         )
         return numaspec.ResourceStatus(format_cpuset(self.cpus) if self.cpus else "", nodes)
 
+    def status_annotation(self) -> str:
+        """:meth:`resource_status` as the annotation's text; remembered, as pods placed alike share it."""
+        return _status_text(self.cpus, self.numa)
+
+
+@functools.lru_cache(maxsize=1024)
+def _status_text(cpus: frozenset[int], numa: tuple[tuple[int, tuple[tuple[str, int], ...]], ...]) -> str:
+    return PodAllocation(uid="", cpus=cpus, numa=numa).resource_status().annotation()
+
 
 def numa_tuple(
     resources: Mapping[int, Mapping[str, int]],

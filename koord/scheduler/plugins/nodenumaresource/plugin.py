@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
@@ -41,7 +42,6 @@ from koord.scheduler.plugins.nodenumaresource.reservation import reservation_cha
 from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import labels_of, node_cpu_bind_policy
-from koordshared.apis.core.pod import str_map
 from koordshared.apis.extension.numa import (
     ANNOTATION_RESOURCE_SPEC,
     ANNOTATION_RESOURCE_STATUS,
@@ -57,6 +57,21 @@ NRT_CACHE = "noderesourcetopologies"
 RESERVATION_CACHE = "reservations"
 """The Reservation plugin's cache of Reservations (read when that plugin is in the profile)."""
 ERR_RESERVATION_NUMA_SCOPE = "reservation NUMA scope is incompatible with the best topology hint"
+
+
+@functools.lru_cache(maxsize=256)
+def _spec_with_policy(text: str | None, policy: str, required: bool) -> str | None:
+    """The ``resource-spec`` ``text`` with the bind policy used where it names none; ``None`` when it
+    stays as it is. Remembered: the pods of a workload carry one text."""
+    spec = resource_spec({ANNOTATION_RESOURCE_SPEC: text} if text is not None else {})
+    before = spec
+    if required and spec.required_cpu_bind_policy in ("", CPUBindPolicy.DEFAULT):
+        spec = replace(spec, required_cpu_bind_policy=policy)
+    if spec.preferred_cpu_bind_policy == CPUBindPolicy.DEFAULT:
+        spec = replace(spec, preferred_cpu_bind_policy=policy)
+    if not spec.required_cpu_bind_policy and not spec.preferred_cpu_bind_policy and policy:
+        spec = replace(spec, preferred_cpu_bind_policy=policy)
+    return None if spec == before else dumps(spec.to_json())
 
 
 class _Handler:
@@ -209,7 +224,7 @@ class NodeNUMAResource(ScoredPlacement):
         s = self._state(state)
         if s.skip or s.allocation is None:
             return {}
-        out = {ANNOTATION_RESOURCE_STATUS: s.allocation.resource_status().annotation()}
+        out = {ANNOTATION_RESOURCE_STATUS: s.allocation.status_annotation()}
         node = self._node(node_name)
         if node is None:
             return out
@@ -218,16 +233,10 @@ class NodeNUMAResource(ScoredPlacement):
         binds, _ = request_cpu_bind(s, node_bind)
         if binds:
             policy, required = cpu_bind_policy(s, node_bind)
-            spec = resource_spec(str_map((obj.get("metadata") or {}).get("annotations") or {}))
-            before = spec
-            if required and spec.required_cpu_bind_policy in ("", CPUBindPolicy.DEFAULT):
-                spec = replace(spec, required_cpu_bind_policy=policy)
-            if spec.preferred_cpu_bind_policy == CPUBindPolicy.DEFAULT:
-                spec = replace(spec, preferred_cpu_bind_policy=policy)
-            if not spec.required_cpu_bind_policy and not spec.preferred_cpu_bind_policy and policy:
-                spec = replace(spec, preferred_cpu_bind_policy=policy)
-            if spec != before:
-                out[ANNOTATION_RESOURCE_SPEC] = dumps(spec.to_json())
+            text = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RESOURCE_SPEC)
+            spec = _spec_with_policy(None if text is None else str(text), policy, required)
+            if spec is not None:
+                out[ANNOTATION_RESOURCE_SPEC] = spec
         return out
 
     # ---- reservations --------------------------------------------------------------------------------

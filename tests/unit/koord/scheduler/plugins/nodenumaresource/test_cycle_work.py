@@ -14,6 +14,7 @@ from koord.scheduler.framework import topologymanager as tm
 from koord.scheduler.framework.snapshot import NodeSet, Snapshot
 from koord.scheduler.framework.types import NodeInfo
 from koord.scheduler.plugins.nodenumaresource import allocator, placement, placementscore
+from koord.scheduler.plugins.nodenumaresource import plugin as plugin_module
 from koord.scheduler.plugins.nodenumaresource.allocation import PodAllocation, allocation_of
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
@@ -205,3 +206,16 @@ def test_a_pod_under_a_numa_policy_reads_no_steering_label_column(monkeypatch: p
     state, nodes = _filter(k, pod)
     _plugin(k).score_nodes(state, pod, nodes)
     assert placement.LABELLED_COLUMN not in asked
+
+
+def test_prebind_writes_a_workloads_alike_placements_from_one_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pods of one shape land alike on alike nodes: the resource-status text and the resource-spec with
+    # the bind policy used are worked out once, not once a pod.
+    k = _cluster()
+    statuses = count_calls(monkeypatch, PodAllocation, "resource_status")
+    specs = count_calls(monkeypatch, plugin_module, "resource_spec")
+    for i in range(4):
+        k.add_pod(lsr(f"w{i}", "2", memory="1234Mi", numa=SINGLE))
+    k.run()
+    assert len(k.bound()) == 4
+    assert statuses.n <= 1 and specs.n <= 1
