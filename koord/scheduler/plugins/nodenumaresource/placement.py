@@ -214,9 +214,9 @@ class Placement(ReservationHooks):
 
     def _filter_alike(self, state: CycleState, pod: Obj, nodes: NodeSet) -> Sequence[Status | None]:
         """``filter`` on every node, once per kind of node (:meth:`_kinds`): the others of a kind get the
-        first one's answer, and its NUMA affinity through the store's shared affinities (one entry a
-        kind). Answered as codes into the distinct verdicts, so the cycle finds each verdict's nodes with
-        one comparison."""
+        answer of the one decided, and its NUMA affinity through the store's shared affinities (one
+        entry a kind). Answered as codes into the distinct verdicts, so the cycle finds each verdict's
+        nodes with one comparison."""
         codes = self.kind_codes.codes(nodes)
         if codes is None or nodes.rows is None or not isinstance(nodes.snapshot, Snapshot):
             return self._filter_alike_one_by_one(state, pod, nodes)

@@ -107,9 +107,9 @@ class ScoredPlacement(Placement):
             out[at[i]] = self.score(state, pod, nodes.info(int(at[i])))
         if len(alike):
             resources = self.resource_codes.codes(nodes.snapshot, rows[alike])
-            first, inverse = _alike(groups[alike], chosen[alike], resources)
+            one, inverse = _alike(groups[alike], chosen[alike], resources)
             got = np.asarray(
-                [self.score(state, pod, nodes.info(int(at[i]))) for i in alike[first].tolist()],
+                [self.score(state, pod, nodes.info(int(at[i]))) for i in alike[one].tolist()],
                 dtype=np.int64,
             )
             out[at[alike]] = got[inverse.reshape(-1)]
@@ -157,7 +157,7 @@ def _chosen(store: tm.Store, snap: Snapshot, rows: np.ndarray) -> np.ndarray:
 
 
 def _alike(groups: np.ndarray, chosen: np.ndarray, resources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first of each group of alike nodes (equal kind, affinity chosen, requested and allocatable:
+    """One node of each group of alike nodes (equal kind, affinity chosen, requested and allocatable:
     ``resources``, :class:`ResourceCodes`) and each node's group. The nodes of a kind are usually alike
     (their holding came with their pods' requests): grouped by kind without a sort, and checked; else
     grouped by everything."""
