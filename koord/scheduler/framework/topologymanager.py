@@ -73,11 +73,28 @@ class NUMATopologyHintProvider(Protocol):
         """Whether the provider's resources fit in ``affinity`` (after every hint was merged)."""
 
 
+class SharedAffinities(Protocol):
+    """Affinities chosen once for many nodes (a provider's nodes alike for the pod), looked up by node."""
+
+    def get(self, node: str) -> NUMATopologyHint | None: ...
+
+
 class Store:
-    """The affinity chosen per node in this cycle."""
+    """The affinity chosen per node in this cycle: set node by node, or for many nodes at once
+    (:attr:`shared`, which a node's own entry overrides)."""
 
     def __init__(self) -> None:
         self.affinity: dict[str, NUMATopologyHint] = {}
+        self.shared: SharedAffinities | None = None
+
+    def get_affinity(self, node: str) -> NUMATopologyHint | None:
+        got = self.affinity.get(node)
+        if got is None and self.shared is not None:
+            return self.shared.get(node)
+        return got
+
+    def set_affinity(self, node: str, affinity: NUMATopologyHint) -> None:
+        self.affinity[node] = affinity
 
     def clone(self) -> Store:
         return Store()
@@ -247,7 +264,7 @@ def admit(
     (computed once per node and cycle, kept in the store), then each provider allocates within it."""
     name = str((node.get("metadata") or {}).get("name") or "")
     s = store(state)
-    best = s.affinity.get(name)
+    best = s.get_affinity(name)
     if best is None:
         hints: list[Hints | None] = []
         reasons: list[str] = []
@@ -266,7 +283,7 @@ def admit(
             st = p.allocate(state, best, pod, node)
             if st is not None and not st.is_success:
                 return st
-        s.affinity[name] = best
+        s.set_affinity(name, best)
         return None
     for p in providers:
         st = p.allocate(state, best, pod, node)

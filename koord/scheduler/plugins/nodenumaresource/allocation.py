@@ -9,9 +9,11 @@ node's topology, so a pod listed before its node's NodeResourceTopology is count
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from koord.scheduler.framework import Obj
 from koord.scheduler.plugins.nodenumaresource.cputopology import AllocatedCPU, CPUTopology
@@ -85,6 +87,15 @@ class PodAllocation:
         )
         return numaspec.ResourceStatus(format_cpuset(self.cpus) if self.cpus else "", nodes)
 
+    def status_annotation(self) -> str:
+        """:meth:`resource_status` as the annotation's text; remembered, as pods placed alike share it."""
+        return _status_text(self.cpus, self.numa)
+
+
+@functools.lru_cache(maxsize=1024)
+def _status_text(cpus: frozenset[int], numa: tuple[tuple[int, tuple[tuple[str, int], ...]], ...]) -> str:
+    return PodAllocation(uid="", cpus=cpus, numa=numa).resource_status().annotation()
+
 
 def numa_tuple(
     resources: Mapping[int, Mapping[str, int]],
@@ -97,6 +108,40 @@ def allocation_of(pod: Obj) -> PodAllocation | None:
     ``None`` when it has none. A malformed annotation is :class:`InvalidValue`."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
+    status = annotations.get(numaspec.ANNOTATION_RESOURCE_STATUS)
+    spec = annotations.get(numaspec.ANNOTATION_RESOURCE_SPEC)
+    if isinstance(status, str | None) and isinstance(spec, str | None):
+        held = _held_cached(status, spec)  # pods of one shape placed alike carry the same texts
+    else:
+        held = _held(annotations)
+    if held is None:
+        return None
+    cpus, exclusive, numa = held
+    return PodAllocation(
+        uid=str(meta.get("uid") or ""),
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        cpus=cpus,
+        exclusive=exclusive,
+        numa=numa,
+    )
+
+
+_Held = tuple[frozenset[int], str, tuple[tuple[int, tuple[tuple[str, int], ...]], ...]]
+
+
+@functools.lru_cache(maxsize=1024)
+def _held_cached(status: str | None, spec: str | None) -> _Held | None:
+    notes = {
+        k: v
+        for k, v in ((numaspec.ANNOTATION_RESOURCE_STATUS, status), (numaspec.ANNOTATION_RESOURCE_SPEC, spec))
+        if v is not None
+    }
+    return _held(notes)
+
+
+def _held(annotations: Mapping[str, Any]) -> _Held | None:
+    """``(CPUs, exclusive policy, NUMA resources)`` of the annotations; ``None``: no placement."""
     status = numaspec.resource_status(annotations)
     if not status.cpuset and not status.numa_node_resources:
         return None
@@ -109,14 +154,7 @@ def allocation_of(pod: Obj) -> PodAllocation | None:
                 res[name] = res.get(name, 0) + value_of(name, parse_quantity(text))
             except InvalidValue as err:
                 raise InvalidValue(numaspec.ANNOTATION_RESOURCE_STATUS, text, f"{name}: {err}") from err
-    return PodAllocation(
-        uid=str(meta.get("uid") or ""),
-        namespace=str(meta.get("namespace") or ""),
-        name=str(meta.get("name") or ""),
-        cpus=status.cpus,
-        exclusive=spec.preferred_cpu_exclusive_policy,
-        numa=numa_tuple(resources),
-    )
+    return status.cpus, spec.preferred_cpu_exclusive_policy, numa_tuple(resources)
 
 
 _VERSIONS = itertools.count(1)
@@ -143,7 +181,7 @@ class NodeAllocation:
             sets = sorted(tuple(sorted(a.cpus)) for a in self.pods.values() if a.cpus)
             self._fingerprint = repr(
                 (
-                    sorted(self.cpus.items()),
+                    sorted((c, a.refs, a.exclusive) for c, a in self.cpus.items()),
                     sorted((n, sorted(r.items())) for n, r in self.numa.items()),
                     sets,
                 )
@@ -163,6 +201,8 @@ class NodeAllocation:
             self.numa[node] = add(self.numa.get(node, {}), dict(res))
 
     def update(self, alloc: PodAllocation) -> None:
+        if self.pods.get(alloc.uid) == alloc:
+            return  # the holding it has (a bound pod's update carrying the placement Reserve made)
         self.release(alloc.uid)
         self.add(alloc)
 

@@ -37,8 +37,12 @@ class KindCodes:
         # the node objects the codes were worked out with, so that their ids stay theirs
         self._nodes = np.empty(0, dtype=object)
         self._table: dict[tuple[Any, ...], int] = {}
+        self._current: tuple[int, int] | None = None
+        """(the snapshot's written rows, the manager's log position) when every row was last current."""
         self.worked_out = 0
         """Rows whose kind was asked of the manager: for tests."""
+        self.checked = 0
+        """Times every row was checked for a change: for tests."""
 
     def codes(self, nodes: NodeSet) -> np.ndarray | None:
         """The codes of ``nodes`` (equal codes: equal kinds); ``None`` when they have no rows."""
@@ -48,9 +52,16 @@ class KindCodes:
         node_ids = snapshot.derived(NODE_COLUMN, _node_id, np.int64, of_node=True)
         with self._lock:
             self._catch_up(snapshot)
-            stale = rows[(self._codes[rows] == 0) | (self._node_ids[rows] != node_ids[rows])]
-            if len(stale):
-                self._work_out(snapshot, stale.tolist(), node_ids)
+            # Every row is brought up to date at once: a second ask in the cycle (Score after Filter)
+            # finds nothing written since and reads the codes as they are.
+            now = (snapshot.written, self._position)
+            if self._current != now:
+                n = len(snapshot)
+                stale = np.flatnonzero((self._codes[:n] == 0) | (self._node_ids[:n] != node_ids))
+                if len(stale):
+                    self._work_out(snapshot, stale.tolist(), node_ids)
+                self._current = now
+                self.checked += 1
             out: np.ndarray = self._codes[rows]
             return out
 
@@ -66,6 +77,7 @@ class KindCodes:
             self._node_ids = np.zeros(size, dtype=np.int64)
             self._nodes = np.empty(size, dtype=object)
             self._table.clear()
+            self._current = None
             _, self._position = self._manager.changed_since(self._position)
             return
         if len(self._codes) < size:
@@ -77,9 +89,11 @@ class KindCodes:
             nodes = np.empty(grown, dtype=object)
             nodes[: len(self._nodes)] = self._nodes
             self._nodes = nodes
+            self._current = None
         changed, self._position = self._manager.changed_since(self._position)
         if changed is None:
             self._codes[:] = 0
+            self._current = None
             return
         index = snapshot.index
         for name in changed:
@@ -103,16 +117,17 @@ class KindCodes:
         self.worked_out += len(rows)
 
 
-def first_of_each(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For positive ``codes``: the first position of each distinct code, in code order, and each
-    position's index among them (``np.unique``'s ``return_index`` and ``return_inverse``, without its
-    sort: codes are small integers)."""
+def one_of_each(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For positive ``codes``: each distinct code (ascending), a position holding it (any one: they are
+    alike), and each position's index among the distinct codes; without a sort (codes are small
+    integers)."""
     if not len(codes):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    top = int(codes.max()) + 1
-    present = np.zeros(top, dtype=bool)
-    present[codes] = True
-    first = np.full(top, len(codes), dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
-    order = np.cumsum(present) - 1
-    return first[present], order[codes]
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    at = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+    at[codes] = np.arange(len(codes), dtype=np.int64)
+    present = np.flatnonzero(at >= 0)
+    index = at  # reused: a code's index among the distinct ones
+    positions = at[present]
+    index[present] = np.arange(len(present), dtype=np.int64)
+    return present, positions, index[codes]

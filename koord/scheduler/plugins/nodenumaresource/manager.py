@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from koord.scheduler.framework import Obj
@@ -71,10 +71,9 @@ class ResourceManager:
         self._log: list[str] = []
         self._log_base = 0
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        with self._lock:
-            yield
+    def locked(self) -> AbstractContextManager[bool]:
+        """The manager's lock, to hold across a read and the decision made from it."""
+        return self._lock
 
     # ---- reads (hold the lock across a read and the decision made from it) -------------------------
 
@@ -147,8 +146,11 @@ class ResourceManager:
 
     def update(self, node: str, alloc: PodAllocation) -> None:
         with self._lock:
-            self.allocation(node).update(alloc)
-            self._changed(node)
+            na = self.allocation(node)
+            version = na.version
+            na.update(alloc)
+            if na.version != version:
+                self._changed(node)
 
     def release(self, node: str, uid: str) -> None:
         with self._lock:

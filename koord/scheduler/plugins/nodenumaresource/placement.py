@@ -18,10 +18,12 @@ import numpy as np
 
 from koord.scheduler.framework import CodedVerdicts, CycleState, NodeInfo, NodeSet, Obj, Status
 from koord.scheduler.framework import topologymanager as tm
+from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.plugins.nodenumaresource import allocator
 from koord.scheduler.plugins.nodenumaresource.accumulator import AllocationError
+from koord.scheduler.plugins.nodenumaresource.affinities import KindAffinities, shared_of
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
-from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes, first_of_each
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes, one_of_each
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
 from koord.scheduler.plugins.nodenumaresource.podstate import (
@@ -120,16 +122,31 @@ class Placement(ReservationHooks):
         )
 
     def _try(
-        self, state: CycleState, pod: Obj, node: Obj, ro: allocator.ResourceOptions
+        self,
+        state: CycleState,
+        pod: Obj,
+        node: Obj,
+        ro: allocator.ResourceOptions,
+        policy: NUMATopologyPolicy,
+        base: tuple[Any, ...] | None,
     ) -> tuple[PodAllocation | None, Status | None]:
-        """A placement from the pod's reservation on the node, else from the node's free resources."""
+        """A placement from the pod's reservation on the node, else from the node's free resources;
+        remembered under the node's :meth:`_memo_key` ``base`` when there is one (Score, then Reserve,
+        ask it of alike nodes). Call with the manager's lock held."""
         name = node_name(node)
         restore = self.restore_state(state, name)
         na = self.manager.allocation(name)
-        result, st = self.allocate_with_nominated(state, pod, name, na, ro, restore)
-        if st is not None or result is not None:
-            return result, st
-        return allocator.from_node(na, ro, restore)
+        key = None if base is None else ("place", policy, ro.hint, *base)
+        if key is not None:
+            hit = self.memo.get(key)
+            if hit is not None:
+                return hit  # type: ignore[no-any-return]
+        got = self.allocate_with_nominated(state, pod, name, na, ro, restore)
+        if got[0] is None and got[1] is None:
+            got = allocator.from_node(na, ro, restore)
+        if key is not None:
+            self.memo.put(key, got)
+        return got
 
     # ---- Filter -------------------------------------------------------------------------------------
 
@@ -180,8 +197,10 @@ class Placement(ReservationHooks):
         s = self._state(state)
         if s.skip:
             return np.ones(len(nodes), dtype=bool)
+        if s.pod_numa_policy is not NUMATopologyPolicy.NONE or s.required_cpu_bind_policy:
+            return self._filter_alike(state, pod, nodes)
         labelled = nodes.column(LABELLED_COLUMN, steers_by_labels, bool)
-        if labelled is None or s.pod_numa_policy is not NUMATopologyPolicy.NONE or s.required_cpu_bind_policy:
+        if labelled is None:
             return self._filter_alike(state, pod, nodes)
         look = labelled | self._among(nodes, self.manager.steering())
         out = (
@@ -195,31 +214,41 @@ class Placement(ReservationHooks):
 
     def _filter_alike(self, state: CycleState, pod: Obj, nodes: NodeSet) -> Sequence[Status | None]:
         """``filter`` on every node, once per kind of node (:meth:`_kinds`): the others of a kind get the
-        first one's answer and NUMA affinity. Answered as codes into the distinct verdicts, so the cycle
-        finds each verdict's nodes with one comparison."""
+        answer of the one decided, and its NUMA affinity through the store's shared affinities (one
+        entry a kind). Answered as codes into the distinct verdicts, so the cycle finds each verdict's
+        nodes with one comparison."""
         codes = self.kind_codes.codes(nodes)
-        if codes is None:
+        if codes is None or nodes.rows is None or not isinstance(nodes.snapshot, Snapshot):
             return self._filter_alike_one_by_one(state, pod, nodes)
         store = tm.store(state)
+        shared = shared_of(store, nodes.snapshot)
         groups = self._grouped(state, nodes, codes)
         verdicts: dict[Status | None, int] = {None: 0}
         out = np.zeros(len(nodes), dtype=np.int64)
         with self.manager.locked():
             kinds = np.flatnonzero(groups > 0)
-            first, inverse = first_of_each(groups[kinds])
-            of_kind = np.zeros(len(first), dtype=np.int64)
-            bests = np.empty(len(first), dtype=object)
-            for k, i in enumerate(kinds[first].tolist()):
+            _, one, inverse = one_of_each(groups[kinds])
+            of_kind = np.zeros(len(one), dtype=np.int64)
+            hint_of_kind = np.full(len(one), -1, dtype=np.int64)
+            hints: list[tm.NUMATopologyHint] = []
+            for k, i in enumerate(kinds[one].tolist()):
                 ni = nodes.info(i)
                 of_kind[k] = verdicts.setdefault(self.filter(state, pod, ni), len(verdicts))
-                bests[k] = store.affinity.get(ni.name)
+                best = store.get_affinity(ni.name)
+                if best is not None:
+                    hint_of_kind[k] = len(hints)
+                    hints.append(best)
             for i in np.flatnonzero(groups < 0).tolist():
                 out[i] = verdicts.setdefault(self.filter(state, pod, nodes.info(i)), len(verdicts))
             out[kinds] = of_kind[inverse]
-            chosen = np.fromiter((b is not None for b in bests), dtype=bool, count=len(bests))[inverse]
-            if chosen.any():
-                names = nodes.names_at(kinds[chosen])
-                store.affinity.update(zip(names, bests[inverse[chosen]].tolist(), strict=True))
+            if hints:
+                if shared is not None:
+                    shared.choose(nodes.rows[kinds], hint_of_kind[inverse], hints)
+                else:
+                    which = hint_of_kind[inverse]
+                    at = np.flatnonzero(which >= 0)
+                    for name, k in zip(nodes.names_at(kinds[at]), which[at].tolist(), strict=True):
+                        store.set_affinity(name, hints[k])
         return CodedVerdicts(out, list(verdicts))
 
     def _grouped(
@@ -227,13 +256,17 @@ class Placement(ReservationHooks):
     ) -> np.ndarray:
         """``codes`` with -1 for the nodes to look at alone (as :meth:`_kinds`' ``None``)."""
         preemption = self._state(state).preemption
-        affinity = {} if chosen else tm.store(state).affinity
+        store = tm.store(state)
+        affinity = {} if chosen else store.affinity
         restores = self.restore_states(state)
         out = codes.copy()
         if (preemption or affinity or restores) and nodes.snapshot is not None and nodes.rows is not None:
             index = nodes.snapshot.index
             rows = [index[n] for n in (*preemption, *affinity, *restores) if n in index]
             out[np.isin(nodes.rows, rows)] = -1
+        shared = store.shared
+        if not chosen and isinstance(shared, KindAffinities) and shared.hints and nodes.rows is not None:
+            out[shared.indices(nodes.rows) >= 0] = -1
         return out
 
     def _filter_alike_one_by_one(self, state: CycleState, pod: Obj, nodes: NodeSet) -> list[Status | None]:
@@ -246,11 +279,11 @@ class Placement(ReservationHooks):
                 if hit is None:
                     st = self.filter(state, pod, ni)
                     if key is not None:
-                        seen[key] = (st, store.affinity.get(ni.name))
+                        seen[key] = (st, store.get_affinity(ni.name))
                 else:
                     st, best = hit
                     if best is not None:
-                        store.affinity[ni.name] = best
+                        store.set_affinity(ni.name, best)
                 out.append(st)
         return out
 
@@ -262,10 +295,13 @@ class Placement(ReservationHooks):
         reservation or a what-if on it, or, unless ``chosen`` (scoring), its NUMA affinity already
         chosen). The cycle state is read once for all the nodes."""
         preemption = self._state(state).preemption
-        affinity = {} if chosen else tm.store(state).affinity
+        store = None if chosen else tm.store(state)
         restores = self.restore_states(state)
         alone = [
-            ni.node is None or ni.name in preemption or ni.name in affinity or ni.name in restores
+            ni.node is None
+            or ni.name in preemption
+            or ni.name in restores
+            or (store is not None and store.get_affinity(ni.name) is not None)
             for ni in nodes
         ]
         kinds = self.manager.kinds(
@@ -302,36 +338,34 @@ class Placement(ReservationHooks):
             na = self.manager.allocation(name)
             store = tm.store(state)
             # once this cycle chose the node's affinity, admitting again only checks the allocation
-            key = (
-                None
-                if name in store.affinity
-                else self._memo_key(state, name, node, na, opts, "admit", policy, exclusive)
-            )
+            chosen = store.get_affinity(name) is not None
+            base = None if chosen else self._memo_key(state, name, node, na, opts)
+            key = None if base is None else ("admit", policy, exclusive, *base)
             if key is not None:
                 hit = self.memo.get(key)
                 if hit is not None:
                     st, best = hit
                     if best is not None:
-                        store.affinity[name] = best
+                        store.set_affinity(name, best)
                     return st  # type: ignore[no-any-return]
             states = na.numa_states(opts.topology, numa_nodes)
             st = tm.admit(state, pod, node, numa_nodes, policy, exclusive, states, [self])
             if key is not None:
-                self.memo.put(key, (st, store.affinity.get(name)))
+                self.memo.put(key, (st, store.get_affinity(name)))
             return st
 
     def _memo_key(
-        self, state: CycleState, name: str, node: Obj, na: NodeAllocation, opts: TopologyOptions, *what: Any
+        self, state: CycleState, name: str, node: Obj, na: NodeAllocation, opts: TopologyOptions
     ) -> tuple[Any, ...] | None:
         """What a NUMA decision on this node depends on, so that nodes and cycles alike share it (a
-        deployment's replicas over identical nodes); ``None`` when reservations or a preemption what-if
-        are in play."""
+        deployment's replicas over identical nodes; each decision prepends what it is); ``None`` when
+        reservations or a preemption what-if are in play."""
         s = self._state(state)
         if name in s.preemption or self.restore_state(state, name) is not EMPTY_RESTORE:
             return None
         labels = labels_of(node)
         steer = (labels.get(LABEL_NODE_CPU_BIND_POLICY, ""), self.manager.strategy(node))
-        return (*what, opts.fingerprint, na.fingerprint(), s.memo_key(), steer)
+        return (opts.fingerprint, na.fingerprint(), s.memo_key(), steer)
 
     # ---- the topology manager's hint provider --------------------------------------------------------
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
@@ -30,7 +31,7 @@ from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.plugins.nodenumaresource.memo import Memo
 from koord.scheduler.plugins.nodenumaresource.placement import STATE_KEY
-from koord.scheduler.plugins.nodenumaresource.placementscore import ScoredPlacement
+from koord.scheduler.plugins.nodenumaresource.placementscore import ResourceCodes, ScoredPlacement
 from koord.scheduler.plugins.nodenumaresource.podstate import (
     ERR_INVALID_CPU_TOPOLOGY,
     cpu_bind_policy,
@@ -41,7 +42,6 @@ from koord.scheduler.plugins.nodenumaresource.reservation import reservation_cha
 from koord.scheduler.plugins.nodenumaresource.restorestate import PreemptibleAlloc
 from koord.scheduler.plugins.nodenumaresource.scoring import Scorer
 from koord.scheduler.plugins.nodenumaresource.topologyoptions import labels_of, node_cpu_bind_policy
-from koordshared.apis.core.pod import str_map
 from koordshared.apis.extension.numa import (
     ANNOTATION_RESOURCE_SPEC,
     ANNOTATION_RESOURCE_STATUS,
@@ -57,6 +57,21 @@ NRT_CACHE = "noderesourcetopologies"
 RESERVATION_CACHE = "reservations"
 """The Reservation plugin's cache of Reservations (read when that plugin is in the profile)."""
 ERR_RESERVATION_NUMA_SCOPE = "reservation NUMA scope is incompatible with the best topology hint"
+
+
+@functools.lru_cache(maxsize=256)
+def _spec_with_policy(text: str | None, policy: str, required: bool) -> str | None:
+    """The ``resource-spec`` ``text`` with the bind policy used where it names none; ``None`` when it
+    stays as it is. Remembered: the pods of a workload carry one text."""
+    spec = resource_spec({ANNOTATION_RESOURCE_SPEC: text} if text is not None else {})
+    before = spec
+    if required and spec.required_cpu_bind_policy in ("", CPUBindPolicy.DEFAULT):
+        spec = replace(spec, required_cpu_bind_policy=policy)
+    if spec.preferred_cpu_bind_policy == CPUBindPolicy.DEFAULT:
+        spec = replace(spec, preferred_cpu_bind_policy=policy)
+    if not spec.required_cpu_bind_policy and not spec.preferred_cpu_bind_policy and policy:
+        spec = replace(spec, preferred_cpu_bind_policy=policy)
+    return None if spec == before else dumps(spec.to_json())
 
 
 class _Handler:
@@ -79,6 +94,7 @@ class NodeNUMAResource(ScoredPlacement):
         self.manager = ResourceManager(self.args.default_numa_allocate_strategy)
         self.memo = Memo()
         self.kind_codes = KindCodes(self.manager)
+        self.resource_codes = ResourceCodes()
         self._reservations_watched = False
         m = self.manager
         topologies = self.handle.watch(NRT_CACHE, groups.NODE_RESOURCE_TOPOLOGIES)
@@ -162,9 +178,10 @@ class NodeNUMAResource(ScoredPlacement):
                     return None
                 if binds and not opts.topology.valid:
                     return Status.error(ERR_INVALID_CPU_TOPOLOGY)
-                affinity = tm.store(state).affinity.get(node_name)
+                affinity = tm.store(state).get_affinity(node_name)
                 ro = self.options(s, node, binds, opts, affinity)
-                alloc, st = self._try(state, pod, node, ro)
+                base = self._memo_key(state, node_name, node, self.manager.allocation(node_name), opts)
+                alloc, st = self._try(state, pod, node, ro, policy, base)
                 if st is not None:
                     return st
                 if alloc is not None:
@@ -207,7 +224,7 @@ class NodeNUMAResource(ScoredPlacement):
         s = self._state(state)
         if s.skip or s.allocation is None:
             return {}
-        out = {ANNOTATION_RESOURCE_STATUS: s.allocation.resource_status().annotation()}
+        out = {ANNOTATION_RESOURCE_STATUS: s.allocation.status_annotation()}
         node = self._node(node_name)
         if node is None:
             return out
@@ -216,16 +233,10 @@ class NodeNUMAResource(ScoredPlacement):
         binds, _ = request_cpu_bind(s, node_bind)
         if binds:
             policy, required = cpu_bind_policy(s, node_bind)
-            spec = resource_spec(str_map((obj.get("metadata") or {}).get("annotations") or {}))
-            before = spec
-            if required and spec.required_cpu_bind_policy in ("", CPUBindPolicy.DEFAULT):
-                spec = replace(spec, required_cpu_bind_policy=policy)
-            if spec.preferred_cpu_bind_policy == CPUBindPolicy.DEFAULT:
-                spec = replace(spec, preferred_cpu_bind_policy=policy)
-            if not spec.required_cpu_bind_policy and not spec.preferred_cpu_bind_policy and policy:
-                spec = replace(spec, preferred_cpu_bind_policy=policy)
-            if spec != before:
-                out[ANNOTATION_RESOURCE_SPEC] = dumps(spec.to_json())
+            text = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RESOURCE_SPEC)
+            spec = _spec_with_policy(None if text is None else str(text), policy, required)
+            if spec is not None:
+                out[ANNOTATION_RESOURCE_SPEC] = spec
         return out
 
     # ---- reservations --------------------------------------------------------------------------------
@@ -270,7 +281,7 @@ class NodeNUMAResource(ScoredPlacement):
         held = restore.matched.get(reservation.uid)
         if held is None:
             return None
-        ro = self.options(s, node, binds, opts, tm.store(state).affinity.get(node_name))
+        ro = self.options(s, node, binds, opts, tm.store(state).get_affinity(node_name))
         with self.manager.locked():
             na = self.manager.allocation(node_name)
             result, st = allocator.from_reusable(na, ro, restore, {held.uid: held})

@@ -16,7 +16,7 @@ from koord.scheduler.framework.types import NodeInfo
 from koord.scheduler.plugins.nodenumaresource import manager as manager_module
 from koord.scheduler.plugins.nodenumaresource import placementscore
 from koord.scheduler.plugins.nodenumaresource.allocation import NodeAllocation, PodAllocation
-from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes, first_of_each
+from koord.scheduler.plugins.nodenumaresource.kinds import KindCodes, one_of_each
 from koord.scheduler.plugins.nodenumaresource.manager import ResourceManager
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.topology import noderesourcetopology as nrt
@@ -126,7 +126,8 @@ def test_batch_filter_and_score_agree_with_node_by_node(pod: dict[str, Any]) -> 
     assert dict(zip([ni.name for ni in infos], batch, strict=True)) == one
     binds = "koordinator.sh/qosClass" in (pod["metadata"].get("labels") or {})
     assert one["unreported"] is not binds  # a pod binding CPUs needs the node's report
-    chosen = dict(tm.store(state).affinity)  # the NUMA nodes Filter chose on each node
+    store = tm.store(state)
+    chosen = {ni.name: store.get_affinity(ni.name) for ni in infos}  # the NUMA nodes Filter chose
     fit = [ni for ni in infos if one[ni.name]]
     scores = p.score_nodes(state, pod, NodeSet.of(k.snapshot, fit)).tolist()
     assert scores == [p.score(state, pod, ni) for ni in fit]
@@ -137,7 +138,8 @@ def test_batch_filter_and_score_agree_with_node_by_node(pod: dict[str, Any]) -> 
     q.pre_filter(state, pod)
     alone = {ni.name: q.filter(state, pod, ni) is None for ni in fresh.snapshot.node_infos()}
     assert alone == one
-    assert tm.store(state).affinity == chosen
+    store = tm.store(state)
+    assert {ni.name: store.get_affinity(ni.name) for ni in infos} == chosen
     assert [q.score(state, pod, ni) for ni in fresh.snapshot.node_infos() if alone[ni.name]] == scores
 
 
@@ -292,12 +294,13 @@ def test_batch_filter_answers_a_code_per_distinct_verdict() -> None:
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_first_of_each_is_uniques_first_and_inverse(seed: int) -> None:
+def test_one_of_each_is_uniques_codes_a_position_of_each_and_inverse(seed: int) -> None:
     rng = np.random.default_rng(seed)
     codes = rng.integers(1, 9, size=int(rng.integers(0, 40)))
-    first, inverse = first_of_each(codes)
-    _, want_first, want_inverse = np.unique(codes, return_index=True, return_inverse=True)
-    assert first.tolist() == want_first.tolist() and inverse.tolist() == want_inverse.reshape(-1).tolist()
+    present, positions, inverse = one_of_each(codes)
+    want, want_inverse = np.unique(codes, return_inverse=True)
+    assert present.tolist() == want.tolist() and inverse.tolist() == want_inverse.reshape(-1).tolist()
+    assert codes[positions].tolist() == present.tolist()
 
 
 def test_score_groups_a_kinds_alike_nodes_without_sorting_every_key(monkeypatch: pytest.MonkeyPatch) -> None:
