@@ -9,6 +9,8 @@ that misses a tick, gets a second sample in one, or a sample off the timeline mo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import compress
+from operator import is_not
 
 from koordlet.api.metrics import PROPERTIES
 from koordlet.metriccache.ring import Ring
@@ -107,22 +109,25 @@ class Kind:
         memo = self.memo
         if (
             memo is not None
-            and memo[0] is keys
             and memo[1] is tl
             and memo[2] == tl.ticks
             and len(memo[3]) == tl.members
             and t >= tl.t_last
         ):
-            # The same immutable keys as the last batch, and since then no tick, no detach, no drop
-            # (each changes ticks, members or the timeline): the same rings, all attached, all due.
-            rings = memo[3]
+            # Since the last batch no tick, no detach, no drop (each changes ticks, members or the
+            # timeline): its rings are every attached one, all due. The same keys take them as they
+            # are; keys differing in a few places have only those places looked up.
+            rings = memo[3] if memo[0] is keys else self._followed(metric, memo[0], memo[3], keys)
+        else:
+            rings = None
+        if rings is not None:
             tick = tl.ticks
             slot = tick % tl.capacity
             for shared, value in zip(rings, values, strict=True):
                 shared.vs[slot] = value
                 shared.last = tick
             tl.push(t)
-            self.memo = (memo[0], tl, tl.ticks, rings)
+            self.memo = (keys if isinstance(keys, tuple) else tuple(keys), tl, tl.ticks, rings)
             return len(keys)
         self.memo = None
         if t < tl.t_last:  # earlier than the timeline's newest tick: appended privately
@@ -165,9 +170,61 @@ class Kind:
         tl.push(t)
         for series, value in again:
             self.private(series).append(t, value)
-        if isinstance(keys, tuple) and hits == len(keys) == tl.members:
-            self.memo = (keys, tl, tl.ticks, hit_rings)
+        if hits == len(keys) == tl.members:
+            self.memo = (keys if isinstance(keys, tuple) else tuple(keys), tl, tl.ticks, hit_rings)
         return len(keys)
+
+    def _followed(
+        self, metric: str, was: tuple[SeriesKey, ...], rings: list[SharedRing], keys: Sequence[SeriesKey]
+    ) -> list[SharedRing] | None:
+        """The rings for ``keys`` from the last batch's (``was``, ``rings``: every attached series) when
+        they differ in a few places; the series no longer listed are detached and new ones attached.
+        ``None``, with nothing changed, when the per-key path must decide (many places differ, a key
+        listed twice or in a spelling other than the canonical one, a private series coming back)."""
+        n, m = len(keys), len(was)
+        if not m:
+            return None
+        common = min(n, m)
+        # a C-level comparison: the collectors hand in the same key objects where nothing changed
+        places = [*compress(range(common), map(is_not, keys, was)), *range(common, n)]
+        if len(places) > max(8, n >> 3):
+            return None
+        out = {was[i]: rings[i] for i in places if i < m}
+        for i in range(common, m):
+            out[was[i]] = rings[i]
+        known = self.series
+        found: dict[SeriesKey, SharedRing | None] = {}
+        for i in places:
+            key = keys[i]
+            if key in found:
+                return None  # listed twice
+            ring = out.pop(key, None)
+            if ring is None:
+                series = known.get(key)
+                # an attached series not among the changed places is listed at another place too
+                if series is not None or normalize_key(metric, key) != key:
+                    return None
+            found[key] = ring
+        gone: list[Series] = []
+        for key, ring in out.items():
+            series = known.get(key)
+            if series is None or series.ring is not ring:
+                return None
+            gone.append(series)
+        tick = self.timeline.ticks
+        # the places past the last batch's end hold a placeholder until their ring is set below
+        followed = rings[:n] + rings[:1] * (n - m)
+        for series in gone:
+            self.private(series)
+        for i in places:
+            key = keys[i]
+            ring = found[key]
+            if ring is None:
+                new = self.new_series(metric, key, tick).ring
+                assert isinstance(new, SharedRing)
+                ring = new
+            followed[i] = ring
+        return followed
 
     def reshare(self) -> int:
         """Put private series back on the timeline once their samples are exactly its newest ticks (a
