@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,23 @@ op = st.one_of(
     st.tuples(st.just("one"), st.sampled_from([0.0, 1.0, -1.0]), st.sampled_from(KEYS)),
     st.tuples(st.just("drop"), st.just(0.0), st.sampled_from(KEYS)),
     # the same key tuples again and again, as the pod collector passes them (the cache's memo path)
-    st.tuples(st.just("cols"), st.sampled_from([1.0, 1.0, 1.0, 0.0, -1.0]), st.integers(0, 3)),
+    st.tuples(st.just("cols"), st.sampled_from([1.0, 1.0, 1.0, 0.0, -1.0]), st.integers(0, 9)),
     # private series whose samples are the timeline's newest ticks rejoin it (what expire() runs)
     st.tuples(st.just("reshare"), st.just(0.0), st.just(None)),
 )
-POOL = (tuple(KEYS), ("a", "b"), ("c",), ("a", "a"))
+# and other keys differing in a few places (a pod replaced, added or gone: the memo follows them)
+POOL: tuple[Sequence[str], ...] = (
+    tuple(KEYS),
+    ("a", "b"),
+    ("c",),
+    ("a", "a"),
+    ("a", "c"),
+    ("b", "a", "c"),
+    ("a", "b", "d"),
+    ("a", "b", "c", "c"),
+    list(KEYS),
+    ("d", "b", "c", "a"),
+)
 
 
 def series_of(cache: MetricCache, key: str) -> Series | None:
