@@ -8,9 +8,11 @@ that misses a tick, gets a second sample in one, or a sample off the timeline mo
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 from itertools import compress
-from operator import is_not
+from operator import attrgetter, is_not
+from typing import NamedTuple
 
 from koordlet.api.metrics import PROPERTIES
 from koordlet.metriccache.ring import Ring
@@ -63,6 +65,28 @@ class Series:
         self.labels = labels
 
 
+class Memo(NamedTuple):
+    """A batch that named every attached series of a kind once, in the order it named them."""
+
+    keys: tuple[SeriesKey, ...]
+    timeline: Timeline
+    ticks: int
+    """The timeline's ticks after it: a tick since means the memo no longer holds."""
+    rings: list[SharedRing]
+    cols: list[int]
+    start: int
+    """The first of the columns when they are consecutive in the keys' order (one slice a tick), else -1."""
+
+
+_COL = attrgetter("col")
+
+
+def memo_of(keys: Sequence[SeriesKey], tl: Timeline, rings: list[SharedRing]) -> Memo:
+    cols = list(map(_COL, rings))
+    start = cols[0] if cols and cols == list(range(cols[0], cols[0] + len(cols))) else -1
+    return Memo(keys if isinstance(keys, tuple) else tuple(keys), tl, tl.ticks, rings, cols, start)
+
+
 class Kind:
     """All series of one metric kind."""
 
@@ -73,8 +97,8 @@ class Kind:
         self.props = PROPERTIES.get(metric)
         self.series: dict[SeriesKey, Series] = {}
         self.timeline = Timeline(capacity)
-        self.memo: tuple[tuple[SeriesKey, ...], Timeline, int, list[SharedRing]] | None = None
-        """The rings of the last batch when it was a tuple of keys naming every attached series (see
+        self.memo: Memo | None = None
+        """The last batch's rings when its keys named every attached series once (see
         :meth:`MetricCache.append_columns`)."""
 
     def private(self, series: Series) -> Ring:
@@ -87,6 +111,7 @@ class Kind:
 
     def forget(self, series: Series) -> None:
         if isinstance(series.ring, SharedRing):
+            series.ring.release()
             self.timeline.members -= 1
 
     def new_series(self, metric: str, key: SeriesKey, tick: int | None = None) -> Series:
@@ -104,32 +129,35 @@ class Kind:
 
     def append_tick(self, metric: str, keys: Sequence[SeriesKey], values: Sequence[float], t: float) -> int:
         """One sample per key at ``t`` (see :meth:`MetricCache.append_columns`)."""
-        known = self.series
         tl = self.timeline
         memo = self.memo
         if (
             memo is not None
-            and memo[1] is tl
-            and memo[2] == tl.ticks
-            and len(memo[3]) == tl.members
+            and memo.timeline is tl
+            and memo.ticks == tl.ticks
+            and len(memo.rings) == tl.members
             and t >= tl.t_last
         ):
             # Since the last batch no tick, no detach, no drop (each changes ticks, members or the
             # timeline): its rings are every attached one, all due. The same keys take them as they
             # are; keys differing in a few places have only those places looked up.
-            rings = memo[3] if memo[0] is keys else self._followed(metric, memo[0], memo[3], keys)
-        else:
-            rings = None
-        if rings is not None:
-            tick = tl.ticks
-            slot = tick % tl.capacity
-            for shared, value in zip(rings, values, strict=True):
-                shared.vs[slot] = value
-                shared.last = tick
-            tl.push(t)
-            self.memo = (keys if isinstance(keys, tuple) else tuple(keys), tl, tl.ticks, rings)
-            return len(keys)
+            if memo.keys is not keys:
+                rings = self._followed(metric, memo.keys, memo.rings, keys)
+                memo = None if rings is None else memo_of(keys, tl, rings)
+            if memo is not None:
+                base = tl.ticks % tl.capacity * tl.width
+                block = tl.block
+                start = memo.start
+                if start >= 0:
+                    block[base + start : base + start + len(keys)] = array("d", values)
+                else:
+                    for col, value in zip(memo.cols, values, strict=True):
+                        block[base + col] = value
+                tl.push(t)
+                self.memo = memo._replace(ticks=tl.ticks)
+                return len(keys)
         self.memo = None
+        known = self.series
         if t < tl.t_last:  # earlier than the timeline's newest tick: appended privately
             for key, value in zip(keys, values, strict=True):
                 series = known.get(key)
@@ -140,38 +168,42 @@ class Kind:
         # Values go into the upcoming tick's slot first; the timestamp is pushed after the series
         # that missed this tick were detached, so they keep the oldest sample it overwrites.
         tick = tl.ticks
-        prev = tick - 1
-        slot = tick % tl.capacity
-        hits = 0
+        tl.reserve(len(keys) - sum(map(known.__contains__, keys)))
         again: list[tuple[Series, float]] = []
         hit_rings: list[SharedRing] = []
+        hit_values: list[float] = []
+        written: set[SharedRing] = set()
         for key, value in zip(keys, values, strict=True):
             series = known.get(key)
             if series is None:
                 series = self.new_series(metric, key, tick)
             ring = series.ring
             if isinstance(ring, SharedRing):
-                if ring.last == prev:
-                    # SharedRing.put, inlined: this line runs for every pod and container each second
-                    ring.vs[slot] = value
-                    ring.last = tick
-                    hits += 1
+                if ring not in written:
+                    written.add(ring)
                     hit_rings.append(ring)
+                    hit_values.append(value)
                 else:  # a second sample in this tick: appended once the tick is in place
                     again.append((series, value))
             else:
                 ring.append(t, value)
+        # columns are settled now: new series may have grown the block
+        base = tick % tl.capacity * tl.width
+        block = tl.block
+        for ring, value in zip(hit_rings, hit_values, strict=True):
+            block[base + ring.col] = value
+        hits = len(hit_rings)
         if hits < tl.members:
             for series in known.values():
                 ring = series.ring
-                if type(ring) is SharedRing and ring.last != tick:
+                if type(ring) is SharedRing and ring not in written:
                     series.ring = ring.detached()
                     tl.members -= 1
         tl.push(t)
         for series, value in again:
             self.private(series).append(t, value)
         if hits == len(keys) == tl.members:
-            self.memo = (keys if isinstance(keys, tuple) else tuple(keys), tl, tl.ticks, hit_rings)
+            self.memo = memo_of(keys, tl, hit_rings)
         return len(keys)
 
     def _followed(

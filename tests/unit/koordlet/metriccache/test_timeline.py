@@ -198,3 +198,39 @@ def test_a_series_that_missed_a_tick_shares_again_once_the_miss_aged_out() -> No
     assert b is not None and isinstance(b.ring, SharedRing)
     ts, vs = b.ring.chronological()
     assert list(vs) == list(ts) and len(ts) == CAPACITY  # the same samples as before
+
+
+class _Watched(SharedRing):
+    """A series' ring counting every attribute read and write of it."""
+
+    __slots__ = ()
+    touched = 0
+
+    def __getattribute__(self, name: str) -> Any:
+        _Watched.touched += 1
+        return super().__getattribute__(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _Watched.touched += 1
+        super().__setattr__(name, value)
+
+
+def test_a_steady_tick_is_written_without_touching_the_series_objects(monkeypatch: Any) -> None:
+    """The collector's tick of a thousand series: the values go into the timeline's block in the memo's
+    column order; no series' own object (scattered over the heap) is read or written."""
+    clock = FakeClock()
+    cache = MetricCache(CONFIG, clock=clock)
+    keys = tuple(f"uid-{i}" for i in range(1000))
+    for i in range(3):
+        cache.append_columns(METRIC, keys, [float(i)] * 1000)
+        clock.advance(60)
+    kind = cache._kinds[METRIC]
+    for series in kind.series.values():
+        series.ring.__class__ = _Watched
+    monkeypatch.setattr(_Watched, "touched", 0)
+    cache.append_columns(METRIC, keys, [7.0] * 1000)
+    assert _Watched.touched == 0
+    for series in kind.series.values():
+        series.ring.__class__ = SharedRing
+    got = cache.query(METRIC, window=0.5, agg="last", labels={"pod_uid": "uid-999"})
+    assert got is not None and got.value == 7.0
