@@ -292,7 +292,15 @@ class Kind:
             joined += 1
         if joined:
             self.memo = None
+        self.compact()
         return joined
+
+    def compact(self) -> None:
+        """Repack the timeline's block when most of its columns are free (pods gone for good)."""
+        tl = self.timeline
+        if len(tl.free) > max(64, tl.width >> 1):
+            tl.repack([s.ring for s in self.series.values() if type(s.ring) is SharedRing])
+            self.memo = None
 
     def share_restored(self) -> None:
         """Put restored series back on a timeline (the one of the newest series) when their timestamps are

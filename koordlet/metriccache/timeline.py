@@ -77,6 +77,19 @@ class Timeline:
         self.block, self.width = block, nw
         self.free[:0] = range(nw - 1, w - 1, -1)
 
+    def repack(self, rings: list[SharedRing]) -> None:
+        """A block of just the columns of ``rings`` (every attached series), numbered anew in their order:
+        the memory of series gone for good is handed back."""
+        w, cap, old = self.width, self.capacity, self.block
+        n = len(rings)
+        nw = n + (n >> 3)
+        block = array("d", [0.0]) * (cap * nw)
+        for c, ring in enumerate(rings):
+            block[c::nw] = old[ring.col :: w]
+            ring.col = c
+        self.block, self.width = block, nw
+        self.free = list(range(nw - 1, n - 1, -1))
+
     def oldest(self) -> int:
         """Number of the oldest tick still held."""
         return max(0, self.ticks - self.capacity)

@@ -234,3 +234,41 @@ def test_a_steady_tick_is_written_without_touching_the_series_objects(monkeypatc
         series.ring.__class__ = SharedRing
     got = cache.query(METRIC, window=0.5, agg="last", labels={"pod_uid": "uid-999"})
     assert got is not None and got.value == 7.0
+
+
+def test_the_block_of_series_gone_for_good_is_handed_back() -> None:
+    """A thousand pods, then three: once the gone series are dropped, expiry repacks the kind's block to
+    the series still attached, whose samples stay the same."""
+    clock = FakeClock()
+    config = MetricCacheConfig(pod_retention=300.0, collect_interval=2.0)
+    capacity = config.capacity_for(METRIC)
+    keys = tuple(f"uid-{i}" for i in range(1000))
+    kept = ("uid-3", "uid-500", "uid-999")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        cache = MetricCache(config, clock=clock)
+        for i in range(capacity):
+            cache.append_columns(METRIC, keys, [float(i * 1000 + k) for k in range(1000)])
+            clock.advance(1)
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+        before = {k: series_of(cache, k).ring.chronological() for k in kept}  # type: ignore[union-attr]
+        for key in keys:
+            if key not in kept:
+                cache.drop_where("pod_uid", key)
+        cache.expire()
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held - after >= 997 * capacity * 8
+    assert {k: series_of(cache, k).ring.chronological() for k in kept} == before  # type: ignore[union-attr]
+    kind = cache._kinds[METRIC]
+    assert kind.timeline.members == 3
+    cache.append_columns(METRIC, kept, [1.0, 2.0, 3.0])  # the timeline goes on
+    assert kind.timeline.members == 3
+    for key, value in zip(kept, (1.0, 2.0, 3.0), strict=True):
+        ts, vs = series_of(cache, key).ring.chronological()  # type: ignore[union-attr]
+        assert (list(ts[:-1]), list(vs[:-1])) == (list(before[key][0][1:]), list(before[key][1][1:]))
+        assert vs[-1] == value
