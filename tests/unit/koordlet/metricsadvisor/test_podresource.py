@@ -478,3 +478,49 @@ def test_one_pod_replaced_among_many_costs_a_few_plan_entries(
     assert {t.ident for t in col.targets()} == {p.uid for p in pods[1:]} | {
         p.containers[0].container_id for p in pods[1:]
     }
+
+
+class _CountingSeries(dict[object, object]):
+    """A cache kind's series by key, counting the lookups by key."""
+
+    gets = 0
+
+    def get(self, key: object, default: object = None) -> object:
+        type(self).gets += 1
+        return super().get(key, default)
+
+
+def test_one_pod_replaced_among_many_costs_the_cache_the_changed_keys_only(
+    host_tree: Any,
+    cache: MetricCache,
+    fake_clock: FakeClock,
+    errors: RecordingErrors,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a pod of 300 is replaced, the sweeps' keys differ from the last ones in a few places (where
+    the pod was, the ends of the groups): the cache looked every key of six kinds up again, twice (the
+    new pod gets its rates a sweep later); now it looks up the changed ones."""
+    fh = host_tree
+    pods = [make_pod(f"pod-{i}", uid=pod_uid(i), container_ids=[container_id(i)]) for i in range(1, 302)]
+    for p in pods:
+        set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=0)
+        set_usage(fh, fh.container_cgroup(p.uid, "containerd://" + p.containers[0].container_id), cpu_ns=0)
+    states = FakeStates(pods=pods[:300])
+    col = make(fh, cache, states, fake_clock, errors)
+    for _ in range(3):
+        col.collect()
+        fake_clock.advance(1.0)
+    for kind in cache._kinds.values():
+        kind.series = _CountingSeries(kind.series)  # type: ignore[assignment]
+    monkeypatch.setattr(_CountingSeries, "gets", 0)
+    states.pod_list = [*pods[1:150], pods[300], *pods[150:300]]  # pod 0 goes, pod 300 comes
+    for _ in range(3):
+        col.collect()
+        fake_clock.advance(1.0)
+    assert col.updates == 1
+    assert _CountingSeries.gets <= 6 * 2 * 4  # per kind and sweep: a few places, never all 300
+    assert set(by_label(cache, api.POD_CPU_USAGE, "pod_uid")) >= {p.uid for p in pods[1:]}
+    cpu = cache.query(api.POD_CPU_USAGE, window=2.5, agg="count", labels={"pod_uid": pods[300].uid})
+    assert cpu is not None and cpu.count == 2  # rates from its second sweep on
+    gone = cache.query(api.POD_MEMORY_USAGE, window=2.5, agg="count", labels={"pod_uid": pods[0].uid})
+    assert gone is None
