@@ -12,7 +12,6 @@ from array import array
 from collections.abc import Mapping, Sequence
 from itertools import compress
 from operator import attrgetter, is_not
-from typing import NamedTuple
 
 from koordlet.api.metrics import PROPERTIES
 from koordlet.metriccache.ring import Ring
@@ -65,26 +64,25 @@ class Series:
         self.labels = labels
 
 
-class Memo(NamedTuple):
-    """A batch that named every attached series of a kind once, in the order it named them."""
-
-    keys: tuple[SeriesKey, ...]
-    timeline: Timeline
-    ticks: int
-    """The timeline's ticks after it: a tick since means the memo no longer holds."""
-    rings: list[SharedRing]
-    cols: list[int]
-    start: int
-    """The first of the columns when they are consecutive in the keys' order (one slice a tick), else -1."""
-
-
 _COL = attrgetter("col")
 
 
-def memo_of(keys: Sequence[SeriesKey], tl: Timeline, rings: list[SharedRing]) -> Memo:
-    cols = list(map(_COL, rings))
-    start = cols[0] if cols and cols == list(range(cols[0], cols[0] + len(cols))) else -1
-    return Memo(keys if isinstance(keys, tuple) else tuple(keys), tl, tl.ticks, rings, cols, start)
+class Memo:
+    """A batch that named every attached series of a kind once, in the order it named them."""
+
+    __slots__ = ("cols", "keys", "rings", "start", "ticks", "timeline")
+
+    def __init__(self, keys: Sequence[SeriesKey], timeline: Timeline, rings: list[SharedRing]) -> None:
+        self.keys = keys if isinstance(keys, tuple) else tuple(keys)
+        self.timeline = timeline
+        self.ticks = timeline.ticks
+        """The timeline's ticks after the batch: a tick since means the memo no longer holds."""
+        self.rings = rings
+        self.cols: list[int] = list(map(_COL, rings))
+        cols = self.cols
+        self.start = cols[0] if cols and cols == list(range(cols[0], cols[0] + len(cols))) else -1
+        """The first of the columns when they are consecutive in the keys' order (one slice a tick), else
+        -1."""
 
 
 class Kind:
@@ -143,7 +141,7 @@ class Kind:
             # are; keys differing in a few places have only those places looked up.
             if memo.keys is not keys:
                 rings = self._followed(metric, memo.keys, memo.rings, keys)
-                memo = None if rings is None else memo_of(keys, tl, rings)
+                memo = None if rings is None else Memo(keys, tl, rings)
             if memo is not None:
                 base = tl.ticks % tl.capacity * tl.width
                 block = tl.block
@@ -154,7 +152,8 @@ class Kind:
                     for col, value in zip(memo.cols, values, strict=True):
                         block[base + col] = value
                 tl.push(t)
-                self.memo = memo._replace(ticks=tl.ticks)
+                memo.ticks = tl.ticks
+                self.memo = memo
                 return len(keys)
         self.memo = None
         known = self.series
@@ -203,7 +202,7 @@ class Kind:
         for series, value in again:
             self.private(series).append(t, value)
         if hits == len(keys) == tl.members:
-            self.memo = memo_of(keys, tl, hit_rings)
+            self.memo = Memo(keys, tl, hit_rings)
         return len(keys)
 
     def _followed(
