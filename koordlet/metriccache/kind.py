@@ -140,7 +140,7 @@ class Kind:
             # timeline): its rings are every attached one, all due. The same keys take them as they
             # are; keys differing in a few places have only those places looked up.
             if memo.keys is not keys:
-                rings = self._followed(metric, memo.keys, memo.rings, keys)
+                rings = self._followed(metric, memo, keys)
                 memo = None if rings is None else Memo(keys, tl, rings)
             if memo is not None:
                 base = tl.ticks % tl.capacity * tl.width
@@ -205,13 +205,12 @@ class Kind:
             self.memo = Memo(keys, tl, hit_rings)
         return len(keys)
 
-    def _followed(
-        self, metric: str, was: tuple[SeriesKey, ...], rings: list[SharedRing], keys: Sequence[SeriesKey]
-    ) -> list[SharedRing] | None:
-        """The rings for ``keys`` from the last batch's (``was``, ``rings``: every attached series) when
-        they differ in a few places; the series no longer listed are detached and new ones attached.
-        ``None``, with nothing changed, when the per-key path must decide (many places differ, a key
-        listed twice or in a spelling other than the canonical one, a private series coming back)."""
+    def _followed(self, metric: str, memo: Memo, keys: Sequence[SeriesKey]) -> list[SharedRing] | None:
+        """The rings for ``keys`` from the last batch's (every attached series) when they differ in a few
+        places; the series no longer listed are detached and new ones attached. ``None``, with nothing
+        changed, when the per-key path must decide (many places differ, a key listed twice or in a
+        spelling other than the canonical one, a private series coming back)."""
+        was, rings = memo.keys, memo.rings
         n, m = len(keys), len(was)
         if not m:
             return None
@@ -242,7 +241,9 @@ class Kind:
             if series is None or series.ring is not ring:
                 return None
             gone.append(series)
-        tick = self.timeline.ticks
+        tl = self.timeline
+        if memo.start >= 0:
+            tl.widen(memo.start + n)
         # the places past the last batch's end hold a placeholder until their ring is set below
         followed = rings[:n] + rings[:1] * (n - m)
         for series in gone:
@@ -251,10 +252,12 @@ class Kind:
             key = keys[i]
             ring = found[key]
             if ring is None:
-                new = self.new_series(metric, key, tick).ring
+                new = self.new_series(metric, key, tl.ticks).ring
                 assert isinstance(new, SharedRing)
                 ring = new
             followed[i] = ring
+        if memo.start >= 0:
+            tl.line_up([(memo.start + i, followed[i]) for i in places])
         return followed
 
     def reshare(self) -> int:

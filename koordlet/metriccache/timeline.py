@@ -56,6 +56,28 @@ class Timeline:
         if len(self.free) < more:
             self._grow(more - len(self.free))
 
+    def widen(self, width: int) -> None:
+        """At least ``width`` columns."""
+        if width > self.width:
+            self._grow(width - self.width)
+
+    def line_up(self, moves: list[tuple[int, SharedRing]]) -> None:
+        """Each ring's values into the column given beside it (one the ring holds, a free one, or one
+        another ring moves out of): a batch's series then sit in its order, one slice a tick."""
+        moves = [(col, ring) for col, ring in moves if ring.col != col]
+        if not moves:
+            return
+        w, block = self.width, self.block
+        held = [block[ring.col :: w] for _, ring in moves]  # all read before any is overwritten
+        for (col, _), values in zip(moves, held, strict=True):
+            block[col::w] = values
+        free = set(self.free)
+        free.update(ring.col for _, ring in moves)
+        free.difference_update(col for col, _ in moves)
+        self.free = sorted(free, reverse=True)
+        for col, ring in moves:
+            ring.col = col
+
     def column(self) -> int:
         """A free column for a series joining (the block grows by an eighth when none is)."""
         if not self.free:

@@ -272,3 +272,38 @@ def test_the_block_of_series_gone_for_good_is_handed_back() -> None:
         ts, vs = series_of(cache, key).ring.chronological()  # type: ignore[union-attr]
         assert (list(ts[:-1]), list(vs[:-1])) == (list(before[key][0][1:]), list(before[key][1][1:]))
         assert vs[-1] == value
+
+
+def test_pods_replaced_keep_a_batch_in_column_order_with_the_same_samples() -> None:
+    """Pods replaced as the pod sweep replaces them (the last moved into the gone one's place, the new one
+    last; or one more, or one fewer): the memo follows, the block's columns are lined up in the batch's
+    order again (one slice a tick), and every series holds what a ring of its own would."""
+    clock = FakeClock()
+    cache = MetricCache(CONFIG, clock=clock)
+    keys = [f"uid-{i}" for i in range(50)]
+    model: dict[str, Ring] = {}
+    fresh = iter(range(50, 10_000))
+    for step in range(4 * CAPACITY):
+        if step % 3 == 2:
+            gone = keys[(step * 7) % len(keys)]
+            last = keys.pop()
+            if gone != last:
+                keys[keys.index(gone)] = last
+            if step % 9 != 8:
+                keys.append(f"uid-{next(fresh)}")
+            if step % 15 == 14:
+                keys.append(f"uid-{next(fresh)}")
+        batch = tuple(keys)
+        values = [clock() + i for i in range(len(batch))]
+        for key, value in zip(batch, values, strict=True):
+            model.setdefault(key, Ring(CAPACITY)).append(clock(), value)
+        cache.append_columns(METRIC, batch, values)
+        kind = cache._kinds[METRIC]
+        assert kind.memo is not None and kind.memo.start >= 0, step
+        assert kind.timeline.members == len(batch)
+        for key, ring in model.items():
+            series = series_of(cache, key)
+            assert series is not None
+            got, want = series.ring.chronological(), ring.chronological()
+            assert (list(got[0]), list(got[1])) == (list(want[0]), list(want[1])), (step, key)
+        clock.advance(60)

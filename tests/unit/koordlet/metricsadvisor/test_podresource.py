@@ -10,6 +10,7 @@ import pytest
 
 from koordlet import api
 from koordlet.metriccache import MetricCache
+from koordlet.metriccache.kind import Series, SeriesKey
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor import podcolumns, targets
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
@@ -480,12 +481,12 @@ def test_one_pod_replaced_among_many_costs_a_few_plan_entries(
     }
 
 
-class _CountingSeries(dict[object, object]):
+class _CountingSeries(dict[SeriesKey, Series]):
     """A cache kind's series by key, counting the lookups by key."""
 
     gets = 0
 
-    def get(self, key: object, default: object = None) -> object:
+    def get(self, key: SeriesKey, default: Any = None) -> Any:
         type(self).gets += 1
         return super().get(key, default)
 
@@ -511,7 +512,7 @@ def test_one_pod_replaced_among_many_costs_the_cache_the_changed_keys_only(
         col.collect()
         fake_clock.advance(1.0)
     for kind in cache._kinds.values():
-        kind.series = _CountingSeries(kind.series)  # type: ignore[assignment]
+        kind.series = _CountingSeries(kind.series)
     monkeypatch.setattr(_CountingSeries, "gets", 0)
     states.pod_list = [*pods[1:150], pods[300], *pods[150:300]]  # pod 0 goes, pod 300 comes
     for _ in range(3):
