@@ -11,7 +11,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Mapping, Sequence
 from itertools import compress
-from operator import attrgetter, is_not
+from operator import attrgetter, is_not, ne
 
 from koordlet.api.metrics import PROPERTIES
 from koordlet.metriccache.ring import Ring
@@ -202,7 +202,13 @@ class Kind:
         for series, value in again:
             self.private(series).append(t, value)
         if hits == len(keys) == tl.members:
-            self.memo = Memo(keys, tl, hit_rings)
+            memo = Memo(keys, tl, hit_rings)
+            if memo.start < 0 and sum(map(ne, memo.cols, range(hits))) <= max(8, hits >> 3):
+                # a few series out of the batch's order: their columns moved, one slice a tick again
+                tl.widen(hits)
+                tl.line_up([(i, ring) for i, ring in enumerate(hit_rings) if ring.col != i])
+                memo = Memo(keys, tl, hit_rings)
+            self.memo = memo
         return len(keys)
 
     def _followed(self, metric: str, memo: Memo, keys: Sequence[SeriesKey]) -> list[SharedRing] | None:
@@ -301,8 +307,19 @@ class Kind:
         """Repack the timeline's block when most of its columns are free (pods gone for good)."""
         tl = self.timeline
         if len(tl.free) > max(64, tl.width >> 1):
-            tl.repack([s.ring for s in self.series.values() if type(s.ring) is SharedRing])
-            self.memo = None
+            memo = self.memo
+            if (
+                memo is not None
+                and memo.timeline is tl
+                and memo.ticks == tl.ticks
+                and len(memo.rings) == tl.members
+            ):
+                # in the last batch's order: the next one with these keys is one slice
+                tl.repack(memo.rings)
+                self.memo = Memo(memo.keys, tl, memo.rings)
+            else:
+                tl.repack([s.ring for s in self.series.values() if type(s.ring) is SharedRing])
+                self.memo = None
 
     def share_restored(self) -> None:
         """Put restored series back on a timeline (the one of the newest series) when their timestamps are

@@ -268,6 +268,7 @@ def test_the_block_of_series_gone_for_good_is_handed_back() -> None:
     assert kind.timeline.members == 3
     cache.append_columns(METRIC, kept, [1.0, 2.0, 3.0])  # the timeline goes on
     assert kind.timeline.members == 3
+    assert kind.memo is not None and kind.memo.start == 0
     for key, value in zip(kept, (1.0, 2.0, 3.0), strict=True):
         ts, vs = series_of(cache, key).ring.chronological()  # type: ignore[union-attr]
         assert (list(ts[:-1]), list(vs[:-1])) == (list(before[key][0][1:]), list(before[key][1][1:]))
@@ -307,3 +308,25 @@ def test_pods_replaced_keep_a_batch_in_column_order_with_the_same_samples() -> N
             got, want = series.ring.chronological(), ring.chronological()
             assert (list(got[0]), list(got[1])) == (list(want[0]), list(want[1])), (step, key)
         clock.advance(60)
+
+
+def test_a_batch_on_the_per_key_path_lines_its_columns_up_when_few_are_out_of_order() -> None:
+    """After a drop (the memo no longer holds) a batch with two series swapped goes the per-key way; their
+    columns are swapped too, so the next ticks are one slice, with the same samples."""
+    clock = FakeClock()
+    cache = MetricCache(CONFIG, clock=clock)
+    keys = [f"uid-{i}" for i in range(20)]
+    for i in range(3):
+        cache.append_columns(METRIC, tuple(keys), [float(i)] * 20)
+        clock.advance(60)
+    cache.drop_where("pod_uid", "uid-19")
+    keys.pop()
+    keys[3], keys[11] = keys[11], keys[3]
+    before = {k: series_of(cache, k).ring.chronological() for k in keys}  # type: ignore[union-attr]
+    cache.append_columns(METRIC, tuple(keys), [float(i) for i in range(19)])
+    kind = cache._kinds[METRIC]
+    assert kind.memo is not None and kind.memo.start == 0
+    for i, key in enumerate(keys):
+        ts, vs = series_of(cache, key).ring.chronological()  # type: ignore[union-attr]
+        assert (list(ts[:-1]), list(vs[:-1])) == (list(before[key][0]), list(before[key][1]))
+        assert vs[-1] == float(i)
