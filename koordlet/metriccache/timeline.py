@@ -57,9 +57,9 @@ class Timeline:
             self._grow(more - len(self.free))
 
     def widen(self, width: int) -> None:
-        """At least ``width`` columns."""
+        """At least ``width`` columns (an eighth more when it grows: pods added one by one grow it seldom)."""
         if width > self.width:
-            self._grow(width - self.width)
+            self._grow(max(width - self.width, 8, self.width >> 3))
 
     def line_up(self, moves: list[tuple[int, SharedRing]]) -> None:
         """Each ring's values into the column given beside it (one the ring holds, a free one, or one

@@ -17,7 +17,7 @@ from koordlet import api
 from koordlet.metriccache import MetricCache, MetricCacheConfig
 from koordlet.metriccache.kind import Series
 from koordlet.metriccache.ring import Ring
-from koordlet.metriccache.timeline import SharedRing
+from koordlet.metriccache.timeline import SharedRing, Timeline
 from koordlet.testing import FakeClock
 
 METRIC = api.POD_CPU_USAGE
@@ -330,3 +330,26 @@ def test_a_batch_on_the_per_key_path_lines_its_columns_up_when_few_are_out_of_or
         ts, vs = series_of(cache, key).ring.chronological()  # type: ignore[union-attr]
         assert (list(ts[:-1]), list(vs[:-1])) == (list(before[key][0]), list(before[key][1]))
         assert vs[-1] == float(i)
+
+
+def test_pods_added_one_by_one_grow_the_block_seldom(monkeypatch: Any) -> None:
+    """Each growth copies the whole block: a pod added per tick must not grow it each time."""
+    grown = 0
+    real = Timeline._grow
+
+    def counting(self: Timeline, more: int) -> None:
+        nonlocal grown
+        grown += 1
+        real(self, more)
+
+    monkeypatch.setattr(Timeline, "_grow", counting)
+    clock = FakeClock()
+    cache = MetricCache(CONFIG, clock=clock)
+    keys: tuple[str, ...] = ()
+    for i in range(400):
+        keys = (*keys, f"uid-{i}")
+        cache.append_columns(METRIC, keys, [1.0] * len(keys))
+        clock.advance(60)
+        kind = cache._kinds[METRIC]
+        assert kind.memo is not None and kind.memo.start >= 0
+    assert grown <= 40
