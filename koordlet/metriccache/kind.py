@@ -84,6 +84,11 @@ class Memo:
         """The first of the columns when they are consecutive in the keys' order (one slice a tick), else
         -1."""
 
+    def holds(self, tl: Timeline) -> bool:
+        """Its rings are still every series attached to ``tl``: no tick, no detach, no drop since (each
+        changes the ticks, the members or the timeline)."""
+        return self.timeline is tl and self.ticks == tl.ticks and len(self.rings) == tl.members
+
 
 class Kind:
     """All series of one metric kind."""
@@ -129,15 +134,8 @@ class Kind:
         """One sample per key at ``t`` (see :meth:`MetricCache.append_columns`)."""
         tl = self.timeline
         memo = self.memo
-        if (
-            memo is not None
-            and memo.timeline is tl
-            and memo.ticks == tl.ticks
-            and len(memo.rings) == tl.members
-            and t >= tl.t_last
-        ):
-            # Since the last batch no tick, no detach, no drop (each changes ticks, members or the
-            # timeline): its rings are every attached one, all due. The same keys take them as they
+        if memo is not None and memo.holds(tl) and t >= tl.t_last:
+            # The last batch's rings are every attached one, all due. The same keys take them as they
             # are; keys differing in a few places have only those places looked up.
             if memo.keys is not keys:
                 rings = self._followed(metric, memo, keys)
@@ -308,12 +306,7 @@ class Kind:
         tl = self.timeline
         if len(tl.free) > max(64, tl.width >> 1):
             memo = self.memo
-            if (
-                memo is not None
-                and memo.timeline is tl
-                and memo.ticks == tl.ticks
-                and len(memo.rings) == tl.members
-            ):
+            if memo is not None and memo.holds(tl):
                 # in the last batch's order: the next one with these keys is one slice
                 tl.repack(memo.rings)
                 self.memo = Memo(memo.keys, tl, memo.rings)

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.metriccache import MetricCache, MetricCacheConfig, series_key
-from koordlet.metriccache.kind import Series, SeriesKey
 from koordlet.metriccache.timeline import SharedRing
 from koordlet.testing import FakeClock
 from koordshared.runtime.errors import InvalidValue
+from tests.support.counting import count_series_lookups
 
 
 @pytest.fixture
@@ -238,18 +237,8 @@ def test_out_of_order_appends_last_is_greatest_timestamp(cache: MetricCache, fak
     assert cache.latest(api.NODE_CPU_USAGE) == [({}, now - 1, 5.0)]
 
 
-class _CountingDict(dict[SeriesKey, Series]):
-    """A kind's series by key, counting the lookups by key."""
-
-    gets = 0
-
-    def get(self, key: SeriesKey, default: Any = None) -> Any:
-        type(self).gets += 1
-        return super().get(key, default)
-
-
 def test_a_batch_with_a_few_keys_replaced_looks_up_only_those(
-    cache: MetricCache, fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    cache: MetricCache, fake_clock: FakeClock
 ) -> None:
     """A pod replaced among a thousand: the collector's next key tuple differs in one place; the cache
     looks up the new key and the gone one only, and keeps every other series on the timeline."""
@@ -258,13 +247,12 @@ def test_a_batch_with_a_few_keys_replaced_looks_up_only_those(
         cache.append_columns(api.POD_CPU_USAGE, keys, [1.0] * 1000)
         fake_clock.advance(1)
     kind = cache._kinds[api.POD_CPU_USAGE]
-    kind.series = _CountingDict(kind.series)
-    monkeypatch.setattr(_CountingDict, "gets", 0)
+    lookups = count_series_lookups(cache)
     replaced = (*keys[:500], "uid-new", *keys[501:])
     for _ in range(2):
         cache.append_columns(api.POD_CPU_USAGE, replaced, [2.0] * 1000)
         fake_clock.advance(1)
-    assert _CountingDict.gets <= 3
+    assert lookups.n <= 3
     assert kind.timeline.members == 1000
     assert isinstance(kind.series["uid-new"].ring, SharedRing)
     assert not isinstance(kind.series["uid-500"].ring, SharedRing)
