@@ -8,7 +8,10 @@ that misses a tick, gets a second sample in one, or a sample off the timeline mo
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
+from itertools import compress
+from operator import attrgetter, is_not, ne
 
 from koordlet.api.metrics import PROPERTIES
 from koordlet.metriccache.ring import Ring
@@ -61,6 +64,32 @@ class Series:
         self.labels = labels
 
 
+_COL = attrgetter("col")
+
+
+class Memo:
+    """A batch that named every attached series of a kind once, in the order it named them."""
+
+    __slots__ = ("cols", "keys", "rings", "start", "ticks", "timeline")
+
+    def __init__(self, keys: Sequence[SeriesKey], timeline: Timeline, rings: list[SharedRing]) -> None:
+        self.keys = keys if isinstance(keys, tuple) else tuple(keys)
+        self.timeline = timeline
+        self.ticks = timeline.ticks
+        """The timeline's ticks after the batch: a tick since means the memo no longer holds."""
+        self.rings = rings
+        self.cols: list[int] = list(map(_COL, rings))
+        cols = self.cols
+        self.start = cols[0] if cols and cols == list(range(cols[0], cols[0] + len(cols))) else -1
+        """The first of the columns when they are consecutive in the keys' order (one slice a tick), else
+        -1."""
+
+    def holds(self, tl: Timeline) -> bool:
+        """Its rings are still every series attached to ``tl``: no tick, no detach, no drop since (each
+        changes the ticks, the members or the timeline)."""
+        return self.timeline is tl and self.ticks == tl.ticks and len(self.rings) == tl.members
+
+
 class Kind:
     """All series of one metric kind."""
 
@@ -71,8 +100,8 @@ class Kind:
         self.props = PROPERTIES.get(metric)
         self.series: dict[SeriesKey, Series] = {}
         self.timeline = Timeline(capacity)
-        self.memo: tuple[tuple[SeriesKey, ...], Timeline, int, list[SharedRing]] | None = None
-        """The rings of the last batch when it was a tuple of keys naming every attached series (see
+        self.memo: Memo | None = None
+        """The last batch's rings when its keys named every attached series once (see
         :meth:`MetricCache.append_columns`)."""
 
     def private(self, series: Series) -> Ring:
@@ -85,6 +114,7 @@ class Kind:
 
     def forget(self, series: Series) -> None:
         if isinstance(series.ring, SharedRing):
+            series.ring.release()
             self.timeline.members -= 1
 
     def new_series(self, metric: str, key: SeriesKey, tick: int | None = None) -> Series:
@@ -102,29 +132,29 @@ class Kind:
 
     def append_tick(self, metric: str, keys: Sequence[SeriesKey], values: Sequence[float], t: float) -> int:
         """One sample per key at ``t`` (see :meth:`MetricCache.append_columns`)."""
-        known = self.series
         tl = self.timeline
         memo = self.memo
-        if (
-            memo is not None
-            and memo[0] is keys
-            and memo[1] is tl
-            and memo[2] == tl.ticks
-            and len(memo[3]) == tl.members
-            and t >= tl.t_last
-        ):
-            # The same immutable keys as the last batch, and since then no tick, no detach, no drop
-            # (each changes ticks, members or the timeline): the same rings, all attached, all due.
-            rings = memo[3]
-            tick = tl.ticks
-            slot = tick % tl.capacity
-            for shared, value in zip(rings, values, strict=True):
-                shared.vs[slot] = value
-                shared.last = tick
-            tl.push(t)
-            self.memo = (memo[0], tl, tl.ticks, rings)
-            return len(keys)
+        if memo is not None and memo.holds(tl) and t >= tl.t_last:
+            # The last batch's rings are every attached one, all due. The same keys take them as they
+            # are; keys differing in a few places have only those places looked up.
+            if memo.keys is not keys:
+                rings = self._followed(metric, memo, keys)
+                memo = None if rings is None else Memo(keys, tl, rings)
+            if memo is not None:
+                base = tl.ticks % tl.capacity * tl.width
+                block = tl.block
+                start = memo.start
+                if start >= 0:
+                    block[base + start : base + start + len(keys)] = array("d", values)
+                else:
+                    for col, value in zip(memo.cols, values, strict=True):
+                        block[base + col] = value
+                tl.push(t)
+                memo.ticks = tl.ticks
+                self.memo = memo
+                return len(keys)
         self.memo = None
+        known = self.series
         if t < tl.t_last:  # earlier than the timeline's newest tick: appended privately
             for key, value in zip(keys, values, strict=True):
                 series = known.get(key)
@@ -135,39 +165,104 @@ class Kind:
         # Values go into the upcoming tick's slot first; the timestamp is pushed after the series
         # that missed this tick were detached, so they keep the oldest sample it overwrites.
         tick = tl.ticks
-        prev = tick - 1
-        slot = tick % tl.capacity
-        hits = 0
+        tl.reserve(len(keys) - sum(map(known.__contains__, keys)))
         again: list[tuple[Series, float]] = []
         hit_rings: list[SharedRing] = []
+        hit_values: list[float] = []
+        written: set[SharedRing] = set()
         for key, value in zip(keys, values, strict=True):
             series = known.get(key)
             if series is None:
                 series = self.new_series(metric, key, tick)
             ring = series.ring
             if isinstance(ring, SharedRing):
-                if ring.last == prev:
-                    # SharedRing.put, inlined: this line runs for every pod and container each second
-                    ring.vs[slot] = value
-                    ring.last = tick
-                    hits += 1
+                if ring not in written:
+                    written.add(ring)
                     hit_rings.append(ring)
+                    hit_values.append(value)
                 else:  # a second sample in this tick: appended once the tick is in place
                     again.append((series, value))
             else:
                 ring.append(t, value)
+        # columns are settled now: new series may have grown the block
+        base = tick % tl.capacity * tl.width
+        block = tl.block
+        for ring, value in zip(hit_rings, hit_values, strict=True):
+            block[base + ring.col] = value
+        hits = len(hit_rings)
         if hits < tl.members:
             for series in known.values():
                 ring = series.ring
-                if type(ring) is SharedRing and ring.last != tick:
+                if type(ring) is SharedRing and ring not in written:
                     series.ring = ring.detached()
                     tl.members -= 1
         tl.push(t)
         for series, value in again:
             self.private(series).append(t, value)
-        if isinstance(keys, tuple) and hits == len(keys) == tl.members:
-            self.memo = (keys, tl, tl.ticks, hit_rings)
+        if hits == len(keys) == tl.members:
+            memo = Memo(keys, tl, hit_rings)
+            if memo.start < 0 and sum(map(ne, memo.cols, range(hits))) <= max(8, hits >> 3):
+                # a few series out of the batch's order: their columns moved, one slice a tick again
+                tl.widen(hits)
+                tl.line_up([(i, ring) for i, ring in enumerate(hit_rings) if ring.col != i])
+                memo = Memo(keys, tl, hit_rings)
+            self.memo = memo
         return len(keys)
+
+    def _followed(self, metric: str, memo: Memo, keys: Sequence[SeriesKey]) -> list[SharedRing] | None:
+        """The rings for ``keys`` from the last batch's (every attached series) when they differ in a few
+        places; the series no longer listed are detached and new ones attached. ``None``, with nothing
+        changed, when the per-key path must decide (many places differ, a key listed twice or in a
+        spelling other than the canonical one, a private series coming back)."""
+        was, rings = memo.keys, memo.rings
+        n, m = len(keys), len(was)
+        if not m:
+            return None
+        common = min(n, m)
+        # a C-level comparison: the collectors hand in the same key objects where nothing changed
+        places = [*compress(range(common), map(is_not, keys, was)), *range(common, n)]
+        if len(places) > max(8, n >> 3):
+            return None
+        out = {was[i]: rings[i] for i in places if i < m}
+        for i in range(common, m):
+            out[was[i]] = rings[i]
+        known = self.series
+        found: dict[SeriesKey, SharedRing | None] = {}
+        for i in places:
+            key = keys[i]
+            if key in found:
+                return None  # listed twice
+            ring = out.pop(key, None)
+            if ring is None:
+                series = known.get(key)
+                # an attached series not among the changed places is listed at another place too
+                if series is not None or normalize_key(metric, key) != key:
+                    return None
+            found[key] = ring
+        gone: list[Series] = []
+        for key, ring in out.items():
+            series = known.get(key)
+            if series is None or series.ring is not ring:
+                return None
+            gone.append(series)
+        tl = self.timeline
+        if memo.start >= 0:
+            tl.widen(memo.start + n)
+        # the places past the last batch's end hold a placeholder until their ring is set below
+        followed = rings[:n] + rings[:1] * (n - m)
+        for series in gone:
+            self.private(series)
+        for i in places:
+            key = keys[i]
+            ring = found[key]
+            if ring is None:
+                new = self.new_series(metric, key, tl.ticks).ring
+                assert isinstance(new, SharedRing)
+                ring = new
+            followed[i] = ring
+        if memo.start >= 0:
+            tl.line_up([(memo.start + i, followed[i]) for i in places])
+        return followed
 
     def reshare(self) -> int:
         """Put private series back on the timeline once their samples are exactly its newest ticks (a
@@ -203,7 +298,21 @@ class Kind:
             joined += 1
         if joined:
             self.memo = None
+        self.compact()
         return joined
+
+    def compact(self) -> None:
+        """Repack the timeline's block when most of its columns are free (pods gone for good)."""
+        tl = self.timeline
+        if len(tl.free) > max(64, tl.width >> 1):
+            memo = self.memo
+            if memo is not None and memo.holds(tl):
+                # in the last batch's order: the next one with these keys is one slice
+                tl.repack(memo.rings)
+                self.memo = Memo(memo.keys, tl, memo.rings)
+            else:
+                tl.repack([s.ring for s in self.series.values() if type(s.ring) is SharedRing])
+                self.memo = None
 
     def share_restored(self) -> None:
         """Put restored series back on a timeline (the one of the newest series) when their timestamps are

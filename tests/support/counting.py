@@ -25,3 +25,23 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> Calls
 
     monkeypatch.setattr(owner, name, counted)
     return calls
+
+
+class _CountedSeries(dict[Any, Any]):
+    """A metric cache kind's series by key, counting the lookups by key into ``calls``."""
+
+    calls: Calls
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.calls.n += 1
+        return super().get(key, default)
+
+
+def count_series_lookups(cache: Any) -> Calls:
+    """Count a metric cache's lookups of a series by its key, in every kind it has now."""
+    calls = Calls()
+    for kind in cache._kinds.values():
+        counted = _CountedSeries(kind.series)
+        counted.calls = calls
+        kind.series = counted
+    return calls

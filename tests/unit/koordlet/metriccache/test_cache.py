@@ -9,8 +9,10 @@ from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.metriccache import MetricCache, MetricCacheConfig, series_key
+from koordlet.metriccache.timeline import SharedRing
 from koordlet.testing import FakeClock
 from koordshared.runtime.errors import InvalidValue
+from tests.support.counting import count_series_lookups
 
 
 @pytest.fixture
@@ -233,3 +235,28 @@ def test_out_of_order_appends_last_is_greatest_timestamp(cache: MetricCache, fak
     assert agg is not None
     assert (agg["last"], agg["avg"], agg.count, agg.duration) == (5.0, 7.0, 2, 2.0)
     assert cache.latest(api.NODE_CPU_USAGE) == [({}, now - 1, 5.0)]
+
+
+def test_a_batch_with_a_few_keys_replaced_looks_up_only_those(
+    cache: MetricCache, fake_clock: FakeClock
+) -> None:
+    """A pod replaced among a thousand: the collector's next key tuple differs in one place; the cache
+    looks up the new key and the gone one only, and keeps every other series on the timeline."""
+    keys = tuple(f"uid-{i}" for i in range(1000))
+    for _ in range(2):
+        cache.append_columns(api.POD_CPU_USAGE, keys, [1.0] * 1000)
+        fake_clock.advance(1)
+    kind = cache._kinds[api.POD_CPU_USAGE]
+    lookups = count_series_lookups(cache)
+    replaced = (*keys[:500], "uid-new", *keys[501:])
+    for _ in range(2):
+        cache.append_columns(api.POD_CPU_USAGE, replaced, [2.0] * 1000)
+        fake_clock.advance(1)
+    assert lookups.n <= 3
+    assert kind.timeline.members == 1000
+    assert isinstance(kind.series["uid-new"].ring, SharedRing)
+    assert not isinstance(kind.series["uid-500"].ring, SharedRing)
+    got = cache.query(api.POD_CPU_USAGE, window=10, agg="count", labels={"pod_uid": "uid-500"})
+    assert got is not None and got.count == 2
+    new = cache.query(api.POD_CPU_USAGE, window=10, agg="avg", labels={"pod_uid": "uid-new"})
+    assert new is not None and (new.value, new.count) == (2.0, 2)

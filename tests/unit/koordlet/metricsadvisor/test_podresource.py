@@ -16,6 +16,7 @@ from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourc
 from koordlet.system import native
 from koordlet.system.cgroups import CgroupMode
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
+from tests.support.counting import count_series_lookups
 from tests.support.recording import RecordingErrors
 from tests.unit.koordlet.metricsadvisor.conftest import make_host
 
@@ -432,6 +433,15 @@ def test_a_pod_coming_and_going_keeps_the_reader_and_the_other_descriptors(
     assert by_label(cache, api.POD_MEMORY_USAGE, "pod_uid")[pods[5].uid] == 3.0
 
 
+def pods_with_cgroups(fh: Any, n: int) -> list[api.PodInfo]:
+    """``n`` pods of one container each, their cgroups made (no usage yet)."""
+    pods = [make_pod(f"pod-{i}", uid=pod_uid(i), container_ids=[container_id(i)]) for i in range(1, n + 1)]
+    for p in pods:
+        set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=0)
+        set_usage(fh, fh.container_cgroup(p.uid, "containerd://" + p.containers[0].container_id), cpu_ns=0)
+    return pods
+
+
 def test_one_pod_replaced_among_many_costs_a_few_plan_entries(
     host_tree: Any,
     cache: MetricCache,
@@ -443,10 +453,7 @@ def test_one_pod_replaced_among_many_costs_a_few_plan_entries(
     sent the next sweep target by target (together most of the sweep's CPU beyond the reads at 1000 pods
     under churn): now the work is that of the pods that changed, and the sweep stays on whole columns."""
     fh = host_tree
-    pods = [make_pod(f"pod-{i}", uid=pod_uid(i), container_ids=[container_id(i)]) for i in range(1, 302)]
-    for p in pods:
-        set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=0)
-        set_usage(fh, fh.container_cgroup(p.uid, "containerd://" + p.containers[0].container_id), cpu_ns=0)
+    pods = pods_with_cgroups(fh, 301)
     states = FakeStates(pods=pods[:300])
     col = make(fh, cache, states, fake_clock, errors)
     col.collect()
@@ -478,3 +485,33 @@ def test_one_pod_replaced_among_many_costs_a_few_plan_entries(
     assert {t.ident for t in col.targets()} == {p.uid for p in pods[1:]} | {
         p.containers[0].container_id for p in pods[1:]
     }
+
+
+def test_one_pod_replaced_among_many_costs_the_cache_the_changed_keys_only(
+    host_tree: Any,
+    cache: MetricCache,
+    fake_clock: FakeClock,
+    errors: RecordingErrors,
+) -> None:
+    """After a pod of 300 is replaced, the sweeps' keys differ from the last ones in a few places (where
+    the pod was, the ends of the groups): the cache looked every key of six kinds up again, twice (the
+    new pod gets its rates a sweep later); now it looks up the changed ones."""
+    fh = host_tree
+    pods = pods_with_cgroups(fh, 301)
+    states = FakeStates(pods=pods[:300])
+    col = make(fh, cache, states, fake_clock, errors)
+    for _ in range(3):
+        col.collect()
+        fake_clock.advance(1.0)
+    lookups = count_series_lookups(cache)
+    states.pod_list = [*pods[1:150], pods[300], *pods[150:300]]  # pod 0 goes, pod 300 comes
+    for _ in range(3):
+        col.collect()
+        fake_clock.advance(1.0)
+    assert col.updates == 1
+    assert lookups.n <= 6 * 2 * 4  # per kind and sweep: a few places, never all 300
+    assert set(by_label(cache, api.POD_CPU_USAGE, "pod_uid")) >= {p.uid for p in pods[1:]}
+    cpu = cache.query(api.POD_CPU_USAGE, window=2.5, agg="count", labels={"pod_uid": pods[300].uid})
+    assert cpu is not None and cpu.count == 2  # rates from its second sweep on
+    gone = cache.query(api.POD_MEMORY_USAGE, window=2.5, agg="count", labels={"pod_uid": pods[0].uid})
+    assert gone is None
