@@ -136,7 +136,8 @@ def job_events(server: APIServer, job: dict[str, Any]) -> list[tuple[str, str, s
         for e in server.store.list("events")[0]
         if e["involvedObject"].get("name") == job["metadata"]["name"]
     ]
-    evs.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
+    # In the order first observed: a series' count is patched onto its Event later (a newer resourceVersion).
+    evs.sort(key=lambda e: (e.get("eventTime") or "", int(e["metadata"]["resourceVersion"])))
     return [(e["type"], e["reason"], e.get("message", "")) for e in evs]
 
 
