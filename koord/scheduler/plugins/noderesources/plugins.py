@@ -48,6 +48,17 @@ _EVENTS = (
 )
 
 
+def _insufficient(resource: str) -> str:
+    return f"Insufficient {resource}"
+
+
+def _verdict(reasons: list[str], unresolvable: bool) -> Status | None:
+    """NodeResourcesFit's Filter status for ``reasons`` (none: the node fits)."""
+    if not reasons:
+        return None
+    return Status.unresolvable(*reasons) if unresolvable else Status.unschedulable(*reasons)
+
+
 def _pod(state: CycleState, pod: Obj) -> PodInfo:
     return state.pod_info if state.pod_info is not None else PodInfo(pod)
 
@@ -72,15 +83,12 @@ class NodeResourcesFit:
         for name, want in self._wanted(info):
             alloc = node.allocatable.get(name, 0)
             if want > alloc - node.requested.get(name, 0):
-                reasons.append(f"Insufficient {name}")
+                reasons.append(_insufficient(name))
                 unresolvable |= want > alloc
         return reasons, unresolvable
 
     def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status | None:
-        reasons, unresolvable = self.insufficient(_pod(state, pod), node_info)
-        if not reasons:
-            return None
-        return Status.unresolvable(*reasons) if unresolvable else Status.unschedulable(*reasons)
+        return _verdict(*self.insufficient(_pod(state, pod), node_info))
 
     def filter_nodes(self, state: CycleState, pod: Obj, nodes: NodeSet) -> np.ndarray:
         snap, rows = nodes.snapshot, nodes.rows
@@ -113,16 +121,11 @@ class NodeResourcesFit:
             unresolvable |= short & (want > alloc)
         codes |= unresolvable.astype(np.int64) << (len(wanted) + 1)
         distinct, inverse = np.unique(codes, return_inverse=True)
-        reasons = [TOO_MANY_PODS] + [f"Insufficient {name}" for name, _ in wanted]
-        statuses: list[Status | None] = []
-        for code in distinct.tolist():
-            said = [r for bit, r in enumerate(reasons) if code >> bit & 1]
-            if not said:
-                statuses.append(None)
-            elif code >> len(reasons) & 1:
-                statuses.append(Status.unresolvable(*said))
-            else:
-                statuses.append(Status.unschedulable(*said))
+        reasons = [TOO_MANY_PODS] + [_insufficient(name) for name, _ in wanted]
+        statuses = [
+            _verdict([r for bit, r in enumerate(reasons) if code >> bit & 1], bool(code >> len(reasons) & 1))
+            for code in distinct.tolist()
+        ]
         return CodedVerdicts(inverse.reshape(-1), statuses)
 
     def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> int:
