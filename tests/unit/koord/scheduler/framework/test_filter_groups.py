@@ -216,14 +216,24 @@ class Coded:
         return CodedVerdicts(codes[:-1] if self.broken else codes, table)
 
 
-def test_coded_answers_group_like_shared_statuses() -> None:
-    profile = {"plugins": {"multiPoint": {"enabled": [{"name": "Coded"}], "disabled": [{"name": "*"}]}}}
-    h = SchedulerHarness(profile, plugins={"Coded": Coded})
-    for i in range(60):
+def _alone(plugin: Any, n: int) -> SchedulerHarness:
+    """A profile of ``plugin`` alone over nodes ``n-0`` .. ``n-{n-1}``."""
+    profile = {"plugins": {"multiPoint": {"enabled": [{"name": plugin.name}], "disabled": [{"name": "*"}]}}}
+    h = SchedulerHarness(profile, plugins={plugin.name: plugin})
+    for i in range(n):
         h.nodes.put(node(f"n-{i}"))
+    return h
+
+
+def _in_name_order(snapshot: Any, n: int) -> NodeSet:
+    return NodeSet(snapshot, np.array([snapshot.index[f"n-{i}"] for i in range(n)], dtype=np.int64))
+
+
+def test_coded_answers_group_like_shared_statuses() -> None:
+    h = _alone(Coded, 60)
     p = pod("p")
     with h.handle.cycle() as snapshot:
-        nodes = NodeSet(snapshot, np.array([snapshot.index[f"n-{i}"] for i in range(60)], dtype=np.int64))
+        nodes = _in_name_order(snapshot, 60)
         answer = h.framework.instances["Coded"].filter_nodes(CycleState(), p, nodes)
         assert list(answer) == [answer[k] for k in range(60)] == answer[:] and answer[3] is THIRD
         out = verdicts.run_filter(h.framework, verdicts.new_state(p), p, nodes)
@@ -259,14 +269,11 @@ class Explained(Bools):
 
 
 def test_a_boolean_answer_explained_at_once_asks_filter_of_no_rejected_node() -> None:
-    profile = {"plugins": {"multiPoint": {"enabled": [{"name": "Explained"}], "disabled": [{"name": "*"}]}}}
-    h = SchedulerHarness(profile, plugins={"Explained": Explained})
-    for i in range(70):
-        h.nodes.put(node(f"n-{i}"))
+    h = _alone(Explained, 70)
     p = pod("p")
     Explained.calls = 0
     with h.handle.cycle() as snapshot:
-        nodes = NodeSet(snapshot, np.array([snapshot.index[f"n-{i}"] for i in range(70)], dtype=np.int64))
+        nodes = _in_name_order(snapshot, 70)
         found = h.framework.find_feasible(verdicts.new_state(p), p, nodes, want=20)
         got = found.statuses()
     assert Explained.calls == 0
