@@ -292,6 +292,48 @@ int kn_reader_read(kn_reader *r, int64_t *values, int *status) {
     return failed;
 }
 
+/* Beyond 2^53 an int64 is not exact as a double, and Python divides such ints exactly: those take the
+ * per-target sweep, so both paths give the same floats. */
+#define KN_EXACT ((int64_t)1 << 53)
+
+int kn_sweep_rates(const int64_t *values, const int *o_cpu, const int *o_mem, const int *o_thr, int n,
+                   int64_t cpu_scale, double dt, double limit_ns, int64_t *base_cpu, int64_t *base_per,
+                   int64_t *base_thr, unsigned char *fresh, double *cpu_out, double *mem_out, double *thr_out) {
+    const double denom = dt * 1e9;
+    /* every check before any baseline moves: a refused sweep leaves the caller's state as it was */
+    for (int j = 0; j < n; j++) {
+        int64_t ns, mem, a = values[o_mem[j]], b = values[o_mem[j] + 1], c = values[o_mem[j] + 2];
+        int64_t per = values[o_thr[j]], thr = values[o_thr[j] + 1], raw = values[o_cpu[j]];
+        if (raw == INT64_MIN || a == INT64_MIN || b == INT64_MIN || c == INT64_MIN || per == INT64_MIN ||
+            thr == INT64_MIN)
+            return 1;
+        if (__builtin_mul_overflow(raw, cpu_scale, &ns) || __builtin_add_overflow(a, b, &mem) ||
+            __builtin_add_overflow(mem, c, &mem) || mem >= KN_EXACT || mem <= -KN_EXACT)
+            return 1;
+        mem_out[j] = (double)mem;
+        if (fresh[j]) {
+            cpu_out[j] = thr_out[j] = 0.0;
+            continue;
+        }
+        int64_t dcpu, dper, dthr;
+        if (__builtin_sub_overflow(ns, base_cpu[j], &dcpu) || __builtin_sub_overflow(per, base_per[j], &dper) ||
+            __builtin_sub_overflow(thr, base_thr[j], &dthr))
+            return 1;
+        if (dcpu < 0 || dper < 0 || dthr < 0 || dcpu >= KN_EXACT || dper >= KN_EXACT || dthr >= KN_EXACT ||
+            (double)dcpu > limit_ns)
+            return 1;
+        cpu_out[j] = (double)dcpu / denom;
+        thr_out[j] = dper ? (double)dthr / (double)dper : 0.0;
+    }
+    for (int j = 0; j < n; j++) {
+        base_cpu[j] = values[o_cpu[j]] * cpu_scale;
+        base_per[j] = values[o_thr[j]];
+        base_thr[j] = values[o_thr[j] + 1];
+        fresh[j] = 0;
+    }
+    return 0;
+}
+
 static int write_one(const char *path, const char *data, size_t len) {
     int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
     if (fd < 0) return errno;

@@ -43,6 +43,17 @@ int kn_reader_read(kn_reader *r, int64_t *values, int *status);
 /* Descriptors currently held (for leak tests). */
 int kn_reader_open_fds(const kn_reader *r);
 
+/* The pod sweep's fast path over n targets of one read (koordlet.metricsadvisor.podcolumns): target j's
+ * CPU counter is values[o_cpu[j]] times cpu_scale (ns), its memory the sum of the three slots from
+ * o_mem[j], its throttling periods and throttled counts the two slots from o_thr[j]. Against the
+ * baselines base_cpu/base_per/base_thr (none where fresh[j] != 0) it writes cpu_out[j] = CPU ns delta /
+ * (dt * 1e9), mem_out[j], thr_out[j] = throttled delta / periods delta (0 without periods), then stores
+ * the new baselines and clears fresh. Returns 0; or 1, having changed no baseline, when a per-target
+ * sweep must decide: a missing or overflowing value, a counter going back, a CPU delta above limit_ns. */
+int kn_sweep_rates(const int64_t *values, const int *o_cpu, const int *o_mem, const int *o_thr, int n,
+                   int64_t cpu_scale, double dt, double limit_ns, int64_t *base_cpu, int64_t *base_per,
+                   int64_t *base_thr, unsigned char *fresh, double *cpu_out, double *mem_out, double *thr_out);
+
 /* Ordered writes: open(O_WRONLY|O_TRUNC|O_CLOEXEC) (no O_CREAT: a gone cgroup stays gone), one write
  * of the whole value, close.
  * errs[i] is 0 or the positive errno (EIO for a short write). Returns the number of failures. */

@@ -1,11 +1,12 @@
 """The pod sweep's arithmetic: one sweep's batch-read values into CPU, memory and throttling samples.
 
 Layer: ``koordlet.metricsadvisor``. :class:`Columns` keeps the baselines of every target of one sweep plan
-by plan position (pods first, then containers) and computes the rates in two ways over the same store:
-:meth:`Columns.sweep`, whole columns at once (``itemgetter`` gathers and ``map(sub)``) when nothing in the
-sweep is unusual, and :meth:`Columns.sweep_checked`, target by target, which accounts for each unusual
-case (a gone or malformed file, a missing baseline, a reset, a clock step, a rate above capacity). Both
-give the same samples; the first answers ``None`` without changing anything when it cannot.
+by plan position (pods first, then containers) and computes the rates in two ways: :meth:`Columns.sweep`,
+whole columns at once when nothing in the sweep is unusual (one C call over the C reader's buffers, the
+baselines then kept in C arrays; ``itemgetter`` gathers and ``map(sub)`` over the pure-Python reader's
+lists), and :meth:`Columns.sweep_checked`, target by target, which accounts for each unusual case (a gone
+or malformed file, a missing baseline, a reset, a clock step, a rate above capacity). All give the same
+samples; the column sweep answers ``None`` without changing anything when it cannot.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from koordlet import api
 from koordlet.api.metrics import CONTAINER_MEMORY_USAGE_WITH_PAGE_CACHE, POD_MEMORY_USAGE_WITH_PAGE_CACHE
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.targets import POD, Target
-from koordlet.system.batchread import GONE_STATUSES, MISSING
+from koordlet.system import native
+from koordlet.system.batchread import GONE_STATUSES, MISSING, BatchReader
 
 Gather = Callable[[Sequence[int]], tuple[int, ...]]
 _MALFORMED_STATUSES = frozenset({-errno.EINVAL, -errno.ERANGE, -errno.EOVERFLOW})
@@ -126,9 +128,19 @@ class Columns:
     A plan can also follow its reader's in-place changes (:meth:`swap`, :meth:`pop`, :meth:`append`, then
     :meth:`regroup`): a pod coming or going then costs a few entries, not a new plan of every target."""
 
-    def __init__(self, plan: Sequence[Plan], cpu_scale: int, carried: Columns | None = None) -> None:
+    def __init__(
+        self,
+        plan: Sequence[Plan],
+        cpu_scale: int,
+        carried: Columns | None = None,
+        fast: native.NativeSweep | None = None,
+    ) -> None:
         self.plan = list(plan)
         self.cpu_scale = cpu_scale
+        self._fast = fast
+        """The C column sweep over the reader's own buffers (the C reader's), else the sweep in Python."""
+        self._in_c = False
+        """The baselines are in ``_fast``'s arrays (moved there by a C sweep): the lists here are stale."""
         self.regroup()
         n = len(plan)
         # Baselines by plan position: the CPU counter (ns) and the throttling counters, each with the time
@@ -154,6 +166,11 @@ class Columns:
         pods = sum(map(_IS_POD, plan))
         if any(map(_IS_POD, islice(plan, pods, None))):
             raise ValueError("the plan must list the pods first")
+        fast = self._fast
+        if fast is not None:
+            if self._in_c:
+                self._counts()  # a new plan clears the C baselines: the lists take them back first
+            fast.plan(list(map(_O_CPU, plan)), list(map(_O_MEM, plan)), list(map(_O_THR, plan)))
         self.groups = (
             _Group(plan[:pods], 0, api.POD_CPU_USAGE, api.POD_MEMORY_USAGE, api.POD_CPU_THROTTLED),
             _Group(
@@ -166,8 +183,12 @@ class Columns:
         )
 
     def _counts(self) -> tuple[list[int], list[int], list[int]]:
-        """The baseline counters as lists (the fast sweep leaves tuples)."""
-        if not isinstance(self.cpu_ns, list):
+        """The baseline counters as lists (the fast sweep leaves tuples, or its C arrays)."""
+        if self._in_c:
+            assert self._fast is not None
+            self.cpu_ns, self.periods, self.throttled = self._fast.baselines()
+            self._in_c = False
+        elif not isinstance(self.cpu_ns, list):
             self.cpu_ns, self.periods, self.throttled = (
                 list(self.cpu_ns),
                 list(self.periods),
@@ -247,19 +268,61 @@ class Columns:
         self._counts()
 
     def sweep(
-        self, status: Sequence[int], values: Sequence[int], t: float, max_gap: float, max_ns_per_s: float
+        self, reader: BatchReader, t: float, max_gap: float, max_ns_per_s: float
     ) -> list[Output] | None:
-        """The sweep's samples as whole columns, or ``None`` (nothing changed) when the checked sweep must
-        decide: a failed read, a missing value or baseline (but those of the targets new since the last
-        sweep), a clock step, a reset, a rate above capacity."""
+        """The samples of ``reader``'s last fill (one without a failed file) as whole columns, or ``None``
+        (nothing changed) when the checked sweep must decide: a missing value or baseline (but those of
+        the targets new since the last sweep), a clock step, a reset, a rate above capacity."""
         t_prev = self.t_prev
-        if t_prev is None or any(status) or MISSING in values:
+        if t_prev is None:
             return None
         dt = t - t_prev
         if not 0.0 < dt <= max_gap:
             return None
+        fast = self._fast
+        if fast is None:
+            parts = self._sweep_lists(reader.results().values, dt, max_ns_per_s * dt)
+        else:
+            if not self._in_c:
+                if not fast.load(self.cpu_ns, self.periods, self.throttled, self.fresh):
+                    return None
+                self._in_c = True
+            got = fast.run(self.cpu_scale, dt, max_ns_per_s * dt)
+            if got is None:
+                return None
+            cpu_v, mem_v, thr_v = got
+            parts = []
+            for g in self.groups:
+                lo, hi = g.start, g.start + len(g.idents)
+                parts.append((g, cpu_v[lo:hi], mem_v[lo:hi], thr_v[lo:hi]))
+        if parts is None:
+            return None
+        fresh = self.fresh
+        out: list[Output] = []
+        for g, cpu_v, mem_v, thr_v in parts:
+            cpu_m, mem_m, thr_m = g.metrics
+            rated: Sequence[str] = g.idents
+            # a new target has no rate yet: its memory only
+            new = sorted((j - g.start for j in fresh if 0 <= j - g.start < len(rated)), reverse=True)
+            if new:
+                rated = list(rated)
+                for k in new:  # from the last: each deletion leaves the places before it
+                    del rated[k], cpu_v[k], thr_v[k]
+            out.append(Output(cpu_m, rated, cpu_v))
+            out.append(Output(mem_m, g.idents, mem_v))
+            out.append(Output(thr_m, rated, thr_v))
+        self.t_prev = t
+        self.fresh = set()
+        return out
+
+    def _sweep_lists(
+        self, values: Sequence[int], dt: float, limit: float
+    ) -> list[tuple[_Group, list[float], list[float], list[float]]] | None:
+        """The column sweep in Python (the pure-Python reader's): each group's CPU rates, memory and
+        throttled ratios, the baselines moved on; ``None`` with nothing changed as :meth:`sweep` says."""
+        if MISSING in values:
+            return None
         sub, scale = operator.sub, self.cpu_scale
-        limit = max_ns_per_s * dt
         fresh = self.fresh
         computed = []
         for g in self.groups:
@@ -271,39 +334,27 @@ class Columns:
             periods, throttled = g.periods(values), g.throttled(values)
             per_d = list(map(sub, periods, islice(self.periods, g.start, None)))
             thr_d = list(map(sub, throttled, islice(self.throttled, g.start, None)))
-            # a new target has no rate yet: nothing of it to check, and no rate to give (below)
-            new = sorted((j - g.start for j in fresh if 0 <= j - g.start < len(ns)), reverse=True)
-            for k in new:
+            # a new target has no rate to check (its values are dropped by the caller)
+            for k in (j - g.start for j in fresh if 0 <= j - g.start < len(ns)):
                 cpu_d[k] = per_d[k] = thr_d[k] = 0
             if cpu_d and (min(cpu_d) < 0 or max(cpu_d) > limit or min(per_d) < 0 or min(thr_d) < 0):
                 return None
-            computed.append((g, ns, periods, throttled, cpu_d, per_d, thr_d, new))
-        out: list[Output] = []
+            computed.append((g, ns, periods, throttled, cpu_d, per_d, thr_d))
+        parts = []
         denom = dt * 1e9
-        for g, _ns, _periods, _throttled, cpu_d, per_d, thr_d, new in computed:
+        for g, _ns, _periods, _throttled, cpu_d, per_d, thr_d in computed:
             ga, gb, gc = g.mem
-            cpu_m, mem_m, thr_m = g.metrics
-            cpu_v = [d / denom for d in cpu_d]
-            thr_v = [dt_ / dp if dp else 0.0 for dp, dt_ in zip(per_d, thr_d, strict=True)]
-            rated: Sequence[str] = g.idents
-            if new:
-                rated = list(rated)
-                for k in new:  # from the last: each deletion leaves the places before it
-                    del rated[k], cpu_v[k], thr_v[k]
-            out.append(Output(cpu_m, rated, cpu_v))
-            out.append(
-                Output(
-                    mem_m,
-                    g.idents,
+            parts.append(
+                (
+                    g,
+                    [d / denom for d in cpu_d],
                     [float(a + b + c) for a, b, c in zip(ga(values), gb(values), gc(values), strict=True)],
+                    [dt_ / dp if dp else 0.0 for dp, dt_ in zip(per_d, thr_d, strict=True)],
                 )
             )
-            out.append(Output(thr_m, rated, thr_v))
         (_, ns_p, per_p, thr_p, *_), (_, ns_c, per_c, thr_c, *_) = computed
         self.cpu_ns, self.periods, self.throttled = ns_p + ns_c, per_p + per_c, thr_p + thr_c
-        self.t_prev = t
-        self.fresh = set()
-        return out
+        return parts
 
     def sweep_checked(
         self,

@@ -4,7 +4,8 @@ For every pod and container dir of ``states.pods()`` one call of the batch reade
 descriptors cached across sweeps, the CPU counter, ``memory.stat`` (the working set; with page-cache
 collection on, the page cache too) and ``cpu.stat`` (throttling). When the pod list changes, only the pods
 that changed have their dirs worked out, and the reader and the sweep plan follow them in place (a new
-reader only when most targets are new). The arithmetic (rates, resets, gone cgroups) is :mod:`.podcolumns`'.
+reader only when most targets are new). The arithmetic (rates, resets, gone cgroups) is :mod:`.podcolumns`';
+a steady sweep turns no value read into a Python int (the C reader's buffers go to its C column sweep).
 Details: ``docs/modules.md``."""
 
 from __future__ import annotations
@@ -215,7 +216,9 @@ class PodResourceCollector:
         self._npods = sum(1 for t in ordered if t.kind == POD)
         plan = make_plan(self._v2, len(self._files), ordered, self._reader.layout.offsets)
         # the baselines of the targets that stay are carried over, by key
-        self._columns = Columns(plan, 1000 if self._v2 else 1, carried=self._columns)
+        self._columns = Columns(
+            plan, 1000 if self._v2 else 1, carried=self._columns, fast=native.fast_sweep(self._reader)
+        )
 
     def _update(self, reader: BatchReader, gone: list[Target], fresh: dict[Target, list[str]]) -> None:
         """Follow a few targets coming and going in place: the reader stays dense, pods first, every file
@@ -276,20 +279,21 @@ class PodResourceCollector:
 
     def _sweep(self) -> None:
         self._sync_targets()
-        assert self._reader is not None
-        res = self._reader.read()
+        reader = self._reader
+        assert reader is not None
+        failed = reader.fill()
         t = self._clock()
-        status, values = res.status, res.values
         cap_state = self._shared.get(fw.CPU_COUNT)
         max_ns_per_s = (cap_state.value * fw.CAPACITY_SLACK if cap_state is not None else 1e9) * 1e9
         columns = self._columns
         # The fast path writes no memory-with-page-cache series, so it stands aside when they are asked for.
         page_cache = self.config.with_page_cache
-        out = None if page_cache else columns.sweep(status, values, t, self._max_gap, max_ns_per_s)
+        out = None if page_cache or failed else columns.sweep(reader, t, self._max_gap, max_ns_per_s)
         errs = None
         if out is None:
+            res = reader.results()
             out, errs = columns.sweep_checked(
-                status, values, t, self._max_gap, max_ns_per_s, v2=self._v2, page_cache=page_cache
+                res.status, res.values, t, self._max_gap, max_ns_per_s, v2=self._v2, page_cache=page_cache
             )
         for metric, col_keys, col_values in out:
             if col_keys:

@@ -140,6 +140,14 @@ class BatchReader(Protocol):
 
     def read(self) -> ReadResults: ...
 
+    def fill(self) -> int:
+        """Read every file and keep the results (``results``); the number of files that failed."""
+        ...
+
+    def results(self) -> ReadResults:
+        """The last ``fill``'s results (``ValueError`` if none since the files last changed)."""
+        ...
+
     def swap(self, i: int, j: int) -> None:
         """Files ``i`` and ``j`` (same kind and keys) trade paths and held descriptors."""
         ...
@@ -239,6 +247,7 @@ class PyBatchReader:
         self._bufsize = bufsize
         self._fds: list[int] = []
         self._lock = threading.Lock()
+        self._last: ReadResults | None = None
         # key -> slot indexes within the file (a key may be asked twice, as the C side allows)
         self._want: list[dict[bytes, list[int]]] = []
         # (key, "\nkey ", "key ", "\nkey\n") per key; None where a key repeats (slow path only)
@@ -285,6 +294,20 @@ class PyBatchReader:
             os.close(fd)
 
     def read(self) -> ReadResults:
+        self.fill()
+        return self.results()
+
+    def fill(self) -> int:
+        res = self._read()
+        self._last = res
+        return sum(map(bool, res.status))
+
+    def results(self) -> ReadResults:
+        if self._last is None or self._last.layout is not self.layout:
+            raise ValueError("no read to give the results of")
+        return self._last
+
+    def _read(self) -> ReadResults:
         layout = self.layout
         status = [0] * len(layout.paths)
         values = [MISSING] * layout.slots

@@ -70,6 +70,8 @@ class NativeBatchReader:
         self._cap = n
         self._lock = threading.Lock()
         self._closed = False
+        self._filled = False
+        """A read has filled the buffers since the files last changed (``results`` has something to give)."""
 
     def _check(self, rc: int, what: str) -> None:
         if rc < 0:
@@ -79,13 +81,13 @@ class NativeBatchReader:
         with self._lock:
             layout = self.layout.swapped(i, j)
             self._check(int(_native.lib.kn_reader_swap(self._handle, i, j)), "kn_reader_swap")
-            self.layout = layout
+            self.layout, self._filled = layout, False
 
     def truncate(self, n: int) -> None:
         with self._lock:
             layout = self.layout.truncated(n)
             self._check(int(_native.lib.kn_reader_truncate(self._handle, n)), "kn_reader_truncate")
-            self.layout, self._n = layout, n
+            self.layout, self._n, self._filled = layout, n, False
 
     def extend(
         self, paths: Sequence[str | Path], kinds: Sequence[FileKind], keys: Sequence[Sequence[str]]
@@ -114,7 +116,7 @@ class NativeBatchReader:
                 if rc < 0:
                     lib.kn_reader_truncate(self._handle, self._n)
                     raise OSError(-rc, os.strerror(-rc), path)
-            self.layout, self._n = layout, n
+            self.layout, self._n, self._filled = layout, n, False
             # buffers for as many values as the capacity can hold without asking again
             if len(self._status) < n:
                 self._status = ffi.new("int[]", self._cap)
@@ -123,13 +125,30 @@ class NativeBatchReader:
                 self._values = ffi.new("int64_t[]", max(layout.slots, per_file * self._cap))
 
     def read(self) -> ReadResults:
-        ffi, lib = _native.ffi, _native.lib
         with self._lock:
-            if self._closed:
-                raise ValueError("read from a closed batch reader")
-            lib.kn_reader_read(self._handle, self._values, self._status)
-            status: list[int] = ffi.unpack(self._status, self._n)
-            values: list[int] = ffi.unpack(self._values, self.layout.slots)
+            self._fill()
+            return self._results()
+
+    def fill(self) -> int:
+        with self._lock:
+            return self._fill()
+
+    def results(self) -> ReadResults:
+        with self._lock:
+            if not self._filled:
+                raise ValueError("no read to give the results of")
+            return self._results()
+
+    def _fill(self) -> int:
+        if self._closed:
+            raise ValueError("read from a closed batch reader")
+        self._filled = True
+        return int(_native.lib.kn_reader_read(self._handle, self._values, self._status))
+
+    def _results(self) -> ReadResults:
+        ffi = _native.ffi
+        status: list[int] = ffi.unpack(self._status, self._n)
+        values: list[int] = ffi.unpack(self._values, self.layout.slots)
         return ReadResults(self.layout, status, values)
 
     def open_fds(self) -> int:
@@ -149,6 +168,121 @@ class NativeBatchReader:
         self, _et: type[BaseException] | None, _ev: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class NativeSweep:
+    """The pod sweep's fast path in C (``kn_sweep_rates``) over the last read of one native reader: the
+    plan's offsets and the baselines are C arrays, so a steady sweep turns no read value into a Python
+    int and does its arithmetic in one call; only the rates and memory come back, as floats.
+
+    The caller owns the plan (:meth:`plan` after each change of it) and moves baselines in and out
+    (:meth:`load`, :meth:`baselines`) around its own per-target sweep."""
+
+    def __init__(self, reader: NativeBatchReader) -> None:
+        self._reader = reader
+        self._n = 0
+        self._need = 0
+        """Slots the plan reads: the reader's last read must have at least these."""
+        self.plan((), (), ())
+
+    def plan(self, o_cpu: Sequence[int], o_mem: Sequence[int], o_thr: Sequence[int]) -> None:
+        """Target ``j`` reads its CPU counter at slot ``o_cpu[j]``, memory at the three from ``o_mem[j]``,
+        throttling at the two from ``o_thr[j]``. The baselines are cleared (:meth:`load` them)."""
+        n = len(o_cpu)
+        if not n == len(o_mem) == len(o_thr):
+            raise ValueError("the plan's offset columns differ in length")
+        if n and min(*o_cpu, *o_mem, *o_thr) < 0:
+            raise ValueError("a negative slot offset")
+        ffi = _native.ffi
+        size = max(1, n)
+        self._o_cpu: Any = ffi.new("int[]", list(o_cpu) or [0])
+        self._o_mem: Any = ffi.new("int[]", list(o_mem) or [0])
+        self._o_thr: Any = ffi.new("int[]", list(o_thr) or [0])
+        self._base: tuple[Any, Any, Any] = (
+            ffi.new("int64_t[]", size),
+            ffi.new("int64_t[]", size),
+            ffi.new("int64_t[]", size),
+        )
+        self._fresh: Any = ffi.new("unsigned char[]", size)
+        self._out: tuple[Any, Any, Any] = (
+            ffi.new("double[]", size),
+            ffi.new("double[]", size),
+            ffi.new("double[]", size),
+        )
+        self._n = n
+        self._need = max((max(o_cpu) + 1, max(o_mem) + 3, max(o_thr) + 2)) if n else 0
+
+    def load(
+        self, cpu_ns: Sequence[int], periods: Sequence[int], throttled: Sequence[int], fresh: set[int]
+    ) -> bool:
+        """The baselines by plan position; ``fresh``: the positions that have none yet. False (the C
+        sweep cannot take them) when a baseline does not fit in 64 bits."""
+        n = self._n
+        if not n == len(cpu_ns) == len(periods) == len(throttled):
+            raise ValueError("baselines and plan differ in length")
+        if any(not 0 <= j < n for j in fresh):
+            raise ValueError("a fresh position outside the plan")
+        if n:
+            try:
+                for arr, column in zip(self._base, (cpu_ns, periods, throttled), strict=True):
+                    arr[0:n] = column
+            except OverflowError:
+                return False
+        flags = self._fresh
+        _native.ffi.memmove(flags, bytes(len(flags)), len(flags))
+        for j in fresh:
+            flags[j] = 1
+        return True
+
+    def baselines(self) -> tuple[list[int], list[int], list[int]]:
+        unpack, n = _native.ffi.unpack, self._n
+        cpu_ns: list[int] = unpack(self._base[0], n)
+        periods: list[int] = unpack(self._base[1], n)
+        throttled: list[int] = unpack(self._base[2], n)
+        return cpu_ns, periods, throttled
+
+    def run(
+        self, cpu_scale: int, dt: float, limit_ns: float
+    ) -> tuple[list[float], list[float], list[float]] | None:
+        """CPU rates, memory and throttled ratios by plan position, the baselines moved on; or ``None``,
+        nothing changed, when a per-target sweep must decide (see ``kn_sweep_rates``)."""
+        reader, n = self._reader, self._n
+        with reader._lock:
+            if not reader._filled or reader.layout.slots < self._need:
+                return None
+            cpu, mem, thr = self._out
+            base_cpu, base_per, base_thr = self._base
+            rc = int(
+                _native.lib.kn_sweep_rates(
+                    reader._values,
+                    self._o_cpu,
+                    self._o_mem,
+                    self._o_thr,
+                    n,
+                    cpu_scale,
+                    dt,
+                    limit_ns,
+                    base_cpu,
+                    base_per,
+                    base_thr,
+                    self._fresh,
+                    cpu,
+                    mem,
+                    thr,
+                )
+            )
+        if rc:
+            return None
+        unpack = _native.ffi.unpack
+        cpu_v: list[float] = unpack(cpu, n)
+        mem_v: list[float] = unpack(mem, n)
+        thr_v: list[float] = unpack(thr, n)
+        return cpu_v, mem_v, thr_v
+
+
+def fast_sweep(reader: batchread.BatchReader) -> NativeSweep | None:
+    """The C fast sweep over ``reader``'s reads when it is the C reader, else ``None``."""
+    return NativeSweep(reader) if isinstance(reader, NativeBatchReader) else None
 
 
 def open_batch_reader(

@@ -37,7 +37,7 @@ def scenario(seed: int) -> list[dict[str, Any]]:
 
 
 def run(
-    fh: Any, steps: list[dict[str, Any]], seed: int
+    fh: Any, steps: list[dict[str, Any]], seed: int, *, force_python: bool = False
 ) -> tuple[Dump, dict[tuple[str, str], int], list[float]]:
     rng = random.Random(seed + 1)
     clock = FakeClock()
@@ -48,7 +48,7 @@ def run(
     dirs = {i: (fh.pod_cgroup(p.uid), fh.container_cgroup(p.uid, container_id(i))) for i, p in pods.items()}
     counters = {d: [0, 0, 0] for pair in dirs.values() for d in pair}  # cpu ns, periods, throttled
     states = FakeStates()
-    col = make(fh, cache, states, clock, errors, shared)
+    col = make(fh, cache, states, clock, errors, shared, force_python=force_python)
     sums: list[float] = []
     for step in steps:
         states.pod_list = [pods[i] for i in step["live"]]
@@ -67,6 +67,7 @@ def run(
         got = shared.get(fw.PODS_CPU)
         sums.append(-1.0 if got is None else got.value)
         clock.advance(step["dt"])
+    assert (col._columns._fast is None) is force_python  # the C sweep where the C reader reads
     dump: Dump = {}
     for metric in cache.metrics():
         kind = cache._kinds[metric]
@@ -78,8 +79,16 @@ def run(
     return dump, dict(errors.counts), sums
 
 
+IMPLS = [pytest.param(False, id="c", marks=pytest.mark.native), pytest.param(True, id="python")]
+
+
+@pytest.mark.parametrize("force_python", IMPLS)
 @pytest.mark.parametrize("seed", range(6))
-def test_fast_path_equals_the_loop(host_tree: Any, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fast_path_equals_the_loop(
+    host_tree: Any, seed: int, force_python: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The column sweep, in C over the C reader's buffers or in Python over the pure-Python reader's lists,
+    gives what the loop gives."""
     steps = scenario(seed)
     taken = 0
     real = podcolumns.Columns.sweep
@@ -91,17 +100,19 @@ def test_fast_path_equals_the_loop(host_tree: Any, seed: int, monkeypatch: pytes
         return out
 
     monkeypatch.setattr(podcolumns.Columns, "sweep", counting)
-    fast = run(host_tree, steps, seed)
+    fast = run(host_tree, steps, seed, force_python=force_python)
     assert taken >= 5  # the fast path did run, not only the loop
     monkeypatch.setattr(podcolumns.Columns, "sweep", lambda *_a: None)
-    loop = run(host_tree, steps, seed)
+    loop = run(host_tree, steps, seed, force_python=force_python)
     assert fast[0] == loop[0]
     assert fast[1] == loop[1]
     assert fast[2] == loop[2]
     assert fast[0][api.POD_CPU_USAGE]  # rates were produced at all
 
 
-def run_churn(fh: Any, seed: int) -> tuple[Dump, dict[tuple[str, str], int], list[float]]:
+def run_churn(
+    fh: Any, seed: int, *, force_python: bool = False
+) -> tuple[Dump, dict[tuple[str, str], int], list[float]]:
     """Ten pods coming and going, restarting their container (a new ID) and being re-listed unchanged
     (a new object, the same dirs), two containers each, over 30 sweeps."""
     rng = random.Random(seed)
@@ -117,7 +128,7 @@ def run_churn(fh: Any, seed: int) -> tuple[Dump, dict[tuple[str, str], int], lis
 
     live = {i: pod(i) for i in range(1, 8)}
     states = FakeStates()
-    col = make(fh, cache, states, clock, errors, shared)
+    col = make(fh, cache, states, clock, errors, shared, force_python=force_python)
     counters: dict[str, int] = {}
     made: dict[tuple[str, ...], list[str]] = {}
     sums: list[float] = []
@@ -155,9 +166,10 @@ def run_churn(fh: Any, seed: int) -> tuple[Dump, dict[tuple[str, str], int], lis
     return dump, dict(errors.counts), sums
 
 
+@pytest.mark.parametrize("force_python", IMPLS)
 @pytest.mark.parametrize("seed", range(3))
 def test_churn_followed_in_place_equals_a_rebuild(
-    host_tree: Any, seed: int, monkeypatch: pytest.MonkeyPatch
+    host_tree: Any, seed: int, force_python: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The reader and the plan following pods coming and going in place give the samples a new reader
     and plan built at each change give (the column sweep giving the new targets' first samples)."""
@@ -172,7 +184,7 @@ def test_churn_followed_in_place_equals_a_rebuild(
         return out
 
     monkeypatch.setattr(podcolumns.Columns, "sweep", counting)
-    in_place = run_churn(host_tree, seed)
+    in_place = run_churn(host_tree, seed, force_python=force_python)
     assert with_new >= 3
 
     def rebuild(col: PodResourceCollector, _reader: Any, _gone: Any, fresh: Any) -> None:
@@ -180,7 +192,7 @@ def test_churn_followed_in_place_equals_a_rebuild(
         col.updates += 1
 
     monkeypatch.setattr(PodResourceCollector, "_update", rebuild)
-    rebuilt = run_churn(host_tree, seed)
+    rebuilt = run_churn(host_tree, seed, force_python=force_python)
     assert in_place[0] == rebuilt[0]
     assert in_place[1] == rebuilt[1]
     # the plans list the pods in different orders: their sums differ in the last bits only

@@ -487,6 +487,44 @@ def test_one_pod_replaced_among_many_costs_a_few_plan_entries(
     }
 
 
+@pytest.mark.native
+def test_a_steady_sweep_turns_no_read_value_into_a_python_int(
+    host_tree: Any,
+    cache: MetricCache,
+    fake_clock: FakeClock,
+    errors: RecordingErrors,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every sweep unpacked the whole read (six ints a target) and did its arithmetic in Python, about as
+    much CPU as the reads at 100 pods: now a steady sweep is one C call over the reader's buffers, and
+    only a sweep the checked path takes (the baseline round, a malformed or gone file) unpacks the read."""
+    fh = host_tree
+    pods = pods_with_cgroups(fh, 20)
+    states = FakeStates(pods=pods)
+    col = make(fh, cache, states, fake_clock, errors)
+    unpacked = 0
+    real = native.NativeBatchReader.results
+
+    def counting(reader: native.NativeBatchReader) -> Any:
+        nonlocal unpacked
+        unpacked += 1
+        return real(reader)
+
+    monkeypatch.setattr(native.NativeBatchReader, "results", counting)
+    col.collect()
+    assert unpacked == 1  # the baseline round: target by target
+    for _ in range(5):
+        fake_clock.advance(1.0)
+        col.collect()
+    assert unpacked == 1
+    assert len(by_label(cache, api.POD_CPU_USAGE, "pod_uid")) == 20
+    fh.write_cgroup("memory.stat", fh.pod_cgroup(pods[3].uid), "total_active_anon x\nactive_anon x\n")
+    fake_clock.advance(1.0)
+    col.collect()
+    assert unpacked == 2  # a malformed file: the checked sweep tells which series to skip
+    assert errors.kind(fw.ERR_MALFORMED) == 1
+
+
 def test_one_pod_replaced_among_many_costs_the_cache_the_changed_keys_only(
     host_tree: Any,
     cache: MetricCache,
