@@ -116,6 +116,7 @@ def test_memory_qos_and_system_config_written_then_restored_at_stop(
                 soft(ls_c.cgroup_dir) == 128 * MIB
                 and soft(be.cgroup_dir) == 0
                 and (VM / "min_free_kbytes").read_text().strip() == str(want_min_free)
+                and (VM / "watermark_scale_factor").read_text().strip() == str(want_wsf)
             ),
             20,
             step=0.2,
