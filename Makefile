@@ -56,7 +56,7 @@ cluster-stop: $(STAMP)
 	$(BIN)/python -m tests.realcluster down
 
 lint: $(STAMP)
-	$(BIN)/ruff check koordlet koordshared koord qosplugins tests bench .ci
+	$(BIN)/ruff check koordlet koordshared koord qosplugins tests bench .ci deploy setup.py
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python .ci/deadcode.py

@@ -1,5 +1,5 @@
-"""Generate the Device CustomResourceDefinition (``scheduling.koordinator.sh/v1alpha1``) that koord-scheduler's
-DeviceShare plugin reads.
+"""Generate the Device CustomResourceDefinition (``scheduling.koordinator.sh/v1alpha1``) that
+koord-scheduler's DeviceShare plugin reads.
 
 The YAML file next to this script is its output; edit the schema here and run
 ``python deploy/scheduler/crds/gen_device_crd.py`` (``--check`` exits 1 when the file is out of date, as the
