@@ -36,7 +36,8 @@ _NO_NAMESPACE_CHECK = {("", "namespaces"), ("authentication.k8s.io", "tokenrevie
 def admit_create(api: APIServer, rt: ResourceType, namespace: str | None, obj: Obj) -> Obj:
     """``obj`` as the mutating plugins leave it; raises what the validating ones refuse."""
     out = copy.deepcopy(obj)
-    meta = out.get("metadata") if isinstance(out.get("metadata"), dict) else {}
+    raw_meta = out.get("metadata")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
     ns = namespace or str(meta.get("namespace") or "default")
     if rt.namespaced and rt.key not in _NO_NAMESPACE_CHECK:
         _namespace_lifecycle(api, ns)

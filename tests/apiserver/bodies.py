@@ -16,8 +16,9 @@ a repeated key is a strict decoding error: a 400 under ``fieldValidation=Strict`
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import IO, Any
+from email.message import Message
+from io import BufferedIOBase
+from typing import Any
 
 import yaml
 
@@ -35,7 +36,7 @@ class FramingError(status.APIError):
     """The body could not be delimited: the rest of the connection's bytes mean nothing any more."""
 
 
-def read(rfile: IO[bytes], headers: Mapping[str, str]) -> bytes:
+def read(rfile: BufferedIOBase, headers: Message[str, str]) -> bytes:
     """The whole body of the request whose headers were just read (b"" when it has none)."""
     if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
         return _read_chunked(rfile)
@@ -57,7 +58,7 @@ def _too_large() -> str:
     return f"Request entity too large: limit is {MAX_BODY_BYTES}"
 
 
-def _read_chunked(rfile: IO[bytes]) -> bytes:
+def _read_chunked(rfile: BufferedIOBase) -> bytes:
     parts: list[bytes] = []
     size = 0
     while True:

@@ -106,7 +106,8 @@ class Handler(BaseHTTPRequestHandler):
         self._decoded: Any = _UNDECODED
         code = 500
         recorded = False
-        path, query = self.path, {}
+        path = self.path
+        query: dict[str, str] = {}
 
         def record(answered: int) -> None:
             nonlocal recorded

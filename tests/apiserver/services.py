@@ -204,7 +204,8 @@ class SecretStrategy(Strategy):
         obj.setdefault("type", "Opaque")
         given = obj.pop("stringData", None)
         if isinstance(given, dict) and given:
-            data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+            raw = obj.get("data")
+            data = raw if isinstance(raw, dict) else {}
             for key, value in given.items():
                 data[key] = base64.b64encode(str(value).encode()).decode()
             obj["data"] = data

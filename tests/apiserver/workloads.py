@@ -71,7 +71,7 @@ def _template_errors(obj: Obj) -> list[Cause]:
         why = f'"{tspec["restartPolicy"]}": supported values: "Always"'
         out.append(("spec.template.spec.restartPolicy", why, "NotSupported"))
     for cause in podspec.create_errors({"spec": tspec}):
-        out.append((f"spec.template.{cause[0]}", *cause[1:]))  # type: ignore[arg-type]
+        out.append((f"spec.template.{cause[0]}", *cause[1:]))
     return out
 
 

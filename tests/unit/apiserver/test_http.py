@@ -12,7 +12,7 @@ import pytest
 
 from koordlet.testing.wait import wait_until
 from tests.apiserver import APIServer, requestinfo
-from tests.apiserver.server import THREAD_PREFIX
+from tests.apiserver.connections import THREAD_PREFIX
 from tests.unit.apiserver.helpers import connect as _conn
 from tests.unit.apiserver.helpers import nodemetric, pod
 from tests.unit.apiserver.helpers import raw_call as _call

@@ -47,23 +47,25 @@ def test_6_validation_the_real_server_does(api_server: APIServer) -> None:
     created = coord.create_namespaced_lease("default", lease("l", whole.replace(microsecond=1)))
     unconditional = {"metadata": {"name": "l"}, "spec": {"holderIdentity": "b"}}
     with pytest.raises(ApiException) as err:
-        coord.replace_namespaced_lease("l", "default", unconditional)
+        coord.replace_namespaced_lease("l", "default", unconditional)  # type: ignore[arg-type]
     assert err.value.status == 422
+    assert created.metadata is not None
     forged = {
         "metadata": {"name": "l", "uid": "not-it", "resourceVersion": created.metadata.resource_version}
     }
     with pytest.raises(ApiException) as err:
-        coord.replace_namespaced_lease("l", "default", forged)
+        coord.replace_namespaced_lease("l", "default", forged)  # type: ignore[arg-type]
     assert err.value.status == 409
     with pytest.raises(ApiException) as err:
-        core.create_namespaced_config_map("nowhere", {"metadata": {"name": "c"}})
+        core.create_namespaced_config_map("nowhere", {"metadata": {"name": "c"}})  # type: ignore[arg-type]
     assert err.value.status == 404 and error_status(err)[1]["message"] == 'namespaces "nowhere" not found'
     rv = api_server.store.resource_version
-    core.create_namespaced_config_map("default", {"metadata": {"name": "dry"}}, dry_run="All")
+    core.create_namespaced_config_map("default", {"metadata": {"name": "dry"}}, dry_run="All")  # type: ignore[arg-type]
     coord.patch_namespaced_lease("l", "default", {"spec": {"holderIdentity": "c"}}, dry_run="All")
     coord.delete_namespaced_lease("l", "default", dry_run="All")
     assert api_server.store.resource_version == rv
-    assert coord.read_namespaced_lease("l", "default").spec.holder_identity == "a"
+    spec = coord.read_namespaced_lease("l", "default").spec
+    assert spec is not None and spec.holder_identity == "a"
 
 
 def test_7_create_defaults(api_server: APIServer) -> None:
@@ -88,7 +90,7 @@ def test_7_create_defaults(api_server: APIServer) -> None:
             "default", {**pod("x"), "spec": {**pod("x")["spec"], "priorityClassName": "koord-batch"}}
         )
     assert err.value.status == 403
-    node = {
+    node: dict[str, Any] = {
         "metadata": {"name": "n1"},
         "status": {"capacity": {"cpu": "4", "kubernetes.io/batch-cpu": "2000"}},
     }
@@ -163,14 +165,15 @@ def test_9_core_and_events_api_share_one_store(api_server: APIServer) -> None:
         "reason": "Evicted",
         "type": "Warning",
     }
-    events.create_namespaced_event("default", new)
+    events.create_namespaced_event("default", new)  # type: ignore[arg-type]
     seen = core.read_namespaced_event("e1", "default")
     assert (seen.involved_object.name, seen.message, seen.reporting_component) == ("p", "evicted", "koordlet")
     core.patch_namespaced_event("e1", "default", {"message": "evicted twice"})
     assert events.read_namespaced_event("e1", "default").note == "evicted twice"
-    raw = json.loads(events.list_namespaced_event("default", _preload_content=False).data)
+    # (unread, as _preload_content=False returns it: the annotation names the decoded type only)
+    raw = json.loads(events.list_namespaced_event("default", _preload_content=False).data)  # type: ignore[attr-defined]
     assert raw["apiVersion"] == "events.k8s.io/v1" and [e["metadata"]["name"] for e in raw["items"]] == ["e1"]
-    got = json.loads(events.read_namespaced_event("e1", "default", _preload_content=False).data)
+    got = json.loads(events.read_namespaced_event("e1", "default", _preload_content=False).data)  # type: ignore[attr-defined]
     assert (got["apiVersion"], got["kind"], got["note"]) == ("events.k8s.io/v1", "Event", "evicted twice")
 
 
@@ -186,11 +189,11 @@ def test_10_rbac_from_the_shipped_manifests(api_server_factory: Any) -> None:
     secured.apply(DEPLOY / "koordlet.yaml", DEPLOY / "rbac.yaml")
     admin = client.CoreV1Api(client.ApiClient(secured.client_config()))
     agent = client.CoreV1Api(client.ApiClient(secured.client_config("koordinator-system/koordlet")))
-    admin.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+    admin.create_namespaced_config_map("default", {"metadata": {"name": "c"}})  # type: ignore[arg-type]
     assert agent.list_pod_for_all_namespaces().items == []
     with pytest.raises(ApiException) as err:
         agent.list_namespaced_config_map("default")
-    assert err.value.status == 403
+    assert err.value.status == 403 and err.value.body is not None
     assert json.loads(err.value.body)["message"] == (
         'configmaps is forbidden: User "system:serviceaccount:koordinator-system:koordlet" cannot list '
         'resource "configmaps" in API group "" in the namespace "default"'

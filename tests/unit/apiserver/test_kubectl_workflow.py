@@ -288,7 +288,7 @@ def test_field_validation_and_server_side_apply_as_kubectl_reports_them(
     field, warn creates and prints the warning, ignore is silent. ``--server-side`` gets the 415 of a
     server without server-side apply."""
     manifest = tmp_path / "cm.yaml"
-    doc = {
+    doc: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "typo", "namespace": "default"},

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.apiserver import APIServer
-from tests.apiserver.server import THREAD_PREFIX
+from tests.apiserver.connections import THREAD_PREFIX
 from tests.unit.apiserver.helpers import clients, is_down, new_watch, pod
 
 

@@ -27,7 +27,9 @@ def test_entry_point_serves_until_sigterm(tmp_path: Path) -> None:
         line = proc.stdout.readline()
         assert "listening on http://127.0.0.1:" in line, line
         api = config.new_client_from_config(str(kubeconfig))
-        names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items]
+        names = [
+            n.metadata.name if n.metadata else None for n in client.CoreV1Api(api).list_namespace().items
+        ]
         assert "kube-system" in names
         groups = {g.name for g in client.ApisApi(api).get_api_versions().groups}
         assert "slo.koordinator.sh" in groups

@@ -27,7 +27,8 @@ def test_discovery_lists_the_new_types_and_subresources(api_server: APIServer) -
     core = {r.name: r for r in client.CoreV1Api(api).get_api_resources().resources}
     assert core["bindings"].verbs == ["create"] and core["bindings"].namespaced
     assert core["pods/binding"].verbs == ["create"]
-    assert "cm" in core["configmaps"].short_names
+    short_names = core["configmaps"].short_names
+    assert short_names is not None and "cm" in short_names
     coord = {r.name for r in client.CoordinationV1Api(api).get_api_resources().resources}
     assert coord == {"leases"}
     policy = {r.name: r for r in client.PolicyV1Api(api).get_api_resources().resources}
@@ -47,11 +48,12 @@ def test_lease_crud(api_server: APIServer) -> None:
         spec=client.V1LeaseSpec(holder_identity="a", lease_duration_seconds=15, renew_time=when),
     )
     created = coord.create_namespaced_lease("kube-system", body)
-    assert created.spec.renew_time == when
+    assert created.spec is not None and created.spec.renew_time == when
     created.spec.holder_identity = "b"
     replaced = coord.replace_namespaced_lease("koord-manager", "kube-system", created)
-    assert replaced.spec.holder_identity == "b"
-    assert [ls.metadata.name for ls in coord.list_namespaced_lease("kube-system").items] == ["koord-manager"]
+    assert replaced.spec is not None and replaced.spec.holder_identity == "b"
+    listed = coord.list_namespaced_lease("kube-system").items
+    assert [ls.metadata.name if ls.metadata else None for ls in listed] == ["koord-manager"]
     coord.delete_namespaced_lease("koord-manager", "kube-system")
     assert coord.list_namespaced_lease("kube-system").items == []
 
@@ -91,8 +93,9 @@ def test_pdb_create_drops_status_and_status_subresource_sets_it(api_server: APIS
     )
     created = policy.create_namespaced_pod_disruption_budget("default", pdb)
     assert created.status is None or created.status.disruptions_allowed != 9
-    assert created.metadata.generation == 1
-    names = [p.metadata.name for p in policy.list_pod_disruption_budget_for_all_namespaces().items]
+    assert created.metadata is not None and created.metadata.generation == 1
+    budgets = policy.list_pod_disruption_budget_for_all_namespaces().items
+    names = [p.metadata.name if p.metadata else None for p in budgets]
     assert names == ["web"]
 
 
@@ -114,7 +117,7 @@ def test_binding_subresource_and_bindings_collection(api_server: APIServer) -> N
     assert [(c.type, c.status) for c in bound.status.conditions] == [("PodScheduled", "True")]
     with pytest.raises(ApiException) as err:
         core.create_namespaced_pod_binding("a", "default", binding, _preload_content=False)
-    assert err.value.status == 409
+    assert err.value.status == 409 and err.value.body is not None
     assert 'pods/binding "a"' in json.loads(err.value.body)["message"]
     legacy = client.V1Binding(metadata=client.V1ObjectMeta(name="b"), target=target)
     resp = core.create_namespaced_binding("default", legacy, _preload_content=False)

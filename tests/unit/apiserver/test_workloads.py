@@ -174,31 +174,29 @@ def test_token_request_and_self_reviews(secured: APIServer) -> None:
     core, _ = _apis(secured)
     core.create_namespaced_service_account("default", {"metadata": {"name": "bot"}})
     rbac = client.RbacAuthorizationV1Api(client.ApiClient(secured.client_config()))
-    rbac.create_namespaced_role(
-        "default",
-        {
-            "metadata": {"name": "r"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
-        },
-    )
-    rbac.create_namespaced_role_binding(
-        "default",
-        {
-            "metadata": {"name": "rb"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
-            "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "default"}],
-        },
-    )
+    # (manifests as dicts: the typed methods' validate_call builds the model, their annotations say only that)
+    role = {
+        "metadata": {"name": "r"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    }
+    rbac.create_namespaced_role("default", role)  # type: ignore[arg-type]
+    binding = {
+        "metadata": {"name": "rb"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+        "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "default"}],
+    }
+    rbac.create_namespaced_role_binding("default", binding)  # type: ignore[arg-type]
     issued = core.create_namespaced_service_account_token("bot", "default", {"spec": {}})
     assert issued.spec.expiration_seconds == 3600 and issued.status.token
     with pytest.raises(ApiException) as err:
         core.create_namespaced_service_account_token("bot", "default", {"spec": {"expirationSeconds": 60}})
     assert error_status(err)[0] == 422
     as_bot = client.ApiClient(secured.client_config(token=issued.status.token))
-    who = client.AuthenticationV1Api(as_bot).create_self_subject_review({"metadata": {}})
+    who = client.AuthenticationV1Api(as_bot).create_self_subject_review({"metadata": {}})  # type: ignore[arg-type]
+    assert who.status is not None and who.status.user_info is not None
     assert who.status.user_info.username == "system:serviceaccount:default:bot"
-    rules = client.AuthorizationV1Api(as_bot).create_self_subject_rules_review(
-        {"spec": {"namespace": "default"}}
-    )
+    review = {"spec": {"namespace": "default"}}
+    rules = client.AuthorizationV1Api(as_bot).create_self_subject_rules_review(review)  # type: ignore[arg-type]
+    assert rules.status is not None
     granted = [r for r in rules.status.resource_rules if r.resources == ["configmaps"]]
     assert granted and granted[0].verbs == ["get"] and rules.status.incomplete is False
