@@ -56,11 +56,12 @@ def running_descheduler(
 ) -> Iterator[Descheduler]:
     """``config`` is a DeschedulerConfiguration; the caches are synced on entry and, with ``election``,
     this replica leads (released on exit)."""
+    elected: dict[str, Any] = {"election": election, "request_timeout": 0.5} if election is not None else {}
     cfg = DeschedulerConfig(
         addr=Address("127.0.0.1", 0),
         configuration=parse_configuration(config or {}),
         leader_election=election is not None,
-        **({"election": election, "request_timeout": 0.5} if election is not None else {}),
+        **elected,
     )
     app = Descheduler(
         cfg,

@@ -61,10 +61,11 @@ def member(
     groups: list[str] | None = None,
     cpu: str = "1",
     gates: list[str] | None = None,
-    **annotations: str,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A pod of the annotation way (``min_available=None`` leaves the annotation out)."""
-    ann = {GANG_NAME: gang, **annotations}
+    """A pod of the annotation way (``min_available=None`` leaves the annotation out; ``annotations``:
+    more of them)."""
+    ann = {GANG_NAME: gang, **(annotations or {})}
     if min_available is not None:
         ann[GANG_MIN_AVAILABLE] = str(min_available)
     if mode:

@@ -22,6 +22,7 @@ from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
+from koord.scheduler.plugins import plugin_registry
 from koordshared.kube.informers import MemoryInformerSet
 from koordshared.testing import FakeClock, objects
 
@@ -95,7 +96,7 @@ class MemCluster:
         self.snapshot = Snapshot()
         waiting = WaitingPods()
         self.handle = SchedulerHandle(self.snapshot, self.informers, self.api, waiting, clock=self.clock.wall)
-        registry = app.plugin_registry(lambda: [])
+        registry = plugin_registry(lambda: [])
         for name, factory in (plugins or {}).items():
             registry.register(name, factory)
         conf = parse_configuration(config, registered=frozenset(registry.names()))
@@ -167,6 +168,12 @@ class MemCluster:
                 break
             ran += 1
         return ran
+
+    def stored(self, name: str, namespace: str = "default") -> Obj:
+        """The pod as the cache holds it now (it must be there)."""
+        pod = self.pods.get(f"{namespace}/{name}")
+        assert pod is not None, f"no pod {namespace}/{name}"
+        return pod
 
     def node_of(self, name: str, namespace: str = "default") -> str:
         pod = self.pods.get(f"{namespace}/{name}")

@@ -44,12 +44,16 @@ def make() -> tuple[SLOConfigCache, Events, list[str]]:
 
 def test_missing_at_first_load_is_defaults_in_error_status() -> None:
     cache, _, calls = make()
-    assert not cache.available
+    # (the properties are read into locals: a sync changes what they read, which mypy cannot see)
+    available = cache.available
+    assert not available
     cache.sync(None)
-    assert cache.available and cache.colocation_error and cache.colocation.cluster.enable is False
+    available, error = cache.available, cache.colocation_error
+    assert available and error and cache.colocation.cluster.enable is False
     assert calls == ["colocation", "nodeslo"]  # first sync: everyone is enqueued once
     cache.sync(cm(colocation_config={"enable": True}))
-    assert not cache.colocation_error and cache.colocation.cluster.enable is True
+    error = cache.colocation_error
+    assert not error and cache.colocation.cluster.enable is True
 
 
 def test_bad_keys_keep_the_last_good_value_and_warn_once_per_change() -> None:

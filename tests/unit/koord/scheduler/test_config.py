@@ -17,8 +17,7 @@ from koord.scheduler.config import (
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import plugin_registry
 from koord.scheduler.testing import MemoryScheduler
-from koordshared.runtime.errors import ConfigError
-from koordshared.runtime.pluginset import PluginError
+from koordshared.runtime.errors import ConfigError, PluginError
 
 V1 = "kubescheduler.config.k8s.io/v1"
 
@@ -198,7 +197,7 @@ def test_unknown_plugin_and_bad_args_name_the_plugin() -> None:
 
 
 def test_profiles_must_share_the_queue_sort() -> None:
-    doc = {
+    doc: dict[str, Any] = {
         "profiles": [
             {"schedulerName": "a"},
             {"schedulerName": "b", "plugins": {"queueSort": {"disabled": [{"name": "*"}]}}},

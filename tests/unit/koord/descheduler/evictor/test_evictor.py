@@ -3,6 +3,7 @@ the Eviction API itself is exercised against the test API server in test_evictio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -19,8 +20,8 @@ DRY = EvictOptions(plugin="test", reason="because", dry_run=True)
 
 
 def controller(
-    args: dict[str, Any] | None = None, pods: list[Obj] = (), nodes: list[Obj] = ()
-) -> tuple[MigrationController, MemoryInformers, FakeClock]:  # type: ignore[assignment]
+    args: dict[str, Any] | None = None, pods: Sequence[Obj] = (), nodes: Sequence[Obj] = ()
+) -> tuple[MigrationController, MemoryInformers, FakeClock]:
     clock = FakeClock()
     informers = MemoryInformers(nodes=nodes, pods=pods)
     env = Environment(client=None, informers=informers, recorder=NoEvents(), monotonic=clock, now=clock.wall)

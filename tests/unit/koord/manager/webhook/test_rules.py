@@ -22,7 +22,7 @@ BATCH = {"value": 5999, "preemptionPolicy": "PreemptLowerPriority"}
 
 
 def lookups(draw: int = 0, ns_labels: dict[str, str] | None = None) -> ccp.Lookups:
-    classes = {"koordinator-batch": BATCH, "koord-mid": {"value": 7999}}
+    classes: dict[str, dict[str, Any]] = {"koordinator-batch": BATCH, "koord-mid": {"value": 7999}}
     return ccp.Lookups(
         lambda _ns: ns_labels or {"koordinator.sh/enable-colocation": "true"}, classes.get, lambda _n: draw
     )

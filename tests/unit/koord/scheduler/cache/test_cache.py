@@ -5,6 +5,7 @@ columns) always equals one built from scratch, also after rows move and after th
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 
@@ -83,8 +84,8 @@ def same(a: Snapshot, b: Snapshot) -> None:
 def test_the_incremental_snapshot_equals_a_fresh_one_under_churn() -> None:
     rng = random.Random(7)
     cache, snap = Cache(), Snapshot()
-    nodes: dict[str, dict] = {}
-    pods: dict[str, dict] = {}
+    nodes: dict[str, dict[str, Any]] = {}
+    pods: dict[str, dict[str, Any]] = {}
     calls = []
     for step in range(600):
         op = rng.random()

@@ -24,6 +24,7 @@ from koord.scheduler.core.metrics import SchedulerMetrics
 from koord.scheduler.core.scheduler import Scheduler
 from koord.scheduler.framework.snapshot import Snapshot
 from koord.scheduler.framework.waiting import WaitingPods
+from koord.scheduler.plugins import plugin_registry
 from koordlet.testing.wait import wait_until
 from koordshared.kube.informers import MemoryInformerSet
 from koordshared.testing import objects
@@ -60,9 +61,14 @@ class Env:
         self.api = MemoryAPI(on_bind=self._bound)
         self.cache = Cache()
         self.handle = SchedulerHandle(Snapshot(), self.informers, self.api, WaitingPods())
-        registry = app.plugin_registry()
+        registry = plugin_registry()
         self.hold: list[Hold] = []
-        registry.register("Hold", lambda args, handle: self.hold.append(Hold(args, handle)) or self.hold[-1])
+
+        def hold(args: Any, handle: Any) -> Hold:
+            self.hold.append(Hold(args, handle))
+            return self.hold[-1]
+
+        registry.register("Hold", hold)
         profile = {"plugins": {"preBind": {"enabled": [{"name": "Hold"}]}}}
         conf = parse_configuration({"profiles": [profile]}, registered=frozenset(registry.names()))
         self.sched = Scheduler(
@@ -204,7 +210,7 @@ def test_writes_stop_at_the_fence_and_drain_waits_for_those_under_way() -> None:
 def test_a_point_that_disables_a_plugin_and_lists_it_again_keeps_its_order() -> None:
     """Koordinator's shipped profile, ``bind: {disabled: ["*"], enabled: [Reservation, DefaultBinder]}``,
     binds with Reservation first (kube-scheduler's expandMultiPointPlugins)."""
-    registry = app.plugin_registry()
+    registry = plugin_registry()
     registry.register("Custom", Custom)
 
     def bind_order(bind: dict[str, Any]) -> list[str]:

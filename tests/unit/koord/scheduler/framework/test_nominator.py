@@ -156,15 +156,15 @@ def test_the_nominator_follows_the_informer(c: MemCluster) -> None:
     nominate(c, "p", "1", priority=5)
     nom = c.scheduler.nominator
     assert [p.name for p in nom.pods_for_node("n1")] == ["p"]
-    pod = c.pods.get("default/p")
+    pod = c.stored("p")
     c.pods.put({**pod, "status": {**pod["status"], "nominatedNodeName": "n2"}})
     assert nom.pods_for_node("n1") == [] and [p.name for p in nom.pods_for_node("n2")] == ["p"]
-    pod = c.pods.get("default/p")
+    pod = c.stored("p")
     c.pods.put({**pod, "status": {k: v for k, v in pod["status"].items() if k != "nominatedNodeName"}})
     assert len(nom) == 0
     # A nomination the scheduler made survives updates that do not carry it yet.
-    nom.add(PodInfo(c.pods.get("default/p")), "n1")
-    pod = c.pods.get("default/p")
+    nom.add(PodInfo(c.stored("p")), "n1")
+    pod = c.stored("p")
     c.pods.put({**pod, "metadata": {**pod["metadata"], "labels": {"x": "y"}}})
     assert [p.labels for p in nom.pods_for_node("n1")] == [{"x": "y"}]
     c.pods.put({**pod, "metadata": {**pod["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}})
@@ -173,7 +173,7 @@ def test_the_nominator_follows_the_informer(c: MemCluster) -> None:
     c.pods.remove("default/q")
     assert len(nom) == 0
     nominate(c, "r", "1", priority=5)
-    pod = c.pods.get("default/r")
+    pod = c.stored("r")
     c.pods.put({**pod, "spec": {**pod["spec"], "nodeName": "n1"}})  # bound by another scheduler
     assert len(nom) == 0
 

@@ -309,21 +309,21 @@ class FakeEntryPoint:
 
 def test_entry_points_join_the_builtins() -> None:
     eps: list[Any] = [FakeEntryPoint("F", FilterOnly)]
-    r = plugin_registry(entry_points=lambda: eps)  # type: ignore[arg-type,return-value]
+    r = plugin_registry(entry_points=lambda: eps)
     assert [(e.name, e.source) for e in r.entries()] == [
         *[(name, "builtin") for name in BUILTIN],
         ("F", "entrypoint:third-party"),
     ]
     dup: list[Any] = [FakeEntryPoint("LoadAwareScheduling", FilterOnly, "copycat")]
     with pytest.raises(PluginError, match="registered twice \\(builtin and entrypoint:copycat\\)"):
-        plugin_registry(entry_points=lambda: dup)  # type: ignore[arg-type,return-value]
+        plugin_registry(entry_points=lambda: dup)
     broken: list[Any] = [FakeEntryPoint("X", ImportError("no module named x"))]
     with pytest.raises(PluginError, match=r"'X': entry point .* failed to load"):
-        plugin_registry(entry_points=lambda: broken)  # type: ignore[arg-type,return-value]
+        plugin_registry(entry_points=lambda: broken)
 
 
 def test_the_groups_old_name_still_loads_with_a_deprecation_line(caplog: pytest.LogCaptureFixture) -> None:
-    declared = {
+    declared: dict[str, list[Any]] = {
         "koord.scheduler_plugins": [FakeEntryPoint("Both", FilterOnly, "new")],
         "koordlet.scheduler_plugins": [
             FakeEntryPoint("Old", FilterOnly, "old"),
@@ -334,8 +334,9 @@ def test_the_groups_old_name_still_loads_with_a_deprecation_line(caplog: pytest.
         ENTRY_POINT_GROUP, DEPRECATED_ENTRY_POINT_GROUPS, select=lambda group: declared[group]
     )
     r = plugin_registry(entry_points=found)
-    assert r.get("Old") is not None and r.get("Old").source == "entrypoint:old"  # type: ignore[union-attr]
-    assert r.get("Both") is not None and r.get("Both").factory is FilterOnly  # type: ignore[union-attr]
+    old, both = r.get("Old"), r.get("Both")
+    assert old is not None and old.source == "entrypoint:old"
+    assert both is not None and both.factory is FilterOnly
     lines = [rec.getMessage() for rec in caplog.records if "deprecated group" in rec.getMessage()]
     assert lines == [
         "entry point Old (old:Old) is declared in the deprecated group koordlet.scheduler_plugins; "

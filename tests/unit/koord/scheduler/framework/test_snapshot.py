@@ -5,6 +5,7 @@ while each cycle catches up only on the rows written since; transient columns ar
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ def test_columns_follow_random_changes() -> None:
     nodes = {f"n{i}": node(f"n{i}", labels={"zone": f"z{i % 3}"}) for i in range(40)}
     for n in nodes.values():
         cache.add_node(n)
-    pods: dict[str, dict] = {}
+    pods: dict[str, dict[str, Any]] = {}
     serial = 0
     for _cycle in range(300):
         for _ in range(rng.randint(1, 4)):
@@ -184,7 +185,7 @@ def test_held_rows_kept_overlaid_in_one_step_are_neither_visited_nor_written(
     position = snap.written
     snap.put_back(hold=True)
     snap.set(NodeInfo("b", infos[1].node))  # the cache's change
-    assert snap.names_written_since(position) == {"b"}
+    assert snap.names_written_since(position) == frozenset({"b"})
     writes = count_calls(monkeypatch, Snapshot, "_write_row")
     overlays = count_calls(monkeypatch, Snapshot, "overlay")
     # a and c show last cycle's copies: kept at once; d was never overlaid: told back.

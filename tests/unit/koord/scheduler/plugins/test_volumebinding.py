@@ -190,11 +190,11 @@ def test_ephemeral_volume_claims(c: MemCluster) -> None:
     assert 'waiting for ephemeral volume controller to create the persistentvolumeclaim "e-scratch"' in got
     c.informers["persistentvolumeclaims"].put(pvc("e-scratch", volume="v"))
     c.informers["persistentvolumes"].put(pv("v", in_zone("a")))
-    c.scheduler.queue.activate([c.pods.get("default/e")["metadata"]["uid"]])
+    c.scheduler.queue.activate([c.stored("e")["metadata"]["uid"]])
     c.schedule()
     got = wait_for(lambda: [m for obj, m in c.events("FailedScheduling") if obj == "default/e"][1:])[-1]
     assert "PVC default/e-scratch was not created for pod default/e (pod is not owner)" in got
-    uid = c.pods.get("default/e")["metadata"]["uid"]
+    uid = c.stored("e")["metadata"]["uid"]
     owner = [{"apiVersion": "v1", "kind": "Pod", "name": "e", "uid": uid, "controller": True}]
     c.informers["persistentvolumeclaims"].put(pvc("e-scratch", volume="v", ownerReferences=owner))
     c.schedule()
@@ -206,7 +206,7 @@ def test_a_claim_bound_later_requeues_the_pod(c: MemCluster) -> None:
     claims.put(pvc("data"))
     c.informers["persistentvolumeclaims"].put(pvc("unrelated"))
     assert schedule_pod(c) == IMMEDIATE + NOT_HELPFUL
-    uid = c.pods.get("default/p")["metadata"]["uid"]
+    uid = c.stored("p")["metadata"]["uid"]
     assert c.scheduler.queue.where(uid) == "unschedulable"
     claims.put(pvc("unrelated", volume="w"))  # another pod's claim: the hint skips it
     assert c.scheduler.queue.where(uid) == "unschedulable"

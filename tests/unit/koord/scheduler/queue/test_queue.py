@@ -5,6 +5,7 @@ pods, the 5-minute flush, updates and deletions while queued."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from koord.scheduler.framework import Action, ClusterEvent, ClusterEventWithHint, Status
@@ -19,7 +20,7 @@ SORT = PrioritySort(None, None)
 
 
 def queue(
-    hints: dict[str, tuple[ClusterEventWithHint, ...]] | None = None,
+    hints: Mapping[str, tuple[ClusterEventWithHint, ...]] | None = None,
 ) -> tuple[SchedulingQueue, FakeClock]:
     clock = FakeClock()
 

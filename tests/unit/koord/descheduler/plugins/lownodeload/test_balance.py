@@ -3,7 +3,7 @@ the eviction order and the stop condition, with hand-computed expectations."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from koord.descheduler.framework.runtime import RoundLimits
 from tests.support.descheduler import Env, GiB
@@ -11,6 +11,11 @@ from tests.support.descheduler import Env, GiB
 ONE_ROUND = {"anomalyCondition": {"consecutiveAbnormalities": 1}}
 CPU = {"lowThresholds": {"cpu": 45, "memory": 100}, "highThresholds": {"cpu": 75, "memory": 100}}
 BATCH = {"koordinator.sh/priority-class": "koord-batch"}
+
+
+class _PodKw(TypedDict):
+    labels: dict[str, str]
+    priority: int
 
 
 def hot_and_cold(args: dict[str, Any]) -> Env:
@@ -166,7 +171,7 @@ def test_pod_order() -> None:
     free = {"koordinator.sh/priority-class": "koord-free"}
     mid = {"koordinator.sh/priority-class": "koord-mid"}
     prod = {"koordinator.sh/priority-class": "koord-prod"}
-    same = {"labels": BATCH, "priority": 5000}
+    same: _PodKw = {"labels": BATCH, "priority": 5000}
     env.pod("prod", "hot", 2000, 0, labels=prod)
     env.pod("mid", "hot", 2000, 0, labels=mid)
     env.pod("free", "hot", 2000, 0, labels=free)
@@ -198,7 +203,7 @@ def test_pod_order() -> None:
     env.pod("old", "hot", 0, 0, **same, created=1_500_000_000)  # ratio 0, the oldest of the two
     env.pod("new", "hot", 0, 0, **same, created=1_700_000_000)
     env.pod("filler", "hot", 6500, 0, labels=prod, priority=9500)
-    node = usages(env)["by_name"]["hot"]  # type: ignore[index]
+    node = usages(env)["by_name"]["hot"]
     assert node.usage["cpu"] == 47000
     pods = list(env.informers.pods.by_index("node", "hot"))
     facts = {f"default/{p['metadata']['name']}": env.plugin.facts(p) for p in pods}

@@ -49,7 +49,7 @@ def test_usage_is_system_plus_every_reported_pod_and_prod_is_by_the_pod_object()
     env.pod("ls", "a", 2000, 3 * GiB, labels={"koordinator.sh/priority-class": "koord-prod"})
     env.pod("be", "a", 1500, 2 * GiB, labels={"koordinator.sh/priority-class": "koord-batch"})
     env.pod("quiet", "a", reported=False)  # bound but not in podsMetric: counts as a pod, uses nothing
-    u = usages(env)["by_name"]["a"]  # type: ignore[index]
+    u = usages(env)["by_name"]["a"]
     assert u.usage == {"cpu": 4000, "memory": 6 * GiB, "pods": 3}
     assert u.prod_usage == {"cpu": 2000, "memory": 3 * GiB, "pods": 1}
 
@@ -60,12 +60,12 @@ def test_absolute_thresholds_truncate_as_go_does() -> None:
     env.node("b", cpu="10", memory="100Gi")
     got = usages(env)["by_name"]
     # int(29 * 0.01 * 100) is 28 (0.29 * 100 = 28.999999999999996), not 29
-    assert got["a"].low["cpu"] == 28  # type: ignore[index]
-    assert got["a"].high["cpu"] == 75  # type: ignore[index]
-    assert got["b"].low == {"cpu": 2900, "memory": 59055800320}  # type: ignore[index]
-    assert got["b"].high == {"cpu": 7500, "memory": 85899345920}  # type: ignore[index]
+    assert got["a"].low["cpu"] == 28
+    assert got["a"].high["cpu"] == 75
+    assert got["b"].low == {"cpu": 2900, "memory": 59055800320}
+    assert got["b"].high == {"cpu": 7500, "memory": 85899345920}
     # no prod thresholds: 100 % of capacity for both prod bounds
-    assert got["b"].prod_low == got["b"].prod_high == {"cpu": 10000, "memory": 100 * GiB}  # type: ignore[index]
+    assert got["b"].prod_low == got["b"].prod_high == {"cpu": 10000, "memory": 100 * GiB}
 
 
 def test_a_resource_missing_from_low_gets_100_percent_for_low_and_high() -> None:
@@ -74,7 +74,7 @@ def test_a_resource_missing_from_low_gets_100_percent_for_low_and_high() -> None
     env.node("a", cpu="10", memory="10Gi")
     got = usages(env)
     assert got["names"] == ["cpu", "memory"]
-    u = got["by_name"]["a"]  # type: ignore[index]
+    u = got["by_name"]["a"]
     assert u.low["memory"] == u.high["memory"] == 10 * GiB
 
 
@@ -86,17 +86,17 @@ def test_deviation_thresholds_are_around_the_pool_mean() -> None:
     got = usages(env)
     by = got["by_name"]
     # mean cpu = (20 + 40 + 90) / 3 = 50 %; low = 40 % -> 4000m, high = 70 % -> 7000m
-    assert {n: (u.low["cpu"], u.high["cpu"]) for n, u in by.items()} == {  # type: ignore[attr-defined]
+    assert {n: (u.low["cpu"], u.high["cpu"]) for n, u in by.items()} == {
         "a": (4000, 7000),
         "b": (4000, 7000),
         "c": (4000, 7000),
     }
     # memory has no deviation given: both thresholds are the whole capacity
-    assert by["a"].low["memory"] == by["a"].high["memory"] == 100 * GiB  # type: ignore[index]
+    assert by["a"].low["memory"] == by["a"].high["memory"] == 100 * GiB
     classes = got["classes"]
-    assert sorted(u.name for u in classes.source) == ["c"]  # type: ignore[attr-defined]
+    assert sorted(u.name for u in classes.source) == ["c"]
     # a (20 %) and b (exactly at 40 %) are under low; no prod thresholds puts them in bothLow
-    assert sorted(u.name for u in classes.both_low) == ["a", "b"]  # type: ignore[attr-defined]
+    assert sorted(u.name for u in classes.both_low) == ["a", "b"]
 
 
 def test_deviation_thresholds_clamp_to_0_and_100() -> None:
@@ -104,7 +104,7 @@ def test_deviation_thresholds_clamp_to_0_and_100() -> None:
     for name, used in (("a", 5000), ("b", 5000)):
         env.node(name, cpu="10")
         env.pod(f"p-{name}", name, used, 0)
-    u = usages(env)["by_name"]["a"]  # type: ignore[index]
+    u = usages(env)["by_name"]["a"]
     assert (u.low["cpu"], u.high["cpu"]) == (0, 10000)  # 50 - 80 -> 0 %, 50 + 90 -> 100 %
 
 
@@ -138,14 +138,14 @@ def test_classification(cpu: int, prod_cpu: int, unschedulable: bool, expected: 
         env.informers.nodes.put(node)
     env.pod("prod", "n", prod_cpu, 0, labels={"koordinator.sh/priority-class": "koord-prod"})
     env.pod("batch", "n", cpu - prod_cpu, 0, labels={"koordinator.sh/priority-class": "koord-batch"})
-    assert usages(env)["classes"].of("n") == expected  # type: ignore[attr-defined]
+    assert usages(env)["classes"].of("n") == expected
 
 
 def test_without_prod_thresholds_in_between_nodes_count_as_prod_low() -> None:
     env = Env({"lowThresholds": {"cpu": 40}, "highThresholds": {"cpu": 80}})
     env.node("n", cpu="10")
     env.pod("p", "n", 6000, 0)
-    assert usages(env)["classes"].of("n") == "prod_low"  # type: ignore[attr-defined]
+    assert usages(env)["classes"].of("n") == "prod_low"
 
 
 def test_missing_or_expired_node_metrics_leave_the_node_out() -> None:

@@ -183,10 +183,10 @@ def test_a_member_deleted_while_its_gang_waits_rejects_the_others_in_strict_mode
 def test_once_satisfied_a_later_member_is_placed_on_its_own() -> None:
     k = kit(nodes=4)
     for i in range(2):
-        k.add_pod(member(f"g{i}", "g", 2, **{"gang.scheduling.koordinator.sh/total-number": "3"}))
+        k.add_pod(member(f"g{i}", "g", 2, annotations={"gang.scheduling.koordinator.sh/total-number": "3"}))
     k.run()
     assert sorted(k.bound()) == ["default/g0", "default/g1"]
-    k.add_pod(member("g2", "g", 2, **{"gang.scheduling.koordinator.sh/total-number": "3"}))
+    k.add_pod(member("g2", "g", 2, annotations={"gang.scheduling.koordinator.sh/total-number": "3"}))
     k.run()
     assert "default/g2" in k.bound()
     assert k.api.patches.get("default/g2") is None  # bound alone: no gang annotations
@@ -197,9 +197,10 @@ def test_only_waiting_does_not_count_bound_members_and_waiting_and_running_does(
         k = kit(nodes=4)
         extra = {"gang.scheduling.koordinator.sh/match-policy": policy}
         k.add_pod(
-            member("g0", "g", 2, **extra) | {"spec": {**member("g0", "g", 2)["spec"], "nodeName": "n0"}}
+            member("g0", "g", 2, annotations=extra)
+            | {"spec": {**member("g0", "g", 2)["spec"], "nodeName": "n0"}}
         )
-        k.add_pod(member("g1", "g", 2, **extra))
+        k.add_pod(member("g1", "g", 2, annotations=extra))
         k.run()
         assert ("default/g1" in k.bound()) is binds, policy
 
@@ -264,7 +265,7 @@ def test_annotations_that_fall_back_are_told_on_each_member_and_the_gang_still_w
         "gang.scheduling.koordinator.sh/groups": "[default/g",
     }
     for i in range(2):
-        k.add_pod(member(f"g{i}", "g", 2, **bad))
+        k.add_pod(member(f"g{i}", "g", 2, annotations=bad))
     k.run()
     assert len(k.bound()) == 2
     (told,) = messages(k, "g0", "InvalidGangSpec")
@@ -322,10 +323,10 @@ def test_nonstrict_members_wait_while_the_rest_are_tried_then_go_back_with_the_f
 def test_a_member_bound_on_its_own_loses_stale_gang_annotations() -> None:
     k = kit(nodes=3)
     for i in range(2):
-        k.add_pod(member(f"g{i}", "g", 2, **{"gang.scheduling.koordinator.sh/total-number": "3"}))
+        k.add_pod(member(f"g{i}", "g", 2, annotations={"gang.scheduling.koordinator.sh/total-number": "3"}))
     k.run()
     stale = {BIND_GANG_GROUP_ID: "default/old", BIND_GANG_MEMBER_COUNT: "7"}
-    k.add_pod(member("g2", "g", 2, **{"gang.scheduling.koordinator.sh/total-number": "3"}, **stale))
+    k.add_pod(member("g2", "g", 2, annotations={"gang.scheduling.koordinator.sh/total-number": "3", **stale}))
     k.run()
     assert "default/g2" in k.bound()
     (patch,) = k.api.patches["default/g2"]

@@ -62,7 +62,7 @@ def test_a_pod_names_its_gang_by_label_then_lightweight_label_then_annotation() 
 
 
 def spec_of(**annotations: str) -> gangspec.GangSpec:
-    return gangspec.from_pod(member("p", "g", 3, **annotations), "default/g", ARGS)
+    return gangspec.from_pod(member("p", "g", 3, annotations=annotations), "default/g", ARGS)
 
 
 def test_a_gang_from_its_pod_takes_koordinator_defaults() -> None:

@@ -101,7 +101,7 @@ def test_graceful_victims_make_the_preemptor_wait_on_its_nominated_node(c: MemCl
     high = c.pod("high", "2", priority=HIGH)
     assert c.attempt("high") == "n1"
     c.deleted(1)
-    wait_for(lambda: c.pods.get("default/v1")["metadata"].get("deletionTimestamp"))
+    wait_for(lambda: c.stored("v1")["metadata"].get("deletionTimestamp"))
     c.scheduler.queue.activate([high["metadata"]["uid"]])
     assert c.schedule(1) == 1
     assert c.failed_scheduling("high") == (
@@ -120,7 +120,7 @@ def test_lower_priority_pods_nominated_to_the_node_lose_their_nomination(c: MemC
     c.pod("waiting", "3", priority=MID, status={"nominatedNodeName": "n1"})
     c.pod("high", "2", priority=HIGH)
     assert c.scheduler.nominator.pods_for_node("n1")[0].name == "waiting"
-    c.scheduler.queue.delete(c.pods.get("default/waiting"))  # only "high" is tried here
+    c.scheduler.queue.delete(c.stored("waiting"))  # only "high" is tried here
     assert c.attempt("high") == "n1"
     wait_for(lambda: (None, "") in c.api.statuses.get("default/waiting", []))
     assert wait_for(lambda: c.nominated("waiting") == "")

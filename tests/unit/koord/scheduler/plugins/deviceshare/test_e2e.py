@@ -379,15 +379,17 @@ def test_batch_filter_answers_one_status_per_distinct_reason() -> None:
     verdicts = p.filter_nodes(state, b, k.snapshot.rotated(0))
     # Eight full nodes, one reason: one code for them all, not a Status per node for the cycle to sort.
     assert isinstance(verdicts, CodedVerdicts) and len(verdicts.statuses) == 2
-    failing = [i for i, v in enumerate(verdicts) if v is not None]
-    assert len(failing) == 8 and {verdicts[i].message for i in failing} == {gpuallocator.INSUFFICIENT_GPUS}
+    failing = [v for v in verdicts if v is not None]
+    assert len(failing) == 8 and {v.message for v in failing} == {gpuallocator.INSUFFICIENT_GPUS}
 
 
 def test_the_gpus_availability_is_worked_out_once_per_node_version(monkeypatch: pytest.MonkeyPatch) -> None:
     k = two_gpu_kit()
     k.cache.update_snapshot(k.snapshot)
     p = plugin(k)
-    nd, node = p.cache.get("n"), k.snapshot.node_info("n").node
+    info = k.snapshot.node_info("n")
+    assert info is not None
+    nd, node = p.cache.get("n"), info.node
     hashed = count_calls(monkeypatch, gpuallocator, "hash_minors")
     for name, requests in (("whole", GPU1), ("half", HALF)):
         state = CycleState(PodInfo(gpu_pod(name, requests)))

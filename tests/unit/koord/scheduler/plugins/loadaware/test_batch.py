@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from koord.scheduler.framework import CycleState, NodeInfo, NodeSet
+from koord.scheduler.plugins.loadaware.batch import Limits
 from koord.scheduler.plugins.loadaware.plugin import (
     AGG_OVER,
     EXPIRED,
@@ -116,6 +117,7 @@ def reference_filter(la: LoadAwareScheduling, state: CycleState, pod_: Any, ni: 
         return None
     nf = la.node_facts(ni)
     agg = None
+    limits: Limits | None
     if facts.prod and nf.prod_limits is not None:
         limits = nf.prod_limits
     elif nf.agg_limits is not None:

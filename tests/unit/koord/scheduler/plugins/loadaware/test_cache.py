@@ -5,6 +5,8 @@ windows; NodeMetric deletion."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from koord.scheduler.framework import CycleState
 from koordshared.testing.objects import pod
 from tests.support.scheduler.env import Env
@@ -12,14 +14,14 @@ from tests.support.scheduler.env import Env
 MiB200 = 200 * 2**20
 
 
-def two_cpu(name: str, node: str = "n", **kw: object) -> dict:
+def two_cpu(name: str, node: str = "n", **kw: Any) -> dict[str, Any]:
     return pod(
         name,
         node_name=node,
         requests={"cpu": "2", "memory": "1Gi"},
         limits={"cpu": "2", "memory": "1Gi"},
         **kw,
-    )  # type: ignore[arg-type]
+    )
 
 
 def existing(env: Env, node: str = "n") -> tuple[int, int]:

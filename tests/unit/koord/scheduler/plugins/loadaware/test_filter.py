@@ -5,6 +5,7 @@ annotations, aggregated thresholds, DaemonSet pods."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from koord.scheduler.framework import Code
 from koordshared.testing.objects import GiB, pod
@@ -14,7 +15,7 @@ BE = pod("be")  # BestEffort: batch, estimated 250m / 200Mi
 PROD_2CPU = pod("prod", requests={"cpu": "2", "memory": "1Gi"}, limits={"cpu": "2", "memory": "1Gi"})  # 1700m
 
 
-def one_node(args: dict | None = None, **metric: int) -> Env:
+def one_node(args: dict[str, Any] | None = None, **metric: int) -> Env:
     env = Env(args)
     env.add_node("n")
     env.report("n", **metric)

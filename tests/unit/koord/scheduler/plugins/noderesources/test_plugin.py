@@ -128,7 +128,7 @@ def test_most_allocated() -> None:
 
 def test_requested_to_capacity_ratio_shape() -> None:
     shape = [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
-    args = {
+    args: dict[str, Any] = {
         "scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": shape}}
     }
     # b: cpu utilization 12 -> 88, memory 25 -> 75, math.Round((88+75)/2) = 82.

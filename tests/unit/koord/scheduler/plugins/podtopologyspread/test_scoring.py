@@ -172,7 +172,7 @@ def test_args() -> None:
     listed = parse_args({"defaultingType": "List"})
     assert listed.defaults == ()
     good = {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}
-    bad = [
+    bad: list[tuple[dict[str, Any], str]] = [
         ({"defaultConstraints": [good]}, "defaultingType"),  # System with constraints
         ({"defaultingType": "Sometimes"}, "defaultingType"),
         ({"defaultingType": "List", "defaultConstraints": [{**good, "maxSkew": 0}]}, "maxSkew"),

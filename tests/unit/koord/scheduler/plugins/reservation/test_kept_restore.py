@@ -142,7 +142,12 @@ def placed(k: MemoryScheduler) -> dict[str, tuple[str, str]]:
 
 def test_what_is_kept_is_what_a_fresh_restore_gives_through_every_change() -> None:
     kept, fresh = with_reservations(ttl="10m"), with_reservations(ttl="10m")
-    changes: list[Callable[[MemoryScheduler], None]] = [
+
+    def expire(k: MemoryScheduler) -> None:
+        k.clock.advance(601)
+        k.reconcile()
+
+    changes: list[Callable[[MemoryScheduler], object]] = [
         lambda k: None,  # a new owner each cycle
         lambda k: add(k, available(unschedulable("r3"), "n3")),  # no new owner: its node's pods the same
         lambda k: k.informers["reservations"].remove("r3"),  # deleted
@@ -151,7 +156,7 @@ def test_what_is_kept_is_what_a_fresh_restore_gives_through_every_change() -> No
         ),
         lambda k: k.add_pod(pod("filler", node_name="n2", requests={"cpu": "12"})),  # the node's pods
         lambda k: k.delete_pod("default", "filler"),
-        lambda k: (k.clock.advance(601), k.reconcile()),  # every reservation expired
+        expire,  # every reservation expired
     ]
     n = 0
     for change in changes:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from koord.scheduler.framework import SKIP, CycleState, PodInfo
+from koord.scheduler.framework import SKIP, CycleState, PodInfo, Status
 from koord.scheduler.framework.hinter import hint_state
 from koord.scheduler.framework.interface import Code
 from koord.scheduler.framework.types import PreFilterResult
@@ -78,12 +78,20 @@ def test_a_bad_hint_is_an_error_naming_the_annotation(bad: str) -> None:
     assert ANNOTATION_SCHEDULING_HINT in status.message
 
 
+def preferred(
+    plugin: SchedulingHint, state: CycleState, p: dict[str, Any], result: PreFilterResult | None
+) -> list[str]:
+    got = plugin.prefer_nodes(state, p, result)
+    assert not isinstance(got, Status), got
+    return list(got)
+
+
 def test_preferred_nodes_are_cut_to_max_hint_nodes_and_to_prefilters_nodes() -> None:
     plugin = SchedulingHint({"maxHintNodes": 2}, None)
     p = hinted("p", {"preferredNodeNames": ["c", "a", "b"]})
     state, _ = before(plugin, p)
-    assert list(plugin.prefer_nodes(state, p, None)) == ["c", "a"]
-    assert list(plugin.prefer_nodes(state, p, PreFilterResult(frozenset({"a", "b"})))) == ["a"]
+    assert preferred(plugin, state, p, None) == ["c", "a"]
+    assert preferred(plugin, state, p, PreFilterResult(frozenset({"a", "b"}))) == ["a"]
     # Both kept ones left out by PreFilter: search as usual (the third is past maxHintNodes).
     assert plugin.prefer_nodes(state, p, PreFilterResult(frozenset({"b"}))) is SKIP
     state, _ = before(plugin, pod("plain"))
