@@ -22,6 +22,7 @@ from tests import crdschema
 from tests.apiserver.fixtures import NODEMETRIC_CRD, NODESLO_CRD
 from tests.koord_slo_edges import crd, edge_objects, paths
 from tests.koord_slo_facts import MAIN, TABLE, V18, VERSIONS
+from tests.support.jsonpath import at
 from tests.unit.apiserver.test_crdschema import NODEMETRIC, NODESLO
 from tests.unit.koordlet.statesinformer.test_nodemetric_shape import full_status
 
@@ -196,7 +197,7 @@ def test_koordinator_shaped_examples_pass_both_and_the_agent_reads_them(example:
     if plural == "nodeslos":
         slo = build(example["spec"])
         assert slo.resource_used_threshold_with_be.cpu_suppress_threshold_percent == 65
-        assert slo.resource_qos_strategy["systemClass"]["resctrlQOS"]["mbaPercent"] == 100
+        assert at(slo.resource_qos_strategy, "systemClass", "resctrlQOS", "mbaPercent") == 100
         assert slo.host_applications[0].cgroup_base == "CgroupRoot"
     else:
         status = parse_status(example["status"])

@@ -32,11 +32,12 @@ def test_what_users_and_the_scheduler_write_is_valid() -> None:
     quota = elastic_quota(
         "team-a",
         minimum={"cpu": "10", "memory": "20Gi"},
-        maximum={"cpu": "40", "memory": "80Gi", "nvidia.com/gpu": 4},
+        maximum={"cpu": "40", "memory": "80Gi"},
         parent="org",
         lends=False,
         annotations={eq.ANNOTATION_SHARED_WEIGHT: '{"cpu":"1"}', eq.ANNOTATION_NAMESPACES: '["a","b"]'},
     )
+    quota["spec"]["max"]["nvidia.com/gpu"] = 4  # a count, as users write it: a number
     quota["status"] = {"used": {"cpu": "1500m", "memory": "3Gi"}}
     assert crdschema.errors(quota, CRD) == []
     for name in eq.BUILT_IN:

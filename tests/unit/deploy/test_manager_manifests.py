@@ -12,6 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from koord.manager import cli as manager_cli
+from koord.manager import config as manager_config
 from koord.manager.config import ManagerConfig
 from koordshared.apis.configuration import slocontroller as sloconfig
 from koordshared.apis.slo import nodeslo
@@ -50,15 +51,15 @@ def env_of(c: dict[str, Any]) -> dict[str, str]:
 def captured(monkeypatch: pytest.MonkeyPatch) -> list[ManagerConfig]:
     """koord-manager parses and validates its flags, and stops there."""
     seen: list[ManagerConfig] = []
-    monkeypatch.setattr(manager_cli.process, "main_guard", lambda run: None)
-    real_build = manager_cli.config.build
+    monkeypatch.setattr(process, "main_guard", lambda run: None)
+    real_build = manager_config.build
 
     def build(options: Any, client_configuration: Any = None) -> ManagerConfig:
         cfg = real_build(options, client_configuration)
         seen.append(cfg)
         return cfg
 
-    monkeypatch.setattr(manager_cli.config, "build", build)
+    monkeypatch.setattr(manager_config, "build", build)
     return seen
 
 

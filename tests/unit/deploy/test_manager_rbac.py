@@ -144,16 +144,16 @@ def _drive(server: APIServer) -> set[Attrs]:
             "nodeMetric": {"nodeUsage": {"resources": {"cpu": "1", "memory": "1Gi"}}},
         }
         store.patch("nodemetrics", "n1", {"status": status}, subresource="status")
-        wait_until(lambda: "kubernetes.io/batch-cpu" in get(server, "nodes", "n1")["status"]["allocatable"])  # type: ignore[index]
+        wait_until(lambda: "kubernetes.io/batch-cpu" in store.get("nodes", "n1")["status"]["allocatable"])
         set_config(server, colocation_config={"enable": True, "metricReportIntervalSeconds": 20})
         wait_until(
             lambda: (
-                get(server, "nodemetrics", "n2")["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 20
-            )  # type: ignore[index]
+                store.get("nodemetrics", "n2")["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 20
+            )
         )
         burst = {"clusterStrategy": {"policy": "auto"}}
         set_config(server, colocation_config="{", cpu_burst_config=burst)
-        wait_until(lambda: get(server, "nodeslos", "n2")["spec"]["cpuBurstStrategy"]["policy"] == "auto")  # type: ignore[index]
+        wait_until(lambda: store.get("nodeslos", "n2")["spec"]["cpuBurstStrategy"]["policy"] == "auto")
         # The same broken key again (another key changed): the Warning Event is aggregated (PATCH).
         set_config(
             server, colocation_config="{", cpu_burst_config=burst, system_config={"clusterStrategy": {}}

@@ -89,10 +89,11 @@ def apply(admin: Any, manifest: Path) -> list[str]:
     done = []
     for doc in yaml.safe_load_all(manifest.read_text()):
         kind, name = doc["kind"], doc["metadata"]["name"]
-        create, patch = {
+        calls: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
             "ClusterRole": (rbac.create_cluster_role, rbac.patch_cluster_role),
             "ClusterRoleBinding": (rbac.create_cluster_role_binding, rbac.patch_cluster_role_binding),
-        }[kind]
+        }
+        create, patch = calls[kind]
         try:
             create(doc)
             done.append(f"{kind}/{name} created")
@@ -169,4 +170,5 @@ def test_applying_our_rbac_over_koordinators_drops_its_wildcards(
     assert status_of(lambda: core.patch_node("n1", {"metadata": {"labels": {"x": "y"}}})) == 403
     assert 403 not in agent_calls()  # 404 (no NodeMetric n1) is allowed-but-absent
     role = client.RbacAuthorizationV1Api(admin).read_cluster_role("koordlet-role")
+    assert role.rules is not None
     assert not any("*" in (r.verbs or []) + (r.resources or []) for r in role.rules)

@@ -107,8 +107,8 @@ def test_any_config_file_is_taken_or_refused_with_a_message(
             assert isinstance(loaded, dict) and set(loaded) <= known
         captured.clear()
         code = run([f"--config={path}"])
-    err = capsys.readouterr().err
-    assert code in (0, 2) and "Traceback" not in err, (text, err)
+    stderr = capsys.readouterr().err
+    assert code in (0, 2) and "Traceback" not in stderr, (text, stderr)
     assert (code == 0) == (len(captured) == 1)
 
 

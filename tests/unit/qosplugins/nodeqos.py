@@ -13,7 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from koordlet import api
 from koordlet.metrics import PluginMetrics
-from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
+from koordlet.resourceexecutor.config import ExecutorConfig
+from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system import native
 from koordlet.system.host import Host
 from koordlet.system.podpath import CgroupDriver
@@ -46,7 +47,7 @@ def _merge_line(name: str, old: str, value: str) -> str:
         have = dict(kv.split("=") for kv in lines.get(dev, dev).split()[1:]) or dict.fromkeys(
             _IO_MAX_KEYS, "max"
         )
-        have.update(kv.split("=") for kv in rest.split())
+        have.update((k, v) for k, v in (kv.split("=") for kv in rest.split()))
         lines[dev] = f"{dev} " + " ".join(f"{k}={have[k]}" for k in _IO_MAX_KEYS)
         if all(have[k] == "max" for k in _IO_MAX_KEYS):
             del lines[dev]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ def disks(fake: FakeHost) -> None:
     make_block_device(fake.paths.sys_root, "vdc", "252:32")
 
 
-def be_blocks(*blocks: dict[str, object]) -> dict[str, object]:
+def be_blocks(*blocks: dict[str, Any]) -> dict[str, Any]:
     return {"resourceQOSStrategy": {"beClass": {"blkioQOS": {"enable": True, "blocks": list(blocks)}}}}
 
 
@@ -86,7 +87,7 @@ def test_unknown_device_and_ls_class_are_warned_not_written(
     v1: NodeQoSEnv, caplog: pytest.LogCaptureFixture
 ) -> None:
     spec = be_blocks({"name": "nvme9n1", "ioCfg": {"readBPS": 1024}})
-    spec["resourceQOSStrategy"]["lsClass"] = {  # type: ignore[index]
+    spec["resourceQOSStrategy"]["lsClass"] = {
         "blkioQOS": {"enable": True, "blocks": [{"name": "vdb", "ioCfg": {"readBPS": 1}}]}
     }
     v1.slo(spec)
@@ -111,7 +112,7 @@ def test_v2_io_max_io_weight_and_root_iocost(fake_host: FakeHost) -> None:
             "resourceQOSStrategy": {
                 **be_blocks({"name": "vdb", "ioCfg": {"readBPS": 50 * MI, "ioWeightPercent": 60}})[
                     "resourceQOSStrategy"
-                ],  # type: ignore[index]
+                ],
                 "cgroupRoot": {
                     "blkioQOS": {"enable": True, "blocks": [{"name": "vdc", "ioCfg": {"readLatency": 2000}}]}
                 },

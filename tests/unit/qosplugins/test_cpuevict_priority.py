@@ -5,7 +5,7 @@ release targets with and without lower percents, priority thresholds, victim ord
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -49,7 +49,12 @@ def evicted(h: Harness) -> list[str]:
     return [p.name for p, _, _ in h.evictor.evicted]
 
 
-USAGE = {"cpu_evict_threshold_percent": 80, "evict_enabled_priority_threshold": 5999}
+class _Usage(TypedDict):
+    cpu_evict_threshold_percent: int
+    evict_enabled_priority_threshold: int
+
+
+USAGE: _Usage = {"cpu_evict_threshold_percent": 80, "evict_enabled_priority_threshold": 5999}
 
 
 @pytest.mark.parametrize(

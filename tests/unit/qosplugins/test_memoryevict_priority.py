@@ -4,7 +4,7 @@ allocatable target, one round with ``BEMemoryEvict`` and the shared 4 s cool-dow
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -42,7 +42,12 @@ def evicted(h: Harness) -> list[str]:
     return [p.name for p, _, _ in h.evictor.evicted]
 
 
-USAGE = {"memory_evict_threshold_percent": 70, "evict_enabled_priority_threshold": 5999}
+class _Usage(TypedDict):
+    memory_evict_threshold_percent: int
+    evict_enabled_priority_threshold: int
+
+
+USAGE: _Usage = {"memory_evict_threshold_percent": 70, "evict_enabled_priority_threshold": 5999}
 
 
 @pytest.mark.parametrize(

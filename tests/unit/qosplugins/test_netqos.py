@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import logging
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from tests.unit.koordlet.system.faketc import FakeKernel
 from tests.unit.qosplugins.nodeqos import NodeQoSEnv
 
 M = 1_000_000
-NETQOS = {
+NETQOS: dict[str, Any] = {
     "systemStrategy": {"totalNetworkBandwidth": "1000M"},
     "resourceQOSStrategy": {
         # an integer is a percent of the link, a string a quantity in bit/s

@@ -72,8 +72,10 @@ class RealSubject:
         for resource in ("cpu.cfs_quota_us", "cpuset.cpus", "cpu.shares"):
             self.host.enable_feature(resource, "max 100000" if version == 2 and "quota" in resource else "-1")
         self.version = version
-        self.reader = Host(self.host.paths, driver=CgroupDriver.CGROUPFS)
-        self.writer = ResourceExecutor(self.host.paths, registry=CollectorRegistry(), mode=self.host.mode)
+        self.reader: api.HostReader = Host(self.host.paths, driver=CgroupDriver.CGROUPFS)
+        self.writer: api.ResourceWriter = ResourceExecutor(
+            self.host.paths, registry=CollectorRegistry(), mode=self.host.mode
+        )
 
     def cgroup(self, cgroup_dir: str, *, quota: int | None = None, cpuset: str | None = None) -> None:
         self.host.mkcgroup(None, cgroup_dir)

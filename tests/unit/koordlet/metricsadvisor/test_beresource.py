@@ -10,6 +10,7 @@ from koordlet import api
 from koordlet.metriccache import MetricCache
 from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor.beresource import BEResourceCollector, BEResourceConfig
+from koordlet.system.batchread import BatchReader
 from koordlet.system.cgroups import CgroupMode
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 from tests.support.recording import RecordingErrors
@@ -165,7 +166,12 @@ def test_a_be_pod_coming_and_going_keeps_the_cpuset_reader(
     assert node_be(cache)["real-limit"] == 4000.0
     built: list[int] = []
     real = native.open_batch_reader
-    monkeypatch.setattr(native, "open_batch_reader", lambda *a, **kw: built.append(1) or real(*a, **kw))
+
+    def counting_open(*a: Any, **kw: Any) -> BatchReader:
+        built.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(native, "open_batch_reader", counting_open)
     states.pod_list = [pods[1], pods[2], pods[3]]  # pod 0 goes, pod 3 (one CPU) comes
     fake_clock.advance(1.0)
     col.collect()

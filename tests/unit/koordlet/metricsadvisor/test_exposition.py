@@ -376,7 +376,12 @@ def test_a_render_formats_only_the_rows_whose_value_changed(monkeypatch: pytest.
 
     formatted: list[float] = []
     real = exposition._go_float
-    monkeypatch.setattr(exposition, "_go_float", lambda v: formatted.append(v) or real(v))
+
+    def counting_format(v: float) -> str:
+        formatted.append(v)
+        return real(v)
+
+    monkeypatch.setattr(exposition, "_go_float", counting_format)
     reg = CollectorRegistry()
     reg.register(Pods())
     ex = Exposition(reg)

@@ -284,18 +284,19 @@ def test_the_agents_own_cpu_is_read_with_the_counters_not_after(
     what the agent burns in between lands in both, and the correction keeps the samples flat."""
     fh = host_tree
     fh.write_proc_stat(user=1000, idle=5000, per_cpu=((0,), (0,)))
-    state = {"root": 50_000_000_000, "own": 0.0, "calls": 0}
-    set_root(fh, state["root"])
+    root, own, calls = 50_000_000_000, 0.0, 0
+    set_root(fh, root)
     set_be(fh, 7_000_000_000)
 
     def own_cpu() -> float:
         # every fifth read, another thread of the agent burns 20 ms just before it
-        state["calls"] += 1
-        if state["calls"] % 5 == 0:
-            state["root"] += 20_000_000
-            state["own"] += 0.02
-            set_root(fh, state["root"])
-        return state["own"]
+        nonlocal root, own, calls
+        calls += 1
+        if calls % 5 == 0:
+            root += 20_000_000
+            own += 0.02
+            set_root(fh, root)
+        return own
 
     sampler = FastSampler(
         FastSamplerConfig(0.05, clk_tck=100, confirm_after=0.0),
@@ -307,8 +308,8 @@ def test_the_agents_own_cpu_is_read_with_the_counters_not_after(
     seen: list[float] = []
     for _ in range(40):  # LS 1 core steady
         fake_clock.advance(0.05)
-        state["root"] += 50_000_000
-        set_root(fh, state["root"])
+        root += 50_000_000
+        set_root(fh, root)
         sampler.collect()
         got = one(cache, api.NODE_CPU_USAGE_FAST)
         assert got is not None

@@ -14,6 +14,7 @@ from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor import podcolumns, targets
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.system import native
+from koordlet.system.batchread import BatchReader
 from koordlet.system.cgroups import CgroupMode
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 from tests.support.counting import count_series_lookups
@@ -235,7 +236,12 @@ def test_pod_leaving_the_informer_closes_its_descriptors(
     assert col.open_fds() == 6 * per_dir
     opened: list[int] = []
     real_open = native.open_batch_reader
-    monkeypatch.setattr(native, "open_batch_reader", lambda *a, **kw: opened.append(1) or real_open(*a, **kw))
+
+    def counting_open(*a: Any, **kw: Any) -> BatchReader:
+        opened.append(1)
+        return real_open(*a, **kw)
+
+    monkeypatch.setattr(native, "open_batch_reader", counting_open)
     col.collect()
     assert opened == []  # unchanged pod set: same reader, same descriptors
     states.pod_list = list(pods[:1])

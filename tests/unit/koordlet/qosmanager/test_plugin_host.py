@@ -6,7 +6,7 @@ import importlib.metadata
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -220,7 +220,7 @@ class Serving(ps.Disabled):
     """A default-off built-in that also serves two of Koordinator's table gates (as the CPU evictor)."""
 
     name = "Serving"
-    serves = ("CPUEvict", "CPUAllocatableEvict")
+    serves: ClassVar[tuple[str, ...]] = ("CPUEvict", "CPUAllocatableEvict")
 
     def setup(self, ctx: api.PluginContext) -> None:
         ps.EVENTS.append("setup Serving")

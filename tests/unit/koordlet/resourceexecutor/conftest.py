@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
+from koordlet.resourceexecutor.config import ExecutorConfig
+from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system import native
 from koordlet.testing import FakeClock
 

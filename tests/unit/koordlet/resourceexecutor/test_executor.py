@@ -364,7 +364,12 @@ def test_online_cpus_are_read_only_for_cpu_lists(
     ex = make_executor()
     reads: list[int] = []
     real = ex._online
-    monkeypatch.setattr(ex, "_online", lambda: reads.append(1) or real())
+
+    def counting_online() -> frozenset[int] | None:
+        reads.append(1)
+        return real()
+
+    monkeypatch.setattr(ex, "_online", counting_online)
     assert ex.update(quota("50000")).written
     assert ex.update_batch([quota("60000"), CgroupUpdate("cpu.shares", POD, "2", "x")])[0].written
     assert ex.leveled_update([[], [quota("70000")], []])[0].written

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from koordlet.api.errors import ResourceUnsupported
-from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
+from koordlet.resourceexecutor.config import ExecutorConfig
+from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system import native, sysctl
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths

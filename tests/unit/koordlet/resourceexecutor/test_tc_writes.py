@@ -11,7 +11,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from koordlet.api.netqos import ClassLimit, DirectionSpec, NetQoSSpec
-from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
+from koordlet.resourceexecutor.config import ExecutorConfig
+from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.resourceexecutor.tcwrites import TCBackend
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.netqos import BE_CLASS

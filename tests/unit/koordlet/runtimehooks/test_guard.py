@@ -6,10 +6,12 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from koordlet.runtimehooks.guard import Guard
+from koordlet.system import cgroups
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
 from koordlet.testing import wait_until
@@ -95,18 +97,19 @@ def test_a_pod_coming_builds_only_its_own_paths(tmp_path: Path, monkeypatch: pyt
     """Each pass that changed a pod asked the guard again for every pod, and it built and checked every
     pod's paths (six per pod on v1: a thousand pods' worth per pod coming or going). A pod's paths are
     built once while its dirs stay the same."""
-    from koordlet.runtimehooks import guard as guard_mod
-
     uids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(10, 20)]
     dirs = {uid: ["kubepods/burstable/pod" + uid] for uid in uids}
     for d in dirs.values():
         for sub in ("cpu", "cpuset", "memory"):
             (tmp_path / sub / d[0]).mkdir(parents=True)
     built: list[str] = []
-    real = guard_mod.cgroups.cgroup_dir_path
-    monkeypatch.setattr(
-        guard_mod.cgroups, "cgroup_dir_path", lambda *a, **kw: built.append(a[-1]) or real(*a, **kw)
-    )
+    real = cgroups.cgroup_dir_path
+
+    def counting(*a: Any, **kw: Any) -> Path:
+        built.append(a[-1])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(cgroups, "cgroup_dir_path", counting)
     guard = Guard(HostPaths(cgroup_root=tmp_path), CgroupMode.V1, lambda _uids: None)
     stop = threading.Event()
     thread = threading.Thread(target=guard.run, args=(stop,), name="guard")

@@ -51,7 +51,7 @@ def batch_pod(
 
 
 def _fields(pod: api.PodInfo) -> dict[str, Any]:
-    return {f: getattr(pod, f) for f in pod.__slots__}  # type: ignore[attr-defined]
+    return {f: getattr(pod, f) for f in pod.__slots__}
 
 
 def ask_pod(hook: Any, pod: api.PodInfo, rule: Rule | None = None) -> Resources:

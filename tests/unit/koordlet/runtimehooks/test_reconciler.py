@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -132,10 +133,10 @@ def test_lsr_and_ls_pods_through_the_service() -> None:
     assert host.read("cpuset.cpus", ls.containers[0].cgroup_dir) == "0,2-3"
 
 
-def nrt_status(pools: tuple[nrt.CPUSharedPool, ...]) -> object:
-    from koordshared.apis.topology.noderesourcetopology import NodeTopologyStatus
-
-    return NodeTopologyStatus((), annotations={nrt.ANNOTATION_CPU_SHARED_POOLS: nrt.share_pools_json(pools)})
+def nrt_status(pools: tuple[nrt.CPUSharedPool, ...]) -> nrt.NodeTopologyStatus:
+    return nrt.NodeTopologyStatus(
+        (), annotations={nrt.ANNOTATION_CPU_SHARED_POOLS: nrt.share_pools_json(pools)}
+    )
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -221,9 +222,9 @@ def test_a_pod_dir_is_listed_again_only_when_its_containers_change() -> None:
     listed: list[str] = []
     real = host.list_cgroups
 
-    def counting(d: str, depth: int) -> list[str]:
-        listed.append(d)
-        return real(d, depth)
+    def counting(cgroup_dir: str, depth: int) -> Sequence[str]:
+        listed.append(cgroup_dir)
+        return real(cgroup_dir, depth)
 
     host.list_cgroups = counting  # type: ignore[method-assign]
     r = reconciler(states, host, ex, Rule(share_pools=POOLS))

@@ -69,7 +69,7 @@ def informer(
     return inf
 
 
-def annotations(inf: NodeTopologyInformer) -> dict[str, Any]:
+def decoded_annotations(inf: NodeTopologyInformer) -> dict[str, Any]:
     status = inf.status()
     assert status is not None
     return {k: json.loads(v) for k, v in status.annotations.items()}
@@ -79,7 +79,7 @@ def test_plain_node(tmp_path: Path) -> None:
     inf = informer(tmp_path)
     status = inf.status()
     assert status is not None
-    got = annotations(inf)
+    got = decoded_annotations(inf)
     detail = got[nrt.ANNOTATION_CPU_TOPOLOGY]["detail"]
     assert detail[:4] == [
         {"id": 0, "core": 0, "socket": 0, "node": 0},
@@ -137,7 +137,7 @@ def test_bound_pods_leave_the_pools(tmp_path: Path) -> None:
     done = make_pod(
         "done", api.QOSClass.LSE, uid=pod_uid(3), phase="Succeeded", annotations={STATUS: '{"cpuset":"4"}'}
     )
-    got = annotations(informer(tmp_path, pods=(lsr, lse, done)))
+    got = decoded_annotations(informer(tmp_path, pods=(lsr, lse, done)))
     assert got[nrt.ANNOTATION_CPU_SHARED_POOLS] == [
         # every CPU of NUMA node 0 is bound: no pool there (koordlet drops bound CPUs before it forms
         # pools, and trims reserved ones after, which can leave a pool without CPUs: see below)
@@ -177,7 +177,7 @@ def test_static_kubelet_reservations_and_system_qos(tmp_path: Path) -> None:
         "topologyManagerScope": "pod",
     }
     inf = informer(tmp_path, node=node, pods=(web, ls), configz=configz, checkpoint=checkpoint)
-    got = annotations(inf)
+    got = decoded_annotations(inf)
     # ceil(1 + 0.5) = 2 CPUs, a whole core: CPU 0 and its sibling 8
     assert got[nrt.ANNOTATION_KUBELET_CPU_MANAGER_POLICY] == {
         "policy": "static",
@@ -209,7 +209,7 @@ def test_reservation_by_quantity_takes_whole_cores(tmp_path: Path) -> None:
     node = make_node(
         16000, 64 * GiB, annotations={nrt.ANNOTATION_NODE_RESERVATION: '{"resources":{"cpu":"1500m"}}'}
     )
-    got = annotations(informer(tmp_path, node=node))
+    got = decoded_annotations(informer(tmp_path, node=node))
     assert got[nrt.ANNOTATION_NODE_RESERVATION] == {"resources": {"cpu": "1500m"}, "reservedCPUs": "0,8"}
     assert got[nrt.ANNOTATION_CPU_SHARED_POOLS][0] == {"socket": 0, "node": 0, "cpuset": "1,9"}
 
@@ -333,7 +333,7 @@ def test_reported_without_the_kubelets_configuration_when_it_refuses(
         for _ in range(3):
             inf.sync()
     assert [create for create, _ in sink.writes] == [True], "reported once, not held back"
-    got = annotations(inf)
+    got = decoded_annotations(inf)
     # what the checkpoint says: the policy and the CPUs the kubelet gave the container
     assert got[nrt.ANNOTATION_KUBELET_CPU_MANAGER_POLICY] == {"policy": "static"}
     assert [a["cpuset"] for a in got[nrt.ANNOTATION_POD_CPU_ALLOCS]] == ["6-7"]
@@ -343,7 +343,7 @@ def test_reported_without_the_kubelets_configuration_when_it_refuses(
     answer.append({"kubeletconfig": {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0,8"}})
     inf.sync()
     assert [create for create, _ in sink.writes] == [True, False]
-    assert annotations(inf)[nrt.ANNOTATION_KUBELET_CPU_MANAGER_POLICY]["reservedCPUs"] == "0,8"
+    assert decoded_annotations(inf)[nrt.ANNOTATION_KUBELET_CPU_MANAGER_POLICY]["reservedCPUs"] == "0,8"
     # --disable-query-kubelet-config: no policy, nothing of the kubelet's, but a status
     off = NodeTopologyInformer(
         TopologyOptions("node-a", query_kubelet_config=False), host, lambda: None, lambda: (), configz=configz

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,7 +158,7 @@ def test_pods_and_host_apps(cache: MetricCache, clock: FakeClock) -> None:
 def test_empty_cache_is_valid_and_empty(cache: MetricCache, clock: FakeClock) -> None:
     status = StatusBuilder(cache, clock.wall).build(CollectPolicy(), [])
     assert status["nodeMetric"]["nodeUsage"] == {} and status["nodeMetric"]["systemUsage"] == {}
-    cold = {"avg": {}, "p50": {}, "p90": {}, "p95": {}, "p99": {}}
+    cold: dict[str, dict[str, Any]] = {"avg": {}, "p50": {}, "p90": {}, "p95": {}, "p99": {}}
     assert all(a["usage"] == cold for a in status["nodeMetric"]["aggregatedSystemUsages"])
     assert "numaUsages" not in status["nodeMetric"]
     crdschema.validate(status, NODEMETRIC_CRD, "status")

@@ -192,16 +192,16 @@ def test_pleg_lists_pod_dirs_only_when_something_can_be_new(fake_host: Any) -> N
     assert not t.is_alive()
 
 
-def _refuse_watch(pleg: PLEG, path: Path, refuse: Callable[[], bool]) -> list[Path]:
-    """Make ``pleg`` fail to watch ``path`` while ``refuse()`` holds; the refusals, as they come."""
+def _refuse_watch(pleg: PLEG, target: Path, refuse: Callable[[], bool]) -> list[Path]:
+    """Make ``pleg`` fail to watch ``target`` while ``refuse()`` holds; the refusals, as they come."""
     real_watch = pleg._watch
     refused: list[Path] = []
 
-    def watch(ino: Inotify, p: Path) -> bool:
-        if p == path and refuse():
-            refused.append(p)
+    def watch(ino: Inotify, path: Path) -> bool:
+        if path == target and refuse():
+            refused.append(path)
             return False
-        return real_watch(ino, p)
+        return real_watch(ino, path)
 
     pleg._watch = watch  # type: ignore[method-assign]
     return refused
@@ -233,7 +233,7 @@ def test_pleg_rescan_watches_pod_dirs_it_missed(fake_host: Any) -> None:
     with _running(pleg):
         assert wait_for(lambda: len(hits) == 1, threading.Event(), timeout=3)
         missed.mkdir()
-        assert wait_for(lambda: refused and pleg.scans >= 2, threading.Event(), timeout=3)
+        assert wait_for(lambda: bool(refused) and pleg.scans >= 2, threading.Event(), timeout=3)
         n = len(hits)
         (missed / ("d" * 64)).mkdir()
         assert wait_for(lambda: len(hits) > n, threading.Event(), timeout=3)

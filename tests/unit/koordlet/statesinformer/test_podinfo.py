@@ -140,8 +140,8 @@ def test_raw_qos_is_the_label_alone() -> None:
 
 def test_full_pod_resources_batch_and_cgroup_dirs() -> None:
     raw = pod(
-        requests=res("250m", "128Mi", **{podinfo.BATCH_CPU: "2000", podinfo.BATCH_MEMORY: "1Gi"}),
-        limits=res("1", "256Mi", **{podinfo.BATCH_CPU: "4000", podinfo.BATCH_MEMORY: "2Gi"}),
+        requests=res("250m", "128Mi", **{qosapi.BATCH_CPU: "2000", qosapi.BATCH_MEMORY: "1Gi"}),
+        limits=res("1", "256Mi", **{qosapi.BATCH_CPU: "4000", qosapi.BATCH_MEMORY: "2Gi"}),
         priority=5500,
     )
     info = podinfo.pod_info(raw, CGROUPFS)

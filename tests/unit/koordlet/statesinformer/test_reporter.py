@@ -185,7 +185,13 @@ def test_standalone_writes_file(fake_clock: FakeClock, tmp_path: Path) -> None:
 
 
 def test_config_refuses_nonsense() -> None:
-    for bad in ({"node_name": ""}, {"pod_source": "etcd"}, {"status_qps": 0}, {"kubelet_sync_interval": -1}):
+    nonsense: list[dict[str, Any]] = [
+        {"node_name": ""},
+        {"pod_source": "etcd"},
+        {"status_qps": 0},
+        {"kubelet_sync_interval": -1},
+    ]
+    for bad in nonsense:
         with pytest.raises(ConfigError):
             InformerConfig(**{"node_name": "n", **bad})
     assert InformerConfig(node_name="n", kubelet_sync_interval=4).staleness == 8

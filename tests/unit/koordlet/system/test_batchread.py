@@ -25,7 +25,11 @@ MEM_KEYS = ("total_cache", "total_rss", "total_inactive_file", "total_active_fil
 
 
 def _open(
-    impl: str, paths: Sequence[Path], kinds: Sequence[FileKind], keys: Sequence[Sequence[str]], **kw: int
+    impl: str,
+    paths: Sequence[str | Path],
+    kinds: Sequence[FileKind],
+    keys: Sequence[Sequence[str]],
+    **kw: int,
 ) -> batchread.BatchReader:
     return native.open_batch_reader(paths, kinds, keys, force_python=impl == "python", **kw)
 

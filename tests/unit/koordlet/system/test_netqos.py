@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from koordlet.api.netqos import ClassLimit, DirectionSpec, NetQoSSpec
+from koordlet.api.netqos import ClassLimit, DirectionSpec, IPAddress, NetQoSSpec
 from koordlet.system import netqos
 from koordlet.system.netqos import (
     BE_CLASS,
@@ -86,7 +86,7 @@ def test_u32_keys_both_ways() -> None:
     st.one_of(st.ip_addresses(v=4), st.ip_addresses(v=6)),
     st.sampled_from(["src", "dst"]),
 )
-def test_keys_read_back_as_the_address(ip: netqos.IPAddress, match: netqos.Match) -> None:
+def test_keys_read_back_as_the_address(ip: IPAddress, match: netqos.Match) -> None:
     f = IPFilter(ip, BE_CLASS, match)
     keys = []
     for k in f.selector_keys():
@@ -245,7 +245,7 @@ def direction(draw: st.DrawFn) -> DirectionSpec:
     with_ingress=st.booleans(),
 )
 def test_any_valid_spec_converges_from_any_previous_one(
-    first: DirectionSpec, second: DirectionSpec, ips: list[netqos.IPAddress], split: int, with_ingress: bool
+    first: DirectionSpec, second: DirectionSpec, ips: list[IPAddress], split: int, with_ingress: bool
 ) -> None:
     s1 = spec(
         egress=first,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,10 +53,10 @@ def test_check_events_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(native, "HAS_NATIVE", True)
     with pytest.raises(ResourceUnsupported, match="kernel without perf"):
         perf.check_events(_paths(tmp_path / "x", paranoid=None), ["task-clock"])
-    monkeypatch.setattr(perf.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(ResourceUnsupported, match="perf_event_paranoid is 2"):
         perf.check_events(_paths(tmp_path / "y"), ["task-clock"])
-    monkeypatch.setattr(perf.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(native, "perf_probe", lambda t, c: -errno.ENOENT if t == 0 else 0)
     with pytest.raises(ResourceUnsupported, match=r"'cycles' is not available here.*no PMU"):
         perf.check_events(_paths(tmp_path / "z"), perf.CPI_EVENTS)

@@ -30,6 +30,7 @@ from koordlet.testing import (
     topology,
 )
 from koordshared.runtime.eventbus import EventBus
+from koordshared.runtime.httpserver import Rendered, Response
 from koordshared.runtime.lifecycle import Supervisor
 from qosplugins.cpusuppress import BECPUSuppress
 from tests.unit.qosplugins.cpusuppress.test_fastpath import fast_sample, quiet_samples
@@ -135,11 +136,17 @@ def test_evictions_come_from_the_audit_log_newest_first() -> None:
 def test_route_checks_the_window_and_serves_json() -> None:
     _clock, states, metrics, host, *_ = world()
     route = status_route(sources(states, metrics, host))
-    status, ctype, body = route({"window": ["2.5"]})
+
+    def get(query: dict[str, list[str]]) -> Response:
+        out = route(query)
+        assert not isinstance(out, Rendered)
+        return out
+
+    status, ctype, body = get({"window": ["2.5"]})
     assert status == 200 and ctype == "application/json"
     assert json.loads(body)["windowSeconds"] == 2.5
     for bad in ("0", "601", "x", "nan"):
-        status, _, body = route({"window": [bad]})
+        status, _, body = get({"window": [bad]})
         assert status == 400 and b"window" in body, bad
 
 

@@ -73,7 +73,8 @@ class Agentish:
     """Serves ``doc`` at ``/status`` (401 without ``token`` when one is set) until stopped."""
 
     def __init__(self, doc: dict[str, Any], token: str = "", tls_dir: Path | None = None) -> None:
-        self.doc, self.token, self.seen_auth = doc, token, []
+        self.doc, self.token = doc, token
+        self.seen_auth: list[str] = []
         me = self
 
         class Handler(BaseHTTPRequestHandler):

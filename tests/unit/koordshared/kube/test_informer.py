@@ -51,7 +51,7 @@ class Recorder:
             return list(self.events)
 
 
-def wait(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+def wait(cond: Callable[[], object], timeout: float = 10.0) -> None:
     assert wait_until(cond, timeout), "condition not met in time"
 
 
@@ -107,7 +107,8 @@ def test_list_then_watch_feeds_cache_handlers_and_indexes(
     store.create("pods", pod("p1", "n3"))
     wait(lambda: len(rec.seen()) == 6 and pods.by_index("node", "n3"))
     assert rec.seen()[3:] == [("add", "n3"), ("update", "n1"), ("delete", "n2")]
-    assert nodes.get("n1")["metadata"]["labels"] == {"pool": "a"}  # type: ignore[index]
+    n1 = nodes.get("n1")
+    assert n1 is not None and n1["metadata"]["labels"] == {"pool": "a"}
     assert nodes.get("n2") is None and nodes.by_index("node", "n2") == []
     assert nodes.lists == 1 and pods.lists == 1
 

@@ -68,12 +68,13 @@ def test_serving_flags() -> None:
         }
     )
     assert s.tls == TLSConfig("c", "k") and s.auth.authorize and s.auth.authn_ttl == 60.0
-    for bad, flag in [
+    refused: list[tuple[dict[str, object], str]] = [
         ({"tls-cert-file": "c"}, "--tls-private-key-file"),
         ({"authorization-mode": "RBAC"}, "--authorization-mode"),
         ({"authorization-mode": "Webhook"}, "--authentication-token-webhook"),
         ({"authorization-webhook-cache-authorized-ttl": -1.0}, "authorized-ttl"),
-    ]:
+    ]
+    for bad, flag in refused:
         with pytest.raises(ConfigError, match=flag):
             serving_from_options(bad)
 

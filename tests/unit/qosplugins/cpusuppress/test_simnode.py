@@ -32,7 +32,7 @@ class SimNode:
     plugin: BECPUSuppress
     pods: dict[str, api.PodInfo]
     rng: random.Random
-    history: list[tuple[float, float, float, float]] = field(default_factory=list)
+    history: list[tuple[float, float, float]] = field(default_factory=list)
     """``(non-BE pods, BE, node)`` cores of each 50 ms window."""
     seen: list[tuple[float, str]] = field(default_factory=list)
     """``(time, BE cpuset)`` at every change."""

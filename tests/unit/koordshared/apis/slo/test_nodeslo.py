@@ -8,16 +8,17 @@ import pytest
 
 from koordlet import api
 from koordshared.apis.slo import nodeslo
+from tests.support.jsonpath import at
 
 
 def test_defaults_match_api_defaults() -> None:
     slo = nodeslo.build(None)
     assert slo.resource_used_threshold_with_be == api.ResourceThresholdStrategy()
     assert slo.cpu_burst_strategy == api.CPUBurstStrategy()
-    be = slo.resource_qos_strategy["beClass"]
+    be = at(slo.resource_qos_strategy, "beClass")
     # cpuQOS disabled by default -> Koordinator's neutral values, not the class defaults
-    assert be["cpuQOS"]["groupIdentity"] == 0
-    assert be["resctrlQOS"]["catRangeEndPercent"] == 100
+    assert at(be, "cpuQOS", "groupIdentity") == 0
+    assert at(be, "resctrlQOS", "catRangeEndPercent") == 100
 
 
 def test_merge_keeps_defaults_for_nil_fields() -> None:
@@ -37,8 +38,8 @@ def test_merge_keeps_defaults_for_nil_fields() -> None:
     assert (rt.enable, rt.cpu_suppress_threshold_percent, rt.memory_evict_threshold_percent) == (True, 50, 70)
     assert rt.cpu_suppress_policy == "cpuset"
     assert slo.cpu_burst_strategy == api.CPUBurstStrategy(policy="auto")
-    be = slo.resource_qos_strategy["beClass"]["cpuQOS"]
-    assert (be["enable"], be["groupIdentity"]) == (True, -1)  # enabled: the class default survives
+    be = at(slo.resource_qos_strategy, "beClass", "cpuQOS")
+    assert (at(be, "enable"), at(be, "groupIdentity")) == (True, -1)  # enabled: the class default survives
     assert slo.host_applications == (
         api.HostApplication(name="nginx", priority=api.PriorityClass.PROD, qos=api.QOSClass.LS),
     )

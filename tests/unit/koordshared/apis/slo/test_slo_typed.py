@@ -7,6 +7,7 @@ from typing import Any
 
 from koordlet import api
 from koordshared.apis.slo import nodeslo
+from tests.support.jsonpath import at
 
 
 def test_defaults_are_the_neutral_values_of_an_unbuilt_nodeslo() -> None:
@@ -39,7 +40,7 @@ def test_typed_classes_follow_the_merged_json() -> None:
     assert be == s.resource_qos.of("beClass")
     assert be.cpu_qos == api.CPUQOS(enable=True, group_identity=-1, sched_idle=0, core_expeller=False)
     assert be.resctrl_qos == api.ResctrlQOS(True, 0, 30, 40)
-    assert be.memory_qos.min_limit_percent == raw["memoryQOS"]["minLimitPercent"] == 10  # type: ignore[index]
+    assert be.memory_qos.min_limit_percent == at(raw, "memoryQOS", "minLimitPercent") == 10
     assert (be.memory_qos.wmark_ratio, be.memory_qos.wmark_min_adj) == (95, 30)  # class default kept
     assert be.blkio_qos == api.BlkIOQOS(
         enable=True, blocks=(api.BlockCfg("vdb", "device", api.IOCfg(read_iops=512, enable_user_model=True)),)
