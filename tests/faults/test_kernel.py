@@ -84,10 +84,10 @@ def test_be_quota_stays_bounded_repaired_and_kept_through_bad_nodeslos(
         for i, bad in enumerate(("150", "-1", '"sixty"', "[oops")):
             node_slo(tmp_path, f"{bad}  # {i}")  # a new size too: the file is watched by mtime and size
 
-            def refused(n: int = i + 1) -> bool:
+            def invalid_counted(n: int = i + 1) -> bool:
                 return total(agent, "koordlet_nodeslo_invalid_total") >= n
 
-            assert wait_until(refused, 5, step=0.1), (bad, agent.tail())
+            assert wait_until(invalid_counted, 5, step=0.1), (bad, agent.tail())
             assert 0 < be_quota(kubepods) <= capacity, (bad, agent.tail())
         # F4: a budget at or below zero is held at the floor, never written as a negative (which the
         # kernel would take as "unlimited"); a generous one never above the node's capacity.

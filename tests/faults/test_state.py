@@ -74,7 +74,11 @@ def test_wall_clock_steps_around_checkpoints(tmp_path: Path) -> None:
             offset.write_text(step)
             if checkpointed:  # one checkpoint stamped an hour ahead (and the final one at stop)
                 done = checkpoints(first)
-                assert wait_until(lambda n=done: checkpoints(first) > n, 20, step=0.2), first.tail()
+
+                def checkpointed_again(n: float = done) -> bool:
+                    return checkpoints(first) > n
+
+                assert wait_until(checkpointed_again, 20, step=0.2), first.tail()
             deadline = time.monotonic() + 1.0
             while time.monotonic() < deadline:
                 usage = [v for _labels, v in samples(first, "koordlet_node_resource_usage", **cpu)]

@@ -7,6 +7,7 @@ ClusterRole of ``deploy/scheduler/coscheduling-rbac.yaml`` allows exactly the pl
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -99,7 +100,7 @@ def test_gangs_in_the_process(server: APIServer, tmp_path: Path) -> None:
             assert "gang default/g" in condition(server, f"g{i}") and "Insufficient cpu" in condition(
                 server, f"g{i}"
             )
-            wait(lambda i=i: failures(server, f"g{i}"), log)
+            wait(functools.partial(failures, server, f"g{i}"), log)
 
         # A fifth node: all five bound, allowed together (each counts five members bound with it).
         add_node(server, "n4", "1")

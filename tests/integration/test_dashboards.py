@@ -51,7 +51,11 @@ def expand(expr: str, values: Mapping[str, str]) -> str:
     for name in sorted(values, key=len, reverse=True):
         v = values[name]
         expr = expr.replace(f"${{{name}}}", v).replace(f"[[{name}]]", v)
-        expr = re.sub(rf"\${re.escape(name)}(?![A-Za-z0-9_])", lambda _m, v=v: v, expr)
+
+        def literal(_m: re.Match[str], v: str = v) -> str:  # the value as is (no escapes processed)
+            return v
+
+        expr = re.sub(rf"\${re.escape(name)}(?![A-Za-z0-9_])", literal, expr)
     return expr
 
 
@@ -175,7 +179,7 @@ def test_every_panel_query_parses_and_returns_data(
         agent.wait_ready()
         manager.wait_ready()
         assert wait_http(extender.base + "/readyz", 30) and wait_http(descheduler.base + "/readyz", 30)
-        jobs = {
+        jobs: dict[str, list[tuple[str, dict[str, str]]]] = {
             "koordlet": [(f"127.0.0.1:{agent.port}", {"node": NODE})],  # the PodMonitor's node relabel
             "koord-manager": [(f"127.0.0.1:{manager.port}", {})],
             "koord-scheduler-extender": [(f"127.0.0.1:{extender.port}", {})],

@@ -286,9 +286,8 @@ def test_api_server_outage(cluster_factory: Callable[..., Cluster]) -> None:
         c.server.up()
     # sampling went on (a sample per 100 ms, allow for a slow CI machine)
     assert c.samples[0] - samples_at_down >= OUTAGE_SECONDS * 5
-    assert mid is not None and end_mem - mid < 512 * 1024, (
-        f"memory grew {end_mem - mid} bytes in the second half"
-    )
+    assert mid is not None
+    assert end_mem - mid < 512 * 1024, f"memory grew {end_mem - mid} bytes in the second half"
     assert peak_threads <= threads_before + 2
     results = {
         r: c.registry.get_sample_value("koordlet_nodemetric_report_total", {"result": r}) or 0

@@ -96,9 +96,9 @@ def test_events_condition_metrics_and_endpoints_as_kube_scheduler_shows_them(
     assert status == 200
     missing = [m for m in KUBE_METRICS if f"# TYPE {m} " not in text]
     assert not missing, missing
-    labels = {"profile": "koord-scheduler"}
-    assert ks.wait_metric("scheduler_schedule_attempts_total", 1, result="scheduled", **labels)
-    assert ks.metric("scheduler_schedule_attempts_total", result="unschedulable", **labels) >= 1
+    profile = "koord-scheduler"
+    assert ks.wait_metric("scheduler_schedule_attempts_total", 1, result="scheduled", profile=profile)
+    assert ks.metric("scheduler_schedule_attempts_total", result="unschedulable", profile=profile) >= 1
     assert ks.wait_metric("scheduler_pending_pods", 1, queue="unschedulable")
     assert ks.metric("scheduler_cache_size", type="nodes") == 2
     assert ks.metric("scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") == 1

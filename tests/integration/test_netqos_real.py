@@ -13,7 +13,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet.api.netqos import ClassLimit, DirectionSpec, NetQoSSpec
-from koordlet.resourceexecutor.executor import ExecutorConfig, ResourceExecutor
+from koordlet.resourceexecutor.config import ExecutorConfig
+from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system.cgroups import CgroupMode
 from koordlet.system.paths import HostPaths
 from tests.integration.netns import BE_IP, LS_IP, M, Pair, flows

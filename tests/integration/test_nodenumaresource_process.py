@@ -8,6 +8,7 @@ grants exactly the plugin's own API traffic."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -29,8 +30,8 @@ DEPLOY = ROOT / "deploy" / "scheduler"
 NOT_REPORTED = "node(s) CPU Topology not found (no NodeResourceTopology reported)"
 
 
-def create_pod(server: APIServer, pod: dict[str, object]) -> None:
-    meta = {k: v for k, v in pod["metadata"].items() if k != "uid"}  # type: ignore[union-attr]
+def create_pod(server: APIServer, pod: dict[str, Any]) -> None:
+    meta = {k: v for k, v in pod["metadata"].items() if k != "uid"}
     server.store.create("pods", {**pod, "metadata": meta})
 
 

@@ -84,8 +84,12 @@ def test_page_cache_counted_apart_and_reported_by_policy(tmp_path: Path, kubepod
             got = cache.query(POD_MEMORY_USAGE_WITH_PAGE_CACHE, window=1, labels={"pod_uid": pod.uid})
             return 0.0 if got is None else got.value
 
+        def swept_pod_cached() -> bool:
+            sweep()
+            return pod_cached() >= 28 * MIB
+
         # the pod's hierarchical totals are flushed by the kernel lazily (every ~2 s): sweep until they are
-        assert wait_until(lambda: sweep() or pod_cached() >= 28 * MIB, 10, step=0.5), pod_cached()
+        assert wait_until(swept_pod_cached, 10, step=0.5), pod_cached()
         builder = StatusBuilder(cache, clock.wall)
 
         def pod_memory(policy: str) -> int:
@@ -96,9 +100,13 @@ def test_page_cache_counted_apart_and_reported_by_policy(tmp_path: Path, kubepod
         def reported_cache() -> int:
             return pod_memory("usageWithPageCache") - pod_memory("usageWithoutPageCache")
 
+        def swept_reported() -> bool:
+            sweep()
+            return reported_cache() >= 28 * MIB
+
         # The report averages the pod over its window, which still holds sweeps from before the kernel
         # flushed the pod's totals (a suite run read 25.2 MiB): sweep on until the average has the cache.
-        assert wait_until(lambda: sweep() or reported_cache() >= 28 * MIB, 30, step=0.2), reported_cache()
+        assert wait_until(swept_reported, 30, step=0.2), reported_cache()
         without, with_cache = pod_memory("usageWithoutPageCache"), pod_memory("usageWithPageCache")
         assert with_cache - without >= 28 * MIB, (without, with_cache)
         node_without = to_int(

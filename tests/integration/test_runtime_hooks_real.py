@@ -17,7 +17,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,11 @@ def pod_item(uid: str, name: str, qos: str, labels: Mapping[str, str], **kw: Any
 
 def read(kp: RealKubepods, sub: str, cgroup_dir: str, name: str) -> str:
     return kp.path(sub, cgroup_dir, name).read_text().strip()
+
+
+def reads(kp: RealKubepods, sub: str, cgroup_dir: str, name: str, value: str) -> Callable[[], bool]:
+    """A probe: the file holds ``value``."""
+    return lambda: read(kp, sub, cgroup_dir, name) == value
 
 
 def values(kp: RealKubepods, cgroup_dir: str) -> tuple[str, str, str]:
@@ -183,9 +188,7 @@ def test_runtime_hooks_on_real_cgroups(tmp_path: Path, tree: RealKubepods) -> No
         ):
             write_file(kp.path(sub, d, name), wrong)
             t0 = time.monotonic()
-            restored = wait_until(
-                lambda sub=sub, d=d, name=name, right=right: read(kp, sub, d, name) == right, 30, step=0.005
-            )
+            restored = wait_until(reads(kp, sub, d, name, right), 30, step=0.005)
             assert restored, (name, read(kp, sub, d, name), agent.tail())
             latencies[f"restore {name}"] = time.monotonic() - t0
 

@@ -79,7 +79,7 @@ def test_third_party_plugin_from_a_wheel(api_server: APIServer, tmp_path: Path, 
     rows = {line.split()[0]: line.split()[1:] for line in listed.stdout.splitlines()[1:]}
     assert rows["AvoidLabel"] == ["entrypoint:koordlet-avoid-label", "-"]  # registered, not enabled
 
-    config = {
+    config: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "profiles": [

@@ -19,7 +19,7 @@ from types import FrameType
 
 from koordlet.testing.cgroups import unavailable
 from tests.loop import numa, scenario
-from tests.loop.report import problems, summary
+from tests.loop.report import Report, problems, summary
 
 SCENARIOS = ("colocation", "numa")
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_one(name: str, work: Path, say: Callable[[str, str], None]) -> list[str]:
     """Run one scenario; what it did not show (empty: it told its whole story)."""
-    report: numa.NumaReport | scenario.Report | None = None
+    report: numa.NumaReport | Report | None = None
     try:
         report = numa.run(work, say) if name == "numa" else scenario.run(work, say)
     except KeyboardInterrupt:

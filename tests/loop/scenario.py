@@ -17,6 +17,7 @@ end whatever happens (a failure, Ctrl-C).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -31,6 +32,7 @@ from koordshared.kube.client import make_api_client, request
 from tests.cluster.processkubelet import ProcessKubelet
 from tests.loop import configs
 from tests.loop.components import (
+    AgentProc,
     Child,
     Component,
     agent,
@@ -100,7 +102,7 @@ class Loop:
                 self.work,
                 cpu=configs.CPU,
                 memory=configs.MEMORY,
-                on_event=lambda m, node=node: self.say(f"kubelet {node}", m),
+                on_event=functools.partial(self.say, f"kubelet {node}"),
             )
             self.kubelets.append(k)
             k.start(self.stop)
@@ -123,7 +125,8 @@ class Loop:
             for k in self.kubelets
         ]
         self.procs += [manager.proc, *agents]
-        for c in (manager, *agents):
+        started: list[Component | AgentProc] = [manager, *agents]
+        for c in started:
             wait_for(f"{c.name} ready", c.ready, 60, [c.proc if isinstance(c, Component) else c])
             self.say(c.name, "ready")
         wait_for(
@@ -345,24 +348,23 @@ class Loop:
             return time.monotonic() - since >= CALM_SECONDS
 
         wait_for(f"{HOT} under its high threshold for {CALM_SECONDS:.0f} s", calm, 60, [d.proc])
-        wait_for(
-            "the replacements placed",
-            lambda: (
-                all(watcher.pod(r) and watcher.pod(r)["spec"].get("nodeName") for r in watcher.replacements)
-                and len(watcher.replacements) >= len(evicted())
-            ),
-            30,
-            [d.proc],
-        )
+
+        def replacements_placed() -> bool:
+            placed = [watcher.pod(r) for r in watcher.replacements]
+            return all(p and p["spec"].get("nodeName") for p in placed) and len(watcher.replacements) >= len(
+                evicted()
+            )
+
+        wait_for("the replacements placed", replacements_placed, 30, [d.proc])
         self.report.evicted = evicted()
         cpu, _, _ = watcher.node_cpu(HOT, live_only=True)
         self.report.hot_after = 100.0 * cpu / watcher.capacity[HOT]
         self.report.replacements = {
-            r: str(watcher.pod(r)["spec"].get("nodeName")) for r in watcher.replacements if watcher.pod(r)
+            r: str(p["spec"].get("nodeName")) for r in watcher.replacements if (p := watcher.pod(r))
         }
         after, high = self.report.hot_after, self.report.high_percent
-        evicted = ", ".join(self.report.evicted)
-        self.say("loop", f"{HOT} now reports {after:.0f}% cpu (threshold {high}%) after evicting {evicted}")
+        gone = ", ".join(self.report.evicted)
+        self.say("loop", f"{HOT} now reports {after:.0f}% cpu (threshold {high}%) after evicting {gone}")
         self.report.exit_codes[d.name] = d.proc.stop()
 
     # ---- the end ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 from koordshared.apis.core.resources import node_allocatable, value_of
@@ -39,7 +40,7 @@ class Watcher:
         self.events: list[dict[str, Any]] = []
         self.replacements: dict[str, str] = {}
         """replacement pod -> the evicted pod it replaces."""
-        self._shown: dict[str, Any] = {}
+        self._shown: dict[str | tuple[str, str], Any] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -52,7 +53,9 @@ class Watcher:
         metrics = {m["metadata"]["name"]: m for m in self._get(NODEMETRICS)}
         events = [e for e in self._get("/api/v1/events") if e.get("reason") == "Descheduled"]
         with self._lock:
-            self.capacity = {n: value_of("cpu", node_allocatable(o).get("cpu", 0)) for n, o in nodes.items()}
+            self.capacity = {
+                n: value_of("cpu", node_allocatable(o).get("cpu", Fraction(0))) for n, o in nodes.items()
+            }
             gone = [k for k in self.pods if k not in pods]
             self.pods, self.metrics = pods, metrics
         self._narrate(metrics, events)

@@ -7,6 +7,7 @@ containers' cgroups."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -121,10 +122,10 @@ def test_koord_scheduler_places_be_pods_by_batch_resources(colocation: Cluster) 
     fits = next(p for p in pods(c, "app=be-fits"))
     expect_quota = str(200 * 100)  # 200 milli-cores of a 100 ms period
     for level in (pod_cgroup(fits), container_cgroup(fits)):
-        wait_until(
-            f"cfs quota {expect_quota} on {level.name}",
-            lambda level=level: (level / "cpu.cfs_quota_us").read_text().strip() == expect_quota,
-            30,
-        )
+
+        def quota_set(level: Path = level) -> bool:
+            return (level / "cpu.cfs_quota_us").read_text().strip() == expect_quota
+
+        wait_until(f"cfs quota {expect_quota} on {level.name}", quota_set, 30)
     mem = container_cgroup(fits, "memory") / "memory.limit_in_bytes"
     wait_until(f"64 MiB limit on {mem.parent.name}", lambda: int(mem.read_text()) == 64 << 20, 30)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.real.objects import (
     apply,
@@ -37,8 +38,8 @@ def _agent_pod(cluster: Cluster) -> dict[str, object] | None:
     return found[0] if found else None
 
 
-def _ready(pod: dict[str, object] | None) -> bool:
-    conditions = (pod or {}).get("status", {}).get("conditions", [])  # type: ignore[union-attr]
+def _ready(pod: dict[str, Any] | None) -> bool:
+    conditions = (pod or {}).get("status", {}).get("conditions", [])
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 

@@ -12,9 +12,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.real.objects import BUSYBOX, IDLE, NS, apply, get
+from tests.real.objects import IDLE, NS, apply, get
 from tests.realcluster.cluster import Cluster
 from tests.realcluster.hollow import TAINT, HollowNode
+from tests.realcluster.images import BUSYBOX
 from tests.realcluster.procs import wait_until
 
 APP = "pmj-web"

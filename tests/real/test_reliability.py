@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import time
 import urllib.request
@@ -89,7 +90,7 @@ def test_kube_apiserver_restart(cluster: Cluster) -> None:
     for name, p in cluster.procs.items():
         assert p.running(), f"{name} exited:\n{p.tail()}"
         if name.startswith("koord"):
-            wait_until(f"{name} ready", lambda p=p: cluster.ready(p), 60)
+            wait_until(f"{name} ready", functools.partial(cluster.ready, p), 60)
     assert_none_bound_twice(cluster)
 
 

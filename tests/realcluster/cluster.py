@@ -9,6 +9,7 @@ and network device it left.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -290,8 +291,8 @@ class Cluster:
             )
             self._add(running.proc)
         for name in [n for n in self.procs if n.startswith(("koord", "koordlet"))]:
-            p = self.procs[name]
-            wait_until(f"{name} ready", lambda p=p: self.ready(p), 90, watch=[p])
+            proc = self.procs[name]
+            wait_until(f"{name} ready", functools.partial(self.ready, proc), 90, watch=[proc])
 
     def restart(
         self, name: str, *, ready: Callable[[], object] | None = None, timeout: float = 120
@@ -362,9 +363,9 @@ class Cluster:
             kubelet.stop()
         node.kill_tasks(self.state)
         for name in ("kube-scheduler", "containerd", "kube-apiserver", "etcd"):
-            p = self.procs.get(name)
-            if p is not None:
-                p.stop()
+            built_in = self.procs.get(name)
+            if built_in is not None:
+                built_in.stop()
         left: list[str] = []
         if not self.with_node:
             return [f"process {p.name} still running" for p in self.procs.values() if p.running()]

@@ -308,7 +308,7 @@ def mounts_under(*roots: Path) -> list[str]:
 
 def unmount_all(*roots: Path) -> list[str]:
     """Lazily unmount every mount under ``roots``; what could not be unmounted."""
-    failed = []
+    failed: list[str] = []
     for _ in range(3):  # a mount may hide another at the same point
         points = mounts_under(*roots)
         if not points:
