@@ -42,6 +42,7 @@ Figures vary with what else runs on the machine; the load average is printed wit
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -112,7 +113,7 @@ def paced(rest: Rest, audit: Audit, count: int, every: float, workload: str = "b
         t = time.monotonic()
         rest.create(f"/api/v1/namespaces/{NS}/pods", pod(n, workload=workload))
         time.sleep(max(0.0, every - (time.monotonic() - t)))
-    wait_until("the paced pods bound", lambda: audit.read() or all(n in audit.bound for n in names), 60)
+    wait_until("the paced pods bound", lambda: audit.has_bound(*names), 60)
     return [(audit.bound[n] - audit.created[n]) * 1000 for n in names]
 
 
@@ -147,16 +148,15 @@ def preemption(kind: str, rounds: int, work: Path) -> list[float]:
             preemptor["spec"]["priorityClassName"] = "high"
             v, q = victim["metadata"]["name"], preemptor["metadata"]["name"]
             rest.create(PODS, victim)
-            wait_until(f"{v} bound", lambda v=v: audit.read() or v in audit.bound, 60, watch=procs)
+            wait_until(f"{v} bound", functools.partial(audit.has_bound, v), 60, watch=procs)
             rest.create(PODS, preemptor)
-            wait_until(
-                f"{v} marked for deletion",
-                lambda v=v: rest.get(f"{PODS}/{v}")["metadata"].get("deletionTimestamp"),
-                60,
-                every=0.01,
-            )
+
+            def marked(v: str = v) -> object:
+                return rest.get(f"{PODS}/{v}")["metadata"].get("deletionTimestamp")
+
+            wait_until(f"{v} marked for deletion", marked, 60, every=0.01)
             rest.request("DELETE", f"{PODS}/{v}?gracePeriodSeconds=0")
-            wait_until(f"{q} bound", lambda q=q: audit.read() or q in audit.bound, 60, watch=procs)
+            wait_until(f"{q} bound", functools.partial(audit.has_bound, q), 60, watch=procs)
             out.append(audit.bound[q] - audit.deleted[v])
             rest.request("DELETE", f"{PODS}/{q}?gracePeriodSeconds=0")
         rest.close()

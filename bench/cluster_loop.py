@@ -25,6 +25,7 @@ Figures vary with what else runs on the machine; the load average is printed.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -73,7 +74,7 @@ def start_stack(c: Cluster, node: str) -> list[Started]:
             )
             procs.append(c.adopt(running.proc))
     for p in procs:
-        wait_until(f"{p.name} ready", lambda p=p: c.ready(p), 120, watch=[p])
+        wait_until(f"{p.name} ready", functools.partial(c.ready, p), 120, watch=[p])
     return procs
 
 
@@ -128,12 +129,12 @@ def drain(
     started = time.time()
     for name in procs:
         c.adopt(c.procs[name].again())
-    wait_until(
-        f"{pods} pods bound by {scheduler}",
-        lambda: audit.read() or sum(1 for n in audit.bound if n.startswith(prefix)) >= pods,
-        max(300.0, pods / 5),
-        every=0.2,
-    )
+
+    def all_bound() -> bool:
+        audit.read()
+        return sum(1 for n in audit.bound if n.startswith(prefix)) >= pods
+
+    wait_until(f"{pods} pods bound by {scheduler}", all_bound, max(300.0, pods / 5), every=0.2)
     times = sorted(t for n, t in audit.bound.items() if n.startswith(prefix))
     return {
         "pods_per_s": round(pods / max(times[-1] - times[0], 1e-3), 1),

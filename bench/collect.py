@@ -35,6 +35,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 from prometheus_client import CollectorRegistry, generate_latest
@@ -52,7 +53,7 @@ from koordlet.testing.cgroups import RealCgroupTree
 from koordshared.runtime.eventbus import EventBus
 from koordshared.runtime.lifecycle import Supervisor
 
-if __package__:  # python -m bench.collect (make bench)
+if TYPE_CHECKING or __package__:  # python -m bench.collect (make bench; and what mypy checks)
     from bench.host_read import CPU_CLOCK, FLOOR_C
 else:  # python bench/collect.py
     from host_read import CPU_CLOCK, FLOOR_C

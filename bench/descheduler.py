@@ -33,6 +33,7 @@ from koord.descheduler.app import plugin_registry
 from koord.descheduler.framework.profile import parse_profiles
 from koord.descheduler.framework.runtime import Environment, Framework
 from koord.descheduler.informers import MemoryInformers
+from koord.descheduler.testing import NoEvents
 from koordshared.apis.core.node import is_ready
 from koordshared.apis.meta.quantity import format_bytes, format_milli, format_time
 
@@ -41,11 +42,6 @@ PODS_PER_NODE = 30
 GiB = 2**30
 NODE_CPU = 16000
 HOT_EVERY = 10
-
-
-class NoEvents:
-    def event(self, obj: Any, type_: str, reason: str, message: str) -> None:
-        pass
 
 
 def rss() -> int:

@@ -184,7 +184,8 @@ def in_child(n: int, rounds: int) -> dict[str, float]:
 
 def report(res: dict[str, Any], n: int) -> None:
     def ratio(verb: str) -> float:
-        return round(res[f"{verb}_p99_ms_{n}"] / res[f"{verb}_floor_p99_ms_{n}"], 1)
+        value: float = res[f"{verb}_p99_ms_{n}"] / res[f"{verb}_floor_p99_ms_{n}"]
+        return round(value, 1)
 
     res[f"filter_ratio_{n}"], res[f"prioritize_ratio_{n}"] = ratio("filter"), ratio("prioritize")
     for verb in ("filter", "prioritize"):

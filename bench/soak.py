@@ -57,7 +57,7 @@ import urllib.request
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -70,7 +70,7 @@ from koordlet.system.paths import HostPaths
 from koordlet.testing.agent import Agent, free_port
 from koordlet.testing.cgroups import RealKubepods, RealPod
 
-if __package__:  # python -m bench.soak
+if TYPE_CHECKING or __package__:  # python -m bench.soak (and what mypy checks)
     from bench.host_read import CPU_CLOCK, FLOOR_C
 else:  # python bench/soak.py
     from host_read import CPU_CLOCK, FLOOR_C

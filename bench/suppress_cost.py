@@ -22,15 +22,16 @@ from collections.abc import Callable, Sequence
 
 from koordlet import api
 from koordlet.metriccache.cache import MetricCache
-from koordlet.testing import FakeClock, Harness, be_slo, make_harness, make_pod, topology
+from koordlet.testing import FakeClock, FakeExecutor, Harness, be_slo, make_harness, make_pod, topology
 from qosplugins.cpusuppress import BECPUSuppress
 
 NAME = "suppress_cost"
 
 
-class UnchangedExecutor:
-    """A ``ResourceWriter`` whose every value is already in place (the real executor's cache hit), so the
-    figures are the plugin's own decision cost, not the writes'."""
+class UnchangedExecutor(FakeExecutor):
+    """A ``ResourceWriter`` whose every cgroup value is already in place (the real executor's cache hit),
+    so the figures are the plugin's own decision cost, not the writes'; the other write kinds are the
+    fake's."""
 
     def update(self, update: api.CgroupUpdate) -> api.UpdateResult:
         return api.UpdateResult(update, written=False, skipped="unchanged")
@@ -75,7 +76,7 @@ def build(pods: int) -> tuple[Harness, BECPUSuppress, MetricCache, list[str]]:
     flags = api.FlagSet(plugin.name)
     plugin.init_flags(flags)
     h.options.update({f.name: f.default for f in flags})
-    plugin.setup(dataclasses.replace(h.ctx, metrics=cache, clock=clock, executor=UnchangedExecutor()))
+    plugin.setup(dataclasses.replace(h.ctx, metrics=cache, clock=clock, executor=UnchangedExecutor(h.host)))
     plugin.run(threading.Event())
     plugin.reconcile()
     return h, plugin, cache, uids

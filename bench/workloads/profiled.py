@@ -69,7 +69,7 @@ def main() -> None:
         stats: pstats.Stats | None = None
         for p in taken:
             p.create_stats()
-            if not p.stats:  # type: ignore[attr-defined]
+            if not p.stats:
                 continue
             stats = pstats.Stats(p) if stats is None else stats.add(p)
         if stats is not None:

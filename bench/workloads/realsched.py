@@ -44,7 +44,7 @@ def pod(name: str, scheduler: str = SCHEDULER, workload: str = "basic") -> dict[
     ``anti-affinity`` one per node (required anti-affinity on the host name among its kind),
     ``spread`` across zones (maxSkew 5, DoNotSchedule), ``node-affinity`` on two of the three zones."""
     res = {"cpu": "100m", "memory": "500Mi"}
-    doc = {
+    doc: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NS},
@@ -121,6 +121,11 @@ class Audit:
             if t0 <= t < t1:
                 out.setdefault(who, Counter())[f"{verb} {res}"] += 1
         return out
+
+    def has_bound(self, *names: str) -> bool:
+        """Every pod of ``names`` bound, after reading what the log has gained."""
+        self.read()
+        return all(n in self.bound for n in names)
 
     def read(self) -> None:
         try:

@@ -7,6 +7,7 @@ Koordinator's CRDs, applied and served before a scheduler lists them.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from pathlib import Path
@@ -152,7 +153,7 @@ def apply_crds(c: Cluster, rest: Rest) -> None:
         spec = crd["spec"]
         version = next(v["name"] for v in spec["versions"] if v.get("served"))
         path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
-        wait_until(f"{path} served", lambda path=path: rest.get(path), 60)
+        wait_until(f"{path} served", functools.partial(rest.get, path), 60)
     for ns in (NS, stack.NAMESPACE):
         rest.create("/api/v1/namespaces", {"metadata": {"name": ns}}, exist_ok=True)
 

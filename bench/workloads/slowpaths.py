@@ -25,6 +25,7 @@ from typing import Any
 
 from bench.workloads import basic, devices, numa, reservation
 from koord.scheduler.testing import MemoryScheduler
+from koordshared.testing.reservations import available
 
 
 def measure(kit: MemoryScheduler, make: Callable[[int], dict[str, Any]], count: int) -> dict[str, float]:
@@ -49,7 +50,7 @@ def _owners(nodes: int, count: int) -> MemoryScheduler:
     now = kit.clock.wall()
     stride = max(nodes // count, 1)
     for i in range(count):
-        r = reservation.available(reservation._reservation(i, now), f"node-{(i * stride) % nodes:05d}")
+        r = available(reservation._reservation(i, now), f"node-{(i * stride) % nodes:05d}")
         kit.informers["reservations"].put(r)
     basic.schedule_all(kit, lambda i: basic.pod(f"other-{i}"), count)
     return kit
