@@ -38,7 +38,7 @@ import psutil
 from prometheus_client import CollectorRegistry
 
 from bench.workloads.cluster import PODS_PER_NODE, cluster, incoming_pod
-from koord.scheduler.extender.app import freeze_heap
+from koord.scheduler.extender.app import YOUNG_THRESHOLD
 from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
 from koord.scheduler.extender.metrics import ExtenderMetrics
 from koord.scheduler.extender.server import ExtenderServer
@@ -47,6 +47,7 @@ from koord.scheduler.framework.profile import default_profile
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import plugin_registry
 from koordshared.kube.informers import MemoryInformerSet
+from koordshared.runtime import heap
 
 NAME = "extender"
 SIZES = (5000, 1000)
@@ -91,7 +92,7 @@ class Setup:
             for pod in pods:
                 self.pods.put(pod)
             self.metrics.put(metric)
-        freeze_heap()  # as the process does once its caches have synced
+        heap.settle(collect=True, young_threshold=YOUNG_THRESHOLD)  # as the process does once synced
         self.server = ExtenderServer("127.0.0.1", 0, self.extender, ready=lambda: True)
         self.server.start()
         self.conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,6 +117,11 @@ def test_events_condition_metrics_and_endpoints_as_kube_scheduler_shows_them(
     assert ks.get("/debug/explain?pod=default/nope")[0] == 404
     assert ks.get("/debug/explain?pod=nope")[0] == 400
     assert ks.stop() == 0
+    # Once synced and before the first cycle, the caches left the garbage collector's view.
+    text = ks.log_path.read_text()
+    settled = re.search(r"heap settled: (\d+) objects frozen", text)
+    assert settled is not None and int(settled.group(1)) > 0, text[-3000:]
+    assert text.index("heap settled") < text.index("leading: scheduling pods")
 
 
 def test_pods_of_other_schedulers_are_left_alone(

@@ -5,7 +5,6 @@ connects), then the API client, the informers, the handle, the framework, the ex
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
@@ -26,6 +25,7 @@ from koord.scheduler.plugins import plugin_registry
 from koordshared.kube.client import make_api_client
 from koordshared.kube.memstore import MemoryStore
 from koordshared.kube.process import Address
+from koordshared.runtime import heap
 from koordshared.runtime.httpaccess import TLSConfig, ssl_context
 from koordshared.runtime.lifecycle import Component, Daemon, FuncComponent, Supervisor
 from koordshared.runtime.pluginregistry import EntryPoints, Registry
@@ -46,20 +46,10 @@ class ExtenderConfig:
     sync_timeout: float = 60.0
 
 
-GC_THRESHOLDS = (50_000, 20, 100)
+YOUNG_THRESHOLD = 50_000
 """A /filter over 5000 nodes allocates tens of thousands of short-lived containers: with Python's
 default first threshold (700) the collector ran dozens of times per call, each time walking objects a
 moment away from being freed anyway (a third of the call's time). With 50 000 it runs every few calls."""
-
-
-def freeze_heap() -> None:
-    """Move everything alive now (the synced caches: millions of objects at 100 000 pods) out of the
-    garbage collector's view: a full collection over them costs hundreds of milliseconds, which would
-    land on some unlucky /filter call. Objects created later are collected as usual, less often
-    (:data:`GC_THRESHOLDS`)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def load(cfg: ExtenderConfig) -> Profile:
@@ -104,10 +94,11 @@ class ExtenderApp:
         return self.daemon_ready.is_set() and self.handle.has_synced()
 
     def _on_ready(self) -> None:
-        freeze_heap()
+        heap.settle(collect=True, young_threshold=YOUNG_THRESHOLD)
         self.daemon_ready.set()
 
     def _start_informers(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        heap.hold()  # until ready (:meth:`_on_ready`)
         for inf in self.informers:
             supervisor.go(f"informer-{inf.name}", lambda inf=inf: inf.run(stop))  # type: ignore[misc]
 
