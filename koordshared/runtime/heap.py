@@ -1,6 +1,6 @@
 """Python's garbage collector for a process whose heap is mostly its informer caches (koord-scheduler and
-its extender): no collection while the caches fill, then everything alive at sync moved out of the
-collector's view.
+its extender): next to no collection while the caches fill, then everything alive at sync moved out of
+the collector's view.
 
 While a list decodes and trims thousands of objects that all survive, the collector's default thresholds
 run it hundreds of times over a growing heap, each full pass walking every cached object; once synced, a
@@ -18,21 +18,35 @@ import time
 log = logging.getLogger(__name__)
 
 
+HOLD_THRESHOLD = 200_000
+"""While held, the first generation is collected every 200 000 new objects instead of every 700: a list of
+100 000 pods triggers a handful of passes, not thousands, and a start that never syncs (an API server down
+for hours, each failed list leaving a traceback's reference cycles) still has its garbage collected."""
+
+_held: tuple[int, int, int] | None = None
+"""The thresholds :func:`hold` replaced, for :func:`settle` to put back."""
+
+
 def hold() -> None:
-    """No automatic collection until :func:`settle` (called before the caches fill)."""
-    gc.disable()
+    """Collect rarely until :func:`settle` (called before the caches fill)."""
+    global _held
+    if _held is None:
+        _held = gc.get_threshold()
+    gc.set_threshold(HOLD_THRESHOLD, *_held[1:])
 
 
 def settle(*, collect: bool, young_threshold: int | None = None) -> None:
     """Freeze what is alive now and collect again from here on. ``collect`` first collects what the start
     left behind (a full pass: worth it where nothing waits on it, e.g. before readiness);
     ``young_threshold`` replaces the first generation's threshold (700)."""
+    global _held
     started = time.perf_counter()
     found = gc.collect() if collect else 0
     gc.freeze()
+    thresholds, _held = _held or gc.get_threshold(), None
     if young_threshold is not None:
-        gc.set_threshold(young_threshold, *gc.get_threshold()[1:])
-    gc.enable()
+        thresholds = (young_threshold, *thresholds[1:])
+    gc.set_threshold(*thresholds)
     log.info(
         "heap settled: %d objects frozen, %d collected in %.0f ms",
         gc.get_freeze_count(),

@@ -12,29 +12,41 @@ from koordshared.runtime import heap
 @pytest.fixture(autouse=True)
 def collector_as_it_was() -> Iterator[None]:
     thresholds, enabled = gc.get_threshold(), gc.isenabled()
+    gc.enable()
     try:
         yield
     finally:
+        heap._held = None
         gc.unfreeze()
         gc.set_threshold(*thresholds)
-        if enabled:
-            gc.enable()
-        else:
+        if not enabled:
             gc.disable()
 
 
-def test_held_then_settled_what_lived_is_frozen_and_collection_resumes() -> None:
+class Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_held_then_settled_what_lived_is_frozen_and_the_thresholds_come_back() -> None:
+    thresholds = gc.get_threshold()
     heap.hold()
-    assert not gc.isenabled()
     before = gc.get_count()[0]
     cached = [{"metadata": {"name": f"pod-{i}"}} for i in range(5000)]  # the caches filling
-    # With collection on, the first generation's count is reset every 700 objects.
+    # At the default thresholds the first generation's count is reset every 700 objects.
     assert gc.get_count()[0] >= before + len(cached)
-    thresholds = gc.get_threshold()
+    heap.hold()  # twice: still the thresholds of before the first
     heap.settle(collect=False)
     assert gc.isenabled()
     assert gc.get_threshold() == thresholds
     assert gc.get_freeze_count() >= len(cached)  # the cache left the collector's view
+
+
+def test_garbage_is_still_collected_while_held_for_a_start_that_never_syncs() -> None:
+    heap.hold()
+    left = weakref.ref(Cycle())
+    alive: list[list[int]] = [[] for _ in range(heap.HOLD_THRESHOLD + 1000)]  # new objects the count sees
+    assert left() is None and alive
 
 
 def test_a_young_threshold_replaces_only_the_first_generations() -> None:
@@ -46,12 +58,7 @@ def test_a_young_threshold_replaces_only_the_first_generations() -> None:
 
 def test_settling_with_a_collection_frees_the_cycles_the_start_left() -> None:
     heap.hold()
-
-    class Node:
-        def __init__(self) -> None:
-            self.me = self
-
-    left = weakref.ref(Node())  # an unreachable cycle: nothing frees it while held
+    left = weakref.ref(Cycle())  # an unreachable cycle: not collected while held, short of 200 000 objects
     assert left() is not None
     heap.settle(collect=True)
     assert left() is None
