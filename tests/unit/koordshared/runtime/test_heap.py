@@ -1,3 +1,6 @@
+"""The garbage collector held while a scheduler's caches fill and the synced heap frozen: thresholds, what
+is frozen, and garbage still collected while held."""
+
 from __future__ import annotations
 
 import gc
