@@ -187,8 +187,8 @@ class KoordScheduler:
 
     def _start_scheduling(self, stop: threading.Event, supervisor: Supervisor) -> None:
         # No full collection here: the first binding would wait on it, and the lists leave next to no
-        # garbage (decoded JSON holds no cycles). The first generation's threshold stays: with the heap
-        # frozen its passes are short (a 50 000 threshold measured no better here, unlike the extender's).
+        # garbage (decoded JSON holds no cycles). The first generation's threshold is put back: with the
+        # heap frozen its passes see only what the cycles made.
         heap.settle(collect=False)
         if self.elector is not None:
             elector = self.elector
