@@ -18,12 +18,9 @@ import time
 from pathlib import Path
 
 from koordlet.metriccache import MetricCache
-from koordlet.metricsadvisor import framework as fw
-from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
-from koordlet.system.host import Host
-from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 from tests.support.fakehost import FakeHost
+from tests.support.podsweep import make, set_usage
 from tests.support.recording import RecordingErrors
 
 SHM = Path("/dev/shm")
@@ -41,24 +38,12 @@ def sweep_ms(v2: bool, pods: int, churn_every: int, sweeps: int) -> tuple[float,
         made = [make_pod(f"pod-{i}", uid=pod_uid(i), container_ids=[container_id(i)]) for i in range(n)]
         for p in made:
             for cg in (fh.pod_cgroup(p.uid), fh.container_cgroup(p.uid, p.containers[0].container_id)):
-                # v2 keeps usage and the throttling counters in one cpu.stat
-                usage = "usage_usec 0\n" if v2 else ""
-                fh.write_cgroup("cpu.stat", cg, f"{usage}nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
-                if not v2:
-                    fh.write_cgroup("cpuacct.usage", cg, "0")
-                fh.write_memory_stat(cg, active_anon=0, inactive_anon=0, unevictable=0)
+                set_usage(fh, cg, cpu_ns=0)
         live, spare = made[:pods], made[pods:]
         clock = FakeClock()
         states = FakeStates(pods=list(live))
-        opts = fw.Options(
-            cache=MetricCache(clock=clock, wall_clock=clock.wall),
-            clock=clock,
-            errors=RecordingErrors(),
-            host=Host(fh.paths, fh.mode, CgroupDriver.CGROUPFS),
-            states=states,
-            shared=fw.SharedState(),
-        )
-        col = PodResourceCollector(PodResourceConfig(1.0), opts)
+        cache = MetricCache(clock=clock, wall_clock=clock.wall)
+        col = make(fh, cache, states, clock, RecordingErrors())
         for _ in range(5):
             col.collect()
             clock.advance(1.0)

@@ -14,6 +14,7 @@ from pathlib import Path
 from koordlet.api import KubeQOSClass
 from koordlet.api.cpulist import format_cpuset
 from koordlet.system.cgroups import CgroupMode, get_resource, resource_path
+from koordlet.system.host import Host
 from koordlet.system.paths import HostPaths
 from koordlet.system.podpath import CgroupDriver, CgroupLayout
 
@@ -99,6 +100,10 @@ class FakeHost:
             self.write_cgroup(resource, "init.scope", value)
         else:
             self.write_cgroup(resource, "", value)
+
+    def host(self, driver: CgroupDriver = CgroupDriver.CGROUPFS) -> Host:
+        """The agent's view of this tree."""
+        return Host(self.paths, self.mode, driver)
 
     def layout(self, driver: CgroupDriver = CgroupDriver.CGROUPFS) -> CgroupLayout:
         return CgroupLayout.create(driver, self.paths.cgroup_parent)

@@ -16,8 +16,6 @@ from koordlet.metrics import PluginMetrics
 from koordlet.resourceexecutor.config import ExecutorConfig
 from koordlet.resourceexecutor.executor import ResourceExecutor
 from koordlet.system import native
-from koordlet.system.host import Host
-from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeEvictor, FakeMetrics, FakeStates, make_node
 from koordlet.testing.builders import QOS_TIER
 from koordshared.apis.slo import nodeslo
@@ -80,7 +78,7 @@ class NodeQoSEnv:
         for tier in QOS_TIER.values():
             fake.mkcgroup(None, tier)
         self.clock = FakeClock()
-        self.host = Host(fake.paths, fake.mode, CgroupDriver.CGROUPFS)
+        self.host = fake.host()
         self.executor = ResourceExecutor(
             fake.paths,
             config=ExecutorConfig(**executor),

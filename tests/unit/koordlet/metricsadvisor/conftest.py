@@ -8,13 +8,12 @@ import pytest
 
 from koordlet.metriccache import MetricCache
 from koordlet.system.host import Host
-from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeStates
 from tests.support.recording import RecordingErrors
 
 
 def make_host(fake_host: Any) -> Host:
-    return Host(fake_host.paths, fake_host.mode, CgroupDriver.CGROUPFS)
+    return fake_host.host()
 
 
 @pytest.fixture

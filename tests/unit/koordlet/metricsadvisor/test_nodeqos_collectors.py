@@ -32,9 +32,10 @@ from koordlet.metricsadvisor.qosexport import NodeQoSExporter
 from koordlet.metricsadvisor.resctrlcollector import ResctrlCollector, ResctrlCollectorConfig
 from koordlet.system import perf
 from koordlet.testing import FakeClock, FakeStates, make_pod
+from tests.support.podsweep import set_usage
 from tests.support.recording import RecordingErrors
 from tests.unit.koordlet.metricsadvisor.conftest import make_host
-from tests.unit.koordlet.metricsadvisor.test_podresource import by_label, set_usage
+from tests.unit.koordlet.metricsadvisor.test_podresource import by_label
 
 MON = ("cat_l3", "mba", "cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local")
 

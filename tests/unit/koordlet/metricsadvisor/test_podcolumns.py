@@ -14,8 +14,8 @@ from koordlet.metricsadvisor import framework as fw
 from koordlet.metricsadvisor import podcolumns
 from koordlet.metricsadvisor.podresource import PodResourceCollector
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
+from tests.support.podsweep import make, set_usage
 from tests.support.recording import RecordingErrors
-from tests.unit.koordlet.metricsadvisor.test_podresource import make, set_usage
 
 Dump = dict[str, dict[str, list[tuple[float, float]]]]
 

@@ -18,69 +18,13 @@ from koordlet.system.batchread import BatchReader
 from koordlet.system.cgroups import CgroupMode
 from koordlet.testing import FakeClock, FakeStates, container_id, make_pod, pod_uid
 from tests.support.counting import count_series_lookups
+from tests.support.podsweep import make, set_usage
 from tests.support.recording import RecordingErrors
 from tests.unit.koordlet.metricsadvisor.conftest import make_host
 
 
-def set_usage(
-    fh: Any,
-    cgroup_dir: str,
-    *,
-    cpu_ns: int,
-    anon: int = 0,
-    inactive: int = 0,
-    unevictable: int = 0,
-    periods: int = 0,
-    throttled: int = 0,
-    file: int = 0,
-) -> None:
-    if fh.mode is CgroupMode.V2:
-        fh.write_cgroup(
-            "cpu.stat",
-            cgroup_dir,
-            f"usage_usec {cpu_ns // 1000}\nuser_usec 0\nsystem_usec 0\nnr_periods {periods}\n"
-            f"nr_throttled {throttled}\nthrottled_usec 0\n",
-        )
-    else:
-        fh.write_cgroup("cpuacct.usage", cgroup_dir, str(cpu_ns))
-        fh.write_cgroup(
-            "cpu.stat", cgroup_dir, f"nr_periods {periods}\nnr_throttled {throttled}\nthrottled_time 0\n"
-        )
-    fh.write_memory_stat(
-        cgroup_dir,
-        active_anon=anon,
-        inactive_anon=inactive,
-        unevictable=unevictable,
-        active_file=file,
-        inactive_file=file,
-    )
-
-
 def by_label(cache: MetricCache, metric: str, label: str) -> dict[str, float]:
     return {labels[label]: v for labels, _t, v in cache.latest(metric)}
-
-
-def make(
-    fh: Any,
-    cache: MetricCache,
-    states: FakeStates,
-    clock: FakeClock,
-    errors: RecordingErrors,
-    shared: fw.SharedState | None = None,
-    *,
-    force_python: bool = False,
-) -> PodResourceCollector:
-    return PodResourceCollector(
-        PodResourceConfig(1.0, force_python=force_python),
-        fw.Options(
-            cache=cache,
-            clock=clock,
-            errors=errors,
-            host=make_host(fh),
-            states=states,
-            shared=shared or fw.SharedState(),
-        ),
-    )
 
 
 @pytest.mark.parametrize("force_python", [False, True])

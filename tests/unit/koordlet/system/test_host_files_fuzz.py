@@ -22,8 +22,6 @@ from koordlet.metricsadvisor.noderesource import NodeResourceCollector, NodeReso
 from koordlet.metricsadvisor.podresource import PodResourceCollector, PodResourceConfig
 from koordlet.system import blkio, cgstats, procfs, resctrl
 from koordlet.system.cgroupvalues import parse_int
-from koordlet.system.host import Host
-from koordlet.system.podpath import CgroupDriver
 from koordlet.testing import FakeClock, FakeStates, make_pod, pod_uid
 from tests.support.fakehost import FakeHost
 from tests.support.paths import ROOT
@@ -112,7 +110,7 @@ def test_a_broken_cgroup_file_skips_only_its_pods_series(which: str, data: st.Da
         for d in dirs:
             fh.write_cgroup("cpuacct.usage", d, "0")
             fh.write_cgroup("memory.stat", d, MEMORY_STAT)
-        host = Host(fh.paths, fh.mode, CgroupDriver.CGROUPFS)
+        host = fh.host()
         col = PodResourceCollector(
             PodResourceConfig(1.0),
             fw.Options(
