@@ -38,7 +38,7 @@ import psutil
 from prometheus_client import CollectorRegistry
 
 from bench.workloads.cluster import PODS_PER_NODE, cluster, incoming_pod
-from koord.scheduler.extender.app import YOUNG_THRESHOLD
+from koord.scheduler.extender.app import GC_THRESHOLDS
 from koord.scheduler.extender.handle import ExtenderHandle, extender_watches
 from koord.scheduler.extender.metrics import ExtenderMetrics
 from koord.scheduler.extender.server import ExtenderServer
@@ -92,7 +92,7 @@ class Setup:
             for pod in pods:
                 self.pods.put(pod)
             self.metrics.put(metric)
-        heap.settle(collect=True, young_threshold=YOUNG_THRESHOLD)  # as the process does once synced
+        heap.settle(collect=True, thresholds=GC_THRESHOLDS)  # as the process does once synced
         self.server = ExtenderServer("127.0.0.1", 0, self.extender, ready=lambda: True)
         self.server.start()
         self.conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)

@@ -35,18 +35,16 @@ def hold() -> None:
     gc.set_threshold(HOLD_THRESHOLD, *_held[1:])
 
 
-def settle(*, collect: bool, young_threshold: int | None = None) -> None:
-    """Freeze what is alive now and collect again from here on. ``collect`` first collects what the start
-    left behind (a full pass: worth it where nothing waits on it, e.g. before readiness);
-    ``young_threshold`` replaces the first generation's threshold (700)."""
+def settle(*, collect: bool, thresholds: tuple[int, int, int] | None = None) -> None:
+    """Freeze what is alive now and collect again from here on, at ``thresholds`` (by default those
+    before :func:`hold`). ``collect`` first collects what the start left behind (a full pass: worth it
+    where nothing waits on it, e.g. before readiness)."""
     global _held
     started = time.perf_counter()
     found = gc.collect() if collect else 0
     gc.freeze()
-    thresholds, _held = _held or gc.get_threshold(), None
-    if young_threshold is not None:
-        thresholds = (young_threshold, *thresholds[1:])
-    gc.set_threshold(*thresholds)
+    before, _held = _held or gc.get_threshold(), None
+    gc.set_threshold(*(thresholds or before))
     log.info(
         "heap settled: %d objects frozen, %d collected in %.0f ms",
         gc.get_freeze_count(),

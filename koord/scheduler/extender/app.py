@@ -46,7 +46,7 @@ class ExtenderConfig:
     sync_timeout: float = 60.0
 
 
-YOUNG_THRESHOLD = 50_000
+GC_THRESHOLDS = (50_000, 20, 100)
 """A /filter over 5000 nodes allocates tens of thousands of short-lived containers: with Python's
 default first threshold (700) the collector ran dozens of times per call, each time walking objects a
 moment away from being freed anyway (a third of the call's time). With 50 000 it runs every few calls."""
@@ -94,7 +94,7 @@ class ExtenderApp:
         return self.daemon_ready.is_set() and self.handle.has_synced()
 
     def _on_ready(self) -> None:
-        heap.settle(collect=True, young_threshold=YOUNG_THRESHOLD)
+        heap.settle(collect=True, thresholds=GC_THRESHOLDS)
         self.daemon_ready.set()
 
     def _start_informers(self, stop: threading.Event, supervisor: Supervisor) -> None:

@@ -52,11 +52,10 @@ def test_garbage_is_still_collected_while_held_for_a_start_that_never_syncs() ->
     assert left() is None and alive
 
 
-def test_a_young_threshold_replaces_only_the_first_generations() -> None:
-    older = gc.get_threshold()[1:]
+def test_thresholds_given_replace_those_before_the_hold() -> None:
     heap.hold()
-    heap.settle(collect=False, young_threshold=50_000)
-    assert gc.get_threshold() == (50_000, *older)
+    heap.settle(collect=False, thresholds=(50_000, 20, 100))
+    assert gc.get_threshold() == (50_000, 20, 100)
 
 
 def test_settling_with_a_collection_frees_the_cycles_the_start_left() -> None:
