@@ -34,7 +34,9 @@ Printed per run, each beside its ratio to kube-scheduler's figure at the same no
 Then, per scheduler but the extender (whose preemption is kube-scheduler's), on one node of a fresh
 control plane: a pod preempts another and the victim goes for good once marked (as with a kubelet that
 stops it at once): seconds from the victim gone to the preemptor's binding, both on the audit clock.
-``--profile DIR`` runs koord-scheduler under cProfile (each thread's CPU time) and prints where it went.
+``--profile DIR`` runs koord-scheduler under cProfile (each thread's CPU time) and prints where it went;
+``--trace DIR`` marks each stage of a pod's way through it (wall clock) and prints, for the paced pods,
+where an idle pod's latency went beside the audit's create and binding.
 
 Figures vary with what else runs on the machine; the load average is printed with each run.
 """
@@ -58,7 +60,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-from bench.workloads import profiled
+from bench.workloads import profiled, traced
 from bench.workloads.realsched import (
     NS,
     WORKLOADS,
@@ -106,15 +108,17 @@ def prepare(c: Cluster, rest: Rest, nodes: int, pods: int, workload: str = "basi
     hollow.create_nodemetrics(rest, {n: usage(i) for i, n in enumerate(names)})
 
 
-def paced(rest: Rest, audit: Audit, count: int, every: float, workload: str = "basic") -> list[float]:
-    """``count`` pods one every ``every`` seconds; their create -> bound latencies, ms."""
+def paced(
+    rest: Rest, audit: Audit, count: int, every: float, workload: str = "basic"
+) -> tuple[list[float], list[str]]:
+    """``count`` pods one every ``every`` seconds; their create -> bound latencies, ms, and names."""
     names = [f"q-{i:04d}" for i in range(count)]
     for n in names:
         t = time.monotonic()
         rest.create(f"/api/v1/namespaces/{NS}/pods", pod(n, workload=workload))
         time.sleep(max(0.0, every - (time.monotonic() - t)))
     wait_until("the paced pods bound", lambda: audit.has_bound(*names), 60)
-    return [(audit.bound[n] - audit.created[n]) * 1000 for n in names]
+    return [(audit.bound[n] - audit.created[n]) * 1000 for n in names], names
 
 
 def preemption(kind: str, rounds: int, work: Path) -> list[float]:
@@ -188,6 +192,7 @@ def run(
     burst: int,
     profile_dir: Path | None = None,
     workload: str = "basic",
+    trace_dir: Path | None = None,
 ) -> dict[str, Any]:
     if workload == "anti-affinity":  # a node each: leave room for the paced pods
         pods = min(pods, nodes * 8 // 10)
@@ -203,12 +208,13 @@ def run(
         load = os.getloadavg()[0]
         api = [c.procs["kube-apiserver"], c.procs["etcd"]]
         prof = profile_dir / f"{kind}-{nodes}.prof" if profile_dir and kind.startswith("koord") else None
-        procs, t0, note = start(kind, c, state, qps, burst, prof)
+        trace = trace_dir / f"{kind}-{nodes}.json" if trace_dir and kind.startswith("koord") else None
+        procs, t0, note = start(kind, c, state, qps, burst, prof, trace)
         audit = Audit(audit_log(state))
         d = drain(audit, procs, api, pods, timeout=max(180.0, pods / 5))
         rss, peak = rss_mib(procs)
         time.sleep(1.0)
-        lat = paced(rest, audit, paced_pods, 0.1, workload)
+        lat, names = paced(rest, audit, paced_pods, 0.1, workload)
         res = {
             "kind": kind,
             "workload": workload,
@@ -235,6 +241,9 @@ def run(
         if prof is not None:
             procs[0].stop(timeout=60)  # the profiler writes its file at exit
             profiled.print_top(prof, pods + paced_pods)
+        if trace is not None:
+            procs[0].stop(timeout=60)  # the marks are written at exit
+            traced.print_stages(trace, audit.created, audit.bound, names)
         return res
     finally:
         c.down(say=lambda _: None)
@@ -305,10 +314,15 @@ def main() -> None:
     parser.add_argument(
         "--profile", type=Path, default=None, help="run koord-scheduler under cProfile, its stats here"
     )
+    parser.add_argument(
+        "--trace", type=Path, default=None, help="mark each stage of koord-scheduler's pods, the marks here"
+    )
     opts = parser.parse_args()
-    if opts.profile is not None:
-        opts.profile = opts.profile.resolve()
-        opts.profile.mkdir(parents=True, exist_ok=True)
+    if opts.profile is not None and opts.trace is not None:
+        parser.error("--profile and --trace measure the same run differently: give one")
+    for where in (opts.profile, opts.trace):
+        if where is not None:
+            where.resolve().mkdir(parents=True, exist_ok=True)
     sizes = (
         [int(x) for x in opts.nodes.split(",")]
         if opts.nodes
@@ -333,7 +347,16 @@ def main() -> None:
                 for kind in kinds:
                     print(f"-- {kind}, {opts.workload}, {n} nodes, {pods} pods (run {rep + 1})", flush=True)
                     row = run(
-                        kind, n, pods, paced_pods, work, opts.qps, opts.burst, opts.profile, opts.workload
+                        kind,
+                        n,
+                        pods,
+                        paced_pods,
+                        work,
+                        opts.qps,
+                        opts.burst,
+                        opts.profile and opts.profile.resolve(),
+                        opts.workload,
+                        opts.trace and opts.trace.resolve(),
                     )
                     by_kind[kind].append(row)
                     result["runs"].append(row)

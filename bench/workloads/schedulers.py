@@ -101,15 +101,24 @@ def koord_config(c: Cluster, work: Path, profile: str, qps: float, burst: int) -
 
 
 def start_koord_scheduler(
-    c: Cluster, work: Path, profile: str, qps: float, burst: int, prof: Path | None = None
+    c: Cluster,
+    work: Path,
+    profile: str,
+    qps: float,
+    burst: int,
+    prof: Path | None = None,
+    trace: Path | None = None,
 ) -> Started:
+    """koord-scheduler with ``profile``; ``prof``: under cProfile (:mod:`.profiled`), ``trace``: with its
+    stage marks (:mod:`.traced`), each written to its path when the process stops."""
     config = koord_config(c, work, profile, qps, burst)
     kc = c.admin_kubeconfig
     args = [f"--kubeconfig={kc}", "--addr=127.0.0.1:0", "--no-leader-elect", f"--config={config}"]
     argv = [venv_bin("koord-scheduler"), *args]
-    if prof is not None:
-        entry = "koord.scheduler.cli:entry"
-        argv = [sys.executable, "-m", "bench.workloads.profiled", str(prof), entry, "--", *args]
+    for wrapper, out in (("profiled", prof), ("traced", trace)):
+        if out is not None:
+            entry = "koord.scheduler.cli:entry"
+            argv = [sys.executable, "-m", f"bench.workloads.{wrapper}", str(out), entry, "--", *args]
     return c.adopt(spawn("koord-scheduler", argv, c.logs, env={"PYTHONUNBUFFERED": "1"}, cwd=ROOT))
 
 
@@ -159,17 +168,17 @@ def apply_crds(c: Cluster, rest: Rest) -> None:
 
 
 def start(
-    kind: str, c: Cluster, work: Path, qps: float, burst: int, prof: Path | None
+    kind: str, c: Cluster, work: Path, qps: float, burst: int, prof: Path | None, trace: Path | None = None
 ) -> tuple[list[Started], float, str]:
     """The scheduler(s) of ``kind``; (processes measured, start time, a note). ``prof``: koord-scheduler
-    runs under cProfile, its stats written there when it stops."""
+    runs under cProfile, its stats written there when it stops; ``trace``: with its stage marks."""
     if kind == "kube":
         t0 = time.time()
         return [start_kube_scheduler(c, work, qps, burst)], t0, ""
     if kind in ("koord", "koord-profile"):
         t0 = time.time()
         profile = "koordinator" if kind == "koord-profile" else "default"
-        return [start_koord_scheduler(c, work, profile, qps, burst, prof)], t0, ""
+        return [start_koord_scheduler(c, work, profile, qps, burst, prof, trace)], t0, ""
     began = time.time()
     ext, port = start_extender(c, work)
     ready = time.time() - began

@@ -1,14 +1,14 @@
 """A lean HTTP/1.1 transport for the small requests a process sends by the thousand (a scheduler's
-bindings and Events): keep-alive ``http.client`` connections to the API server, with its TLS material,
-credentials and headers; and :class:`LeanClient`, which sends everything through it, lists and watches
-included, so a process that has one never imports the ``kubernetes`` package.
+bindings and Events): keep-alive connections to the API server, with its TLS material, credentials and
+headers; and :class:`LeanClient`, which sends everything through it, lists and watches included, so a
+process that has one never imports the ``kubernetes`` package.
 
-The generated client sends every request through urllib3's pool manager, whose per-request bookkeeping
-costs about three times the CPU of the HTTP exchange itself; a process whose throughput is its CPU per
-pod pays that twice a pod. On an official ``ApiClient``, lists and watches stay on the generated client.
-:func:`transport_of` gives ``None`` for a configuration this transport does not cover (a proxy, a TLS
-server name override): the caller then uses the generated client. A request on a reused connection the
-server closed meanwhile is sent again on a new one, as urllib3 and Go's transport do.
+urllib3's per-request bookkeeping costs about three times the CPU of the exchange itself, and
+``http.client`` parses every head through the ``email`` package: a whole answer is written and read here
+(heads by :mod:`~koordshared.runtime.httpwire`); a watch stays on ``http.client``, and on an official
+``ApiClient`` lists and watches stay on the generated client. :func:`transport_of` gives ``None`` for a
+configuration this transport does not cover (a proxy, a TLS server name override). A request on a reused
+connection the server closed meanwhile is sent again on a new one, as urllib3 and Go's transport do.
 """
 
 from __future__ import annotations
@@ -23,11 +23,118 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from koordshared.kube.kubeconfig import Endpoint, Token
+from koordshared.runtime.httpwire import (
+    HEAD_END,
+    BadResponse,
+    ResponseHead,
+    encode_request,
+    parse_response_head,
+)
 
 MAX_IDLE = 32
 """Idle connections kept (per transport): one for each of a scheduler's binding threads (16 by default)
 and then some; past it a connection is closed after its request (a new one costs a TLS handshake)."""
-_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+MAX_HEAD = 64 * 1024
+"""The longest response head read (as Go's ``net/http`` client's default ``MaxResponseHeaderBytes`` is
+1 MiB and kube-apiserver's heads are a few hundred bytes, a longer one is not an API server)."""
+_STALE = (
+    http.client.RemoteDisconnected,
+    ConnectionResetError,
+    BrokenPipeError,
+    ConnectionAbortedError,
+    ssl.SSLEOFError,
+)
+
+
+class _Conn:
+    """One keep-alive connection for whole answers: a request written in one send, its answer framed
+    and read here, the bytes read past it kept for the next."""
+
+    __slots__ = ("buf", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock: socket.socket | None = sock
+        self.buf = bytearray()
+
+    def close(self) -> None:
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            sock.close()
+
+    def exchange(self, method: str, raw: bytes, timeout: float | None) -> tuple[ResponseHead, bytes]:
+        sock = self.sock
+        if sock is None:
+            raise http.client.RemoteDisconnected("connection closed")
+        sock.settimeout(timeout)
+        sock.sendall(raw)
+        head = self._head(first=True)
+        while head.informational:
+            head = self._head(first=False)
+        if method == "HEAD" or head.length == 0:
+            return head, b""
+        if head.chunked:
+            return head, self._chunked()
+        if head.length is not None:
+            return head, self._exactly(head.length)
+        return head, self._to_end()
+
+    def _fill(self) -> bool:
+        assert self.sock is not None
+        data = self.sock.recv(65536)
+        self.buf += data
+        return bool(data)
+
+    def _head(self, *, first: bool) -> ResponseHead:
+        buf = self.buf
+        while (end := buf.find(HEAD_END)) < 0:
+            if len(buf) > MAX_HEAD:
+                raise BadResponse(f"a response head over {MAX_HEAD} bytes")
+            if not self._fill():
+                if first and not buf:  # closed before answering: a stale connection, as http.client says
+                    raise http.client.RemoteDisconnected("Remote end closed connection without response")
+                raise BadResponse("the connection ended inside a response head")
+        head = parse_response_head(bytes(buf[: end + 4]))
+        del buf[: end + 4]
+        return head
+
+    def _exactly(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            if not self._fill():
+                raise BadResponse(f"the connection ended {n - len(self.buf)} bytes short of the body")
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def _line(self) -> bytes:
+        while (end := self.buf.find(b"\r\n")) < 0:
+            if len(self.buf) > MAX_HEAD or not self._fill():
+                raise BadResponse("a chunked body without its line end")
+        out = bytes(self.buf[:end])
+        del self.buf[: end + 2]
+        return out
+
+    def _chunked(self) -> bytes:
+        parts: list[bytes] = []
+        while True:
+            size_text = self._line().split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise BadResponse(f"a malformed chunk size {size_text[:20]!r}") from None
+            if size == 0:
+                while self._line():  # trailers, up to the blank line
+                    pass
+                return b"".join(parts)
+            parts.append(self._exactly(size))
+            if self._exactly(2) != b"\r\n":
+                raise BadResponse("a chunk longer than its size")
+
+    def _to_end(self) -> bytes:
+        while self._fill():
+            pass
+        out = bytes(self.buf)
+        self.buf.clear()
+        return out
 
 
 class Response:
@@ -99,7 +206,10 @@ class Transport:
         self.prefix = parts.path.rstrip("/")
         self.context = context if self.tls else None
         self._headers = headers
-        self._idle: list[http.client.HTTPConnection] = []
+        default = 443 if self.tls else 80
+        name = f"[{self.host}]" if ":" in self.host else self.host
+        self.host_header = name if self.port == default else f"{name}:{self.port}"
+        self._idle: list[_Conn] = []
         self._lock = threading.Lock()
 
     def request(
@@ -113,22 +223,26 @@ class Transport:
         timeout: float | tuple[float, float] | None,
     ) -> Response:
         target, all_headers = self._target(method, path, body, query, headers)
+        raw = encode_request(method, target, self.host_header, all_headers, body)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         conn, reused = self._take(connect)
         try:
             try:
-                resp = self._exchange(conn, method, target, body, all_headers, read)
+                head, data = conn.exchange(method, raw, read)
             except _STALE:
                 conn.close()
                 if not reused:
                     raise
-                conn, reused = self._connect(connect), False  # the server closed it while idle
-                resp = self._exchange(conn, method, target, body, all_headers, read)
+                conn = _Conn(self._socket(connect))  # the server closed it while idle
+                head, data = conn.exchange(method, raw, read)
         except BaseException:
             conn.close()
             raise
-        self._give_back(conn, resp)
-        return resp
+        if head.keep_alive and not conn.buf:
+            self._give_back(conn)
+        else:
+            conn.close()
+        return Response(head.status, head.reason, head.headers, data)
 
     def open(
         self,
@@ -142,7 +256,7 @@ class Transport:
         """A request whose answer is read as it comes, on a connection of its own."""
         target, all_headers = self._target(method, path, None, query, headers)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-        conn = self._connect(connect)
+        conn = self._stream_connection(connect)
         try:
             if conn.sock is not None:
                 conn.sock.settimeout(read)
@@ -173,53 +287,41 @@ class Transport:
 
     # ---- connections ------------------------------------------------------------------------------
 
-    def _exchange(
-        self,
-        conn: http.client.HTTPConnection,
-        method: str,
-        target: str,
-        body: bytes | None,
-        headers: Mapping[str, str],
-        read: float | None,
-    ) -> Response:
-        if conn.sock is not None:
-            conn.sock.settimeout(read)
-        conn.timeout = read
-        conn.request(method, target, body=body, headers=dict(headers))
-        raw = conn.getresponse()
-        data = raw.read()
-        resp = Response(raw.status, raw.reason, dict(raw.getheaders()), data)
-        if raw.will_close:
-            conn.close()
-        return resp
-
-    def _take(self, connect: float | None) -> tuple[http.client.HTTPConnection, bool]:
+    def _take(self, connect: float | None) -> tuple[_Conn, bool]:
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
-                return self._connect(connect), False
-            if not _dropped(conn):
+                return _Conn(self._socket(connect)), False
+            if not _dropped(conn.sock):
                 return conn, True
             conn.close()
 
-    def _connect(self, connect: float | None) -> http.client.HTTPConnection:
+    def _socket(self, connect: float | None) -> socket.socket:
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=connect)
+        except OSError as err:  # the address in the message, as urllib3's errors carry it
+            raise ConnectionError(f"{self.host}:{self.port}: {err}") from err
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.context is not None:
+                return self.context.wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _stream_connection(self, connect: float | None) -> http.client.HTTPConnection:
+        """A connection of its own for an answer read as it comes (``http.client`` frames it)."""
         conn: http.client.HTTPConnection
         if self.tls:
             conn = http.client.HTTPSConnection(self.host, self.port, timeout=connect, context=self.context)
         else:
             conn = http.client.HTTPConnection(self.host, self.port, timeout=connect)
-        try:
-            conn.connect()
-        except OSError as err:  # the address in the message, as urllib3's errors carry it
-            raise ConnectionError(f"{self.host}:{self.port}: {err}") from err
-        if conn.sock is not None:
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.sock = self._socket(connect)
         return conn
 
-    def _give_back(self, conn: http.client.HTTPConnection, resp: Response) -> None:
-        if conn.sock is None:
-            return
+    def _give_back(self, conn: _Conn) -> None:
         with self._lock:
             if len(self._idle) < MAX_IDLE:
                 self._idle.append(conn)
@@ -227,9 +329,8 @@ class Transport:
         conn.close()
 
 
-def _dropped(conn: http.client.HTTPConnection) -> bool:
+def _dropped(sock: socket.socket | None) -> bool:
     """An idle connection the server closed (readable with nothing to read: EOF), or one already shut."""
-    sock = conn.sock
     if sock is None:
         return True
     try:

@@ -1,4 +1,5 @@
-"""Request heads as the agent's server parses them: what it takes, what it refuses and with which status."""
+"""Request heads as the processes' server parses them (what it takes, what it refuses and with which
+status); requests as the lean client encodes them and response heads as it frames them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koordshared.runtime.httpwire import BadRequest, encode_response, parse_head
+from koordshared.runtime.httpwire import (
+    BadRequest,
+    BadResponse,
+    encode_request,
+    encode_response,
+    parse_head,
+    parse_response_head,
+)
 
 
 def head(*lines: str) -> bytes:
@@ -89,3 +97,105 @@ def test_any_bytes_parse_or_are_refused_cleanly(raw: bytes) -> None:
         assert err.status in (400, 405, 413, 505)
     else:
         assert req.method in ("GET", "HEAD") and req.path.startswith("/")
+
+
+# ---- the client's side ---------------------------------------------------------------------------
+
+
+def test_a_request_is_one_buffer_with_host_and_length() -> None:
+    raw = encode_request("POST", "/api/v1/x", "10.0.0.1:6443", {"User-Agent": "k/1"}, b'{"a":1}')
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n") == [
+        b"POST /api/v1/x HTTP/1.1",
+        b"Host: 10.0.0.1:6443",
+        b"User-Agent: k/1",
+        b"Content-Length: 7",
+    ]
+    assert body == b'{"a":1}'
+    # A write without a body still says so; a read says nothing (as http.client sends them).
+    assert b"Content-Length: 0" in encode_request("POST", "/x", "h", {}, None)
+    assert b"Content-Length" not in encode_request("GET", "/x", "h", {}, None)
+
+
+@pytest.mark.parametrize(
+    ("target", "headers"),
+    [
+        ("/x HTTP/1.1\r\nX-Evil: 1", {}),
+        ("/a b", {}),
+        ("/x", {"Authorization": "Bearer t\r\nX-Evil: 1"}),
+        ("/x", {"X-A\n": "v"}),
+    ],
+)
+def test_a_line_break_in_a_request_is_refused(target: str, headers: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match="line break or control character"):
+        encode_request("GET", target, "h", headers, None)
+
+
+def response(*lines: str) -> bytes:
+    return head(*lines)
+
+
+def test_a_response_head_keeps_the_servers_names_and_frames_by_length() -> None:
+    got = parse_response_head(
+        response("HTTP/1.1 201 Created", "Audit-Id: 1", "Warning: a", "Warning: b", "Content-Length: 12")
+    )
+    assert (got.status, got.reason, got.length, got.chunked, got.keep_alive) == (
+        201,
+        "Created",
+        12,
+        False,
+        True,
+    )
+    assert got.headers == {"Audit-Id": "1", "Warning": "a, b", "Content-Length": "12"}
+
+
+@pytest.mark.parametrize(
+    ("lines", "length", "chunked", "keep"),
+    [
+        (["HTTP/1.1 200 OK", "Transfer-Encoding: chunked"], None, True, True),
+        (["HTTP/1.1 200 OK", "transfer-encoding: gzip, Chunked"], None, True, True),
+        (["HTTP/1.1 200 OK", "Content-Length: 3", "Connection: close"], 3, False, False),
+        (["HTTP/1.1 200 OK"], None, False, False),  # to the connection's end
+        (["HTTP/1.1 204 No Content"], 0, False, True),
+        (["HTTP/1.1 304 Not Modified"], 0, False, True),
+        (["HTTP/1.1 100 Continue"], 0, False, True),
+        (["HTTP/1.0 200 OK", "Content-Length: 3"], 3, False, False),
+        (["HTTP/1.0 200 OK", "Content-Length: 3", "Connection: keep-alive"], 3, False, True),
+        (["HTTP/1.1 200 OK", "Content-Length: 3", "Content-Length: 3"], 3, False, True),
+        (["HTTP/1.1 200 OK", "Content-Length: 7", "Transfer-Encoding: chunked"], None, True, True),
+    ],
+)
+def test_a_response_body_is_framed_as_rfc_9112_says(
+    lines: list[str], length: int | None, chunked: bool, keep: bool
+) -> None:
+    got = parse_response_head(response(*lines))
+    assert (got.length, got.chunked, got.keep_alive) == (length, chunked, keep)
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["HTTP/2 200 OK"],
+        ["HTTP/1.1 2000 OK"],
+        ["HTTP/1.1 OK"],
+        ["ICY 200 OK"],
+        ["HTTP/1.1 200 OK", "no colon"],
+        ["HTTP/1.1 200 OK", "Bad Name: x"],
+        ["HTTP/1.1 200 OK", "Content-Length: 3", "Content-Length: 4"],
+        ["HTTP/1.1 200 OK", "Content-Length: -1"],
+        ["HTTP/1.1 200 OK", *[f"H{i}: v" for i in range(101)]],
+        [],
+    ],
+)
+def test_a_response_head_that_is_not_http_is_refused(lines: list[str]) -> None:
+    with pytest.raises(BadResponse):
+        parse_response_head(response(*lines) if lines else b"\r\n\r\n")
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_as_a_response_head_parse_or_raise_bad_response(raw: bytes) -> None:
+    try:
+        got = parse_response_head(raw)
+    except BadResponse:
+        return
+    assert 0 <= got.status <= 999 and (got.length is None or got.length >= 0)
