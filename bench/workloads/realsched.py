@@ -107,6 +107,8 @@ class Audit:
     offset: int = 0
     created: dict[str, float] = field(default_factory=dict)
     bound: dict[str, float] = field(default_factory=dict)
+    bind_received: dict[str, float] = field(default_factory=dict)
+    """When kube-apiserver received each pod's first successful binding (the bind's own time follows)."""
     binds: int = 0
     """Successful bindings, repeats included (a repeat would be a scheduler binding a pod twice)."""
     failed_binds: int = 0
@@ -151,6 +153,7 @@ class Audit:
                 if code == 201:
                     self.binds += 1
                     self.bound.setdefault(name, _ts(ev["stageTimestamp"]))
+                    self.bind_received.setdefault(name, _ts(ev["requestReceivedTimestamp"]))
                 else:
                     self.failed_binds += 1
             elif verb == "create" and not sub and code == 201:
