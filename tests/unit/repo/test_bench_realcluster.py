@@ -24,6 +24,7 @@ def _event(verb: str, resource: str, name: str, at: str, code: int = 201, **extr
         "objectRef": ref,
         "responseStatus": {"code": code},
         "stageTimestamp": at,
+        "requestReceivedTimestamp": extra.pop("received", at),
         "userAgent": extra.pop("ua", "kube-scheduler/v1.34.4 (linux/amd64) kubernetes/abc/scheduler"),
     }
     return json.dumps(doc) + "\n"
@@ -33,13 +34,21 @@ def test_audit_reads_creates_and_first_bindings_on_the_server_clock(tmp_path: Pa
     log = tmp_path / "audit.log"
     log.write_text(
         _event("create", "pods", "p-0", "2026-01-01T00:00:00.100000Z", ua="koordlet-bench")
-        + _event("create", "pods", "p-0", "2026-01-01T00:00:00.250000Z", subresource="binding")
+        + _event(
+            "create",
+            "pods",
+            "p-0",
+            "2026-01-01T00:00:00.250000Z",
+            subresource="binding",
+            received="2026-01-01T00:00:00.240000Z",
+        )
         + _event("create", "pods", "p-0", "2026-01-01T00:00:00.300000Z", subresource="binding", code=409)
         + '{"stage": "ResponseComplete", "verb": "get"'  # a line still being written
     )
     audit = Audit(log, requests=[])
     audit.read()
     assert abs(audit.bound["p-0"] - audit.created["p-0"] - 0.15) < 1e-6
+    assert abs(audit.bound["p-0"] - audit.bind_received["p-0"] - 0.01) < 1e-6  # the bind's own time
     assert (audit.binds, audit.failed_binds) == (1, 1)
     with log.open("a") as f:
         f.write(', "objectRef": {"resource": "leases"}, "stageTimestamp": "2026-01-01T00:00:00.4Z"}\n')
