@@ -114,7 +114,8 @@ class _Conn:
         return out
 
     def _chunked(self) -> bytes:
-        parts: list[bytes] = []
+        out = bytearray()
+        buf = self.buf
         while True:
             size_text = self._line().split(b";", 1)[0].strip()
             try:
@@ -124,10 +125,15 @@ class _Conn:
             if size == 0:
                 while self._line():  # trailers, up to the blank line
                     pass
-                return b"".join(parts)
-            parts.append(self._exactly(size))
-            if self._exactly(2) != b"\r\n":
+                return bytes(out)
+            while len(buf) < size + 2:
+                if not self._fill():
+                    raise BadResponse("the connection ended inside a chunk")
+            if buf[size : size + 2] != b"\r\n":
                 raise BadResponse("a chunk longer than its size")
+            with memoryview(buf) as view:  # copied once, into the answer; the view released before the del
+                out += view[:size]
+            del buf[: size + 2]
 
     def _to_end(self) -> bytes:
         while self._fill():
