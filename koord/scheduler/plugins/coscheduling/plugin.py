@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, SchedulerHandle, Status
-from koord.scheduler.framework.events import ClusterEventWithHint
+from koord.scheduler.framework.events import NODE, Action, ClusterEvent, ClusterEventWithHint
 from koord.scheduler.framework.extension import Controller
 from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.types import PostFilterResult
@@ -66,6 +66,11 @@ def _since(gang: Gang | None, queued: float) -> float:
 def _gang_key(pod: Obj) -> str:
     """``GetId(namespace, GetGangNameByPod)``: ``namespace/`` for a pod outside gangs."""
     return f"{_meta(pod).get('namespace') or ''}/{gang_name(pod)}"
+
+
+_ROOM = (ClusterEventWithHint(ClusterEvent(NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE)),)
+"""Not an assigned pod's deletion: the gang's own Unreserve forgets its assumed members, which is one,
+and would send every member it rejected to backoff instead of waiting for room."""
 
 
 @dataclass(eq=False)
@@ -393,9 +398,12 @@ class Coscheduling:
                 gang.add_bound(pod)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """None, as Koordinator: a member the gang held back returns when a member that failed on its own
-        comes back (NextPod then takes the rest), when its gang completes, or at the queue's flush."""
-        return ()
+        """Room appearing on a node (added, or its allocatable grown). Koordinator registers
+        none: a member the gang held back returns when a member that failed on its own comes back (NextPod
+        then takes the rest), when its gang completes, or at the queue's flush. But when every member's
+        last rejection was the gang's (a member's Unreserve rejects whoever of a later round already
+        waits), none failed on its own, and the gang waited minutes for the flush with room free."""
+        return _ROOM
 
     # ---- helpers -----------------------------------------------------------------------------------
 

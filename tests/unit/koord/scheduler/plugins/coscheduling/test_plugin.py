@@ -331,3 +331,20 @@ def test_a_member_bound_on_its_own_loses_stale_gang_annotations() -> None:
     assert "default/g2" in k.bound()
     (patch,) = k.api.patches["default/g2"]
     assert patch == {"metadata": {"annotations": {BIND_GANG_GROUP_ID: None, BIND_GANG_MEMBER_COUNT: None}}}
+
+
+def test_room_appearing_requeues_the_members_the_gang_rejected_at_permit() -> None:
+    # A member rejected at Permit has Coscheduling as its only rejector. When every member's last
+    # rejection came that way (a member's Unreserve rejects whoever of a later round already waits),
+    # none would wake on room appearing, and the gang would wait for the queue's flush with room free.
+    k = kit(nodes=4)
+    for i in range(5):
+        k.add_pod(member(f"g{i}", "g", 5))
+    k.run()
+    assert k.bound() == {}
+    assert k.scheduler.queue.counts()["unschedulable"] == 4  # the fifth failed Filter: in backoff
+    k.add_node(node("n4", "1", "8Gi"))
+    assert k.scheduler.queue.counts()["unschedulable"] == 0
+    k.clock.advance(30)
+    k.run()
+    assert sorted(k.bound()) == [f"default/g{i}" for i in range(5)]
