@@ -49,8 +49,13 @@ def test_room_for_the_fifth_binds_all_five_in_one_permit_release() -> None:
         k.add_pod(member(f"g{i}", "g", 5))
     k.run()
     assert k.bound() == {}
-    k.add_node(node("n4", "1", "8Gi"))  # the member no node took is requeued by NodeResourcesFit's event
-    k.clock.advance(30)  # its backoff
+    assert k.scheduler.queue.counts()["unschedulable"] == 4  # the fifth failed Filter: in backoff
+    # The member no node took is requeued by NodeResourcesFit's event, the four the gang rejected at Permit
+    # by Coscheduling's: when every member's last rejection is the gang's (a member's Unreserve rejects
+    # whoever of a later round already waits), room appearing must still wake them.
+    k.add_node(node("n4", "1", "8Gi"))
+    assert k.scheduler.queue.counts()["unschedulable"] == 0
+    k.clock.advance(30)  # the backoff
     k.run()
     assert sorted(k.bound()) == [f"default/g{i}" for i in range(5)]
     assert sorted(k.bound().values()) == [f"n{i}" for i in range(5)]
@@ -331,20 +336,3 @@ def test_a_member_bound_on_its_own_loses_stale_gang_annotations() -> None:
     assert "default/g2" in k.bound()
     (patch,) = k.api.patches["default/g2"]
     assert patch == {"metadata": {"annotations": {BIND_GANG_GROUP_ID: None, BIND_GANG_MEMBER_COUNT: None}}}
-
-
-def test_room_appearing_requeues_the_members_the_gang_rejected_at_permit() -> None:
-    # A member rejected at Permit has Coscheduling as its only rejector. When every member's last
-    # rejection came that way (a member's Unreserve rejects whoever of a later round already waits),
-    # none would wake on room appearing, and the gang would wait for the queue's flush with room free.
-    k = kit(nodes=4)
-    for i in range(5):
-        k.add_pod(member(f"g{i}", "g", 5))
-    k.run()
-    assert k.bound() == {}
-    assert k.scheduler.queue.counts()["unschedulable"] == 4  # the fifth failed Filter: in backoff
-    k.add_node(node("n4", "1", "8Gi"))
-    assert k.scheduler.queue.counts()["unschedulable"] == 0
-    k.clock.advance(30)
-    k.run()
-    assert sorted(k.bound()) == [f"default/g{i}" for i in range(5)]
