@@ -334,9 +334,10 @@ def main() -> None:
     opts = parser.parse_args()
     if opts.profile is not None and opts.trace is not None:
         parser.error("--profile and --trace measure the same run differently: give one")
+    opts.profile, opts.trace = (p and p.resolve() for p in (opts.profile, opts.trace))
     for where in (opts.profile, opts.trace):
         if where is not None:
-            where.resolve().mkdir(parents=True, exist_ok=True)
+            where.mkdir(parents=True, exist_ok=True)
     sizes = (
         [int(x) for x in opts.nodes.split(",")]
         if opts.nodes
@@ -368,9 +369,9 @@ def main() -> None:
                         work,
                         opts.qps,
                         opts.burst,
-                        opts.profile and opts.profile.resolve(),
+                        opts.profile,
                         opts.workload,
-                        opts.trace and opts.trace.resolve(),
+                        opts.trace,
                     )
                     by_kind[kind].append(row)
                     result["runs"].append(row)
