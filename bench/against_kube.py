@@ -4,6 +4,9 @@ placed by each scheduler from a clean etcd, in one run.
 For each node count (500, 1000 and 5000; ``--quick``: 100) and each scheduler:
 
 - ``kube``: kube-scheduler (the built binary), default profile;
+- ``kube-json``, ``kube-http1``: the same, its requests and answers in JSON (not protobuf), or over
+  HTTP/1.1 (not HTTP/2), as koord-scheduler's client talks: what each costs kube-apiserver and the idle
+  latency (not in the default set);
 - ``koord``: koord-scheduler, default profile (kube-scheduler's default plugins);
 - ``koord-profile``: koord-scheduler with Koordinator's shipped profile
   (``deploy/scheduler/koordinator-profile.yaml``: LoadAware, NodeNUMAResource, Reservation, Coscheduling,
@@ -83,7 +86,8 @@ from tests.realcluster.rest import Rest, parallel
 
 NAME = "against_kube"
 ROOT = Path(__file__).resolve().parents[1]
-SCHEDULERS = ("kube", "koord", "koord-profile", "extender")
+SCHEDULERS = ("kube", "kube-json", "kube-http1", "koord", "koord-profile", "extender")
+DEFAULT = ("kube", "koord", "koord-profile", "extender")
 PODS = f"/api/v1/namespaces/{NS}/pods"
 NO_LIFECYCLE = ("--controllers=*,-node-lifecycle-controller",)
 
@@ -320,7 +324,9 @@ def main() -> None:
     parser.add_argument("--nodes", default="", help="comma-separated node counts (default 500,1000,5000)")
     parser.add_argument("--pods", type=int, default=0, help="backlog pods per run (default 3000)")
     parser.add_argument("--paced", type=int, default=0, help="pods on the idle scheduler (default 100)")
-    parser.add_argument("--schedulers", default=",".join(SCHEDULERS), help="subset, in this order")
+    parser.add_argument(
+        "--schedulers", default=",".join(DEFAULT), help=f"of {','.join(SCHEDULERS)}, run in that order"
+    )
     parser.add_argument("--qps", type=float, default=5000, help="clientConnection.qps of both schedulers")
     parser.add_argument("--burst", type=int, default=5000, help="clientConnection.burst of both schedulers")
     parser.add_argument("--workload", choices=WORKLOADS, default="basic", help="the pods' shape")
@@ -345,7 +351,11 @@ def main() -> None:
     )
     pods = opts.pods or (300 if opts.quick else 3000)
     paced_pods = opts.paced or (20 if opts.quick else 100)
-    kinds = [k for k in SCHEDULERS if k in opts.schedulers.split(",")]
+    asked = opts.schedulers.split(",")
+    unknown = sorted(set(asked) - set(SCHEDULERS))
+    if unknown:
+        parser.error(f"unknown --schedulers {','.join(unknown)}: choose from {','.join(SCHEDULERS)}")
+    kinds = [k for k in SCHEDULERS if k in asked]
 
     why = unmet()
     if why:

@@ -45,16 +45,22 @@ def start_kube_scheduler(
     *,
     extender_port: int = 0,
     kubeconfig: Path | None = None,
+    json: bool = False,
+    http1: bool = False,
 ) -> Started:
     """kube-scheduler (the built binary, no leader election) with ``clientConnection`` qps/burst, as the
     admin (or ``kubeconfig``'s user); ``extender_port``: calling the extender there as
-    ``deploy/scheduler/kube-scheduler-config.yaml`` does."""
+    ``deploy/scheduler/kube-scheduler-config.yaml`` does. ``json``: its requests and answers in JSON
+    (``clientConnection.contentType``), not protobuf; ``http1``: HTTP/1.1 to the API server, not HTTP/2
+    (client-go's ``DISABLE_HTTP2``): each as koord-scheduler's client talks."""
     doc: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": client_connection(c, qps, burst, kubeconfig),
         "leaderElection": {"leaderElect": False},
     }
+    if json:
+        doc["clientConnection"]["contentType"] = "application/json"
     if extender_port:
         shipped = stack.documents(DEPLOY / "kube-scheduler-config.yaml")[0]
         extenders = [dict(e, urlPrefix=f"http://127.0.0.1:{extender_port}") for e in shipped["extenders"]]
@@ -76,6 +82,7 @@ def start_kube_scheduler(
                 "--profiling=false",
             ],
             c.logs,
+            env={"DISABLE_HTTP2": "1"} if http1 else None,
         )
     )
 
@@ -172,9 +179,10 @@ def start(
 ) -> tuple[list[Started], float, str]:
     """The scheduler(s) of ``kind``; (processes measured, start time, a note). ``prof``: koord-scheduler
     runs under cProfile, its stats written there when it stops; ``trace``: with its stage marks."""
-    if kind == "kube":
+    if kind in ("kube", "kube-json", "kube-http1"):
         t0 = time.time()
-        return [start_kube_scheduler(c, work, qps, burst)], t0, ""
+        kube = start_kube_scheduler(c, work, qps, burst, json=kind == "kube-json", http1=kind == "kube-http1")
+        return [kube], t0, ""
     if kind in ("koord", "koord-profile"):
         t0 = time.time()
         profile = "koordinator" if kind == "koord-profile" else "default"

@@ -22,7 +22,8 @@ from typing import Any
 
 STAGES = (
     ("created", "read", "the watch: the create's answer to the event's line read here"),
-    ("read", "informed", "the line decoded and the pod trimmed"),
+    ("read", "decoded", "the line decoded"),
+    ("decoded", "informed", "the pod trimmed"),
     ("informed", "queued", "the cache, the event handlers and the queue's add"),
     ("queued", "cycle", "to the scheduling thread"),
     ("cycle", "cycled", "the scheduling cycle"),
@@ -75,12 +76,25 @@ def _install(marks: dict[str, dict[str, float]]) -> None:
             last_read.t = time.time()
             yield line
 
+    class TracedJson:
+        """The informer module's ``json``, with the time each event's decoding ended."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(json, name)
+
+        @staticmethod
+        def loads(s: Any, **kw: Any) -> Any:
+            doc = json.loads(s, **kw)
+            last_read.decoded = time.time()
+            return doc
+
     apply = informer.Informer._apply
 
     def traced_apply(self: Any, typ: str, obj: Any) -> None:
         name = str((obj.get("metadata") or {}).get("name") or "")
         if typ == "ADDED" and self.name == "pods":
             mark(name, "read", getattr(last_read, "t", None))
+            mark(name, "decoded", getattr(last_read, "decoded", None))
             mark(name, "informed")
         apply(self, typ, obj)
         if typ == "ADDED" and self.name == "pods":
@@ -106,6 +120,7 @@ def _install(marks: dict[str, dict[str, float]]) -> None:
         finally:
             mark(name, "answered")
 
+    setattr(informer, "json", TracedJson())  # noqa: B010 (the module's private import)
     informer.Informer._lines = traced_lines  # type: ignore[method-assign]
     informer.Informer._apply = traced_apply  # type: ignore[method-assign]
     scheduler.Scheduler.schedule_one = traced_one  # type: ignore[method-assign]

@@ -120,10 +120,11 @@ def fit_message(
     """Why a pod fits no node in kube-scheduler's words (``FitError.Error``), as FailedScheduling Events and
     the ``PodScheduled=False`` condition say it: each reason counted across nodes, the counts sorted as
     strings (nodes without a status count with ``absent``'s reasons); a PreFilter rejection replaces the
-    histogram; a PostFilter (preemption) message is appended as it is."""
+    histogram (its message ends in one period); a PostFilter (preemption) message is appended as it is."""
     msg = NO_NODE_AVAILABLE.format(num_nodes) + ":"
     if pre_filter is not None:
-        msg += f" {pre_filter.message or 'rejected by ' + pre_filter.plugin}."
+        # A rejection quoting another pod's fit message (a gang's) already ends in its period.
+        msg += f" {(pre_filter.message or 'rejected by ' + pre_filter.plugin).removesuffix('.')}."
     else:
         counts: Counter[str] = Counter()
         for st in statuses.values():

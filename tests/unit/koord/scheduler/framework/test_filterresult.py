@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from koord.scheduler.framework.filterresult import fit_message
+from koord.scheduler.framework.interface import Status
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.testing import node, pod
 
@@ -77,4 +79,17 @@ def test_each_filter_and_the_whole_message_in_kube_scheduler_v1_34_words() -> No
         "preemption: 0/7 nodes are available: "
         "3 No preemption victims found for incoming pod, "
         "4 Preemption is not helpful for scheduling."
+    )
+
+
+def test_a_prefilter_rejection_ends_in_one_period_even_when_it_quotes_a_fit_message() -> None:
+    fit = fit_message(4, {"n0": Status.unschedulable("Insufficient cpu")})
+    assert fit == "0/4 nodes are available: 1 Insufficient cpu."
+    gang = Status.unresolvable(f"gang default/g: member default/g0 cannot be placed: {fit}")
+    assert fit_message(4, {}, pre_filter=gang) == (
+        "0/4 nodes are available: gang default/g: member default/g0 cannot be placed: "
+        "0/4 nodes are available: 1 Insufficient cpu."
+    )
+    assert fit_message(4, {}, pre_filter=Status.unresolvable("node(s) didn't match")) == (
+        "0/4 nodes are available: node(s) didn't match."
     )
