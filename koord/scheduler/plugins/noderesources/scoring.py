@@ -107,6 +107,11 @@ def requested_to_capacity_ratio(
 def balanced(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     """``(1 - std) * 100`` of the requested fractions (each capped at 1), truncated as Go's int64()."""
     valid = alloc > 0
+    if len(req) == 2 and valid.all():
+        # The common case (cpu and memory, both allocatable everywhere) without the general path's masks,
+        # sort and gathers: a third of the cost, the same formula.
+        f = np.minimum(req / alloc, 1.0)
+        return ((1 - np.abs((f[0] - f[1]) / 2)) * MAX).astype(np.int64)
     frac = np.where(valid, np.minimum(req / np.maximum(alloc, 1), 1.0), 0.0)
     count = valid.sum(axis=0)
     std = np.zeros(req.shape[1])

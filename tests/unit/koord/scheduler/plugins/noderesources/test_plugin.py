@@ -3,12 +3,16 @@ answer checked on the batch path and node by node (see ``pluginrun``)."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from koord.scheduler.plugins.noderesources import BALANCED, FIT
+from koord.scheduler.plugins.noderesources import BALANCED, FIT, scoring
 from koordshared.runtime.errors import InvalidArgs
 from koordshared.testing.objects import node, pod
 from tests.support.scheduler.pluginrun import PluginRun
@@ -217,3 +221,34 @@ def test_balanced_allocation_three_resources_uses_the_standard_deviation() -> No
 def test_fit_args_validation(args: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidArgs, match=re.escape(message)):
         PluginRun(FIT, args)
+
+
+def _kube_balanced(requested: list[int], allocatable: list[int]) -> int:
+    """kube-scheduler's ``balancedResourceScorer`` for one node, as its Go code computes it."""
+    fractions = [min(r / a, 1.0) for r, a in zip(requested, allocatable, strict=True) if a != 0]
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
+    return int((1 - std) * 100)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 3).flatmap(
+        lambda k: st.lists(
+            st.tuples(
+                st.lists(st.integers(0, 10**12), min_size=k, max_size=k),
+                st.lists(st.sampled_from([0, 1, 3, 1000, 4000, 10**9, 32 * 2**30]), min_size=k, max_size=k),
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
+)
+def test_balanced_scores_every_node_as_kube_scheduler_does(nodes: list[tuple[list[int], list[int]]]) -> None:
+    req = np.asarray([r for r, _ in nodes], dtype=np.int64).T
+    alloc = np.asarray([a for _, a in nodes], dtype=np.int64).T
+    assert scoring.balanced(req, alloc).tolist() == [_kube_balanced(r, a) for r, a in nodes]
