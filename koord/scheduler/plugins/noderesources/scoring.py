@@ -111,7 +111,8 @@ def balanced(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
         # The common case (cpu and memory, both allocatable everywhere) without the general path's masks,
         # sort and gathers: a third of the cost, the same formula.
         f = np.minimum(req / alloc, 1.0)
-        return ((1 - np.abs((f[0] - f[1]) / 2)) * MAX).astype(np.int64)
+        two: np.ndarray = ((1 - np.abs((f[0] - f[1]) / 2)) * MAX).astype(np.int64)
+        return two
     frac = np.where(valid, np.minimum(req / np.maximum(alloc, 1), 1.0), 0.0)
     count = valid.sum(axis=0)
     std = np.zeros(req.shape[1])
