@@ -6,6 +6,8 @@ Printed, each beside a floor measured in the same run:
   the binding threads, each bound pod fed back through the pod cache as a watch would), per-cycle p50/p99;
   floor: the same run with a profile of QueueSort and Bind only (the scheduler's own machinery).
   kube-scheduler's CI minimum for this workload is 680 pods/s; the target here is 300.
+- **idle cycle**: 100 nodes, one pod at a time: a cycle's p50 after 50 ms of idling (as on an idle
+  scheduler, the CPU cold), beside the same cycles back to back.
 - **anti-affinity**: kube-scheduler's ``SchedulingPodAntiAffinity`` (5000 nodes, 1000 pods placed, 2000
   measured, each pod needing a node of its own; kube-scheduler's CI minimum is 60 pods/s), beside the
   basic workload's pods/s at the same node count from the same run.
@@ -100,6 +102,37 @@ def algorithm(nodes: int, placed: int, pods: int) -> dict[str, Any]:
         f"cycle p50 {r['cycle_p50_ms']} ms p99 {r['cycle_p99_ms']} ms "
         f"(floor, QueueSort+Bind only: {r['floor_pods_per_s']} pods/s, "
         f"cycle p50 {r['floor_cycle_p50_ms']} ms)",
+        flush=True,
+    )
+    return res
+
+
+def idle_cycles(nodes: int, placed: int, pods: int, gap: float = 0.05) -> dict[str, Any]:
+    """One pod at a time, each cycle timed with the previous binding finished: after ``gap`` seconds of
+    idling (as a pod arriving on an idle scheduler finds the CPU: caches cold, the core just woken) and,
+    the floor, back to back (the same code with the CPU warm)."""
+    kit = basic.cluster(nodes, placed)
+    sched = kit.scheduler
+
+    def cycles(prefix: str, count: int, wait: float) -> list[float]:
+        out = []
+        for i in range(count):
+            kit.add_pod(basic.pod(f"{prefix}-{i}"))
+            sched.drain()
+            time.sleep(wait)
+            t = time.perf_counter()
+            sched.schedule_next(timeout=0)
+            out.append(time.perf_counter() - t)
+        return out
+
+    cycles("w", 100, 0)
+    warm = cycles("b", pods, 0)
+    idle = cycles("i", pods, gap)
+    kit.stop()
+    res = {"idle_cycle_p50_ms": pct(idle, 0.5), "back_to_back_cycle_p50_ms": pct(warm, 0.5)}
+    print(
+        f"idle cycle, {nodes} nodes, {placed} placed: p50 {res['idle_cycle_p50_ms']} ms after "
+        f"{gap * 1000:.0f} ms idle (floor, back to back: {res['back_to_back_cycle_p50_ms']} ms)",
         flush=True,
     )
     return res
@@ -312,6 +345,7 @@ def main() -> None:
         result.update(quota.algorithm(5000, 1000, 3000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 2000))
+        result.update(idle_cycles(100, 300, 60))
         result.update(devices.algorithm(1000, 1000, plain=result["pods_per_s_1000"]))
         result.update(numa.algorithm(1000, 2000, 1000, 300, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 100, 10, rate=5.0))
@@ -323,6 +357,7 @@ def main() -> None:
         result.update(quota.algorithm(5000, 1000, 10_000, plain=result["pods_per_s_5000"]))
         result.update(anti_affinity(5000, 1000, 2000, result["pods_per_s_5000"]))
         result.update(algorithm(1000, 1000, 10_000))
+        result.update(idle_cycles(100, 300, 200))
         result.update(devices.algorithm(1000, 4000, plain=result["pods_per_s_1000"]))
         result.update(numa.algorithm(1000, 10_000, 5000, 1000, basic_pods_per_s=result["pods_per_s_1000"]))
         result.update(gangs(1000, 200, 10, rate=5.0))
