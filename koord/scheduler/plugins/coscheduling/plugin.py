@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, SchedulerHandle, Status
-from koord.scheduler.framework.events import NODE, Action, ClusterEvent, ClusterEventWithHint
+from koord.scheduler.framework.events import (
+    ASSIGNED_POD,
+    NODE,
+    QUEUE,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from koord.scheduler.framework.events import SKIP as QUEUE_SKIP
 from koord.scheduler.framework.extension import Controller
 from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.types import PostFilterResult
@@ -68,9 +77,17 @@ def _gang_key(pod: Obj) -> str:
     return f"{_meta(pod).get('namespace') or ''}/{gang_name(pod)}"
 
 
-_ROOM = (ClusterEventWithHint(ClusterEvent(NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE)),)
-"""Not an assigned pod's deletion: the gang's own Unreserve forgets its assumed members, which is one,
-and would send every member it rejected to backoff instead of waiting for room."""
+def _room_of_a_non_member(pod: Obj, old: Any, new: Any) -> QueueingHint:
+    """An assigned pod's deletion frees room, unless the pod was a gang member: a rejected gang's
+    Unreserve forgets its assumed members, each one such a deletion, and two gangs that cannot both fit
+    would then requeue each other without end."""
+    return QUEUE if isinstance(old, Mapping) and not gang_name(old) else QUEUE_SKIP
+
+
+_ROOM = (
+    ClusterEventWithHint(ClusterEvent(NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE)),
+    ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, Action.DELETE), _room_of_a_non_member),
+)
 
 
 @dataclass(eq=False)
@@ -398,11 +415,12 @@ class Coscheduling:
                 gang.add_bound(pod)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """Room appearing on a node (added, or its allocatable grown). Koordinator registers
-        none: a member the gang held back returns when a member that failed on its own comes back (NextPod
-        then takes the rest), when its gang completes, or at the queue's flush. But when every member's
-        last rejection was the gang's (a member's Unreserve rejects whoever of a later round already
-        waits), none failed on its own, and the gang waited minutes for the flush with room free."""
+        """Room appearing: a node added or its allocatable grown, a pod that is no gang's member deleted.
+        Koordinator registers none: a member the gang held back returns when a member that failed on its
+        own comes back (NextPod then takes the rest), when its gang completes, or at the queue's flush.
+        But when every member's last rejection was the gang's (a member's Unreserve rejects whoever of a
+        later round already waits), none failed on its own, and the gang waited minutes for the flush
+        with room free."""
         return _ROOM
 
     # ---- helpers -----------------------------------------------------------------------------------

@@ -306,6 +306,23 @@ def test_a_waiting_time_above_the_permit_limit_is_reported_and_held_at_fifteen_m
     assert "waiting-time 15m0s" in messages(k, "g0")[-1]
 
 
+def test_room_freed_by_a_deleted_pod_requeues_the_gang_but_its_own_unreserve_does_not() -> None:
+    k = kit(nodes=4)
+    k.add_node(node("n4", "1", "8Gi"))
+    k.add_pod(pod("blocker", requests={"cpu": "1"}, node_name="n4"))
+    for i in range(5):
+        k.add_pod(member(f"g{i}", "g", 5))
+    k.run()
+    assert k.bound() == {}
+    # The gang's own Unreserve (four assumed members forgotten) woke none of the members it rejected.
+    assert k.scheduler.queue.counts()["unschedulable"] == 4
+    k.delete_pod("default", "blocker")
+    assert k.scheduler.queue.counts()["unschedulable"] == 0
+    k.clock.advance(30)  # the backoff
+    k.run()
+    assert sorted(k.bound()) == [f"default/g{i}" for i in range(5)]
+
+
 def test_nonstrict_members_wait_while_the_rest_are_tried_then_go_back_with_the_failure() -> None:
     k = kit(nodes=3)
     for i in range(4):
