@@ -26,6 +26,7 @@ from typing import Any
 
 from koordshared.kube.transport import Transport
 from koordshared.runtime.httpwire import encode_request
+from tests.support.rawhttp import read_request
 
 NAME = "transport"
 GO_HEADERS = (
@@ -95,22 +96,10 @@ def _serve(listener: socket.socket, answers: dict[str, bytes]) -> None:
 
     def follow(conn: socket.socket) -> None:
         buf = b""
-        while True:
-            while b"\r\n\r\n" not in buf:
-                data = conn.recv(65536)
-                if not data:
-                    conn.close()
-                    return
-                buf += data
-            head, _, buf = buf.partition(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n"):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":", 1)[1])
-            while len(buf) < length:
-                buf += conn.recv(65536)
-            buf = buf[length:]
+        while (request := read_request(conn, buf)) is not None:
+            head, _, buf = request
             conn.sendall(answers[head.split(b" ", 2)[1].decode()])
+        conn.close()
 
     while True:
         conn, _ = listener.accept()

@@ -1,4 +1,5 @@
-"""A raw-socket HTTP client for the server tests: exact bytes out, one Content-Length framed answer in."""
+"""Raw-socket HTTP for tests and benches: a client (exact bytes out, one Content-Length framed answer in)
+for the server tests, and the request reader of the scripted servers that answer the clients' tests."""
 
 from __future__ import annotations
 
@@ -31,6 +32,27 @@ def read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
             break
         body += chunk
     return int(lines[0].split()[1]), headers, body
+
+
+def read_request(conn: socket.socket, buf: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """The next request on ``conn`` after the bytes ``buf`` already read: ``(head, body, rest)``, the
+    head through its blank line, the body by its Content-Length, ``rest`` read past it; ``None`` when
+    the connection ends first."""
+    while b"\r\n\r\n" not in buf:
+        data = conn.recv(65536)
+        if not data:
+            return None
+        buf += data
+    head, _, buf = buf.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    length = int(headers.get("content-length", "0"))
+    while len(buf) < length:
+        data = conn.recv(65536)
+        if not data:
+            return None
+        buf += data
+    return head + b"\r\n\r\n", buf[:length], buf[length:]
 
 
 def get(server: ProcessHTTPServer, path: str, *headers: str) -> tuple[int, dict[str, str], bytes]:

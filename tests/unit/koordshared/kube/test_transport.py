@@ -18,6 +18,7 @@ from koordshared.kube.transport import Transport, transport_of
 from koordshared.runtime.httpwire import BadResponse
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
+from tests.support.rawhttp import read_request
 
 NS = "/api/v1/namespaces/default"
 
@@ -111,36 +112,17 @@ class Scripted:
             self.accepted += 1
             with conn:
                 buf = b""
-                while self.answers:
-                    while b"\r\n\r\n" not in buf:
-                        data = conn.recv(65536)
-                        if not data:
-                            break
-                        buf += data
-                    else:
-                        head, _, buf = buf.partition(b"\r\n\r\n")
-                        length = next(
-                            (
-                                int(h.split(b":")[1])
-                                for h in head.split(b"\r\n")
-                                if h.startswith(b"Content-Length")
-                            ),
-                            0,
-                        )
-                        while len(buf) < length:
-                            buf += conn.recv(65536)
-                        self.requests.append(head + b"\r\n\r\n" + buf[:length])
-                        buf = buf[length:]
-                        answer = self.answers.pop(0)
-                        if answer is None:
-                            break
-                        step = self.step or len(answer)
-                        for i in range(0, len(answer), step):
-                            conn.sendall(answer[i : i + step])
-                        if isinstance(answer, Closing):
-                            break
-                        continue
-                    break
+                while self.answers and (request := read_request(conn, buf)) is not None:
+                    head, body, buf = request
+                    self.requests.append(head + body)
+                    answer = self.answers.pop(0)
+                    if answer is None:
+                        break
+                    step = self.step or len(answer)
+                    for i in range(0, len(answer), step):
+                        conn.sendall(answer[i : i + step])
+                    if isinstance(answer, Closing):
+                        break
 
     def transport(self) -> Transport:
         return Transport(f"http://127.0.0.1:{self.port}", None, lambda m, p, b: {"User-Agent": "t/1"})
