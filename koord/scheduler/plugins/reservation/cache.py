@@ -66,7 +66,7 @@ class ReservationCache:
                 for owner in early.values():
                     info = info.with_pod(owner)
                 if old.node_name != info.node_name:
-                    self._on_node.get(old.node_name, {}).pop(uid, None)
+                    self._leave(old.node_name, uid)
                     self._moved = True
                     self._mark(old.node_name)
             for pod_uid in info.assigned_pods:
@@ -85,15 +85,19 @@ class ReservationCache:
         if info is None:
             return
         self._mark(info.node_name)
-        on_node = self._on_node.get(info.node_name)
-        if on_node is not None:
-            on_node.pop(uid, None)
-            if not on_node:
-                del self._on_node[info.node_name]
-                self._moved = True
+        self._leave(info.node_name, uid)
         for owner in info.assigned_pods:
             if self._owner_of.get(owner) == uid:
                 del self._owner_of[owner]
+
+    def _leave(self, node: str, uid: str) -> None:
+        """``uid`` off ``node``; a node left without reservations leaves the map (:meth:`nodes`)."""
+        on_node = self._on_node.get(node)
+        if on_node is not None:
+            on_node.pop(uid, None)
+            if not on_node:
+                del self._on_node[node]
+                self._moved = True
 
     # ---- owners -------------------------------------------------------------------------------------
 

@@ -73,6 +73,16 @@ def test_the_reservation_cache_tells_which_nodes_changed_since_a_generation() ->
     assert cache.by_node_since(later)[2] == set()
 
 
+def test_a_reservation_that_moves_leaves_no_node_behind() -> None:
+    cache = ReservationCache()
+    r = reservation("r", {"cpu": "2"}, owners=[owner_labels(WEB)])
+    cache.reservation_changed(available(r, "n00"))
+    cache.reservation_changed(available(r, "n01"))
+    assert cache.nodes() == ["n01"]
+    assert list(cache.by_node()) == ["n01"]
+    assert [i.node_name for i in cache.on_node("n01")] == ["n01"] and cache.on_node("n00") == []
+
+
 def _forget_everything(k: MemoryScheduler) -> None:
     for fw in k.scheduler.profiles.values():
         r = fw.instances["Reservation"]
