@@ -1,14 +1,18 @@
 """The pieces the real-apiserver benchmarks measure with, checked without a cluster: the audit-log reader
 (pod creates, bindings and requests by client, on the server's clock) and the hollow reporter (each
-node's beats at their cadences, spread over the period, a load change reported at once)."""
+node's beats at their cadences, spread over the period, a load change reported at once), and what
+``bench/against_kube.py`` refuses before it starts a control plane."""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bench.workloads.realsched import NS, Audit, client
 from tests.realcluster import hollow
@@ -120,3 +124,19 @@ def test_a_load_change_is_reported_at_once_and_followed_by_the_usage() -> None:
     status = hollow.metric_status(1500, 2**30)
     # A hollow node runs no pods: all of its usage is the system's, so batch resources follow it.
     assert status["nodeMetric"]["systemUsage"] == status["nodeMetric"]["nodeUsage"]
+
+
+def test_against_kube_refuses_a_scheduler_it_does_not_know_before_starting_anything(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import against_kube
+
+    def unmet() -> str:
+        raise AssertionError("went on to look for the binaries")
+
+    monkeypatch.setattr(against_kube, "unmet", unmet)
+    monkeypatch.setattr(sys, "argv", ["against_kube", "--quick", "--schedulers", "kube,kube-h2,koord"])
+    with pytest.raises(SystemExit) as exit_:
+        against_kube.main()
+    assert exit_.value.code == 2
+    assert "unknown --schedulers kube-h2: choose from kube,kube-json,kube-http1," in capsys.readouterr().err
