@@ -37,6 +37,7 @@ from koord.scheduler.plugins.reservation.rounds import Round
 from koord.scheduler.plugins.reservation.shared import reference, shared_for
 from koord.scheduler.plugins.reservation.state import STATE_KEY, CycleData, NodeState, data_of
 from koord.scheduler.plugins.reservation.transform import Restorer
+from koordshared.apis.core.pod import as_map
 from koordshared.apis.meta import groups
 from koordshared.apis.scheduling import reservation as rsv
 from koordshared.apis.scheduling.reservation import is_reserve_pod, pinned_node, reservation_name
@@ -470,6 +471,10 @@ class Reservation:
         st = self.handle.patch_object(groups.RESERVATIONS, "", name, patch, subresource="status")
         if st is not None:
             return st
+        # Available on the server now: an owner scheduled before the informer brings the change back (the
+        # pods' and the reservations' watches are apart) must already find it (Koordinator assumes the
+        # reservation on its node at Reserve for the same reason).
+        self.shared.cache.reservation_changed({**r, "status": {**as_map(r, "status"), **patch["status"]}})
         note = f"Successfully assigned {name} to {node_name}"
         self.handle.event(reference(r), "Normal", "Scheduled", note, action="Binding")
         return None

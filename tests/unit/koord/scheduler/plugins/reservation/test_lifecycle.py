@@ -5,6 +5,10 @@ reported as pods, and several profiles sharing the reservations."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from koordshared.apis.meta import groups
 from koordshared.apis.scheduling import reservation as rsv
 from koordshared.apis.scheduling.reservation import ANNOTATION_RESERVE_POD
 from koordshared.testing import node
@@ -187,3 +191,24 @@ def test_a_low_priority_reservation_is_never_deleted_as_a_preemption_victim() ->
     k.run()
     assert k.api.deleted == [] and k.bound() == {} and phase(k, "low") == "Available"
     assert [e[3] for e in k.events("FailedScheduling") if e[0] == "default/urgent"]
+
+
+def test_an_owner_finds_the_reservation_its_scheduler_made_available_before_the_watch_tells_it() -> None:
+    k = kit({"a": "4", "b": "4"})
+    late: list[Mapping[str, Any]] = []
+    recorded = k.api.patch_object
+
+    def unseen(resource: groups.Resource, namespace: str, name: str, patch: Any, **kw: Any) -> None:
+        if resource != groups.RESERVATIONS:
+            recorded(resource, namespace, name, patch, **kw)
+            return
+        type(k.api).patch_object(k.api, resource, namespace, name, patch, **kw)
+        late.append(patch)  # on the server, not yet back through the reservations' watch
+
+    k.api.patch_object = unseen  # type: ignore[method-assign]
+    add(k, reservation("hold", {"cpu": "2"}, owners=[owner_labels(WEB)]))
+    k.run()
+    assert phase(k, "hold") != "Available" and late and late[-1]["status"]["phase"] == "Available"
+    k.add_pod(owner("web", "2", WEB))
+    k.run()
+    assert allocated_to(k, "web") == "hold"
