@@ -12,16 +12,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from koord.scheduler.framework import SKIP, CycleState, NodeInfo, Obj, SchedulerHandle, Status
-from koord.scheduler.framework.events import (
-    ASSIGNED_POD,
-    NODE,
+from koord.scheduler.framework import (
     QUEUE,
+    SKIP,
     Action,
     ClusterEvent,
     ClusterEventWithHint,
+    CycleState,
+    NodeInfo,
+    Obj,
     QueueingHint,
+    SchedulerHandle,
+    Status,
 )
+from koord.scheduler.framework.events import ASSIGNED_POD, NODE
 from koord.scheduler.framework.events import SKIP as QUEUE_SKIP
 from koord.scheduler.framework.extension import Controller
 from koord.scheduler.framework.filterresult import fit_message

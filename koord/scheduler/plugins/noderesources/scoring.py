@@ -109,7 +109,7 @@ def balanced(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     valid = alloc > 0
     if len(req) == 2 and valid.all():
         # The common case (cpu and memory, both allocatable everywhere) without the general path's masks,
-        # sort and gathers: a third of the cost, the same formula.
+        # sort and gathers: the same formula.
         f = np.minimum(req / alloc, 1.0)
         two: np.ndarray = ((1 - np.abs((f[0] - f[1]) / 2)) * MAX).astype(np.int64)
         return two
