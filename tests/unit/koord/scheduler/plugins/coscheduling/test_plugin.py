@@ -4,6 +4,8 @@ timeouts; gang groups; a member failing, deleted, or held by another plugin; onc
 
 from __future__ import annotations
 
+import pytest
+
 from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT
 from koord.scheduler.testing import MemoryScheduler
 from koordshared.apis.extension.coscheduling import BIND_GANG_GROUP_ID, BIND_GANG_MEMBER_COUNT
@@ -43,17 +45,26 @@ def test_a_gang_of_five_with_room_for_four_binds_none_and_every_member_says_why(
     assert len(k.waiting) == 0 and not any(k.cache.is_assumed(uid(f"g{i}")) for i in range(5))
 
 
-def test_room_for_the_fifth_binds_all_five_in_one_permit_release() -> None:
+@pytest.mark.parametrize("room", ["a node added", "a pod that is no member deleted"])
+def test_room_for_the_fifth_binds_all_five_in_one_permit_release(room: str) -> None:
     k = kit(nodes=4)
+    if room != "a node added":
+        k.add_node(node("n4", "1", "8Gi"))
+        k.add_pod(pod("blocker", requests={"cpu": "1"}, node_name="n4"))
     for i in range(5):
         k.add_pod(member(f"g{i}", "g", 5))
     k.run()
     assert k.bound() == {}
-    assert k.scheduler.queue.counts()["unschedulable"] == 4  # the fifth failed Filter: in backoff
+    # The fifth failed Filter (in backoff); the gang's own Unreserve (four assumed members forgotten, each
+    # an assigned pod's deletion) woke none of the four it rejected.
+    assert k.scheduler.queue.counts()["unschedulable"] == 4
     # The member no node took is requeued by NodeResourcesFit's event, the four the gang rejected at Permit
     # by Coscheduling's: when every member's last rejection is the gang's (a member's Unreserve rejects
     # whoever of a later round already waits), room appearing must still wake them.
-    k.add_node(node("n4", "1", "8Gi"))
+    if room == "a node added":
+        k.add_node(node("n4", "1", "8Gi"))
+    else:
+        k.delete_pod("default", "blocker")
     assert k.scheduler.queue.counts()["unschedulable"] == 0
     k.clock.advance(30)  # the backoff
     k.run()
@@ -304,23 +315,6 @@ def test_a_waiting_time_above_the_permit_limit_is_reported_and_held_at_fifteen_m
     k.settle()
     assert len(k.waiting) == 0
     assert "waiting-time 15m0s" in messages(k, "g0")[-1]
-
-
-def test_room_freed_by_a_deleted_pod_requeues_the_gang_but_its_own_unreserve_does_not() -> None:
-    k = kit(nodes=4)
-    k.add_node(node("n4", "1", "8Gi"))
-    k.add_pod(pod("blocker", requests={"cpu": "1"}, node_name="n4"))
-    for i in range(5):
-        k.add_pod(member(f"g{i}", "g", 5))
-    k.run()
-    assert k.bound() == {}
-    # The gang's own Unreserve (four assumed members forgotten) woke none of the members it rejected.
-    assert k.scheduler.queue.counts()["unschedulable"] == 4
-    k.delete_pod("default", "blocker")
-    assert k.scheduler.queue.counts()["unschedulable"] == 0
-    k.clock.advance(30)  # the backoff
-    k.run()
-    assert sorted(k.bound()) == [f"default/g{i}" for i in range(5)]
 
 
 def test_nonstrict_members_wait_while_the_rest_are_tried_then_go_back_with_the_failure() -> None:
