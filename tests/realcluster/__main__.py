@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from tests.realcluster import binaries
-from tests.realcluster.cluster import Cluster, default_state, preflight
+from tests.realcluster.cluster import Cluster, default_state, preflight, reclaim
 from tests.realcluster.procs import last_port
 
 
@@ -82,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
+            if not args.no_node:
+                reclaim()
             why = "" if args.no_node else preflight(state)
             if why:
                 print(f"error: {why}", file=sys.stderr)

@@ -22,7 +22,7 @@ from typing import Any
 
 from koordlet.testing.agent import http_get
 from koordlet.testing.cgroups import unavailable
-from tests.realcluster import binaries, control, images, node, pki, stack
+from tests.realcluster import binaries, control, images, node, owner, pki, stack
 from tests.realcluster.procs import Started, last_port, wait_until
 
 NODE = "koord-node-0"
@@ -82,6 +82,44 @@ def preflight(state: Path) -> str:
     if node.POD_BRIDGE in node.links():
         return f"network device {node.POD_BRIDGE} exists: a real cluster runs (stop it first)"
     return ""
+
+
+def reclaim(say: Say = print) -> list[str]:
+    """Take down what a killed run left on the node (its bridge, ``kubepods`` cgroups and the kubelet's
+    mounts) when nothing of that run still lives; what was done, one line each (empty: nothing to do,
+    or a live cluster or kubelet holds the node and :func:`preflight` says so).
+
+    The owner record names the run: its state's own stop undoes everything it recorded (shared mounts,
+    host directories it made). Without a readable record (the state deleted with its temporary folder, or
+    a kubelet that is not ours) the leftovers are taken only when no kubelet runs and no process is left
+    in the ``kubepods`` cgroups: empty cgroups and a bridge named for this project are nobody's."""
+    rec = owner.recorded()
+    leftovers = bool(node.kubepods_dirs()) or node.POD_BRIDGE in node.links()
+    if rec is None and not leftovers:
+        return []
+    done: list[str] = []
+    if rec is not None:
+        past = Cluster.load(rec.state) if (rec.state / "cluster.json").exists() else None
+        if rec.starter_alive() or (past is not None and any(p.running() for p in past.procs.values())):
+            return []
+        if past is not None:
+            say(f"the cluster in {rec.state} was stopped without its stop: stopping what it left")
+            done += [f"left behind: {line}" for line in past.down(say=say)]
+            done.append(f"stopped the cluster recorded in {rec.state}")
+        owner.release(rec.state)
+    if node.kubelet_running() or any(node.alive(p) for p in node.kubepods_tasks()):
+        return done
+    for top in node.kubepods_dirs():
+        stayed = node.remove_cgroup_tree(top)
+        done += [f"could not remove {line}" for line in stayed] or [f"removed the empty cgroup tree {top}"]
+    if node.POD_BRIDGE in node.links():
+        done += [f"could not delete {line}" for line in node.delete_links()] or [f"deleted {node.POD_BRIDGE}"]
+    for point in node.mounts_under(node.KUBELET_ROOT):
+        failed = node.unmount_all(Path(point))
+        done += [f"could not unmount {line}" for line in failed] or [f"unmounted {point}"]
+    for line in done:
+        say(f"reclaimed a killed run's node: {line}")
+    return done
 
 
 @dataclass
@@ -167,6 +205,8 @@ class Cluster:
         Without a node (``with_node`` false) it is etcd, kube-apiserver and kube-controller-manager only:
         nothing machine-wide, so several may run beside a full one (the scheduler benchmarks' hollow
         clusters)."""
+        if self.with_node:
+            reclaim(say)
         why = preflight(self.state) if self.with_node else ""
         if why:
             raise RuntimeError(why)
@@ -214,6 +254,7 @@ class Cluster:
             )
             kubeconfigs[name] = path
         if self.with_node:
+            owner.claim(self.state)
             self.owned.append("node")
             self._record()
             node.add_node_address()
@@ -379,6 +420,8 @@ class Cluster:
                 left += node.remove_cgroup_tree(top)
             left += node.delete_links()
             node.remove_leftovers(self.absent_at_start)
+            if not left:
+                owner.release(self.state)
         else:
             left += node.unmount_all(self.state)
         still = [p.name for p in self.procs.values() if p.running()]

@@ -284,6 +284,26 @@ def kubepods_dirs(cgroup_root: Path = Path("/sys/fs/cgroup")) -> list[Path]:
     return sorted(p for p in cgroup_root.glob("*/kubepods") if p.is_dir())
 
 
+def kubepods_tasks(cgroup_root: Path = Path("/sys/fs/cgroup")) -> set[int]:
+    """Every process in a ``kubepods`` tree (containers, whoever started them)."""
+    pids: set[int] = set()
+    for top in kubepods_dirs(cgroup_root):
+        for procs in top.rglob("cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                pids.update(int(p) for p in procs.read_text().split())
+    return pids
+
+
+def kubelet_running(proc: Path = Path("/proc")) -> bool:
+    """Whether a kubelet runs on this machine (anyone's: its cgroups and devices are not to be touched)."""
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "comm").read_text().strip() == "kubelet":
+                    return True
+    return False
+
+
 def remove_cgroup_tree(top: Path) -> list[str]:
     """rmdir bottom up (a cgroup's files cannot be unlinked; an empty cgroup can be removed); what stayed."""
     stayed: list[str] = []
@@ -348,23 +368,24 @@ def kill_leftovers(state: Path) -> None:
     socket = str(containerd_socket(state)).encode()
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        pids: set[int] = set()
-        for top in kubepods_dirs():
-            for procs in top.rglob("cgroup.procs"):
-                with contextlib.suppress(OSError, ValueError):
-                    pids.update(int(p) for p in procs.read_text().split())
+        pids = kubepods_tasks()
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
                 with contextlib.suppress(OSError):
                     if socket in (entry / "cmdline").read_bytes():
                         pids.add(int(entry.name))
-        pids = {p for p in pids if _state(p) not in ("Z", "gone")}
+        pids = {p for p in pids if alive(p)}
         if not pids:
             return
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
+
+
+def alive(pid: int) -> bool:
+    """Running or sleeping: not gone, not a zombie waiting for its parent."""
+    return _state(pid) not in ("Z", "gone")
 
 
 def _state(pid: int) -> str:
