@@ -23,6 +23,7 @@ from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import plugin_registry
 from koordshared.apis.core.pod import pod_key, pod_uid
 from koordshared.apis.meta import groups
+from koordshared.apis.meta.quantity import format_time
 from koordshared.kube.informers import MemoryInformerSet
 from koordshared.testing.clock import FakeClock
 
@@ -183,9 +184,15 @@ class MemoryScheduler:
         self.controllers = plugin_controllers(fw.instances for fw in frameworks.values())
 
     def _bound(self, pod: Obj, node: str) -> None:
+        """What kube-apiserver's binding writes: the node's name and ``PodScheduled`` True."""
         current = self.pods.get(pod_key(pod))
         base = current if current is not None else pod
-        self.add_pod({**base, "spec": {**(base.get("spec") or {}), "nodeName": node}})
+        status = dict(base.get("status") or {})
+        others = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+        now = format_time(self.clock())
+        scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": now}
+        status["conditions"] = [*others, scheduled]
+        self.add_pod({**base, "spec": {**(base.get("spec") or {}), "nodeName": node}, "status": status})
 
     def _patch_object(
         self,

@@ -10,7 +10,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.core.pod import as_list, as_map, condition
 from koordshared.apis.meta import groups
 from koordshared.apis.scheduling import podmigrationjob as pmj
 from koordshared.apis.scheduling import reservation as rsv
@@ -23,14 +23,7 @@ def owners_for(pod: Obj) -> list[dict[str, Any]]:
     meta = as_map(pod, "metadata")
     status = as_map(pod, "status")
     if status.get("phase") == "Pending":
-        scheduled = next(
-            (
-                c
-                for c in as_list(status, "conditions")
-                if isinstance(c, Mapping) and c.get("type") == "PodScheduled"
-            ),
-            None,
-        )
+        scheduled = condition(pod, "PodScheduled")
         if scheduled is not None and scheduled.get("status") == "False":
             ref = {
                 "uid": meta.get("uid"),

@@ -220,8 +220,21 @@ def creation_time(pod: Obj) -> float:
     return parse_time(meta(pod).get("creationTimestamp")) or 0.0
 
 
-def is_ready(pod: Obj) -> bool:
+def condition(pod: Obj, kind: str) -> Mapping[str, Any] | None:
+    """The pod's status condition of type ``kind`` (None: the pod has none)."""
     for cond in as_list(as_map(pod, "status"), "conditions"):
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
+        if isinstance(cond, Mapping) and cond.get("type") == kind:
+            return cond
+    return None
+
+
+def is_ready(pod: Obj) -> bool:
+    cond = condition(pod, "Ready")
+    return cond is not None and cond.get("status") == "True"
+
+
+def is_bound(pod: Obj) -> bool:
+    """Bound through the API server: its binding sets ``PodScheduled`` True (a pod only a scheduler's cache
+    assumed on a node has its node name, not this)."""
+    cond = condition(pod, "PodScheduled")
+    return cond is not None and cond.get("status") == "True"

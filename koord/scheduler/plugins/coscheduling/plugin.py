@@ -36,7 +36,7 @@ from koord.scheduler.plugins.coscheduling.cache import GangCache, Joined, StoreH
 from koord.scheduler.plugins.coscheduling.controller import PodGroupController
 from koord.scheduler.plugins.coscheduling.gang import Gang
 from koord.scheduler.plugins.coscheduling.reporter import GANG_TIMEOUT, GangReporter
-from koordshared.apis.core.pod import pod_key, pod_uid
+from koordshared.apis.core.pod import is_bound, pod_key, pod_uid
 from koordshared.apis.extension.coscheduling import (
     BIND_GANG_GROUP_ID,
     BIND_GANG_MEMBER_COUNT,
@@ -81,16 +81,19 @@ def _gang_key(pod: Obj) -> str:
     return f"{_meta(pod).get('namespace') or ''}/{gang_name(pod)}"
 
 
-def _room_of_a_non_member(pod: Obj, old: Any, new: Any) -> QueueingHint:
-    """An assigned pod's deletion frees room, unless the pod was a gang member: a rejected gang's
-    Unreserve forgets its assumed members, each one such a deletion, and two gangs that cannot both fit
-    would then requeue each other without end."""
-    return QUEUE if isinstance(old, Mapping) and not gang_name(old) else QUEUE_SKIP
+def _room_freed(pod: Obj, old: Any, new: Any) -> QueueingHint:
+    """An assigned pod's deletion frees room, unless it is a gang member the API server never bound: a
+    rejected gang's Unreserve forgets its assumed members, each one such a deletion, and two gangs that
+    cannot both fit would then requeue each other without end. A bound member leaving (a finished gang
+    scaled down or done) frees room as any pod does."""
+    if not isinstance(old, Mapping):
+        return QUEUE_SKIP
+    return QUEUE if not gang_name(old) or is_bound(old) else QUEUE_SKIP
 
 
 _ROOM = (
     ClusterEventWithHint(ClusterEvent(NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE)),
-    ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, Action.DELETE), _room_of_a_non_member),
+    ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, Action.DELETE), _room_freed),
 )
 
 

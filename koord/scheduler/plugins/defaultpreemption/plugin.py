@@ -26,6 +26,7 @@ from koord.scheduler.plugins.defaultpreemption.args import parse_args
 from koord.scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, pick_one
 from koord.scheduler.plugins.defaultpreemption.policy import LowerPriority, VictimPolicy
 from koord.scheduler.plugins.defaultpreemption.victims import NONE_HERE, budgets
+from koordshared.apis.core.pod import condition
 from koordshared.apis.meta import groups
 from koordshared.apis.meta.quantity import format_time
 
@@ -45,10 +46,8 @@ def terminating_by_preemption(pod: Obj) -> bool:
     """Being deleted, and marked by a scheduler's preemption (kube's ``podTerminatingByPreemption``)."""
     if not (pod.get("metadata") or {}).get("deletionTimestamp"):
         return False
-    for c in (pod.get("status") or {}).get("conditions") or ():
-        if isinstance(c, Mapping) and c.get("type") == DISRUPTION_TARGET:
-            return c.get("status") == "True" and c.get("reason") == PREEMPTION_BY_SCHEDULER
-    return False
+    c = condition(pod, DISRUPTION_TARGET)
+    return c is not None and c.get("status") == "True" and c.get("reason") == PREEMPTION_BY_SCHEDULER
 
 
 class DefaultPreemption:

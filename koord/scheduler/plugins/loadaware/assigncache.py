@@ -19,7 +19,7 @@ from koord.scheduler.plugins.loadaware.estimator import (
 )
 from koord.scheduler.plugins.loadaware.nodestate import NodeState, PodAssign
 from koord.scheduler.plugins.loadaware.table import LoadTable
-from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.core.pod import as_list, as_map, condition
 from koordshared.apis.extension import qos as extension
 from koordshared.apis.meta.quantity import parse_time
 from koordshared.apis.slo.nodemetric import CollectPolicy, NodeMetricStatus, Usage, parse_node_metric
@@ -38,13 +38,6 @@ class Existing(NamedTuple):
 
 def _vec(u: Usage | None) -> Vec | None:
     return None if u is None else (u.cpu_milli, u.memory_bytes)
-
-
-def _condition(pod: Obj, typ: str) -> Obj | None:
-    for c in as_list(as_map(pod, "status"), "conditions"):
-        if isinstance(c, Mapping) and c.get("type") == typ:
-            return c
-    return None
 
 
 def is_terminated(pod: Obj) -> bool:
@@ -69,7 +62,7 @@ class PodAssignCache:
     def _entry(self, pod: Obj) -> PodAssign:
         meta = as_map(pod, "metadata")
         prio, est = estimate_with_args(pod, self.args)
-        scheduled = _condition(pod, "PodScheduled")
+        scheduled = condition(pod, "PodScheduled")
         ts = (
             parse_time(scheduled.get("lastTransitionTime"))
             if scheduled and scheduled.get("status") == "True"
@@ -95,7 +88,7 @@ class PodAssignCache:
         if after_initialized < 0 and self.args.estimated_seconds_after_initialized is not None:
             after_initialized = self.args.estimated_seconds_after_initialized
         if after_initialized > 0:
-            init = _condition(pod, "Initialized")
+            init = condition(pod, "Initialized")
             if init is not None and init.get("status") == "True":
                 t = parse_time(init.get("lastTransitionTime"))
                 if t is not None:
