@@ -58,10 +58,8 @@ def sweep_ms(v2: bool, pods: int, churn_every: int, sweeps: int) -> tuple[float,
                 t0 = time.thread_time()
                 col.collect()
                 total += time.thread_time() - t0
-                reader = col._reader
-                assert reader is not None
                 t0 = time.thread_time()
-                reader.fill()
+                assert col.read_only()
                 reads += time.thread_time() - t0
                 clock.advance(1.0)
         finally:
