@@ -7,7 +7,8 @@ Printed, each beside a floor measured in the same run:
   floor: the same run with a profile of QueueSort and Bind only (the scheduler's own machinery).
   kube-scheduler's CI minimum for this workload is 680 pods/s; the target here is 300.
 - **idle cycle**: 100 nodes, one pod at a time: a cycle's p50 after 50 ms of idling (as on an idle
-  scheduler, the CPU cold), beside the same cycles back to back.
+  scheduler, the CPU cold) and after 50 ms of spinning (the core awake, its caches cooled by the rest of
+  the machine), beside the same cycles back to back.
 - **anti-affinity**: kube-scheduler's ``SchedulingPodAntiAffinity`` (5000 nodes, 1000 pods placed, 2000
   measured, each pod needing a node of its own; kube-scheduler's CI minimum is 60 pods/s), beside the
   basic workload's pods/s at the same node count from the same run.
@@ -42,6 +43,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,30 +111,42 @@ def algorithm(nodes: int, placed: int, pods: int) -> dict[str, Any]:
 
 def idle_cycles(nodes: int, placed: int, pods: int, gap: float = 0.05) -> dict[str, Any]:
     """One pod at a time, each cycle timed with the previous binding finished: after ``gap`` seconds of
-    idling (as a pod arriving on an idle scheduler finds the CPU: caches cold, the core just woken) and,
-    the floor, back to back (the same code with the CPU warm)."""
+    idling (as a pod arriving on an idle scheduler finds the CPU: caches cold, the core just woken), after
+    the same gap spent spinning (the core kept awake: what is left is the caches, which the machine's
+    other work cools) and, the floor, back to back (the same code with the CPU warm)."""
     kit = basic.cluster(nodes, placed)
     sched = kit.scheduler
 
-    def cycles(prefix: str, count: int, wait: float) -> list[float]:
+    def spin(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    def cycles(prefix: str, count: int, wait: Callable[[], None]) -> list[float]:
         out = []
         for i in range(count):
             kit.add_pod(basic.pod(f"{prefix}-{i}"))
             sched.drain()
-            time.sleep(wait)
+            wait()
             t = time.perf_counter()
             sched.schedule_next(timeout=0)
             out.append(time.perf_counter() - t)
         return out
 
-    cycles("w", 100, 0)
-    warm = cycles("b", pods, 0)
-    idle = cycles("i", pods, gap)
+    cycles("w", 100, lambda: None)
+    warm = cycles("b", pods, lambda: None)
+    idle = cycles("i", pods, lambda: time.sleep(gap))
+    spun = cycles("s", pods, lambda: spin(gap))
     kit.stop()
-    res = {"idle_cycle_p50_ms": pct(idle, 0.5), "back_to_back_cycle_p50_ms": pct(warm, 0.5)}
+    res = {
+        "idle_cycle_p50_ms": pct(idle, 0.5),
+        "spun_cycle_p50_ms": pct(spun, 0.5),
+        "back_to_back_cycle_p50_ms": pct(warm, 0.5),
+    }
     print(
         f"idle cycle, {nodes} nodes, {placed} placed: p50 {res['idle_cycle_p50_ms']} ms after "
-        f"{gap * 1000:.0f} ms idle (floor, back to back: {res['back_to_back_cycle_p50_ms']} ms)",
+        f"{gap * 1000:.0f} ms idle, {res['spun_cycle_p50_ms']} ms after as long spinning "
+        f"(floor, back to back: {res['back_to_back_cycle_p50_ms']} ms)",
         flush=True,
     )
     return res
