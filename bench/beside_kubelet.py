@@ -396,7 +396,7 @@ def main() -> int:
     args.scrapes = args.scrapes or (10 if args.quick else 20)
     if args.profile is None:
         args.profile = 15.0 if args.quick else 30.0
-    from tests.realcluster.cluster import Cluster, preflight, unmet
+    from tests.realcluster.cluster import Cluster, ready, unmet
     from tests.realcluster.machinelock import machine_lock
 
     why = unmet()
@@ -408,7 +408,7 @@ def main() -> int:
         print(f"{NAME}: {text}", flush=True)
 
     state = Path(tempfile.mkdtemp(prefix="koordlet-beside-kubelet-"))
-    with machine_lock(args.wait, lambda: preflight(state), say) as verdict:
+    with machine_lock(args.wait, lambda: ready(state, say), say) as verdict:
         if verdict.busy:
             return skip(verdict.busy)
         c = Cluster(state)

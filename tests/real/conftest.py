@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realcluster.cluster import Cluster, preflight
+from tests.realcluster.cluster import Cluster, ready
 from tests.realcluster.footprint import Footprint
 from tests.realcluster.machinelock import machine_lock
 
@@ -74,7 +74,7 @@ def _machine(state: Path) -> Iterator[None]:
     devices), and another tier's footprint must not land in this one's stop test. With
     KOORD_REAL_WAIT=<seconds>, wait for another tier or cluster to finish; by default fail at once."""
     wait = float(os.environ.get("KOORD_REAL_WAIT", "0") or 0)
-    with machine_lock(wait, lambda: preflight(state)) as verdict:
+    with machine_lock(wait, lambda: ready(state)) as verdict:
         if not verdict.held:
             pytest.fail("another real-cluster tier holds this machine (set KOORD_REAL_WAIT to wait)")
         yield

@@ -122,6 +122,13 @@ def reclaim(say: Say = print) -> list[str]:
     return done
 
 
+def ready(state: Path, say: Say = print) -> str:
+    """Why this machine cannot run a full cluster in ``state`` now (empty: it can), once what a killed
+    run left is taken down: the machine lock's question while it waits."""
+    reclaim(say)
+    return preflight(state)
+
+
 @dataclass
 class Cluster:
     state: Path

@@ -160,3 +160,17 @@ def test_kubepods_tasks_and_the_tree_removal_on_real_cgroups(tmp_path: Path) -> 
         wait_until("the killed task leaves its cgroup", lambda: not node.kubepods_tasks(root), 5.0)
         assert node.remove_cgroup_tree(top) == []
         assert node.kubepods_dirs(root) == []
+
+
+@pytest.mark.root
+def test_the_lock_question_takes_a_killed_runs_leftovers_down_first(
+    record: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the tier and the benches ask while they hold the machine lock: a killed run's leftovers are no
+    reason to wait or refuse; a live kubelet's are."""
+    machine = Node(monkeypatch)
+    machine.kubelet = True
+    assert "kubepods" in cluster.ready(tmp_path / "state", lambda _: None)
+    machine.kubelet = False
+    assert cluster.ready(tmp_path / "state", lambda _: None) == ""
+    assert not machine.cgroups and not machine.devices
