@@ -103,7 +103,7 @@ def reclaim(say: Say = print) -> list[str]:
         if rec.starter_alive() or (past is not None and any(p.running() for p in past.procs.values())):
             return []
         if past is not None:
-            say(f"the cluster in {rec.state} was stopped without its stop: stopping what it left")
+            say(f"the cluster in {rec.state} ended without its stop (killed): stopping what it left")
             done += [f"left behind: {line}" for line in past.down(say=say)]
             done.append(f"stopped the cluster recorded in {rec.state}")
         owner.release(rec.state)
