@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from koordshared.apis.core.pod import condition
 from koordshared.apis.meta import groups
 from koordshared.apis.meta.quantity import to_int, to_milli
 from koordshared.apis.slo.nodemetric import parse_status
@@ -90,10 +91,8 @@ def verdict(explained: Mapping[str, Any]) -> str:
 
 
 def _ready(node: Mapping[str, Any]) -> str:
-    for c in (node.get("status") or {}).get("conditions") or ():
-        if c.get("type") == "Ready":
-            return str(c.get("status", "Unknown"))
-    return "Unknown"
+    c = condition(node, "Ready")
+    return "Unknown" if c is None else str(c.get("status", "Unknown"))
 
 
 def _alloc(node: Mapping[str, Any]) -> tuple[int | None, int | None]:

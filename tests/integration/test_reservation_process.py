@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from koordlet.testing.wait import wait_until
+from koordshared.apis.core.pod import condition
 from koordshared.apis.scheduling import reservation as rsv
 from koordshared.testing import objects
 from koordshared.testing.reservations import owner_labels, reservation
@@ -103,8 +104,8 @@ def test_reservations_in_the_process(server: APIServer, tmp_path: Path) -> None:
 
         # A reservation no node can hold says why, on itself.
         create(server, reservation("big", {"cpu": "8"}, owners=[owner_labels(WEB)]))
-        wait(lambda: rsv.condition(found(server, "big"), rsv.CONDITION_SCHEDULED), proc)
-        scheduled = rsv.condition(found(server, "big"), rsv.CONDITION_SCHEDULED) or {}
+        wait(lambda: condition(found(server, "big"), rsv.CONDITION_SCHEDULED), proc)
+        scheduled = condition(found(server, "big"), rsv.CONDITION_SCHEDULED) or {}
         assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
         assert scheduled["message"] == "0/1 nodes are available: 1 Insufficient cpu."
         wait(lambda: reservation_events(server, "big", "FailedScheduling"), proc)

@@ -28,7 +28,7 @@ from koord.descheduler.evictor.jobview import Overlay
 from koord.descheduler.evictor.limits import Limits, Migration
 from koord.descheduler.framework.interface import EventRecorder, EvictionRefused, EvictOptions, Obj
 from koordshared.apis.core import pod as podutil
-from koordshared.apis.core.pod import as_map
+from koordshared.apis.core.pod import as_map, condition, condition_true
 from koordshared.apis.meta.quantity import format_duration
 from koordshared.apis.scheduling import podmigrationjob as pmj
 from koordshared.apis.scheduling import reservation as rsv
@@ -263,7 +263,7 @@ class JobController:
         pod = self.pod_of(job)
         if (
             pod is not None
-            and not pmj.condition_true(job, pmj.Condition.EVICTION)
+            and not condition_true(job, pmj.Condition.EVICTION)
             and podutil.EVICT_ANNOTATION not in podutil.annotations_of(job)
             and self.limits.window_refusal(pod)
         ):
@@ -319,7 +319,7 @@ class JobController:
                 f"Abort job caused by missing Reservation {_q(str(ref['name']))}",
             )
             return
-        if not pmj.condition_true(job, pmj.Condition.RESERVATION_SCHEDULED):
+        if not condition_true(job, pmj.Condition.RESERVATION_SCHEDULED):
             message = reservations.unschedulable_message(r)
             if message is not None:
                 changed = self._condition(
@@ -364,14 +364,14 @@ class JobController:
                 )
             return
         bound_key = f"{bound.get('namespace', '')}/{bound.get('name', '')}"
-        if not pmj.condition_true(job, pmj.Condition.RESERVATION_BOUND):
+        if not condition_true(job, pmj.Condition.RESERVATION_BOUND):
             status = pmj.with_condition(
                 as_map(job, "status"), pmj.Condition.RESERVATION_BOUND, "True", self.wall()
             ) or dict(as_map(job, "status"))
             status["podRef"] = dict(bound)
             job = self._write_status({**job, "status": status})
             self._event(job, "Normal", "PodBoundReservation", f"Reservation bound by pod {_q(bound_key)}")
-        if not pmj.condition_true(job, pmj.Condition.BOUND_POD_READY):
+        if not condition_true(job, pmj.Condition.BOUND_POD_READY):
             new_pod = self.caches.pod(bound_key)
             if new_pod is not None and not podutil.is_ready(new_pod):
                 changed = self._condition(
@@ -441,9 +441,7 @@ class JobController:
     def _placed(self, job: Obj, r: Obj) -> Obj | None:
         """The job once its Reservation is placed on another node than the pod's (``None``: failed)."""
         node = rsv.node_of(r)
-        if as_map(job, "status").get("nodeName") or pmj.condition_true(
-            job, pmj.Condition.RESERVATION_SCHEDULED
-        ):
+        if as_map(job, "status").get("nodeName") or condition_true(job, pmj.Condition.RESERVATION_SCHEDULED):
             return job
         pod = self.pod_of(job)
         if pod is not None and str(as_map(pod, "spec").get("nodeName") or "") == node:
@@ -487,10 +485,10 @@ class JobController:
 
     def _evicted(self, job: Obj, r: Obj | None) -> Obj | None:
         """Evict the job's pod once; the job once the pod is gone (``None`` until then)."""
-        if pmj.condition_true(job, pmj.Condition.EVICTION):
+        if condition_true(job, pmj.Condition.EVICTION):
             return job
         key = pmj.pod_key(job)
-        cond = pmj.condition(job, pmj.Condition.EVICTION)
+        cond = condition(job, pmj.Condition.EVICTION)
         pod = self.pod_of(job)
         if pod is None:
             if cond is None:  # gone before this job evicted it

@@ -101,14 +101,14 @@ def reference(r: Obj) -> dict[str, str]:
 
 def unschedulable_message(r: Obj) -> str | None:
     """The scheduler's reason the reservation could not be placed, if it said one."""
-    c = rsv.condition(r, rsv.CONDITION_SCHEDULED)
+    c = condition(r, rsv.CONDITION_SCHEDULED)
     if c is not None and c.get("reason") == rsv.REASON_UNSCHEDULABLE:
         return str(c.get("message") or "")
     return None
 
 
 def is_scheduled(r: Obj) -> bool:
-    c = rsv.condition(r, rsv.CONDITION_SCHEDULED)
+    c = condition(r, rsv.CONDITION_SCHEDULED)
     return (
         bool(rsv.node_of(r))
         and c is not None

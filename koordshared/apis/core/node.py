@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.core.pod import as_list, as_map, condition
 from koordshared.apis.meta.selector import LabelSelector
 
 Obj = Mapping[str, Any]
@@ -27,10 +27,8 @@ def labels_of(obj: Obj) -> Mapping[str, str]:
 
 def is_ready(node: Obj) -> bool:
     """Koordinator's ``IsReady``: false only when a ``Ready`` condition says other than ``True``."""
-    for cond in as_list(as_map(node, "status"), "conditions"):
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready" and cond.get("status") != "True":
-            return False
-    return True
+    cond = condition(node, "Ready")
+    return cond is None or cond.get("status") == "True"
 
 
 def is_unschedulable(node: Obj) -> bool:

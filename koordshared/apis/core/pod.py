@@ -220,21 +220,25 @@ def creation_time(pod: Obj) -> float:
     return parse_time(meta(pod).get("creationTimestamp")) or 0.0
 
 
-def condition(pod: Obj, kind: str) -> Mapping[str, Any] | None:
-    """The pod's status condition of type ``kind`` (None: the pod has none)."""
-    for cond in as_list(as_map(pod, "status"), "conditions"):
+def condition(obj: Obj, kind: str) -> Mapping[str, Any] | None:
+    """The status condition of type ``kind`` (None: there is none) of a pod, or of any object whose
+    ``status.conditions`` have the same shape (a Reservation, a PodMigrationJob)."""
+    for cond in as_list(as_map(obj, "status"), "conditions"):
         if isinstance(cond, Mapping) and cond.get("type") == kind:
             return cond
     return None
 
 
-def is_ready(pod: Obj) -> bool:
-    cond = condition(pod, "Ready")
+def condition_true(obj: Obj, kind: str) -> bool:
+    cond = condition(obj, kind)
     return cond is not None and cond.get("status") == "True"
+
+
+def is_ready(pod: Obj) -> bool:
+    return condition_true(pod, "Ready")
 
 
 def is_bound(pod: Obj) -> bool:
     """Bound through the API server: its binding sets ``PodScheduled`` True (a pod only a scheduler's cache
     assumed on a node has its node name, not this)."""
-    cond = condition(pod, "PodScheduled")
-    return cond is not None and cond.get("status") == "True"
+    return condition_true(pod, "PodScheduled")

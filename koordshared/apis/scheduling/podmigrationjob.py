@@ -141,18 +141,6 @@ def trigger_and_reason(job: Mapping[str, Any]) -> tuple[str, str]:
     return trigger, str(notes.get(ANNOTATION_EVICT_REASON) or trigger or "NotSet")
 
 
-def condition(job: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for c in as_list(as_map(job, "status"), "conditions"):
-        if isinstance(c, Mapping) and c.get("type") == kind:
-            return c
-    return None
-
-
-def condition_true(job: Mapping[str, Any], kind: str) -> bool:
-    c = condition(job, kind)
-    return c is not None and c.get("status") == "True"
-
-
 # ---- writing a job -----------------------------------------------------------------------------------
 
 

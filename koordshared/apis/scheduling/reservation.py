@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from koordshared.apis.core.node import term_matches, tolerates
-from koordshared.apis.core.pod import as_list, as_map, str_map
+from koordshared.apis.core.pod import as_list, as_map, condition, str_map
 from koordshared.apis.core.resources import parse_resource_list, pod_requests_list
 from koordshared.apis.meta.quantity import parse_duration, parse_time
 from koordshared.apis.meta.selector import LabelSelector, parse_selector
@@ -120,13 +120,6 @@ def is_expired(r: Mapping[str, Any]) -> bool:
         return False
     ready = condition(r, CONDITION_READY)
     return ready is not None and ready.get("status") == "False" and ready.get("reason") == REASON_EXPIRED
-
-
-def condition(r: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for c in as_list(as_map(r, "status"), "conditions"):
-        if isinstance(c, Mapping) and c.get("type") == kind:
-            return c
-    return None
 
 
 def ttl_seconds(r: Mapping[str, Any]) -> float:

@@ -10,6 +10,7 @@ from typing import Any
 
 from koord.scheduler.framework import PluginFactory
 from koord.scheduler.testing import MemoryScheduler
+from koordshared.apis.core import pod as podutil
 from koordshared.apis.meta.quantity import format_time
 from koordshared.apis.scheduling import reservation as rsv
 from koordshared.testing import FakeClock, node, pod
@@ -95,5 +96,5 @@ def node_requested(k: MemoryScheduler, name: str, resource: str = "cpu") -> int:
 
 
 def condition(k: MemoryScheduler, name: str, kind: str) -> Mapping[str, Any]:
-    found = rsv.condition(get(k, name), kind)
+    found = podutil.condition(get(k, name), kind)
     return found or {}

@@ -196,15 +196,15 @@ class DefaultPreemption:
             waiting.reject(self.name, "preempted")
         else:
             scheduler = str(preemptor.spec.get("schedulerName") or "default-scheduler")
-            condition = {
+            mark = {
                 "type": DISRUPTION_TARGET,
                 "status": "True",
                 "reason": PREEMPTION_BY_SCHEDULER,
                 "message": f"{scheduler}: preempting to accommodate a higher priority pod",
                 "lastTransitionTime": format_time(self.handle.now()),
             }
-            if not _has_condition(victim.pod, condition):
-                st = self.handle.update_pod_status(victim.pod, condition, None)
+            if not _has_condition(victim.pod, mark):
+                st = self.handle.update_pod_status(victim.pod, mark, None)
                 if st is not None:
                     log.warning("marking %s as preempted: %s", victim.key, st.message)
                     return False
@@ -229,7 +229,5 @@ def _code(st: Status | None) -> Code:
 
 
 def _has_condition(pod: Obj, want: Mapping[str, str]) -> bool:
-    for c in (pod.get("status") or {}).get("conditions") or ():
-        if isinstance(c, Mapping) and c.get("type") == want["type"]:
-            return all(c.get(k) == want[k] for k in ("status", "reason", "message"))
-    return False
+    c = condition(pod, want["type"])
+    return c is not None and all(c.get(k) == want[k] for k in ("status", "reason", "message"))

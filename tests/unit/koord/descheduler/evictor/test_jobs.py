@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from koord.descheduler.app import Descheduler
+from koordshared.apis.core.pod import condition, condition_true
 from koordshared.apis.meta.quantity import format_time
 from koordshared.apis.scheduling import podmigrationjob as pmj
 from koordshared.kube.client import make_api_client
@@ -235,7 +236,7 @@ def test_reservation_first_places_the_reservation_then_evicts_then_binds_the_rep
 
         tick(server, app, 2)  # the pod is gone (the kubelet confirms at once): waiting for the replacement
         job = server.store.get(JOBS, job["metadata"]["name"])
-        assert pmj.condition_true(job, "Eviction")
+        assert condition_true(job, "Eviction")
         assert job["status"]["reason"] == "WaitForPodBindReservation"
 
         bind_replacement(server, ref["name"], "cold-1", "be-new", ready=False)
@@ -318,7 +319,7 @@ def test_an_unplaced_reservation_is_reported_and_released_when_the_job_times_out
         tick(server, app, 3)
         job = server.store.get(JOBS, "move-1")
         assert job["status"]["phase"] == "Running"
-        cond = pmj.condition(job, "ReservationScheduled")
+        cond = condition(job, "ReservationScheduled")
         assert (
             cond is not None
             and cond["reason"] == "Unschedulable"
