@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from koord.scheduler.framework import (
-    QUEUE,
     SKIP,
     Action,
     ClusterEvent,
@@ -26,7 +25,6 @@ from koord.scheduler.framework import (
     Status,
 )
 from koord.scheduler.framework.events import ASSIGNED_POD, NODE
-from koord.scheduler.framework.events import SKIP as QUEUE_SKIP
 from koord.scheduler.framework.extension import Controller
 from koord.scheduler.framework.filterresult import fit_message
 from koord.scheduler.framework.types import PostFilterResult
@@ -86,9 +84,8 @@ def _room_freed(pod: Obj, old: Any, new: Any) -> QueueingHint:
     rejected gang's Unreserve forgets its assumed members, each one such a deletion, and two gangs that
     cannot both fit would then requeue each other without end. A bound member leaving (a finished gang
     scaled down or done) frees room as any pod does."""
-    if not isinstance(old, Mapping):
-        return QUEUE_SKIP
-    return QUEUE if not gang_name(old) or is_bound(old) else QUEUE_SKIP
+    freed = isinstance(old, Mapping) and (not gang_name(old) or is_bound(old))
+    return QueueingHint.QUEUE if freed else QueueingHint.SKIP
 
 
 _ROOM = (
@@ -422,7 +419,8 @@ class Coscheduling:
                 gang.add_bound(pod)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """Room appearing: a node added or its allocatable grown, a pod that is no gang's member deleted.
+        """Room appearing: a node added or its allocatable grown, an assigned pod deleted (a gang member
+        only when the API server had bound it: :func:`_room_freed`).
         Koordinator registers none: a member the gang held back returns when a member that failed on its
         own comes back (NextPod then takes the rest), when its gang completes, or at the queue's flush.
         But when every member's last rejection was the gang's (a member's Unreserve rejects whoever of a
