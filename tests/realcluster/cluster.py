@@ -109,14 +109,11 @@ def reclaim(say: Say = print) -> list[str]:
         owner.release(rec.state)
     if node.kubelet_running() or any(node.alive(p) for p in node.kubepods_tasks()):
         return done
-    for top in node.kubepods_dirs():
-        stayed = node.remove_cgroup_tree(top)
-        done += [f"could not remove {line}" for line in stayed] or [f"removed the empty cgroup tree {top}"]
-    if node.POD_BRIDGE in node.links():
-        done += [f"could not delete {line}" for line in node.delete_links()] or [f"deleted {node.POD_BRIDGE}"]
-    for point in node.mounts_under(node.KUBELET_ROOT):
-        failed = node.unmount_all(Path(point))
-        done += [f"could not unmount {line}" for line in failed] or [f"unmounted {point}"]
+    bridge = [node.POD_BRIDGE] if node.POD_BRIDGE in node.links() else []
+    found = [*map(str, node.kubepods_dirs()), *bridge, *node.mounts_under(node.KUBELET_ROOT)]
+    if found:
+        done.append(f"took down {', '.join(found)}")
+        done += [f"could not take down {line}" for line in node.clear(node.KUBELET_ROOT)]
     for line in done:
         say(f"reclaimed a killed run's node: {line}")
     return done
@@ -421,11 +418,8 @@ class Cluster:
         # a stop of a cluster that never started must not take another's bridge or cgroups.
         if "node" in self.owned:
             node.kill_leftovers(self.state)
-            left += node.unmount_all(self.state, node.KUBELET_ROOT)
+            left += node.clear(self.state, node.KUBELET_ROOT)
             left += node.make_private(self.made_shared)
-            for top in node.kubepods_dirs():
-                left += node.remove_cgroup_tree(top)
-            left += node.delete_links()
             node.remove_leftovers(self.absent_at_start)
             if not left:
                 owner.release(self.state)

@@ -299,7 +299,8 @@ def kubelet_running(proc: Path = Path("/proc")) -> bool:
     for entry in proc.iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                if (entry / "comm").read_text().strip() == "kubelet":
+                # A killed kubelet whose parent is gone stays a zombie until init reaps it.
+                if (entry / "comm").read_text().strip() == "kubelet" and alive(int(entry.name)):
                     return True
     return False
 
@@ -405,6 +406,15 @@ def delete_links() -> list[str]:
             if done.returncode != 0:
                 problems.append(f"{name}: {done.stderr.strip()}")
     return problems
+
+
+def clear(*mount_roots: Path) -> list[str]:
+    """Take the node's machine-wide things down, its processes gone: the mounts under ``mount_roots``, the
+    ``kubepods`` cgroups, the pods' bridge; what could not be removed."""
+    left = unmount_all(*mount_roots)
+    for top in kubepods_dirs():
+        left += remove_cgroup_tree(top)
+    return left + delete_links()
 
 
 def remove_leftovers(absent_at_start: list[str]) -> None:

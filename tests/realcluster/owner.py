@@ -31,25 +31,24 @@ class Owner:
         return start_ticks(self.pid) == self.ticks
 
 
-def claim(state: Path, record: Path | None = None) -> None:
+def claim(state: Path) -> None:
     """Record this process's cluster in ``state`` as the node's owner, before it makes anything."""
     pid = os.getpid()
-    doc = {"state": str(state), "pid": pid, "ticks": start_ticks(pid)}
-    (record or RECORD).write_text(json.dumps(doc))
+    RECORD.write_text(json.dumps({"state": str(state), "pid": pid, "ticks": start_ticks(pid)}))
 
 
-def recorded(record: Path | None = None) -> Owner | None:
+def recorded() -> Owner | None:
     """The recorded owner (None: no record, or one this code cannot read, which names nobody alive)."""
     try:
-        doc = json.loads((record or RECORD).read_text())
+        doc = json.loads(RECORD.read_text())
         return Owner(Path(doc["state"]), int(doc["pid"]), int(doc["ticks"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def release(state: Path, record: Path | None = None) -> None:
+def release(state: Path) -> None:
     """Drop the record if it still names ``state`` (a later cluster's record is not this stop's)."""
-    owner = recorded(record)
+    owner = recorded()
     if owner is None or owner.state == state:
         with contextlib.suppress(FileNotFoundError):
-            (record or RECORD).unlink()
+            RECORD.unlink()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from koordlet.testing.cgroups import RealCgroupTree, unavailable
 from tests.realcluster import cluster, node, owner
-from tests.realcluster.procs import start_ticks, wait_until
+from tests.realcluster.procs import Started, start_ticks, wait_until
 
 
 @pytest.fixture
@@ -76,12 +77,12 @@ def _dead_process() -> tuple[int, int]:
     return child.pid, ticks
 
 
-def _past_cluster(state: Path, pid: int, ticks: int) -> None:
-    """A ``cluster.json`` as a killed run leaves it: its processes recorded, none running."""
+def _past_cluster(state: Path, pid: int, ticks: int) -> cluster.Cluster:
+    """A cluster's record as a killed run leaves it: its processes recorded, none running."""
     state.mkdir()
-    proc = {"name": "kubelet", "pid": pid, "ticks": ticks, "log": "", "argv": ["kubelet"]}
-    doc = {"node": "n", "withNode": False, "owned": [], "processes": [proc]}
-    (state / "cluster.json").write_text(json.dumps(doc))
+    past = cluster.Cluster(state, with_node=False)
+    past.adopt(Started("kubelet", pid, ticks, "", ("kubelet",)))
+    return past
 
 
 def test_a_killed_runs_leftovers_are_taken_down_and_its_own_stop_runs(
@@ -115,10 +116,9 @@ def test_a_live_cluster_is_not_touched(record: Path, tmp_path: Path, monkeypatch
     assert machine.cgroups and machine.devices and record.exists()
     pid, ticks = _dead_process()
     state = tmp_path / "running"
-    _past_cluster(state, pid, ticks)
-    doc = json.loads((state / "cluster.json").read_text())
-    doc["processes"].append({"name": "etcd", "pid": 1, "ticks": start_ticks(1), "log": "", "argv": ["etcd"]})
-    (state / "cluster.json").write_text(json.dumps(doc))
+    init = start_ticks(1)
+    assert init is not None
+    _past_cluster(state, pid, ticks).adopt(Started("etcd", 1, init, "", ("etcd",)))
     record.write_text(json.dumps({"state": str(state), "pid": pid, "ticks": ticks}))
     assert cluster.reclaim(lambda _: None) == [], "one recorded process runs: the cluster is alive"
     assert machine.cgroups and machine.devices and record.exists()
@@ -174,3 +174,18 @@ def test_the_lock_question_takes_a_killed_runs_leftovers_down_first(
     machine.kubelet = False
     assert cluster.ready(tmp_path / "state", lambda _: None) == ""
     assert not machine.cgroups and not machine.devices
+
+
+def test_a_killed_kubelet_left_a_zombie_runs_no_more(tmp_path: Path) -> None:
+    """A kubelet killed with its session waits as a zombie until init reaps it: it holds nothing."""
+    (tmp_path / "kubelet").symlink_to(shutil.which("sleep") or "/bin/sleep")
+    child = subprocess.Popen([str(tmp_path / "kubelet"), "30"])
+    try:
+        assert node.kubelet_running()
+        child.kill()
+        wait_until("the child is a zombie", lambda: not node.alive(child.pid), 5.0)
+        assert Path(f"/proc/{child.pid}").exists(), "not reaped yet"
+        assert not node.kubelet_running()
+    finally:
+        child.kill()
+        child.wait()
