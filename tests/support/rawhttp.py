@@ -13,6 +13,12 @@ def connect(server: ProcessHTTPServer) -> socket.socket:
     return s
 
 
+def _headers(lines: list[str]) -> dict[str, str]:
+    """The header fields of a message's head lines (its first line, the request or status line, skipped),
+    names lower-cased."""
+    return {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+
+
 def read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
     """One response from ``s`` (Content-Length framed), reading no byte past it: pipelined answers that
     arrive together stay in the socket for the next call."""
@@ -23,7 +29,7 @@ def read_response(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
             raise ConnectionError(f"closed after {top!r}")
         top += byte
     lines = top[:-4].decode("latin-1").split("\r\n")
-    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    headers = _headers(lines)
     length = int(headers.get("content-length", "0"))
     body = b""
     while len(body) < length:
@@ -44,9 +50,7 @@ def read_request(conn: socket.socket, buf: bytes) -> tuple[bytes, bytes, bytes] 
             return None
         buf += data
     head, _, buf = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")[1:]
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
-    length = int(headers.get("content-length", "0"))
+    length = int(_headers(head.decode("latin-1").split("\r\n")).get("content-length", "0"))
     while len(buf) < length:
         data = conn.recv(65536)
         if not data:
