@@ -59,7 +59,7 @@ def sweep_ms(v2: bool, pods: int, churn_every: int, sweeps: int) -> tuple[float,
                 col.collect()
                 total += time.thread_time() - t0
                 t0 = time.thread_time()
-                assert col.read_only()
+                assert col.read_sweep_files()
                 reads += time.thread_time() - t0
                 clock.advance(1.0)
         finally:

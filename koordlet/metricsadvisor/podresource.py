@@ -326,7 +326,7 @@ class PodResourceCollector:
         layout = self._reader.layout
         return [(p, int(k)) for p, k in zip(layout.paths, layout.kinds, strict=True)]
 
-    def read_only(self) -> bool:
+    def read_sweep_files(self) -> bool:
         """One read of the files a sweep reads, nothing computed from it (a benchmark's floor beside the
         sweep); False before the first sweep opened them."""
         if self._reader is None:

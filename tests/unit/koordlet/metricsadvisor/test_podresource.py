@@ -505,19 +505,19 @@ def test_one_pod_replaced_among_many_costs_the_cache_the_changed_keys_only(
     assert gone is None
 
 
-def test_read_only_reads_what_a_sweep_reads_and_publishes_nothing(
+def test_reading_the_sweeps_files_alone_publishes_nothing(
     host_tree: Any, cache: MetricCache, fake_clock: FakeClock, errors: RecordingErrors
 ) -> None:
     fh = host_tree
     p = make_pod("pod-1", uid=pod_uid(1), container_ids=[container_id(7)])
     set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=1_000_000_000, anon=100)
     col = make(fh, cache, FakeStates(pods=[p]), fake_clock, errors)
-    assert not col.read_only(), "nothing opened before the first sweep"
+    assert not col.read_sweep_files(), "nothing opened before the first sweep"
     col.collect()
     before = cache.latest(api.POD_MEMORY_USAGE)
     set_usage(fh, fh.pod_cgroup(p.uid), cpu_ns=2_000_000_000, anon=900)
     fake_clock.advance(1.0)
-    assert col.read_only()
+    assert col.read_sweep_files()
     assert cache.latest(api.POD_MEMORY_USAGE) == before, "the floor read stores nothing"
     col.collect()
     assert by_label(cache, api.POD_MEMORY_USAGE, "pod_uid") == {p.uid: 900.0}
