@@ -94,9 +94,6 @@ def reclaim(say: Say = print) -> list[str]:
     a kubelet that is not ours) the leftovers are taken only when no kubelet runs and no process is left
     in the ``kubepods`` cgroups: empty cgroups and a bridge named for this project are nobody's."""
     rec = owner.recorded()
-    leftovers = bool(node.kubepods_dirs()) or node.POD_BRIDGE in node.links()
-    if rec is None and not leftovers:
-        return []
     done: list[str] = []
     if rec is not None:
         past = Cluster.load(rec.state) if (rec.state / "cluster.json").exists() else None
