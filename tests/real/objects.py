@@ -116,12 +116,29 @@ def wait_running(
 ) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
 
+    seen: list[dict[str, Any]] = []
+
     def ready() -> bool:
-        found[:] = [p for p in pods(cluster, selector) if running(p)]
+        seen[:] = pods(cluster, selector)
+        found[:] = [p for p in seen if running(p)]
         return len(found) >= count
 
-    wait_until(f"{count} running pod(s) {selector}", ready, timeout)
+    try:
+        wait_until(f"{count} running pod(s) {selector}", ready, timeout)
+    except TimeoutError as e:
+        raise TimeoutError(f"{e}; the pods last seen: {[pod_state(p) for p in seen] or 'none'}") from None
     return found
+
+
+def pod_state(pod: dict[str, Any]) -> str:
+    """A pod's name, phase, reason and each container's state, as a timed-out wait reports them."""
+    status = pod.get("status", {})
+    states = [f"{c.get('name')}={c.get('state')}" for c in status.get("containerStatuses") or []]
+    deleting = " (deleting)" if "deletionTimestamp" in pod.get("metadata", {}) else ""
+    return (
+        f"{pod['metadata']['name']}{deleting}: {status.get('phase')} {status.get('reason', '')} "
+        f"{status.get('message', '')} {states} conditions={status.get('conditions')}"
+    )
 
 
 def delete(cluster: Cluster, kind: str, *names: str, ns: str = NS) -> None:
@@ -222,17 +239,25 @@ def node_cpu_percent(cluster: Cluster) -> float:
 
 
 def wait_for_room(
-    cluster: Cluster, *, batch_cpu: int = 0, cpu_percent: float = 100, timeout: float = 180
+    cluster: Cluster,
+    *,
+    batch_cpu: int = 0,
+    batch_memory: int = 0,
+    cpu_percent: float = 100,
+    timeout: float = 180,
 ) -> None:
-    """Wait until the node has ``batch_cpu`` milli-cores of batch-cpu and reports CPU use under
-    ``cpu_percent``: what the node can give BE is what the rest of this machine leaves, and a test of how
-    it is given needs some. Fails saying the machine is too busy when it never comes."""
+    """Wait until the node has ``batch_cpu`` milli-cores of batch-cpu and ``batch_memory`` bytes of
+    batch-memory and reports CPU use under ``cpu_percent``: what the node can give BE is what the rest of
+    this machine leaves, and a test of how it is given needs some. Fails saying the machine is too busy
+    when it never comes."""
 
     def room() -> bool:
-        return batch_allocatable(cluster)[0] >= batch_cpu and node_cpu_percent(cluster) < cpu_percent
+        cpu, memory = batch_allocatable(cluster)
+        return cpu >= batch_cpu and memory >= batch_memory and node_cpu_percent(cluster) < cpu_percent
 
     wait_until(
-        f"room on the node (batch-cpu >= {batch_cpu}m, CPU < {cpu_percent:.0f} %: is the machine too busy?)",
+        f"room on the node (batch-cpu >= {batch_cpu}m, batch-memory >= {batch_memory >> 20} MiB, "
+        f"CPU < {cpu_percent:.0f} %: is the machine too busy?)",
         room,
         timeout,
     )

@@ -18,14 +18,15 @@ from tests.real.objects import (
     COLOCATION,
     IDLE,
     apply,
-    batch_allocatable,
     be_pod,
     container_cgroup,
     delete,
     get,
     ls_deployment,
+    pod_cgroup,
     pods,
     slo_config,
+    wait_for_room,
     wait_running,
 )
 from tests.realcluster.cluster import Cluster
@@ -79,7 +80,7 @@ def test_ls_spike_suppresses_be_on_real_containers(qos: Cluster) -> None:
         "the NodeSLO with the cfsQuota policy", lambda: _node_slo_says(c, cpuSuppressPolicy="cfsQuota"), 60
     )
     # A small BE pod (its own limit is BatchResource's business): the tier's quota is what is watched.
-    wait_until("batch-cpu for a BE burner", lambda: batch_allocatable(c)[0] >= 300, 90)
+    wait_for_room(c, batch_cpu=300)
     apply(c, on_node(c, be_pod("qos-be", TWO_BURNERS, batch_cpu=200, batch_memory="64Mi")))
     wait_running(c, "app=qos-be")
     # Before the spike: BE runs under the quota suppression gives it with LS idle.
@@ -124,20 +125,51 @@ def _meminfo() -> dict[str, int]:
     return out
 
 
+def _used_percent(seconds: float = 3.0) -> float:
+    """The node's memory use as the agent counts it (MemTotal - MemAvailable), the highest over a few
+    seconds: a threshold set just above one reading could sit under the next."""
+    highest = 0.0
+    deadline = time.monotonic() + seconds
+    while True:
+        info = _meminfo()
+        highest = max(highest, (info["MemTotal"] - info["MemAvailable"]) * 100 / info["MemTotal"])
+        if time.monotonic() > deadline:
+            return highest
+        time.sleep(0.1)
+
+
+def _cgroup_bytes(pod: dict[str, Any]) -> int:
+    try:
+        return int((pod_cgroup(pod, "memory") / "memory.usage_in_bytes").read_text())
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def _evictions(cluster: Cluster) -> list[dict[str, Any]]:
+    """Every Eviction kube-apiserver's audit log recorded so far."""
+    return [
+        ev
+        for ev in audit_events(cluster.state)
+        if ev.get("objectRef", {}).get("subresource") == "eviction" and ev.get("verb") == "create"
+    ]
+
+
 def test_be_memory_pressure_evicts_through_the_eviction_api(qos: Cluster) -> None:
     # Proves against: kube-apiserver's Eviction API (policy/v1) and the kubelet killing the evicted pod;
     # kube-apiserver's audit log says who evicted what.
     c = qos
     apply(c, ls_deployment("qos-ls", IDLE))
     (ls,) = wait_running(c, "app=qos-ls")
-    info = _meminfo()
-    total, used = info["MemTotal"], info["MemTotal"] - info["MemAvailable"]
+    # The kubelet refuses a bound pod its node has no batch room for (OutOfkubernetes.io/batch-cpu), and
+    # the manager gives none while LS usage (the spike just before, a busy machine) fills the node.
+    wait_for_room(c, batch_cpu=100, batch_memory=2 << 30)
+    total = _meminfo()["MemTotal"]
     hog = 1536 << 20
-    # Over the threshold only with the hog in: the threshold sits 2 % of the node above today's use, the
-    # hog adds 6 %, and eviction stops at today's use plus 1 %.
-    threshold = int(used * 100 / total) + 3
-    lower = threshold - 2
     assert hog * 100 / total > 5, "the node is too big for a 1.5 GiB hog to cross the threshold"
+    # Over the threshold only with the hog in: the threshold sits 3 % of the node above today's highest
+    # use, the hog adds over 5 %, and eviction stops at today's use plus 1 %.
+    threshold = int(_used_percent()) + 3
+    lower = threshold - 2
     strategy = _threshold(c, memoryEvictThresholdPercent=threshold, memoryEvictLowerPercent=lower)
     with slo_config(c, colocation_config=COLOCATION, resource_threshold_config=strategy):
         wait_until(
@@ -145,24 +177,36 @@ def test_be_memory_pressure_evicts_through_the_eviction_api(qos: Cluster) -> Non
             lambda: _node_slo_says(c, memoryEvictThresholdPercent=threshold),
             60,
         )
+        used = _used_percent()
+        assert used < threshold - 1, (
+            f"memory use rose to {used:.1f} % of the node, near the {threshold} % set"
+        )
         command = "dd if=/dev/zero bs=1536M count=1 2>/dev/null | sleep 100000"
         apply(c, on_node(c, be_pod("qos-hog", command, batch_cpu=100, batch_memory="2Gi")))
-        (hog_pod,) = wait_running(c, "app=qos-hog")
+        hog_pod = get(c, "pod", "qos-hog")
         uid = hog_pod["metadata"]["uid"]
-        began = time.monotonic()
+
+        def gone() -> bool:
+            return not [p for p in pods(c, "app=qos-hog") if p["metadata"]["uid"] == uid]
+
+        # The hog holds its memory in its pod's cgroup: read from the kernel every few milliseconds, so an
+        # eviction quicker than the API's pod status still shows whether the hog ran.
         wait_until(
-            "the hog gone",
-            lambda: not [p for p in pods(c, "app=qos-hog") if p["metadata"]["uid"] == uid],
-            120,
+            "the hog's 1.5 GiB in its cgroup",
+            lambda: _cgroup_bytes(hog_pod) >= hog * 0.9 or gone(),
+            90,
+            every=0.01,
         )
+        assert _cgroup_bytes(hog_pod) >= hog * 0.9, (
+            f"the hog went before its memory was in (memory use {_used_percent(0):.1f} %, threshold "
+            f"{threshold} %); evictions: {_evictions(c)}"
+        )
+        began = time.monotonic()
+        wait_until("the hog gone", gone, 120)
         print(
             f"BE hog evicted and gone {time.monotonic() - began:.1f} s after it ran (threshold {threshold} %)"
         )
-    evictions = [
-        ev
-        for ev in audit_events(c.state)
-        if ev.get("objectRef", {}).get("subresource") == "eviction" and ev.get("verb") == "create"
-    ]
+    evictions = _evictions(c)
     hog_evictions = [e for e in evictions if e["objectRef"].get("name") == "qos-hog"]
     assert hog_evictions, evictions
     assert hog_evictions[0]["user"]["username"] == "system:serviceaccount:koordinator-system:koordlet"
