@@ -28,8 +28,8 @@ Obj = dict[str, Any]
 
 
 def reservation_object(name: str, node: str) -> Obj:
-    """A Reservation with every spec field a user sets; its scheduler is none that runs, so only the
-    test writes its status."""
+    """A Reservation with every spec field a user sets; its scheduler is none that runs, so nothing places
+    it (koord-scheduler's reservation controller still serves it, as Koordinator's serves every one)."""
     r = reservation(
         name,
         {"cpu": "2", "memory": "4Gi"},
