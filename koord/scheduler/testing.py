@@ -21,7 +21,7 @@ from koord.scheduler.framework.extension import plugin_controllers
 from koord.scheduler.framework.profile import parse_profile
 from koord.scheduler.framework.runtime import Framework
 from koord.scheduler.plugins import plugin_registry
-from koordshared.apis.core.pod import pod_key, pod_uid
+from koordshared.apis.core.pod import pod_key, pod_uid, with_condition
 from koordshared.apis.meta import groups
 from koordshared.apis.meta.quantity import format_time
 from koordshared.kube.informers import MemoryInformerSet
@@ -188,10 +188,12 @@ class MemoryScheduler:
         current = self.pods.get(pod_key(pod))
         base = current if current is not None else pod
         status = dict(base.get("status") or {})
-        others = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
-        now = format_time(self.clock())
-        scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": now}
-        status["conditions"] = [*others, scheduled]
+        scheduled = {
+            "type": "PodScheduled",
+            "status": "True",
+            "lastTransitionTime": format_time(self.clock()),
+        }
+        status["conditions"] = with_condition(status.get("conditions") or (), scheduled)
         self.add_pod({**base, "spec": {**(base.get("spec") or {}), "nodeName": node}, "status": status})
 
     def _patch_object(

@@ -10,9 +10,9 @@ update strategy (which would refuse a change of ``spec.nodeName``). The answer i
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from koordshared.apis.core.pod import with_condition
 from tests.apiserver import status
 from tests.apiserver.store import Obj, Store
 from tests.apiserver.writes import now_rfc3339
@@ -57,22 +57,11 @@ def bind(store: Store, namespace: str, url_name: str | None, body: Any, *, dry_r
         spec["nodeName"] = node
         if annotations:
             pmeta["annotations"] = {**(pmeta.get("annotations") or {}), **annotations}
-        set_condition(pod.setdefault("status", {}), "PodScheduled", "True", store.clock)
+        pod_status = pod.setdefault("status", {})
+        scheduled = {"type": "PodScheduled", "status": "True", "lastProbeTime": None}
+        scheduled["lastTransitionTime"] = now_rfc3339(store.clock)
+        pod_status["conditions"] = with_condition(pod_status.get("conditions") or (), scheduled)
         return pod
 
     store.guaranteed_update("pods", name, namespace, assign, dry_run=dry_run)
     return status.status_body(201, "", "", success=True)
-
-
-def set_condition(pod_status: Obj, typ: str, value: str, clock: Any = time.time) -> None:
-    """Set a pod condition as ``podutil.UpdatePodCondition`` does: the transition time moves only when
-    the status changes."""
-    conditions = pod_status.setdefault("conditions", [])
-    now = now_rfc3339(clock)
-    for cond in conditions:
-        if cond.get("type") == typ:
-            if cond.get("status") != value:
-                cond["status"] = value
-                cond["lastTransitionTime"] = now
-            return
-    conditions.append({"type": typ, "status": value, "lastProbeTime": None, "lastTransitionTime": now})

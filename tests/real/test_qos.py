@@ -189,8 +189,8 @@ def test_be_memory_pressure_evicts_through_the_eviction_api(qos: Cluster) -> Non
         def gone() -> bool:
             return not [p for p in pods(c, "app=qos-hog") if p["metadata"]["uid"] == uid]
 
-        # The hog holds its memory in its pod's cgroup: read from the kernel every few milliseconds, so an
-        # eviction quicker than the API's pod status still shows whether the hog ran.
+        # The hog holds its memory in its pod's cgroup, read from the kernel between the API's looks, so
+        # an eviction quicker than the pod's status reaching Running still shows whether the hog ran.
         wait_until(
             "the hog's 1.5 GiB in its cgroup",
             lambda: _cgroup_bytes(hog_pod) >= hog * 0.9 or gone(),

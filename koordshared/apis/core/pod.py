@@ -6,7 +6,7 @@ classification (QoS and priority classes) is :mod:`koordshared.apis.extension.qo
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from koordshared.apis.meta.quantity import parse_time, to_milli
@@ -227,6 +227,22 @@ def condition(obj: Obj, kind: str) -> Mapping[str, Any] | None:
         if isinstance(cond, Mapping) and cond.get("type") == kind:
             return cond
     return None
+
+
+def with_condition(conditions: Iterable[Any], new: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``conditions`` with ``new`` in place of the one of its type (appended when there is none), as
+    ``podutil.UpdatePodCondition`` sets it: replaced whole, its ``lastTransitionTime`` kept from the old
+    one while the status stays the same."""
+    out = [dict(c) for c in conditions if isinstance(c, Mapping)]
+    put = dict(new)
+    for i, old in enumerate(out):
+        if old.get("type") == put.get("type"):
+            if old.get("status") == put.get("status") and old.get("lastTransitionTime"):
+                put["lastTransitionTime"] = old["lastTransitionTime"]
+            out[i] = put
+            return out
+    out.append(put)
+    return out
 
 
 def condition_true(obj: Obj, kind: str) -> bool:

@@ -10,7 +10,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from koordshared.apis.core.pod import as_list, as_map
+from koordshared.apis.core.pod import as_list, as_map, condition
+from koordshared.apis.core.pod import with_condition as core_with_condition
 from koordshared.apis.meta.quantity import format_time, parse_duration, parse_time
 from koordshared.runtime.errors import InvalidValue
 
@@ -150,25 +151,25 @@ def with_condition(
     """``status`` with the condition ``kind`` set, and ``status``/``reason``/``message`` of the job
     following it (Koordinator's ``updateCondition``); ``None`` when nothing changes. The transition time
     is kept while the condition's status stays the same."""
-    conditions = [dict(c) for c in as_list(status, "conditions") if isinstance(c, Mapping)]
     new: dict[str, Any] = {"type": kind, "status": state, "lastTransitionTime": format_time(now)}
     if reason:
         new["reason"] = reason
     if message:
         new["message"] = message
-    for i, old in enumerate(conditions):
-        if old.get("type") != kind:
-            continue
-        if old.get("status") == state:
-            new["lastTransitionTime"] = old.get("lastTransitionTime") or new["lastTransitionTime"]
-            if all(old.get(k, "") == new.get(k, "") for k in ("reason", "message")):
-                return None
-        conditions[i] = new
-        break
-    else:
-        conditions.append(new)
+    old = condition({"status": status}, kind)
+    if (
+        old is not None
+        and old.get("status") == state
+        and all(old.get(k, "") == new.get(k, "") for k in ("reason", "message"))
+    ):
+        return None
     out = dict(status)
-    out.update(conditions=conditions, status=kind, reason=reason, message=message)
+    out.update(
+        conditions=core_with_condition(as_list(status, "conditions"), new),
+        status=kind,
+        reason=reason,
+        message=message,
+    )
     return out
 
 
