@@ -1,11 +1,12 @@
 """Binding a pod to a node: ``POST pods/<name>/binding`` and the older ``POST namespaces/<ns>/bindings``.
 
-Mirrors ``BindingREST.Create`` and ``setPodHostAndAnnotations`` in kubernetes'
+Mirrors ``BindingREST.Create`` and ``setPodNodeAndMetadata`` in kubernetes'
 ``pkg/registry/core/pod/storage/storage.go``: the Binding's name must be the pod's, its target a Node by
-name; the pod must be unbound and not being deleted (else 409 on ``pods/binding``); the Binding's
-``metadata.uid``/``resourceVersion`` are preconditions on the pod. The write sets ``spec.nodeName``, merges
-the Binding's annotations into the pod's and sets the ``PodScheduled`` condition, bypassing the pod
-update strategy (which would refuse a change of ``spec.nodeName``). The answer is a 201 Success Status.
+name; the pod must be unbound, not being deleted and without scheduling gates (else 409 on
+``pods/binding``); the Binding's ``metadata.uid``/``resourceVersion`` are preconditions on the pod. The
+write sets ``spec.nodeName``, merges the Binding's annotations into the pod's and sets the ``PodScheduled``
+condition, bypassing the pod update strategy (which would refuse a change of ``spec.nodeName``). The answer
+is a 201 Success Status.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def bind(store: Store, namespace: str, url_name: str | None, body: Any, *, dry_r
         spec = pod.setdefault("spec", {})
         if spec.get("nodeName"):
             why = f'pod {name} is already assigned to node "{spec["nodeName"]}"'
+            raise status.conflict(BINDING_CONFLICT, "", name, why)
+        if spec.get("schedulingGates"):
+            why = f"pod {name} has non-empty .spec.schedulingGates"
             raise status.conflict(BINDING_CONFLICT, "", name, why)
         spec["nodeName"] = node
         if annotations:

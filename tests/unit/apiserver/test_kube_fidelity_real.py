@@ -141,3 +141,29 @@ def test_kubectl_get_events_names_the_object_kind(api_server: APIServer, tmp_pat
     )
     new = kubectl.ok("get", "events.events.k8s.io", "--field-selector", "regarding.kind=Pod")
     assert [r["OBJECT"] for r in table(new)] == ["pod/p"]
+
+
+def test_binding_refuses_a_gated_pod_as_kube_apiserver_does(api_server: APIServer) -> None:
+    """``BindingREST.setPodNodeAndMetadata`` (``pkg/registry/core/pod/storage/storage.go``) refuses a pod
+    with scheduling gates, one already bound and one being deleted with a 409 on ``pods/binding``; the
+    real tier asks kube-apiserver the same (``tests/real/test_bindings.py``)."""
+    from koordshared.kube.client import make_api_client
+    from tests.real.bindings import PREFIX, refusals
+
+    api = make_api_client(client_configuration=api_server.client_config())
+    try:
+        got = refusals(api, "default")
+    finally:
+        api.close()
+
+    def conflict(case: str, why: str) -> tuple[int, str, str]:
+        pod = f"{PREFIX}-{case}"
+        return 409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{pod}": pod {pod} {why}'
+
+    assert got == {
+        "gated": conflict("gated", "has non-empty .spec.schedulingGates"),
+        "bound": conflict("bound", 'is already assigned to node "nowhere"'),
+        "leaving": conflict("leaving", "is being deleted, cannot be assigned to a host"),
+        "other name": (400, "BadRequest", "name in URL does not match name in Binding object"),
+    }
+    assert api_server.store.list("pods", "default")[0] == []  # the helper cleaned up
