@@ -108,8 +108,11 @@ def manager_config(server: APIServer, **overrides: Any) -> ManagerConfig:
 
 
 @contextmanager
-def running_manager(server: APIServer, **overrides: Any) -> Iterator[Running]:
-    """koord-manager running until the block ends (then stopped, checked to exit 0, threads joined)."""
+def running_manager(
+    server: APIServer, *, sync_timeout: float = 10, synced: bool = True, **overrides: Any
+) -> Iterator[Running]:
+    """koord-manager running until the block ends (then stopped, checked to exit 0, threads joined);
+    entered once its caches are synced, or at once without ``synced``."""
     cfg = manager_config(server, **overrides)
     registry = CollectorRegistry()
     manager = Manager(cfg, registry)
@@ -118,14 +121,17 @@ def running_manager(server: APIServer, **overrides: Any) -> Iterator[Running]:
 
     def run() -> None:
         code.append(
-            process.serve("koord-manager", manager.components(), cfg.addr, registry, stop, sync_timeout=10)
+            process.serve(
+                "koord-manager", manager.components(), cfg.addr, registry, stop, sync_timeout=sync_timeout
+            )
         )
 
     thread = threading.Thread(target=run, name="test-koord-manager")
     thread.start()
     running = Running(manager, registry, stop, thread, code)
     try:
-        wait_until(manager.informers_synced, 10, "informers synced")
+        if synced:
+            wait_until(manager.informers_synced, 10, "informers synced")
         yield running
     finally:
         stop.set()

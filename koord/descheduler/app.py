@@ -35,6 +35,7 @@ from koordshared.kube.client import make_api_client
 from koordshared.kube.eventsv1 import EventBroadcaster, EventRecorder
 from koordshared.kube.leaderelection import KubeLeaseClient, LeaderElector
 from koordshared.kube.objectref import NoKind, ObjectRef
+from koordshared.runtime import heap
 from koordshared.runtime.lifecycle import Component, FuncComponent, Supervisor
 from koordshared.runtime.pluginregistry import EntryPoints, Registry, discover
 
@@ -178,6 +179,7 @@ class Descheduler:
     # ---- lifecycle ------------------------------------------------------------------------------------
 
     def _start_informers(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        heap.hold()  # until the caches are synced (:meth:`_start_rounds`)
         self.env.stop = stop
         supervisor.go("events", lambda: self.events.run(stop))
         self.informers.start(stop, supervisor)
@@ -202,6 +204,7 @@ class Descheduler:
         return run
 
     def _start_rounds(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        heap.settle(collect=False)
         if self.elector is not None:
             elector = self.elector
             supervisor.go("leader-election", lambda: elector.run(stop))
@@ -226,7 +229,11 @@ class Descheduler:
     def components(self) -> list[Component]:
         return [
             FuncComponent(
-                "informers", self._start_informers, self.informers.has_synced, self.informers.close
+                "informers",
+                self._start_informers,
+                self.informers.has_synced,
+                self.informers.close,
+                must_sync=True,
             ),
             FuncComponent("rounds", self._start_rounds),
         ]

@@ -38,6 +38,7 @@ from koordshared.kube.events import EventRecorder
 from koordshared.kube.informer import EventHandler, Informer, index_by_node, object_key
 from koordshared.kube.informers import InformerSet, Watch
 from koordshared.kube.leaderelection import KubeLeaseClient, LeaderElector
+from koordshared.runtime import heap
 from koordshared.runtime.lifecycle import Component, FuncComponent, Supervisor
 
 log = logging.getLogger(__name__)
@@ -221,6 +222,7 @@ class Manager:
     # ---- lifecycle -----------------------------------------------------------------------------------
 
     def _start_informers(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        heap.hold()  # until the caches are synced (:meth:`_start_controllers`)
         supervisor.go("events", lambda: self.recorder.run(stop))
         for inf in self.informers:
             supervisor.go(f"informer-{inf.name}", lambda inf=inf: inf.run(stop))  # type: ignore[misc]
@@ -229,6 +231,7 @@ class Manager:
         return all(inf.has_synced() for inf in self.informers)
 
     def _start_controllers(self, stop: threading.Event, supervisor: Supervisor) -> None:
+        heap.settle(collect=False)
         if not self.config.available:
             self.config.sync(None)  # no ConfigMap: Koordinator's defaults (colocation in error status)
         for ctl in self.controllers.values():
@@ -256,7 +259,11 @@ class Manager:
     def components(self) -> list[Component]:
         return [
             FuncComponent(
-                "informers", self._start_informers, self.informers_synced, self._shutdown_informers
+                "informers",
+                self._start_informers,
+                self.informers_synced,
+                self._shutdown_informers,
+                must_sync=True,
             ),
             *([self.webhook] if self.webhook is not None else []),
             FuncComponent("controllers", self._start_controllers, shutdown_fn=self._shutdown_controllers),

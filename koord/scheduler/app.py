@@ -227,7 +227,11 @@ class KoordScheduler:
     def components(self) -> list[Component]:
         return [
             FuncComponent(
-                "informers", self._start_informers, self.informers.has_synced, self._close_informers
+                "informers",
+                self._start_informers,
+                self.informers.has_synced,
+                self._close_informers,
+                must_sync=True,
             ),
             FuncComponent("scheduling", self._start_scheduling, shutdown_fn=self._stop_scheduling),
         ]

@@ -1,6 +1,6 @@
-"""Python's garbage collector for a process whose heap is mostly its informer caches (koord-scheduler and
-its extender): next to no collection while the caches fill, then everything alive at sync moved out of
-the collector's view.
+"""Python's garbage collector for a process whose heap is mostly its informer caches (koord-scheduler, its
+extender, koord-manager, koord-descheduler): next to no collection while the caches fill, then everything
+alive at sync moved out of the collector's view.
 
 While a list decodes and trims thousands of objects that all survive, the collector's default thresholds
 run it hundreds of times over a growing heap, each full pass walking every cached object; once synced, a

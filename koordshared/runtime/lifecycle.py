@@ -193,6 +193,11 @@ class FuncComponent:
     synced_fn: Callable[[], bool] = lambda: True
     shutdown_fn: Callable[[], None] = lambda: None
     wait_sync: bool = True
+    must_sync: bool = False
+    """What starts after it never starts on its unsynced state: past the sync timeout the wait goes on,
+    reported each timeout (a cluster process's informers: kube's ``WaitForCacheSync`` has no deadline, and
+    a scheduler or descheduler working from a partial pod cache overcommits nodes or evicts past its
+    limits). Without it the next components start after the timeout anyway (the agent samples regardless)."""
 
     def start(self, stop: threading.Event, supervisor: Supervisor) -> None:
         self.start_fn(stop, supervisor)
@@ -231,6 +236,25 @@ class Daemon:
             http.route("/healthz", lambda _q: text_response("ok\n"), probe=True)
             http.route("/readyz", readyz, probe=True)
 
+    def _wait_synced(self, component: Component, stop: threading.Event) -> None:
+        """Until ``component`` syncs or ``stop``; past the sync timeout, go on unless it must sync."""
+        waited = 0.0
+        # A short poll: the next component (the scheduling loop) starts within 10 ms of the sync, which is
+        # the process's time to its first work.
+        while not wait_for(component.has_synced, stop, timeout=self.sync_timeout, poll=0.01):
+            if stop.is_set():
+                return
+            waited += self.sync_timeout
+            if not getattr(component, "must_sync", False):
+                log.warning("%s has not synced after %gs; going on", component.name, waited)
+                return
+            log.warning(
+                "%s has not synced after %gs; still waiting, nothing works from a partial view of the"
+                " cluster (check that the API server answers lists and this process's RBAC allows them)",
+                component.name,
+                waited,
+            )
+
     def run(self, stop: threading.Event) -> int:
         """Run until ``stop``; return the process exit code (0 graceful, 1 a root component died)."""
         supervisor = self.supervisor
@@ -245,14 +269,8 @@ class Daemon:
                 log.info("starting %s", component.name)
                 component.start(stop, supervisor)
                 self.started.append(component.name)
-                # A short poll: the next component (the scheduling loop) starts within 10 ms of the sync,
-                # which is the process's time to its first work.
-                if getattr(component, "wait_sync", True) and not wait_for(
-                    component.has_synced, stop, timeout=self.sync_timeout, poll=0.01
-                ):
-                    if stop.is_set():
-                        break
-                    log.warning("%s has not synced after %.0fs; going on", component.name, self.sync_timeout)
+                if getattr(component, "wait_sync", True):
+                    self._wait_synced(component, stop)
             if not stop.is_set():
                 self.ready.set()
                 self.on_ready()

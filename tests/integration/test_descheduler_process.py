@@ -1,7 +1,7 @@
-"""The real ``koord-descheduler`` process against the test API server: ready once its caches synced,
-evicts through the Eviction API, exposes its metrics, stops on SIGTERM with status 0; two replicas elect
-one leader and hand over on a graceful stop; start-up errors exit 2 naming the problem; a third-party
-Deschedule plugin built as a wheel is listed and runs."""
+"""The real ``koord-descheduler`` process against the test API server: ready once its caches synced (and
+no round before, however long the sync takes), evicts through the Eviction API, exposes its metrics, stops
+on SIGTERM with status 0; two replicas elect one leader and hand over on a graceful stop; start-up errors
+exit 2 naming the problem; a third-party Deschedule plugin built as a wheel is listed and runs."""
 
 from __future__ import annotations
 
@@ -103,6 +103,24 @@ def test_process_ready_evicts_exposes_metrics_and_stops(server: APIServer, tmp_p
     assert code == 0, d.log()
     assert time.monotonic() - started < 6
     assert "stopped" in d.log()
+
+
+def test_no_round_runs_before_the_pod_cache_is_synced(server: APIServer, tmp_path: Path) -> None:
+    """Past ``--sync-timeout`` the process keeps waiting for its caches: a round over a partial pod cache
+    would count a workload's migrating pods short and evict past its limits."""
+    seed(server)
+    server.fail_next(4, 403, method="GET", path_contains="/api/v1/pods")  # the list refused 4 times
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server)
+    d = DeschedulerProcess(tmp_path, kubeconfig, LOWNODELOAD, "--no-leader-elect", "--sync-timeout=0.2s")
+    try:
+        assert wait_until(lambda: "informers has not synced after" in d.log(), 20), d.log()
+        assert "still waiting" in d.log() and "going on" not in d.log()
+        assert d.get("/readyz")[0] == 503 and "round 1" not in d.log() and not evictions(server)
+        assert wait_http(d.base + "/readyz", 20), d.log()
+        wait_until(lambda: len(evictions(server)) >= 1, 15, "an eviction once synced")
+    finally:
+        code = d.stop()
+    assert code == 0, d.log()
 
 
 def test_two_replicas_elect_one_leader_and_hand_over(server: APIServer, tmp_path: Path) -> None:

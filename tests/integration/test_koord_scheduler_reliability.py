@@ -1,9 +1,9 @@
 """koord-scheduler never binds a pod twice, or to a node that cannot hold it, because of its own
 bookkeeping: shown on the real process against the test API server under concurrent pod and node churn,
-a node deleted during binding, an API outage with a 410 re-list, a binding the watch never showed, and a
-pod deleted while it waits on Permit. Every binding is audited the moment the server commits it
-(:class:`~tests.cluster.koordscheduler.BindingAudit`). Leader handovers are in
-``test_koord_scheduler_leader.py``."""
+caches listed slower than the sync timeout, a node deleted during binding, an API outage with a 410
+re-list, a binding the watch never showed, and a pod deleted while it waits on Permit. Every binding is
+audited the moment the server commits it (:class:`~tests.cluster.koordscheduler.BindingAudit`). Leader
+handovers are in ``test_koord_scheduler_leader.py``."""
 
 from __future__ import annotations
 
@@ -134,6 +134,24 @@ def test_concurrent_pod_and_node_churn_never_overcommits_or_binds_twice(
     refused = [r.path for r in api_server.requests if r.path.endswith("/binding") and r.status == 409]
     assert not refused, f"bindings of pods already bound (the server refused them): {refused}"
     print(f"{len(audit.bound)} bindings audited, {len(audit.to_missing)} to a node deleted in between")
+
+
+def test_nothing_is_scheduled_from_a_pod_cache_not_yet_synced(
+    api_server: APIServer, cluster: Cluster, schedulers: Start
+) -> None:
+    """Past ``--sync-timeout`` the process keeps waiting for its caches, as kube-scheduler's
+    ``WaitForCacheSync`` does: a pod cache partly listed hides the pods already on a node."""
+    cluster.node("n", cpu="2")
+    cluster.pod("running", cpu="1500m", nodeName="n")
+    cluster.pod("p", cpu="1")
+    api_server.fail_next(4, 403, method="GET", path_contains="/api/v1/pods")  # the lists refused 4 times
+    ks = schedulers(None, "--sync-timeout=0.2s", ready=False)
+    assert wait_until(lambda: "informers has not synced after" in ks.log(), 30, step=0.05), ks.log()
+    assert "still waiting" in ks.log() and "going on" not in ks.log()
+    assert ks.get("/readyz")[0] == 503 and not bindings(api_server, None)
+    assert ks.ready(30), ks.log()
+    assert wait_until(lambda: events_for(api_server, "p", "FailedScheduling"), 10, step=0.05)
+    assert node_of(api_server, "p") == "" and not bindings(api_server, None)
 
 
 def test_a_node_deleted_during_binding_gets_no_pod(

@@ -108,7 +108,13 @@ class ExtenderApp:
 
     def components(self) -> list[Component]:
         return [
-            FuncComponent("informers", self._start_informers, self.handle.has_synced, self._close_informers)
+            FuncComponent(
+                "informers",
+                self._start_informers,
+                self.handle.has_synced,
+                self._close_informers,
+                must_sync=True,
+            )
         ]
 
     def run(self, stop: threading.Event) -> int:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import urllib.error
 import urllib.request
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from koordshared.runtime.eventbus import EventBus
@@ -135,6 +137,50 @@ def test_daemon_start_order_readiness_and_reverse_shutdown() -> None:
         "stop informer",
         "stop executor",
     ]
+
+
+def _starts_after_a_slow_sync(must_sync: bool, caplog: pytest.LogCaptureFixture) -> tuple[bool, bool]:
+    """A component that syncs only when the test says, past a 0.05 s sync timeout: whether the next one
+    had started, and whether the process was ready, by 0.5 s."""
+    stop = threading.Event()
+    synced = threading.Event()
+    order: list[str] = []
+    daemon = Daemon(
+        [
+            FuncComponent("informers", lambda _s, _sup: None, synced.is_set, must_sync=must_sync),
+            FuncComponent("work", lambda _s, _sup: order.append("work")),
+        ],
+        Supervisor(stop),
+        None,
+        sync_timeout=0.05,
+    )
+    t = threading.Thread(target=daemon.run, args=(stop,))
+    with caplog.at_level(logging.WARNING, logger="koordshared.runtime.lifecycle"):
+        t.start()
+        time.sleep(0.5)
+        early = (order == ["work"], daemon.ready.is_set())
+        synced.set()
+        assert wait_for(daemon.ready.is_set, threading.Event(), timeout=3)
+        stop.set()
+        t.join(5)
+    assert order == ["work"] and not t.is_alive()
+    return early
+
+
+def test_a_component_that_must_sync_holds_the_next_past_the_sync_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert _starts_after_a_slow_sync(True, caplog) == (False, False)
+    waits = [r.getMessage() for r in caplog.records if "still waiting" in r.getMessage()]
+    # reported each timeout
+    assert "after 0.05s; still waiting" in waits[0] and "after 0.1s; still waiting" in waits[1]
+
+
+def test_without_must_sync_the_next_component_starts_after_the_sync_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert _starts_after_a_slow_sync(False, caplog) == (True, True)
+    assert any("going on" in r.getMessage() for r in caplog.records)
 
 
 def test_daemon_exits_non_zero_when_a_root_component_dies() -> None:
