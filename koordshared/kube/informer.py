@@ -64,6 +64,10 @@ class _Gone(Exception):
     """The resourceVersion (or continue token) is too old: list again."""
 
 
+class _Abandoned(Exception):
+    """A list given up between pages because the informer is stopping (not an error: ``run`` returns)."""
+
+
 class _Ahead:
     """A request run on a thread of its own while the caller works on what came before; :meth:`result`
     gives its answer or raises its error."""
@@ -296,8 +300,11 @@ class Informer:
         caches, still listing, then do not share the interpreter with it (the next page, already asked
         for, is the only one decoded meanwhile)."""
         while self._hold is not None and not self._hold():
-            if self._closed.wait(0.01) or (self._stop is not None and self._stop.is_set()):
+            if self._closed.wait(0.01) or self._stopping():
                 return
+
+    def _stopping(self) -> bool:
+        return self._closed.is_set() or (self._stop is not None and self._stop.is_set())
 
     def _add(self, objs: Sequence[Obj]) -> None:
         with self._dispatch:
@@ -337,6 +344,9 @@ class Informer:
             )
             if ahead is None:
                 return
+            if self._stopping():
+                # a large first list is many pages: a stopped process must not wait for the rest
+                raise _Abandoned(f"{self.name}: list abandoned at stop")
             doc = ahead.result()
 
     def _page(

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from koordlet.testing import wait_until
+from koordshared.apis.meta import groups
 from koordshared.kube.client import make_api_client
 from koordshared.kube.informer import EventHandler, Informer, index_by_node, object_key
+from koordshared.kube.informers import Watch, list_call
 from tests.apiserver import APIServer
 from tests.apiserver.fixtures import api_server, api_server_factory  # noqa: F401
 
@@ -241,6 +243,28 @@ def test_paged_list_follows_continue_tokens(
     assert [r.query.get("limit") for r in lists] == ["2", "2", "2"]
     assert [bool(r.query.get("continue")) for r in lists] == [False, True, True]
     assert inf.lists == 1
+
+
+def test_a_stopped_informer_asks_for_no_more_pages(api_server: APIServer) -> None:  # noqa: F811
+    """A first list of many pages ends at the page where the process stopped: a stopped process does not
+    stay up for the rest of a large list."""
+    for i in range(6):
+        api_server.store.create("nodes", node(f"n{i}"))
+    api = make_api_client(client_configuration=api_server.client_config())
+    fn, kwargs = list_call(api, Watch("nodes", groups.NODES))
+    stop = threading.Event()
+    inf = Informer("nodes", fn, kwargs, page_size=1)
+    inf.add_handler(EventHandler(on_add=lambda _o: stop.set()))  # stopped as the first page goes in
+    t = threading.Thread(target=inf.run, args=(stop,), name="test-informer-stop")
+    t.start()
+    t.join(5)
+    ended = not t.is_alive()  # by itself, without close()
+    inf.close()
+    t.join(5)
+    api.close()
+    assert ended and not inf.has_synced()
+    lists = [r for r in api_server.requests if r.path == "/api/v1/nodes" and r.query.get("watch") != "true"]
+    assert len(lists) <= 2  # the first page and the one already asked for, not all six
 
 
 def test_listed_objects_name_their_kind_as_watched_ones_do(
