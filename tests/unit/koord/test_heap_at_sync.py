@@ -26,6 +26,10 @@ from tests.managerharness import manager_config, wait_until
 
 @pytest.fixture(autouse=True)
 def collector_as_it_was() -> Iterator[tuple[int, int, int]]:
+    """The collector's thresholds with no hold in force (an in-process scheduler of another test may have
+    left one: the collector is the interpreter's), put back afterwards."""
+    heap.settle(collect=False)
+    gc.unfreeze()
     thresholds = gc.get_threshold()
     try:
         yield thresholds

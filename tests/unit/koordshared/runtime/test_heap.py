@@ -14,6 +14,8 @@ from koordshared.runtime import heap
 
 @pytest.fixture(autouse=True)
 def collector_as_it_was() -> Iterator[None]:
+    heap.settle(collect=False)  # a hold an in-process scheduler of another test left
+    gc.unfreeze()
     thresholds, enabled = gc.get_threshold(), gc.isenabled()
     gc.enable()
     try:
