@@ -123,12 +123,14 @@ def twin_client(api_client: Any) -> Any:
 
 
 class ApiError(Exception):
-    """The API server answered with a non-2xx status (``status``, and ``reason`` from its Status)."""
+    """The API server answered with a non-2xx status (``status``, and ``reason`` and ``message`` from its
+    Status)."""
 
     def __init__(self, what: str, status: int, reason: str, message: str) -> None:
         super().__init__(f"{what}: {status} {reason}: {message}")
         self.status = status
         self.reason = reason
+        self.message = message
 
     @property
     def not_found(self) -> bool:

@@ -36,7 +36,7 @@ def _bind(api: Any, ns: str, url_name: str, name: str) -> Answer:
     try:
         request(api, "bind", "POST", f"/api/v1/namespaces/{ns}/pods/{url_name}/binding", body=body)
     except ApiError as err:
-        return err.status, err.reason, str(err).split(f"{err.status} {err.reason}: ", 1)[1]
+        return err.status, err.reason, err.message
     return 201, "", ""
 
 
